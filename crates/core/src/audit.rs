@@ -1,0 +1,38 @@
+//! Audit-log event types (SPEC 6.4 and the foundation's own security events).
+//!
+//! Every security-sensitive action writes one row; these are the names it is written under.
+
+/// A user logged in.
+pub const LOGIN_SUCCEEDED: &str = "login_succeeded";
+/// A login was refused (wrong password or TOTP).
+pub const LOGIN_FAILED: &str = "login_failed";
+/// A session was ended by its user.
+pub const LOGOUT: &str = "logout";
+/// An API token was created.
+pub const API_TOKEN_CREATED: &str = "api_token_created";
+/// An API token was deleted.
+pub const API_TOKEN_DELETED: &str = "api_token_deleted";
+/// TOTP was turned on.
+pub const TOTP_ENABLED: &str = "totp_enabled";
+/// TOTP was turned off.
+pub const TOTP_DISABLED: &str = "totp_disabled";
+/// A TOTP challenge token was issued for a purpose.
+pub const TOTP_CHALLENGE_ISSUED: &str = "totp_challenge_issued";
+/// An invitation was created.
+pub const INVITATION_CREATED: &str = "invitation_created";
+/// An invitation was revoked before use.
+pub const INVITATION_REVOKED: &str = "invitation_revoked";
+/// An invitation was accepted and its user created.
+pub const INVITATION_ACCEPTED: &str = "invitation_accepted";
+/// A password-reset mail was requested for an existing user.
+pub const PASSWORD_RESET_REQUESTED: &str = "password_reset_requested";
+/// A password was reset (by token or by the admin command).
+pub const PASSWORD_RESET: &str = "password_reset";
+/// A password was changed by its user.
+pub const PASSWORD_CHANGED: &str = "password_changed";
+/// A user's role was changed.
+pub const USER_ROLE_CHANGED: &str = "user_role_changed";
+/// A user was removed from the tenant.
+pub const USER_REMOVED: &str = "user_removed";
+/// A tenant was created (first start or `trusthub admin create-tenant`).
+pub const TENANT_CREATED: &str = "tenant_created";

@@ -1,0 +1,12 @@
+//! Trusthub's domain: the records, rules and wire formats that every other crate shares.
+//!
+//! Nothing here performs I/O or reads the clock: time is always a parameter, so every rule
+//! can be unit-tested against the SPEC section it implements.
+
+pub mod audit;
+pub mod auth;
+pub mod secret;
+pub mod totp;
+pub mod validate;
+
+pub use auth::{Role, TokenScope, TotpPurpose};
