@@ -1,1 +1,50 @@
-//! placeholder
+//! Trusthub persistence: one schema on SQLite (the embedded default) and PostgreSQL.
+//!
+//! [`Db`] picks the engine from the URL scheme; both run the same migrations (one folder per
+//! engine under `migrations/`) and the same SQL. Repository functions live in one module per
+//! aggregate and take a [`TenantId`] wherever a record belongs to a tenant, so no query path
+//! can forget the tenant. They run on anything that implements [`Exec`]: a pooled connection
+//! for reads ([`Db::conn`]) or a transaction for writes ([`Db::begin`]).
+
+mod db;
+mod error;
+
+pub mod audit;
+pub mod invitations;
+pub mod meta;
+pub mod password_resets;
+pub mod rate_limits;
+pub mod sessions;
+pub mod tenants;
+pub mod tokens;
+pub mod totp;
+pub mod users;
+
+pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
+pub use error::{StoreError, StoreResult};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The id of a tenant; repository functions take it to scope every query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TenantId(pub Uuid);
+
+impl std::fmt::Display for TenantId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Runs `$body` with `$c` bound to the engine's own connection type, so the same SQL text is
+/// compiled once per engine.
+#[macro_export]
+macro_rules! on {
+    ($ex:expr, $c:ident => $body:expr) => {
+        match $crate::Exec::handle($ex) {
+            $crate::Handle::Sqlite($c) => $body,
+            $crate::Handle::Postgres($c) => $body,
+        }
+    };
+}

@@ -1,0 +1,35 @@
+//! The store's one error type.
+
+/// What can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique constraint refused the write; the string names the constraint or column.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The URL names no supported engine.
+    #[error("unsupported database URL (use sqlite://... or postgres://...)")]
+    UnsupportedUrl,
+    /// A value read from the database could not be understood.
+    #[error("corrupt value in column {0}")]
+    Corrupt(&'static str),
+    /// Migrations failed.
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Db(sqlx::Error),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &e
+            && db.is_unique_violation()
+        {
+            return StoreError::Conflict(db.constraint().unwrap_or(db.message()).to_owned());
+        }
+        StoreError::Db(e)
+    }
+}
+
+/// Result of store functions.
+pub type StoreResult<T> = Result<T, StoreError>;
