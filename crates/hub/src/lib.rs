@@ -1,1 +1,89 @@
-//! placeholder
+//! The Trusthub hub as a library: the HTTP API, authorization, and the server around them.
+//!
+//! `trusthub serve` (crate `trusthub`) builds a [`Server`] from [`Settings`] and runs it;
+//! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
+
+pub mod admin;
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod mail;
+pub mod metrics;
+pub mod middleware;
+pub mod openapi;
+pub mod passwords;
+pub mod ratelimit;
+pub mod routes;
+pub mod server;
+pub mod settings;
+pub mod state;
+pub mod views;
+
+pub use server::{Server, StartError};
+pub use settings::{DbSettings, Settings};
+pub use state::AppState;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderName, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use error::ApiError;
+use std::sync::Arc;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The whole HTTP surface: `/api/v1/...`, `//metrics`, with every layer.
+pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
+    let api = routes::api()
+        .merge(extra)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::general_limit));
+    let (api_router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .nest("/api/v1", api)
+        .split_for_parts();
+    let doc_json: Arc<str> = doc.to_pretty_json().unwrap_or_default().into();
+    let request_id = HeaderName::from_static("x-request-id");
+    api_router
+        .route(
+            "/api/v1/openapi.json",
+            get(move || {
+                let doc = doc_json.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], doc.to_string()) }
+            }),
+        )
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .route_layer(axum::middleware::from_fn(middleware::label_route))
+        .layer(CatchPanicLayer::new())
+        .layer(DefaultBodyLimit::max(state.settings.body_limit_bytes))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
+        .layer(axum::middleware::from_fn(middleware::problem_details))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+            let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", method = %req.method(), uri = %req.uri().path(), request_id = %id)
+        }))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("route")
+}
+
+/// Prometheus exposition (SPEC 4.11), outside `/api/v1` and without credentials, as
+/// scrapers expect; it shows figures, never tenant data.
+async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    let backend = match state.db.backend() {
+        trusthub_store::Backend::Sqlite => "sqlite",
+        trusthub_store::Backend::Postgres => "postgres",
+    };
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        state.metrics.render(state.db.pool_stats(), backend),
+    )
+}

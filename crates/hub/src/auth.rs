@@ -1,0 +1,362 @@
+//! Who is calling, and what they may do: authorization lives in handler signatures.
+//!
+//! A handler that takes [`Viewer`], [`Operator`], [`Admin`] or [`Owner`] cannot run for a
+//! caller below that role; one that takes [`TotpProof<P>`] cannot run without a fresh TOTP
+//! proof for purpose `P` from a logged-in user (CONTRACT 2 and 3). API tokens never satisfy
+//! a TOTP requirement.
+
+use crate::error::ApiError;
+use crate::state::{AppState, now};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode, header};
+use std::marker::PhantomData;
+use trusthub_core::secret::{API_TOKEN_PREFIX, SESSION_PREFIX, token_hash};
+use trusthub_core::{Role, TokenScope, TotpPurpose, totp};
+use trusthub_store::users::User;
+use trusthub_store::{TenantId, sessions, tokens};
+use uuid::Uuid;
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "trusthub_session";
+/// Sealing context of TOTP secrets.
+pub const TOTP_SEAL_CONTEXT: &str = "users.totp_secret";
+
+/// How the caller authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// A login session (cookie).
+    Session {
+        /// The session's id.
+        session_id: Uuid,
+    },
+    /// An API token (`Authorization: Bearer tht_...`).
+    Token {
+        /// The token's id.
+        token_id: Uuid,
+        /// Its scope.
+        scope: TokenScope,
+    },
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// The user, as stored.
+    pub user: User,
+    /// How they authenticated.
+    pub credential: Credential,
+    /// The role this request acts with (a `read` token caps it at viewer); `None` for a
+    /// token whose scope opens no user endpoint (`ai_ingest`).
+    pub role: Option<Role>,
+}
+
+impl Principal {
+    /// The caller's tenant.
+    pub fn tenant(&self) -> TenantId {
+        self.user.tenant_id
+    }
+
+    /// The audit-log actor: the user, and the token when one was used.
+    pub fn actor(&self) -> String {
+        match &self.credential {
+            Credential::Session { .. } => format!("user:{}", self.user.id),
+            Credential::Token { token_id, .. } => format!("user:{} token:{token_id}", self.user.id),
+        }
+    }
+
+    /// Whether the caller holds at least `role`.
+    pub fn has_role(&self, role: Role) -> bool {
+        self.role.is_some_and(|r| r >= role)
+    }
+}
+
+fn cookie_value<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+}
+
+/// A browser sends `Origin` with cross-site requests; a cookie-authenticated change from
+/// another origin is refused (defence in depth on top of SameSite=Lax and JSON bodies).
+fn same_origin(parts: &Parts) -> bool {
+    let Some(origin) = parts.headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let Some(host) = parts.headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or(origin);
+    origin_host.trim_end_matches('/').eq_ignore_ascii_case(host)
+}
+
+/// Resolves (once per request) the caller from a bearer token or the session cookie.
+pub async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Principal, ApiError> {
+    if let Some(p) = parts.extensions.get::<Principal>() {
+        return Ok(p.clone());
+    }
+    let now = now();
+    let principal = if let Some(authz) = parts.headers.get(header::AUTHORIZATION) {
+        let raw = authz.to_str().map_err(|_| ApiError::unauthenticated())?;
+        let token = raw
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .ok_or_else(|| ApiError::Unauthenticated("expected Authorization: Bearer <token>".into()))?;
+        if !token.starts_with(API_TOKEN_PREFIX) {
+            return Err(ApiError::unauthenticated());
+        }
+        let hash = token_hash(token);
+        let mut c = state.db.conn().await?;
+        let (tok, user) = tokens::find(&mut c, &hash, now)
+            .await?
+            .ok_or_else(|| ApiError::Unauthenticated("unknown, expired or deleted API token".into()))?;
+        drop(c);
+        let stale = now - time::Duration::minutes(1);
+        if tok.last_used_at.is_none_or(|t| t < stale) {
+            let mut tx = state.db.begin().await?;
+            tokens::touch(&mut tx, tok.id, now, stale).await?;
+            tx.commit().await?;
+        }
+        Principal {
+            role: tok.scope.effective_role(user.role),
+            credential: Credential::Token {
+                token_id: tok.id,
+                scope: tok.scope,
+            },
+            user,
+        }
+    } else if let Some(cookie) = cookie_value(parts, SESSION_COOKIE) {
+        if !cookie.starts_with(SESSION_PREFIX) {
+            return Err(ApiError::unauthenticated());
+        }
+        let mut c = state.db.conn().await?;
+        let s = sessions::find(&mut c, &token_hash(cookie), now)
+            .await?
+            .ok_or_else(|| ApiError::Unauthenticated("session expired or ended; log in again".into()))?;
+        let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        if !safe && !same_origin(parts) {
+            return Err(ApiError::Forbidden("cross-origin request refused".into()));
+        }
+        Principal {
+            role: Some(s.user.role),
+            credential: Credential::Session {
+                session_id: s.session_id,
+            },
+            user: s.user,
+        }
+    } else {
+        return Err(ApiError::unauthenticated());
+    };
+    parts.extensions.insert(principal.clone());
+    Ok(principal)
+}
+
+/// Any authenticated caller, whatever its role or token scope.
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub Principal);
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        resolve(parts, state).await.map(Authenticated)
+    }
+}
+
+async fn require(parts: &mut Parts, state: &AppState, role: Role) -> Result<Principal, ApiError> {
+    let p = resolve(parts, state).await?;
+    match p.role {
+        Some(r) if r >= role => Ok(p),
+        Some(_) => Err(ApiError::Forbidden(format!("this needs the {role} role"))),
+        None => Err(ApiError::Forbidden("this API token's scope does not open this endpoint".into())),
+    }
+}
+
+macro_rules! role_extractor {
+    ($(#[$doc:meta])* $name:ident, $role:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name(pub Principal);
+
+        impl FromRequestParts<AppState> for $name {
+            type Rejection = ApiError;
+            async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+                require(parts, state, $role).await.map($name)
+            }
+        }
+    };
+}
+
+role_extractor!(
+    /// A caller with at least the viewer role (reads).
+    Viewer, Role::Viewer);
+role_extractor!(
+    /// A caller with at least the operator role (configuration changes).
+    Operator, Role::Operator);
+role_extractor!(
+    /// A caller with at least the admin role (sensitive operations).
+    Admin, Role::Admin);
+role_extractor!(
+    /// The tenant's owner role (users, invitations, tenant settings).
+    Owner, Role::Owner);
+
+/// A logged-in user (session cookie); API tokens are refused. For managing one's own
+/// credentials: tokens, TOTP, password.
+#[derive(Debug, Clone)]
+pub struct SessionUser(pub Principal);
+
+impl FromRequestParts<AppState> for SessionUser {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let p = resolve(parts, state).await?;
+        match p.credential {
+            Credential::Session { .. } => Ok(SessionUser(p)),
+            Credential::Token { .. } => Err(ApiError::Forbidden(
+                "this needs a login session; API tokens cannot manage credentials".into(),
+            )),
+        }
+    }
+}
+
+/// Checks a TOTP code of `user` and spends its time step, so the same code is refused the
+/// second time (CONTRACT 3). `status` is 401 at login and 403 elsewhere.
+pub async fn check_code(state: &AppState, user: &User, code: &str, status: StatusCode) -> Result<(), ApiError> {
+    let invalid = || ApiError::Totp {
+        status,
+        code: "totp_invalid",
+        detail: "the TOTP code is wrong, expired or already used".into(),
+    };
+    let sealed = user.totp_secret_sealed.as_deref().ok_or_else(|| ApiError::Totp {
+        status,
+        code: "totp_not_enrolled",
+        detail: "TOTP is not set up for this user".into(),
+    })?;
+    let secret = state
+        .key
+        .open(TOTP_SEAL_CONTEXT, sealed)
+        .map_err(|_| ApiError::Internal("TOTP secret cannot be unsealed with the hub key".into()))?;
+    let now = now();
+    let step = totp::verify(&secret, code, now.unix_timestamp()).ok_or_else(invalid)?;
+    let mut tx = state.db.begin().await?;
+    let fresh = trusthub_store::totp::spend_step(&mut tx, user.id, step, now).await?;
+    tx.commit().await?;
+    if fresh { Ok(()) } else { Err(invalid()) }
+}
+
+/// A TOTP purpose as a type, for [`TotpProof`].
+pub trait Purpose: Send + Sync + 'static {
+    /// The purpose.
+    const PURPOSE: TotpPurpose;
+}
+
+/// Marker types of the CONTRACT 3 purposes.
+pub mod purpose {
+    use super::{Purpose, TotpPurpose};
+    macro_rules! purposes {
+        ($($(#[$doc:meta])* $name:ident => $p:expr),* $(,)?) => {$(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy)]
+            pub struct $name;
+            impl Purpose for $name {
+                const PURPOSE: TotpPurpose = $p;
+            }
+        )*};
+    }
+    purposes!(
+        /// `app_restart`.
+        AppRestart => TotpPurpose::AppRestart,
+        /// `console_start`.
+        ConsoleStart => TotpPurpose::ConsoleStart,
+        /// `agent_auto_patch`.
+        AgentAutoPatch => TotpPurpose::AgentAutoPatch,
+        /// `auto_update_all`.
+        AutoUpdateAll => TotpPurpose::AutoUpdateAll,
+        /// `agent_emergency`.
+        AgentEmergency => TotpPurpose::AgentEmergency,
+    );
+}
+
+/// Proof, for purpose `P`, that a logged-in user with TOTP enrolled just gave a code:
+/// `X-TOTP-Code: <6 digits>` or `X-TOTP-Token: <token from /auth/totp/challenge>`.
+/// Refusals are 403 `totp_required`, `totp_invalid` or `totp_not_enrolled`.
+#[derive(Debug)]
+pub struct TotpProof<P> {
+    /// Who proved it.
+    pub principal: Principal,
+    _purpose: PhantomData<P>,
+}
+
+impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let forbidden = StatusCode::FORBIDDEN;
+        let p = resolve(parts, state).await?;
+        if !matches!(p.credential, Credential::Session { .. }) {
+            return Err(ApiError::Totp {
+                status: forbidden,
+                code: "totp_required",
+                detail: "this operation needs TOTP, which only a login session can give; API tokens never can".into(),
+            });
+        }
+        if !p.user.totp_enabled {
+            return Err(ApiError::Totp {
+                status: forbidden,
+                code: "totp_not_enrolled",
+                detail: "this operation needs TOTP; set it up with /auth/totp/setup first".into(),
+            });
+        }
+        let header = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        if let Some(code) = header("x-totp-code") {
+            check_code(state, &p.user, &code, forbidden).await?;
+        } else if let Some(token) = header("x-totp-token") {
+            let mut tx = state.db.begin().await?;
+            let ok = trusthub_store::totp::consume_challenge(
+                &mut tx,
+                p.tenant(),
+                p.user.id,
+                &token_hash(&token),
+                P::PURPOSE,
+                now(),
+            )
+            .await?;
+            tx.commit().await?;
+            if !ok {
+                return Err(ApiError::Totp {
+                    status: forbidden,
+                    code: "totp_invalid",
+                    detail: format!(
+                        "the TOTP token is unknown, expired, used, or not for purpose {}",
+                        P::PURPOSE.as_str()
+                    ),
+                });
+            }
+        } else {
+            return Err(ApiError::Totp {
+                status: forbidden,
+                code: "totp_required",
+                detail: format!(
+                    "send X-TOTP-Code, or X-TOTP-Token from /auth/totp/challenge with purpose {}",
+                    P::PURPOSE.as_str()
+                ),
+            });
+        }
+        Ok(TotpProof {
+            principal: p,
+            _purpose: PhantomData,
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! Layers every request passes through: problem+json for every error, request metrics, and
+//! the general per-IP rate limit.
+
+use crate::error::{PROBLEM_JSON, code_for_status, problem};
+use crate::extract::client_ip;
+use crate::ratelimit;
+use crate::state::{AppState, now};
+use axum::body::{Body, to_bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::time::Instant;
+
+/// Largest error body the normaliser reads back.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Makes every error response RFC 9457 problem+json with the request id: our own errors
+/// get the id added; anything else (a framework rejection, 405, a caught panic) is wrapped.
+pub async fn problem_details(req: Request, next: Next) -> Response {
+    let request_id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let is_problem = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    let bytes = to_bytes(body, MAX_ERROR_BODY).await.unwrap_or_default();
+    let mut value = if is_problem {
+        serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_else(|_| serde_json::json!({}))
+    } else {
+        let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+        let detail = if text.is_empty() || status.is_server_error() {
+            status.canonical_reason().unwrap_or("error").to_owned()
+        } else {
+            text
+        };
+        serde_json::to_value(problem(status, code_for_status(status), detail, None)).unwrap_or_default()
+    };
+    if let (Some(obj), Some(id)) = (value.as_object_mut(), request_id) {
+        obj.insert("request_id".into(), serde_json::Value::String(id));
+    }
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(serde_json::to_vec(&value).unwrap_or_default()))
+}
+
+/// The route template a request matched, carried out on the response for [`track`].
+#[derive(Clone)]
+struct RouteLabel(String);
+
+/// Inside the router: remembers which route matched.
+pub async fn label_route(req: Request, next: Next) -> Response {
+    let label = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
+    let mut resp = next.run(req).await;
+    if let Some(l) = label {
+        resp.extensions_mut().insert(RouteLabel(l));
+    }
+    resp
+}
+
+/// Records count and latency per method, route and status.
+pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = req.method().as_str().to_owned();
+    let resp = next.run(req).await;
+    let route = resp
+        .extensions()
+        .get::<RouteLabel>()
+        .map(|l| l.0.as_str())
+        .unwrap_or("unmatched");
+    state
+        .metrics
+        .observe(&method, route, resp.status().as_u16(), start.elapsed().as_secs_f64());
+    resp
+}
+
+/// SPEC 8 "other user endpoints": 1000 per minute per IP, with `RateLimit-*` headers.
+pub async fn general_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let ip = client_ip(&parts).to_string();
+    let req = Request::from_parts(parts, body);
+    match state.limiter.hit(ratelimit::GENERAL, &ip, now().unix_timestamp()).await {
+        Ok(Some(info)) => {
+            let mut resp = next.run(req).await;
+            if !resp.headers().contains_key("ratelimit-limit") {
+                info.apply(resp.headers_mut());
+            }
+            resp
+        }
+        Ok(None) => next.run(req).await,
+        Err(e) => e.into_response(),
+    }
+}

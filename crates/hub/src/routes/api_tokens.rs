@@ -1,0 +1,173 @@
+//! API tokens (CONTRACT 2): `tht_` bearer tokens, scoped `read`, `write` or `ai_ingest`.
+
+use crate::auth::{SessionUser, Viewer};
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::{Json, Meta, Path};
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::secret::{API_TOKEN_PREFIX, new_token, token_hash};
+use trusthub_core::{Role, TokenScope, audit as ev, validate};
+use trusthub_store::tokens::{self, ApiToken, NewToken};
+use trusthub_store::audit;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(delete))
+}
+
+/// A token to create.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewApiToken {
+    /// Label, 1 to 100 characters.
+    pub name: String,
+    /// `read` (viewer at most; the CI token), `write` (your role) or `ai_ingest` (AI traces only).
+    pub scope: String,
+    /// Optional expiry, RFC 3339, in the future.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+}
+
+/// A token as listed (never the secret).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiTokenView {
+    /// Id.
+    pub id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Scope.
+    #[schema(value_type = String, example = "read")]
+    pub scope: TokenScope,
+    /// The user it acts for.
+    pub user_id: Uuid,
+    /// Its first characters, to recognise it.
+    pub token_hint: String,
+    /// Created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Expiry, if any.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+    /// Last use (to the minute).
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_used_at: Option<OffsetDateTime>,
+}
+
+impl From<ApiToken> for ApiTokenView {
+    fn from(t: ApiToken) -> Self {
+        ApiTokenView {
+            id: t.id,
+            name: t.name,
+            scope: t.scope,
+            user_id: t.user_id,
+            token_hint: t.token_hint,
+            created_at: t.created_at,
+            expires_at: t.expires_at,
+            last_used_at: t.last_used_at,
+        }
+    }
+}
+
+/// A created token; `token` is shown this once and stored only as a hash.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedApiToken {
+    /// Id.
+    pub id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Scope.
+    #[schema(value_type = String)]
+    pub scope: TokenScope,
+    /// `tht_...`: send as `Authorization: Bearer <token>`.
+    pub token: String,
+    /// Expiry, if any.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+    /// Created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// Create an API token for yourself. Needs a login session: a token cannot mint tokens.
+/// A `write` token acts with your role; a `read` token as a viewer at most.
+#[utoipa::path(post, path = "/api-tokens", tag = "api-tokens", request_body = NewApiToken,
+    responses((status = 201, body = CreatedApiToken), (status = 422, body = Problem)))]
+async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    SessionUser(p): SessionUser,
+    Json(req): Json<NewApiToken>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedApiToken>)> {
+    let now = now();
+    let mut errors = Vec::new();
+    let name = validate::name(&req.name).map_err(|m| errors.push(FieldError { field: "name".into(), message: m.into() })).ok();
+    let scope = req
+        .scope
+        .parse::<TokenScope>()
+        .map_err(|_| errors.push(FieldError { field: "scope".into(), message: "must be read, write or ai_ingest".into() }))
+        .ok();
+    if req.expires_at.is_some_and(|e| e <= now) {
+        errors.push(FieldError { field: "expires_at".into(), message: "must be in the future".into() });
+    }
+    let (Some(name), Some(scope), true) = (name, scope, errors.is_empty()) else {
+        return Err(ApiError::Validation(errors));
+    };
+    let token = new_token(API_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let hint: String = token.chars().take(API_TOKEN_PREFIX.len() + 4).collect();
+    let expires_at = req.expires_at.map(|e| e.to_offset(time::UtcOffset::UTC).replace_nanosecond(0).unwrap_or(e));
+    let mut tx = state.db.begin().await?;
+    let stored = tokens::insert(
+        &mut tx,
+        p.tenant(),
+        &NewToken { user_id: p.user.id, name: &name, scope, token_hash: &token_hash(&token), token_hint: &hint, expires_at },
+        now,
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::API_TOKEN_CREATED, p.actor(), format!("api_token:{}", stored.id), json!({"name": name, "scope": scope})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(CreatedApiToken { id: stored.id, name, scope, token, expires_at, created_at: now }),
+    ))
+}
+
+/// List API tokens: your own; admins and owners see every token of the tenant.
+#[utoipa::path(get, path = "/api-tokens", tag = "api-tokens", responses((status = 200, body = Vec<ApiTokenView>)))]
+async fn list(State(state): State<AppState>, Viewer(p): Viewer) -> ApiResult<axum::Json<Vec<ApiTokenView>>> {
+    let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
+    let mut c = state.db.conn().await?;
+    let list = tokens::list(&mut c, p.tenant(), only).await?;
+    Ok(axum::Json(list.into_iter().map(ApiTokenView::from).collect()))
+}
+
+/// Delete an API token; it stops working at once. Your own, or any of the tenant's for
+/// admins and owners.
+#[utoipa::path(delete, path = "/api-tokens/{id}", tag = "api-tokens", params(("id" = Uuid, Path, description = "Token id")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
+async fn delete(State(state): State<AppState>, meta: Meta, Viewer(p): Viewer, Path(id): Path<Uuid>) -> ApiResult<StatusCode> {
+    let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
+    let mut tx = state.db.begin().await?;
+    if !tokens::delete(&mut tx, p.tenant(), id, only).await? {
+        return Err(ApiError::NotFound("API token"));
+    }
+    audit::append(&mut tx, p.tenant(), &meta.audit(ev::API_TOKEN_DELETED, p.actor(), format!("api_token:{id}"), json!({})), now()).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,93 @@
+//! The audit log (CONTRACT 10; SPEC 6.4): append-only, newest first, admin and up.
+
+use crate::auth::Admin;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::Query;
+use crate::state::AppState;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use trusthub_store::audit::{self, Entry, Filter};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list))
+}
+
+/// Filters and paging.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQuery {
+    /// Only this event type, e.g. `login_succeeded`.
+    pub event_type: Option<String>,
+    /// Only rows at or after this instant (RFC 3339).
+    pub since: Option<String>,
+    /// Only rows with a smaller id: pass the last id of a page to get the next.
+    pub before_id: Option<i64>,
+    /// Rows per page, 1 to 1000 (default 100).
+    pub limit: Option<i64>,
+}
+
+/// One row.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEntry {
+    /// Increasing id.
+    pub id: i64,
+    /// What happened.
+    pub event_type: String,
+    /// Who did it: `user:<id>` (plus `token:<id>` when an API token was used), `cli`, `system`.
+    pub actor: String,
+    /// What it was done to.
+    pub subject: String,
+    /// Event facts; never secrets.
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+    /// Client address.
+    pub ip: Option<String>,
+    /// Request id.
+    pub request_id: Option<String>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<Entry> for AuditEntry {
+    fn from(e: Entry) -> Self {
+        AuditEntry {
+            id: e.id,
+            event_type: e.event_type,
+            actor: e.actor,
+            subject: e.subject,
+            details: e.details.0,
+            ip: e.ip,
+            request_id: e.request_id,
+            created_at: e.created_at,
+        }
+    }
+}
+
+/// The tenant's audit log, newest first (admin).
+#[utoipa::path(get, path = "/audit-log", tag = "audit", params(AuditQuery),
+    responses((status = 200, body = Vec<AuditEntry>), (status = 400, body = Problem)))]
+async fn list(State(state): State<AppState>, Admin(p): Admin, Query(q): Query<AuditQuery>) -> ApiResult<axum::Json<Vec<AuditEntry>>> {
+    let since = q
+        .since
+        .as_deref()
+        .map(|s| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339))
+        .transpose()
+        .map_err(|_| ApiError::BadRequest("since must be an RFC 3339 timestamp".into()))?;
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
+    }
+    let filter = Filter {
+        event_type: q.event_type,
+        since: since.map(|s| s.to_offset(time::UtcOffset::UTC)),
+        before_id: q.before_id,
+        limit,
+    };
+    let mut c = state.db.conn().await?;
+    let rows = audit::list(&mut c, p.tenant(), &filter).await?;
+    Ok(axum::Json(rows.into_iter().map(AuditEntry::from).collect()))
+}

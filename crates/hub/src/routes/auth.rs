@@ -1,0 +1,274 @@
+//! Login, logout, password reset and invitation acceptance (CONTRACT 2; SPEC 4.9).
+
+use crate::auth::{Credential, SESSION_COOKIE, SessionUser, check_code};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Json, Meta};
+use crate::ratelimit;
+use crate::state::{AppState, now};
+use crate::views::{UserEnvelope, UserView};
+use crate::passwords;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use trusthub_core::secret::{ONE_TIME_PREFIX, SESSION_PREFIX, new_token, token_hash};
+use trusthub_core::{audit as ev, validate};
+use trusthub_store::users::User;
+use trusthub_store::{audit, invitations, password_resets, sessions, users};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// Lifetime of a password-reset token.
+const RESET_TTL: time::Duration = time::Duration::hours(1);
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(login))
+        .routes(routes!(logout))
+        .routes(routes!(forgot_password))
+        .routes(routes!(reset_password))
+        .routes(routes!(accept_invite))
+}
+
+/// Login credentials.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct LoginRequest {
+    /// Email.
+    pub email: String,
+    /// Password.
+    pub password: String,
+    /// Current TOTP code, required when the user has TOTP enabled.
+    #[serde(default)]
+    pub totp_code: Option<String>,
+}
+
+/// Starts a session for `user` and builds the response with its cookie.
+pub(crate) async fn start_session(
+    state: &AppState,
+    user: &User,
+    meta: &Meta,
+    status: StatusCode,
+) -> ApiResult<Response> {
+    let token = new_token(SESSION_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let now = now();
+    let ttl = state.settings.session_ttl_secs.max(60);
+    let mut tx = state.db.begin().await?;
+    sessions::insert(
+        &mut tx,
+        user.tenant_id,
+        user.id,
+        &token_hash(&token),
+        now,
+        now + time::Duration::seconds(ttl),
+        Some(&meta.ip.to_string()),
+        meta.user_agent.as_deref(),
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        user.tenant_id,
+        &meta.audit(ev::LOGIN_SUCCEEDED, audit::user_actor(user.id), audit::user_actor(user.id), json!({})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={ttl}");
+    let mut resp = (status, axum::Json(UserEnvelope { user: UserView::from(user) })).into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?,
+    );
+    Ok(resp)
+}
+
+/// Log in with email, password and (when enabled) a TOTP code; sets the session cookie.
+///
+/// Rate-limited to 10 attempts per minute per client IP, successful or not. A user with
+/// TOTP enabled who sends no code gets 401 `totp_required`, a wrong or replayed one
+/// 401 `totp_invalid`.
+#[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
+    responses(
+        (status = 200, description = "Logged in; `Set-Cookie: trusthub_session=...`", body = UserEnvelope),
+        (status = 401, description = "Wrong credentials or TOTP", body = Problem),
+        (status = 429, description = "Too many attempts", body = Problem)))]
+async fn login(State(state): State<AppState>, meta: Meta, Json(req): Json<LoginRequest>) -> ApiResult<Response> {
+    state.limiter.hit(ratelimit::LOGIN, &meta.ip.to_string(), now().unix_timestamp()).await?;
+    let email = req.email.trim().to_lowercase();
+    let user = {
+        let mut c = state.db.conn().await?;
+        users::find_by_email_any_tenant(&mut c, &email).await?
+    };
+    let ok = passwords::verify(req.password, user.as_ref().map(|u| u.password_hash.clone())).await?;
+    let Some(user) = user.filter(|_| ok) else {
+        return Err(ApiError::Unauthenticated("wrong email or password".into()));
+    };
+    if user.totp_enabled {
+        let Some(code) = req.totp_code.as_deref().filter(|c| !c.trim().is_empty()) else {
+            return Err(ApiError::Totp {
+                status: StatusCode::UNAUTHORIZED,
+                code: "totp_required",
+                detail: "this user has TOTP enabled; send totp_code".into(),
+            });
+        };
+        if let Err(e) = check_code(&state, &user, code, StatusCode::UNAUTHORIZED).await {
+            let mut tx = state.db.begin().await?;
+            audit::append(
+                &mut tx,
+                user.tenant_id,
+                &meta.audit(ev::LOGIN_FAILED, audit::user_actor(user.id), audit::user_actor(user.id), json!({"reason": "totp"})),
+                now(),
+            )
+            .await?;
+            tx.commit().await?;
+            return Err(e);
+        }
+    }
+    start_session(&state, &user, &meta, StatusCode::OK).await
+}
+
+/// End the current session and clear its cookie.
+#[utoipa::path(post, path = "/auth/logout", tag = "auth",
+    responses((status = 204, description = "Session ended"), (status = 401, body = Problem)))]
+async fn logout(State(state): State<AppState>, meta: Meta, SessionUser(p): SessionUser) -> ApiResult<Response> {
+    let Credential::Session { session_id } = p.credential else {
+        return Err(ApiError::unauthenticated());
+    };
+    let mut tx = state.db.begin().await?;
+    sessions::delete(&mut tx, p.tenant(), session_id).await?;
+    audit::append(&mut tx, p.tenant(), &meta.audit(ev::LOGOUT, p.actor(), p.actor(), json!({})), now()).await?;
+    tx.commit().await?;
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("trusthub_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0"),
+    );
+    Ok(resp)
+}
+
+/// A password-reset request.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ForgotPasswordRequest {
+    /// The account's email.
+    pub email: String,
+}
+
+/// The answer to a password-reset request, whether or not the email is known.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Accepted {
+    /// Always true.
+    pub accepted: bool,
+}
+
+/// Ask for a password-reset mail. Always 202, so it reveals nothing about which emails
+/// exist; the mail (valid one hour) goes out only when the email is known and SMTP is set.
+/// Rate-limited to 5 per hour per client IP.
+#[utoipa::path(post, path = "/auth/forgot-password", tag = "auth", request_body = ForgotPasswordRequest,
+    responses((status = 202, body = Accepted), (status = 429, body = Problem)))]
+async fn forgot_password(
+    State(state): State<AppState>,
+    meta: Meta,
+    Json(req): Json<ForgotPasswordRequest>,
+) -> ApiResult<(StatusCode, axum::Json<Accepted>)> {
+    state.limiter.hit(ratelimit::FORGOT_PASSWORD, &meta.ip.to_string(), now().unix_timestamp()).await?;
+    let email = validate::email(&req.email).map_err(|m| ApiError::invalid("email", m))?;
+    let user = {
+        let mut c = state.db.conn().await?;
+        users::find_by_email_any_tenant(&mut c, &email).await?
+    };
+    if let Some(user) = user {
+        let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let now = now();
+        let mut tx = state.db.begin().await?;
+        password_resets::insert(&mut tx, user.tenant_id, user.id, &token_hash(&token), now, now + RESET_TTL).await?;
+        audit::append(
+            &mut tx,
+            user.tenant_id,
+            &meta.audit(ev::PASSWORD_RESET_REQUESTED, "anonymous".into(), audit::user_actor(user.id), json!({"mailed": state.mailer.is_some()})),
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        match &state.mailer {
+            Some(m) => m.send_later(
+                &user.email,
+                "Reset your Trusthub password",
+                format!(
+                    "Someone asked to reset the Trusthub password of {email}.\n\n\
+                     To choose a new password, POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
+                     {base}/api/v1/auth/reset-password\n\nToken: {token}\n\n\
+                     The token works once, for one hour. If you did not ask for this, ignore this mail.\n",
+                    base = state.public_url
+                ),
+            ),
+            None => tracing::warn!("password reset requested but TRUSTHUB_SMTP_URL is not set; no mail sent"),
+        }
+    }
+    Ok((StatusCode::ACCEPTED, axum::Json(Accepted { accepted: true })))
+}
+
+/// A one-time token and the new password.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TokenPassword {
+    /// The token from the mail (or the invitation).
+    pub token: String,
+    /// The new password, at least 8 characters.
+    pub password: String,
+}
+
+/// Set a new password with a reset token. Ends every session of the user and voids the
+/// user's other reset tokens.
+#[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = TokenPassword,
+    responses((status = 204, description = "Password changed"), (status = 422, body = Problem)))]
+async fn reset_password(State(state): State<AppState>, meta: Meta, Json(req): Json<TokenPassword>) -> ApiResult<StatusCode> {
+    validate::password(&req.password).map_err(|m| ApiError::invalid("password", m))?;
+    let hash = passwords::hash(req.password).await?;
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some((tenant, user_id)) = password_resets::consume(&mut tx, &token_hash(req.token.trim()), now).await? else {
+        return Err(ApiError::invalid("token", "is unknown, expired or already used"));
+    };
+    users::set_password(&mut tx, tenant, user_id, &hash, now).await?;
+    let ended = sessions::delete_for_user(&mut tx, tenant, user_id).await?;
+    password_resets::revoke_for_user(&mut tx, tenant, user_id, now).await?;
+    audit::append(
+        &mut tx,
+        tenant,
+        &meta.audit(ev::PASSWORD_RESET, audit::user_actor(user_id), audit::user_actor(user_id), json!({"via": "token", "sessions_ended": ended})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Accept an invitation: creates the user with the invited role and logs them in.
+#[utoipa::path(post, path = "/auth/accept-invite", tag = "auth", request_body = TokenPassword,
+    responses((status = 201, description = "User created and logged in", body = UserEnvelope),
+        (status = 409, description = "The email became a user meanwhile", body = Problem),
+        (status = 422, body = Problem)))]
+async fn accept_invite(State(state): State<AppState>, meta: Meta, Json(req): Json<TokenPassword>) -> ApiResult<Response> {
+    validate::password(&req.password).map_err(|m| ApiError::invalid("password", m))?;
+    let hash = passwords::hash(req.password).await?;
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some(inv) = invitations::accept(&mut tx, &token_hash(req.token.trim()), now).await? else {
+        return Err(ApiError::invalid("token", "is unknown, expired or already used"));
+    };
+    let user = match users::insert(&mut tx, inv.tenant_id, &inv.email, &hash, inv.role, now).await {
+        Ok(u) => u,
+        Err(trusthub_store::StoreError::Conflict(_)) => {
+            return Err(ApiError::Conflict(format!("{} is already a user", inv.email)));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    audit::append(
+        &mut tx,
+        inv.tenant_id,
+        &meta.audit(ev::INVITATION_ACCEPTED, audit::user_actor(user.id), format!("invitation:{}", inv.id), json!({"role": inv.role, "email": inv.email})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    start_session(&state, &user, &meta, StatusCode::CREATED).await
+}

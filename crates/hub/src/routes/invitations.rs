@@ -1,0 +1,178 @@
+//! Invitations (CONTRACT 2): owners invite people into their tenant with a role.
+
+use crate::auth::Owner;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Json, Meta, Path};
+use crate::ratelimit;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, token_hash};
+use trusthub_core::{Role, audit as ev, validate};
+use trusthub_store::invitations::Invitation;
+use trusthub_store::{audit, invitations, users};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+/// How long an invitation stays valid.
+const INVITATION_TTL: time::Duration = time::Duration::days(7);
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(revoke))
+}
+
+/// Whom to invite, with which role.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewInvitation {
+    /// Their email.
+    pub email: String,
+    /// `viewer`, `operator`, `admin` or `owner`.
+    pub role: String,
+}
+
+/// A created invitation; `token` is shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedInvitation {
+    /// Id.
+    pub id: Uuid,
+    /// Invitee.
+    pub email: String,
+    /// Role they get.
+    #[schema(value_type = String)]
+    pub role: Role,
+    /// For `/auth/accept-invite`; also mailed when SMTP is set.
+    pub token: String,
+    /// Seven days from now.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// A pending invitation (never its token).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvitationView {
+    /// Id.
+    pub id: Uuid,
+    /// Invitee.
+    pub email: String,
+    /// Role they get.
+    #[schema(value_type = String)]
+    pub role: Role,
+    /// Who invited them.
+    pub invited_by: Option<Uuid>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Until when it can be accepted.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+impl From<Invitation> for InvitationView {
+    fn from(i: Invitation) -> Self {
+        InvitationView {
+            id: i.id,
+            email: i.email,
+            role: i.role,
+            invited_by: i.invited_by,
+            created_at: i.created_at,
+            expires_at: i.expires_at,
+        }
+    }
+}
+
+/// Invite someone (owner). The token is in the answer once, and is mailed when SMTP is set.
+/// Rate-limited to 20 per hour per tenant.
+#[utoipa::path(post, path = "/invitations", tag = "users", request_body = NewInvitation,
+    responses((status = 201, body = CreatedInvitation), (status = 409, description = "Already a user", body = Problem),
+        (status = 422, body = Problem), (status = 429, body = Problem)))]
+async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    Owner(p): Owner,
+    Json(req): Json<NewInvitation>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedInvitation>)> {
+    let mut errors = Vec::new();
+    let email = validate::email(&req.email).map_err(|m| errors.push(field("email", m))).ok();
+    let role = req.role.parse::<Role>().map_err(|_| errors.push(field("role", "must be viewer, operator, admin or owner"))).ok();
+    let (Some(email), Some(role)) = (email, role) else {
+        return Err(ApiError::Validation(errors));
+    };
+    state.limiter.hit(ratelimit::INVITATIONS, &p.tenant().to_string(), now().unix_timestamp()).await?;
+    {
+        let mut c = state.db.conn().await?;
+        if users::find_by_email_any_tenant(&mut c, &email).await?.is_some() {
+            return Err(ApiError::Conflict(format!("{email} is already a user")));
+        }
+    }
+    let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let inv = invitations::insert(&mut tx, p.tenant(), &email, role, &token_hash(&token), p.user.id, now, now + INVITATION_TTL).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::INVITATION_CREATED, p.actor(), format!("invitation:{}", inv.id), json!({"email": email, "role": role})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    if let Some(m) = &state.mailer {
+        m.send_later(
+            &email,
+            "You are invited to Trusthub",
+            format!(
+                "{inviter} invited you to Trusthub as {role}.\n\n\
+                 To accept, POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
+                 {base}/api/v1/auth/accept-invite\n\nToken: {token}\n\nThe invitation expires on {expires}.\n",
+                inviter = p.user.email,
+                base = state.public_url,
+                expires = inv.expires_at,
+            ),
+        );
+    }
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(CreatedInvitation {
+            id: inv.id,
+            email,
+            role,
+            token,
+            expires_at: inv.expires_at,
+        }),
+    ))
+}
+
+fn field(name: &str, message: &str) -> crate::error::FieldError {
+    crate::error::FieldError {
+        field: name.into(),
+        message: message.into(),
+    }
+}
+
+/// Pending invitations of the tenant (owner), newest first.
+#[utoipa::path(get, path = "/invitations", tag = "users",
+    responses((status = 200, body = Vec<InvitationView>)))]
+async fn list(State(state): State<AppState>, Owner(p): Owner) -> ApiResult<axum::Json<Vec<InvitationView>>> {
+    let mut c = state.db.conn().await?;
+    let list = invitations::list_pending(&mut c, p.tenant()).await?;
+    Ok(axum::Json(list.into_iter().map(InvitationView::from).collect()))
+}
+
+/// Revoke a pending invitation (owner).
+#[utoipa::path(delete, path = "/invitations/{id}", tag = "users", params(("id" = Uuid, Path, description = "Invitation id")),
+    responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
+async fn revoke(State(state): State<AppState>, meta: Meta, Owner(p): Owner, Path(id): Path<Uuid>) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    if !invitations::delete_pending(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("invitation"));
+    }
+    audit::append(&mut tx, p.tenant(), &meta.audit(ev::INVITATION_REVOKED, p.actor(), format!("invitation:{id}"), json!({})), now()).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

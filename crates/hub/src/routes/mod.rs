@@ -1,0 +1,26 @@
+//! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
+
+pub mod api_tokens;
+pub mod audit_log;
+pub mod auth;
+pub mod health;
+pub mod invitations;
+pub mod me;
+pub mod totp;
+pub mod users;
+
+use crate::state::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+/// Every resource's routes, relative to `/api/v1`.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(auth::router())
+        .merge(totp::router())
+        .merge(invitations::router())
+        .merge(api_tokens::router())
+        .merge(users::router())
+        .merge(me::router())
+        .merge(audit_log::router())
+        .merge(health::router())
+}

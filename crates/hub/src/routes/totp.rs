@@ -1,0 +1,177 @@
+//! TOTP enrolment and challenges (CONTRACT 3).
+
+use crate::auth::{SessionUser, TOTP_SEAL_CONTEXT, check_code};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Json, Meta};
+use crate::ratelimit;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, random_bytes, token_hash};
+use trusthub_core::{TotpPurpose, audit as ev, totp};
+use trusthub_store::{audit, users};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// Lifetime of a challenge token (CONTRACT 3: 5 minutes).
+const CHALLENGE_TTL: time::Duration = time::Duration::minutes(5);
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(setup))
+        .routes(routes!(verify))
+        .routes(routes!(disable))
+        .routes(routes!(challenge))
+}
+
+/// A new secret to load into an authenticator app.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TotpSetup {
+    /// The secret in base32.
+    pub secret_base32: String,
+    /// `otpauth://totp/...` for a QR code.
+    pub otpauth_uri: String,
+}
+
+/// Start TOTP enrolment: a new secret, stored sealed with the hub key, active only after
+/// `/auth/totp/verify`. Calling it again before verifying replaces the pending secret.
+#[utoipa::path(post, path = "/auth/totp/setup", tag = "totp",
+    responses((status = 200, body = TotpSetup), (status = 409, description = "TOTP already on", body = Problem)))]
+async fn setup(State(state): State<AppState>, SessionUser(p): SessionUser) -> ApiResult<axum::Json<TotpSetup>> {
+    if p.user.totp_enabled {
+        return Err(ApiError::Conflict("TOTP is already enabled; disable it first to enrol a new secret".into()));
+    }
+    let secret = random_bytes::<20>().map_err(|e| ApiError::Internal(e.to_string()))?;
+    let sealed = state.key.seal(TOTP_SEAL_CONTEXT, &secret).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut tx = state.db.begin().await?;
+    users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), false).await?;
+    tx.commit().await?;
+    Ok(axum::Json(TotpSetup {
+        secret_base32: totp::secret_base32(&secret),
+        otpauth_uri: totp::otpauth_uri("Trusthub", &p.user.email, &secret),
+    }))
+}
+
+/// A TOTP code.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CodeRequest {
+    /// Six digits.
+    pub code: String,
+}
+
+/// Whether TOTP is now on.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TotpStatus {
+    /// True after verify, false after disable.
+    pub totp_enabled: bool,
+}
+
+/// Finish enrolment with a code from the app; from now on login asks for a code.
+#[utoipa::path(post, path = "/auth/totp/verify", tag = "totp", request_body = CodeRequest,
+    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem),
+        (status = 409, description = "No pending secret, or already on", body = Problem)))]
+async fn verify(State(state): State<AppState>, meta: Meta, SessionUser(p): SessionUser, Json(req): Json<CodeRequest>) -> ApiResult<axum::Json<TotpStatus>> {
+    if p.user.totp_enabled {
+        return Err(ApiError::Conflict("TOTP is already enabled".into()));
+    }
+    let Some(sealed) = p.user.totp_secret_sealed.clone() else {
+        return Err(ApiError::Conflict("call /auth/totp/setup first".into()));
+    };
+    check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    let mut tx = state.db.begin().await?;
+    users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
+    audit::append(&mut tx, p.tenant(), &meta.audit(ev::TOTP_ENABLED, p.actor(), p.actor(), json!({})), now()).await?;
+    tx.commit().await?;
+    Ok(axum::Json(TotpStatus { totp_enabled: true }))
+}
+
+/// Turn TOTP off; needs a current code.
+#[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
+    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
+async fn disable(State(state): State<AppState>, meta: Meta, SessionUser(p): SessionUser, Json(req): Json<CodeRequest>) -> ApiResult<axum::Json<TotpStatus>> {
+    if !p.user.totp_enabled {
+        return Err(ApiError::Totp {
+            status: StatusCode::FORBIDDEN,
+            code: "totp_not_enrolled",
+            detail: "TOTP is not enabled".into(),
+        });
+    }
+    check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    let mut tx = state.db.begin().await?;
+    users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
+    audit::append(&mut tx, p.tenant(), &meta.audit(ev::TOTP_DISABLED, p.actor(), p.actor(), json!({})), now()).await?;
+    tx.commit().await?;
+    Ok(axum::Json(TotpStatus { totp_enabled: false }))
+}
+
+/// A code to trade for a purpose-bound token.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ChallengeRequest {
+    /// Six digits.
+    pub code: String,
+    /// `app_restart`, `console_start`, `agent_auto_patch`, `auto_update_all` or `agent_emergency`.
+    pub purpose: String,
+}
+
+/// A single-use token for one purpose.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChallengeToken {
+    /// Send as `X-TOTP-Token`.
+    pub totp_token: String,
+    /// What it may be spent on.
+    pub purpose: String,
+    /// Five minutes from now.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// Trade a TOTP code for a token that proves TOTP once, within 5 minutes, for one purpose
+/// (send it as `X-TOTP-Token`). Rate-limited to 10 per minute per client IP.
+#[utoipa::path(post, path = "/auth/totp/challenge", tag = "totp", request_body = ChallengeRequest,
+    responses((status = 201, body = ChallengeToken),
+        (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem),
+        (status = 422, description = "Unknown purpose", body = Problem), (status = 429, body = Problem)))]
+async fn challenge(
+    State(state): State<AppState>,
+    meta: Meta,
+    SessionUser(p): SessionUser,
+    Json(req): Json<ChallengeRequest>,
+) -> ApiResult<(StatusCode, axum::Json<ChallengeToken>)> {
+    state.limiter.hit(ratelimit::TOTP_CHALLENGE, &meta.ip.to_string(), now().unix_timestamp()).await?;
+    let purpose: TotpPurpose = req
+        .purpose
+        .parse()
+        .map_err(|_| ApiError::invalid("purpose", "must be one of app_restart, console_start, agent_auto_patch, auto_update_all, agent_emergency"))?;
+    if !p.user.totp_enabled {
+        return Err(ApiError::Totp {
+            status: StatusCode::FORBIDDEN,
+            code: "totp_not_enrolled",
+            detail: "TOTP is not enabled for this user".into(),
+        });
+    }
+    check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let now = now();
+    let expires_at = now + CHALLENGE_TTL;
+    let mut tx = state.db.begin().await?;
+    trusthub_store::totp::insert_challenge(&mut tx, p.tenant(), p.user.id, &token_hash(&token), purpose, now, expires_at).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::TOTP_CHALLENGE_ISSUED, p.actor(), p.actor(), json!({"purpose": purpose.as_str()})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(ChallengeToken {
+            totp_token: token,
+            purpose: purpose.as_str().to_owned(),
+            expires_at,
+        }),
+    ))
+}

@@ -1,0 +1,96 @@
+//! Users of the tenant (owner): list, change role, remove.
+
+use crate::auth::Owner;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Json, Meta, Path};
+use crate::state::{AppState, now};
+use crate::views::UserView;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use trusthub_core::{Role, audit as ev};
+use trusthub_store::{audit, sessions, users};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(change_role, remove))
+}
+
+/// The users of the tenant, oldest first (owner).
+#[utoipa::path(get, path = "/users", tag = "users", responses((status = 200, body = Vec<UserView>)))]
+async fn list(State(state): State<AppState>, Owner(p): Owner) -> ApiResult<axum::Json<Vec<UserView>>> {
+    let mut c = state.db.conn().await?;
+    let list = users::list(&mut c, p.tenant()).await?;
+    Ok(axum::Json(list.iter().map(UserView::from).collect()))
+}
+
+/// A new role.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RoleChange {
+    /// `viewer`, `operator`, `admin` or `owner`.
+    pub role: String,
+}
+
+/// Change a user's role (owner). The tenant always keeps at least one owner (409).
+#[utoipa::path(patch, path = "/users/{id}", tag = "users", request_body = RoleChange, params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 200, body = UserView), (status = 404, body = Problem),
+        (status = 409, description = "Would leave the tenant without an owner", body = Problem), (status = 422, body = Problem)))]
+async fn change_role(
+    State(state): State<AppState>,
+    meta: Meta,
+    Owner(p): Owner,
+    Path(id): Path<Uuid>,
+    Json(req): Json<RoleChange>,
+) -> ApiResult<axum::Json<UserView>> {
+    let role: Role = req.role.parse().map_err(|_| ApiError::invalid("role", "must be viewer, operator, admin or owner"))?;
+    let mut tx = state.db.begin().await?;
+    let Some(mut user) = users::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("user"));
+    };
+    if user.role == Role::Owner && role != Role::Owner && users::count_owners(&mut tx, p.tenant()).await? <= 1 {
+        return Err(ApiError::Conflict("the tenant must keep at least one owner".into()));
+    }
+    let from = user.role;
+    users::set_role(&mut tx, p.tenant(), id, role).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::USER_ROLE_CHANGED, p.actor(), audit::user_actor(id), json!({"from": from, "to": role})),
+        now(),
+    )
+    .await?;
+    tx.commit().await?;
+    user.role = role;
+    Ok(axum::Json(UserView::from(&user)))
+}
+
+/// Remove a user (owner): their sessions and API tokens stop working at once. The tenant
+/// always keeps at least one owner (409).
+#[utoipa::path(delete, path = "/users/{id}", tag = "users", params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem),
+        (status = 409, description = "Would leave the tenant without an owner", body = Problem)))]
+async fn remove(State(state): State<AppState>, meta: Meta, Owner(p): Owner, Path(id): Path<Uuid>) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    let Some(user) = users::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("user"));
+    };
+    if user.role == Role::Owner && users::count_owners(&mut tx, p.tenant()).await? <= 1 {
+        return Err(ApiError::Conflict("the tenant must keep at least one owner".into()));
+    }
+    sessions::delete_for_user(&mut tx, p.tenant(), id).await?;
+    users::delete(&mut tx, p.tenant(), id).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::USER_REMOVED, p.actor(), audit::user_actor(id), json!({"email": user.email, "role": user.role})),
+        now(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

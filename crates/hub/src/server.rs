@@ -1,0 +1,267 @@
+//! Building and running the hub: data dir, database, keys, first start, router, listener,
+//! background housekeeping and graceful shutdown.
+
+use crate::admin::{self, Bootstrapped};
+use crate::mail::Mailer;
+use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
+use crate::settings::Settings;
+use crate::state::{App, AppState, now};
+use axum::Router;
+use std::fs::File;
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use trusthub_core::secret::SealingKey;
+use trusthub_store::{Backend, Db, DbOptions};
+use utoipa_axum::router::OpenApiRouter;
+
+/// Why the hub could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A setting is wrong or missing.
+    #[error("{0}")]
+    Config(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] trusthub_store::StoreError),
+    /// A file or socket failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A hub ready to serve.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+    bootstrapped: Option<Bootstrapped>,
+    _lock: Option<File>,
+}
+
+impl Server {
+    /// Prepares everything from `settings` and binds the listener.
+    pub async fn build(settings: Settings) -> Result<Server, StartError> {
+        Server::build_with(settings, OpenApiRouter::new()).await
+    }
+
+    /// Like [`Server::build`], with extra routes under `/api/v1` (for embedding the hub and
+    /// for tests of extractors).
+    pub async fn build_with(settings: Settings, extra: OpenApiRouter<AppState>) -> Result<Server, StartError> {
+        let data_dir = settings.db.data_dir.clone();
+        create_private_dir(&data_dir)?;
+        let url = settings.db.url();
+        let lock = match sqlite_path(&url) {
+            Some(path) => Some(lock_sqlite(&path)?),
+            None => None,
+        };
+        let db = Db::connect(
+            &url,
+            &DbOptions {
+                max_connections: settings.db.db_max_connections,
+                ..DbOptions::default()
+            },
+        )
+        .await?;
+        db.migrate().await?;
+        let key = load_key(&settings, &db)?;
+        let bootstrapped = admin::bootstrap(&db, &settings.admin_email, settings.admin_password.as_deref())
+            .await
+            .map_err(|e| StartError::Config(format!("first start: {e}")))?;
+        if let Some(b) = &bootstrapped {
+            tracing::info!(email = %b.email, "first start: created tenant `default` and its owner");
+            if let Some(pw) = &b.generated_password {
+                write_private_file(
+                    &data_dir.join("initial-admin.txt"),
+                    &format!("email: {}\npassword: {pw}\n", b.email),
+                )?;
+            }
+        }
+        let mailer = match &settings.smtp_url {
+            Some(url) => Some(Mailer::new(url, &settings.smtp_from).map_err(StartError::Config)?),
+            None => None,
+        };
+        let listener = TcpListener::bind(settings.listen).await?;
+        let bound = listener.local_addr()?;
+        let state = AppState(Arc::new(App {
+            limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),
+            public_url: settings.public_url(bound),
+            db,
+            key,
+            mailer,
+            metrics: Metrics::default(),
+            settings,
+        }));
+        let router = crate::router(state.clone(), extra);
+        Ok(Server {
+            listener,
+            router,
+            state,
+            bootstrapped,
+            _lock: lock,
+        })
+    }
+
+    /// The address the hub listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or(self.state.settings.listen)
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// The owner created at this start, if this start created one.
+    pub fn bootstrapped(&self) -> Option<&Bootstrapped> {
+        self.bootstrapped.as_ref()
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to
+    /// `TRUSTHUB_SHUTDOWN_GRACE_SECS`) and closes the database.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let Server { listener, router, state, _lock, .. } = self;
+        let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
+        let housekeeping = tokio::spawn(housekeeping(state.clone()));
+        let stopping = Arc::new(tokio::sync::Notify::new());
+        let notify = stopping.clone();
+        let serve = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                tracing::info!("shutting down: finishing in-flight requests");
+                notify.notify_one();
+            })
+            .into_future();
+        let mut serve = tokio::spawn(serve);
+        let result = tokio::select! {
+            r = &mut serve => r.map_err(std::io::Error::other).and_then(|r| r),
+            _ = async { stopping.notified().await; tokio::time::sleep(grace).await } => {
+                tracing::warn!("grace period over; dropping remaining connections");
+                serve.abort();
+                Ok(())
+            }
+        };
+        housekeeping.abort();
+        state.db.close().await;
+        result
+    }
+}
+
+/// Periodic clean-up of expired rows. Every statement is an idempotent delete, so running
+/// it in each of several hub processes is harmless.
+async fn housekeeping(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(300));
+    loop {
+        tick.tick().await;
+        let now = now();
+        let result = async {
+            let mut tx = state.db.begin().await?;
+            trusthub_store::sessions::purge_expired(&mut tx, now).await?;
+            trusthub_store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10)).await?;
+            tx.commit().await?;
+            Ok::<_, trusthub_store::StoreError>(())
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "housekeeping failed");
+        }
+        if let Err(e) = state.limiter.purge(now.unix_timestamp()).await {
+            tracing::warn!(error = %e, "rate-limit purge failed");
+        }
+    }
+}
+
+/// The file of a `sqlite:` URL.
+fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
+}
+
+/// One hub process per SQLite database: the per-process rate-limit counters and the
+/// single-writer design depend on it.
+fn lock_sqlite(db_path: &Path) -> Result<File, StartError> {
+    if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir(parent)?;
+    }
+    let lock_path = PathBuf::from(format!("{}.lock", db_path.display()));
+    let file = File::options().create(true).truncate(false).write(true).open(&lock_path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StartError::Config(format!(
+            "another `trusthub serve` is using {}; a SQLite database serves one hub process (use PostgreSQL for several)",
+            db_path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// CONTRACT 11: the key from `CLOUD_ENCRYPTION_KEY`; on SQLite, generated into the data
+/// dir when absent; required with PostgreSQL, where every process must share it.
+fn load_key(settings: &Settings, db: &Db) -> Result<SealingKey, StartError> {
+    if let Some(hex) = &settings.encryption_key {
+        return SealingKey::from_hex(hex).map_err(|e| StartError::Config(format!("CLOUD_ENCRYPTION_KEY: {e}")));
+    }
+    if db.backend() == Backend::Postgres {
+        return Err(StartError::Config(
+            "CLOUD_ENCRYPTION_KEY (64 hex characters) is required with PostgreSQL: every hub process must use the same key"
+                .into(),
+        ));
+    }
+    let path = settings.db.data_dir.join("encryption.key");
+    match std::fs::read_to_string(&path) {
+        Ok(hex) => SealingKey::from_hex(&hex).map_err(|e| StartError::Config(format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = SealingKey::generate().map_err(|e| StartError::Config(e.to_string()))?;
+            write_private_file(&path, &format!("{}\n", key.to_hex()))?;
+            tracing::info!(path = %path.display(), "generated the hub encryption key; back it up with the database");
+            Ok(key)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path)?;
+    set_mode(path, 0o700)
+}
+
+/// Writes a file only its owner can read (mode 600), replacing it if present.
+fn write_private_file(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = File::create(path)?;
+    set_mode(path, 0o600)?;
+    f.write_all(content.as_bytes())?;
+    f.sync_all()
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls_name_their_file() {
+        assert_eq!(sqlite_path("sqlite://data/t.db"), Some(PathBuf::from("data/t.db")));
+        assert_eq!(sqlite_path("sqlite:/abs/t.db?mode=rwc"), Some(PathBuf::from("/abs/t.db")));
+        assert_eq!(sqlite_path("sqlite::memory:"), None);
+        assert_eq!(sqlite_path("postgres://x"), None);
+    }
+}

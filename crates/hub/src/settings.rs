@@ -1,0 +1,115 @@
+//! Settings of `trusthub serve`: every one a flag and an environment variable (CONTRACT 11),
+//! with the SPEC section 8 values as defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Where the database is; shared by `serve` and the `admin` commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DbSettings {
+    /// Holds the SQLite database, keys and packs.
+    #[arg(long, env = "TRUSTHUB_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// `sqlite://...` or `postgres://...`; default the SQLite file in the data dir.
+    #[arg(long, env = "TRUSTHUB_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Connections of the database pool.
+    #[arg(long, env = "TRUSTHUB_DB_MAX_CONNECTIONS", default_value_t = 10)]
+    pub db_max_connections: u32,
+}
+
+impl DbSettings {
+    /// The database URL to use.
+    pub fn url(&self) -> String {
+        match &self.database_url {
+            Some(u) => u.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("trusthub.db").display()),
+        }
+    }
+
+    /// Whether the URL names PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.url().starts_with("postgres")
+    }
+}
+
+/// Settings of the hub server.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "trusthub serve", about = "Run the Trusthub hub")]
+pub struct Settings {
+    /// Address to listen on.
+    #[arg(long, env = "TRUSTHUB_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Database location.
+    #[command(flatten)]
+    pub db: DbSettings,
+    /// 64 hex characters; seals secrets at rest. Generated into the data dir when absent on
+    /// SQLite; required with PostgreSQL (every hub process needs the same key).
+    #[arg(long = "encryption-key", env = "CLOUD_ENCRYPTION_KEY", hide_env_values = true)]
+    pub encryption_key: Option<String>,
+    /// Email of the first owner, created on an empty database.
+    #[arg(long, env = "TRUSTHUB_ADMIN_EMAIL", default_value = "admin@trusthub.local")]
+    pub admin_email: String,
+    /// Password of the first owner; generated, printed once and written to
+    /// `<data_dir>/initial-admin.txt` when absent.
+    #[arg(long, env = "TRUSTHUB_ADMIN_PASSWORD", hide_env_values = true)]
+    pub admin_password: Option<String>,
+    /// Rate limits of SPEC section 8; `off` turns them off (load tests only).
+    #[arg(long, env = "TRUSTHUB_RATE_LIMITS", default_value = "on")]
+    pub rate_limits: String,
+    /// `smtp://host:port` (add `?tls=required` for STARTTLS) for invitation and reset mail.
+    #[arg(long, env = "TRUSTHUB_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<String>,
+    /// Sender of mail.
+    #[arg(long, env = "TRUSTHUB_SMTP_FROM", default_value = "Trusthub <trusthub@trusthub.local>")]
+    pub smtp_from: String,
+    /// The URL people reach the hub at, for links in mail; default `http://<listen>`.
+    #[arg(long, env = "TRUSTHUB_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Largest request body accepted, in bytes (CONTRACT 1: 8 MiB).
+    #[arg(long, env = "TRUSTHUB_BODY_LIMIT_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub body_limit_bytes: usize,
+    /// Lifetime of a login session in seconds (default 7 days).
+    #[arg(long, env = "TRUSTHUB_SESSION_TTL_SECS", default_value_t = 7 * 24 * 3600)]
+    pub session_ttl_secs: i64,
+    /// Seconds in-flight requests get to finish after SIGTERM.
+    #[arg(long, env = "TRUSTHUB_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Settings {
+    /// Whether rate limits apply (CONTRACT 11: off only when set to `off`).
+    pub fn rate_limits_enabled(&self) -> bool {
+        self.rate_limits.trim() != "off"
+    }
+
+    /// Base URL for links in mail, without a trailing slash.
+    pub fn public_url(&self, bound: SocketAddr) -> String {
+        match &self.public_url {
+            Some(u) => u.trim_end_matches('/').to_owned(),
+            None => format!("http://{bound}"),
+        }
+    }
+
+    /// Defaults with the given data dir, as if no flag and no environment were given.
+    pub fn with_data_dir(data_dir: PathBuf) -> Settings {
+        Settings {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            db: DbSettings {
+                data_dir,
+                database_url: None,
+                db_max_connections: 10,
+            },
+            encryption_key: None,
+            admin_email: "admin@trusthub.local".into(),
+            admin_password: None,
+            rate_limits: "on".into(),
+            smtp_url: None,
+            smtp_from: "Trusthub <trusthub@trusthub.local>".into(),
+            public_url: None,
+            body_limit_bytes: 8 * 1024 * 1024,
+            session_ttl_secs: 7 * 24 * 3600,
+            shutdown_grace_secs: 30,
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The shared state every handler can reach.
+
+use crate::mail::Mailer;
+use crate::metrics::Metrics;
+use crate::ratelimit::RateLimiter;
+use crate::settings::Settings;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use trusthub_core::secret::SealingKey;
+use trusthub_store::Db;
+
+/// Everything a request may need, behind one `Arc`.
+#[derive(Debug)]
+pub struct App {
+    /// The database.
+    pub db: Db,
+    /// The settings the hub was started with.
+    pub settings: Settings,
+    /// Seals secrets at rest (TOTP secrets here; more later).
+    pub key: SealingKey,
+    /// SMTP, when configured.
+    pub mailer: Option<Mailer>,
+    /// SPEC section 8 limits.
+    pub limiter: RateLimiter,
+    /// Request figures.
+    pub metrics: Metrics,
+    /// Base URL for links in mail.
+    pub public_url: String,
+}
+
+/// Cheap-to-clone handle on [`App`], the axum state.
+#[derive(Debug, Clone)]
+pub struct AppState(pub Arc<App>);
+
+impl std::ops::Deref for AppState {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.0
+    }
+}
+
+/// The current time, in whole seconds (the precision every stored timestamp has, so values
+/// compare and round-trip the same on SQLite and PostgreSQL).
+pub fn now() -> OffsetDateTime {
+    let t = OffsetDateTime::now_utc();
+    t.replace_nanosecond(0).unwrap_or(t)
+}
