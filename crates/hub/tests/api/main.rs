@@ -1,0 +1,13 @@
+//! API tests: every test runs against the real hub on a port, once on SQLite and once on
+//! PostgreSQL (see `harness::dual!`).
+
+mod harness;
+
+mod api_tokens;
+mod audit_log;
+mod auth;
+mod errors;
+mod invitations;
+mod meta;
+mod totp;
+mod users;
