@@ -1,0 +1,281 @@
+//! The `trusthub` binary as operators run it: several processes on one PostgreSQL database,
+//! SIGTERM, the admin commands next to a running hub, JSON logs, the SQLite lock.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use trusthub_store::{Db, DbOptions};
+
+const BIN: &str = env!("CARGO_BIN_EXE_trusthub");
+const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let p = std::env::temp_dir().join(format!("trusthub-cli-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&p).expect("dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `trusthub serve`.
+struct Hub {
+    child: Child,
+    base: String,
+    stdout: Vec<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Hub {
+    fn start(data_dir: &Path, envs: &[(&str, &str)]) -> Hub {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env_remove("TRUSTHUB_ADMIN_PASSWORD")
+            .env_remove("TRUSTHUB_DATABASE_URL")
+            .env_remove("CLOUD_ENCRYPTION_KEY")
+            .envs(envs.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn trusthub");
+        let (tx, rx) = mpsc::channel();
+        let out = child.stdout.take().expect("stdout");
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let (etx, erx) = mpsc::channel();
+        let err = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = etx.send(line);
+            }
+        });
+        let mut stdout = Vec::new();
+        loop {
+            let line = rx.recv_timeout(Duration::from_secs(90)).unwrap_or_else(|_| {
+                let errs: Vec<String> = erx.try_iter().collect();
+                panic!("hub did not start: {stdout:?} {errs:?}")
+            });
+            stdout.push(line.clone());
+            if let Some(addr) = line.strip_prefix("Trusthub hub listening on ") {
+                return Hub { child, base: format!("{addr}/api/v1"), stdout, stderr: erx };
+            }
+        }
+    }
+
+    fn created_owner(&self) -> bool {
+        self.stdout.iter().any(|l| l.contains("first start"))
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        Command::new("kill").args(["-TERM", &self.pid()]).status().expect("kill");
+        for _ in 0..200 {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("hub did not stop within 10 s of SIGTERM");
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pg_admin_url() -> String {
+    std::env::var("TRUSTHUB_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A fresh PostgreSQL database, or `None` (with a notice) outside CI when none answers.
+async fn pg_database() -> Option<(String, String)> {
+    let admin = match tokio::time::timeout(Duration::from_secs(5), Db::connect(&pg_admin_url(), &DbOptions::default())).await {
+        Ok(Ok(db)) => db,
+        _ if std::env::var_os("CI").is_some() => panic!("PostgreSQL is required in CI"),
+        _ => {
+            eprintln!("NOTICE: PostgreSQL does not answer; skipping this PostgreSQL test");
+            return None;
+        }
+    };
+    let name = format!("th_cli_{}", uuid::Uuid::new_v4().simple());
+    if let Db::Postgres(p) = &admin {
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(p).await.expect("create db");
+    }
+    admin.close().await;
+    let base = pg_admin_url();
+    let url = format!("{}/{name}", base.rsplit_once('/').map(|(b, _)| b).unwrap_or(&base));
+    Some((name, url))
+}
+
+async fn drop_pg_database(name: &str) {
+    if let Ok(Db::Postgres(p)) = Db::connect(&pg_admin_url(), &DbOptions::default()).await {
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&p).await;
+    }
+}
+
+async fn login(client: &reqwest::Client, base: &str, email: &str, password: &str) -> reqwest::Response {
+    client.post(format!("{base}/auth/login")).json(&json!({"email": email, "password": password})).send().await.expect("login")
+}
+
+fn cookie(resp: &reqwest::Response) -> String {
+    resp.headers()["set-cookie"].to_str().expect("cookie").split(';').next().expect("pair").to_owned()
+}
+
+fn initial_password(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("initial-admin.txt")).expect("initial-admin.txt");
+    text.lines().find_map(|l| l.strip_prefix("password: ")).expect("password line").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_limits() {
+    let Some((name, url)) = pg_database().await else { return };
+    let (dir_a, dir_b) = (TempDir::new(), TempDir::new());
+    let envs = [("TRUSTHUB_DATABASE_URL", url.as_str()), ("CLOUD_ENCRYPTION_KEY", KEY)];
+    // Both start at the same moment on the empty database.
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| Hub::start(&dir_a.0, &envs));
+        let b = s.spawn(|| Hub::start(&dir_b.0, &envs));
+        (a.join().expect("a"), b.join().expect("b"))
+    });
+    assert!(a.created_owner() ^ b.created_owner(), "exactly one process bootstrapped");
+    let winner_dir = if a.created_owner() { &dir_a.0 } else { &dir_b.0 };
+    let mode = std::fs::metadata(winner_dir.join("initial-admin.txt")).expect("file").permissions();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+    let password = initial_password(winner_dir);
+    let db = Db::connect(&url, &DbOptions::default()).await.expect("db");
+    let Db::Postgres(pool) = &db else { panic!() };
+    let owners: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'owner'").fetch_one(pool).await.expect("q");
+    let tenants: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await.expect("q");
+    assert_eq!((owners, tenants), (1, 1));
+
+    // A session made on one process works on the other.
+    let client = reqwest::Client::new();
+    let resp = login(&client, &a.base, "admin@trusthub.local", &password).await;
+    assert_eq!(resp.status(), 200);
+    let session = cookie(&resp);
+    let me = client.get(format!("{}/me", b.base)).header("cookie", &session).send().await.expect("me");
+    assert_eq!(me.status(), 200);
+
+    // The login limit (10 a minute per IP) is counted in the database: attempts spread over
+    // both processes share one budget. The login above was the first of this window unless
+    // the minute turned over; the 11th attempt must be refused either way within 12.
+    let mut refused_at = None;
+    for i in 2..=12 {
+        let base = if i % 2 == 0 { &b.base } else { &a.base };
+        let r = login(&client, base, "admin@trusthub.local", "wrong password").await;
+        if r.status() == 429 {
+            refused_at = Some(i);
+            break;
+        }
+        assert_eq!(r.status(), 401);
+    }
+    assert!(refused_at.is_some_and(|i| i >= 11), "refused at {refused_at:?}");
+    db.close().await;
+    drop((a, b));
+    drop_pg_database(&name).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
+    let dir = TempDir::new();
+    let mut hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password")]);
+    let addr = hub.base.trim_start_matches("http://").trim_end_matches("/api/v1").to_owned();
+    let body = json!({"email": "admin@trusthub.local", "password": "a fine password"}).to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
+    let head = format!(
+        "POST /api/v1/auth/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("head");
+    stream.write_all(&body.as_bytes()[..10]).expect("part");
+    std::thread::sleep(Duration::from_millis(300));
+    // SIGTERM while the request is half sent.
+    Command::new("kill").args(["-TERM", &hub.pid()]).status().expect("kill");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(hub.child.try_wait().expect("wait").is_none(), "still finishing the request");
+    stream.write_all(&body.as_bytes()[10..]).expect("rest");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let status = hub.terminate();
+    assert!(status.success(), "{status:?}");
+    // New connections are no longer accepted.
+    assert!(std::net::TcpStream::connect(&addr).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_commands_work_next_to_a_running_sqlite_hub() {
+    let dir = TempDir::new();
+    let hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password"), ("TRUSTHUB_LOG_FORMAT", "json")]);
+    let client = reqwest::Client::new();
+    let session = cookie(&login(&client, &hub.base, "admin@trusthub.local", "a fine password").await);
+
+    let out = Command::new(BIN)
+        .args(["admin", "create-tenant", "--name", "acme", "--owner-email", "boss@acme.example", "--owner-password", "acme password"])
+        .arg("--data-dir")
+        .arg(&dir.0)
+        .output()
+        .expect("create-tenant");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("created tenant acme"));
+    let acme = login(&client, &hub.base, "boss@acme.example", "acme password").await;
+    assert_eq!(acme.status(), 200);
+    let me: Value = client.get(format!("{}/me", hub.base)).header("cookie", cookie(&acme)).send().await.expect("me").json().await.expect("json");
+    assert_eq!(me["tenant"]["name"], "acme");
+    assert_eq!(me["user"]["role"], "owner");
+
+    let dup = Command::new(BIN)
+        .args(["admin", "create-tenant", "--name", "acme", "--owner-email", "x@acme.example", "--owner-password", "acme password"])
+        .arg("--data-dir")
+        .arg(&dir.0)
+        .output()
+        .expect("dup");
+    assert!(!dup.status.success());
+    assert!(String::from_utf8_lossy(&dup.stderr).contains("exists already"));
+
+    let reset = Command::new(BIN)
+        .args(["admin", "reset-password", "--email", "admin@trusthub.local"])
+        .arg("--data-dir")
+        .arg(&dir.0)
+        .output()
+        .expect("reset");
+    assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
+    let stdout = String::from_utf8_lossy(&reset.stdout).to_string();
+    let new_password = stdout.lines().find_map(|l| l.strip_prefix("new password: ")).expect("printed").to_owned();
+    let old = client.get(format!("{}/me", hub.base)).header("cookie", &session).send().await.expect("me");
+    assert_eq!(old.status(), 401, "sessions ended by the reset");
+    assert_eq!(login(&client, &hub.base, "admin@trusthub.local", &new_password).await.status(), 200);
+
+    // Logs are JSON lines when TRUSTHUB_LOG_FORMAT=json.
+    let line = hub.stderr.recv_timeout(Duration::from_secs(5)).expect("a log line");
+    let parsed: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert!(parsed["level"].is_string() && parsed["timestamp"].is_string());
+
+    // A second hub on the same SQLite database is refused with a clear message.
+    let second = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("second");
+    assert!(!second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("another `trusthub serve`"));
+}
