@@ -7,7 +7,11 @@ use trusthub_hub::{DbSettings, Server, Settings, admin};
 use trusthub_store::{Db, DbOptions};
 
 #[derive(Debug, Parser)]
-#[command(name = "trusthub", version, about = "Trusthub: self-hosted host monitoring and trust hub")]
+#[command(
+    name = "trusthub",
+    version,
+    about = "Trusthub: self-hosted host monitoring and trust hub"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,11 +58,18 @@ enum AdminCommand {
 
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
     let json = std::env::var("TRUSTHUB_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
-        builder.json().flatten_event(true).with_current_span(true).init();
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init();
     } else {
         builder.init();
     }
@@ -90,10 +101,16 @@ async fn serve(settings: Settings) -> Result<(), String> {
     let server = Server::build(settings).await.map_err(|e| e.to_string())?;
     let addr = server.local_addr();
     if let Some(b) = server.bootstrapped() {
-        println!("Trusthub: first start — created tenant `default` with owner {}", b.email);
+        println!(
+            "Trusthub: first start — created tenant `default` with owner {}",
+            b.email
+        );
         if let Some(pw) = &b.generated_password {
             println!("  password: {pw}");
-            println!("  (also written to {}, mode 600)", data_dir.join("initial-admin.txt").display());
+            println!(
+                "  (also written to {}, mode 600)",
+                data_dir.join("initial-admin.txt").display()
+            );
         }
     }
     println!("Trusthub hub listening on http://{addr}");
@@ -101,11 +118,16 @@ async fn serve(settings: Settings) -> Result<(), String> {
     println!(
         "  Log in:  curl -c cookies -H 'content-type: application/json' -d '{{\"email\":\"...\",\"password\":\"...\"}}' http://{addr}/api/v1/auth/login"
     );
-    server.run(shutdown_signal()).await.map_err(|e| e.to_string())
+    server
+        .run(shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn open_db(db: &DbSettings) -> Result<Db, String> {
-    let d = Db::connect(&db.url(), &DbOptions::default()).await.map_err(|e| e.to_string())?;
+    let d = Db::connect(&db.url(), &DbOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
     d.migrate().await.map_err(|e| e.to_string())?;
     Ok(d)
 }
@@ -113,16 +135,28 @@ async fn open_db(db: &DbSettings) -> Result<Db, String> {
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(settings) => serve(*settings).await,
-        Command::Admin(AdminCommand::CreateTenant { name, owner_email, owner_password, db }) => {
+        Command::Admin(AdminCommand::CreateTenant {
+            name,
+            owner_email,
+            owner_password,
+            db,
+        }) => {
             let db = open_db(&db).await?;
             let (tenant, user) = admin::create_tenant(&db, &name, &owner_email, &owner_password)
                 .await
                 .map_err(|e| e.to_string())?;
-            println!("created tenant {} ({}) with owner {} ({})", tenant.name, tenant.id, user.email, user.id);
+            println!(
+                "created tenant {} ({}) with owner {} ({})",
+                tenant.name, tenant.id, user.email, user.id
+            );
             db.close().await;
             Ok(())
         }
-        Command::Admin(AdminCommand::ResetPassword { email, password, db }) => {
+        Command::Admin(AdminCommand::ResetPassword {
+            email,
+            password,
+            db,
+        }) => {
             let db = open_db(&db).await?;
             let generated = password.is_none();
             let password = match password {
@@ -133,7 +167,9 @@ async fn run(cli: Cli) -> Result<(), String> {
                     .take(24)
                     .collect(),
             };
-            let user = admin::reset_password(&db, &email, &password).await.map_err(|e| e.to_string())?;
+            let user = admin::reset_password(&db, &email, &password)
+                .await
+                .map_err(|e| e.to_string())?;
             println!("password of {} reset; their sessions ended", user.email);
             if generated {
                 println!("new password: {password}");

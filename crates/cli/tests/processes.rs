@@ -16,7 +16,10 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new() -> TempDir {
-        let p = std::env::temp_dir().join(format!("trusthub-cli-test-{}", uuid::Uuid::new_v4().simple()));
+        let p = std::env::temp_dir().join(format!(
+            "trusthub-cli-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
         std::fs::create_dir_all(&p).expect("dir");
         TempDir(p)
     }
@@ -64,13 +67,20 @@ impl Hub {
         });
         let mut stdout = Vec::new();
         loop {
-            let line = rx.recv_timeout(Duration::from_secs(90)).unwrap_or_else(|_| {
+            let Ok(line) = rx.recv_timeout(Duration::from_secs(90)) else {
+                let _ = child.kill();
+                let _ = child.wait();
                 let errs: Vec<String> = erx.try_iter().collect();
-                panic!("hub did not start: {stdout:?} {errs:?}")
-            });
+                panic!("hub did not start: {stdout:?} {errs:?}");
+            };
             stdout.push(line.clone());
             if let Some(addr) = line.strip_prefix("Trusthub hub listening on ") {
-                return Hub { child, base: format!("{addr}/api/v1"), stdout, stderr: erx };
+                return Hub {
+                    child,
+                    base: format!("{addr}/api/v1"),
+                    stdout,
+                    stderr: erx,
+                };
             }
         }
     }
@@ -84,7 +94,10 @@ impl Hub {
     }
 
     fn terminate(&mut self) -> std::process::ExitStatus {
-        Command::new("kill").args(["-TERM", &self.pid()]).status().expect("kill");
+        Command::new("kill")
+            .args(["-TERM", &self.pid()])
+            .status()
+            .expect("kill");
         for _ in 0..200 {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status;
@@ -103,12 +116,18 @@ impl Drop for Hub {
 }
 
 fn pg_admin_url() -> String {
-    std::env::var("TRUSTHUB_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("TRUSTHUB_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 /// A fresh PostgreSQL database, or `None` (with a notice) outside CI when none answers.
 async fn pg_database() -> Option<(String, String)> {
-    let admin = match tokio::time::timeout(Duration::from_secs(5), Db::connect(&pg_admin_url(), &DbOptions::default())).await {
+    let admin = match tokio::time::timeout(
+        Duration::from_secs(5),
+        Db::connect(&pg_admin_url(), &DbOptions::default()),
+    )
+    .await
+    {
         Ok(Ok(db)) => db,
         _ if std::env::var_os("CI").is_some() => panic!("PostgreSQL is required in CI"),
         _ => {
@@ -118,53 +137,105 @@ async fn pg_database() -> Option<(String, String)> {
     };
     let name = format!("th_cli_{}", uuid::Uuid::new_v4().simple());
     if let Db::Postgres(p) = &admin {
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(p).await.expect("create db");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(p)
+            .await
+            .expect("create db");
     }
     admin.close().await;
     let base = pg_admin_url();
-    let url = format!("{}/{name}", base.rsplit_once('/').map(|(b, _)| b).unwrap_or(&base));
+    let url = format!(
+        "{}/{name}",
+        base.rsplit_once('/').map(|(b, _)| b).unwrap_or(&base)
+    );
     Some((name, url))
 }
 
 async fn drop_pg_database(name: &str) {
     if let Ok(Db::Postgres(p)) = Db::connect(&pg_admin_url(), &DbOptions::default()).await {
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&p).await;
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&p)
+        .await;
     }
 }
 
-async fn login(client: &reqwest::Client, base: &str, email: &str, password: &str) -> reqwest::Response {
-    client.post(format!("{base}/auth/login")).json(&json!({"email": email, "password": password})).send().await.expect("login")
+async fn login(
+    client: &reqwest::Client,
+    base: &str,
+    email: &str,
+    password: &str,
+) -> reqwest::Response {
+    client
+        .post(format!("{base}/auth/login"))
+        .json(&json!({"email": email, "password": password}))
+        .send()
+        .await
+        .expect("login")
 }
 
 fn cookie(resp: &reqwest::Response) -> String {
-    resp.headers()["set-cookie"].to_str().expect("cookie").split(';').next().expect("pair").to_owned()
+    resp.headers()["set-cookie"]
+        .to_str()
+        .expect("cookie")
+        .split(';')
+        .next()
+        .expect("pair")
+        .to_owned()
 }
 
 fn initial_password(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("initial-admin.txt")).expect("initial-admin.txt");
-    text.lines().find_map(|l| l.strip_prefix("password: ")).expect("password line").to_owned()
+    text.lines()
+        .find_map(|l| l.strip_prefix("password: "))
+        .expect("password line")
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_limits() {
-    let Some((name, url)) = pg_database().await else { return };
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
     let (dir_a, dir_b) = (TempDir::new(), TempDir::new());
-    let envs = [("TRUSTHUB_DATABASE_URL", url.as_str()), ("CLOUD_ENCRYPTION_KEY", KEY)];
+    let envs = [
+        ("TRUSTHUB_DATABASE_URL", url.as_str()),
+        ("CLOUD_ENCRYPTION_KEY", KEY),
+    ];
     // Both start at the same moment on the empty database.
     let (a, b) = std::thread::scope(|s| {
         let a = s.spawn(|| Hub::start(&dir_a.0, &envs));
         let b = s.spawn(|| Hub::start(&dir_b.0, &envs));
         (a.join().expect("a"), b.join().expect("b"))
     });
-    assert!(a.created_owner() ^ b.created_owner(), "exactly one process bootstrapped");
-    let winner_dir = if a.created_owner() { &dir_a.0 } else { &dir_b.0 };
-    let mode = std::fs::metadata(winner_dir.join("initial-admin.txt")).expect("file").permissions();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+    assert!(
+        a.created_owner() ^ b.created_owner(),
+        "exactly one process bootstrapped"
+    );
+    let winner_dir = if a.created_owner() {
+        &dir_a.0
+    } else {
+        &dir_b.0
+    };
+    let mode = std::fs::metadata(winner_dir.join("initial-admin.txt"))
+        .expect("file")
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
     let password = initial_password(winner_dir);
     let db = Db::connect(&url, &DbOptions::default()).await.expect("db");
     let Db::Postgres(pool) = &db else { panic!() };
-    let owners: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'owner'").fetch_one(pool).await.expect("q");
-    let tenants: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenants").fetch_one(pool).await.expect("q");
+    let owners: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'owner'")
+        .fetch_one(pool)
+        .await
+        .expect("q");
+    let tenants: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenants")
+        .fetch_one(pool)
+        .await
+        .expect("q");
     assert_eq!((owners, tenants), (1, 1));
 
     // A session made on one process works on the other.
@@ -172,7 +243,12 @@ async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_lim
     let resp = login(&client, &a.base, "admin@trusthub.local", &password).await;
     assert_eq!(resp.status(), 200);
     let session = cookie(&resp);
-    let me = client.get(format!("{}/me", b.base)).header("cookie", &session).send().await.expect("me");
+    let me = client
+        .get(format!("{}/me", b.base))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("me");
     assert_eq!(me.status(), 200);
 
     // The login limit (10 a minute per IP) is counted in the database: attempts spread over
@@ -188,7 +264,10 @@ async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_lim
         }
         assert_eq!(r.status(), 401);
     }
-    assert!(refused_at.is_some_and(|i| i >= 11), "refused at {refused_at:?}");
+    assert!(
+        refused_at.is_some_and(|i| i >= 11),
+        "refused at {refused_at:?}"
+    );
     db.close().await;
     drop((a, b));
     drop_pg_database(&name).await;
@@ -198,7 +277,11 @@ async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_lim
 async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     let dir = TempDir::new();
     let mut hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password")]);
-    let addr = hub.base.trim_start_matches("http://").trim_end_matches("/api/v1").to_owned();
+    let addr = hub
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches("/api/v1")
+        .to_owned();
     let body = json!({"email": "admin@trusthub.local", "password": "a fine password"}).to_string();
     let mut stream = std::net::TcpStream::connect(&addr).expect("connect");
     let head = format!(
@@ -209,9 +292,15 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     stream.write_all(&body.as_bytes()[..10]).expect("part");
     std::thread::sleep(Duration::from_millis(300));
     // SIGTERM while the request is half sent.
-    Command::new("kill").args(["-TERM", &hub.pid()]).status().expect("kill");
+    Command::new("kill")
+        .args(["-TERM", &hub.pid()])
+        .status()
+        .expect("kill");
     std::thread::sleep(Duration::from_millis(300));
-    assert!(hub.child.try_wait().expect("wait").is_none(), "still finishing the request");
+    assert!(
+        hub.child.try_wait().expect("wait").is_none(),
+        "still finishing the request"
+    );
     stream.write_all(&body.as_bytes()[10..]).expect("rest");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("answer");
@@ -225,26 +314,70 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_commands_work_next_to_a_running_sqlite_hub() {
     let dir = TempDir::new();
-    let hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password"), ("TRUSTHUB_LOG_FORMAT", "json")]);
+    let hub = Hub::start(
+        &dir.0,
+        &[
+            ("TRUSTHUB_ADMIN_PASSWORD", "a fine password"),
+            ("TRUSTHUB_LOG_FORMAT", "json"),
+        ],
+    );
     let client = reqwest::Client::new();
-    let session = cookie(&login(&client, &hub.base, "admin@trusthub.local", "a fine password").await);
+    let session = cookie(
+        &login(
+            &client,
+            &hub.base,
+            "admin@trusthub.local",
+            "a fine password",
+        )
+        .await,
+    );
 
     let out = Command::new(BIN)
-        .args(["admin", "create-tenant", "--name", "acme", "--owner-email", "boss@acme.example", "--owner-password", "acme password"])
+        .args([
+            "admin",
+            "create-tenant",
+            "--name",
+            "acme",
+            "--owner-email",
+            "boss@acme.example",
+            "--owner-password",
+            "acme password",
+        ])
         .arg("--data-dir")
         .arg(&dir.0)
         .output()
         .expect("create-tenant");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("created tenant acme"));
     let acme = login(&client, &hub.base, "boss@acme.example", "acme password").await;
     assert_eq!(acme.status(), 200);
-    let me: Value = client.get(format!("{}/me", hub.base)).header("cookie", cookie(&acme)).send().await.expect("me").json().await.expect("json");
+    let me: Value = client
+        .get(format!("{}/me", hub.base))
+        .header("cookie", cookie(&acme))
+        .send()
+        .await
+        .expect("me")
+        .json()
+        .await
+        .expect("json");
     assert_eq!(me["tenant"]["name"], "acme");
     assert_eq!(me["user"]["role"], "owner");
 
     let dup = Command::new(BIN)
-        .args(["admin", "create-tenant", "--name", "acme", "--owner-email", "x@acme.example", "--owner-password", "acme password"])
+        .args([
+            "admin",
+            "create-tenant",
+            "--name",
+            "acme",
+            "--owner-email",
+            "x@acme.example",
+            "--owner-password",
+            "acme password",
+        ])
         .arg("--data-dir")
         .arg(&dir.0)
         .output()
@@ -258,15 +391,36 @@ async fn admin_commands_work_next_to_a_running_sqlite_hub() {
         .arg(&dir.0)
         .output()
         .expect("reset");
-    assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
+    assert!(
+        reset.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reset.stderr)
+    );
     let stdout = String::from_utf8_lossy(&reset.stdout).to_string();
-    let new_password = stdout.lines().find_map(|l| l.strip_prefix("new password: ")).expect("printed").to_owned();
-    let old = client.get(format!("{}/me", hub.base)).header("cookie", &session).send().await.expect("me");
+    let new_password = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("new password: "))
+        .expect("printed")
+        .to_owned();
+    let old = client
+        .get(format!("{}/me", hub.base))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("me");
     assert_eq!(old.status(), 401, "sessions ended by the reset");
-    assert_eq!(login(&client, &hub.base, "admin@trusthub.local", &new_password).await.status(), 200);
+    assert_eq!(
+        login(&client, &hub.base, "admin@trusthub.local", &new_password)
+            .await
+            .status(),
+        200
+    );
 
     // Logs are JSON lines when TRUSTHUB_LOG_FORMAT=json.
-    let line = hub.stderr.recv_timeout(Duration::from_secs(5)).expect("a log line");
+    let line = hub
+        .stderr
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a log line");
     let parsed: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
     assert!(parsed["level"].is_string() && parsed["timestamp"].is_string());
 

@@ -165,8 +165,14 @@ mod tests {
 
     #[test]
     fn contract_2_read_token_acts_as_viewer_at_most_and_ai_ingest_reads_nothing() {
-        assert_eq!(TokenScope::Read.effective_role(Role::Owner), Some(Role::Viewer));
-        assert_eq!(TokenScope::Write.effective_role(Role::Admin), Some(Role::Admin));
+        assert_eq!(
+            TokenScope::Read.effective_role(Role::Owner),
+            Some(Role::Viewer)
+        );
+        assert_eq!(
+            TokenScope::Write.effective_role(Role::Admin),
+            Some(Role::Admin)
+        );
         assert_eq!(TokenScope::AiIngest.effective_role(Role::Owner), None);
         for s in TokenScope::ALL {
             assert_eq!(s.as_str().parse::<TokenScope>(), Ok(s));

@@ -149,7 +149,10 @@ mod tests {
     fn sealed_values_open_only_with_same_key_and_context() {
         let key = SealingKey::generate().expect("key");
         let sealed = key.seal("totp", b"JBSWY3DPEHPK3PXP").expect("seal");
-        assert_eq!(key.open("totp", &sealed).expect("open"), b"JBSWY3DPEHPK3PXP");
+        assert_eq!(
+            key.open("totp", &sealed).expect("open"),
+            b"JBSWY3DPEHPK3PXP"
+        );
         assert_eq!(key.open("other", &sealed), Err(SecretError::Unseal));
         let other = SealingKey::generate().expect("key");
         assert_eq!(other.open("totp", &sealed), Err(SecretError::Unseal));
@@ -164,7 +167,10 @@ mod tests {
     fn contract_11_key_is_64_hex_chars() {
         let k = SealingKey::generate().expect("key");
         assert_eq!(SealingKey::from_hex(&k.to_hex()).expect("parse").0, k.0);
-        assert_eq!(SealingKey::from_hex("abcd").err(), Some(SecretError::BadKey));
+        assert_eq!(
+            SealingKey::from_hex("abcd").err(),
+            Some(SecretError::BadKey)
+        );
         assert_eq!(
             SealingKey::from_hex(&"zz".repeat(32)).err(),
             Some(SecretError::BadKey)

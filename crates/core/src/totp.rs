@@ -34,7 +34,11 @@ pub fn hotp(secret: &[u8], counter: u64, digits: u32) -> u32 {
 /// The code for a unix time, zero-padded to [`DIGITS`].
 pub fn code_at(secret: &[u8], unix: i64) -> String {
     let step = step_at(unix).max(0) as u64;
-    format!("{:0width$}", hotp(secret, step, DIGITS), width = DIGITS as usize)
+    format!(
+        "{:0width$}",
+        hotp(secret, step, DIGITS),
+        width = DIGITS as usize
+    )
 }
 
 /// Checks a submitted code at `unix` with one step of tolerance either side.

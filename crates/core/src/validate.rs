@@ -21,7 +21,10 @@ pub fn email(raw: &str) -> Result<String, &'static str> {
             && s.chars()
                 .all(|c| !c.is_whitespace() && !c.is_control() && c != '@' && c != '<' && c != '>')
     };
-    if !ok_chars(local) || !ok_chars(domain) || !domain.contains('.') || domain.starts_with('.')
+    if !ok_chars(local)
+        || !ok_chars(domain)
+        || !domain.contains('.')
+        || domain.starts_with('.')
         || domain.ends_with('.')
     {
         return Err("must be an email address");
@@ -62,8 +65,19 @@ mod tests {
 
     #[test]
     fn emails_are_normalised_and_checked() {
-        assert_eq!(email("  Ops@Example.COM ").as_deref(), Ok("ops@example.com"));
-        for bad in ["", "ops", "ops@", "@example.com", "ops@example", "a b@c.d", "ops@.com"] {
+        assert_eq!(
+            email("  Ops@Example.COM ").as_deref(),
+            Ok("ops@example.com")
+        );
+        for bad in [
+            "",
+            "ops",
+            "ops@",
+            "@example.com",
+            "ops@example",
+            "a b@c.d",
+            "ops@.com",
+        ] {
             assert!(email(bad).is_err(), "{bad}");
         }
     }

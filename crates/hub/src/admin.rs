@@ -21,22 +21,33 @@ pub enum AdminError {
 }
 
 fn check_owner(email: &str, password: &str) -> Result<String, AdminError> {
-    let email = validate::email(email).map_err(|m| AdminError::Invalid(format!("owner email {m}")))?;
+    let email =
+        validate::email(email).map_err(|m| AdminError::Invalid(format!("owner email {m}")))?;
     validate::password(password).map_err(|m| AdminError::Invalid(format!("owner password {m}")))?;
     Ok(email)
 }
 
 /// Creates a tenant with its first owner.
-pub async fn create_tenant(db: &Db, name: &str, owner_email: &str, owner_password: &str) -> Result<(Tenant, User), AdminError> {
+pub async fn create_tenant(
+    db: &Db,
+    name: &str,
+    owner_email: &str,
+    owner_password: &str,
+) -> Result<(Tenant, User), AdminError> {
     let name = validate::name(name).map_err(|m| AdminError::Invalid(format!("tenant name {m}")))?;
     let email = check_owner(owner_email, owner_password)?;
-    let hash = passwords::hash_blocking(owner_password).map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let hash =
+        passwords::hash_blocking(owner_password).map_err(|e| AdminError::Invalid(e.to_string()))?;
     let now = now();
     let mut tx = db.begin().await?;
-    let tenant = tenants::insert(&mut tx, &name, now).await.map_err(|e| match e {
-        StoreError::Conflict(_) => AdminError::Invalid(format!("a tenant named {name} exists already")),
-        e => e.into(),
-    })?;
+    let tenant = tenants::insert(&mut tx, &name, now)
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(_) => {
+                AdminError::Invalid(format!("a tenant named {name} exists already"))
+            }
+            e => e.into(),
+        })?;
     let user = users::insert(&mut tx, tenant.tenant_id(), &email, &hash, Role::Owner, now)
         .await
         .map_err(|e| match e {
@@ -65,7 +76,8 @@ pub async fn create_tenant(db: &Db, name: &str, owner_email: &str, owner_passwor
 pub async fn reset_password(db: &Db, email: &str, password: &str) -> Result<User, AdminError> {
     let email = validate::email(email).map_err(|m| AdminError::Invalid(format!("email {m}")))?;
     validate::password(password).map_err(|m| AdminError::Invalid(format!("password {m}")))?;
-    let hash = passwords::hash_blocking(password).map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let hash =
+        passwords::hash_blocking(password).map_err(|e| AdminError::Invalid(e.to_string()))?;
     let now = now();
     let mut tx = db.begin().await?;
     let user = users::find_by_email_any_tenant(&mut tx, &email)
@@ -104,7 +116,11 @@ pub struct Bootstrapped {
 /// CONTRACT 2 first start: on a database without tenants, creates tenant `default` and its
 /// owner. Exactly one of several processes starting at once does it: the claim of the
 /// `bootstrap` key and the creation share one transaction.
-pub async fn bootstrap(db: &Db, email: &str, password: Option<&str>) -> Result<Option<Bootstrapped>, AdminError> {
+pub async fn bootstrap(
+    db: &Db,
+    email: &str,
+    password: Option<&str>,
+) -> Result<Option<Bootstrapped>, AdminError> {
     let generated = match password {
         Some(_) => None,
         None => Some(
@@ -117,7 +133,8 @@ pub async fn bootstrap(db: &Db, email: &str, password: Option<&str>) -> Result<O
     };
     let password = password.or(generated.as_deref()).unwrap_or_default();
     let email = check_owner(email, password)?;
-    let hash = passwords::hash_blocking(password).map_err(|e| AdminError::Invalid(e.to_string()))?;
+    let hash =
+        passwords::hash_blocking(password).map_err(|e| AdminError::Invalid(e.to_string()))?;
     let now = now();
     let mut tx = db.begin().await?;
     if meta::has_tenants(&mut tx).await? || !meta::claim(&mut tx, "bootstrap", &email, now).await? {

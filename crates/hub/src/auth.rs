@@ -86,10 +86,18 @@ fn cookie_value<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
 /// A browser sends `Origin` with cross-site requests; a cookie-authenticated change from
 /// another origin is refused (defence in depth on top of SameSite=Lax and JSON bodies).
 fn same_origin(parts: &Parts) -> bool {
-    let Some(origin) = parts.headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+    let Some(origin) = parts
+        .headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+    else {
         return true;
     };
-    let Some(host) = parts.headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+    let Some(host) = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+    else {
         return false;
     };
     let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or(origin);
@@ -108,15 +116,17 @@ pub async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Principal, A
             .split_once(' ')
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, t)| t.trim())
-            .ok_or_else(|| ApiError::Unauthenticated("expected Authorization: Bearer <token>".into()))?;
+            .ok_or_else(|| {
+                ApiError::Unauthenticated("expected Authorization: Bearer <token>".into())
+            })?;
         if !token.starts_with(API_TOKEN_PREFIX) {
             return Err(ApiError::unauthenticated());
         }
         let hash = token_hash(token);
         let mut c = state.db.conn().await?;
-        let (tok, user) = tokens::find(&mut c, &hash, now)
-            .await?
-            .ok_or_else(|| ApiError::Unauthenticated("unknown, expired or deleted API token".into()))?;
+        let (tok, user) = tokens::find(&mut c, &hash, now).await?.ok_or_else(|| {
+            ApiError::Unauthenticated("unknown, expired or deleted API token".into())
+        })?;
         drop(c);
         let stale = now - time::Duration::minutes(1);
         if tok.last_used_at.is_none_or(|t| t < stale) {
@@ -139,7 +149,9 @@ pub async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Principal, A
         let mut c = state.db.conn().await?;
         let s = sessions::find(&mut c, &token_hash(cookie), now)
             .await?
-            .ok_or_else(|| ApiError::Unauthenticated("session expired or ended; log in again".into()))?;
+            .ok_or_else(|| {
+                ApiError::Unauthenticated("session expired or ended; log in again".into())
+            })?;
         let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
         if !safe && !same_origin(parts) {
             return Err(ApiError::Forbidden("cross-origin request refused".into()));
@@ -174,7 +186,9 @@ async fn require(parts: &mut Parts, state: &AppState, role: Role) -> Result<Prin
     match p.role {
         Some(r) if r >= role => Ok(p),
         Some(_) => Err(ApiError::Forbidden(format!("this needs the {role} role"))),
-        None => Err(ApiError::Forbidden("this API token's scope does not open this endpoint".into())),
+        None => Err(ApiError::Forbidden(
+            "this API token's scope does not open this endpoint".into(),
+        )),
     }
 }
 
@@ -226,21 +240,28 @@ impl FromRequestParts<AppState> for SessionUser {
 
 /// Checks a TOTP code of `user` and spends its time step, so the same code is refused the
 /// second time (CONTRACT 3). `status` is 401 at login and 403 elsewhere.
-pub async fn check_code(state: &AppState, user: &User, code: &str, status: StatusCode) -> Result<(), ApiError> {
+pub async fn check_code(
+    state: &AppState,
+    user: &User,
+    code: &str,
+    status: StatusCode,
+) -> Result<(), ApiError> {
     let invalid = || ApiError::Totp {
         status,
         code: "totp_invalid",
         detail: "the TOTP code is wrong, expired or already used".into(),
     };
-    let sealed = user.totp_secret_sealed.as_deref().ok_or_else(|| ApiError::Totp {
-        status,
-        code: "totp_not_enrolled",
-        detail: "TOTP is not set up for this user".into(),
+    let sealed = user
+        .totp_secret_sealed
+        .as_deref()
+        .ok_or_else(|| ApiError::Totp {
+            status,
+            code: "totp_not_enrolled",
+            detail: "TOTP is not set up for this user".into(),
+        })?;
+    let secret = state.key.open(TOTP_SEAL_CONTEXT, sealed).map_err(|_| {
+        ApiError::Internal("TOTP secret cannot be unsealed with the hub key".into())
     })?;
-    let secret = state
-        .key
-        .open(TOTP_SEAL_CONTEXT, sealed)
-        .map_err(|_| ApiError::Internal("TOTP secret cannot be unsealed with the hub key".into()))?;
     let now = now();
     let step = totp::verify(&secret, code, now.unix_timestamp()).ok_or_else(invalid)?;
     let mut tx = state.db.begin().await?;

@@ -177,7 +177,12 @@ pub fn code_for_status(status: StatusCode) -> &'static str {
 }
 
 /// Builds a problem document.
-pub fn problem(status: StatusCode, code: &str, detail: String, errors: Option<Vec<FieldError>>) -> Problem {
+pub fn problem(
+    status: StatusCode,
+    code: &str,
+    detail: String,
+    errors: Option<Vec<FieldError>>,
+) -> Problem {
     Problem {
         type_: format!("urn:trusthub:problem:{code}"),
         title: status.canonical_reason().unwrap_or("Error").to_owned(),
@@ -214,7 +219,10 @@ impl IntoResponse for ApiError {
         let mut resp = problem_response(&problem(status, self.code(), detail, errors));
         if let ApiError::RateLimited(info) = &self {
             info.apply(resp.headers_mut());
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(info.reset_secs.max(1)));
+            resp.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(info.reset_secs.max(1)),
+            );
         }
         resp
     }
@@ -234,7 +242,10 @@ impl From<StoreError> for ApiError {
 }
 
 fn is_unavailable(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_))
+    matches!(
+        e,
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)
+    )
 }
 
 /// Result of handlers.

@@ -4,9 +4,9 @@
 use crate::error::ApiError;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 use std::net::{IpAddr, SocketAddr};
@@ -49,7 +49,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
 /// Parses JSON bytes with the error mapping of [`Json`].
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::BadRequest("the request body is empty; expected JSON".into()));
+        return Err(ApiError::BadRequest(
+            "the request body is empty; expected JSON".into(),
+        ));
     }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
@@ -57,7 +59,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let inner = e.into_inner();
         match inner.classify() {
             serde_json::error::Category::Data => {
-                let field = if path == "." { missing_field(&inner.to_string()) } else { path };
+                let field = if path == "." {
+                    missing_field(&inner.to_string())
+                } else {
+                    path
+                };
                 ApiError::invalid(field, strip_position(&inner.to_string()))
             }
             _ => ApiError::BadRequest(format!("the request body is not valid JSON: {inner}")),
@@ -212,8 +218,14 @@ mod tests {
 
     #[test]
     fn contract_1_syntax_errors_are_400_and_shape_errors_422_with_field() {
-        assert!(matches!(parse_json::<Body>(b"{"), Err(ApiError::BadRequest(_))));
-        assert!(matches!(parse_json::<Body>(b""), Err(ApiError::BadRequest(_))));
+        assert!(matches!(
+            parse_json::<Body>(b"{"),
+            Err(ApiError::BadRequest(_))
+        ));
+        assert!(matches!(
+            parse_json::<Body>(b""),
+            Err(ApiError::BadRequest(_))
+        ));
         match parse_json::<Body>(b"{}") {
             Err(ApiError::Validation(e)) => assert_eq!(e[0].field, "email"),
             other => panic!("{other:?}"),

@@ -40,7 +40,10 @@ use utoipa_axum::router::OpenApiRouter;
 pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
     let api = routes::api()
         .merge(extra)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::general_limit));
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::general_limit,
+        ));
     let (api_router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .split_for_parts();
@@ -83,7 +86,10 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     };
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.metrics.render(state.db.pool_stats(), backend),
     )
 }

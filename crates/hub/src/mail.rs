@@ -12,7 +12,9 @@ pub struct Mailer {
 
 impl std::fmt::Debug for Mailer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mailer").field("from", &self.from).finish_non_exhaustive()
+        f.debug_struct("Mailer")
+            .field("from", &self.from)
+            .finish_non_exhaustive()
     }
 }
 
@@ -30,7 +32,11 @@ impl Mailer {
             None => (None, rest),
         };
         let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse::<u16>().map_err(|_| "TRUSTHUB_SMTP_URL: bad port".to_owned())?),
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| "TRUSTHUB_SMTP_URL: bad port".to_owned())?,
+            ),
             None => (hostport, 25),
         };
         if host.is_empty() {
@@ -39,13 +45,16 @@ impl Mailer {
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host).port(port);
         if let Some(u) = userinfo {
             let (user, pass) = u.split_once(':').unwrap_or((u, ""));
-            builder = builder.credentials(lettre::transport::smtp::authentication::Credentials::new(
-                user.to_owned(),
-                pass.to_owned(),
-            ));
+            builder =
+                builder.credentials(lettre::transport::smtp::authentication::Credentials::new(
+                    user.to_owned(),
+                    pass.to_owned(),
+                ));
         }
         let transport = builder.build();
-        let from = from.parse().map_err(|e| format!("TRUSTHUB_SMTP_FROM: {e}"))?;
+        let from = from
+            .parse()
+            .map_err(|e| format!("TRUSTHUB_SMTP_FROM: {e}"))?;
         Ok(Mailer { transport, from })
     }
 

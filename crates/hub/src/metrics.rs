@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use trusthub_store::PoolStats;
 
 /// Upper bounds of the latency buckets, in seconds.
-const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 #[derive(Default)]
 struct Series {
@@ -34,7 +36,9 @@ impl std::fmt::Debug for Metrics {
 impl Metrics {
     /// Records one finished request.
     pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        let Ok(mut map) = self.http.lock() else { return };
+        let Ok(mut map) = self.http.lock() else {
+            return;
+        };
         let s = map
             .entry((method.to_owned(), route.to_owned(), status))
             .or_default();
@@ -50,7 +54,9 @@ impl Metrics {
     /// The exposition text.
     pub fn render(&self, pool: PoolStats, backend: &str) -> String {
         let mut out = String::with_capacity(4096);
-        out.push_str("# HELP trusthub_http_requests_total HTTP requests answered, by route and status.\n");
+        out.push_str(
+            "# HELP trusthub_http_requests_total HTTP requests answered, by route and status.\n",
+        );
         out.push_str("# TYPE trusthub_http_requests_total counter\n");
         let map = match self.http.lock() {
             Ok(m) => m,
@@ -64,10 +70,15 @@ impl Metrics {
                 s.count
             );
         }
-        out.push_str("# HELP trusthub_http_request_duration_seconds Time to answer HTTP requests.\n");
+        out.push_str(
+            "# HELP trusthub_http_request_duration_seconds Time to answer HTTP requests.\n",
+        );
         out.push_str("# TYPE trusthub_http_request_duration_seconds histogram\n");
         for ((method, route, status), s) in map.iter() {
-            let labels = format!("method=\"{method}\",route=\"{}\",status=\"{status}\"", escape(route));
+            let labels = format!(
+                "method=\"{method}\",route=\"{}\",status=\"{status}\"",
+                escape(route)
+            );
             for (i, le) in BUCKETS.iter().enumerate() {
                 let _ = writeln!(
                     out,
@@ -75,9 +86,21 @@ impl Metrics {
                     s.buckets[i]
                 );
             }
-            let _ = writeln!(out, "trusthub_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}", s.count);
-            let _ = writeln!(out, "trusthub_http_request_duration_seconds_sum{{{labels}}} {}", s.sum);
-            let _ = writeln!(out, "trusthub_http_request_duration_seconds_count{{{labels}}} {}", s.count);
+            let _ = writeln!(
+                out,
+                "trusthub_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
+                s.count
+            );
+            let _ = writeln!(
+                out,
+                "trusthub_http_request_duration_seconds_sum{{{labels}}} {}",
+                s.sum
+            );
+            let _ = writeln!(
+                out,
+                "trusthub_http_request_duration_seconds_count{{{labels}}} {}",
+                s.count
+            );
         }
         drop(map);
         let _ = write!(
@@ -99,7 +122,9 @@ impl Metrics {
 }
 
 fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// Standard `process_*` figures read from `/proc/self` (Linux; nothing elsewhere).
@@ -167,13 +192,22 @@ mod tests {
         let m = Metrics::default();
         m.observe("GET", "/api/v1/health", 200, 0.003);
         m.observe("GET", "/api/v1/health", 200, 0.2);
-        let text = m.render(PoolStats { size: 3, idle: 2, max: 10 }, "sqlite");
+        let text = m.render(
+            PoolStats {
+                size: 3,
+                idle: 2,
+                max: 10,
+            },
+            "sqlite",
+        );
         assert!(text.contains(
             "trusthub_http_requests_total{method=\"GET\",route=\"/api/v1/health\",status=\"200\"} 2"
         ));
         assert!(text.contains("le=\"0.005\"} 1"));
         assert!(text.contains("le=\"0.25\"} 2"));
         assert!(text.contains("le=\"+Inf\"} 2"));
-        assert!(text.contains("trusthub_db_pool_connections{backend=\"sqlite\",state=\"in_use\"} 1"));
+        assert!(
+            text.contains("trusthub_db_pool_connections{backend=\"sqlite\",state=\"in_use\"} 1")
+        );
     }
 }

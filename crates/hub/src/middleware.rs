@@ -18,7 +18,11 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Makes every error response RFC 9457 problem+json with the request id: our own errors
 /// get the id added; anything else (a framework rejection, 405, a caught panic) is wrapped.
 pub async fn problem_details(req: Request, next: Next) -> Response {
-    let request_id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let resp = next.run(req).await;
     let status = resp.status();
     if !(status.is_client_error() || status.is_server_error()) {
@@ -31,7 +35,8 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
         .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
     let bytes = to_bytes(body, MAX_ERROR_BODY).await.unwrap_or_default();
     let mut value = if is_problem {
-        serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_else(|_| serde_json::json!({}))
+        serde_json::from_slice::<serde_json::Value>(&bytes)
+            .unwrap_or_else(|_| serde_json::json!({}))
     } else {
         let text = String::from_utf8_lossy(&bytes).trim().to_owned();
         let detail = if text.is_empty() || status.is_server_error() {
@@ -39,14 +44,20 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
         } else {
             text
         };
-        serde_json::to_value(problem(status, code_for_status(status), detail, None)).unwrap_or_default()
+        serde_json::to_value(problem(status, code_for_status(status), detail, None))
+            .unwrap_or_default()
     };
     if let (Some(obj), Some(id)) = (value.as_object_mut(), request_id) {
         obj.insert("request_id".into(), serde_json::Value::String(id));
     }
-    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(serde_json::to_vec(&value).unwrap_or_default()))
+    Response::from_parts(
+        parts,
+        Body::from(serde_json::to_vec(&value).unwrap_or_default()),
+    )
 }
 
 /// The route template a request matched, carried out on the response for [`track`].
@@ -55,7 +66,10 @@ struct RouteLabel(String);
 
 /// Inside the router: remembers which route matched.
 pub async fn label_route(req: Request, next: Next) -> Response {
-    let label = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
+    let label = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
     let mut resp = next.run(req).await;
     if let Some(l) = label {
         resp.extensions_mut().insert(RouteLabel(l));
@@ -73,9 +87,12 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
         .get::<RouteLabel>()
         .map(|l| l.0.as_str())
         .unwrap_or("unmatched");
-    state
-        .metrics
-        .observe(&method, route, resp.status().as_u16(), start.elapsed().as_secs_f64());
+    state.metrics.observe(
+        &method,
+        route,
+        resp.status().as_u16(),
+        start.elapsed().as_secs_f64(),
+    );
     resp
 }
 
@@ -84,7 +101,11 @@ pub async fn general_limit(State(state): State<AppState>, req: Request, next: Ne
     let (parts, body) = req.into_parts();
     let ip = client_ip(&parts).to_string();
     let req = Request::from_parts(parts, body);
-    match state.limiter.hit(ratelimit::GENERAL, &ip, now().unix_timestamp()).await {
+    match state
+        .limiter
+        .hit(ratelimit::GENERAL, &ip, now().unix_timestamp())
+        .await
+    {
         Ok(Some(info)) => {
             let mut resp = next.run(req).await;
             if !resp.headers().contains_key("ratelimit-limit") {

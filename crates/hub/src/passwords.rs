@@ -2,8 +2,8 @@
 //! the blocking pool so a login never stalls the async workers.
 
 use crate::error::ApiError;
-use argon2::password_hash::{PasswordHasher, PasswordVerifier, phc::PasswordHash};
 use argon2::Argon2;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier, phc::PasswordHash};
 use std::sync::OnceLock;
 
 /// Hashes a password to a PHC string.
@@ -30,8 +30,11 @@ pub async fn verify(password: String, phc: Option<String>) -> Result<bool, ApiEr
             Some(p) => p,
             None => dummy_hash().to_owned(),
         };
-        let parsed = PasswordHash::new(&phc).map_err(|e| ApiError::Internal(format!("stored hash: {e}")))?;
-        let ok = Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok();
+        let parsed =
+            PasswordHash::new(&phc).map_err(|e| ApiError::Internal(format!("stored hash: {e}")))?;
+        let ok = Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok();
         Ok(known && ok)
     })
     .await

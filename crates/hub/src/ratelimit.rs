@@ -22,15 +22,35 @@ pub struct Limit {
 }
 
 /// `/auth/login`: 10 per minute per IP.
-pub const LOGIN: Limit = Limit { name: "login", max: 10, window_secs: 60 };
+pub const LOGIN: Limit = Limit {
+    name: "login",
+    max: 10,
+    window_secs: 60,
+};
 /// `/auth/forgot-password`: 5 per hour per IP.
-pub const FORGOT_PASSWORD: Limit = Limit { name: "forgot", max: 5, window_secs: 3600 };
+pub const FORGOT_PASSWORD: Limit = Limit {
+    name: "forgot",
+    max: 5,
+    window_secs: 3600,
+};
 /// `/auth/totp/challenge`: 10 per minute per IP.
-pub const TOTP_CHALLENGE: Limit = Limit { name: "totp_challenge", max: 10, window_secs: 60 };
+pub const TOTP_CHALLENGE: Limit = Limit {
+    name: "totp_challenge",
+    max: 10,
+    window_secs: 60,
+};
 /// `POST /invitations`: 20 per hour per tenant.
-pub const INVITATIONS: Limit = Limit { name: "invitations", max: 20, window_secs: 3600 };
+pub const INVITATIONS: Limit = Limit {
+    name: "invitations",
+    max: 20,
+    window_secs: 3600,
+};
 /// Every other user endpoint: 1000 per minute per IP.
-pub const GENERAL: Limit = Limit { name: "general", max: 1000, window_secs: 60 };
+pub const GENERAL: Limit = Limit {
+    name: "general",
+    max: 1000,
+    window_secs: 60,
+};
 
 enum Counter {
     Memory(Mutex<HashMap<String, (i64, u32)>>),
@@ -45,7 +65,9 @@ pub struct RateLimiter {
 
 impl std::fmt::Debug for RateLimiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimiter").field("enabled", &self.enabled).finish_non_exhaustive()
+        f.debug_struct("RateLimiter")
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
     }
 }
 
@@ -66,7 +88,12 @@ impl RateLimiter {
 
     /// Counts a hit of `subject` (an IP, a user or tenant id) against `limit` at `unix`.
     /// Answers the figures for the headers, or [`ApiError::RateLimited`] when over.
-    pub async fn hit(&self, limit: Limit, subject: &str, unix: i64) -> Result<Option<RateInfo>, ApiError> {
+    pub async fn hit(
+        &self,
+        limit: Limit,
+        subject: &str,
+        unix: i64,
+    ) -> Result<Option<RateInfo>, ApiError> {
         if !self.enabled {
             return Ok(None);
         }
@@ -74,7 +101,9 @@ impl RateLimiter {
         let key = format!("{}:{subject}", limit.name);
         let count: i64 = match &self.counter {
             Counter::Memory(map) => {
-                let mut map = map.lock().map_err(|_| ApiError::Internal("rate limiter lock poisoned".into()))?;
+                let mut map = map
+                    .lock()
+                    .map_err(|_| ApiError::Internal("rate limiter lock poisoned".into()))?;
                 if map.len() > 100_000 {
                     map.retain(|_, (w, _)| *w + 3600 > unix);
                 }

@@ -51,7 +51,10 @@ impl Server {
 
     /// Like [`Server::build`], with extra routes under `/api/v1` (for embedding the hub and
     /// for tests of extractors).
-    pub async fn build_with(settings: Settings, extra: OpenApiRouter<AppState>) -> Result<Server, StartError> {
+    pub async fn build_with(
+        settings: Settings,
+        extra: OpenApiRouter<AppState>,
+    ) -> Result<Server, StartError> {
         let data_dir = settings.db.data_dir.clone();
         create_private_dir(&data_dir)?;
         let url = settings.db.url();
@@ -69,9 +72,13 @@ impl Server {
         .await?;
         db.migrate().await?;
         let key = load_key(&settings, &db)?;
-        let bootstrapped = admin::bootstrap(&db, &settings.admin_email, settings.admin_password.as_deref())
-            .await
-            .map_err(|e| StartError::Config(format!("first start: {e}")))?;
+        let bootstrapped = admin::bootstrap(
+            &db,
+            &settings.admin_email,
+            settings.admin_password.as_deref(),
+        )
+        .await
+        .map_err(|e| StartError::Config(format!("first start: {e}")))?;
         if let Some(b) = &bootstrapped {
             tracing::info!(email = %b.email, "first start: created tenant `default` and its owner");
             if let Some(pw) = &b.generated_password {
@@ -108,7 +115,9 @@ impl Server {
 
     /// The address the hub listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().unwrap_or(self.state.settings.listen)
+        self.listener
+            .local_addr()
+            .unwrap_or(self.state.settings.listen)
     }
 
     /// The shared state.
@@ -123,19 +132,31 @@ impl Server {
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to
     /// `TRUSTHUB_SHUTDOWN_GRACE_SECS`) and closes the database.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-        let Server { listener, router, state, _lock, .. } = self;
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let Server {
+            listener,
+            router,
+            state,
+            _lock,
+            ..
+        } = self;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         let stopping = Arc::new(tokio::sync::Notify::new());
         let notify = stopping.clone();
-        let serve = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                tracing::info!("shutting down: finishing in-flight requests");
-                notify.notify_one();
-            })
-            .into_future();
+        let serve = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: finishing in-flight requests");
+            notify.notify_one();
+        })
+        .into_future();
         let mut serve = tokio::spawn(serve);
         let result = tokio::select! {
             r = &mut serve => r.map_err(std::io::Error::other).and_then(|r| r),
@@ -177,7 +198,9 @@ async fn housekeeping(state: AppState) {
 
 /// The file of a `sqlite:` URL.
 fn sqlite_path(url: &str) -> Option<PathBuf> {
-    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next().unwrap_or(rest);
     (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
 }
@@ -189,7 +212,11 @@ fn lock_sqlite(db_path: &Path) -> Result<File, StartError> {
         create_private_dir(parent)?;
     }
     let lock_path = PathBuf::from(format!("{}.lock", db_path.display()));
-    let file = File::options().create(true).truncate(false).write(true).open(&lock_path)?;
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(StartError::Config(format!(
@@ -204,7 +231,8 @@ fn lock_sqlite(db_path: &Path) -> Result<File, StartError> {
 /// dir when absent; required with PostgreSQL, where every process must share it.
 fn load_key(settings: &Settings, db: &Db) -> Result<SealingKey, StartError> {
     if let Some(hex) = &settings.encryption_key {
-        return SealingKey::from_hex(hex).map_err(|e| StartError::Config(format!("CLOUD_ENCRYPTION_KEY: {e}")));
+        return SealingKey::from_hex(hex)
+            .map_err(|e| StartError::Config(format!("CLOUD_ENCRYPTION_KEY: {e}")));
     }
     if db.backend() == Backend::Postgres {
         return Err(StartError::Config(
@@ -214,7 +242,8 @@ fn load_key(settings: &Settings, db: &Db) -> Result<SealingKey, StartError> {
     }
     let path = settings.db.data_dir.join("encryption.key");
     match std::fs::read_to_string(&path) {
-        Ok(hex) => SealingKey::from_hex(&hex).map_err(|e| StartError::Config(format!("{}: {e}", path.display()))),
+        Ok(hex) => SealingKey::from_hex(&hex)
+            .map_err(|e| StartError::Config(format!("{}: {e}", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let key = SealingKey::generate().map_err(|e| StartError::Config(e.to_string()))?;
             write_private_file(&path, &format!("{}\n", key.to_hex()))?;
@@ -259,8 +288,14 @@ mod tests {
 
     #[test]
     fn sqlite_urls_name_their_file() {
-        assert_eq!(sqlite_path("sqlite://data/t.db"), Some(PathBuf::from("data/t.db")));
-        assert_eq!(sqlite_path("sqlite:/abs/t.db?mode=rwc"), Some(PathBuf::from("/abs/t.db")));
+        assert_eq!(
+            sqlite_path("sqlite://data/t.db"),
+            Some(PathBuf::from("data/t.db"))
+        );
+        assert_eq!(
+            sqlite_path("sqlite:/abs/t.db?mode=rwc"),
+            Some(PathBuf::from("/abs/t.db"))
+        );
         assert_eq!(sqlite_path("sqlite::memory:"), None);
         assert_eq!(sqlite_path("postgres://x"), None);
     }

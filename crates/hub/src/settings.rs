@@ -45,10 +45,18 @@ pub struct Settings {
     pub db: DbSettings,
     /// 64 hex characters; seals secrets at rest. Generated into the data dir when absent on
     /// SQLite; required with PostgreSQL (every hub process needs the same key).
-    #[arg(long = "encryption-key", env = "CLOUD_ENCRYPTION_KEY", hide_env_values = true)]
+    #[arg(
+        long = "encryption-key",
+        env = "CLOUD_ENCRYPTION_KEY",
+        hide_env_values = true
+    )]
     pub encryption_key: Option<String>,
     /// Email of the first owner, created on an empty database.
-    #[arg(long, env = "TRUSTHUB_ADMIN_EMAIL", default_value = "admin@trusthub.local")]
+    #[arg(
+        long,
+        env = "TRUSTHUB_ADMIN_EMAIL",
+        default_value = "admin@trusthub.local"
+    )]
     pub admin_email: String,
     /// Password of the first owner; generated, printed once and written to
     /// `<data_dir>/initial-admin.txt` when absent.
@@ -61,7 +69,11 @@ pub struct Settings {
     #[arg(long, env = "TRUSTHUB_SMTP_URL", hide_env_values = true)]
     pub smtp_url: Option<String>,
     /// Sender of mail.
-    #[arg(long, env = "TRUSTHUB_SMTP_FROM", default_value = "Trusthub <trusthub@trusthub.local>")]
+    #[arg(
+        long,
+        env = "TRUSTHUB_SMTP_FROM",
+        default_value = "Trusthub <trusthub@trusthub.local>"
+    )]
     pub smtp_from: String,
     /// The URL people reach the hub at, for links in mail; default `http://<listen>`.
     #[arg(long, env = "TRUSTHUB_PUBLIC_URL")]

@@ -46,7 +46,12 @@ pub struct Entry {
 }
 
 /// Appends a row.
-pub async fn append(ex: &mut impl Exec, tenant: TenantId, e: &NewEntry<'_>, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn append(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    e: &NewEntry<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
     on!(ex, c => sqlx::query(
         "INSERT INTO audit_log (tenant_id, event_type, actor, subject, details, ip, request_id, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")

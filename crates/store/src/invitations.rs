@@ -46,7 +46,10 @@ impl TryFrom<Row> for Invitation {
             id: r.id,
             tenant_id: TenantId(r.tenant_id),
             email: r.email,
-            role: r.role.parse().map_err(|_| StoreError::Corrupt("invitations.role"))?,
+            role: r
+                .role
+                .parse()
+                .map_err(|_| StoreError::Corrupt("invitations.role"))?,
             invited_by: r.invited_by,
             created_at: r.created_at,
             expires_at: r.expires_at,
@@ -89,7 +92,9 @@ pub async fn insert(
 
 /// The tenant's invitations that were not accepted yet, newest first.
 pub async fn list_pending(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Invitation>> {
-    let sql = format!("SELECT {COLUMNS} FROM invitations WHERE tenant_id = $1 AND accepted_at IS NULL ORDER BY created_at DESC, id DESC");
+    let sql = format!(
+        "SELECT {COLUMNS} FROM invitations WHERE tenant_id = $1 AND accepted_at IS NULL ORDER BY created_at DESC, id DESC"
+    );
     let rows = on!(ex, c => sqlx::query_as::<_, Row>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).fetch_all(&mut *c).await?);
     rows.into_iter().map(Invitation::try_from).collect()
 }
@@ -103,7 +108,11 @@ pub async fn delete_pending(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> S
 
 /// Marks the unexpired, unused invitation with this token hash as accepted and returns it.
 /// The token names its tenant: the caller has no session yet.
-pub async fn accept(ex: &mut impl Exec, token_hash: &str, now: OffsetDateTime) -> StoreResult<Option<Invitation>> {
+pub async fn accept(
+    ex: &mut impl Exec,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Option<Invitation>> {
     let sql = format!(
         "UPDATE invitations SET accepted_at = $1 WHERE token_hash = $2 AND accepted_at IS NULL AND expires_at > $1 RETURNING {COLUMNS}"
     );

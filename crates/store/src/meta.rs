@@ -6,7 +6,12 @@ use time::OffsetDateTime;
 /// Claims a one-time key. Exactly one caller, across every process sharing the database,
 /// gets `true`; a concurrent claimer waits for the winner's transaction and then gets
 /// `false`. Call it inside the transaction that does the one-time work.
-pub async fn claim(ex: &mut impl Exec, key: &str, value: &str, now: OffsetDateTime) -> StoreResult<bool> {
+pub async fn claim(
+    ex: &mut impl Exec,
+    key: &str,
+    value: &str,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query("INSERT INTO hub_meta (key, value, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
         .bind(key).bind(value).bind(now).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)
@@ -14,5 +19,8 @@ pub async fn claim(ex: &mut impl Exec, key: &str, value: &str, now: OffsetDateTi
 
 /// Whether any tenant exists.
 pub async fn has_tenants(ex: &mut impl Exec) -> StoreResult<bool> {
-    Ok(on!(ex, c => sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM tenants").fetch_one(&mut *c).await?) > 0)
+    Ok(
+        on!(ex, c => sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM tenants").fetch_one(&mut *c).await?)
+            > 0,
+    )
 }

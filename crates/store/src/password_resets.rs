@@ -21,7 +21,11 @@ pub async fn insert(
 }
 
 /// Spends the unexpired, unused token with this hash; returns its tenant and user.
-pub async fn consume(ex: &mut impl Exec, token_hash: &str, now: OffsetDateTime) -> StoreResult<Option<(TenantId, Uuid)>> {
+pub async fn consume(
+    ex: &mut impl Exec,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Option<(TenantId, Uuid)>> {
     let row: Option<(Uuid, Uuid)> = on!(ex, c => sqlx::query_as(
         "UPDATE password_resets SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1 \
          RETURNING tenant_id, user_id")
@@ -30,7 +34,12 @@ pub async fn consume(ex: &mut impl Exec, token_hash: &str, now: OffsetDateTime) 
 }
 
 /// Invalidates every outstanding token of a user (after a reset, the others must die too).
-pub async fn revoke_for_user(ex: &mut impl Exec, tenant: TenantId, user_id: Uuid, now: OffsetDateTime) -> StoreResult<()> {
+pub async fn revoke_for_user(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    user_id: Uuid,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
     on!(ex, c => sqlx::query("UPDATE password_resets SET used_at = $1 WHERE tenant_id = $2 AND user_id = $3 AND used_at IS NULL")
         .bind(now).bind(tenant.0).bind(user_id).execute(&mut *c).await?.rows_affected());
     Ok(())

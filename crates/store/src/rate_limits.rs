@@ -13,6 +13,8 @@ pub async fn hit(ex: &mut impl Exec, key: &str, window_start: i64) -> StoreResul
 
 /// Drops windows that ended before `before` (unix seconds).
 pub async fn purge(ex: &mut impl Exec, before: i64) -> StoreResult<u64> {
-    Ok(on!(ex, c => sqlx::query("DELETE FROM rate_limit_counters WHERE window_start < $1")
-        .bind(before).execute(&mut *c).await?.rows_affected()))
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM rate_limit_counters WHERE window_start < $1")
+        .bind(before).execute(&mut *c).await?.rows_affected()),
+    )
 }

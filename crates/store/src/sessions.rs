@@ -47,7 +47,11 @@ pub async fn insert(
 }
 
 /// The live session with this token hash, and its user.
-pub async fn find(ex: &mut impl Exec, token_hash: &str, now: OffsetDateTime) -> StoreResult<Option<SessionWithUser>> {
+pub async fn find(
+    ex: &mut impl Exec,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Option<SessionWithUser>> {
     let sql = format!(
         "SELECT sessions.id AS session_id, sessions.expires_at AS session_expires_at, {COLUMNS} \
          FROM sessions JOIN users ON users.id = sessions.user_id \
@@ -72,13 +76,21 @@ pub async fn delete(ex: &mut impl Exec, tenant: TenantId, session_id: Uuid) -> S
 }
 
 /// Ends every session of a user (password reset, role change, removal); returns how many.
-pub async fn delete_for_user(ex: &mut impl Exec, tenant: TenantId, user_id: Uuid) -> StoreResult<u64> {
-    Ok(on!(ex, c => sqlx::query("DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2")
-        .bind(tenant.0).bind(user_id).execute(&mut *c).await?.rows_affected()))
+pub async fn delete_for_user(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    user_id: Uuid,
+) -> StoreResult<u64> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM sessions WHERE tenant_id = $1 AND user_id = $2")
+        .bind(tenant.0).bind(user_id).execute(&mut *c).await?.rows_affected()),
+    )
 }
 
 /// Deletes expired sessions hub-wide (housekeeping).
 pub async fn purge_expired(ex: &mut impl Exec, now: OffsetDateTime) -> StoreResult<u64> {
-    Ok(on!(ex, c => sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
-        .bind(now).execute(&mut *c).await?.rows_affected()))
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM sessions WHERE expires_at <= $1")
+        .bind(now).execute(&mut *c).await?.rows_affected()),
+    )
 }

@@ -37,12 +37,16 @@ pub async fn insert(ex: &mut impl Exec, name: &str, now: OffsetDateTime) -> Stor
 
 /// One tenant by id.
 pub async fn get(ex: &mut impl Exec, id: TenantId) -> StoreResult<Option<Tenant>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants WHERE id = $1")
-        .bind(id.0).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants WHERE id = $1")
+        .bind(id.0).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// One tenant by name.
 pub async fn find_by_name(ex: &mut impl Exec, name: &str) -> StoreResult<Option<Tenant>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants WHERE name = $1")
-        .bind(name).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants WHERE name = $1")
+        .bind(name).fetch_optional(&mut *c).await?),
+    )
 }

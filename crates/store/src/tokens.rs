@@ -50,7 +50,10 @@ impl TryFrom<Row> for ApiToken {
             tenant_id: TenantId(r.tenant_id),
             user_id: r.user_id,
             name: r.name,
-            scope: r.scope.parse().map_err(|_| StoreError::Corrupt("api_tokens.scope"))?,
+            scope: r
+                .scope
+                .parse()
+                .map_err(|_| StoreError::Corrupt("api_tokens.scope"))?,
             token_hint: r.token_hint,
             created_at: r.created_at,
             expires_at: r.expires_at,
@@ -80,7 +83,12 @@ pub struct NewToken<'a> {
 }
 
 /// Stores a new token.
-pub async fn insert(ex: &mut impl Exec, tenant: TenantId, t: &NewToken<'_>, now: OffsetDateTime) -> StoreResult<ApiToken> {
+pub async fn insert(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    t: &NewToken<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<ApiToken> {
     let id = Uuid::now_v7();
     on!(ex, c => sqlx::query(
         "INSERT INTO api_tokens (id, tenant_id, user_id, name, scope, token_hash, token_hint, created_at, expires_at) \
@@ -101,7 +109,11 @@ pub async fn insert(ex: &mut impl Exec, tenant: TenantId, t: &NewToken<'_>, now:
 }
 
 /// The tenant's tokens, newest first; only `user_id`'s when given.
-pub async fn list(ex: &mut impl Exec, tenant: TenantId, user_id: Option<Uuid>) -> StoreResult<Vec<ApiToken>> {
+pub async fn list(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    user_id: Option<Uuid>,
+) -> StoreResult<Vec<ApiToken>> {
     let sql = format!(
         "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE tenant_id = $1 AND ($2 IS NULL OR user_id = $2) \
          ORDER BY created_at DESC, id DESC"
@@ -111,7 +123,12 @@ pub async fn list(ex: &mut impl Exec, tenant: TenantId, user_id: Option<Uuid>) -
 }
 
 /// Deletes a token of the tenant (only `user_id`'s when given); false when there is none.
-pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid, user_id: Option<Uuid>) -> StoreResult<bool> {
+pub async fn delete(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    user_id: Option<Uuid>,
+) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query("DELETE FROM api_tokens WHERE tenant_id = $1 AND id = $2 AND ($3 IS NULL OR user_id = $3)")
         .bind(tenant.0).bind(id).bind(user_id).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)
@@ -133,7 +150,11 @@ struct PrincipalRow {
 }
 
 /// The unexpired token with this hash, and its user.
-pub async fn find(ex: &mut impl Exec, token_hash: &str, now: OffsetDateTime) -> StoreResult<Option<(ApiToken, User)>> {
+pub async fn find(
+    ex: &mut impl Exec,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Option<(ApiToken, User)>> {
     let sql = format!(
         "SELECT api_tokens.id AS t_id, api_tokens.tenant_id AS t_tenant_id, api_tokens.user_id AS t_user_id, \
          api_tokens.name AS t_name, api_tokens.scope AS t_scope, api_tokens.token_hint AS t_token_hint, \
@@ -159,7 +180,12 @@ pub async fn find(ex: &mut impl Exec, token_hash: &str, now: OffsetDateTime) -> 
 }
 
 /// Records a use of the token, unless one was recorded after `stale_before`.
-pub async fn touch(ex: &mut impl Exec, id: Uuid, now: OffsetDateTime, stale_before: OffsetDateTime) -> StoreResult<()> {
+pub async fn touch(
+    ex: &mut impl Exec,
+    id: Uuid,
+    now: OffsetDateTime,
+    stale_before: OffsetDateTime,
+) -> StoreResult<()> {
     on!(ex, c => sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $3)")
         .bind(now).bind(id).bind(stale_before).execute(&mut *c).await?.rows_affected());
     Ok(())

@@ -6,7 +6,12 @@ use trusthub_core::TotpPurpose;
 use uuid::Uuid;
 
 /// Marks a time step of a user as spent; false when it was spent already (a replay).
-pub async fn spend_step(ex: &mut impl Exec, user_id: Uuid, step: i64, now: OffsetDateTime) -> StoreResult<bool> {
+pub async fn spend_step(
+    ex: &mut impl Exec,
+    user_id: Uuid,
+    step: i64,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query("INSERT INTO totp_used_steps (user_id, step, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
         .bind(user_id).bind(step).bind(now).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)
@@ -14,8 +19,10 @@ pub async fn spend_step(ex: &mut impl Exec, user_id: Uuid, step: i64, now: Offse
 
 /// Forgets spent steps older than `before` (they can no longer verify anyway).
 pub async fn purge_steps(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
-    Ok(on!(ex, c => sqlx::query("DELETE FROM totp_used_steps WHERE created_at < $1")
-        .bind(before).execute(&mut *c).await?.rows_affected()))
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM totp_used_steps WHERE created_at < $1")
+        .bind(before).execute(&mut *c).await?.rows_affected()),
+    )
 }
 
 /// Stores a challenge token (its hash) for one purpose.

@@ -50,7 +50,10 @@ impl TryFrom<UserRow> for User {
             tenant_id: TenantId(r.tenant_id),
             email: r.email,
             password_hash: r.password_hash,
-            role: r.role.parse().map_err(|_| StoreError::Corrupt("users.role"))?,
+            role: r
+                .role
+                .parse()
+                .map_err(|_| StoreError::Corrupt("users.role"))?,
             totp_secret_sealed: r.totp_secret_sealed,
             totp_enabled: r.totp_enabled,
             created_at: r.created_at,
@@ -99,7 +102,10 @@ pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<
 
 /// The user with this email in any tenant. Only login and password-reset requests use it:
 /// they are the one place where the caller names no tenant, and emails are unique hub-wide.
-pub async fn find_by_email_any_tenant(ex: &mut impl Exec, email: &str) -> StoreResult<Option<User>> {
+pub async fn find_by_email_any_tenant(
+    ex: &mut impl Exec,
+    email: &str,
+) -> StoreResult<Option<User>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE email = $1");
     let row = on!(ex, c => sqlx::query_as::<_, UserRow>(sqlx::AssertSqlSafe(sql)).bind(email).fetch_optional(&mut *c).await?);
     row.map(User::try_from).transpose()
@@ -114,12 +120,19 @@ pub async fn list(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<User>
 
 /// How many owners the tenant has.
 pub async fn count_owners(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<i64> {
-    Ok(on!(ex, c => sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM users WHERE tenant_id = $1 AND role = 'owner'")
-        .bind(tenant.0).fetch_one(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM users WHERE tenant_id = $1 AND role = 'owner'")
+        .bind(tenant.0).fetch_one(&mut *c).await?),
+    )
 }
 
 /// Changes a user's role; false when no such user in the tenant.
-pub async fn set_role(ex: &mut impl Exec, tenant: TenantId, id: Uuid, role: Role) -> StoreResult<bool> {
+pub async fn set_role(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    role: Role,
+) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query("UPDATE users SET role = $1 WHERE tenant_id = $2 AND id = $3")
         .bind(role.as_str()).bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)

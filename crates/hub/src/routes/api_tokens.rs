@@ -11,8 +11,8 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::secret::{API_TOKEN_PREFIX, new_token, token_hash};
 use trusthub_core::{Role, TokenScope, audit as ev, validate};
-use trusthub_store::tokens::{self, ApiToken, NewToken};
 use trusthub_store::audit;
+use trusthub_store::tokens::{self, ApiToken, NewToken};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -111,63 +111,122 @@ async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<CreatedApiToken>)> {
     let now = now();
     let mut errors = Vec::new();
-    let name = validate::name(&req.name).map_err(|m| errors.push(FieldError { field: "name".into(), message: m.into() })).ok();
+    let name = validate::name(&req.name)
+        .map_err(|m| {
+            errors.push(FieldError {
+                field: "name".into(),
+                message: m.into(),
+            })
+        })
+        .ok();
     let scope = req
         .scope
         .parse::<TokenScope>()
-        .map_err(|_| errors.push(FieldError { field: "scope".into(), message: "must be read, write or ai_ingest".into() }))
+        .map_err(|_| {
+            errors.push(FieldError {
+                field: "scope".into(),
+                message: "must be read, write or ai_ingest".into(),
+            })
+        })
         .ok();
     if req.expires_at.is_some_and(|e| e <= now) {
-        errors.push(FieldError { field: "expires_at".into(), message: "must be in the future".into() });
+        errors.push(FieldError {
+            field: "expires_at".into(),
+            message: "must be in the future".into(),
+        });
     }
     let (Some(name), Some(scope), true) = (name, scope, errors.is_empty()) else {
         return Err(ApiError::Validation(errors));
     };
     let token = new_token(API_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
     let hint: String = token.chars().take(API_TOKEN_PREFIX.len() + 4).collect();
-    let expires_at = req.expires_at.map(|e| e.to_offset(time::UtcOffset::UTC).replace_nanosecond(0).unwrap_or(e));
+    let expires_at = req.expires_at.map(|e| {
+        e.to_offset(time::UtcOffset::UTC)
+            .replace_nanosecond(0)
+            .unwrap_or(e)
+    });
     let mut tx = state.db.begin().await?;
     let stored = tokens::insert(
         &mut tx,
         p.tenant(),
-        &NewToken { user_id: p.user.id, name: &name, scope, token_hash: &token_hash(&token), token_hint: &hint, expires_at },
+        &NewToken {
+            user_id: p.user.id,
+            name: &name,
+            scope,
+            token_hash: &token_hash(&token),
+            token_hint: &hint,
+            expires_at,
+        },
         now,
     )
     .await?;
     audit::append(
         &mut tx,
         p.tenant(),
-        &meta.audit(ev::API_TOKEN_CREATED, p.actor(), format!("api_token:{}", stored.id), json!({"name": name, "scope": scope})),
+        &meta.audit(
+            ev::API_TOKEN_CREATED,
+            p.actor(),
+            format!("api_token:{}", stored.id),
+            json!({"name": name, "scope": scope}),
+        ),
         now,
     )
     .await?;
     tx.commit().await?;
     Ok((
         StatusCode::CREATED,
-        axum::Json(CreatedApiToken { id: stored.id, name, scope, token, expires_at, created_at: now }),
+        axum::Json(CreatedApiToken {
+            id: stored.id,
+            name,
+            scope,
+            token,
+            expires_at,
+            created_at: now,
+        }),
     ))
 }
 
 /// List API tokens: your own; admins and owners see every token of the tenant.
 #[utoipa::path(get, path = "/api-tokens", tag = "api-tokens", responses((status = 200, body = Vec<ApiTokenView>)))]
-async fn list(State(state): State<AppState>, Viewer(p): Viewer) -> ApiResult<axum::Json<Vec<ApiTokenView>>> {
+async fn list(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<ApiTokenView>>> {
     let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
     let mut c = state.db.conn().await?;
     let list = tokens::list(&mut c, p.tenant(), only).await?;
-    Ok(axum::Json(list.into_iter().map(ApiTokenView::from).collect()))
+    Ok(axum::Json(
+        list.into_iter().map(ApiTokenView::from).collect(),
+    ))
 }
 
 /// Delete an API token; it stops working at once. Your own, or any of the tenant's for
 /// admins and owners.
 #[utoipa::path(delete, path = "/api-tokens/{id}", tag = "api-tokens", params(("id" = Uuid, Path, description = "Token id")),
     responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
-async fn delete(State(state): State<AppState>, meta: Meta, Viewer(p): Viewer, Path(id): Path<Uuid>) -> ApiResult<StatusCode> {
+async fn delete(
+    State(state): State<AppState>,
+    meta: Meta,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
     let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
     let mut tx = state.db.begin().await?;
     if !tokens::delete(&mut tx, p.tenant(), id, only).await? {
         return Err(ApiError::NotFound("API token"));
     }
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::API_TOKEN_DELETED, p.actor(), format!("api_token:{id}"), json!({})), now()).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(
+            ev::API_TOKEN_DELETED,
+            p.actor(),
+            format!("api_token:{id}"),
+            json!({}),
+        ),
+        now(),
+    )
+    .await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

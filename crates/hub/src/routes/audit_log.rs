@@ -70,7 +70,11 @@ impl From<Entry> for AuditEntry {
 /// The tenant's audit log, newest first (admin).
 #[utoipa::path(get, path = "/audit-log", tag = "audit", params(AuditQuery),
     responses((status = 200, body = Vec<AuditEntry>), (status = 400, body = Problem)))]
-async fn list(State(state): State<AppState>, Admin(p): Admin, Query(q): Query<AuditQuery>) -> ApiResult<axum::Json<Vec<AuditEntry>>> {
+async fn list(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<axum::Json<Vec<AuditEntry>>> {
     let since = q
         .since
         .as_deref()
@@ -79,7 +83,9 @@ async fn list(State(state): State<AppState>, Admin(p): Admin, Query(q): Query<Au
         .map_err(|_| ApiError::BadRequest("since must be an RFC 3339 timestamp".into()))?;
     let limit = q.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
-        return Err(ApiError::BadRequest("limit must be between 1 and 1000".into()));
+        return Err(ApiError::BadRequest(
+            "limit must be between 1 and 1000".into(),
+        ));
     }
     let filter = Filter {
         event_type: q.event_type,

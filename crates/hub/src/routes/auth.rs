@@ -3,10 +3,10 @@
 use crate::auth::{Credential, SESSION_COOKIE, SessionUser, check_code};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
+use crate::passwords;
 use crate::ratelimit;
 use crate::state::{AppState, now};
 use crate::views::{UserEnvelope, UserView};
-use crate::passwords;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -68,13 +68,24 @@ pub(crate) async fn start_session(
     audit::append(
         &mut tx,
         user.tenant_id,
-        &meta.audit(ev::LOGIN_SUCCEEDED, audit::user_actor(user.id), audit::user_actor(user.id), json!({})),
+        &meta.audit(
+            ev::LOGIN_SUCCEEDED,
+            audit::user_actor(user.id),
+            audit::user_actor(user.id),
+            json!({}),
+        ),
         now,
     )
     .await?;
     tx.commit().await?;
     let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={ttl}");
-    let mut resp = (status, axum::Json(UserEnvelope { user: UserView::from(user) })).into_response();
+    let mut resp = (
+        status,
+        axum::Json(UserEnvelope {
+            user: UserView::from(user),
+        }),
+    )
+        .into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
         HeaderValue::from_str(&cookie).map_err(|e| ApiError::Internal(e.to_string()))?,
@@ -92,14 +103,26 @@ pub(crate) async fn start_session(
         (status = 200, description = "Logged in; `Set-Cookie: trusthub_session=...`", body = UserEnvelope),
         (status = 401, description = "Wrong credentials or TOTP", body = Problem),
         (status = 429, description = "Too many attempts", body = Problem)))]
-async fn login(State(state): State<AppState>, meta: Meta, Json(req): Json<LoginRequest>) -> ApiResult<Response> {
-    state.limiter.hit(ratelimit::LOGIN, &meta.ip.to_string(), now().unix_timestamp()).await?;
+async fn login(
+    State(state): State<AppState>,
+    meta: Meta,
+    Json(req): Json<LoginRequest>,
+) -> ApiResult<Response> {
+    state
+        .limiter
+        .hit(
+            ratelimit::LOGIN,
+            &meta.ip.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
     let email = req.email.trim().to_lowercase();
     let user = {
         let mut c = state.db.conn().await?;
         users::find_by_email_any_tenant(&mut c, &email).await?
     };
-    let ok = passwords::verify(req.password, user.as_ref().map(|u| u.password_hash.clone())).await?;
+    let ok =
+        passwords::verify(req.password, user.as_ref().map(|u| u.password_hash.clone())).await?;
     let Some(user) = user.filter(|_| ok) else {
         return Err(ApiError::Unauthenticated("wrong email or password".into()));
     };
@@ -116,7 +139,12 @@ async fn login(State(state): State<AppState>, meta: Meta, Json(req): Json<LoginR
             audit::append(
                 &mut tx,
                 user.tenant_id,
-                &meta.audit(ev::LOGIN_FAILED, audit::user_actor(user.id), audit::user_actor(user.id), json!({"reason": "totp"})),
+                &meta.audit(
+                    ev::LOGIN_FAILED,
+                    audit::user_actor(user.id),
+                    audit::user_actor(user.id),
+                    json!({"reason": "totp"}),
+                ),
                 now(),
             )
             .await?;
@@ -130,13 +158,23 @@ async fn login(State(state): State<AppState>, meta: Meta, Json(req): Json<LoginR
 /// End the current session and clear its cookie.
 #[utoipa::path(post, path = "/auth/logout", tag = "auth",
     responses((status = 204, description = "Session ended"), (status = 401, body = Problem)))]
-async fn logout(State(state): State<AppState>, meta: Meta, SessionUser(p): SessionUser) -> ApiResult<Response> {
+async fn logout(
+    State(state): State<AppState>,
+    meta: Meta,
+    SessionUser(p): SessionUser,
+) -> ApiResult<Response> {
     let Credential::Session { session_id } = p.credential else {
         return Err(ApiError::unauthenticated());
     };
     let mut tx = state.db.begin().await?;
     sessions::delete(&mut tx, p.tenant(), session_id).await?;
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::LOGOUT, p.actor(), p.actor(), json!({})), now()).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::LOGOUT, p.actor(), p.actor(), json!({})),
+        now(),
+    )
+    .await?;
     tx.commit().await?;
     let mut resp = StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(
@@ -170,7 +208,14 @@ async fn forgot_password(
     meta: Meta,
     Json(req): Json<ForgotPasswordRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<Accepted>)> {
-    state.limiter.hit(ratelimit::FORGOT_PASSWORD, &meta.ip.to_string(), now().unix_timestamp()).await?;
+    state
+        .limiter
+        .hit(
+            ratelimit::FORGOT_PASSWORD,
+            &meta.ip.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
     let email = validate::email(&req.email).map_err(|m| ApiError::invalid("email", m))?;
     let user = {
         let mut c = state.db.conn().await?;
@@ -180,11 +225,24 @@ async fn forgot_password(
         let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
         let now = now();
         let mut tx = state.db.begin().await?;
-        password_resets::insert(&mut tx, user.tenant_id, user.id, &token_hash(&token), now, now + RESET_TTL).await?;
+        password_resets::insert(
+            &mut tx,
+            user.tenant_id,
+            user.id,
+            &token_hash(&token),
+            now,
+            now + RESET_TTL,
+        )
+        .await?;
         audit::append(
             &mut tx,
             user.tenant_id,
-            &meta.audit(ev::PASSWORD_RESET_REQUESTED, "anonymous".into(), audit::user_actor(user.id), json!({"mailed": state.mailer.is_some()})),
+            &meta.audit(
+                ev::PASSWORD_RESET_REQUESTED,
+                "anonymous".into(),
+                audit::user_actor(user.id),
+                json!({"mailed": state.mailer.is_some()}),
+            ),
             now,
         )
         .await?;
@@ -204,7 +262,10 @@ async fn forgot_password(
             None => tracing::warn!("password reset requested but TRUSTHUB_SMTP_URL is not set; no mail sent"),
         }
     }
-    Ok((StatusCode::ACCEPTED, axum::Json(Accepted { accepted: true })))
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(Accepted { accepted: true }),
+    ))
 }
 
 /// A one-time token and the new password.
@@ -220,13 +281,22 @@ pub struct TokenPassword {
 /// user's other reset tokens.
 #[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = TokenPassword,
     responses((status = 204, description = "Password changed"), (status = 422, body = Problem)))]
-async fn reset_password(State(state): State<AppState>, meta: Meta, Json(req): Json<TokenPassword>) -> ApiResult<StatusCode> {
+async fn reset_password(
+    State(state): State<AppState>,
+    meta: Meta,
+    Json(req): Json<TokenPassword>,
+) -> ApiResult<StatusCode> {
     validate::password(&req.password).map_err(|m| ApiError::invalid("password", m))?;
     let hash = passwords::hash(req.password).await?;
     let now = now();
     let mut tx = state.db.begin().await?;
-    let Some((tenant, user_id)) = password_resets::consume(&mut tx, &token_hash(req.token.trim()), now).await? else {
-        return Err(ApiError::invalid("token", "is unknown, expired or already used"));
+    let Some((tenant, user_id)) =
+        password_resets::consume(&mut tx, &token_hash(req.token.trim()), now).await?
+    else {
+        return Err(ApiError::invalid(
+            "token",
+            "is unknown, expired or already used",
+        ));
     };
     users::set_password(&mut tx, tenant, user_id, &hash, now).await?;
     let ended = sessions::delete_for_user(&mut tx, tenant, user_id).await?;
@@ -234,7 +304,12 @@ async fn reset_password(State(state): State<AppState>, meta: Meta, Json(req): Js
     audit::append(
         &mut tx,
         tenant,
-        &meta.audit(ev::PASSWORD_RESET, audit::user_actor(user_id), audit::user_actor(user_id), json!({"via": "token", "sessions_ended": ended})),
+        &meta.audit(
+            ev::PASSWORD_RESET,
+            audit::user_actor(user_id),
+            audit::user_actor(user_id),
+            json!({"via": "token", "sessions_ended": ended}),
+        ),
         now,
     )
     .await?;
@@ -247,25 +322,40 @@ async fn reset_password(State(state): State<AppState>, meta: Meta, Json(req): Js
     responses((status = 201, description = "User created and logged in", body = UserEnvelope),
         (status = 409, description = "The email became a user meanwhile", body = Problem),
         (status = 422, body = Problem)))]
-async fn accept_invite(State(state): State<AppState>, meta: Meta, Json(req): Json<TokenPassword>) -> ApiResult<Response> {
+async fn accept_invite(
+    State(state): State<AppState>,
+    meta: Meta,
+    Json(req): Json<TokenPassword>,
+) -> ApiResult<Response> {
     validate::password(&req.password).map_err(|m| ApiError::invalid("password", m))?;
     let hash = passwords::hash(req.password).await?;
     let now = now();
     let mut tx = state.db.begin().await?;
     let Some(inv) = invitations::accept(&mut tx, &token_hash(req.token.trim()), now).await? else {
-        return Err(ApiError::invalid("token", "is unknown, expired or already used"));
+        return Err(ApiError::invalid(
+            "token",
+            "is unknown, expired or already used",
+        ));
     };
     let user = match users::insert(&mut tx, inv.tenant_id, &inv.email, &hash, inv.role, now).await {
         Ok(u) => u,
         Err(trusthub_store::StoreError::Conflict(_)) => {
-            return Err(ApiError::Conflict(format!("{} is already a user", inv.email)));
+            return Err(ApiError::Conflict(format!(
+                "{} is already a user",
+                inv.email
+            )));
         }
         Err(e) => return Err(e.into()),
     };
     audit::append(
         &mut tx,
         inv.tenant_id,
-        &meta.audit(ev::INVITATION_ACCEPTED, audit::user_actor(user.id), format!("invitation:{}", inv.id), json!({"role": inv.role, "email": inv.email})),
+        &meta.audit(
+            ev::INVITATION_ACCEPTED,
+            audit::user_actor(user.id),
+            format!("invitation:{}", inv.id),
+            json!({"role": inv.role, "email": inv.email}),
+        ),
         now,
     )
     .await?;

@@ -98,26 +98,57 @@ async fn create(
     Json(req): Json<NewInvitation>,
 ) -> ApiResult<(StatusCode, axum::Json<CreatedInvitation>)> {
     let mut errors = Vec::new();
-    let email = validate::email(&req.email).map_err(|m| errors.push(field("email", m))).ok();
-    let role = req.role.parse::<Role>().map_err(|_| errors.push(field("role", "must be viewer, operator, admin or owner"))).ok();
+    let email = validate::email(&req.email)
+        .map_err(|m| errors.push(field("email", m)))
+        .ok();
+    let role = req
+        .role
+        .parse::<Role>()
+        .map_err(|_| errors.push(field("role", "must be viewer, operator, admin or owner")))
+        .ok();
     let (Some(email), Some(role)) = (email, role) else {
         return Err(ApiError::Validation(errors));
     };
-    state.limiter.hit(ratelimit::INVITATIONS, &p.tenant().to_string(), now().unix_timestamp()).await?;
+    state
+        .limiter
+        .hit(
+            ratelimit::INVITATIONS,
+            &p.tenant().to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
     {
         let mut c = state.db.conn().await?;
-        if users::find_by_email_any_tenant(&mut c, &email).await?.is_some() {
+        if users::find_by_email_any_tenant(&mut c, &email)
+            .await?
+            .is_some()
+        {
             return Err(ApiError::Conflict(format!("{email} is already a user")));
         }
     }
     let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
     let now = now();
     let mut tx = state.db.begin().await?;
-    let inv = invitations::insert(&mut tx, p.tenant(), &email, role, &token_hash(&token), p.user.id, now, now + INVITATION_TTL).await?;
+    let inv = invitations::insert(
+        &mut tx,
+        p.tenant(),
+        &email,
+        role,
+        &token_hash(&token),
+        p.user.id,
+        now,
+        now + INVITATION_TTL,
+    )
+    .await?;
     audit::append(
         &mut tx,
         p.tenant(),
-        &meta.audit(ev::INVITATION_CREATED, p.actor(), format!("invitation:{}", inv.id), json!({"email": email, "role": role})),
+        &meta.audit(
+            ev::INVITATION_CREATED,
+            p.actor(),
+            format!("invitation:{}", inv.id),
+            json!({"email": email, "role": role}),
+        ),
         now,
     )
     .await?;
@@ -158,21 +189,42 @@ fn field(name: &str, message: &str) -> crate::error::FieldError {
 /// Pending invitations of the tenant (owner), newest first.
 #[utoipa::path(get, path = "/invitations", tag = "users",
     responses((status = 200, body = Vec<InvitationView>)))]
-async fn list(State(state): State<AppState>, Owner(p): Owner) -> ApiResult<axum::Json<Vec<InvitationView>>> {
+async fn list(
+    State(state): State<AppState>,
+    Owner(p): Owner,
+) -> ApiResult<axum::Json<Vec<InvitationView>>> {
     let mut c = state.db.conn().await?;
     let list = invitations::list_pending(&mut c, p.tenant()).await?;
-    Ok(axum::Json(list.into_iter().map(InvitationView::from).collect()))
+    Ok(axum::Json(
+        list.into_iter().map(InvitationView::from).collect(),
+    ))
 }
 
 /// Revoke a pending invitation (owner).
 #[utoipa::path(delete, path = "/invitations/{id}", tag = "users", params(("id" = Uuid, Path, description = "Invitation id")),
     responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
-async fn revoke(State(state): State<AppState>, meta: Meta, Owner(p): Owner, Path(id): Path<Uuid>) -> ApiResult<StatusCode> {
+async fn revoke(
+    State(state): State<AppState>,
+    meta: Meta,
+    Owner(p): Owner,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
     let mut tx = state.db.begin().await?;
     if !invitations::delete_pending(&mut tx, p.tenant(), id).await? {
         return Err(ApiError::NotFound("invitation"));
     }
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::INVITATION_REVOKED, p.actor(), format!("invitation:{id}"), json!({})), now()).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(
+            ev::INVITATION_REVOKED,
+            p.actor(),
+            format!("invitation:{id}"),
+            json!({}),
+        ),
+        now(),
+    )
+    .await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

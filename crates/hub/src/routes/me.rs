@@ -17,7 +17,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(me)).routes(routes!(change_password))
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(change_password))
 }
 
 /// The caller's tenant.
@@ -48,16 +50,24 @@ pub struct MeView {
 
 /// The caller: user, tenant, and how they authenticated. Any valid credential works.
 #[utoipa::path(get, path = "/me", tag = "users", responses((status = 200, body = MeView), (status = 401, body = Problem)))]
-async fn me(State(state): State<AppState>, Authenticated(p): Authenticated) -> ApiResult<axum::Json<MeView>> {
+async fn me(
+    State(state): State<AppState>,
+    Authenticated(p): Authenticated,
+) -> ApiResult<axum::Json<MeView>> {
     let mut c = state.db.conn().await?;
-    let tenant = tenants::get(&mut c, p.tenant()).await?.ok_or(ApiError::NotFound("tenant"))?;
+    let tenant = tenants::get(&mut c, p.tenant())
+        .await?
+        .ok_or(ApiError::NotFound("tenant"))?;
     let (auth, scope) = match &p.credential {
         Credential::Session { .. } => ("session", None),
         Credential::Token { scope, .. } => ("api_token", Some(scope.as_str().to_owned())),
     };
     Ok(axum::Json(MeView {
         user: UserView::from(&p.user),
-        tenant: TenantView { id: tenant.id, name: tenant.name },
+        tenant: TenantView {
+            id: tenant.id,
+            name: tenant.name,
+        },
         auth: auth.into(),
         scope,
         effective_role: p.role.map(|r| r.as_str().to_owned()),
@@ -91,7 +101,18 @@ async fn change_password(
     let mut tx = state.db.begin().await?;
     users::set_password(&mut tx, p.tenant(), p.user.id, &hash, now).await?;
     let ended = sessions::delete_for_user(&mut tx, p.tenant(), p.user.id).await?;
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::PASSWORD_CHANGED, p.actor(), p.actor(), json!({"sessions_ended": ended})), now).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(
+            ev::PASSWORD_CHANGED,
+            p.actor(),
+            p.actor(),
+            json!({"sessions_ended": ended}),
+        ),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -40,12 +40,20 @@ pub struct TotpSetup {
 /// `/auth/totp/verify`. Calling it again before verifying replaces the pending secret.
 #[utoipa::path(post, path = "/auth/totp/setup", tag = "totp",
     responses((status = 200, body = TotpSetup), (status = 409, description = "TOTP already on", body = Problem)))]
-async fn setup(State(state): State<AppState>, SessionUser(p): SessionUser) -> ApiResult<axum::Json<TotpSetup>> {
+async fn setup(
+    State(state): State<AppState>,
+    SessionUser(p): SessionUser,
+) -> ApiResult<axum::Json<TotpSetup>> {
     if p.user.totp_enabled {
-        return Err(ApiError::Conflict("TOTP is already enabled; disable it first to enrol a new secret".into()));
+        return Err(ApiError::Conflict(
+            "TOTP is already enabled; disable it first to enrol a new secret".into(),
+        ));
     }
     let secret = random_bytes::<20>().map_err(|e| ApiError::Internal(e.to_string()))?;
-    let sealed = state.key.seal(TOTP_SEAL_CONTEXT, &secret).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let sealed = state
+        .key
+        .seal(TOTP_SEAL_CONTEXT, &secret)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), false).await?;
     tx.commit().await?;
@@ -73,7 +81,12 @@ pub struct TotpStatus {
 #[utoipa::path(post, path = "/auth/totp/verify", tag = "totp", request_body = CodeRequest,
     responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem),
         (status = 409, description = "No pending secret, or already on", body = Problem)))]
-async fn verify(State(state): State<AppState>, meta: Meta, SessionUser(p): SessionUser, Json(req): Json<CodeRequest>) -> ApiResult<axum::Json<TotpStatus>> {
+async fn verify(
+    State(state): State<AppState>,
+    meta: Meta,
+    SessionUser(p): SessionUser,
+    Json(req): Json<CodeRequest>,
+) -> ApiResult<axum::Json<TotpStatus>> {
     if p.user.totp_enabled {
         return Err(ApiError::Conflict("TOTP is already enabled".into()));
     }
@@ -83,7 +96,13 @@ async fn verify(State(state): State<AppState>, meta: Meta, SessionUser(p): Sessi
     check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::TOTP_ENABLED, p.actor(), p.actor(), json!({})), now()).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::TOTP_ENABLED, p.actor(), p.actor(), json!({})),
+        now(),
+    )
+    .await?;
     tx.commit().await?;
     Ok(axum::Json(TotpStatus { totp_enabled: true }))
 }
@@ -91,7 +110,12 @@ async fn verify(State(state): State<AppState>, meta: Meta, SessionUser(p): Sessi
 /// Turn TOTP off; needs a current code.
 #[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
     responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
-async fn disable(State(state): State<AppState>, meta: Meta, SessionUser(p): SessionUser, Json(req): Json<CodeRequest>) -> ApiResult<axum::Json<TotpStatus>> {
+async fn disable(
+    State(state): State<AppState>,
+    meta: Meta,
+    SessionUser(p): SessionUser,
+    Json(req): Json<CodeRequest>,
+) -> ApiResult<axum::Json<TotpStatus>> {
     if !p.user.totp_enabled {
         return Err(ApiError::Totp {
             status: StatusCode::FORBIDDEN,
@@ -102,9 +126,17 @@ async fn disable(State(state): State<AppState>, meta: Meta, SessionUser(p): Sess
     check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::TOTP_DISABLED, p.actor(), p.actor(), json!({})), now()).await?;
+    audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(ev::TOTP_DISABLED, p.actor(), p.actor(), json!({})),
+        now(),
+    )
+    .await?;
     tx.commit().await?;
-    Ok(axum::Json(TotpStatus { totp_enabled: false }))
+    Ok(axum::Json(TotpStatus {
+        totp_enabled: false,
+    }))
 }
 
 /// A code to trade for a purpose-bound token.
@@ -140,7 +172,14 @@ async fn challenge(
     SessionUser(p): SessionUser,
     Json(req): Json<ChallengeRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<ChallengeToken>)> {
-    state.limiter.hit(ratelimit::TOTP_CHALLENGE, &meta.ip.to_string(), now().unix_timestamp()).await?;
+    state
+        .limiter
+        .hit(
+            ratelimit::TOTP_CHALLENGE,
+            &meta.ip.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
     let purpose: TotpPurpose = req
         .purpose
         .parse()
@@ -157,11 +196,25 @@ async fn challenge(
     let now = now();
     let expires_at = now + CHALLENGE_TTL;
     let mut tx = state.db.begin().await?;
-    trusthub_store::totp::insert_challenge(&mut tx, p.tenant(), p.user.id, &token_hash(&token), purpose, now, expires_at).await?;
+    trusthub_store::totp::insert_challenge(
+        &mut tx,
+        p.tenant(),
+        p.user.id,
+        &token_hash(&token),
+        purpose,
+        now,
+        expires_at,
+    )
+    .await?;
     audit::append(
         &mut tx,
         p.tenant(),
-        &meta.audit(ev::TOTP_CHALLENGE_ISSUED, p.actor(), p.actor(), json!({"purpose": purpose.as_str()})),
+        &meta.audit(
+            ev::TOTP_CHALLENGE_ISSUED,
+            p.actor(),
+            p.actor(),
+            json!({"purpose": purpose.as_str()}),
+        ),
         now,
     )
     .await?;

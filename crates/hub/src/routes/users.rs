@@ -23,7 +23,10 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 
 /// The users of the tenant, oldest first (owner).
 #[utoipa::path(get, path = "/users", tag = "users", responses((status = 200, body = Vec<UserView>)))]
-async fn list(State(state): State<AppState>, Owner(p): Owner) -> ApiResult<axum::Json<Vec<UserView>>> {
+async fn list(
+    State(state): State<AppState>,
+    Owner(p): Owner,
+) -> ApiResult<axum::Json<Vec<UserView>>> {
     let mut c = state.db.conn().await?;
     let list = users::list(&mut c, p.tenant()).await?;
     Ok(axum::Json(list.iter().map(UserView::from).collect()))
@@ -47,20 +50,33 @@ async fn change_role(
     Path(id): Path<Uuid>,
     Json(req): Json<RoleChange>,
 ) -> ApiResult<axum::Json<UserView>> {
-    let role: Role = req.role.parse().map_err(|_| ApiError::invalid("role", "must be viewer, operator, admin or owner"))?;
+    let role: Role = req
+        .role
+        .parse()
+        .map_err(|_| ApiError::invalid("role", "must be viewer, operator, admin or owner"))?;
     let mut tx = state.db.begin().await?;
     let Some(mut user) = users::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("user"));
     };
-    if user.role == Role::Owner && role != Role::Owner && users::count_owners(&mut tx, p.tenant()).await? <= 1 {
-        return Err(ApiError::Conflict("the tenant must keep at least one owner".into()));
+    if user.role == Role::Owner
+        && role != Role::Owner
+        && users::count_owners(&mut tx, p.tenant()).await? <= 1
+    {
+        return Err(ApiError::Conflict(
+            "the tenant must keep at least one owner".into(),
+        ));
     }
     let from = user.role;
     users::set_role(&mut tx, p.tenant(), id, role).await?;
     audit::append(
         &mut tx,
         p.tenant(),
-        &meta.audit(ev::USER_ROLE_CHANGED, p.actor(), audit::user_actor(id), json!({"from": from, "to": role})),
+        &meta.audit(
+            ev::USER_ROLE_CHANGED,
+            p.actor(),
+            audit::user_actor(id),
+            json!({"from": from, "to": role}),
+        ),
         now(),
     )
     .await?;
@@ -74,20 +90,32 @@ async fn change_role(
 #[utoipa::path(delete, path = "/users/{id}", tag = "users", params(("id" = Uuid, Path, description = "User id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem),
         (status = 409, description = "Would leave the tenant without an owner", body = Problem)))]
-async fn remove(State(state): State<AppState>, meta: Meta, Owner(p): Owner, Path(id): Path<Uuid>) -> ApiResult<StatusCode> {
+async fn remove(
+    State(state): State<AppState>,
+    meta: Meta,
+    Owner(p): Owner,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
     let mut tx = state.db.begin().await?;
     let Some(user) = users::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("user"));
     };
     if user.role == Role::Owner && users::count_owners(&mut tx, p.tenant()).await? <= 1 {
-        return Err(ApiError::Conflict("the tenant must keep at least one owner".into()));
+        return Err(ApiError::Conflict(
+            "the tenant must keep at least one owner".into(),
+        ));
     }
     sessions::delete_for_user(&mut tx, p.tenant(), id).await?;
     users::delete(&mut tx, p.tenant(), id).await?;
     audit::append(
         &mut tx,
         p.tenant(),
-        &meta.audit(ev::USER_REMOVED, p.actor(), audit::user_actor(id), json!({"email": user.email, "role": user.role})),
+        &meta.audit(
+            ev::USER_REMOVED,
+            p.actor(),
+            audit::user_actor(id),
+            json!({"email": user.email, "role": user.role}),
+        ),
         now(),
     )
     .await?;

@@ -17,47 +17,120 @@ crate::dual!(
 
 async fn malformed_json_is_400_problem_json(b: Backend) {
     let app = TestApp::spawn(b).await;
-    let resp = app.req(Method::POST, "/auth/login", &Auth::None).header("content-type", "application/json").body("{\"email\":").send().await.expect("r");
+    let resp = app
+        .req(Method::POST, "/auth/login", &Auth::None)
+        .header("content-type", "application/json")
+        .body("{\"email\":")
+        .send()
+        .await
+        .expect("r");
     let p = assert_problem(resp, 400, "bad_request").await;
     assert_eq!(p["type"], "urn:trusthub:problem:bad_request");
-    let empty = app.req(Method::POST, "/auth/login", &Auth::None).header("content-type", "application/json").send().await.expect("r");
+    let empty = app
+        .req(Method::POST, "/auth/login", &Auth::None)
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .expect("r");
     assert_problem(empty, 400, "bad_request").await;
 }
 
 async fn wrong_content_type_is_415_problem_json(b: Backend) {
     let app = TestApp::spawn(b).await;
-    let resp = app.req(Method::POST, "/auth/login", &Auth::None).header("content-type", "text/plain").body("{}").send().await.expect("r");
+    let resp = app
+        .req(Method::POST, "/auth/login", &Auth::None)
+        .header("content-type", "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .expect("r");
     assert_problem(resp, 415, "unsupported_media_type").await;
-    let none = app.req(Method::POST, "/api-tokens", &app.owner).body("{}").send().await.expect("r");
+    let none = app
+        .req(Method::POST, "/api-tokens", &app.owner)
+        .body("{}")
+        .send()
+        .await
+        .expect("r");
     assert_problem(none, 415, "unsupported_media_type").await;
 }
 
 async fn missing_and_mistyped_fields_are_422_naming_the_field(b: Backend) {
     let app = TestApp::spawn(b).await;
-    let p = assert_problem(app.post("/auth/login", &Auth::None, json!({"email": OWNER_EMAIL})).await, 422, "validation_failed").await;
+    let p = assert_problem(
+        app.post("/auth/login", &Auth::None, json!({"email": OWNER_EMAIL}))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
     assert_eq!(p["errors"][0]["field"], "password");
-    let p = assert_problem(app.post("/auth/login", &Auth::None, json!({"email": 5, "password": "x"})).await, 422, "validation_failed").await;
+    let p = assert_problem(
+        app.post(
+            "/auth/login",
+            &Auth::None,
+            json!({"email": 5, "password": "x"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
     assert_eq!(p["errors"][0]["field"], "email");
-    let p = assert_problem(app.post("/api-tokens", &app.owner, json!({"name": "", "scope": "root"})).await, 422, "validation_failed").await;
-    let fields: Vec<_> = p["errors"].as_array().expect("errors").iter().map(|e| e["field"].as_str().unwrap_or_default().to_owned()).collect();
+    let p = assert_problem(
+        app.post(
+            "/api-tokens",
+            &app.owner,
+            json!({"name": "", "scope": "root"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    let fields: Vec<_> = p["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| e["field"].as_str().unwrap_or_default().to_owned())
+        .collect();
     assert_eq!(fields, vec!["name", "scope"]);
 }
 
 async fn bodies_over_the_limit_are_413_problem_json(b: Backend) {
     let app = TestApp::spawn_with(b, |s| s.body_limit_bytes = 1024).await;
     let big = format!("{{\"email\":\"{}\",\"password\":\"x\"}}", "a".repeat(4096));
-    let resp = app.req(Method::POST, "/auth/login", &Auth::None).header("content-type", "application/json").body(big).send().await.expect("r");
+    let resp = app
+        .req(Method::POST, "/auth/login", &Auth::None)
+        .header("content-type", "application/json")
+        .body(big)
+        .send()
+        .await
+        .expect("r");
     assert_problem(resp, 413, "payload_too_large").await;
 }
 
 async fn unknown_routes_and_methods_are_problem_json_with_the_request_id(b: Backend) {
     let app = TestApp::spawn(b).await;
-    assert_problem(app.get("/no-such-thing", &app.owner).await, 404, "not_found").await;
+    assert_problem(
+        app.get("/no-such-thing", &app.owner).await,
+        404,
+        "not_found",
+    )
+    .await;
     assert_problem(app.get("//nowhere", &Auth::None).await, 404, "not_found").await;
-    let resp = app.req(Method::PUT, "/auth/login", &Auth::None).send().await.expect("r");
+    let resp = app
+        .req(Method::PUT, "/auth/login", &Auth::None)
+        .send()
+        .await
+        .expect("r");
     assert_problem(resp, 405, "method_not_allowed").await;
     // A request id sent by the caller is kept.
-    let resp = app.req(Method::GET, "/me", &Auth::None).header("x-request-id", "trace-123").send().await.expect("r");
+    let resp = app
+        .req(Method::GET, "/me", &Auth::None)
+        .header("x-request-id", "trace-123")
+        .send()
+        .await
+        .expect("r");
     assert_eq!(resp.headers()["x-request-id"], "trace-123");
     let p = assert_problem(resp, 401, "unauthenticated").await;
     assert_eq!(p["request_id"], "trace-123");
@@ -65,10 +138,30 @@ async fn unknown_routes_and_methods_are_problem_json_with_the_request_id(b: Back
 
 async fn malformed_ids_and_queries_are_400(b: Backend) {
     let app = TestApp::spawn(b).await;
-    assert_problem(app.delete("/users/not-a-uuid", &app.owner).await, 400, "bad_request").await;
-    assert_problem(app.get("/audit-log?limit=abc", &app.owner).await, 400, "bad_request").await;
-    assert_problem(app.get("/audit-log?limit=0", &app.owner).await, 400, "bad_request").await;
-    assert_problem(app.get("/audit-log?since=yesterday", &app.owner).await, 400, "bad_request").await;
+    assert_problem(
+        app.delete("/users/not-a-uuid", &app.owner).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_problem(
+        app.get("/audit-log?limit=abc", &app.owner).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_problem(
+        app.get("/audit-log?limit=0", &app.owner).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_problem(
+        app.get("/audit-log?since=yesterday", &app.owner).await,
+        400,
+        "bad_request",
+    )
+    .await;
 }
 
 async fn refused_bodies_change_nothing_on_any_endpoint(b: Backend) {
@@ -88,20 +181,45 @@ async fn refused_bodies_change_nothing_on_any_endpoint(b: Backend) {
         (Method::POST, "/me/password".into()),
     ];
     let audit = app.audit_count().await;
-    let tables = ["users", "api_tokens", "invitations", "sessions", "password_resets", "totp_challenges"];
+    let tables = [
+        "users",
+        "api_tokens",
+        "invitations",
+        "sessions",
+        "password_resets",
+        "totp_challenges",
+    ];
     let mut before = Vec::new();
     for t in tables {
         before.push(app.count(&format!("SELECT COUNT(*) FROM {t}")).await);
     }
     for (method, path) in &json_endpoints {
-        let malformed = app.req(method.clone(), path, &app.owner).header("content-type", "application/json").body("{").send().await.expect("r");
+        let malformed = app
+            .req(method.clone(), path, &app.owner)
+            .header("content-type", "application/json")
+            .body("{")
+            .send()
+            .await
+            .expect("r");
         assert_problem(malformed, 400, "bad_request").await;
-        let wrong_type = app.req(method.clone(), path, &app.owner).header("content-type", "text/plain").body("{}").send().await.expect("r");
+        let wrong_type = app
+            .req(method.clone(), path, &app.owner)
+            .header("content-type", "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .expect("r");
         assert_problem(wrong_type, 415, "unsupported_media_type").await;
-        let shape = app.send_json(method.clone(), path, &app.owner, json!([1, 2])).await;
+        let shape = app
+            .send_json(method.clone(), path, &app.owner, json!([1, 2]))
+            .await;
         assert_problem(shape, 422, "validation_failed").await;
     }
-    assert_eq!(app.audit_count().await, audit, "no audit row: nothing happened");
+    assert_eq!(
+        app.audit_count().await,
+        audit,
+        "no audit row: nothing happened"
+    );
     for (i, t) in tables.iter().enumerate() {
         let now = app.count(&format!("SELECT COUNT(*) FROM {t}")).await;
         assert_eq!(now, before[i], "{t} unchanged");

@@ -25,7 +25,8 @@ pub enum Backend {
 
 /// The server-level PostgreSQL URL tests create their databases from.
 pub fn pg_admin_url() -> String {
-    std::env::var("TRUSTHUB_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("TRUSTHUB_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 fn pg_url_for(db: &str) -> String {
@@ -37,23 +38,34 @@ fn pg_url_for(db: &str) -> String {
 /// Whether the PostgreSQL half runs: mandatory in CI (`CI` set), skipped with a notice
 /// elsewhere when no server answers.
 pub async fn require_postgres() -> bool {
-    let ok = tokio::time::timeout(Duration::from_secs(5), Db::connect(&pg_admin_url(), &DbOptions::default()))
-        .await
-        .is_ok_and(|r| r.is_ok());
+    let ok = tokio::time::timeout(
+        Duration::from_secs(5),
+        Db::connect(&pg_admin_url(), &DbOptions::default()),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
     if ok {
         return true;
     }
     if std::env::var_os("CI").is_some() {
-        panic!("PostgreSQL at {} is required in CI but does not answer", pg_admin_url());
+        panic!(
+            "PostgreSQL at {} is required in CI but does not answer",
+            pg_admin_url()
+        );
     }
-    eprintln!("NOTICE: PostgreSQL at {} does not answer; skipping the PostgreSQL half of this test", pg_admin_url());
+    eprintln!(
+        "NOTICE: PostgreSQL at {} does not answer; skipping the PostgreSQL half of this test",
+        pg_admin_url()
+    );
     false
 }
 
 /// Creates an empty PostgreSQL database and returns its name.
 pub async fn create_pg_database() -> String {
     let name = format!("th_test_{}", Uuid::new_v4().simple());
-    let admin = Db::connect(&pg_admin_url(), &DbOptions::default()).await.expect("connect to PostgreSQL");
+    let admin = Db::connect(&pg_admin_url(), &DbOptions::default())
+        .await
+        .expect("connect to PostgreSQL");
     if let Db::Postgres(pool) = &admin {
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(pool)
@@ -67,12 +79,19 @@ pub async fn create_pg_database() -> String {
 /// Drops a test database, from any context (used by `Drop`).
 pub fn drop_pg_database(name: String) {
     let _ = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         rt.block_on(async {
-            if let Ok(Db::Postgres(pool)) = Db::connect(&pg_admin_url(), &DbOptions::default()).await {
-                let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-                    .execute(&pool)
-                    .await;
+            if let Ok(Db::Postgres(pool)) =
+                Db::connect(&pg_admin_url(), &DbOptions::default()).await
+            {
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&pool)
+                .await;
                 pool.close().await;
             }
         });
@@ -151,7 +170,9 @@ impl TestApp {
         let dir = TempDir::new();
         let (mut settings, pg_db) = TestApp::settings(backend, &dir).await;
         configure(&mut settings);
-        let server = Server::build_with(settings, extra).await.expect("hub starts");
+        let server = Server::build_with(settings, extra)
+            .await
+            .expect("hub starts");
         let addr = server.local_addr();
         let db = server.state().db.clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -193,11 +214,24 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str, auth: &Auth) -> Response {
-        self.req(Method::GET, path, auth).send().await.expect("request")
+        self.req(Method::GET, path, auth)
+            .send()
+            .await
+            .expect("request")
     }
 
-    pub async fn send_json(&self, method: Method, path: &str, auth: &Auth, body: Value) -> Response {
-        self.req(method, path, auth).json(&body).send().await.expect("request")
+    pub async fn send_json(
+        &self,
+        method: Method,
+        path: &str,
+        auth: &Auth,
+        body: Value,
+    ) -> Response {
+        self.req(method, path, auth)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
     }
 
     pub async fn post(&self, path: &str, auth: &Auth, body: Value) -> Response {
@@ -205,48 +239,86 @@ impl TestApp {
     }
 
     pub async fn delete(&self, path: &str, auth: &Auth) -> Response {
-        self.req(Method::DELETE, path, auth).send().await.expect("request")
+        self.req(Method::DELETE, path, auth)
+            .send()
+            .await
+            .expect("request")
     }
 
     /// Logs in and returns the session; panics unless the login succeeds.
     pub async fn login(&self, email: &str, password: &str) -> Auth {
-        let resp = self.post("/auth/login", &Auth::None, json!({"email": email, "password": password})).await;
+        let resp = self
+            .post(
+                "/auth/login",
+                &Auth::None,
+                json!({"email": email, "password": password}),
+            )
+            .await;
         assert_eq!(resp.status(), StatusCode::OK, "login of {email}");
         session_of(&resp)
     }
 
     /// A new user of the owner's tenant with `role`, logged in (through a real invitation).
     pub async fn user_with_role(&self, role: &str) -> (Auth, String) {
-        self.invite_and_accept(&self.owner, &format!("{role}-{}@example.com", Uuid::new_v4().simple()), role)
-            .await
+        self.invite_and_accept(
+            &self.owner,
+            &format!("{role}-{}@example.com", Uuid::new_v4().simple()),
+            role,
+        )
+        .await
     }
 
     pub async fn invite_and_accept(&self, owner: &Auth, email: &str, role: &str) -> (Auth, String) {
-        let inv = self.post("/invitations", owner, json!({"email": email, "role": role})).await;
+        let inv = self
+            .post("/invitations", owner, json!({"email": email, "role": role}))
+            .await;
         assert_eq!(inv.status(), StatusCode::CREATED);
         let token = body(inv).await["token"].as_str().expect("token").to_owned();
-        let acc = self.post("/auth/accept-invite", &Auth::None, json!({"token": token, "password": "a fine password"})).await;
+        let acc = self
+            .post(
+                "/auth/accept-invite",
+                &Auth::None,
+                json!({"token": token, "password": "a fine password"}),
+            )
+            .await;
         assert_eq!(acc.status(), StatusCode::CREATED);
         let session = session_of(&acc);
-        let id = body(acc).await["user"]["id"].as_str().expect("id").to_owned();
+        let id = body(acc).await["user"]["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
         (session, id)
     }
 
     /// The owner session of a second tenant, made the way `trusthub admin create-tenant` does.
     pub async fn other_tenant(&self) -> Auth {
         let email = format!("other-{}@example.org", Uuid::new_v4().simple());
-        trusthub_hub::admin::create_tenant(&self.db, &format!("other-{}", Uuid::new_v4().simple()), &email, "other password")
-            .await
-            .expect("create tenant");
+        trusthub_hub::admin::create_tenant(
+            &self.db,
+            &format!("other-{}", Uuid::new_v4().simple()),
+            &email,
+            "other password",
+        )
+        .await
+        .expect("create tenant");
         self.login(&email, "other password").await
     }
 
     /// An API token of `auth`'s user.
     pub async fn token(&self, auth: &Auth, scope: &str) -> (String, String) {
-        let resp = self.post("/api-tokens", auth, json!({"name": format!("{scope} token"), "scope": scope})).await;
+        let resp = self
+            .post(
+                "/api-tokens",
+                auth,
+                json!({"name": format!("{scope} token"), "scope": scope}),
+            )
+            .await;
         assert_eq!(resp.status(), StatusCode::CREATED);
         let b = body(resp).await;
-        (b["token"].as_str().expect("token").to_owned(), b["id"].as_str().expect("id").to_owned())
+        (
+            b["token"].as_str().expect("token").to_owned(),
+            b["id"].as_str().expect("id").to_owned(),
+        )
     }
 
     /// How many audit rows the whole database holds.
@@ -257,8 +329,14 @@ impl TestApp {
     pub async fn count(&self, sql: &str) -> i64 {
         let sql = sqlx::AssertSqlSafe(sql.to_owned());
         match &self.db {
-            Db::Sqlite { read, .. } => sqlx::query_scalar(sql).fetch_one(read).await.expect("count"),
-            Db::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await.expect("count"),
+            Db::Sqlite { read, .. } => sqlx::query_scalar(sql)
+                .fetch_one(read)
+                .await
+                .expect("count"),
+            Db::Postgres(pool) => sqlx::query_scalar(sql)
+                .fetch_one(pool)
+                .await
+                .expect("count"),
         }
     }
 }
@@ -293,15 +371,28 @@ pub async fn body(resp: Response) -> Value {
 /// Asserts a problem+json answer with `status` and `code`; returns the body.
 pub async fn assert_problem(resp: Response, status: u16, code: &str) -> Value {
     assert_eq!(resp.status().as_u16(), status, "status");
-    let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     assert_eq!(ct, "application/problem+json");
-    let header_id = resp.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let header_id = resp
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let b = body(resp).await;
     assert_eq!(b["status"], status, "{b}");
     assert_eq!(b["code"], code, "{b}");
     assert!(b["type"].as_str().is_some_and(|t| !t.is_empty()), "{b}");
     assert!(b["title"].is_string() && b["detail"].is_string(), "{b}");
-    assert_eq!(b["request_id"].as_str().map(str::to_owned), header_id, "{b}");
+    assert_eq!(
+        b["request_id"].as_str().map(str::to_owned),
+        header_id,
+        "{b}"
+    );
     b
 }
 
@@ -344,7 +435,9 @@ pub struct SmtpSink {
 
 impl SmtpSink {
     pub async fn start() -> SmtpSink {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind smtp");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind smtp");
         let port = listener.local_addr().expect("addr").port();
         let mails = Arc::new(Mutex::new(Vec::new()));
         let store = mails.clone();
@@ -365,13 +458,20 @@ impl SmtpSink {
                         let cmd = line.trim_end().to_ascii_uppercase();
                         let reply: &[u8] = if cmd.starts_with("EHLO") {
                             b"250-sink\r\n250 8BITMIME\r\n"
-                        } else if cmd.starts_with("HELO") || cmd.starts_with("MAIL FROM") || cmd.starts_with("NOOP") {
+                        } else if cmd.starts_with("HELO")
+                            || cmd.starts_with("MAIL FROM")
+                            || cmd.starts_with("NOOP")
+                        {
                             b"250 OK\r\n"
                         } else if cmd.starts_with("RSET") {
                             to.clear();
                             b"250 OK\r\n"
                         } else if cmd.starts_with("RCPT TO") {
-                            let addr = line.trim_end()[8..].trim().trim_start_matches('<').trim_end_matches('>').to_owned();
+                            let addr = line.trim_end()[8..]
+                                .trim()
+                                .trim_start_matches('<')
+                                .trim_end_matches('>')
+                                .to_owned();
                             to.push(addr);
                             b"250 OK\r\n"
                         } else if cmd == "DATA" {
@@ -379,13 +479,17 @@ impl SmtpSink {
                             let mut data = String::new();
                             loop {
                                 line.clear();
-                                if r.read_line(&mut line).await.unwrap_or(0) == 0 || line == ".\r\n" {
+                                if r.read_line(&mut line).await.unwrap_or(0) == 0 || line == ".\r\n"
+                                {
                                     break;
                                 }
                                 data.push_str(&line);
                             }
                             if let Ok(mut m) = store.lock() {
-                                m.push(Mail { to: std::mem::take(&mut to), data });
+                                m.push(Mail {
+                                    to: std::mem::take(&mut to),
+                                    data,
+                                });
                             }
                             b"250 queued\r\n"
                         } else if cmd.starts_with("QUIT") {
@@ -411,7 +515,13 @@ impl SmtpSink {
     /// Waits up to 10 s for a mail to `to`.
     pub async fn wait_for(&self, to: &str) -> Mail {
         for _ in 0..100 {
-            if let Some(m) = self.mails.lock().expect("lock").iter().find(|m| m.to.iter().any(|t| t == to)) {
+            if let Some(m) = self
+                .mails
+                .lock()
+                .expect("lock")
+                .iter()
+                .find(|m| m.to.iter().any(|t| t == to))
+            {
                 return m.clone();
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -420,7 +530,12 @@ impl SmtpSink {
     }
 
     pub fn count_to(&self, to: &str) -> usize {
-        self.mails.lock().expect("lock").iter().filter(|m| m.to.iter().any(|t| t == to)).count()
+        self.mails
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|m| m.to.iter().any(|t| t == to))
+            .count()
     }
 }
 

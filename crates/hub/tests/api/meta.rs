@@ -14,7 +14,14 @@ async fn health_answers_ok_without_credentials(b: Backend) {
     assert_eq!(resp.status(), 200);
     let h = body(resp).await;
     assert_eq!(h["status"], "ok");
-    assert_eq!(h["database"], if b == Backend::Sqlite { "sqlite" } else { "postgres" });
+    assert_eq!(
+        h["database"],
+        if b == Backend::Sqlite {
+            "sqlite"
+        } else {
+            "postgres"
+        }
+    );
 }
 
 async fn metrics_count_requests_per_route_and_status_with_pool_and_process_figures(b: Backend) {
@@ -23,11 +30,25 @@ async fn metrics_count_requests_per_route_and_status_with_pool_and_process_figur
     app.get("/me", &Auth::None).await;
     let resp = app.get("//metrics", &Auth::None).await;
     assert_eq!(resp.status(), 200);
-    assert!(resp.headers()["content-type"].to_str().expect("ct").starts_with("text/plain"));
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .expect("ct")
+            .starts_with("text/plain")
+    );
     let text = resp.text().await.expect("text");
-    assert!(text.contains(r#"trusthub_http_requests_total{method="GET",route="/api/v1/me",status="200"} 1"#), "{text}");
-    assert!(text.contains(r#"trusthub_http_requests_total{method="GET",route="/api/v1/me",status="401"} 1"#));
-    assert!(text.contains(r#"trusthub_http_requests_total{method="POST",route="/api/v1/auth/login",status="200"} 1"#));
+    assert!(
+        text.contains(
+            r#"trusthub_http_requests_total{method="GET",route="/api/v1/me",status="200"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(text.contains(
+        r#"trusthub_http_requests_total{method="GET",route="/api/v1/me",status="401"} 1"#
+    ));
+    assert!(text.contains(
+        r#"trusthub_http_requests_total{method="POST",route="/api/v1/auth/login",status="200"} 1"#
+    ));
     assert!(text.contains(r#"trusthub_http_request_duration_seconds_bucket{method="GET",route="/api/v1/me",status="200",le="+Inf"} 1"#));
     assert!(text.contains("trusthub_db_pool_connections{backend="));
     assert!(text.contains("trusthub_db_pool_max_connections"));
@@ -35,7 +56,10 @@ async fn metrics_count_requests_per_route_and_status_with_pool_and_process_figur
     assert!(text.contains("process_cpu_seconds_total "));
     assert!(text.contains("process_open_fds "));
     // Every sample line parses as `name{labels} value`.
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let value = line.rsplit(' ').next().expect("value");
         assert!(value.parse::<f64>().is_ok(), "{line}");
     }
@@ -49,15 +73,26 @@ async fn openapi_document_matches_the_snapshot(b: Backend) {
     assert_eq!(resp.status(), 200);
     let doc: serde_json::Value = resp.json().await.expect("json");
     assert_eq!(doc["openapi"], "3.1.0");
-    for path in ["/api/v1/auth/login", "/api/v1/api-tokens", "/api/v1/users/{id}", "/api/v1/audit-log", "/api/v1/health"] {
+    for path in [
+        "/api/v1/auth/login",
+        "/api/v1/api-tokens",
+        "/api/v1/users/{id}",
+        "/api/v1/audit-log",
+        "/api/v1/health",
+    ] {
         assert!(doc["paths"].get(path).is_some(), "{path} documented");
     }
     let pretty = serde_json::to_string_pretty(&doc).expect("pretty") + "\n";
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/openapi.json");
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/openapi.json");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
         std::fs::write(&file, &pretty).expect("write snapshot");
     }
-    let expected = std::fs::read_to_string(&file).expect("snapshot exists; run with UPDATE_SNAPSHOTS=1 once");
-    assert_eq!(pretty, expected, "OpenAPI changed: review, then UPDATE_SNAPSHOTS=1");
+    let expected =
+        std::fs::read_to_string(&file).expect("snapshot exists; run with UPDATE_SNAPSHOTS=1 once");
+    assert_eq!(
+        pretty, expected,
+        "OpenAPI changed: review, then UPDATE_SNAPSHOTS=1"
+    );
 }

@@ -5,8 +5,8 @@ use crate::harness::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 use trusthub_core::totp;
-use trusthub_hub::auth::{Admin, TotpProof, purpose};
 use trusthub_hub::AppState;
+use trusthub_hub::auth::{Admin, TotpProof, purpose};
 use utoipa_axum::router::OpenApiRouter;
 
 crate::dual!(
@@ -24,17 +24,34 @@ async fn sensitive(Admin(_): Admin, proof: TotpProof<purpose::AppRestart>) -> ax
 }
 
 async fn app_with_sensitive_route(b: Backend) -> TestApp {
-    let extra: OpenApiRouter<AppState> = OpenApiRouter::new().routes(utoipa_axum::routes!(sensitive));
+    let extra: OpenApiRouter<AppState> =
+        OpenApiRouter::new().routes(utoipa_axum::routes!(sensitive));
     TestApp::spawn_full(b, |_| {}, extra).await
 }
 
 /// Enrols the owner; returns the raw secret.
 async fn enrol(app: &TestApp, auth: &Auth, now: i64) -> Vec<u8> {
-    let setup = body(app.req(Method::POST, "/auth/totp/setup", auth).send().await.expect("setup")).await;
+    let setup = body(
+        app.req(Method::POST, "/auth/totp/setup", auth)
+            .send()
+            .await
+            .expect("setup"),
+    )
+    .await;
     let b32 = setup["secret_base32"].as_str().expect("secret");
-    assert!(setup["otpauth_uri"].as_str().is_some_and(|u| u.starts_with("otpauth://totp/Trusthub:") && u.contains(b32)));
+    assert!(
+        setup["otpauth_uri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("otpauth://totp/Trusthub:") && u.contains(b32))
+    );
     let secret = totp::secret_from_base32(b32).expect("base32");
-    let resp = app.post("/auth/totp/verify", auth, json!({"code": totp::code_at(&secret, now)})).await;
+    let resp = app
+        .post(
+            "/auth/totp/verify",
+            auth,
+            json!({"code": totp::code_at(&secret, now)}),
+        )
+        .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(body(resp).await["totp_enabled"], true);
     secret
@@ -51,19 +68,56 @@ async fn totp_enrolment_then_login_needs_a_fresh_code_and_refuses_replays(b: Bac
     let app = TestApp::spawn(b).await;
     let now = fresh_totp_window().await;
     let secret = enrol(&app, &app.owner, now).await;
-    assert_problem(app.post("/auth/login", &Auth::None, login_body(None)).await, 401, "totp_required").await;
-    assert_problem(app.post("/auth/login", &Auth::None, login_body(Some("000000".into()))).await, 401, "totp_invalid").await;
+    assert_problem(
+        app.post("/auth/login", &Auth::None, login_body(None)).await,
+        401,
+        "totp_required",
+    )
+    .await;
+    assert_problem(
+        app.post(
+            "/auth/login",
+            &Auth::None,
+            login_body(Some("000000".into())),
+        )
+        .await,
+        401,
+        "totp_invalid",
+    )
+    .await;
     // The current step's code was spent by verify: refused as a replay.
-    let replay = app.post("/auth/login", &Auth::None, login_body(Some(totp::code_at(&secret, now)))).await;
+    let replay = app
+        .post(
+            "/auth/login",
+            &Auth::None,
+            login_body(Some(totp::code_at(&secret, now))),
+        )
+        .await;
     assert_problem(replay, 401, "totp_invalid").await;
     // The next step's code (within the ±1 step window) works once.
     let next = totp::code_at(&secret, now + 30);
-    let ok = app.post("/auth/login", &Auth::None, login_body(Some(next.clone()))).await;
+    let ok = app
+        .post("/auth/login", &Auth::None, login_body(Some(next.clone())))
+        .await;
     assert_eq!(ok.status(), 200);
     assert_eq!(body(ok).await["user"]["totp_enabled"], true);
-    assert_problem(app.post("/auth/login", &Auth::None, login_body(Some(next))).await, 401, "totp_invalid").await;
+    assert_problem(
+        app.post("/auth/login", &Auth::None, login_body(Some(next)))
+            .await,
+        401,
+        "totp_invalid",
+    )
+    .await;
     // A second setup while enabled is a conflict.
-    assert_problem(app.req(Method::POST, "/auth/totp/setup", &app.owner).send().await.expect("r"), 409, "conflict").await;
+    assert_problem(
+        app.req(Method::POST, "/auth/totp/setup", &app.owner)
+            .send()
+            .await
+            .expect("r"),
+        409,
+        "conflict",
+    )
+    .await;
 }
 
 async fn totp_secret_is_sealed_at_rest(b: Backend) {
@@ -71,11 +125,24 @@ async fn totp_secret_is_sealed_at_rest(b: Backend) {
     let now = fresh_totp_window().await;
     let secret = enrol(&app, &app.owner, now).await;
     let sealed: Vec<u8> = match &app.db {
-        trusthub_store::Db::Sqlite { read, .. } => sqlx::query_scalar("SELECT totp_secret_sealed FROM users WHERE totp_enabled = TRUE").fetch_one(read).await.expect("q"),
-        trusthub_store::Db::Postgres(p) => sqlx::query_scalar("SELECT totp_secret_sealed FROM users WHERE totp_enabled = TRUE").fetch_one(p).await.expect("q"),
+        trusthub_store::Db::Sqlite { read, .. } => {
+            sqlx::query_scalar("SELECT totp_secret_sealed FROM users WHERE totp_enabled = TRUE")
+                .fetch_one(read)
+                .await
+                .expect("q")
+        }
+        trusthub_store::Db::Postgres(p) => {
+            sqlx::query_scalar("SELECT totp_secret_sealed FROM users WHERE totp_enabled = TRUE")
+                .fetch_one(p)
+                .await
+                .expect("q")
+        }
     };
     assert!(sealed.len() >= secret.len() + 28);
-    assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_slice()), "raw secret not stored");
+    assert!(
+        !sealed.windows(secret.len()).any(|w| w == secret.as_slice()),
+        "raw secret not stored"
+    );
     let b32 = totp::secret_base32(&secret);
     assert!(!String::from_utf8_lossy(&sealed).contains(&b32));
 }
@@ -90,39 +157,107 @@ async fn sensitive_route_accepts_a_code_or_a_purpose_token_exactly_once(b: Backe
         r.send()
     };
     // Without TOTP enrolled: totp_not_enrolled.
-    assert_problem(call(app.owner.clone(), None).await.expect("r"), 403, "totp_not_enrolled").await;
+    assert_problem(
+        call(app.owner.clone(), None).await.expect("r"),
+        403,
+        "totp_not_enrolled",
+    )
+    .await;
     let now = fresh_totp_window().await;
     let secret = enrol(&app, &app.owner, now).await;
-    assert_problem(call(app.owner.clone(), None).await.expect("r"), 403, "totp_required").await;
-    assert_problem(call(app.owner.clone(), Some(("x-totp-code", "123".into()))).await.expect("r"), 403, "totp_invalid").await;
+    assert_problem(
+        call(app.owner.clone(), None).await.expect("r"),
+        403,
+        "totp_required",
+    )
+    .await;
+    assert_problem(
+        call(app.owner.clone(), Some(("x-totp-code", "123".into())))
+            .await
+            .expect("r"),
+        403,
+        "totp_invalid",
+    )
+    .await;
     let code = totp::code_at(&secret, now + 30);
-    let ok = call(app.owner.clone(), Some(("x-totp-code", code.clone()))).await.expect("r");
+    let ok = call(app.owner.clone(), Some(("x-totp-code", code.clone())))
+        .await
+        .expect("r");
     assert_eq!(ok.status(), 200);
-    assert_problem(call(app.owner.clone(), Some(("x-totp-code", code))).await.expect("r"), 403, "totp_invalid").await;
+    assert_problem(
+        call(app.owner.clone(), Some(("x-totp-code", code)))
+            .await
+            .expect("r"),
+        403,
+        "totp_invalid",
+    )
+    .await;
 
     // A challenge token for another purpose does not open app_restart.
-    let c = app.post("/auth/totp/challenge", &app.owner, json!({"code": totp::code_at(&secret, now - 30), "purpose": "console_start"})).await;
+    let c = app
+        .post(
+            "/auth/totp/challenge",
+            &app.owner,
+            json!({"code": totp::code_at(&secret, now - 30), "purpose": "console_start"}),
+        )
+        .await;
     assert_eq!(c.status(), 201);
     let wrong_purpose = body(c).await["totp_token"].as_str().expect("t").to_owned();
-    assert_problem(call(app.owner.clone(), Some(("x-totp-token", wrong_purpose))).await.expect("r"), 403, "totp_invalid").await;
+    assert_problem(
+        call(app.owner.clone(), Some(("x-totp-token", wrong_purpose)))
+            .await
+            .expect("r"),
+        403,
+        "totp_invalid",
+    )
+    .await;
 
     // Codes of every step in the window are now spent; wait for the next step.
-    tokio::time::sleep(std::time::Duration::from_secs((30 - now.rem_euclid(30) + 1) as u64)).await;
+    tokio::time::sleep(std::time::Duration::from_secs(
+        (30 - now.rem_euclid(30) + 1) as u64,
+    ))
+    .await;
     let later = fresh_totp_window().await;
-    let c = app.post("/auth/totp/challenge", &app.owner, json!({"code": totp::code_at(&secret, later + 30), "purpose": "app_restart"})).await;
+    let c = app
+        .post(
+            "/auth/totp/challenge",
+            &app.owner,
+            json!({"code": totp::code_at(&secret, later + 30), "purpose": "app_restart"}),
+        )
+        .await;
     let c = body(c).await;
     assert_eq!(c["purpose"], "app_restart");
     let token = c["totp_token"].as_str().expect("t").to_owned();
-    let ok = call(app.owner.clone(), Some(("x-totp-token", token.clone()))).await.expect("r");
+    let ok = call(app.owner.clone(), Some(("x-totp-token", token.clone())))
+        .await
+        .expect("r");
     assert_eq!(ok.status(), 200);
-    assert_problem(call(app.owner.clone(), Some(("x-totp-token", token))).await.expect("r"), 403, "totp_invalid").await;
+    assert_problem(
+        call(app.owner.clone(), Some(("x-totp-token", token)))
+            .await
+            .expect("r"),
+        403,
+        "totp_invalid",
+    )
+    .await;
 
     // Unknown purposes are 422; a viewer is stopped by the role before TOTP is looked at.
-    let bad = app.post("/auth/totp/challenge", &app.owner, json!({"code": "000000", "purpose": "anything"})).await;
+    let bad = app
+        .post(
+            "/auth/totp/challenge",
+            &app.owner,
+            json!({"code": "000000", "purpose": "anything"}),
+        )
+        .await;
     assert_problem(bad, 422, "validation_failed").await;
     let (viewer, _) = app.user_with_role("viewer").await;
     assert_problem(call(viewer, None).await.expect("r"), 403, "forbidden").await;
-    assert_problem(call(Auth::None, None).await.expect("r"), 401, "unauthenticated").await;
+    assert_problem(
+        call(Auth::None, None).await.expect("r"),
+        401,
+        "unauthenticated",
+    )
+    .await;
 }
 
 async fn api_tokens_never_satisfy_totp(b: Backend) {
@@ -131,30 +266,77 @@ async fn api_tokens_never_satisfy_totp(b: Backend) {
     let secret = enrol(&app, &app.owner, now).await;
     let (token, _) = app.token(&app.owner, "write").await;
     let resp = app
-        .req(Method::POST, "/test/sensitive", &Auth::Bearer(token.clone()))
+        .req(
+            Method::POST,
+            "/test/sensitive",
+            &Auth::Bearer(token.clone()),
+        )
         .header("x-totp-code", totp::code_at(&secret, now + 30))
         .send()
         .await
         .expect("r");
     assert_problem(resp, 403, "totp_required").await;
     // Nor can a token ask for a challenge or manage TOTP.
-    let c = app.post("/auth/totp/challenge", &Auth::Bearer(token.clone()), json!({"code": totp::code_at(&secret, now - 30), "purpose": "app_restart"})).await;
+    let c = app
+        .post(
+            "/auth/totp/challenge",
+            &Auth::Bearer(token.clone()),
+            json!({"code": totp::code_at(&secret, now - 30), "purpose": "app_restart"}),
+        )
+        .await;
     assert_problem(c, 403, "forbidden").await;
-    assert_problem(app.req(Method::POST, "/auth/totp/setup", &Auth::Bearer(token)).send().await.expect("r"), 403, "forbidden").await;
+    assert_problem(
+        app.req(Method::POST, "/auth/totp/setup", &Auth::Bearer(token))
+            .send()
+            .await
+            .expect("r"),
+        403,
+        "forbidden",
+    )
+    .await;
 }
 
 async fn totp_disable_needs_a_valid_code(b: Backend) {
     let app = TestApp::spawn(b).await;
-    assert_problem(app.post("/auth/totp/disable", &app.owner, json!({"code": "123456"})).await, 403, "totp_not_enrolled").await;
-    assert_problem(app.post("/auth/totp/verify", &app.owner, json!({"code": "123456"})).await, 409, "conflict").await;
+    assert_problem(
+        app.post("/auth/totp/disable", &app.owner, json!({"code": "123456"}))
+            .await,
+        403,
+        "totp_not_enrolled",
+    )
+    .await;
+    assert_problem(
+        app.post("/auth/totp/verify", &app.owner, json!({"code": "123456"}))
+            .await,
+        409,
+        "conflict",
+    )
+    .await;
     let now = fresh_totp_window().await;
     let secret = enrol(&app, &app.owner, now).await;
-    assert_problem(app.post("/auth/totp/disable", &app.owner, json!({"code": "000000"})).await, 403, "totp_invalid").await;
-    let off = app.post("/auth/totp/disable", &app.owner, json!({"code": totp::code_at(&secret, now + 30)})).await;
+    assert_problem(
+        app.post("/auth/totp/disable", &app.owner, json!({"code": "000000"}))
+            .await,
+        403,
+        "totp_invalid",
+    )
+    .await;
+    let off = app
+        .post(
+            "/auth/totp/disable",
+            &app.owner,
+            json!({"code": totp::code_at(&secret, now + 30)}),
+        )
+        .await;
     assert_eq!(off.status(), 200);
     assert_eq!(body(off).await["totp_enabled"], false);
     app.login(OWNER_EMAIL, OWNER_PASSWORD).await;
     let log = body(app.get("/audit-log", &app.owner).await).await;
-    let kinds: Vec<&str> = log.as_array().expect("a").iter().filter_map(|e| e["event_type"].as_str()).collect();
+    let kinds: Vec<&str> = log
+        .as_array()
+        .expect("a")
+        .iter()
+        .filter_map(|e| e["event_type"].as_str())
+        .collect();
     assert!(kinds.contains(&"totp_enabled") && kinds.contains(&"totp_disabled"));
 }
