@@ -3,11 +3,13 @@
 
 use crate::error::ApiError;
 use axum::body::Bytes;
+use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
 use serde::de::DeserializeOwned;
 use std::net::{IpAddr, SocketAddr};
 
@@ -135,12 +137,28 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     }
 }
 
+/// The TCP peer of a connection, plain or TLS.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
+    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
+impl Connected<IncomingStream<'_, crate::tls::TlsListener>> for PeerAddr {
+    fn connect_info(stream: IncomingStream<'_, crate::tls::TlsListener>) -> Self {
+        PeerAddr(*stream.remote_addr())
+    }
+}
+
 /// The TCP peer address of a request, or the unspecified address when unknown.
 pub fn client_ip(parts: &Parts) -> IpAddr {
     parts
         .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
+        .get::<ConnectInfo<PeerAddr>>()
+        .map(|c| c.0.0.ip())
         .unwrap_or(IpAddr::from([0, 0, 0, 0]))
 }
 

@@ -17,6 +17,7 @@ pub mod routes;
 pub mod server;
 pub mod settings;
 pub mod state;
+pub mod tls;
 pub mod views;
 
 pub use server::{Server, StartError};

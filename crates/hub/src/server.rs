@@ -2,6 +2,7 @@
 //! background housekeeping and graceful shutdown.
 
 use crate::admin::{self, Bootstrapped};
+use crate::extract::PeerAddr;
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
@@ -34,13 +35,22 @@ pub enum StartError {
 }
 
 /// A hub ready to serve.
-#[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     router: Router,
     state: AppState,
     bootstrapped: Option<Bootstrapped>,
     _lock: Option<File>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("listener", &self.listener)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Server {
@@ -92,6 +102,17 @@ impl Server {
             Some(url) => Some(Mailer::new(url, &settings.smtp_from).map_err(StartError::Config)?),
             None => None,
         };
+        let tls = match (&settings.tls_cert, &settings.tls_key) {
+            (Some(cert), Some(key)) => {
+                Some(crate::tls::acceptor(cert, key).map_err(StartError::Config)?)
+            }
+            (None, None) => None,
+            _ => {
+                return Err(StartError::Config(
+                    "--tls-cert and --tls-key go together".into(),
+                ));
+            }
+        };
         let listener = TcpListener::bind(settings.listen).await?;
         let bound = listener.local_addr()?;
         let state = AppState(Arc::new(App {
@@ -106,6 +127,7 @@ impl Server {
         let router = crate::router(state.clone(), extra);
         Ok(Server {
             listener,
+            tls,
             router,
             state,
             bootstrapped,
@@ -138,6 +160,7 @@ impl Server {
     ) -> std::io::Result<()> {
         let Server {
             listener,
+            tls,
             router,
             state,
             _lock,
@@ -147,17 +170,27 @@ impl Server {
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         let stopping = Arc::new(tokio::sync::Notify::new());
         let notify = stopping.clone();
-        let serve = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
+        let signal = async move {
             shutdown.await;
             tracing::info!("shutting down: finishing in-flight requests");
             notify.notify_one();
-        })
-        .into_future();
-        let mut serve = tokio::spawn(serve);
+        };
+        let app = router.into_make_service_with_connect_info::<PeerAddr>();
+        let mut serve = match tls {
+            None => tokio::spawn(
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(signal)
+                    .into_future(),
+            ),
+            Some(acceptor) => {
+                let listener = crate::tls::TlsListener::new(listener, acceptor)?;
+                tokio::spawn(
+                    axum::serve(listener, app)
+                        .with_graceful_shutdown(signal)
+                        .into_future(),
+                )
+            }
+        };
         let result = tokio::select! {
             r = &mut serve => r.map_err(std::io::Error::other).and_then(|r| r),
             _ = async { stopping.notified().await; tokio::time::sleep(grace).await } => {

@@ -43,6 +43,12 @@ pub struct Settings {
     /// Database location.
     #[command(flatten)]
     pub db: DbSettings,
+    /// PEM certificate chain for the TLS front; with `--tls-key` the hub speaks HTTPS only.
+    #[arg(long, env = "TRUSTHUB_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for the TLS front.
+    #[arg(long, env = "TRUSTHUB_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// 64 hex characters; seals secrets at rest. Generated into the data dir when absent on
     /// SQLite; required with PostgreSQL (every hub process needs the same key).
     #[arg(
@@ -95,10 +101,16 @@ impl Settings {
         self.rate_limits.trim() != "off"
     }
 
+    /// Whether the hub serves HTTPS.
+    pub fn tls_enabled(&self) -> bool {
+        self.tls_cert.is_some() && self.tls_key.is_some()
+    }
+
     /// Base URL for links in mail, without a trailing slash.
     pub fn public_url(&self, bound: SocketAddr) -> String {
         match &self.public_url {
             Some(u) => u.trim_end_matches('/').to_owned(),
+            None if self.tls_enabled() => format!("https://{bound}"),
             None => format!("http://{bound}"),
         }
     }
@@ -112,6 +124,8 @@ impl Settings {
                 database_url: None,
                 db_max_connections: 10,
             },
+            tls_cert: None,
+            tls_key: None,
             encryption_key: None,
             admin_email: "admin@trusthub.local".into(),
             admin_password: None,

@@ -78,7 +78,13 @@ pub(crate) async fn start_session(
     )
     .await?;
     tx.commit().await?;
-    let cookie = format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={ttl}");
+    let secure = if state.settings.tls_enabled() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie =
+        format!("{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={ttl}{secure}");
     let mut resp = (
         status,
         axum::Json(UserEnvelope {

@@ -1,6 +1,7 @@
 //! Health, Prometheus metrics and the OpenAPI document (SPEC 4.11; CONTRACT 10).
 
 use crate::harness::*;
+use serde_json::json;
 
 crate::dual!(
     health_answers_ok_without_credentials,
@@ -95,4 +96,103 @@ async fn openapi_document_matches_the_snapshot(b: Backend) {
         pretty, expected,
         "OpenAPI changed: review, then UPDATE_SNAPSHOTS=1"
     );
+}
+
+/// CONTRACT 11 TLS front: with `--tls-cert`/`--tls-key` the hub speaks HTTPS, and the
+/// session cookie is marked `Secure`. (Checked with the system's openssl and curl.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_front_serves_https_with_secure_cookies() {
+    let certs = TempDir::new();
+    let (cert, key) = (certs.0.join("hub.crt"), certs.0.join("hub.key"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (c, k) = (cert.clone(), key.clone());
+    let dir = TempDir::new();
+    let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
+    settings.tls_cert = Some(c);
+    settings.tls_key = Some(k);
+    let server = trusthub_hub::Server::build(settings)
+        .await
+        .expect("start with TLS");
+    let addr = server.local_addr();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(server.run(async move {
+        let _ = rx.await;
+    }));
+    let curl = |args: Vec<String>| {
+        let cert = cert.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                std::process::Command::new("curl")
+                    .args(["-s", "-i", "--max-time", "10", "--cacert"])
+                    .arg(&cert)
+                    .args(args)
+                    .output()
+                    .expect("curl runs")
+            })
+            .await
+            .expect("join")
+        }
+    };
+    let health = curl(vec![format!(
+        "https://127.0.0.1:{}/api/v1/health",
+        addr.port()
+    )])
+    .await;
+    let text = String::from_utf8_lossy(&health.stdout).to_string();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"status\":\"ok\""));
+    let login = curl(vec![
+        "-H".into(),
+        "content-type: application/json".into(),
+        "-d".into(),
+        json!({"email": OWNER_EMAIL, "password": OWNER_PASSWORD}).to_string(),
+        format!("https://127.0.0.1:{}/api/v1/auth/login", addr.port()),
+    ])
+    .await;
+    let text = String::from_utf8_lossy(&login.stdout).to_string();
+    let cookie_line = text
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .expect("cookie");
+    assert!(
+        cookie_line.contains("; Secure") && cookie_line.contains("HttpOnly"),
+        "{cookie_line}"
+    );
+    // Plain HTTP on the TLS port gets no HTTP answer.
+    let plain = curl(vec![format!(
+        "http://127.0.0.1:{}/api/v1/health",
+        addr.port()
+    )])
+    .await;
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("\"status\":\"ok\""));
+    let _ = tx.send(());
+    handle.await.expect("join").expect("clean stop");
 }
