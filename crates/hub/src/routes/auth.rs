@@ -129,8 +129,13 @@ async fn login(
     };
     let ok =
         passwords::verify(req.password, user.as_ref().map(|u| u.password_hash.clone())).await?;
-    let Some(user) = user.filter(|_| ok) else {
-        return Err(ApiError::Unauthenticated("wrong email or password".into()));
+    let user = match user {
+        Some(u) if ok => u,
+        Some(u) => {
+            login_failed(&state, &u, &meta, "password").await?;
+            return Err(ApiError::Unauthenticated("wrong email or password".into()));
+        }
+        None => return Err(ApiError::Unauthenticated("wrong email or password".into())),
     };
     if user.totp_enabled {
         let Some(code) = req.totp_code.as_deref().filter(|c| !c.trim().is_empty()) else {
@@ -141,24 +146,29 @@ async fn login(
             });
         };
         if let Err(e) = check_code(&state, &user, code, StatusCode::UNAUTHORIZED).await {
-            let mut tx = state.db.begin().await?;
-            audit::append(
-                &mut tx,
-                user.tenant_id,
-                &meta.audit(
-                    ev::LOGIN_FAILED,
-                    audit::user_actor(user.id),
-                    audit::user_actor(user.id),
-                    json!({"reason": "totp"}),
-                ),
-                now(),
-            )
-            .await?;
-            tx.commit().await?;
+            login_failed(&state, &user, &meta, "totp").await?;
             return Err(e);
         }
     }
     start_session(&state, &user, &meta, StatusCode::OK).await
+}
+
+/// Records a refused login of a known user in their tenant's audit log.
+async fn login_failed(state: &AppState, user: &User, meta: &Meta, reason: &str) -> ApiResult<()> {
+    let mut tx = state.db.begin().await?;
+    audit::append(
+        &mut tx,
+        user.tenant_id,
+        &meta.audit(
+            ev::LOGIN_FAILED,
+            "anonymous".into(),
+            audit::user_actor(user.id),
+            json!({"reason": reason}),
+        ),
+        now(),
+    )
+    .await?;
+    tx.commit().await.map_err(ApiError::from)
 }
 
 /// End the current session and clear its cookie.
