@@ -36,3 +36,15 @@ pub const USER_ROLE_CHANGED: &str = "user_role_changed";
 pub const USER_REMOVED: &str = "user_removed";
 /// A tenant was created (first start or `trusthub admin create-tenant`).
 pub const TENANT_CREATED: &str = "tenant_created";
+/// An agent registered (or re-registered).
+pub const AGENT_REGISTERED: &str = "agent_registered";
+/// An enrollment token was created.
+pub const ENROLLMENT_TOKEN_CREATED: &str = "enrollment_token_created";
+/// An agent was removed.
+pub const AGENT_DELETED: &str = "agent_deleted";
+/// SPEC 6.4: an agent's token was rotated.
+pub const AGENT_TOKEN_ROTATED: &str = "agent_token_rotated";
+/// SPEC 6.4: an agent's pinned signing key was cleared.
+pub const AGENT_SIGNING_KEY_CLEARED: &str = "agent_signing_key_cleared";
+/// An agent's governance settings changed.
+pub const AGENT_GOVERNANCE_CHANGED: &str = "agent_governance_changed";

@@ -3,6 +3,7 @@
 //! Nothing here performs I/O or reads the clock: time is always a parameter, so every rule
 //! can be unit-tested against the SPEC section it implements.
 
+pub mod agent;
 pub mod audit;
 pub mod auth;
 pub mod secret;

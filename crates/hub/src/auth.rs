@@ -381,3 +381,38 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
         })
     }
 }
+
+/// An agent, authenticated by its bearer token (`tha_...`). Its tenant is the agent's.
+#[derive(Debug, Clone)]
+pub struct AgentAuth(pub trusthub_store::agents::Agent);
+
+impl FromRequestParts<AppState> for AgentAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts)?;
+        if !token.starts_with(trusthub_core::agent::AGENT_TOKEN_PREFIX) {
+            return Err(ApiError::Unauthenticated(
+                "expected an agent token (tha_...)".into(),
+            ));
+        }
+        let mut c = state.db.conn().await?;
+        trusthub_store::agents::find_by_token(&mut c, &token_hash(token))
+            .await?
+            .map(AgentAuth)
+            .ok_or_else(|| {
+                ApiError::Unauthenticated("unknown, rotated or deleted agent token".into())
+            })
+    }
+}
+
+/// The token of `Authorization: Bearer <token>`.
+pub fn bearer(parts: &Parts) -> Result<&str, ApiError> {
+    parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|raw| raw.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+        .ok_or_else(|| ApiError::Unauthenticated("expected Authorization: Bearer <token>".into()))
+}

@@ -48,6 +48,75 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
     }
 }
 
+/// Most bytes a compressed body may expand to.
+pub const MAX_DECOMPRESSED_BYTES: u64 = 64 * 1024 * 1024;
+
+/// A JSON body kept as the exact bytes sent (for signature checks) and, when it came with
+/// `Content-Encoding: gzip` or `zstd`, decompressed (bounded by [`MAX_DECOMPRESSED_BYTES`]).
+#[derive(Debug, Clone)]
+pub struct SignedBody {
+    /// The bytes as sent; signatures cover these.
+    pub raw: Bytes,
+    /// The JSON bytes.
+    pub json: Vec<u8>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for SignedBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let (content_type, encoding) = {
+            let lower = |name| {
+                req.headers()
+                    .get(name)
+                    .and_then(|v: &axum::http::HeaderValue| v.to_str().ok())
+                    .map(str::to_ascii_lowercase)
+            };
+            (
+                lower(CONTENT_TYPE).unwrap_or_default(),
+                lower(axum::http::header::CONTENT_ENCODING).unwrap_or_else(|| "identity".into()),
+            )
+        };
+        if !content_type.starts_with("application/json") {
+            return Err(ApiError::UnsupportedMediaType(
+                "expected Content-Type: application/json".into(),
+            ));
+        }
+        let raw = Bytes::from_request(req, state).await.map_err(|rej| {
+            if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge
+            } else {
+                ApiError::BadRequest(format!("cannot read the request body: {rej}"))
+            }
+        })?;
+        use std::io::Read;
+        let mut json = Vec::new();
+        let read = match encoding.trim() {
+            "identity" | "" => {
+                json = raw.to_vec();
+                Ok(0)
+            }
+            "gzip" => flate2::read::GzDecoder::new(&raw[..])
+                .take(MAX_DECOMPRESSED_BYTES + 1)
+                .read_to_end(&mut json),
+            "zstd" => match ruzstd::decoding::StreamingDecoder::new(&raw[..]) {
+                Ok(d) => d.take(MAX_DECOMPRESSED_BYTES + 1).read_to_end(&mut json),
+                Err(e) => Err(std::io::Error::other(e.to_string())),
+            },
+            other => {
+                return Err(ApiError::UnsupportedMediaType(format!(
+                    "Content-Encoding {other} is not accepted; use gzip, zstd or none"
+                )));
+            }
+        };
+        read.map_err(|e| ApiError::BadRequest(format!("cannot decompress the body: {e}")))?;
+        if json.len() as u64 > MAX_DECOMPRESSED_BYTES {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        Ok(SignedBody { raw, json })
+    }
+}
+
 /// Parses JSON bytes with the error mapping of [`Json`].
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {

@@ -45,6 +45,24 @@ pub const INVITATIONS: Limit = Limit {
     max: 20,
     window_secs: 3600,
 };
+/// `/ingest`: 60 per minute per agent.
+pub const INGEST: Limit = Limit {
+    name: "ingest",
+    max: 60,
+    window_secs: 60,
+};
+/// `/agents/:id/rotate-token`: 10 per hour per user.
+pub const ROTATE_TOKEN: Limit = Limit {
+    name: "rotate_token",
+    max: 10,
+    window_secs: 3600,
+};
+/// `/agents/:id/rotate-signing-key`: 10 per hour per user.
+pub const ROTATE_SIGNING_KEY: Limit = Limit {
+    name: "rotate_signing_key",
+    max: 10,
+    window_secs: 3600,
+};
 /// Every other user endpoint: 1000 per minute per IP.
 pub const GENERAL: Limit = Limit {
     name: "general",

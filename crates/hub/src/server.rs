@@ -82,6 +82,7 @@ impl Server {
         .await?;
         db.migrate().await?;
         let key = load_key(&settings, &db)?;
+        let eat_key = load_eat_key(&db, &key).await?;
         let bootstrapped = admin::bootstrap(
             &db,
             &settings.admin_email,
@@ -123,6 +124,7 @@ impl Server {
             mailer,
             metrics: Metrics::default(),
             settings,
+            eat_key,
         }));
         let router = crate::router(state.clone(), extra);
         Ok(Server {
@@ -216,6 +218,11 @@ async fn housekeeping(state: AppState) {
             let mut tx = state.db.begin().await?;
             trusthub_store::sessions::purge_expired(&mut tx, now).await?;
             trusthub_store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10)).await?;
+            trusthub_store::telemetry::purge_batches(
+                &mut tx,
+                now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
+            )
+            .await?;
             tx.commit().await?;
             Ok::<_, trusthub_store::StoreError>(())
         }
@@ -285,6 +292,41 @@ fn load_key(settings: &Settings, db: &Db) -> Result<SealingKey, StartError> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The hub's Ed25519 signing key, generated once per database and kept sealed with the hub
+/// key in `hub_meta`; of several processes starting at once, the first claim wins and every
+/// process reads the winner's key back.
+async fn load_eat_key(db: &Db, key: &SealingKey) -> Result<ed25519_dalek::SigningKey, StartError> {
+    const META_KEY: &str = "eat_signing_key";
+    const CONTEXT: &str = "hub_meta.eat_signing_key";
+    let fresh = trusthub_core::secret::random_bytes::<32>()
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    let sealed = key
+        .seal(CONTEXT, &fresh)
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    let mut tx = db.begin().await?;
+    trusthub_store::meta::claim(
+        &mut tx,
+        META_KEY,
+        &trusthub_core::secret::hex(&sealed),
+        now(),
+    )
+    .await?;
+    let stored = trusthub_store::meta::get(&mut tx, META_KEY)
+        .await?
+        .unwrap_or_default();
+    tx.commit().await?;
+    let sealed = data_encoding::HEXLOWER
+        .decode(stored.as_bytes())
+        .map_err(|_| StartError::Config("stored EAT signing key is corrupt".into()))?;
+    let secret = key.open(CONTEXT, &sealed).map_err(|_| {
+        StartError::Config("the EAT signing key cannot be opened: CLOUD_ENCRYPTION_KEY differs from the one it was sealed with".into())
+    })?;
+    let bytes: [u8; 32] = secret
+        .try_into()
+        .map_err(|_| StartError::Config("stored EAT signing key has the wrong length".into()))?;
+    Ok(ed25519_dalek::SigningKey::from_bytes(&bytes))
 }
 
 fn create_private_dir(path: &Path) -> std::io::Result<()> {

@@ -26,6 +26,9 @@ pub struct App {
     pub metrics: Metrics,
     /// Base URL for links in mail.
     pub public_url: String,
+    /// The hub's Ed25519 key for emergency action tokens (CONTRACT 5); agents pin its
+    /// public half at registration.
+    pub eat_key: ed25519_dalek::SigningKey,
 }
 
 /// Cheap-to-clone handle on [`App`], the axum state.

@@ -9,12 +9,14 @@
 mod db;
 mod error;
 
+pub mod agents;
 pub mod audit;
 pub mod invitations;
 pub mod meta;
 pub mod password_resets;
 pub mod rate_limits;
 pub mod sessions;
+pub mod telemetry;
 pub mod tenants;
 pub mod tokens;
 pub mod totp;

@@ -24,3 +24,11 @@ pub async fn has_tenants(ex: &mut impl Exec) -> StoreResult<bool> {
             > 0,
     )
 }
+
+/// The value of a key, if set.
+pub async fn get(ex: &mut impl Exec, key: &str) -> StoreResult<Option<String>> {
+    Ok(
+        on!(ex, c => sqlx::query_scalar::<_, String>("SELECT value FROM hub_meta WHERE key = $1")
+        .bind(key).fetch_optional(&mut *c).await?),
+    )
+}

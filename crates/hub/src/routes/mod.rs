@@ -1,5 +1,6 @@
 //! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
 
+pub mod agents;
 pub mod api_tokens;
 pub mod audit_log;
 pub mod auth;
@@ -16,6 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(auth::router())
+        .merge(agents::router())
         .merge(totp::router())
         .merge(invitations::router())
         .merge(api_tokens::router())

@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod agents;
 mod api_tokens;
 mod audit_log;
 mod auth;

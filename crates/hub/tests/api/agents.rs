@@ -1,0 +1,1036 @@
+//! CONTRACT 4 agents, hub side: enrollment, registration with key pinning, signed
+//! idempotent ingest, the stored data and its queries, rotation, deletion, isolation.
+
+use crate::harness::*;
+use ed25519_dalek::SigningKey;
+use reqwest::{Method, Response};
+use serde_json::{Value, json};
+use std::io::Write;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use trusthub_core::agent::sign_header;
+use uuid::Uuid;
+
+crate::dual!(
+    registration_pins_the_key_and_is_idempotent_per_machine,
+    registration_needs_a_valid_enrollment_token_and_proof_of_the_key,
+    a_signed_batch_is_stored_once_and_queryable,
+    unsigned_tampered_stale_and_invalid_batches_are_refused_and_store_nothing,
+    compressed_batches_are_verified_over_the_bytes_as_sent,
+    ingest_is_limited_to_sixty_batches_a_minute_per_agent,
+    rotating_the_token_and_the_signing_key,
+    deleting_an_agent_stops_its_token,
+    another_tenants_agents_are_404_and_unchanged,
+    metric_ranges_raw_and_averaged_per_interval,
+    governance_is_validated_and_the_host_allowlist_vetoes,
+    only_admins_enrol_and_rotate,
+);
+
+fn key() -> SigningKey {
+    SigningKey::from_bytes(&trusthub_core::secret::random_bytes::<32>().expect("random"))
+}
+
+fn hexkey(k: &SigningKey) -> String {
+    trusthub_core::secret::hex(k.verifying_key().as_bytes())
+}
+
+fn ts(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).expect("fmt")
+}
+
+/// A simulated agent: its key and, once registered, its id and token.
+struct Host {
+    key: SigningKey,
+    machine_id: String,
+    id: String,
+    token: String,
+}
+
+async fn enrollment_token(app: &TestApp, auth: &Auth) -> String {
+    let r = app
+        .post(
+            "/agents/enrollment-tokens",
+            auth,
+            json!({"tags": ["env:test"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let b = body(r).await;
+    assert!(b["token"].as_str().is_some_and(|t| t.starts_with("the_")));
+    b["token"].as_str().expect("t").to_owned()
+}
+
+async fn register_raw(
+    app: &TestApp,
+    enroll: &str,
+    key: &SigningKey,
+    signer: &SigningKey,
+    machine_id: &str,
+) -> Response {
+    let body =
+        json!({"machine_id": machine_id, "hostname": "web-1", "os": "Debian 12", "arch": "x86_64",
+        "agent_version": "0.1.0", "signing_pubkey": hexkey(key), "tags": ["role:web"]})
+        .to_string();
+    app.req(
+        Method::POST,
+        "/agents/register",
+        &Auth::Bearer(enroll.into()),
+    )
+    .header("content-type", "application/json")
+    .header("x-service-signature", sign_header(signer, body.as_bytes()))
+    .body(body)
+    .send()
+    .await
+    .expect("register")
+}
+
+async fn register(app: &TestApp) -> Host {
+    let enroll = enrollment_token(app, &app.owner).await;
+    let key = key();
+    let machine_id = Uuid::new_v4().simple().to_string();
+    let r = register_raw(app, &enroll, &key, &key, &machine_id).await;
+    assert_eq!(r.status(), 201);
+    let b = body(r).await;
+    Host {
+        key,
+        machine_id,
+        id: b["agent_id"].as_str().expect("id").into(),
+        token: b["agent_token"].as_str().expect("t").into(),
+    }
+}
+
+async fn send(
+    app: &TestApp,
+    host: &Host,
+    body: &[u8],
+    encoding: Option<&str>,
+    sign: bool,
+) -> Response {
+    let mut r = app
+        .req(Method::POST, "/ingest", &Auth::Bearer(host.token.clone()))
+        .header("content-type", "application/json");
+    if let Some(e) = encoding {
+        r = r.header("content-encoding", e);
+    }
+    if sign {
+        r = r.header("x-service-signature", sign_header(&host.key, body));
+    }
+    r.body(body.to_vec()).send().await.expect("ingest")
+}
+
+fn batch(metrics: Value) -> Value {
+    json!({"batch_id": Uuid::new_v4(), "sent_at": ts(OffsetDateTime::now_utc()), "metrics": metrics})
+}
+
+fn full_batch(now: OffsetDateTime) -> Value {
+    json!({
+        "batch_id": Uuid::new_v4(),
+        "sent_at": ts(now),
+        "metrics": [
+            {"name": "cpu.percent", "ts": ts(now - time::Duration::seconds(30)), "value": 12.5},
+            {"name": "cpu.percent", "ts": ts(now), "value": 17.5},
+            {"name": "disk.used_bytes", "ts": ts(now), "value": 1024.0, "labels": {"mount": "/"}}
+        ],
+        "heartbeat": {"uptime_secs": 1234, "allowed_actions": ["restart_app", "install_package"]},
+        "inventory": {
+            "collected_at": ts(now),
+            "os": {"name": "Debian", "version": "12", "kernel": "6.1.0"},
+            "systemd": [{"unit": "nginx.service", "active_state": "active", "sub_state": "running", "enabled": true}],
+            "containers": [{"id": "abc", "name": "db", "image": "postgres:16", "state": "running", "restart_count": 2, "compose_project": "shop", "compose_service": "db"}],
+            "users": [{"name": "root", "uid": 0}],
+            "ssh_keys": [{"user": "root", "fingerprint": "SHA256:abc"}]
+        },
+        "processes": [{"pid": 1, "exe": "/sbin/init", "cmdline": "init", "user": "root"}]
+    })
+}
+
+async fn count(app: &TestApp, table: &str) -> i64 {
+    app.count(&format!("SELECT COUNT(*) FROM {table}")).await
+}
+
+async fn registration_pins_the_key_and_is_idempotent_per_machine(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let enroll = enrollment_token(&app, &app.owner).await;
+    let k = key();
+    let first = register_raw(&app, &enroll, &k, &k, "machine-1").await;
+    assert_eq!(first.status(), 201);
+    let first = body(first).await;
+    assert!(
+        first["agent_token"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("tha_"))
+    );
+    assert_eq!(first["hub_eat_public_key"].as_str().map(str::len), Some(64));
+    assert_eq!(first["ingest_interval_secs"], 60);
+    assert_eq!(first["inventory_interval_secs"], 21600);
+    let again = register_raw(&app, &enroll, &k, &k, "machine-1").await;
+    assert_eq!(again.status(), 200);
+    let again = body(again).await;
+    assert_eq!(again["agent_id"], first["agent_id"]);
+    assert_ne!(again["agent_token"], first["agent_token"]);
+    assert_eq!(again["hub_eat_public_key"], first["hub_eat_public_key"]);
+    // The first token stopped working; the new one works.
+    let old = Host {
+        key: k.clone(),
+        machine_id: "machine-1".into(),
+        id: String::new(),
+        token: first["agent_token"].as_str().expect("t").into(),
+    };
+    let r = send(
+        &app,
+        &old,
+        batch(json!([])).to_string().as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_problem(r, 401, "unauthenticated").await;
+    let new = Host {
+        token: again["agent_token"].as_str().expect("t").into(),
+        ..old
+    };
+    assert_eq!(
+        send(
+            &app,
+            &new,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+    // Another key for the pinned machine: 409, and nothing changes.
+    let other = key();
+    assert_problem(
+        register_raw(&app, &enroll, &other, &other, "machine-1").await,
+        409,
+        "conflict",
+    )
+    .await;
+    assert_eq!(
+        send(
+            &app,
+            &new,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+    let agents = body(app.get("/agents", &app.owner).await).await;
+    assert_eq!(agents.as_array().map(Vec::len), Some(1));
+    assert_eq!(agents[0]["tags"], json!(["env:test", "role:web"]));
+    assert_eq!(agents[0]["signing_key_pinned"], true);
+    // Tokens are stored hashed.
+    let tok = again["agent_token"].as_str().expect("t");
+    assert_eq!(
+        app.count(&format!(
+            "SELECT COUNT(*) FROM agents WHERE token_hash = '{tok}'"
+        ))
+        .await,
+        0
+    );
+}
+
+async fn registration_needs_a_valid_enrollment_token_and_proof_of_the_key(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let enroll = enrollment_token(&app, &app.owner).await;
+    let (k, thief) = (key(), key());
+    // Knowing the public key and the enrollment token is not enough.
+    assert_problem(
+        register_raw(&app, &enroll, &k, &thief, "m").await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    assert_problem(
+        register_raw(&app, "the_forged", &k, &k, "m").await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    let (token, _) = app.token(&app.owner, "write").await;
+    assert_problem(
+        register_raw(&app, &token, &k, &k, "m").await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    let unsigned = app.post("/agents/register", &Auth::Bearer(enroll.clone()), json!({"machine_id": "m", "hostname": "h", "os": "o", "arch": "a", "agent_version": "1", "signing_pubkey": hexkey(&k)})).await;
+    assert_problem(unsigned, 401, "unauthenticated").await;
+    let bad_key = app.post("/agents/register", &Auth::Bearer(enroll.clone()), json!({"machine_id": "m", "hostname": "h", "os": "o", "arch": "a", "agent_version": "1", "signing_pubkey": "zz"})).await;
+    assert_problem(bad_key, 422, "validation_failed").await;
+    let expired = app
+        .post(
+            "/agents/enrollment-tokens",
+            &app.owner,
+            json!({"expires_at": "2020-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert_problem(expired, 422, "validation_failed").await;
+    assert_eq!(count(&app, "agents").await, 0);
+}
+
+async fn a_signed_batch_is_stored_once_and_queryable(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc().replace_nanosecond(0).expect("ns");
+    let body_bytes = full_batch(now).to_string();
+    let r = send(&app, &host, body_bytes.as_bytes(), None, true).await;
+    assert_eq!(r.status(), 202);
+    let ack = body(r).await;
+    assert_eq!(
+        (ack["accepted"].clone(), ack["duplicate"].clone()),
+        (json!(true), json!(false))
+    );
+    let r = send(&app, &host, body_bytes.as_bytes(), None, true).await;
+    assert_eq!(body(r).await["duplicate"], true);
+    assert_eq!(count(&app, "metric_points").await, 3, "stored once");
+    assert_eq!(count(&app, "inventory_snapshots").await, 1);
+
+    let id = &host.id;
+    let agent = body(app.get(&format!("/agents/{id}"), &app.owner).await).await;
+    assert_eq!(agent["status"], "online");
+    assert_eq!(agent["hostname"], "web-1");
+    let m = body(
+        app.get(
+            &format!(
+                "/agents/{id}/metrics?name=cpu.percent&from={}",
+                ts(now - time::Duration::minutes(5))
+            ),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(m["series"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        m["series"][0]["points"],
+        json!([
+            [ts(now - time::Duration::seconds(30)), 12.5],
+            [ts(now), 17.5]
+        ])
+    );
+    let all = body(
+        app.get(
+            &format!(
+                "/agents/{id}/metrics?from={}&to={}",
+                ts(now - time::Duration::minutes(5)),
+                ts(now + time::Duration::seconds(1))
+            ),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    let disk = all["series"]
+        .as_array()
+        .expect("a")
+        .iter()
+        .find(|s| s["name"] == "disk.used_bytes")
+        .expect("disk")
+        .clone();
+    assert_eq!(disk["labels"], json!({"mount": "/"}));
+
+    let inv = body(
+        app.get(&format!("/agents/{id}/inventory"), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(inv["os"]["kernel"], "6.1.0");
+    let containers = body(
+        app.get(&format!("/agents/{id}/inventory/containers"), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(containers[0]["compose_service"], "db");
+    assert_eq!(
+        body(
+            app.get(&format!("/agents/{id}/inventory/ssh-keys"), &app.owner)
+                .await
+        )
+        .await[0]["fingerprint"],
+        "SHA256:abc"
+    );
+    assert_eq!(
+        body(
+            app.get(&format!("/agents/{id}/inventory/backups"), &app.owner)
+                .await
+        )
+        .await,
+        json!([])
+    );
+    assert_problem(
+        app.get(&format!("/agents/{id}/inventory/passwords"), &app.owner)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let procs = body(
+        app.get(&format!("/agents/{id}/processes"), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(procs["processes"][0]["exe"], "/sbin/init");
+    let gov = body(
+        app.get(&format!("/agents/{id}/governance"), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(
+        gov["host_allowed_actions"],
+        json!(["restart_app", "install_package"])
+    );
+}
+
+async fn unsigned_tampered_stale_and_invalid_batches_are_refused_and_store_nothing(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc();
+    let good = full_batch(now).to_string();
+    assert_problem(
+        send(&app, &host, good.as_bytes(), None, false).await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    let sig = sign_header(&host.key, good.as_bytes());
+    let tampered = good.replace("12.5", "99.5");
+    let r = app
+        .req(Method::POST, "/ingest", &Auth::Bearer(host.token.clone()))
+        .header("content-type", "application/json")
+        .header("x-service-signature", sig)
+        .body(tampered)
+        .send()
+        .await
+        .expect("r");
+    assert_problem(r, 401, "unauthenticated").await;
+    let stale = json!({"batch_id": Uuid::new_v4(), "sent_at": ts(now - time::Duration::minutes(11)), "metrics": []}).to_string();
+    let p = assert_problem(
+        send(&app, &host, stale.as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "sent_at");
+    let future = json!({"batch_id": Uuid::new_v4(), "sent_at": ts(now + time::Duration::minutes(11)), "metrics": []}).to_string();
+    assert_problem(
+        send(&app, &host, future.as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    let bad_metric = batch(json!([{"name": "ok.metric", "ts": ts(now), "value": 1.0}, {"name": "bad name", "ts": ts(now), "value": 1.0}])).to_string();
+    let p = assert_problem(
+        send(&app, &host, bad_metric.as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "metrics[1]");
+    let bad_inventory =
+        json!({"batch_id": Uuid::new_v4(), "sent_at": ts(now), "inventory": {"os": {}}})
+            .to_string();
+    assert_problem(
+        send(&app, &host, bad_inventory.as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_problem(
+        send(&app, &host, b"{not json", None, true).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    let no_token = app
+        .req(Method::POST, "/ingest", &Auth::None)
+        .header("content-type", "application/json")
+        .body(good.clone())
+        .send()
+        .await
+        .expect("r");
+    assert_problem(no_token, 401, "unauthenticated").await;
+    let (user_token, _) = app.token(&app.owner, "write").await;
+    let wrong_kind = app
+        .req(Method::POST, "/ingest", &Auth::Bearer(user_token))
+        .header("content-type", "application/json")
+        .body(good)
+        .send()
+        .await
+        .expect("r");
+    assert_problem(wrong_kind, 401, "unauthenticated").await;
+    for t in [
+        "metric_points",
+        "metric_series",
+        "ingest_batches",
+        "inventory_snapshots",
+        "agent_processes",
+    ] {
+        assert_eq!(count(&app, t).await, 0, "{t} empty");
+    }
+}
+
+async fn compressed_batches_are_verified_over_the_bytes_as_sent(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc();
+    let plain = batch(json!([{"name": "load.1", "ts": ts(now), "value": 0.5}])).to_string();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(plain.as_bytes()).expect("gz");
+    let gz = gz.finish().expect("gz");
+    assert_eq!(
+        send(&app, &host, &gz, Some("gzip"), true).await.status(),
+        202
+    );
+    // A signature over the uncompressed JSON does not cover what was sent.
+    let plain2 = batch(json!([{"name": "load.1", "ts": ts(now), "value": 0.7}])).to_string();
+    let mut gz2 = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz2.write_all(plain2.as_bytes()).expect("gz");
+    let gz2 = gz2.finish().expect("gz");
+    let r = app
+        .req(Method::POST, "/ingest", &Auth::Bearer(host.token.clone()))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .header(
+            "x-service-signature",
+            sign_header(&host.key, plain2.as_bytes()),
+        )
+        .body(gz2)
+        .send()
+        .await
+        .expect("r");
+    assert_problem(r, 401, "unauthenticated").await;
+    let plain3 = batch(json!([{"name": "load.5", "ts": ts(now), "value": 0.9}])).to_string();
+    let zst = ruzstd::encoding::compress_to_vec(
+        plain3.as_bytes(),
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    assert_eq!(
+        send(&app, &host, &zst, Some("zstd"), true).await.status(),
+        202
+    );
+    assert_problem(
+        send(&app, &host, b"garbage", Some("gzip"), true).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_problem(
+        send(&app, &host, plain.as_bytes(), Some("br"), true).await,
+        415,
+        "unsupported_media_type",
+    )
+    .await;
+    assert_eq!(count(&app, "metric_points").await, 2);
+}
+
+async fn ingest_is_limited_to_sixty_batches_a_minute_per_agent(b: Backend) {
+    let app = TestApp::spawn_with(b, |s| s.rate_limits = "on".into()).await;
+    let host = register(&app).await;
+    let other = register(&app).await;
+    let mut refused = None;
+    for i in 0..62 {
+        let r = send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true,
+        )
+        .await;
+        if r.status() == 429 {
+            refused = Some((i, r));
+            break;
+        }
+        assert_eq!(r.status(), 202);
+    }
+    let (i, r) = refused.expect("refused within 62");
+    assert!(i >= 60, "refused after {i}");
+    assert!(r.headers().contains_key("retry-after"));
+    assert_problem(r, 429, "rate_limited").await;
+    // Another agent has its own budget.
+    assert_eq!(
+        send(
+            &app,
+            &other,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+}
+
+async fn rotating_the_token_and_the_signing_key(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let r = app
+        .post(
+            &format!("/agents/{}/rotate-token", host.id),
+            &app.owner,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let new_token = body(r).await["agent_token"].as_str().expect("t").to_owned();
+    assert_problem(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true,
+        )
+        .await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    let host = Host {
+        token: new_token,
+        ..host
+    };
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+
+    let r = app
+        .post(
+            &format!("/agents/{}/rotate-signing-key", host.id),
+            &app.owner,
+            json!({}),
+        )
+        .await;
+    assert_eq!(body(r).await["signing_key_pinned"], false);
+    // Unpinned: unsigned batches pass until the machine registers again with a new key.
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            false
+        )
+        .await
+        .status(),
+        202
+    );
+    let enroll = enrollment_token(&app, &app.owner).await;
+    let new_key = key();
+    let r = register_raw(&app, &enroll, &new_key, &new_key, &host.machine_id).await;
+    assert_eq!(r.status(), 200);
+    let rb = body(r).await;
+    assert_eq!(rb["agent_id"].as_str(), Some(host.id.as_str()));
+    let host = Host {
+        key: new_key,
+        token: rb["agent_token"].as_str().expect("t").into(),
+        ..host
+    };
+    assert_problem(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            false,
+        )
+        .await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+    let log = body(app.get("/audit-log", &app.owner).await).await;
+    let kinds: Vec<&str> = log
+        .as_array()
+        .expect("a")
+        .iter()
+        .filter_map(|e| e["event_type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"agent_token_rotated") && kinds.contains(&"agent_signing_key_cleared"));
+}
+
+async fn deleting_an_agent_stops_its_token(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    send(
+        &app,
+        &host,
+        full_batch(OffsetDateTime::now_utc()).to_string().as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(
+        app.delete(&format!("/agents/{}", host.id), &app.owner)
+            .await
+            .status(),
+        204
+    );
+    assert_problem(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true,
+        )
+        .await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    assert_problem(
+        app.get(&format!("/agents/{}", host.id), &app.owner).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(count(&app, "metric_points").await, 0);
+    assert_eq!(count(&app, "inventory_snapshots").await, 0);
+}
+
+async fn another_tenants_agents_are_404_and_unchanged(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    send(
+        &app,
+        &host,
+        full_batch(OffsetDateTime::now_utc()).to_string().as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    let other = app.other_tenant().await;
+    let id = &host.id;
+    for path in [
+        "",
+        "/metrics",
+        "/inventory",
+        "/inventory/containers",
+        "/processes",
+        "/governance",
+    ] {
+        assert_problem(
+            app.get(&format!("/agents/{id}{path}"), &other).await,
+            404,
+            "not_found",
+        )
+        .await;
+    }
+    assert_problem(
+        app.delete(&format!("/agents/{id}"), &other).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_problem(
+        app.post(&format!("/agents/{id}/rotate-token"), &other, json!({}))
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_problem(
+        app.post(
+            &format!("/agents/{id}/rotate-signing-key"),
+            &other,
+            json!({}),
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let gov = json!({"ingest_interval_secs": 10, "inventory_interval_secs": 60, "tags": [], "allowed_actions": []});
+    assert_problem(
+        app.send_json(
+            Method::PUT,
+            &format!("/agents/{id}/governance"),
+            &other,
+            gov,
+        )
+        .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(body(app.get("/agents", &other).await).await, json!([]));
+    // Still there, unchanged, token working, key pinned.
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+    let a = body(app.get(&format!("/agents/{id}"), &app.owner).await).await;
+    assert_eq!(
+        (
+            a["signing_key_pinned"].clone(),
+            a["ingest_interval_secs"].clone()
+        ),
+        (json!(true), json!(60))
+    );
+    // The other tenant's enrollment token registers the same machine id as a separate agent.
+    let enroll = enrollment_token(&app, &other).await;
+    let r = register_raw(&app, &enroll, &host.key, &host.key, &host.machine_id).await;
+    assert_eq!(r.status(), 201);
+    assert_ne!(body(r).await["agent_id"].as_str(), Some(id.as_str()));
+}
+
+async fn metric_ranges_raw_and_averaged_per_interval(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    // Six samples one minute apart, aligned on a 5-minute boundary.
+    let now = OffsetDateTime::now_utc();
+    let base_unix = (now.unix_timestamp() - 3600) / 300 * 300;
+    let base = OffsetDateTime::from_unix_timestamp(base_unix).expect("t");
+    let samples: Vec<Value> = (0..6).map(|i| json!({"name": "mem.used_bytes", "ts": ts(base + time::Duration::minutes(i)), "value": (i * 10) as f64})).collect();
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(Value::Array(samples)).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+    let range = format!(
+        "from={}&to={}",
+        ts(base),
+        ts(base + time::Duration::minutes(10))
+    );
+    let raw = body(
+        app.get(&format!("/agents/{}/metrics?{range}", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(raw["series"][0]["points"].as_array().map(Vec::len), Some(6));
+    let avg = body(
+        app.get(
+            &format!("/agents/{}/metrics?{range}&interval=5m", host.id),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        avg["series"][0]["points"],
+        json!([
+            [ts(base), 20.0],
+            [ts(base + time::Duration::minutes(5)), 50.0]
+        ])
+    );
+    let narrow = body(
+        app.get(
+            &format!(
+                "/agents/{}/metrics?from={}&to={}",
+                host.id,
+                ts(base + time::Duration::minutes(2)),
+                ts(base + time::Duration::minutes(4))
+            ),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        narrow["series"][0]["points"],
+        json!([
+            [ts(base + time::Duration::minutes(2)), 20.0],
+            [ts(base + time::Duration::minutes(3)), 30.0]
+        ])
+    );
+    let none = body(
+        app.get(
+            &format!("/agents/{}/metrics?{range}&name=nothing", host.id),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(none, json!({"series": []}));
+    for bad in [
+        "interval=5x",
+        "from=yesterday",
+        "interval=1s&from=2000-01-01T00:00:00Z",
+    ] {
+        assert_problem(
+            app.get(&format!("/agents/{}/metrics?{bad}", host.id), &app.owner)
+                .await,
+            400,
+            "bad_request",
+        )
+        .await;
+    }
+    assert_problem(
+        app.get(&format!("/agents/{}/metrics", Uuid::new_v4()), &app.owner)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+}
+
+async fn governance_is_validated_and_the_host_allowlist_vetoes(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let path = format!("/agents/{}/governance", host.id);
+    let g = body(app.get(&path, &app.owner).await).await;
+    assert_eq!(g["allowed_actions"].as_array().map(Vec::len), Some(5));
+    assert_eq!(g["host_allowed_actions"], Value::Null);
+    let bad = app.send_json(Method::PUT, &path, &app.owner, json!({"ingest_interval_secs": 1, "inventory_interval_secs": 60, "tags": ["bad tag"], "allowed_actions": ["reboot"]})).await;
+    let p = assert_problem(bad, 422, "validation_failed").await;
+    assert_eq!(p["errors"].as_array().map(Vec::len), Some(3));
+    let ok = app.send_json(Method::PUT, &path, &app.owner, json!({"ingest_interval_secs": 30, "inventory_interval_secs": 3600, "tags": ["env:prod"], "allowed_actions": ["restart_app", "console_open"]})).await;
+    assert_eq!(ok.status(), 200);
+    // The host reports its own allowlist in a heartbeat: console_open is vetoed there.
+    let hb = json!({"allowed_actions": ["restart_app", "install_package", "update_packages", "emergency"]}).to_string();
+    let r = app
+        .req(
+            Method::POST,
+            &format!("/agents/{}/heartbeat", host.id),
+            &Auth::Bearer(host.token.clone()),
+        )
+        .header("content-type", "application/json")
+        .header("x-service-signature", sign_header(&host.key, hb.as_bytes()))
+        .body(hb.clone())
+        .send()
+        .await
+        .expect("hb");
+    assert_eq!(r.status(), 200);
+    let g = body(app.get(&path, &app.owner).await).await;
+    assert_eq!(g["effective_actions"], json!(["restart_app"]));
+    assert_eq!(g["tags"], json!(["env:prod"]));
+    assert_eq!(
+        body(app.get(&format!("/agents/{}", host.id), &app.owner).await).await["ingest_interval_secs"],
+        30
+    );
+    // A heartbeat for another agent's id is 404.
+    let r = app
+        .req(
+            Method::POST,
+            &format!("/agents/{}/heartbeat", Uuid::new_v4()),
+            &Auth::Bearer(host.token.clone()),
+        )
+        .header("content-type", "application/json")
+        .header("x-service-signature", sign_header(&host.key, hb.as_bytes()))
+        .body(hb)
+        .send()
+        .await
+        .expect("hb");
+    assert_problem(r, 404, "not_found").await;
+}
+
+async fn only_admins_enrol_and_rotate(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let gov = json!({"ingest_interval_secs": 30, "inventory_interval_secs": 3600, "tags": [], "allowed_actions": []});
+    for role in ["viewer", "operator"] {
+        let (s, _) = app.user_with_role(role).await;
+        assert_problem(
+            app.post("/agents/enrollment-tokens", &s, json!({})).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert_problem(
+            app.post(&format!("/agents/{}/rotate-token", host.id), &s, json!({}))
+                .await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert_problem(
+            app.post(
+                &format!("/agents/{}/rotate-signing-key", host.id),
+                &s,
+                json!({}),
+            )
+            .await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert_problem(
+            app.delete(&format!("/agents/{}", host.id), &s).await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert_problem(
+            app.send_json(
+                Method::PUT,
+                &format!("/agents/{}/governance", host.id),
+                &s,
+                gov.clone(),
+            )
+            .await,
+            403,
+            "forbidden",
+        )
+        .await;
+        assert_eq!(
+            app.get(&format!("/agents/{}", host.id), &s).await.status(),
+            200
+        );
+    }
+    for path in [
+        "/agents",
+        &format!("/agents/{}", host.id),
+        &format!("/agents/{}/metrics", host.id),
+    ] {
+        assert_problem(app.get(path, &Auth::None).await, 401, "unauthenticated").await;
+    }
+    assert_problem(
+        app.post("/agents/enrollment-tokens", &Auth::None, json!({}))
+            .await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    let (admin, _) = app.user_with_role("admin").await;
+    assert_eq!(
+        app.post("/agents/enrollment-tokens", &admin, json!({}))
+            .await
+            .status(),
+        201
+    );
+}

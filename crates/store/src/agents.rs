@@ -1,0 +1,257 @@
+//! Agents (CONTRACT 4): enrollment tokens, registered agents with their pinned signing key
+//! and token hash, and the settings the hub governs.
+
+use crate::{Exec, StoreResult, TenantId, on};
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// An enrollment token as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EnrollmentToken {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant the agents it enrols join.
+    pub tenant_id: Uuid,
+    /// Tags given to those agents.
+    pub tags: Json<Vec<String>>,
+    /// Until when it enrols.
+    pub expires_at: OffsetDateTime,
+}
+
+/// Stores an enrollment token (its hash).
+pub async fn insert_enrollment_token(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    token_hash: &str,
+    tags: &[String],
+    created_by: Uuid,
+    now: OffsetDateTime,
+    expires_at: OffsetDateTime,
+) -> StoreResult<Uuid> {
+    let id = Uuid::now_v7();
+    on!(ex, c => sqlx::query(
+        "INSERT INTO enrollment_tokens (id, tenant_id, token_hash, tags, created_by, created_at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .bind(id).bind(tenant.0).bind(token_hash).bind(Json(tags)).bind(created_by).bind(now).bind(expires_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(id)
+}
+
+/// The unexpired enrollment token with this hash.
+pub async fn find_enrollment_token(
+    ex: &mut impl Exec,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Option<EnrollmentToken>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, EnrollmentToken>(
+        "SELECT id, tenant_id, tags, expires_at FROM enrollment_tokens WHERE token_hash = $1 AND expires_at > $2")
+        .bind(token_hash).bind(now).fetch_optional(&mut *c).await?))
+}
+
+/// An agent as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Agent {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// Stable machine identity from the host (`/etc/machine-id`).
+    pub machine_id: String,
+    /// Host name.
+    pub hostname: String,
+    /// OS name.
+    pub os: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Agent build.
+    pub agent_version: String,
+    /// Tags (apps inherit them).
+    pub tags: Json<Vec<String>>,
+    /// Pinned Ed25519 public key (hex); `None` after a signing-key rotation until the next
+    /// registration pins again.
+    pub signing_pubkey: Option<String>,
+    /// When it registered first.
+    pub created_at: OffsetDateTime,
+    /// When data last arrived.
+    pub last_seen_at: Option<OffsetDateTime>,
+    /// The last heartbeat's facts.
+    pub last_heartbeat: Option<Json<serde_json::Value>>,
+    /// Push interval.
+    pub ingest_interval_secs: i64,
+    /// Inventory interval.
+    pub inventory_interval_secs: i64,
+    /// Action kinds the hub may push (hub-side policy).
+    pub allowed_actions: Json<Vec<String>>,
+    /// Action kinds the host's own allowlist accepts, as the agent last reported them.
+    pub reported_actions: Option<Json<Vec<String>>>,
+}
+
+const COLUMNS: &str = "id, tenant_id, machine_id, hostname, os, arch, agent_version, tags, signing_pubkey, created_at, \
+    last_seen_at, last_heartbeat, ingest_interval_secs, inventory_interval_secs, allowed_actions, reported_actions";
+
+/// What a registration says about the host.
+#[derive(Debug, Clone)]
+pub struct Registration<'a> {
+    /// Machine identity.
+    pub machine_id: &'a str,
+    /// Host name.
+    pub hostname: &'a str,
+    /// OS.
+    pub os: &'a str,
+    /// Architecture.
+    pub arch: &'a str,
+    /// Agent build.
+    pub agent_version: &'a str,
+    /// Ed25519 public key, hex.
+    pub signing_pubkey: &'a str,
+    /// Tags.
+    pub tags: &'a [String],
+}
+
+/// Creates an agent with its key pinned.
+pub async fn insert(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    r: &Registration<'_>,
+    token_hash: &str,
+    allowed_actions: &[String],
+    now: OffsetDateTime,
+) -> StoreResult<Uuid> {
+    let id = Uuid::now_v7();
+    on!(ex, c => sqlx::query(
+        "INSERT INTO agents (id, tenant_id, machine_id, hostname, os, arch, agent_version, tags, signing_pubkey, token_hash, \
+         created_at, ingest_interval_secs, inventory_interval_secs, allowed_actions) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)")
+        .bind(id).bind(tenant.0).bind(r.machine_id).bind(r.hostname).bind(r.os).bind(r.arch).bind(r.agent_version)
+        .bind(Json(r.tags)).bind(r.signing_pubkey).bind(token_hash).bind(now)
+        .bind(trusthub_core::agent::DEFAULT_INGEST_INTERVAL_SECS).bind(trusthub_core::agent::DEFAULT_INVENTORY_INTERVAL_SECS)
+        .bind(Json(allowed_actions)).execute(&mut *c).await?.rows_affected());
+    Ok(id)
+}
+
+/// Re-registration of a known machine: new facts, new token, and the key pinned again.
+pub async fn reregister(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    r: &Registration<'_>,
+    token_hash: &str,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "UPDATE agents SET hostname = $1, os = $2, arch = $3, agent_version = $4, signing_pubkey = $5, token_hash = $6, tags = $7 \
+         WHERE tenant_id = $8 AND id = $9")
+        .bind(r.hostname).bind(r.os).bind(r.arch).bind(r.agent_version).bind(r.signing_pubkey).bind(token_hash)
+        .bind(Json(r.tags)).bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The tenant's agent on this machine.
+pub async fn find_by_machine(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    machine_id: &str,
+) -> StoreResult<Option<Agent>> {
+    let sql = format!("SELECT {COLUMNS} FROM agents WHERE tenant_id = $1 AND machine_id = $2");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Agent>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(machine_id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// The agent holding this token (the token names its tenant).
+pub async fn find_by_token(ex: &mut impl Exec, token_hash: &str) -> StoreResult<Option<Agent>> {
+    let sql = format!("SELECT {COLUMNS} FROM agents WHERE token_hash = $1");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Agent>(sqlx::AssertSqlSafe(sql)).bind(token_hash).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// One agent of the tenant.
+pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Agent>> {
+    let sql = format!("SELECT {COLUMNS} FROM agents WHERE tenant_id = $1 AND id = $2");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Agent>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// The tenant's agents by host name.
+pub async fn list(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Agent>> {
+    let sql = format!("SELECT {COLUMNS} FROM agents WHERE tenant_id = $1 ORDER BY hostname, id");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Agent>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).fetch_all(&mut *c).await?),
+    )
+}
+
+/// Removes an agent and everything it reported (cascade); its token dies with it.
+pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("DELETE FROM agents WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Replaces the agent's token.
+pub async fn set_token(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    token_hash: &str,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("UPDATE agents SET token_hash = $1 WHERE tenant_id = $2 AND id = $3")
+        .bind(token_hash).bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Clears the pinned key; the next registration pins again.
+pub async fn clear_signing_key(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("UPDATE agents SET signing_pubkey = NULL WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Records that data arrived (and the heartbeat's facts when there are some).
+pub async fn seen(
+    ex: &mut impl Exec,
+    id: Uuid,
+    now: OffsetDateTime,
+    heartbeat: Option<&serde_json::Value>,
+    reported_actions: Option<&[String]>,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE($2, last_heartbeat), \
+         reported_actions = COALESCE($3, reported_actions) WHERE id = $4")
+        .bind(now).bind(heartbeat.map(Json)).bind(reported_actions.map(Json)).bind(id)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The governed settings.
+#[derive(Debug, Clone)]
+pub struct Governance {
+    /// Push interval, seconds.
+    pub ingest_interval_secs: i64,
+    /// Inventory interval, seconds.
+    pub inventory_interval_secs: i64,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Action kinds the hub may push.
+    pub allowed_actions: Vec<String>,
+}
+
+/// Replaces the governed settings.
+pub async fn set_governance(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    g: &Governance,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query(
+        "UPDATE agents SET ingest_interval_secs = $1, inventory_interval_secs = $2, tags = $3, allowed_actions = $4 \
+         WHERE tenant_id = $5 AND id = $6")
+        .bind(g.ingest_interval_secs).bind(g.inventory_interval_secs).bind(Json(&g.tags)).bind(Json(&g.allowed_actions))
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}

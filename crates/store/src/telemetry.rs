@@ -1,0 +1,227 @@
+//! What agents report: ingest de-duplication, metric series and points, inventory
+//! snapshots (latest plus history) and process lists. Everything of one batch is written in
+//! the caller's transaction.
+
+use crate::{Exec, Handle, StoreResult, TenantId, on};
+use sqlx::types::Json;
+use std::collections::{BTreeMap, HashMap};
+use time::OffsetDateTime;
+use trusthub_core::agent::MetricSample;
+use uuid::Uuid;
+
+/// Remembers a batch id of an agent; false when it was seen before (a duplicate).
+pub async fn claim_batch(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    batch_id: Uuid,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("INSERT INTO ingest_batches (agent_id, batch_id, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+        .bind(agent_id).bind(batch_id).bind(now).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Forgets batch ids received before `before`.
+pub async fn purge_batches(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM ingest_batches WHERE received_at < $1")
+        .bind(before).execute(&mut *c).await?.rows_affected()),
+    )
+}
+
+/// Unix milliseconds of a timestamp.
+pub fn unix_ms(t: OffsetDateTime) -> i64 {
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+fn labels_key(labels: &BTreeMap<String, String>) -> String {
+    serde_json::to_string(labels).unwrap_or_else(|_| "{}".into())
+}
+
+async fn series_id(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    name: &str,
+    labels: &str,
+) -> StoreResult<i64> {
+    let inserted: Option<i64> = on!(ex, c => sqlx::query_scalar(
+        "INSERT INTO metric_series (agent_id, name, labels) VALUES ($1, $2, $3) ON CONFLICT (agent_id, name, labels) DO NOTHING RETURNING id")
+        .bind(agent_id).bind(name).bind(labels).fetch_optional(&mut *c).await?);
+    if let Some(id) = inserted {
+        return Ok(id);
+    }
+    Ok(
+        on!(ex, c => sqlx::query_scalar("SELECT id FROM metric_series WHERE agent_id = $1 AND name = $2 AND labels = $3")
+        .bind(agent_id).bind(name).bind(labels).fetch_one(&mut *c).await?),
+    )
+}
+
+/// Stores samples (a sample repeating a series' timestamp is kept once). Returns how many
+/// points were new.
+pub async fn insert_samples(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    samples: &[MetricSample],
+) -> StoreResult<u64> {
+    let mut ids: HashMap<(&str, String), i64> = HashMap::new();
+    let (mut series, mut ts, mut values) = (
+        Vec::with_capacity(samples.len()),
+        Vec::with_capacity(samples.len()),
+        Vec::with_capacity(samples.len()),
+    );
+    for s in samples {
+        let key = (s.name.as_str(), labels_key(&s.labels));
+        let id = match ids.get(&key) {
+            Some(id) => *id,
+            None => {
+                let id = series_id(ex, agent_id, key.0, &key.1).await?;
+                ids.insert(key, id);
+                id
+            }
+        };
+        series.push(id);
+        ts.push(unix_ms(s.ts));
+        values.push(s.value);
+    }
+    if series.is_empty() {
+        return Ok(0);
+    }
+    let mut inserted = 0;
+    match ex.handle() {
+        Handle::Postgres(c) => {
+            inserted += sqlx::query(
+                "INSERT INTO metric_points (series_id, ts, value) \
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::DOUBLE PRECISION[]) ON CONFLICT DO NOTHING",
+            )
+            .bind(&series)
+            .bind(&ts)
+            .bind(&values)
+            .execute(&mut *c)
+            .await?
+            .rows_affected();
+        }
+        Handle::Sqlite(c) => {
+            // 3 variables a row; SQLite allows 32766 per statement.
+            for chunk in (0..series.len()).collect::<Vec<_>>().chunks(1000) {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                    "INSERT INTO metric_points (series_id, ts, value) ",
+                );
+                qb.push_values(chunk, |mut b, i| {
+                    b.push_bind(series[*i])
+                        .push_bind(ts[*i])
+                        .push_bind(values[*i]);
+                });
+                qb.push(" ON CONFLICT DO NOTHING");
+                inserted += qb.build().execute(&mut *c).await?.rows_affected();
+            }
+        }
+    }
+    Ok(inserted)
+}
+
+/// Appends an inventory snapshot.
+pub async fn insert_inventory(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    collected_at: OffsetDateTime,
+    snapshot: &serde_json::Value,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("INSERT INTO inventory_snapshots (agent_id, collected_at, received_at, snapshot) VALUES ($1, $2, $3, $4)")
+        .bind(agent_id).bind(collected_at).bind(now).bind(Json(snapshot)).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Replaces the agent's process list.
+pub async fn set_processes(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    processes: &[serde_json::Value],
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO agent_processes (agent_id, received_at, processes) VALUES ($1, $2, $3) \
+         ON CONFLICT (agent_id) DO UPDATE SET received_at = excluded.received_at, processes = excluded.processes")
+        .bind(agent_id).bind(now).bind(Json(processes)).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// A stored inventory snapshot.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Snapshot {
+    /// When the agent collected it.
+    pub collected_at: OffsetDateTime,
+    /// When the hub stored it.
+    pub received_at: OffsetDateTime,
+    /// The snapshot.
+    pub snapshot: Json<serde_json::Value>,
+}
+
+/// The latest snapshot of a tenant's agent.
+pub async fn latest_inventory(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent_id: Uuid,
+) -> StoreResult<Option<Snapshot>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, Snapshot>(
+        "SELECT s.collected_at, s.received_at, s.snapshot FROM inventory_snapshots s JOIN agents a ON a.id = s.agent_id \
+         WHERE a.tenant_id = $1 AND s.agent_id = $2 ORDER BY s.id DESC LIMIT 1")
+        .bind(tenant.0).bind(agent_id).fetch_optional(&mut *c).await?))
+}
+
+/// The process list of a tenant's agent.
+pub async fn processes(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent_id: Uuid,
+) -> StoreResult<Option<(OffsetDateTime, Json<Vec<serde_json::Value>>)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT p.received_at, p.processes FROM agent_processes p JOIN agents a ON a.id = p.agent_id \
+         WHERE a.tenant_id = $1 AND p.agent_id = $2")
+        .bind(tenant.0).bind(agent_id).fetch_optional(&mut *c).await?))
+}
+
+/// A metric series of an agent.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Series {
+    /// Id.
+    pub id: i64,
+    /// Metric name.
+    pub name: String,
+    /// Canonical JSON of the labels.
+    pub labels: String,
+}
+
+/// The series of a tenant's agent, optionally of one metric name.
+pub async fn series(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent_id: Uuid,
+    name: Option<&str>,
+) -> StoreResult<Vec<Series>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, Series>(
+        "SELECT s.id, s.name, s.labels FROM metric_series s JOIN agents a ON a.id = s.agent_id \
+         WHERE a.tenant_id = $1 AND s.agent_id = $2 AND ($3 IS NULL OR s.name = $3) ORDER BY s.name, s.labels")
+        .bind(tenant.0).bind(agent_id).bind(name).fetch_all(&mut *c).await?))
+}
+
+/// Points of a series in `[from_ms, to_ms)`, raw or averaged per `bucket_ms` (the bucket's
+/// start as its timestamp), oldest first, at most `limit`.
+pub async fn points(
+    ex: &mut impl Exec,
+    series_id: i64,
+    from_ms: i64,
+    to_ms: i64,
+    bucket_ms: Option<i64>,
+    limit: i64,
+) -> StoreResult<Vec<(i64, f64)>> {
+    Ok(match bucket_ms {
+        None => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
+            "SELECT ts, value FROM metric_points WHERE series_id = $1 AND ts >= $2 AND ts < $3 ORDER BY ts LIMIT $4")
+            .bind(series_id).bind(from_ms).bind(to_ms).bind(limit).fetch_all(&mut *c).await?),
+        Some(b) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
+            "SELECT (ts / $4) * $4 AS bucket, AVG(value) FROM metric_points WHERE series_id = $1 AND ts >= $2 AND ts < $3 \
+             GROUP BY bucket ORDER BY bucket LIMIT $5")
+            .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?),
+    })
+}
