@@ -1,0 +1,728 @@
+//! The host inventory (CONTRACT 4; SPEC 2.12), read from this host: OS and kernel, systemd
+//! services, Docker containers (through the Docker socket; none when it is absent),
+//! processes, installed packages (dpkg, rpm, apk), application dependencies from lockfiles
+//! under configured project paths, users, sudo rules, SSH authorized keys (fingerprints
+//! only), backup jobs and listening sockets. Every part degrades to an empty list when the
+//! host does not have it or the agent may not read it.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use time::OffsetDateTime;
+
+fn read(path: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Collects a full snapshot.
+pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
+    let users = passwd();
+    let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
+    let procs = processes(&names);
+    let listening = listening(&procs);
+    json!({
+        "collected_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+        "os": os(),
+        "systemd": systemd().await,
+        "containers": containers().await,
+        "processes": procs.iter().map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user})).collect::<Vec<_>>(),
+        "packages": packages().await,
+        "app_dependencies": app_dependencies(project_paths),
+        "users": users.iter().map(|u| json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": u.shell})).collect::<Vec<_>>(),
+        "sudo": sudo(),
+        "ssh_keys": ssh_keys(&users),
+        "backups": backups(),
+        "listening": listening,
+    })
+}
+
+fn os() -> Value {
+    let release = read("/etc/os-release");
+    let field = |k: &str| {
+        release
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .map(|v| v.trim_matches('"').to_owned())
+            .unwrap_or_default()
+    };
+    json!({"name": field("NAME"), "version": field("VERSION_ID"), "pretty_name": field("PRETTY_NAME"),
+           "kernel": read("/proc/sys/kernel/osrelease").trim(), "hostname": read("/proc/sys/kernel/hostname").trim()})
+}
+
+async fn run(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        tokio::process::Command::new(cmd)
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+async fn systemd() -> Value {
+    let Some(units) = run(
+        "systemctl",
+        &[
+            "list-units",
+            "--type=service",
+            "--all",
+            "--no-legend",
+            "--plain",
+            "--no-pager",
+        ],
+    )
+    .await
+    else {
+        return json!([]);
+    };
+    let files = run(
+        "systemctl",
+        &[
+            "list-unit-files",
+            "--type=service",
+            "--no-legend",
+            "--no-pager",
+        ],
+    )
+    .await
+    .unwrap_or_default();
+    let enabled: HashMap<&str, &str> = files
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            Some((f.next()?, f.next()?))
+        })
+        .collect();
+    let list: Vec<Value> = units
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 4).then(|| {
+                json!({"unit": f[0], "load_state": f[1], "active_state": f[2], "sub_state": f[3],
+                       "enabled": enabled.get(f[0]).is_some_and(|s| *s == "enabled")})
+            })
+        })
+        .collect();
+    Value::Array(list)
+}
+
+/// A GET against the Docker Engine API over its Unix socket.
+async fn docker_get(path: &str) -> Option<Value> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = std::env::var("DOCKER_SOCKET").unwrap_or_else(|_| "/var/run/docker.sock".into());
+    let mut s = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::UnixStream::connect(socket),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: docker\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then_some(())?;
+    head.split_whitespace().nth(1).filter(|c| *c == "200")?;
+    serde_json::from_str(body).ok()
+}
+
+async fn containers() -> Value {
+    let Some(Value::Array(list)) = docker_get("/containers/json?all=1").await else {
+        return json!([]);
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for c in list {
+        let id = c["Id"].as_str().unwrap_or_default().to_owned();
+        let restarts = docker_get(&format!("/containers/{id}/json"))
+            .await
+            .and_then(|d| d["RestartCount"].as_i64())
+            .unwrap_or(0);
+        let labels = &c["Labels"];
+        out.push(json!({
+            "id": id,
+            "name": c["Names"][0].as_str().unwrap_or_default().trim_start_matches('/'),
+            "image": c["Image"],
+            "state": c["State"],
+            "restart_count": restarts,
+            "compose_project": labels["com.docker.compose.project"],
+            "compose_service": labels["com.docker.compose.service"],
+        }));
+    }
+    Value::Array(out)
+}
+
+/// One process.
+#[derive(Debug, Clone)]
+pub struct Proc {
+    /// Pid.
+    pub pid: u32,
+    /// Executable path (empty when unreadable).
+    pub exe: String,
+    /// Command line, at most 512 characters.
+    pub cmdline: String,
+    /// Owner.
+    pub user: String,
+}
+
+/// The processes of this host.
+pub fn processes(names: &HashMap<u32, String>) -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out: Vec<Proc> = dir
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let base = PathBuf::from(format!("/proc/{pid}"));
+            let status = std::fs::read_to_string(base.join("status")).ok()?;
+            let uid: u32 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            let cmdline: String = std::fs::read(base.join("cmdline"))
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .replace('\0', " ")
+                        .trim()
+                        .chars()
+                        .take(512)
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(Proc {
+                pid,
+                exe: std::fs::read_link(base.join("exe"))
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                cmdline,
+                user: names.get(&uid).cloned().unwrap_or_else(|| uid.to_string()),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+async fn packages() -> Value {
+    let mut out = Vec::new();
+    for para in read("/var/lib/dpkg/status").split("\n\n") {
+        let get = |k: &str| {
+            para.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+                .map(str::trim)
+        };
+        if get("Status").is_some_and(|s| s.ends_with(" installed"))
+            && let (Some(name), Some(version)) = (get("Package"), get("Version"))
+        {
+            out.push(json!({"manager": "dpkg", "name": name, "version": version}));
+        }
+    }
+    let apk = read("/lib/apk/db/installed");
+    for para in apk.split("\n\n") {
+        let get = |k: &str| para.lines().find_map(|l| l.strip_prefix(k));
+        if let (Some(name), Some(version)) = (get("P:"), get("V:")) {
+            out.push(json!({"manager": "apk", "name": name, "version": version}));
+        }
+    }
+    if Path::new("/var/lib/rpm").exists()
+        && let Some(list) = run("rpm", &["-qa", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\\n"]).await
+    {
+        for l in list.lines() {
+            if let Some((n, v)) = l.split_once(' ') {
+                out.push(json!({"manager": "rpm", "name": n, "version": v}));
+            }
+        }
+    }
+    Value::Array(out)
+}
+
+/// Lockfiles found under the project paths (at most 4 levels deep, skipping vendored trees).
+fn lockfiles(roots: &[PathBuf]) -> Vec<PathBuf> {
+    const NAMES: [&str; 6] = [
+        "package-lock.json",
+        "requirements.txt",
+        "poetry.lock",
+        "composer.lock",
+        "Gemfile.lock",
+        "go.sum",
+    ];
+    let mut found = Vec::new();
+    let mut stack: Vec<(PathBuf, usize)> = roots.iter().map(|r| (r.clone(), 0)).collect();
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.file_type() {
+                Ok(t)
+                    if t.is_dir()
+                        && depth < 4
+                        && !matches!(
+                            name.as_str(),
+                            "node_modules" | ".git" | "vendor" | ".venv" | "venv"
+                        ) =>
+                {
+                    stack.push((path, depth + 1));
+                }
+                Ok(t) if t.is_file() && NAMES.contains(&name.as_str()) => found.push(path),
+                _ => {}
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Dependencies declared by one lockfile: `(ecosystem, name, version)`.
+pub fn parse_lockfile(path: &Path, text: &str) -> Vec<(&'static str, String, String)> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    match name {
+        "package-lock.json" => {
+            let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            if let Some(pkgs) = v["packages"].as_object() {
+                for (k, p) in pkgs {
+                    if let (Some(n), Some(ver)) = (
+                        k.rsplit("node_modules/").next().filter(|_| !k.is_empty()),
+                        p["version"].as_str(),
+                    ) {
+                        out.push(("npm", n.to_owned(), ver.to_owned()));
+                    }
+                }
+            } else if let Some(deps) = v["dependencies"].as_object() {
+                for (n, p) in deps {
+                    if let Some(ver) = p["version"].as_str() {
+                        out.push(("npm", n.clone(), ver.to_owned()));
+                    }
+                }
+            }
+        }
+        "requirements.txt" => {
+            for l in text
+                .lines()
+                .map(|l| l.split('#').next().unwrap_or_default().trim())
+            {
+                if let Some((n, ver)) = l.split_once("==") {
+                    let n = n.split('[').next().unwrap_or(n).trim();
+                    out.push((
+                        "pip",
+                        n.to_owned(),
+                        ver.split(';').next().unwrap_or(ver).trim().to_owned(),
+                    ));
+                }
+            }
+        }
+        "poetry.lock" => {
+            if let Ok(v) = toml::from_str::<toml::Table>(text)
+                && let Some(pkgs) = v.get("package").and_then(|p| p.as_array())
+            {
+                for p in pkgs {
+                    if let (Some(n), Some(ver)) = (
+                        p.get("name").and_then(|x| x.as_str()),
+                        p.get("version").and_then(|x| x.as_str()),
+                    ) {
+                        out.push(("pip", n.to_owned(), ver.to_owned()));
+                    }
+                }
+            }
+        }
+        "composer.lock" => {
+            let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            for key in ["packages", "packages-dev"] {
+                for p in v[key].as_array().into_iter().flatten() {
+                    if let (Some(n), Some(ver)) = (p["name"].as_str(), p["version"].as_str()) {
+                        out.push((
+                            "composer",
+                            n.to_owned(),
+                            ver.trim_start_matches('v').to_owned(),
+                        ));
+                    }
+                }
+            }
+        }
+        "Gemfile.lock" => {
+            let mut in_specs = false;
+            for l in text.lines() {
+                if l.trim() == "specs:" {
+                    in_specs = true;
+                    continue;
+                }
+                if !l.starts_with(' ') {
+                    in_specs = false;
+                }
+                // Gems are indented four spaces; their own dependencies six.
+                if in_specs
+                    && l.starts_with("    ")
+                    && !l.starts_with("     ")
+                    && let Some((n, rest)) = l.trim().split_once(" (")
+                {
+                    out.push((
+                        "RubyGems",
+                        n.to_owned(),
+                        rest.trim_end_matches(')').to_owned(),
+                    ));
+                }
+            }
+        }
+        "go.sum" => {
+            for l in text.lines() {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.len() == 3 && !f[1].ends_with("/go.mod") {
+                    out.push((
+                        "Go",
+                        f[0].to_owned(),
+                        f[1].trim_start_matches('v').to_owned(),
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn app_dependencies(roots: &[PathBuf]) -> Value {
+    let mut out = Vec::new();
+    for file in lockfiles(roots) {
+        let project = file
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        for (eco, name, version) in parse_lockfile(&file, &read(&file)) {
+            out.push(json!({"project_path": project, "ecosystem": eco, "name": name, "version": version}));
+        }
+    }
+    Value::Array(out)
+}
+
+/// A local account.
+#[derive(Debug, Clone)]
+pub struct User {
+    name: String,
+    uid: u32,
+    gid: u32,
+    home: String,
+    shell: String,
+}
+
+fn passwd() -> Vec<User> {
+    read("/etc/passwd")
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() >= 7).then(|| User {
+                name: f[0].to_owned(),
+                uid: f[2].parse().unwrap_or(u32::MAX),
+                gid: f[3].parse().unwrap_or(u32::MAX),
+                home: f[5].to_owned(),
+                shell: f[6].to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn sudo() -> Value {
+    let mut files = vec![PathBuf::from("/etc/sudoers")];
+    if let Ok(d) = std::fs::read_dir("/etc/sudoers.d") {
+        let mut extra: Vec<PathBuf> = d.filter_map(Result::ok).map(|e| e.path()).collect();
+        extra.sort();
+        files.extend(extra);
+    }
+    let mut out = Vec::new();
+    for f in files {
+        for l in read(&f).lines().map(str::trim) {
+            if l.is_empty()
+                || l.starts_with('#')
+                || l.starts_with("Defaults")
+                || l.starts_with("@include")
+            {
+                continue;
+            }
+            out.push(json!({"file": f.display().to_string(), "rule": l}));
+        }
+    }
+    Value::Array(out)
+}
+
+/// `SHA256:<base64>` of an OpenSSH public key line's key blob, as `ssh-keygen -lf` prints it.
+pub fn ssh_fingerprint(line: &str) -> Option<(String, String, String)> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let i = fields
+        .iter()
+        .position(|f| f.starts_with("ssh-") || f.starts_with("ecdsa-") || f.starts_with("sk-"))?;
+    let blob = data_encoding::BASE64
+        .decode(fields.get(i + 1)?.as_bytes())
+        .ok()?;
+    let fp = format!(
+        "SHA256:{}",
+        data_encoding::BASE64_NOPAD.encode(&Sha256::digest(&blob))
+    );
+    Some((
+        fields[i].to_owned(),
+        fp,
+        fields.get(i + 2..).map(|c| c.join(" ")).unwrap_or_default(),
+    ))
+}
+
+fn ssh_keys(users: &[User]) -> Value {
+    let mut out = Vec::new();
+    for u in users {
+        for file in ["authorized_keys", "authorized_keys2"] {
+            for l in read(Path::new(&u.home).join(".ssh").join(file)).lines() {
+                if l.trim_start().starts_with('#') {
+                    continue;
+                }
+                if let Some((kind, fp, comment)) = ssh_fingerprint(l) {
+                    out.push(json!({"user": u.name, "type": kind, "fingerprint": fp, "comment": comment}));
+                }
+            }
+        }
+    }
+    Value::Array(out)
+}
+
+/// Scheduled jobs that run a known backup tool (cron and systemd timers' services).
+fn backups() -> Value {
+    const TOOLS: [&str; 8] = [
+        "restic",
+        "borg",
+        "duplicity",
+        "rsnapshot",
+        "pg_dump",
+        "mysqldump",
+        "pgbackrest",
+        "rclone",
+    ];
+    let mut sources: Vec<PathBuf> = vec![PathBuf::from("/etc/crontab")];
+    for dir in [
+        "/etc/cron.d",
+        "/var/spool/cron/crontabs",
+        "/etc/cron.daily",
+        "/etc/cron.weekly",
+        "/etc/systemd/system",
+    ] {
+        if let Ok(d) = std::fs::read_dir(dir) {
+            sources.extend(
+                d.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file()),
+            );
+        }
+    }
+    sources.sort();
+    let mut out = Vec::new();
+    for s in sources {
+        for l in read(&s)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with('#'))
+        {
+            if let Some(tool) = TOOLS.iter().find(|t| {
+                l.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .any(|w| w == **t)
+            }) {
+                out.push(json!({"source": s.display().to_string(), "tool": tool, "line": l.chars().take(300).collect::<String>()}));
+            }
+        }
+    }
+    Value::Array(out)
+}
+
+/// Listening TCP sockets and bound UDP sockets, with the owning pid when visible.
+fn listening(procs: &[Proc]) -> Value {
+    let mut inode_pid: HashMap<u64, u32> = HashMap::new();
+    for p in procs {
+        if let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", p.pid)) {
+            for fd in fds.filter_map(Result::ok) {
+                if let Ok(target) = std::fs::read_link(fd.path())
+                    && let Some(inode) = target
+                        .to_str()
+                        .and_then(|t| t.strip_prefix("socket:["))
+                        .and_then(|t| t.strip_suffix(']'))
+                        .and_then(|t| t.parse().ok())
+                {
+                    inode_pid.insert(inode, p.pid);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (file, proto, state) in [
+        ("tcp", "tcp", "0A"),
+        ("tcp6", "tcp6", "0A"),
+        ("udp", "udp", "07"),
+        ("udp6", "udp6", "07"),
+    ] {
+        for l in read(format!("/proc/net/{file}")).lines().skip(1) {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 10 || f[3] != state {
+                continue;
+            }
+            let Some((addr_hex, port_hex)) = f[1].split_once(':') else {
+                continue;
+            };
+            let port = u16::from_str_radix(port_hex, 16).unwrap_or(0);
+            let inode: u64 = f[9].parse().unwrap_or(0);
+            out.push(json!({"proto": proto, "addr": decode_addr(addr_hex), "port": port, "pid": inode_pid.get(&inode)}));
+        }
+    }
+    Value::Array(out)
+}
+
+fn decode_addr(hex: &str) -> String {
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+        .collect();
+    match bytes.len() {
+        4 => std::net::Ipv4Addr::new(bytes[3], bytes[2], bytes[1], bytes[0]).to_string(),
+        16 => {
+            // Four little-endian 32-bit words.
+            let mut b = [0u8; 16];
+            for w in 0..4 {
+                for i in 0..4 {
+                    b[w * 4 + i] = bytes[w * 4 + 3 - i];
+                }
+            }
+            std::net::Ipv6Addr::from(b).to_string()
+        }
+        _ => hex.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lockfiles_of_each_ecosystem_parse() {
+        let npm = r#"{"lockfileVersion":3,"packages":{"":{"name":"app"},"node_modules/lodash":{"version":"4.17.21"},"node_modules/a/node_modules/b":{"version":"1.0.0"}}}"#;
+        assert_eq!(
+            parse_lockfile(Path::new("package-lock.json"), npm),
+            vec![
+                ("npm", "b".into(), "1.0.0".into()),
+                ("npm", "lodash".into(), "4.17.21".into())
+            ]
+        );
+        assert_eq!(
+            parse_lockfile(
+                Path::new("requirements.txt"),
+                "Django==4.2.1 # web\nrequests[socks]==2.31.0\n-e .\n"
+            ),
+            vec![
+                ("pip", "Django".into(), "4.2.1".into()),
+                ("pip", "requests".into(), "2.31.0".into())
+            ]
+        );
+        assert_eq!(
+            parse_lockfile(
+                Path::new("poetry.lock"),
+                "[[package]]\nname = \"flask\"\nversion = \"3.0.0\"\n"
+            ),
+            vec![("pip", "flask".into(), "3.0.0".into())]
+        );
+        assert_eq!(
+            parse_lockfile(
+                Path::new("composer.lock"),
+                r#"{"packages":[{"name":"monolog/monolog","version":"v3.5.0"}]}"#
+            ),
+            vec![("composer", "monolog/monolog".into(), "3.5.0".into())]
+        );
+        let gem = "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack (3.0.8)\n    rails (7.1.2)\n      rack (>= 2.2.4)\n\nPLATFORMS\n  ruby\n";
+        assert_eq!(
+            parse_lockfile(Path::new("Gemfile.lock"), gem),
+            vec![
+                ("RubyGems", "rack".into(), "3.0.8".into()),
+                ("RubyGems", "rails".into(), "7.1.2".into())
+            ]
+        );
+        let gosum = "golang.org/x/net v0.17.0 h1:abc=\ngolang.org/x/net v0.17.0/go.mod h1:def=\n";
+        assert_eq!(
+            parse_lockfile(Path::new("go.sum"), gosum),
+            vec![("Go", "golang.org/x/net".into(), "0.17.0".into())]
+        );
+    }
+
+    #[test]
+    fn ssh_fingerprints_match_ssh_keygen() {
+        // The blob here is base64 of "abc", whose SHA-256 (FIPS 180-2 example) is known.
+        let (kind, fp, comment) = ssh_fingerprint("ssh-ed25519 YWJj ops@laptop").expect("parse");
+        assert_eq!(
+            (kind.as_str(), comment.as_str()),
+            ("ssh-ed25519", "ops@laptop")
+        );
+        assert_eq!(fp, "SHA256:ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0");
+        let (_, _, c) =
+            ssh_fingerprint("command=\"/bin/true\",no-pty ssh-rsa YWJj").expect("with options");
+        assert_eq!(c, "");
+        assert!(ssh_fingerprint("not a key").is_none());
+    }
+
+    #[test]
+    fn proc_net_addresses_decode() {
+        assert_eq!(decode_addr("0100007F"), "127.0.0.1");
+        assert_eq!(decode_addr("00000000000000000000000001000000"), "::1");
+    }
+
+    #[tokio::test]
+    async fn inventory_of_this_host_has_every_part() {
+        let dir = std::env::temp_dir().join(format!("inv-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(dir.join("app")).expect("dir");
+        std::fs::write(dir.join("app/requirements.txt"), "flask==3.0.0\n").expect("write");
+        let inv = collect(std::slice::from_ref(&dir), OffsetDateTime::now_utc()).await;
+        for key in [
+            "os",
+            "systemd",
+            "containers",
+            "processes",
+            "packages",
+            "app_dependencies",
+            "users",
+            "sudo",
+            "ssh_keys",
+            "backups",
+            "listening",
+        ] {
+            assert!(inv.get(key).is_some(), "{key}");
+        }
+        assert!(!inv["os"]["kernel"].as_str().unwrap_or_default().is_empty());
+        assert!(
+            inv["processes"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["pid"] == std::process::id()))
+        );
+        assert!(
+            inv["users"]
+                .as_array()
+                .is_some_and(|u| u.iter().any(|u| u["name"] == "root"))
+        );
+        assert_eq!(inv["app_dependencies"][0]["name"], "flask");
+        assert!(
+            inv["packages"].as_array().is_some_and(|p| !p.is_empty()),
+            "dpkg packages on this Debian host"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,271 @@
+//! The Trusthub host agent (CONTRACT 4 and 11): registers once with an enrollment token,
+//! then collects this host's metrics every interval and its inventory every few hours,
+//! spools every batch on disk, and pushes it signed to the hub, oldest first, deleting it
+//! only once the hub answered 202.
+//!
+//! The `trusthub-agent` binary and `trusthub up` both run [`run`].
+
+pub mod allow;
+pub mod client;
+pub mod collect;
+pub mod inventory;
+pub mod spool;
+pub mod state;
+
+use client::{HubClient, PushOutcome};
+use serde_json::{Value, json};
+use spool::Spool;
+use state::{Registration, StateDir};
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+
+/// How the agent runs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Options {
+    /// Hub URL, e.g. `https://hub.example:8080` (needed to enrol).
+    #[arg(long, env = "TRUSTHUB_HUB")]
+    pub hub: Option<String>,
+    /// Enrollment token (`the_...`), needed only the first time.
+    #[arg(long, env = "TRUSTHUB_ENROLL", hide_env_values = true)]
+    pub enroll: Option<String>,
+    /// Where the key, the registration and the spool live (mode 700).
+    #[arg(
+        long,
+        env = "TRUSTHUB_AGENT_STATE_DIR",
+        default_value = "/var/lib/trusthub-agent"
+    )]
+    pub state_dir: PathBuf,
+    /// Seconds between metric pushes (default: what the hub says, 60).
+    #[arg(long, env = "TRUSTHUB_AGENT_INTERVAL_SECS")]
+    pub interval_secs: Option<u64>,
+    /// Seconds between inventory snapshots (default: what the hub says, 6 h).
+    #[arg(long, env = "TRUSTHUB_AGENT_INVENTORY_INTERVAL_SECS")]
+    pub inventory_interval_secs: Option<u64>,
+    /// Comma-separated action kinds this host accepts (overrides `actions.toml`).
+    #[arg(long, env = "TRUSTHUB_AGENT_ALLOW_ACTIONS")]
+    pub allow_actions: Option<String>,
+    /// Directories to search for lockfiles (repeatable).
+    #[arg(long = "project-path")]
+    pub project_paths: Vec<PathBuf>,
+    /// Largest spool, in bytes (oldest batches are dropped past it).
+    #[arg(long, env = "TRUSTHUB_AGENT_SPOOL_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub spool_max_bytes: u64,
+    /// A PEM CA certificate to trust for the hub (self-signed hubs).
+    #[arg(long, env = "TRUSTHUB_AGENT_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
+}
+
+/// Facts about this host for registration.
+pub fn host_facts() -> Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let machine_id = [read("/etc/machine-id"), read("/var/lib/dbus/machine-id")]
+        .into_iter()
+        .find(|m| !m.is_empty())
+        .unwrap_or_else(|| read("/proc/sys/kernel/hostname"));
+    let os = inventory_os_name();
+    json!({
+        "machine_id": machine_id,
+        "hostname": read("/proc/sys/kernel/hostname"),
+        "os": os,
+        "arch": std::env::consts::ARCH,
+        "agent_version": env!("CARGO_PKG_VERSION"),
+    })
+}
+
+fn inventory_os_name() -> String {
+    let release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    release
+        .lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_owned())
+        .unwrap_or_else(|| std::env::consts::OS.to_owned())
+}
+
+/// Registers if the state dir holds no registration yet; returns the registration.
+pub async fn ensure_registered(opts: &Options, dir: &StateDir) -> Result<Registration, String> {
+    if let Some(r) = dir.registration().map_err(|e| e.to_string())? {
+        return Ok(r);
+    }
+    let (Some(hub), Some(enroll)) = (&opts.hub, &opts.enroll) else {
+        return Err(format!(
+            "{} holds no registration: start once with --hub <url> --enroll <token>",
+            dir.path().display()
+        ));
+    };
+    let key = dir.signing_key().map_err(|e| e.to_string())?;
+    let client = client_for(hub, opts)?;
+    let reg = client.register(enroll, &key, &host_facts()).await?;
+    dir.save_registration(&reg).map_err(|e| e.to_string())?;
+    tracing::info!(agent_id = %reg.agent_id, hub = %reg.hub, "registered");
+    Ok(reg)
+}
+
+fn client_for(hub: &str, opts: &Options) -> Result<HubClient, String> {
+    let ca = match &opts.ca_cert {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => None,
+    };
+    HubClient::new(hub, ca.as_deref())
+}
+
+/// Runs until `shutdown` completes.
+pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<(), String> {
+    let dir = StateDir::open(&opts.state_dir).map_err(|e| e.to_string())?;
+    let key = dir.signing_key().map_err(|e| e.to_string())?;
+    let reg = ensure_registered(&opts, &dir).await?;
+    let allowed = allow::load(dir.path(), opts.allow_actions.as_deref())?;
+    let client = client_for(&reg.hub, &opts)?;
+    let spool = Spool::new(dir.spool(), opts.spool_max_bytes);
+    let interval = Duration::from_secs(
+        opts.interval_secs
+            .unwrap_or(reg.ingest_interval_secs.max(1) as u64)
+            .max(1),
+    );
+    let inventory_every = Duration::from_secs(
+        opts.inventory_interval_secs
+            .unwrap_or(reg.inventory_interval_secs.max(60) as u64)
+            .max(1),
+    );
+    tracing::info!(
+        interval_secs = interval.as_secs(),
+        pending = spool.pending().len(),
+        ?allowed,
+        "agent running"
+    );
+
+    let mut collector = collect::Collector::default();
+    // Prime the rate counters so the first batch already has CPU and I/O rates.
+    collector.collect(OffsetDateTime::now_utc());
+    let started = std::time::Instant::now();
+    let mut next_collect = Instant::now() + Duration::from_secs(1).min(interval);
+    let mut next_inventory = Instant::now();
+    let mut next_send = Instant::now();
+    let mut backoff = Duration::from_secs(1);
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tokio::time::sleep_until(next_collect.min(next_send)) => {}
+        }
+        let now = Instant::now();
+        if now >= next_collect {
+            next_collect = now + interval;
+            let ts = OffsetDateTime::now_utc();
+            let mut batch = json!({
+                "batch_id": uuid::Uuid::now_v7(),
+                "metrics": collector.collect(ts),
+                "heartbeat": {
+                    "agent_version": env!("CARGO_PKG_VERSION"),
+                    "agent_uptime_secs": started.elapsed().as_secs(),
+                    "allowed_actions": allowed,
+                },
+            });
+            if now >= next_inventory {
+                next_inventory = now + inventory_every;
+                let inv = inventory::collect(&opts.project_paths, ts).await;
+                batch["processes"] = inv["processes"].clone();
+                batch["inventory"] = inv;
+            }
+            let id = batch["batch_id"].as_str().unwrap_or_default().to_owned();
+            match serde_json::to_vec(&batch) {
+                Ok(bytes) => {
+                    if let Err(e) = spool.push(time_ms(ts), &id, &bytes) {
+                        tracing::error!(error = %e, "cannot spool a batch");
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "cannot serialise a batch"),
+            }
+        }
+        if Instant::now() >= next_send {
+            match drain(&client, &reg, &key, &spool).await {
+                Ok(()) => {
+                    backoff = Duration::from_secs(1);
+                    next_send = next_collect;
+                }
+                Err(wait) => {
+                    let jitter = Duration::from_millis(
+                        u64::from(
+                            trusthub_core::secret::random_bytes::<2>()
+                                .map(u16::from_le_bytes)
+                                .unwrap_or(0),
+                        ) % 1000,
+                    );
+                    let delay = wait.unwrap_or(backoff).max(backoff) + jitter;
+                    backoff = (backoff * 2).min(Duration::from_secs(300));
+                    next_send = Instant::now() + delay;
+                }
+            }
+        }
+    }
+    tracing::info!(
+        pending = spool.pending().len(),
+        "agent stopped; spooled batches go out at the next start"
+    );
+    Ok(())
+}
+
+fn time_ms(t: OffsetDateTime) -> i64 {
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// Sends spooled batches oldest first; stops at the first one the hub cannot take now and
+/// returns how long it asked to wait.
+async fn drain(
+    client: &HubClient,
+    reg: &Registration,
+    key: &ed25519_dalek::SigningKey,
+    spool: &Spool,
+) -> Result<(), Option<Duration>> {
+    for path in spool.pending() {
+        let Ok(bytes) = std::fs::read(&path) else {
+            spool.remove(&path);
+            continue;
+        };
+        let Ok(mut batch) = serde_json::from_slice::<Value>(&bytes) else {
+            tracing::error!(path = %path.display(), "unreadable spooled batch dropped");
+            spool.remove(&path);
+            continue;
+        };
+        // sent_at is the moment of sending (the hub's replay window), not of collection.
+        batch["sent_at"] = json!(
+            OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+        );
+        let body = serde_json::to_vec(&batch).unwrap_or_default();
+        match client.push(reg, key, &body).await {
+            PushOutcome::Stored => spool.remove(&path),
+            PushOutcome::Rejected(why) => {
+                tracing::error!(path = %path.display(), %why, "the hub refused a batch for good; dropped");
+                spool.remove(&path);
+            }
+            PushOutcome::Later {
+                reason,
+                retry_after,
+            } => {
+                tracing::warn!(%reason, pending = spool.pending().len(), "hub not taking batches now; keeping them spooled");
+                return Err(retry_after);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A systemd unit that runs the agent with this state dir.
+pub fn systemd_unit(exe: &std::path::Path, state_dir: &std::path::Path) -> String {
+    format!(
+        "[Unit]\nDescription=Trusthub host agent\nAfter=network-online.target\nWants=network-online.target\n\n\
+         [Service]\nExecStart={} run --state-dir {}\nRestart=always\nRestartSec=5\n\n\
+         [Install]\nWantedBy=multi-user.target\n",
+        exe.display(),
+        state_dir.display()
+    )
+}
