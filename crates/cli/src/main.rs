@@ -1,4 +1,4 @@
-//! `trusthub`: the operator binary. `serve` runs the hub; `admin` administers its database
+//! `trusthub`: the operator binary. `serve` runs the hub; `up` runs it with a local agent; `admin` administers its database
 //! directly, so it works while a hub runs (CONTRACT 2 and 11).
 
 use clap::{Parser, Subcommand};
@@ -21,9 +21,23 @@ struct Cli {
 enum Command {
     /// Run the hub.
     Serve(Box<Settings>),
+    /// Run the hub on its embedded default with an agent watching this host (one process).
+    Up(Box<UpArgs>),
     /// Administer the hub's database.
     #[command(subcommand)]
     Admin(AdminCommand),
+}
+
+#[derive(Debug, clap::Args)]
+struct UpArgs {
+    #[command(flatten)]
+    settings: Settings,
+    /// Seconds between the local agent's metric pushes.
+    #[arg(long, env = "TRUSTHUB_AGENT_INTERVAL_SECS", default_value_t = 60)]
+    agent_interval_secs: u64,
+    /// Directories where the local agent looks for lockfiles (repeatable).
+    #[arg(long = "project-path")]
+    project_paths: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -96,10 +110,13 @@ async fn shutdown_signal() {
     }
 }
 
-async fn serve(settings: Settings) -> Result<(), String> {
-    let data_dir = settings.db.data_dir.clone();
-    let server = Server::build(settings).await.map_err(|e| e.to_string())?;
+fn announce(server: &Server, data_dir: &std::path::Path) -> String {
     let addr = server.local_addr();
+    let scheme = if server.state().settings.tls_enabled() {
+        "https"
+    } else {
+        "http"
+    };
     if let Some(b) = server.bootstrapped() {
         println!(
             "Trusthub: first start — created tenant `default` with owner {}",
@@ -113,15 +130,81 @@ async fn serve(settings: Settings) -> Result<(), String> {
             );
         }
     }
-    println!("Trusthub hub listening on http://{addr}");
-    println!("  API:     http://{addr}/api/v1  (OpenAPI: http://{addr}/api/v1/openapi.json)");
+    println!("Trusthub hub listening on {scheme}://{addr}");
     println!(
-        "  Log in:  curl -c cookies -H 'content-type: application/json' -d '{{\"email\":\"...\",\"password\":\"...\"}}' http://{addr}/api/v1/auth/login"
+        "  API:     {scheme}://{addr}/api/v1  (OpenAPI: {scheme}://{addr}/api/v1/openapi.json)"
     );
+    println!(
+        "  Log in:  curl -c cookies -H 'content-type: application/json' -d '{{\"email\":\"...\",\"password\":\"...\"}}' {scheme}://{addr}/api/v1/auth/login"
+    );
+    let host = if addr.ip().is_unspecified() {
+        std::net::SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    };
+    format!("{scheme}://{host}")
+}
+
+async fn serve(settings: Settings) -> Result<(), String> {
+    let data_dir = settings.db.data_dir.clone();
+    let server = Server::build(settings).await.map_err(|e| e.to_string())?;
+    announce(&server, &data_dir);
     server
         .run(shutdown_signal())
         .await
         .map_err(|e| e.to_string())
+}
+
+/// `trusthub up`: the hub plus an agent for this host, enrolled on first start.
+async fn up(args: UpArgs) -> Result<(), String> {
+    let data_dir = args.settings.db.data_dir.clone();
+    let ca_cert = args.settings.tls_cert.clone();
+    let server = Server::build(args.settings)
+        .await
+        .map_err(|e| e.to_string())?;
+    let hub_url = announce(&server, &data_dir);
+    let agent_dir = data_dir.join("agent");
+    let registered = trusthub_agent::state::StateDir::open(&agent_dir)
+        .and_then(|d| d.registration())
+        .map_err(|e| e.to_string())?
+        .is_some();
+    let enroll = if registered {
+        None
+    } else {
+        Some(
+            admin::local_enrollment_token(&server.state().db, "default")
+                .await
+                .map_err(|e| e.to_string())?,
+        )
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let hub = tokio::spawn(server.run(stopped(stop_rx.clone())));
+    let opts = trusthub_agent::Options {
+        hub: Some(hub_url),
+        enroll,
+        state_dir: agent_dir,
+        interval_secs: Some(args.agent_interval_secs),
+        inventory_interval_secs: None,
+        allow_actions: None,
+        project_paths: args.project_paths,
+        spool_max_bytes: 256 * 1024 * 1024,
+        ca_cert,
+    };
+    println!(
+        "  Agent:   watching this host, pushing every {} s",
+        args.agent_interval_secs
+    );
+    let agent = tokio::spawn(trusthub_agent::run(opts, stopped(stop_rx)));
+    shutdown_signal().await;
+    let _ = stop_tx.send(true);
+    let agent_result = agent.await.map_err(|e| e.to_string())?;
+    hub.await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    agent_result
 }
 
 async fn open_db(db: &DbSettings) -> Result<Db, String> {
@@ -135,6 +218,7 @@ async fn open_db(db: &DbSettings) -> Result<Db, String> {
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(settings) => serve(*settings).await,
+        Command::Up(args) => up(*args).await,
         Command::Admin(AdminCommand::CreateTenant {
             name,
             owner_email,

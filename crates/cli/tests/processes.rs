@@ -239,6 +239,7 @@ async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_lim
     assert_eq!((owners, tenants), (1, 1));
 
     // A session made on one process works on the other.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     let resp = login(&client, &a.base, "admin@trusthub.local", &password).await;
     assert_eq!(resp.status(), 200);
@@ -321,6 +322,7 @@ async fn admin_commands_work_next_to_a_running_sqlite_hub() {
             ("TRUSTHUB_LOG_FORMAT", "json"),
         ],
     );
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     let session = cookie(
         &login(

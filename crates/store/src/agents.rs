@@ -25,7 +25,7 @@ pub async fn insert_enrollment_token(
     tenant: TenantId,
     token_hash: &str,
     tags: &[String],
-    created_by: Uuid,
+    created_by: Option<Uuid>,
     now: OffsetDateTime,
     expires_at: OffsetDateTime,
 ) -> StoreResult<Uuid> {

@@ -146,7 +146,7 @@ async fn create_enrollment_token(
         p.tenant(),
         &token_hash(&token),
         &tags,
-        p.user.id,
+        Some(p.user.id),
         now,
         expires_at,
     )

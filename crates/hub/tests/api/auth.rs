@@ -336,7 +336,7 @@ async fn data_survives_a_restart_of_the_hub(b: Backend) {
         }));
         (format!("http://{addr}/api/v1"), tx, handle)
     };
-    let client = reqwest::Client::new();
+    let client = http_client();
     let (base, stop, handle) = start(settings.clone()).await;
     let login = client
         .post(format!("{base}/auth/login"))

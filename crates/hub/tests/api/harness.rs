@@ -116,6 +116,16 @@ impl Drop for TempDir {
     }
 }
 
+/// An HTTP client. When the workspace is built together, the agent's `rustls-no-provider`
+/// feature of reqwest is on for everyone, so the process needs a rustls provider first.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
 /// How a request authenticates.
 #[derive(Debug, Clone)]
 pub enum Auth {
@@ -179,10 +189,7 @@ impl TestApp {
         tokio::spawn(server.run(async move {
             let _ = rx.await;
         }));
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client");
+        let client = http_client();
         let mut app = TestApp {
             base: format!("http://{addr}"),
             client,

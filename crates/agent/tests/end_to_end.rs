@@ -1,0 +1,308 @@
+//! The real agent binary against the real hub: enrolment, real host data, file modes, the
+//! allowlist, and no data lost across a hub outage and an agent restart (CONTRACT 4).
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use trusthub_hub::{Server, Settings};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_trusthub-agent");
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new() -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "trusthub-agent-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&p).expect("dir");
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Agent(Child);
+impl Agent {
+    fn start(state: &Path, extra: &[&str]) -> Agent {
+        let child = Command::new(AGENT)
+            .args(["run", "--state-dir"])
+            .arg(state)
+            .args([
+                "--interval-secs",
+                "1",
+                "--allow-actions",
+                "restart_app,install_package",
+            ])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("agent starts");
+        Agent(child)
+    }
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Hub {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start_hub(settings: Settings) -> (Hub, std::net::SocketAddr) {
+    let server = Server::build(settings).await.expect("hub starts");
+    let addr = server.local_addr();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = rx.await;
+    }));
+    (Hub { stop, task }, addr)
+}
+
+impl Hub {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).expect("meta").permissions().mode() & 0o777
+}
+
+async fn get(client: &reqwest::Client, base: &str, cookie: &str, path: &str) -> Value {
+    client
+        .get(format!("{base}/api/v1{path}"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json")
+}
+
+fn spooled(state: &Path) -> usize {
+    std::fs::read_dir(state.join("spool"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and_an_agent_restart()
+{
+    let (hub_dir, state) = (TempDir::new(), TempDir::new());
+    let mut settings = Settings::with_data_dir(hub_dir.0.clone());
+    settings.listen = "127.0.0.1:0".parse().expect("addr");
+    settings.admin_password = Some("agent test password".into());
+    settings.rate_limits = "off".into();
+    let (hub, addr) = start_hub(settings.clone()).await;
+    settings.listen = addr; // the restarted hub comes back on the same port
+    let base = format!("http://{addr}");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let login = client
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&json!({"email": "admin@trusthub.local", "password": "agent test password"}))
+        .send()
+        .await
+        .expect("login");
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .expect("c")
+        .split(';')
+        .next()
+        .expect("c")
+        .to_owned();
+    let enroll: Value = client
+        .post(format!("{base}/api/v1/agents/enrollment-tokens"))
+        .header("cookie", &cookie)
+        .json(&json!({"tags": ["env:test"]}))
+        .send()
+        .await
+        .expect("enroll")
+        .json()
+        .await
+        .expect("json");
+    let token = enroll["token"].as_str().expect("token").to_owned();
+
+    let agent = Agent::start(&state.0, &["--hub", &base, "--enroll", &token]);
+    let mut agent_id = String::new();
+    for _ in 0..100 {
+        let agents = get(&client, &base, &cookie, "/agents").await;
+        if agents[0]["status"] == "online" {
+            agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+            let m = get(
+                &client,
+                &base,
+                &cookie,
+                &format!("/agents/{agent_id}/metrics?name=cpu.percent"),
+            )
+            .await;
+            if m["series"].as_array().is_some_and(|s| !s.is_empty()) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!agent_id.is_empty(), "the agent registered and pushed");
+    // Real host data.
+    let inv = get(
+        &client,
+        &base,
+        &cookie,
+        &format!("/agents/{agent_id}/inventory"),
+    )
+    .await;
+    assert!(!inv["os"]["kernel"].as_str().unwrap_or_default().is_empty());
+    assert!(inv["processes"].as_array().is_some_and(|p| p.len() > 3));
+    let mem = get(
+        &client,
+        &base,
+        &cookie,
+        &format!("/agents/{agent_id}/metrics?name=mem.total_bytes"),
+    )
+    .await;
+    assert!(
+        mem["series"][0]["points"][0][1]
+            .as_f64()
+            .is_some_and(|v| v > 1e7)
+    );
+    // The host's allowlist reached the hub.
+    let gov = get(
+        &client,
+        &base,
+        &cookie,
+        &format!("/agents/{agent_id}/governance"),
+    )
+    .await;
+    assert_eq!(
+        gov["host_allowed_actions"],
+        json!(["restart_app", "install_package"])
+    );
+    assert_eq!(
+        gov["effective_actions"],
+        json!(["restart_app", "install_package"])
+    );
+    // File modes.
+    assert_eq!(mode(&state.0), 0o700);
+    assert_eq!(mode(&state.0.join("spool")), 0o700);
+    assert_eq!(mode(&state.0.join("signing.key")), 0o600);
+    assert_eq!(mode(&state.0.join("registration.json")), 0o600);
+
+    // Outage: the hub goes away; the agent keeps collecting into its spool.
+    hub.stop().await;
+    let outage_start = time::OffsetDateTime::now_utc();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        spooled(&state.0) >= 2,
+        "batches spooled while the hub is down"
+    );
+    // The agent restarts during the outage (no enrolment needed any more).
+    agent.stop();
+    let before_restart = spooled(&state.0);
+    let agent = Agent::start(&state.0, &[]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let outage_end = time::OffsetDateTime::now_utc();
+    assert!(
+        spooled(&state.0) > before_restart,
+        "the restarted agent spools too"
+    );
+
+    let (hub, _) = start_hub(settings).await;
+    for _ in 0..150 {
+        if spooled(&state.0) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(spooled(&state.0), 0, "the spool drained");
+    let fmt = |t: time::OffsetDateTime| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .expect("fmt")
+    };
+    let m = get(
+        &client,
+        &base,
+        &cookie,
+        &format!(
+            "/agents/{agent_id}/metrics?name=uptime.seconds&from={}&to={}",
+            fmt(outage_start),
+            fmt(outage_end)
+        ),
+    )
+    .await;
+    let points = m["series"][0]["points"]
+        .as_array()
+        .map(Vec::len)
+        .unwrap_or(0);
+    assert!(points >= 4, "samples of the outage window arrived: {m}");
+    agent.stop();
+    hub.stop().await;
+
+    // `status` reads the state without the hub.
+    let out = Command::new(AGENT)
+        .args(["status", "--state-dir"])
+        .arg(&state.0)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(&agent_id) && text.contains("spooled batches:    0"),
+        "{text}"
+    );
+    assert!(!text.contains(&token));
+}
+
+#[test]
+fn install_writes_a_systemd_unit_and_an_unregistered_agent_explains_itself() {
+    let dir = TempDir::new();
+    let out = Command::new(AGENT)
+        .args([
+            "install",
+            "--state-dir",
+            "/var/lib/trusthub-agent",
+            "--unit-dir",
+        ])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    assert!(out.status.success());
+    let unit = std::fs::read_to_string(dir.0.join("trusthub-agent.service")).expect("unit");
+    assert!(
+        unit.contains("ExecStart=")
+            && unit.contains("run --state-dir /var/lib/trusthub-agent")
+            && unit.contains("Restart=always")
+    );
+    let state = TempDir::new();
+    let out = Command::new(AGENT)
+        .args(["run", "--state-dir"])
+        .arg(&state.0)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--enroll"));
+    let bad = Command::new(AGENT)
+        .args(["run", "--allow-actions", "reboot", "--state-dir"])
+        .arg(&state.0)
+        .output()
+        .expect("run");
+    assert!(!bad.status.success());
+}
