@@ -435,3 +435,196 @@ async fn admin_commands_work_next_to_a_running_sqlite_hub() {
     assert!(!second.status.success());
     assert!(String::from_utf8_lossy(&second.stderr).contains("another `trusthub serve`"));
 }
+
+/// Issue 3 crash test: `kill -9` during sustained ingest; after a restart every batch that
+/// got a 202 is stored, and none twice.
+async fn crash_during_ingest_loses_no_acknowledged_batch(db_url: Option<&str>) {
+    let dir = TempDir::new();
+    let mut envs = vec![
+        ("TRUSTHUB_ADMIN_PASSWORD", "crash password"),
+        ("TRUSTHUB_RATE_LIMITS", "off"),
+        ("CLOUD_ENCRYPTION_KEY", KEY),
+    ];
+    if let Some(u) = db_url {
+        envs.push(("TRUSTHUB_DATABASE_URL", u));
+    }
+    let mut hub = Hub::start(&dir.0, &envs);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session =
+        cookie(&login(&client, &hub.base, "admin@trusthub.local", "crash password").await);
+    let enroll: Value = client
+        .post(format!("{}/agents/enrollment-tokens", hub.base))
+        .header("cookie", &session)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("e")
+        .json()
+        .await
+        .expect("j");
+    let key = ed25519_dalek::SigningKey::from_bytes(
+        &trusthub_core::secret::random_bytes::<32>().expect("rand"),
+    );
+    let reg_body = json!({"machine_id": "crash", "hostname": "crash", "os": "t", "arch": "t", "agent_version": "t", "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())}).to_string();
+    let reg: Value = client
+        .post(format!("{}/agents/register", hub.base))
+        .bearer_auth(enroll["token"].as_str().expect("t"))
+        .header("content-type", "application/json")
+        .header(
+            "x-service-signature",
+            trusthub_core::agent::sign_header(&key, reg_body.as_bytes()),
+        )
+        .body(reg_body)
+        .send()
+        .await
+        .expect("register")
+        .json()
+        .await
+        .expect("json");
+    let token = reg["agent_token"].as_str().expect("token").to_owned();
+    let base_ts = time::OffsetDateTime::now_utc();
+    let make = move |i: u64| {
+        let metrics: Vec<Value> = (0..10)
+            .map(|j| json!({"name": "crash.test", "ts": (base_ts + time::Duration::milliseconds((i * 10 + j) as i64)).format(&time::format_description::well_known::Rfc3339).expect("fmt"), "value": i as f64}))
+            .collect();
+        (uuid::Uuid::new_v4(), metrics)
+    };
+    let send = |client: reqwest::Client,
+                url: String,
+                token: String,
+                key: ed25519_dalek::SigningKey,
+                id: uuid::Uuid,
+                metrics: Vec<Value>| async move {
+        let body = json!({"batch_id": id, "sent_at": time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).expect("fmt"), "metrics": metrics}).to_string();
+        let r = client
+            .post(url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header(
+                "x-service-signature",
+                trusthub_core::agent::sign_header(&key, body.as_bytes()),
+            )
+            .body(body)
+            .send()
+            .await
+            .ok()?;
+        (r.status().as_u16() == 202).then_some(())?;
+        r.json::<Value>().await.ok()
+    };
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut senders = Vec::new();
+    for _ in 0..8 {
+        let (client, url, token, key, acked, stop, counter) = (
+            client.clone(),
+            format!("{}/ingest", hub.base),
+            token.clone(),
+            key.clone(),
+            acked.clone(),
+            stop.clone(),
+            counter.clone(),
+        );
+        senders.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (id, metrics) = make(i);
+                if send(
+                    client.clone(),
+                    url.clone(),
+                    token.clone(),
+                    key.clone(),
+                    id,
+                    metrics.clone(),
+                )
+                .await
+                .is_some()
+                {
+                    acked.lock().expect("lock").push((id, metrics));
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    hub.child.kill().expect("kill -9");
+    let _ = hub.child.wait();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in senders {
+        let _ = s.await;
+    }
+    let acked: Vec<(uuid::Uuid, Vec<Value>)> = acked.lock().expect("lock").clone();
+    assert!(
+        acked.len() > 20,
+        "sustained ingest before the crash: {}",
+        acked.len()
+    );
+    drop(hub);
+
+    let hub = Hub::start(&dir.0, &envs);
+    let url = db_url
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("sqlite://{}", dir.0.join("trusthub.db").display()));
+    let db = Db::connect(&url, &DbOptions::default()).await.expect("db");
+    let count = |sql: &'static str| {
+        let db = db.clone();
+        async move {
+            match &db {
+                Db::Sqlite { read, .. } => sqlx::query_scalar::<_, i64>(sql)
+                    .fetch_one(read)
+                    .await
+                    .expect("q"),
+                Db::Postgres(p) => sqlx::query_scalar::<_, i64>(sql)
+                    .fetch_one(p)
+                    .await
+                    .expect("q"),
+            }
+        }
+    };
+    let points = count("SELECT COUNT(*) FROM metric_points").await;
+    let batches = count("SELECT COUNT(*) FROM ingest_batches").await;
+    assert!(
+        batches >= acked.len() as i64,
+        "every acknowledged batch is stored ({batches} >= {})",
+        acked.len()
+    );
+    assert_eq!(
+        points,
+        batches * 10,
+        "each stored batch has all its samples, once"
+    );
+    // Every acknowledged batch, sent again, is recognised as stored: nothing twice.
+    for (id, metrics) in &acked {
+        let ans = send(
+            client.clone(),
+            format!("{}/ingest", hub.base),
+            token.clone(),
+            key.clone(),
+            *id,
+            metrics.clone(),
+        )
+        .await
+        .expect("202");
+        assert_eq!(
+            ans["duplicate"], true,
+            "batch {id} was stored before the crash"
+        );
+    }
+    assert_eq!(count("SELECT COUNT(*) FROM metric_points").await, points);
+    db.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_ingest_loses_no_acknowledged_batch_on_sqlite() {
+    crash_during_ingest_loses_no_acknowledged_batch(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_ingest_loses_no_acknowledged_batch_on_postgres() {
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
+    crash_during_ingest_loses_no_acknowledged_batch(Some(&url)).await;
+    drop_pg_database(&name).await;
+}

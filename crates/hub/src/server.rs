@@ -125,6 +125,7 @@ impl Server {
             metrics: Metrics::default(),
             settings,
             eat_key,
+            series: Default::default(),
         }));
         let router = crate::router(state.clone(), extra);
         Ok(Server {

@@ -38,6 +38,44 @@ fn labels_key(labels: &BTreeMap<String, String>) -> String {
     serde_json::to_string(labels).unwrap_or_else(|_| "{}".into())
 }
 
+/// Series ids already known, so a batch of known series needs no lookup. Entries never go
+/// stale: a series lives as long as its agent, and a deleted agent can send nothing more.
+#[derive(Debug, Default)]
+pub struct SeriesCache(std::sync::Mutex<HashMap<(Uuid, String, String), i64>>);
+
+impl SeriesCache {
+    fn get(&self, agent: Uuid, name: &str, labels: &str) -> Option<i64> {
+        let map = self.0.lock().ok()?;
+        map.get(&(agent, name.to_owned(), labels.to_owned()))
+            .copied()
+    }
+
+    /// Remembers the series of a batch. Call it only after the transaction that may have
+    /// created them committed: an id from a rolled-back transaction would point nowhere.
+    pub fn learn(&self, agent: Uuid, learned: Vec<(String, String, i64)>) {
+        if learned.is_empty() {
+            return;
+        }
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() > 1_000_000 {
+                map.clear();
+            }
+            for (name, labels, id) in learned {
+                map.insert((agent, name, labels), id);
+            }
+        }
+    }
+}
+
+/// What [`insert_samples`] did.
+#[derive(Debug, Default)]
+pub struct Inserted {
+    /// Points that were new.
+    pub points: u64,
+    /// Series ids looked up or created, for [`SeriesCache::learn`] after the commit.
+    pub learned: Vec<(String, String, i64)>,
+}
+
 async fn series_id(
     ex: &mut impl Exec,
     agent_id: Uuid,
@@ -56,14 +94,15 @@ async fn series_id(
     )
 }
 
-/// Stores samples (a sample repeating a series' timestamp is kept once). Returns how many
-/// points were new.
+/// Stores samples (a sample repeating a series' timestamp is kept once).
 pub async fn insert_samples(
     ex: &mut impl Exec,
     agent_id: Uuid,
     samples: &[MetricSample],
-) -> StoreResult<u64> {
+    cache: &SeriesCache,
+) -> StoreResult<Inserted> {
     let mut ids: HashMap<(&str, String), i64> = HashMap::new();
+    let mut learned = Vec::new();
     let (mut series, mut ts, mut values) = (
         Vec::with_capacity(samples.len()),
         Vec::with_capacity(samples.len()),
@@ -74,7 +113,14 @@ pub async fn insert_samples(
         let id = match ids.get(&key) {
             Some(id) => *id,
             None => {
-                let id = series_id(ex, agent_id, key.0, &key.1).await?;
+                let id = match cache.get(agent_id, key.0, &key.1) {
+                    Some(id) => id,
+                    None => {
+                        let id = series_id(ex, agent_id, key.0, &key.1).await?;
+                        learned.push((key.0.to_owned(), key.1.clone(), id));
+                        id
+                    }
+                };
                 ids.insert(key, id);
                 id
             }
@@ -84,7 +130,7 @@ pub async fn insert_samples(
         values.push(s.value);
     }
     if series.is_empty() {
-        return Ok(0);
+        return Ok(Inserted::default());
     }
     let mut inserted = 0;
     match ex.handle() {
@@ -116,7 +162,10 @@ pub async fn insert_samples(
             }
         }
     }
-    Ok(inserted)
+    Ok(Inserted {
+        points: inserted,
+        learned,
+    })
 }
 
 /// Appends an inventory snapshot.

@@ -494,8 +494,11 @@ async fn ingest(
         .and_then(|a| serde_json::from_value(a.clone()).ok());
     let mut tx = state.db.begin().await?;
     let fresh = telemetry::claim_batch(&mut tx, agent.id, batch.batch_id, now).await?;
+    let mut learned = Vec::new();
     if fresh {
-        telemetry::insert_samples(&mut tx, agent.id, &batch.metrics).await?;
+        learned = telemetry::insert_samples(&mut tx, agent.id, &batch.metrics, &state.series)
+            .await?
+            .learned;
         if let (Some(inv), Some(at)) = (&batch.inventory, inventory_at) {
             telemetry::insert_inventory(&mut tx, agent.id, at, inv, now).await?;
         }
@@ -512,6 +515,7 @@ async fn ingest(
     )
     .await?;
     tx.commit().await?;
+    state.series.learn(agent.id, learned);
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(IngestAccepted {

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Ingest benchmark on SQLite and PostgreSQL (issue 3). Run by hand: bash bench/ingest.sh
+# Loopback only; each phase is bounded by DUR seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
+DUR=${DUR:-20}; CONC=${CONC:-64}; AGENTS=${AGENTS:-50}
+PG_ADMIN=${PG_ADMIN:-postgres://postgres@127.0.0.1:5432/postgres}
+KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+
+phase() {
+  local name=$1 url=$2 raw=$3 dir; dir=$(mktemp -d)
+  env ${url:+TRUSTHUB_DATABASE_URL=$url} CLOUD_ENCRYPTION_KEY=$KEY TRUSTHUB_RATE_LIMITS=off RUST_LOG=warn \
+    TRUSTHUB_ADMIN_PASSWORD='bench password' target/release/trusthub serve --listen 127.0.0.1:18181 --data-dir "$dir" >/dev/null 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18181/api/v1/health >/dev/null && break; sleep 0.1; done
+  echo "## $name"
+  target/release/trusthub-bench-ingest --password 'bench password' --agents "$AGENTS" --concurrency "$CONC" \
+    --duration-secs "$DUR" --hub-pid $pid --raw-db "$raw"
+  kill -TERM $pid; wait $pid || true
+  rm -rf "$dir"
+}
+
+rawdir=$(mktemp -d)
+phase SQLite "" "sqlite://$rawdir/raw.db"
+rm -rf "$rawdir"
+db=th_bench_$$; raw=th_bench_raw_$$
+psql "$PG_ADMIN" -qc "CREATE DATABASE $db" -c "CREATE DATABASE $raw" >/dev/null
+phase PostgreSQL "${PG_ADMIN%/*}/$db" "${PG_ADMIN%/*}/$raw"
+psql "$PG_ADMIN" -qc "DROP DATABASE $db WITH (FORCE)" -c "DROP DATABASE $raw WITH (FORCE)" >/dev/null

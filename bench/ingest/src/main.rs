@@ -1,0 +1,311 @@
+//! Ingest benchmark (issue 3): N simulated agents, registered for real, push signed batches of
+//! S samples with concurrency C for D seconds against a running hub; then the same rows go
+//! straight into the same storage engine without the hub (the raw ceiling), and the ratio is
+//! printed. Run by hand (`bench/ingest.sh`); loopback only; bounded by `--duration-secs`.
+
+use clap::Parser;
+use ed25519_dalek::SigningKey;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+use trusthub_core::agent::{MetricSample, sign_header};
+use trusthub_store::{Db, DbOptions};
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Hub base URL.
+    #[arg(long, default_value = "http://127.0.0.1:18181")]
+    hub: String,
+    /// Owner email and password (to make an enrollment token).
+    #[arg(long, default_value = "admin@trusthub.local")]
+    email: String,
+    #[arg(long)]
+    password: String,
+    /// Simulated agents.
+    #[arg(long, default_value_t = 50)]
+    agents: usize,
+    /// Concurrent requests.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Seconds of load (each phase).
+    #[arg(long, default_value_t = 20)]
+    duration_secs: u64,
+    /// Samples per batch.
+    #[arg(long, default_value_t = 100)]
+    samples: usize,
+    /// Pid of the hub, for its peak RSS.
+    #[arg(long)]
+    hub_pid: Option<u32>,
+    /// Database URL for the raw-ceiling phase (an empty database of the same engine).
+    #[arg(long)]
+    raw_db: Option<String>,
+}
+
+fn iso(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Samples of one batch: 10 series (a metric per agent with 10 label values), distinct ts.
+fn samples(n: usize, seq: u64) -> Vec<MetricSample> {
+    let base = OffsetDateTime::now_utc();
+    (0..n)
+        .map(|i| MetricSample {
+            name: format!("bench.metric_{}", i % 10),
+            ts: base + time::Duration::microseconds((seq as i64) * 1000 + i as i64),
+            value: (seq as f64) + i as f64 * 0.5,
+            labels: BTreeMap::from([("shard".to_owned(), format!("{}", i % 10))]),
+        })
+        .collect()
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+fn peak_rss_mib(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+async fn hub_phase(args: &Args) -> Result<f64, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let api = format!("{}/api/v1", args.hub.trim_end_matches('/'));
+    let login = http
+        .post(format!("{api}/auth/login"))
+        .json(&json!({"email": args.email, "password": args.password}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .ok_or("login failed")?
+        .to_owned();
+    let enroll: Value = http
+        .post(format!("{api}/agents/enrollment-tokens"))
+        .header("cookie", &cookie)
+        .json(&json!({}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    let enroll = enroll["token"]
+        .as_str()
+        .ok_or("no enrollment token")?
+        .to_owned();
+    let mut agents = Vec::with_capacity(args.agents);
+    for i in 0..args.agents {
+        let key = SigningKey::from_bytes(
+            &trusthub_core::secret::random_bytes::<32>().map_err(|e| e.to_string())?,
+        );
+        let body = json!({"machine_id": format!("bench-{}-{i}", uuid::Uuid::new_v4().simple()), "hostname": format!("bench-{i}"), "os": "bench", "arch": "x86_64", "agent_version": "bench", "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())}).to_string();
+        let r: Value = http
+            .post(format!("{api}/agents/register"))
+            .bearer_auth(&enroll)
+            .header("content-type", "application/json")
+            .header("x-service-signature", sign_header(&key, body.as_bytes()))
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        agents.push((
+            key,
+            r["agent_token"]
+                .as_str()
+                .ok_or("registration failed")?
+                .to_owned(),
+        ));
+    }
+    let agents = Arc::new(agents);
+    let deadline = Instant::now() + Duration::from_secs(args.duration_secs);
+    let seq = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..args.concurrency {
+        let (http, api, agents, seq, errors) = (
+            http.clone(),
+            api.clone(),
+            agents.clone(),
+            seq.clone(),
+            errors.clone(),
+        );
+        let n = args.samples;
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut i = w;
+            while Instant::now() < deadline {
+                let (key, token) = &agents[i % agents.len()];
+                i += 1;
+                let s = seq.fetch_add(1, Ordering::Relaxed);
+                let body = json!({"batch_id": uuid::Uuid::now_v7(), "sent_at": iso(OffsetDateTime::now_utc()), "metrics": samples(n, s)}).to_string();
+                let started = Instant::now();
+                let r = http.post(format!("{api}/ingest")).bearer_auth(token).header("content-type", "application/json").header("x-service-signature", sign_header(key, body.as_bytes())).body(body).send().await;
+                match r {
+                    Ok(r) if r.status().as_u16() == 202 => lat.push(started.elapsed().as_micros() as u64),
+                    _ => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            lat
+        }));
+    }
+    let started = Instant::now();
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.map_err(|e| e.to_string())?);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let rate = lat.len() as f64 * args.samples as f64 / secs;
+    println!(
+        "hub:  {} batches ({} samples each) in {secs:.1} s = {rate:.0} samples/s; p50 {:.1} ms, p99 {:.1} ms; errors {}",
+        lat.len(),
+        args.samples,
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        errors.load(Ordering::Relaxed)
+    );
+    if let Some(rss) = args.hub_pid.and_then(peak_rss_mib) {
+        println!("hub peak RSS: {rss:.0} MiB");
+    }
+    Ok(rate)
+}
+
+/// The same rows straight into storage: one transaction per batch, C concurrent writers.
+async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
+    let db = Db::connect(
+        url,
+        &DbOptions {
+            max_connections: args.concurrency.min(32) as u32,
+            ..DbOptions::default()
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    db.migrate().await.map_err(|e| e.to_string())?;
+    let now = OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .map_err(|e| e.to_string())?;
+    let mut tx = db.begin().await.map_err(|e| e.to_string())?;
+    let tenant = trusthub_store::tenants::insert(
+        &mut tx,
+        &format!("bench-{}", uuid::Uuid::new_v4().simple()),
+        now,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut agent_ids = Vec::new();
+    for i in 0..args.agents {
+        let tags: Vec<String> = Vec::new();
+        let reg = trusthub_store::agents::Registration {
+            machine_id: &format!("raw-{i}"),
+            hostname: "raw",
+            os: "raw",
+            arch: "raw",
+            agent_version: "raw",
+            signing_pubkey: "00",
+            tags: &tags,
+        };
+        agent_ids.push(
+            trusthub_store::agents::insert(
+                &mut tx,
+                tenant.tenant_id(),
+                &reg,
+                &format!("hash-{}", uuid::Uuid::new_v4()),
+                &[],
+                now,
+            )
+            .await
+            .map_err(|e| e.to_string())?,
+        );
+    }
+    tx.commit().await.map_err(|e| e.to_string())?;
+    let agent_ids = Arc::new(agent_ids);
+    let cache = Arc::new(trusthub_store::telemetry::SeriesCache::default());
+    let deadline = Instant::now() + Duration::from_secs(args.duration_secs);
+    let seq = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..args.concurrency {
+        let (db, agent_ids, seq, cache) =
+            (db.clone(), agent_ids.clone(), seq.clone(), cache.clone());
+        let n = args.samples;
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            let mut i = w;
+            while Instant::now() < deadline {
+                let agent = agent_ids[i % agent_ids.len()];
+                i += 1;
+                let s = seq.fetch_add(1, Ordering::Relaxed);
+                let batch = samples(n, s);
+                let ok = async {
+                    let mut tx = db.begin().await?;
+                    let done =
+                        trusthub_store::telemetry::insert_samples(&mut tx, agent, &batch, &cache)
+                            .await?;
+                    tx.commit().await?;
+                    cache.learn(agent, done.learned);
+                    Ok::<_, trusthub_store::StoreError>(())
+                }
+                .await;
+                if ok.is_ok() {
+                    done += 1;
+                }
+            }
+            done
+        }));
+    }
+    let started = Instant::now();
+    let mut batches = 0;
+    for t in tasks {
+        batches += t.await.map_err(|e| e.to_string())?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let rate = batches as f64 * args.samples as f64 / secs;
+    println!(
+        "raw:  {batches} batches in {secs:.1} s = {rate:.0} samples/s (same rows, one transaction per batch, no hub)"
+    );
+    db.close().await;
+    Ok(rate)
+}
+
+#[tokio::main]
+async fn main() -> Result<(), String> {
+    let args = Args::parse();
+    println!(
+        "agents {}, concurrency {}, {} samples/batch, {} s per phase",
+        args.agents, args.concurrency, args.samples, args.duration_secs
+    );
+    let hub = hub_phase(&args).await?;
+    if let Some(url) = &args.raw_db {
+        let raw = raw_phase(&args, url).await?;
+        println!("ratio hub/raw: {:.2}", hub / raw.max(1.0));
+    }
+    Ok(())
+}
