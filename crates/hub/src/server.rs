@@ -219,6 +219,13 @@ async fn housekeeping(state: AppState) {
             let mut tx = state.db.begin().await?;
             trusthub_store::sessions::purge_expired(&mut tx, now).await?;
             trusthub_store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10)).await?;
+            let ms = trusthub_store::telemetry::unix_ms(now);
+            trusthub_store::telemetry::purge_points(
+                &mut tx,
+                ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000,
+                ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
+            )
+            .await?;
             trusthub_store::telemetry::purge_batches(
                 &mut tx,
                 now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),

@@ -90,6 +90,17 @@ pub struct Settings {
     /// Lifetime of a login session in seconds (default 7 days).
     #[arg(long, env = "TRUSTHUB_SESSION_TTL_SECS", default_value_t = 7 * 24 * 3600)]
     pub session_ttl_secs: i64,
+    /// Hours raw metric points are kept; averaged queries over whole minutes and hours are
+    /// served from rollups after that.
+    #[arg(long, env = "TRUSTHUB_METRICS_RAW_RETENTION_HOURS", default_value_t = 7 * 24)]
+    pub metrics_raw_retention_hours: i64,
+    /// Days per-minute rollups are kept (per-hour rollups are kept for good).
+    #[arg(
+        long,
+        env = "TRUSTHUB_METRICS_MINUTE_RETENTION_DAYS",
+        default_value_t = 30
+    )]
+    pub metrics_minute_retention_days: i64,
     /// Seconds in-flight requests get to finish after SIGTERM.
     #[arg(long, env = "TRUSTHUB_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
@@ -136,6 +147,8 @@ impl Settings {
             body_limit_bytes: 8 * 1024 * 1024,
             session_ttl_secs: 7 * 24 * 3600,
             shutdown_grace_secs: 30,
+            metrics_raw_retention_hours: 7 * 24,
+            metrics_minute_retention_days: 30,
         }
     }
 }

@@ -132,21 +132,23 @@ pub async fn insert_samples(
     if series.is_empty() {
         return Ok(Inserted::default());
     }
-    let mut inserted = 0;
-    match ex.handle() {
+    // Insert, keeping only the points that were new (a repeated (series, ts) is kept once
+    // and must not be counted twice in the rollups).
+    let new_points: Vec<(i64, i64, f64)> = match ex.handle() {
         Handle::Postgres(c) => {
-            inserted += sqlx::query(
+            sqlx::query_as(
                 "INSERT INTO metric_points (series_id, ts, value) \
-                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::DOUBLE PRECISION[]) ON CONFLICT DO NOTHING",
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::DOUBLE PRECISION[]) \
+                 ON CONFLICT DO NOTHING RETURNING series_id, ts, value",
             )
             .bind(&series)
             .bind(&ts)
             .bind(&values)
-            .execute(&mut *c)
+            .fetch_all(&mut *c)
             .await?
-            .rows_affected();
         }
         Handle::Sqlite(c) => {
+            let mut rows = Vec::with_capacity(series.len());
             // 3 variables a row; SQLite allows 32766 per statement.
             for chunk in (0..series.len()).collect::<Vec<_>>().chunks(1000) {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
@@ -157,15 +159,109 @@ pub async fn insert_samples(
                         .push_bind(ts[*i])
                         .push_bind(values[*i]);
                 });
-                qb.push(" ON CONFLICT DO NOTHING");
-                inserted += qb.build().execute(&mut *c).await?.rows_affected();
+                qb.push(" ON CONFLICT DO NOTHING RETURNING series_id, ts, value");
+                rows.extend(
+                    qb.build_query_as::<(i64, i64, f64)>()
+                        .fetch_all(&mut *c)
+                        .await?,
+                );
             }
+            rows
         }
+    };
+    let inserted = new_points.len() as u64;
+    for (table, width) in [
+        ("metric_rollup_1m", MINUTE_MS),
+        ("metric_rollup_1h", HOUR_MS),
+    ] {
+        upsert_rollup(ex, table, &rollup(&new_points, width)).await?;
     }
     Ok(Inserted {
         points: inserted,
         learned,
     })
+}
+
+/// One minute in milliseconds.
+pub const MINUTE_MS: i64 = 60_000;
+/// One hour in milliseconds.
+pub const HOUR_MS: i64 = 3_600_000;
+
+/// count, sum, min and max of points per (series, bucket start).
+type Rollup = BTreeMap<(i64, i64), (i64, f64, f64, f64)>;
+
+fn rollup(points: &[(i64, i64, f64)], width: i64) -> Rollup {
+    let mut out = Rollup::new();
+    for (series, ts, v) in points {
+        let e = out
+            .entry((*series, ts.div_euclid(width) * width))
+            .or_insert((0, 0.0, *v, *v));
+        e.0 += 1;
+        e.1 += v;
+        e.2 = e.2.min(*v);
+        e.3 = e.3.max(*v);
+    }
+    out
+}
+
+async fn upsert_rollup(ex: &mut impl Exec, table: &'static str, rows: &Rollup) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<_> = rows.iter().collect();
+    for chunk in rows.chunks(1000) {
+        match ex.handle() {
+            Handle::Postgres(c) => {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(format!(
+                    "INSERT INTO {table} (series_id, bucket, count, sum, min, max) "
+                ));
+                qb.push_values(chunk, |mut b, ((s, k), (n, sum, lo, hi))| {
+                    b.push_bind(*s)
+                        .push_bind(*k)
+                        .push_bind(*n)
+                        .push_bind(*sum)
+                        .push_bind(*lo)
+                        .push_bind(*hi);
+                });
+                qb.push(format!(
+                    " ON CONFLICT (series_id, bucket) DO UPDATE SET count = {table}.count + excluded.count, \
+                     sum = {table}.sum + excluded.sum, min = LEAST({table}.min, excluded.min), max = GREATEST({table}.max, excluded.max)"
+                ));
+                qb.build().execute(&mut *c).await?;
+            }
+            Handle::Sqlite(c) => {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                    "INSERT INTO {table} (series_id, bucket, count, sum, min, max) "
+                ));
+                qb.push_values(chunk, |mut b, ((s, k), (n, sum, lo, hi))| {
+                    b.push_bind(*s)
+                        .push_bind(*k)
+                        .push_bind(*n)
+                        .push_bind(*sum)
+                        .push_bind(*lo)
+                        .push_bind(*hi);
+                });
+                qb.push(format!(
+                    " ON CONFLICT (series_id, bucket) DO UPDATE SET count = {table}.count + excluded.count, \
+                     sum = {table}.sum + excluded.sum, min = MIN({table}.min, excluded.min), max = MAX({table}.max, excluded.max)"
+                ));
+                qb.build().execute(&mut *c).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes raw points older than `before_ms`, and minute rollups older than
+/// `minute_before_ms` (hour rollups are kept).
+pub async fn purge_points(
+    ex: &mut impl Exec,
+    before_ms: i64,
+    minute_before_ms: i64,
+) -> StoreResult<u64> {
+    let raw = on!(ex, c => sqlx::query("DELETE FROM metric_points WHERE ts < $1").bind(before_ms).execute(&mut *c).await?.rows_affected());
+    let minutes = on!(ex, c => sqlx::query("DELETE FROM metric_rollup_1m WHERE bucket < $1").bind(minute_before_ms).execute(&mut *c).await?.rows_affected());
+    Ok(raw + minutes)
 }
 
 /// Appends an inventory snapshot.
@@ -254,8 +350,10 @@ pub async fn series(
         .bind(tenant.0).bind(agent_id).bind(name).fetch_all(&mut *c).await?))
 }
 
-/// Points of a series in `[from_ms, to_ms)`, raw or averaged per `bucket_ms` (the bucket's
-/// start as its timestamp), oldest first, at most `limit`.
+/// Points of a series in `[from_ms, to_ms)`, oldest first, at most `limit`: raw, or averaged
+/// per `bucket_ms` (the bucket's start as its timestamp). Buckets that are whole hours are
+/// served from the hour rollup, whole minutes from the minute rollup (so they outlive the
+/// raw retention), anything else from the raw points.
 pub async fn points(
     ex: &mut impl Exec,
     series_id: i64,
@@ -264,11 +362,24 @@ pub async fn points(
     bucket_ms: Option<i64>,
     limit: i64,
 ) -> StoreResult<Vec<(i64, f64)>> {
-    Ok(match bucket_ms {
-        None => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
+    let rollup_table = match bucket_ms {
+        Some(b) if b % HOUR_MS == 0 && from_ms % HOUR_MS == 0 => Some("metric_rollup_1h"),
+        Some(b) if b % MINUTE_MS == 0 && from_ms % MINUTE_MS == 0 => Some("metric_rollup_1m"),
+        _ => None,
+    };
+    Ok(match (bucket_ms, rollup_table) {
+        (None, _) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
             "SELECT ts, value FROM metric_points WHERE series_id = $1 AND ts >= $2 AND ts < $3 ORDER BY ts LIMIT $4")
             .bind(series_id).bind(from_ms).bind(to_ms).bind(limit).fetch_all(&mut *c).await?),
-        Some(b) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
+        (Some(b), Some(table)) => {
+            let sql = format!(
+                "SELECT (bucket / $4) * $4 AS b, SUM(sum) / SUM(count) FROM {table} \
+                 WHERE series_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b ORDER BY b LIMIT $5"
+            );
+            on!(ex, c => sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
+                .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?)
+        }
+        (Some(b), None) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
             "SELECT (ts / $4) * $4 AS bucket, AVG(value) FROM metric_points WHERE series_id = $1 AND ts >= $2 AND ts < $3 \
              GROUP BY bucket ORDER BY bucket LIMIT $5")
             .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?),

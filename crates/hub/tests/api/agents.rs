@@ -878,6 +878,86 @@ async fn metric_ranges_raw_and_averaged_per_interval(b: Backend) {
             [ts(base + time::Duration::minutes(3)), 30.0]
         ])
     );
+    // The same samples again in another batch are kept once, in the points and in the rollups.
+    let again: Vec<Value> = (0..6).map(|i| json!({"name": "mem.used_bytes", "ts": ts(base + time::Duration::minutes(i)), "value": (i * 10) as f64})).collect();
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(Value::Array(again)).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
+    let hour_start = OffsetDateTime::from_unix_timestamp(base_unix / 3600 * 3600).expect("t");
+    let hour_range = format!(
+        "from={}&to={}",
+        ts(hour_start),
+        ts(hour_start + time::Duration::hours(2))
+    );
+    let hourly = body(
+        app.get(
+            &format!("/agents/{}/metrics?{hour_range}&interval=1h", host.id),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    let hourly_points = hourly["series"][0]["points"]
+        .as_array()
+        .expect("points")
+        .clone();
+    // The six samples fall in one hour unless that hour ends within their five minutes.
+    if hourly_points.len() == 1 {
+        assert_eq!(
+            hourly_points[0],
+            json!([ts(hour_start), 25.0]),
+            "mean of 0..50 step 10"
+        );
+    } else {
+        assert_eq!(hourly_points.len(), 2, "{hourly}");
+    }
+    assert_eq!(
+        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
+            .await,
+        6,
+        "each sample counted once"
+    );
+    assert_eq!(
+        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1h")
+            .await,
+        6
+    );
+    // Raw points expire; minute and hour rollups keep serving averaged queries.
+    let mut tx = app.db.begin().await.expect("tx");
+    trusthub_store::telemetry::purge_points(&mut tx, i64::MAX, 0)
+        .await
+        .expect("purge");
+    tx.commit().await.expect("commit");
+    let after = body(
+        app.get(
+            &format!("/agents/{}/metrics?{range}&interval=5m", host.id),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        after["series"][0]["points"],
+        json!([
+            [ts(base), 20.0],
+            [ts(base + time::Duration::minutes(5)), 50.0]
+        ])
+    );
+    let raw_after = body(
+        app.get(&format!("/agents/{}/metrics?{range}", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(raw_after, json!({"series": []}));
     let none = body(
         app.get(
             &format!("/agents/{}/metrics?{range}&name=nothing", host.id),
