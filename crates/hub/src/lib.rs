@@ -7,6 +7,7 @@ pub mod admin;
 pub mod auth;
 pub mod error;
 pub mod extract;
+pub mod ingest;
 pub mod mail;
 pub mod metrics;
 pub mod middleware;

@@ -116,6 +116,7 @@ impl Server {
         };
         let listener = TcpListener::bind(settings.listen).await?;
         let bound = listener.local_addr()?;
+        let ingest = crate::ingest::Ingest::new(db.clone(), Default::default());
         let state = AppState(Arc::new(App {
             limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),
             public_url: settings.public_url(bound),
@@ -125,7 +126,7 @@ impl Server {
             metrics: Metrics::default(),
             settings,
             eat_key,
-            series: Default::default(),
+            ingest,
         }));
         let router = crate::router(state.clone(), extra);
         Ok(Server {

@@ -29,8 +29,8 @@ pub struct App {
     /// The hub's Ed25519 key for emergency action tokens (CONTRACT 5); agents pin its
     /// public half at registration.
     pub eat_key: ed25519_dalek::SigningKey,
-    /// Known metric series ids (saves a lookup per series per batch).
-    pub series: trusthub_store::telemetry::SeriesCache,
+    /// Commits ingest batches (grouped on SQLite).
+    pub ingest: crate::ingest::Ingest,
 }
 
 /// Cheap-to-clone handle on [`App`], the axum state.

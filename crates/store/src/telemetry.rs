@@ -21,6 +21,40 @@ pub async fn claim_batch(
     Ok(n == 1)
 }
 
+/// Remembers several batch ids at once; returns those that were new.
+pub async fn claim_batches(
+    ex: &mut impl Exec,
+    batches: &[(Uuid, Uuid)],
+    now: OffsetDateTime,
+) -> StoreResult<std::collections::HashSet<(Uuid, Uuid)>> {
+    if batches.is_empty() {
+        return Ok(Default::default());
+    }
+    let rows: Vec<(Uuid, Uuid)> = match ex.handle() {
+        Handle::Postgres(c) => {
+            let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+                "INSERT INTO ingest_batches (agent_id, batch_id, received_at) ",
+            );
+            qb.push_values(batches, |mut b, (a, id)| {
+                b.push_bind(*a).push_bind(*id).push_bind(now);
+            });
+            qb.push(" ON CONFLICT DO NOTHING RETURNING agent_id, batch_id");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        }
+        Handle::Sqlite(c) => {
+            let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO ingest_batches (agent_id, batch_id, received_at) ",
+            );
+            qb.push_values(batches, |mut b, (a, id)| {
+                b.push_bind(*a).push_bind(*id).push_bind(now);
+            });
+            qb.push(" ON CONFLICT DO NOTHING RETURNING agent_id, batch_id");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        }
+    };
+    Ok(rows.into_iter().collect())
+}
+
 /// Forgets batch ids received before `before`.
 pub async fn purge_batches(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
     Ok(
@@ -94,20 +128,17 @@ async fn series_id(
     )
 }
 
-/// Stores samples (a sample repeating a series' timestamp is kept once).
-pub async fn insert_samples(
+/// Resolves the series of each sample (from the cache, else the database, creating missing
+/// series) and returns the rows to insert plus the ids to learn after the commit.
+pub async fn resolve_series(
     ex: &mut impl Exec,
     agent_id: Uuid,
     samples: &[MetricSample],
     cache: &SeriesCache,
-) -> StoreResult<Inserted> {
+    rows: &mut PointRows,
+) -> StoreResult<Vec<(String, String, i64)>> {
     let mut ids: HashMap<(&str, String), i64> = HashMap::new();
     let mut learned = Vec::new();
-    let (mut series, mut ts, mut values) = (
-        Vec::with_capacity(samples.len()),
-        Vec::with_capacity(samples.len()),
-        Vec::with_capacity(samples.len()),
-    );
     for s in samples {
         let key = (s.name.as_str(), labels_key(&s.labels));
         let id = match ids.get(&key) {
@@ -125,12 +156,42 @@ pub async fn insert_samples(
                 id
             }
         };
-        series.push(id);
-        ts.push(unix_ms(s.ts));
-        values.push(s.value);
+        rows.series.push(id);
+        rows.ts.push(unix_ms(s.ts));
+        rows.values.push(s.value);
     }
+    Ok(learned)
+}
+
+/// Points to insert, column by column.
+#[derive(Debug, Default)]
+pub struct PointRows {
+    /// Series ids.
+    pub series: Vec<i64>,
+    /// Unix milliseconds.
+    pub ts: Vec<i64>,
+    /// Values.
+    pub values: Vec<f64>,
+}
+
+/// Stores samples (a sample repeating a series' timestamp is kept once).
+pub async fn insert_samples(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    samples: &[MetricSample],
+    cache: &SeriesCache,
+) -> StoreResult<Inserted> {
+    let mut rows = PointRows::default();
+    let learned = resolve_series(ex, agent_id, samples, cache, &mut rows).await?;
+    let points = insert_points(ex, &rows).await?;
+    Ok(Inserted { points, learned })
+}
+
+/// Inserts points and folds the new ones into the rollups; returns how many were new.
+pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<u64> {
+    let (series, ts, values) = (&rows.series, &rows.ts, &rows.values);
     if series.is_empty() {
-        return Ok(Inserted::default());
+        return Ok(0);
     }
     // Insert, keeping only the points that were new (a repeated (series, ts) is kept once
     // and must not be counted twice in the rollups).
@@ -176,10 +237,7 @@ pub async fn insert_samples(
     ] {
         upsert_rollup(ex, table, &rollup(&new_points, width)).await?;
     }
-    Ok(Inserted {
-        points: inserted,
-        learned,
-    })
+    Ok(inserted)
 }
 
 /// One minute in milliseconds.

@@ -492,30 +492,16 @@ async fn ingest(
         .as_ref()
         .and_then(|h| h.get("allowed_actions"))
         .and_then(|a| serde_json::from_value(a.clone()).ok());
-    let mut tx = state.db.begin().await?;
-    let fresh = telemetry::claim_batch(&mut tx, agent.id, batch.batch_id, now).await?;
-    let mut learned = Vec::new();
-    if fresh {
-        learned = telemetry::insert_samples(&mut tx, agent.id, &batch.metrics, &state.series)
-            .await?
-            .learned;
-        if let (Some(inv), Some(at)) = (&batch.inventory, inventory_at) {
-            telemetry::insert_inventory(&mut tx, agent.id, at, inv, now).await?;
-        }
-        if let Some(p) = &batch.processes {
-            telemetry::set_processes(&mut tx, agent.id, p, now).await?;
-        }
-    }
-    agents::seen(
-        &mut tx,
-        agent.id,
-        now,
-        batch.heartbeat.as_ref(),
-        reported_actions.as_deref(),
-    )
-    .await?;
-    tx.commit().await?;
-    state.series.learn(agent.id, learned);
+    let fresh = state
+        .ingest
+        .submit(crate::ingest::Job {
+            agent_id: agent.id,
+            batch,
+            inventory_at,
+            reported_actions,
+            now,
+        })
+        .await?;
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(IngestAccepted {

@@ -24,6 +24,7 @@ crate::dual!(
     metric_ranges_raw_and_averaged_per_interval,
     governance_is_validated_and_the_host_allowlist_vetoes,
     only_admins_enrol_and_rotate,
+    concurrent_batches_and_concurrent_duplicates_are_each_stored_once,
 );
 
 fn key() -> SigningKey {
@@ -1113,4 +1114,71 @@ async fn only_admins_enrol_and_rotate(b: Backend) {
             .status(),
         201
     );
+}
+
+async fn concurrent_batches_and_concurrent_duplicates_are_each_stored_once(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (h1, h2) = (register(&app).await, register(&app).await);
+    let now = OffsetDateTime::now_utc();
+    // 20 distinct batches, each sent twice at the same moment, from two agents.
+    let mut bodies = Vec::new();
+    for i in 0..20i64 {
+        let metrics: Vec<Value> = (0..5).map(|j| json!({"name": "conc.metric", "ts": ts(now - time::Duration::seconds(i * 5 + j)), "value": 1.0})).collect();
+        let body =
+            json!({"batch_id": Uuid::new_v4(), "sent_at": ts(now), "metrics": metrics}).to_string();
+        bodies.push((if i % 2 == 0 { &h1 } else { &h2 }, body));
+    }
+    let sends = bodies.iter().flat_map(|(h, body)| {
+        [
+            send(&app, h, body.as_bytes(), None, true),
+            send(&app, h, body.as_bytes(), None, true),
+        ]
+    });
+    let answers = futures_join(sends.collect()).await;
+    let mut fresh = 0;
+    for r in answers {
+        assert_eq!(r.status(), 202);
+        if body(r).await["duplicate"] == false {
+            fresh += 1;
+        }
+    }
+    assert_eq!(fresh, 20, "each batch stored exactly once");
+    assert_eq!(count(&app, "metric_points").await, 100);
+    assert_eq!(count(&app, "ingest_batches").await, 20);
+    assert_eq!(
+        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
+            .await,
+        100
+    );
+}
+
+/// Runs the futures concurrently on the runtime and collects their outputs in order.
+async fn futures_join<F: std::future::Future<Output = Response> + Send>(
+    futs: Vec<F>,
+) -> Vec<Response> {
+    let mut set = Vec::new();
+    // Poll all of them together: send every request before awaiting any answer.
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut done: Vec<Option<Response>> = (0..pinned.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all = true;
+        for (i, f) in pinned.iter_mut().enumerate() {
+            if done[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(r) => done[i] = Some(r),
+                    std::task::Poll::Pending => all = false,
+                }
+            }
+        }
+        if all {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    for d in done {
+        set.push(d.expect("done"));
+    }
+    set
 }

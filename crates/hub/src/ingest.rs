@@ -1,0 +1,165 @@
+//! Committing ingest batches (CONTRACT 4): everything a batch carries is stored in one
+//! transaction, and a 202 is only sent after the commit.
+//!
+//! On SQLite, concurrent batches go through one writer task that commits them in groups
+//! (up to [`MAX_GROUP`] per transaction, with one set-based statement per kind of row for the
+//! whole group), so the single SQLite writer does a few statements per group instead of
+//! several per batch. If a group fails, its batches are retried one per transaction, so one
+//! bad batch cannot fail its neighbours. On PostgreSQL each request commits its own batch
+//! (the statements are set-based already, and PostgreSQL has many writers).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use time::OffsetDateTime;
+use tokio::sync::{mpsc, oneshot};
+use trusthub_core::agent::Batch;
+use trusthub_store::telemetry::{self, PointRows, SeriesCache};
+use trusthub_store::{Backend, Db, StoreResult, agents};
+use uuid::Uuid;
+
+/// Most batches committed in one transaction.
+pub const MAX_GROUP: usize = 64;
+
+/// One validated batch of one agent.
+#[derive(Debug)]
+pub struct Job {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// The batch.
+    pub batch: Batch,
+    /// The inventory's `collected_at`, when it carries one.
+    pub inventory_at: Option<OffsetDateTime>,
+    /// The host allowlist the heartbeat reported.
+    pub reported_actions: Option<Vec<String>>,
+    /// The hub's clock at arrival.
+    pub now: OffsetDateTime,
+}
+
+type Reply = oneshot::Sender<StoreResult<bool>>;
+
+/// Commits batches; `submit` answers whether the batch was new (false: a duplicate).
+#[derive(Debug)]
+pub struct Ingest {
+    db: Db,
+    cache: Arc<SeriesCache>,
+    grouped: Option<mpsc::Sender<(Job, Reply)>>,
+}
+
+impl Ingest {
+    /// Grouped on SQLite (starts the writer task), direct on PostgreSQL.
+    pub fn new(db: Db, cache: Arc<SeriesCache>) -> Ingest {
+        let grouped = (db.backend() == Backend::Sqlite).then(|| {
+            let (tx, rx) = mpsc::channel(1024);
+            tokio::spawn(writer(db.clone(), cache.clone(), rx));
+            tx
+        });
+        Ingest { db, cache, grouped }
+    }
+
+    /// Stores a batch; true when it was new.
+    pub async fn submit(&self, job: Job) -> StoreResult<bool> {
+        match &self.grouped {
+            None => Ok(commit_group(&self.db, &self.cache, &[job]).await?[0]),
+            Some(tx) => {
+                let (reply, answer) = oneshot::channel();
+                tx.send((job, reply))
+                    .await
+                    .map_err(|_| trusthub_store::StoreError::Db(sqlx::Error::PoolClosed))?;
+                answer
+                    .await
+                    .map_err(|_| trusthub_store::StoreError::Db(sqlx::Error::PoolClosed))?
+            }
+        }
+    }
+}
+
+async fn writer(db: Db, cache: Arc<SeriesCache>, mut rx: mpsc::Receiver<(Job, Reply)>) {
+    while let Some(first) = rx.recv().await {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(next) => group.push(next),
+                Err(_) => break,
+            }
+        }
+        let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
+        match commit_group(&db, &cache, &jobs).await {
+            Ok(flags) => {
+                for (reply, fresh) in replies.into_iter().zip(flags) {
+                    let _ = reply.send(Ok(fresh));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
+                for (job, reply) in jobs.into_iter().zip(replies) {
+                    let one = commit_group(&db, &cache, std::slice::from_ref(&job))
+                        .await
+                        .map(|f| f[0]);
+                    let _ = reply.send(one);
+                }
+            }
+        }
+    }
+}
+
+/// Commits a group of batches in one transaction; answers, per batch, whether it was new.
+pub async fn commit_group(db: &Db, cache: &SeriesCache, jobs: &[Job]) -> StoreResult<Vec<bool>> {
+    let now = jobs
+        .iter()
+        .map(|j| j.now)
+        .max()
+        .unwrap_or_else(OffsetDateTime::now_utc);
+    let keys: Vec<(Uuid, Uuid)> = jobs
+        .iter()
+        .map(|j| (j.agent_id, j.batch.batch_id))
+        .collect();
+    let mut unique = keys.clone();
+    unique.sort();
+    unique.dedup();
+    let mut tx = db.begin().await?;
+    let new = telemetry::claim_batches(&mut tx, &unique, now).await?;
+    let mut taken = HashSet::new();
+    let mut flags = Vec::with_capacity(jobs.len());
+    let mut rows = PointRows::default();
+    let mut learned = Vec::new();
+    let mut last_of_agent: HashMap<Uuid, &Job> = HashMap::new();
+    for (job, key) in jobs.iter().zip(&keys) {
+        // The same batch twice in one group: the first is the new one.
+        let fresh = new.contains(key) && taken.insert(*key);
+        if fresh {
+            let l = telemetry::resolve_series(
+                &mut tx,
+                job.agent_id,
+                &job.batch.metrics,
+                cache,
+                &mut rows,
+            )
+            .await?;
+            learned.push((job.agent_id, l));
+            if let (Some(inv), Some(at)) = (&job.batch.inventory, job.inventory_at) {
+                telemetry::insert_inventory(&mut tx, job.agent_id, at, inv, job.now).await?;
+            }
+            if let Some(p) = &job.batch.processes {
+                telemetry::set_processes(&mut tx, job.agent_id, p, job.now).await?;
+            }
+        }
+        flags.push(fresh);
+        last_of_agent.insert(job.agent_id, job);
+    }
+    telemetry::insert_points(&mut tx, &rows).await?;
+    for (agent, job) in last_of_agent {
+        agents::seen(
+            &mut tx,
+            agent,
+            job.now,
+            job.batch.heartbeat.as_ref(),
+            job.reported_actions.as_deref(),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    for (agent, l) in learned {
+        cache.learn(agent, l);
+    }
+    Ok(flags)
+}
