@@ -202,9 +202,9 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
                  SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::DOUBLE PRECISION[]) \
                  ON CONFLICT DO NOTHING RETURNING series_id, ts, value",
             )
-            .bind(&series)
-            .bind(&ts)
-            .bind(&values)
+            .bind(series)
+            .bind(ts)
+            .bind(values)
             .fetch_all(&mut *c)
             .await?
         }
