@@ -6,8 +6,10 @@
 pub mod agent;
 pub mod audit;
 pub mod auth;
+pub mod liveness;
 pub mod secret;
 pub mod totp;
 pub mod validate;
+pub mod webhook;
 
 pub use auth::{Role, TokenScope, TotpPurpose};
