@@ -11,8 +11,9 @@ use trusthub_core::agent::sign_header;
 /// What the hub said to a push.
 #[derive(Debug)]
 pub enum PushOutcome {
-    /// 202: stored (or a duplicate of something stored).
-    Stored,
+    /// 202: stored (or a duplicate of something stored), with the intervals the hub's
+    /// governance asks for now (seconds: push, inventory).
+    Stored(Option<(u64, u64)>),
     /// The hub refused this batch for good (400/413/415/422): sending it again cannot help.
     Rejected(String),
     /// Not now (network, 5xx, 429, 401): keep the batch and retry after `retry_after`.
@@ -144,7 +145,11 @@ impl HubClient {
             .and_then(|v| v.parse().ok())
             .map(Duration::from_secs);
         if status.as_u16() == 202 {
-            return PushOutcome::Stored;
+            let ack: Value = resp.json().await.unwrap_or(Value::Null);
+            let intervals = ack["ingest_interval_secs"]
+                .as_u64()
+                .zip(ack["inventory_interval_secs"].as_u64());
+            return PushOutcome::Stored(intervals);
         }
         let detail = resp.text().await.unwrap_or_default();
         match status.as_u16() {

@@ -124,12 +124,12 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let allowed = allow::load(dir.path(), opts.allow_actions.as_deref())?;
     let client = client_for(&reg.hub, &opts)?;
     let spool = Spool::new(dir.spool(), opts.spool_max_bytes);
-    let interval = Duration::from_secs(
+    let mut interval = Duration::from_secs(
         opts.interval_secs
             .unwrap_or(reg.ingest_interval_secs.max(1) as u64)
             .max(1),
     );
-    let inventory_every = Duration::from_secs(
+    let mut inventory_every = Duration::from_secs(
         opts.inventory_interval_secs
             .unwrap_or(reg.inventory_interval_secs.max(60) as u64)
             .max(1),
@@ -186,7 +186,21 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         }
         if Instant::now() >= next_send {
             match drain(&client, &reg, &key, &spool).await {
-                Ok(()) => {
+                Ok(governed) => {
+                    // Flags given on the command line win over the hub's governance.
+                    if let Some((push, inv)) = governed {
+                        if opts.interval_secs.is_none()
+                            && push > 0
+                            && Duration::from_secs(push) != interval
+                        {
+                            tracing::info!(secs = push, "push interval changed by the hub");
+                            interval = Duration::from_secs(push);
+                            next_collect = next_collect.min(Instant::now() + interval);
+                        }
+                        if opts.inventory_interval_secs.is_none() && inv > 0 {
+                            inventory_every = Duration::from_secs(inv);
+                        }
+                    }
                     backoff = Duration::from_secs(1);
                     next_send = next_collect;
                 }
@@ -217,13 +231,14 @@ fn time_ms(t: OffsetDateTime) -> i64 {
 }
 
 /// Sends spooled batches oldest first; stops at the first one the hub cannot take now and
-/// returns how long it asked to wait.
+/// returns how long it asked to wait. On success, the governed intervals of the last answer.
 async fn drain(
     client: &HubClient,
     reg: &Registration,
     key: &ed25519_dalek::SigningKey,
     spool: &Spool,
-) -> Result<(), Option<Duration>> {
+) -> Result<Option<(u64, u64)>, Option<Duration>> {
+    let mut governed = None;
     for path in spool.pending() {
         let Ok(bytes) = std::fs::read(&path) else {
             spool.remove(&path);
@@ -242,7 +257,10 @@ async fn drain(
         );
         let body = serde_json::to_vec(&batch).unwrap_or_default();
         match client.push(reg, key, &body).await {
-            PushOutcome::Stored => spool.remove(&path),
+            PushOutcome::Stored(intervals) => {
+                governed = intervals.or(governed);
+                spool.remove(&path);
+            }
             PushOutcome::Rejected(why) => {
                 tracing::error!(path = %path.display(), %why, "the hub refused a batch for good; dropped");
                 spool.remove(&path);
@@ -256,7 +274,7 @@ async fn drain(
             }
         }
     }
-    Ok(())
+    Ok(governed)
 }
 
 /// A systemd unit that runs the agent with this state dir.

@@ -416,6 +416,10 @@ pub struct IngestAccepted {
     /// The hub's clock.
     #[serde(with = "time::serde::rfc3339")]
     pub server_time: OffsetDateTime,
+    /// The push interval the hub's governance asks for now (the agent follows it).
+    pub ingest_interval_secs: i64,
+    /// The inventory interval the hub's governance asks for now.
+    pub inventory_interval_secs: i64,
 }
 
 /// Push a batch (CONTRACT 4): `Authorization: Bearer <agent token>`, `X-Service-Signature`
@@ -508,6 +512,8 @@ async fn ingest(
             accepted: true,
             duplicate: !fresh,
             server_time: now,
+            ingest_interval_secs: agent.ingest_interval_secs,
+            inventory_interval_secs: agent.inventory_interval_secs,
         }),
     ))
 }

@@ -1019,6 +1019,25 @@ async fn governance_is_validated_and_the_host_allowlist_vetoes(b: Backend) {
     assert_eq!(r.status(), 200);
     let g = body(app.get(&path, &app.owner).await).await;
     assert_eq!(g["effective_actions"], json!(["restart_app"]));
+    // The agent learns the governed intervals from every ingest answer.
+    let ack = body(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (
+            ack["ingest_interval_secs"].clone(),
+            ack["inventory_interval_secs"].clone()
+        ),
+        (json!(30), json!(3600))
+    );
     assert_eq!(g["tags"], json!(["env:prod"]));
     assert_eq!(
         body(app.get(&format!("/agents/{}", host.id), &app.owner).await).await["ingest_interval_secs"],
