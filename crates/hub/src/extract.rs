@@ -124,6 +124,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             "the request body is empty; expected JSON".into(),
         ));
     }
+    // The fast path; only a refused body is parsed again, tracking the path for the message.
+    if let Ok(v) = serde_json::from_slice(bytes) {
+        return Ok(v);
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();

@@ -134,16 +134,15 @@ pub async fn commit_group(db: &Db, cache: &SeriesCache, jobs: &[Job]) -> StoreRe
         last_of_agent.insert(job.agent_id, job);
     }
     telemetry::insert_points(&mut tx, &rows).await?;
-    for (agent, job) in last_of_agent {
-        agents::seen(
-            &mut tx,
-            agent,
-            job.now,
-            job.batch.heartbeat.as_ref(),
-            job.reported_actions.as_deref(),
-        )
-        .await?;
-    }
+    let seen: Vec<agents::Seen<'_>> = last_of_agent
+        .into_iter()
+        .map(|(agent_id, job)| agents::Seen {
+            agent_id,
+            heartbeat: job.batch.heartbeat.as_ref(),
+            reported_actions: job.reported_actions.as_deref(),
+        })
+        .collect();
+    agents::seen_many(&mut tx, &seen, now).await?;
     tx.commit().await?;
     for (agent, l) in learned {
         cache.learn(agent, l);

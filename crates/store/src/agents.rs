@@ -255,3 +255,72 @@ pub async fn set_governance(
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)
 }
+
+/// What one ingest group learned about an agent: its heartbeat and reported allowlist
+/// (`None` keeps what is stored).
+#[derive(Debug, Clone)]
+pub struct Seen<'a> {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its last heartbeat, when the batch had one.
+    pub heartbeat: Option<&'a serde_json::Value>,
+    /// Its reported allowlist, when the heartbeat had one.
+    pub reported_actions: Option<&'a [String]>,
+}
+
+/// [`seen`] for many agents in one statement.
+pub async fn seen_many(
+    ex: &mut impl Exec,
+    rows: &[Seen<'_>],
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let hb: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| r.heartbeat.map(|h| h.to_string()))
+        .collect();
+    let ra: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| {
+            r.reported_actions
+                .and_then(|a| serde_json::to_string(a).ok())
+        })
+        .collect();
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.agent_id).collect();
+    match ex.handle() {
+        crate::Handle::Postgres(c) => {
+            sqlx::query(
+                "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE(v.hb::jsonb, agents.last_heartbeat), \
+                 reported_actions = COALESCE(v.ra::jsonb, agents.reported_actions) \
+                 FROM UNNEST($2::uuid[], $3::text[], $4::text[]) AS v(id, hb, ra) WHERE agents.id = v.id",
+            )
+            .bind(now)
+            .bind(&ids)
+            .bind(&hb)
+            .bind(&ra)
+            .execute(&mut *c)
+            .await?;
+        }
+        crate::Handle::Sqlite(c) => {
+            for chunk in (0..rows.len()).collect::<Vec<_>>().chunks(500) {
+                let mut qb =
+                    sqlx::QueryBuilder::<sqlx::Sqlite>::new("UPDATE agents SET last_seen_at = ");
+                qb.push_bind(now);
+                qb.push(
+                    ", last_heartbeat = COALESCE(v.column2, agents.last_heartbeat), \
+                     reported_actions = COALESCE(v.column3, agents.reported_actions) FROM (",
+                );
+                qb.push_values(chunk, |mut b, i| {
+                    b.push_bind(ids[*i])
+                        .push_bind(hb[*i].clone())
+                        .push_bind(ra[*i].clone());
+                });
+                qb.push(") AS v WHERE agents.id = v.column1");
+                qb.build().execute(&mut *c).await?;
+            }
+        }
+    }
+    Ok(())
+}
