@@ -209,9 +209,13 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
             .await?
         }
         Handle::Sqlite(c) => {
+            // RETURNING would hand every row back through sqlx's worker channel one message at
+            // a time; instead a chunk is inserted whole and, only when some of its rows already
+            // existed (rare: a re-sent sample), rolled back to a savepoint and inserted row by
+            // row to learn which were new. 3 variables a row; SQLite allows 32766.
             let mut rows = Vec::with_capacity(series.len());
-            // 3 variables a row; SQLite allows 32766 per statement.
-            for chunk in (0..series.len()).collect::<Vec<_>>().chunks(1000) {
+            for chunk in (0..series.len()).collect::<Vec<_>>().chunks(10_000) {
+                sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
                     "INSERT INTO metric_points (series_id, ts, value) ",
                 );
@@ -220,12 +224,27 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
                         .push_bind(ts[*i])
                         .push_bind(values[*i]);
                 });
-                qb.push(" ON CONFLICT DO NOTHING RETURNING series_id, ts, value");
-                rows.extend(
-                    qb.build_query_as::<(i64, i64, f64)>()
-                        .fetch_all(&mut *c)
-                        .await?,
-                );
+                qb.push(" ON CONFLICT DO NOTHING");
+                let affected = qb.build().execute(&mut *c).await?.rows_affected();
+                if affected as usize == chunk.len() {
+                    sqlx::query("RELEASE points").execute(&mut *c).await?;
+                    rows.extend(chunk.iter().map(|i| (series[*i], ts[*i], values[*i])));
+                    continue;
+                }
+                sqlx::query("ROLLBACK TO points").execute(&mut *c).await?;
+                sqlx::query("RELEASE points").execute(&mut *c).await?;
+                for i in chunk {
+                    let n = sqlx::query("INSERT INTO metric_points (series_id, ts, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+                        .bind(series[*i])
+                        .bind(ts[*i])
+                        .bind(values[*i])
+                        .execute(&mut *c)
+                        .await?
+                        .rows_affected();
+                    if n == 1 {
+                        rows.push((series[*i], ts[*i], values[*i]));
+                    }
+                }
             }
             rows
         }
