@@ -49,13 +49,15 @@ fn iso(t: OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
-/// Samples of one batch: 10 series (a metric per agent with 10 label values), distinct ts.
+/// Samples of one batch: 10 series (one metric with 10 label values), every sample its own
+/// (series, millisecond) point.
 fn samples(n: usize, seq: u64) -> Vec<MetricSample> {
     let base = OffsetDateTime::now_utc();
     (0..n)
         .map(|i| MetricSample {
             name: format!("bench.metric_{}", i % 10),
-            ts: base + time::Duration::microseconds((seq as i64) * 1000 + i as i64),
+            // Distinct milliseconds for every sample, so each one is a stored point.
+            ts: base + time::Duration::milliseconds((seq as i64) * n as i64 + i as i64),
             value: (seq as f64) + i as f64 * 0.5,
             labels: BTreeMap::from([("shard".to_owned(), format!("{}", i % 10))]),
         })
