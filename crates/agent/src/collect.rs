@@ -1,6 +1,7 @@
 //! Host metrics read straight from `/proc` and `statvfs` (CONTRACT 4 sample names): CPU in
 //! total and per core, load, memory and swap, disk usage per mount and I/O per device,
-//! network per interface, process count and uptime. Rates and CPU percentages come from the
+//! network per interface, process count and uptime. Disk I/O is reported per whole disk and
+//! per mounted partition (labelled with its mount point). Rates and CPU percentages come from the
 //! difference to the previous collection, so the first collection has none of them.
 
 use std::collections::{BTreeMap, HashMap};
@@ -180,16 +181,26 @@ impl Collector {
                 }
             }
         }
+        // Block device -> mount point, for I/O per mount.
+        let mounted: HashMap<String, String> = read("/proc/mounts")
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let dev = f.next()?.strip_prefix("/dev/")?;
+                Some((dev.to_owned(), f.next()?.replace("\\040", " ")))
+            })
+            .collect();
         for line in read("/proc/diskstats").lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.len() < 10 {
                 continue;
             }
             let dev = f[2];
-            // Whole devices only: skip partitions, loop and ram devices.
+            // Whole disks, and partitions that are mounted; no loop or ram devices.
             let partition =
                 std::path::Path::new(&format!("/sys/class/block/{dev}/partition")).exists();
-            if partition || dev.starts_with("loop") || dev.starts_with("ram") {
+            let mount = mounted.get(dev);
+            if (partition && mount.is_none()) || dev.starts_with("loop") || dev.starts_with("ram") {
                 continue;
             }
             let (rd, wr) = (
@@ -197,19 +208,23 @@ impl Collector {
                 f[9].parse::<u64>().unwrap_or(0) * 512,
             );
             if let (Some(prev), Some(dt)) = (self.disk.insert(dev.to_owned(), (rd, wr)), elapsed) {
+                let mut labels = vec![("device", dev)];
+                if let Some(m) = mount {
+                    labels.push(("mount", m.as_str()));
+                }
                 sample(
                     out,
                     "disk.read_bytes_per_sec",
                     ts,
                     rd.saturating_sub(prev.0) as f64 / dt,
-                    &[("device", dev)],
+                    &labels,
                 );
                 sample(
                     out,
                     "disk.write_bytes_per_sec",
                     ts,
                     wr.saturating_sub(prev.1) as f64 / dt,
-                    &[("device", dev)],
+                    &labels,
                 );
             }
         }
