@@ -272,6 +272,21 @@ impl<S: Send + Sync> FromRequestParts<S> for Meta {
 }
 
 impl Meta {
+    /// Appends the audit row of an action `p` took in this request, in the action's
+    /// transaction.
+    pub async fn record(
+        &self,
+        tx: &mut trusthub_store::Tx,
+        p: &crate::auth::Principal,
+        event_type: &str,
+        subject: String,
+        details: serde_json::Value,
+    ) -> Result<(), ApiError> {
+        let entry = self.audit(event_type, p.actor(), subject, details);
+        trusthub_store::audit::append(tx, p.tenant(), &entry, crate::state::now()).await?;
+        Ok(())
+    }
+
     /// An audit row for this request.
     pub fn audit<'a>(
         &self,

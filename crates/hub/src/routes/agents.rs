@@ -151,16 +151,12 @@ async fn create_enrollment_token(
         expires_at,
     )
     .await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::ENROLLMENT_TOKEN_CREATED,
-            p.actor(),
-            format!("enrollment_token:{id}"),
-            json!({"tags": tags, "expires_at": rfc3339(&expires_at)}),
-        ),
-        now,
+        &p,
+        ev::ENROLLMENT_TOKEN_CREATED,
+        format!("enrollment_token:{id}"),
+        json!({"tags": tags, "expires_at": rfc3339(&expires_at)}),
     )
     .await?;
     tx.commit().await?;
@@ -674,16 +670,12 @@ async fn delete_agent(
         return Err(ApiError::NotFound("agent"));
     };
     agents::delete(&mut tx, p.tenant(), id).await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::AGENT_DELETED,
-            p.actor(),
-            format!("agent:{id}"),
-            json!({"hostname": agent.hostname}),
-        ),
-        now(),
+        &p,
+        ev::AGENT_DELETED,
+        format!("agent:{id}"),
+        json!({"hostname": agent.hostname}),
     )
     .await?;
     tx.commit().await?;
@@ -1009,7 +1001,7 @@ async fn put_governance(
     if !agents::set_governance(&mut tx, p.tenant(), id, &g).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    audit::append(&mut tx, p.tenant(), &meta.audit(ev::AGENT_GOVERNANCE_CHANGED, p.actor(), format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions})), now()).await?;
+    meta.record(&mut tx, &p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions})).await?;
     let agent = agents::get(&mut tx, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("agent"))?;
@@ -1052,16 +1044,12 @@ async fn rotate_token(
     if !agents::set_token(&mut tx, p.tenant(), id, &token_hash(&token)).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::AGENT_TOKEN_ROTATED,
-            p.actor(),
-            format!("agent:{id}"),
-            json!({}),
-        ),
-        now(),
+        &p,
+        ev::AGENT_TOKEN_ROTATED,
+        format!("agent:{id}"),
+        json!({}),
     )
     .await?;
     tx.commit().await?;
@@ -1102,16 +1090,12 @@ async fn rotate_signing_key(
     if !agents::clear_signing_key(&mut tx, p.tenant(), id).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::AGENT_SIGNING_KEY_CLEARED,
-            p.actor(),
-            format!("agent:{id}"),
-            json!({}),
-        ),
-        now(),
+        &p,
+        ev::AGENT_SIGNING_KEY_CLEARED,
+        format!("agent:{id}"),
+        json!({}),
     )
     .await?;
     tx.commit().await?;

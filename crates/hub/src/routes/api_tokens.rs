@@ -11,7 +11,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::secret::{API_TOKEN_PREFIX, new_token, token_hash};
 use trusthub_core::{Role, TokenScope, audit as ev, validate};
-use trusthub_store::audit;
+
 use trusthub_store::tokens::{self, ApiToken, NewToken};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -160,16 +160,12 @@ async fn create(
         now,
     )
     .await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::API_TOKEN_CREATED,
-            p.actor(),
-            format!("api_token:{}", stored.id),
-            json!({"name": name, "scope": scope}),
-        ),
-        now,
+        &p,
+        ev::API_TOKEN_CREATED,
+        format!("api_token:{}", stored.id),
+        json!({"name": name, "scope": scope}),
     )
     .await?;
     tx.commit().await?;
@@ -215,16 +211,12 @@ async fn delete(
     if !tokens::delete(&mut tx, p.tenant(), id, only).await? {
         return Err(ApiError::NotFound("API token"));
     }
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::API_TOKEN_DELETED,
-            p.actor(),
-            format!("api_token:{id}"),
-            json!({}),
-        ),
-        now(),
+        &p,
+        ev::API_TOKEN_DELETED,
+        format!("api_token:{id}"),
+        json!({}),
     )
     .await?;
     tx.commit().await?;

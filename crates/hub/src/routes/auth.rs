@@ -184,13 +184,8 @@ async fn logout(
     };
     let mut tx = state.db.begin().await?;
     sessions::delete(&mut tx, p.tenant(), session_id).await?;
-    audit::append(
-        &mut tx,
-        p.tenant(),
-        &meta.audit(ev::LOGOUT, p.actor(), p.actor(), json!({})),
-        now(),
-    )
-    .await?;
+    meta.record(&mut tx, &p, ev::LOGOUT, p.actor(), json!({}))
+        .await?;
     tx.commit().await?;
     let mut resp = StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(

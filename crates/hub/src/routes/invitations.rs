@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, token_hash};
 use trusthub_core::{Role, audit as ev, validate};
 use trusthub_store::invitations::Invitation;
-use trusthub_store::{audit, invitations, users};
+use trusthub_store::{invitations, users};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -140,16 +140,12 @@ async fn create(
         now + INVITATION_TTL,
     )
     .await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::INVITATION_CREATED,
-            p.actor(),
-            format!("invitation:{}", inv.id),
-            json!({"email": email, "role": role}),
-        ),
-        now,
+        &p,
+        ev::INVITATION_CREATED,
+        format!("invitation:{}", inv.id),
+        json!({"email": email, "role": role}),
     )
     .await?;
     tx.commit().await?;
@@ -213,16 +209,12 @@ async fn revoke(
     if !invitations::delete_pending(&mut tx, p.tenant(), id).await? {
         return Err(ApiError::NotFound("invitation"));
     }
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::INVITATION_REVOKED,
-            p.actor(),
-            format!("invitation:{id}"),
-            json!({}),
-        ),
-        now(),
+        &p,
+        ev::INVITATION_REVOKED,
+        format!("invitation:{id}"),
+        json!({}),
     )
     .await?;
     tx.commit().await?;

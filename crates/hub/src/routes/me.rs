@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use trusthub_core::{audit as ev, validate};
-use trusthub_store::{audit, sessions, tenants, users};
+use trusthub_store::{sessions, tenants, users};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -101,16 +101,12 @@ async fn change_password(
     let mut tx = state.db.begin().await?;
     users::set_password(&mut tx, p.tenant(), p.user.id, &hash, now).await?;
     let ended = sessions::delete_for_user(&mut tx, p.tenant(), p.user.id).await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::PASSWORD_CHANGED,
-            p.actor(),
-            p.actor(),
-            json!({"sessions_ended": ended}),
-        ),
-        now,
+        &p,
+        ev::PASSWORD_CHANGED,
+        p.actor(),
+        json!({"sessions_ended": ended}),
     )
     .await?;
     tx.commit().await?;

@@ -12,7 +12,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, random_bytes, token_hash};
 use trusthub_core::{TotpPurpose, audit as ev, totp};
-use trusthub_store::{audit, users};
+use trusthub_store::users;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -96,13 +96,8 @@ async fn verify(
     check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
-    audit::append(
-        &mut tx,
-        p.tenant(),
-        &meta.audit(ev::TOTP_ENABLED, p.actor(), p.actor(), json!({})),
-        now(),
-    )
-    .await?;
+    meta.record(&mut tx, &p, ev::TOTP_ENABLED, p.actor(), json!({}))
+        .await?;
     tx.commit().await?;
     Ok(axum::Json(TotpStatus { totp_enabled: true }))
 }
@@ -126,13 +121,8 @@ async fn disable(
     check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
-    audit::append(
-        &mut tx,
-        p.tenant(),
-        &meta.audit(ev::TOTP_DISABLED, p.actor(), p.actor(), json!({})),
-        now(),
-    )
-    .await?;
+    meta.record(&mut tx, &p, ev::TOTP_DISABLED, p.actor(), json!({}))
+        .await?;
     tx.commit().await?;
     Ok(axum::Json(TotpStatus {
         totp_enabled: false,
@@ -206,16 +196,12 @@ async fn challenge(
         expires_at,
     )
     .await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::TOTP_CHALLENGE_ISSUED,
-            p.actor(),
-            p.actor(),
-            json!({"purpose": purpose.as_str()}),
-        ),
-        now,
+        &p,
+        ev::TOTP_CHALLENGE_ISSUED,
+        p.actor(),
+        json!({"purpose": purpose.as_str()}),
     )
     .await?;
     tx.commit().await?;

@@ -3,7 +3,7 @@
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
-use crate::state::{AppState, now};
+use crate::state::AppState;
 use crate::views::UserView;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -68,16 +68,12 @@ async fn change_role(
     }
     let from = user.role;
     users::set_role(&mut tx, p.tenant(), id, role).await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::USER_ROLE_CHANGED,
-            p.actor(),
-            audit::user_actor(id),
-            json!({"from": from, "to": role}),
-        ),
-        now(),
+        &p,
+        ev::USER_ROLE_CHANGED,
+        audit::user_actor(id),
+        json!({"from": from, "to": role}),
     )
     .await?;
     tx.commit().await?;
@@ -107,16 +103,12 @@ async fn remove(
     }
     sessions::delete_for_user(&mut tx, p.tenant(), id).await?;
     users::delete(&mut tx, p.tenant(), id).await?;
-    audit::append(
+    meta.record(
         &mut tx,
-        p.tenant(),
-        &meta.audit(
-            ev::USER_REMOVED,
-            p.actor(),
-            audit::user_actor(id),
-            json!({"email": user.email, "role": user.role}),
-        ),
-        now(),
+        &p,
+        ev::USER_REMOVED,
+        audit::user_actor(id),
+        json!({"email": user.email, "role": user.role}),
     )
     .await?;
     tx.commit().await?;
