@@ -238,6 +238,19 @@ async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_lim
         .expect("q");
     assert_eq!((owners, tenants), (1, 1));
 
+    // Both processes sign action tokens with the one hub key created at first start.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let key_of = |base: String| async move {
+        let v: Value = reqwest::get(format!("{base}/agents/eat-public-key"))
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        v["public_key_hex"].as_str().expect("hex").to_owned()
+    };
+    assert_eq!(key_of(a.base.clone()).await, key_of(b.base.clone()).await);
+
     // A session made on one process works on the other.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();

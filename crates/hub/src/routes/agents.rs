@@ -46,6 +46,7 @@ const SLICES: [(&str, &str); 6] = [
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(create_enrollment_token))
+        .routes(routes!(eat_public_key))
         .routes(routes!(register))
         .routes(routes!(ingest))
         .routes(routes!(heartbeat))
@@ -169,6 +170,29 @@ async fn create_enrollment_token(
             tags,
         }),
     ))
+}
+
+/// The hub's public key for emergency action tokens.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EatPublicKey {
+    /// `EdDSA` (Ed25519, RFC 8037).
+    pub alg: String,
+    /// Key id, as in the `kid` header of every token.
+    pub kid: String,
+    /// The Ed25519 public key, hex.
+    pub public_key_hex: String,
+}
+
+/// The hub's EAT public key (CONTRACT 5), the same one agents pin at registration. Public: a
+/// public key is no secret, and anyone may check a token or a pin against it.
+#[utoipa::path(get, path = "/agents/eat-public-key", tag = "agents", responses((status = 200, body = EatPublicKey)))]
+async fn eat_public_key(State(state): State<AppState>) -> axum::Json<EatPublicKey> {
+    let public = state.eat_key.verifying_key();
+    axum::Json(EatPublicKey {
+        alg: "EdDSA".into(),
+        kid: trusthub_core::eat::kid(&public),
+        public_key_hex: hex(public.as_bytes()),
+    })
 }
 
 // ---------------------------------------------------------------- registration

@@ -162,6 +162,14 @@ async fn registration_pins_the_key_and_is_idempotent_per_machine(b: Backend) {
             .is_some_and(|t| t.starts_with("tha_"))
     );
     assert_eq!(first["hub_eat_public_key"].as_str().map(str::len), Some(64));
+    // The key agents pin is the one the hub publishes, without credentials.
+    let published = body(app.get("/agents/eat-public-key", &Auth::None).await).await;
+    assert_eq!(published["public_key_hex"], first["hub_eat_public_key"]);
+    assert_eq!(published["alg"], "EdDSA");
+    let pinned =
+        trusthub_core::agent::parse_public_key(published["public_key_hex"].as_str().expect("hex"))
+            .expect("key");
+    assert_eq!(published["kid"], trusthub_core::eat::kid(&pinned));
     assert_eq!(first["ingest_interval_secs"], 60);
     assert_eq!(first["inventory_interval_secs"], 21600);
     let again = register_raw(&app, &enroll, &k, &k, "machine-1").await;
