@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod audit;
 pub mod auth;
+pub mod canonical;
 pub mod eat;
 pub mod liveness;
 pub mod secret;
