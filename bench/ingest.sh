@@ -24,6 +24,7 @@ phase() {
 rawdir=$(mktemp -d)
 phase SQLite "" "sqlite://$rawdir/raw.db"
 rm -rf "$rawdir"
+[ "${ONLY:-}" = sqlite ] && exit 0
 db=th_bench_$$; raw=th_bench_raw_$$
 psql "$PG_ADMIN" -qc "CREATE DATABASE $db" -c "CREATE DATABASE $raw" >/dev/null
 phase PostgreSQL "${PG_ADMIN%/*}/$db" "${PG_ADMIN%/*}/$raw"

@@ -76,6 +76,7 @@ impl Server {
             &url,
             &DbOptions {
                 max_connections: settings.db.db_max_connections,
+                background_checkpoint: true,
                 ..DbOptions::default()
             },
         )

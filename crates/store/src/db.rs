@@ -25,6 +25,10 @@ pub struct DbOptions {
     pub max_connections: u32,
     /// How long a request waits for a connection before failing.
     pub acquire_timeout: Duration,
+    /// SQLite only: checkpoint the WAL from a background connection every second instead of
+    /// in the writer's commits (a commit that triggers an automatic checkpoint copies pages to
+    /// the database file and stalls every write queued behind it). For the long-running hub.
+    pub background_checkpoint: bool,
 }
 
 impl Default for DbOptions {
@@ -32,6 +36,7 @@ impl Default for DbOptions {
         DbOptions {
             max_connections: 10,
             acquire_timeout: Duration::from_secs(30),
+            background_checkpoint: false,
         }
     }
 }
@@ -74,11 +79,37 @@ impl Db {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(15))
                 .foreign_keys(true);
+            let write_opts = if opts.background_checkpoint {
+                base.clone().pragma("wal_autocheckpoint", "0")
+            } else {
+                base.clone()
+            };
             let write = SqlitePoolOptions::new()
                 .max_connections(1)
                 .acquire_timeout(opts.acquire_timeout)
-                .connect_with(base.clone())
+                .connect_with(write_opts)
                 .await?;
+            if opts.background_checkpoint {
+                let checkpointer = SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .connect_with(base.clone())
+                    .await?;
+                let watched = write.clone();
+                tokio::spawn(async move {
+                    let mut tick = tokio::time::interval(Duration::from_secs(1));
+                    while !watched.is_closed() {
+                        tick.tick().await;
+                        // PASSIVE: copies what it can without waiting for readers or the writer.
+                        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                            .execute(&checkpointer)
+                            .await
+                        {
+                            tracing::warn!(error = %e, "WAL checkpoint failed");
+                        }
+                    }
+                    checkpointer.close().await;
+                });
+            }
             let read = SqlitePoolOptions::new()
                 .max_connections(opts.max_connections.max(1))
                 .acquire_timeout(opts.acquire_timeout)
