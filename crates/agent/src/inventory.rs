@@ -93,6 +93,12 @@ async fn systemd() -> Value {
     )
     .await
     .unwrap_or_default();
+    parse_systemd(&units, &files)
+}
+
+/// Services from `systemctl list-units --type=service --all --plain --no-legend` and whether
+/// each is enabled, from `systemctl list-unit-files --type=service --no-legend`.
+pub fn parse_systemd(units: &str, files: &str) -> Value {
     let enabled: HashMap<&str, &str> = files
         .lines()
         .filter_map(|l| {
@@ -103,7 +109,10 @@ async fn systemd() -> Value {
     let list: Vec<Value> = units
         .lines()
         .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
+            let f: Vec<&str> = l
+                .trim_start_matches(['●', '*', ' '])
+                .split_whitespace()
+                .collect();
             (f.len() >= 4).then(|| {
                 json!({"unit": f[0], "load_state": f[1], "active_state": f[2], "sub_state": f[3],
                        "enabled": enabled.get(f[0]).is_some_and(|s| *s == "enabled")})
@@ -114,9 +123,8 @@ async fn systemd() -> Value {
 }
 
 /// A GET against the Docker Engine API over its Unix socket.
-async fn docker_get(path: &str) -> Option<Value> {
+async fn docker_get(socket: &Path, path: &str) -> Option<Value> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let socket = std::env::var("DOCKER_SOCKET").unwrap_or_else(|_| "/var/run/docker.sock".into());
     let mut s = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         tokio::net::UnixStream::connect(socket),
@@ -140,13 +148,21 @@ async fn docker_get(path: &str) -> Option<Value> {
 }
 
 async fn containers() -> Value {
-    let Some(Value::Array(list)) = docker_get("/containers/json?all=1").await else {
+    let socket = std::env::var_os("DOCKER_SOCKET")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/docker.sock"));
+    containers_at(&socket).await
+}
+
+/// Containers from the Docker Engine API at `socket` (none when nothing answers there).
+pub async fn containers_at(socket: &Path) -> Value {
+    let Some(Value::Array(list)) = docker_get(socket, "/containers/json?all=1").await else {
         return json!([]);
     };
     let mut out = Vec::with_capacity(list.len());
     for c in list {
         let id = c["Id"].as_str().unwrap_or_default().to_owned();
-        let restarts = docker_get(&format!("/containers/{id}/json"))
+        let restarts = docker_get(socket, &format!("/containers/{id}/json"))
             .await
             .and_then(|d| d["RestartCount"].as_i64())
             .unwrap_or(0);
@@ -684,6 +700,65 @@ mod tests {
     fn proc_net_addresses_decode() {
         assert_eq!(decode_addr("0100007F"), "127.0.0.1");
         assert_eq!(decode_addr("00000000000000000000000001000000"), "::1");
+    }
+
+    #[test]
+    fn systemctl_output_parses() {
+        let units = "nginx.service loaded active running A high performance web server\n\
+                     ● ssh.service loaded failed failed OpenBSD Secure Shell server\n";
+        let files = "nginx.service enabled enabled\nssh.service disabled enabled\n";
+        let v = parse_systemd(units, files);
+        assert_eq!(
+            v[0],
+            json!({"unit": "nginx.service", "load_state": "loaded", "active_state": "active", "sub_state": "running", "enabled": true})
+        );
+        assert_eq!(v[1]["unit"], "ssh.service");
+        assert_eq!(
+            (v[1]["active_state"].clone(), v[1]["enabled"].clone()),
+            (json!("failed"), json!(false))
+        );
+    }
+
+    /// A local server speaking the Docker Engine API over a Unix socket (HTTP/1.0).
+    #[tokio::test]
+    async fn containers_come_from_the_docker_engine_api_with_compose_labels_and_restarts() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir =
+            std::env::temp_dir().join(format!("docker-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sock = dir.join("docker.sock");
+        let listener = tokio::net::UnixListener::bind(&sock).expect("bind");
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                let body = if req.starts_with("GET /containers/json?all=1 ") {
+                    json!([{"Id": "abc123", "Names": ["/shop-db-1"], "Image": "postgres:16", "State": "running",
+                            "Labels": {"com.docker.compose.project": "shop", "com.docker.compose.service": "db"}},
+                           {"Id": "def456", "Names": ["/lonely"], "Image": "nginx", "State": "exited", "Labels": {}}])
+                } else if req.starts_with("GET /containers/abc123/json ") {
+                    json!({"Id": "abc123", "RestartCount": 3})
+                } else {
+                    json!({"Id": "def456", "RestartCount": 0})
+                };
+                let text = body.to_string();
+                let _ = s.write_all(format!("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}", text.len()).as_bytes()).await;
+            }
+        });
+        let v = containers_at(&sock).await;
+        assert_eq!(
+            v[0],
+            json!({"id": "abc123", "name": "shop-db-1", "image": "postgres:16", "state": "running", "restart_count": 3, "compose_project": "shop", "compose_service": "db"})
+        );
+        assert_eq!(v[1]["compose_project"], Value::Null);
+        assert_eq!(v[1]["state"], "exited");
+        assert_eq!(
+            containers_at(&dir.join("absent.sock")).await,
+            json!([]),
+            "no socket: an empty list, not an error"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
