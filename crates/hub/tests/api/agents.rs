@@ -543,6 +543,7 @@ async fn ingest_is_limited_to_sixty_batches_a_minute_per_agent(b: Backend) {
     let app = TestApp::spawn_with(b, |s| s.rate_limits = "on".into()).await;
     let host = register(&app).await;
     let other = register(&app).await;
+    fresh_minute().await;
     let mut refused = None;
     for i in 0..62 {
         let r = send(

@@ -415,6 +415,19 @@ pub async fn fresh_totp_window() -> i64 {
     }
 }
 
+/// Waits until the current minute has at least 12 seconds left, so that a test of a
+/// per-minute rate limit cannot see its window turn over half-way (the windows are aligned to
+/// whole minutes).
+pub async fn fresh_minute() {
+    while time::OffsetDateTime::now_utc()
+        .unix_timestamp()
+        .rem_euclid(60)
+        >= 48
+    {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// One received mail.
 #[derive(Debug, Clone)]
 pub struct Mail {
