@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use trusthub_store::PoolStats;
 
 /// Upper bounds of the latency buckets, in seconds.
@@ -25,6 +26,9 @@ struct Series {
 #[derive(Default)]
 pub struct Metrics {
     http: Mutex<BTreeMap<(String, String, u16), Series>>,
+    batches_stored: AtomicU64,
+    batches_duplicate: AtomicU64,
+    samples_stored: AtomicU64,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -48,6 +52,17 @@ impl Metrics {
             if seconds <= *le {
                 s.buckets[i] += 1;
             }
+        }
+    }
+
+    /// Records one acknowledged ingest batch.
+    pub fn ingested(&self, fresh: bool, samples: usize) {
+        if fresh {
+            self.batches_stored.fetch_add(1, Ordering::Relaxed);
+            self.samples_stored
+                .fetch_add(samples as u64, Ordering::Relaxed);
+        } else {
+            self.batches_duplicate.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -103,6 +118,19 @@ impl Metrics {
             );
         }
         drop(map);
+        let _ = write!(
+            out,
+            "# HELP trusthub_ingest_batches_total Agent batches acknowledged, by result.\n\
+             # TYPE trusthub_ingest_batches_total counter\n\
+             trusthub_ingest_batches_total{{result=\"stored\"}} {}\n\
+             trusthub_ingest_batches_total{{result=\"duplicate\"}} {}\n\
+             # HELP trusthub_ingest_samples_total Metric samples in stored batches.\n\
+             # TYPE trusthub_ingest_samples_total counter\n\
+             trusthub_ingest_samples_total {}\n",
+            self.batches_stored.load(Ordering::Relaxed),
+            self.batches_duplicate.load(Ordering::Relaxed),
+            self.samples_stored.load(Ordering::Relaxed)
+        );
         let _ = write!(
             out,
             "# HELP trusthub_db_pool_connections Database pool connections by state.\n\

@@ -516,6 +516,7 @@ async fn ingest(
         .as_ref()
         .and_then(|h| h.get("allowed_actions"))
         .and_then(|a| serde_json::from_value(a.clone()).ok());
+    let samples = batch.metrics.len();
     let fresh = state
         .ingest
         .submit(crate::ingest::Job {
@@ -526,6 +527,7 @@ async fn ingest(
             now,
         })
         .await?;
+    state.metrics.ingested(fresh, samples);
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(IngestAccepted {

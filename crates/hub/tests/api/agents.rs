@@ -299,6 +299,18 @@ async fn a_signed_batch_is_stored_once_and_queryable(b: Backend) {
     let r = send(&app, &host, body_bytes.as_bytes(), None, true).await;
     assert_eq!(body(r).await["duplicate"], true);
     assert_eq!(count(&app, "metric_points").await, 3, "stored once");
+    let prom = app
+        .get("//metrics", &Auth::None)
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        prom.contains("trusthub_ingest_batches_total{result=\"stored\"} 1"),
+        "{prom}"
+    );
+    assert!(prom.contains("trusthub_ingest_batches_total{result=\"duplicate\"} 1"));
+    assert!(prom.contains("trusthub_ingest_samples_total 3"));
     assert_eq!(count(&app, "inventory_snapshots").await, 1);
 
     let id = &host.id;
