@@ -154,6 +154,13 @@ impl HubClient {
         let detail = resp.text().await.unwrap_or_default();
         match status.as_u16() {
             400 | 413 | 415 | 422 => PushOutcome::Rejected(format!("{status}: {detail}")),
+            401 => PushOutcome::Later {
+                reason: format!(
+                    "the hub refused this agent's token or signature ({detail}); if the token was rotated or \
+                     the agent deleted, start it once with --enroll <token>"
+                ),
+                retry_after,
+            },
             _ => PushOutcome::Later {
                 reason: format!("{status}: {detail}"),
                 retry_after,

@@ -91,20 +91,31 @@ fn inventory_os_name() -> String {
 
 /// Registers if the state dir holds no registration yet; returns the registration.
 pub async fn ensure_registered(opts: &Options, dir: &StateDir) -> Result<Registration, String> {
-    if let Some(r) = dir.registration().map_err(|e| e.to_string())? {
-        return Ok(r);
-    }
-    let (Some(hub), Some(enroll)) = (&opts.hub, &opts.enroll) else {
-        return Err(format!(
-            "{} holds no registration: start once with --hub <url> --enroll <token>",
-            dir.path().display()
-        ));
+    let existing = dir.registration().map_err(|e| e.to_string())?;
+    // An enrollment token on the command line always (re-)registers: the same key keeps the
+    // same agent id and gets a new token (how an agent recovers after a token rotation).
+    let (hub, enroll) = match (&opts.enroll, &existing) {
+        (None, Some(r)) => return Ok(r.clone()),
+        (Some(enroll), _) => (
+            opts.hub
+                .clone()
+                .or_else(|| existing.as_ref().map(|r| r.hub.clone())),
+            enroll,
+        ),
+        (None, None) => {
+            return Err(format!(
+                "{} holds no registration: start once with --hub <url> --enroll <token>",
+                dir.path().display()
+            ));
+        }
     };
+    let hub = hub.ok_or("--hub <url> is needed to enrol")?;
     let key = dir.signing_key().map_err(|e| e.to_string())?;
-    let client = client_for(hub, opts)?;
+    let client = client_for(&hub, opts)?;
     let reg = client.register(enroll, &key, &host_facts()).await?;
     dir.save_registration(&reg).map_err(|e| e.to_string())?;
-    tracing::info!(agent_id = %reg.agent_id, hub = %reg.hub, "registered");
+    let again = existing.is_some_and(|e| e.agent_id == reg.agent_id);
+    tracing::info!(agent_id = %reg.agent_id, hub = %reg.hub, again, "registered");
     Ok(reg)
 }
 

@@ -306,3 +306,87 @@ fn install_writes_a_systemd_unit_and_an_unregistered_agent_explains_itself() {
         .expect("run");
     assert!(!bad.status.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_token_rotation_the_agent_recovers_by_enrolling_again_with_the_same_identity() {
+    let (hub_dir, state) = (TempDir::new(), TempDir::new());
+    let mut settings = Settings::with_data_dir(hub_dir.0.clone());
+    settings.listen = "127.0.0.1:0".parse().expect("addr");
+    settings.admin_password = Some("agent test password".into());
+    settings.rate_limits = "off".into();
+    let (hub, addr) = start_hub(settings).await;
+    let base = format!("http://{addr}");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let login = client
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&json!({"email": "admin@trusthub.local", "password": "agent test password"}))
+        .send()
+        .await
+        .expect("login");
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .expect("c")
+        .split(';')
+        .next()
+        .expect("c")
+        .to_owned();
+    let enroll = |cookie: String| {
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            let v: Value = client
+                .post(format!("{base}/api/v1/agents/enrollment-tokens"))
+                .header("cookie", cookie)
+                .json(&json!({}))
+                .send()
+                .await
+                .expect("enroll")
+                .json()
+                .await
+                .expect("json");
+            v["token"].as_str().expect("token").to_owned()
+        }
+    };
+    let agent = Agent::start(
+        &state.0,
+        &["--hub", &base, "--enroll", &enroll(cookie.clone()).await],
+    );
+    let mut id = String::new();
+    for _ in 0..100 {
+        if let Some(a) = get(&client, &base, &cookie, "/agents")
+            .await
+            .as_array()
+            .and_then(|a| a.first().cloned())
+            && a["last_seen_at"].is_string()
+        {
+            id = a["id"].as_str().expect("id").to_owned();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!id.is_empty(), "registered and pushing");
+    let rotated = client
+        .post(format!("{base}/api/v1/agents/{id}/rotate-token"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("rotate");
+    assert_eq!(rotated.status(), 200);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(spooled(&state.0) >= 1, "refused batches stay spooled");
+    agent.stop();
+    // Enrolling again (no --hub: the registration remembers it) keeps the agent id.
+    let agent = Agent::start(&state.0, &["--enroll", &enroll(cookie.clone()).await]);
+    for _ in 0..100 {
+        if spooled(&state.0) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(spooled(&state.0), 0, "the spool drained with the new token");
+    let agents = get(&client, &base, &cookie, "/agents").await;
+    assert_eq!(agents.as_array().map(Vec::len), Some(1));
+    assert_eq!(agents[0]["id"].as_str(), Some(id.as_str()));
+    agent.stop();
+    hub.stop().await;
+}
