@@ -48,3 +48,5 @@ pub const AGENT_TOKEN_ROTATED: &str = "agent_token_rotated";
 pub const AGENT_SIGNING_KEY_CLEARED: &str = "agent_signing_key_cleared";
 /// An agent's governance settings changed.
 pub const AGENT_GOVERNANCE_CHANGED: &str = "agent_governance_changed";
+/// An enrollment token was revoked.
+pub const ENROLLMENT_TOKEN_REVOKED: &str = "enrollment_token_revoked";

@@ -324,3 +324,41 @@ pub async fn seen_many(
     }
     Ok(())
 }
+
+/// An enrollment token as listed (never the token).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EnrollmentTokenRow {
+    /// Id.
+    pub id: Uuid,
+    /// Tags given to enrolled agents.
+    pub tags: Json<Vec<String>>,
+    /// Who made it.
+    pub created_by: Option<Uuid>,
+    /// When.
+    pub created_at: OffsetDateTime,
+    /// Until when it enrols.
+    pub expires_at: OffsetDateTime,
+}
+
+/// The tenant's enrollment tokens that have not expired, newest first.
+pub async fn list_enrollment_tokens(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> StoreResult<Vec<EnrollmentTokenRow>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, EnrollmentTokenRow>(
+        "SELECT id, tags, created_by, created_at, expires_at FROM enrollment_tokens \
+         WHERE tenant_id = $1 AND expires_at > $2 ORDER BY created_at DESC, id DESC")
+        .bind(tenant.0).bind(now).fetch_all(&mut *c).await?))
+}
+
+/// Revokes an enrollment token; false when the tenant has no such token.
+pub async fn delete_enrollment_token(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("DELETE FROM enrollment_tokens WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}

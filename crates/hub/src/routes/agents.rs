@@ -45,7 +45,8 @@ const SLICES: [(&str, &str); 6] = [
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_enrollment_token))
+        .routes(routes!(create_enrollment_token, list_enrollment_tokens))
+        .routes(routes!(revoke_enrollment_token))
         .routes(routes!(eat_public_key))
         .routes(routes!(register))
         .routes(routes!(ingest))
@@ -170,6 +171,70 @@ async fn create_enrollment_token(
             tags,
         }),
     ))
+}
+
+/// An enrollment token as listed (never the token itself).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnrollmentTokenView {
+    /// Id.
+    pub id: Uuid,
+    /// Tags given to enrolled agents.
+    pub tags: Vec<String>,
+    /// Who created it.
+    pub created_by: Option<Uuid>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Until when it enrols.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// The tenant's enrollment tokens that still enrol (admin), newest first.
+#[utoipa::path(get, path = "/agents/enrollment-tokens", tag = "agents", responses((status = 200, body = Vec<EnrollmentTokenView>)))]
+async fn list_enrollment_tokens(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+) -> ApiResult<axum::Json<Vec<EnrollmentTokenView>>> {
+    let mut c = state.db.conn().await?;
+    let rows = agents::list_enrollment_tokens(&mut c, p.tenant(), now()).await?;
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(|r| EnrollmentTokenView {
+                id: r.id,
+                tags: r.tags.0,
+                created_by: r.created_by,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+            })
+            .collect(),
+    ))
+}
+
+/// Revoke an enrollment token (admin): it enrols no more hosts; agents it enrolled keep
+/// working.
+#[utoipa::path(delete, path = "/agents/enrollment-tokens/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Enrollment token id")),
+    responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
+async fn revoke_enrollment_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    if !agents::delete_enrollment_token(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("enrollment token"));
+    }
+    meta.record(
+        &mut tx,
+        &p,
+        ev::ENROLLMENT_TOKEN_REVOKED,
+        format!("enrollment_token:{id}"),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// The hub's public key for emergency action tokens.

@@ -25,6 +25,7 @@ crate::dual!(
     governance_is_validated_and_the_host_allowlist_vetoes,
     only_admins_enrol_and_rotate,
     concurrent_batches_and_concurrent_duplicates_are_each_stored_once,
+    enrollment_tokens_are_listed_without_secrets_and_revocable,
 );
 
 fn key() -> SigningKey {
@@ -1221,4 +1222,73 @@ async fn futures_join<F: std::future::Future<Output = Response> + Send>(
         set.push(d.expect("done"));
     }
     set
+}
+
+async fn enrollment_tokens_are_listed_without_secrets_and_revocable(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let token = enrollment_token(&app, &app.owner).await;
+    let list = body(app.get("/agents/enrollment-tokens", &app.owner).await).await;
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_eq!(list[0]["tags"], json!(["env:test"]));
+    assert!(!list.to_string().contains(&token), "never the token");
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    let (viewer, _) = app.user_with_role("operator").await;
+    assert_problem(
+        app.get("/agents/enrollment-tokens", &viewer).await,
+        403,
+        "forbidden",
+    )
+    .await;
+    assert_problem(
+        app.delete(&format!("/agents/enrollment-tokens/{id}"), &viewer)
+            .await,
+        403,
+        "forbidden",
+    )
+    .await;
+    let other = app.other_tenant().await;
+    assert_problem(
+        app.delete(&format!("/agents/enrollment-tokens/{id}"), &other)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(
+        body(app.get("/agents/enrollment-tokens", &other).await).await,
+        json!([])
+    );
+    // Still enrols after the refused attempts; no more after the revocation.
+    let k = key();
+    assert_eq!(
+        register_raw(&app, &token, &k, &k, "m-1").await.status(),
+        201
+    );
+    assert_eq!(
+        app.delete(&format!("/agents/enrollment-tokens/{id}"), &app.owner)
+            .await
+            .status(),
+        204
+    );
+    assert_problem(
+        register_raw(&app, &token, &k, &k, "m-2").await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    assert_problem(
+        app.delete(&format!("/agents/enrollment-tokens/{id}"), &app.owner)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    // The agent it enrolled keeps working.
+    assert_eq!(
+        body(app.get("/agents", &app.owner).await)
+            .await
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
 }
