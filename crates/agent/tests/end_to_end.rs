@@ -105,16 +105,24 @@ fn spooled(state: &Path) -> usize {
         .unwrap_or(0)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and_an_agent_restart()
-{
-    let (hub_dir, state) = (TempDir::new(), TempDir::new());
-    let mut settings = Settings::with_data_dir(hub_dir.0.clone());
+/// A running hub with a logged-in owner.
+struct Fixture {
+    hub: Hub,
+    settings: Settings,
+    base: String,
+    client: reqwest::Client,
+    cookie: String,
+    _dir: TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let dir = TempDir::new();
+    let mut settings = Settings::with_data_dir(dir.0.clone());
     settings.listen = "127.0.0.1:0".parse().expect("addr");
     settings.admin_password = Some("agent test password".into());
     settings.rate_limits = "off".into();
     let (hub, addr) = start_hub(settings.clone()).await;
-    settings.listen = addr; // the restarted hub comes back on the same port
+    settings.listen = addr; // a restarted hub comes back on the same port
     let base = format!("http://{addr}");
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
@@ -131,17 +139,48 @@ async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and
         .next()
         .expect("c")
         .to_owned();
-    let enroll: Value = client
-        .post(format!("{base}/api/v1/agents/enrollment-tokens"))
-        .header("cookie", &cookie)
-        .json(&json!({"tags": ["env:test"]}))
-        .send()
-        .await
-        .expect("enroll")
-        .json()
-        .await
-        .expect("json");
-    let token = enroll["token"].as_str().expect("token").to_owned();
+    Fixture {
+        hub,
+        settings,
+        base,
+        client,
+        cookie,
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    /// A new enrollment token with these tags.
+    async fn enrollment_token(&self, tags: Value) -> String {
+        let v: Value = self
+            .client
+            .post(format!("{}/api/v1/agents/enrollment-tokens", self.base))
+            .header("cookie", &self.cookie)
+            .json(&json!({"tags": tags}))
+            .send()
+            .await
+            .expect("enroll")
+            .json()
+            .await
+            .expect("json");
+        v["token"].as_str().expect("token").to_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and_an_agent_restart()
+{
+    let state = TempDir::new();
+    let f = fixture().await;
+    let token = f.enrollment_token(json!(["env:test"])).await;
+    let Fixture {
+        hub,
+        settings,
+        base,
+        client,
+        cookie,
+        _dir,
+    } = f;
 
     let agent = Agent::start(&state.0, &["--hub", &base, "--enroll", &token]);
     let mut agent_id = String::new();
@@ -309,47 +348,17 @@ fn install_writes_a_systemd_unit_and_an_unregistered_agent_explains_itself() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_token_rotation_the_agent_recovers_by_enrolling_again_with_the_same_identity() {
-    let (hub_dir, state) = (TempDir::new(), TempDir::new());
-    let mut settings = Settings::with_data_dir(hub_dir.0.clone());
-    settings.listen = "127.0.0.1:0".parse().expect("addr");
-    settings.admin_password = Some("agent test password".into());
-    settings.rate_limits = "off".into();
-    let (hub, addr) = start_hub(settings).await;
-    let base = format!("http://{addr}");
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
-    let login = client
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&json!({"email": "admin@trusthub.local", "password": "agent test password"}))
-        .send()
-        .await
-        .expect("login");
-    let cookie = login.headers()["set-cookie"]
-        .to_str()
-        .expect("c")
-        .split(';')
-        .next()
-        .expect("c")
-        .to_owned();
-    let enroll = |cookie: String| {
-        let (client, base) = (client.clone(), base.clone());
-        async move {
-            let v: Value = client
-                .post(format!("{base}/api/v1/agents/enrollment-tokens"))
-                .header("cookie", cookie)
-                .json(&json!({}))
-                .send()
-                .await
-                .expect("enroll")
-                .json()
-                .await
-                .expect("json");
-            v["token"].as_str().expect("token").to_owned()
-        }
-    };
+    let state = TempDir::new();
+    let f = fixture().await;
+    let (base, client, cookie) = (f.base.clone(), f.client.clone(), f.cookie.clone());
     let agent = Agent::start(
         &state.0,
-        &["--hub", &base, "--enroll", &enroll(cookie.clone()).await],
+        &[
+            "--hub",
+            &base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+        ],
     );
     let mut id = String::new();
     for _ in 0..100 {
@@ -376,7 +385,10 @@ async fn after_a_token_rotation_the_agent_recovers_by_enrolling_again_with_the_s
     assert!(spooled(&state.0) >= 1, "refused batches stay spooled");
     agent.stop();
     // Enrolling again (no --hub: the registration remembers it) keeps the agent id.
-    let agent = Agent::start(&state.0, &["--enroll", &enroll(cookie.clone()).await]);
+    let agent = Agent::start(
+        &state.0,
+        &["--enroll", &f.enrollment_token(json!([])).await],
+    );
     for _ in 0..100 {
         if spooled(&state.0) == 0 {
             break;
@@ -388,5 +400,5 @@ async fn after_a_token_rotation_the_agent_recovers_by_enrolling_again_with_the_s
     assert_eq!(agents.as_array().map(Vec::len), Some(1));
     assert_eq!(agents[0]["id"].as_str(), Some(id.as_str()));
     agent.stop();
-    hub.stop().await;
+    f.hub.stop().await;
 }

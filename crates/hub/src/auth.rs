@@ -110,15 +110,8 @@ pub async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Principal, A
         return Ok(p.clone());
     }
     let now = now();
-    let principal = if let Some(authz) = parts.headers.get(header::AUTHORIZATION) {
-        let raw = authz.to_str().map_err(|_| ApiError::unauthenticated())?;
-        let token = raw
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-            .ok_or_else(|| {
-                ApiError::Unauthenticated("expected Authorization: Bearer <token>".into())
-            })?;
+    let principal = if parts.headers.contains_key(header::AUTHORIZATION) {
+        let token = bearer(&parts.headers)?;
         if !token.starts_with(API_TOKEN_PREFIX) {
             return Err(ApiError::unauthenticated());
         }
@@ -389,7 +382,7 @@ pub struct AgentAuth(pub trusthub_store::agents::Agent);
 impl FromRequestParts<AppState> for AgentAuth {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts)?;
+        let token = bearer(&parts.headers)?;
         if !token.starts_with(trusthub_core::agent::AGENT_TOKEN_PREFIX) {
             return Err(ApiError::Unauthenticated(
                 "expected an agent token (tha_...)".into(),
@@ -406,9 +399,8 @@ impl FromRequestParts<AppState> for AgentAuth {
 }
 
 /// The token of `Authorization: Bearer <token>`.
-pub fn bearer(parts: &Parts) -> Result<&str, ApiError> {
-    parts
-        .headers
+pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|raw| raw.split_once(' '))

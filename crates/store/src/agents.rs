@@ -212,22 +212,6 @@ pub async fn clear_signing_key(
     Ok(n == 1)
 }
 
-/// Records that data arrived (and the heartbeat's facts when there are some).
-pub async fn seen(
-    ex: &mut impl Exec,
-    id: Uuid,
-    now: OffsetDateTime,
-    heartbeat: Option<&serde_json::Value>,
-    reported_actions: Option<&[String]>,
-) -> StoreResult<()> {
-    on!(ex, c => sqlx::query(
-        "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE($2, last_heartbeat), \
-         reported_actions = COALESCE($3, reported_actions) WHERE id = $4")
-        .bind(now).bind(heartbeat.map(Json)).bind(reported_actions.map(Json)).bind(id)
-        .execute(&mut *c).await?.rows_affected());
-    Ok(())
-}
-
 /// The governed settings.
 #[derive(Debug, Clone)]
 pub struct Governance {
@@ -268,7 +252,8 @@ pub struct Seen<'a> {
     pub reported_actions: Option<&'a [String]>,
 }
 
-/// [`seen`] for many agents in one statement.
+/// Records that data arrived from these agents (and their heartbeat facts, when there are
+/// some), in one statement.
 pub async fn seen_many(
     ex: &mut impl Exec,
     rows: &[Seen<'_>],

@@ -9,18 +9,6 @@ use time::OffsetDateTime;
 use trusthub_core::agent::MetricSample;
 use uuid::Uuid;
 
-/// Remembers a batch id of an agent; false when it was seen before (a duplicate).
-pub async fn claim_batch(
-    ex: &mut impl Exec,
-    agent_id: Uuid,
-    batch_id: Uuid,
-    now: OffsetDateTime,
-) -> StoreResult<bool> {
-    let n = on!(ex, c => sqlx::query("INSERT INTO ingest_batches (agent_id, batch_id, received_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-        .bind(agent_id).bind(batch_id).bind(now).execute(&mut *c).await?.rows_affected());
-    Ok(n == 1)
-}
-
 /// Remembers several batch ids at once; returns those that were new.
 pub async fn claim_batches(
     ex: &mut impl Exec,

@@ -322,15 +322,7 @@ async fn register(
     body: SignedBody,
 ) -> ApiResult<(StatusCode, axum::Json<Registered>)> {
     let enrollment = {
-        let auth = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        let token = auth
-            .split_once(' ')
-            .filter(|(s, _)| s.eq_ignore_ascii_case("bearer"))
-            .map(|(_, t)| t.trim())
-            .unwrap_or_default();
+        let token = crate::auth::bearer(&headers)?;
         if !token.starts_with(ENROLLMENT_TOKEN_PREFIX) {
             return Err(ApiError::Unauthenticated(
                 "expected Authorization: Bearer <enrollment token>".into(),
@@ -646,7 +638,12 @@ async fn heartbeat(
         .and_then(|a| serde_json::from_value(a.clone()).ok());
     let now = now();
     let mut tx = state.db.begin().await?;
-    agents::seen(&mut tx, agent.id, now, facts.as_ref(), reported.as_deref()).await?;
+    let seen = agents::Seen {
+        agent_id: agent.id,
+        heartbeat: facts.as_ref(),
+        reported_actions: reported.as_deref(),
+    };
+    agents::seen_many(&mut tx, &[seen], now).await?;
     tx.commit().await?;
     Ok(axum::Json(HeartbeatAck { server_time: now }))
 }
