@@ -110,6 +110,45 @@ pub struct Batch {
     /// The process list.
     #[serde(default)]
     pub processes: Option<Vec<serde_json::Value>>,
+    /// What runs now, sent with every batch for the liveness check: `{systemd: [{unit,
+    /// active_state}], containers: [{name, state, compose_project, compose_service}]}`.
+    #[serde(default)]
+    pub live: Option<serde_json::Value>,
+    /// Results of the HTTP checks the hub asked for.
+    #[serde(default)]
+    pub app_checks: Vec<AppCheck>,
+}
+
+/// One HTTP check of an `http` app, run by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppCheck {
+    /// The app.
+    pub app_id: Uuid,
+    /// When it ran.
+    #[serde(with = "time::serde::rfc3339")]
+    pub checked_at: OffsetDateTime,
+    /// 2xx or 3xx within the timeout.
+    pub ok: bool,
+    /// HTTP status, when one came.
+    #[serde(default)]
+    pub status_code: Option<u16>,
+    /// Milliseconds until the answer (or the failure).
+    #[serde(default)]
+    pub latency_ms: Option<u64>,
+    /// Why it failed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// An HTTP check the hub asks an agent to run (in the answer to each batch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpCheck {
+    /// The app.
+    pub app_id: Uuid,
+    /// URL.
+    pub endpoint: String,
+    /// Seconds between checks.
+    pub interval_seconds: i64,
 }
 
 /// Longest metric name.

@@ -50,3 +50,25 @@ pub const AGENT_SIGNING_KEY_CLEARED: &str = "agent_signing_key_cleared";
 pub const AGENT_GOVERNANCE_CHANGED: &str = "agent_governance_changed";
 /// An enrollment token was revoked.
 pub const ENROLLMENT_TOKEN_REVOKED: &str = "enrollment_token_revoked";
+/// An app was tracked.
+pub const APP_CREATED: &str = "app_created";
+/// An app's expected state changed.
+pub const APP_EXPECTED_STATE_CHANGED: &str = "app_expected_state_changed";
+/// An app was untracked.
+pub const APP_DELETED: &str = "app_deleted";
+/// An alert was resolved by a user.
+pub const ALERT_RESOLVED: &str = "alert_resolved";
+/// An alert rule was created.
+pub const ALERT_RULE_CREATED: &str = "alert_rule_created";
+/// An alert rule was removed.
+pub const ALERT_RULE_DELETED: &str = "alert_rule_deleted";
+/// A webhook endpoint was created.
+pub const WEBHOOK_CREATED: &str = "webhook_created";
+/// A webhook endpoint was removed.
+pub const WEBHOOK_DELETED: &str = "webhook_deleted";
+/// A delivery was queued again by a user.
+pub const WEBHOOK_REDELIVERY_REQUESTED: &str = "webhook_redelivery_requested";
+/// SPEC 6.2 / 6.4: an alert-rule webhook delivery (each outcome).
+pub const WEBHOOK_DELIVERY: &str = "webhook_delivery";
+/// SPEC 6.4: a webhook delivery failed for good.
+pub const WEBHOOK_DELIVERY_FAILED: &str = "webhook_delivery_failed";

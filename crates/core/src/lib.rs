@@ -4,6 +4,8 @@
 //! can be unit-tested against the SPEC section it implements.
 
 pub mod agent;
+pub mod alerting;
+pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod canonical;

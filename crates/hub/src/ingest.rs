@@ -31,6 +31,10 @@ pub struct Job {
     pub inventory_at: Option<OffsetDateTime>,
     /// The host allowlist the heartbeat reported.
     pub reported_actions: Option<Vec<String>>,
+    /// What runs on the host, for the liveness check.
+    pub observed: Option<trusthub_core::apps::ObservedMap>,
+    /// HTTP check results.
+    pub checks: Vec<trusthub_store::apps::CheckResult>,
     /// The hub's clock at arrival.
     pub now: OffsetDateTime,
 }
@@ -128,6 +132,12 @@ pub async fn commit_group(db: &Db, cache: &SeriesCache, jobs: &[Job]) -> StoreRe
             }
             if let Some(p) = &job.batch.processes {
                 telemetry::set_processes(&mut tx, job.agent_id, p, job.now).await?;
+            }
+            if let Some(observed) = &job.observed {
+                trusthub_store::apps::set_live(&mut tx, job.agent_id, observed, job.now).await?;
+            }
+            if !job.checks.is_empty() {
+                trusthub_store::apps::record_checks(&mut tx, job.agent_id, &job.checks).await?;
             }
         }
         flags.push(fresh);

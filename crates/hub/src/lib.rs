@@ -4,6 +4,7 @@
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
 pub mod admin;
+pub mod alerting;
 pub mod auth;
 pub mod error;
 pub mod extract;
@@ -20,6 +21,8 @@ pub mod settings;
 pub mod state;
 pub mod tls;
 pub mod views;
+pub mod webhook_client;
+pub mod workers;
 
 pub use server::{Server, StartError};
 pub use settings::{DbSettings, Settings};

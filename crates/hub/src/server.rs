@@ -128,6 +128,7 @@ impl Server {
             settings,
             eat_key,
             ingest,
+            instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         }));
         let router = crate::router(state.clone(), extra);
         Ok(Server {
@@ -173,6 +174,7 @@ impl Server {
         } = self;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
+        let workers = crate::workers::spawn(&state);
         let stopping = Arc::new(tokio::sync::Notify::new());
         let notify = stopping.clone();
         let signal = async move {
@@ -205,6 +207,9 @@ impl Server {
             }
         };
         housekeeping.abort();
+        for w in workers {
+            w.abort();
+        }
         state.db.close().await;
         result
     }
@@ -231,6 +236,11 @@ async fn housekeeping(state: AppState) {
             trusthub_store::telemetry::purge_batches(
                 &mut tx,
                 now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
+            )
+            .await?;
+            trusthub_store::apps::purge_checks(
+                &mut tx,
+                now - time::Duration::days(state.settings.app_check_retention_days.max(1)),
             )
             .await?;
             tx.commit().await?;

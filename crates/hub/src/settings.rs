@@ -104,6 +104,38 @@ pub struct Settings {
     /// Seconds in-flight requests get to finish after SIGTERM.
     #[arg(long, env = "TRUSTHUB_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
+    /// Seconds between liveness checks of tracked apps (SPEC 3.1: 60).
+    #[arg(long, env = "TRUSTHUB_LIVENESS_INTERVAL_SECS", default_value_t = 60)]
+    pub liveness_interval_secs: u64,
+    /// Seconds between alert-rule evaluations (CONTRACT 11: 30).
+    #[arg(long, env = "TRUSTHUB_RULE_EVAL_INTERVAL_SECS", default_value_t = 30)]
+    pub rule_eval_interval_secs: u64,
+    /// Waits before each webhook retry (SPEC 3.3: `10s,60s,5m`).
+    #[arg(long, env = "TRUSTHUB_WEBHOOK_RETRY_SCHEDULE", default_value = "10s,60s,5m", value_parser = parse_schedule)]
+    pub webhook_retry_schedule: Schedule,
+    /// Seconds an endpoint rests after a delivery failed for good (SPEC 3.3: 600).
+    #[arg(long, env = "TRUSTHUB_WEBHOOK_COOLDOWN_SECS", default_value_t = 600)]
+    pub webhook_cooldown_secs: u64,
+    /// Seconds a webhook attempt may take, connecting and answering together.
+    #[arg(long, env = "TRUSTHUB_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
+    pub webhook_timeout_secs: u64,
+    /// Allow webhook URLs that resolve to link-local addresses (169.254.0.0/16, fe80::/10,
+    /// cloud metadata services). Off by default.
+    #[arg(long, env = "TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL", default_value_t = false)]
+    pub webhook_allow_link_local: bool,
+    /// Days HTTP check results are kept.
+    #[arg(long, env = "TRUSTHUB_APP_CHECK_RETENTION_DAYS", default_value_t = 30)]
+    pub app_check_retention_days: i64,
+}
+
+/// A webhook retry schedule: the wait before each retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule(pub Vec<std::time::Duration>);
+
+fn parse_schedule(s: &str) -> Result<Schedule, String> {
+    trusthub_core::webhook::parse_schedule(s)
+        .map(Schedule)
+        .ok_or_else(|| "expected durations like 10s,60s,5m".to_owned())
 }
 
 impl Settings {
@@ -147,6 +179,17 @@ impl Settings {
             body_limit_bytes: 8 * 1024 * 1024,
             session_ttl_secs: 7 * 24 * 3600,
             shutdown_grace_secs: 30,
+            liveness_interval_secs: 60,
+            rule_eval_interval_secs: 30,
+            webhook_retry_schedule: Schedule(vec![
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(60),
+                std::time::Duration::from_secs(300),
+            ]),
+            webhook_cooldown_secs: 600,
+            webhook_timeout_secs: 10,
+            webhook_allow_link_local: false,
+            app_check_retention_days: 30,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,
         }

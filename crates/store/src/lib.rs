@@ -10,17 +10,22 @@ mod db;
 mod error;
 
 pub mod agents;
+pub mod alerts;
+pub mod apps;
 pub mod audit;
 pub mod invitations;
+pub mod leases;
 pub mod meta;
 pub mod password_resets;
 pub mod rate_limits;
+pub mod rules;
 pub mod sessions;
 pub mod telemetry;
 pub mod tenants;
 pub mod tokens;
 pub mod totp;
 pub mod users;
+pub mod webhooks;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
 pub use error::{StoreError, StoreResult};

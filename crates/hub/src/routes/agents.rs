@@ -497,6 +497,10 @@ pub struct IngestAccepted {
     pub ingest_interval_secs: i64,
     /// The inventory interval the hub's governance asks for now.
     pub inventory_interval_secs: i64,
+    /// The HTTP checks of this agent's `http` apps: `{app_id, endpoint, interval_seconds}`;
+    /// results go back in `app_checks` of later batches.
+    #[schema(value_type = Vec<Object>)]
+    pub http_checks: Vec<wire::HttpCheck>,
 }
 
 /// Push a batch (CONTRACT 4): `Authorization: Bearer <agent token>`, `X-Service-Signature`
@@ -568,6 +572,23 @@ async fn ingest(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let observed = observed_map(&batch);
+    let checks: Vec<trusthub_store::apps::CheckResult> = batch
+        .app_checks
+        .iter()
+        .map(|c| trusthub_store::apps::CheckResult {
+            app_id: c.app_id,
+            checked_at: c
+                .checked_at
+                .to_offset(time::UtcOffset::UTC)
+                .replace_nanosecond(0)
+                .unwrap_or(c.checked_at),
+            ok: c.ok,
+            status_code: c.status_code.map(i64::from),
+            latency_ms: c.latency_ms.map(|l| l.min(i64::MAX as u64) as i64),
+            error: c.error.as_ref().map(|e| e.chars().take(500).collect()),
+        })
+        .collect();
     let reported_actions: Option<Vec<String>> = batch
         .heartbeat
         .as_ref()
@@ -581,10 +602,24 @@ async fn ingest(
             batch,
             inventory_at,
             reported_actions,
+            observed,
+            checks,
             now,
         })
         .await?;
     state.metrics.ingested(fresh, samples);
+    let http_checks = {
+        let mut c = state.db.conn().await?;
+        trusthub_store::apps::http_checks_of(&mut c, agent.id)
+            .await?
+            .into_iter()
+            .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
+                app_id,
+                endpoint,
+                interval_seconds,
+            })
+            .collect()
+    };
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(IngestAccepted {
@@ -593,7 +628,39 @@ async fn ingest(
             server_time: now,
             ingest_interval_secs: agent.ingest_interval_secs,
             inventory_interval_secs: agent.inventory_interval_secs,
+            http_checks,
         }),
+    ))
+}
+
+/// What runs on the host according to a batch (`live`, `processes`, or the inventory's
+/// lists), reduced for the liveness check; `None` when the batch says nothing about it.
+fn observed_map(batch: &Batch) -> Option<trusthub_core::apps::ObservedMap> {
+    let inv = batch.inventory.as_ref();
+    let live = batch.live.as_ref();
+    if live.is_none() && batch.processes.is_none() && inv.is_none() {
+        return None;
+    }
+    let list = |key: &str| -> Vec<Value> {
+        live.and_then(|l| l.get(key))
+            .or_else(|| inv.and_then(|i| i.get(key)))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let processes = batch
+        .processes
+        .clone()
+        .or_else(|| {
+            inv.and_then(|i| i.get("processes"))
+                .and_then(Value::as_array)
+                .cloned()
+        })
+        .unwrap_or_default();
+    Some(trusthub_core::apps::observed_map(
+        &list("systemd"),
+        &list("containers"),
+        &processes,
     ))
 }
 

@@ -1,6 +1,8 @@
 //! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
 
 pub mod agents;
+pub mod alerts;
+pub mod apps;
 pub mod api_tokens;
 pub mod audit_log;
 pub mod auth;
@@ -9,6 +11,7 @@ pub mod invitations;
 pub mod me;
 pub mod totp;
 pub mod users;
+pub mod webhooks;
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -18,6 +21,9 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(auth::router())
         .merge(agents::router())
+        .merge(apps::router())
+        .merge(alerts::router())
+        .merge(webhooks::router())
         .merge(totp::router())
         .merge(invitations::router())
         .merge(api_tokens::router())

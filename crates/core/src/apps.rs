@@ -1,0 +1,314 @@
+//! Tracked applications (SPEC 2.1, 3.1): the kinds, how their identifiers look, and how the
+//! hub reads an app's observed state from what its agent last reported.
+//!
+//! The agent reports its systemd units, containers and processes with every batch; the hub
+//! reduces them once, at ingest, to an [`ObservedMap`] of `kind:identifier -> running|stopped`
+//! so that a liveness tick over many apps is a map lookup per app.
+
+use crate::liveness::Observed;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The kinds of tracked app (wire values of `app_type`, and `type: http`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AppKind {
+    /// A systemd unit, by unit name.
+    Systemd,
+    /// A Docker container, by container name.
+    Docker,
+    /// A Docker Compose service, as `<project>::<service>`.
+    Compose,
+    /// A process, by the absolute path of its binary.
+    Process,
+    /// An HTTP endpoint the agent checks.
+    Http,
+}
+
+impl AppKind {
+    /// Every kind, in wire order.
+    pub const ALL: [AppKind; 5] = [
+        AppKind::Systemd,
+        AppKind::Docker,
+        AppKind::Compose,
+        AppKind::Process,
+        AppKind::Http,
+    ];
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppKind::Systemd => "systemd",
+            AppKind::Docker => "docker",
+            AppKind::Compose => "compose",
+            AppKind::Process => "process",
+            AppKind::Http => "http",
+        }
+    }
+
+    /// Parses a wire value.
+    pub fn parse(s: &str) -> Option<AppKind> {
+        AppKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Longest identifier accepted.
+pub const MAX_IDENTIFIER: usize = 1024;
+
+fn name_chars(s: &str, extra: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+}
+
+/// Checks an absolute path: starts with `/`, no `..` component, no control characters.
+pub fn absolute_path(p: &str) -> Result<(), String> {
+    if !p.starts_with('/') {
+        return Err("must be an absolute path".into());
+    }
+    if p.len() > MAX_IDENTIFIER {
+        return Err(format!("must be at most {MAX_IDENTIFIER} characters"));
+    }
+    if p.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    if p.split('/').any(|c| c == "..") {
+        return Err("must not contain `..`".into());
+    }
+    Ok(())
+}
+
+/// Checks an identifier of `kind` and returns its canonical form: a systemd unit without a
+/// suffix gets `.service`; a container name loses Docker's leading `/`.
+pub fn identifier(kind: AppKind, raw: &str) -> Result<String, String> {
+    let s = raw.trim();
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if s.len() > MAX_IDENTIFIER {
+        return Err(format!("must be at most {MAX_IDENTIFIER} characters"));
+    }
+    match kind {
+        AppKind::Systemd => {
+            if s.len() > 256 || !name_chars(s, ":-_.\\@") {
+                return Err(
+                    "must be a systemd unit name (letters, digits and : - _ . \\ @)".into(),
+                );
+            }
+            Ok(if s.contains('.') {
+                s.to_owned()
+            } else {
+                format!("{s}.service")
+            })
+        }
+        AppKind::Docker => {
+            let s = s.strip_prefix('/').unwrap_or(s);
+            container_name(s).map(|()| s.to_owned())
+        }
+        AppKind::Compose => {
+            let Some((project, service)) = s.split_once("::") else {
+                return Err("must be <project>::<service>".into());
+            };
+            let project_ok = project
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && project
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_".contains(c));
+            if !project_ok {
+                return Err(
+                    "the project must be lowercase letters, digits, - and _ (Compose's rule)"
+                        .into(),
+                );
+            }
+            container_name(service)
+                .map_err(|m| format!("the service {m}"))
+                .map(|()| s.to_owned())
+        }
+        AppKind::Process => absolute_path(s).map(|()| s.to_owned()),
+        AppKind::Http => http_url(s).map(|()| s.to_owned()),
+    }
+}
+
+fn container_name(s: &str) -> Result<(), String> {
+    let ok = s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && s.len() <= 255
+        && name_chars(s, "_.-");
+    if ok {
+        Ok(())
+    } else {
+        Err("must start with a letter or digit and use only letters, digits, _ . -".into())
+    }
+}
+
+/// Checks an `http`/`https` URL with a host.
+pub fn http_url(s: &str) -> Result<(), String> {
+    let rest = s
+        .strip_prefix("http://")
+        .or_else(|| s.strip_prefix("https://"))
+        .ok_or("must be an http:// or https:// URL")?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    if host.is_empty() || host.starts_with(':') {
+        return Err("must name a host".into());
+    }
+    if s.chars().any(|c| c.is_control() || c == ' ') {
+        return Err("must not contain spaces or control characters".into());
+    }
+    if s.len() > 2048 {
+        return Err("must be at most 2048 characters".into());
+    }
+    Ok(())
+}
+
+/// `kind:identifier -> running|stopped`, what an agent's last report shows.
+pub type ObservedMap = BTreeMap<String, String>;
+
+fn key(kind: AppKind, id: &str) -> String {
+    format!("{}:{id}", kind.as_str())
+}
+
+const INTERPRETERS: [&str; 9] = [
+    "sh", "bash", "dash", "zsh", "python", "python3", "perl", "ruby", "node",
+];
+
+/// Reduces a report to an [`ObservedMap`]. `systemd` items carry `unit` and `active_state`;
+/// `containers` carry `name`, `state` and the compose labels; `processes` carry `exe` and
+/// `cmdline`. A compose service runs when any of its containers runs. A process is listed
+/// by its binary (`exe`, else the absolute `argv[0]`) and, for scripts, by the absolute path
+/// an interpreter runs.
+pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]) -> ObservedMap {
+    let mut m = ObservedMap::new();
+    let state = |running: bool| if running { "running" } else { "stopped" }.to_owned();
+    for u in systemd {
+        if let Some(unit) = u["unit"].as_str() {
+            let running = matches!(u["active_state"].as_str(), Some("active" | "reloading"));
+            m.insert(key(AppKind::Systemd, unit), state(running));
+        }
+    }
+    for c in containers {
+        let running = c["state"].as_str() == Some("running");
+        if let Some(name) = c["name"].as_str() {
+            let name = name.strip_prefix('/').unwrap_or(name);
+            m.insert(key(AppKind::Docker, name), state(running));
+        }
+        if let (Some(p), Some(s)) = (
+            c["compose_project"].as_str(),
+            c["compose_service"].as_str(),
+        ) {
+            let k = key(AppKind::Compose, &format!("{p}::{s}"));
+            if running || !m.contains_key(&k) {
+                m.insert(k, state(running));
+            }
+        }
+    }
+    for p in processes {
+        let exe = p["exe"].as_str().unwrap_or_default();
+        let exe = exe.strip_suffix(" (deleted)").unwrap_or(exe);
+        let mut argv = p["cmdline"].as_str().unwrap_or_default().split_whitespace();
+        let argv0 = argv.next().unwrap_or_default();
+        let mut paths = vec![exe, argv0];
+        let program = if exe.is_empty() { argv0 } else { exe };
+        let base = program.rsplit('/').next().unwrap_or_default();
+        let base = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        if INTERPRETERS.contains(&base) || base == "python" {
+            // The first argument that is not an option: the script.
+            if let Some(script) = argv.find(|a| !a.starts_with('-')) {
+                paths.push(script);
+            }
+        }
+        for path in paths.into_iter().filter(|p| p.starts_with('/')) {
+            m.insert(key(AppKind::Process, path), state(true));
+        }
+    }
+    m
+}
+
+/// The observed state of an app from its agent's map. `fresh` says whether the report is
+/// recent enough to trust (the agent is not silent); a stale report observes nothing. A
+/// process that is not in a fresh process list is stopped; any other kind missing from the
+/// report is unknown (SPEC 3.1: no row for the identifier).
+pub fn observe(kind: AppKind, identifier: &str, map: &ObservedMap, fresh: bool) -> Observed {
+    if !fresh {
+        return Observed::Unknown;
+    }
+    match map.get(&key(kind, identifier)).map(String::as_str) {
+        Some("running") => Observed::Running,
+        Some(_) => Observed::Stopped,
+        None if kind == AppKind::Process => Observed::Stopped,
+        None => Observed::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn identifiers_are_checked_and_canonical_per_kind() {
+        assert_eq!(
+            identifier(AppKind::Systemd, "nginx").as_deref(),
+            Ok("nginx.service")
+        );
+        assert_eq!(
+            identifier(AppKind::Systemd, "getty@tty1.service").as_deref(),
+            Ok("getty@tty1.service")
+        );
+        assert!(identifier(AppKind::Systemd, "rm -rf").is_err());
+        assert_eq!(identifier(AppKind::Docker, "/web-1").as_deref(), Ok("web-1"));
+        assert!(identifier(AppKind::Docker, "-x").is_err());
+        assert_eq!(
+            identifier(AppKind::Compose, "shop::db").as_deref(),
+            Ok("shop::db")
+        );
+        assert!(identifier(AppKind::Compose, "shop:db").is_err());
+        assert!(identifier(AppKind::Compose, "Shop::db").is_err());
+        assert!(identifier(AppKind::Process, "/usr/bin/app").is_ok());
+        assert!(identifier(AppKind::Process, "usr/bin/app").is_err());
+        assert!(identifier(AppKind::Process, "/usr/../bin/sh").is_err());
+        assert!(identifier(AppKind::Http, "https://example.com/health").is_ok());
+        assert!(identifier(AppKind::Http, "ftp://example.com").is_err());
+        assert!(identifier(AppKind::Http, "http:///x").is_err());
+        assert!(identifier(AppKind::Http, "").is_err());
+    }
+
+    #[test]
+    fn a_report_reduces_to_states_per_kind() {
+        let m = observed_map(
+            &[
+                json!({"unit": "nginx.service", "active_state": "active"}),
+                json!({"unit": "cron.service", "active_state": "failed"}),
+            ],
+            &[
+                json!({"name": "shop-db-1", "state": "running", "compose_project": "shop", "compose_service": "db"}),
+                json!({"name": "shop-web-1", "state": "exited", "compose_project": "shop", "compose_service": "web"}),
+                json!({"name": "shop-web-2", "state": "running", "compose_project": "shop", "compose_service": "web"}),
+                json!({"name": "old", "state": "exited"}),
+            ],
+            &[
+                json!({"exe": "/opt/app/bin/server", "cmdline": "/opt/app/bin/server --port 1"}),
+                json!({"exe": "/usr/bin/python3.11", "cmdline": "python3 -u /srv/job.py"}),
+                json!({"exe": "", "cmdline": "/usr/sbin/sshd -D"}),
+                json!({"exe": "/usr/bin/cat", "cmdline": "cat /etc/passwd"}),
+            ],
+        );
+        let o = |k, id: &str| observe(k, id, &m, true);
+        assert_eq!(o(AppKind::Systemd, "nginx.service"), Observed::Running);
+        assert_eq!(o(AppKind::Systemd, "cron.service"), Observed::Stopped);
+        assert_eq!(o(AppKind::Systemd, "absent.service"), Observed::Unknown);
+        assert_eq!(o(AppKind::Docker, "shop-db-1"), Observed::Running);
+        assert_eq!(o(AppKind::Docker, "old"), Observed::Stopped);
+        assert_eq!(o(AppKind::Compose, "shop::web"), Observed::Running);
+        assert_eq!(o(AppKind::Compose, "shop::db"), Observed::Running);
+        assert_eq!(o(AppKind::Compose, "shop::cache"), Observed::Unknown);
+        assert_eq!(o(AppKind::Process, "/opt/app/bin/server"), Observed::Running);
+        assert_eq!(o(AppKind::Process, "/srv/job.py"), Observed::Running);
+        assert_eq!(o(AppKind::Process, "/usr/sbin/sshd"), Observed::Running);
+        assert_eq!(o(AppKind::Process, "/etc/passwd"), Observed::Stopped);
+        assert_eq!(o(AppKind::Process, "/opt/other"), Observed::Stopped);
+        assert_eq!(
+            observe(AppKind::Process, "/opt/app/bin/server", &m, false),
+            Observed::Unknown
+        );
+    }
+}

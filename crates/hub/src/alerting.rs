@@ -1,0 +1,197 @@
+//! Raising and resolving alerts (CONTRACT 7) with their webhook deliveries written to the
+//! outbox in the same transaction (CONTRACT 6), so an alert change and its notifications
+//! commit or roll back together.
+
+use serde::Serialize;
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::alerting::Severity;
+use trusthub_store::alerts::{self, Alert, NewAlert};
+use trusthub_store::webhooks::{self, NewDelivery, status};
+use trusthub_store::{StoreResult, TenantId, Tx};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// `alert.created`.
+pub const ALERT_CREATED: &str = "alert.created";
+/// `alert.resolved`.
+pub const ALERT_RESOLVED: &str = "alert.resolved";
+/// The test ping's event name.
+pub const WEBHOOK_TEST: &str = "webhook.test";
+/// Events an endpoint may subscribe to (SPEC 6.1).
+pub const EVENTS: [&str; 2] = [ALERT_CREATED, ALERT_RESOLVED];
+
+/// The agent of an alert.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AlertAgent {
+    /// Id.
+    pub id: Uuid,
+    /// Host name.
+    pub hostname: String,
+    /// Tags (as they are now).
+    pub tags: Vec<String>,
+}
+
+/// An alert (CONTRACT 7).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AlertView {
+    /// Id.
+    pub id: Uuid,
+    /// `info`, `warning` or `critical`.
+    pub severity: String,
+    /// E.g. `liveness`, or the rule's metric.
+    pub category: String,
+    /// Title.
+    pub title: String,
+    /// More words.
+    pub detail: Option<String>,
+    /// `rule`, `liveness`, ...
+    pub source: String,
+    /// At most one open alert has a given fingerprint.
+    pub fingerprint: String,
+    /// The host, when the alert is about one.
+    pub agent: Option<AlertAgent>,
+    /// The app, for liveness alerts.
+    pub app_id: Option<Uuid>,
+    /// The rule, for rule alerts.
+    pub rule_id: Option<Uuid>,
+    /// Raised.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Resolved?
+    pub is_resolved: bool,
+    /// When.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub resolved_at: Option<OffsetDateTime>,
+    /// By whom: `user:<id>`, or `liveness` / `rule` when it resolved itself.
+    pub resolved_by: Option<String>,
+    /// Why.
+    pub resolution: Option<String>,
+}
+
+impl From<Alert> for AlertView {
+    fn from(a: Alert) -> Self {
+        let agent = a.agent_id.map(|id| AlertAgent {
+            id,
+            hostname: a.agent_hostname.clone().unwrap_or_default(),
+            tags: a.agent_tags.clone().map(|t| t.0).unwrap_or_default(),
+        });
+        AlertView {
+            id: a.id,
+            severity: a.severity,
+            category: a.category,
+            title: a.title,
+            detail: a.detail,
+            source: a.source,
+            fingerprint: a.fingerprint,
+            agent,
+            app_id: a.app_id,
+            rule_id: a.rule_id,
+            created_at: a.created_at,
+            is_resolved: a.is_resolved,
+            resolved_at: a.resolved_at,
+            resolved_by: a.resolved_by,
+            resolution: a.resolution,
+        }
+    }
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The SPEC 6.1 body: `{event, alert {id, severity, category, title, agent {id, hostname,
+/// tags}, ...}, tenant_id, timestamp}`.
+pub fn event_body(event: &str, alert: &AlertView, tenant: TenantId, now: OffsetDateTime) -> String {
+    json!({
+        "event": event,
+        "alert": alert,
+        "tenant_id": tenant.0,
+        "timestamp": rfc3339(now),
+    })
+    .to_string()
+}
+
+/// Queues `event` about `alert` for every endpoint of the tenant that subscribes to it, whose
+/// `min_severity` the alert reaches and whose `agent_filter.tag` its agent carries. During an
+/// endpoint's cooldown the delivery is recorded as skipped.
+pub async fn enqueue_event(
+    tx: &mut Tx,
+    tenant: TenantId,
+    event: &str,
+    alert: &AlertView,
+    now: OffsetDateTime,
+) -> StoreResult<usize> {
+    let rank = Severity::parse(&alert.severity).map_or(0, Severity::rank);
+    let body = event_body(event, alert, tenant, now);
+    let mut queued = 0;
+    for w in webhooks::list(tx, tenant).await? {
+        let subscribed = w.events.0.iter().any(|e| e == event);
+        let tag_ok = w.agent_filter_tag.as_ref().is_none_or(|tag| {
+            alert
+                .agent
+                .as_ref()
+                .is_some_and(|a| a.tags.iter().any(|t| t == tag))
+        });
+        if !subscribed || rank < w.min_severity_rank || !tag_ok {
+            continue;
+        }
+        let cooling = w.cooldown_until.is_some_and(|u| u > now);
+        webhooks::enqueue(
+            tx,
+            tenant,
+            Uuid::now_v7(),
+            &NewDelivery {
+                webhook_id: Some(w.id),
+                rule_id: None,
+                target_url: &w.url,
+                event,
+                alert_id: Some(alert.id),
+                payload: &body,
+                status: if cooling {
+                    status::SKIPPED
+                } else {
+                    status::PENDING
+                },
+            },
+            now,
+        )
+        .await?;
+        queued += 1;
+    }
+    Ok(queued)
+}
+
+/// Raises an alert (unless one with its fingerprint is open) and queues `alert.created`.
+pub async fn raise(
+    tx: &mut Tx,
+    tenant: TenantId,
+    a: &NewAlert<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<Option<AlertView>> {
+    let Some(alert) = alerts::raise(tx, tenant, a, now).await? else {
+        return Ok(None);
+    };
+    let view = AlertView::from(alert);
+    enqueue_event(tx, tenant, ALERT_CREATED, &view, now).await?;
+    Ok(Some(view))
+}
+
+/// Resolves an open alert and queues `alert.resolved`; `None` when it was not open.
+pub async fn resolve(
+    tx: &mut Tx,
+    tenant: TenantId,
+    id: Uuid,
+    by: &str,
+    resolution: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Option<AlertView>> {
+    let Some(alert) = alerts::resolve(tx, tenant, id, by, resolution, now).await? else {
+        return Ok(None);
+    };
+    let view = AlertView::from(alert);
+    enqueue_event(tx, tenant, ALERT_RESOLVED, &view, now).await?;
+    Ok(Some(view))
+}

@@ -1,0 +1,374 @@
+//! Alerts (SPEC 2.3, 3.2; CONTRACT 7) and alert rules (SPEC 2.4; CONTRACT 10).
+
+use crate::alerting::{self, AlertView};
+use crate::auth::{Operator, Viewer};
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::{Json, Meta, Path, Query};
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::alerting::{self as core_alerting, Op, Severity};
+use trusthub_core::{agent as wire, audit as ev, validate};
+use trusthub_store::alerts::{self, Filter};
+use trusthub_store::rules::{self, Rule};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(get_alert))
+        .routes(routes!(resolve))
+        .routes(routes!(create_rule, list_rules))
+        .routes(routes!(get_rule, delete_rule))
+}
+
+/// Alert listing filters and paging.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AlertQuery {
+    /// `info`, `warning` or `critical`.
+    pub severity: Option<String>,
+    /// `true` or `false`.
+    pub is_resolved: Option<bool>,
+    /// Only alerts whose agent carries this tag.
+    pub tag: Option<String>,
+    /// Page size, 1 to 500 (default 100).
+    pub limit: Option<i64>,
+    /// The next page: alerts older than this alert id (the last id of the previous page).
+    pub before: Option<Uuid>,
+}
+
+/// The tenant's alerts, newest first. Page with `limit` and `before` (the last id seen).
+#[utoipa::path(get, path = "/alerts", tag = "alerts", params(AlertQuery),
+    responses((status = 200, body = Vec<AlertView>), (status = 422, body = Problem)))]
+async fn list(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Query(q): Query<AlertQuery>,
+) -> ApiResult<axum::Json<Vec<AlertView>>> {
+    if let Some(s) = &q.severity {
+        if Severity::parse(s).is_none() {
+            return Err(ApiError::invalid(
+                "severity",
+                "must be info, warning or critical",
+            ));
+        }
+    }
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 500"));
+    }
+    let mut c = state.db.conn().await?;
+    let list = alerts::list(
+        &mut c,
+        p.tenant(),
+        &Filter {
+            severity: q.severity.as_deref(),
+            is_resolved: q.is_resolved,
+            tag: q.tag.as_deref(),
+            before: q.before,
+            limit,
+        },
+    )
+    .await?;
+    Ok(axum::Json(list.into_iter().map(AlertView::from).collect()))
+}
+
+/// One alert.
+#[utoipa::path(get, path = "/alerts/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Alert id")),
+    responses((status = 200, body = AlertView), (status = 404, body = Problem)))]
+async fn get_alert(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<AlertView>> {
+    let mut c = state.db.conn().await?;
+    let a = alerts::get(&mut c, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("alert"))?;
+    Ok(axum::Json(a.into()))
+}
+
+/// Resolve an alert (operator); `alert.resolved` goes to matching webhooks. Resolving a
+/// resolved alert answers it unchanged and sends nothing. If the condition persists, the
+/// liveness check or rule raises a new alert.
+#[utoipa::path(patch, path = "/alerts/{id}/resolve", tag = "alerts", params(("id" = Uuid, Path, description = "Alert id")),
+    responses((status = 200, body = AlertView), (status = 404, body = Problem)))]
+async fn resolve(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<AlertView>> {
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some(before) = alerts::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("alert"));
+    };
+    if before.is_resolved {
+        return Ok(axum::Json(before.into()));
+    }
+    let by = format!("user:{}", p.user.id);
+    let view = alerting::resolve(&mut tx, p.tenant(), id, &by, "resolved by a user", now)
+        .await?
+        .ok_or(ApiError::NotFound("alert"))?;
+    if let Some(app) = view.app_id {
+        // The red marker goes with the alert; a persisting mismatch raises a new one.
+        trusthub_store::apps::clear_alerting(&mut tx, p.tenant(), app).await?;
+    }
+    meta.record(
+        &mut tx,
+        &p,
+        ev::ALERT_RESOLVED,
+        format!("alert:{id}"),
+        json!({"title": view.title, "severity": view.severity}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(view))
+}
+
+// ---------------------------------------------------------------- rules
+
+/// An alert rule (CONTRACT 10).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewRule {
+    /// Label, 1 to 100 characters.
+    pub name: String,
+    /// Metric name as agents send it, e.g. `cpu.percent` or `container_restart_count`.
+    pub metric: String,
+    /// `>`, `>=`, `<`, `<=`, `==` or `!=`.
+    pub operator: String,
+    /// Compared with the average over the window.
+    pub threshold: f64,
+    /// `1m` to `30d`, e.g. `5m`, `1h`, `1d`.
+    pub window: String,
+    /// `info`, `warning` (default) or `critical`.
+    pub severity: Option<String>,
+    /// `agent_id` and/or label names (e.g. `container_name`); empty: one group for all.
+    #[serde(default)]
+    pub group_by: Vec<String>,
+    /// Also POST the minimal body `{title, severity, agent, link}` here when it fires.
+    pub webhook_url: Option<String>,
+}
+
+/// A rule with its last evaluation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RuleView {
+    /// Id.
+    pub id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Metric.
+    pub metric: String,
+    /// Operator.
+    pub operator: String,
+    /// Threshold.
+    pub threshold: f64,
+    /// Window as given.
+    pub window: String,
+    /// Severity of its alerts.
+    pub severity: String,
+    /// Grouping.
+    pub group_by: Vec<String>,
+    /// Minimal-body webhook.
+    pub webhook_url: Option<String>,
+    /// False when no agent of the tenant has ever sent `metric`: the rule cannot fire
+    /// until one does.
+    pub metric_seen: bool,
+    /// Last evaluation.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_evaluated_at: Option<OffsetDateTime>,
+    /// Groups with data at the last evaluation.
+    pub last_groups: Option<i64>,
+    /// Groups firing at the last evaluation.
+    pub last_firing: Option<i64>,
+    /// Created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl RuleView {
+    fn new(r: Rule, metric_seen: bool) -> RuleView {
+        RuleView {
+            id: r.id,
+            name: r.name,
+            metric: r.metric,
+            operator: r.operator,
+            threshold: r.threshold,
+            window: r.window_spec,
+            severity: r.severity,
+            group_by: r.group_by.0,
+            webhook_url: r.webhook_url,
+            metric_seen,
+            last_evaluated_at: r.last_evaluated_at,
+            last_groups: r.last_groups,
+            last_firing: r.last_firing,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// Create an alert rule (operator). Every `TRUSTHUB_RULE_EVAL_INTERVAL_SECS` (30 s) the
+/// average of `metric` over `window` is computed per `group_by` group; a group for which
+/// `average operator threshold` holds raises one alert (severity of the rule, category =
+/// the metric) and resolves it when it no longer holds or has no data in the window. With
+/// `webhook_url`, each new alert is also POSTed there (unsigned minimal body, retried,
+/// logged as `webhook_delivery` in the audit log). A metric no agent sends is accepted and
+/// shown with `metric_seen: false`.
+#[utoipa::path(post, path = "/alert-rules", tag = "alerts", request_body = NewRule,
+    responses((status = 201, body = RuleView), (status = 422, body = Problem)))]
+async fn create_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Json(req): Json<NewRule>,
+) -> ApiResult<(StatusCode, axum::Json<RuleView>)> {
+    let mut errors = Vec::new();
+    let mut err = |field: &str, m: String| {
+        errors.push(FieldError {
+            field: field.into(),
+            message: m,
+        })
+    };
+    let name = validate::name(&req.name)
+        .map_err(|m| err("name", m.into()))
+        .unwrap_or_default();
+    let metric = req.metric.trim().to_owned();
+    if metric.is_empty()
+        || metric.len() > wire::MAX_METRIC_NAME
+        || !metric
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
+    {
+        err("metric", "must be a metric name (letters, digits and . _ : -)".into());
+    }
+    if Op::parse(&req.operator).is_none() {
+        err("operator", "must be one of > >= < <= == !=".into());
+    }
+    if !req.threshold.is_finite() {
+        err("threshold", "must be a finite number".into());
+    }
+    let window_secs = core_alerting::parse_window(&req.window)
+        .map_err(|m| err("window", m))
+        .unwrap_or(0);
+    let severity = req.severity.as_deref().unwrap_or("warning");
+    if Severity::parse(severity).is_none() {
+        err("severity", "must be info, warning or critical".into());
+    }
+    if req.group_by.len() > 8 {
+        err("group_by", "at most 8 keys".into());
+    }
+    let mut group_by: Vec<String> = Vec::new();
+    for (i, k) in req.group_by.iter().enumerate() {
+        let k = k.trim();
+        if k.is_empty() || k.len() > 100 || !k.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+            err(&format!("group_by[{i}]"), "must be agent_id or a label name".into());
+        } else if !group_by.iter().any(|g| g == k) {
+            group_by.push(k.to_owned());
+        }
+    }
+    let webhook_url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    if let Some(u) = webhook_url {
+        if let Err(m) =
+            crate::webhook_client::check_url(u, state.settings.webhook_allow_link_local).await
+        {
+            err("webhook_url", m);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let rule = rules::insert(
+        &mut tx,
+        p.tenant(),
+        &name,
+        &metric,
+        &req.operator,
+        req.threshold,
+        req.window.trim(),
+        window_secs,
+        severity,
+        &group_by,
+        webhook_url,
+        now,
+    )
+    .await?;
+    let seen = rules::metric_known(&mut tx, p.tenant(), &metric).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::ALERT_RULE_CREATED,
+        format!("alert_rule:{}", rule.id),
+        json!({"name": name, "metric": metric, "operator": req.operator, "threshold": req.threshold,
+            "window": req.window.trim(), "webhook": webhook_url.is_some()}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, axum::Json(RuleView::new(rule, seen))))
+}
+
+/// The tenant's alert rules.
+#[utoipa::path(get, path = "/alert-rules", tag = "alerts", responses((status = 200, body = Vec<RuleView>)))]
+async fn list_rules(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<RuleView>>> {
+    let mut c = state.db.conn().await?;
+    let mut out = Vec::new();
+    for r in rules::list(&mut c, p.tenant()).await? {
+        let seen = rules::metric_known(&mut c, p.tenant(), &r.metric).await?;
+        out.push(RuleView::new(r, seen));
+    }
+    Ok(axum::Json(out))
+}
+
+/// One alert rule.
+#[utoipa::path(get, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
+    responses((status = 200, body = RuleView), (status = 404, body = Problem)))]
+async fn get_rule(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<RuleView>> {
+    let mut c = state.db.conn().await?;
+    let r = rules::get(&mut c, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("alert rule"))?;
+    let seen = rules::metric_known(&mut c, p.tenant(), &r.metric).await?;
+    Ok(axum::Json(RuleView::new(r, seen)))
+}
+
+/// Remove an alert rule (operator). Its open alerts stay until resolved.
+#[utoipa::path(delete, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
+async fn delete_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    let Some(rule) = rules::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("alert rule"));
+    };
+    rules::delete(&mut tx, p.tenant(), id).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::ALERT_RULE_DELETED,
+        format!("alert_rule:{id}"),
+        json!({"name": rule.name}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

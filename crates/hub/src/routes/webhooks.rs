@@ -1,0 +1,459 @@
+//! Webhook endpoints (SPEC 2.6, 6.1; CONTRACT 6): create (the secret shown once, stored
+//! sealed), list, delete, their deliveries, redelivery and a test ping.
+
+use crate::alerting::{EVENTS, WEBHOOK_TEST};
+use crate::auth::Admin;
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::{Json, Meta, Path, Query};
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::alerting::Severity;
+use trusthub_core::audit as ev;
+use trusthub_store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook, status};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+/// Sealing context of webhook secrets.
+pub const SECRET_CONTEXT: &str = "webhook_secret";
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create, list))
+        .routes(routes!(get_webhook, delete))
+        .routes(routes!(deliveries))
+        .routes(routes!(redeliver))
+        .routes(routes!(ping))
+}
+
+/// Only alerts of agents with this tag.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+pub struct AgentFilter {
+    /// Tag.
+    pub tag: String,
+}
+
+/// An endpoint to create (SPEC 2.6).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewWebhookRequest {
+    /// `http` or `https` URL. Link-local and metadata addresses are refused unless
+    /// `TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL=true`.
+    pub url: String,
+    /// Shared HMAC secret, 16 to 256 characters; generated (`whsec_` + base64 of 32 random
+    /// bytes) when absent. Shown in this answer only.
+    pub secret: Option<String>,
+    /// `alert.created` and/or `alert.resolved` (default both).
+    pub events: Option<Vec<String>>,
+    /// Lowest severity delivered: `info`, `warning` (default) or `critical`.
+    pub min_severity: Option<String>,
+    /// Only alerts whose agent has this tag.
+    pub agent_filter: Option<AgentFilter>,
+}
+
+/// An endpoint as listed: never the secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookView {
+    /// Id.
+    pub id: Uuid,
+    /// Target.
+    pub url: String,
+    /// Events.
+    pub events: Vec<String>,
+    /// Lowest severity delivered.
+    pub min_severity: String,
+    /// Tag filter.
+    pub agent_filter: Option<AgentFilter>,
+    /// The secret's first characters, to recognise it.
+    pub secret_hint: String,
+    /// After a delivery failed for good the endpoint rests until then; deliveries meanwhile
+    /// are recorded as `skipped`.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub cooldown_until: Option<OffsetDateTime>,
+    /// Created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<Webhook> for WebhookView {
+    fn from(w: Webhook) -> Self {
+        WebhookView {
+            id: w.id,
+            url: w.url,
+            events: w.events.0,
+            min_severity: w.min_severity,
+            agent_filter: w.agent_filter_tag.map(|tag| AgentFilter { tag }),
+            secret_hint: w.secret_hint,
+            cooldown_until: w.cooldown_until,
+            created_at: w.created_at,
+        }
+    }
+}
+
+/// A created endpoint with its secret, shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedWebhook {
+    /// The endpoint.
+    #[serde(flatten)]
+    pub webhook: WebhookView,
+    /// The HMAC secret: `X-Service-Signature: sha256=<hex HMAC-SHA256(secret, body)>`, and
+    /// Standard Webhooks `webhook-signature` (key: the base64 after `whsec_`, or the secret's
+    /// bytes when it is not in that form).
+    pub secret: String,
+}
+
+/// Register a webhook endpoint (admin). Deliveries: POST with the SPEC 6.1 body, headers of
+/// CONTRACT 6 (`X-Service-Signature`, `X-Service-Delivery`, `X-Service-Event`,
+/// `X-Service-Timestamp`, `webhook-id`, `webhook-timestamp`, `webhook-signature`), 10 s
+/// limit, any 2xx is success; retries on `TRUSTHUB_WEBHOOK_RETRY_SCHEDULE` with the same
+/// delivery id, then `failed`, `webhook_delivery_failed` in the audit log and a cooldown of
+/// `TRUSTHUB_WEBHOOK_COOLDOWN_SECS`. Redirects are not followed.
+#[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewWebhookRequest,
+    responses((status = 201, body = CreatedWebhook), (status = 422, body = Problem)))]
+async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Json(req): Json<NewWebhookRequest>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedWebhook>)> {
+    let mut errors = Vec::new();
+    let mut err = |field: &str, m: String| {
+        errors.push(FieldError {
+            field: field.into(),
+            message: m,
+        })
+    };
+    let url = req.url.trim().to_owned();
+    if let Err(m) =
+        crate::webhook_client::check_url(&url, state.settings.webhook_allow_link_local).await
+    {
+        err("url", m);
+    }
+    let secret = match req.secret.as_deref() {
+        Some(s) if (16..=256).contains(&s.chars().count()) && !s.chars().any(char::is_control) => {
+            s.to_owned()
+        }
+        Some(_) => {
+            err("secret", "must be 16 to 256 characters".into());
+            String::new()
+        }
+        None => trusthub_core::webhook::new_secret()
+            .map_err(|e| ApiError::Internal(e.to_string()))?,
+    };
+    let mut events: Vec<String> = Vec::new();
+    match &req.events {
+        Some(list) if list.is_empty() => err("events", "must name at least one event".into()),
+        Some(list) => {
+            for (i, e) in list.iter().enumerate() {
+                if !EVENTS.contains(&e.as_str()) {
+                    err(&format!("events[{i}]"), format!("must be one of {}", EVENTS.join(", ")));
+                } else if !events.contains(e) {
+                    events.push(e.clone());
+                }
+            }
+        }
+        None => events = EVENTS.iter().map(|e| (*e).to_owned()).collect(),
+    }
+    let min_severity = req.min_severity.as_deref().unwrap_or("warning");
+    let rank = match Severity::parse(min_severity) {
+        Some(s) => s.rank(),
+        None => {
+            err("min_severity", "must be info, warning or critical".into());
+            0
+        }
+    };
+    let tag = req.agent_filter.as_ref().map(|f| f.tag.trim().to_owned());
+    if tag.as_ref().is_some_and(|t| t.is_empty() || t.len() > 64) {
+        err("agent_filter.tag", "must be 1 to 64 characters".into());
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let sealed = state
+        .key
+        .seal(SECRET_CONTEXT, secret.as_bytes())
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let hint: String = secret.chars().take(10).collect();
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let w = webhooks::insert(
+        &mut tx,
+        p.tenant(),
+        &NewWebhook {
+            url: &url,
+            secret_sealed: &sealed,
+            secret_hint: &hint,
+            events: &events,
+            min_severity,
+            min_severity_rank: rank,
+            agent_filter_tag: tag.as_deref(),
+        },
+        now,
+    )
+    .await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::WEBHOOK_CREATED,
+        format!("webhook:{}", w.id),
+        json!({"url": url, "events": events, "min_severity": min_severity, "agent_filter_tag": tag}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(CreatedWebhook {
+            webhook: w.into(),
+            secret,
+        }),
+    ))
+}
+
+/// The tenant's webhook endpoints (admin); never the secrets.
+#[utoipa::path(get, path = "/webhooks", tag = "webhooks", responses((status = 200, body = Vec<WebhookView>)))]
+async fn list(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+) -> ApiResult<axum::Json<Vec<WebhookView>>> {
+    let mut c = state.db.conn().await?;
+    Ok(axum::Json(
+        webhooks::list(&mut c, p.tenant())
+            .await?
+            .into_iter()
+            .map(WebhookView::from)
+            .collect(),
+    ))
+}
+
+async fn load(state: &AppState, p: &crate::auth::Principal, id: Uuid) -> ApiResult<Webhook> {
+    let mut c = state.db.conn().await?;
+    webhooks::get(&mut c, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("webhook"))
+}
+
+/// One endpoint (admin).
+#[utoipa::path(get, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
+    responses((status = 200, body = WebhookView), (status = 404, body = Problem)))]
+async fn get_webhook(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<WebhookView>> {
+    Ok(axum::Json(load(&state, &p, id).await?.into()))
+}
+
+/// Remove an endpoint (admin) with its deliveries, pending ones included.
+#[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
+async fn delete(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    let Some(w) = webhooks::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("webhook"));
+    };
+    webhooks::delete(&mut tx, p.tenant(), id).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::WEBHOOK_DELETED,
+        format!("webhook:{id}"),
+        json!({"url": w.url}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// One delivery (never the secret).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryView {
+    /// Id: `X-Service-Delivery` / `webhook-id`, the same on every attempt.
+    pub id: Uuid,
+    /// Event.
+    pub event: String,
+    /// The alert it is about.
+    pub alert_id: Option<Uuid>,
+    /// `pending`, `retrying`, `succeeded`, `failed` or `skipped` (cooldown).
+    pub status: String,
+    /// Attempts made.
+    pub attempts: i64,
+    /// Next attempt, while pending or retrying.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_attempt_at: Option<OffsetDateTime>,
+    /// Last attempt.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_attempt_at: Option<OffsetDateTime>,
+    /// HTTP status of the last attempt.
+    pub last_status_code: Option<i64>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// The exact body sent.
+    pub payload: serde_json::Value,
+    /// Created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Finished (succeeded, failed or skipped).
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub completed_at: Option<OffsetDateTime>,
+}
+
+impl From<Delivery> for DeliveryView {
+    fn from(d: Delivery) -> Self {
+        DeliveryView {
+            id: d.id,
+            event: d.event,
+            alert_id: d.alert_id,
+            status: d.status,
+            attempts: d.attempts,
+            next_attempt_at: d.next_attempt_at,
+            last_attempt_at: d.last_attempt_at,
+            last_status_code: d.last_status_code,
+            last_error: d.last_error,
+            payload: serde_json::from_str(&d.payload).unwrap_or(serde_json::Value::Null),
+            created_at: d.created_at,
+            completed_at: d.completed_at,
+        }
+    }
+}
+
+/// Paging of deliveries.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveryQuery {
+    /// Page size, 1 to 500 (default 100).
+    pub limit: Option<i64>,
+}
+
+/// An endpoint's deliveries, newest first (admin).
+#[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "webhooks",
+    params(("id" = Uuid, Path, description = "Webhook id"), DeliveryQuery),
+    responses((status = 200, body = Vec<DeliveryView>), (status = 404, body = Problem)))]
+async fn deliveries(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+    Query(q): Query<DeliveryQuery>,
+) -> ApiResult<axum::Json<Vec<DeliveryView>>> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 500"));
+    }
+    load(&state, &p, id).await?;
+    let mut c = state.db.conn().await?;
+    Ok(axum::Json(
+        webhooks::deliveries(&mut c, p.tenant(), id, limit)
+            .await?
+            .into_iter()
+            .map(DeliveryView::from)
+            .collect(),
+    ))
+}
+
+/// Send a finished delivery again (admin): same id and body, attempts from zero. 409 while
+/// it is still pending or retrying, or while the endpoint is in cooldown.
+#[utoipa::path(post, path = "/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
+    params(("id" = Uuid, Path, description = "Webhook id"), ("delivery_id" = Uuid, Path, description = "Delivery id")),
+    responses((status = 202, body = DeliveryView), (status = 404, body = Problem), (status = 409, body = Problem)))]
+async fn redeliver(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path((id, delivery_id)): Path<(Uuid, Uuid)>,
+) -> ApiResult<(StatusCode, axum::Json<DeliveryView>)> {
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some(w) = webhooks::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("webhook"));
+    };
+    if webhooks::delivery(&mut tx, p.tenant(), id, delivery_id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound("delivery"));
+    }
+    if let Some(until) = w.cooldown_until.filter(|u| *u > now) {
+        return Err(ApiError::Conflict(format!(
+            "the endpoint is in cooldown until {}",
+            until
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+        )));
+    }
+    if !webhooks::redeliver(&mut tx, p.tenant(), delivery_id, now).await? {
+        return Err(ApiError::Conflict(
+            "the delivery is still pending or retrying".into(),
+        ));
+    }
+    meta.record(
+        &mut tx,
+        &p,
+        ev::WEBHOOK_REDELIVERY_REQUESTED,
+        format!("webhook:{id}"),
+        json!({"delivery_id": delivery_id}),
+    )
+    .await?;
+    let d = webhooks::delivery(&mut tx, p.tenant(), id, delivery_id)
+        .await?
+        .ok_or(ApiError::NotFound("delivery"))?;
+    tx.commit().await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
+}
+
+/// Queue a test ping (admin): event `webhook.test`, body `{event, webhook_id, tenant_id,
+/// timestamp}`, signed like every delivery; ignores the event and severity filters but not
+/// the cooldown.
+#[utoipa::path(post, path = "/webhooks/{id}/test", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
+    responses((status = 202, body = DeliveryView), (status = 404, body = Problem)))]
+async fn ping(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<(StatusCode, axum::Json<DeliveryView>)> {
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some(w) = webhooks::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("webhook"));
+    };
+    let body = json!({
+        "event": WEBHOOK_TEST,
+        "webhook_id": w.id,
+        "tenant_id": p.tenant().0,
+        "timestamp": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+    })
+    .to_string();
+    let delivery_id = Uuid::now_v7();
+    let cooling = w.cooldown_until.is_some_and(|u| u > now);
+    webhooks::enqueue(
+        &mut tx,
+        p.tenant(),
+        delivery_id,
+        &NewDelivery {
+            webhook_id: Some(w.id),
+            rule_id: None,
+            target_url: &w.url,
+            event: WEBHOOK_TEST,
+            alert_id: None,
+            payload: &body,
+            status: if cooling { status::SKIPPED } else { status::PENDING },
+        },
+        now,
+    )
+    .await?;
+    let d = webhooks::delivery(&mut tx, p.tenant(), id, delivery_id)
+        .await?
+        .ok_or(ApiError::NotFound("delivery"))?;
+    tx.commit().await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
+}

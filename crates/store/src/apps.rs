@@ -1,0 +1,315 @@
+//! Tracked applications (SPEC 2.1, 3.1), their liveness state, the HTTP checks agents report
+//! for them, and each agent's live state reduced to an observed map.
+
+use crate::{Exec, StoreResult, TenantId, on};
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use trusthub_core::apps::ObservedMap;
+use uuid::Uuid;
+
+/// An app as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct App {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// The host that runs it.
+    pub agent_id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Kind (`systemd`, `docker`, `compose`, `process`, `http`).
+    pub app_type: String,
+    /// Unit, container, `<project>::<service>`, binary path, or the URL for `http`.
+    pub identifier: String,
+    /// Contact.
+    pub owner_email: Option<String>,
+    /// Runbook.
+    pub runbook_url: Option<String>,
+    /// Notes.
+    pub notes: Option<String>,
+    /// `running` or `stopped`.
+    pub expected_state: String,
+    /// For processes: what a restart runs.
+    pub restart_command: Option<String>,
+    /// For `http`: the URL.
+    pub endpoint: Option<String>,
+    /// For `http`: seconds between checks.
+    pub interval_seconds: Option<i64>,
+    /// Consecutive mismatches.
+    pub consecutive_mismatch: i64,
+    /// Consecutive unknowns.
+    pub consecutive_unknown: i64,
+    /// What the last check observed.
+    pub observed_state: Option<String>,
+    /// When the observed state last changed.
+    pub last_state_change: Option<OffsetDateTime>,
+    /// When liveness last looked at it.
+    pub last_checked_at: Option<OffsetDateTime>,
+    /// A liveness alert is open (the red marker).
+    pub alerting: bool,
+    /// For `http`: the latest check the agent reported.
+    pub last_check_at: Option<OffsetDateTime>,
+    /// Its outcome.
+    pub last_check_ok: Option<bool>,
+    /// Its HTTP status.
+    pub last_check_status: Option<i64>,
+    /// Its latency.
+    pub last_check_latency_ms: Option<i64>,
+    /// Its error.
+    pub last_check_error: Option<String>,
+    /// Created.
+    pub created_at: OffsetDateTime,
+}
+
+const COLUMNS: &str = "id, tenant_id, agent_id, name, app_type, identifier, owner_email, runbook_url, notes, \
+    expected_state, restart_command, endpoint, interval_seconds, consecutive_mismatch, consecutive_unknown, \
+    observed_state, last_state_change, last_checked_at, alerting, last_check_at, last_check_ok, last_check_status, \
+    last_check_latency_ms, last_check_error, created_at";
+
+/// An app to create.
+#[derive(Debug, Clone)]
+pub struct NewApp<'a> {
+    /// Host.
+    pub agent_id: Uuid,
+    /// Label.
+    pub name: &'a str,
+    /// Kind.
+    pub app_type: &'a str,
+    /// Canonical identifier.
+    pub identifier: &'a str,
+    /// Contact.
+    pub owner_email: Option<&'a str>,
+    /// Runbook.
+    pub runbook_url: Option<&'a str>,
+    /// Notes.
+    pub notes: Option<&'a str>,
+    /// `running` or `stopped`.
+    pub expected_state: &'a str,
+    /// Restart command (processes).
+    pub restart_command: Option<&'a str>,
+    /// URL (`http`).
+    pub endpoint: Option<&'a str>,
+    /// Check interval (`http`).
+    pub interval_seconds: Option<i64>,
+}
+
+/// Creates an app; `None` when the agent already tracks the same kind and identifier.
+pub async fn insert(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    app: &NewApp<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<Option<App>> {
+    let id = Uuid::now_v7();
+    let sql = format!(
+        "INSERT INTO apps (id, tenant_id, agent_id, name, app_type, identifier, owner_email, runbook_url, notes, \
+         expected_state, restart_command, endpoint, interval_seconds, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
+    );
+    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(id).bind(tenant.0).bind(app.agent_id).bind(app.name).bind(app.app_type).bind(app.identifier)
+        .bind(app.owner_email).bind(app.runbook_url).bind(app.notes).bind(app.expected_state)
+        .bind(app.restart_command).bind(app.endpoint).bind(app.interval_seconds).bind(now)
+        .fetch_optional(&mut *c).await?))
+}
+
+/// The tenant's apps, optionally of one agent, oldest first.
+pub async fn list(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent_id: Option<Uuid>,
+) -> StoreResult<Vec<App>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM apps WHERE tenant_id = $1 AND ($2 IS NULL OR agent_id = $2) ORDER BY id"
+    );
+    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(agent_id).fetch_all(&mut *c).await?))
+}
+
+/// One app of the tenant.
+pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<App>> {
+    let sql = format!("SELECT {COLUMNS} FROM apps WHERE tenant_id = $1 AND id = $2");
+    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+}
+
+/// Sets the expected state; the comparison continues with the new value (SPEC 3.1), so the
+/// mismatch counters start again.
+pub async fn set_expected(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    expected: &str,
+) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query(
+        "UPDATE apps SET expected_state = $3, consecutive_mismatch = 0, consecutive_unknown = 0 \
+         WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).bind(expected).execute(&mut *c).await?.rows_affected()) == 1)
+}
+
+/// Stops tracking an app.
+pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM apps WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected())
+            == 1,
+    )
+}
+
+/// Every app, for a liveness tick.
+pub async fn all(ex: &mut impl Exec) -> StoreResult<Vec<App>> {
+    let sql = format!("SELECT {COLUMNS} FROM apps ORDER BY agent_id");
+    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *c).await?))
+}
+
+/// The liveness state a tick writes back.
+#[derive(Debug, Clone, Copy)]
+pub struct LivenessUpdate {
+    /// App.
+    pub id: Uuid,
+    /// Counter.
+    pub consecutive_mismatch: i64,
+    /// Counter.
+    pub consecutive_unknown: i64,
+    /// Observed now.
+    pub observed_state: &'static str,
+    /// When it last changed.
+    pub last_state_change: Option<OffsetDateTime>,
+    /// Red marker.
+    pub alerting: bool,
+}
+
+/// Writes a tick's changed liveness states.
+pub async fn save_liveness(
+    ex: &mut impl Exec,
+    updates: &[LivenessUpdate],
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    for u in updates {
+        on!(ex, c => sqlx::query(
+            "UPDATE apps SET consecutive_mismatch = $2, consecutive_unknown = $3, observed_state = $4, \
+             last_state_change = $5, alerting = $6, last_checked_at = $7 WHERE id = $1")
+            .bind(u.id).bind(u.consecutive_mismatch).bind(u.consecutive_unknown).bind(u.observed_state)
+            .bind(u.last_state_change).bind(u.alerting).bind(now).execute(&mut *c).await?.rows_affected());
+    }
+    Ok(())
+}
+
+/// An agent's live state.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Live {
+    /// Agent.
+    pub agent_id: Uuid,
+    /// When the report arrived.
+    pub received_at: OffsetDateTime,
+    /// Its push interval (how fresh a report must be).
+    pub ingest_interval_secs: i64,
+    /// What it shows.
+    pub observed: Json<ObservedMap>,
+}
+
+/// Replaces an agent's live state.
+pub async fn set_live(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    observed: &ObservedMap,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO agent_live (agent_id, received_at, observed) VALUES ($1, $2, $3) \
+         ON CONFLICT (agent_id) DO UPDATE SET received_at = excluded.received_at, observed = excluded.observed")
+        .bind(agent_id).bind(now).bind(Json(observed)).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Live states of every agent that has apps.
+pub async fn live_of_tracked_agents(ex: &mut impl Exec) -> StoreResult<Vec<Live>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, Live>(
+        "SELECT l.agent_id, l.received_at, g.ingest_interval_secs, l.observed FROM agent_live l \
+         JOIN agents g ON g.id = l.agent_id WHERE EXISTS (SELECT 1 FROM apps a WHERE a.agent_id = l.agent_id)")
+        .fetch_all(&mut *c).await?))
+}
+
+/// One HTTP check result an agent reports.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    /// App (must be an `http` app of the reporting agent, else ignored).
+    pub app_id: Uuid,
+    /// When.
+    pub checked_at: OffsetDateTime,
+    /// 2xx/3xx within the timeout.
+    pub ok: bool,
+    /// HTTP status, when one came.
+    pub status_code: Option<i64>,
+    /// Latency.
+    pub latency_ms: Option<i64>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// Stores check results of an agent's `http` apps (others are ignored) and keeps the latest
+/// on the app row. Answers how many were stored.
+pub async fn record_checks(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+    checks: &[CheckResult],
+) -> StoreResult<u64> {
+    let mut stored = 0;
+    for r in checks {
+        let n = on!(ex, c => sqlx::query(
+            "INSERT INTO app_checks (app_id, checked_at, ok, status_code, latency_ms, error) \
+             SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM apps WHERE id = $1 AND agent_id = $7 AND app_type = 'http') \
+             ON CONFLICT DO NOTHING")
+            .bind(r.app_id).bind(r.checked_at).bind(r.ok).bind(r.status_code).bind(r.latency_ms)
+            .bind(r.error.as_deref()).bind(agent_id).execute(&mut *c).await?.rows_affected());
+        if n == 1 {
+            stored += 1;
+            on!(ex, c => sqlx::query(
+                "UPDATE apps SET last_check_at = $2, last_check_ok = $3, last_check_status = $4, \
+                 last_check_latency_ms = $5, last_check_error = $6 \
+                 WHERE id = $1 AND (last_check_at IS NULL OR last_check_at <= $2)")
+                .bind(r.app_id).bind(r.checked_at).bind(r.ok).bind(r.status_code).bind(r.latency_ms)
+                .bind(r.error.as_deref()).execute(&mut *c).await?.rows_affected());
+        }
+    }
+    Ok(stored)
+}
+
+/// The HTTP checks an agent should run: `(app id, endpoint, interval seconds)`.
+pub async fn http_checks_of(
+    ex: &mut impl Exec,
+    agent_id: Uuid,
+) -> StoreResult<Vec<(Uuid, String, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, String, i64)>(
+        "SELECT id, endpoint, interval_seconds FROM apps WHERE agent_id = $1 AND app_type = 'http' \
+         AND endpoint IS NOT NULL AND interval_seconds IS NOT NULL ORDER BY id")
+        .bind(agent_id).fetch_all(&mut *c).await?))
+}
+
+/// An app's recent check results, newest first.
+pub async fn checks(
+    ex: &mut impl Exec,
+    app_id: Uuid,
+    limit: i64,
+) -> StoreResult<Vec<(OffsetDateTime, bool, Option<i64>, Option<i64>, Option<String>)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT checked_at, ok, status_code, latency_ms, error FROM app_checks WHERE app_id = $1 \
+         ORDER BY checked_at DESC LIMIT $2")
+        .bind(app_id).bind(limit).fetch_all(&mut *c).await?))
+}
+
+/// Forgets check results older than `before`.
+pub async fn purge_checks(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM app_checks WHERE checked_at < $1")
+        .bind(before).execute(&mut *c).await?.rows_affected()),
+    )
+}
+
+/// Drops an app's red marker (its liveness alert was resolved by hand).
+pub async fn clear_alerting(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE apps SET alerting = FALSE WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}

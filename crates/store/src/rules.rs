@@ -1,0 +1,153 @@
+//! Alert rules (SPEC 2.4; CONTRACT 10) and the window aggregates they are evaluated on.
+
+use crate::{Exec, StoreResult, TenantId, on};
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A rule as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Rule {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Metric name.
+    pub metric: String,
+    /// `> >= < <= == !=`.
+    pub operator: String,
+    /// Threshold.
+    pub threshold: f64,
+    /// Window as given (`5m`).
+    pub window_spec: String,
+    /// Window in seconds.
+    pub window_secs: i64,
+    /// Severity of its alerts.
+    pub severity: String,
+    /// `agent_id` and/or label names.
+    pub group_by: Json<Vec<String>>,
+    /// Minimal-body POST target.
+    pub webhook_url: Option<String>,
+    /// Created.
+    pub created_at: OffsetDateTime,
+    /// Last evaluation.
+    pub last_evaluated_at: Option<OffsetDateTime>,
+    /// Groups with data at the last evaluation.
+    pub last_groups: Option<i64>,
+    /// Groups firing at the last evaluation.
+    pub last_firing: Option<i64>,
+}
+
+const COLUMNS: &str = "id, tenant_id, name, metric, operator, threshold, window_spec, window_secs, severity, group_by, \
+    webhook_url, created_at, last_evaluated_at, last_groups, last_firing";
+
+/// Stores a rule.
+#[allow(clippy::too_many_arguments)]
+pub async fn insert(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    name: &str,
+    metric: &str,
+    operator: &str,
+    threshold: f64,
+    window_spec: &str,
+    window_secs: i64,
+    severity: &str,
+    group_by: &[String],
+    webhook_url: Option<&str>,
+    now: OffsetDateTime,
+) -> StoreResult<Rule> {
+    let sql = format!(
+        "INSERT INTO alert_rules (id, tenant_id, name, metric, operator, threshold, window_spec, window_secs, severity, \
+         group_by, webhook_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
+    );
+    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+        .bind(Uuid::now_v7()).bind(tenant.0).bind(name).bind(metric).bind(operator).bind(threshold)
+        .bind(window_spec).bind(window_secs).bind(severity).bind(Json(group_by)).bind(webhook_url).bind(now)
+        .fetch_one(&mut *c).await?))
+}
+
+/// The tenant's rules.
+pub async fn list(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Rule>> {
+    let sql = format!("SELECT {COLUMNS} FROM alert_rules WHERE tenant_id = $1 ORDER BY id");
+    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
+/// One rule of the tenant.
+pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Rule>> {
+    let sql = format!("SELECT {COLUMNS} FROM alert_rules WHERE tenant_id = $1 AND id = $2");
+    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+}
+
+/// Every rule, for an evaluation pass.
+pub async fn all(ex: &mut impl Exec) -> StoreResult<Vec<Rule>> {
+    let sql = format!("SELECT {COLUMNS} FROM alert_rules ORDER BY id");
+    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *c).await?))
+}
+
+/// Removes a rule.
+pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query("DELETE FROM alert_rules WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected()) == 1)
+}
+
+/// Records an evaluation.
+pub async fn evaluated(
+    ex: &mut impl Exec,
+    id: Uuid,
+    groups: i64,
+    firing: i64,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE alert_rules SET last_evaluated_at = $2, last_groups = $3, last_firing = $4 WHERE id = $1")
+        .bind(id).bind(now).bind(groups).bind(firing).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Whether any agent of the tenant has ever sent this metric.
+pub async fn metric_known(ex: &mut impl Exec, tenant: TenantId, metric: &str) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM metric_series s JOIN agents g ON g.id = s.agent_id WHERE g.tenant_id = $1 AND s.name = $2")
+        .bind(tenant.0).bind(metric).fetch_one(&mut *c).await?) > 0)
+}
+
+/// Sum and count of one series over a window.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SeriesWindow {
+    /// Agent.
+    pub agent_id: Uuid,
+    /// Canonical JSON labels.
+    pub labels: String,
+    /// Sum of values.
+    pub sum: f64,
+    /// Number of values.
+    pub count: i64,
+}
+
+/// Per series of `metric` of the tenant: sum and count of the points in `[from_ms, to_ms)`;
+/// from raw points, or from the hour rollups when `hourly` (windows longer than the raw
+/// retention).
+pub async fn window_sums(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    metric: &str,
+    from_ms: i64,
+    to_ms: i64,
+    hourly: bool,
+) -> StoreResult<Vec<SeriesWindow>> {
+    let sql = if hourly {
+        "SELECT s.agent_id, s.labels, SUM(p.sum) AS sum, CAST(SUM(p.count) AS BIGINT) AS count FROM metric_rollup_1h p \
+         JOIN metric_series s ON s.id = p.series_id JOIN agents g ON g.id = s.agent_id \
+         WHERE g.tenant_id = $1 AND s.name = $2 AND p.bucket >= $3 AND p.bucket < $4 GROUP BY s.id, s.agent_id, s.labels"
+    } else {
+        "SELECT s.agent_id, s.labels, SUM(p.value) AS sum, COUNT(*) AS count FROM metric_points p \
+         JOIN metric_series s ON s.id = p.series_id JOIN agents g ON g.id = s.agent_id \
+         WHERE g.tenant_id = $1 AND s.name = $2 AND p.ts >= $3 AND p.ts < $4 GROUP BY s.id, s.agent_id, s.labels"
+    };
+    Ok(on!(ex, c => sqlx::query_as::<_, SeriesWindow>(sql)
+        .bind(tenant.0).bind(metric).bind(from_ms).bind(to_ms).fetch_all(&mut *c).await?))
+}
