@@ -8,12 +8,20 @@ use std::io::Write;
 use std::time::Duration;
 use trusthub_core::agent::sign_header;
 
+/// What the hub asks for in its answer to a batch.
+#[derive(Debug, Clone, Default)]
+pub struct Ack {
+    /// The governed intervals (seconds: push, inventory).
+    pub intervals: Option<(u64, u64)>,
+    /// The HTTP checks of this host's `http` apps.
+    pub http_checks: Option<Vec<trusthub_core::agent::HttpCheck>>,
+}
+
 /// What the hub said to a push.
 #[derive(Debug)]
 pub enum PushOutcome {
-    /// 202: stored (or a duplicate of something stored), with the intervals the hub's
-    /// governance asks for now (seconds: push, inventory).
-    Stored(Option<(u64, u64)>),
+    /// 202: stored (or a duplicate of something stored), with what the hub asks for now.
+    Stored(Ack),
     /// The hub refused this batch for good (400/413/415/422): sending it again cannot help.
     Rejected(String),
     /// Not now (network, 5xx, 429, 401): keep the batch and retry after `retry_after`.
@@ -149,7 +157,11 @@ impl HubClient {
             let intervals = ack["ingest_interval_secs"]
                 .as_u64()
                 .zip(ack["inventory_interval_secs"].as_u64());
-            return PushOutcome::Stored(intervals);
+            let http_checks = serde_json::from_value(ack["http_checks"].clone()).ok();
+            return PushOutcome::Stored(Ack {
+                intervals,
+                http_checks,
+            });
         }
         let detail = resp.text().await.unwrap_or_default();
         match status.as_u16() {

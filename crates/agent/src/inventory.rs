@@ -37,6 +37,19 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
     })
 }
 
+/// What runs now, for the hub's liveness check (sent with every batch): the systemd
+/// services and containers as `live`, and the process list.
+pub async fn live() -> (Value, Value) {
+    let users = passwd();
+    let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
+    let procs = processes(&names);
+    let (systemd, containers) = tokio::join!(systemd(), containers());
+    (
+        json!({"systemd": systemd, "containers": containers}),
+        procs.iter().map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user})).collect::<Vec<_>>().into(),
+    )
+}
+
 fn os() -> Value {
     let release = read("/etc/os-release");
     let field = |k: &str| {

@@ -6,6 +6,7 @@
 //! The `trusthub-agent` binary and `trusthub up` both run [`run`].
 
 pub mod allow;
+pub mod checks;
 pub mod client;
 pub mod collect;
 pub mod inventory;
@@ -152,6 +153,8 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         "agent running"
     );
 
+    let checks = checks::Checks::default();
+    let checker = tokio::spawn(checks.clone().run());
     let mut collector = collect::Collector::default();
     // Prime the rate counters so the first batch already has CPU and I/O rates.
     collector.collect(OffsetDateTime::now_utc());
@@ -184,6 +187,14 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 let inv = inventory::collect(&opts.project_paths, ts).await;
                 batch["processes"] = inv["processes"].clone();
                 batch["inventory"] = inv;
+            } else {
+                let (live, processes) = inventory::live().await;
+                batch["live"] = live;
+                batch["processes"] = processes;
+            }
+            let results = checks.take_results();
+            if !results.is_empty() {
+                batch["app_checks"] = json!(results);
             }
             let id = batch["batch_id"].as_str().unwrap_or_default().to_owned();
             match serde_json::to_vec(&batch) {
@@ -197,9 +208,12 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         }
         if Instant::now() >= next_send {
             match drain(&client, &reg, &key, &spool).await {
-                Ok(governed) => {
+                Ok(ack) => {
+                    if let Some(wanted) = ack.as_ref().and_then(|a| a.http_checks.clone()) {
+                        checks.set(wanted);
+                    }
                     // Flags given on the command line win over the hub's governance.
-                    if let Some((push, inv)) = governed {
+                    if let Some((push, inv)) = ack.and_then(|a| a.intervals) {
                         if opts.interval_secs.is_none()
                             && push > 0
                             && Duration::from_secs(push) != interval
@@ -230,6 +244,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             }
         }
     }
+    checker.abort();
     tracing::info!(
         pending = spool.pending().len(),
         "agent stopped; spooled batches go out at the next start"
@@ -242,13 +257,13 @@ fn time_ms(t: OffsetDateTime) -> i64 {
 }
 
 /// Sends spooled batches oldest first; stops at the first one the hub cannot take now and
-/// returns how long it asked to wait. On success, the governed intervals of the last answer.
+/// returns how long it asked to wait. On success, the last answer.
 async fn drain(
     client: &HubClient,
     reg: &Registration,
     key: &ed25519_dalek::SigningKey,
     spool: &Spool,
-) -> Result<Option<(u64, u64)>, Option<Duration>> {
+) -> Result<Option<client::Ack>, Option<Duration>> {
     let mut governed = None;
     for path in spool.pending() {
         let Ok(bytes) = std::fs::read(&path) else {
@@ -268,8 +283,8 @@ async fn drain(
         );
         let body = serde_json::to_vec(&batch).unwrap_or_default();
         match client.push(reg, key, &body).await {
-            PushOutcome::Stored(intervals) => {
-                governed = intervals.or(governed);
+            PushOutcome::Stored(ack) => {
+                governed = Some(ack);
                 spool.remove(&path);
             }
             PushOutcome::Rejected(why) => {

@@ -46,6 +46,7 @@ impl reqwest::dns::Resolve for Guarded {
 
 /// The client for deliveries.
 pub fn client(settings: &Settings) -> Result<reqwest::Client, reqwest::Error> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut b = reqwest::Client::builder()
         .timeout(Duration::from_secs(settings.webhook_timeout_secs.max(1)))
         .redirect(reqwest::redirect::Policy::none());
