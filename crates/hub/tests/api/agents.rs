@@ -28,27 +28,27 @@ crate::dual!(
     enrollment_tokens_are_listed_without_secrets_and_revocable,
 );
 
-fn key() -> SigningKey {
+pub(crate) fn key() -> SigningKey {
     SigningKey::from_bytes(&trusthub_core::secret::random_bytes::<32>().expect("random"))
 }
 
-fn hexkey(k: &SigningKey) -> String {
+pub(crate) fn hexkey(k: &SigningKey) -> String {
     trusthub_core::secret::hex(k.verifying_key().as_bytes())
 }
 
-fn ts(t: OffsetDateTime) -> String {
+pub(crate) fn ts(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).expect("fmt")
 }
 
 /// A simulated agent: its key and, once registered, its id and token.
-struct Host {
-    key: SigningKey,
-    machine_id: String,
-    id: String,
-    token: String,
+pub(crate) struct Host {
+    pub key: SigningKey,
+    pub machine_id: String,
+    pub id: String,
+    pub token: String,
 }
 
-async fn enrollment_token(app: &TestApp, auth: &Auth) -> String {
+pub(crate) async fn enrollment_token(app: &TestApp, auth: &Auth) -> String {
     let r = app
         .post(
             "/agents/enrollment-tokens",
@@ -86,7 +86,7 @@ async fn register_raw(
     .expect("register")
 }
 
-async fn register(app: &TestApp) -> Host {
+pub(crate) async fn register(app: &TestApp) -> Host {
     let enroll = enrollment_token(app, &app.owner).await;
     let key = key();
     let machine_id = Uuid::new_v4().simple().to_string();
@@ -101,7 +101,7 @@ async fn register(app: &TestApp) -> Host {
     }
 }
 
-async fn send(
+pub(crate) async fn send(
     app: &TestApp,
     host: &Host,
     body: &[u8],
@@ -120,7 +120,7 @@ async fn send(
     r.body(body.to_vec()).send().await.expect("ingest")
 }
 
-fn batch(metrics: Value) -> Value {
+pub(crate) fn batch(metrics: Value) -> Value {
     json!({"batch_id": Uuid::new_v4(), "sent_at": ts(OffsetDateTime::now_utc()), "metrics": metrics})
 }
 

@@ -139,6 +139,7 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub db: Db,
+    pub state: AppState,
     pub owner: Auth,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     pg_db: Option<String>,
@@ -162,6 +163,9 @@ impl TestApp {
         s.admin_password = Some(OWNER_PASSWORD.into());
         s.rate_limits = "off".into();
         s.shutdown_grace_secs = 2;
+        // Tests drive liveness and rule ticks themselves (trusthub_hub::workers).
+        s.liveness_interval_secs = 3600;
+        s.rule_eval_interval_secs = 3600;
         let mut pg_db = None;
         if backend == Backend::Postgres {
             let name = create_pg_database().await;
@@ -185,6 +189,7 @@ impl TestApp {
             .expect("hub starts");
         let addr = server.local_addr();
         let db = server.state().db.clone();
+        let state = server.state().clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(server.run(async move {
             let _ = rx.await;
@@ -194,6 +199,7 @@ impl TestApp {
             base: format!("http://{addr}"),
             client,
             db,
+            state,
             owner: Auth::None,
             shutdown: Some(tx),
             pg_db,
@@ -557,6 +563,12 @@ impl SmtpSink {
             .filter(|m| m.to.iter().any(|t| t == to))
             .count()
     }
+}
+
+/// The hub clock in whole seconds, as the workers use it.
+pub fn hub_now() -> time::OffsetDateTime {
+    let t = time::OffsetDateTime::now_utc();
+    t.replace_nanosecond(0).expect("whole second")
 }
 
 /// Generates, for each named `async fn name(b: Backend)`, a test on SQLite and one on

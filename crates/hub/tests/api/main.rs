@@ -5,6 +5,7 @@ mod harness;
 
 mod agents;
 mod api_tokens;
+mod apps;
 mod audit_log;
 mod auth;
 mod errors;

@@ -1,0 +1,438 @@
+//! Tracked apps (SPEC 2.1, 3.1, 4.1): validation, roles, isolation, discovery, and the
+//! liveness check driven tick by tick over what a (simulated, signing) agent reports.
+
+use crate::agents::{Host, batch, register, send, ts};
+use crate::harness::*;
+use reqwest::Method;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use trusthub_hub::workers::{LivenessReport, liveness_tick};
+
+crate::dual!(
+    apps_are_validated_created_changed_and_untracked,
+    liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself,
+    unknowns_count_only_after_four_and_stale_reports_observe_nothing,
+    http_apps_are_checked_by_their_agent,
+    discovery_lists_what_the_agent_runs,
+    apps_and_alerts_of_another_tenant_are_404,
+);
+
+/// Sends a batch carrying the live state of the host.
+pub(crate) async fn report(app: &TestApp, host: &Host, systemd: Value, containers: Value, processes: Value) -> Value {
+    let mut b = batch(json!([]));
+    b["live"] = json!({"systemd": systemd, "containers": containers});
+    b["processes"] = processes;
+    let r = send(app, host, b.to_string().as_bytes(), None, true).await;
+    assert_eq!(r.status(), 202);
+    body(r).await
+}
+
+pub(crate) async fn nginx(app: &TestApp, host: &Host, active: &str) {
+    report(
+        app,
+        host,
+        json!([{"unit": "nginx.service", "active_state": active, "sub_state": "x"}]),
+        json!([]),
+        json!([]),
+    )
+    .await;
+}
+
+pub(crate) async fn tick(app: &TestApp) -> LivenessReport {
+    liveness_tick(&app.state, hub_now()).await.expect("tick")
+}
+
+pub(crate) async fn create_app(app: &TestApp, auth: &Auth, body_: Value) -> Value {
+    let r = app.post("/apps", auth, body_).await;
+    assert_eq!(r.status(), 201);
+    body(r).await
+}
+
+async fn apps_are_validated_created_changed_and_untracked(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let cases = [
+        (json!({"agent_id": host.id, "name": "x"}), "app_type"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "vm", "identifier": "a"}), "app_type"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "systemd"}), "identifier"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "systemd", "identifier": "rm -rf /"}), "identifier"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "compose", "identifier": "shop-db"}), "identifier"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "process", "identifier": "bin/app"}), "identifier"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "process", "identifier": "/bin/app", "restart_command": "restart.sh"}), "restart_command"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "restart_command": "/bin/true"}), "restart_command"),
+        (json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "ftp://x", "interval_seconds": 30}), "endpoint"),
+        (json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "http://x"}), "interval_seconds"),
+        (json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "http://x", "interval_seconds": 1}), "interval_seconds"),
+        (json!({"agent_id": host.id, "name": "", "app_type": "docker", "identifier": "web"}), "name"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "expected_state": "paused"}), "expected_state"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "owner_email": "nope"}), "owner_email"),
+        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "runbook_url": "javascript:alert(1)"}), "runbook_url"),
+        (json!({"agent_id": uuid::Uuid::new_v4(), "name": "x", "app_type": "docker", "identifier": "web"}), "agent_id"),
+    ];
+    for (req, field) in cases {
+        let r = app.post("/apps", &app.owner, req.clone()).await;
+        let p = assert_problem(r, 422, "validation_failed").await;
+        assert!(
+            p["errors"].as_array().expect("errors").iter().any(|e| e["field"] == field),
+            "{req} should fail on {field}: {p}"
+        );
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM apps").await, 0);
+
+    let (viewer, _) = app.user_with_role("viewer").await;
+    let r = app
+        .post("/apps", &viewer, json!({"agent_id": host.id, "name": "web", "app_type": "docker", "identifier": "web"}))
+        .await;
+    assert_problem(r, 403, "forbidden").await;
+    let (operator, _) = app.user_with_role("operator").await;
+    let a = create_app(
+        &app,
+        &operator,
+        json!({"agent_id": host.id, "name": "nginx", "app_type": "systemd", "identifier": "nginx",
+            "owner_email": "ops@example.com", "runbook_url": "https://wiki.example.com/nginx", "notes": "front"}),
+    )
+    .await;
+    assert_eq!(a["identifier"], "nginx.service");
+    assert_eq!(a["expected_state"], "running");
+    assert_eq!(a["consecutive_mismatch"], 0);
+    assert_eq!(a["alerting"], false);
+    assert_eq!(a["tags"], json!(["env:test", "role:web"]));
+    let r = app
+        .post("/apps", &operator, json!({"agent_id": host.id, "name": "again", "app_type": "systemd", "identifier": "nginx.service"}))
+        .await;
+    assert_problem(r, 409, "conflict").await;
+    let p = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "worker", "app_type": "process", "identifier": "/opt/w/bin/worker",
+            "restart_command": "/opt/w/bin/restart --graceful"}),
+    )
+    .await;
+    assert_eq!(p["restart_command"], "/opt/w/bin/restart --graceful");
+    let h = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "api", "type": "http", "endpoint": "https://api.example.com/health", "interval_seconds": 30}),
+    )
+    .await;
+    assert_eq!(h["app_type"], "http");
+    assert_eq!(h["interval_seconds"], 30);
+    let list = body(app.get("/apps", &viewer).await).await;
+    assert_eq!(list.as_array().map(Vec::len), Some(3));
+
+    let id = a["id"].as_str().expect("id");
+    let r = app
+        .send_json(Method::PATCH, &format!("/apps/{id}"), &viewer, json!({"expected_state": "stopped"}))
+        .await;
+    assert_problem(r, 403, "forbidden").await;
+    let r = app
+        .send_json(Method::PATCH, &format!("/apps/{id}"), &operator, json!({"expected_state": "sleeping"}))
+        .await;
+    assert_problem(r, 422, "validation_failed").await;
+    let r = app
+        .send_json(Method::PATCH, &format!("/apps/{id}"), &operator, json!({"expected_state": "stopped"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(body(r).await["expected_state"], "stopped");
+    let r = app.delete(&format!("/apps/{id}"), &viewer).await;
+    assert_problem(r, 403, "forbidden").await;
+    assert_eq!(app.delete(&format!("/apps/{id}"), &operator).await.status(), 204);
+    assert_problem(app.get(&format!("/apps/{id}"), &viewer).await, 404, "not_found").await;
+    assert_problem(app.delete(&format!("/apps/{id}"), &operator).await, 404, "not_found").await;
+    for ev in ["app_created", "app_expected_state_changed", "app_deleted"] {
+        let n = app
+            .count(&format!("SELECT COUNT(*) FROM audit_log WHERE event_type = '{ev}'"))
+            .await;
+        assert!(n >= 1, "{ev}");
+    }
+    // Removing the agent untracks its apps.
+    assert_eq!(app.delete(&format!("/agents/{}", host.id), &app.owner).await.status(), 204);
+    assert_eq!(app.count("SELECT COUNT(*) FROM apps").await, 0);
+}
+
+async fn open_alerts(app: &TestApp) -> Vec<Value> {
+    let r = body(app.get("/alerts?is_resolved=false", &app.owner).await).await;
+    r.as_array().expect("alerts").clone()
+}
+
+async fn liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    nginx(&app, &host, "active").await;
+    let a = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "nginx", "app_type": "systemd", "identifier": "nginx"}),
+    )
+    .await;
+    let path = format!("/apps/{}", a["id"].as_str().expect("id"));
+    let r = tick(&app).await;
+    assert_eq!((r.apps, r.mismatches, r.raised), (1, 0, 0));
+    let v = body(app.get(&path, &app.owner).await).await;
+    assert_eq!(v["observed_state"], "running");
+    assert!(v["last_state_change"].is_string());
+
+    nginx(&app, &host, "failed").await;
+    for n in 1..=2 {
+        let r = tick(&app).await;
+        assert_eq!((r.mismatches, r.raised), (1, 0), "check {n}");
+        let v = body(app.get(&path, &app.owner).await).await;
+        assert_eq!(v["consecutive_mismatch"], n);
+        assert_eq!(v["observed_state"], "stopped");
+        assert_eq!(v["alerting"], false);
+    }
+    assert!(open_alerts(&app).await.is_empty());
+    let r = tick(&app).await;
+    assert_eq!((r.mismatches, r.raised), (1, 1));
+    let alerts = open_alerts(&app).await;
+    assert_eq!(alerts.len(), 1);
+    let alert = &alerts[0];
+    assert_eq!(alert["severity"], "warning");
+    assert_eq!(alert["source"], "liveness");
+    assert_eq!(alert["category"], "liveness");
+    assert_eq!(alert["app_id"], a["id"]);
+    assert_eq!(alert["agent"]["id"], json!(host.id));
+    assert_eq!(alert["agent"]["hostname"], "web-1");
+    assert_eq!(alert["agent"]["tags"], json!(["env:test", "role:web"]));
+    assert!(alert["title"].as_str().is_some_and(|t| t.contains("nginx is stopped, expected running")));
+    let v = body(app.get(&path, &app.owner).await).await;
+    assert_eq!(v["alerting"], true);
+    // The ongoing incident raises nothing more.
+    for _ in 0..2 {
+        assert_eq!(tick(&app).await.raised, 0);
+    }
+    assert_eq!(open_alerts(&app).await.len(), 1);
+
+    // Back as expected: the counter resets and the alert resolves itself.
+    nginx(&app, &host, "active").await;
+    let r = tick(&app).await;
+    assert_eq!((r.mismatches, r.resolved), (0, 1));
+    let v = body(app.get(&path, &app.owner).await).await;
+    assert_eq!((v["consecutive_mismatch"].clone(), v["alerting"].clone()), (json!(0), json!(false)));
+    assert!(open_alerts(&app).await.is_empty());
+    let resolved = body(app.get(&format!("/alerts/{}", alert["id"].as_str().expect("id")), &app.owner).await).await;
+    assert_eq!(resolved["is_resolved"], true);
+    assert_eq!(resolved["resolved_by"], "liveness");
+    assert!(resolved["resolution"].as_str().is_some_and(|t| t.contains("resolved itself")));
+
+    // Expecting it stopped turns a running unit into the mismatch.
+    let r = app
+        .send_json(Method::PATCH, &path, &app.owner, json!({"expected_state": "stopped"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    for _ in 0..3 {
+        tick(&app).await;
+    }
+    let alerts = open_alerts(&app).await;
+    assert_eq!(alerts.len(), 1);
+    assert!(alerts[0]["title"].as_str().is_some_and(|t| t.contains("running, expected stopped")));
+    assert_ne!(alerts[0]["id"], alert["id"]);
+    // A user resolves it; the mismatch persists, so the next check raises a new one.
+    let aid = alerts[0]["id"].as_str().expect("id");
+    let (viewer, _) = app.user_with_role("viewer").await;
+    let r = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &viewer, json!({})).await;
+    assert_problem(r, 403, "forbidden").await;
+    let r = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &app.owner, json!({})).await;
+    assert_eq!(r.status(), 200);
+    let v = body(r).await;
+    assert_eq!(v["is_resolved"], true);
+    assert!(v["resolved_by"].as_str().is_some_and(|s| s.starts_with("user:")));
+    let again = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &app.owner, json!({})).await;
+    assert_eq!(body(again).await["resolved_at"], v["resolved_at"]);
+    assert_eq!(tick(&app).await.raised, 1);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'alert_resolved'").await,
+        1
+    );
+}
+
+async fn unknowns_count_only_after_four_and_stale_reports_observe_nothing(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    report(&app, &host, json!([]), json!([{"name": "other", "state": "running"}]), json!([])).await;
+    let a = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "db", "app_type": "docker", "identifier": "db"}),
+    )
+    .await;
+    let path = format!("/apps/{}", a["id"].as_str().expect("id"));
+    for n in 1..=3 {
+        let r = tick(&app).await;
+        assert_eq!(r.mismatches, 0, "unknown {n} does not count");
+        let v = body(app.get(&path, &app.owner).await).await;
+        assert_eq!(v["observed_state"], "unknown");
+        assert_eq!(v["consecutive_mismatch"], 0);
+    }
+    for n in 1..=3 {
+        let r = tick(&app).await;
+        assert_eq!(r.mismatches, 1);
+        assert_eq!(r.raised, usize::from(n == 3), "unknown {} counts as mismatch {n}", n + 3);
+    }
+    assert_eq!(open_alerts(&app).await.len(), 1);
+
+    // A process app: absent from a fresh process list means stopped; present means running.
+    let p = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "worker", "app_type": "process", "identifier": "/opt/w/worker"}),
+    )
+    .await;
+    let ppath = format!("/apps/{}", p["id"].as_str().expect("id"));
+    report(&app, &host, json!([]), json!([]), json!([{"pid": 42, "exe": "/opt/w/worker", "cmdline": "/opt/w/worker -q"}])).await;
+    tick(&app).await;
+    assert_eq!(body(app.get(&ppath, &app.owner).await).await["observed_state"], "running");
+    report(&app, &host, json!([]), json!([]), json!([{"pid": 1, "exe": "/sbin/init", "cmdline": "init"}])).await;
+    tick(&app).await;
+    assert_eq!(body(app.get(&ppath, &app.owner).await).await["observed_state"], "stopped");
+
+    // An agent that stopped reporting (3 intervals) observes nothing: unknown.
+    let later = hub_now() + time::Duration::seconds(60 * 3 + 10);
+    liveness_tick(&app.state, later).await.expect("tick");
+    assert_eq!(body(app.get(&ppath, &app.owner).await).await["observed_state"], "unknown");
+}
+
+async fn http_apps_are_checked_by_their_agent(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let other = register(&app).await;
+    let a = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "api", "type": "http", "endpoint": "http://127.0.0.1:9/health", "interval_seconds": 15}),
+    )
+    .await;
+    let id = a["id"].as_str().expect("id").to_owned();
+    // The hub tells the agent what to check, and only that agent.
+    let ack = report(&app, &host, json!([]), json!([]), json!([])).await;
+    assert_eq!(
+        ack["http_checks"],
+        json!([{"app_id": id, "endpoint": "http://127.0.0.1:9/health", "interval_seconds": 15}])
+    );
+    let ack = report(&app, &other, json!([]), json!([]), json!([])).await;
+    assert_eq!(ack["http_checks"], json!([]));
+    tick(&app).await;
+    assert_eq!(body(app.get(&format!("/apps/{id}"), &app.owner).await).await["observed_state"], "unknown");
+
+    let check = |ok: bool, code: u16, ago: i64| {
+        json!({"app_id": id, "checked_at": ts(OffsetDateTime::now_utc() - time::Duration::seconds(ago)),
+            "ok": ok, "status_code": code, "latency_ms": 12})
+    };
+    let mut bt = batch(json!([]));
+    bt["app_checks"] = json!([check(true, 200, 20), check(true, 204, 5)]);
+    assert_eq!(send(&app, &host, bt.to_string().as_bytes(), None, true).await.status(), 202);
+    // Another agent cannot report for this app.
+    let mut forged = batch(json!([]));
+    forged["app_checks"] = json!([check(false, 500, 1)]);
+    assert_eq!(send(&app, &other, forged.to_string().as_bytes(), None, true).await.status(), 202);
+    tick(&app).await;
+    let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
+    assert_eq!(v["observed_state"], "running");
+    assert_eq!(v["last_check"]["status_code"], 204);
+    assert_eq!(v["last_check"]["latency_ms"], 12);
+    let checks = body(app.get(&format!("/apps/{id}/checks"), &app.owner).await).await;
+    assert_eq!(checks.as_array().map(Vec::len), Some(2));
+
+    let mut bt = batch(json!([]));
+    bt["app_checks"] = json!([{"app_id": id, "checked_at": ts(OffsetDateTime::now_utc()), "ok": false, "error": "cannot connect", "latency_ms": 3}]);
+    assert_eq!(send(&app, &host, bt.to_string().as_bytes(), None, true).await.status(), 202);
+    tick(&app).await;
+    let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
+    assert_eq!(v["observed_state"], "stopped");
+    assert_eq!(v["last_check"]["error"], "cannot connect");
+    // Malformed check results are refused and store nothing.
+    let mut bad = batch(json!([]));
+    bad["app_checks"] = json!([{"app_id": "nope", "ok": true}]);
+    let r = send(&app, &host, bad.to_string().as_bytes(), None, true).await;
+    assert_eq!(r.status(), 422);
+    assert_eq!(app.count("SELECT COUNT(*) FROM app_checks").await, 3);
+}
+
+async fn discovery_lists_what_the_agent_runs(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc();
+    let mut bt = batch(json!([]));
+    bt["inventory"] = json!({
+        "collected_at": ts(now),
+        "systemd": [
+            {"unit": "nginx.service", "active_state": "active"},
+            {"unit": "old.service", "active_state": "inactive"}
+        ],
+        "containers": [
+            {"name": "shop-db-1", "state": "running", "compose_project": "shop", "compose_service": "db"},
+            {"name": "gone", "state": "exited"}
+        ]
+    });
+    assert_eq!(send(&app, &host, bt.to_string().as_bytes(), None, true).await.status(), 202);
+    create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "nginx", "app_type": "systemd", "identifier": "nginx"}),
+    )
+    .await;
+    let (viewer, _) = app.user_with_role("viewer").await;
+    let list = body(app.get(&format!("/agents/{}/app-candidates", host.id), &viewer).await).await;
+    let got: Vec<(String, String, bool)> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|c| {
+            (
+                c["app_type"].as_str().unwrap_or_default().to_owned(),
+                c["identifier"].as_str().unwrap_or_default().to_owned(),
+                c["tracked"].as_bool().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("systemd".into(), "nginx.service".into(), true),
+            ("docker".into(), "shop-db-1".into(), false),
+            ("compose".into(), "shop::db".into(), false),
+        ]
+    );
+    // The inventory alone is a report too: the tracked unit is observed running.
+    tick(&app).await;
+    let apps = body(app.get("/apps", &viewer).await).await;
+    assert_eq!(apps[0]["observed_state"], "running");
+}
+
+async fn apps_and_alerts_of_another_tenant_are_404(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    nginx(&app, &host, "failed").await;
+    let a = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "nginx", "app_type": "systemd", "identifier": "nginx"}),
+    )
+    .await;
+    for _ in 0..3 {
+        tick(&app).await;
+    }
+    let alert = open_alerts(&app).await.remove(0);
+    let other = app.other_tenant().await;
+    let id = a["id"].as_str().expect("id");
+    let aid = alert["id"].as_str().expect("id");
+    assert_problem(app.get(&format!("/apps/{id}"), &other).await, 404, "not_found").await;
+    assert_problem(app.get(&format!("/apps/{id}/checks"), &other).await, 404, "not_found").await;
+    let r = app.send_json(Method::PATCH, &format!("/apps/{id}"), &other, json!({"expected_state": "stopped"})).await;
+    assert_problem(r, 404, "not_found").await;
+    assert_problem(app.delete(&format!("/apps/{id}"), &other).await, 404, "not_found").await;
+    assert_problem(app.get(&format!("/alerts/{aid}"), &other).await, 404, "not_found").await;
+    let r = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &other, json!({})).await;
+    assert_problem(r, 404, "not_found").await;
+    assert_problem(app.get(&format!("/agents/{}/app-candidates", host.id), &other).await, 404, "not_found").await;
+    let r = app
+        .post("/apps", &other, json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web"}))
+        .await;
+    assert_problem(r, 422, "validation_failed").await;
+    assert_eq!(body(app.get("/apps", &other).await).await, json!([]));
+    assert_eq!(body(app.get("/alerts", &other).await).await, json!([]));
+    // Unchanged.
+    let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
+    assert_eq!(v["expected_state"], "running");
+    assert_eq!(open_alerts(&app).await.len(), 1);
+}
