@@ -76,7 +76,11 @@ impl Checks {
         let client = match reqwest::Client::builder()
             .timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("trusthub-agent/", env!("CARGO_PKG_VERSION"), " (health check)"))
+            .user_agent(concat!(
+                "trusthub-agent/",
+                env!("CARGO_PKG_VERSION"),
+                " (health check)"
+            ))
             .build()
         {
             Ok(c) => c,

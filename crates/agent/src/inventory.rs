@@ -46,7 +46,11 @@ pub async fn live() -> (Value, Value) {
     let (systemd, containers) = tokio::join!(systemd(), containers());
     (
         json!({"systemd": systemd, "containers": containers}),
-        procs.iter().map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user})).collect::<Vec<_>>().into(),
+        procs
+            .iter()
+            .map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user}))
+            .collect::<Vec<_>>()
+            .into(),
     )
 }
 

@@ -191,10 +191,7 @@ pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]
             let name = name.strip_prefix('/').unwrap_or(name);
             m.insert(key(AppKind::Docker, name), state(running));
         }
-        if let (Some(p), Some(s)) = (
-            c["compose_project"].as_str(),
-            c["compose_service"].as_str(),
-        ) {
+        if let (Some(p), Some(s)) = (c["compose_project"].as_str(), c["compose_service"].as_str()) {
             let k = key(AppKind::Compose, &format!("{p}::{s}"));
             if running || !m.contains_key(&k) {
                 m.insert(k, state(running));
@@ -255,7 +252,10 @@ mod tests {
             Ok("getty@tty1.service")
         );
         assert!(identifier(AppKind::Systemd, "rm -rf").is_err());
-        assert_eq!(identifier(AppKind::Docker, "/web-1").as_deref(), Ok("web-1"));
+        assert_eq!(
+            identifier(AppKind::Docker, "/web-1").as_deref(),
+            Ok("web-1")
+        );
         assert!(identifier(AppKind::Docker, "-x").is_err());
         assert_eq!(
             identifier(AppKind::Compose, "shop::db").as_deref(),
@@ -301,7 +301,10 @@ mod tests {
         assert_eq!(o(AppKind::Compose, "shop::web"), Observed::Running);
         assert_eq!(o(AppKind::Compose, "shop::db"), Observed::Running);
         assert_eq!(o(AppKind::Compose, "shop::cache"), Observed::Unknown);
-        assert_eq!(o(AppKind::Process, "/opt/app/bin/server"), Observed::Running);
+        assert_eq!(
+            o(AppKind::Process, "/opt/app/bin/server"),
+            Observed::Running
+        );
         assert_eq!(o(AppKind::Process, "/srv/job.py"), Observed::Running);
         assert_eq!(o(AppKind::Process, "/usr/sbin/sshd"), Observed::Running);
         assert_eq!(o(AppKind::Process, "/etc/passwd"), Observed::Stopped);

@@ -121,7 +121,11 @@ pub struct Settings {
     pub webhook_timeout_secs: u64,
     /// Allow webhook URLs that resolve to link-local addresses (169.254.0.0/16, fe80::/10,
     /// cloud metadata services). Off by default.
-    #[arg(long, env = "TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL", default_value_t = false)]
+    #[arg(
+        long,
+        env = "TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL",
+        default_value_t = false
+    )]
     pub webhook_allow_link_local: bool,
     /// Days HTTP check results are kept.
     #[arg(long, env = "TRUSTHUB_APP_CHECK_RETENTION_DAYS", default_value_t = 30)]

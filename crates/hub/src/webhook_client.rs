@@ -18,7 +18,8 @@ pub fn blocked(ip: IpAddr) -> bool {
                 return v4.is_link_local();
             }
             let s = v6.segments();
-            (s[0] & 0xffc0) == 0xfe80 || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+            (s[0] & 0xffc0) == 0xfe80
+                || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
         }
     }
 }
@@ -68,11 +69,18 @@ pub async fn check_url(url: &str, allow_link_local: bool) -> Result<(), String> 
         return Ok(());
     };
     if let Some(ip) = literal_ip(host) {
-        return if blocked(ip) { Err(REFUSED.into()) } else { Ok(()) };
+        return if blocked(ip) {
+            Err(REFUSED.into())
+        } else {
+            Ok(())
+        };
     }
     let port = parsed.port_or_known_default().unwrap_or(443);
-    let lookup =
-        tokio::time::timeout(Duration::from_secs(3), tokio::net::lookup_host((host, port))).await;
+    let lookup = tokio::time::timeout(
+        Duration::from_secs(3),
+        tokio::net::lookup_host((host, port)),
+    )
+    .await;
     // A name that does not resolve yet is accepted; every delivery checks again.
     if let Ok(Ok(mut addrs)) = lookup {
         if addrs.any(|a| blocked(a.ip())) {
@@ -83,7 +91,10 @@ pub async fn check_url(url: &str, allow_link_local: bool) -> Result<(), String> 
 }
 
 fn literal_ip(host: &str) -> Option<IpAddr> {
-    host.trim_start_matches('[').trim_end_matches(']').parse().ok()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
 }
 
 /// Whether a delivery target is a literal link-local address (names are checked by the
@@ -101,7 +112,13 @@ mod tests {
 
     #[test]
     fn link_local_and_metadata_addresses_are_blocked() {
-        for ip in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254", "::ffff:169.254.169.254"] {
+        for ip in [
+            "169.254.169.254",
+            "169.254.0.1",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+        ] {
             assert!(blocked(ip.parse().expect("ip")), "{ip}");
         }
         for ip in ["127.0.0.1", "10.0.0.1", "8.8.8.8", "::1", "2001:db8::1"] {

@@ -108,11 +108,7 @@ fn observed_name(o: Observed) -> &'static str {
 }
 
 /// The observed state of one app at `now`.
-fn observed_of(
-    app: &App,
-    live: Option<&(bool, ObservedMap)>,
-    now: OffsetDateTime,
-) -> Observed {
+fn observed_of(app: &App, live: Option<&(bool, ObservedMap)>, now: OffsetDateTime) -> Observed {
     let Some(kind) = AppKind::parse(&app.app_type) else {
         return Observed::Unknown;
     };
@@ -357,7 +353,8 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
                 "{}: average {} {avg:.4} {} {} over {}",
                 rule.name, rule.metric, rule.operator, rule.threshold, rule.window_spec
             );
-            let detail = (!group_text.is_empty()).then(|| format!("group {}", group_text.join(", ")));
+            let detail =
+                (!group_text.is_empty()).then(|| format!("group {}", group_text.join(", ")));
             let raised = alerting::raise(
                 &mut tx,
                 tenant,
@@ -495,7 +492,10 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
         return tx.commit().await;
     }
     let secret = match &d.secret_sealed {
-        Some(sealed) => match state.key.open(crate::routes::webhooks::SECRET_CONTEXT, sealed) {
+        Some(sealed) => match state
+            .key
+            .open(crate::routes::webhooks::SECRET_CONTEXT, sealed)
+        {
             Ok(s) => Some(String::from_utf8_lossy(&s).into_owned()),
             Err(_) => None,
         },
@@ -552,7 +552,15 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
     let details = json!({"delivery_id": d.id, "event": d.event, "attempt": attempt, "status": new_status,
         "status_code": status_code, "error": error, "url": d.target_url});
     if d.rule_id.is_some() {
-        append_audit(&mut tx, tenant, trusthub_core::audit::WEBHOOK_DELIVERY, &subject, &details, finished).await?;
+        append_audit(
+            &mut tx,
+            tenant,
+            trusthub_core::audit::WEBHOOK_DELIVERY,
+            &subject,
+            &details,
+            finished,
+        )
+        .await?;
     }
     if new_status == status::FAILED {
         if let Some(w) = d.webhook_id {
@@ -560,8 +568,15 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
                 finished + time::Duration::seconds(state.settings.webhook_cooldown_secs as i64);
             webhooks::set_cooldown(&mut tx, w, until).await?;
         }
-        append_audit(&mut tx, tenant, trusthub_core::audit::WEBHOOK_DELIVERY_FAILED, &subject, &details, finished)
-            .await?;
+        append_audit(
+            &mut tx,
+            tenant,
+            trusthub_core::audit::WEBHOOK_DELIVERY_FAILED,
+            &subject,
+            &details,
+            finished,
+        )
+        .await?;
     }
     tx.commit().await
 }
@@ -597,7 +612,10 @@ async fn send(client: &reqwest::Client, d: &Due, secret: Option<&str>) -> Result
     let mut req = client
         .post(&d.target_url)
         .header("content-type", "application/json")
-        .header("user-agent", concat!("Trusthub-Webhooks/", env!("CARGO_PKG_VERSION")))
+        .header(
+            "user-agent",
+            concat!("Trusthub-Webhooks/", env!("CARGO_PKG_VERSION")),
+        )
         .header("x-service-delivery", &id)
         .header("x-service-event", &d.event)
         .header("x-service-timestamp", ts.to_string());

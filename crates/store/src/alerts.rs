@@ -101,8 +101,10 @@ pub async fn raise(
 /// One alert of the tenant.
 pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Alert>> {
     let sql = format!("{SELECT} WHERE a.tenant_id = $1 AND a.id = $2");
-    Ok(on!(ex, c => sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// Resolves an open alert; the resolved alert, or `None` when it was not open.
@@ -130,9 +132,12 @@ pub async fn open_by_fingerprint(
     tenant: TenantId,
     fingerprint: &str,
 ) -> StoreResult<Option<Alert>> {
-    let sql = format!("{SELECT} WHERE a.tenant_id = $1 AND a.fingerprint = $2 AND NOT a.is_resolved");
-    Ok(on!(ex, c => sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(fingerprint).fetch_optional(&mut *c).await?))
+    let sql =
+        format!("{SELECT} WHERE a.tenant_id = $1 AND a.fingerprint = $2 AND NOT a.is_resolved");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(fingerprint).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// Open alerts of a rule.
@@ -142,8 +147,10 @@ pub async fn open_of_rule(
     rule_id: Uuid,
 ) -> StoreResult<Vec<Alert>> {
     let sql = format!("{SELECT} WHERE a.tenant_id = $1 AND a.rule_id = $2 AND NOT a.is_resolved");
-    Ok(on!(ex, c => sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(rule_id).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(rule_id).fetch_all(&mut *c).await?),
+    )
 }
 
 /// Listing filters.

@@ -107,11 +107,13 @@ pub async fn insert(
          expected_state, restart_command, endpoint, interval_seconds, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
     );
-    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
         .bind(id).bind(tenant.0).bind(app.agent_id).bind(app.name).bind(app.app_type).bind(app.identifier)
         .bind(app.owner_email).bind(app.runbook_url).bind(app.notes).bind(app.expected_state)
         .bind(app.restart_command).bind(app.endpoint).bind(app.interval_seconds).bind(now)
-        .fetch_optional(&mut *c).await?))
+        .fetch_optional(&mut *c).await?),
+    )
 }
 
 /// The tenant's apps, optionally of one agent, oldest first.
@@ -123,15 +125,19 @@ pub async fn list(
     let sql = format!(
         "SELECT {COLUMNS} FROM apps WHERE tenant_id = $1 AND ($2 IS NULL OR agent_id = $2) ORDER BY id"
     );
-    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(agent_id).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(agent_id).fetch_all(&mut *c).await?),
+    )
 }
 
 /// One app of the tenant.
 pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<App>> {
     let sql = format!("SELECT {COLUMNS} FROM apps WHERE tenant_id = $1 AND id = $2");
-    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// Sets the expected state; the comparison continues with the new value (SPEC 3.1), so the
@@ -145,7 +151,8 @@ pub async fn set_expected(
     Ok(on!(ex, c => sqlx::query(
         "UPDATE apps SET expected_state = $3, consecutive_mismatch = 0, consecutive_unknown = 0 \
          WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.0).bind(id).bind(expected).execute(&mut *c).await?.rows_affected()) == 1)
+        .bind(tenant.0).bind(id).bind(expected).execute(&mut *c).await?.rows_affected())
+        == 1)
 }
 
 /// Stops tracking an app.
@@ -292,7 +299,15 @@ pub async fn checks(
     ex: &mut impl Exec,
     app_id: Uuid,
     limit: i64,
-) -> StoreResult<Vec<(OffsetDateTime, bool, Option<i64>, Option<i64>, Option<String>)>> {
+) -> StoreResult<
+    Vec<(
+        OffsetDateTime,
+        bool,
+        Option<i64>,
+        Option<i64>,
+        Option<String>,
+    )>,
+> {
     Ok(on!(ex, c => sqlx::query_as(
         "SELECT checked_at, ok, status_code, latency_ms, error FROM app_checks WHERE app_id = $1 \
          ORDER BY checked_at DESC LIMIT $2")

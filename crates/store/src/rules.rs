@@ -63,24 +63,30 @@ pub async fn insert(
         "INSERT INTO alert_rules (id, tenant_id, name, metric, operator, threshold, window_spec, window_secs, severity, \
          group_by, webhook_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
     );
-    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
         .bind(Uuid::now_v7()).bind(tenant.0).bind(name).bind(metric).bind(operator).bind(threshold)
         .bind(window_spec).bind(window_secs).bind(severity).bind(Json(group_by)).bind(webhook_url).bind(now)
-        .fetch_one(&mut *c).await?))
+        .fetch_one(&mut *c).await?),
+    )
 }
 
 /// The tenant's rules.
 pub async fn list(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Rule>> {
     let sql = format!("SELECT {COLUMNS} FROM alert_rules WHERE tenant_id = $1 ORDER BY id");
-    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).fetch_all(&mut *c).await?),
+    )
 }
 
 /// One rule of the tenant.
 pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Rule>> {
     let sql = format!("SELECT {COLUMNS} FROM alert_rules WHERE tenant_id = $1 AND id = $2");
-    Ok(on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// Every rule, for an evaluation pass.
@@ -91,8 +97,11 @@ pub async fn all(ex: &mut impl Exec) -> StoreResult<Vec<Rule>> {
 
 /// Removes a rule.
 pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
-    Ok(on!(ex, c => sqlx::query("DELETE FROM alert_rules WHERE tenant_id = $1 AND id = $2")
-        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected()) == 1)
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM alert_rules WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected())
+            == 1,
+    )
 }
 
 /// Records an evaluation.
@@ -112,7 +121,8 @@ pub async fn evaluated(
 pub async fn metric_known(ex: &mut impl Exec, tenant: TenantId, metric: &str) -> StoreResult<bool> {
     Ok(on!(ex, c => sqlx::query_scalar::<_, i64>(
         "SELECT COUNT(*) FROM metric_series s JOIN agents g ON g.id = s.agent_id WHERE g.tenant_id = $1 AND s.name = $2")
-        .bind(tenant.0).bind(metric).fetch_one(&mut *c).await?) > 0)
+        .bind(tenant.0).bind(metric).fetch_one(&mut *c).await?)
+        > 0)
 }
 
 /// Sum and count of one series over a window.

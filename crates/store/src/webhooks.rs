@@ -68,24 +68,30 @@ pub async fn insert(
         "INSERT INTO webhooks (id, tenant_id, url, secret_sealed, secret_hint, events, min_severity, min_severity_rank, \
          agent_filter_tag, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {COLUMNS}"
     );
-    Ok(on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
         .bind(Uuid::now_v7()).bind(tenant.0).bind(w.url).bind(w.secret_sealed).bind(w.secret_hint)
         .bind(Json(w.events)).bind(w.min_severity).bind(w.min_severity_rank).bind(w.agent_filter_tag).bind(now)
-        .fetch_one(&mut *c).await?))
+        .fetch_one(&mut *c).await?),
+    )
 }
 
 /// The tenant's endpoints.
 pub async fn list(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Webhook>> {
     let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE tenant_id = $1 ORDER BY id");
-    Ok(on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).fetch_all(&mut *c).await?),
+    )
 }
 
 /// One endpoint of the tenant.
 pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Webhook>> {
     let sql = format!("SELECT {COLUMNS} FROM webhooks WHERE tenant_id = $1 AND id = $2");
-    Ok(on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// Removes an endpoint and its deliveries.
@@ -208,8 +214,10 @@ pub async fn deliveries(
         "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 \
          ORDER BY created_at DESC, id DESC LIMIT $3"
     );
-    Ok(on!(ex, c => sqlx::query_as::<_, Delivery>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(webhook_id).bind(limit).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Delivery>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(webhook_id).bind(limit).fetch_all(&mut *c).await?),
+    )
 }
 
 /// One delivery of an endpoint of the tenant.
@@ -222,8 +230,10 @@ pub async fn delivery(
     let sql = format!(
         "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 AND id = $3"
     );
-    Ok(on!(ex, c => sqlx::query_as::<_, Delivery>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(webhook_id).bind(id).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Delivery>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(webhook_id).bind(id).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// Queues a finished delivery again (same id, attempts from zero); false when it is still
@@ -237,7 +247,8 @@ pub async fn redeliver(
     Ok(on!(ex, c => sqlx::query(
         "UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $3, completed_at = NULL \
          WHERE tenant_id = $1 AND id = $2 AND status NOT IN ('pending', 'retrying')")
-        .bind(tenant.0).bind(id).bind(now).execute(&mut *c).await?.rows_affected()) == 1)
+        .bind(tenant.0).bind(id).bind(now).execute(&mut *c).await?.rows_affected())
+        == 1)
 }
 
 /// A claimed delivery with what sending it needs.
@@ -363,7 +374,9 @@ pub async fn record_attempt(
 
 /// The earliest next attempt of any due-able delivery (for the deliverer's sleep).
 pub async fn next_due(ex: &mut impl Exec) -> StoreResult<Option<OffsetDateTime>> {
-    Ok(on!(ex, c => sqlx::query_scalar::<_, Option<OffsetDateTime>>(
+    Ok(
+        on!(ex, c => sqlx::query_scalar::<_, Option<OffsetDateTime>>(
         "SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status IN ('pending', 'retrying')")
-        .fetch_one(&mut *c).await?))
+        .fetch_one(&mut *c).await?),
+    )
 }

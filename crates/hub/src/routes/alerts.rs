@@ -247,7 +247,10 @@ async fn create_rule(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
     {
-        err("metric", "must be a metric name (letters, digits and . _ : -)".into());
+        err(
+            "metric",
+            "must be a metric name (letters, digits and . _ : -)".into(),
+        );
     }
     if Op::parse(&req.operator).is_none() {
         err("operator", "must be one of > >= < <= == !=".into());
@@ -268,13 +271,25 @@ async fn create_rule(
     let mut group_by: Vec<String> = Vec::new();
     for (i, k) in req.group_by.iter().enumerate() {
         let k = k.trim();
-        if k.is_empty() || k.len() > 100 || !k.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-            err(&format!("group_by[{i}]"), "must be agent_id or a label name".into());
+        if k.is_empty()
+            || k.len() > 100
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
+            err(
+                &format!("group_by[{i}]"),
+                "must be agent_id or a label name".into(),
+            );
         } else if !group_by.iter().any(|g| g == k) {
             group_by.push(k.to_owned());
         }
     }
-    let webhook_url = req.webhook_url.as_deref().map(str::trim).filter(|u| !u.is_empty());
+    let webhook_url = req
+        .webhook_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty());
     if let Some(u) = webhook_url {
         if let Err(m) =
             crate::webhook_client::check_url(u, state.settings.webhook_allow_link_local).await

@@ -246,23 +246,40 @@ async fn create(
     let kind = match (req.app_type.as_deref(), req.kind.as_deref()) {
         (_, Some("http")) | (Some("http"), None) => Some(AppKind::Http),
         (_, Some(_)) => {
-            err(&mut errors, "type", "only takes `http`; the other kinds go in `app_type`".into());
+            err(
+                &mut errors,
+                "type",
+                "only takes `http`; the other kinds go in `app_type`".into(),
+            );
             None
         }
         (Some(t), None) => {
             let k = AppKind::parse(t);
             if k.is_none() {
-                err(&mut errors, "app_type", "must be systemd, docker, compose or process (or type: http)".into());
+                err(
+                    &mut errors,
+                    "app_type",
+                    "must be systemd, docker, compose or process (or type: http)".into(),
+                );
             }
             k
         }
         (None, None) => {
-            err(&mut errors, "app_type", "is required: systemd, docker, compose or process (or type: http)".into());
+            err(
+                &mut errors,
+                "app_type",
+                "is required: systemd, docker, compose or process (or type: http)".into(),
+            );
             None
         }
     };
     let expected_state = expected(req.expected_state.as_deref(), &mut errors);
-    let owner_email = match req.owner_email.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+    let owner_email = match req
+        .owner_email
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         Some(e) => validate::email(e)
             .map_err(|m| err(&mut errors, "owner_email", m.into()))
             .ok(),
@@ -292,9 +309,19 @@ async fn create(
                 None => err(&mut errors, "endpoint", "is required for type http".into()),
             }
             match req.interval_seconds {
-                Some(i) if (MIN_HTTP_INTERVAL..=MAX_HTTP_INTERVAL).contains(&i) => interval = Some(i),
-                Some(_) => err(&mut errors, "interval_seconds", format!("must be {MIN_HTTP_INTERVAL} to {MAX_HTTP_INTERVAL}")),
-                None => err(&mut errors, "interval_seconds", "is required for type http".into()),
+                Some(i) if (MIN_HTTP_INTERVAL..=MAX_HTTP_INTERVAL).contains(&i) => {
+                    interval = Some(i)
+                }
+                Some(_) => err(
+                    &mut errors,
+                    "interval_seconds",
+                    format!("must be {MIN_HTTP_INTERVAL} to {MAX_HTTP_INTERVAL}"),
+                ),
+                None => err(
+                    &mut errors,
+                    "interval_seconds",
+                    "is required for type http".into(),
+                ),
             }
         }
         Some(k) => {
@@ -306,7 +333,11 @@ async fn create(
                 None => err(&mut errors, "identifier", "is required".into()),
             }
             if req.endpoint.is_some() || req.interval_seconds.is_some() {
-                err(&mut errors, "endpoint", "only apps of type http have an endpoint".into());
+                err(
+                    &mut errors,
+                    "endpoint",
+                    "only apps of type http have an endpoint".into(),
+                );
             }
         }
         None => {}
@@ -316,12 +347,20 @@ async fn create(
             let program = cmd.split_whitespace().next().unwrap_or_default();
             match core_apps::absolute_path(program) {
                 Ok(()) if cmd.len() <= 4096 => restart_command = Some(cmd.to_owned()),
-                Ok(()) => err(&mut errors, "restart_command", "must be at most 4096 characters".into()),
+                Ok(()) => err(
+                    &mut errors,
+                    "restart_command",
+                    "must be at most 4096 characters".into(),
+                ),
                 Err(m) => err(&mut errors, "restart_command", format!("its program {m}")),
             }
         }
         (_, Some(cmd)) if !cmd.is_empty() => {
-            err(&mut errors, "restart_command", "only process apps have a restart command".into());
+            err(
+                &mut errors,
+                "restart_command",
+                "only process apps have a restart command".into(),
+            );
         }
         _ => {}
     }
@@ -334,7 +373,10 @@ async fn create(
     let now = now();
     let mut tx = state.db.begin().await?;
     let Some(agent) = agents::get(&mut tx, p.tenant(), req.agent_id).await? else {
-        return Err(ApiError::invalid("agent_id", "is not an agent of your tenant"));
+        return Err(ApiError::invalid(
+            "agent_id",
+            "is not an agent of your tenant",
+        ));
     };
     let app = apps::insert(
         &mut tx,
@@ -371,7 +413,10 @@ async fn create(
     )
     .await?;
     tx.commit().await?;
-    Ok((StatusCode::CREATED, axum::Json(AppView::new(app, agent.tags.0))))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(AppView::new(app, agent.tags.0)),
+    ))
 }
 
 async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AppView> {
@@ -481,13 +526,15 @@ async fn checks(
         apps::checks(&mut c, id, 100)
             .await?
             .into_iter()
-            .map(|(checked_at, ok, status_code, latency_ms, error)| LastCheck {
-                checked_at,
-                ok,
-                status_code,
-                latency_ms,
-                error,
-            })
+            .map(
+                |(checked_at, ok, status_code, latency_ms, error)| LastCheck {
+                    checked_at,
+                    ok,
+                    status_code,
+                    latency_ms,
+                    error,
+                },
+            )
             .collect(),
     ))
 }
@@ -525,11 +572,12 @@ async fn candidates(
         .await?
         .map(|s| s.snapshot.0)
         .unwrap_or(Value::Null);
-    let tracked: std::collections::HashSet<(String, String)> = apps::list(&mut c, p.tenant(), Some(id))
-        .await?
-        .into_iter()
-        .map(|a| (a.app_type, a.identifier))
-        .collect();
+    let tracked: std::collections::HashSet<(String, String)> =
+        apps::list(&mut c, p.tenant(), Some(id))
+            .await?
+            .into_iter()
+            .map(|a| (a.app_type, a.identifier))
+            .collect();
     let mut out = Vec::new();
     let mut push = |kind: AppKind, identifier: &str, name: &str, st: &str| {
         out.push(AppCandidate {
@@ -545,7 +593,12 @@ async fn candidates(
             continue;
         };
         if st == "active" {
-            push(AppKind::Systemd, unit, unit.trim_end_matches(".service"), st);
+            push(
+                AppKind::Systemd,
+                unit,
+                unit.trim_end_matches(".service"),
+                st,
+            );
         }
     }
     let mut compose = std::collections::BTreeSet::new();
@@ -558,7 +611,10 @@ async fn candidates(
         }
         let name = name.trim_start_matches('/');
         push(AppKind::Docker, name, name, st);
-        if let (Some(pr), Some(sv)) = (ct["compose_project"].as_str(), ct["compose_service"].as_str()) {
+        if let (Some(pr), Some(sv)) = (
+            ct["compose_project"].as_str(),
+            ct["compose_service"].as_str(),
+        ) {
             compose.insert(format!("{pr}::{sv}"));
         }
     }

@@ -2,8 +2,8 @@
 
 pub mod agents;
 pub mod alerts;
-pub mod apps;
 pub mod api_tokens;
+pub mod apps;
 pub mod audit_log;
 pub mod auth;
 pub mod health;

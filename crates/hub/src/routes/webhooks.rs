@@ -141,8 +141,9 @@ async fn create(
             err("secret", "must be 16 to 256 characters".into());
             String::new()
         }
-        None => trusthub_core::webhook::new_secret()
-            .map_err(|e| ApiError::Internal(e.to_string()))?,
+        None => {
+            trusthub_core::webhook::new_secret().map_err(|e| ApiError::Internal(e.to_string()))?
+        }
     };
     let mut events: Vec<String> = Vec::new();
     match &req.events {
@@ -150,7 +151,10 @@ async fn create(
         Some(list) => {
             for (i, e) in list.iter().enumerate() {
                 if !EVENTS.contains(&e.as_str()) {
-                    err(&format!("events[{i}]"), format!("must be one of {}", EVENTS.join(", ")));
+                    err(
+                        &format!("events[{i}]"),
+                        format!("must be one of {}", EVENTS.join(", ")),
+                    );
                 } else if !events.contains(e) {
                     events.push(e.clone());
                 }
@@ -446,7 +450,11 @@ async fn ping(
             event: WEBHOOK_TEST,
             alert_id: None,
             payload: &body,
-            status: if cooling { status::SKIPPED } else { status::PENDING },
+            status: if cooling {
+                status::SKIPPED
+            } else {
+                status::PENDING
+            },
         },
         now,
     )

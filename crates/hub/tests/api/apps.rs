@@ -18,7 +18,13 @@ crate::dual!(
 );
 
 /// Sends a batch carrying the live state of the host.
-pub(crate) async fn report(app: &TestApp, host: &Host, systemd: Value, containers: Value, processes: Value) -> Value {
+pub(crate) async fn report(
+    app: &TestApp,
+    host: &Host,
+    systemd: Value,
+    containers: Value,
+    processes: Value,
+) -> Value {
     let mut b = batch(json!([]));
     b["live"] = json!({"systemd": systemd, "containers": containers});
     b["processes"] = processes;
@@ -53,27 +59,76 @@ async fn apps_are_validated_created_changed_and_untracked(b: Backend) {
     let host = register(&app).await;
     let cases = [
         (json!({"agent_id": host.id, "name": "x"}), "app_type"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "vm", "identifier": "a"}), "app_type"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "systemd"}), "identifier"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "systemd", "identifier": "rm -rf /"}), "identifier"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "compose", "identifier": "shop-db"}), "identifier"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "process", "identifier": "bin/app"}), "identifier"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "process", "identifier": "/bin/app", "restart_command": "restart.sh"}), "restart_command"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "restart_command": "/bin/true"}), "restart_command"),
-        (json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "ftp://x", "interval_seconds": 30}), "endpoint"),
-        (json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "http://x"}), "interval_seconds"),
-        (json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "http://x", "interval_seconds": 1}), "interval_seconds"),
-        (json!({"agent_id": host.id, "name": "", "app_type": "docker", "identifier": "web"}), "name"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "expected_state": "paused"}), "expected_state"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "owner_email": "nope"}), "owner_email"),
-        (json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "runbook_url": "javascript:alert(1)"}), "runbook_url"),
-        (json!({"agent_id": uuid::Uuid::new_v4(), "name": "x", "app_type": "docker", "identifier": "web"}), "agent_id"),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "vm", "identifier": "a"}),
+            "app_type",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "systemd"}),
+            "identifier",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "systemd", "identifier": "rm -rf /"}),
+            "identifier",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "compose", "identifier": "shop-db"}),
+            "identifier",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "process", "identifier": "bin/app"}),
+            "identifier",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "process", "identifier": "/bin/app", "restart_command": "restart.sh"}),
+            "restart_command",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "restart_command": "/bin/true"}),
+            "restart_command",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "ftp://x", "interval_seconds": 30}),
+            "endpoint",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "http://x"}),
+            "interval_seconds",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "type": "http", "endpoint": "http://x", "interval_seconds": 1}),
+            "interval_seconds",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "", "app_type": "docker", "identifier": "web"}),
+            "name",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "expected_state": "paused"}),
+            "expected_state",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "owner_email": "nope"}),
+            "owner_email",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web", "runbook_url": "javascript:alert(1)"}),
+            "runbook_url",
+        ),
+        (
+            json!({"agent_id": uuid::Uuid::new_v4(), "name": "x", "app_type": "docker", "identifier": "web"}),
+            "agent_id",
+        ),
     ];
     for (req, field) in cases {
         let r = app.post("/apps", &app.owner, req.clone()).await;
         let p = assert_problem(r, 422, "validation_failed").await;
         assert!(
-            p["errors"].as_array().expect("errors").iter().any(|e| e["field"] == field),
+            p["errors"]
+                .as_array()
+                .expect("errors")
+                .iter()
+                .any(|e| e["field"] == field),
             "{req} should fail on {field}: {p}"
         );
     }
@@ -81,7 +136,11 @@ async fn apps_are_validated_created_changed_and_untracked(b: Backend) {
 
     let (viewer, _) = app.user_with_role("viewer").await;
     let r = app
-        .post("/apps", &viewer, json!({"agent_id": host.id, "name": "web", "app_type": "docker", "identifier": "web"}))
+        .post(
+            "/apps",
+            &viewer,
+            json!({"agent_id": host.id, "name": "web", "app_type": "docker", "identifier": "web"}),
+        )
         .await;
     assert_problem(r, 403, "forbidden").await;
     let (operator, _) = app.user_with_role("operator").await;
@@ -122,31 +181,66 @@ async fn apps_are_validated_created_changed_and_untracked(b: Backend) {
 
     let id = a["id"].as_str().expect("id");
     let r = app
-        .send_json(Method::PATCH, &format!("/apps/{id}"), &viewer, json!({"expected_state": "stopped"}))
+        .send_json(
+            Method::PATCH,
+            &format!("/apps/{id}"),
+            &viewer,
+            json!({"expected_state": "stopped"}),
+        )
         .await;
     assert_problem(r, 403, "forbidden").await;
     let r = app
-        .send_json(Method::PATCH, &format!("/apps/{id}"), &operator, json!({"expected_state": "sleeping"}))
+        .send_json(
+            Method::PATCH,
+            &format!("/apps/{id}"),
+            &operator,
+            json!({"expected_state": "sleeping"}),
+        )
         .await;
     assert_problem(r, 422, "validation_failed").await;
     let r = app
-        .send_json(Method::PATCH, &format!("/apps/{id}"), &operator, json!({"expected_state": "stopped"}))
+        .send_json(
+            Method::PATCH,
+            &format!("/apps/{id}"),
+            &operator,
+            json!({"expected_state": "stopped"}),
+        )
         .await;
     assert_eq!(r.status(), 200);
     assert_eq!(body(r).await["expected_state"], "stopped");
     let r = app.delete(&format!("/apps/{id}"), &viewer).await;
     assert_problem(r, 403, "forbidden").await;
-    assert_eq!(app.delete(&format!("/apps/{id}"), &operator).await.status(), 204);
-    assert_problem(app.get(&format!("/apps/{id}"), &viewer).await, 404, "not_found").await;
-    assert_problem(app.delete(&format!("/apps/{id}"), &operator).await, 404, "not_found").await;
+    assert_eq!(
+        app.delete(&format!("/apps/{id}"), &operator).await.status(),
+        204
+    );
+    assert_problem(
+        app.get(&format!("/apps/{id}"), &viewer).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_problem(
+        app.delete(&format!("/apps/{id}"), &operator).await,
+        404,
+        "not_found",
+    )
+    .await;
     for ev in ["app_created", "app_expected_state_changed", "app_deleted"] {
         let n = app
-            .count(&format!("SELECT COUNT(*) FROM audit_log WHERE event_type = '{ev}'"))
+            .count(&format!(
+                "SELECT COUNT(*) FROM audit_log WHERE event_type = '{ev}'"
+            ))
             .await;
         assert!(n >= 1, "{ev}");
     }
     // Removing the agent untracks its apps.
-    assert_eq!(app.delete(&format!("/agents/{}", host.id), &app.owner).await.status(), 204);
+    assert_eq!(
+        app.delete(&format!("/agents/{}", host.id), &app.owner)
+            .await
+            .status(),
+        204
+    );
     assert_eq!(app.count("SELECT COUNT(*) FROM apps").await, 0);
 }
 
@@ -194,7 +288,11 @@ async fn liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself(b
     assert_eq!(alert["agent"]["id"], json!(host.id));
     assert_eq!(alert["agent"]["hostname"], "web-1");
     assert_eq!(alert["agent"]["tags"], json!(["env:test", "role:web"]));
-    assert!(alert["title"].as_str().is_some_and(|t| t.contains("nginx is stopped, expected running")));
+    assert!(
+        alert["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("nginx is stopped, expected running"))
+    );
     let v = body(app.get(&path, &app.owner).await).await;
     assert_eq!(v["alerting"], true);
     // The ongoing incident raises nothing more.
@@ -208,16 +306,35 @@ async fn liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself(b
     let r = tick(&app).await;
     assert_eq!((r.mismatches, r.resolved), (0, 1));
     let v = body(app.get(&path, &app.owner).await).await;
-    assert_eq!((v["consecutive_mismatch"].clone(), v["alerting"].clone()), (json!(0), json!(false)));
+    assert_eq!(
+        (v["consecutive_mismatch"].clone(), v["alerting"].clone()),
+        (json!(0), json!(false))
+    );
     assert!(open_alerts(&app).await.is_empty());
-    let resolved = body(app.get(&format!("/alerts/{}", alert["id"].as_str().expect("id")), &app.owner).await).await;
+    let resolved = body(
+        app.get(
+            &format!("/alerts/{}", alert["id"].as_str().expect("id")),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
     assert_eq!(resolved["is_resolved"], true);
     assert_eq!(resolved["resolved_by"], "liveness");
-    assert!(resolved["resolution"].as_str().is_some_and(|t| t.contains("resolved itself")));
+    assert!(
+        resolved["resolution"]
+            .as_str()
+            .is_some_and(|t| t.contains("resolved itself"))
+    );
 
     // Expecting it stopped turns a running unit into the mismatch.
     let r = app
-        .send_json(Method::PATCH, &path, &app.owner, json!({"expected_state": "stopped"}))
+        .send_json(
+            Method::PATCH,
+            &path,
+            &app.owner,
+            json!({"expected_state": "stopped"}),
+        )
         .await;
     assert_eq!(r.status(), 200);
     for _ in 0..3 {
@@ -225,23 +342,53 @@ async fn liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself(b
     }
     let alerts = open_alerts(&app).await;
     assert_eq!(alerts.len(), 1);
-    assert!(alerts[0]["title"].as_str().is_some_and(|t| t.contains("running, expected stopped")));
+    assert!(
+        alerts[0]["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("running, expected stopped"))
+    );
     assert_ne!(alerts[0]["id"], alert["id"]);
     // A user resolves it; the mismatch persists, so the next check raises a new one.
     let aid = alerts[0]["id"].as_str().expect("id");
     let (viewer, _) = app.user_with_role("viewer").await;
-    let r = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &viewer, json!({})).await;
+    let r = app
+        .send_json(
+            Method::PATCH,
+            &format!("/alerts/{aid}/resolve"),
+            &viewer,
+            json!({}),
+        )
+        .await;
     assert_problem(r, 403, "forbidden").await;
-    let r = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &app.owner, json!({})).await;
+    let r = app
+        .send_json(
+            Method::PATCH,
+            &format!("/alerts/{aid}/resolve"),
+            &app.owner,
+            json!({}),
+        )
+        .await;
     assert_eq!(r.status(), 200);
     let v = body(r).await;
     assert_eq!(v["is_resolved"], true);
-    assert!(v["resolved_by"].as_str().is_some_and(|s| s.starts_with("user:")));
-    let again = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &app.owner, json!({})).await;
+    assert!(
+        v["resolved_by"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("user:"))
+    );
+    let again = app
+        .send_json(
+            Method::PATCH,
+            &format!("/alerts/{aid}/resolve"),
+            &app.owner,
+            json!({}),
+        )
+        .await;
     assert_eq!(body(again).await["resolved_at"], v["resolved_at"]);
     assert_eq!(tick(&app).await.raised, 1);
     assert_eq!(
-        app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'alert_resolved'").await,
+        app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'alert_resolved'")
+            .await,
         1
     );
 }
@@ -249,7 +396,14 @@ async fn liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself(b
 async fn unknowns_count_only_after_four_and_stale_reports_observe_nothing(b: Backend) {
     let app = TestApp::spawn(b).await;
     let host = register(&app).await;
-    report(&app, &host, json!([]), json!([{"name": "other", "state": "running"}]), json!([])).await;
+    report(
+        &app,
+        &host,
+        json!([]),
+        json!([{"name": "other", "state": "running"}]),
+        json!([]),
+    )
+    .await;
     let a = create_app(
         &app,
         &app.owner,
@@ -267,7 +421,12 @@ async fn unknowns_count_only_after_four_and_stale_reports_observe_nothing(b: Bac
     for n in 1..=3 {
         let r = tick(&app).await;
         assert_eq!(r.mismatches, 1);
-        assert_eq!(r.raised, usize::from(n == 3), "unknown {} counts as mismatch {n}", n + 3);
+        assert_eq!(
+            r.raised,
+            usize::from(n == 3),
+            "unknown {} counts as mismatch {n}",
+            n + 3
+        );
     }
     assert_eq!(open_alerts(&app).await.len(), 1);
 
@@ -279,17 +438,40 @@ async fn unknowns_count_only_after_four_and_stale_reports_observe_nothing(b: Bac
     )
     .await;
     let ppath = format!("/apps/{}", p["id"].as_str().expect("id"));
-    report(&app, &host, json!([]), json!([]), json!([{"pid": 42, "exe": "/opt/w/worker", "cmdline": "/opt/w/worker -q"}])).await;
+    report(
+        &app,
+        &host,
+        json!([]),
+        json!([]),
+        json!([{"pid": 42, "exe": "/opt/w/worker", "cmdline": "/opt/w/worker -q"}]),
+    )
+    .await;
     tick(&app).await;
-    assert_eq!(body(app.get(&ppath, &app.owner).await).await["observed_state"], "running");
-    report(&app, &host, json!([]), json!([]), json!([{"pid": 1, "exe": "/sbin/init", "cmdline": "init"}])).await;
+    assert_eq!(
+        body(app.get(&ppath, &app.owner).await).await["observed_state"],
+        "running"
+    );
+    report(
+        &app,
+        &host,
+        json!([]),
+        json!([]),
+        json!([{"pid": 1, "exe": "/sbin/init", "cmdline": "init"}]),
+    )
+    .await;
     tick(&app).await;
-    assert_eq!(body(app.get(&ppath, &app.owner).await).await["observed_state"], "stopped");
+    assert_eq!(
+        body(app.get(&ppath, &app.owner).await).await["observed_state"],
+        "stopped"
+    );
 
     // An agent that stopped reporting (3 intervals) observes nothing: unknown.
     let later = hub_now() + time::Duration::seconds(60 * 3 + 10);
     liveness_tick(&app.state, later).await.expect("tick");
-    assert_eq!(body(app.get(&ppath, &app.owner).await).await["observed_state"], "unknown");
+    assert_eq!(
+        body(app.get(&ppath, &app.owner).await).await["observed_state"],
+        "unknown"
+    );
 }
 
 async fn http_apps_are_checked_by_their_agent(b: Backend) {
@@ -312,7 +494,10 @@ async fn http_apps_are_checked_by_their_agent(b: Backend) {
     let ack = report(&app, &other, json!([]), json!([]), json!([])).await;
     assert_eq!(ack["http_checks"], json!([]));
     tick(&app).await;
-    assert_eq!(body(app.get(&format!("/apps/{id}"), &app.owner).await).await["observed_state"], "unknown");
+    assert_eq!(
+        body(app.get(&format!("/apps/{id}"), &app.owner).await).await["observed_state"],
+        "unknown"
+    );
 
     let check = |ok: bool, code: u16, ago: i64| {
         json!({"app_id": id, "checked_at": ts(OffsetDateTime::now_utc() - time::Duration::seconds(ago)),
@@ -320,11 +505,21 @@ async fn http_apps_are_checked_by_their_agent(b: Backend) {
     };
     let mut bt = batch(json!([]));
     bt["app_checks"] = json!([check(true, 200, 20), check(true, 204, 5)]);
-    assert_eq!(send(&app, &host, bt.to_string().as_bytes(), None, true).await.status(), 202);
+    assert_eq!(
+        send(&app, &host, bt.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
     // Another agent cannot report for this app.
     let mut forged = batch(json!([]));
     forged["app_checks"] = json!([check(false, 500, 1)]);
-    assert_eq!(send(&app, &other, forged.to_string().as_bytes(), None, true).await.status(), 202);
+    assert_eq!(
+        send(&app, &other, forged.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
     tick(&app).await;
     let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
     assert_eq!(v["observed_state"], "running");
@@ -335,7 +530,12 @@ async fn http_apps_are_checked_by_their_agent(b: Backend) {
 
     let mut bt = batch(json!([]));
     bt["app_checks"] = json!([{"app_id": id, "checked_at": ts(OffsetDateTime::now_utc()), "ok": false, "error": "cannot connect", "latency_ms": 3}]);
-    assert_eq!(send(&app, &host, bt.to_string().as_bytes(), None, true).await.status(), 202);
+    assert_eq!(
+        send(&app, &host, bt.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
     tick(&app).await;
     let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
     assert_eq!(v["observed_state"], "stopped");
@@ -364,7 +564,12 @@ async fn discovery_lists_what_the_agent_runs(b: Backend) {
             {"name": "gone", "state": "exited"}
         ]
     });
-    assert_eq!(send(&app, &host, bt.to_string().as_bytes(), None, true).await.status(), 202);
+    assert_eq!(
+        send(&app, &host, bt.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
     create_app(
         &app,
         &app.owner,
@@ -372,7 +577,11 @@ async fn discovery_lists_what_the_agent_runs(b: Backend) {
     )
     .await;
     let (viewer, _) = app.user_with_role("viewer").await;
-    let list = body(app.get(&format!("/agents/{}/app-candidates", host.id), &viewer).await).await;
+    let list = body(
+        app.get(&format!("/agents/{}/app-candidates", host.id), &viewer)
+            .await,
+    )
+    .await;
     let got: Vec<(String, String, bool)> = list
         .as_array()
         .expect("list")
@@ -416,17 +625,61 @@ async fn apps_and_alerts_of_another_tenant_are_404(b: Backend) {
     let other = app.other_tenant().await;
     let id = a["id"].as_str().expect("id");
     let aid = alert["id"].as_str().expect("id");
-    assert_problem(app.get(&format!("/apps/{id}"), &other).await, 404, "not_found").await;
-    assert_problem(app.get(&format!("/apps/{id}/checks"), &other).await, 404, "not_found").await;
-    let r = app.send_json(Method::PATCH, &format!("/apps/{id}"), &other, json!({"expected_state": "stopped"})).await;
-    assert_problem(r, 404, "not_found").await;
-    assert_problem(app.delete(&format!("/apps/{id}"), &other).await, 404, "not_found").await;
-    assert_problem(app.get(&format!("/alerts/{aid}"), &other).await, 404, "not_found").await;
-    let r = app.send_json(Method::PATCH, &format!("/alerts/{aid}/resolve"), &other, json!({})).await;
-    assert_problem(r, 404, "not_found").await;
-    assert_problem(app.get(&format!("/agents/{}/app-candidates", host.id), &other).await, 404, "not_found").await;
+    assert_problem(
+        app.get(&format!("/apps/{id}"), &other).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_problem(
+        app.get(&format!("/apps/{id}/checks"), &other).await,
+        404,
+        "not_found",
+    )
+    .await;
     let r = app
-        .post("/apps", &other, json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web"}))
+        .send_json(
+            Method::PATCH,
+            &format!("/apps/{id}"),
+            &other,
+            json!({"expected_state": "stopped"}),
+        )
+        .await;
+    assert_problem(r, 404, "not_found").await;
+    assert_problem(
+        app.delete(&format!("/apps/{id}"), &other).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_problem(
+        app.get(&format!("/alerts/{aid}"), &other).await,
+        404,
+        "not_found",
+    )
+    .await;
+    let r = app
+        .send_json(
+            Method::PATCH,
+            &format!("/alerts/{aid}/resolve"),
+            &other,
+            json!({}),
+        )
+        .await;
+    assert_problem(r, 404, "not_found").await;
+    assert_problem(
+        app.get(&format!("/agents/{}/app-candidates", host.id), &other)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    let r = app
+        .post(
+            "/apps",
+            &other,
+            json!({"agent_id": host.id, "name": "x", "app_type": "docker", "identifier": "web"}),
+        )
         .await;
     assert_problem(r, 422, "validation_failed").await;
     assert_eq!(body(app.get("/apps", &other).await).await, json!([]));

@@ -596,3 +596,103 @@ macro_rules! dual {
         }
     };
 }
+
+/// One request a [`Receiver`] got.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: axum::http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> String {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("json body")
+    }
+}
+
+/// A real HTTP server on a port that records every POST and answers with the next status
+/// of its script (200 once the script is used up).
+#[derive(Clone)]
+pub struct Receiver {
+    pub url: String,
+    got: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<std::collections::VecDeque<u16>>>,
+}
+
+impl Receiver {
+    pub async fn start(script: &[u16]) -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+        let r = Receiver {
+            url,
+            got: Arc::default(),
+            script: Arc::new(Mutex::new(script.iter().copied().collect())),
+        };
+        let me = r.clone();
+        let app = axum::Router::new().fallback(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let me = me.clone();
+                async move {
+                    me.got.lock().expect("lock").push(Received {
+                        headers,
+                        body: body.to_vec(),
+                    });
+                    let code = me.script.lock().expect("lock").pop_front().unwrap_or(200);
+                    axum::http::StatusCode::from_u16(code).expect("status")
+                }
+            },
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        r
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.got.lock().expect("lock").clone()
+    }
+
+    /// Waits until `n` requests arrived (panics after `secs`).
+    pub async fn wait_for(&self, n: usize, secs: u64) -> Vec<Received> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} of {n} requests after {secs} s",
+                got.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Polls `f` until it returns `Some` (panics after `secs`).
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -4,6 +4,7 @@
 mod harness;
 
 mod agents;
+mod alerts;
 mod api_tokens;
 mod apps;
 mod audit_log;
@@ -13,3 +14,4 @@ mod invitations;
 mod meta;
 mod totp;
 mod users;
+mod webhooks;

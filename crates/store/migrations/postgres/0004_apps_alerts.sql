@@ -106,7 +106,7 @@ CREATE TABLE webhooks (
     min_severity_rank BIGINT NOT NULL,
     agent_filter_tag TEXT,
     created_at TIMESTAMPTZ NOT NULL,
-    cooldown_until TEXT
+    cooldown_until TIMESTAMPTZ
 );
 CREATE INDEX webhooks_tenant ON webhooks (tenant_id, id);
 
