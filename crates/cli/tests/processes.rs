@@ -650,3 +650,189 @@ async fn kill_9_during_ingest_loses_no_acknowledged_batch_on_postgres() {
     crash_during_ingest_loses_no_acknowledged_batch(Some(&url)).await;
     drop_pg_database(&name).await;
 }
+
+/// A local webhook receiver: records `X-Service-Delivery` of every POST and answers with
+/// the next status of its script (200 after that).
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    ids: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    script: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<u16>>>,
+}
+
+impl Receiver {
+    async fn start(script: &[u16]) -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let r = Receiver {
+            url: format!("http://{}/hook", listener.local_addr().expect("addr")),
+            ids: Default::default(),
+            script: std::sync::Arc::new(std::sync::Mutex::new(script.iter().copied().collect())),
+        };
+        let me = r.clone();
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+            let me = me.clone();
+            async move {
+                let id = headers
+                    .get("x-service-delivery")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                me.ids.lock().expect("lock").push(id);
+                let code = me.script.lock().expect("lock").pop_front().unwrap_or(200);
+                axum::http::StatusCode::from_u16(code).expect("status")
+            }
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        r
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.ids.lock().expect("lock").clone()
+    }
+
+    async fn wait_for(&self, n: usize, secs: u64) -> Vec<String> {
+        for _ in 0..secs * 20 {
+            let ids = self.ids();
+            if ids.len() >= n {
+                return ids;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{} of {n} deliveries after {secs} s", self.ids().len());
+    }
+}
+
+async fn admin_session(client: &reqwest::Client, base: &str, password: &str) -> String {
+    cookie(&login(client, base, "admin@trusthub.local", password).await)
+}
+
+async fn post_json(client: &reqwest::Client, url: String, session: &str, body: Value) -> Value {
+    let r = client
+        .post(url)
+        .header("cookie", session)
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    assert!(r.status().is_success(), "{}", r.status());
+    r.json().await.expect("json")
+}
+
+async fn delivery_status(client: &reqwest::Client, base: &str, session: &str, hook: &str) -> Value {
+    client
+        .get(format!("{base}/webhooks/{hook}/deliveries"))
+        .header("cookie", session)
+        .send()
+        .await
+        .expect("get")
+        .json::<Value>()
+        .await
+        .expect("json")[0]
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_delivery_survives_kill_9_between_attempts() {
+    let dir = TempDir::new();
+    let envs = [
+        ("TRUSTHUB_ADMIN_PASSWORD", "hook password"),
+        ("TRUSTHUB_RATE_LIMITS", "off"),
+        ("TRUSTHUB_WEBHOOK_RETRY_SCHEDULE", "2s,2s,2s"),
+    ];
+    let receiver = Receiver::start(&[500]).await;
+    let mut hub = Hub::start(&dir.0, &envs);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session = admin_session(&client, &hub.base, "hook password").await;
+    let hook = post_json(
+        &client,
+        format!("{}/webhooks", hub.base),
+        &session,
+        json!({"url": receiver.url}),
+    )
+    .await;
+    let hook_id = hook["id"].as_str().expect("id").to_owned();
+    let ping = post_json(
+        &client,
+        format!("{}/webhooks/{hook_id}/test", hub.base),
+        &session,
+        json!({}),
+    )
+    .await;
+    let first = receiver.wait_for(1, 20).await;
+    assert_eq!(first[0], ping["id"].as_str().expect("id"));
+    // Once the failed first attempt is recorded, the hub dies without warning.
+    for _ in 0..100 {
+        if delivery_status(&client, &hub.base, &session, &hook_id).await["status"] == "retrying" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    hub.child.kill().expect("kill -9");
+    hub.child.wait().expect("wait");
+    let hub = Hub::start(&dir.0, &envs);
+    let ids = receiver.wait_for(2, 30).await;
+    assert_eq!(ids[1], ids[0], "the retry keeps the delivery id");
+    let session = admin_session(&client, &hub.base, "hook password").await;
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        last = delivery_status(&client, &hub.base, &session, &hook_id).await;
+        if last["status"] == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(last["status"], "succeeded");
+    assert_eq!(last["attempts"], 2);
+    assert_eq!(receiver.ids().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hubs_on_postgres_send_each_webhook_delivery_once() {
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
+    let (d1, d2) = (TempDir::new(), TempDir::new());
+    let envs = [
+        ("TRUSTHUB_ADMIN_PASSWORD", "pair password"),
+        ("TRUSTHUB_RATE_LIMITS", "off"),
+        ("CLOUD_ENCRYPTION_KEY", KEY),
+        ("TRUSTHUB_DATABASE_URL", url.as_str()),
+    ];
+    let receiver = Receiver::start(&[]).await;
+    let a = Hub::start(&d1.0, &envs);
+    let b = Hub::start(&d2.0, &envs);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session = admin_session(&client, &a.base, "pair password").await;
+    let hook = post_json(
+        &client,
+        format!("{}/webhooks", a.base),
+        &session,
+        json!({"url": receiver.url}),
+    )
+    .await;
+    let hook_id = hook["id"].as_str().expect("id").to_owned();
+    let mut sent = Vec::new();
+    for i in 0..30 {
+        let base = if i % 2 == 0 { &a.base } else { &b.base };
+        let d = post_json(
+            &client,
+            format!("{base}/webhooks/{hook_id}/test"),
+            &session,
+            json!({}),
+        )
+        .await;
+        sent.push(d["id"].as_str().expect("id").to_owned());
+    }
+    receiver.wait_for(30, 30).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut got = receiver.ids();
+    got.sort();
+    sent.sort();
+    assert_eq!(got, sent, "each delivery exactly once across both hubs");
+    drop((a, b));
+    drop_pg_database(&name).await;
+}

@@ -15,6 +15,7 @@ crate::dual!(
     http_apps_are_checked_by_their_agent,
     discovery_lists_what_the_agent_runs,
     apps_and_alerts_of_another_tenant_are_404,
+    periodic_work_is_leased_to_one_process,
 );
 
 /// Sends a batch carrying the live state of the host.
@@ -688,4 +689,52 @@ async fn apps_and_alerts_of_another_tenant_are_404(b: Backend) {
     let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
     assert_eq!(v["expected_state"], "running");
     assert_eq!(open_alerts(&app).await.len(), 1);
+}
+
+async fn periodic_work_is_leased_to_one_process(b: Backend) {
+    use trusthub_store::leases::acquire;
+    let app = TestApp::spawn(b).await;
+    let now = hub_now();
+    let until = now + time::Duration::seconds(30);
+    let mut tx = app.db.begin().await.expect("tx");
+    assert!(
+        acquire(&mut tx, "test", "hub-a", now, until)
+            .await
+            .expect("a")
+    );
+    assert!(
+        !acquire(&mut tx, "test", "hub-b", now, until)
+            .await
+            .expect("b")
+    );
+    // The holder renews; the other takes over only once the lease has expired.
+    assert!(
+        acquire(&mut tx, "test", "hub-a", now, until)
+            .await
+            .expect("a again")
+    );
+    let later = until + time::Duration::seconds(1);
+    assert!(
+        acquire(
+            &mut tx,
+            "test",
+            "hub-b",
+            later,
+            later + time::Duration::seconds(30)
+        )
+        .await
+        .expect("b later")
+    );
+    assert!(
+        !acquire(
+            &mut tx,
+            "test",
+            "hub-a",
+            later,
+            later + time::Duration::seconds(30)
+        )
+        .await
+        .expect("a later")
+    );
+    tx.commit().await.expect("commit");
 }
