@@ -116,11 +116,16 @@ struct Fixture {
 }
 
 async fn fixture() -> Fixture {
+    fixture_with(|_| {}).await
+}
+
+async fn fixture_with(configure: impl FnOnce(&mut Settings)) -> Fixture {
     let dir = TempDir::new();
     let mut settings = Settings::with_data_dir(dir.0.clone());
     settings.listen = "127.0.0.1:0".parse().expect("addr");
     settings.admin_password = Some("agent test password".into());
     settings.rate_limits = "off".into();
+    configure(&mut settings);
     let (hub, addr) = start_hub(settings.clone()).await;
     settings.listen = addr; // a restarted hub comes back on the same port
     let base = format!("http://{addr}");
@@ -399,6 +404,138 @@ async fn after_a_token_rotation_the_agent_recovers_by_enrolling_again_with_the_s
     let agents = get(&client, &base, &cookie, "/agents").await;
     assert_eq!(agents.as_array().map(Vec::len), Some(1));
     assert_eq!(agents[0]["id"].as_str(), Some(id.as_str()));
+    agent.stop();
+    f.hub.stop().await;
+}
+
+async fn post(
+    client: &reqwest::Client,
+    base: &str,
+    cookie: &str,
+    path: &str,
+    body: Value,
+) -> Value {
+    let r = client
+        .post(format!("{base}/api/v1{path}"))
+        .header("cookie", cookie)
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 201, "POST {path}");
+    r.json().await.expect("json")
+}
+
+/// Polls `GET path` until `done` holds (panics after `secs`).
+async fn wait_until(
+    f: &Fixture,
+    path: &str,
+    secs: u64,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..secs * 5 {
+        let v = get(&f.client, &f.base, &f.cookie, path).await;
+        if done(&v) {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_process_app_alerts_after_three_checks_and_resolves_when_it_is_back() {
+    let state = TempDir::new();
+    let f = fixture_with(|s| s.liveness_interval_secs = 1).await;
+    // The app: a copy of sleep under its own absolute path, running for real.
+    let bin = state.0.join("demo-app");
+    std::fs::copy("/bin/sleep", &bin).expect("copy sleep");
+    let start_app = || Command::new(&bin).arg("600").spawn().expect("app runs");
+    let mut proc_ = start_app();
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!(["env:e2e"])).await,
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent", |v| {
+        v[0]["last_seen_at"].is_string()
+    })
+    .await;
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let app = post(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/apps",
+        json!({"agent_id": agent_id, "name": "demo",
+        "app_type": "process", "identifier": bin.display().to_string()}),
+    )
+    .await;
+    let path = format!("/apps/{}", app["id"].as_str().expect("id"));
+    wait_until(&f, &path, 20, "the app observed running", |v| {
+        v["observed_state"] == "running"
+    })
+    .await;
+    // An http app the agent checks from the host: the hub's own health endpoint.
+    let http = post(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/apps",
+        json!({"agent_id": agent_id, "name": "hub health",
+        "type": "http", "endpoint": format!("{}/api/v1/health", f.base), "interval_seconds": 10}),
+    )
+    .await;
+    let hpath = format!("/apps/{}", http["id"].as_str().expect("id"));
+    let h = wait_until(&f, &hpath, 30, "the http app checked", |v| {
+        v["observed_state"] == "running"
+    })
+    .await;
+    assert_eq!(h["last_check"]["status_code"], 200);
+
+    proc_.kill().expect("kill the app");
+    proc_.wait().expect("reap");
+    let mut alert = Value::Null;
+    for _ in 0..150 {
+        let open = get(&f.client, &f.base, &f.cookie, "/alerts?is_resolved=false").await;
+        let app_now = get(&f.client, &f.base, &f.cookie, &path).await;
+        if let Some(a) = open
+            .as_array()
+            .and_then(|l| l.iter().find(|a| a["app_id"] == app["id"]))
+        {
+            assert!(
+                app_now["consecutive_mismatch"].as_i64() >= Some(3),
+                "alert only from the third check: {app_now}"
+            );
+            assert_eq!(app_now["alerting"], true);
+            alert = a.clone();
+            break;
+        }
+        assert!(app_now["consecutive_mismatch"].as_i64() < Some(3) || app_now["alerting"] == true);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(alert["severity"], "warning");
+    assert_eq!(alert["agent"]["tags"], json!(["env:e2e"]));
+
+    let mut proc_ = start_app();
+    let alert_path = format!("/alerts/{}", alert["id"].as_str().expect("id"));
+    let resolved = wait_until(&f, &alert_path, 30, "the alert resolved", |v| {
+        v["is_resolved"] == true
+    })
+    .await;
+    assert_eq!(resolved["resolved_by"], "liveness");
+    let v = get(&f.client, &f.base, &f.cookie, &path).await;
+    assert_eq!(
+        (v["observed_state"].clone(), v["alerting"].clone()),
+        (json!("running"), json!(false))
+    );
+    let _ = proc_.kill();
+    let _ = proc_.wait();
     agent.stop();
     f.hub.stop().await;
 }
