@@ -82,10 +82,10 @@ pub async fn check_url(url: &str, allow_link_local: bool) -> Result<(), String> 
     )
     .await;
     // A name that does not resolve yet is accepted; every delivery checks again.
-    if let Ok(Ok(mut addrs)) = lookup {
-        if addrs.any(|a| blocked(a.ip())) {
-            return Err(REFUSED.into());
-        }
+    if let Ok(Ok(mut addrs)) = lookup
+        && addrs.any(|a| blocked(a.ip()))
+    {
+        return Err(REFUSED.into());
     }
     Ok(())
 }

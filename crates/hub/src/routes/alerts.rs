@@ -51,13 +51,13 @@ async fn list(
     Viewer(p): Viewer,
     Query(q): Query<AlertQuery>,
 ) -> ApiResult<axum::Json<Vec<AlertView>>> {
-    if let Some(s) = &q.severity {
-        if Severity::parse(s).is_none() {
-            return Err(ApiError::invalid(
-                "severity",
-                "must be info, warning or critical",
-            ));
-        }
+    if let Some(s) = &q.severity
+        && Severity::parse(s).is_none()
+    {
+        return Err(ApiError::invalid(
+            "severity",
+            "must be info, warning or critical",
+        ));
     }
     let limit = q.limit.unwrap_or(100);
     if !(1..=500).contains(&limit) {
@@ -290,12 +290,11 @@ async fn create_rule(
         .as_deref()
         .map(str::trim)
         .filter(|u| !u.is_empty());
-    if let Some(u) = webhook_url {
-        if let Err(m) =
+    if let Some(u) = webhook_url
+        && let Err(m) =
             crate::webhook_client::check_url(u, state.settings.webhook_allow_link_local).await
-        {
-            err("webhook_url", m);
-        }
+    {
+        err("webhook_url", m);
     }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));

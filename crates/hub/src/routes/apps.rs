@@ -286,10 +286,10 @@ async fn create(
         None => None,
     };
     let runbook_url = opt_text("runbook_url", req.runbook_url.as_deref(), 2048, &mut errors);
-    if let Some(u) = &runbook_url {
-        if let Err(m) = core_apps::http_url(u) {
-            err(&mut errors, "runbook_url", m);
-        }
+    if let Some(u) = &runbook_url
+        && let Err(m) = core_apps::http_url(u)
+    {
+        err(&mut errors, "runbook_url", m);
     }
     let notes = opt_text("notes", req.notes.as_deref(), 2000, &mut errors);
     let mut identifier = String::new();
