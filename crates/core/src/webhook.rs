@@ -94,6 +94,17 @@ pub fn after_failure(attempt: u32, schedule: &[Duration]) -> AfterFailure {
     }
 }
 
+/// Whether an endpoint whose cooldown runs until `until` is resting at `now` (SPEC 3.3:
+/// deliveries meanwhile are recorded as skipped, not sent).
+pub fn in_cooldown(until: Option<time::OffsetDateTime>, now: time::OffsetDateTime) -> bool {
+    until.is_some_and(|u| u > now)
+}
+
+/// The end of the cooldown that a final failure at `failed_at` starts.
+pub fn cooldown_until(failed_at: time::OffsetDateTime, cooldown: Duration) -> time::OffsetDateTime {
+    failed_at + cooldown
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +157,15 @@ mod tests {
         for bad in ["", "10", "10x", "5m,", "-1s"] {
             assert_eq!(parse_schedule(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn spec_3_3_final_failure_starts_a_ten_minute_cooldown() {
+        let failed = time::macros::datetime!(2026-01-01 12:00 UTC);
+        let until = cooldown_until(failed, Duration::from_secs(600));
+        assert_eq!(until, time::macros::datetime!(2026-01-01 12:10 UTC));
+        assert!(!in_cooldown(None, failed));
+        assert!(in_cooldown(Some(until), failed + Duration::from_secs(599)));
+        assert!(!in_cooldown(Some(until), until));
     }
 }

@@ -138,7 +138,7 @@ pub async fn enqueue_event(
         if !subscribed || rank < w.min_severity_rank || !tag_ok {
             continue;
         }
-        let cooling = w.cooldown_until.is_some_and(|u| u > now);
+        let cooling = trusthub_core::webhook::in_cooldown(w.cooldown_until, now);
         webhooks::enqueue(
             tx,
             tenant,

@@ -16,7 +16,7 @@ use trusthub_core::alerting::{self as rules_core, Op, Severity, source};
 use trusthub_core::apps::{AppKind, ObservedMap, observe};
 use trusthub_core::liveness::{self, Expected, Observed, State};
 use trusthub_core::webhook::{self as hook, AfterFailure};
-use trusthub_store::apps::{self, App, LivenessUpdate};
+use trusthub_store::apps::{self, LivenessRow, LivenessUpdate};
 use trusthub_store::webhooks::{self, Attempt, Due, NewDelivery, status};
 use trusthub_store::{StoreResult, TenantId, alerts, audit, leases, rules};
 use uuid::Uuid;
@@ -108,7 +108,11 @@ fn observed_name(o: Observed) -> &'static str {
 }
 
 /// The observed state of one app at `now`.
-fn observed_of(app: &App, live: Option<&(bool, ObservedMap)>, now: OffsetDateTime) -> Observed {
+fn observed_of(
+    app: &LivenessRow,
+    live: Option<&(bool, ObservedMap)>,
+    now: OffsetDateTime,
+) -> Observed {
     let Some(kind) = AppKind::parse(&app.app_type) else {
         return Observed::Unknown;
     };
@@ -139,7 +143,7 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
     let (all, lives) = {
         let mut c = state.db.conn().await?;
         (
-            apps::all(&mut c).await?,
+            apps::liveness_rows(&mut c).await?,
             apps::live_of_tracked_agents(&mut c).await?,
         )
     };
@@ -162,7 +166,8 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         let prev = State {
             consecutive_mismatch: app.consecutive_mismatch.clamp(0, u32::MAX.into()) as u32,
             consecutive_unknown: app.consecutive_unknown.clamp(0, u32::MAX.into()) as u32,
-            last_state_change: app.last_state_change,
+            // Only a change sets it; `None` keeps the stored time.
+            last_state_change: None,
             last_observed: parse_observed(app.observed_state.as_deref()),
             alerting: app.alerting,
         };
@@ -189,10 +194,10 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
             });
         }
         if d.raise_alert {
-            raise.push((app, observed, d.state.consecutive_mismatch));
+            raise.push((app.id, observed, d.state.consecutive_mismatch));
         }
         if d.resolve_alert {
-            resolve.push((app, observed));
+            resolve.push((app.id, observed));
         }
     }
     report.changed = updates.len();
@@ -201,7 +206,18 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
     }
     let mut tx = state.db.begin().await?;
     apps::save_liveness(&mut tx, &updates, now).await?;
-    for (app, observed, n) in raise {
+    let ids: Vec<Uuid> = raise
+        .iter()
+        .map(|r| r.0)
+        .chain(resolve.iter().map(|r| r.0))
+        .collect();
+    let full: HashMap<Uuid, trusthub_store::apps::App> = apps::by_ids(&mut tx, &ids)
+        .await?
+        .into_iter()
+        .map(|a| (a.id, a))
+        .collect();
+    for (id, observed, n) in raise {
+        let Some(app) = full.get(&id) else { continue };
         let tenant = TenantId(app.tenant_id);
         let fingerprint = rules_core::liveness_fingerprint(&app.id.to_string());
         let title = format!(
@@ -236,7 +252,8 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         .await?;
         report.raised += usize::from(raised.is_some());
     }
-    for (app, observed) in resolve {
+    for (id, observed) in resolve {
+        let Some(app) = full.get(&id) else { continue };
         let tenant = TenantId(app.tenant_id);
         let fingerprint = rules_core::liveness_fingerprint(&app.id.to_string());
         if let Some(open) = alerts::open_by_fingerprint(&mut tx, tenant, &fingerprint).await? {
@@ -474,7 +491,7 @@ pub async fn deliver_due(state: &AppState, client: &reqwest::Client) -> StoreRes
 async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> StoreResult<()> {
     let tenant = TenantId(d.tenant_id);
     let started = now();
-    if d.cooldown_until.is_some_and(|u| u > started) {
+    if hook::in_cooldown(d.cooldown_until, started) {
         let mut tx = state.db.begin().await?;
         webhooks::record_attempt(
             &mut tx,
@@ -564,8 +581,10 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
     }
     if new_status == status::FAILED {
         if let Some(w) = d.webhook_id {
-            let until =
-                finished + time::Duration::seconds(state.settings.webhook_cooldown_secs as i64);
+            let until = hook::cooldown_until(
+                finished,
+                Duration::from_secs(state.settings.webhook_cooldown_secs),
+            );
             webhooks::set_cooldown(&mut tx, w, until).await?;
         }
         append_audit(

@@ -1,7 +1,7 @@
 //! Tracked applications (SPEC 2.1, 3.1), their liveness state, the HTTP checks agents report
 //! for them, and each agent's live state reduced to an observed map.
 
-use crate::{Exec, StoreResult, TenantId, on};
+use crate::{Exec, Handle, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
 use trusthub_core::apps::ObservedMap;
@@ -164,10 +164,124 @@ pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResu
     )
 }
 
-/// Every app, for a liveness tick.
-pub async fn all(ex: &mut impl Exec) -> StoreResult<Vec<App>> {
-    let sql = format!("SELECT {COLUMNS} FROM apps ORDER BY agent_id");
-    Ok(on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *c).await?))
+/// What a liveness tick reads of an app (only what deciding needs, so 100k apps read fast).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LivenessRow {
+    /// App.
+    pub id: Uuid,
+    /// Host.
+    pub agent_id: Uuid,
+    /// Kind.
+    pub app_type: String,
+    /// Identifier.
+    pub identifier: String,
+    /// `running` or `stopped`.
+    pub expected_state: String,
+    /// For `http`.
+    pub interval_seconds: Option<i64>,
+    /// Counter.
+    pub consecutive_mismatch: i64,
+    /// Counter.
+    pub consecutive_unknown: i64,
+    /// Last observation.
+    pub observed_state: Option<String>,
+    /// Red marker.
+    pub alerting: bool,
+    /// For `http`: the latest check.
+    pub last_check_at: Option<OffsetDateTime>,
+    /// Its outcome.
+    pub last_check_ok: Option<bool>,
+}
+
+type PackedRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    serde_json::Value,
+);
+
+/// Every app, for a liveness tick. The rows come packed as one JSON array per agent, which
+/// both engines build and serde reads far faster than 100k typed rows (measured on SQLite:
+/// 1.26 s typed, 0.25 s packed, bench/RESULTS.md); the few `http` apps add their check
+/// columns from a typed query.
+pub async fn liveness_rows(ex: &mut impl Exec) -> StoreResult<Vec<LivenessRow>> {
+    let packed: Vec<String> = match ex.handle() {
+        Handle::Sqlite(c) => sqlx::query_scalar(
+            "SELECT json_group_array(json_array(hex(id), hex(agent_id), app_type, identifier, expected_state, \
+             consecutive_mismatch, consecutive_unknown, observed_state, alerting)) FROM apps GROUP BY agent_id",
+        )
+        .fetch_all(&mut *c)
+        .await?,
+        Handle::Postgres(c) => sqlx::query_scalar(
+            "SELECT json_agg(json_build_array(id, agent_id, app_type, identifier, expected_state, \
+             consecutive_mismatch, consecutive_unknown, observed_state, alerting))::text FROM apps GROUP BY agent_id",
+        )
+        .fetch_all(&mut *c)
+        .await?,
+    };
+    let http: std::collections::HashMap<Uuid, (Option<i64>, Option<OffsetDateTime>, Option<bool>)> =
+        on!(ex, c => sqlx::query_as::<_, (Uuid, Option<i64>, Option<OffsetDateTime>, Option<bool>)>(
+            "SELECT id, interval_seconds, last_check_at, last_check_ok FROM apps WHERE app_type = 'http'")
+            .fetch_all(&mut *c).await?)
+        .into_iter()
+        .map(|(id, i, at, ok)| (id, (i, at, ok)))
+        .collect();
+    let bad = |what: &'static str| crate::StoreError::Corrupt(what);
+    let mut out = Vec::new();
+    for group in packed {
+        let rows: Vec<PackedRow> =
+            serde_json::from_str(&group).map_err(|_| bad("apps (packed liveness rows)"))?;
+        for (
+            id,
+            agent_id,
+            app_type,
+            identifier,
+            expected_state,
+            cm,
+            cu,
+            observed_state,
+            alerting,
+        ) in rows
+        {
+            let id = Uuid::parse_str(&id).map_err(|_| bad("apps.id"))?;
+            let (interval_seconds, last_check_at, last_check_ok) =
+                http.get(&id).copied().unwrap_or((None, None, None));
+            out.push(LivenessRow {
+                id,
+                agent_id: Uuid::parse_str(&agent_id).map_err(|_| bad("apps.agent_id"))?,
+                app_type,
+                identifier,
+                expected_state,
+                interval_seconds,
+                consecutive_mismatch: cm,
+                consecutive_unknown: cu,
+                observed_state,
+                alerting: alerting.as_bool().unwrap_or(alerting.as_i64() == Some(1)),
+                last_check_at,
+                last_check_ok,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Apps by id (any tenant), for the few a tick raises or resolves alerts for.
+pub async fn by_ids(ex: &mut impl Exec, ids: &[Uuid]) -> StoreResult<Vec<App>> {
+    let mut out = Vec::with_capacity(ids.len());
+    let sql = format!("SELECT {COLUMNS} FROM apps WHERE id = $1");
+    for id in ids {
+        if let Some(a) = on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql.as_str()))
+            .bind(id).fetch_optional(&mut *c).await?)
+        {
+            out.push(a);
+        }
+    }
+    Ok(out)
 }
 
 /// The liveness state a tick writes back.
@@ -181,24 +295,58 @@ pub struct LivenessUpdate {
     pub consecutive_unknown: i64,
     /// Observed now.
     pub observed_state: &'static str,
-    /// When it last changed.
+    /// When it changed, if it did now (`None` keeps the stored time).
     pub last_state_change: Option<OffsetDateTime>,
     /// Red marker.
     pub alerting: bool,
 }
 
-/// Writes a tick's changed liveness states.
+/// Writes a tick's changed liveness states: one statement per 1000 apps (`UNNEST` on
+/// PostgreSQL, a `VALUES` list joined with `UPDATE ... FROM` on SQLite).
 pub async fn save_liveness(
     ex: &mut impl Exec,
     updates: &[LivenessUpdate],
     now: OffsetDateTime,
 ) -> StoreResult<()> {
-    for u in updates {
-        on!(ex, c => sqlx::query(
-            "UPDATE apps SET consecutive_mismatch = $2, consecutive_unknown = $3, observed_state = $4, \
-             last_state_change = $5, alerting = $6, last_checked_at = $7 WHERE id = $1")
-            .bind(u.id).bind(u.consecutive_mismatch).bind(u.consecutive_unknown).bind(u.observed_state)
-            .bind(u.last_state_change).bind(u.alerting).bind(now).execute(&mut *c).await?.rows_affected());
+    for chunk in updates.chunks(1000) {
+        match ex.handle() {
+            Handle::Postgres(c) => {
+                sqlx::query(
+                    "UPDATE apps a SET consecutive_mismatch = v.cm, consecutive_unknown = v.cu, observed_state = v.os, \
+                     last_state_change = COALESCE(v.lsc, a.last_state_change), alerting = v.al, last_checked_at = $7 \
+                     FROM UNNEST($1::uuid[], $2::int8[], $3::int8[], $4::text[], $5::timestamptz[], $6::bool[]) \
+                     AS v(id, cm, cu, os, lsc, al) WHERE a.id = v.id",
+                )
+                .bind(chunk.iter().map(|u| u.id).collect::<Vec<_>>())
+                .bind(chunk.iter().map(|u| u.consecutive_mismatch).collect::<Vec<_>>())
+                .bind(chunk.iter().map(|u| u.consecutive_unknown).collect::<Vec<_>>())
+                .bind(chunk.iter().map(|u| u.observed_state).collect::<Vec<_>>())
+                .bind(chunk.iter().map(|u| u.last_state_change).collect::<Vec<_>>())
+                .bind(chunk.iter().map(|u| u.alerting).collect::<Vec<_>>())
+                .bind(now)
+                .execute(&mut *c)
+                .await?;
+            }
+            Handle::Sqlite(c) => {
+                let mut qb =
+                    sqlx::QueryBuilder::<sqlx::Sqlite>::new("WITH v(id, cm, cu, os, lsc, al) AS (");
+                qb.push_values(chunk, |mut b, u| {
+                    b.push_bind(u.id)
+                        .push_bind(u.consecutive_mismatch)
+                        .push_bind(u.consecutive_unknown)
+                        .push_bind(u.observed_state)
+                        .push_bind(u.last_state_change)
+                        .push_bind(u.alerting);
+                });
+                qb.push(
+                    ") UPDATE apps SET consecutive_mismatch = v.cm, consecutive_unknown = v.cu, observed_state = v.os, \
+                     last_state_change = COALESCE(v.lsc, apps.last_state_change), alerting = v.al, last_checked_at = ",
+                );
+                qb.push_bind(now);
+                qb.push(" FROM v WHERE apps.id = v.id");
+                qb.build().execute(&mut *c).await?;
+            }
+        }
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use clap::Parser;
 use std::time::Instant;
 use trusthub_core::apps::ObservedMap;
 use trusthub_hub::{Server, Settings};
-use trusthub_store::{TenantId, agents, apps};
+use trusthub_store::{agents, apps};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -37,7 +37,11 @@ fn rss_mib() -> u64 {
         .and_then(|s| {
             s.lines()
                 .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
+                .and_then(|v| {
+                    v.split_whitespace()
+                        .next()
+                        .and_then(|n| n.parse::<u64>().ok())
+                })
         })
         .unwrap_or(0)
         / 1024
@@ -67,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let user = trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
             .await?
             .ok_or("no owner")?;
-        TenantId(user.tenant_id)
+        user.tenant_id
     };
 
     let setup = Instant::now();
@@ -133,6 +137,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         args.agents,
         setup.elapsed().as_secs_f64()
     );
+    {
+        let mut c = db.conn().await?;
+        let t = Instant::now();
+        let rows = apps::liveness_rows(&mut c).await?;
+        let read_apps = t.elapsed();
+        let t = Instant::now();
+        let lives = apps::live_of_tracked_agents(&mut c).await?;
+        println!(
+            "reads alone: {} app rows in {:.0} ms, {} live reports in {:.0} ms",
+            rows.len(),
+            read_apps.as_secs_f64() * 1000.0,
+            lives.len(),
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+    }
     println!("| tick | ms | apps | changed | mismatches | alerts raised | RSS MiB |");
     println!("|---|---|---|---|---|---|---|");
     for t in 1..=args.ticks {

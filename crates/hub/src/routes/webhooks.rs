@@ -438,7 +438,7 @@ async fn ping(
     })
     .to_string();
     let delivery_id = Uuid::now_v7();
-    let cooling = w.cooldown_until.is_some_and(|u| u > now);
+    let cooling = trusthub_core::webhook::in_cooldown(w.cooldown_until, now);
     webhooks::enqueue(
         &mut tx,
         p.tenant(),
