@@ -193,6 +193,9 @@ pub struct LivenessRow {
     pub last_check_ok: Option<bool>,
 }
 
+/// An `http` app's check columns: interval, latest check time and outcome.
+type HttpCols = (Option<i64>, Option<OffsetDateTime>, Option<bool>);
+
 type PackedRow = (
     String,
     String,
@@ -224,7 +227,7 @@ pub async fn liveness_rows(ex: &mut impl Exec) -> StoreResult<Vec<LivenessRow>> 
         .fetch_all(&mut *c)
         .await?,
     };
-    let http: std::collections::HashMap<Uuid, (Option<i64>, Option<OffsetDateTime>, Option<bool>)> =
+    let http: std::collections::HashMap<Uuid, HttpCols> =
         on!(ex, c => sqlx::query_as::<_, (Uuid, Option<i64>, Option<OffsetDateTime>, Option<bool>)>(
             "SELECT id, interval_seconds, last_check_at, last_check_ok FROM apps WHERE app_type = 'http'")
             .fetch_all(&mut *c).await?)
