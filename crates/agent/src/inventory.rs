@@ -165,10 +165,7 @@ async fn docker_get(socket: &Path, path: &str) -> Option<Value> {
 }
 
 async fn containers() -> Value {
-    let socket = std::env::var_os("DOCKER_SOCKET")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/run/docker.sock"));
-    containers_at(&socket).await
+    containers_at(&docker_socket()).await
 }
 
 /// Containers from the Docker Engine API at `socket` (none when nothing answers there).
@@ -643,6 +640,81 @@ fn decode_addr(hex: &str) -> String {
         }
         _ => hex.to_owned(),
     }
+}
+
+fn docker_socket() -> PathBuf {
+    std::env::var_os("DOCKER_SOCKET")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/docker.sock"))
+}
+
+/// `POST` to the Docker Engine API; the HTTP status, or why there was none.
+async fn docker_post(socket: &Path, path: &str) -> Result<u16, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::net::UnixStream::connect(socket),
+    )
+    .await
+    .map_err(|_| "the Docker socket does not answer".to_owned())?
+    .map_err(|e| format!("cannot reach the Docker socket: {e}"))?;
+    s.write_all(
+        format!("POST {path} HTTP/1.0\r\nHost: docker\r\nContent-Length: 0\r\n\r\n").as_bytes(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(120), s.read_to_end(&mut buf))
+        .await
+        .map_err(|_| "Docker did not answer within 120 s".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&buf);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| "unreadable answer from Docker".to_owned())
+}
+
+/// Restarts containers by name or id: `(exit code, stdout, stderr)` like a command.
+pub async fn docker_restart(names: &[String]) -> (i64, String, String) {
+    let socket = docker_socket();
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut code = 0;
+    for n in names {
+        match docker_post(&socket, &format!("/containers/{n}/restart?t=10")).await {
+            Ok(204) => out.push_str(&format!("restarted {n}\n")),
+            Ok(status) => {
+                code = 1;
+                err.push_str(&format!("{n}: Docker answered {status}\n"));
+            }
+            Err(e) => {
+                code = 1;
+                err.push_str(&format!("{n}: {e}\n"));
+            }
+        }
+    }
+    (code, out, err)
+}
+
+/// Restarts the containers of a compose service.
+pub async fn compose_restart(project: &str, service: &str) -> (i64, String, String) {
+    let socket = docker_socket();
+    let list = containers_at(&socket).await;
+    let names: Vec<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["compose_project"] == project && c["compose_service"] == service)
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect();
+    if names.is_empty() {
+        return (
+            1,
+            String::new(),
+            format!("no container of {project}::{service}"),
+        );
+    }
+    docker_restart(&names).await
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //!
 //! The `trusthub-agent` binary and `trusthub up` both run [`run`].
 
+pub mod actions;
 pub mod allow;
 pub mod checks;
 pub mod client;
@@ -12,6 +13,7 @@ pub mod collect;
 pub mod inventory;
 pub mod spool;
 pub mod state;
+pub mod ws;
 
 use client::{HubClient, PushOutcome};
 use serde_json::{Value, json};
@@ -153,6 +155,12 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         "agent running"
     );
 
+    let ca = match &opts.ca_cert {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
+        None => None,
+    };
+    let socket = ws::Socket::new(&reg, dir.path(), allowed.clone(), ca.as_deref())?;
+    let action_socket = tokio::spawn(socket.run());
     let checks = checks::Checks::default();
     let checker = tokio::spawn(checks.clone().run());
     let mut collector = collect::Collector::default();
@@ -245,6 +253,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         }
     }
     checker.abort();
+    action_socket.abort();
     tracing::info!(
         pending = spool.pending().len(),
         "agent stopped; spooled batches go out at the next start"

@@ -29,15 +29,14 @@ impl Drop for TempDir {
 struct Agent(Child);
 impl Agent {
     fn start(state: &Path, extra: &[&str]) -> Agent {
-        let child = Command::new(AGENT)
-            .args(["run", "--state-dir"])
+        let mut cmd = Command::new(AGENT);
+        cmd.args(["run", "--state-dir"])
             .arg(state)
-            .args([
-                "--interval-secs",
-                "1",
-                "--allow-actions",
-                "restart_app,install_package",
-            ])
+            .args(["--interval-secs", "1"]);
+        if !extra.contains(&"--allow-actions") {
+            cmd.args(["--allow-actions", "restart_app,install_package"]);
+        }
+        let child = cmd
             .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
@@ -536,6 +535,279 @@ async fn a_killed_process_app_alerts_after_three_checks_and_resolves_when_it_is_
     );
     let _ = proc_.kill();
     let _ = proc_.wait();
+    agent.stop();
+    f.hub.stop().await;
+}
+
+/// Turns TOTP on for the logged-in owner; the raw secret.
+async fn enrol_totp(f: &Fixture) -> Vec<u8> {
+    let setup: Value = f
+        .client
+        .post(format!("{}/api/v1/auth/totp/setup", f.base))
+        .header("cookie", &f.cookie)
+        .send()
+        .await
+        .expect("setup")
+        .json()
+        .await
+        .expect("json");
+    let secret =
+        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("b32"))
+            .expect("secret");
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let r = f
+        .client
+        .post(format!("{}/api/v1/auth/totp/verify", f.base))
+        .header("cookie", &f.cookie)
+        .json(&json!({"code": trusthub_core::totp::code_at(&secret, now)}))
+        .send()
+        .await
+        .expect("verify");
+    assert_eq!(r.status(), 200);
+    secret
+}
+
+/// Waits until the current 30 s TOTP step has at least 8 s left.
+async fn fresh_totp_window() -> i64 {
+    loop {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        if now.rem_euclid(30) < 22 {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+async fn restart(
+    f: &Fixture,
+    app: &str,
+    auth: Option<(&str, &str)>,
+    code: Option<String>,
+) -> reqwest::Response {
+    let mut r = f
+        .client
+        .post(format!("{}/api/v1/apps/{app}/restart", f.base))
+        .json(&json!({"reason": "stuck workers"}));
+    r = match auth {
+        Some(("bearer", t)) => r.bearer_auth(t),
+        _ => r.header("cookie", &f.cookie),
+    };
+    if let Some(c) = code {
+        r = r.header("x-totp-code", c);
+    }
+    r.send().await.expect("restart")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_totp_gated_restart_runs_once_on_the_agent_and_is_recorded_everywhere() {
+    let state = TempDir::new();
+    let mut f = fixture().await;
+    let secret = enrol_totp(&f).await;
+    let bin = state.0.join("demo-app");
+    std::fs::copy("/bin/sleep", &bin).expect("copy sleep");
+    let marker = state.0.join("restarted.txt");
+    let script = state.0.join("restart.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho restarted >> {}\necho done\n",
+            marker.display()
+        ),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let app = post(&f.client, &f.base, &f.cookie, "/apps", json!({"agent_id": agent_id, "name": "demo",
+        "app_type": "process", "identifier": bin.display().to_string(), "restart_command": script.display().to_string()})).await;
+    let app_id = app["id"].as_str().expect("id").to_owned();
+
+    // Refused: no code, a wrong code, an API token (never TOTP).
+    let r = restart(&f, &app_id, None, None).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(r.json::<Value>().await.expect("j")["code"], "totp_required");
+    let r = restart(&f, &app_id, None, Some("000000".into())).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(r.json::<Value>().await.expect("j")["code"], "totp_invalid");
+    let token: Value = f
+        .client
+        .post(format!("{}/api/v1/api-tokens", f.base))
+        .header("cookie", &f.cookie)
+        .json(&json!({"name": "ci", "scope": "write"}))
+        .send()
+        .await
+        .expect("t")
+        .json()
+        .await
+        .expect("j");
+    let r = restart(
+        &f,
+        &app_id,
+        Some(("bearer", token["token"].as_str().expect("t"))),
+        Some("123456".into()),
+    )
+    .await;
+    assert_eq!(r.status(), 403);
+    assert!(!marker.exists(), "nothing ran");
+
+    let now = fresh_totp_window().await;
+    let code = trusthub_core::totp::code_at(&secret, now + 30);
+    let r = restart(&f, &app_id, None, Some(code.clone())).await;
+    assert_eq!(r.status(), 202);
+    let d: Value = r.json().await.expect("json");
+    assert_eq!(d["status"], "dispatched");
+    let jti = d["jti"].as_str().expect("jti").to_owned();
+    let action = wait_until(&f, &format!("/actions/{jti}"), 20, "the result", |v| {
+        v["status"] != "dispatched"
+    })
+    .await;
+    assert_eq!(action["status"], "succeeded", "{action}");
+    assert_eq!(action["exit_code"], 0);
+    assert_eq!(action["stdout"], "done\n");
+    assert_eq!(action["act"], "restart_app");
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "restarted\n"
+    );
+    // The same code again is a replay.
+    let r = restart(&f, &app_id, None, Some(code)).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "restarted\n"
+    );
+
+    // Audit and transparency log.
+    let audit = get(&f.client, &f.base, &f.cookie, "/audit-log?limit=50").await;
+    let kinds: Vec<&str> = audit
+        .as_array()
+        .expect("a")
+        .iter()
+        .filter_map(|e| e["event_type"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"action_requested") && kinds.contains(&"action_result"),
+        "{kinds:?}"
+    );
+    let log = get(&f.client, &f.base, &f.cookie, "/transparency-log").await;
+    assert_eq!(log.as_array().map(Vec::len), Some(1));
+    assert_eq!(log[0]["kind"], "restart_app_result");
+    assert_eq!(log[0]["payload"]["jti"], json!(jti));
+    assert_eq!(log[0]["payload"]["exit_code"], 0);
+    let head = get(&f.client, &f.base, &f.cookie, "/transparency-log/head").await;
+    let pinned = get(&f.client, &f.base, &f.cookie, "/agents/eat-public-key").await;
+    let entries: Vec<trusthub_core::canonical::LogEntry> =
+        serde_json::from_value(log.clone()).expect("entries");
+    trusthub_core::canonical::verify_log(
+        &entries,
+        head["seq"].as_i64().expect("seq"),
+        head["entry_hash"].as_str().expect("h"),
+        head["signature"].as_str().expect("s"),
+        head["public_key_hex"].as_str().expect("k"),
+    )
+    .expect("the log verifies");
+    assert_eq!(head["public_key_hex"], pinned["public_key_hex"]);
+
+    // The hub restarts: the agent is connected again within seconds and restarts still work.
+    let settings = f.settings.clone();
+    f.hub.stop().await;
+    let (hub, _) = start_hub(settings).await;
+    f.hub = hub;
+    // The session survives the restart (sessions live in the database).
+    let started = std::time::Instant::now();
+    wait_until(
+        &f,
+        &format!("/agents/{agent_id}"),
+        15,
+        "the agent reconnected",
+        |v| v["connected"] == true,
+    )
+    .await;
+    eprintln!("reconnected {:?} after the hub restart", started.elapsed());
+    agent.stop();
+    wait_until(
+        &f,
+        &format!("/agents/{agent_id}"),
+        15,
+        "the socket closed",
+        |v| v["connected"] == false,
+    )
+    .await;
+    f.hub.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_allowlist_vetoes_a_restart_and_the_refusal_is_reported() {
+    let state = TempDir::new();
+    let f = fixture().await;
+    let secret = enrol_totp(&f).await;
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+            "--allow-actions",
+            "install_package",
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let app = post(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/apps",
+        json!({"agent_id": agents[0]["id"], "name": "cron",
+        "app_type": "systemd", "identifier": "cron"}),
+    )
+    .await;
+    let now = fresh_totp_window().await;
+    let r = restart(
+        &f,
+        app["id"].as_str().expect("id"),
+        None,
+        Some(trusthub_core::totp::code_at(&secret, now + 30)),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let jti = r.json::<Value>().await.expect("j")["jti"]
+        .as_str()
+        .expect("jti")
+        .to_owned();
+    let action = wait_until(&f, &format!("/actions/{jti}"), 20, "the refusal", |v| {
+        v["status"] != "dispatched"
+    })
+    .await;
+    assert_eq!(action["status"], "failed");
+    assert!(
+        action["refused_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("allowlist")),
+        "{action}"
+    );
+    assert!(action["exit_code"].is_null());
+    let log = get(&f.client, &f.base, &f.cookie, "/transparency-log").await;
+    assert_eq!(
+        log[0]["payload"]["refused_reason"],
+        action["refused_reason"]
+    );
     agent.stop();
     f.hub.stop().await;
 }

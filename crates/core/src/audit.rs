@@ -72,3 +72,7 @@ pub const WEBHOOK_REDELIVERY_REQUESTED: &str = "webhook_redelivery_requested";
 pub const WEBHOOK_DELIVERY: &str = "webhook_delivery";
 /// SPEC 6.4: a webhook delivery failed for good.
 pub const WEBHOOK_DELIVERY_FAILED: &str = "webhook_delivery_failed";
+/// An emergency action (e.g. a restart) was requested and its token dispatched.
+pub const ACTION_REQUESTED: &str = "action_requested";
+/// An agent reported the result of an action (or refused it).
+pub const ACTION_RESULT: &str = "action_result";

@@ -170,6 +170,64 @@ pub fn verify_chain(entries: &[LogEntry]) -> Result<(), i64> {
     Ok(())
 }
 
+/// Why a log does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogError {
+    /// An entry's hash or link is wrong.
+    #[error("entry {0}: its hash or its link to the previous entry does not match")]
+    Chain(i64),
+    /// The entries are not 1, 2, 3, ...
+    #[error("entry {0}: sequence numbers must run 1, 2, 3, ... without gaps")]
+    Gap(i64),
+    /// The head names another entry than the last one.
+    #[error("the signed head (seq {0}) does not match the last entry")]
+    Head(i64),
+    /// The public key or signature cannot be read.
+    #[error("the head's public key or signature is malformed")]
+    Malformed,
+    /// The signature does not verify.
+    #[error("the head's signature does not verify")]
+    Signature,
+    /// The key is not the expected one.
+    #[error("the log is signed by {0}, not by the expected key")]
+    UnexpectedKey(String),
+}
+
+/// Checks a whole log offline (CONTRACT 5a): the chain from genesis, the sequence numbers,
+/// the head naming the last entry, and the head's Ed25519 signature over the `entry_hash` hex
+/// text by `public_key_hex`.
+pub fn verify_log(
+    entries: &[LogEntry],
+    head_seq: i64,
+    head_hash: &str,
+    signature_b64: &str,
+    public_key_hex: &str,
+) -> Result<(), LogError> {
+    for (i, e) in entries.iter().enumerate() {
+        if e.seq != i as i64 + 1 {
+            return Err(LogError::Gap(e.seq));
+        }
+    }
+    verify_chain(entries).map_err(LogError::Chain)?;
+    let (last_seq, last_hash) = entries
+        .last()
+        .map_or((0, GENESIS_HASH), |e| (e.seq, e.entry_hash.as_str()));
+    if head_seq != last_seq || head_hash != last_hash {
+        return Err(LogError::Head(head_seq));
+    }
+    let key = crate::agent::parse_public_key(public_key_hex).map_err(|_| LogError::Malformed)?;
+    let sig = data_encoding::BASE64
+        .decode(signature_b64.as_bytes())
+        .ok()
+        .and_then(|b| <[u8; 64]>::try_from(b).ok())
+        .ok_or(LogError::Malformed)?;
+    key.verify_strict(
+        head_hash.as_bytes(),
+        &ed25519_dalek::Signature::from_bytes(&sig),
+    )
+    .map_err(|_| LogError::Signature)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

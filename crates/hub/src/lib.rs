@@ -4,6 +4,7 @@
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
 pub mod admin;
+pub mod agent_ws;
 pub mod alerting;
 pub mod auth;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod openapi;
 pub mod passwords;
 pub mod ratelimit;
 pub mod routes;
+pub mod routing;
 pub mod server;
 pub mod settings;
 pub mod state;

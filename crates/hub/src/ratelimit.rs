@@ -63,6 +63,12 @@ pub const ROTATE_SIGNING_KEY: Limit = Limit {
     max: 10,
     window_secs: 3600,
 };
+/// `/agents/:id/emergency`: 5 per hour per user; app restarts count against it too.
+pub const EMERGENCY: Limit = Limit {
+    name: "emergency",
+    max: 5,
+    window_secs: 3600,
+};
 /// Every other user endpoint: 1000 per minute per IP.
 pub const GENERAL: Limit = Limit {
     name: "general",

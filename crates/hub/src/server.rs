@@ -128,6 +128,7 @@ impl Server {
             settings,
             eat_key,
             ingest,
+            connections: Default::default(),
             instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         }));
         let router = crate::router(state.clone(), extra);
@@ -174,6 +175,15 @@ impl Server {
         } = self;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
+        if state.db.backend() == Backend::Sqlite
+            && let Ok(mut tx) = state.db.begin().await
+            && trusthub_store::actions::clear_all_connections(&mut tx)
+                .await
+                .is_ok()
+        {
+            // One process per SQLite database: marks left by a crash are stale.
+            let _ = tx.commit().await;
+        }
         let workers = crate::workers::spawn(&state);
         let stopping = Arc::new(tokio::sync::Notify::new());
         let notify = stopping.clone();
@@ -207,8 +217,17 @@ impl Server {
             }
         };
         housekeeping.abort();
+        state.connections.close_all();
         for w in workers {
             w.abort();
+        }
+        // Agents see their sockets close; their connection marks go with this process.
+        if let Ok(mut tx) = state.db.begin().await
+            && trusthub_store::actions::clear_instance(&mut tx, &state.instance)
+                .await
+                .is_ok()
+        {
+            let _ = tx.commit().await;
         }
         state.db.close().await;
         result

@@ -31,6 +31,8 @@ pub struct App {
     pub eat_key: ed25519_dalek::SigningKey,
     /// Commits ingest batches (grouped on SQLite).
     pub ingest: crate::ingest::Ingest,
+    /// Agents whose WebSocket this process holds.
+    pub connections: crate::agent_ws::Connections,
     /// This process's name in leases (periodic work runs in one process per cluster).
     pub instance: String,
 }

@@ -38,7 +38,29 @@ pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             |st, now| Box::pin(async move { evaluate_rules(&st, now).await.map(|_| ()) }),
         )),
         tokio::spawn(deliverer(state.clone())),
+        tokio::spawn(crate::routing::listen(state.clone())),
+        tokio::spawn(refresh_connections(state.clone())),
     ]
+}
+
+/// Every 30 s: marks this process's agent sockets fresh and expires actions whose token
+/// ran out without a result.
+async fn refresh_connections(state: AppState) {
+    let mut timer = tokio::time::interval(Duration::from_secs(30));
+    loop {
+        timer.tick().await;
+        let now = now();
+        let r = async {
+            let mut tx = state.db.begin().await?;
+            trusthub_store::actions::touch_instance(&mut tx, &state.instance, now).await?;
+            trusthub_store::actions::expire_due(&mut tx, now).await?;
+            tx.commit().await
+        }
+        .await;
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "cannot refresh agent connections");
+        }
+    }
 }
 
 type Tick = fn(

@@ -9,6 +9,7 @@
 mod db;
 mod error;
 
+pub mod actions;
 pub mod agents;
 pub mod alerts;
 pub mod apps;

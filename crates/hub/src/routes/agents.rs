@@ -742,6 +742,8 @@ pub struct AgentView {
     /// (never, or none for a day).
     #[schema(value_type = String, example = "online")]
     pub status: AgentStatus,
+    /// Whether its WebSocket is open to some hub process (actions can reach it).
+    pub connected: bool,
     /// Whether a signing key is pinned (false after a rotation until it registers again).
     pub signing_key_pinned: bool,
     /// Push interval.
@@ -754,8 +756,9 @@ pub struct AgentView {
 }
 
 impl AgentView {
-    fn new(a: Agent, now: OffsetDateTime) -> AgentView {
+    fn new(a: Agent, now: OffsetDateTime, connected: bool) -> AgentView {
         AgentView {
+            connected,
             status: wire::status(a.last_seen_at, a.ingest_interval_secs, now),
             id: a.id,
             hostname: a.hostname,
@@ -773,6 +776,15 @@ impl AgentView {
     }
 }
 
+async fn connected_since(
+    c: &mut trusthub_store::Conn,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> ApiResult<std::collections::HashSet<Uuid>> {
+    let since = now - time::Duration::seconds(trusthub_store::actions::CONNECTION_FRESH_SECS);
+    Ok(trusthub_store::actions::connected_agents(c, tenant, since).await?)
+}
+
 async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<Agent> {
     let mut c = state.db.conn().await?;
     agents::get(&mut c, tenant, id)
@@ -788,11 +800,15 @@ async fn list(
 ) -> ApiResult<axum::Json<Vec<AgentView>>> {
     let mut c = state.db.conn().await?;
     let now = now();
+    let connected = connected_since(&mut c, p.tenant(), now).await?;
     Ok(axum::Json(
         agents::list(&mut c, p.tenant())
             .await?
             .into_iter()
-            .map(|a| AgentView::new(a, now))
+            .map(|a| {
+                let on = connected.contains(&a.id);
+                AgentView::new(a, now, on)
+            })
             .collect(),
     ))
 }
@@ -805,9 +821,15 @@ async fn get_agent(
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AgentView>> {
+    let now = now();
+    let connected = {
+        let mut c = state.db.conn().await?;
+        connected_since(&mut c, p.tenant(), now).await?
+    };
     Ok(axum::Json(AgentView::new(
         load(&state, p.tenant(), id).await?,
-        now(),
+        now,
+        connected.contains(&id),
     )))
 }
 

@@ -1,5 +1,6 @@
 //! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
 
+pub mod actions;
 pub mod agents;
 pub mod alerts;
 pub mod api_tokens;
@@ -22,6 +23,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(auth::router())
         .merge(agents::router())
         .merge(apps::router())
+        .merge(actions::router())
         .merge(alerts::router())
         .merge(webhooks::router())
         .merge(totp::router())

@@ -1,0 +1,192 @@
+//! The agent's WebSocket to the hub (SPEC 4.2 `/ws/agents/:id`): held open forever, redialled
+//! with backoff (1 s doubling to 30 s) and jitter whenever it drops, so an agent is back
+//! within seconds of a hub restart. Action tokens arrive on it and their results go back.
+
+use crate::actions::{self, SeenJtis};
+use crate::state::Registration;
+use futures_util::{SinkExt, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use uuid::Uuid;
+
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// Everything the socket needs.
+pub struct Socket {
+    url: String,
+    host: String,
+    port: u16,
+    tls: Option<tokio_rustls::TlsConnector>,
+    token: String,
+    agent_id: Uuid,
+    hub_key: ed25519_dalek::VerifyingKey,
+    allowed: Vec<String>,
+    seen: SeenJtis,
+}
+
+impl Socket {
+    /// Prepares the socket for a registered agent.
+    pub fn new(
+        reg: &Registration,
+        state_dir: &std::path::Path,
+        allowed: Vec<String>,
+        ca_pem: Option<&[u8]>,
+    ) -> Result<Socket, String> {
+        let agent_id = Uuid::parse_str(&reg.agent_id).map_err(|e| e.to_string())?;
+        let hub_key = trusthub_core::agent::parse_public_key(&reg.hub_eat_public_key)
+            .map_err(|e| format!("the pinned hub key: {e}"))?;
+        let base = reg.hub.trim_end_matches('/').trim_end_matches("/api/v1");
+        let (secure, rest) = if let Some(r) = base.strip_prefix("https://") {
+            (true, r)
+        } else if let Some(r) = base.strip_prefix("http://") {
+            (false, r)
+        } else {
+            return Err(format!(
+                "hub URL `{base}` must start with http:// or https://"
+            ));
+        };
+        let authority = rest.split('/').next().unwrap_or_default();
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (
+                h.trim_start_matches('[').trim_end_matches(']').to_owned(),
+                p.parse()
+                    .map_err(|_| format!("bad port in `{authority}`"))?,
+            ),
+            _ => (authority.to_owned(), if secure { 443 } else { 80 }),
+        };
+        let tls = if secure {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let config = match ca_pem {
+                Some(pem) => {
+                    let mut roots = rustls::RootCertStore::empty();
+                    use rustls_pki_types::pem::PemObject;
+                    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(pem) {
+                        roots
+                            .add(cert.map_err(|e| format!("--ca-cert: {e}"))?)
+                            .map_err(|e| format!("--ca-cert: {e}"))?;
+                    }
+                    rustls::ClientConfig::builder()
+                        .with_root_certificates(roots)
+                        .with_no_client_auth()
+                }
+                None => {
+                    use rustls_platform_verifier::ConfigVerifierExt;
+                    rustls::ClientConfig::with_platform_verifier().map_err(|e| e.to_string())?
+                }
+            };
+            Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
+        } else {
+            None
+        };
+        let scheme = if secure { "wss" } else { "ws" };
+        Ok(Socket {
+            url: format!("{scheme}://{rest}/api/v1/ws/agents/{agent_id}"),
+            host,
+            port,
+            tls,
+            token: reg.agent_token.clone(),
+            agent_id,
+            hub_key,
+            allowed,
+            seen: SeenJtis::load(state_dir),
+        })
+    }
+
+    async fn dial(&self) -> Result<Box<dyn Io>, String> {
+        let tcp = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::net::TcpStream::connect((self.host.as_str(), self.port)),
+        )
+        .await
+        .map_err(|_| "connect timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => Ok(Box::new(tcp)),
+            Some(tls) => {
+                let name = rustls_pki_types::ServerName::try_from(self.host.clone())
+                    .map_err(|e| e.to_string())?;
+                Ok(Box::new(
+                    tls.connect(name, tcp).await.map_err(|e| e.to_string())?,
+                ))
+            }
+        }
+    }
+
+    /// One connection until it drops.
+    async fn session(&mut self) -> Result<(), String> {
+        let mut req = self
+            .url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| e.to_string())?;
+        req.headers_mut().insert(
+            "authorization",
+            format!("Bearer {}", self.token)
+                .parse()
+                .map_err(|_| "bad token".to_owned())?,
+        );
+        let io = self.dial().await?;
+        let (mut ws, _) = tokio_tungstenite::client_async(req, io)
+            .await
+            .map_err(|e| e.to_string())?;
+        tracing::info!("connected to the hub's action socket");
+        while let Some(msg) = tokio::time::timeout(Duration::from_secs(60), ws.next())
+            .await
+            .map_err(|_| "the hub went silent for 60 s".to_owned())?
+        {
+            match msg.map_err(|e| e.to_string())? {
+                Message::Text(text) => {
+                    let v: serde_json::Value =
+                        serde_json::from_str(text.as_str()).unwrap_or_default();
+                    if v["type"] == "eat"
+                        && let Some(token) = v["token"].as_str()
+                    {
+                        let answer = actions::handle(
+                            token,
+                            &self.hub_key,
+                            self.agent_id,
+                            &self.allowed,
+                            &mut self.seen,
+                        )
+                        .await;
+                        ws.send(Message::Text(actions::frame(&answer).into()))
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                Message::Close(_) => return Ok(()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds the socket open forever, redialling with backoff and jitter.
+    pub async fn run(mut self) {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            let started = tokio::time::Instant::now();
+            match self.session().await {
+                Ok(()) => tracing::info!("the hub closed the action socket; redialling"),
+                Err(e) => tracing::warn!(error = %e, "action socket lost; redialling"),
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                backoff = Duration::from_secs(1);
+            }
+            let jitter = Duration::from_millis(
+                u64::from(
+                    trusthub_core::secret::random_bytes::<2>()
+                        .map(u16::from_le_bytes)
+                        .unwrap_or(0),
+                ) % 500,
+            );
+            tokio::time::sleep(backoff + jitter).await;
+            backoff = (backoff * 2).min(Duration::from_secs(30));
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Emergency actions (CONTRACT 5): the agent WebSocket, TOTP-gated app restarts pushed as
+//! signed EATs, action records, and the transparency log (CONTRACT 5a).
+
+use crate::auth::purpose::AppRestart;
+use crate::auth::{AgentAuth, TotpProof, Viewer};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Json, Meta, Path, Query};
+use crate::ratelimit;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::Role;
+use trusthub_core::canonical::LogEntry;
+use trusthub_core::eat::{self, Claims};
+use trusthub_store::actions::{self, Action};
+use trusthub_store::{TenantId, apps};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(agent_socket))
+        .routes(routes!(restart))
+        .routes(routes!(get_action))
+        .routes(routes!(list_actions))
+        .routes(routes!(transparency_log))
+        .routes(routes!(transparency_head))
+}
+
+/// The agent's WebSocket (SPEC 4.2): `Authorization: Bearer <agent token>`, only for its own
+/// id. JSON text frames: the hub sends `{type: "eat", token}`; the agent answers `{type:
+/// "result", jti, exit_code, stdout, stderr, finished_at}` or `{type: "refused", jti,
+/// reason}`. The hub pings every 15 s and drops a peer silent for 45 s; while the socket is
+/// open the agent shows `connected: true`.
+#[utoipa::path(get, path = "/ws/agents/{id}", tag = "actions", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 101, description = "Switching to the WebSocket protocol"), (status = 401, body = Problem),
+        (status = 404, body = Problem)))]
+async fn agent_socket(
+    State(state): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(id): Path<Uuid>,
+    ws: WebSocketUpgrade,
+) -> ApiResult<Response> {
+    if agent.id != id {
+        return Err(ApiError::NotFound("agent"));
+    }
+    let tenant = TenantId(agent.tenant_id);
+    Ok(ws
+        .max_message_size(1024 * 1024)
+        .on_upgrade(move |socket| crate::agent_ws::serve(state, id, tenant, socket)))
+}
+
+/// Why a restart is asked for.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RestartRequest {
+    /// 1 to 500 characters; recorded in the action, the audit log and the token.
+    pub reason: String,
+}
+
+/// A dispatched action.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Dispatched {
+    /// The token's nonce; `GET /actions/{jti}` follows it.
+    pub jti: String,
+    /// `dispatched`.
+    pub status: String,
+}
+
+/// Restart an app (SPEC 3.1): admin, a login session and a TOTP code for purpose
+/// `app_restart` (`X-TOTP-Code`, or `X-TOTP-Token` from `/auth/totp/challenge`); API tokens
+/// never can. The hub signs an EAT (`act: restart_app`, level 2, 5 minutes) and pushes it over
+/// the agent's WebSocket; the agent checks it, its allowlist and its replay list, restarts per
+/// kind and reports back. 409 when the agent is not connected (nothing is queued). Limited
+/// like `/agents/:id/emergency` (SPEC 8): 5 per hour per user.
+#[utoipa::path(post, path = "/apps/{id}/restart", tag = "actions", params(("id" = Uuid, Path, description = "App id")),
+    request_body = RestartRequest,
+    responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 429, body = Problem)))]
+async fn restart(
+    State(state): State<AppState>,
+    meta: Meta,
+    proof: TotpProof<AppRestart>,
+    Path(id): Path<Uuid>,
+    Json(req): Json<RestartRequest>,
+) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
+    let p = proof.principal;
+    if !p.has_role(Role::Admin) {
+        return Err(ApiError::Forbidden(
+            "restarting an app needs the admin role".into(),
+        ));
+    }
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
+    }
+    let now = now();
+    state
+        .limiter
+        .hit(
+            ratelimit::EMERGENCY,
+            &p.user.id.to_string(),
+            now.unix_timestamp(),
+        )
+        .await?;
+    let app = {
+        let mut c = state.db.conn().await?;
+        apps::get(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("app"))?
+    };
+    if app.app_type == "http" {
+        return Err(ApiError::Conflict(
+            "an http app has nothing to restart".into(),
+        ));
+    }
+    if !state.connections.is_local(app.agent_id) {
+        let mut c = state.db.conn().await?;
+        let elsewhere = actions::connected_instance(&mut c, app.agent_id).await?;
+        if elsewhere.is_none() {
+            return Err(ApiError::Conflict(
+                "the agent is not connected; nothing was sent".into(),
+            ));
+        }
+    }
+    let jti = Uuid::new_v4().simple().to_string();
+    let exp = now + time::Duration::seconds(eat::MAX_LIFETIME_SECS);
+    let claims = Claims {
+        iss: eat::ISSUER.into(),
+        sub: app.agent_id,
+        tid: p.tenant().0,
+        jti: jti.clone(),
+        iat: now.unix_timestamp(),
+        exp: exp.unix_timestamp(),
+        lvl: 2,
+        act: "restart_app".into(),
+        args: json!({"app_id": app.id, "app_type": app.app_type, "identifier": app.identifier,
+            "restart_command": app.restart_command, "reason": reason}),
+    };
+    let token =
+        eat::sign(&state.eat_key, &claims).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let by = format!("user:{}", p.user.id);
+    let mut tx = state.db.begin().await?;
+    actions::insert(
+        &mut tx,
+        p.tenant(),
+        &jti,
+        app.agent_id,
+        Some(app.id),
+        "restart_app",
+        &by,
+        reason,
+        now,
+        exp,
+    )
+    .await?;
+    meta.record(
+        &mut tx,
+        &p,
+        trusthub_core::audit::ACTION_REQUESTED,
+        format!("app:{}", app.id),
+        json!({"jti": jti, "act": "restart_app", "agent_id": app.agent_id, "reason": reason}),
+    )
+    .await?;
+    tx.commit().await?;
+    let frame = json!({"type": "eat", "token": token}).to_string();
+    if !crate::routing::deliver(&state, app.agent_id, frame).await? {
+        let mut tx = state.db.begin().await?;
+        actions::finish(
+            &mut tx,
+            app.agent_id,
+            &jti,
+            &actions::Outcome {
+                status: actions::status::FAILED,
+                exit_code: None,
+                stdout: None,
+                stderr: None,
+                refused_reason: Some("the agent disconnected before the token could be sent"),
+            },
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        return Err(ApiError::Conflict(
+            "the agent is not connected; nothing was sent".into(),
+        ));
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(Dispatched {
+            jti,
+            status: actions::status::DISPATCHED.into(),
+        }),
+    ))
+}
+
+/// An action record (CONTRACT 5).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionView {
+    /// The token's nonce.
+    pub jti: String,
+    /// `restart_app`, ...
+    pub act: String,
+    /// Agent.
+    pub agent_id: Uuid,
+    /// App, for restarts.
+    pub app_id: Option<Uuid>,
+    /// `dispatched`, `succeeded`, `failed` (non-zero exit, or refused by the agent) or
+    /// `expired` (no result before the token's `exp`).
+    pub status: String,
+    /// Exit code.
+    pub exit_code: Option<i64>,
+    /// Output (at most 64 KiB).
+    pub stdout: Option<String>,
+    /// Errors (at most 64 KiB).
+    pub stderr: Option<String>,
+    /// Why the agent refused it.
+    pub refused_reason: Option<String>,
+    /// `user:<id>`.
+    pub requested_by: String,
+    /// Why.
+    pub reason: String,
+    /// Requested.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// The token's expiry.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// Result time.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+impl From<Action> for ActionView {
+    fn from(a: Action) -> Self {
+        let expired = a.status == actions::status::DISPATCHED && a.expires_at <= now();
+        ActionView {
+            jti: a.jti,
+            act: a.act,
+            agent_id: a.agent_id,
+            app_id: a.app_id,
+            status: if expired {
+                actions::status::EXPIRED.into()
+            } else {
+                a.status
+            },
+            exit_code: a.exit_code,
+            stdout: a.stdout,
+            stderr: a.stderr,
+            refused_reason: a.refused_reason,
+            requested_by: a.requested_by,
+            reason: a.reason,
+            created_at: a.created_at,
+            expires_at: a.expires_at,
+            finished_at: a.finished_at,
+        }
+    }
+}
+
+/// One action.
+#[utoipa::path(get, path = "/actions/{jti}", tag = "actions", params(("jti" = String, Path, description = "The token's jti")),
+    responses((status = 200, body = ActionView), (status = 404, body = Problem)))]
+async fn get_action(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    axum::extract::Path(jti): axum::extract::Path<String>,
+) -> ApiResult<axum::Json<ActionView>> {
+    let mut c = state.db.conn().await?;
+    let a = actions::get(&mut c, p.tenant(), &jti)
+        .await?
+        .ok_or(ApiError::NotFound("action"))?;
+    Ok(axum::Json(a.into()))
+}
+
+/// Action filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ActionQuery {
+    /// Only this agent's.
+    pub agent_id: Option<Uuid>,
+    /// Page size, 1 to 500 (default 100).
+    pub limit: Option<i64>,
+}
+
+/// The tenant's actions, newest first.
+#[utoipa::path(get, path = "/actions", tag = "actions", params(ActionQuery),
+    responses((status = 200, body = Vec<ActionView>)))]
+async fn list_actions(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Query(q): Query<ActionQuery>,
+) -> ApiResult<axum::Json<Vec<ActionView>>> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 500"));
+    }
+    let mut c = state.db.conn().await?;
+    Ok(axum::Json(
+        actions::list(&mut c, p.tenant(), q.agent_id, limit)
+            .await?
+            .into_iter()
+            .map(ActionView::from)
+            .collect(),
+    ))
+}
+
+/// A transparency-log entry (CONTRACT 5a).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogEntryView {
+    /// Position, from 1.
+    pub seq: i64,
+    /// E.g. `restart_app_result`.
+    pub kind: String,
+    /// E.g. `app:<id>`.
+    pub subject_ref: String,
+    /// The facts (for restarts: jti, act, agent, app, status, exit code, SHA-256 of the output).
+    pub payload: serde_json::Value,
+    /// The previous entry's hash (64 zeros for the first).
+    pub prev_hash: String,
+    /// SHA-256 (hex) of the RFC 8785 canonical JSON of `{seq, kind, subject_ref, payload,
+    /// prev_hash, created_at}`.
+    pub entry_hash: String,
+    /// RFC 3339, exactly as hashed.
+    pub created_at: String,
+}
+
+impl From<LogEntry> for LogEntryView {
+    fn from(e: LogEntry) -> Self {
+        LogEntryView {
+            seq: e.seq,
+            kind: e.kind,
+            subject_ref: e.subject_ref,
+            payload: e.payload,
+            prev_hash: e.prev_hash,
+            entry_hash: e.entry_hash,
+            created_at: e.created_at,
+        }
+    }
+}
+
+/// Paging of the log.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LogQuery {
+    /// Entries after this seq (default 0: from the start).
+    pub since_seq: Option<i64>,
+    /// Page size, 1 to 1000 (default 1000).
+    pub limit: Option<i64>,
+}
+
+/// The tenant's transparency log, oldest first (append-only in the schema).
+#[utoipa::path(get, path = "/transparency-log", tag = "actions", params(LogQuery),
+    responses((status = 200, body = Vec<LogEntryView>)))]
+async fn transparency_log(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Query(q): Query<LogQuery>,
+) -> ApiResult<axum::Json<Vec<LogEntryView>>> {
+    let limit = q.limit.unwrap_or(1000);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
+    }
+    let mut c = state.db.conn().await?;
+    Ok(axum::Json(
+        actions::log_since(&mut c, p.tenant(), q.since_seq.unwrap_or(0).max(0), limit)
+            .await?
+            .into_iter()
+            .map(LogEntryView::from)
+            .collect(),
+    ))
+}
+
+/// The signed head of the log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogHead {
+    /// The newest seq (0 when empty).
+    pub seq: i64,
+    /// Its entry hash (64 zeros when empty).
+    pub entry_hash: String,
+    /// Base64 Ed25519 signature over the bytes of `entry_hash` as hex text.
+    pub signature: String,
+    /// The hub's Ed25519 public key (the one agents pin for EATs), hex.
+    pub public_key_hex: String,
+}
+
+/// The signed tree head (CONTRACT 5a), signed with the hub's Ed25519 key.
+#[utoipa::path(get, path = "/transparency-log/head", tag = "actions", responses((status = 200, body = LogHead)))]
+async fn transparency_head(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<LogHead>> {
+    use ed25519_dalek::Signer;
+    let mut c = state.db.conn().await?;
+    let (seq, hash) = match actions::log_head(&mut c, p.tenant()).await? {
+        Some(e) => (e.seq, e.entry_hash),
+        None => (0, trusthub_core::canonical::GENESIS_HASH.to_owned()),
+    };
+    let signature = data_encoding::BASE64.encode(&state.eat_key.sign(hash.as_bytes()).to_bytes());
+    Ok(axum::Json(LogHead {
+        seq,
+        entry_hash: hash,
+        signature,
+        public_key_hex: trusthub_core::secret::hex(state.eat_key.verifying_key().as_bytes()),
+    }))
+}
