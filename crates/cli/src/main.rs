@@ -26,6 +26,36 @@ enum Command {
     /// Administer the hub's database.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// The transparency log (CONTRACT 5a).
+    #[command(subcommand)]
+    Transparency(TransparencyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum TransparencyCommand {
+    /// Check the hash chain and the signed head: fetched from a hub (`--hub`, `--token`), or
+    /// from saved files (`--log`, `--head`) with no network at all. Exit 0 when everything
+    /// matches, 1 otherwise.
+    Verify {
+        /// Hub base URL, e.g. https://hub.example.com.
+        #[arg(long, env = "TRUSTHUB_URL")]
+        hub: Option<String>,
+        /// An API token (a `read` token is enough).
+        #[arg(long, env = "TRUSTHUB_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// The entries as `GET /transparency-log` returned them (a JSON array).
+        #[arg(long, conflicts_with = "hub")]
+        log: Option<std::path::PathBuf>,
+        /// The head as `GET /transparency-log/head` returned it.
+        #[arg(long, requires = "log")]
+        head: Option<std::path::PathBuf>,
+        /// Also save what was fetched into this directory (log.json, head.json).
+        #[arg(long)]
+        save: Option<std::path::PathBuf>,
+        /// Refuse a head signed by any other key (hex Ed25519 public key).
+        #[arg(long)]
+        expect_key: Option<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -215,8 +245,116 @@ async fn open_db(db: &DbSettings) -> Result<Db, String> {
     Ok(d)
 }
 
+async fn fetch_json(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+) -> Result<serde_json::Value, String> {
+    let r = client
+        .get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    if !r.status().is_success() {
+        return Err(format!("{url}: HTTP {}", r.status()));
+    }
+    r.json().await.map_err(|e| format!("{url}: {e}"))
+}
+
+async fn transparency_verify(
+    hub: Option<String>,
+    token: Option<String>,
+    log: Option<std::path::PathBuf>,
+    head: Option<std::path::PathBuf>,
+    save: Option<std::path::PathBuf>,
+    expect_key: Option<String>,
+) -> Result<(), String> {
+    let read = |p: &std::path::Path| -> Result<serde_json::Value, String> {
+        let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let (entries, head) = match (hub, log, head) {
+        (Some(hub), None, None) => {
+            let token = token.ok_or("--token (or TRUSTHUB_TOKEN) is needed with --hub")?;
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let client = reqwest::Client::new();
+            let base = format!(
+                "{}/api/v1",
+                hub.trim_end_matches('/').trim_end_matches("/api/v1")
+            );
+            // The head first: entries appended meanwhile are simply not covered by it.
+            let head =
+                fetch_json(&client, &format!("{base}/transparency-log/head"), &token).await?;
+            let last = head["seq"].as_i64().unwrap_or(0);
+            let mut entries: Vec<serde_json::Value> = Vec::new();
+            let mut since = 0;
+            while since < last {
+                let page = fetch_json(
+                    &client,
+                    &format!("{base}/transparency-log?since_seq={since}&limit=1000"),
+                    &token,
+                )
+                .await?;
+                let page = page.as_array().cloned().unwrap_or_default();
+                let Some(max) = page.last().and_then(|e| e["seq"].as_i64()) else {
+                    break;
+                };
+                entries.extend(
+                    page.into_iter()
+                        .filter(|e| e["seq"].as_i64().is_some_and(|s| s <= last)),
+                );
+                since = max;
+            }
+            let entries = serde_json::Value::Array(entries);
+            if let Some(dir) = save {
+                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                std::fs::write(dir.join("log.json"), entries.to_string())
+                    .map_err(|e| e.to_string())?;
+                std::fs::write(dir.join("head.json"), head.to_string())
+                    .map_err(|e| e.to_string())?;
+            }
+            (entries, head)
+        }
+        (None, Some(log), Some(head)) => (read(&log)?, read(&head)?),
+        _ => return Err("give --hub and --token, or --log and --head".into()),
+    };
+    let entries: Vec<trusthub_core::canonical::LogEntry> =
+        serde_json::from_value(entries).map_err(|e| format!("the entries: {e}"))?;
+    let key = head["public_key_hex"].as_str().unwrap_or_default();
+    if let Some(expected) = expect_key
+        && !expected.trim().eq_ignore_ascii_case(key)
+    {
+        return Err(format!(
+            "the log is signed by {key}, not by the expected key"
+        ));
+    }
+    trusthub_core::canonical::verify_log(
+        &entries,
+        head["seq"].as_i64().unwrap_or(-1),
+        head["entry_hash"].as_str().unwrap_or_default(),
+        head["signature"].as_str().unwrap_or_default(),
+        key,
+    )
+    .map_err(|e| format!("verification failed: {e}"))?;
+    println!(
+        "ok: {} entries, chain intact, head seq {} signed by {key}",
+        entries.len(),
+        head["seq"]
+    );
+    Ok(())
+}
+
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
+        Command::Transparency(TransparencyCommand::Verify {
+            hub,
+            token,
+            log,
+            head,
+            save,
+            expect_key,
+        }) => transparency_verify(hub, token, log, head, save, expect_key).await,
         Command::Serve(settings) => serve(*settings).await,
         Command::Up(args) => up(*args).await,
         Command::Admin(AdminCommand::CreateTenant {

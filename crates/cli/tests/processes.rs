@@ -836,3 +836,151 @@ async fn two_hubs_on_postgres_send_each_webhook_delivery_once() {
     drop((a, b));
     drop_pg_database(&name).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transparency_verify_checks_the_chain_and_signature_online_and_offline() {
+    let dir = TempDir::new();
+    let hub = Hub::start(
+        &dir.0,
+        &[
+            ("TRUSTHUB_ADMIN_PASSWORD", "log password"),
+            ("TRUSTHUB_RATE_LIMITS", "off"),
+        ],
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session = admin_session(&client, &hub.base, "log password").await;
+    let token = post_json(
+        &client,
+        format!("{}/api-tokens", hub.base),
+        &session,
+        json!({"name": "auditor", "scope": "read"}),
+    )
+    .await;
+    let token = token["token"].as_str().expect("token").to_owned();
+    // Three entries, appended as the hub appends them.
+    let db = Db::connect(
+        &format!("sqlite://{}", dir.0.join("trusthub.db").display()),
+        &DbOptions::default(),
+    )
+    .await
+    .expect("db");
+    let mut c = db.conn().await.expect("conn");
+    let owner = trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+        .await
+        .expect("q")
+        .expect("owner");
+    drop(c);
+    let mut tx = db.begin().await.expect("tx");
+    for i in 0..3 {
+        trusthub_store::actions::append_log(
+            &mut tx,
+            owner.tenant_id,
+            "restart_app_result",
+            &format!("app:{i}"),
+            &json!({"exit_code": i, "note": "é ✓"}),
+            time::OffsetDateTime::now_utc()
+                .replace_nanosecond(0)
+                .expect("t"),
+        )
+        .await
+        .expect("append");
+    }
+    tx.commit().await.expect("commit");
+    // The schema refuses to change an entry.
+    let mut tx = db.begin().await.expect("tx");
+    let changed = match &mut tx {
+        trusthub_store::Tx::Sqlite(t) => {
+            sqlx::query("UPDATE transparency_log SET payload = '{}' WHERE seq = 2")
+                .execute(&mut **t)
+                .await
+        }
+        trusthub_store::Tx::Postgres(_) => unreachable!("sqlite"),
+    };
+    assert!(changed.is_err(), "append-only");
+    drop(tx);
+    db.close().await;
+
+    let verify = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .arg("transparency")
+            .arg("verify")
+            .args(args)
+            .output()
+            .expect("run");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let saved = dir.0.join("saved");
+    let base = hub.base.trim_end_matches("/api/v1").to_owned();
+    let (code, text) = verify(&[
+        "--hub",
+        &base,
+        "--token",
+        &token,
+        "--save",
+        saved.to_str().expect("p"),
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("ok: 3 entries"), "{text}");
+    let head: Value =
+        serde_json::from_slice(&std::fs::read(saved.join("head.json")).expect("head"))
+            .expect("json");
+    let key = head["public_key_hex"].as_str().expect("key").to_owned();
+    let (log, headf) = (saved.join("log.json"), saved.join("head.json"));
+    let offline = [
+        "--log",
+        log.to_str().expect("p"),
+        "--head",
+        headf.to_str().expect("p"),
+    ];
+    let (code, text) = verify(&[&offline[..], &["--expect-key", &key]].concat());
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = verify(&[&offline[..], &["--expect-key", &"ab".repeat(32)]].concat());
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("not by the expected key"), "{text}");
+    // Tampering with one entry is caught, and named.
+    let mut entries: Value =
+        serde_json::from_slice(&std::fs::read(&log).expect("log")).expect("json");
+    entries[1]["payload"]["exit_code"] = json!(0);
+    std::fs::write(&log, entries.to_string()).expect("write");
+    let (code, text) = verify(&offline);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("entry 2"), "{text}");
+    // A forged head signature is caught.
+    entries[1]["payload"]["exit_code"] = json!(1);
+    std::fs::write(&log, entries.to_string()).expect("write");
+    assert_eq!(verify(&offline).0, Some(0));
+    let mut forged = head.clone();
+    forged["signature"] = json!(data_encoding_free_b64(&[0u8; 64]));
+    std::fs::write(&headf, forged.to_string()).expect("write");
+    let (code, text) = verify(&offline);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("signature"), "{text}");
+    drop(hub);
+}
+
+/// Base64 without pulling a crate into the test.
+fn data_encoding_free_b64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
