@@ -984,3 +984,156 @@ fn data_encoding_free_b64(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_once() {
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
+    let (d1, d2, state) = (TempDir::new(), TempDir::new(), TempDir::new());
+    let envs = [
+        ("TRUSTHUB_ADMIN_PASSWORD", "route password"),
+        ("TRUSTHUB_RATE_LIMITS", "off"),
+        ("CLOUD_ENCRYPTION_KEY", KEY),
+        ("TRUSTHUB_DATABASE_URL", url.as_str()),
+    ];
+    let a = Hub::start(&d1.0, &envs);
+    let b = Hub::start(&d2.0, &envs);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session = admin_session(&client, &a.base, "route password").await;
+    let setup = post_json(
+        &client,
+        format!("{}/auth/totp/setup", a.base),
+        &session,
+        json!({}),
+    )
+    .await;
+    let secret =
+        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("b32"))
+            .expect("s");
+    let t0 = time::OffsetDateTime::now_utc().unix_timestamp();
+    post_json(
+        &client,
+        format!("{}/auth/totp/verify", a.base),
+        &session,
+        json!({"code": trusthub_core::totp::code_at(&secret, t0)}),
+    )
+    .await;
+    let enroll = post_json(
+        &client,
+        format!("{}/agents/enrollment-tokens", a.base),
+        &session,
+        json!({}),
+    )
+    .await;
+
+    // The real agent (in this process), connected to hub A.
+    #[derive(clap::Parser)]
+    struct AgentCli {
+        #[command(flatten)]
+        o: trusthub_agent::Options,
+    }
+    let opts = <AgentCli as clap::Parser>::parse_from([
+        "agent",
+        "--hub",
+        a.base.trim_end_matches("/api/v1"),
+        "--enroll",
+        enroll["token"].as_str().expect("t"),
+        "--state-dir",
+        state.0.to_str().expect("p"),
+        "--interval-secs",
+        "1",
+        "--allow-actions",
+        "restart_app",
+    ])
+    .o;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let agent = tokio::spawn(trusthub_agent::run(opts, async move {
+        let _ = stopped.await;
+    }));
+    let mut agent_id = String::new();
+    for _ in 0..100 {
+        let list: Value = client
+            .get(format!("{}/agents", b.base))
+            .header("cookie", &session)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if list[0]["connected"] == true {
+            agent_id = list[0]["id"].as_str().expect("id").to_owned();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!agent_id.is_empty(), "the agent connected");
+    let marker = state.0.join("restarted.txt");
+    let script = state.0.join("restart.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho once >> {}\n", marker.display()),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let app = post_json(&client, format!("{}/apps", b.base), &session, json!({"agent_id": agent_id, "name": "w",
+        "app_type": "process", "identifier": "/opt/w/bin/w", "restart_command": script.to_str().expect("p")})).await;
+
+    // Entered on hub B.
+    let mut now = time::OffsetDateTime::now_utc().unix_timestamp();
+    while now.rem_euclid(30) >= 22 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        now = time::OffsetDateTime::now_utc().unix_timestamp();
+    }
+    let r = client
+        .post(format!(
+            "{}/apps/{}/restart",
+            b.base,
+            app["id"].as_str().expect("id")
+        ))
+        .header("cookie", &session)
+        .header(
+            "x-totp-code",
+            trusthub_core::totp::code_at(&secret, now + 30),
+        )
+        .json(&json!({"reason": "routing test"}))
+        .send()
+        .await
+        .expect("restart");
+    assert_eq!(r.status(), 202);
+    let jti = r.json::<Value>().await.expect("json")["jti"]
+        .as_str()
+        .expect("jti")
+        .to_owned();
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        let v: Value = client
+            .get(format!("{}/actions/{jti}", b.base))
+            .header("cookie", &session)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json");
+        if v["status"] != "dispatched" {
+            status = v["status"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, "succeeded");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "once\n",
+        "executed exactly once"
+    );
+    let _ = stop.send(());
+    let _ = agent.await;
+    drop((a, b));
+    drop_pg_database(&name).await;
+}
