@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod actions;
 mod agents;
 mod alerts;
 mod api_tokens;
