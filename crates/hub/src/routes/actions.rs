@@ -51,7 +51,11 @@ async fn agent_socket(
         return Err(ApiError::NotFound("agent"));
     }
     let tenant = TenantId(agent.tenant_id);
+    // Small buffers: tungstenite's default 128 KiB read buffer per socket made 10k idle
+    // agents cost 1.6 GiB (bench/RESULTS.md); frames here are a few KiB.
     Ok(ws
+        .read_buffer_size(4096)
+        .write_buffer_size(4096)
         .max_message_size(1024 * 1024)
         .on_upgrade(move |socket| crate::agent_ws::serve(state, id, tenant, socket)))
 }
