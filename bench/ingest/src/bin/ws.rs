@@ -133,10 +133,10 @@ async fn main() -> Result<(), String> {
                 .body(body).send().await.ok()?.json().await.ok()?;
             Some((r["agent_id"].as_str()?.to_owned(), r["agent_token"].as_str()?.to_owned()))
         });
-        if set.len() >= 32 {
-            if let Some(Ok(Some(r))) = set.join_next().await {
-                registered.push(r);
-            }
+        if set.len() >= 32
+            && let Some(Ok(Some(r))) = set.join_next().await
+        {
+            registered.push(r);
         }
     }
     while let Some(r) = set.join_next().await {
@@ -158,8 +158,9 @@ async fn main() -> Result<(), String> {
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .to_owned();
-    for (id, token) in registered.iter().cloned() {
+    for (id, token) in &registered {
         let (connected, host) = (connected.clone(), host.clone());
+        let (id, token) = (id.clone(), token.clone());
         let agent_id = uuid::Uuid::parse_str(&id).map_err(|e| e.to_string())?;
         tokio::spawn(async move {
             let mut req = format!("ws://{host}/api/v1/ws/agents/{id}")
@@ -218,7 +219,7 @@ async fn main() -> Result<(), String> {
 
     // K admins with TOTP, one restart each.
     let mut lat = Vec::new();
-    for i in 0..args.restarts.min(registered.len()) {
+    for (i, (agent_id, _)) in registered.iter().take(args.restarts).enumerate() {
         let inv: Value = post(&http, format!("{api}/invitations"), &owner, json!({"email": format!("a{i}-{}@bench.example", uuid::Uuid::new_v4().simple()), "role": "admin"}))
             .await?.json().await.map_err(|e| e.to_string())?;
         let acc = post(
@@ -250,7 +251,7 @@ async fn main() -> Result<(), String> {
             &http,
             format!("{api}/apps"),
             &owner,
-            json!({"agent_id": registered[i].0, "name": "b",
+            json!({"agent_id": agent_id, "name": "b",
             "app_type": "process", "identifier": "/bin/sleep", "restart_command": "/bin/true"}),
         )
         .await?
