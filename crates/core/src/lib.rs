@@ -4,6 +4,7 @@
 //! can be unit-tested against the SPEC section it implements.
 
 pub mod agent;
+pub mod ai;
 pub mod alerting;
 pub mod apps;
 pub mod audit;
@@ -11,6 +12,7 @@ pub mod auth;
 pub mod canonical;
 pub mod eat;
 pub mod liveness;
+pub mod redact;
 pub mod secret;
 pub mod totp;
 pub mod validate;
