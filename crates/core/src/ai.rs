@@ -124,6 +124,38 @@ impl PriceTable {
     }
 }
 
+/// The shipped default prices (micro-EUR per 1,000 tokens, in force from 2026-01-01; list
+/// prices converted at 1 USD = 0.92 EUR). Operators override them; a model not listed is
+/// unpriced.
+pub fn default_prices() -> PriceTable {
+    let from = time::macros::date!(2026 - 01 - 01);
+    let p = |model: &str, input: u64, output: u64, cache_read: u64, cache_write: u64| Price {
+        model: model.into(),
+        effective_from: from,
+        input,
+        output,
+        cache_read,
+        cache_write,
+        reasoning: output,
+    };
+    PriceTable {
+        prices: vec![
+            p("gpt-4o", 2300, 9200, 1150, 2300),
+            p("gpt-4o-mini", 138, 552, 69, 138),
+            p("gpt-4.1", 1840, 7360, 460, 1840),
+            p("gpt-4.1-mini", 368, 1472, 92, 368),
+            p("o3", 1840, 7360, 460, 1840),
+            p("o4-mini", 1012, 4048, 253, 1012),
+            p("claude-sonnet-4", 2760, 13800, 276, 3450),
+            p("claude-opus-4", 13800, 69000, 1380, 17250),
+            p("claude-3-5-haiku", 736, 3680, 74, 920),
+            p("gemini-2.5-pro", 1150, 9200, 288, 1150),
+            p("gemini-2.5-flash", 276, 2300, 69, 276),
+            p("mistral-large", 1840, 5520, 1840, 1840),
+        ],
+    }
+}
+
 /// The cost of `u` at price `p`, in micro-EUR, rounded half up once over the sum.
 pub fn cost_with(p: &Price, u: &Usage) -> u64 {
     let uncached = u

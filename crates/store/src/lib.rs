@@ -11,6 +11,7 @@ mod error;
 
 pub mod actions;
 pub mod agents;
+pub mod ai;
 pub mod alerts;
 pub mod apps;
 pub mod audit;

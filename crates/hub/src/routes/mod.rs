@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod agents;
+pub mod ai;
 pub mod alerts;
 pub mod api_tokens;
 pub mod apps;
@@ -23,6 +24,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(auth::router())
         .merge(agents::router())
         .merge(apps::router())
+        .merge(ai::router())
         .merge(actions::router())
         .merge(alerts::router())
         .merge(webhooks::router())

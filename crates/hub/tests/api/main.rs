@@ -5,6 +5,7 @@ mod harness;
 
 mod actions;
 mod agents;
+mod ai;
 mod alerts;
 mod api_tokens;
 mod apps;

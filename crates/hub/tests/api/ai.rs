@@ -1,0 +1,284 @@
+//! LLM traces (CONTRACT 9): intake validation and idempotence, who may send, team views with
+//! every token kind priced and unpriced models flagged, the monthly CSV, isolation.
+
+use crate::harness::*;
+use serde_json::{Value, json};
+
+crate::dual!(
+    traces_are_validated_idempotent_and_scoped,
+    team_views_price_every_token_kind_and_export_csv,
+);
+
+fn sha(s: &str) -> String {
+    use sha2::Digest;
+    trusthub_core::secret::hex(&sha2::Sha256::digest(s.as_bytes()))
+}
+
+fn call(span: &str, model: &str, latency: u64, refused: bool) -> Value {
+    json!({"span_id": span, "model": model, "prompt_tokens": 10_000, "completion_tokens": 3_000,
+        "cache_read_tokens": 6_000, "cache_write_tokens": 1_000, "reasoning_tokens": 2_000,
+        "latency_ms": latency, "prompt_sha256": sha(span), "refused": refused})
+}
+
+fn trace(id: &str, team: &str, started: &str, calls: Vec<Value>) -> Value {
+    json!({"trace_id": id, "name": "answer", "team": team, "started_at": started, "ended_at": started, "calls": calls})
+}
+
+async fn traces_are_validated_idempotent_and_scoped(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let (read, _) = app.token(&app.owner, "read").await;
+    let t0 = "2026-11-01T10:00:00Z";
+    let text = "hello [EMAIL]";
+    let good = json!({"traces": [trace("t1", "search", t0, vec![{
+        let mut c = call("s1", "gpt-4o", 120, false);
+        c["content_sha256"] = json!(sha(text));
+        c
+    }])], "blobs": [{"sha256": sha(text), "text": text}]});
+    let r = app
+        .post("/ai/traces", &Auth::Bearer(read.clone()), good.clone())
+        .await;
+    assert_problem(r, 403, "forbidden").await;
+    let (viewer, _) = app.user_with_role("viewer").await;
+    assert_problem(
+        app.post("/ai/traces", &viewer, good.clone()).await,
+        403,
+        "forbidden",
+    )
+    .await;
+
+    for (bad, field) in [
+        (json!({"traces": []}), "traces"),
+        (
+            json!({"traces": [trace("bad id!", "t", t0, vec![])]}),
+            "traces[0].trace_id",
+        ),
+        (
+            json!({"traces": [trace("t", "", t0, vec![])]}),
+            "traces[0].team",
+        ),
+        (
+            json!({"traces": [{"trace_id": "t", "name": "n", "team": "x", "started_at": t0, "ended_at": "2026-10-01T00:00:00Z"}]}),
+            "traces[0].ended_at",
+        ),
+        (
+            json!({"traces": [trace("t", "x", t0, vec![{let mut c = call("s", "m", 1, false); c["prompt_sha256"] = json!("xyz"); c}])]}),
+            "traces[0].calls[0].prompt_sha256",
+        ),
+        (
+            json!({"traces": [trace("t", "x", t0, vec![{let mut c = call("s", "m", 1, false); c["cache_read_tokens"] = json!(20_000); c}])]}),
+            "traces[0].calls[0].tokens",
+        ),
+        (
+            json!({"traces": [trace("t", "x", t0, vec![call("s", "m", 1, false), call("s", "m", 1, false)])]}),
+            "traces[0].calls[1].span_id",
+        ),
+        (
+            json!({"traces": [trace("t", "x", t0, vec![])], "blobs": [{"sha256": sha("a"), "text": "b"}]}),
+            "blobs[0].sha256",
+        ),
+        (
+            json!({"traces": [{"trace_id": "t", "name": "n", "team": "x", "started_at": t0, "ended_at": t0, "app_id": uuid::Uuid::new_v4()}]}),
+            "app_id",
+        ),
+    ] {
+        let p = assert_problem(
+            app.post("/ai/traces", &Auth::Bearer(ingest.clone()), bad.clone())
+                .await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(
+            p["errors"]
+                .as_array()
+                .expect("e")
+                .iter()
+                .any(|e| e["field"] == field),
+            "{bad}: {p}"
+        );
+    }
+    assert_problem(
+        app.post(
+            "/ai/traces",
+            &Auth::Bearer(ingest.clone()),
+            json!({"traces": "x"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM ai_traces").await, 0);
+
+    let r = app
+        .post("/ai/traces", &Auth::Bearer(ingest.clone()), good.clone())
+        .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(
+        body(r).await,
+        json!({"accepted_traces": 1, "duplicate_traces": 0, "accepted_calls": 1, "stored_blobs": 1})
+    );
+    // The same batch again stores nothing.
+    let r = app
+        .post("/ai/traces", &Auth::Bearer(ingest.clone()), good.clone())
+        .await;
+    assert_eq!(
+        body(r).await,
+        json!({"accepted_traces": 0, "duplicate_traces": 1, "accepted_calls": 0, "stored_blobs": 0})
+    );
+    // An operator's session may send too; another tenant's traces are its own.
+    let (operator, _) = app.user_with_role("operator").await;
+    let r = app
+        .post(
+            "/ai/traces",
+            &operator,
+            json!({"traces": [trace("t2", "search", t0, vec![])]}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let other = app.other_tenant().await;
+    let r = app.post("/ai/traces", &other, good.clone()).await;
+    assert_eq!(
+        body(r).await["accepted_traces"],
+        1,
+        "trace ids are per tenant"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM ai_traces").await, 3);
+    assert_eq!(app.count("SELECT COUNT(*) FROM ai_blobs").await, 2);
+    let mine = body(
+        app.get(
+            "/ai/teams?from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(mine[0]["trace_count"], 2);
+    let theirs = body(
+        app.get(
+            "/ai/teams?from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+            &other,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(theirs[0]["trace_count"], 1);
+}
+
+async fn team_views_price_every_token_kind_and_export_csv(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let t0 = "2026-11-05T08:00:00Z";
+    let latencies: Vec<Value> = (1..=20)
+        .map(|i| call(&format!("a{i}"), "gpt-4o", i * 10, i == 20))
+        .collect();
+    let batch = json!({"traces": [
+        trace("ta", "search", t0, latencies),
+        trace("tb", "support, \"tier 1\"", t0, vec![call("b1", "claude-sonnet-4", 900, false), call("b2", "in-house-llm", 50, false)]),
+        trace("tc", "search", "2026-10-31T23:59:59Z", vec![call("c1", "gpt-4o", 5, false)]),
+    ]});
+    assert_eq!(
+        app.post("/ai/traces", &Auth::Bearer(ingest), batch)
+            .await
+            .status(),
+        202
+    );
+    let q = "/ai/teams?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z";
+    let v = body(app.get(q, &app.owner).await).await;
+    let search = v
+        .as_array()
+        .expect("a")
+        .iter()
+        .find(|t| t["team"] == "search")
+        .expect("search")
+        .clone();
+    // gpt-4o: uncached 3,000 × 2300 + cache read 6,000 × 1150 + cache write 1,000 × 2300
+    // + output 1,000 × 9200 + reasoning 2,000 × 9200, per 1,000 tokens = 43,700 per call.
+    assert_eq!(search["cost_micro_eur"], 20 * 43_700);
+    assert_eq!(search["unpriced_calls"], 0);
+    assert_eq!(search["p95_latency_ms"], 190);
+    assert_eq!(search["refusal_rate"], 0.05);
+    assert_eq!(search["trace_count"], 1);
+    assert_eq!(search["top_models"], json!(["gpt-4o"]));
+    let support = v
+        .as_array()
+        .expect("a")
+        .iter()
+        .find(|t| t["team"] != "search")
+        .expect("support")
+        .clone();
+    assert_eq!(
+        support["unpriced_calls"], 1,
+        "a model without a price is flagged, not costed 0"
+    );
+    assert_eq!(
+        support["top_models"],
+        json!(["claude-sonnet-4", "in-house-llm"])
+    );
+    let by_cost: Vec<Value> = v
+        .as_array()
+        .expect("a")
+        .iter()
+        .map(|t| t["team"].clone())
+        .collect();
+    assert_eq!(by_cost[0], "search");
+    let by_p95 = body(app.get(&format!("{q}&sort=p95"), &app.owner).await).await;
+    assert_eq!(by_p95[0]["team"], "support, \"tier 1\"");
+    assert_problem(
+        app.get(&format!("{q}&sort=name"), &app.owner).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_problem(
+        app.get("/ai/teams?from=nope", &app.owner).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+
+    let r = app
+        .get("/ai/teams/export.csv?month=2026-11", &app.owner)
+        .await;
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .expect("ct")
+            .starts_with("text/csv")
+    );
+    let csv = r.text().await.expect("text");
+    let lines: Vec<&str> = csv.split("\r\n").collect();
+    assert_eq!(
+        lines[0],
+        "team,month,trace_count,call_count,cost_micro_eur,unpriced_calls,p95_latency_ms,refusal_rate,top_models"
+    );
+    assert_eq!(lines[1], "search,2026-11,1,20,874000,0,190,0.0500,gpt-4o");
+    assert!(
+        lines[2].starts_with("\"support, \"\"tier 1\"\"\",2026-11,1,2,"),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(lines.len(), 4, "header, two teams, final CRLF");
+    let oct = app
+        .get("/ai/teams/export.csv?month=2026-10", &app.owner)
+        .await
+        .text()
+        .await
+        .expect("t");
+    assert!(oct.contains("search,2026-10,1,1,43700,"), "{oct}");
+    assert_problem(
+        app.get("/ai/teams/export.csv?month=2026-13", &app.owner)
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_problem(
+        app.get("/ai/teams/export.csv?month=26-1", &app.owner).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+}

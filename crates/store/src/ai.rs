@@ -1,0 +1,155 @@
+//! LLM traces and calls (CONTRACT 9), idempotent on `trace_id` / `span_id`, and content
+//! blobs stored once per SHA-256.
+
+use crate::{Exec, StoreResult, TenantId, on};
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A trace to store.
+#[derive(Debug, Clone)]
+pub struct NewTrace<'a> {
+    /// Sender's id.
+    pub trace_id: &'a str,
+    /// Name.
+    pub name: &'a str,
+    /// Team.
+    pub team: &'a str,
+    /// App of the tenant.
+    pub app_id: Option<Uuid>,
+    /// Start.
+    pub started_at: OffsetDateTime,
+    /// End.
+    pub ended_at: OffsetDateTime,
+    /// Tags.
+    pub tags: &'a [String],
+}
+
+/// A call to store.
+#[derive(Debug, Clone)]
+pub struct NewCall<'a> {
+    /// Sender's id.
+    pub span_id: &'a str,
+    /// Model.
+    pub model: &'a str,
+    /// Provider.
+    pub provider: Option<&'a str>,
+    /// Input tokens.
+    pub prompt_tokens: i64,
+    /// Output tokens.
+    pub completion_tokens: i64,
+    /// Of the input, read from cache.
+    pub cache_read_tokens: i64,
+    /// Of the input, written to cache.
+    pub cache_write_tokens: i64,
+    /// Of the output, reasoning.
+    pub reasoning_tokens: i64,
+    /// Latency.
+    pub latency_ms: i64,
+    /// SHA-256 of the redacted prompt.
+    pub prompt_sha256: &'a str,
+    /// SHA-256 of redacted content, when sent.
+    pub content_sha256: Option<&'a str>,
+    /// The model refused.
+    pub refused: bool,
+}
+
+/// Stores a trace unless its `trace_id` is known; true when new.
+pub async fn insert_trace(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    t: &NewTrace<'_>,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query(
+        "INSERT INTO ai_traces (tenant_id, trace_id, name, team, app_id, started_at, ended_at, tags, received_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING")
+        .bind(tenant.0).bind(t.trace_id).bind(t.name).bind(t.team).bind(t.app_id).bind(t.started_at)
+        .bind(t.ended_at).bind(Json(t.tags)).bind(now).execute(&mut *c).await?.rows_affected())
+        == 1)
+}
+
+/// Stores a call of a trace unless its `span_id` is known; true when new.
+pub async fn insert_call(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    trace: &NewTrace<'_>,
+    k: &NewCall<'_>,
+) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query(
+        "INSERT INTO ai_calls (tenant_id, span_id, trace_id, team, model, provider, prompt_tokens, completion_tokens, \
+         cache_read_tokens, cache_write_tokens, reasoning_tokens, latency_ms, prompt_sha256, content_sha256, refused, started_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING")
+        .bind(tenant.0).bind(k.span_id).bind(trace.trace_id).bind(trace.team).bind(k.model).bind(k.provider)
+        .bind(k.prompt_tokens).bind(k.completion_tokens).bind(k.cache_read_tokens).bind(k.cache_write_tokens)
+        .bind(k.reasoning_tokens).bind(k.latency_ms).bind(k.prompt_sha256).bind(k.content_sha256).bind(k.refused)
+        .bind(trace.started_at).execute(&mut *c).await?.rows_affected())
+        == 1)
+}
+
+/// Stores a blob unless its hash is known; true when new.
+pub async fn insert_blob(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    sha256: &str,
+    text: &str,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query(
+        "INSERT INTO ai_blobs (tenant_id, sha256, text, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING")
+        .bind(tenant.0).bind(sha256).bind(text).bind(now).execute(&mut *c).await?.rows_affected())
+        == 1)
+}
+
+/// A call as the team views read it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CallRow {
+    /// Trace.
+    pub trace_id: String,
+    /// Team.
+    pub team: String,
+    /// Model.
+    pub model: String,
+    /// Tokens.
+    pub prompt_tokens: i64,
+    /// Tokens.
+    pub completion_tokens: i64,
+    /// Tokens.
+    pub cache_read_tokens: i64,
+    /// Tokens.
+    pub cache_write_tokens: i64,
+    /// Tokens.
+    pub reasoning_tokens: i64,
+    /// Latency.
+    pub latency_ms: i64,
+    /// Refused.
+    pub refused: bool,
+    /// The trace's start.
+    pub started_at: OffsetDateTime,
+}
+
+/// The tenant's calls of traces that started in `[from, to)`.
+pub async fn calls_between(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    from: OffsetDateTime,
+    to: OffsetDateTime,
+) -> StoreResult<Vec<CallRow>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, CallRow>(
+        "SELECT trace_id, team, model, prompt_tokens, completion_tokens, cache_read_tokens, cache_write_tokens, \
+         reasoning_tokens, latency_ms, refused, started_at FROM ai_calls \
+         WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3")
+        .bind(tenant.0).bind(from).bind(to).fetch_all(&mut *c).await?))
+}
+
+/// Traces per team that started in `[from, to)` (traces without calls count too).
+pub async fn traces_per_team(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    from: OffsetDateTime,
+    to: OffsetDateTime,
+) -> StoreResult<Vec<(String, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (String, i64)>(
+        "SELECT team, COUNT(*) FROM ai_traces WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3 GROUP BY team")
+        .bind(tenant.0).bind(from).bind(to).fetch_all(&mut *c).await?))
+}
