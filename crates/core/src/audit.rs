@@ -76,3 +76,5 @@ pub const WEBHOOK_DELIVERY_FAILED: &str = "webhook_delivery_failed";
 pub const ACTION_REQUESTED: &str = "action_requested";
 /// An agent reported the result of an action (or refused it).
 pub const ACTION_RESULT: &str = "action_result";
+/// LLM price overrides changed.
+pub const AI_PRICES_CHANGED: &str = "ai_prices_changed";

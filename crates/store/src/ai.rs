@@ -153,3 +153,42 @@ pub async fn traces_per_team(
         "SELECT team, COUNT(*) FROM ai_traces WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3 GROUP BY team")
         .bind(tenant.0).bind(from).bind(to).fetch_all(&mut *c).await?))
 }
+
+/// A tenant's price override row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PriceRow {
+    /// Model.
+    pub model: String,
+    /// `YYYY-MM-DD`.
+    pub effective_from: String,
+    /// Micro-EUR per 1,000 uncached input tokens.
+    pub input: i64,
+    /// Output.
+    pub output: i64,
+    /// Cache read.
+    pub cache_read: i64,
+    /// Cache write.
+    pub cache_write: i64,
+    /// Reasoning.
+    pub reasoning: i64,
+}
+
+/// The tenant's overrides.
+pub async fn price_overrides(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<PriceRow>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, PriceRow>(
+        "SELECT model, effective_from, input, output, cache_read, cache_write, reasoning FROM ai_price_overrides \
+         WHERE tenant_id = $1 ORDER BY model, effective_from")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
+/// Adds or replaces an override (same model and date).
+pub async fn upsert_price(ex: &mut impl Exec, tenant: TenantId, p: &PriceRow) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO ai_price_overrides (tenant_id, model, effective_from, input, output, cache_read, cache_write, reasoning) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (tenant_id, model, effective_from) DO UPDATE SET \
+         input = excluded.input, output = excluded.output, cache_read = excluded.cache_read, \
+         cache_write = excluded.cache_write, reasoning = excluded.reasoning")
+        .bind(tenant.0).bind(&p.model).bind(&p.effective_from).bind(p.input).bind(p.output).bind(p.cache_read)
+        .bind(p.cache_write).bind(p.reasoning).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}

@@ -23,6 +23,173 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(ingest))
         .routes(routes!(teams))
         .routes(routes!(export_csv))
+        .routes(routes!(team))
+        .routes(routes!(list_prices, put_prices))
+}
+
+/// The tenant's price table: the shipped defaults with its overrides on top.
+async fn price_table(
+    state: &AppState,
+    tenant: trusthub_store::TenantId,
+) -> ApiResult<ai::PriceTable> {
+    let mut c = state.db.conn().await?;
+    let overrides: Vec<ai::Price> = store::price_overrides(&mut c, tenant)
+        .await?
+        .into_iter()
+        .filter_map(|r| {
+            Some(ai::Price {
+                effective_from: time::Date::parse(&r.effective_from, DATE).ok()?,
+                model: r.model,
+                input: r.input.max(0) as u64,
+                output: r.output.max(0) as u64,
+                cache_read: r.cache_read.max(0) as u64,
+                cache_write: r.cache_write.max(0) as u64,
+                reasoning: r.reasoning.max(0) as u64,
+            })
+        })
+        .collect();
+    Ok(ai::default_prices().with(&overrides))
+}
+
+const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
+    time::macros::format_description!("[year]-[month]-[day]");
+
+/// A price (micro-EUR per 1,000 tokens of each kind) from a date on.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PriceView {
+    /// Model name (exact match with what calls report).
+    pub model: String,
+    /// `YYYY-MM-DD`: calls from that UTC day on use this price, until a later one.
+    pub effective_from: String,
+    /// Uncached input.
+    pub input: u64,
+    /// Output (non-reasoning).
+    pub output: u64,
+    /// Input read from the prompt cache.
+    pub cache_read: u64,
+    /// Input written to the prompt cache.
+    pub cache_write: u64,
+    /// Reasoning output.
+    pub reasoning: u64,
+    /// `default` (shipped) or `override` (yours); ignored on input.
+    #[serde(default)]
+    pub source: String,
+}
+
+/// The prices in force for your tenant: the shipped table (dated) with your overrides.
+#[utoipa::path(get, path = "/ai/prices", tag = "ai", responses((status = 200, body = Vec<PriceView>)))]
+async fn list_prices(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<PriceView>>> {
+    let table = price_table(&state, p.tenant()).await?;
+    let defaults = ai::default_prices();
+    let mut out: Vec<PriceView> = table
+        .prices
+        .into_iter()
+        .map(|x| PriceView {
+            source: if defaults.prices.contains(&x) {
+                "default"
+            } else {
+                "override"
+            }
+            .into(),
+            model: x.model,
+            effective_from: x.effective_from.format(DATE).unwrap_or_default(),
+            input: x.input,
+            output: x.output,
+            cache_read: x.cache_read,
+            cache_write: x.cache_write,
+            reasoning: x.reasoning,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.model
+            .cmp(&b.model)
+            .then(a.effective_from.cmp(&b.effective_from))
+    });
+    Ok(axum::Json(out))
+}
+
+/// Prices to add or replace.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PricesIn {
+    /// Each replaces the entry of the same model and date, or adds one.
+    pub prices: Vec<PriceView>,
+}
+
+/// Override prices (admin): costs are computed at query time, so past calls are re-priced
+/// by the table in force on their date.
+#[utoipa::path(put, path = "/ai/prices", tag = "ai", request_body = PricesIn,
+    responses((status = 200, body = Vec<PriceView>), (status = 422, body = Problem)))]
+async fn put_prices(
+    State(state): State<AppState>,
+    meta: crate::extract::Meta,
+    crate::auth::Admin(p): crate::auth::Admin,
+    Json(req): Json<PricesIn>,
+) -> ApiResult<axum::Json<Vec<PriceView>>> {
+    let mut errors = Vec::new();
+    if req.prices.is_empty() || req.prices.len() > 500 {
+        errors.push(FieldError {
+            field: "prices".into(),
+            message: "must hold 1 to 500 prices".into(),
+        });
+    }
+    for (i, x) in req.prices.iter().enumerate() {
+        if !label(&x.model, 200) {
+            errors.push(FieldError {
+                field: format!("prices[{i}].model"),
+                message: "must be 1-200 characters".into(),
+            });
+        }
+        if time::Date::parse(&x.effective_from, DATE).is_err() {
+            errors.push(FieldError {
+                field: format!("prices[{i}].effective_from"),
+                message: "must be YYYY-MM-DD".into(),
+            });
+        }
+        if [x.input, x.output, x.cache_read, x.cache_write, x.reasoning]
+            .iter()
+            .any(|v| *v > 1_000_000_000)
+        {
+            errors.push(FieldError {
+                field: format!("prices[{i}]"),
+                message: "prices must be at most 1e9 micro-EUR per 1,000 tokens".into(),
+            });
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut tx = state.db.begin().await?;
+    for x in &req.prices {
+        let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        store::upsert_price(
+            &mut tx,
+            p.tenant(),
+            &store::PriceRow {
+                model: x.model.trim().to_owned(),
+                effective_from: x.effective_from.clone(),
+                input: as_i64(x.input),
+                output: as_i64(x.output),
+                cache_read: as_i64(x.cache_read),
+                cache_write: as_i64(x.cache_write),
+                reasoning: as_i64(x.reasoning),
+            },
+        )
+        .await?;
+    }
+    let models: Vec<&str> = req.prices.iter().map(|x| x.model.as_str()).collect();
+    meta.record(
+        &mut tx,
+        &p,
+        trusthub_core::audit::AI_PRICES_CHANGED,
+        "ai_prices".into(),
+        serde_json::json!({"models": models}),
+    )
+    .await?;
+    tx.commit().await?;
+    list_prices(State(state), Viewer(p)).await
 }
 
 /// Most traces per request.
@@ -339,8 +506,11 @@ pub struct TeamView {
     pub call_count: u64,
 }
 
-fn summarize(calls: &[store::CallRow], traces: &[(String, i64)]) -> Vec<TeamView> {
-    let prices = ai::default_prices();
+fn summarize(
+    calls: &[store::CallRow],
+    traces: &[(String, i64)],
+    prices: &ai::PriceTable,
+) -> Vec<TeamView> {
     let mut by_team: BTreeMap<&str, Vec<&store::CallRow>> = BTreeMap::new();
     for c in calls {
         by_team.entry(c.team.as_str()).or_default().push(c);
@@ -434,7 +604,8 @@ async fn teams(
     let mut c = state.db.conn().await?;
     let calls = store::calls_between(&mut c, p.tenant(), from, to).await?;
     let traces = store::traces_per_team(&mut c, p.tenant(), from, to).await?;
-    let mut list = summarize(&calls, &traces);
+    let prices = price_table(&state, p.tenant()).await?;
+    let mut list = summarize(&calls, &traces, &prices);
     if by_p95 {
         list.sort_by(|a, b| {
             b.p95_latency_ms
@@ -498,7 +669,8 @@ async fn export_csv(
     let mut body = String::from(
         "team,month,trace_count,call_count,cost_micro_eur,unpriced_calls,p95_latency_ms,refusal_rate,top_models\r\n",
     );
-    for t in summarize(&calls, &traces) {
+    let prices = price_table(&state, p.tenant()).await?;
+    for t in summarize(&calls, &traces, &prices) {
         let row = [
             csv_field(&t.team),
             q.month.clone(),
@@ -526,4 +698,74 @@ async fn export_csv(
         ],
         body,
     ))
+}
+
+/// One day of a team.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TeamDay {
+    /// `YYYY-MM-DD` (UTC, by trace start).
+    pub date: String,
+    /// The day's figures.
+    #[serde(flatten)]
+    pub figures: TeamView,
+}
+
+/// A team over a period.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TeamDetail {
+    /// The whole period.
+    pub total: TeamView,
+    /// One entry per day with traces, oldest first.
+    pub daily: Vec<TeamDay>,
+}
+
+/// One team over `[from, to)` with a daily series (same figures as `/ai/teams`).
+#[utoipa::path(get, path = "/ai/teams/{team}", tag = "ai", params(("team" = String, Path, description = "Team"), TeamsQuery),
+    responses((status = 200, body = TeamDetail), (status = 404, body = Problem)))]
+async fn team(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    Query(q): Query<TeamsQuery>,
+) -> ApiResult<axum::Json<TeamDetail>> {
+    let to = parse_time("to", q.to.as_deref())?.unwrap_or_else(now);
+    let from = parse_time("from", q.from.as_deref())?.unwrap_or(to - time::Duration::days(30));
+    if from >= to {
+        return Err(ApiError::invalid("from", "must be before to"));
+    }
+    let mut c = state.db.conn().await?;
+    let calls: Vec<store::CallRow> = store::calls_between(&mut c, p.tenant(), from, to)
+        .await?
+        .into_iter()
+        .filter(|k| k.team == name)
+        .collect();
+    let traces = store::traces_per_team(&mut c, p.tenant(), from, to).await?;
+    let prices = price_table(&state, p.tenant()).await?;
+    let Some(total) = summarize(&calls, &traces, &prices)
+        .into_iter()
+        .find(|t| t.team == name)
+    else {
+        return Err(ApiError::NotFound("team"));
+    };
+    let mut days: BTreeMap<time::Date, Vec<store::CallRow>> = BTreeMap::new();
+    for k in calls {
+        days.entry(k.started_at.date()).or_default().push(k);
+    }
+    let mut daily = Vec::new();
+    for (day, list) in days {
+        let start = day.midnight().assume_utc();
+        let day_traces =
+            store::traces_per_team(&mut c, p.tenant(), start, start + time::Duration::days(1))
+                .await?;
+        if let Some(figures) = summarize(&list, &day_traces, &prices)
+            .into_iter()
+            .find(|t| t.team == name)
+        {
+            daily.push(TeamDay {
+                date: day.format(DATE).unwrap_or_default(),
+                figures,
+            });
+        }
+    }
+    Ok(axum::Json(TeamDetail { total, daily }))
 }
