@@ -26,7 +26,7 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
         "os": os(),
         "systemd": systemd().await,
         "containers": containers().await,
-        "processes": procs.iter().map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user})).collect::<Vec<_>>(),
+        "processes": processes_json(&procs),
         "packages": packages().await,
         "app_dependencies": app_dependencies(project_paths),
         "users": users.iter().map(|u| json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": u.shell})).collect::<Vec<_>>(),
@@ -46,12 +46,16 @@ pub async fn live() -> (Value, Value) {
     let (systemd, containers) = tokio::join!(systemd(), containers());
     (
         json!({"systemd": systemd, "containers": containers}),
-        procs
-            .iter()
-            .map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user}))
-            .collect::<Vec<_>>()
-            .into(),
+        processes_json(&procs),
     )
+}
+
+/// The process list as sent to the hub.
+fn processes_json(procs: &[Proc]) -> Value {
+    procs
+        .iter()
+        .map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user}))
+        .collect()
 }
 
 fn os() -> Value {

@@ -122,12 +122,16 @@ pub async fn ensure_registered(opts: &Options, dir: &StateDir) -> Result<Registr
     Ok(reg)
 }
 
+/// The `--ca-cert` PEM, when given.
+fn read_ca(opts: &Options) -> Result<Option<Vec<u8>>, String> {
+    opts.ca_cert
+        .as_ref()
+        .map(|p| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display())))
+        .transpose()
+}
+
 fn client_for(hub: &str, opts: &Options) -> Result<HubClient, String> {
-    let ca = match &opts.ca_cert {
-        Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => None,
-    };
-    HubClient::new(hub, ca.as_deref())
+    HubClient::new(hub, read_ca(opts)?.as_deref())
 }
 
 /// Runs until `shutdown` completes.
@@ -136,7 +140,8 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let key = dir.signing_key().map_err(|e| e.to_string())?;
     let reg = ensure_registered(&opts, &dir).await?;
     let allowed = allow::load(dir.path(), opts.allow_actions.as_deref())?;
-    let client = client_for(&reg.hub, &opts)?;
+    let ca = read_ca(&opts)?;
+    let client = HubClient::new(&reg.hub, ca.as_deref())?;
     let spool = Spool::new(dir.spool(), opts.spool_max_bytes);
     let mut interval = Duration::from_secs(
         opts.interval_secs
@@ -155,10 +160,6 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         "agent running"
     );
 
-    let ca = match &opts.ca_cert {
-        Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => None,
-    };
     let socket = ws::Socket::new(&reg, dir.path(), allowed.clone(), ca.as_deref())?;
     let action_socket = tokio::spawn(socket.run());
     let checks = checks::Checks::default();

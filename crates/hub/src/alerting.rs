@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 use serde_json::json;
+use std::collections::HashMap;
 use time::OffsetDateTime;
 use trusthub_core::alerting::Severity;
 use trusthub_store::alerts::{self, Alert, NewAlert};
-use trusthub_store::webhooks::{self, NewDelivery, status};
+use trusthub_store::webhooks::{self, NewDelivery, Webhook};
 use trusthub_store::{StoreResult, TenantId, Tx};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -114,84 +115,100 @@ pub fn event_body(event: &str, alert: &AlertView, tenant: TenantId, now: OffsetD
     .to_string()
 }
 
-/// Queues `event` about `alert` for every endpoint of the tenant that subscribes to it, whose
-/// `min_severity` the alert reaches and whose `agent_filter.tag` its agent carries. During an
-/// endpoint's cooldown the delivery is recorded as skipped.
-pub async fn enqueue_event(
-    tx: &mut Tx,
-    tenant: TenantId,
-    event: &str,
-    alert: &AlertView,
-    now: OffsetDateTime,
-) -> StoreResult<usize> {
-    let rank = Severity::parse(&alert.severity).map_or(0, Severity::rank);
-    let body = event_body(event, alert, tenant, now);
-    let mut queued = 0;
-    for w in webhooks::list(tx, tenant).await? {
-        let subscribed = w.events.0.iter().any(|e| e == event);
-        let tag_ok = w.agent_filter_tag.as_ref().is_none_or(|tag| {
-            alert
-                .agent
-                .as_ref()
-                .is_some_and(|a| a.tags.iter().any(|t| t == tag))
-        });
-        if !subscribed || rank < w.min_severity_rank || !tag_ok {
-            continue;
-        }
-        let cooling = trusthub_core::webhook::in_cooldown(w.cooldown_until, now);
-        webhooks::enqueue(
-            tx,
-            tenant,
-            Uuid::now_v7(),
-            &NewDelivery {
-                webhook_id: Some(w.id),
-                rule_id: None,
-                target_url: &w.url,
-                event,
-                alert_id: Some(alert.id),
-                payload: &body,
-                status: if cooling {
-                    status::SKIPPED
-                } else {
-                    status::PENDING
+/// Raises and resolves alerts inside one transaction, queueing their webhook deliveries.
+/// It reads each tenant's endpoints once per transaction, so a tick that changes many alerts
+/// does not list the same endpoints again for every one.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    hooks: HashMap<TenantId, Vec<Webhook>>,
+}
+
+impl Notifier {
+    /// Queues `event` about `alert` for every endpoint of the tenant that subscribes to it,
+    /// whose `min_severity` the alert reaches and whose `agent_filter.tag` its agent carries.
+    /// During an endpoint's cooldown the delivery is recorded as skipped.
+    pub async fn enqueue_event(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        event: &str,
+        alert: &AlertView,
+        now: OffsetDateTime,
+    ) -> StoreResult<usize> {
+        let hooks = match self.hooks.entry(tenant) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(webhooks::list(tx, tenant).await?)
+            }
+        };
+        let rank = Severity::parse(&alert.severity).map_or(0, Severity::rank);
+        let body = event_body(event, alert, tenant, now);
+        let mut queued = 0;
+        for w in hooks.iter() {
+            let subscribed = w.events.0.iter().any(|e| e == event);
+            let tag_ok = w.agent_filter_tag.as_ref().is_none_or(|tag| {
+                alert
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.tags.iter().any(|t| t == tag))
+            });
+            if !subscribed || rank < w.min_severity_rank || !tag_ok {
+                continue;
+            }
+            webhooks::enqueue(
+                tx,
+                tenant,
+                Uuid::now_v7(),
+                &NewDelivery {
+                    webhook_id: Some(w.id),
+                    rule_id: None,
+                    target_url: &w.url,
+                    event,
+                    alert_id: Some(alert.id),
+                    payload: &body,
+                    status: webhooks::initial_status(w.cooldown_until, now),
                 },
-            },
-            now,
-        )
-        .await?;
-        queued += 1;
+                now,
+            )
+            .await?;
+            queued += 1;
+        }
+        Ok(queued)
     }
-    Ok(queued)
-}
 
-/// Raises an alert (unless one with its fingerprint is open) and queues `alert.created`.
-pub async fn raise(
-    tx: &mut Tx,
-    tenant: TenantId,
-    a: &NewAlert<'_>,
-    now: OffsetDateTime,
-) -> StoreResult<Option<AlertView>> {
-    let Some(alert) = alerts::raise(tx, tenant, a, now).await? else {
-        return Ok(None);
-    };
-    let view = AlertView::from(alert);
-    enqueue_event(tx, tenant, ALERT_CREATED, &view, now).await?;
-    Ok(Some(view))
-}
+    /// Raises an alert (unless one with its fingerprint is open) and queues `alert.created`.
+    pub async fn raise(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        a: &NewAlert<'_>,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<AlertView>> {
+        let Some(alert) = alerts::raise(tx, tenant, a, now).await? else {
+            return Ok(None);
+        };
+        let view = AlertView::from(alert);
+        self.enqueue_event(tx, tenant, ALERT_CREATED, &view, now)
+            .await?;
+        Ok(Some(view))
+    }
 
-/// Resolves an open alert and queues `alert.resolved`; `None` when it was not open.
-pub async fn resolve(
-    tx: &mut Tx,
-    tenant: TenantId,
-    id: Uuid,
-    by: &str,
-    resolution: &str,
-    now: OffsetDateTime,
-) -> StoreResult<Option<AlertView>> {
-    let Some(alert) = alerts::resolve(tx, tenant, id, by, resolution, now).await? else {
-        return Ok(None);
-    };
-    let view = AlertView::from(alert);
-    enqueue_event(tx, tenant, ALERT_RESOLVED, &view, now).await?;
-    Ok(Some(view))
+    /// Resolves an open alert and queues `alert.resolved`; `None` when it was not open.
+    pub async fn resolve(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        id: Uuid,
+        by: &str,
+        resolution: &str,
+        now: OffsetDateTime,
+    ) -> StoreResult<Option<AlertView>> {
+        let Some(alert) = alerts::resolve(tx, tenant, id, by, resolution, now).await? else {
+            return Ok(None);
+        };
+        let view = AlertView::from(alert);
+        self.enqueue_event(tx, tenant, ALERT_RESOLVED, &view, now)
+            .await?;
+        Ok(Some(view))
+    }
 }

@@ -227,6 +227,7 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         return Ok(report);
     }
     let mut tx = state.db.begin().await?;
+    let mut notifier = alerting::Notifier::default();
     apps::save_liveness(&mut tx, &updates, now).await?;
     let ids: Vec<Uuid> = raise
         .iter()
@@ -254,24 +255,25 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
             app.identifier,
             observed_name(observed)
         );
-        let raised = alerting::raise(
-            &mut tx,
-            tenant,
-            &alerts::NewAlert {
-                severity: Severity::Warning.as_str(),
-                severity_rank: Severity::Warning.rank(),
-                category: "liveness",
-                title: &title,
-                detail: Some(&detail),
-                source: source::LIVENESS,
-                fingerprint: &fingerprint,
-                agent_id: Some(app.agent_id),
-                app_id: Some(app.id),
-                rule_id: None,
-            },
-            now,
-        )
-        .await?;
+        let raised = notifier
+            .raise(
+                &mut tx,
+                tenant,
+                &alerts::NewAlert {
+                    severity: Severity::Warning.as_str(),
+                    severity_rank: Severity::Warning.rank(),
+                    category: "liveness",
+                    title: &title,
+                    detail: Some(&detail),
+                    source: source::LIVENESS,
+                    fingerprint: &fingerprint,
+                    agent_id: Some(app.agent_id),
+                    app_id: Some(app.id),
+                    rule_id: None,
+                },
+                now,
+            )
+            .await?;
         report.raised += usize::from(raised.is_some());
     }
     for (id, observed) in resolve {
@@ -284,7 +286,9 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
                 app.name,
                 observed_name(observed)
             );
-            let done = alerting::resolve(&mut tx, tenant, open.id, "liveness", &why, now).await?;
+            let done = notifier
+                .resolve(&mut tx, tenant, open.id, "liveness", &why, now)
+                .await?;
             report.resolved += usize::from(done.is_some());
         }
     }
@@ -355,6 +359,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
             }
         }
         let mut tx = state.db.begin().await?;
+        let mut notifier = alerting::Notifier::default();
         let mut open: HashMap<String, trusthub_store::alerts::Alert> =
             alerts::open_of_rule(&mut tx, tenant, rule.id)
                 .await?
@@ -374,7 +379,9 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
                         "resolved itself: average {} over {} is {avg:.4}, no longer {} {}",
                         rule.metric, rule.window_spec, rule.operator, rule.threshold
                     );
-                    let done = alerting::resolve(&mut tx, tenant, a.id, "rule", &why, now).await?;
+                    let done = notifier
+                        .resolve(&mut tx, tenant, a.id, "rule", &why, now)
+                        .await?;
                     report.resolved += usize::from(done.is_some());
                 }
                 continue;
@@ -394,24 +401,25 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
             );
             let detail =
                 (!group_text.is_empty()).then(|| format!("group {}", group_text.join(", ")));
-            let raised = alerting::raise(
-                &mut tx,
-                tenant,
-                &alerts::NewAlert {
-                    severity: &rule.severity,
-                    severity_rank: Severity::parse(&rule.severity).map_or(1, Severity::rank),
-                    category: &rule.metric,
-                    title: &title,
-                    detail: detail.as_deref(),
-                    source: source::RULE,
-                    fingerprint: &fingerprint,
-                    agent_id,
-                    app_id: None,
-                    rule_id: Some(rule.id),
-                },
-                now,
-            )
-            .await?;
+            let raised = notifier
+                .raise(
+                    &mut tx,
+                    tenant,
+                    &alerts::NewAlert {
+                        severity: &rule.severity,
+                        severity_rank: Severity::parse(&rule.severity).map_or(1, Severity::rank),
+                        category: &rule.metric,
+                        title: &title,
+                        detail: detail.as_deref(),
+                        source: source::RULE,
+                        fingerprint: &fingerprint,
+                        agent_id,
+                        app_id: None,
+                        rule_id: Some(rule.id),
+                    },
+                    now,
+                )
+                .await?;
             if let Some(alert) = raised {
                 report.raised += 1;
                 if let Some(url) = &rule.webhook_url {
@@ -441,7 +449,9 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
                 "resolved itself: no {} data in the last {}",
                 rule.metric, rule.window_spec
             );
-            let done = alerting::resolve(&mut tx, tenant, a.id, "rule", &why, now).await?;
+            let done = notifier
+                .resolve(&mut tx, tenant, a.id, "rule", &why, now)
+                .await?;
             report.resolved += usize::from(done.is_some());
         }
         rules::evaluated(&mut tx, rule.id, groups.len() as i64, firing as i64, now).await?;

@@ -142,15 +142,16 @@ pub async fn calls_between(
         .bind(tenant.0).bind(from).bind(to).fetch_all(&mut *c).await?))
 }
 
-/// Traces per team that started in `[from, to)` (traces without calls count too).
-pub async fn traces_per_team(
+/// Team and start of each of the tenant's traces that started in `[from, to)` (traces
+/// without calls count too).
+pub async fn trace_starts(
     ex: &mut impl Exec,
     tenant: TenantId,
     from: OffsetDateTime,
     to: OffsetDateTime,
-) -> StoreResult<Vec<(String, i64)>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, (String, i64)>(
-        "SELECT team, COUNT(*) FROM ai_traces WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3 GROUP BY team")
+) -> StoreResult<Vec<(String, OffsetDateTime)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (String, OffsetDateTime)>(
+        "SELECT team, started_at FROM ai_traces WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3")
         .bind(tenant.0).bind(from).bind(to).fetch_all(&mut *c).await?))
 }
 

@@ -124,6 +124,16 @@ pub mod status {
     pub const SKIPPED: &str = "skipped";
 }
 
+/// The state a new delivery starts in: `pending`, or `skipped` while the endpoint rests
+/// after a final failure (SPEC 3.3).
+pub fn initial_status(cooldown_until: Option<OffsetDateTime>, now: OffsetDateTime) -> &'static str {
+    if trusthub_core::webhook::in_cooldown(cooldown_until, now) {
+        status::SKIPPED
+    } else {
+        status::PENDING
+    }
+}
+
 /// A delivery as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Delivery {

@@ -508,14 +508,17 @@ pub struct TeamView {
 
 fn summarize(
     calls: &[store::CallRow],
-    traces: &[(String, i64)],
+    traces: &[(String, OffsetDateTime)],
     prices: &ai::PriceTable,
 ) -> Vec<TeamView> {
     let mut by_team: BTreeMap<&str, Vec<&store::CallRow>> = BTreeMap::new();
     for c in calls {
         by_team.entry(c.team.as_str()).or_default().push(c);
     }
-    let trace_counts: HashMap<&str, i64> = traces.iter().map(|(t, n)| (t.as_str(), *n)).collect();
+    let mut trace_counts: HashMap<&str, u64> = HashMap::new();
+    for (team, _) in traces {
+        *trace_counts.entry(team.as_str()).or_insert(0) += 1;
+    }
     let mut teams: BTreeMap<&str, ()> = by_team.keys().map(|k| (*k, ())).collect();
     for t in trace_counts.keys() {
         teams.insert(t, ());
@@ -555,7 +558,7 @@ fn summarize(
                 } else {
                     refused as f64 / list.len() as f64
                 },
-                trace_count: trace_counts.get(team).copied().unwrap_or(0).max(0) as u64,
+                trace_count: trace_counts.get(team).copied().unwrap_or(0),
                 call_count: list.len() as u64,
             }
         })
@@ -572,6 +575,19 @@ pub struct TeamsQuery {
     pub to: Option<String>,
     /// `cost` (default, highest first) or `p95` (slowest first).
     pub sort: Option<String>,
+}
+
+impl TeamsQuery {
+    /// `[from, to)`: `to` defaults to now, `from` to 30 days before it.
+    fn period(&self) -> ApiResult<(OffsetDateTime, OffsetDateTime)> {
+        let to = parse_time("to", self.to.as_deref())?.unwrap_or_else(now);
+        let from =
+            parse_time("from", self.from.as_deref())?.unwrap_or(to - time::Duration::days(30));
+        if from >= to {
+            return Err(ApiError::invalid("from", "must be before to"));
+        }
+        Ok((from, to))
+    }
 }
 
 fn parse_time(field: &str, v: Option<&str>) -> ApiResult<Option<OffsetDateTime>> {
@@ -591,11 +607,7 @@ async fn teams(
     Viewer(p): Viewer,
     Query(q): Query<TeamsQuery>,
 ) -> ApiResult<axum::Json<Vec<TeamView>>> {
-    let to = parse_time("to", q.to.as_deref())?.unwrap_or_else(now);
-    let from = parse_time("from", q.from.as_deref())?.unwrap_or(to - time::Duration::days(30));
-    if from >= to {
-        return Err(ApiError::invalid("from", "must be before to"));
-    }
+    let (from, to) = q.period()?;
     let by_p95 = match q.sort.as_deref().unwrap_or("cost") {
         "cost" => false,
         "p95" => true,
@@ -603,7 +615,7 @@ async fn teams(
     };
     let mut c = state.db.conn().await?;
     let calls = store::calls_between(&mut c, p.tenant(), from, to).await?;
-    let traces = store::traces_per_team(&mut c, p.tenant(), from, to).await?;
+    let traces = store::trace_starts(&mut c, p.tenant(), from, to).await?;
     let prices = price_table(&state, p.tenant()).await?;
     let mut list = summarize(&calls, &traces, &prices);
     if by_p95 {
@@ -665,7 +677,7 @@ async fn export_csv(
     let (from, to) = (start.midnight().assume_utc(), next.midnight().assume_utc());
     let mut c = state.db.conn().await?;
     let calls = store::calls_between(&mut c, p.tenant(), from, to).await?;
-    let traces = store::traces_per_team(&mut c, p.tenant(), from, to).await?;
+    let traces = store::trace_starts(&mut c, p.tenant(), from, to).await?;
     let mut body = String::from(
         "team,month,trace_count,call_count,cost_micro_eur,unpriced_calls,p95_latency_ms,refusal_rate,top_models\r\n",
     );
@@ -728,18 +740,14 @@ async fn team(
     axum::extract::Path(name): axum::extract::Path<String>,
     Query(q): Query<TeamsQuery>,
 ) -> ApiResult<axum::Json<TeamDetail>> {
-    let to = parse_time("to", q.to.as_deref())?.unwrap_or_else(now);
-    let from = parse_time("from", q.from.as_deref())?.unwrap_or(to - time::Duration::days(30));
-    if from >= to {
-        return Err(ApiError::invalid("from", "must be before to"));
-    }
+    let (from, to) = q.period()?;
     let mut c = state.db.conn().await?;
     let calls: Vec<store::CallRow> = store::calls_between(&mut c, p.tenant(), from, to)
         .await?
         .into_iter()
         .filter(|k| k.team == name)
         .collect();
-    let traces = store::traces_per_team(&mut c, p.tenant(), from, to).await?;
+    let traces = store::trace_starts(&mut c, p.tenant(), from, to).await?;
     let prices = price_table(&state, p.tenant()).await?;
     let Some(total) = summarize(&calls, &traces, &prices)
         .into_iter()
@@ -747,25 +755,23 @@ async fn team(
     else {
         return Err(ApiError::NotFound("team"));
     };
-    let mut days: BTreeMap<time::Date, Vec<store::CallRow>> = BTreeMap::new();
+    type Day = (Vec<store::CallRow>, Vec<(String, OffsetDateTime)>);
+    let mut days: BTreeMap<time::Date, Day> = BTreeMap::new();
     for k in calls {
-        days.entry(k.started_at.date()).or_default().push(k);
+        days.entry(k.started_at.date()).or_default().0.push(k);
     }
-    let mut daily = Vec::new();
-    for (day, list) in days {
-        let start = day.midnight().assume_utc();
-        let day_traces =
-            store::traces_per_team(&mut c, p.tenant(), start, start + time::Duration::days(1))
-                .await?;
-        if let Some(figures) = summarize(&list, &day_traces, &prices)
-            .into_iter()
-            .find(|t| t.team == name)
-        {
-            daily.push(TeamDay {
+    for t in traces.into_iter().filter(|(team, _)| *team == name) {
+        days.entry(t.1.date()).or_default().1.push(t);
+    }
+    let daily = days
+        .into_iter()
+        .filter_map(|(day, (calls, traces))| {
+            let figures = summarize(&calls, &traces, &prices).into_iter().next()?;
+            Some(TeamDay {
                 date: day.format(DATE).unwrap_or_default(),
                 figures,
-            });
-        }
-    }
+            })
+        })
+        .collect();
     Ok(axum::Json(TeamDetail { total, daily }))
 }

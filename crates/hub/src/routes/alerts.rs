@@ -114,7 +114,8 @@ async fn resolve(
         return Ok(axum::Json(before.into()));
     }
     let by = format!("user:{}", p.user.id);
-    let view = alerting::resolve(&mut tx, p.tenant(), id, &by, "resolved by a user", now)
+    let view = alerting::Notifier::default()
+        .resolve(&mut tx, p.tenant(), id, &by, "resolved by a user", now)
         .await?
         .ok_or(ApiError::NotFound("alert"))?;
     if let Some(app) = view.app_id {

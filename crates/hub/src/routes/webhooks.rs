@@ -13,7 +13,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::alerting::Severity;
 use trusthub_core::audit as ev;
-use trusthub_store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook, status};
+use trusthub_store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
@@ -438,7 +438,6 @@ async fn ping(
     })
     .to_string();
     let delivery_id = Uuid::now_v7();
-    let cooling = trusthub_core::webhook::in_cooldown(w.cooldown_until, now);
     webhooks::enqueue(
         &mut tx,
         p.tenant(),
@@ -450,11 +449,7 @@ async fn ping(
             event: WEBHOOK_TEST,
             alert_id: None,
             payload: &body,
-            status: if cooling {
-                status::SKIPPED
-            } else {
-                status::PENDING
-            },
+            status: webhooks::initial_status(w.cooldown_until, now),
         },
         now,
     )
