@@ -11,6 +11,7 @@ pub mod audit;
 pub mod auth;
 pub mod canonical;
 pub mod eat;
+pub mod evidence;
 pub mod liveness;
 pub mod redact;
 pub mod secret;

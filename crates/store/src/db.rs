@@ -163,6 +163,22 @@ impl Db {
         })
     }
 
+    /// A read-only transaction that sees one snapshot of the database for all its reads
+    /// (SQLite: a deferred transaction on a reader, which WAL keeps stable without blocking
+    /// the writer; PostgreSQL: `REPEATABLE READ READ ONLY`). Drop it when done.
+    pub async fn snapshot(&self) -> StoreResult<Tx> {
+        Ok(match self {
+            Db::Sqlite { read, .. } => Tx::Sqlite(read.begin().await?),
+            Db::Postgres(pool) => {
+                let mut t = pool.begin().await?;
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *t)
+                    .await?;
+                Tx::Postgres(t)
+            }
+        })
+    }
+
     /// Checks the database answers.
     pub async fn ping(&self) -> StoreResult<()> {
         let mut c = self.conn().await?;
