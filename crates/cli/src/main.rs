@@ -1,6 +1,8 @@
 //! `trusthub`: the operator binary. `serve` runs the hub; `up` runs it with a local agent; `admin` administers its database
 //! directly, so it works while a hub runs (CONTRACT 2 and 11).
 
+mod evidence;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use trusthub_hub::{DbSettings, Server, Settings, admin};
@@ -29,6 +31,27 @@ enum Command {
     /// The transparency log (CONTRACT 5a).
     #[command(subcommand)]
     Transparency(TransparencyCommand),
+    /// Evidence packs (SPEC 2.10).
+    #[command(subcommand)]
+    Evidence(EvidenceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum EvidenceCommand {
+    /// Check a pack offline, with no account and no network: the manifest's Ed25519
+    /// signature, the SHA-256 and line counts of traces.jsonl and spans.jsonl, every blob,
+    /// and that nothing unlisted is in it. Exit 0 when everything matches, 1 otherwise.
+    Verify {
+        /// The pack (pack-<id>.tar.gz).
+        pack: std::path::PathBuf,
+        /// Print nothing; only the exit code tells.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Refuse a pack signed by any other key (hex Ed25519 public key, from
+        /// `GET /ai/evidence-key` or given to you at onboarding).
+        #[arg(long)]
+        expect_key: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -347,6 +370,23 @@ async fn transparency_verify(
 
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
+        Command::Evidence(EvidenceCommand::Verify {
+            pack,
+            quiet,
+            expect_key,
+        }) => {
+            let ok = tokio::task::spawn_blocking(move || {
+                evidence::verify(&pack, quiet, expect_key.as_deref())
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            if ok {
+                Ok(())
+            } else {
+                // The report said why (or, quiet, nothing should be said).
+                std::process::exit(1)
+            }
+        }
         Command::Transparency(TransparencyCommand::Verify {
             hub,
             token,

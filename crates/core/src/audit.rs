@@ -78,3 +78,5 @@ pub const ACTION_REQUESTED: &str = "action_requested";
 pub const ACTION_RESULT: &str = "action_result";
 /// LLM price overrides changed.
 pub const AI_PRICES_CHANGED: &str = "ai_prices_changed";
+/// An evidence pack was built.
+pub const EVIDENCE_PACK_CREATED: &str = "evidence_pack_created";

@@ -83,7 +83,16 @@ impl Server {
         .await?;
         db.migrate().await?;
         let key = load_key(&settings, &db)?;
-        let eat_key = load_eat_key(&db, &key).await?;
+        let eat_key = load_signing_key(&db, &key, "eat_signing_key", "EAT signing key").await?;
+        // Its own key: an EAT key rotated after a compromise must not void past packs.
+        let evidence_key =
+            load_signing_key(&db, &key, "evidence_signing_key", "evidence signing key").await?;
+        if settings.evidence_retention_days < MIN_EVIDENCE_RETENTION_DAYS {
+            return Err(StartError::Config(format!(
+                "--evidence-retention-days must be at least {MIN_EVIDENCE_RETENTION_DAYS} (SPEC 8: packs are kept at least 12 months)"
+            )));
+        }
+        create_private_dir(&settings.evidence_dir())?;
         let bootstrapped = admin::bootstrap(
             &db,
             &settings.admin_email,
@@ -127,6 +136,7 @@ impl Server {
             metrics: Metrics::default(),
             settings,
             eat_key,
+            evidence_key,
             ingest,
             connections: Default::default(),
             instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
@@ -257,6 +267,7 @@ async fn housekeeping(state: AppState) {
                 now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
             )
             .await?;
+            crate::evidence::purge(&state, &mut tx, now).await?;
             trusthub_store::apps::purge_checks(
                 &mut tx,
                 now - time::Duration::days(state.settings.app_check_retention_days.max(1)),
@@ -333,38 +344,45 @@ fn load_key(settings: &Settings, db: &Db) -> Result<SealingKey, StartError> {
     }
 }
 
-/// The hub's Ed25519 signing key, generated once per database and kept sealed with the hub
-/// key in `hub_meta`; of several processes starting at once, the first claim wins and every
-/// process reads the winner's key back.
-async fn load_eat_key(db: &Db, key: &SealingKey) -> Result<ed25519_dalek::SigningKey, StartError> {
-    const META_KEY: &str = "eat_signing_key";
-    const CONTEXT: &str = "hub_meta.eat_signing_key";
+/// The shortest evidence retention accepted (SPEC 8: at least 12 months on disk).
+pub const MIN_EVIDENCE_RETENTION_DAYS: i64 = 365;
+
+/// One of the hub's Ed25519 signing keys, generated once per database and kept sealed with
+/// the hub key in `hub_meta` under `meta_key`; of several processes starting at once, the
+/// first claim wins and every process reads the winner's key back.
+async fn load_signing_key(
+    db: &Db,
+    key: &SealingKey,
+    meta_key: &str,
+    what: &str,
+) -> Result<ed25519_dalek::SigningKey, StartError> {
+    let context = format!("hub_meta.{meta_key}");
     let fresh = trusthub_core::secret::random_bytes::<32>()
         .map_err(|e| StartError::Config(e.to_string()))?;
     let sealed = key
-        .seal(CONTEXT, &fresh)
+        .seal(&context, &fresh)
         .map_err(|e| StartError::Config(e.to_string()))?;
     let mut tx = db.begin().await?;
     trusthub_store::meta::claim(
         &mut tx,
-        META_KEY,
+        meta_key,
         &trusthub_core::secret::hex(&sealed),
         now(),
     )
     .await?;
-    let stored = trusthub_store::meta::get(&mut tx, META_KEY)
+    let stored = trusthub_store::meta::get(&mut tx, meta_key)
         .await?
         .unwrap_or_default();
     tx.commit().await?;
     let sealed = data_encoding::HEXLOWER
         .decode(stored.as_bytes())
-        .map_err(|_| StartError::Config("stored EAT signing key is corrupt".into()))?;
-    let secret = key.open(CONTEXT, &sealed).map_err(|_| {
-        StartError::Config("the EAT signing key cannot be opened: CLOUD_ENCRYPTION_KEY differs from the one it was sealed with".into())
+        .map_err(|_| StartError::Config(format!("stored {what} is corrupt")))?;
+    let secret = key.open(&context, &sealed).map_err(|_| {
+        StartError::Config(format!("the {what} cannot be opened: CLOUD_ENCRYPTION_KEY differs from the one it was sealed with"))
     })?;
     let bytes: [u8; 32] = secret
         .try_into()
-        .map_err(|_| StartError::Config("stored EAT signing key has the wrong length".into()))?;
+        .map_err(|_| StartError::Config(format!("stored {what} has the wrong length")))?;
     Ok(ed25519_dalek::SigningKey::from_bytes(&bytes))
 }
 

@@ -130,6 +130,15 @@ pub struct Settings {
     /// Days HTTP check results are kept.
     #[arg(long, env = "TRUSTHUB_APP_CHECK_RETENTION_DAYS", default_value_t = 30)]
     pub app_check_retention_days: i64,
+    /// Where evidence packs are kept (default `<data-dir>/evidence`). Several hub processes
+    /// on one PostgreSQL database must share it (a network file system), as they share the
+    /// database.
+    #[arg(long, env = "TRUSTHUB_EVIDENCE_DIR")]
+    pub evidence_dir: Option<PathBuf>,
+    /// Days an evidence pack is kept on disk (SPEC 8: at least 12 months; lower values are
+    /// refused at start).
+    #[arg(long, env = "TRUSTHUB_EVIDENCE_RETENTION_DAYS", default_value_t = 400)]
+    pub evidence_retention_days: i64,
 }
 
 /// A webhook retry schedule: the wait before each retry.
@@ -146,6 +155,13 @@ impl Settings {
     /// Whether rate limits apply (CONTRACT 11: off only when set to `off`).
     pub fn rate_limits_enabled(&self) -> bool {
         self.rate_limits.trim() != "off"
+    }
+
+    /// Where evidence packs are kept.
+    pub fn evidence_dir(&self) -> PathBuf {
+        self.evidence_dir
+            .clone()
+            .unwrap_or_else(|| self.db.data_dir.join("evidence"))
     }
 
     /// Whether the hub serves HTTPS.
@@ -194,6 +210,8 @@ impl Settings {
             webhook_timeout_secs: 10,
             webhook_allow_link_local: false,
             app_check_retention_days: 30,
+            evidence_dir: None,
+            evidence_retention_days: 400,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,
         }

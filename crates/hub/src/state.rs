@@ -29,6 +29,9 @@ pub struct App {
     /// The hub's Ed25519 key for emergency action tokens (CONTRACT 5); agents pin its
     /// public half at registration.
     pub eat_key: ed25519_dalek::SigningKey,
+    /// The hub's Ed25519 key for evidence packs (SPEC 2.10), published with its fingerprint
+    /// at `GET /ai/evidence-key`.
+    pub evidence_key: ed25519_dalek::SigningKey,
     /// Commits ingest batches (grouped on SQLite).
     pub ingest: crate::ingest::Ingest,
     /// Agents whose WebSocket this process holds.

@@ -15,6 +15,7 @@ pub mod ai;
 pub mod alerts;
 pub mod apps;
 pub mod audit;
+pub mod evidence;
 pub mod invitations;
 pub mod leases;
 pub mod meta;

@@ -28,7 +28,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 }
 
 /// The tenant's price table: the shipped defaults with its overrides on top.
-async fn price_table(
+pub(crate) async fn price_table(
     state: &AppState,
     tenant: trusthub_store::TenantId,
 ) -> ApiResult<ai::PriceTable> {
@@ -192,6 +192,12 @@ async fn put_prices(
     list_prices(State(state), Viewer(p)).await
 }
 
+/// A time as stored: UTC, whole seconds (so SQLite's text order is time order).
+pub(crate) fn stored_time(t: OffsetDateTime) -> OffsetDateTime {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    t.replace_nanosecond(0).unwrap_or(t)
+}
+
 /// Most traces per request.
 pub const MAX_TRACES: usize = 500;
 /// Most calls per trace.
@@ -243,7 +249,7 @@ pub struct TraceIn {
     pub team: String,
     /// An app of your tenant.
     pub app_id: Option<Uuid>,
-    /// Start, RFC 3339.
+    /// Start, RFC 3339 (stored in UTC to the second).
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub started_at: OffsetDateTime,
@@ -447,8 +453,8 @@ async fn ingest(
             name: t.name.trim(),
             team: t.team.trim(),
             app_id: t.app_id,
-            started_at: t.started_at,
-            ended_at: t.ended_at,
+            started_at: stored_time(t.started_at),
+            ended_at: stored_time(t.ended_at),
             tags: &tags,
         };
         if !store::insert_trace(&mut tx, p.tenant(), &trace, now).await? {

@@ -8,6 +8,7 @@ pub mod api_tokens;
 pub mod apps;
 pub mod audit_log;
 pub mod auth;
+pub mod evidence;
 pub mod health;
 pub mod invitations;
 pub mod me;
@@ -25,6 +26,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(agents::router())
         .merge(apps::router())
         .merge(ai::router())
+        .merge(evidence::router())
         .merge(actions::router())
         .merge(alerts::router())
         .merge(webhooks::router())
