@@ -590,7 +590,7 @@ mod tests {
                 trace_id: "t1".into(),
             },
         )
-        .unwrap();
+        .expect("test");
         let text = b"hello [EMAIL]".to_vec();
         let hash = sha256_hex(&text);
         let mut spans = Vec::new();
@@ -615,7 +615,7 @@ mod tests {
                     trace_id: "t1".into(),
                 },
             )
-            .unwrap();
+            .expect("test");
         }
         let manifest = Manifest {
             app_id: None,
@@ -673,21 +673,21 @@ mod tests {
                 reader: f.traces.as_slice(),
             },
         )
-        .unwrap()
+        .expect("test")
     }
 
     fn gunzip(b: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(b)
             .read_to_end(&mut out)
-            .unwrap();
+            .expect("test");
         out
     }
 
     #[test]
     fn contract_8_manifest_has_sorted_keys_and_no_whitespace_golden() {
         let f = fixture();
-        let m = String::from_utf8(f.manifest.to_bytes()).unwrap();
+        let m = String::from_utf8(f.manifest.to_bytes()).expect("test");
         let h = &f.manifest.blob_index[0].hash;
         let golden = format!(
             concat!(
@@ -704,12 +704,12 @@ mod tests {
             t = f.manifest.traces_sha256
         );
         assert_eq!(m, golden);
-        let line = std::str::from_utf8(&f.traces).unwrap();
+        let line = std::str::from_utf8(&f.traces).expect("test");
         assert_eq!(
             line,
             "{\"app_id\":null,\"ended_at\":\"2026-11-05T08:00:02Z\",\"name\":\"answer\",\"started_at\":\"2026-11-05T08:00:00Z\",\"tags\":[\"team:search\"],\"team\":\"search\",\"trace_id\":\"t1\"}\n"
         );
-        assert!(std::str::from_utf8(&f.spans).unwrap().starts_with(
+        assert!(std::str::from_utf8(&f.spans).expect("test").starts_with(
             "{\"cache_read_tokens\":0,\"cache_write_tokens\":0,\"completion_tokens\":200,\"content_sha256\":\""
         ));
     }
@@ -730,13 +730,13 @@ mod tests {
             "6ec538c8c40b686298b70dce3f6c48680f6b27662caec3dfe78d34e7854b45dc"
         );
         let mut names = Vec::new();
-        for e in tar::Archive::new(tar.as_slice()).entries().unwrap() {
-            let e = e.unwrap();
+        for e in tar::Archive::new(tar.as_slice()).entries().expect("test") {
+            let e = e.expect("test");
             let h = e.header();
-            assert_eq!(h.mode().unwrap(), 0o644);
-            assert_eq!((h.uid().unwrap(), h.gid().unwrap()), (0, 0));
-            assert_eq!(h.mtime().unwrap(), 1_795_341_600);
-            names.push(e.path().unwrap().to_string_lossy().into_owned());
+            assert_eq!(h.mode().expect("test"), 0o644);
+            assert_eq!((h.uid().expect("test"), h.gid().expect("test")), (0, 0));
+            assert_eq!(h.mtime().expect("test"), 1_795_341_600);
+            names.push(e.path().expect("test").to_string_lossy().into_owned());
         }
         let mut sorted = names.clone();
         sorted.sort();
@@ -767,10 +767,13 @@ mod tests {
         let tar = gunzip(&bundle(&f));
         // Flip one byte inside the content of every entry in turn (tar stream offsets).
         let mut targets = Vec::new();
-        for e in tar::Archive::new(tar.as_slice()).entries().unwrap() {
-            let e = e.unwrap();
+        for e in tar::Archive::new(tar.as_slice()).entries().expect("test") {
+            let e = e.expect("test");
             let start = e.raw_file_position() as usize;
-            targets.push((e.path().unwrap().to_string_lossy().into_owned(), start));
+            targets.push((
+                e.path().expect("test").to_string_lossy().into_owned(),
+                start,
+            ));
         }
         assert_eq!(targets.len(), 5);
         for (name, start) in targets {

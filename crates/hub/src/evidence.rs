@@ -156,10 +156,10 @@ pub async fn build(
     };
     {
         let mut c = state.db.conn().await?;
-        if let Some(p) = store::find_same(&mut c, &req.scope, req.include_blobs, &digests).await? {
-            if pack_path(state, req.scope.tenant, p.id).exists() {
-                return Ok(Built::Existing(p));
-            }
+        if let Some(p) = store::find_same(&mut c, &req.scope, req.include_blobs, &digests).await?
+            && pack_path(state, req.scope.tenant, p.id).exists()
+        {
+            return Ok(Built::Existing(p));
         }
     }
     let created_at = crate::state::now();

@@ -146,7 +146,7 @@ pub async fn span_page(
         Handle::Postgres(c) => {
             let cols = COLS
                 .replace("{t}", &pg_time("c.started_at"))
-                .replace("{r}", "c.refused::int8");
+                .replace("{r}", "c.refused::int4::int8");
             let from = FROM
                 .replace("{null}", "$3::uuid IS NULL")
                 .replace("({after}, $5)", "($4::timestamptz, $5 COLLATE \"C\")")

@@ -12,6 +12,7 @@ mod apps;
 mod audit_log;
 mod auth;
 mod errors;
+mod evidence;
 mod invitations;
 mod meta;
 mod totp;
