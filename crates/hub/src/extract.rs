@@ -89,32 +89,37 @@ impl<S: Send + Sync> FromRequest<S> for SignedBody {
                 ApiError::BadRequest(format!("cannot read the request body: {rej}"))
             }
         })?;
-        use std::io::Read;
-        let mut json = Vec::new();
-        let read = match encoding.trim() {
-            "identity" | "" => {
-                json = raw.to_vec();
-                Ok(0)
-            }
-            "gzip" => flate2::read::GzDecoder::new(&raw[..])
-                .take(MAX_DECOMPRESSED_BYTES + 1)
-                .read_to_end(&mut json),
-            "zstd" => match ruzstd::decoding::StreamingDecoder::new(&raw[..]) {
-                Ok(d) => d.take(MAX_DECOMPRESSED_BYTES + 1).read_to_end(&mut json),
-                Err(e) => Err(std::io::Error::other(e.to_string())),
-            },
-            other => {
-                return Err(ApiError::UnsupportedMediaType(format!(
-                    "Content-Encoding {other} is not accepted; use gzip, zstd or none"
-                )));
-            }
-        };
-        read.map_err(|e| ApiError::BadRequest(format!("cannot decompress the body: {e}")))?;
-        if json.len() as u64 > MAX_DECOMPRESSED_BYTES {
-            return Err(ApiError::PayloadTooLarge);
-        }
+        let json = decode_content(&encoding, &raw)?;
         Ok(SignedBody { raw, json })
     }
+}
+
+/// A request body undone from its `Content-Encoding` (`identity`, `gzip` or `zstd`), at most
+/// 64 MiB once decompressed (413 beyond, 415 for another encoding, 400 when it does not
+/// decompress).
+pub fn decode_content(encoding: &str, raw: &[u8]) -> Result<Vec<u8>, ApiError> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let read = match encoding.trim() {
+        "identity" | "" => return Ok(raw.to_vec()),
+        "gzip" => flate2::read::GzDecoder::new(raw)
+            .take(MAX_DECOMPRESSED_BYTES + 1)
+            .read_to_end(&mut out),
+        "zstd" => match ruzstd::decoding::StreamingDecoder::new(raw) {
+            Ok(d) => d.take(MAX_DECOMPRESSED_BYTES + 1).read_to_end(&mut out),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        },
+        other => {
+            return Err(ApiError::UnsupportedMediaType(format!(
+                "Content-Encoding {other} is not accepted; use gzip, zstd or none"
+            )));
+        }
+    };
+    read.map_err(|e| ApiError::BadRequest(format!("cannot decompress the body: {e}")))?;
+    if out.len() as u64 > MAX_DECOMPRESSED_BYTES {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    Ok(out)
 }
 
 /// Parses JSON bytes with the error mapping of [`Json`].

@@ -193,3 +193,77 @@ pub async fn upsert_price(ex: &mut impl Exec, tenant: TenantId, p: &PriceRow) ->
         .bind(p.cache_write).bind(p.reasoning).execute(&mut *c).await?.rows_affected());
     Ok(())
 }
+
+/// A trace as OTLP spans describe it (they may arrive over several requests).
+#[derive(Debug, Clone)]
+pub struct MergedTrace<'a> {
+    /// Trace id (hex).
+    pub trace_id: &'a str,
+    /// Name.
+    pub name: &'a str,
+    /// Team.
+    pub team: &'a str,
+    /// Whether name and team come from the root span (they then replace stored ones).
+    pub root: bool,
+    /// Earliest start seen in this request.
+    pub started_at: OffsetDateTime,
+    /// Latest end seen in this request.
+    pub ended_at: OffsetDateTime,
+}
+
+/// Stores or widens an OTLP trace: an earlier start or later end widens the stored range;
+/// the root span's name and team replace the stored ones; the trace's calls follow its
+/// start and team. With `create` false a trace not yet stored is left alone. Returns the
+/// trace's stored start and team, when it exists.
+pub async fn merge_trace(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    t: &MergedTrace<'_>,
+    create: bool,
+    now: OffsetDateTime,
+) -> StoreResult<Option<(OffsetDateTime, String)>> {
+    let (least, greatest) = match ex.handle() {
+        crate::Handle::Sqlite(_) => ("min", "max"),
+        crate::Handle::Postgres(_) => ("LEAST", "GREATEST"),
+    };
+    let widen = |start: &str, end: &str, name: &str, team: &str, root: &str| {
+        format!(
+            "started_at = {least}(ai_traces.started_at, {start}), ended_at = {greatest}(ai_traces.ended_at, {end}), \
+             name = CASE WHEN {root} THEN {name} ELSE ai_traces.name END, \
+             team = CASE WHEN {root} THEN {team} ELSE ai_traces.team END"
+        )
+    };
+    let row: Option<(OffsetDateTime, String)> = if create {
+        let sql = format!(
+            "INSERT INTO ai_traces (tenant_id, trace_id, name, team, app_id, started_at, ended_at, tags, received_at) \
+             VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8) ON CONFLICT (tenant_id, trace_id) DO UPDATE SET {} \
+             RETURNING started_at, team",
+            widen(
+                "excluded.started_at",
+                "excluded.ended_at",
+                "excluded.name",
+                "excluded.team",
+                "$9"
+            )
+        );
+        let tags: Vec<String> = Vec::new();
+        on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(tenant.0).bind(t.trace_id).bind(t.name).bind(t.team).bind(t.started_at)
+            .bind(t.ended_at).bind(Json(&tags)).bind(now).bind(t.root).fetch_optional(&mut *c).await?)
+    } else {
+        let sql = format!(
+            "UPDATE ai_traces SET {} WHERE tenant_id = $1 AND trace_id = $2 RETURNING started_at, team",
+            widen("$5", "$6", "$3", "$4", "$7")
+        );
+        on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(tenant.0).bind(t.trace_id).bind(t.name).bind(t.team).bind(t.started_at)
+            .bind(t.ended_at).bind(t.root).fetch_optional(&mut *c).await?)
+    };
+    if let Some((start, team)) = &row {
+        on!(ex, c => sqlx::query(
+            "UPDATE ai_calls SET started_at = $3, team = $4 WHERE tenant_id = $1 AND trace_id = $2 \
+             AND (started_at <> $3 OR team <> $4)")
+            .bind(tenant.0).bind(t.trace_id).bind(*start).bind(team).execute(&mut *c).await?.rows_affected());
+    }
+    Ok(row)
+}

@@ -15,6 +15,7 @@ mod errors;
 mod evidence;
 mod invitations;
 mod meta;
+mod otlp;
 mod totp;
 mod users;
 mod webhooks;
