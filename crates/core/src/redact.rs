@@ -412,4 +412,23 @@ mod tests {
             assert_eq!(r(s), s, "{s}");
         }
     }
+
+    /// The vectors every SDK shares (`sdk/redaction-vectors.json`).
+    #[test]
+    fn shared_vectors_redact_alike_in_every_sdk() {
+        let v: serde_json::Value =
+            serde_json::from_str(include_str!("../../../sdk/redaction-vectors.json"))
+                .expect("vectors");
+        for pair in v["redacted"].as_array().expect("redacted") {
+            let (input, want) = (
+                pair[0].as_str().expect("in"),
+                pair[1].as_str().expect("out"),
+            );
+            assert_eq!(r(input), want, "{input}");
+        }
+        for s in v["unchanged"].as_array().expect("unchanged") {
+            let s = s.as_str().expect("s");
+            assert_eq!(r(s), s, "{s}");
+        }
+    }
 }
