@@ -93,6 +93,8 @@ impl Server {
             )));
         }
         create_private_dir(&settings.evidence_dir())?;
+        let prices = crate::routes::ai::base_prices(settings.ai_prices_file.as_deref())
+            .map_err(StartError::Config)?;
         let bootstrapped = admin::bootstrap(
             &db,
             &settings.admin_email,
@@ -137,6 +139,7 @@ impl Server {
             settings,
             eat_key,
             evidence_key,
+            prices,
             ingest,
             connections: Default::default(),
             instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),

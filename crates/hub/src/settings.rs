@@ -130,6 +130,10 @@ pub struct Settings {
     /// Days HTTP check results are kept.
     #[arg(long, env = "TRUSTHUB_APP_CHECK_RETENTION_DAYS", default_value_t = 30)]
     pub app_check_retention_days: i64,
+    /// A JSON price file applied over the shipped LLM prices for every tenant (see
+    /// `GET /ai/prices`); tenants' own overrides go on top.
+    #[arg(long, env = "TRUSTHUB_AI_PRICES_FILE")]
+    pub ai_prices_file: Option<PathBuf>,
     /// Where evidence packs are kept (default `<data-dir>/evidence`). Several hub processes
     /// on one PostgreSQL database must share it (a network file system), as they share the
     /// database.
@@ -210,6 +214,7 @@ impl Settings {
             webhook_timeout_secs: 10,
             webhook_allow_link_local: false,
             app_check_retention_days: 30,
+            ai_prices_file: None,
             evidence_dir: None,
             evidence_retention_days: 400,
             metrics_raw_retention_hours: 7 * 24,

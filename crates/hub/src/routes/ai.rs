@@ -49,7 +49,45 @@ pub(crate) async fn price_table(
             })
         })
         .collect();
-    Ok(ai::default_prices().with(&overrides))
+    Ok(state.prices.with(&overrides))
+}
+
+/// The hub-wide price table: the shipped defaults with the operator's price file on top
+/// (`TRUSTHUB_AI_PRICES_FILE`: JSON, `{"prices": [{model, effective_from: "YYYY-MM-DD",
+/// input, output, cache_read, cache_write, reasoning}]}` in micro-EUR per 1,000 tokens).
+/// Tenants' overrides (`PUT /ai/prices`) go on top of it.
+pub fn base_prices(file: Option<&std::path::Path>) -> Result<ai::PriceTable, String> {
+    let Some(path) = file else {
+        return Ok(ai::default_prices());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let parsed: PricesIn = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a price file: {e}", path.display()))?;
+    let mut prices = Vec::new();
+    for (i, x) in parsed.prices.into_iter().enumerate() {
+        let date = time::Date::parse(&x.effective_from, DATE).map_err(|_| {
+            format!(
+                "{}: prices[{i}].effective_from must be YYYY-MM-DD",
+                path.display()
+            )
+        })?;
+        if !label(&x.model, 200) {
+            return Err(format!(
+                "{}: prices[{i}].model must be 1-200 characters",
+                path.display()
+            ));
+        }
+        prices.push(ai::Price {
+            model: x.model.trim().to_owned(),
+            effective_from: date,
+            input: x.input,
+            output: x.output,
+            cache_read: x.cache_read,
+            cache_write: x.cache_write,
+            reasoning: x.reasoning,
+        });
+    }
+    Ok(ai::default_prices().with(&prices))
 }
 
 const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
@@ -72,7 +110,8 @@ pub struct PriceView {
     pub cache_write: u64,
     /// Reasoning output.
     pub reasoning: u64,
-    /// `default` (shipped) or `override` (yours); ignored on input.
+    /// `default` (shipped), `file` (the hub's `TRUSTHUB_AI_PRICES_FILE`) or `override`
+    /// (your tenant's, set here); ignored on input.
     #[serde(default)]
     pub source: String,
 }
@@ -91,6 +130,8 @@ async fn list_prices(
         .map(|x| PriceView {
             source: if defaults.prices.contains(&x) {
                 "default"
+            } else if state.prices.prices.contains(&x) {
+                "file"
             } else {
                 "override"
             }

@@ -5,6 +5,7 @@ use crate::harness::*;
 use serde_json::{Value, json};
 
 crate::dual!(
+    an_operator_price_file_prices_models_for_every_tenant,
     traces_are_validated_idempotent_and_scoped,
     team_views_price_every_token_kind_and_export_csv,
 );
@@ -281,4 +282,59 @@ async fn team_views_price_every_token_kind_and_export_csv(b: Backend) {
         "validation_failed",
     )
     .await;
+}
+
+async fn an_operator_price_file_prices_models_for_every_tenant(b: Backend) {
+    let dir = TempDir::new();
+    let file = dir.0.join("prices.json");
+    std::fs::write(
+        &file,
+        r#"{"prices": [{"model": "in-house-llm", "effective_from": "2026-01-01", "input": 1000,
+            "output": 2000, "cache_read": 100, "cache_write": 1000, "reasoning": 2000}]}"#,
+    )
+    .expect("write");
+    let path = file.clone();
+    let app = TestApp::spawn_with(b, move |s| s.ai_prices_file = Some(path)).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let batch = json!({"traces": [trace("t", "ops", "2026-11-05T08:00:00Z", vec![call("k", "in-house-llm", 10, false)])]});
+    assert_eq!(
+        app.post("/ai/traces", &Auth::Bearer(ingest), batch)
+            .await
+            .status(),
+        202
+    );
+    let prices = body(app.get("/ai/prices", &app.owner).await).await;
+    let mine = prices
+        .as_array()
+        .expect("prices")
+        .iter()
+        .find(|p| p["model"] == "in-house-llm")
+        .expect("priced by the file")
+        .clone();
+    assert_eq!(mine["source"], "file");
+    let v = body(
+        app.get(
+            "/ai/teams?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    // 3,000 uncached × 1000 + 6,000 cache read × 100 + 1,000 cache write × 1000 + 1,000
+    // output × 2000 + 2,000 reasoning × 2000, per 1,000 tokens.
+    assert_eq!(v[0]["cost_micro_eur"], 3_000 + 600 + 1_000 + 2_000 + 4_000);
+    assert_eq!(v[0]["unpriced_calls"], 0);
+
+    // A broken file stops the hub at start, with the reason.
+    std::fs::write(
+        &file,
+        r#"{"prices": [{"model": "x", "effective_from": "soon"}]}"#,
+    )
+    .expect("write");
+    let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
+    settings.ai_prices_file = Some(file);
+    let err = trusthub_hub::Server::build(settings)
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("prices.json"), "{err}");
 }

@@ -14,6 +14,7 @@ crate::dual!(
     packs_are_signed_complete_and_verifiable_independently,
     the_same_request_over_unchanged_data_returns_the_same_pack,
     packs_are_validated_scoped_to_an_app_and_isolated,
+    packs_are_removed_only_after_their_retention,
 );
 
 fn sha(s: &[u8]) -> String {
@@ -504,4 +505,63 @@ async fn packs_are_validated_scoped_to_an_app_and_isolated(b: Backend) {
         "unauthenticated",
     )
     .await;
+}
+
+async fn packs_are_removed_only_after_their_retention(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    seed(&app, &ingest).await;
+    let pack = body(create(&app, &app.owner, NOV).await).await;
+    let id: i64 = pack["pack_id"].as_str().expect("id").parse().expect("n");
+    let file = trusthub_hub::evidence::pack_path(
+        &app.state,
+        trusthub_store::TenantId(tenant_of(&app).await),
+        id,
+    );
+    assert!(file.exists());
+    let purge = |days: i64| {
+        let state = app.state.clone();
+        async move {
+            let mut tx = state.db.begin().await.expect("tx");
+            trusthub_hub::evidence::purge(&state, &mut tx, hub_now() + time::Duration::days(days))
+                .await
+                .expect("purge");
+            tx.commit().await.expect("commit");
+        }
+    };
+    purge(364).await;
+    assert!(file.exists(), "kept for at least 12 months");
+    assert_eq!(
+        app.get(&format!("/ai/evidence-packs/{id}"), &app.owner)
+            .await
+            .status(),
+        200
+    );
+    purge(401).await;
+    assert!(
+        !file.exists(),
+        "removed after TRUSTHUB_EVIDENCE_RETENTION_DAYS (400)"
+    );
+    assert_problem(
+        app.get(&format!("/ai/evidence-packs/{id}"), &app.owner)
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    // A retention under a year is refused at start.
+    let dir = TempDir::new();
+    let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
+    settings.evidence_retention_days = 300;
+    assert!(trusthub_hub::Server::build(settings).await.is_err());
+}
+
+async fn tenant_of(app: &TestApp) -> uuid::Uuid {
+    let me = body(app.get("/me", &app.owner).await).await;
+    me["tenant_id"]
+        .as_str()
+        .or_else(|| me["user"]["tenant_id"].as_str())
+        .expect("tenant")
+        .parse()
+        .expect("uuid")
 }
