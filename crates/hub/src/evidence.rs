@@ -11,12 +11,14 @@
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use trusthub_core::ai::{Cost, PriceTable, Usage};
 use trusthub_core::evidence::{self as ev, BlobRef, Manifest, Section, SpanLine, TraceLine};
+use trusthub_core::secret::hex;
 use trusthub_store::evidence::{self as store, Digests, Pack, Scope};
 use trusthub_store::{StoreResult, TenantId, Tx};
 
@@ -26,7 +28,7 @@ const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
 /// Rows per page read from the database.
 const PAGE: i64 = 5000;
 /// Blobs per page (each up to 256 KiB).
-const BLOB_PAGE: i64 = 100;
+const BLOB_PAGE: usize = 100;
 /// Builds running at once in this process; more wait their turn.
 static BUILDS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 /// A reservation older than this belongs to a build that died.
@@ -126,6 +128,24 @@ struct Data {
     unpriced: u64,
 }
 
+/// 64 lowercase hex characters as bytes (their order is the text's order).
+fn unhex32(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let nib = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = nib(b[2 * i])? << 4 | nib(b[2 * i + 1])?;
+    }
+    Some(out)
+}
+
 fn io(e: std::io::Error) -> ApiError {
     ApiError::Internal(format!("evidence pack: {e}"))
 }
@@ -147,7 +167,9 @@ pub async fn build(
             .join(uuid::Uuid::new_v4().simple().to_string()),
     );
     std::fs::create_dir_all(&work.0).map_err(io)?;
+    let started = std::time::Instant::now();
     let data = read_data(state, req, prices, &work.0).await?;
+    let read_ms = started.elapsed().as_millis() as u64;
     let index: Vec<BlobRef> = data.blobs.iter().map(|(b, _)| b.clone()).collect();
     let digests = Digests {
         traces_sha256: data.traces.0.clone(),
@@ -185,7 +207,18 @@ pub async fn build(
     )
     .await
     {
-        Ok(p) => Ok(Built::New(p)),
+        Ok(p) => {
+            tracing::info!(
+                pack_id = id,
+                spans = p.span_count,
+                blobs = p.blob_count,
+                bytes = p.size_bytes,
+                read_ms,
+                total_ms = started.elapsed().as_millis() as u64,
+                "evidence pack built"
+            );
+            Ok(Built::New(p))
+        }
         Err(e) => {
             let _ = std::fs::remove_file(pack_path(state, req.scope.tenant, id));
             if let Ok(mut tx) = state.db.begin().await
@@ -206,13 +239,15 @@ async fn read_data(
     work: &Path,
 ) -> ApiResult<Data> {
     let s = &req.scope;
-    let from = rfc3339(s.from);
     let mut snap = state.db.snapshot().await?;
 
     let mut traces = Hashed::create(&work.join(ev::TRACES)).map_err(io)?;
-    let mut after = (from.clone(), String::new());
+    let mut pager = store::Pager::new(*s);
     loop {
-        let page = store::trace_page(&mut snap, s, (&after.0, &after.1), PAGE).await?;
+        let page = pager.traces(&mut snap, PAGE).await?;
+        if page.is_empty() {
+            break;
+        }
         for t in &page {
             let tags: Vec<String> = serde_json::from_str(&t.6).unwrap_or_default();
             traces
@@ -227,19 +262,20 @@ async fn read_data(
                 })
                 .map_err(io)?;
         }
-        match page.last() {
-            Some(t) if page.len() as i64 == PAGE => after = (t.4.clone(), t.0.clone()),
-            _ => break,
-        }
     }
 
     let mut spans = Hashed::create(&work.join(ev::SPANS)).map_err(io)?;
     let (mut total_cost, mut unpriced) = (0u64, 0u64);
     // Spans come in time order: the day changes rarely.
     let mut last_day: Option<(String, time::Date)> = None;
-    let mut after = (from, String::new());
+    // Content hashes the spans reference, in hash order (the blobs' order in the bundle).
+    let mut referenced: BTreeSet<[u8; 32]> = BTreeSet::new();
+    let mut pager = store::Pager::new(*s);
     loop {
-        let page = store::span_page(&mut snap, s, (&after.0, &after.1), PAGE).await?;
+        let page = pager.spans(&mut snap, PAGE).await?;
+        if page.is_empty() {
+            break;
+        }
         for k in &page {
             let n = |v: i64| v.max(0) as u64;
             let usage = Usage {
@@ -269,6 +305,11 @@ async fn read_data(
                     None
                 }
             };
+            if req.include_blobs
+                && let Some(h) = k.12.as_deref().and_then(unhex32)
+            {
+                referenced.insert(h);
+            }
             spans
                 .line(&SpanLine {
                     cache_read_tokens: usage.cache_read_tokens,
@@ -289,31 +330,22 @@ async fn read_data(
                 })
                 .map_err(io)?;
         }
-        match page.last() {
-            Some(k) if page.len() as i64 == PAGE => after = (k.2.clone(), k.0.clone()),
-            _ => break,
-        }
     }
 
     let mut blobs = Vec::new();
     if req.include_blobs {
         let mut out = BufWriter::new(std::fs::File::create(work.join("blobs.bin")).map_err(io)?);
-        let mut after = String::new();
-        loop {
-            let page = store::blob_page(&mut snap, s, &after, BLOB_PAGE).await?;
-            for (hash, text) in &page {
+        let wanted: Vec<String> = referenced.iter().map(|h| hex(h)).collect();
+        for chunk in wanted.chunks(BLOB_PAGE) {
+            for (hash, text) in store::blobs_by_hash(&mut snap, s.tenant, chunk).await? {
                 out.write_all(text.as_bytes()).map_err(io)?;
                 blobs.push((
                     BlobRef {
-                        hash: hash.clone(),
                         sha256: ev::sha256_hex(text.as_bytes()),
+                        hash,
                     },
                     text.len() as u64,
                 ));
-            }
-            match page.last() {
-                Some((h, _)) if page.len() as i64 == BLOB_PAGE => after = h.clone(),
-                _ => break,
             }
         }
         out.flush().map_err(io)?;

@@ -60,112 +60,155 @@ fn pg_time(col: &str) -> String {
     PG_TIME.replace("{}", col)
 }
 
-/// Traces of the scope after `(started_at, trace_id)`, at most `limit`, in that order.
-pub async fn trace_page(
-    ex: &mut impl Exec,
-    s: &Scope,
-    after: (&str, &str),
-    limit: i64,
-) -> StoreResult<Vec<TraceTuple>> {
-    Ok(match ex.handle() {
-        Handle::Sqlite(c) => {
-            let packed: Option<String> = sqlx::query_scalar(
-                "SELECT json_group_array(json_array(trace_id, name, team, lower(hex(app_id)), started_at, ended_at, tags)) \
-                 FROM (SELECT * FROM ai_traces WHERE tenant_id = $1 AND started_at < $2 AND ($3 IS NULL OR app_id = $3) \
-                 AND (started_at, trace_id) > ($4, $5) ORDER BY started_at, trace_id LIMIT $6)")
-                .bind(s.tenant.0).bind(s.to).bind(s.app_id).bind(after.0).bind(after.1).bind(limit)
-                .fetch_one(&mut *c).await?;
-            let mut rows: Vec<TraceTuple> = unpack(packed)?;
-            for r in &mut rows {
-                r.3 =
-                    r.3.take()
-                        .and_then(|h| Uuid::parse_str(&h).ok())
-                        .map(|u| u.to_string());
-            }
-            rows.sort_by(|a, b| (&a.4, &a.0).cmp(&(&b.4, &b.0)));
-            rows
-        }
-        Handle::Postgres(c) => {
-            let sql = format!(
-                "SELECT trace_id, name, team, app_id::text, {}, {}, tags::text FROM ai_traces \
-                 WHERE tenant_id = $1 AND started_at < $2 AND ($3::uuid IS NULL OR app_id = $3) \
-                 AND (started_at, trace_id COLLATE \"C\") > ($4::timestamptz, $5 COLLATE \"C\") \
-                 ORDER BY started_at, trace_id COLLATE \"C\" LIMIT $6",
-                pg_time("started_at"),
-                pg_time("ended_at")
-            );
-            sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(s.tenant.0)
-                .bind(s.to)
-                .bind(s.app_id)
-                .bind(after.0)
-                .bind(after.1)
-                .bind(limit)
-                .fetch_all(&mut *c)
-                .await?
-        }
-    })
+/// Reads a scope's traces or calls in (start, id) order a page at a time, inside the one
+/// snapshot transaction it is handed each time.
+///
+/// On SQLite each page is a keyset query after the last row read. On PostgreSQL the whole
+/// pass is one server-side cursor: one plan, chosen for a fast start. A plan per page would be
+/// at the mercy of the statistics — right after a bulk load they are missing, and a generic
+/// plan that sorts the whole period made each page of a million-call period cost a second.
+#[derive(Debug)]
+pub struct Pager {
+    scope: Scope,
+    /// Last `(started_at, id)` read (SQLite).
+    after: (String, String),
+    /// The cursor is declared (PostgreSQL).
+    open: bool,
+    done: bool,
 }
 
-/// Calls of the scope's traces after `(started_at, span_id)`, at most `limit`, in that order.
-pub async fn span_page(
-    ex: &mut impl Exec,
-    s: &Scope,
-    after: (&str, &str),
-    limit: i64,
-) -> StoreResult<Vec<SpanTuple>> {
-    const COLS: &str = "c.span_id, c.trace_id, {t}, c.model, c.provider, c.prompt_tokens, c.completion_tokens, \
-        c.cache_read_tokens, c.cache_write_tokens, c.reasoning_tokens, c.latency_ms, c.prompt_sha256, \
-        c.content_sha256, {r}";
-    const FROM: &str = "FROM ai_calls c WHERE c.tenant_id = $1 AND c.started_at < $2 \
-        AND ({null} OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id AND t.trace_id = c.trace_id AND t.app_id = $3)) \
-        AND (c.started_at, c.span_id) > ({after}, $5) ORDER BY c.started_at, c.span_id LIMIT $6";
-    Ok(match ex.handle() {
-        Handle::Sqlite(c) => {
-            // The page as one JSON array of arrays; the inner select keeps the order.
-            let sql = format!(
-                "SELECT json_group_array(json_array(span_id, trace_id, started_at, model, provider, prompt_tokens, \
-                 completion_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, latency_ms, prompt_sha256, \
-                 content_sha256, refused)) FROM (SELECT c.* {})",
-                FROM.replace("{null}", "$3 IS NULL")
-                    .replace("{after}", "$4")
-            );
-            let packed: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .bind(s.tenant.0)
-                .bind(s.to)
-                .bind(s.app_id)
-                .bind(after.0)
-                .bind(after.1)
-                .bind(limit)
-                .fetch_one(&mut *c)
-                .await?;
-            let mut rows: Vec<SpanTuple> = unpack(packed)?;
-            rows.sort_by(|a, b| (&a.2, &a.0).cmp(&(&b.2, &b.0)));
-            rows
+impl Pager {
+    /// A pass over `scope` (times as stored: RFC 3339 UTC whole seconds).
+    pub fn new(scope: Scope) -> Pager {
+        let from = scope
+            .from
+            .to_offset(time::UtcOffset::UTC)
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        Pager {
+            scope,
+            after: (from, String::new()),
+            open: false,
+            done: false,
         }
-        Handle::Postgres(c) => {
-            let cols = COLS
-                .replace("{t}", &pg_time("c.started_at"))
-                .replace("{r}", "c.refused::int4::int8");
-            let from = FROM
-                .replace("{null}", "$3::uuid IS NULL")
-                .replace("({after}, $5)", "($4::timestamptz, $5 COLLATE \"C\")")
-                .replace("c.span_id)", "c.span_id COLLATE \"C\")")
-                .replace(
-                    "ORDER BY c.started_at, c.span_id",
-                    "ORDER BY c.started_at, c.span_id COLLATE \"C\"",
-                );
-            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {cols} {from}")))
-                .bind(s.tenant.0)
-                .bind(s.to)
-                .bind(s.app_id)
-                .bind(after.0)
-                .bind(after.1)
-                .bind(limit)
+    }
+
+    /// The next page of traces, at most `limit`; empty at the end.
+    pub async fn traces(&mut self, ex: &mut impl Exec, limit: i64) -> StoreResult<Vec<TraceTuple>> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let s = self.scope;
+        let rows: Vec<TraceTuple> = match ex.handle() {
+            Handle::Sqlite(c) => {
+                let packed: Option<String> = sqlx::query_scalar(
+                    "SELECT json_group_array(json_array(trace_id, name, team, lower(hex(app_id)), started_at, ended_at, tags)) \
+                     FROM (SELECT * FROM ai_traces WHERE tenant_id = $1 AND started_at < $2 AND ($3 IS NULL OR app_id = $3) \
+                     AND (started_at, trace_id) > ($4, $5) ORDER BY started_at, trace_id LIMIT $6)")
+                    .bind(s.tenant.0).bind(s.to).bind(s.app_id).bind(&self.after.0).bind(&self.after.1).bind(limit)
+                    .fetch_one(&mut *c).await?;
+                let mut rows: Vec<TraceTuple> = unpack(packed)?;
+                for r in &mut rows {
+                    r.3 =
+                        r.3.take()
+                            .and_then(|h| Uuid::parse_str(&h).ok())
+                            .map(|u| u.to_string());
+                }
+                rows.sort_by(|a, b| (&a.4, &a.0).cmp(&(&b.4, &b.0)));
+                if let Some(last) = rows.last() {
+                    self.after = (last.4.clone(), last.0.clone());
+                }
+                rows
+            }
+            Handle::Postgres(c) => {
+                if !self.open {
+                    let sql = format!(
+                        "DECLARE evidence_traces NO SCROLL CURSOR FOR \
+                         SELECT trace_id, name, team, app_id::text, {}, {}, tags::text FROM ai_traces \
+                         WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3 AND ($4::uuid IS NULL OR app_id = $4) \
+                         ORDER BY started_at, trace_id COLLATE \"C\"",
+                        pg_time("started_at"),
+                        pg_time("ended_at")
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(s.tenant.0)
+                        .bind(s.from)
+                        .bind(s.to)
+                        .bind(s.app_id)
+                        .execute(&mut *c)
+                        .await?;
+                    self.open = true;
+                }
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "FETCH {} FROM evidence_traces",
+                    limit.max(1)
+                )))
                 .fetch_all(&mut *c)
                 .await?
+            }
+        };
+        self.done = (rows.len() as i64) < limit;
+        Ok(rows)
+    }
+
+    /// The next page of calls of the scope's traces, at most `limit`; empty at the end.
+    pub async fn spans(&mut self, ex: &mut impl Exec, limit: i64) -> StoreResult<Vec<SpanTuple>> {
+        if self.done {
+            return Ok(Vec::new());
         }
-    })
+        let s = self.scope;
+        let rows: Vec<SpanTuple> = match ex.handle() {
+            Handle::Sqlite(c) => {
+                // The page as one JSON array of arrays; the inner select keeps the order.
+                let packed: Option<String> = sqlx::query_scalar(
+                    "SELECT json_group_array(json_array(span_id, trace_id, started_at, model, provider, prompt_tokens, \
+                     completion_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, latency_ms, prompt_sha256, \
+                     content_sha256, refused)) FROM (SELECT c.* FROM ai_calls c WHERE c.tenant_id = $1 AND c.started_at < $2 \
+                     AND ($3 IS NULL OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id \
+                     AND t.trace_id = c.trace_id AND t.app_id = $3)) \
+                     AND (c.started_at, c.span_id) > ($4, $5) ORDER BY c.started_at, c.span_id LIMIT $6)")
+                    .bind(s.tenant.0).bind(s.to).bind(s.app_id).bind(&self.after.0).bind(&self.after.1).bind(limit)
+                    .fetch_one(&mut *c).await?;
+                let mut rows: Vec<SpanTuple> = unpack(packed)?;
+                rows.sort_by(|a, b| (&a.2, &a.0).cmp(&(&b.2, &b.0)));
+                if let Some(last) = rows.last() {
+                    self.after = (last.2.clone(), last.0.clone());
+                }
+                rows
+            }
+            Handle::Postgres(c) => {
+                if !self.open {
+                    let sql = format!(
+                        "DECLARE evidence_spans NO SCROLL CURSOR FOR \
+                         SELECT c.span_id, c.trace_id, {}, c.model, c.provider, c.prompt_tokens, c.completion_tokens, \
+                         c.cache_read_tokens, c.cache_write_tokens, c.reasoning_tokens, c.latency_ms, c.prompt_sha256, \
+                         c.content_sha256, c.refused::int4::int8 FROM ai_calls c \
+                         WHERE c.tenant_id = $1 AND c.started_at >= $2 AND c.started_at < $3 \
+                         AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id \
+                         AND t.trace_id = c.trace_id AND t.app_id = $4)) \
+                         ORDER BY c.started_at, c.span_id COLLATE \"C\"",
+                        pg_time("c.started_at")
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(s.tenant.0)
+                        .bind(s.from)
+                        .bind(s.to)
+                        .bind(s.app_id)
+                        .execute(&mut *c)
+                        .await?;
+                    self.open = true;
+                }
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "FETCH {} FROM evidence_spans",
+                    limit.max(1)
+                )))
+                .fetch_all(&mut *c)
+                .await?
+            }
+        };
+        self.done = (rows.len() as i64) < limit;
+        Ok(rows)
+    }
 }
 
 fn unpack<T: serde::de::DeserializeOwned>(packed: Option<String>) -> StoreResult<Vec<T>> {
@@ -178,30 +221,40 @@ fn unpack<T: serde::de::DeserializeOwned>(packed: Option<String>) -> StoreResult
     }
 }
 
-/// Blobs referenced (`content_sha256`) by calls of the scope, hash after `after`, at most
-/// `limit`, by hash: `(sha256, text)`.
-pub async fn blob_page(
+/// The tenant's blobs among `hashes` (lowercase hex SHA-256), by hash: `(sha256, text)`.
+/// Hashes without a stored blob are simply absent.
+///
+/// The builder collects the hashes while it writes spans.jsonl, so this is a lookup by primary
+/// key; asking the database which blobs the period's calls reference would make it scan the
+/// period's calls once per page.
+pub async fn blobs_by_hash(
     ex: &mut impl Exec,
-    s: &Scope,
-    after: &str,
-    limit: i64,
+    tenant: TenantId,
+    hashes: &[String],
 ) -> StoreResult<Vec<(String, String)>> {
-    let (null, collate) = match ex.handle() {
-        Handle::Sqlite(_) => ("$3 IS NULL", ""),
-        Handle::Postgres(_) => ("$3::uuid IS NULL", " COLLATE \"C\""),
-    };
-    let sql = format!(
-        "SELECT b.sha256, b.text FROM ai_blobs b WHERE b.tenant_id = $1 AND b.sha256{collate} > $5{collate} AND EXISTS ( \
-         SELECT 1 FROM ai_calls c WHERE c.tenant_id = b.tenant_id AND c.content_sha256 = b.sha256 \
-         AND c.started_at >= $4 AND c.started_at < $2 AND ({null} OR EXISTS (SELECT 1 FROM ai_traces t \
-         WHERE t.tenant_id = c.tenant_id AND t.trace_id = c.trace_id AND t.app_id = $3))) \
-         ORDER BY b.sha256{collate} LIMIT $6"
-    );
-    Ok(
-        on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
-        .bind(s.tenant.0).bind(s.to).bind(s.app_id).bind(s.from).bind(after).bind(limit)
-        .fetch_all(&mut *c).await?),
-    )
+    let list = serde_json::to_string(hashes).unwrap_or_else(|_| "[]".into());
+    Ok(match ex.handle() {
+        Handle::Sqlite(c) => {
+            sqlx::query_as(
+                "SELECT sha256, text FROM ai_blobs WHERE tenant_id = $1 \
+                 AND sha256 IN (SELECT value FROM json_each($2)) ORDER BY sha256",
+            )
+            .bind(tenant.0)
+            .bind(list)
+            .fetch_all(&mut *c)
+            .await?
+        }
+        Handle::Postgres(c) => {
+            sqlx::query_as(
+                "SELECT sha256, text FROM ai_blobs WHERE tenant_id = $1 \
+                 AND sha256 = ANY($2::text[]) ORDER BY sha256 COLLATE \"C\"",
+            )
+            .bind(tenant.0)
+            .bind(hashes)
+            .fetch_all(&mut *c)
+            .await?
+        }
+    })
 }
 
 /// A pack's record.

@@ -15,6 +15,7 @@ crate::dual!(
     the_same_request_over_unchanged_data_returns_the_same_pack,
     packs_are_validated_scoped_to_an_app_and_isolated,
     packs_are_removed_only_after_their_retention,
+    a_pack_over_many_pages_keeps_every_row_once_in_order,
 );
 
 fn sha(s: &[u8]) -> String {
@@ -564,4 +565,74 @@ async fn tenant_of(app: &TestApp) -> uuid::Uuid {
         .expect("tenant")
         .parse()
         .expect("uuid")
+}
+
+/// More traces and calls than one page of the builder (5,000) and more blobs than one blob
+/// lookup (100), ten traces a second so that page boundaries fall inside equal times.
+async fn a_pack_over_many_pages_keeps_every_row_once_in_order(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let (traces, calls_per) = (5_100usize, 2usize);
+    let start = time::macros::datetime!(2026-11-02 00:00:00 UTC);
+    for chunk in (0..traces).collect::<Vec<_>>().chunks(500) {
+        let mut ts = Vec::new();
+        let mut blobs = Vec::new();
+        for &t in chunk {
+            // Ids count down while time goes up: the order must come from the time first.
+            let at = (start + time::Duration::seconds((t / 10) as i64))
+                .format(&time::format_description::well_known::Rfc3339)
+                .expect("time");
+            let calls = (0..calls_per)
+                .map(|k| {
+                    let span = format!("s{:06}", 99_999 - (t * calls_per + k));
+                    let text = format!("answer {}", t % 150);
+                    let mut c = call(&span, "gpt-4o", None);
+                    if k == 0 {
+                        c["content_sha256"] = json!(sha(text.as_bytes()));
+                        blobs.push(json!({"sha256": sha(text.as_bytes()), "text": text}));
+                    }
+                    c
+                })
+                .collect();
+            ts.push(trace(&format!("t{:06}", 99_999 - t), &at, calls));
+        }
+        blobs.sort_by_key(|b| b["sha256"].as_str().unwrap_or_default().to_owned());
+        blobs.dedup();
+        let r = app
+            .post(
+                "/ai/traces",
+                &Auth::Bearer(ingest.clone()),
+                json!({"traces": ts, "blobs": blobs}),
+            )
+            .await;
+        assert_eq!(r.status(), 202);
+    }
+    let r = create(&app, &app.owner, NOV).await;
+    assert_eq!(r.status(), 201);
+    let pack = body(r).await;
+    assert_eq!(pack["trace_count"], traces);
+    assert_eq!(pack["span_count"], traces * calls_per);
+    assert_eq!(pack["blob_count"], 150);
+    let key = pack["signing_public_hex"].as_str().expect("key").to_owned();
+    let (_, files) = verify_independently(&download(&app, &app.owner, &pack).await, &key);
+    for (file, id, n) in [
+        ("traces.jsonl", "trace_id", traces),
+        ("spans.jsonl", "span_id", traces * calls_per),
+    ] {
+        let rows = lines(&files[file]);
+        assert_eq!(rows.len(), n, "{file}: every row");
+        let keys: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["started_at"].as_str().expect("t").to_owned(),
+                    r[id].as_str().expect("id").to_owned(),
+                )
+            })
+            .collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(keys, sorted, "{file}: in (start, id) order, none twice");
+    }
 }
