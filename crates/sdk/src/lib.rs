@@ -94,6 +94,12 @@ struct Queue {
     items: VecDeque<Item>,
     inflight: usize,
     closed: bool,
+    /// A [`Client::flush`] is waiting: send without waiting for a full batch.
+    flushing: bool,
+    /// When the waiting traces are due even if no batch filled up.
+    due: Option<Instant>,
+    /// Backing off after a failure: nothing goes out before.
+    not_before: Option<Instant>,
     sent: u64,
     dropped: u64,
     last_error: Option<String>,
@@ -189,6 +195,9 @@ impl Client {
             q.dropped += 1;
             return false;
         }
+        if q.items.is_empty() {
+            q.due = Some(Instant::now() + self.cfg.flush_interval);
+        }
         q.items.push_back(item);
         if q.items.len() >= self.cfg.batch_size {
             self.shared.cv.notify_all();
@@ -217,12 +226,15 @@ impl Client {
         let mut q = self.shared.lock();
         loop {
             if q.items.is_empty() && q.inflight == 0 {
+                q.flushing = false;
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                q.flushing = false;
                 return false;
             }
+            q.flushing = true;
             self.shared.cv.notify_all();
             q = self
                 .shared
@@ -236,7 +248,7 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        self.flush(self.cfg.shutdown_timeout);
+        let drained = self.flush(self.cfg.shutdown_timeout);
         {
             let mut q = self.shared.lock();
             q.closed = true;
@@ -244,70 +256,89 @@ impl Drop for Client {
             q.items.clear();
             self.shared.cv.notify_all();
         }
-        if let Some(w) = self.worker.take() {
+        // An idle sender ends at once; one still in a request to an unresponsive hub is left
+        // to end on its own rather than hold the host program past `shutdown_timeout`.
+        if let Some(w) = self.worker.take()
+            && drained
+        {
             let _ = w.join();
         }
     }
 }
 
+/// Waits until a batch is due: full, its oldest trace waited `flush_interval`, a flush is
+/// asked for, or the client closes; never while backing off. `None` when closed and empty.
+fn next_batch(cfg: &Config, shared: &Shared) -> Option<Vec<Item>> {
+    let batch_size = cfg.batch_size.clamp(1, 500);
+    let mut q = shared.lock();
+    loop {
+        if q.closed && q.items.is_empty() {
+            return None;
+        }
+        let now = Instant::now();
+        let backing_off = q.not_before.is_some_and(|t| now < t);
+        let due = q.closed
+            || q.flushing
+            || q.items.len() >= batch_size
+            || q.due.is_some_and(|t| now >= t);
+        if !q.items.is_empty() && !backing_off && due {
+            break;
+        }
+        let wake = match (backing_off, q.due) {
+            (true, _) => q.not_before,
+            (false, Some(t)) if !q.items.is_empty() => Some(t),
+            _ => None,
+        };
+        let wait = wake
+            .map(|t| t.saturating_duration_since(now))
+            .unwrap_or(cfg.flush_interval)
+            .max(Duration::from_millis(1));
+        q = shared
+            .cv
+            .wait_timeout(q, wait)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|e| e.into_inner().0);
+    }
+    let n = q.items.len().min(batch_size);
+    let batch: Vec<Item> = q.items.drain(..n).collect();
+    // What is left waited as long as this batch: it goes next.
+    q.due = (!q.items.is_empty()).then(Instant::now);
+    q.inflight = batch.len();
+    Some(batch)
+}
+
 async fn run(cfg: Arc<Config>, shared: Arc<Shared>, http: reqwest::Client) {
     let url = format!("{}/api/v1/ai/traces", cfg.hub_url);
     let mut backoff = Duration::from_millis(500);
-    loop {
-        let batch: Vec<Item> = {
-            let mut q = shared.lock();
-            if q.items.is_empty() && !q.closed {
-                q = shared
-                    .cv
-                    .wait_timeout(q, cfg.flush_interval)
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-            if q.closed && q.items.is_empty() {
-                return;
-            }
-            let n = q.items.len().min(cfg.batch_size.clamp(1, 500));
-            let batch: Vec<Item> = q.items.drain(..n).collect();
-            q.inflight = batch.len();
-            batch
-        };
-        if batch.is_empty() {
-            continue;
-        }
+    while let Some(batch) = next_batch(&cfg, &shared) {
         let outcome = send(&http, &url, &cfg.api_key, &batch).await;
-        let retry = {
-            let mut q = shared.lock();
-            q.inflight = 0;
-            let retry = match outcome {
-                Outcome::Sent => {
-                    q.sent += batch.len() as u64;
-                    backoff = Duration::from_millis(500);
-                    false
-                }
-                Outcome::Refused(why) => {
-                    q.dropped += batch.len() as u64;
-                    q.last_error = Some(why);
-                    false
-                }
-                Outcome::Retry(why) => {
-                    q.last_error = Some(why);
-                    for item in batch.into_iter().rev() {
-                        if q.items.len() < cfg.max_buffer {
-                            q.items.push_front(item);
-                        } else {
-                            q.dropped += 1;
-                        }
+        let mut q = shared.lock();
+        q.inflight = 0;
+        match outcome {
+            Outcome::Sent => {
+                q.sent += batch.len() as u64;
+                backoff = Duration::from_millis(500);
+                q.not_before = None;
+            }
+            Outcome::Refused(why) => {
+                q.dropped += batch.len() as u64;
+                q.last_error = Some(why);
+            }
+            Outcome::Retry(why) => {
+                q.last_error = Some(why);
+                for item in batch.into_iter().rev() {
+                    if q.items.len() < cfg.max_buffer {
+                        q.items.push_front(item);
+                    } else {
+                        q.dropped += 1;
                     }
-                    true
                 }
-            };
-            shared.cv.notify_all();
-            retry && !q.closed
-        };
-        if retry {
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(30));
+                q.due = Some(Instant::now());
+                q.not_before = Some(Instant::now() + backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+            }
         }
+        shared.cv.notify_all();
     }
 }
 

@@ -210,6 +210,9 @@ class Client:
         self._cond = threading.Condition()
         self._inflight = 0
         self._closed = False
+        self._flushing = False
+        self._due = None
+        self._not_before = None
         self.sent = 0
         self.dropped = 0
         self.last_error = None
@@ -242,6 +245,8 @@ class Client:
             if self._closed or len(self._buf) >= self._max:
                 self.dropped += 1
                 return False
+            if not self._buf:
+                self._due = time.monotonic() + self._interval
             self._buf.append(item)
             if len(self._buf) >= self._batch:
                 self._cond.notify()
@@ -255,13 +260,16 @@ class Client:
         """Waits until everything buffered was sent or refused; False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            self._cond.notify()
-            while self._buf or self._inflight:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 0.05))
-                self._cond.notify()
+            try:
+                while self._buf or self._inflight:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._flushing = True
+                    self._cond.notify_all()
+                    self._cond.wait(min(left, 0.05))
+            finally:
+                self._flushing = False
         return True
 
     def close(self, timeout=5.0):
@@ -275,39 +283,58 @@ class Client:
             self._buf.clear()
             self._cond.notify_all()
 
+    def _next_batch(self):
+        """Waits until a batch is due (full, its oldest trace waited ``flush_interval``, a
+        flush asked for, or closing), never while backing off; None when closed and empty."""
+        with self._cond:
+            while True:
+                if self._closed and not self._buf:
+                    return None
+                now = time.monotonic()
+                backing_off = self._not_before is not None and now < self._not_before
+                due = (self._closed or self._flushing or len(self._buf) >= self._batch
+                       or (self._due is not None and now >= self._due))
+                if self._buf and not backing_off and due:
+                    break
+                if backing_off:
+                    wake = self._not_before
+                elif self._buf and self._due is not None:
+                    wake = self._due
+                else:
+                    wake = now + self._interval
+                self._cond.wait(max(wake - now, 0.001))
+            batch = [self._buf.popleft() for _ in range(min(self._batch, len(self._buf)))]
+            # What is left waited as long as this batch: it goes next.
+            self._due = time.monotonic() if self._buf else None
+            self._inflight = len(batch)
+            return batch
+
     def _run(self):
         backoff = 0.5
         while True:
-            with self._cond:
-                if not self._buf and not self._closed:
-                    self._cond.wait(self._interval)
-                if self._closed and not self._buf:
-                    return
-                batch = [self._buf.popleft() for _ in range(min(self._batch, len(self._buf)))]
-                self._inflight = len(batch)
-            if not batch:
-                continue
+            batch = self._next_batch()
+            if batch is None:
+                return
             outcome = self._send(batch)
             with self._cond:
                 self._inflight = 0
                 if outcome == "sent":
                     self.sent += len(batch)
                     backoff = 0.5
+                    self._not_before = None
                 elif outcome == "refused":
                     self.dropped += len(batch)
                 else:
-                    # Put back, oldest first, within the bound.
+                    # Put back, oldest first, within the bound; try again after the backoff.
                     for item in reversed(batch):
                         if len(self._buf) < self._max:
                             self._buf.appendleft(item)
                         else:
                             self.dropped += 1
+                    self._due = time.monotonic()
+                    self._not_before = time.monotonic() + backoff
+                    backoff = min(backoff * 2, 30.0)
                 self._cond.notify_all()
-            if outcome == "retry":
-                if self._closed:
-                    return
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
 
     def _send(self, batch):
         traces, blobs, seen = [], [], set()

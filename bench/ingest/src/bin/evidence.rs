@@ -131,9 +131,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let mut c = json!({"span_id": format!("s{span:08}"), "model": models[span % 4],
                     "prompt_tokens": 1000 + span % 500, "completion_tokens": 200 + span % 100,
                     "cache_read_tokens": span % 300, "latency_ms": 300 + span % 2000,
-                    "prompt_sha256": sha(&format!("prompt {span}")), "refused": span % 97 == 0});
-                if span % args.content_every == 0 {
-                    let text = format!("redacted answer {} for [EMAIL]", span / 4 * 4);
+                    "prompt_sha256": sha(&format!("prompt {span}")), "refused": span.is_multiple_of(97)});
+                if span.is_multiple_of(args.content_every.max(1)) {
+                    let text = format!("redacted answer {} for [EMAIL]", span);
                     c["content_sha256"] = json!(sha(&text));
                     blobs.push(json!({"sha256": sha(&text), "text": text}));
                 }
