@@ -256,6 +256,27 @@ async fn packs_are_signed_complete_and_verifiable_independently(b: Backend) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Signature Verified Successfully"));
+    // And the same procedure as the README prints it, copied out of the README.
+    let readme = include_str!("../../../../README.md");
+    let block = readme
+        .split("```sh\n")
+        .find(|b| b.starts_with("mkdir x && tar -xzf pack.tar.gz"))
+        .and_then(|b| b.split("```").next())
+        .expect("the auditor's procedure in README.md");
+    std::fs::copy(&file, dir.0.join("pack.tar.gz")).expect("copy");
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", block])
+        .current_dir(&dir.0)
+        .output()
+        .expect("bash");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("Signature Verified Successfully"), "{said}");
+    assert_eq!(said.matches(": OK").count(), 2 + 2, "{said}");
 
     // Recorded in the transparency log and the audit log.
     let log = body(app.get("/transparency-log", &app.owner).await).await;
