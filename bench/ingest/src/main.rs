@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
+use trusthub_bench_ingest::proc_mib;
 use trusthub_core::agent::{MetricSample, sign_header};
 use trusthub_store::{Db, DbOptions};
 
@@ -70,18 +71,6 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i] as f64 / 1000.0
-}
-
-fn peak_rss_mib(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
 }
 
 async fn hub_phase(args: &Args) -> Result<f64, String> {
@@ -194,8 +183,8 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         percentile(&lat, 0.99),
         errors.load(Ordering::Relaxed)
     );
-    if let Some(rss) = args.hub_pid.and_then(peak_rss_mib) {
-        println!("hub peak RSS: {rss:.0} MiB");
+    if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
+        println!("hub peak RSS: {rss} MiB");
     }
     Ok(rate)
 }

@@ -96,31 +96,15 @@ pub fn verify(path: &Path, quiet: bool, expect_key: Option<&str>) -> bool {
         };
         let mut gz = flate2::read::GzDecoder::new(progress);
         loop {
-            let mut buf = vec![0u8; CHUNK];
-            let mut filled = 0;
-            let result = loop {
-                match gz.read(&mut buf[filled..]) {
-                    Ok(0) => break Ok(()),
-                    Ok(n) => {
-                        filled += n;
-                        if filled == buf.len() {
-                            break Ok(());
-                        }
-                    }
-                    Err(e) => break Err(e),
+            let mut buf = Vec::with_capacity(CHUNK);
+            match (&mut gz).take(CHUNK as u64).read_to_end(&mut buf) {
+                Ok(0) => return,
+                Ok(_) if tx.send(Ok(buf)).is_ok() => {}
+                Ok(_) => return,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
                 }
-            };
-            let done = filled < buf.len();
-            buf.truncate(filled);
-            if !buf.is_empty() && tx.send(Ok(buf)).is_err() {
-                return;
-            }
-            if let Err(e) = result {
-                let _ = tx.send(Err(e));
-                return;
-            }
-            if done {
-                return;
             }
         }
     });

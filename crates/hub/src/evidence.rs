@@ -74,6 +74,8 @@ struct Hashed {
     sha: Sha256,
     len: u64,
     lines: u64,
+    /// One line, reused: a million-span pack would otherwise allocate a million times.
+    line: Vec<u8>,
 }
 
 impl Hashed {
@@ -83,30 +85,22 @@ impl Hashed {
             sha: Sha256::new(),
             len: 0,
             lines: 0,
+            line: Vec::with_capacity(1024),
         })
     }
 
     fn line<T: serde::Serialize>(&mut self, v: &T) -> std::io::Result<()> {
-        let mut buf = Vec::with_capacity(512);
-        ev::write_line(&mut buf, v)?;
-        self.bytes(&buf)?;
+        self.line.clear();
+        ev::write_line(&mut self.line, v)?;
+        self.sha.update(&self.line);
+        self.len += self.line.len() as u64;
         self.lines += 1;
-        Ok(())
-    }
-
-    fn bytes(&mut self, b: &[u8]) -> std::io::Result<()> {
-        self.sha.update(b);
-        self.len += b.len() as u64;
-        self.out.write_all(b)
+        self.out.write_all(&self.line)
     }
 
     fn finish(mut self) -> std::io::Result<(String, u64, u64)> {
         self.out.flush()?;
-        Ok((
-            trusthub_core::secret::hex(&self.sha.finalize()),
-            self.len,
-            self.lines,
-        ))
+        Ok((hex(&self.sha.finalize()), self.len, self.lines))
     }
 }
 
@@ -126,24 +120,6 @@ struct Data {
     blobs: Vec<(BlobRef, u64)>,
     total_cost: u64,
     unpriced: u64,
-}
-
-/// 64 lowercase hex characters as bytes (their order is the text's order).
-fn unhex32(s: &str) -> Option<[u8; 32]> {
-    let b = s.as_bytes();
-    if b.len() != 64 {
-        return None;
-    }
-    let nib = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = nib(b[2 * i])? << 4 | nib(b[2 * i + 1])?;
-    }
-    Some(out)
 }
 
 fn io(e: std::io::Error) -> ApiError {
@@ -248,17 +224,17 @@ async fn read_data(
         if page.is_empty() {
             break;
         }
-        for t in &page {
+        for t in page {
             let tags: Vec<String> = serde_json::from_str(&t.6).unwrap_or_default();
             traces
                 .line(&TraceLine {
-                    app_id: t.3.clone(),
-                    ended_at: t.5.clone(),
-                    name: t.1.clone(),
-                    started_at: t.4.clone(),
+                    app_id: t.3,
+                    ended_at: t.5,
+                    name: t.1,
+                    started_at: t.4,
                     tags,
-                    team: t.2.clone(),
-                    trace_id: t.0.clone(),
+                    team: t.2,
+                    trace_id: t.0,
                 })
                 .map_err(io)?;
         }
@@ -276,7 +252,7 @@ async fn read_data(
         if page.is_empty() {
             break;
         }
-        for k in &page {
+        for k in page {
             let n = |v: i64| v.max(0) as u64;
             let usage = Usage {
                 prompt_tokens: n(k.5),
@@ -306,7 +282,14 @@ async fn read_data(
                 }
             };
             if req.include_blobs
-                && let Some(h) = k.12.as_deref().and_then(unhex32)
+                && let Some(h) = k.12.as_deref().and_then(|h| {
+                    // 32 bytes sort like their lowercase hex: the blobs' order in the bundle.
+                    data_encoding::HEXLOWER
+                        .decode(h.as_bytes())
+                        .ok()?
+                        .try_into()
+                        .ok()
+                })
             {
                 referenced.insert(h);
             }
@@ -315,18 +298,18 @@ async fn read_data(
                     cache_read_tokens: usage.cache_read_tokens,
                     cache_write_tokens: usage.cache_write_tokens,
                     completion_tokens: usage.completion_tokens,
-                    content_sha256: k.12.clone(),
+                    content_sha256: k.12,
                     cost_micro_eur: cost,
                     latency_ms: n(k.10),
-                    model: k.3.clone(),
-                    prompt_sha256: k.11.clone(),
+                    model: k.3,
+                    prompt_sha256: k.11,
                     prompt_tokens: usage.prompt_tokens,
-                    provider: k.4.clone(),
+                    provider: k.4,
                     reasoning_tokens: usage.reasoning_tokens,
                     refused: k.13 != 0,
-                    span_id: k.0.clone(),
-                    started_at: k.2.clone(),
-                    trace_id: k.1.clone(),
+                    span_id: k.0,
+                    started_at: k.2,
+                    trace_id: k.1,
                 })
                 .map_err(io)?;
         }
@@ -373,7 +356,7 @@ async fn write_pack(
     meta: &crate::extract::Meta,
 ) -> ApiResult<Pack> {
     let s = &req.scope;
-    let public_hex = trusthub_core::secret::hex(state.evidence_key.verifying_key().as_bytes());
+    let public_hex = hex(state.evidence_key.verifying_key().as_bytes());
     let manifest = Manifest {
         app_id: s.app_id.map(|a| a.to_string()),
         blob_count: index.len() as u64,

@@ -121,30 +121,15 @@ impl Pager {
                 rows
             }
             Handle::Postgres(c) => {
-                if !self.open {
-                    let sql = format!(
-                        "DECLARE evidence_traces NO SCROLL CURSOR FOR \
-                         SELECT trace_id, name, team, app_id::text, {}, {}, tags::text FROM ai_traces \
-                         WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3 AND ($4::uuid IS NULL OR app_id = $4) \
-                         ORDER BY started_at, trace_id COLLATE \"C\"",
-                        pg_time("started_at"),
-                        pg_time("ended_at")
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(s.tenant.0)
-                        .bind(s.from)
-                        .bind(s.to)
-                        .bind(s.app_id)
-                        .execute(&mut *c)
-                        .await?;
-                    self.open = true;
-                }
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "FETCH {} FROM evidence_traces",
-                    limit.max(1)
-                )))
-                .fetch_all(&mut *c)
-                .await?
+                let select = format!(
+                    "SELECT trace_id, name, team, app_id::text, {}, {}, tags::text FROM ai_traces \
+                     WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3 AND ($4::uuid IS NULL OR app_id = $4) \
+                     ORDER BY started_at, trace_id COLLATE \"C\"",
+                    pg_time("started_at"),
+                    pg_time("ended_at")
+                );
+                self.cursor_page(c, "evidence_traces", &select, limit)
+                    .await?
             }
         };
         self.done = (rows.len() as i64) < limit;
@@ -177,37 +162,55 @@ impl Pager {
                 rows
             }
             Handle::Postgres(c) => {
-                if !self.open {
-                    let sql = format!(
-                        "DECLARE evidence_spans NO SCROLL CURSOR FOR \
-                         SELECT c.span_id, c.trace_id, {}, c.model, c.provider, c.prompt_tokens, c.completion_tokens, \
-                         c.cache_read_tokens, c.cache_write_tokens, c.reasoning_tokens, c.latency_ms, c.prompt_sha256, \
-                         c.content_sha256, c.refused::int4::int8 FROM ai_calls c \
-                         WHERE c.tenant_id = $1 AND c.started_at >= $2 AND c.started_at < $3 \
-                         AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id \
-                         AND t.trace_id = c.trace_id AND t.app_id = $4)) \
-                         ORDER BY c.started_at, c.span_id COLLATE \"C\"",
-                        pg_time("c.started_at")
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(s.tenant.0)
-                        .bind(s.from)
-                        .bind(s.to)
-                        .bind(s.app_id)
-                        .execute(&mut *c)
-                        .await?;
-                    self.open = true;
-                }
-                sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "FETCH {} FROM evidence_spans",
-                    limit.max(1)
-                )))
-                .fetch_all(&mut *c)
-                .await?
+                let select = format!(
+                    "SELECT c.span_id, c.trace_id, {}, c.model, c.provider, c.prompt_tokens, c.completion_tokens, \
+                     c.cache_read_tokens, c.cache_write_tokens, c.reasoning_tokens, c.latency_ms, c.prompt_sha256, \
+                     c.content_sha256, c.refused::int4::int8 FROM ai_calls c \
+                     WHERE c.tenant_id = $1 AND c.started_at >= $2 AND c.started_at < $3 \
+                     AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id \
+                     AND t.trace_id = c.trace_id AND t.app_id = $4)) \
+                     ORDER BY c.started_at, c.span_id COLLATE \"C\"",
+                    pg_time("c.started_at")
+                );
+                self.cursor_page(c, "evidence_spans", &select, limit)
+                    .await?
             }
         };
         self.done = (rows.len() as i64) < limit;
         Ok(rows)
+    }
+
+    /// PostgreSQL: the next `limit` rows of the cursor `name` over `select` (whose `$1..$4`
+    /// are tenant, from, to, app), declared on the first call.
+    async fn cursor_page<T>(
+        &mut self,
+        c: &mut sqlx::PgConnection,
+        name: &str,
+        select: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<T>>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        if !self.open {
+            let s = self.scope;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DECLARE {name} NO SCROLL CURSOR FOR {select}"
+            )))
+            .bind(s.tenant.0)
+            .bind(s.from)
+            .bind(s.to)
+            .bind(s.app_id)
+            .execute(&mut *c)
+            .await?;
+            self.open = true;
+        }
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "FETCH {} FROM {name}",
+            limit.max(1)
+        )))
+        .fetch_all(&mut *c)
+        .await?)
     }
 }
 

@@ -12,6 +12,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Instant;
+use trusthub_bench_ingest::proc_mib;
 use trusthub_hub::{Server, Settings};
 
 #[derive(Debug, Parser)]
@@ -35,22 +36,6 @@ struct Args {
 
 fn sha(s: &str) -> String {
     trusthub_core::evidence::sha256_hex(s.as_bytes())
-}
-
-fn peak_rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| {
-                    v.split_whitespace()
-                        .next()
-                        .and_then(|n| n.parse::<u64>().ok())
-                })
-        })
-        .unwrap_or(0)
-        / 1024
 }
 
 fn timed(cmd: &mut std::process::Command) -> Result<f64, String> {
@@ -182,7 +167,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // Build.
-    let rss_before = peak_rss_mib();
+    let rss_before = proc_mib(None, "VmHWM").unwrap_or(0);
     let build = Instant::now();
     let pack: Value = http
         .post(format!("{base}/ai/evidence-packs"))
@@ -200,7 +185,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         pack["span_count"],
         pack["blob_count"],
         pack["size_bytes"].as_f64().unwrap_or(0.0) / 1e6,
-        peak_rss_mib(),
+        proc_mib(None, "VmHWM").unwrap_or(0),
         rss_before
     );
     let again = Instant::now();

@@ -8,6 +8,7 @@
 
 use clap::Parser;
 use std::time::Instant;
+use trusthub_bench_ingest::proc_mib;
 use trusthub_core::apps::ObservedMap;
 use trusthub_hub::{Server, Settings};
 use trusthub_store::{agents, apps};
@@ -29,22 +30,6 @@ struct Args {
     /// Database (default: SQLite in a temporary data dir).
     #[arg(long)]
     database_url: Option<String>,
-}
-
-fn rss_mib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| {
-                    v.split_whitespace()
-                        .next()
-                        .and_then(|n| n.parse::<u64>().ok())
-                })
-        })
-        .unwrap_or(0)
-        / 1024
 }
 
 #[tokio::main]
@@ -164,7 +149,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             r.changed,
             r.mismatches,
             r.raised,
-            rss_mib()
+            proc_mib(None, "VmRSS").unwrap_or(0)
         );
     }
     db.close().await;

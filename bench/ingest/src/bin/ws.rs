@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use trusthub_bench_ingest::proc_mib;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -36,19 +37,8 @@ struct Args {
 }
 
 fn rss_mib(pid: Option<u32>) -> String {
-    let Some(pid) = pid else { return "-".into() };
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| {
-                    v.split_whitespace()
-                        .next()
-                        .and_then(|n| n.parse::<u64>().ok())
-                })
-        })
-        .map_or("-".into(), |kb| format!("{}", kb / 1024))
+    pid.and_then(|pid| proc_mib(Some(pid), "VmRSS"))
+        .map_or("-".into(), |mib| mib.to_string())
 }
 
 fn cookie_of(r: &reqwest::Response) -> String {

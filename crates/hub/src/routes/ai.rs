@@ -63,31 +63,60 @@ pub fn base_prices(file: Option<&std::path::Path>) -> Result<ai::PriceTable, Str
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let parsed: PricesIn = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a price file: {e}", path.display()))?;
-    let mut prices = Vec::new();
-    for (i, x) in parsed.prices.into_iter().enumerate() {
-        let date = time::Date::parse(&x.effective_from, DATE).map_err(|_| {
-            format!(
-                "{}: prices[{i}].effective_from must be YYYY-MM-DD",
-                path.display()
-            )
-        })?;
-        if !label(&x.model, 200) {
-            return Err(format!(
-                "{}: prices[{i}].model must be 1-200 characters",
-                path.display()
-            ));
-        }
-        prices.push(ai::Price {
-            model: x.model.trim().to_owned(),
-            effective_from: date,
-            input: x.input,
-            output: x.output,
-            cache_read: x.cache_read,
-            cache_write: x.cache_write,
-            reasoning: x.reasoning,
+    if let Some(e) = check_prices(&parsed.prices).first() {
+        return Err(format!("{}: {} {}", path.display(), e.field, e.message));
+    }
+    let prices: Vec<ai::Price> = parsed
+        .prices
+        .into_iter()
+        .filter_map(|x| {
+            Some(ai::Price {
+                model: x.model.trim().to_owned(),
+                effective_from: time::Date::parse(&x.effective_from, DATE).ok()?,
+                input: x.input,
+                output: x.output,
+                cache_read: x.cache_read,
+                cache_write: x.cache_write,
+                reasoning: x.reasoning,
+            })
+        })
+        .collect();
+    Ok(ai::default_prices().with(&prices))
+}
+
+/// What is wrong with a list of prices (the API's and the price file's rules).
+fn check_prices(prices: &[PriceView]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if prices.is_empty() || prices.len() > 500 {
+        errors.push(FieldError {
+            field: "prices".into(),
+            message: "must hold 1 to 500 prices".into(),
         });
     }
-    Ok(ai::default_prices().with(&prices))
+    for (i, x) in prices.iter().enumerate() {
+        if !label(&x.model, 200) {
+            errors.push(FieldError {
+                field: format!("prices[{i}].model"),
+                message: "must be 1-200 characters".into(),
+            });
+        }
+        if time::Date::parse(&x.effective_from, DATE).is_err() {
+            errors.push(FieldError {
+                field: format!("prices[{i}].effective_from"),
+                message: "must be YYYY-MM-DD".into(),
+            });
+        }
+        if [x.input, x.output, x.cache_read, x.cache_write, x.reasoning]
+            .iter()
+            .any(|v| *v > 1_000_000_000)
+        {
+            errors.push(FieldError {
+                field: format!("prices[{i}]"),
+                message: "prices must be at most 1e9 micro-EUR per 1,000 tokens".into(),
+            });
+        }
+    }
+    errors
 }
 
 const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
@@ -170,36 +199,7 @@ async fn put_prices(
     crate::auth::Admin(p): crate::auth::Admin,
     Json(req): Json<PricesIn>,
 ) -> ApiResult<axum::Json<Vec<PriceView>>> {
-    let mut errors = Vec::new();
-    if req.prices.is_empty() || req.prices.len() > 500 {
-        errors.push(FieldError {
-            field: "prices".into(),
-            message: "must hold 1 to 500 prices".into(),
-        });
-    }
-    for (i, x) in req.prices.iter().enumerate() {
-        if !label(&x.model, 200) {
-            errors.push(FieldError {
-                field: format!("prices[{i}].model"),
-                message: "must be 1-200 characters".into(),
-            });
-        }
-        if time::Date::parse(&x.effective_from, DATE).is_err() {
-            errors.push(FieldError {
-                field: format!("prices[{i}].effective_from"),
-                message: "must be YYYY-MM-DD".into(),
-            });
-        }
-        if [x.input, x.output, x.cache_read, x.cache_write, x.reasoning]
-            .iter()
-            .any(|v| *v > 1_000_000_000)
-        {
-            errors.push(FieldError {
-                field: format!("prices[{i}]"),
-                message: "prices must be at most 1e9 micro-EUR per 1,000 tokens".into(),
-            });
-        }
-    }
+    let errors = check_prices(&req.prices);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }

@@ -90,14 +90,7 @@ async fn traces_are_validated_idempotent_and_scoped(b: Backend) {
             "validation_failed",
         )
         .await;
-        assert!(
-            p["errors"]
-                .as_array()
-                .expect("e")
-                .iter()
-                .any(|e| e["field"] == field),
-            "{bad}: {p}"
-        );
+        assert!(names_field(&p, field), "{bad}: {p}");
     }
     assert_problem(
         app.post(
@@ -332,9 +325,26 @@ async fn an_operator_price_file_prices_models_for_every_tenant(b: Backend) {
     )
     .expect("write");
     let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
-    settings.ai_prices_file = Some(file);
+    settings.ai_prices_file = Some(file.clone());
     let err = trusthub_hub::Server::build(settings)
         .await
         .expect_err("refused");
     assert!(err.to_string().contains("prices.json"), "{err}");
+    // A well-formed file is held to the API's rules, and the error names the entry.
+    std::fs::write(
+        &file,
+        r#"{"prices": [{"model": "x", "effective_from": "soon", "input": 1, "output": 1,
+            "cache_read": 0, "cache_write": 0, "reasoning": 0}]}"#,
+    )
+    .expect("write");
+    let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
+    settings.ai_prices_file = Some(file);
+    let err = trusthub_hub::Server::build(settings)
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("prices[0].effective_from must be YYYY-MM-DD"),
+        "{err}"
+    );
 }

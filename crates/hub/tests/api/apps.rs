@@ -124,14 +124,7 @@ async fn apps_are_validated_created_changed_and_untracked(b: Backend) {
     for (req, field) in cases {
         let r = app.post("/apps", &app.owner, req.clone()).await;
         let p = assert_problem(r, 422, "validation_failed").await;
-        assert!(
-            p["errors"]
-                .as_array()
-                .expect("errors")
-                .iter()
-                .any(|e| e["field"] == field),
-            "{req} should fail on {field}: {p}"
-        );
+        assert!(names_field(&p, field), "{req} should fail on {field}: {p}");
     }
     assert_eq!(app.count("SELECT COUNT(*) FROM apps").await, 0);
 

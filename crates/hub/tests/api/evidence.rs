@@ -459,14 +459,7 @@ async fn packs_are_validated_scoped_to_an_app_and_isolated(b: Backend) {
             "validation_failed",
         )
         .await;
-        assert!(
-            p["errors"]
-                .as_array()
-                .expect("e")
-                .iter()
-                .any(|e| e["field"] == field),
-            "{bad}: {p}"
-        );
+        assert!(names_field(&p, field), "{bad}: {p}");
     }
     assert_problem(
         app.post("/ai/evidence-packs", &app.owner, json!({"period_start": 1}))

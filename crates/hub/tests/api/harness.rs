@@ -381,6 +381,13 @@ pub async fn body(resp: Response) -> Value {
     resp.json().await.expect("JSON body")
 }
 
+/// Whether a validation problem names `field` among its errors.
+pub fn names_field(problem: &Value, field: &str) -> bool {
+    problem["errors"]
+        .as_array()
+        .is_some_and(|errors| errors.iter().any(|e| e["field"] == field))
+}
+
 /// Asserts a problem+json answer with `status` and `code`; returns the body.
 pub async fn assert_problem(resp: Response, status: u16, code: &str) -> Value {
     assert_eq!(resp.status().as_u16(), status, "status");

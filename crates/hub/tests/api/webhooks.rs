@@ -342,14 +342,7 @@ async fn webhooks_are_validated_admin_only_and_scoped(b: Backend) {
             "validation_failed",
         )
         .await;
-        assert!(
-            p["errors"]
-                .as_array()
-                .expect("errors")
-                .iter()
-                .any(|e| e["field"] == field),
-            "{req}: {p}"
-        );
+        assert!(names_field(&p, field), "{req}: {p}");
     }
     assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
     let (operator, _) = app.user_with_role("operator").await;
