@@ -197,13 +197,16 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
             .await?
         }
         Handle::Sqlite(c) => {
-            // RETURNING would hand every row back through sqlx's worker channel one message at
-            // a time; instead a chunk is inserted whole and, only when some of its rows already
-            // existed (rare: a re-sent sample), rolled back to a savepoint and inserted row by
-            // row to learn which were new. 3 variables a row; SQLite allows 32766.
-            let mut rows = Vec::with_capacity(series.len());
+            // One multi-row VALUES list per 10,000 rows (3 variables a row; SQLite allows
+            // 32766). Compiling it anew each group costs less than either alternative measured
+            // (fixed-size statements padded to one shape, or one JSON array read with
+            // json_each: bench/RESULTS.md). RETURNING would hand every row back through sqlx's
+            // worker channel one message at a time; instead all rows are inserted and, only
+            // when fewer were new than sent (rare: a re-sent sample), rolled back to a
+            // savepoint and inserted one by one to learn which were new.
+            sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
+            let mut affected = 0;
             for chunk in (0..series.len()).collect::<Vec<_>>().chunks(10_000) {
-                sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
                     "INSERT INTO metric_points (series_id, ts, value) ",
                 );
@@ -213,36 +216,36 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
                         .push_bind(values[*i]);
                 });
                 qb.push(" ON CONFLICT DO NOTHING");
-                let affected = qb.build().execute(&mut *c).await?.rows_affected();
-                if affected as usize == chunk.len() {
-                    sqlx::query("RELEASE points").execute(&mut *c).await?;
-                    rows.extend(chunk.iter().map(|i| (series[*i], ts[*i], values[*i])));
-                    continue;
-                }
+                affected += qb.build().execute(&mut *c).await?.rows_affected();
+            }
+            if affected as usize == series.len() {
+                sqlx::query("RELEASE points").execute(&mut *c).await?;
+                (0..series.len())
+                    .map(|i| (series[i], ts[i], values[i]))
+                    .collect()
+            } else {
                 sqlx::query("ROLLBACK TO points").execute(&mut *c).await?;
                 sqlx::query("RELEASE points").execute(&mut *c).await?;
-                for i in chunk {
+                let mut rows = Vec::with_capacity(series.len());
+                for i in 0..series.len() {
                     let n = sqlx::query("INSERT INTO metric_points (series_id, ts, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-                        .bind(series[*i])
-                        .bind(ts[*i])
-                        .bind(values[*i])
+                        .bind(series[i])
+                        .bind(ts[i])
+                        .bind(values[i])
                         .execute(&mut *c)
                         .await?
                         .rows_affected();
                     if n == 1 {
-                        rows.push((series[*i], ts[*i], values[*i]));
+                        rows.push((series[i], ts[i], values[i]));
                     }
                 }
+                rows
             }
-            rows
         }
     };
     let inserted = new_points.len() as u64;
-    for (table, width) in [
-        ("metric_rollup_1m", MINUTE_MS),
-        ("metric_rollup_1h", HOUR_MS),
-    ] {
-        upsert_rollup(ex, table, &rollup(&new_points, width)).await?;
+    for table in &ROLLUP_TABLES {
+        upsert_rollup(ex, table, &rollup(&new_points, table.width)).await?;
     }
     Ok(inserted)
 }
@@ -269,35 +272,105 @@ fn rollup(points: &[(i64, i64, f64)], width: i64) -> Rollup {
     out
 }
 
-async fn upsert_rollup(ex: &mut impl Exec, table: &'static str, rows: &Rollup) -> StoreResult<()> {
+/// A rollup table: its name, bucket width, and its upsert on each engine.
+struct RollupTable {
+    name: &'static str,
+    width: i64,
+    /// The whole PostgreSQL upsert, reading the rows from arrays (one text, prepared once).
+    postgres: &'static str,
+    /// The `ON CONFLICT` end of the SQLite upsert.
+    sqlite_conflict: &'static str,
+}
+
+macro_rules! rollup_table {
+    ($name:literal, $width:expr) => {
+        RollupTable {
+            name: $name,
+            width: $width,
+            postgres: concat!(
+                "INSERT INTO ",
+                $name,
+                " (series_id, bucket, count, sum, min, max) \
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], \
+                 $4::DOUBLE PRECISION[], $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[]) \
+                 ON CONFLICT (series_id, bucket) DO UPDATE SET count = ",
+                $name,
+                ".count + excluded.count, \
+                 sum = ",
+                $name,
+                ".sum + excluded.sum, min = LEAST(",
+                $name,
+                ".min, excluded.min), \
+                 max = GREATEST(",
+                $name,
+                ".max, excluded.max)"
+            ),
+            sqlite_conflict: concat!(
+                " ON CONFLICT (series_id, bucket) DO UPDATE SET count = ",
+                $name,
+                ".count + excluded.count, \
+                 sum = ",
+                $name,
+                ".sum + excluded.sum, min = MIN(",
+                $name,
+                ".min, excluded.min), \
+                 max = MAX(",
+                $name,
+                ".max, excluded.max)"
+            ),
+        }
+    };
+}
+
+const ROLLUP_TABLES: [RollupTable; 2] = [
+    rollup_table!("metric_rollup_1m", MINUTE_MS),
+    rollup_table!("metric_rollup_1h", HOUR_MS),
+];
+
+async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -> StoreResult<()> {
     if rows.is_empty() {
         return Ok(());
     }
-    let rows: Vec<_> = rows.iter().collect();
-    for chunk in rows.chunks(1000) {
-        match ex.handle() {
-            Handle::Postgres(c) => {
-                let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(format!(
-                    "INSERT INTO {table} (series_id, bucket, count, sum, min, max) "
-                ));
-                qb.push_values(chunk, |mut b, ((s, k), (n, sum, lo, hi))| {
-                    b.push_bind(*s)
-                        .push_bind(*k)
-                        .push_bind(*n)
-                        .push_bind(*sum)
-                        .push_bind(*lo)
-                        .push_bind(*hi);
-                });
-                qb.push(format!(
-                    " ON CONFLICT (series_id, bucket) DO UPDATE SET count = {table}.count + excluded.count, \
-                     sum = {table}.sum + excluded.sum, min = LEAST({table}.min, excluded.min), max = GREATEST({table}.max, excluded.max)"
-                ));
-                qb.build().execute(&mut *c).await?;
+    match ex.handle() {
+        Handle::Postgres(c) => {
+            let n = rows.len();
+            let (mut series, mut buckets, mut counts) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            let (mut sums, mut mins, mut maxs) = (
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+                Vec::with_capacity(n),
+            );
+            for ((s, k), (count, sum, lo, hi)) in rows {
+                series.push(*s);
+                buckets.push(*k);
+                counts.push(*count);
+                sums.push(*sum);
+                mins.push(*lo);
+                maxs.push(*hi);
             }
-            Handle::Sqlite(c) => {
-                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                    "INSERT INTO {table} (series_id, bucket, count, sum, min, max) "
-                ));
+            sqlx::query(table.postgres)
+                .bind(series)
+                .bind(buckets)
+                .bind(counts)
+                .bind(sums)
+                .bind(mins)
+                .bind(maxs)
+                .execute(&mut *c)
+                .await?;
+        }
+        Handle::Sqlite(c) => {
+            // One multi-row VALUES list: compiling it costs less than reading the rows out of
+            // one JSON array (measured, bench/RESULTS.md). 6 variables a row; SQLite allows
+            // 32766.
+            let rows: Vec<_> = rows.iter().collect();
+            for chunk in rows.chunks(5000) {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new("INSERT INTO ");
+                qb.push(table.name);
+                qb.push(" (series_id, bucket, count, sum, min, max) ");
                 qb.push_values(chunk, |mut b, ((s, k), (n, sum, lo, hi))| {
                     b.push_bind(*s)
                         .push_bind(*k)
@@ -306,10 +379,7 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &'static str, rows: &Rollup) -
                         .push_bind(*lo)
                         .push_bind(*hi);
                 });
-                qb.push(format!(
-                    " ON CONFLICT (series_id, bucket) DO UPDATE SET count = {table}.count + excluded.count, \
-                     sum = {table}.sum + excluded.sum, min = MIN({table}.min, excluded.min), max = MAX({table}.max, excluded.max)"
-                ));
+                qb.push(table.sqlite_conflict);
                 qb.build().execute(&mut *c).await?;
             }
         }
