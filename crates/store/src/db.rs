@@ -366,45 +366,43 @@ mod tests {
     /// near the threshold plus one second of writes, the background checkpoint's period)
     /// instead of growing with everything written through it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_large_wal_starts_over_under_sustained_writes() {
+    async fn a_large_wal_starts_over_under_sustained_writes()
+    -> Result<(), Box<dyn std::error::Error>> {
         let dir = std::env::temp_dir().join(format!("th-wal-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&dir)?;
         let opts = DbOptions {
             background_checkpoint: true,
             // 1 MiB.
             wal_restart_frames: 256,
             ..DbOptions::default()
         };
-        let db = Db::connect(&format!("sqlite://{}/t.db", dir.display()), &opts)
-            .await
-            .unwrap();
+        let db = Db::connect(&format!("sqlite://{}/t.db", dir.display()), &opts).await?;
         let Db::Sqlite { write, .. } = &db else {
             unreachable!("a sqlite: URL")
         };
         sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
             .execute(write)
-            .await
-            .unwrap();
+            .await?;
         let body = vec![7u8; 16 * 1024];
         let mut written = 0usize;
         let deadline = std::time::Instant::now() + Duration::from_secs(4);
         while std::time::Instant::now() < deadline {
-            db.finish_checkpoint().await.unwrap();
+            db.finish_checkpoint().await?;
             sqlx::query("INSERT INTO t (body) VALUES ($1)")
                 .bind(&body)
                 .execute(write)
-                .await
-                .unwrap();
+                .await?;
             written += body.len();
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let wal = std::fs::metadata(dir.join("t.db-wal")).unwrap().len() as usize;
+        let wal = std::fs::metadata(dir.join("t.db-wal"))?.len() as usize;
         db.close().await;
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&dir)?;
         assert!(written > 8 << 20, "only {written} bytes written");
         assert!(
             wal * 2 < written,
             "WAL grew to {wal} bytes for {written} written"
         );
+        Ok(())
     }
 }
