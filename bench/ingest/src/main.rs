@@ -37,6 +37,13 @@ struct Args {
     /// Samples per batch.
     #[arg(long, default_value_t = 100)]
     samples: usize,
+    /// Open loop: offer this many samples per second in total (batches start on a fixed
+    /// schedule, at most `concurrency` in flight) and measure each latency from the batch's
+    /// scheduled start, so a stalled hub is charged for the batches it delayed (no
+    /// coordinated omission). Without it, each of the `concurrency` workers sends its next
+    /// batch as soon as the last one was answered (closed loop: the hub's maximum rate).
+    #[arg(long)]
+    rate: Option<f64>,
     /// Pid of the hub, for its peak RSS.
     #[arg(long)]
     hub_pid: Option<u32>,
@@ -63,6 +70,32 @@ fn samples(n: usize, seq: u64) -> Vec<MetricSample> {
             labels: BTreeMap::from([("shard".to_owned(), format!("{}", i % 10))]),
         })
         .collect()
+}
+
+/// The JSON body of one batch of [`samples`], written straight into `out` (the load generator
+/// shares the hub's 2 cores: building a `serde_json::Value` tree per batch cost it three times
+/// as much CPU).
+fn batch_body(n: usize, seq: u64, out: &mut String) {
+    use std::fmt::Write;
+    out.clear();
+    let _ = write!(
+        out,
+        r#"{{"batch_id":"{}","sent_at":"{}","metrics":["#,
+        uuid::Uuid::now_v7(),
+        iso(OffsetDateTime::now_utc())
+    );
+    for (i, s) in samples(n, seq).iter().enumerate() {
+        let _ = write!(
+            out,
+            r#"{}{{"name":"{}","ts":"{}","value":{},"labels":{{"shard":"{}"}}}}"#,
+            if i == 0 { "" } else { "," },
+            s.name,
+            iso(s.ts),
+            s.value,
+            s.labels.get("shard").map_or("", String::as_str)
+        );
+    }
+    out.push_str("]}");
 }
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -134,7 +167,8 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         ));
     }
     let agents = Arc::new(agents);
-    let deadline = Instant::now() + Duration::from_secs(args.duration_secs);
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(args.duration_secs);
     let seq = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -147,18 +181,39 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             errors.clone(),
         );
         let n = args.samples;
+        let pace = args
+            .rate
+            .map(|rate| Duration::from_secs_f64(n as f64 / rate.max(1.0)));
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
+            let mut body = String::new();
             let mut i = w;
-            while Instant::now() < deadline {
+            loop {
+                let s = seq.fetch_add(1, Ordering::Relaxed);
+                let due = match pace {
+                    Some(pace) => start + pace * s as u32,
+                    None => Instant::now(),
+                };
+                if due >= deadline {
+                    break;
+                }
                 let (key, token) = &agents[i % agents.len()];
                 i += 1;
-                let s = seq.fetch_add(1, Ordering::Relaxed);
-                let body = json!({"batch_id": uuid::Uuid::now_v7(), "sent_at": iso(OffsetDateTime::now_utc()), "metrics": samples(n, s)}).to_string();
-                let started = Instant::now();
-                let r = http.post(format!("{api}/ingest")).bearer_auth(token).header("content-type", "application/json").header("x-service-signature", sign_header(key, body.as_bytes())).body(body).send().await;
+                batch_body(n, s, &mut body);
+                let signature = sign_header(key, body.as_bytes());
+                tokio::time::sleep_until(due.into()).await;
+                let r = http
+                    .post(format!("{api}/ingest"))
+                    .bearer_auth(token)
+                    .header("content-type", "application/json")
+                    .header("x-service-signature", signature)
+                    .body(body.clone())
+                    .send()
+                    .await;
                 match r {
-                    Ok(r) if r.status().as_u16() == 202 => lat.push(started.elapsed().as_micros() as u64),
+                    Ok(r) if r.status().as_u16() == 202 => {
+                        lat.push(due.elapsed().as_micros() as u64)
+                    }
                     _ => {
                         errors.fetch_add(1, Ordering::Relaxed);
                     }
@@ -176,9 +231,12 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     lat.sort_unstable();
     let rate = lat.len() as f64 * args.samples as f64 / secs;
     println!(
-        "hub:  {} batches ({} samples each) in {secs:.1} s = {rate:.0} samples/s; p50 {:.1} ms, p99 {:.1} ms; errors {}",
+        "hub:  {} batches ({} samples each) in {secs:.1} s = {rate:.0} samples/s{}; p50 {:.1} ms, p99 {:.1} ms; errors {}",
         lat.len(),
         args.samples,
+        args.rate
+            .map(|r| format!(" (offered {r:.0}, latency from the scheduled start)"))
+            .unwrap_or_default(),
         percentile(&lat, 0.5),
         percentile(&lat, 0.99),
         errors.load(Ordering::Relaxed)

@@ -499,6 +499,9 @@ async fn deliverer(state: AppState) {
 pub async fn deliver_due(state: &AppState, client: &reqwest::Client) -> StoreResult<usize> {
     let now = now();
     let lease = now + time::Duration::seconds(state.settings.webhook_timeout_secs as i64 + 60);
+    if !webhooks::any_due(&mut state.db.conn().await?, now).await? {
+        return Ok(0);
+    }
     let due = {
         let mut tx = state.db.begin().await?;
         let due = webhooks::claim_due(&mut tx, now, lease, CLAIM).await?;

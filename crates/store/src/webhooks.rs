@@ -286,6 +286,16 @@ pub struct Due {
     pub cooldown_until: Option<OffsetDateTime>,
 }
 
+/// Whether any delivery is due (a read: the deliverer polls twice a second and takes the
+/// write transaction of [`claim_due`] only when there is something to claim, so that on SQLite
+/// it does not queue for the one writer behind, or ahead of, ingest).
+pub async fn any_due(ex: &mut impl Exec, now: OffsetDateTime) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status IN ('pending', 'retrying') \
+         AND next_attempt_at <= $1)")
+        .bind(now).fetch_one(&mut *c).await?))
+}
+
 /// Claims up to `limit` due deliveries: their next attempt moves to `lease_until`, so a
 /// process that dies while sending leaves them to be retried (same id) by another.
 pub async fn claim_due(
