@@ -144,6 +144,7 @@ pub async fn resolve_series(
                 id
             }
         };
+        rows.agents.push(agent_id);
         rows.series.push(id);
         rows.ts.push(unix_ms(s.ts));
         rows.values.push(s.value);
@@ -154,6 +155,8 @@ pub async fn resolve_series(
 /// Points to insert, column by column.
 #[derive(Debug, Default)]
 pub struct PointRows {
+    /// Agents (the first part of the points' key).
+    pub agents: Vec<Uuid>,
     /// Series ids.
     pub series: Vec<i64>,
     /// Unix milliseconds.
@@ -177,27 +180,28 @@ pub async fn insert_samples(
 
 /// Inserts points and folds the new ones into the rollups; returns how many were new.
 pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<u64> {
-    let (series, ts, values) = (&rows.series, &rows.ts, &rows.values);
+    let (agents, series, ts, values) = (&rows.agents, &rows.series, &rows.ts, &rows.values);
     if series.is_empty() {
         return Ok(0);
     }
     // Insert, keeping only the points that were new (a repeated (series, ts) is kept once
     // and must not be counted twice in the rollups).
-    let new_points: Vec<(i64, i64, f64)> = match ex.handle() {
+    let new_points: Vec<Point> = match ex.handle() {
         Handle::Postgres(c) => {
             sqlx::query_as(
-                "INSERT INTO metric_points (series_id, ts, value) \
-                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::DOUBLE PRECISION[]) \
-                 ON CONFLICT DO NOTHING RETURNING series_id, ts, value",
+                "INSERT INTO metric_points (agent_id, ts, series_id, value) \
+                 SELECT * FROM UNNEST($1::UUID[], $2::BIGINT[], $3::BIGINT[], $4::DOUBLE PRECISION[]) \
+                 ON CONFLICT DO NOTHING RETURNING agent_id, series_id, ts, value",
             )
-            .bind(series)
+            .bind(agents)
             .bind(ts)
+            .bind(series)
             .bind(values)
             .fetch_all(&mut *c)
             .await?
         }
         Handle::Sqlite(c) => {
-            // One multi-row VALUES list per 10,000 rows (3 variables a row; SQLite allows
+            // One multi-row VALUES list per 8,000 rows (4 variables a row; SQLite allows
             // 32766). Compiling it anew each group costs less than either alternative measured
             // (fixed-size statements padded to one shape, or one JSON array read with
             // json_each: bench/RESULTS.md). RETURNING would hand every row back through sqlx's
@@ -206,37 +210,41 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
             // savepoint and inserted one by one to learn which were new.
             sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
             let mut affected = 0;
-            for chunk in (0..series.len()).collect::<Vec<_>>().chunks(10_000) {
+            for chunk in (0..series.len()).collect::<Vec<_>>().chunks(8_000) {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                    "INSERT INTO metric_points (series_id, ts, value) ",
+                    "INSERT INTO metric_points (agent_id, ts, series_id, value) ",
                 );
                 qb.push_values(chunk, |mut b, i| {
-                    b.push_bind(series[*i])
+                    b.push_bind(agents[*i])
                         .push_bind(ts[*i])
+                        .push_bind(series[*i])
                         .push_bind(values[*i]);
                 });
                 qb.push(" ON CONFLICT DO NOTHING");
                 affected += qb.build().execute(&mut *c).await?.rows_affected();
             }
+            let all = (0..series.len()).map(|i| (agents[i], series[i], ts[i], values[i]));
             if affected as usize == series.len() {
                 sqlx::query("RELEASE points").execute(&mut *c).await?;
-                (0..series.len())
-                    .map(|i| (series[i], ts[i], values[i]))
-                    .collect()
+                all.collect()
             } else {
                 sqlx::query("ROLLBACK TO points").execute(&mut *c).await?;
                 sqlx::query("RELEASE points").execute(&mut *c).await?;
                 let mut rows = Vec::with_capacity(series.len());
-                for i in 0..series.len() {
-                    let n = sqlx::query("INSERT INTO metric_points (series_id, ts, value) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
-                        .bind(series[i])
-                        .bind(ts[i])
-                        .bind(values[i])
+                for (agent, s, t, v) in all {
+                    let n = sqlx::query(
+                        "INSERT INTO metric_points (agent_id, ts, series_id, value) \
+                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    )
+                        .bind(agent)
+                        .bind(t)
+                        .bind(s)
+                        .bind(v)
                         .execute(&mut *c)
                         .await?
                         .rows_affected();
                     if n == 1 {
-                        rows.push((series[i], ts[i], values[i]));
+                        rows.push((agent, s, t, v));
                     }
                 }
                 rows
@@ -255,14 +263,17 @@ pub const MINUTE_MS: i64 = 60_000;
 /// One hour in milliseconds.
 pub const HOUR_MS: i64 = 3_600_000;
 
-/// count, sum, min and max of points per (series, bucket start).
-type Rollup = BTreeMap<(i64, i64), (i64, f64, f64, f64)>;
+/// A stored point: agent, series, unix milliseconds, value.
+type Point = (Uuid, i64, i64, f64);
 
-fn rollup(points: &[(i64, i64, f64)], width: i64) -> Rollup {
+/// count, sum, min and max of points per (agent, bucket start, series).
+type Rollup = BTreeMap<(Uuid, i64, i64), (i64, f64, f64, f64)>;
+
+fn rollup(points: &[Point], width: i64) -> Rollup {
     let mut out = Rollup::new();
-    for (series, ts, v) in points {
+    for (agent, series, ts, v) in points {
         let e = out
-            .entry((*series, ts.div_euclid(width) * width))
+            .entry((*agent, ts.div_euclid(width) * width, *series))
             .or_insert((0, 0.0, *v, *v));
         e.0 += 1;
         e.1 += v;
@@ -290,10 +301,10 @@ macro_rules! rollup_table {
             postgres: concat!(
                 "INSERT INTO ",
                 $name,
-                " (series_id, bucket, count, sum, min, max) \
-                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], \
-                 $4::DOUBLE PRECISION[], $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[]) \
-                 ON CONFLICT (series_id, bucket) DO UPDATE SET count = ",
+                " (agent_id, bucket, series_id, count, sum, min, max) \
+                 SELECT * FROM UNNEST($1::UUID[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
+                 $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[], $7::DOUBLE PRECISION[]) \
+                 ON CONFLICT (agent_id, bucket, series_id) DO UPDATE SET count = ",
                 $name,
                 ".count + excluded.count, \
                  sum = ",
@@ -306,7 +317,7 @@ macro_rules! rollup_table {
                 ".max, excluded.max)"
             ),
             sqlite_conflict: concat!(
-                " ON CONFLICT (series_id, bucket) DO UPDATE SET count = ",
+                " ON CONFLICT (agent_id, bucket, series_id) DO UPDATE SET count = ",
                 $name,
                 ".count + excluded.count, \
                  sum = ",
@@ -334,7 +345,8 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
     match ex.handle() {
         Handle::Postgres(c) => {
             let n = rows.len();
-            let (mut series, mut buckets, mut counts) = (
+            let (mut agents, mut buckets, mut series, mut counts) = (
+                Vec::with_capacity(n),
                 Vec::with_capacity(n),
                 Vec::with_capacity(n),
                 Vec::with_capacity(n),
@@ -344,17 +356,19 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
                 Vec::with_capacity(n),
                 Vec::with_capacity(n),
             );
-            for ((s, k), (count, sum, lo, hi)) in rows {
+            for ((agent, bucket, s), (count, sum, lo, hi)) in rows {
+                agents.push(*agent);
+                buckets.push(*bucket);
                 series.push(*s);
-                buckets.push(*k);
                 counts.push(*count);
                 sums.push(*sum);
                 mins.push(*lo);
                 maxs.push(*hi);
             }
             sqlx::query(table.postgres)
-                .bind(series)
+                .bind(agents)
                 .bind(buckets)
+                .bind(series)
                 .bind(counts)
                 .bind(sums)
                 .bind(mins)
@@ -364,16 +378,17 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
         }
         Handle::Sqlite(c) => {
             // One multi-row VALUES list: compiling it costs less than reading the rows out of
-            // one JSON array (measured, bench/RESULTS.md). 6 variables a row; SQLite allows
+            // one JSON array (measured, bench/RESULTS.md). 7 variables a row; SQLite allows
             // 32766.
             let rows: Vec<_> = rows.iter().collect();
-            for chunk in rows.chunks(5000) {
+            for chunk in rows.chunks(4000) {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new("INSERT INTO ");
                 qb.push(table.name);
-                qb.push(" (series_id, bucket, count, sum, min, max) ");
-                qb.push_values(chunk, |mut b, ((s, k), (n, sum, lo, hi))| {
-                    b.push_bind(*s)
+                qb.push(" (agent_id, bucket, series_id, count, sum, min, max) ");
+                qb.push_values(chunk, |mut b, ((agent, k, s), (n, sum, lo, hi))| {
+                    b.push_bind(*agent)
                         .push_bind(*k)
+                        .push_bind(*s)
                         .push_bind(*n)
                         .push_bind(*sum)
                         .push_bind(*lo)
@@ -491,6 +506,7 @@ pub async fn series(
 /// raw retention), anything else from the raw points.
 pub async fn points(
     ex: &mut impl Exec,
+    agent_id: Uuid,
     series_id: i64,
     from_ms: i64,
     to_ms: i64,
@@ -504,19 +520,21 @@ pub async fn points(
     };
     Ok(match (bucket_ms, rollup_table) {
         (None, _) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT ts, value FROM metric_points WHERE series_id = $1 AND ts >= $2 AND ts < $3 ORDER BY ts LIMIT $4")
-            .bind(series_id).bind(from_ms).bind(to_ms).bind(limit).fetch_all(&mut *c).await?),
+            "SELECT ts, value FROM metric_points WHERE agent_id = $5 AND series_id = $1 AND ts >= $2 AND ts < $3 \
+             ORDER BY ts LIMIT $4")
+            .bind(series_id).bind(from_ms).bind(to_ms).bind(limit).bind(agent_id).fetch_all(&mut *c).await?),
         (Some(b), Some(table)) => {
             let sql = format!(
                 "SELECT (bucket / $4) * $4 AS b, SUM(sum) / SUM(count) FROM {table} \
-                 WHERE series_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b ORDER BY b LIMIT $5"
+                 WHERE agent_id = $6 AND series_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b ORDER BY b LIMIT $5"
             );
             on!(ex, c => sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
-                .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?)
+                .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).bind(agent_id).fetch_all(&mut *c).await?)
         }
         (Some(b), None) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT (ts / $4) * $4 AS bucket, AVG(value) FROM metric_points WHERE series_id = $1 AND ts >= $2 AND ts < $3 \
+            "SELECT (ts / $4) * $4 AS bucket, AVG(value) FROM metric_points \
+             WHERE agent_id = $6 AND series_id = $1 AND ts >= $2 AND ts < $3 \
              GROUP BY bucket ORDER BY bucket LIMIT $5")
-            .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?),
+            .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).bind(agent_id).fetch_all(&mut *c).await?),
     })
 }
