@@ -412,4 +412,92 @@ mod tests {
         );
         Ok(())
     }
+
+    /// Migration 0009 moves metric points and rollups to agent-first keys: every row is
+    /// carried over under its series' agent, and deleting an agent still deletes its rows.
+    #[tokio::test]
+    async fn metric_rows_survive_the_move_to_agent_first_keys()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = std::env::temp_dir().join(format!("th-mig-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir)?;
+        let opts = SqliteConnectOptions::from_str(&format!("sqlite://{}/m.db", dir.display()))?
+            .create_if_missing(true)
+            .foreign_keys(false);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts)
+            .await?;
+        let migrator = sqlx::migrate!("./migrations/sqlite");
+        migrator.run_to(8, &pool).await?;
+        let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        for (i, agent) in [a, b].iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO agents (id, tenant_id, machine_id, hostname, os, arch, agent_version, \
+                 tags, signing_pubkey, token_hash, created_at, ingest_interval_secs, \
+                 inventory_interval_secs, allowed_actions) \
+                 VALUES ($1, $2, $3, 'h', 'o', 'a', 'v', '[]', '00', $3, '2026-11-23T00:00:00Z', 10, 100, '[]')",
+            )
+            .bind(agent)
+            .bind(uuid::Uuid::new_v4())
+            .bind(format!("machine-{i}"))
+            .execute(&pool)
+            .await?;
+            sqlx::query("INSERT INTO metric_series (id, agent_id, name, labels) VALUES ($1, $2, 'cpu', '{}')")
+                .bind(i as i64 + 1)
+                .bind(agent)
+                .execute(&pool)
+                .await?;
+        }
+        for ts in 0..100_i64 {
+            sqlx::query("INSERT INTO metric_points (series_id, ts, value) VALUES (1, $1, 1.5), (2, $1, 2.5)")
+                .bind(ts)
+                .execute(&pool)
+                .await?;
+        }
+        for table in ["metric_rollup_1m", "metric_rollup_1h"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO {table} (series_id, bucket, count, sum, min, max) \
+                 VALUES (1, 0, 100, 150, 1.5, 1.5), (2, 0, 100, 250, 2.5, 2.5)"
+            )))
+            .execute(&pool)
+            .await?;
+        }
+        migrator.run(&pool).await?;
+        let per_agent: Vec<(uuid::Uuid, i64, i64, f64)> = sqlx::query_as(
+            "SELECT agent_id, series_id, COUNT(*), SUM(value) FROM metric_points \
+             GROUP BY agent_id, series_id ORDER BY series_id",
+        )
+        .fetch_all(&pool)
+        .await?;
+        assert_eq!(per_agent, vec![(a, 1, 100, 150.0), (b, 2, 100, 250.0)]);
+        for table in ["metric_rollup_1m", "metric_rollup_1h"] {
+            let rows: Vec<(uuid::Uuid, i64, i64, f64)> = sqlx::query_as(sqlx::AssertSqlSafe(
+                format!("SELECT agent_id, series_id, count, sum FROM {table} ORDER BY series_id"),
+            ))
+            .fetch_all(&pool)
+            .await?;
+            assert_eq!(
+                rows,
+                vec![(a, 1, 100, 150.0), (b, 2, 100, 250.0)],
+                "{table}"
+            );
+        }
+        sqlx::query("PRAGMA foreign_keys = ON")
+            .execute(&pool)
+            .await?;
+        sqlx::query("DELETE FROM agents WHERE id = $1")
+            .bind(a)
+            .execute(&pool)
+            .await?;
+        let left: (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM metric_points), (SELECT COUNT(*) FROM metric_rollup_1m), \
+             (SELECT COUNT(*) FROM metric_rollup_1h)",
+        )
+        .fetch_one(&pool)
+        .await?;
+        assert_eq!(left, (100, 1, 1), "the deleted agent's rows went with it");
+        pool.close().await;
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
 }
