@@ -190,18 +190,23 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             let mut i = w;
             loop {
                 let s = seq.fetch_add(1, Ordering::Relaxed);
-                let due = match pace {
-                    Some(pace) => start + pace * s as u32,
-                    None => Instant::now(),
-                };
-                if due >= deadline {
+                let scheduled = pace.map(|pace| start + pace.mul_f64(s as f64));
+                if scheduled.unwrap_or_else(Instant::now) >= deadline {
                     break;
                 }
                 let (key, token) = &agents[i % agents.len()];
                 i += 1;
                 batch_body(n, s, &mut body);
                 let signature = sign_header(key, body.as_bytes());
-                tokio::time::sleep_until(due.into()).await;
+                // Latency runs from the scheduled start (open loop) or from the send (closed
+                // loop), never over building and signing the body.
+                let due = match scheduled {
+                    Some(at) => {
+                        tokio::time::sleep_until(at.into()).await;
+                        at
+                    }
+                    None => Instant::now(),
+                };
                 let r = http
                     .post(format!("{api}/ingest"))
                     .bearer_auth(token)

@@ -87,9 +87,6 @@ impl Ingest {
 
 async fn writer(db: Db, cache: Arc<SeriesCache>, mut rx: mpsc::Receiver<(Job, Reply)>) {
     while let Some(first) = rx.recv().await {
-        if let Err(e) = db.finish_checkpoint().await {
-            tracing::warn!(error = %e, "finishing the WAL checkpoint failed");
-        }
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match rx.try_recv() {

@@ -210,15 +210,16 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
             // savepoint and inserted one by one to learn which were new.
             sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
             let mut affected = 0;
-            for chunk in (0..series.len()).collect::<Vec<_>>().chunks(8_000) {
+            for start in (0..series.len()).step_by(8_000) {
+                let chunk = start..(start + 8_000).min(series.len());
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
                     "INSERT INTO metric_points (agent_id, ts, series_id, value) ",
                 );
                 qb.push_values(chunk, |mut b, i| {
-                    b.push_bind(agents[*i])
-                        .push_bind(ts[*i])
-                        .push_bind(series[*i])
-                        .push_bind(values[*i]);
+                    b.push_bind(agents[i])
+                        .push_bind(ts[i])
+                        .push_bind(series[i])
+                        .push_bind(values[i]);
                 });
                 qb.push(" ON CONFLICT DO NOTHING");
                 affected += qb.build().execute(&mut *c).await?.rows_affected();
@@ -283,60 +284,35 @@ fn rollup(points: &[Point], width: i64) -> Rollup {
     out
 }
 
-/// A rollup table: its name, bucket width, and its upsert on each engine.
+/// A rollup table: its name and bucket width.
 struct RollupTable {
     name: &'static str,
     width: i64,
-    /// The whole PostgreSQL upsert, reading the rows from arrays (one text, prepared once).
-    postgres: &'static str,
-    /// The `ON CONFLICT` end of the SQLite upsert.
-    sqlite_conflict: &'static str,
-}
-
-macro_rules! rollup_table {
-    ($name:literal, $width:expr) => {
-        RollupTable {
-            name: $name,
-            width: $width,
-            postgres: concat!(
-                "INSERT INTO ",
-                $name,
-                " (agent_id, bucket, series_id, count, sum, min, max) \
-                 SELECT * FROM UNNEST($1::UUID[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
-                 $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[], $7::DOUBLE PRECISION[]) \
-                 ON CONFLICT (agent_id, bucket, series_id) DO UPDATE SET count = ",
-                $name,
-                ".count + excluded.count, \
-                 sum = ",
-                $name,
-                ".sum + excluded.sum, min = LEAST(",
-                $name,
-                ".min, excluded.min), \
-                 max = GREATEST(",
-                $name,
-                ".max, excluded.max)"
-            ),
-            sqlite_conflict: concat!(
-                " ON CONFLICT (agent_id, bucket, series_id) DO UPDATE SET count = ",
-                $name,
-                ".count + excluded.count, \
-                 sum = ",
-                $name,
-                ".sum + excluded.sum, min = MIN(",
-                $name,
-                ".min, excluded.min), \
-                 max = MAX(",
-                $name,
-                ".max, excluded.max)"
-            ),
-        }
-    };
 }
 
 const ROLLUP_TABLES: [RollupTable; 2] = [
-    rollup_table!("metric_rollup_1m", MINUTE_MS),
-    rollup_table!("metric_rollup_1h", HOUR_MS),
+    RollupTable {
+        name: "metric_rollup_1m",
+        width: MINUTE_MS,
+    },
+    RollupTable {
+        name: "metric_rollup_1h",
+        width: HOUR_MS,
+    },
 ];
+
+impl RollupTable {
+    /// The `ON CONFLICT` end of an upsert: folds the new row into the stored one, with the
+    /// engine's two-argument minimum and maximum (`LEAST`/`GREATEST` or `MIN`/`MAX`).
+    fn on_conflict(&self, least: &str, greatest: &str) -> String {
+        let t = self.name;
+        format!(
+            " ON CONFLICT (agent_id, bucket, series_id) DO UPDATE SET count = {t}.count + excluded.count, \
+             sum = {t}.sum + excluded.sum, min = {least}({t}.min, excluded.min), \
+             max = {greatest}({t}.max, excluded.max)"
+        )
+    }
+}
 
 async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -> StoreResult<()> {
     if rows.is_empty() {
@@ -365,7 +341,15 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
                 mins.push(*lo);
                 maxs.push(*hi);
             }
-            sqlx::query(table.postgres)
+            // One text per table, so sqlx prepares it once per connection.
+            let sql = format!(
+                "INSERT INTO {} (agent_id, bucket, series_id, count, sum, min, max) \
+                 SELECT * FROM UNNEST($1::UUID[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
+                 $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[], $7::DOUBLE PRECISION[]){}",
+                table.name,
+                table.on_conflict("LEAST", "GREATEST")
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(agents)
                 .bind(buckets)
                 .bind(series)
@@ -380,6 +364,7 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
             // One multi-row VALUES list: compiling it costs less than reading the rows out of
             // one JSON array (measured, bench/RESULTS.md). 7 variables a row; SQLite allows
             // 32766.
+            let conflict = table.on_conflict("MIN", "MAX");
             let rows: Vec<_> = rows.iter().collect();
             for chunk in rows.chunks(4000) {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new("INSERT INTO ");
@@ -394,7 +379,7 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
                         .push_bind(*lo)
                         .push_bind(*hi);
                 });
-                qb.push(table.sqlite_conflict);
+                qb.push(&conflict);
                 qb.build().execute(&mut *c).await?;
             }
         }
