@@ -44,6 +44,10 @@ struct Args {
     /// batch as soon as the last one was answered (closed loop: the hub's maximum rate).
     #[arg(long)]
     rate: Option<f64>,
+    /// Print, per 100 ms of the run, how many batches took longer than this many
+    /// milliseconds and the longest of them (to see whether the tail is periodic stalls).
+    #[arg(long)]
+    slow_ms: Option<u64>,
     /// Pid of the hub, for its peak RSS.
     #[arg(long)]
     hub_pid: Option<u32>,
@@ -217,7 +221,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
                     .await;
                 match r {
                     Ok(r) if r.status().as_u16() == 202 => {
-                        lat.push(due.elapsed().as_micros() as u64)
+                        lat.push((due - start, due.elapsed().as_micros() as u64))
                     }
                     _ => {
                         errors.fetch_add(1, Ordering::Relaxed);
@@ -233,6 +237,10 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         lat.extend(t.await.map_err(|e| e.to_string())?);
     }
     let secs = started.elapsed().as_secs_f64();
+    if let Some(slow) = args.slow_ms {
+        print_slow_windows(&lat, slow);
+    }
+    let mut lat: Vec<u64> = lat.into_iter().map(|(_, l)| l).collect();
     lat.sort_unstable();
     let rate = lat.len() as f64 * args.samples as f64 / secs;
     println!(
@@ -250,6 +258,25 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         println!("hub peak RSS: {rss} MiB");
     }
     Ok(rate)
+}
+
+/// Per 100 ms window of start times: batches slower than `slow_ms` and the slowest.
+fn print_slow_windows(lat: &[(Duration, u64)], slow_ms: u64) {
+    let mut windows: std::collections::BTreeMap<u128, (usize, u64)> = Default::default();
+    for (at, micros) in lat {
+        if *micros > slow_ms * 1000 {
+            let w = windows.entry(at.as_millis() / 100).or_default();
+            w.0 += 1;
+            w.1 = w.1.max(*micros);
+        }
+    }
+    for (w, (n, max)) in windows {
+        println!(
+            "  {:>6.1} s: {n} batches over {slow_ms} ms, longest {:.1} ms",
+            w as f64 / 10.0,
+            max as f64 / 1000.0
+        );
+    }
 }
 
 /// The same rows straight into storage: one transaction per batch, C concurrent writers.

@@ -419,10 +419,12 @@ mod tests {
         Ok(())
     }
 
-    /// Migration 0009 moves metric points and rollups to agent-first keys: every row is
-    /// carried over under its series' agent, and deleting an agent still deletes its rows.
+    /// Migrations 0009 and 0010 move metric points and rollups to agent-first keys (the
+    /// agent's UUID, then its number `agents.seq`): every row is carried over under its
+    /// series' agent, a new agent gets the next number, and deleting an agent still deletes
+    /// its rows.
     #[tokio::test]
-    async fn metric_rows_survive_the_move_to_agent_first_keys()
+    async fn metric_rows_survive_the_moves_to_agent_first_keys()
     -> Result<(), Box<dyn std::error::Error>> {
         let dir = std::env::temp_dir().join(format!("th-mig-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir)?;
@@ -470,24 +472,45 @@ mod tests {
         }
         migrator.run(&pool).await?;
         let per_agent: Vec<(uuid::Uuid, i64, i64, f64)> = sqlx::query_as(
-            "SELECT agent_id, series_id, COUNT(*), SUM(value) FROM metric_points \
-             GROUP BY agent_id, series_id ORDER BY series_id",
+            "SELECT a.id, p.series_id, COUNT(*), SUM(p.value) FROM metric_points p \
+             JOIN agents a ON a.seq = p.agent_seq GROUP BY a.id, p.series_id ORDER BY p.series_id",
         )
         .fetch_all(&pool)
         .await?;
         assert_eq!(per_agent, vec![(a, 1, 100, 150.0), (b, 2, 100, 250.0)]);
         for table in ["metric_rollup_1m", "metric_rollup_1h"] {
-            let rows: Vec<(uuid::Uuid, i64, i64, f64)> = sqlx::query_as(sqlx::AssertSqlSafe(
-                format!("SELECT agent_id, series_id, count, sum FROM {table} ORDER BY series_id"),
-            ))
-            .fetch_all(&pool)
-            .await?;
+            let rows: Vec<(uuid::Uuid, i64, i64, f64)> =
+                sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                    "SELECT a.id, r.series_id, r.count, r.sum FROM {table} r \
+                         JOIN agents a ON a.seq = r.agent_seq ORDER BY r.series_id"
+                )))
+                .fetch_all(&pool)
+                .await?;
             assert_eq!(
                 rows,
                 vec![(a, 1, 100, 150.0), (b, 2, 100, 250.0)],
                 "{table}"
             );
         }
+        let c = uuid::Uuid::new_v4();
+        sqlx::query(
+            "INSERT INTO agents (id, tenant_id, machine_id, hostname, os, arch, agent_version, \
+             tags, signing_pubkey, token_hash, created_at, ingest_interval_secs, \
+             inventory_interval_secs, allowed_actions) \
+             VALUES ($1, $2, 'machine-c', 'h', 'o', 'a', 'v', '[]', '00', 'c', '2026-11-23T00:00:00Z', 10, 100, '[]')",
+        )
+        .bind(c)
+        .bind(uuid::Uuid::new_v4())
+        .execute(&pool)
+        .await?;
+        let seqs: Vec<i64> = sqlx::query_scalar("SELECT seq FROM agents ORDER BY seq")
+            .fetch_all(&pool)
+            .await?;
+        assert_eq!(
+            seqs,
+            vec![1, 2, 3],
+            "numbers carried over, the new agent got the next"
+        );
         sqlx::query("PRAGMA foreign_keys = ON")
             .execute(&pool)
             .await?;

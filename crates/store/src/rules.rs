@@ -151,11 +151,11 @@ pub async fn window_sums(
 ) -> StoreResult<Vec<SeriesWindow>> {
     let sql = if hourly {
         "SELECT s.agent_id, s.labels, SUM(p.sum) AS sum, CAST(SUM(p.count) AS BIGINT) AS count FROM metric_rollup_1h p \
-         JOIN metric_series s ON s.agent_id = p.agent_id AND s.id = p.series_id JOIN agents g ON g.id = s.agent_id \
+         JOIN agents g ON g.seq = p.agent_seq JOIN metric_series s ON s.agent_id = g.id AND s.id = p.series_id \
          WHERE g.tenant_id = $1 AND s.name = $2 AND p.bucket >= $3 AND p.bucket < $4 GROUP BY s.id, s.agent_id, s.labels"
     } else {
         "SELECT s.agent_id, s.labels, SUM(p.value) AS sum, COUNT(*) AS count FROM metric_points p \
-         JOIN metric_series s ON s.agent_id = p.agent_id AND s.id = p.series_id JOIN agents g ON g.id = s.agent_id \
+         JOIN agents g ON g.seq = p.agent_seq JOIN metric_series s ON s.agent_id = g.id AND s.id = p.series_id \
          WHERE g.tenant_id = $1 AND s.name = $2 AND p.ts >= $3 AND p.ts < $4 GROUP BY s.id, s.agent_id, s.labels"
     };
     Ok(on!(ex, c => sqlx::query_as::<_, SeriesWindow>(sql)

@@ -60,33 +60,59 @@ fn labels_key(labels: &BTreeMap<String, String>) -> String {
     serde_json::to_string(labels).unwrap_or_else(|_| "{}".into())
 }
 
-/// Series ids already known, so a batch of known series needs no lookup. Entries never go
-/// stale: a series lives as long as its agent, and a deleted agent can send nothing more.
+/// Series ids and agent numbers (`agents.seq`, the first part of the points' key) already
+/// known, so a batch of known series needs no lookup. Entries never go stale: a series lives
+/// as long as its agent, an agent keeps its number, and a deleted agent can send nothing more.
 #[derive(Debug, Default)]
-pub struct SeriesCache(std::sync::Mutex<HashMap<(Uuid, String, String), i64>>);
+pub struct SeriesCache(std::sync::Mutex<Known>);
+
+#[derive(Debug, Default)]
+struct Known {
+    series: HashMap<(Uuid, String, String), i64>,
+    agents: HashMap<Uuid, i64>,
+}
 
 impl SeriesCache {
-    fn get(&self, agent: Uuid, name: &str, labels: &str) -> Option<i64> {
-        let map = self.0.lock().ok()?;
-        map.get(&(agent, name.to_owned(), labels.to_owned()))
+    fn series(&self, agent: Uuid, name: &str, labels: &str) -> Option<i64> {
+        let known = self.0.lock().ok()?;
+        known
+            .series
+            .get(&(agent, name.to_owned(), labels.to_owned()))
             .copied()
     }
 
-    /// Remembers the series of a batch. Call it only after the transaction that may have
-    /// created them committed: an id from a rolled-back transaction would point nowhere.
-    pub fn learn(&self, agent: Uuid, learned: Vec<(String, String, i64)>) {
-        if learned.is_empty() {
+    fn agent_seq(&self, agent: Uuid) -> Option<i64> {
+        self.0.lock().ok()?.agents.get(&agent).copied()
+    }
+
+    /// Remembers what resolving a batch looked up. Call it only after the transaction that
+    /// may have created the series committed: an id from a rolled-back transaction would
+    /// point nowhere.
+    pub fn learn(&self, agent: Uuid, learned: Learned) {
+        if learned.agent_seq.is_none() && learned.series.is_empty() {
             return;
         }
-        if let Ok(mut map) = self.0.lock() {
-            if map.len() > 1_000_000 {
-                map.clear();
+        if let Ok(mut known) = self.0.lock() {
+            if known.series.len() > 1_000_000 {
+                *known = Known::default();
             }
-            for (name, labels, id) in learned {
-                map.insert((agent, name, labels), id);
+            if let Some(seq) = learned.agent_seq {
+                known.agents.insert(agent, seq);
+            }
+            for (name, labels, id) in learned.series {
+                known.series.insert((agent, name, labels), id);
             }
         }
     }
+}
+
+/// What resolving a batch's series looked up in the database, for [`SeriesCache::learn`].
+#[derive(Debug, Default)]
+pub struct Learned {
+    /// The agent's number, when it was not known.
+    pub agent_seq: Option<i64>,
+    /// Series: name, labels, id.
+    pub series: Vec<(String, String, i64)>,
 }
 
 /// What [`insert_samples`] did.
@@ -94,8 +120,8 @@ impl SeriesCache {
 pub struct Inserted {
     /// Points that were new.
     pub points: u64,
-    /// Series ids looked up or created, for [`SeriesCache::learn`] after the commit.
-    pub learned: Vec<(String, String, i64)>,
+    /// What was looked up, for [`SeriesCache::learn`] after the commit.
+    pub learned: Learned,
 }
 
 async fn series_id(
@@ -124,19 +150,31 @@ pub async fn resolve_series(
     samples: &[MetricSample],
     cache: &SeriesCache,
     rows: &mut PointRows,
-) -> StoreResult<Vec<(String, String, i64)>> {
+) -> StoreResult<Learned> {
+    let mut learned = Learned::default();
+    if samples.is_empty() {
+        return Ok(learned);
+    }
+    let seq = match cache.agent_seq(agent_id) {
+        Some(seq) => seq,
+        None => {
+            let seq: i64 = on!(ex, c => sqlx::query_scalar("SELECT seq FROM agents WHERE id = $1")
+                .bind(agent_id).fetch_one(&mut *c).await?);
+            learned.agent_seq = Some(seq);
+            seq
+        }
+    };
     let mut ids: HashMap<(&str, String), i64> = HashMap::new();
-    let mut learned = Vec::new();
     for s in samples {
         let key = (s.name.as_str(), labels_key(&s.labels));
         let id = match ids.get(&key) {
             Some(id) => *id,
             None => {
-                let id = match cache.get(agent_id, key.0, &key.1) {
+                let id = match cache.series(agent_id, key.0, &key.1) {
                     Some(id) => id,
                     None => {
                         let id = series_id(ex, agent_id, key.0, &key.1).await?;
-                        learned.push((key.0.to_owned(), key.1.clone(), id));
+                        learned.series.push((key.0.to_owned(), key.1.clone(), id));
                         id
                     }
                 };
@@ -144,7 +182,7 @@ pub async fn resolve_series(
                 id
             }
         };
-        rows.agents.push(agent_id);
+        rows.agents.push(seq);
         rows.series.push(id);
         rows.ts.push(unix_ms(s.ts));
         rows.values.push(s.value);
@@ -155,8 +193,8 @@ pub async fn resolve_series(
 /// Points to insert, column by column.
 #[derive(Debug, Default)]
 pub struct PointRows {
-    /// Agents (the first part of the points' key).
-    pub agents: Vec<Uuid>,
+    /// Agent numbers (`agents.seq`, the first part of the points' key).
+    pub agents: Vec<i64>,
     /// Series ids.
     pub series: Vec<i64>,
     /// Unix milliseconds.
@@ -189,9 +227,9 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
     let new_points: Vec<Point> = match ex.handle() {
         Handle::Postgres(c) => {
             sqlx::query_as(
-                "INSERT INTO metric_points (agent_id, ts, series_id, value) \
-                 SELECT * FROM UNNEST($1::UUID[], $2::BIGINT[], $3::BIGINT[], $4::DOUBLE PRECISION[]) \
-                 ON CONFLICT DO NOTHING RETURNING agent_id, series_id, ts, value",
+                "INSERT INTO metric_points (agent_seq, ts, series_id, value) \
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::DOUBLE PRECISION[]) \
+                 ON CONFLICT DO NOTHING RETURNING agent_seq, series_id, ts, value",
             )
             .bind(agents)
             .bind(ts)
@@ -213,7 +251,7 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
             for start in (0..series.len()).step_by(8_000) {
                 let chunk = start..(start + 8_000).min(series.len());
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                    "INSERT INTO metric_points (agent_id, ts, series_id, value) ",
+                    "INSERT INTO metric_points (agent_seq, ts, series_id, value) ",
                 );
                 qb.push_values(chunk, |mut b, i| {
                     b.push_bind(agents[i])
@@ -234,7 +272,7 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
                 let mut rows = Vec::with_capacity(series.len());
                 for (agent, s, t, v) in all {
                     let n = sqlx::query(
-                        "INSERT INTO metric_points (agent_id, ts, series_id, value) \
+                        "INSERT INTO metric_points (agent_seq, ts, series_id, value) \
                          VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                     )
                         .bind(agent)
@@ -264,11 +302,11 @@ pub const MINUTE_MS: i64 = 60_000;
 /// One hour in milliseconds.
 pub const HOUR_MS: i64 = 3_600_000;
 
-/// A stored point: agent, series, unix milliseconds, value.
-type Point = (Uuid, i64, i64, f64);
+/// A stored point: agent number, series, unix milliseconds, value.
+type Point = (i64, i64, i64, f64);
 
-/// count, sum, min and max of points per (agent, bucket start, series).
-type Rollup = BTreeMap<(Uuid, i64, i64), (i64, f64, f64, f64)>;
+/// count, sum, min and max of points per (agent number, bucket start, series).
+type Rollup = BTreeMap<(i64, i64, i64), (i64, f64, f64, f64)>;
 
 fn rollup(points: &[Point], width: i64) -> Rollup {
     let mut out = Rollup::new();
@@ -307,7 +345,7 @@ impl RollupTable {
     fn on_conflict(&self, least: &str, greatest: &str) -> String {
         let t = self.name;
         format!(
-            " ON CONFLICT (agent_id, bucket, series_id) DO UPDATE SET count = {t}.count + excluded.count, \
+            " ON CONFLICT (agent_seq, bucket, series_id) DO UPDATE SET count = {t}.count + excluded.count, \
              sum = {t}.sum + excluded.sum, min = {least}({t}.min, excluded.min), \
              max = {greatest}({t}.max, excluded.max)"
         )
@@ -343,8 +381,8 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
             }
             // One text per table, so sqlx prepares it once per connection.
             let sql = format!(
-                "INSERT INTO {} (agent_id, bucket, series_id, count, sum, min, max) \
-                 SELECT * FROM UNNEST($1::UUID[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
+                "INSERT INTO {} (agent_seq, bucket, series_id, count, sum, min, max) \
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
                  $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[], $7::DOUBLE PRECISION[]){}",
                 table.name,
                 table.on_conflict("LEAST", "GREATEST")
@@ -369,7 +407,7 @@ async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -
             for chunk in rows.chunks(4000) {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new("INSERT INTO ");
                 qb.push(table.name);
-                qb.push(" (agent_id, bucket, series_id, count, sum, min, max) ");
+                qb.push(" (agent_seq, bucket, series_id, count, sum, min, max) ");
                 qb.push_values(chunk, |mut b, ((agent, k, s), (n, sum, lo, hi))| {
                     b.push_bind(*agent)
                         .push_bind(*k)
@@ -505,20 +543,20 @@ pub async fn points(
     };
     Ok(match (bucket_ms, rollup_table) {
         (None, _) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT ts, value FROM metric_points WHERE agent_id = $5 AND series_id = $1 AND ts >= $2 AND ts < $3 \
+            "SELECT ts, value FROM metric_points WHERE agent_seq = (SELECT seq FROM agents WHERE id = $5) AND series_id = $1 AND ts >= $2 AND ts < $3 \
              ORDER BY ts LIMIT $4")
             .bind(series_id).bind(from_ms).bind(to_ms).bind(limit).bind(agent_id).fetch_all(&mut *c).await?),
         (Some(b), Some(table)) => {
             let sql = format!(
                 "SELECT (bucket / $4) * $4 AS b, SUM(sum) / SUM(count) FROM {table} \
-                 WHERE agent_id = $6 AND series_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b ORDER BY b LIMIT $5"
+                 WHERE agent_seq = (SELECT seq FROM agents WHERE id = $6) AND series_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b ORDER BY b LIMIT $5"
             );
             on!(ex, c => sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
                 .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).bind(agent_id).fetch_all(&mut *c).await?)
         }
         (Some(b), None) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
             "SELECT (ts / $4) * $4 AS bucket, AVG(value) FROM metric_points \
-             WHERE agent_id = $6 AND series_id = $1 AND ts >= $2 AND ts < $3 \
+             WHERE agent_seq = (SELECT seq FROM agents WHERE id = $6) AND series_id = $1 AND ts >= $2 AND ts < $3 \
              GROUP BY bucket ORDER BY bucket LIMIT $5")
             .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).bind(agent_id).fetch_all(&mut *c).await?),
     })
