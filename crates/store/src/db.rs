@@ -437,19 +437,23 @@ mod tests {
             .await?;
         let migrator = sqlx::migrate!("./migrations/sqlite");
         migrator.run_to(8, &pool).await?;
-        let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
-        for (i, agent) in [a, b].iter().enumerate() {
+        // The columns agents have had since 0002.
+        let insert_agent = async |id: uuid::Uuid| {
             sqlx::query(
                 "INSERT INTO agents (id, tenant_id, machine_id, hostname, os, arch, agent_version, \
                  tags, signing_pubkey, token_hash, created_at, ingest_interval_secs, \
                  inventory_interval_secs, allowed_actions) \
                  VALUES ($1, $2, $3, 'h', 'o', 'a', 'v', '[]', '00', $3, '2026-11-23T00:00:00Z', 10, 100, '[]')",
             )
-            .bind(agent)
+            .bind(id)
             .bind(uuid::Uuid::new_v4())
-            .bind(format!("machine-{i}"))
+            .bind(id.to_string())
             .execute(&pool)
-            .await?;
+            .await
+        };
+        let (a, b) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        for (i, agent) in [a, b].iter().enumerate() {
+            insert_agent(*agent).await?;
             sqlx::query("INSERT INTO metric_series (id, agent_id, name, labels) VALUES ($1, $2, 'cpu', '{}')")
                 .bind(i as i64 + 1)
                 .bind(agent)
@@ -492,17 +496,7 @@ mod tests {
                 "{table}"
             );
         }
-        let c = uuid::Uuid::new_v4();
-        sqlx::query(
-            "INSERT INTO agents (id, tenant_id, machine_id, hostname, os, arch, agent_version, \
-             tags, signing_pubkey, token_hash, created_at, ingest_interval_secs, \
-             inventory_interval_secs, allowed_actions) \
-             VALUES ($1, $2, 'machine-c', 'h', 'o', 'a', 'v', '[]', '00', 'c', '2026-11-23T00:00:00Z', 10, 100, '[]')",
-        )
-        .bind(c)
-        .bind(uuid::Uuid::new_v4())
-        .execute(&pool)
-        .await?;
+        insert_agent(uuid::Uuid::new_v4()).await?;
         let seqs: Vec<i64> = sqlx::query_scalar("SELECT seq FROM agents ORDER BY seq")
             .fetch_all(&pool)
             .await?;

@@ -504,6 +504,8 @@ pub async fn processes(
 pub struct Series {
     /// Id.
     pub id: i64,
+    /// Its agent's number (`agents.seq`), the first part of its points' key.
+    pub agent_seq: i64,
     /// Metric name.
     pub name: String,
     /// Canonical JSON of the labels.
@@ -518,7 +520,7 @@ pub async fn series(
     name: Option<&str>,
 ) -> StoreResult<Vec<Series>> {
     Ok(on!(ex, c => sqlx::query_as::<_, Series>(
-        "SELECT s.id, s.name, s.labels FROM metric_series s JOIN agents a ON a.id = s.agent_id \
+        "SELECT s.id, a.seq AS agent_seq, s.name, s.labels FROM metric_series s JOIN agents a ON a.id = s.agent_id \
          WHERE a.tenant_id = $1 AND s.agent_id = $2 AND ($3 IS NULL OR s.name = $3) ORDER BY s.name, s.labels")
         .bind(tenant.0).bind(agent_id).bind(name).fetch_all(&mut *c).await?))
 }
@@ -529,8 +531,7 @@ pub async fn series(
 /// raw retention), anything else from the raw points.
 pub async fn points(
     ex: &mut impl Exec,
-    agent_id: Uuid,
-    series_id: i64,
+    series: &Series,
     from_ms: i64,
     to_ms: i64,
     bucket_ms: Option<i64>,
@@ -543,21 +544,21 @@ pub async fn points(
     };
     Ok(match (bucket_ms, rollup_table) {
         (None, _) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT ts, value FROM metric_points WHERE agent_seq = (SELECT seq FROM agents WHERE id = $5) AND series_id = $1 AND ts >= $2 AND ts < $3 \
-             ORDER BY ts LIMIT $4")
-            .bind(series_id).bind(from_ms).bind(to_ms).bind(limit).bind(agent_id).fetch_all(&mut *c).await?),
+            "SELECT ts, value FROM metric_points WHERE agent_seq = $1 AND series_id = $2 AND ts >= $3 AND ts < $4 \
+             ORDER BY ts LIMIT $5")
+            .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(limit).fetch_all(&mut *c).await?),
         (Some(b), Some(table)) => {
             let sql = format!(
-                "SELECT (bucket / $4) * $4 AS b, SUM(sum) / SUM(count) FROM {table} \
-                 WHERE agent_seq = (SELECT seq FROM agents WHERE id = $6) AND series_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b ORDER BY b LIMIT $5"
+                "SELECT (bucket / $5) * $5 AS b, SUM(sum) / SUM(count) FROM {table} \
+                 WHERE agent_seq = $1 AND series_id = $2 AND bucket >= $3 AND bucket < $4 GROUP BY b ORDER BY b LIMIT $6"
             );
             on!(ex, c => sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
-                .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).bind(agent_id).fetch_all(&mut *c).await?)
+                .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?)
         }
         (Some(b), None) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT (ts / $4) * $4 AS bucket, AVG(value) FROM metric_points \
-             WHERE agent_seq = (SELECT seq FROM agents WHERE id = $6) AND series_id = $1 AND ts >= $2 AND ts < $3 \
-             GROUP BY bucket ORDER BY bucket LIMIT $5")
-            .bind(series_id).bind(from_ms).bind(to_ms).bind(b).bind(limit).bind(agent_id).fetch_all(&mut *c).await?),
+            "SELECT (ts / $5) * $5 AS bucket, AVG(value) FROM metric_points \
+             WHERE agent_seq = $1 AND series_id = $2 AND ts >= $3 AND ts < $4 \
+             GROUP BY bucket ORDER BY bucket LIMIT $6")
+            .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?),
     })
 }

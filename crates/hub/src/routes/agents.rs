@@ -952,7 +952,7 @@ async fn metrics(
     let mut out = Vec::new();
     let mut budget = MAX_POINTS;
     for s in telemetry::series(&mut c, p.tenant(), id, q.name.as_deref()).await? {
-        let pts = telemetry::points(&mut c, id, s.id, from_ms, to_ms, bucket, budget + 1).await?;
+        let pts = telemetry::points(&mut c, &s, from_ms, to_ms, bucket, budget + 1).await?;
         budget -= pts.len() as i64;
         if budget < 0 {
             return Err(ApiError::BadRequest(format!(
