@@ -48,6 +48,11 @@ struct Args {
     /// milliseconds and the longest of them (to see whether the tail is periodic stalls).
     #[arg(long)]
     slow_ms: Option<u64>,
+    /// Seconds of the same load sent before the measured `duration_secs` and left out of its
+    /// figures (new connections, each simulated agent's first batch creating its series);
+    /// the p99 over the whole run is printed beside it.
+    #[arg(long, default_value_t = 0)]
+    warmup_secs: u64,
     /// Pid of the hub, for its peak RSS.
     #[arg(long)]
     hub_pid: Option<u32>,
@@ -172,7 +177,8 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     }
     let agents = Arc::new(agents);
     let start = Instant::now();
-    let deadline = start + Duration::from_secs(args.duration_secs);
+    let warmup = Duration::from_secs(args.warmup_secs);
+    let deadline = start + warmup + Duration::from_secs(args.duration_secs);
     let seq = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -231,22 +237,28 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             lat
         }));
     }
-    let started = Instant::now();
     let mut lat = Vec::new();
     for t in tasks {
         lat.extend(t.await.map_err(|e| e.to_string())?);
     }
-    let secs = started.elapsed().as_secs_f64();
     if let Some(slow) = args.slow_ms {
         print_slow_windows(&lat, slow);
     }
-    let mut lat: Vec<u64> = lat.into_iter().map(|(_, l)| l).collect();
+    let mut all: Vec<u64> = lat.iter().map(|(_, l)| *l).collect();
+    all.sort_unstable();
+    let mut lat: Vec<u64> = lat
+        .into_iter()
+        .filter(|(at, _)| *at >= warmup)
+        .map(|(_, l)| l)
+        .collect();
     lat.sort_unstable();
-    let rate = lat.len() as f64 * args.samples as f64 / secs;
+    // Batches started in the measured window, over its length.
+    let rate = lat.len() as f64 * args.samples as f64 / args.duration_secs.max(1) as f64;
     println!(
-        "hub:  {} batches ({} samples each) in {secs:.1} s = {rate:.0} samples/s{}; p50 {:.1} ms, p99 {:.1} ms; errors {}",
+        "hub:  {} batches ({} samples each) in {} s = {rate:.0} samples/s{}; p50 {:.1} ms, p99 {:.1} ms; errors {}",
         lat.len(),
         args.samples,
+        args.duration_secs,
         args.rate
             .map(|r| format!(" (offered {r:.0}, latency from the scheduled start)"))
             .unwrap_or_default(),
@@ -254,6 +266,15 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         percentile(&lat, 0.99),
         errors.load(Ordering::Relaxed)
     );
+    if args.warmup_secs > 0 {
+        println!(
+            "      after {} s of warm-up left out; over the whole run ({} batches): p50 {:.1} ms, p99 {:.1} ms",
+            args.warmup_secs,
+            all.len(),
+            percentile(&all, 0.5),
+            percentile(&all, 0.99)
+        );
+    }
     if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
         println!("hub peak RSS: {rss} MiB");
     }
