@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ingest benchmark on SQLite and PostgreSQL (issue 3). Run by hand: bash bench/ingest.sh
 # Loopback only; each phase is bounded by DUR seconds. RATE=100000 offers that many samples/s
-# on a fixed schedule (open loop) instead of sending as fast as answers come back.
+# on a fixed schedule (open loop) instead of sending as fast as answers come back; WARMUP=2
+# sends 2 s of the same load first and leaves it out of the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
@@ -17,7 +18,7 @@ phase() {
   for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18181/api/v1/health >/dev/null && break; sleep 0.1; done
   echo "## $name"
   target/release/trusthub-bench-ingest --password 'bench password' --agents "$AGENTS" --concurrency "$CONC" \
-    --duration-secs "$DUR" --hub-pid $pid --raw-db "$raw" ${RATE:+--rate "$RATE"}
+    --duration-secs "$DUR" --hub-pid $pid --raw-db "$raw" ${RATE:+--rate "$RATE"} ${WARMUP:+--warmup-secs "$WARMUP"}
   kill -TERM $pid; wait $pid || true
   rm -rf "$dir"
 }
