@@ -244,8 +244,12 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     if let Some(slow) = args.slow_ms {
         print_slow_windows(&lat, slow);
     }
-    let mut all: Vec<u64> = lat.iter().map(|(_, l)| *l).collect();
-    all.sort_unstable();
+    // p50 and p99 over the whole run, warm-up included, when there was one.
+    let whole = (args.warmup_secs > 0).then(|| {
+        let mut all: Vec<u64> = lat.iter().map(|(_, l)| *l).collect();
+        all.sort_unstable();
+        (all.len(), percentile(&all, 0.5), percentile(&all, 0.99))
+    });
     let mut lat: Vec<u64> = lat
         .into_iter()
         .filter(|(at, _)| *at >= warmup)
@@ -266,13 +270,10 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         percentile(&lat, 0.99),
         errors.load(Ordering::Relaxed)
     );
-    if args.warmup_secs > 0 {
+    if let Some((n, p50, p99)) = whole {
         println!(
-            "      after {} s of warm-up left out; over the whole run ({} batches): p50 {:.1} ms, p99 {:.1} ms",
-            args.warmup_secs,
-            all.len(),
-            percentile(&all, 0.5),
-            percentile(&all, 0.99)
+            "      after {} s of warm-up left out; over the whole run ({n} batches): p50 {p50:.1} ms, p99 {p99:.1} ms",
+            args.warmup_secs
         );
     }
     if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
