@@ -12,6 +12,8 @@ KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 
 phase() {
   local name=$1 url=$2 raw=$3 dir; dir=$(mktemp -d)
+  # Nothing of the build or of an earlier phase still being written back under the measurement.
+  sync
   env ${url:+TRUSTHUB_DATABASE_URL=$url} CLOUD_ENCRYPTION_KEY=$KEY TRUSTHUB_RATE_LIMITS=off RUST_LOG=warn \
     TRUSTHUB_ADMIN_PASSWORD='bench password' target/release/trusthub serve --listen 127.0.0.1:18181 --data-dir "$dir" >/dev/null 2>&1 &
   local pid=$!

@@ -8,6 +8,7 @@
 
 mod db;
 mod error;
+mod prefetch;
 
 pub mod actions;
 pub mod agents;
