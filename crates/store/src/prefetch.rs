@@ -20,7 +20,7 @@
 //! to 550 ms.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
@@ -36,7 +36,7 @@ const WAL_HEADER: u64 = 32;
 const FRAME_HEADER: u64 = 24;
 
 /// Where the writer appends next, sent after each checkpoint pass.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WalPrefetch {
     position: SyncSender<u64>,
     frame: u64,
@@ -104,7 +104,6 @@ fn reserve(wal: &File, len: u64) {
 fn read_ahead(wal: PathBuf, full: u64, next: Receiver<u64>) {
     let mut buf = vec![0u8; 256 << 10];
     let mut file: Option<File> = None;
-    let mut reserved = false;
     let mut ahead = Ahead::default();
     while let Ok(mut at) = next.recv() {
         while let Ok(later) = next.try_recv() {
@@ -121,17 +120,14 @@ fn read_ahead(wal: PathBuf, full: u64, next: Receiver<u64>) {
                 .write(true)
                 .open(&wal)
             {
-                Ok(f) => {
-                    reserved = false;
-                    file.insert(f)
-                }
+                Ok(f) => file.insert(f),
                 // No WAL file yet: nothing to keep cached.
                 Err(_) => continue,
             },
         };
-        if !reserved && at >= full / 8 {
+        // Reserved once per file: a pass over the log finds the blocks already there.
+        if at >= full / 8 && f.metadata().is_ok_and(|m| m.blocks() * 512 < full) {
             reserve(f, full);
-            reserved = true;
         }
         let mut from = range.start;
         while from < range.end {
