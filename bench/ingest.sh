@@ -2,11 +2,13 @@
 # Ingest benchmark on SQLite and PostgreSQL (issue 3). Run by hand: bash bench/ingest.sh
 # Loopback only; each phase is bounded by DUR seconds. RATE=100000 offers that many samples/s
 # on a fixed schedule (open loop) instead of sending as fast as answers come back; WARMUP=2
-# sends 2 s of the same load first and leaves it out of the figures.
+# sends 2 s of the same load first and leaves it out of the figures. SHAPE=realistic (the
+# default: every batch one sample of each of 100 series, as an agent pushes) or flattering (10
+# series x 10 samples); REPEAT=1 re-sends the same points under new batch ids.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
-DUR=${DUR:-20}; CONC=${CONC:-64}; AGENTS=${AGENTS:-50}
+DUR=${DUR:-20}; CONC=${CONC:-64}; AGENTS=${AGENTS:-128}; SHAPE=${SHAPE:-realistic}
 PG_ADMIN=${PG_ADMIN:-postgres://postgres@127.0.0.1:5432/postgres}
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 
@@ -20,7 +22,8 @@ phase() {
   for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18181/api/v1/health >/dev/null && break; sleep 0.1; done
   echo "## $name"
   target/release/trusthub-bench-ingest --password 'bench password' --agents "$AGENTS" --concurrency "$CONC" \
-    --duration-secs "$DUR" --hub-pid $pid --raw-db "$raw" ${RATE:+--rate "$RATE"} ${WARMUP:+--warmup-secs "$WARMUP"}
+    --duration-secs "$DUR" --hub-pid $pid --raw-db "$raw" --shape "$SHAPE" ${REPEAT:+--repeat} \
+    ${RATE:+--rate "$RATE"} ${WARMUP:+--warmup-secs "$WARMUP"}
   kill -TERM $pid; wait $pid || true
   rm -rf "$dir"
 }

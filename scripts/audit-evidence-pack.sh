@@ -16,7 +16,17 @@ openssl pkeyutl -verify -pubin -inkey pub.pem -rawin -in manifest.json -sigfile 
 # 2. traces.jsonl and spans.jsonl against the signed hashes.
 echo "$(field traces_sha256)  traces.jsonl" | sha256sum -c -
 echo "$(field spans_sha256)  spans.jsonl" | sha256sum -c -
-# 3. Every blob of the signed index: its file hashes to its name.
-grep -o '"hash":"[0-9a-f]*","sha256":"[0-9a-f]*"' manifest.json | while IFS='"' read -r _ _ _ h _ _ _ s _; do
+# 3. Every blob of the signed index: its file hashes to its name (a pack may have none).
+{ grep -o '"hash":"[0-9a-f]*","sha256":"[0-9a-f]*"' manifest.json || true; } | while IFS='"' read -r _ _ _ h _ _ _ s _; do
   echo "$s  blobs/$h.txt"
-done | sha256sum -c --quiet - && echo "blobs: OK"
+done > blobs.sha256
+if [ -s blobs.sha256 ]; then
+  sha256sum -c --quiet blobs.sha256 && echo "blobs: OK ($(wc -l < blobs.sha256) files)"
+else
+  echo "blobs: none in this pack"
+fi
+if [ -n "$expect" ]; then
+  echo "key: pinned $key"
+else
+  echo "key: NOT pinned — signed by $key; compare it with GET /api/v1/ai/evidence-key or pass it as the second argument"
+fi

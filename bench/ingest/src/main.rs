@@ -37,6 +37,15 @@ struct Args {
     /// Samples per batch.
     #[arg(long, default_value_t = 100)]
     samples: usize,
+    /// `realistic` (the default): what an agent pushes — every batch one sample of each of
+    /// `samples` distinct series, all at the batch's time. `flattering`: 10 series with 10
+    /// samples each per batch (fewer series to touch; the shape of earlier figures).
+    #[arg(long, default_value = "realistic")]
+    shape: String,
+    /// Every batch of an agent re-sends the same points under a new batch id (an agent that
+    /// lost its spool state): after its first batch, every sample repeats a stored point.
+    #[arg(long)]
+    repeat: bool,
     /// Open loop: offer this many samples per second in total (batches start on a fixed
     /// schedule, at most `concurrency` in flight) and measure each latency from the batch's
     /// scheduled start, so a stalled hub is charged for the batches it delayed (no
@@ -66,25 +75,56 @@ fn iso(t: OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
-/// Samples of one batch: 10 series (one metric with 10 label values), every sample its own
-/// (series, millisecond) point.
-fn samples(n: usize, seq: u64) -> Vec<MetricSample> {
+/// Samples of one batch number `seq` (see `--shape`); every sample its own stored point
+/// unless `--repeat` makes every batch of an agent the same points again.
+fn samples(n: usize, seq: u64, shape: Shape) -> Vec<MetricSample> {
     let base = OffsetDateTime::now_utc();
-    (0..n)
-        .map(|i| MetricSample {
-            name: format!("bench.metric_{}", i % 10),
-            // Distinct milliseconds for every sample, so each one is a stored point.
-            ts: base + time::Duration::milliseconds((seq as i64) * n as i64 + i as i64),
-            value: (seq as f64) + i as f64 * 0.5,
-            labels: BTreeMap::from([("shard".to_owned(), format!("{}", i % 10))]),
-        })
-        .collect()
+    match shape {
+        Shape::Realistic => {
+            // One scrape: n series, one sample each, all at the batch's millisecond.
+            let at = base + time::Duration::milliseconds(seq as i64);
+            (0..n)
+                .map(|i| MetricSample {
+                    name: format!("bench.metric_{i}"),
+                    ts: at,
+                    value: (seq as f64) + i as f64 * 0.5,
+                    labels: BTreeMap::new(),
+                })
+                .collect()
+        }
+        Shape::Flattering => (0..n)
+            .map(|i| MetricSample {
+                name: format!("bench.metric_{}", i % 10),
+                // Distinct milliseconds for every sample, so each one is a stored point.
+                ts: base + time::Duration::milliseconds((seq as i64) * n as i64 + i as i64),
+                value: (seq as f64) + i as f64 * 0.5,
+                labels: BTreeMap::from([("shard".to_owned(), format!("{}", i % 10))]),
+            })
+            .collect(),
+    }
+}
+
+/// The batch shape (`--shape`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Realistic,
+    Flattering,
+}
+
+impl Shape {
+    fn parse(s: &str) -> Result<Shape, String> {
+        match s {
+            "realistic" => Ok(Shape::Realistic),
+            "flattering" => Ok(Shape::Flattering),
+            other => Err(format!("--shape {other}: use realistic or flattering")),
+        }
+    }
 }
 
 /// The JSON body of one batch of [`samples`], written straight into `out` (the load generator
 /// shares the hub's 2 cores: building a `serde_json::Value` tree per batch cost it three times
 /// as much CPU).
-fn batch_body(n: usize, seq: u64, out: &mut String) {
+fn batch_body(n: usize, seq: u64, shape: Shape, out: &mut String) {
     use std::fmt::Write;
     out.clear();
     let _ = write!(
@@ -93,16 +133,21 @@ fn batch_body(n: usize, seq: u64, out: &mut String) {
         uuid::Uuid::now_v7(),
         iso(OffsetDateTime::now_utc())
     );
-    for (i, s) in samples(n, seq).iter().enumerate() {
+    for (i, s) in samples(n, seq, shape).iter().enumerate() {
         let _ = write!(
             out,
-            r#"{}{{"name":"{}","ts":"{}","value":{},"labels":{{"shard":"{}"}}}}"#,
+            r#"{}{{"name":"{}","ts":"{}","value":{}"#,
             if i == 0 { "" } else { "," },
             s.name,
             iso(s.ts),
             s.value,
-            s.labels.get("shard").map_or("", String::as_str)
         );
+        match s.labels.get("shard") {
+            Some(shard) => {
+                let _ = write!(out, r#","labels":{{"shard":"{shard}"}}}}"#);
+            }
+            None => out.push('}'),
+        }
     }
     out.push_str("]}");
 }
@@ -191,6 +236,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             errors.clone(),
         );
         let n = args.samples;
+        let (shape, repeat) = (Shape::parse(&args.shape)?, args.repeat);
         let pace = args
             .rate
             .map(|rate| Duration::from_secs_f64(n as f64 / rate.max(1.0)));
@@ -204,9 +250,12 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
                 if scheduled.unwrap_or_else(Instant::now) >= deadline {
                     break;
                 }
-                let (key, token) = &agents[i % agents.len()];
+                let agent = i % agents.len();
+                let (key, token) = &agents[agent];
                 i += 1;
-                batch_body(n, s, &mut body);
+                // `--repeat`: the same points for every batch of an agent.
+                let points_of = if repeat { agent as u64 } else { s };
+                batch_body(n, points_of, shape, &mut body);
                 let signature = sign_header(key, body.as_bytes());
                 // Latency runs from the scheduled start (open loop) or from the send (closed
                 // loop), never over building and signing the body.
@@ -359,14 +408,19 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
         let (db, agent_ids, seq, cache) =
             (db.clone(), agent_ids.clone(), seq.clone(), cache.clone());
         let n = args.samples;
+        let (shape, repeat) = (Shape::parse(&args.shape)?, args.repeat);
         tasks.push(tokio::spawn(async move {
             let mut done = 0u64;
             let mut i = w;
             while Instant::now() < deadline {
                 let agent = agent_ids[i % agent_ids.len()];
+                let points_of = if repeat {
+                    (i % agent_ids.len()) as u64
+                } else {
+                    seq.fetch_add(1, Ordering::Relaxed)
+                };
                 i += 1;
-                let s = seq.fetch_add(1, Ordering::Relaxed);
-                let batch = samples(n, s);
+                let batch = samples(n, points_of, shape);
                 let ok = async {
                     let mut tx = db.begin().await?;
                     let done =
@@ -402,8 +456,17 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
 async fn main() -> Result<(), String> {
     let args = Args::parse();
     println!(
-        "agents {}, concurrency {}, {} samples/batch, {} s per phase",
-        args.agents, args.concurrency, args.samples, args.duration_secs
+        "agents {}, concurrency {}, {} samples/batch, shape {}{}, {} s per phase",
+        args.agents,
+        args.concurrency,
+        args.samples,
+        args.shape,
+        if args.repeat {
+            " (repeated points)"
+        } else {
+            ""
+        },
+        args.duration_secs
     );
     let hub = hub_phase(&args).await?;
     if let Some(url) = &args.raw_db {

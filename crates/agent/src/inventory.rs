@@ -54,8 +54,81 @@ pub async fn live() -> (Value, Value) {
 fn processes_json(procs: &[Proc]) -> Value {
     procs
         .iter()
-        .map(|p| json!({"pid": p.pid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user}))
+        .map(|p| {
+            let mut v = json!({"pid": p.pid, "ppid": p.ppid, "exe": p.exe, "cmdline": p.cmdline, "user": p.user});
+            if !p.paths.is_empty() {
+                v["paths"] = json!(p.paths);
+            }
+            v
+        })
         .collect()
+}
+
+/// Where a program named without a directory is found (the usual `PATH` of services).
+const PATH_DIRS: [&str; 6] = [
+    "/usr/local/sbin",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/usr/bin",
+    "/sbin",
+    "/bin",
+];
+
+/// Other absolute names of a process's program, resolved on this host: the path it was
+/// started through when that is a symlink to its binary (`redis-server` found in `PATH`,
+/// pointing at `redis-check-rdb`), and a script an interpreter runs, made absolute against
+/// the process's working directory.
+pub fn aliases(exe: &str, cmdline: &str, cwd: Option<&Path>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut argv = cmdline.split_whitespace();
+    let argv0 = argv.next().unwrap_or_default();
+    let target = std::fs::canonicalize(exe).ok();
+    if !argv0.is_empty() && !argv0.starts_with('/') {
+        let candidates: Vec<PathBuf> = if argv0.contains('/') {
+            cwd.map(|c| c.join(argv0)).into_iter().collect()
+        } else {
+            PATH_DIRS.iter().map(|d| Path::new(d).join(argv0)).collect()
+        };
+        if let Some(found) = candidates
+            .into_iter()
+            .find(|c| target.is_some() && std::fs::canonicalize(c).ok() == target)
+        {
+            out.push(normalize(&found));
+        }
+    }
+    let program = if exe.is_empty() { argv0 } else { exe };
+    if trusthub_core::apps::is_interpreter(program)
+        && let Some(script) = argv.find(|a| !a.starts_with('-'))
+        && !script.starts_with('/')
+        && let Some(cwd) = cwd
+    {
+        let abs = cwd.join(script);
+        if abs.is_file() {
+            out.push(normalize(&abs));
+        }
+    }
+    out.retain(|p| p != exe);
+    out
+}
+
+/// A path with `.` and `..` folded (no symlinks resolved: the name the user sees).
+fn normalize(p: &Path) -> String {
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            std::path::Component::Normal(n) => parts.push(n),
+            _ => {}
+        }
+    }
+    let mut s = String::new();
+    for part in parts {
+        s.push('/');
+        s.push_str(&part.to_string_lossy());
+    }
+    if s.is_empty() { "/".into() } else { s }
 }
 
 fn os() -> Value {
@@ -209,6 +282,10 @@ pub struct Proc {
     pub cmdline: String,
     /// Owner.
     pub user: String,
+    /// Parent pid (1 for a daemon).
+    pub ppid: u32,
+    /// Other absolute names of its program ([`aliases`]).
+    pub paths: Vec<String>,
 }
 
 /// The processes of this host.
@@ -239,13 +316,30 @@ pub fn processes(names: &HashMap<u32, String>) -> Vec<Proc> {
                         .collect()
                 })
                 .unwrap_or_default();
+            let ppid: u32 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            let exe = std::fs::read_link(base.join("exe"))
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let paths = if exe.is_empty() {
+                Vec::new()
+            } else {
+                aliases(
+                    &exe,
+                    &cmdline,
+                    std::fs::read_link(base.join("cwd")).ok().as_deref(),
+                )
+            };
             Some(Proc {
                 pid,
-                exe: std::fs::read_link(base.join("exe"))
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default(),
+                exe,
                 cmdline,
                 user: names.get(&uid).cloned().unwrap_or_else(|| uid.to_string()),
+                ppid,
+                paths,
             })
         })
         .collect();
@@ -724,6 +818,60 @@ pub async fn compose_restart(project: &str, service: &str) -> (i64, String, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process started through a symlink by a relative name, and a script run by an
+    /// interpreter by a relative path, are both known by the names a user would track.
+    #[test]
+    fn processes_are_known_by_their_symlink_and_their_script() {
+        let dir = std::env::temp_dir().join(format!("th-alias-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("bin")).expect("dir");
+        let sleep = std::fs::canonicalize("/bin/sleep").expect("sleep");
+        std::os::unix::fs::symlink(&sleep, dir.join("bin/my-daemon")).expect("symlink");
+        std::fs::write(dir.join("job.sh"), "sleep 30\n").expect("script");
+        let mut daemon = std::process::Command::new("./bin/my-daemon")
+            .arg("30")
+            .current_dir(&dir)
+            .spawn()
+            .expect("spawn through the symlink");
+        let mut job = std::process::Command::new("sh")
+            .arg("job.sh")
+            .current_dir(&dir)
+            .spawn()
+            .expect("spawn the script");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let procs = processes(&HashMap::new());
+        let by_pid = |pid: u32| procs.iter().find(|p| p.pid == pid).cloned();
+        let d = by_pid(daemon.id()).expect("daemon listed");
+        let j = by_pid(job.id()).expect("job listed");
+        let _ = daemon.kill();
+        let _ = job.kill();
+        let _ = daemon.wait();
+        let _ = job.wait();
+        let link = format!("{}/bin/my-daemon", dir.display());
+        assert_eq!(d.exe, sleep.display().to_string());
+        assert!(d.paths.contains(&link), "{d:?}");
+        assert!(
+            j.paths.contains(&format!("{}/job.sh", dir.display())),
+            "{j:?}"
+        );
+        assert!(d.ppid > 0);
+        // And the hub's matching finds both by those names.
+        let list = processes_json(&[d, j]);
+        let m = trusthub_core::apps::observed_map(&[], &[], list.as_array().expect("list"));
+        use trusthub_core::apps::{AppKind, observe};
+        use trusthub_core::liveness::Observed;
+        assert_eq!(
+            observe(AppKind::Process, &link, &m, true),
+            Observed::Running
+        );
+        let script = format!("{}/job.sh", dir.display());
+        assert_eq!(
+            observe(AppKind::Process, &script, &m, true),
+            Observed::Running
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn lockfiles_of_each_ecosystem_parse() {

@@ -18,20 +18,28 @@ struct Cli {
 enum Command {
     /// Run the agent (the default).
     Run(Box<Options>),
-    /// Write a systemd unit that runs the agent.
+    /// Register with the hub (`--hub`, `--enroll`) and exit: for install scripts, before
+    /// `install` starts the service.
+    Enroll(Box<Options>),
+    /// Install the agent as a systemd service: copy this binary to `--binary` (unless it is
+    /// already there) and write a unit that runs it.
     Install {
-        /// State dir the service uses.
-        #[arg(long, default_value = "/var/lib/trusthub-agent")]
-        state_dir: PathBuf,
+        /// State dir the service uses (default: the global `--state-dir`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
         /// Where to write the unit.
         #[arg(long, default_value = "/etc/systemd/system")]
         unit_dir: PathBuf,
+        /// Where the service's binary lives; this binary is copied there.
+        #[arg(long, default_value = "/usr/local/bin/trusthub-agent")]
+        binary: PathBuf,
     },
-    /// Print what the agent knows: registration, spool, allowlist.
+    /// Print what the agent knows: registration, spool, allowlist. Only reads: creates no
+    /// directory and no key.
     Status {
-        /// State dir.
-        #[arg(long, default_value = "/var/lib/trusthub-agent")]
-        state_dir: PathBuf,
+        /// State dir (default: the global `--state-dir`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
     },
 }
 
@@ -47,27 +55,46 @@ async fn shutdown_signal() {
 }
 
 fn status(state_dir: &std::path::Path) -> Result<(), String> {
-    let dir = StateDir::open(state_dir).map_err(|e| e.to_string())?;
+    use std::fmt::Write as _;
+    let Some(dir) = StateDir::existing(state_dir).map_err(|e| e.to_string())? else {
+        return Err(format!(
+            "no agent state in {} (not enrolled on this host with that --state-dir)",
+            state_dir.display()
+        ));
+    };
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(out, "{:<20}{v}", format!("{k}:"));
+    };
+    line("state dir", dir.path().display().to_string());
     match dir.registration().map_err(|e| e.to_string())? {
         Some(r) => {
-            println!("hub:                {}", r.hub);
-            println!("agent id:           {}", r.agent_id);
-            println!(
-                "agent token:        {}…",
-                r.agent_token.chars().take(8).collect::<String>()
+            line("hub", r.hub.to_string());
+            line("agent id", r.agent_id.to_string());
+            line(
+                "agent token",
+                format!("{}…", r.agent_token.chars().take(8).collect::<String>()),
             );
-            println!("hub EAT key (pin):  {}", r.hub_eat_public_key);
-            println!(
-                "intervals:          metrics {} s, inventory {} s",
-                r.ingest_interval_secs, r.inventory_interval_secs
+            line("hub EAT key (pin)", r.hub_eat_public_key.to_string());
+            line(
+                "intervals",
+                format!(
+                    "metrics {} s, inventory {} s",
+                    r.ingest_interval_secs, r.inventory_interval_secs
+                ),
             );
         }
-        None => println!("not registered (start with --hub <url> --enroll <token>)"),
+        None => line(
+            "registration",
+            "none (start with --hub <url> --enroll <token>)".into(),
+        ),
     }
-    let key = dir.signing_key().map_err(|e| e.to_string())?;
-    println!(
-        "signing key:        {}",
-        data_encoding::HEXLOWER.encode(key.verifying_key().as_bytes())
+    line(
+        "signing key",
+        match dir.existing_signing_key().map_err(|e| e.to_string())? {
+            Some(key) => data_encoding::HEXLOWER.encode(key.verifying_key().as_bytes()),
+            None => "none yet (made at the first start)".into(),
+        },
     );
     let pending = trusthub_agent::spool::Spool::new(dir.spool(), u64::MAX).pending();
     let bytes: u64 = pending
@@ -75,12 +102,74 @@ fn status(state_dir: &std::path::Path) -> Result<(), String> {
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
         .sum();
-    println!("spooled batches:    {} ({} bytes)", pending.len(), bytes);
-    println!(
-        "accepted actions:   {}",
-        allow::load(dir.path(), None)?.join(", ")
+    line(
+        "spooled batches",
+        format!("{} ({} bytes)", pending.len(), bytes),
     );
-    Ok(())
+    line(
+        "accepted actions",
+        allow::load(dir.path(), None)?.join(", "),
+    );
+    print_out(&out)
+}
+
+/// Registers (a key is made on first use) and says as whom.
+async fn enroll(opts: &trusthub_agent::Options) -> Result<(), String> {
+    if opts.enroll.is_none() || opts.hub.is_none() {
+        return Err("enroll needs --hub <url> and --enroll <token>".into());
+    }
+    let dir = StateDir::open(&opts.state_dir).map_err(|e| e.to_string())?;
+    dir.signing_key().map_err(|e| e.to_string())?;
+    let reg = trusthub_agent::ensure_registered(opts, &dir).await?;
+    print_out(&format!(
+        "registered with {} as agent {}; state in {}\n",
+        reg.hub,
+        reg.agent_id,
+        opts.state_dir.display()
+    ))
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
+fn print_out(text: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
+        _ => Ok(()),
+    }
+}
+
+/// Copies this binary to `binary` (unless it runs from there) and writes the unit.
+fn install(
+    state_dir: &std::path::Path,
+    unit_dir: &std::path::Path,
+    binary: &std::path::Path,
+) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let same = std::fs::canonicalize(&exe).ok() == std::fs::canonicalize(binary).ok();
+    if !same {
+        if let Some(parent) = binary.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        // Copy beside it, then rename: a running service's binary is never half-written.
+        let tmp = binary.with_extension("new");
+        std::fs::copy(&exe, &tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    }
+    let path = unit_dir.join("trusthub-agent.service");
+    std::fs::write(&path, trusthub_agent::systemd_unit(binary, state_dir))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    print_out(&format!(
+        "installed {}\nwrote {}\nnext: systemctl daemon-reload && systemctl enable --now trusthub-agent\n",
+        binary.display(),
+        path.display()
+    ))
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -95,15 +184,13 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         None => trusthub_agent::run(cli.opts, shutdown_signal()).await,
         Some(Command::Run(opts)) => trusthub_agent::run(*opts, shutdown_signal()).await,
-        Some(Command::Status { state_dir }) => status(&state_dir),
-        Some(Command::Install { state_dir, unit_dir }) => std::env::current_exe()
-            .map_err(|e| e.to_string())
-            .and_then(|exe| {
-                let path = unit_dir.join("trusthub-agent.service");
-                std::fs::write(&path, trusthub_agent::systemd_unit(&exe, &state_dir)).map_err(|e| format!("{}: {e}", path.display()))?;
-                println!("wrote {}\nnext: systemctl daemon-reload && systemctl enable --now trusthub-agent", path.display());
-                Ok(())
-            }),
+        Some(Command::Enroll(opts)) => enroll(&opts).await,
+        Some(Command::Status { state_dir }) => status(&state_dir.unwrap_or(cli.opts.state_dir)),
+        Some(Command::Install {
+            state_dir,
+            unit_dir,
+            binary,
+        }) => install(&state_dir.unwrap_or(cli.opts.state_dir), &unit_dir, &binary),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -65,6 +65,18 @@ impl StateDir {
         })
     }
 
+    /// The directory if it exists, without creating or changing anything (for `status`).
+    pub fn existing(root: &Path) -> Result<Option<StateDir>, StateError> {
+        match std::fs::metadata(root) {
+            Ok(m) if m.is_dir() => Ok(Some(StateDir {
+                root: root.to_owned(),
+            })),
+            Ok(_) => Err(io(root)(std::io::Error::other("not a directory"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(root)(e)),
+        }
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.root
@@ -75,8 +87,8 @@ impl StateDir {
         self.root.join("spool")
     }
 
-    /// The signing key, generated on first use.
-    pub fn signing_key(&self) -> Result<SigningKey, StateError> {
+    /// The signing key if one was made; never creates it.
+    pub fn existing_signing_key(&self) -> Result<Option<SigningKey>, StateError> {
         let path = self.root.join("signing.key");
         match std::fs::read_to_string(&path) {
             Ok(hex) => {
@@ -86,9 +98,19 @@ impl StateDir {
                 let arr: [u8; 32] = bytes
                     .try_into()
                     .map_err(|_| StateError::Corrupt(path.clone()))?;
-                Ok(SigningKey::from_bytes(&arr))
+                Ok(Some(SigningKey::from_bytes(&arr)))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(&path)(e)),
+        }
+    }
+
+    /// The signing key, generated on first use.
+    pub fn signing_key(&self) -> Result<SigningKey, StateError> {
+        let path = self.root.join("signing.key");
+        match self.existing_signing_key()? {
+            Some(key) => Ok(key),
+            None => {
                 let secret =
                     trusthub_core::secret::random_bytes::<32>().map_err(|e| StateError::Io {
                         path: path.clone(),
@@ -97,7 +119,6 @@ impl StateDir {
                 write_private(&path, data_encoding::HEXLOWER.encode(&secret).as_bytes())?;
                 Ok(SigningKey::from_bytes(&secret))
             }
-            Err(e) => Err(io(&path)(e)),
         }
     }
 

@@ -121,12 +121,12 @@ pub fn verify(path: &Path, quiet: bool, expect_key: Option<&str>) -> bool {
         let _ = write!(std::io::stderr(), "\r\x1b[K");
     }
     if !quiet {
-        print_report(&report);
+        print_report(&report, expect_key.is_some());
     }
     report.ok()
 }
 
-fn print_report(report: &Report) {
+fn print_report(report: &Report, pinned: bool) {
     for c in &report.checks {
         println!(
             "{} {}: {}",
@@ -136,16 +136,22 @@ fn print_report(report: &Report) {
         );
     }
     match (&report.manifest, report.ok()) {
-        (Some(m), true) => println!(
-            "pack {} verified: {} traces, {} spans, {} blobs, {} to {}, signed by {}",
-            m.pack_id,
-            m.trace_count,
-            m.span_count,
-            m.blob_count,
-            m.period_start,
-            m.period_end,
-            m.signing_public_hex
-        ),
+        (Some(m), true) => {
+            println!(
+                "pack {} verified: {} traces, {} spans, {} blobs, {} to {}",
+                m.pack_id, m.trace_count, m.span_count, m.blob_count, m.period_start, m.period_end,
+            );
+            if pinned {
+                println!("signed by the pinned key {}", m.signing_public_hex);
+            } else {
+                println!(
+                    "signed by {} — key NOT pinned: the pack is intact, but anyone can sign a \
+                     pack with a key of their own; compare it with the hub's published key \
+                     (GET /api/v1/ai/evidence-key) or pass --expect-key",
+                    m.signing_public_hex
+                );
+            }
+        }
         _ => println!("pack verification FAILED"),
     }
 }

@@ -182,8 +182,14 @@ fn announce(server: &Server, data_dir: &std::path::Path) -> String {
                 data_dir.join("initial-admin.txt").display()
             );
         }
+    } else if let Some(file) = server.first_login_pending() {
+        println!(
+            "Trusthub: nobody has logged in yet — the first owner's email and generated password are in {}",
+            file.display()
+        );
     }
     println!("Trusthub hub listening on {scheme}://{addr}");
+    println!("  Dashboard: {scheme}://{addr}/  (sign in with the owner's email and password)");
     println!(
         "  API:     {scheme}://{addr}/api/v1  (OpenAPI: {scheme}://{addr}/api/v1/openapi.json)"
     );
@@ -261,11 +267,37 @@ async fn up(args: UpArgs) -> Result<(), String> {
 }
 
 async fn open_db(db: &DbSettings) -> Result<Db, String> {
+    // An admin command never creates a database: run from the wrong directory, it would
+    // make an empty one and act on that.
+    if db.database_url.is_none() {
+        let file = db.data_dir.join("trusthub.db");
+        if !file.exists() {
+            return Err(format!(
+                "no hub database at {} — run from the directory that holds the hub's data/, \
+                 or pass --data-dir (TRUSTHUB_DATA_DIR) or --database-url",
+                std::path::absolute(&file).unwrap_or(file).display()
+            ));
+        }
+    }
     let d = Db::connect(&db.url(), &DbOptions::default())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{}: {e}", redact_url(&db.url())))?;
     d.migrate().await.map_err(|e| e.to_string())?;
     Ok(d)
+}
+
+/// A database URL without its password, for messages.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }
 
 async fn fetch_json(
@@ -278,11 +310,34 @@ async fn fetch_json(
         .bearer_auth(token)
         .send()
         .await
-        .map_err(|e| format!("{url}: {e}"))?;
-    if !r.status().is_success() {
-        return Err(format!("{url}: HTTP {}", r.status()));
+        .map_err(|e| http_error(url, &e))?;
+    let status = r.status();
+    if !status.is_success() {
+        // The hub's problem document says what is wrong; show its detail.
+        let body: serde_json::Value = r.json().await.unwrap_or_default();
+        return Err(match body["detail"].as_str() {
+            Some(detail) => format!("{url}: HTTP {status}: {detail}"),
+            None => format!("{url}: HTTP {status}"),
+        });
     }
     r.json().await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// A transport error in words an operator acts on.
+fn http_error(url: &str, e: &reqwest::Error) -> String {
+    let mut cause: Option<&dyn std::error::Error> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return format!("{url}: connection refused — is the hub running at that address?");
+        }
+        cause = c.source();
+    }
+    if e.is_timeout() {
+        return format!("{url}: timed out");
+    }
+    format!("{url}: {e}")
 }
 
 async fn transparency_verify(

@@ -125,7 +125,14 @@ fn a_good_pack_exits_0_and_any_changed_byte_exits_1() {
     let (code, out) = verify(&[good_s]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("pack 7 verified"), "{out}");
-    assert_eq!(verify(&[good_s, "--expect-key", &key]).0, 0);
+    assert!(
+        out.contains("key NOT pinned"),
+        "an unpinned key is said: {out}"
+    );
+    let (code, out) = verify(&[good_s, "--expect-key", &key]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("signed by the pinned key"), "{out}");
+    assert!(!out.contains("NOT pinned"), "{out}");
     let (code, out) = verify(&[good_s, "--quiet"]);
     assert_eq!((code, out.as_str()), (0, ""));
 

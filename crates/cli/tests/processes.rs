@@ -1137,3 +1137,119 @@ async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_onc
     drop((a, b));
     drop_pg_database(&name).await;
 }
+
+/// First start as a new user meets it: a busy port creates nothing (the generated password
+/// would be lost), every start says where the password is until someone logged in, and the
+/// admin CLI from the wrong directory or against a dead hub says what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_start_binds_first_and_points_at_the_password_until_the_first_login() {
+    let dir = TempDir::new();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = busy.local_addr().expect("addr").port().to_string();
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(&dir.0)
+        .env_remove("TRUSTHUB_ADMIN_PASSWORD")
+        .env_remove("TRUSTHUB_DATABASE_URL")
+        .env_remove("CLOUD_ENCRYPTION_KEY")
+        .output()
+        .expect("serve");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("cannot listen on") && err.contains(&port),
+        "{err}"
+    );
+    assert!(
+        !dir.0.join("initial-admin.txt").exists(),
+        "nothing created on a busy port"
+    );
+    drop(busy);
+
+    // The real first start creates the owner and prints the password.
+    let mut hub = Hub::start(&dir.0, &[]);
+    assert!(hub.created_owner(), "{:?}", hub.stdout);
+    let password = initial_password(&dir.0);
+    assert!(hub.stdout.iter().any(|l| l.contains(&password)));
+    hub.terminate();
+    // The next start does not create it again but says where the password is…
+    let mut hub = Hub::start(&dir.0, &[]);
+    assert!(!hub.created_owner());
+    let file = dir.0.join("initial-admin.txt");
+    assert!(
+        hub.stdout
+            .iter()
+            .any(|l| l.contains("nobody has logged in yet") && l.contains(&*file.to_string_lossy())),
+        "{:?}",
+        hub.stdout
+    );
+    // …until the owner logged in.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let r = login(&client, &hub.base, "admin@trusthub.local", &password).await;
+    assert_eq!(r.status(), 200);
+    hub.terminate();
+    let hub = Hub::start(&dir.0, &[]);
+    assert!(
+        !hub.stdout
+            .iter()
+            .any(|l| l.contains("nobody has logged in yet")),
+        "{:?}",
+        hub.stdout
+    );
+
+    // The admin CLI from a directory without the hub's data: the path and the flag to use.
+    let elsewhere = TempDir::new();
+    let out = Command::new(BIN)
+        .args(["admin", "reset-password", "--email", "admin@trusthub.local"])
+        .current_dir(&elsewhere.0)
+        .env_remove("TRUSTHUB_DATA_DIR")
+        .env_remove("TRUSTHUB_DATABASE_URL")
+        .output()
+        .expect("admin");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no hub database at") && err.contains("--data-dir"),
+        "{err}"
+    );
+    assert!(
+        !elsewhere.0.join("data").exists(),
+        "no database created elsewhere"
+    );
+
+    // A CLI talking to a hub that is not there says so; a refused request shows the detail.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let out = Command::new(BIN)
+        .args([
+            "transparency",
+            "verify",
+            "--hub",
+            &format!("http://127.0.0.1:{dead}"),
+        ])
+        .args(["--token", "tht_nothing"])
+        .output()
+        .expect("verify");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("connection refused"), "{err}");
+    let out = Command::new(BIN)
+        .args([
+            "transparency",
+            "verify",
+            "--hub",
+            hub.base.trim_end_matches("/api/v1"),
+        ])
+        .args(["--token", "tht_nothing"])
+        .output()
+        .expect("verify");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("401") && err.contains("API token"), "{err}");
+}

@@ -167,15 +167,24 @@ fn key(kind: AppKind, id: &str) -> String {
     format!("{}:{id}", kind.as_str())
 }
 
-const INTERPRETERS: [&str; 9] = [
+/// Programs that run a script named on their command line.
+pub const INTERPRETERS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "python", "python3", "perl", "ruby", "node",
 ];
 
+/// Whether `program` (a path or a name) is an interpreter (`python3.11` counts as `python`).
+pub fn is_interpreter(program: &str) -> bool {
+    let base = program.rsplit('/').next().unwrap_or_default();
+    let base = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    INTERPRETERS.contains(&base) || base == "python"
+}
+
 /// Reduces a report to an [`ObservedMap`]. `systemd` items carry `unit` and `active_state`;
 /// `containers` carry `name`, `state` and the compose labels; `processes` carry `exe` and
-/// `cmdline`. A compose service runs when any of its containers runs. A process is listed
-/// by its binary (`exe`, else the absolute `argv[0]`) and, for scripts, by the absolute path
-/// an interpreter runs.
+/// `cmdline` (and `paths`: other absolute names the agent resolved). A compose service runs
+/// when any of its containers runs. A process is listed by its binary (`exe`, without the
+/// ` (deleted)` of a binary replaced by an upgrade, else the absolute `argv[0]`), by the
+/// names in `paths`, and, for scripts, by the absolute path an interpreter runs.
 pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]) -> ObservedMap {
     let mut m = ObservedMap::new();
     let state = |running: bool| if running { "running" } else { "stopped" }.to_owned();
@@ -205,14 +214,21 @@ pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]
         let argv0 = argv.next().unwrap_or_default();
         let mut paths = vec![exe, argv0];
         let program = if exe.is_empty() { argv0 } else { exe };
-        let base = program.rsplit('/').next().unwrap_or_default();
-        let base = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-        if INTERPRETERS.contains(&base) || base == "python" {
+        if is_interpreter(program) {
             // The first argument that is not an option: the script.
             if let Some(script) = argv.find(|a| !a.starts_with('-')) {
                 paths.push(script);
             }
         }
+        // Other names the agent resolved on the host: a symlink the program was started
+        // through (`redis-server` -> `redis-check-rdb`), a relative script made absolute.
+        paths.extend(
+            p["paths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        );
         for path in paths.into_iter().filter(|p| p.starts_with('/')) {
             m.insert(key(AppKind::Process, path), state(true));
         }
@@ -290,6 +306,9 @@ mod tests {
                 json!({"exe": "/usr/bin/python3.11", "cmdline": "python3 -u /srv/job.py"}),
                 json!({"exe": "", "cmdline": "/usr/sbin/sshd -D"}),
                 json!({"exe": "/usr/bin/cat", "cmdline": "cat /etc/passwd"}),
+                json!({"exe": "/usr/bin/redis-check-rdb", "cmdline": "redis-server 127.0.0.1:6379",
+                    "paths": ["/usr/bin/redis-server"]}),
+                json!({"exe": "/usr/sbin/mosquitto (deleted)", "cmdline": "mosquitto -c /etc/m.conf"}),
             ],
         );
         let o = |k, id: &str| observe(k, id, &m, true);
@@ -308,6 +327,18 @@ mod tests {
         assert_eq!(o(AppKind::Process, "/srv/job.py"), Observed::Running);
         assert_eq!(o(AppKind::Process, "/usr/sbin/sshd"), Observed::Running);
         assert_eq!(o(AppKind::Process, "/etc/passwd"), Observed::Stopped);
+        assert_eq!(
+            o(AppKind::Process, "/usr/bin/redis-server"),
+            Observed::Running
+        );
+        assert_eq!(
+            o(AppKind::Process, "/usr/bin/redis-check-rdb"),
+            Observed::Running
+        );
+        assert_eq!(
+            o(AppKind::Process, "/usr/sbin/mosquitto"),
+            Observed::Running
+        );
         assert_eq!(o(AppKind::Process, "/opt/other"), Observed::Stopped);
         assert_eq!(
             observe(AppKind::Process, "/opt/app/bin/server", &m, false),

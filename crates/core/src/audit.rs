@@ -16,6 +16,10 @@ pub const API_TOKEN_DELETED: &str = "api_token_deleted";
 pub const TOTP_ENABLED: &str = "totp_enabled";
 /// TOTP was turned off.
 pub const TOTP_DISABLED: &str = "totp_disabled";
+/// New TOTP recovery codes were made (the old ones no longer work).
+pub const TOTP_RECOVERY_CODES_CREATED: &str = "totp_recovery_codes_created";
+/// A TOTP recovery code was used at login.
+pub const TOTP_RECOVERY_CODE_USED: &str = "totp_recovery_code_used";
 /// A TOTP challenge token was issued for a purpose.
 pub const TOTP_CHALLENGE_ISSUED: &str = "totp_challenge_issued";
 /// An invitation was created.
@@ -62,10 +66,14 @@ pub const ALERT_RESOLVED: &str = "alert_resolved";
 pub const ALERT_RULE_CREATED: &str = "alert_rule_created";
 /// An alert rule was removed.
 pub const ALERT_RULE_DELETED: &str = "alert_rule_deleted";
+/// An alert rule was changed.
+pub const ALERT_RULE_UPDATED: &str = "alert_rule_updated";
 /// A webhook endpoint was created.
 pub const WEBHOOK_CREATED: &str = "webhook_created";
 /// A webhook endpoint was removed.
 pub const WEBHOOK_DELETED: &str = "webhook_deleted";
+/// A webhook endpoint's settings were changed.
+pub const WEBHOOK_UPDATED: &str = "webhook_updated";
 /// A delivery was queued again by a user.
 pub const WEBHOOK_REDELIVERY_REQUESTED: &str = "webhook_redelivery_requested";
 /// SPEC 6.2 / 6.4: an alert-rule webhook delivery (each outcome).

@@ -100,9 +100,57 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
+/// Recovery codes made at once.
+pub const RECOVERY_CODES: usize = 10;
+
+/// A recovery code from 10 random bytes: 16 base32 characters (80 bits) in groups of four,
+/// `abcd-efgh-ijkl-mnop`, lowercase.
+pub fn recovery_code(random: &[u8; 10]) -> String {
+    let s = data_encoding::BASE32_NOPAD
+        .encode(random)
+        .to_ascii_lowercase();
+    s.as_bytes()
+        .chunks(4)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// A typed recovery code in its canonical form (dashes and spaces dropped, lowercase), or
+/// `None` when it cannot be one.
+pub fn normalize_recovery_code(typed: &str) -> Option<String> {
+    let s: String = typed
+        .chars()
+        .filter(|c| *c != '-' && !c.is_whitespace())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    (s.len() == 16
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(&b)))
+    .then_some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recovery_codes_read_back_however_they_are_typed() {
+        let code = recovery_code(&[7u8; 10]);
+        assert_eq!(code.len(), 19);
+        assert_eq!(code.matches('-').count(), 3);
+        let canonical = normalize_recovery_code(&code).expect("canonical");
+        assert_eq!(
+            normalize_recovery_code(&code.to_uppercase()).as_deref(),
+            Some(canonical.as_str())
+        );
+        assert_eq!(
+            normalize_recovery_code(&canonical.replace('-', " ")).as_deref(),
+            Some(canonical.as_str())
+        );
+        assert_eq!(normalize_recovery_code("123456"), None);
+        assert_eq!(normalize_recovery_code("abcd-efgh-ijkl-mno1"), None);
+    }
 
     const RFC_SECRET: &[u8] = b"12345678901234567890";
 

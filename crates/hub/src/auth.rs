@@ -71,7 +71,7 @@ impl Principal {
     }
 }
 
-fn cookie_value<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie_value<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts
         .headers
         .get_all(header::COOKIE)

@@ -1,7 +1,7 @@
 //! Request extractors whose every rejection is an [`ApiError`] (CONTRACT 1), in place of
 //! axum's plain-text ones.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use axum::body::Bytes;
 use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
@@ -46,6 +46,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
         })?;
         parse_json(&bytes).map(Json)
     }
+}
+
+/// For a nullable field of a patch: present (`Some`, perhaps `Some(None)` for `null`) vs
+/// absent (`None`, with `#[serde(default)]`).
+pub fn present<'de, T, D>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    serde::Deserialize::deserialize(d).map(Some)
 }
 
 /// Most bytes a compressed body may expand to.
@@ -122,41 +132,231 @@ pub fn decode_content(encoding: &str, raw: &[u8]) -> Result<Vec<u8>, ApiError> {
     Ok(out)
 }
 
-/// Parses JSON bytes with the error mapping of [`Json`].
+/// Parses JSON bytes with the error mapping of [`Json`]: a body that is not a JSON object is
+/// 422, and every field error is reported in one answer (CONTRACT 13).
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    let Some(first) = first else {
         return Err(ApiError::BadRequest(
             "the request body is empty; expected JSON".into(),
         ));
-    }
-    // The fast path; only a refused body is parsed again, tracking the path for the message.
-    if let Ok(v) = serde_json::from_slice(bytes) {
+    };
+    // The fast path; only a refused body is parsed again to find every bad field.
+    if first == b'{'
+        && let Ok(v) = serde_json::from_slice(bytes)
+    {
         return Ok(v);
     }
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        match inner.classify() {
-            serde_json::error::Category::Data => {
-                let field = if path == "." {
-                    missing_field(&inner.to_string())
-                } else {
-                    path
-                };
-                ApiError::invalid(field, strip_position(&inner.to_string()))
-            }
-            _ => ApiError::BadRequest(format!("the request body is not valid JSON: {inner}")),
-        }
-    })
+    let mut value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::BadRequest(format!("the request body is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::invalid(
+            ".",
+            format!("the body must be a JSON object, not {}", kind(&value)),
+        ));
+    }
+    // JSON has one number type: `475.0` is the integer 475 (as JSON Schema says too).
+    if whole_floats_to_integers(&mut value)
+        && let Ok(v) = serde_json::from_value::<T>(value.clone())
+    {
+        return Ok(v);
+    }
+    match field_errors::<T>(value) {
+        Ok(v) => Ok(v),
+        Err(errors) => Err(ApiError::Validation(errors)),
+    }
 }
 
-/// serde reports a missing field at the parent's path; name the field itself.
-fn missing_field(msg: &str) -> String {
-    msg.strip_prefix("missing field `")
+/// Turns every number with a zero fraction (`475.0`) into an integer; true when one was.
+fn whole_floats_to_integers(v: &mut serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            let whole = f.fract() == 0.0 && f.abs() < 9.0e15;
+            if whole {
+                // Exact below 2^53.
+                *v = serde_json::Value::from(f as i64);
+            }
+            whole
+        }
+        serde_json::Value::Array(a) => a
+            .iter_mut()
+            .fold(false, |any, x| whole_floats_to_integers(x) | any),
+        serde_json::Value::Object(m) => m
+            .values_mut()
+            .fold(false, |any, x| whole_floats_to_integers(x) | any),
+        _ => false,
+    }
+}
+
+/// Most field errors one answer lists.
+const MAX_FIELD_ERRORS: usize = 50;
+
+/// Deserializes `value`, and on failure keeps going past each bad field to report them all:
+/// an unknown field is dropped, a missing or bad one is given a stand-in value, and the
+/// deserialization is tried again. The stand-ins are never used: any error means 422.
+fn field_errors<T: DeserializeOwned>(mut value: serde_json::Value) -> Result<T, Vec<FieldError>> {
+    let mut errors: Vec<FieldError> = Vec::new();
+    let mut tried: Vec<(String, usize)> = Vec::new();
+    for _ in 0..500 {
+        let e = match serde_path_to_error::deserialize::<_, T>(&value) {
+            Ok(v) if errors.is_empty() => return Ok(v),
+            Ok(_) => return Err(errors),
+            Err(e) => e,
+        };
+        let segments: Vec<Seg> = e
+            .path()
+            .iter()
+            .filter_map(|s| match s {
+                serde_path_to_error::Segment::Map { key } => Some(Seg::Key(key.clone())),
+                serde_path_to_error::Segment::Seq { index } => Some(Seg::Index(*index)),
+                _ => None,
+            })
+            .collect();
+        let message = strip_position(&e.inner().to_string());
+        let path = e.path().to_string();
+        // Where to act, and what to report.
+        let (target, field, unknown) = if let Some(name) = backticked(&message, "missing field `") {
+            let mut t = segments.clone();
+            t.push(Seg::Key(name.clone()));
+            let field = join(&path, &name);
+            (t, field, false)
+        } else if let Some(name) = backticked(&message, "unknown field `") {
+            // serde reports it at the field's own path.
+            let mut t = segments.clone();
+            if !matches!(t.last(), Some(Seg::Key(k)) if *k == name) {
+                t.push(Seg::Key(name.clone()));
+            }
+            (t, if path == "." { name } else { path.clone() }, true)
+        } else {
+            (segments.clone(), path.clone(), false)
+        };
+        let field = if field.is_empty() { ".".into() } else { field };
+        if !errors.iter().any(|f| f.field == field) {
+            errors.push(FieldError {
+                field: field.clone(),
+                message: message.clone(),
+            });
+        }
+        if errors.len() >= MAX_FIELD_ERRORS || target.is_empty() {
+            return Err(errors);
+        }
+        let Some((parent, last)) = locate(&mut value, &target) else {
+            return Err(errors);
+        };
+        if unknown {
+            if let (serde_json::Value::Object(m), Seg::Key(k)) = (parent, &last) {
+                m.remove(k);
+                continue;
+            }
+            return Err(errors);
+        }
+        // The next stand-in for this place; give up once every one was tried.
+        let attempt = match tried.iter_mut().find(|(f, _)| *f == field) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                tried.push((field.clone(), 0));
+                0
+            }
+        };
+        let mut candidates: Vec<serde_json::Value> = variants(&message)
+            .into_iter()
+            .map(serde_json::Value::String)
+            .collect();
+        candidates.extend(stand_ins());
+        let Some(stand_in) = candidates.into_iter().nth(attempt) else {
+            return Err(errors);
+        };
+        match (parent, last) {
+            (serde_json::Value::Object(m), Seg::Key(k)) => {
+                m.insert(k, stand_in);
+            }
+            (serde_json::Value::Array(a), Seg::Index(i)) if i < a.len() => a[i] = stand_in,
+            _ => return Err(errors),
+        }
+    }
+    Err(errors)
+}
+
+#[derive(Debug, Clone)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// The value holding the last segment of `path`, and that segment.
+fn locate<'v>(
+    value: &'v mut serde_json::Value,
+    path: &[Seg],
+) -> Option<(&'v mut serde_json::Value, Seg)> {
+    let (last, init) = path.split_last()?;
+    let mut v = value;
+    for s in init {
+        v = match s {
+            Seg::Key(k) => v.get_mut(k.as_str())?,
+            Seg::Index(i) => v.get_mut(*i)?,
+        };
+    }
+    Some((v, last.clone()))
+}
+
+/// Values of each JSON kind, one of which most fields accept.
+fn stand_ins() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    vec![
+        json!(null),
+        json!(""),
+        json!(0),
+        json!(false),
+        json!([]),
+        json!({}),
+        json!("1970-01-01T00:00:00Z"),
+        json!("00000000-0000-0000-0000-000000000000"),
+        json!(1),
+        json!("a"),
+    ]
+}
+
+/// The names serde lists as allowed (`expected one of `a`, `b``, `expected `a` or `b``).
+fn variants(message: &str) -> Vec<String> {
+    let Some(i) = message.find("expected ") else {
+        return Vec::new();
+    };
+    message[i..]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn backticked(message: &str, prefix: &str) -> Option<String> {
+    message
+        .strip_prefix(prefix)
         .and_then(|r| r.split('`').next())
         .map(str::to_owned)
-        .unwrap_or_else(|| ".".into())
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent == "." || parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 fn strip_position(msg: &str) -> String {
@@ -317,14 +517,88 @@ mod tests {
 
     #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]
+    #[serde(deny_unknown_fields)]
     struct Body {
         email: String,
         inner: Option<Inner>,
     }
     #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]
+    #[serde(deny_unknown_fields)]
     struct Inner {
         n: u32,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    #[serde(deny_unknown_fields, rename_all = "snake_case")]
+    enum Severity {
+        Info,
+        Warning,
+        Critical,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    #[serde(deny_unknown_fields)]
+    struct Rule {
+        name: String,
+        metric: String,
+        threshold: f64,
+        #[serde(default = "warning")]
+        severity: Severity,
+        items: Vec<Inner>,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+    fn warning() -> Severity {
+        Severity::Warning
+    }
+
+    fn fields(r: Result<Rule, ApiError>) -> Vec<String> {
+        match r {
+            Err(ApiError::Validation(e)) => e.into_iter().map(|f| f.field).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn contract_13_every_bad_field_in_one_answer() {
+        // A typo never falls back to the default.
+        let r = parse_json::<Rule>(
+            br#"{"name":"a","metric":"m","threshold":1,"items":[],"severty":"critical"}"#,
+        );
+        assert_eq!(fields(r), ["severty"]);
+        // Every missing field, unknown field and bad value, nested ones too.
+        let r = parse_json::<Rule>(
+            br#"{"severity":"loud","x":1,"items":[{"n":1},{"n":"two","m":2}],"tags":"a"}"#,
+        );
+        let mut got = fields(r);
+        got.sort();
+        let mut want = vec![
+            "severity",
+            "x",
+            "items[1].n",
+            "items[1].m",
+            "tags",
+            "name",
+            "metric",
+            "threshold",
+        ];
+        want.sort();
+        assert_eq!(got, want);
+        // Not an object.
+        for body in [&b"[]"[..], b"3", b"\"x\"", b"null"] {
+            match parse_json::<Body>(body) {
+                Err(ApiError::Validation(e)) => assert_eq!(e[0].field, "."),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A good body still parses.
+        assert!(
+            parse_json::<Rule>(br#"{"name":"a","metric":"m","threshold":1,"items":[{"n":2}]}"#)
+                .is_ok()
+        );
     }
 
     #[test]

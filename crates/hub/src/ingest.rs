@@ -10,6 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use trusthub_core::agent::Batch;
@@ -45,12 +46,15 @@ type Reply = oneshot::Sender<StoreResult<bool>>;
 #[derive(Debug)]
 pub struct Ingest {
     queue: mpsc::Sender<(Job, Reply)>,
+    repeated: Arc<AtomicU64>,
 }
 
 impl Ingest {
     /// Starts the writer task.
     pub fn new(db: Db, cache: Arc<SeriesCache>) -> Ingest {
         let (tx, rx) = mpsc::channel(1024);
+        let repeated = Arc::new(AtomicU64::new(0));
+        let counter = repeated.clone();
         match db.backend() {
             // SQLite's writer is the one serial stage of ingest: on its own thread it is woken
             // at once after each statement instead of queueing behind request handling on the
@@ -62,7 +66,7 @@ impl Ingest {
                 let started = runtime.and_then(|rt| {
                     std::thread::Builder::new()
                         .name("ingest-writer".into())
-                        .spawn(move || rt.block_on(writer(db, cache, rx)))
+                        .spawn(move || rt.block_on(writer(db, cache, rx, counter)))
                 });
                 if let Err(e) = started {
                     // The queue is closed with `rx`: every submit answers an error.
@@ -70,10 +74,19 @@ impl Ingest {
                 }
             }
             trusthub_store::Backend::Postgres => {
-                tokio::spawn(writer(db, cache, rx));
+                tokio::spawn(writer(db, cache, rx, counter));
             }
         }
-        Ingest { queue: tx }
+        Ingest {
+            queue: tx,
+            repeated,
+        }
+    }
+
+    /// Samples of new batches whose point was stored already (same series and timestamp),
+    /// since this process started: an agent re-sending what the hub has.
+    pub fn repeated_points(&self) -> u64 {
+        self.repeated.load(Ordering::Relaxed)
     }
 
     /// Stores a batch; true when it was new.
@@ -85,7 +98,12 @@ impl Ingest {
     }
 }
 
-async fn writer(db: Db, cache: Arc<SeriesCache>, mut rx: mpsc::Receiver<(Job, Reply)>) {
+async fn writer(
+    db: Db,
+    cache: Arc<SeriesCache>,
+    mut rx: mpsc::Receiver<(Job, Reply)>,
+    repeated: Arc<AtomicU64>,
+) {
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -96,7 +114,8 @@ async fn writer(db: Db, cache: Arc<SeriesCache>, mut rx: mpsc::Receiver<(Job, Re
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
         match commit_group(&db, &cache, &jobs).await {
-            Ok(flags) => {
+            Ok((flags, again)) => {
+                repeated.fetch_add(again, Ordering::Relaxed);
                 for (reply, fresh) in replies.into_iter().zip(flags) {
                     let _ = reply.send(Ok(fresh));
                 }
@@ -106,7 +125,10 @@ async fn writer(db: Db, cache: Arc<SeriesCache>, mut rx: mpsc::Receiver<(Job, Re
                 for (job, reply) in jobs.into_iter().zip(replies) {
                     let one = commit_group(&db, &cache, std::slice::from_ref(&job))
                         .await
-                        .map(|f| f[0]);
+                        .map(|(f, again)| {
+                            repeated.fetch_add(again, Ordering::Relaxed);
+                            f[0]
+                        });
                     let _ = reply.send(one);
                 }
             }
@@ -114,8 +136,13 @@ async fn writer(db: Db, cache: Arc<SeriesCache>, mut rx: mpsc::Receiver<(Job, Re
     }
 }
 
-/// Commits a group of batches in one transaction; answers, per batch, whether it was new.
-pub async fn commit_group(db: &Db, cache: &SeriesCache, jobs: &[Job]) -> StoreResult<Vec<bool>> {
+/// Commits a group of batches in one transaction; answers, per batch, whether it was new,
+/// and how many samples of the new batches repeated a stored point.
+pub async fn commit_group(
+    db: &Db,
+    cache: &SeriesCache,
+    jobs: &[Job],
+) -> StoreResult<(Vec<bool>, u64)> {
     let now = jobs
         .iter()
         .map(|j| j.now)
@@ -164,7 +191,8 @@ pub async fn commit_group(db: &Db, cache: &SeriesCache, jobs: &[Job]) -> StoreRe
         flags.push(fresh);
         last_of_agent.insert(job.agent_id, job);
     }
-    telemetry::insert_points(&mut tx, &rows).await?;
+    let stored = telemetry::insert_points(&mut tx, &rows).await?;
+    let repeated = (rows.series.len() as u64).saturating_sub(stored);
     let seen: Vec<agents::Seen<'_>> = last_of_agent
         .into_iter()
         .map(|(agent_id, job)| agents::Seen {
@@ -178,5 +206,5 @@ pub async fn commit_group(db: &Db, cache: &SeriesCache, jobs: &[Job]) -> StoreRe
     for (agent, l) in learned {
         cache.learn(agent, l);
     }
-    Ok(flags)
+    Ok((flags, repeated))
 }

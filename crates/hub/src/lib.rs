@@ -24,6 +24,7 @@ pub mod settings;
 pub mod state;
 pub mod tls;
 pub mod views;
+pub mod web;
 pub mod webhook_client;
 pub mod workers;
 
@@ -52,9 +53,10 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
             state.clone(),
             middleware::general_limit,
         ));
-    let (api_router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let (api_router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .split_for_parts();
+    openapi::finish(&mut doc);
     let doc_json: Arc<str> = doc.to_pretty_json().unwrap_or_default().into();
     let request_id = HeaderName::from_static("x-request-id");
     api_router
@@ -66,6 +68,7 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
             }),
         )
         .route("/metrics", get(metrics))
+        .merge(web::router(state.clone()))
         .fallback(not_found)
         .route_layer(axum::middleware::from_fn(middleware::label_route))
         .layer(CatchPanicLayer::new())
@@ -98,6 +101,10 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(state.db.pool_stats(), backend),
+        state.metrics.render(
+            state.db.pool_stats(),
+            backend,
+            state.ingest.repeated_points(),
+        ),
     )
 }

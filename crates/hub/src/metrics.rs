@@ -67,7 +67,7 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub fn render(&self, pool: PoolStats, backend: &str) -> String {
+    pub fn render(&self, pool: PoolStats, backend: &str, repeated_points: u64) -> String {
         let mut out = String::with_capacity(4096);
         out.push_str(
             "# HELP trusthub_http_requests_total HTTP requests answered, by route and status.\n",
@@ -126,10 +126,14 @@ impl Metrics {
              trusthub_ingest_batches_total{{result=\"duplicate\"}} {}\n\
              # HELP trusthub_ingest_samples_total Metric samples in stored batches.\n\
              # TYPE trusthub_ingest_samples_total counter\n\
-             trusthub_ingest_samples_total {}\n",
+             trusthub_ingest_samples_total {}\n\
+             # HELP trusthub_ingest_points_repeated_total Samples of stored batches whose point (series and timestamp) was stored already; kept once.\n\
+             # TYPE trusthub_ingest_points_repeated_total counter\n\
+             trusthub_ingest_points_repeated_total {}\n",
             self.batches_stored.load(Ordering::Relaxed),
             self.batches_duplicate.load(Ordering::Relaxed),
-            self.samples_stored.load(Ordering::Relaxed)
+            self.samples_stored.load(Ordering::Relaxed),
+            repeated_points
         );
         let _ = write!(
             out,
@@ -227,7 +231,9 @@ mod tests {
                 max: 10,
             },
             "sqlite",
+            7,
         );
+        assert!(text.contains("trusthub_ingest_points_repeated_total 7"));
         assert!(text.contains(
             "trusthub_http_requests_total{method=\"GET\",route=\"/api/v1/health\",status=\"200\"} 2"
         ));

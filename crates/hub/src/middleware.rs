@@ -28,6 +28,14 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
     if !(status.is_client_error() || status.is_server_error()) {
         return resp;
     }
+    // A dashboard page answered with an error status on purpose (the sign-in form again).
+    if resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/html"))
+    {
+        return resp;
+    }
     let (mut parts, body) = resp.into_parts();
     let is_problem = parts
         .headers

@@ -20,7 +20,7 @@ shape or values not allowed are 422 `validation_failed`; another tenant's record
 Rate limits (SPEC section 8): login 10/min/IP, forgot-password 5/h/IP, TOTP challenge 10/min/IP, \
 invitations 20/h/tenant, everything else 1000/min/IP. Answers carry `RateLimit-Limit`, \
 `RateLimit-Remaining` and `RateLimit-Reset`; a refusal is 429 with `Retry-After`.\n\n\
-Timestamps are RFC 3339 UTC with whole seconds. Unknown JSON fields are ignored.",
+Timestamps are RFC 3339 UTC with whole seconds.\n\nRequest bodies are strict (CONTRACT 13): a body must be a JSON object, an unknown field is 422 naming it (a typo never falls back to a default), and every field error is listed in one answer's `errors[]`: first every unknown, missing or mistyped field together, then, once the body has the right shape, every value a rule refuses together. Unknown query parameters are 400 naming them. A number with a zero fraction (`60.0`) is accepted as the integer.",
     ),
     tags(
         (name = "auth", description = "Login, logout, password reset, invitations"),
@@ -56,4 +56,295 @@ impl Modify for Security {
             ))),
         );
     }
+}
+
+// ------------------------------------------------------------ what extractors document
+
+/// What an operation's extractors say about it: who may call it and how it can fail.
+#[derive(Debug, Default)]
+pub struct OpDoc {
+    /// Security schemes that open it; `None` for a public operation.
+    pub schemes: Option<&'static [&'static str]>,
+    /// Error statuses it can answer.
+    pub statuses: std::collections::BTreeSet<u16>,
+}
+
+impl OpDoc {
+    fn errors(&mut self, statuses: &[u16]) {
+        self.statuses.extend(statuses.iter().copied());
+    }
+}
+
+/// An extractor's part of its operation's document (CONTRACT 13). Every type a handler takes
+/// must implement it, or [`api_routes!`] does not compile: a route cannot be
+/// under-documented by forgetting a line.
+pub trait Documented {
+    /// Adds what this extractor implies.
+    fn document(_doc: &mut OpDoc) {}
+}
+
+/// Session or API token.
+const EITHER: &[&str] = &["bearer", "session"];
+
+macro_rules! documented {
+    ($($ty:ty => |$d:ident| $body:expr;)*) => {$(
+        impl Documented for $ty {
+            fn document($d: &mut OpDoc) {
+                $body
+            }
+        }
+    )*};
+}
+
+documented! {
+    crate::auth::Authenticated => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    crate::auth::Viewer => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    crate::auth::Operator => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    crate::auth::Admin => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    crate::auth::Owner => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    crate::auth::SessionUser => |d| { d.schemes = Some(&["session"]); d.errors(&[401, 403]) };
+    crate::auth::AgentAuth => |d| { d.schemes = Some(&["bearer"]); d.errors(&[401]) };
+    crate::extract::SignedBody => |d| d.errors(&[400, 413, 415, 422]);
+    crate::extract::Meta => |_d| {};
+    crate::extract::ClientIp => |_d| {};
+    axum::body::Bytes => |d| d.errors(&[400, 413]);
+    axum::http::HeaderMap => |_d| {};
+    axum::extract::State<crate::state::AppState> => |_d| {};
+    axum::extract::WebSocketUpgrade => |d| d.errors(&[400]);
+}
+
+impl<P> Documented for crate::auth::TotpProof<P> {
+    fn document(d: &mut OpDoc) {
+        d.schemes = Some(&["session"]);
+        d.errors(&[401, 403]);
+    }
+}
+impl<T> Documented for crate::extract::Json<T> {
+    fn document(d: &mut OpDoc) {
+        d.errors(&[400, 413, 415, 422]);
+    }
+}
+impl<T> Documented for crate::extract::Query<T> {
+    fn document(d: &mut OpDoc) {
+        d.errors(&[400, 422]);
+    }
+}
+impl<T> Documented for crate::extract::Path<T> {
+    fn document(d: &mut OpDoc) {
+        d.errors(&[400, 404]);
+    }
+}
+
+/// A handler's extractor types (axum's `Handler<(M, T1, .., Tn), S>`).
+pub trait DocumentedArgs {
+    /// Adds what every extractor implies.
+    fn document(doc: &mut OpDoc);
+}
+
+macro_rules! documented_args {
+    ($($t:ident),*) => {
+        impl<M, $($t: Documented),*> DocumentedArgs for (M, $($t,)*) {
+            #[allow(unused_variables)]
+            fn document(doc: &mut OpDoc) {
+                $($t::document(doc);)*
+            }
+        }
+    };
+}
+documented_args!();
+documented_args!(T1);
+documented_args!(T1, T2);
+documented_args!(T1, T2, T3);
+documented_args!(T1, T2, T3, T4);
+documented_args!(T1, T2, T3, T4, T5);
+documented_args!(T1, T2, T3, T4, T5, T6);
+documented_args!(T1, T2, T3, T4, T5, T6, T7);
+documented_args!(T1, T2, T3, T4, T5, T6, T7, T8);
+
+/// What each error status means, for its documented response.
+fn error_description(status: u16) -> &'static str {
+    match status {
+        400 => "The body, query or a path parameter cannot be read (`bad_request`).",
+        401 => "Missing or invalid credentials (`unauthenticated`).",
+        403 => "The role, token scope or TOTP code does not allow this (`forbidden`, `totp_*`).",
+        404 => "No such record in your tenant (`not_found`); another tenant's id answers 404 too.",
+        409 => "Conflicts with the current state (`conflict`).",
+        413 => "The body is larger than the hub accepts (`payload_too_large`).",
+        415 => "The body is not of an accepted media type (`unsupported_media_type`).",
+        422 => {
+            "Invalid, missing or unknown fields, every one listed in `errors` (`validation_failed`)."
+        }
+        429 => "Over a rate limit (`rate_limited`); `Retry-After` says when to try again.",
+        503 => "The hub cannot serve right now (`unavailable`).",
+        _ => "An error (RFC 9457 problem document).",
+    }
+}
+
+fn problem_response(description: &str) -> utoipa::openapi::Response {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            crate::error::PROBLEM_JSON,
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
+}
+
+/// Applies handler `_h`'s extractors to its operations in `paths` (which hold only its own),
+/// and names them `<resource>_<verb>` after the handler's module (CONTRACT 13).
+pub fn document<H, T>(paths: &mut utoipa::openapi::path::Paths, _h: &H, module: &str)
+where
+    H: axum::handler::Handler<T, crate::state::AppState>,
+    T: DocumentedArgs,
+{
+    let mut doc = OpDoc::default();
+    // Every operation is behind the general rate limit.
+    doc.errors(&[429]);
+    T::document(&mut doc);
+    let resource = module.rsplit("::").next().unwrap_or(module);
+    for item in paths.paths.values_mut() {
+        for op in operations(item) {
+            apply(op, &doc);
+            if let Some(handler) = &op.operation_id {
+                op.operation_id = Some(operation_id(resource, handler));
+            }
+        }
+    }
+}
+
+/// `<resource>_<verb>`: `apps` + `get_app` is `apps_get`, `actions` + `list_actions` is
+/// `actions_list`, `me` + `me` is `me_get`.
+fn operation_id(resource: &str, handler: &str) -> String {
+    let singular = resource.strip_suffix('s').unwrap_or(resource);
+    let verb = if handler == resource {
+        "get"
+    } else {
+        handler
+            .strip_suffix(&format!("_{resource}"))
+            .or_else(|| handler.strip_suffix(&format!("_{singular}")))
+            .or_else(|| handler.strip_prefix(&format!("{resource}_")))
+            .unwrap_or(handler)
+    };
+    format!("{resource}_{verb}")
+}
+
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+        &mut item.head,
+        &mut item.options,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .filter_map(Option::as_mut)
+}
+
+fn apply(op: &mut utoipa::openapi::path::Operation, doc: &OpDoc) {
+    use utoipa::openapi::security::SecurityRequirement;
+    op.security = Some(match doc.schemes {
+        // Any one of the schemes opens it.
+        Some(schemes) => schemes
+            .iter()
+            .map(|s| SecurityRequirement::new(*s, Vec::<String>::new()))
+            .collect(),
+        None => Vec::new(),
+    });
+    for status in &doc.statuses {
+        op.responses
+            .responses
+            .entry(status.to_string())
+            .or_insert_with(|| problem_response(error_description(*status)).into());
+    }
+}
+
+/// Rules over the whole document (CONTRACT 13): every response has a description and every
+/// error is `application/problem+json` with the shared `Problem` schema.
+pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
+    for item in doc.paths.paths.values_mut() {
+        for op in operations(item) {
+            for (status, resp) in op.responses.responses.iter_mut() {
+                let RefOr::T(resp) = resp else { continue };
+                let code: u16 = status.parse().unwrap_or(0);
+                if code >= 400 {
+                    let description = if resp.description.is_empty() {
+                        error_description(code).to_owned()
+                    } else {
+                        resp.description.clone()
+                    };
+                    *resp = problem_response(&description);
+                } else if resp.description.is_empty() {
+                    resp.description = axum::http::StatusCode::from_u16(code)
+                        .ok()
+                        .and_then(|s| s.canonical_reason())
+                        .unwrap_or("Success")
+                        .to_owned();
+                }
+            }
+        }
+    }
+}
+
+/// `utoipa_axum::routes!` with each handler's extractors applied to its operations
+/// ([`document`]): security and the shared error responses come from the extractors.
+macro_rules! api_routes {
+    ($($h:path),+ $(,)?) => {{
+        let mut schemas = Vec::new();
+        let mut paths = utoipa::openapi::path::Paths::new();
+        let mut router = axum::routing::MethodRouter::new();
+        $(
+            let (s, mut p, r) = utoipa_axum::routes!($h);
+            $crate::openapi::document(&mut p, &$h, module_path!());
+            schemas.extend(s);
+            paths.merge(p);
+            router = router.merge(r);
+        )+
+        (schemas, paths, router)
+    }};
+}
+pub(crate) use api_routes;
+
+// ------------------------------------------------------------ shared value schemas
+
+/// Request fields' schemas are at least as strict as the hub's checks, so a client (or a
+/// fuzzer) that follows the document is not refused; these are the shapes used in lists.
+macro_rules! string_schema {
+    ($($(#[$doc:meta])* $name:ident = $pattern:expr, $max:expr;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name;
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .pattern(Some($pattern))
+                    .min_length(Some(1))
+                    .max_length(Some($max))
+                    .into()
+            }
+        }
+        impl utoipa::ToSchema for $name {}
+    )*};
+}
+
+string_schema! {
+    /// A tag: 1-64 characters of letters, digits and `- _ . : = /`.
+    Tag = r"^[A-Za-z0-9_.:=/-]+$", 64;
+    /// A label name to group by, or `agent_id`.
+    GroupKey = r"^[A-Za-z0-9_.-]+$", 100;
+    /// A printable label of up to 100 characters.
+    Label = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$", 100;
+    /// A webhook event.
+    EventName = r"^(alert\.created|alert\.resolved)$", 64;
+    /// An action kind an EAT may carry.
+    ActionName = r"^(restart_app|install_package|update_packages|console_open|emergency)$", 64;
 }

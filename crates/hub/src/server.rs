@@ -41,6 +41,7 @@ pub struct Server {
     router: Router,
     state: AppState,
     bootstrapped: Option<Bootstrapped>,
+    first_login_pending: Option<PathBuf>,
     _lock: Option<File>,
 }
 
@@ -95,6 +96,25 @@ impl Server {
         create_private_dir(&settings.evidence_dir())?;
         let prices = crate::routes::ai::base_prices(settings.ai_prices_file.as_deref())
             .map_err(StartError::Config)?;
+        let tls = match (&settings.tls_cert, &settings.tls_key) {
+            (Some(cert), Some(key)) => {
+                Some(crate::tls::acceptor(cert, key).map_err(StartError::Config)?)
+            }
+            (None, None) => None,
+            _ => {
+                return Err(StartError::Config(
+                    "--tls-cert and --tls-key go together".into(),
+                ));
+            }
+        };
+        // Bind before creating anything: a busy port must not leave an owner whose generated
+        // password nobody saw.
+        let listener = TcpListener::bind(settings.listen).await.map_err(|e| {
+            StartError::Config(format!(
+                "cannot listen on {}: {e} (another hub running? choose another --listen)",
+                settings.listen
+            ))
+        })?;
         let bootstrapped = admin::bootstrap(
             &db,
             &settings.admin_email,
@@ -111,22 +131,17 @@ impl Server {
                 )?;
             }
         }
+        let initial_admin = data_dir.join("initial-admin.txt");
+        let first_login_pending = if initial_admin.exists() {
+            let mut c = db.conn().await?;
+            (!trusthub_store::meta::anyone_logged_in(&mut c).await?).then_some(initial_admin)
+        } else {
+            None
+        };
         let mailer = match &settings.smtp_url {
             Some(url) => Some(Mailer::new(url, &settings.smtp_from).map_err(StartError::Config)?),
             None => None,
         };
-        let tls = match (&settings.tls_cert, &settings.tls_key) {
-            (Some(cert), Some(key)) => {
-                Some(crate::tls::acceptor(cert, key).map_err(StartError::Config)?)
-            }
-            (None, None) => None,
-            _ => {
-                return Err(StartError::Config(
-                    "--tls-cert and --tls-key go together".into(),
-                ));
-            }
-        };
-        let listener = TcpListener::bind(settings.listen).await?;
         let bound = listener.local_addr()?;
         let ingest = crate::ingest::Ingest::new(db.clone(), Default::default());
         let state = AppState(Arc::new(App {
@@ -151,6 +166,7 @@ impl Server {
             router,
             state,
             bootstrapped,
+            first_login_pending,
             _lock: lock,
         })
     }
@@ -165,6 +181,11 @@ impl Server {
     /// The shared state.
     pub fn state(&self) -> &AppState {
         &self.state
+    }
+
+    /// `initial-admin.txt` while nobody has logged in yet (every start says where it is).
+    pub fn first_login_pending(&self) -> Option<&Path> {
+        self.first_login_pending.as_deref()
     }
 
     /// The owner created at this start, if this start created one.

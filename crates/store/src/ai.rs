@@ -1,4 +1,4 @@
-//! LLM traces and calls (CONTRACT 9), idempotent on `trace_id` / `span_id`, and content
+//! LLM traces and calls (CONTRACT 9), idempotent on `trace_id` / `(trace_id, span_id)`, and content
 //! blobs stored once per SHA-256.
 
 use crate::{Exec, StoreResult, TenantId, on};
@@ -69,7 +69,7 @@ pub async fn insert_trace(
         == 1)
 }
 
-/// Stores a call of a trace unless its `span_id` is known; true when new.
+/// Stores a call of a trace unless `(trace_id, span_id)` is known; true when new.
 pub async fn insert_call(
     ex: &mut impl Exec,
     tenant: TenantId,
@@ -85,6 +85,17 @@ pub async fn insert_call(
         .bind(k.reasoning_tokens).bind(k.latency_ms).bind(k.prompt_sha256).bind(k.content_sha256).bind(k.refused)
         .bind(trace.started_at).execute(&mut *c).await?.rows_affected())
         == 1)
+}
+
+/// The start and team of a stored trace, which its calls carry.
+pub async fn trace_key(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    trace_id: &str,
+) -> StoreResult<Option<(OffsetDateTime, String)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT started_at, team FROM ai_traces WHERE tenant_id = $1 AND trace_id = $2")
+        .bind(tenant.0).bind(trace_id).fetch_optional(&mut *c).await?))
 }
 
 /// Stores a blob unless its hash is known; true when new.

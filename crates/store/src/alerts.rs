@@ -168,6 +168,13 @@ pub struct Filter<'a> {
     pub limit: i64,
 }
 
+/// The tenant's open alerts counted by severity (the overview).
+pub async fn open_counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<(String, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (String, i64)>(
+        "SELECT severity, COUNT(*) FROM alerts WHERE tenant_id = $1 AND is_resolved = $2 GROUP BY severity")
+        .bind(tenant.0).bind(false).fetch_all(&mut *c).await?))
+}
+
 /// The tenant's alerts, newest first.
 pub async fn list(ex: &mut impl Exec, tenant: TenantId, f: &Filter<'_>) -> StoreResult<Vec<Alert>> {
     let where_ = "WHERE a.tenant_id = $1 AND ($2 IS NULL OR a.severity = $2) AND ($3 IS NULL OR a.is_resolved = $3) \

@@ -131,6 +131,15 @@ pub async fn list(
     )
 }
 
+/// The tenant's tracked apps, and how many of them are observed in another state than
+/// expected (the overview).
+pub async fn state_counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<(i64, i64)> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (i64, i64)>(
+        "SELECT COUNT(*), COUNT(CASE WHEN observed_state IS NOT NULL AND observed_state <> 'unknown' \
+         AND observed_state <> expected_state THEN 1 END) FROM apps WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_one(&mut *c).await?))
+}
+
 /// One app of the tenant.
 pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<App>> {
     let sql = format!("SELECT {COLUMNS} FROM apps WHERE tenant_id = $1 AND id = $2");

@@ -70,8 +70,9 @@ fn pg_time(col: &str) -> String {
 #[derive(Debug)]
 pub struct Pager {
     scope: Scope,
-    /// Last `(started_at, id)` read (SQLite).
-    after: (String, String),
+    /// Last `(started_at, id, trace_id)` read (SQLite; the third only for calls, whose
+    /// span ids are unique per trace only).
+    after: (String, String, String),
     /// The cursor is declared (PostgreSQL).
     open: bool,
     done: bool,
@@ -87,7 +88,7 @@ impl Pager {
             .unwrap_or_default();
         Pager {
             scope,
-            after: (from, String::new()),
+            after: (from, String::new(), String::new()),
             open: false,
             done: false,
         }
@@ -116,7 +117,7 @@ impl Pager {
                 }
                 rows.sort_by(|a, b| (&a.4, &a.0).cmp(&(&b.4, &b.0)));
                 if let Some(last) = rows.last() {
-                    self.after = (last.4.clone(), last.0.clone());
+                    self.after = (last.4.clone(), last.0.clone(), String::new());
                 }
                 rows
             }
@@ -151,13 +152,14 @@ impl Pager {
                      content_sha256, refused)) FROM (SELECT c.* FROM ai_calls c WHERE c.tenant_id = $1 AND c.started_at < $2 \
                      AND ($3 IS NULL OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id \
                      AND t.trace_id = c.trace_id AND t.app_id = $3)) \
-                     AND (c.started_at, c.span_id) > ($4, $5) ORDER BY c.started_at, c.span_id LIMIT $6)")
+                     AND (c.started_at, c.span_id, c.trace_id) > ($4, $5, $7) ORDER BY c.started_at, c.span_id, c.trace_id LIMIT $6)")
                     .bind(s.tenant.0).bind(s.to).bind(s.app_id).bind(&self.after.0).bind(&self.after.1).bind(limit)
+                    .bind(&self.after.2)
                     .fetch_one(&mut *c).await?;
                 let mut rows: Vec<SpanTuple> = unpack(packed)?;
-                rows.sort_by(|a, b| (&a.2, &a.0).cmp(&(&b.2, &b.0)));
+                rows.sort_by(|a, b| (&a.2, &a.0, &a.1).cmp(&(&b.2, &b.0, &b.1)));
                 if let Some(last) = rows.last() {
-                    self.after = (last.2.clone(), last.0.clone());
+                    self.after = (last.2.clone(), last.0.clone(), last.1.clone());
                 }
                 rows
             }
@@ -169,7 +171,7 @@ impl Pager {
                      WHERE c.tenant_id = $1 AND c.started_at >= $2 AND c.started_at < $3 \
                      AND ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM ai_traces t WHERE t.tenant_id = c.tenant_id \
                      AND t.trace_id = c.trace_id AND t.app_id = $4)) \
-                     ORDER BY c.started_at, c.span_id COLLATE \"C\"",
+                     ORDER BY c.started_at, c.span_id COLLATE \"C\", c.trace_id COLLATE \"C\"",
                     pg_time("c.started_at")
                 );
                 self.cursor_page(c, "evidence_spans", &select, limit)

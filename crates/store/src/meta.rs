@@ -32,3 +32,12 @@ pub async fn get(ex: &mut impl Exec, key: &str) -> StoreResult<Option<String>> {
         .bind(key).fetch_optional(&mut *c).await?),
     )
 }
+
+/// Whether anyone ever logged in (the first owner's generated password is pointed at until
+/// then).
+pub async fn anyone_logged_in(ex: &mut impl Exec) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM audit_log WHERE event_type = 'login_succeeded' LIMIT 1) t")
+        .fetch_one(&mut *c).await?)
+        > 0)
+}

@@ -43,20 +43,34 @@ pub struct Rule {
 const COLUMNS: &str = "id, tenant_id, name, metric, operator, threshold, window_spec, window_secs, severity, group_by, \
     webhook_url, created_at, last_evaluated_at, last_groups, last_firing";
 
+/// A rule's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleSpec<'a> {
+    /// Label.
+    pub name: &'a str,
+    /// Metric name.
+    pub metric: &'a str,
+    /// Operator.
+    pub operator: &'a str,
+    /// Threshold.
+    pub threshold: f64,
+    /// Window as given.
+    pub window_spec: &'a str,
+    /// Window in seconds.
+    pub window_secs: i64,
+    /// Severity.
+    pub severity: &'a str,
+    /// Grouping.
+    pub group_by: &'a [String],
+    /// Minimal-body POST target.
+    pub webhook_url: Option<&'a str>,
+}
+
 /// Stores a rule.
-#[allow(clippy::too_many_arguments)]
 pub async fn insert(
     ex: &mut impl Exec,
     tenant: TenantId,
-    name: &str,
-    metric: &str,
-    operator: &str,
-    threshold: f64,
-    window_spec: &str,
-    window_secs: i64,
-    severity: &str,
-    group_by: &[String],
-    webhook_url: Option<&str>,
+    r: &RuleSpec<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<Rule> {
     let sql = format!(
@@ -65,9 +79,29 @@ pub async fn insert(
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
-        .bind(Uuid::now_v7()).bind(tenant.0).bind(name).bind(metric).bind(operator).bind(threshold)
-        .bind(window_spec).bind(window_secs).bind(severity).bind(Json(group_by)).bind(webhook_url).bind(now)
+        .bind(Uuid::now_v7()).bind(tenant.0).bind(r.name).bind(r.metric).bind(r.operator).bind(r.threshold)
+        .bind(r.window_spec).bind(r.window_secs).bind(r.severity).bind(Json(r.group_by)).bind(r.webhook_url).bind(now)
         .fetch_one(&mut *c).await?),
+    )
+}
+
+/// Replaces a rule's settings; the updated row, or `None` when absent.
+pub async fn update(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    r: &RuleSpec<'_>,
+) -> StoreResult<Option<Rule>> {
+    let sql = format!(
+        "UPDATE alert_rules SET name = $3, metric = $4, operator = $5, threshold = $6, window_spec = $7, \
+         window_secs = $8, severity = $9, group_by = $10, webhook_url = $11 \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).bind(r.name).bind(r.metric).bind(r.operator).bind(r.threshold)
+        .bind(r.window_spec).bind(r.window_secs).bind(r.severity).bind(Json(r.group_by)).bind(r.webhook_url)
+        .fetch_optional(&mut *c).await?),
     )
 }
 
@@ -123,6 +157,13 @@ pub async fn metric_known(ex: &mut impl Exec, tenant: TenantId, metric: &str) ->
         "SELECT COUNT(*) FROM metric_series s JOIN agents g ON g.id = s.agent_id WHERE g.tenant_id = $1 AND s.name = $2")
         .bind(tenant.0).bind(metric).fetch_one(&mut *c).await?)
         > 0)
+}
+
+/// The metric names the tenant's agents send, sorted (for choosing a rule's metric).
+pub async fn metric_names(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<String>> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, String>(
+        "SELECT DISTINCT s.name FROM metric_series s JOIN agents g ON g.id = s.agent_id WHERE g.tenant_id = $1 ORDER BY s.name")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
 }
 
 /// Sum and count of one series over a window.

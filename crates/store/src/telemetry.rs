@@ -245,7 +245,7 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
             // json_each: bench/RESULTS.md). RETURNING would hand every row back through sqlx's
             // worker channel one message at a time; instead all rows are inserted and, only
             // when fewer were new than sent (rare: a re-sent sample), rolled back to a
-            // savepoint and inserted one by one to learn which were new.
+            // savepoint, and the new ones found by reading the keys that exist.
             sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
             let mut affected = 0;
             for start in (0..series.len()).step_by(8_000) {
@@ -267,24 +267,45 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
                 sqlx::query("RELEASE points").execute(&mut *c).await?;
                 all.collect()
             } else {
+                // Some points were stored already (an agent re-sending after losing its spool
+                // state). Undo, read which of the batch's keys exist with one range read per
+                // agent, and insert only the others: a repeated point costs a key lookup, not
+                // a statement of its own (it cost ten times a new batch).
                 sqlx::query("ROLLBACK TO points").execute(&mut *c).await?;
                 sqlx::query("RELEASE points").execute(&mut *c).await?;
-                let mut rows = Vec::with_capacity(series.len());
-                for (agent, s, t, v) in all {
-                    let n = sqlx::query(
-                        "INSERT INTO metric_points (agent_seq, ts, series_id, value) \
-                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                let mut ranges: std::collections::BTreeMap<i64, (i64, i64)> = Default::default();
+                for i in 0..series.len() {
+                    let r = ranges.entry(agents[i]).or_insert((ts[i], ts[i]));
+                    r.0 = r.0.min(ts[i]);
+                    r.1 = r.1.max(ts[i]);
+                }
+                let mut stored: std::collections::HashSet<(i64, i64, i64)> = Default::default();
+                for (agent, (from, to)) in ranges {
+                    let keys: Vec<(i64, i64)> = sqlx::query_as(
+                        "SELECT ts, series_id FROM metric_points WHERE agent_seq = $1 AND ts BETWEEN $2 AND $3",
                     )
-                        .bind(agent)
-                        .bind(t)
-                        .bind(s)
-                        .bind(v)
-                        .execute(&mut *c)
-                        .await?
-                        .rows_affected();
-                    if n == 1 {
+                    .bind(agent)
+                    .bind(from)
+                    .bind(to)
+                    .fetch_all(&mut *c)
+                    .await?;
+                    stored.extend(keys.into_iter().map(|(t, s)| (agent, t, s)));
+                }
+                // New points, each once (a batch may repeat itself too).
+                let mut rows: Vec<Point> = Vec::with_capacity(series.len());
+                for (agent, s, t, v) in all {
+                    if stored.insert((agent, t, s)) {
                         rows.push((agent, s, t, v));
                     }
+                }
+                for chunk in rows.chunks(8_000) {
+                    let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                        "INSERT INTO metric_points (agent_seq, ts, series_id, value) ",
+                    );
+                    qb.push_values(chunk, |mut b, (agent, s, t, v)| {
+                        b.push_bind(*agent).push_bind(*t).push_bind(*s).push_bind(*v);
+                    });
+                    qb.build().execute(&mut *c).await?;
                 }
                 rows
             }
@@ -497,6 +518,24 @@ pub async fn processes(
         "SELECT p.received_at, p.processes FROM agent_processes p JOIN agents a ON a.id = p.agent_id \
          WHERE a.tenant_id = $1 AND p.agent_id = $2")
         .bind(tenant.0).bind(agent_id).fetch_optional(&mut *c).await?))
+}
+
+/// Per-minute averages of one metric (its label-less series) for every agent of a tenant in
+/// `[from_ms, to_ms)`, from the minute rollup in one query: `(agent id, minute, average)`,
+/// by agent and time (the overview's sparklines).
+pub async fn fleet_minutes(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    name: &str,
+    from_ms: i64,
+    to_ms: i64,
+) -> StoreResult<Vec<(Uuid, i64, f64)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, i64, f64)>(
+        "SELECT a.id, r.bucket, r.sum / r.count FROM agents a \
+         JOIN metric_series s ON s.agent_id = a.id AND s.name = $2 AND s.labels = '{}' \
+         JOIN metric_rollup_1m r ON r.agent_seq = a.seq AND r.series_id = s.id AND r.bucket >= $3 AND r.bucket < $4 \
+         WHERE a.tenant_id = $1 ORDER BY a.id, r.bucket")
+        .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).fetch_all(&mut *c).await?))
 }
 
 /// A metric series of an agent.

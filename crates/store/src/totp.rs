@@ -59,3 +59,40 @@ pub async fn consume_challenge(
         .execute(&mut *c).await?.rows_affected());
     Ok(n == 1)
 }
+
+/// Replaces a user's recovery codes with `hashes` (their SHA-256, hex).
+pub async fn replace_recovery_codes(
+    ex: &mut impl Exec,
+    user_id: Uuid,
+    hashes: &[String],
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("DELETE FROM totp_recovery_codes WHERE user_id = $1")
+        .bind(user_id).execute(&mut *c).await?.rows_affected());
+    for h in hashes {
+        on!(ex, c => sqlx::query(
+            "INSERT INTO totp_recovery_codes (user_id, code_hash, created_at) VALUES ($1, $2, $3)")
+            .bind(user_id).bind(h).bind(now).execute(&mut *c).await?.rows_affected());
+    }
+    Ok(())
+}
+
+/// Spends a recovery code: true only once per code.
+pub async fn use_recovery_code(
+    ex: &mut impl Exec,
+    user_id: Uuid,
+    hash: &str,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query(
+        "UPDATE totp_recovery_codes SET used_at = $1 WHERE user_id = $2 AND code_hash = $3 AND used_at IS NULL")
+        .bind(now).bind(user_id).bind(hash).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Recovery codes a user has left.
+pub async fn recovery_codes_left(ex: &mut impl Exec, user_id: Uuid) -> StoreResult<i64> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM totp_recovery_codes WHERE user_id = $1 AND used_at IS NULL")
+        .bind(user_id).fetch_one(&mut *c).await?))
+}

@@ -94,6 +94,27 @@ pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<
     )
 }
 
+/// Replaces an endpoint's settings (`secret_sealed`/`secret_hint` kept when `None`); a
+/// changed endpoint starts without cooldown. The updated row, or `None` when absent.
+pub async fn update(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    w: &NewWebhook<'_>,
+) -> StoreResult<Option<Webhook>> {
+    let sql = format!(
+        "UPDATE webhooks SET url = $3, secret_sealed = $4, secret_hint = $5, events = $6, min_severity = $7, \
+         min_severity_rank = $8, agent_filter_tag = $9, cooldown_until = NULL \
+         WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).bind(w.url).bind(w.secret_sealed).bind(w.secret_hint)
+        .bind(Json(w.events)).bind(w.min_severity).bind(w.min_severity_rank).bind(w.agent_filter_tag)
+        .fetch_optional(&mut *c).await?),
+    )
+}
+
 /// Removes an endpoint and its deliveries.
 pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
     Ok(

@@ -5,6 +5,7 @@ use crate::auth::purpose::AppRestart;
 use crate::auth::{AgentAuth, TotpProof, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
+use crate::openapi::api_routes;
 use crate::ratelimit;
 use crate::state::{AppState, now};
 use axum::extract::State;
@@ -20,17 +21,17 @@ use trusthub_core::eat::{self, Claims};
 use trusthub_store::actions::{self, Action};
 use trusthub_store::{TenantId, apps};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(agent_socket))
-        .routes(routes!(restart))
-        .routes(routes!(get_action))
-        .routes(routes!(list_actions))
-        .routes(routes!(transparency_log))
-        .routes(routes!(transparency_head))
+        .routes(api_routes!(agent_socket))
+        .routes(api_routes!(restart))
+        .routes(api_routes!(get_action))
+        .routes(api_routes!(list_actions))
+        .routes(api_routes!(transparency_log))
+        .routes(api_routes!(transparency_head))
 }
 
 /// The agent's WebSocket (SPEC 4.2): `Authorization: Bearer <agent token>`, only for its own
@@ -62,6 +63,7 @@ async fn agent_socket(
 
 /// Why a restart is asked for.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RestartRequest {
     /// 1 to 500 characters; recorded in the action, the audit log and the token.
     pub reason: String,
@@ -273,7 +275,7 @@ impl From<Action> for ActionView {
 async fn get_action(
     State(state): State<AppState>,
     Viewer(p): Viewer,
-    axum::extract::Path(jti): axum::extract::Path<String>,
+    crate::extract::Path(jti): crate::extract::Path<String>,
 ) -> ApiResult<axum::Json<ActionView>> {
     let mut c = state.db.conn().await?;
     let a = actions::get(&mut c, p.tenant(), &jti)
@@ -284,11 +286,13 @@ async fn get_action(
 
 /// Action filters.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ActionQuery {
     /// Only this agent's.
     pub agent_id: Option<Uuid>,
     /// Page size, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
 }
 
@@ -350,11 +354,13 @@ impl From<LogEntry> for LogEntryView {
 
 /// Paging of the log.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct LogQuery {
     /// Entries after this seq (default 0: from the start).
     pub since_seq: Option<i64>,
     /// Page size, 1 to 1000 (default 1000).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

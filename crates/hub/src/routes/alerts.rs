@@ -4,6 +4,7 @@ use crate::alerting::{self, AlertView};
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query};
+use crate::openapi::api_routes;
 use crate::state::{AppState, now};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,31 +14,34 @@ use time::OffsetDateTime;
 use trusthub_core::alerting::{self as core_alerting, Op, Severity};
 use trusthub_core::{agent as wire, audit as ev, validate};
 use trusthub_store::alerts::{self, Filter};
-use trusthub_store::rules::{self, Rule};
+use trusthub_store::rules::{self, Rule, RuleSpec};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(get_alert))
-        .routes(routes!(resolve))
-        .routes(routes!(create_rule, list_rules))
-        .routes(routes!(get_rule, delete_rule))
+        .routes(api_routes!(list))
+        .routes(api_routes!(get_alert))
+        .routes(api_routes!(resolve))
+        .routes(api_routes!(create_rule, list_rules))
+        .routes(api_routes!(get_rule, update_rule, delete_rule))
 }
 
 /// Alert listing filters and paging.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AlertQuery {
     /// `info`, `warning` or `critical`.
+    #[param(pattern = r"^(info|warning|critical)$")]
     pub severity: Option<String>,
     /// `true` or `false`.
     pub is_resolved: Option<bool>,
     /// Only alerts whose agent carries this tag.
     pub tag: Option<String>,
     /// Page size, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     /// The next page: alerts older than this alert id (the last id of the previous page).
     pub before: Option<Uuid>,
@@ -105,13 +109,25 @@ async fn resolve(
     Operator(p): Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AlertView>> {
+    resolve_by(&state, &meta, &p, id).await.map(axum::Json)
+}
+
+/// Resolves alert `id` of `p`'s tenant as `p` (the API and the dashboard): audited, the
+/// app's red marker cleared, `alert.resolved` queued for matching webhooks. A resolved
+/// alert is answered unchanged.
+pub(crate) async fn resolve_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    id: Uuid,
+) -> ApiResult<AlertView> {
     let now = now();
     let mut tx = state.db.begin().await?;
     let Some(before) = alerts::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("alert"));
     };
     if before.is_resolved {
-        return Ok(axum::Json(before.into()));
+        return Ok(before.into());
     }
     let by = format!("user:{}", p.user.id);
     let view = alerting::Notifier::default()
@@ -124,38 +140,83 @@ async fn resolve(
     }
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::ALERT_RESOLVED,
         format!("alert:{id}"),
         json!({"title": view.title, "severity": view.severity}),
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(view))
+    Ok(view)
 }
 
 // ---------------------------------------------------------------- rules
 
 /// An alert rule (CONTRACT 10).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewRule {
     /// Label, 1 to 100 characters.
+    #[schema(
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+        min_length = 1,
+        max_length = 100
+    )]
     pub name: String,
     /// Metric name as agents send it, e.g. `cpu.percent` or `container_restart_count`.
+    #[schema(pattern = r"^[A-Za-z0-9._:-]+$", min_length = 1, max_length = 200)]
     pub metric: String,
     /// `>`, `>=`, `<`, `<=`, `==` or `!=`.
+    #[schema(pattern = r"^(>|>=|<|<=|==|!=)$")]
     pub operator: String,
     /// Compared with the average over the window.
     pub threshold: f64,
     /// `1m` to `30d`, e.g. `5m`, `1h`, `1d`.
+    #[schema(pattern = r"^([1-9]|[1-5][0-9])m$|^([1-9]|1[0-9]|2[0-4])h$|^([1-9]|[12][0-9]|30)d$")]
     pub window: String,
     /// `info`, `warning` (default) or `critical`.
+    #[schema(pattern = r"^(info|warning|critical)$")]
     pub severity: Option<String>,
     /// `agent_id` and/or label names (e.g. `container_name`); empty: one group for all.
     #[serde(default)]
+    #[schema(value_type = Vec<crate::openapi::GroupKey>, max_items = 8)]
     pub group_by: Vec<String>,
     /// Also POST the minimal body `{title, severity, agent, link}` here when it fires.
     pub webhook_url: Option<String>,
+}
+
+/// Changes to a rule (JSON merge patch): absent fields stay as they are; `webhook_url: null`
+/// removes the minimal-body webhook.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RulePatch {
+    /// Label, 1 to 100 characters.
+    #[schema(
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+        min_length = 1,
+        max_length = 100
+    )]
+    pub name: Option<String>,
+    /// Metric name.
+    #[schema(pattern = r"^[A-Za-z0-9._:-]+$", min_length = 1, max_length = 200)]
+    pub metric: Option<String>,
+    /// `>`, `>=`, `<`, `<=`, `==` or `!=`.
+    #[schema(pattern = r"^(>|>=|<|<=|==|!=)$")]
+    pub operator: Option<String>,
+    /// Threshold.
+    pub threshold: Option<f64>,
+    /// `1m` to `30d`.
+    #[schema(pattern = r"^([1-9]|[1-5][0-9])m$|^([1-9]|1[0-9]|2[0-4])h$|^([1-9]|[12][0-9]|30)d$")]
+    pub window: Option<String>,
+    /// `info`, `warning` or `critical`.
+    #[schema(pattern = r"^(info|warning|critical)$")]
+    pub severity: Option<String>,
+    /// `agent_id` and/or label names.
+    #[schema(value_type = Option<Vec<crate::openapi::GroupKey>>, max_items = 8)]
+    pub group_by: Option<Vec<String>>,
+    /// Minimal-body webhook, or null to remove it.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    pub webhook_url: Option<Option<String>>,
 }
 
 /// A rule with its last evaluation.
@@ -216,21 +277,18 @@ impl RuleView {
     }
 }
 
-/// Create an alert rule (operator). Every `TRUSTHUB_RULE_EVAL_INTERVAL_SECS` (30 s) the
-/// average of `metric` over `window` is computed per `group_by` group; a group for which
-/// `average operator threshold` holds raises one alert (severity of the rule, category =
-/// the metric) and resolves it when it no longer holds or has no data in the window. With
-/// `webhook_url`, each new alert is also POSTed there (unsigned minimal body, retried,
-/// logged as `webhook_delivery` in the audit log). A metric no agent sends is accepted and
-/// shown with `metric_seen: false`.
-#[utoipa::path(post, path = "/alert-rules", tag = "alerts", request_body = NewRule,
-    responses((status = 201, body = RuleView), (status = 422, body = Problem)))]
-async fn create_rule(
-    State(state): State<AppState>,
-    meta: Meta,
-    Operator(p): Operator,
-    Json(req): Json<NewRule>,
-) -> ApiResult<(StatusCode, axum::Json<RuleView>)> {
+/// A rule's settings, checked.
+struct CheckedRule {
+    name: String,
+    metric: String,
+    window_secs: i64,
+    severity: String,
+    group_by: Vec<String>,
+    webhook_url: Option<String>,
+}
+
+/// Checks a rule; every bad field in one 422.
+async fn check_rule(state: &AppState, req: &NewRule) -> ApiResult<CheckedRule> {
     let mut errors = Vec::new();
     let mut err = |field: &str, m: String| {
         errors.push(FieldError {
@@ -300,35 +358,74 @@ async fn create_rule(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    Ok(CheckedRule {
+        name,
+        metric,
+        window_secs,
+        severity: severity.to_owned(),
+        group_by,
+        webhook_url: webhook_url.map(str::to_owned),
+    })
+}
+
+/// Create an alert rule (operator). Every `TRUSTHUB_RULE_EVAL_INTERVAL_SECS` (30 s) the
+/// average of `metric` over `window` is computed per `group_by` group; a group for which
+/// `average operator threshold` holds raises one alert (severity of the rule, category =
+/// the metric) and resolves it when it no longer holds or has no data in the window. With
+/// `webhook_url`, each new alert is also POSTed there (unsigned minimal body, retried,
+/// logged as `webhook_delivery` in the audit log). A metric no agent sends is accepted and
+/// shown with `metric_seen: false`.
+#[utoipa::path(post, path = "/alert-rules", tag = "alerts", request_body = NewRule,
+    responses((status = 201, body = RuleView), (status = 422, body = Problem)))]
+async fn create_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Json(req): Json<NewRule>,
+) -> ApiResult<(StatusCode, axum::Json<RuleView>)> {
+    let view = create_rule_by(&state, &meta, &p, &req).await?;
+    Ok((StatusCode::CREATED, axum::Json(view)))
+}
+
+/// Creates a rule for `p`'s tenant (the API and the dashboard), checked and audited.
+pub(crate) async fn create_rule_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: &NewRule,
+) -> ApiResult<RuleView> {
+    let c = check_rule(state, req).await?;
     let now = now();
     let mut tx = state.db.begin().await?;
     let rule = rules::insert(
         &mut tx,
         p.tenant(),
-        &name,
-        &metric,
-        &req.operator,
-        req.threshold,
-        req.window.trim(),
-        window_secs,
-        severity,
-        &group_by,
-        webhook_url,
+        &RuleSpec {
+            name: &c.name,
+            metric: &c.metric,
+            operator: req.operator.trim(),
+            threshold: req.threshold,
+            window_spec: req.window.trim(),
+            window_secs: c.window_secs,
+            severity: &c.severity,
+            group_by: &c.group_by,
+            webhook_url: c.webhook_url.as_deref(),
+        },
         now,
     )
     .await?;
-    let seen = rules::metric_known(&mut tx, p.tenant(), &metric).await?;
+    let seen = rules::metric_known(&mut tx, p.tenant(), &c.metric).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::ALERT_RULE_CREATED,
         format!("alert_rule:{}", rule.id),
-        json!({"name": name, "metric": metric, "operator": req.operator, "threshold": req.threshold,
-            "window": req.window.trim(), "webhook": webhook_url.is_some()}),
+        json!({"name": c.name, "metric": c.metric, "operator": req.operator, "threshold": req.threshold,
+            "window": req.window.trim(), "webhook": c.webhook_url.is_some()}),
     )
     .await?;
     tx.commit().await?;
-    Ok((StatusCode::CREATED, axum::Json(RuleView::new(rule, seen))))
+    Ok(RuleView::new(rule, seen))
 }
 
 /// The tenant's alert rules.
@@ -362,6 +459,69 @@ async fn get_rule(
     Ok(axum::Json(RuleView::new(r, seen)))
 }
 
+/// Change an alert rule (operator): only the fields sent change, checked like at creation.
+/// The next evaluation uses the new settings; an open alert whose group no longer matches
+/// is resolved by it.
+#[utoipa::path(patch, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
+    request_body = RulePatch,
+    responses((status = 200, body = RuleView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+    Json(patch): Json<RulePatch>,
+) -> ApiResult<axum::Json<RuleView>> {
+    let r = {
+        let mut c = state.db.conn().await?;
+        rules::get(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("alert rule"))?
+    };
+    let merged = NewRule {
+        name: patch.name.unwrap_or(r.name),
+        metric: patch.metric.unwrap_or(r.metric),
+        operator: patch.operator.unwrap_or(r.operator),
+        threshold: patch.threshold.unwrap_or(r.threshold),
+        window: patch.window.unwrap_or(r.window_spec),
+        severity: Some(patch.severity.unwrap_or(r.severity)),
+        group_by: patch.group_by.unwrap_or(r.group_by.0),
+        webhook_url: patch.webhook_url.unwrap_or(r.webhook_url),
+    };
+    let c = check_rule(&state, &merged).await?;
+    let mut tx = state.db.begin().await?;
+    let rule = rules::update(
+        &mut tx,
+        p.tenant(),
+        id,
+        &RuleSpec {
+            name: &c.name,
+            metric: &c.metric,
+            operator: merged.operator.trim(),
+            threshold: merged.threshold,
+            window_spec: merged.window.trim(),
+            window_secs: c.window_secs,
+            severity: &c.severity,
+            group_by: &c.group_by,
+            webhook_url: c.webhook_url.as_deref(),
+        },
+    )
+    .await?
+    .ok_or(ApiError::NotFound("alert rule"))?;
+    let seen = rules::metric_known(&mut tx, p.tenant(), &c.metric).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::ALERT_RULE_UPDATED,
+        format!("alert_rule:{id}"),
+        json!({"name": c.name, "metric": c.metric, "operator": merged.operator, "threshold": merged.threshold,
+            "window": merged.window.trim(), "webhook": c.webhook_url.is_some()}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(RuleView::new(rule, seen)))
+}
+
 /// Remove an alert rule (operator). Its open alerts stay until resolved.
 #[utoipa::path(delete, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
@@ -371,6 +531,16 @@ async fn delete_rule(
     Operator(p): Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
+    delete_rule_by(&state, &meta, &p, id).await
+}
+
+/// Deletes a rule of `p`'s tenant (the API and the dashboard), audited.
+pub(crate) async fn delete_rule_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    id: Uuid,
+) -> ApiResult<StatusCode> {
     let mut tx = state.db.begin().await?;
     let Some(rule) = rules::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("alert rule"));
@@ -378,7 +548,7 @@ async fn delete_rule(
     rules::delete(&mut tx, p.tenant(), id).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::ALERT_RULE_DELETED,
         format!("alert_rule:{id}"),
         json!({"name": rule.name}),

@@ -12,23 +12,31 @@ use time::OffsetDateTime;
 use trusthub_core::secret::{API_TOKEN_PREFIX, new_token, token_hash};
 use trusthub_core::{Role, TokenScope, audit as ev, validate};
 
+use crate::openapi::api_routes;
 use trusthub_store::tokens::{self, ApiToken, NewToken};
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create, list))
-        .routes(routes!(delete))
+        .routes(api_routes!(create, list))
+        .routes(api_routes!(delete))
 }
 
 /// A token to create.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewApiToken {
     /// Label, 1 to 100 characters.
+    #[schema(
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+        min_length = 1,
+        max_length = 100
+    )]
     pub name: String,
     /// `read` (viewer at most; the CI token), `write` (your role) or `ai_ingest` (AI traces only).
+    #[schema(pattern = r"^(read|write|ai_ingest)$")]
     pub scope: String,
     /// Optional expiry, RFC 3339, in the future.
     #[serde(default, with = "time::serde::rfc3339::option")]

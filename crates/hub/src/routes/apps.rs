@@ -4,6 +4,7 @@
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path};
+use crate::openapi::api_routes;
 use crate::state::{AppState, now};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,15 +16,15 @@ use trusthub_core::{audit as ev, validate};
 use trusthub_store::apps::{self, App, NewApp};
 use trusthub_store::{TenantId, agents, telemetry};
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list, create))
-        .routes(routes!(get_app, update, delete))
-        .routes(routes!(checks))
-        .routes(routes!(candidates))
+        .routes(api_routes!(list, create))
+        .routes(api_routes!(get_app, update, delete))
+        .routes(api_routes!(checks))
+        .routes(api_routes!(candidates))
 }
 
 /// Shortest HTTP check interval.
@@ -34,6 +35,7 @@ pub const MAX_HTTP_INTERVAL: i64 = 86_400;
 /// An app to track. Either `app_type` (`systemd`, `docker`, `compose`, `process`) with
 /// `identifier`, or `type: http` with `endpoint` and `interval_seconds`.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewAppRequest {
     /// The host that should run it (an agent of your tenant).
     pub agent_id: Uuid,
@@ -233,6 +235,16 @@ async fn create(
     Operator(p): Operator,
     Json(req): Json<NewAppRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<AppView>)> {
+    create_app(&state, &meta, &p, req).await
+}
+
+/// Tracks an app for `p`'s tenant (the API and the dashboard), checked and audited.
+pub(crate) async fn create_app(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: NewAppRequest,
+) -> ApiResult<(StatusCode, axum::Json<AppView>)> {
     let mut errors = Vec::new();
     let err = |errors: &mut Vec<FieldError>, field: &str, m: String| {
         errors.push(FieldError {
@@ -378,6 +390,18 @@ async fn create(
             "is not an agent of your tenant",
         ));
     };
+    if kind == AppKind::Systemd
+        && let Some(inv) = telemetry::latest_inventory(&mut tx, p.tenant(), agent.id).await?
+        && inv.snapshot.0["systemd"]
+            .as_array()
+            .is_none_or(|units| units.is_empty())
+    {
+        return Err(ApiError::invalid(
+            "app_type",
+            "this host reports no systemd units (no systemd, or the agent cannot read it); \
+             track the service as a `process` (its binary's path) or a container instead",
+        ));
+    }
     let app = apps::insert(
         &mut tx,
         p.tenant(),
@@ -406,7 +430,7 @@ async fn create(
     })?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::APP_CREATED,
         format!("app:{}", app.id),
         json!({"agent_id": agent.id, "app_type": kind.as_str(), "identifier": identifier, "name": name}),
@@ -444,8 +468,10 @@ async fn get_app(
 
 /// A change of expected state.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AppPatch {
     /// `running` or `stopped`.
+    #[schema(pattern = r"^(running|stopped)$")]
     pub expected_state: String,
 }
 
@@ -460,6 +486,17 @@ async fn update(
     Path(id): Path<Uuid>,
     Json(req): Json<AppPatch>,
 ) -> ApiResult<axum::Json<AppView>> {
+    set_expected_state(&state, &meta, &p, id, req).await
+}
+
+/// Changes an app's expected state (the API and the dashboard), audited.
+pub(crate) async fn set_expected_state(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    id: Uuid,
+    req: AppPatch,
+) -> ApiResult<axum::Json<AppView>> {
     let mut errors = Vec::new();
     let expected_state = expected(Some(&req.expected_state), &mut errors);
     if !errors.is_empty() {
@@ -473,7 +510,7 @@ async fn update(
         apps::set_expected(&mut tx, p.tenant(), id, expected_state).await?;
         meta.record(
             &mut tx,
-            &p,
+            p,
             ev::APP_EXPECTED_STATE_CHANGED,
             format!("app:{id}"),
             json!({"from": before.expected_state, "to": expected_state}),
@@ -481,7 +518,7 @@ async fn update(
         .await?;
     }
     tx.commit().await?;
-    Ok(axum::Json(load(&state, p.tenant(), id).await?))
+    Ok(axum::Json(load(state, p.tenant(), id).await?))
 }
 
 /// Stop tracking an app (operator). Its open liveness alert stays until resolved.
@@ -493,6 +530,16 @@ async fn delete(
     Operator(p): Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
+    untrack(&state, &meta, &p, id).await
+}
+
+/// Stops tracking an app (the API and the dashboard), audited.
+pub(crate) async fn untrack(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    id: Uuid,
+) -> ApiResult<StatusCode> {
     let mut tx = state.db.begin().await?;
     let Some(app) = apps::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("app"));
@@ -500,7 +547,7 @@ async fn delete(
     apps::delete(&mut tx, p.tenant(), id).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::APP_DELETED,
         format!("app:{id}"),
         json!({"app_type": app.app_type, "identifier": app.identifier, "name": app.name}),
@@ -542,7 +589,7 @@ async fn checks(
 /// Something an agent runs that could be tracked.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AppCandidate {
-    /// `systemd`, `docker` or `compose`.
+    /// `systemd`, `docker`, `compose` or `process`.
     pub app_type: String,
     /// What to put in `identifier`.
     pub identifier: String,
@@ -552,17 +599,31 @@ pub struct AppCandidate {
     pub state: String,
     /// Whether an app already tracks it.
     pub tracked: bool,
+    /// What it listens on (`tcp 0.0.0.0:6379`, ...), for processes and units that do.
+    pub listening: Vec<String>,
 }
 
-/// Discovery (SPEC 4.1 rule 2): the live systemd services and containers (and compose
-/// services) of the agent's latest inventory snapshot, to fill `app_type`, `identifier`
-/// and `name`. Only units that are active and containers that are running are listed.
+/// Discovery (SPEC 4.1 rule 2): what runs on the host, to fill `app_type`, `identifier` and
+/// `name`: active systemd services, running containers and compose services, and — so a
+/// host without systemd (postgres, redis, mariadb, nats or mosquitto started otherwise)
+/// still offers its services — processes that listen on a socket or run as daemons (parent
+/// pid 1), by their binary's path, listening ones first. Kernel threads, shells, pid 1 and
+/// the agent itself are left out.
 #[utoipa::path(get, path = "/agents/{id}/app-candidates", tag = "apps", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = Vec<AppCandidate>), (status = 404, body = Problem)))]
 async fn candidates(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<Vec<AppCandidate>>> {
+    candidates_of(&state, &p, id).await
+}
+
+/// What an agent runs that could be tracked (the API and the dashboard).
+pub(crate) async fn candidates_of(
+    state: &AppState,
+    p: &crate::auth::Principal,
+    id: Uuid,
 ) -> ApiResult<axum::Json<Vec<AppCandidate>>> {
     let mut c = state.db.conn().await?;
     agents::get(&mut c, p.tenant(), id)
@@ -579,15 +640,17 @@ async fn candidates(
             .map(|a| (a.app_type, a.identifier))
             .collect();
     let mut out = Vec::new();
-    let mut push = |kind: AppKind, identifier: &str, name: &str, st: &str| {
-        out.push(AppCandidate {
-            app_type: kind.as_str().into(),
-            identifier: identifier.into(),
-            name: name.into(),
-            state: st.into(),
-            tracked: tracked.contains(&(kind.as_str().to_owned(), identifier.to_owned())),
-        })
-    };
+    let mut push =
+        |kind: AppKind, identifier: &str, name: &str, st: &str, listening: Vec<String>| {
+            out.push(AppCandidate {
+                app_type: kind.as_str().into(),
+                identifier: identifier.into(),
+                name: name.into(),
+                state: st.into(),
+                tracked: tracked.contains(&(kind.as_str().to_owned(), identifier.to_owned())),
+                listening,
+            })
+        };
     for u in snapshot["systemd"].as_array().into_iter().flatten() {
         let (Some(unit), Some(st)) = (u["unit"].as_str(), u["active_state"].as_str()) else {
             continue;
@@ -598,6 +661,7 @@ async fn candidates(
                 unit,
                 unit.trim_end_matches(".service"),
                 st,
+                Vec::new(),
             );
         }
     }
@@ -610,7 +674,7 @@ async fn candidates(
             continue;
         }
         let name = name.trim_start_matches('/');
-        push(AppKind::Docker, name, name, st);
+        push(AppKind::Docker, name, name, st, Vec::new());
         if let (Some(pr), Some(sv)) = (
             ct["compose_project"].as_str(),
             ct["compose_service"].as_str(),
@@ -620,7 +684,163 @@ async fn candidates(
     }
     for cs in compose {
         let name = cs.replace("::", "/");
-        push(AppKind::Compose, &cs, &name, "running");
+        push(AppKind::Compose, &cs, &name, "running", Vec::new());
+    }
+    // Processes: the live list of the latest batch, else the snapshot's.
+    let live = telemetry::processes(&mut c, p.tenant(), id).await?;
+    let processes: Vec<Value> = match live {
+        Some((_, list)) => list.0,
+        None => snapshot["processes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    for cand in process_candidates(&processes, &snapshot["listening"]) {
+        push(
+            AppKind::Process,
+            &cand.exe,
+            &cand.name,
+            "running",
+            cand.listening,
+        );
     }
     Ok(axum::Json(out))
+}
+
+/// A process worth offering for tracking.
+#[derive(Debug, Clone, PartialEq)]
+struct ProcessCandidate {
+    exe: String,
+    name: String,
+    listening: Vec<String>,
+}
+
+/// Processes that listen on a socket or are daemons (parent pid 1), one per binary;
+/// listening ones first, then by name.
+fn process_candidates(processes: &[Value], listening: &Value) -> Vec<ProcessCandidate> {
+    let mut ports: std::collections::HashMap<u64, Vec<String>> = Default::default();
+    for l in listening.as_array().into_iter().flatten() {
+        if let (Some(pid), Some(proto), Some(addr), Some(port)) = (
+            l["pid"].as_u64(),
+            l["proto"].as_str(),
+            l["addr"].as_str(),
+            l["port"].as_u64(),
+        ) {
+            let at = if addr.contains(':') {
+                format!("{proto} [{addr}]:{port}")
+            } else {
+                format!("{proto} {addr}:{port}")
+            };
+            ports.entry(pid).or_default().push(at);
+        }
+    }
+    let mut by_exe: std::collections::BTreeMap<String, ProcessCandidate> = Default::default();
+    for p in processes {
+        let exe = p["exe"].as_str().unwrap_or_default();
+        let exe = exe.strip_suffix(" (deleted)").unwrap_or(exe);
+        // The name it was started by when that is a symlink to the binary: what the user
+        // knows (`/usr/bin/redis-server`, not `/usr/bin/redis-check-rdb`).
+        let exe = match p["paths"].as_array().and_then(|a| a.first()?.as_str()) {
+            Some(alias) if !core_apps::is_interpreter(exe) => alias,
+            _ => exe,
+        };
+        let pid = p["pid"].as_u64().unwrap_or(0);
+        let name = exe.rsplit('/').next().unwrap_or_default();
+        let daemon = p["ppid"].as_u64() == Some(1);
+        let listens = ports.get(&pid);
+        let skip = !exe.starts_with('/')
+            || pid <= 1
+            || name.starts_with("trusthub")
+            || core_apps::is_interpreter(exe) && listens.is_none()
+            || (!daemon && listens.is_none());
+        if skip {
+            continue;
+        }
+        let entry = by_exe
+            .entry(exe.to_owned())
+            .or_insert_with(|| ProcessCandidate {
+                exe: exe.to_owned(),
+                name: name.to_owned(),
+                listening: Vec::new(),
+            });
+        for at in listens.into_iter().flatten() {
+            if !entry.listening.contains(at) {
+                entry.listening.push(at.clone());
+            }
+        }
+    }
+    let mut out: Vec<ProcessCandidate> = by_exe.into_values().collect();
+    out.sort_by(|a, b| {
+        b.listening
+            .is_empty()
+            .cmp(&a.listening.is_empty())
+            .reverse()
+            .then(a.name.cmp(&b.name))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A host without systemd running postgres, redis, mariadb, nats and mosquitto: each is
+    /// offered once, by its binary, with what it listens on; shells, children and the
+    /// agent are not.
+    #[test]
+    fn services_without_systemd_are_offered_as_processes() {
+        let processes = json!([
+            {"pid": 1, "ppid": 0, "exe": "/usr/bin/tini", "cmdline": "tini -- sh"},
+            {"pid": 10, "ppid": 1, "exe": "/usr/lib/postgresql/16/bin/postgres", "cmdline": "postgres -D /var/lib/pg"},
+            {"pid": 11, "ppid": 10, "exe": "/usr/lib/postgresql/16/bin/postgres", "cmdline": "postgres: checkpointer"},
+            {"pid": 20, "ppid": 1, "exe": "/usr/bin/redis-check-rdb", "cmdline": "redis-server 127.0.0.1:6379", "paths": ["/usr/bin/redis-server"]},
+            {"pid": 30, "ppid": 1, "exe": "/usr/sbin/mariadbd", "cmdline": "/usr/sbin/mariadbd"},
+            {"pid": 40, "ppid": 1, "exe": "/usr/bin/nats-server", "cmdline": "nats-server"},
+            {"pid": 50, "ppid": 1, "exe": "/usr/sbin/mosquitto (deleted)", "cmdline": "mosquitto"},
+            {"pid": 60, "ppid": 1, "exe": "/usr/bin/bash", "cmdline": "bash"},
+            {"pid": 61, "ppid": 60, "exe": "/usr/bin/vim", "cmdline": "vim notes"},
+            {"pid": 70, "ppid": 1, "exe": "/usr/local/bin/trusthub-agent", "cmdline": "trusthub-agent"},
+            {"pid": 80, "ppid": 2, "exe": "", "cmdline": ""}
+        ]);
+        let listening = json!([
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 5432, "pid": 10},
+            {"proto": "tcp6", "addr": "::", "port": 5432, "pid": 10},
+            {"proto": "tcp", "addr": "127.0.0.1", "port": 6379, "pid": 20},
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 3306, "pid": 30},
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 4222, "pid": 40},
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 1883, "pid": 50}
+        ]);
+        let got = process_candidates(processes.as_array().expect("list"), &listening);
+        let names: Vec<&str> = got.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "mariadbd",
+                "mosquitto",
+                "nats-server",
+                "postgres",
+                "redis-server"
+            ]
+        );
+        let redis = got
+            .iter()
+            .find(|c| c.name == "redis-server")
+            .expect("redis");
+        assert_eq!(
+            redis.exe, "/usr/bin/redis-server",
+            "the name it was started by"
+        );
+        let pg = got.iter().find(|c| c.name == "postgres").expect("postgres");
+        assert_eq!(pg.exe, "/usr/lib/postgresql/16/bin/postgres");
+        assert_eq!(pg.listening, ["tcp 0.0.0.0:5432", "tcp6 [::]:5432"]);
+        let mq = got
+            .iter()
+            .find(|c| c.name == "mosquitto")
+            .expect("mosquitto");
+        assert_eq!(
+            mq.exe, "/usr/sbin/mosquitto",
+            "an upgraded binary is its path"
+        );
+    }
 }

@@ -3,29 +3,33 @@
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::Query;
+use crate::openapi::api_routes;
 use crate::state::AppState;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use trusthub_store::audit::{self, Entry, Filter};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list))
+    OpenApiRouter::new().routes(api_routes!(list))
 }
 
 /// Filters and paging.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// Only this event type, e.g. `login_succeeded`.
     pub event_type: Option<String>,
     /// Only rows at or after this instant (RFC 3339).
+    #[param(format = DateTime)]
     pub since: Option<String>,
     /// Only rows with a smaller id: pass the last id of a page to get the next.
     pub before_id: Option<i64>,
     /// Rows per page, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
 }
 

@@ -3,6 +3,7 @@
 use crate::auth::{Credential, SESSION_COOKIE, SessionUser, check_code};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
+use crate::openapi::api_routes;
 use crate::passwords;
 use crate::ratelimit;
 use crate::state::{AppState, now};
@@ -17,28 +18,30 @@ use trusthub_core::{audit as ev, validate};
 use trusthub_store::users::User;
 use trusthub_store::{audit, invitations, password_resets, sessions, users};
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 /// Lifetime of a password-reset token.
 const RESET_TTL: time::Duration = time::Duration::hours(1);
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(login))
-        .routes(routes!(logout))
-        .routes(routes!(forgot_password))
-        .routes(routes!(reset_password))
-        .routes(routes!(accept_invite))
+        .routes(api_routes!(login))
+        .routes(api_routes!(logout))
+        .routes(api_routes!(forgot_password))
+        .routes(api_routes!(reset_password))
+        .routes(api_routes!(accept_invite))
 }
 
 /// Login credentials.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LoginRequest {
     /// Email.
     pub email: String,
     /// Password.
     pub password: String,
-    /// Current TOTP code, required when the user has TOTP enabled.
+    /// Current TOTP code (or an unused recovery code), required when the user has TOTP
+    /// enabled.
     #[serde(default)]
     pub totp_code: Option<String>,
 }
@@ -103,7 +106,8 @@ pub(crate) async fn start_session(
 ///
 /// Rate-limited to 10 attempts per minute per client IP, successful or not. A user with
 /// TOTP enabled who sends no code gets 401 `totp_required`, a wrong or replayed one
-/// 401 `totp_invalid`.
+/// 401 `totp_invalid`. `totp_code` also takes one of the user's recovery codes
+/// (`abcd-efgh-ijkl-mnop`, dashes optional), each good for one login.
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = LoginRequest,
     responses(
         (status = 200, description = "Logged in; `Set-Cookie: trusthub_session=...`", body = UserEnvelope),
@@ -114,6 +118,27 @@ async fn login(
     meta: Meta,
     Json(req): Json<LoginRequest>,
 ) -> ApiResult<Response> {
+    let user = authenticate(
+        &state,
+        &meta,
+        &req.email,
+        req.password,
+        req.totp_code.as_deref(),
+    )
+    .await?;
+    start_session(&state, &user, &meta, StatusCode::OK).await
+}
+
+/// Checks email, password and (when the user has TOTP on) a TOTP or recovery code, with the
+/// login rate limit and the audit rows of refusals; the user on success. Shared by the API
+/// login and the dashboard's sign-in form.
+pub(crate) async fn authenticate(
+    state: &AppState,
+    meta: &Meta,
+    email: &str,
+    password: String,
+    totp_code: Option<&str>,
+) -> ApiResult<User> {
     state
         .limiter
         .hit(
@@ -122,35 +147,74 @@ async fn login(
             now().unix_timestamp(),
         )
         .await?;
-    let email = req.email.trim().to_lowercase();
+    let email = email.trim().to_lowercase();
     let user = {
         let mut c = state.db.conn().await?;
         users::find_by_email_any_tenant(&mut c, &email).await?
     };
-    let ok =
-        passwords::verify(req.password, user.as_ref().map(|u| u.password_hash.clone())).await?;
+    let ok = passwords::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
     let user = match user {
         Some(u) if ok => u,
         Some(u) => {
-            login_failed(&state, &u, &meta, "password").await?;
+            login_failed(state, &u, meta, "password").await?;
             return Err(ApiError::Unauthenticated("wrong email or password".into()));
         }
         None => return Err(ApiError::Unauthenticated("wrong email or password".into())),
     };
     if user.totp_enabled {
-        let Some(code) = req.totp_code.as_deref().filter(|c| !c.trim().is_empty()) else {
+        let Some(code) = totp_code.filter(|c| !c.trim().is_empty()) else {
             return Err(ApiError::Totp {
                 status: StatusCode::UNAUTHORIZED,
                 code: "totp_required",
                 detail: "this user has TOTP enabled; send totp_code".into(),
             });
         };
-        if let Err(e) = check_code(&state, &user, code, StatusCode::UNAUTHORIZED).await {
-            login_failed(&state, &user, &meta, "totp").await?;
+        // Six digits are a TOTP code; anything else may be one of the recovery codes.
+        if let Some(recovery) = trusthub_core::totp::normalize_recovery_code(code) {
+            if !use_recovery_code(state, &user, meta, &recovery).await? {
+                login_failed(state, &user, meta, "recovery_code").await?;
+                return Err(ApiError::Totp {
+                    status: StatusCode::UNAUTHORIZED,
+                    code: "totp_invalid",
+                    detail: "the recovery code is wrong or was used already".into(),
+                });
+            }
+        } else if let Err(e) = check_code(state, &user, code, StatusCode::UNAUTHORIZED).await {
+            login_failed(state, &user, meta, "totp").await?;
             return Err(e);
         }
     }
-    start_session(&state, &user, &meta, StatusCode::OK).await
+    Ok(user)
+}
+
+/// Spends one of `user`'s recovery codes; audited with the number left.
+async fn use_recovery_code(
+    state: &AppState,
+    user: &User,
+    meta: &Meta,
+    code: &str,
+) -> ApiResult<bool> {
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let hash = trusthub_core::secret::token_hash(code);
+    if !trusthub_store::totp::use_recovery_code(&mut tx, user.id, &hash, now).await? {
+        return Ok(false);
+    }
+    let left = trusthub_store::totp::recovery_codes_left(&mut tx, user.id).await?;
+    audit::append(
+        &mut tx,
+        user.tenant_id,
+        &meta.audit(
+            ev::TOTP_RECOVERY_CODE_USED,
+            audit::user_actor(user.id),
+            audit::user_actor(user.id),
+            json!({"left": left}),
+        ),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Records a refused login of a known user in their tenant's audit log.
@@ -197,8 +261,13 @@ async fn logout(
 
 /// A password-reset request.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ForgotPasswordRequest {
     /// The account's email.
+    #[schema(
+        pattern = r"^[^\s@<>\x00-\x1f\x7f-\x9f]+@[^\s@<>.\x00-\x1f\x7f-\x9f]+(\.[^\s@<>.\x00-\x1f\x7f-\x9f]+)+$",
+        max_length = 254
+    )]
     pub email: String,
 }
 
@@ -281,10 +350,12 @@ async fn forgot_password(
 
 /// A one-time token and the new password.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TokenPassword {
     /// The token from the mail (or the invitation).
     pub token: String,
     /// The new password, at least 8 characters.
+    #[schema(min_length = 8, max_length = 256)]
     pub password: String,
 }
 

@@ -5,6 +5,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::evidence::{self, Built, rfc3339};
 use crate::extract::{Json, Meta, Path, Query};
+use crate::openapi::api_routes;
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::State;
@@ -14,15 +15,15 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use trusthub_store::evidence::{self as store, Pack, Scope};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create, list))
-        .routes(routes!(get_pack))
-        .routes(routes!(download))
-        .routes(routes!(evidence_key))
+        .routes(api_routes!(create, list))
+        .routes(api_routes!(get_pack))
+        .routes(api_routes!(download))
+        .routes(api_routes!(evidence_key))
 }
 
 /// The longest period one pack covers.
@@ -30,10 +31,13 @@ const MAX_PERIOD_DAYS: i64 = 3660;
 
 /// What to put in a pack.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreatePack {
     /// Inclusive start, RFC 3339 in whole seconds (any offset; stored as UTC).
+    #[schema(format = DateTime)]
     pub period_start: String,
     /// Exclusive end, RFC 3339 in whole seconds, after the start, at most 3660 days later.
+    #[schema(format = DateTime)]
     pub period_end: String,
     /// One app of your tenant (the traces sent with that `app_id`); all when omitted.
     /// Apps have UUID ids here, so the manifest's `app_id` is a UUID string or null.
@@ -142,6 +146,17 @@ async fn create(
     Operator(p): Operator,
     Json(req): Json<CreatePack>,
 ) -> ApiResult<(StatusCode, axum::Json<PackView>)> {
+    create_pack(&state, &meta, &p, req).await
+}
+
+/// Builds (or finds) the pack of a period for `p`'s tenant (the API and the dashboard): 201
+/// with a new pack, 200 with the existing one for unchanged data.
+pub(crate) async fn create_pack(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: CreatePack,
+) -> ApiResult<(StatusCode, axum::Json<PackView>)> {
     let mut errors = Vec::new();
     let from = parse_time("period_start", &req.period_start).map_err(|e| errors.push(e));
     let to = parse_time("period_end", &req.period_end).map_err(|e| errors.push(e));
@@ -173,7 +188,7 @@ async fn create(
     let (Ok(from), Ok(to), true) = (from, to, errors.is_empty()) else {
         return Err(ApiError::Validation(errors));
     };
-    let prices = super::ai::price_table(&state, p.tenant()).await?;
+    let prices = super::ai::price_table(state, p.tenant()).await?;
     let request = evidence::Request {
         scope: Scope {
             tenant: p.tenant(),
@@ -185,7 +200,7 @@ async fn create(
         actor: p.actor(),
     };
     Ok(
-        match evidence::build(&state, &request, &prices, &meta).await? {
+        match evidence::build(state, &request, &prices, meta).await? {
             Built::New(pack) => (StatusCode::CREATED, axum::Json(pack.into())),
             Built::Existing(pack) => (StatusCode::OK, axum::Json(pack.into())),
         },
@@ -194,8 +209,11 @@ async fn create(
 
 /// Paging of the pack list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// At most this many (1-500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     /// Only packs with a smaller id (the last `pack_id` of the previous page).
     pub before: Option<i64>,

@@ -1,14 +1,15 @@
 //! `GET /health` (SPEC 4.11).
 
 use crate::error::{ApiError, ApiResult, Problem};
+use crate::openapi::api_routes;
 use crate::state::AppState;
 use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(health))
+    OpenApiRouter::new().routes(api_routes!(health))
 }
 
 /// The hub is up and its database answers.

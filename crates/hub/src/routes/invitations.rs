@@ -3,6 +3,7 @@
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
+use crate::openapi::api_routes;
 use crate::ratelimit;
 use crate::state::{AppState, now};
 use axum::extract::State;
@@ -15,7 +16,7 @@ use trusthub_core::{Role, audit as ev, validate};
 use trusthub_store::invitations::Invitation;
 use trusthub_store::{invitations, users};
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 /// How long an invitation stays valid.
@@ -23,16 +24,22 @@ const INVITATION_TTL: time::Duration = time::Duration::days(7);
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create, list))
-        .routes(routes!(revoke))
+        .routes(api_routes!(create, list))
+        .routes(api_routes!(revoke))
 }
 
 /// Whom to invite, with which role.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewInvitation {
     /// Their email.
+    #[schema(
+        pattern = r"^[^\s@<>\x00-\x1f\x7f-\x9f]+@[^\s@<>.\x00-\x1f\x7f-\x9f]+(\.[^\s@<>.\x00-\x1f\x7f-\x9f]+)+$",
+        max_length = 254
+    )]
     pub email: String,
     /// `viewer`, `operator`, `admin` or `owner`.
+    #[schema(pattern = r"^(viewer|operator|admin|owner)$")]
     pub role: String,
 }
 

@@ -3,6 +3,7 @@
 use crate::auth::{Authenticated, Credential, SessionUser};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
+use crate::openapi::api_routes;
 use crate::passwords;
 use crate::state::{AppState, now};
 use crate::views::UserView;
@@ -13,13 +14,13 @@ use serde_json::json;
 use trusthub_core::{audit as ev, validate};
 use trusthub_store::{sessions, tenants, users};
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(me))
-        .routes(routes!(change_password))
+        .routes(api_routes!(me))
+        .routes(api_routes!(change_password))
 }
 
 /// The caller's tenant.
@@ -76,10 +77,12 @@ async fn me(
 
 /// A password change.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PasswordChange {
     /// The current password.
     pub current_password: String,
     /// The new one, at least 8 characters.
+    #[schema(min_length = 8, max_length = 256)]
     pub new_password: String,
 }
 

@@ -3,6 +3,7 @@
 use crate::auth::{SessionUser, TOTP_SEAL_CONTEXT, check_code};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
+use crate::openapi::api_routes;
 use crate::ratelimit;
 use crate::state::{AppState, now};
 use axum::extract::State;
@@ -14,17 +15,18 @@ use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, random_bytes, token_hash
 use trusthub_core::{TotpPurpose, audit as ev, totp};
 use trusthub_store::users;
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 /// Lifetime of a challenge token (CONTRACT 3: 5 minutes).
 const CHALLENGE_TTL: time::Duration = time::Duration::minutes(5);
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(setup))
-        .routes(routes!(verify))
-        .routes(routes!(disable))
-        .routes(routes!(challenge))
+        .routes(api_routes!(setup))
+        .routes(api_routes!(verify))
+        .routes(api_routes!(disable))
+        .routes(api_routes!(challenge))
+        .routes(api_routes!(recovery_codes))
 }
 
 /// A new secret to load into an authenticator app.
@@ -65,6 +67,7 @@ async fn setup(
 
 /// A TOTP code.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CodeRequest {
     /// Six digits.
     pub code: String,
@@ -75,6 +78,36 @@ pub struct CodeRequest {
 pub struct TotpStatus {
     /// True after verify, false after disable.
     pub totp_enabled: bool,
+    /// After verify: ten single-use recovery codes, shown this once (stored hashed). Each
+    /// logs in once in place of a TOTP code; keep them offline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery_codes: Option<Vec<String>>,
+}
+
+/// New recovery codes.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecoveryCodes {
+    /// Ten single-use codes, shown this once; the previous ones no longer work.
+    pub recovery_codes: Vec<String>,
+}
+
+/// Makes and stores (hashed) a new set of recovery codes for `user`, in `tx`.
+async fn new_recovery_codes(
+    tx: &mut trusthub_store::Tx,
+    user: uuid::Uuid,
+) -> ApiResult<Vec<String>> {
+    let mut codes = Vec::with_capacity(totp::RECOVERY_CODES);
+    for _ in 0..totp::RECOVERY_CODES {
+        let bytes = random_bytes::<10>().map_err(|e| ApiError::Internal(e.to_string()))?;
+        codes.push(totp::recovery_code(&bytes));
+    }
+    let hashes: Vec<String> = codes
+        .iter()
+        .filter_map(|c| totp::normalize_recovery_code(c))
+        .map(|c| trusthub_core::secret::token_hash(&c))
+        .collect();
+    trusthub_store::totp::replace_recovery_codes(tx, user, &hashes, now()).await?;
+    Ok(codes)
 }
 
 /// Finish enrolment with a code from the app; from now on login asks for a code.
@@ -96,10 +129,34 @@ async fn verify(
     check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
+    let codes = new_recovery_codes(&mut tx, p.user.id).await?;
     meta.record(&mut tx, &p, ev::TOTP_ENABLED, p.actor(), json!({}))
         .await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::TOTP_RECOVERY_CODES_CREATED,
+        p.actor(),
+        json!({"count": codes.len()}),
+    )
+    .await?;
     tx.commit().await?;
-    Ok(axum::Json(TotpStatus { totp_enabled: true }))
+    Ok(axum::Json(TotpStatus {
+        totp_enabled: true,
+        recovery_codes: Some(codes),
+    }))
+}
+
+/// Checks that `p` has TOTP on and `code` is a current, unused code of it (403 otherwise).
+async fn current_code(state: &AppState, p: &crate::auth::Principal, code: &str) -> ApiResult<()> {
+    if !p.user.totp_enabled {
+        return Err(ApiError::Totp {
+            status: StatusCode::FORBIDDEN,
+            code: "totp_not_enrolled",
+            detail: "TOTP is not enabled".into(),
+        });
+    }
+    check_code(state, &p.user, code, StatusCode::FORBIDDEN).await
 }
 
 /// Turn TOTP off; needs a current code.
@@ -111,30 +168,56 @@ async fn disable(
     SessionUser(p): SessionUser,
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<TotpStatus>> {
-    if !p.user.totp_enabled {
-        return Err(ApiError::Totp {
-            status: StatusCode::FORBIDDEN,
-            code: "totp_not_enrolled",
-            detail: "TOTP is not enabled".into(),
-        });
-    }
-    check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    current_code(&state, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
+    trusthub_store::totp::replace_recovery_codes(&mut tx, p.user.id, &[], now()).await?;
     meta.record(&mut tx, &p, ev::TOTP_DISABLED, p.actor(), json!({}))
         .await?;
     tx.commit().await?;
     Ok(axum::Json(TotpStatus {
         totp_enabled: false,
+        recovery_codes: None,
+    }))
+}
+
+/// Make new recovery codes (needs a current TOTP code): ten single-use codes shown once;
+/// the previous ones stop working. For when the old ones were used up or may be exposed.
+#[utoipa::path(post, path = "/auth/totp/recovery-codes", tag = "totp", request_body = CodeRequest,
+    responses((status = 200, body = RecoveryCodes), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
+async fn recovery_codes(
+    State(state): State<AppState>,
+    meta: Meta,
+    SessionUser(p): SessionUser,
+    Json(req): Json<CodeRequest>,
+) -> ApiResult<axum::Json<RecoveryCodes>> {
+    current_code(&state, &p, &req.code).await?;
+    let mut tx = state.db.begin().await?;
+    let codes = new_recovery_codes(&mut tx, p.user.id).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::TOTP_RECOVERY_CODES_CREATED,
+        p.actor(),
+        json!({"count": codes.len()}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(RecoveryCodes {
+        recovery_codes: codes,
     }))
 }
 
 /// A code to trade for a purpose-bound token.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ChallengeRequest {
     /// Six digits.
     pub code: String,
     /// `app_restart`, `console_start`, `agent_auto_patch`, `auto_update_all` or `agent_emergency`.
+    #[schema(
+        pattern = r"^(app_restart|console_start|agent_auto_patch|auto_update_all|agent_emergency)$"
+    )]
     pub purpose: String,
 }
 

@@ -3,6 +3,7 @@
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
+use crate::openapi::api_routes;
 use crate::state::AppState;
 use crate::views::UserView;
 use axum::extract::State;
@@ -12,13 +13,13 @@ use serde_json::json;
 use trusthub_core::{Role, audit as ev};
 use trusthub_store::{audit, sessions, users};
 use utoipa::ToSchema;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(change_role, remove))
+        .routes(api_routes!(list))
+        .routes(api_routes!(change_role, remove))
 }
 
 /// The users of the tenant, oldest first (owner).
@@ -34,8 +35,10 @@ async fn list(
 
 /// A new role.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RoleChange {
     /// `viewer`, `operator`, `admin` or `owner`.
+    #[schema(pattern = r"^(viewer|operator|admin|owner)$")]
     pub role: String,
 }
 

@@ -5,6 +5,7 @@ use crate::alerting::{EVENTS, WEBHOOK_TEST};
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query};
+use crate::openapi::api_routes;
 use crate::state::{AppState, now};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,7 +16,7 @@ use trusthub_core::alerting::Severity;
 use trusthub_core::audit as ev;
 use trusthub_store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 /// Sealing context of webhook secrets.
@@ -23,35 +24,72 @@ pub const SECRET_CONTEXT: &str = "webhook_secret";
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create, list))
-        .routes(routes!(get_webhook, delete))
-        .routes(routes!(deliveries))
-        .routes(routes!(redeliver))
-        .routes(routes!(ping))
+        .routes(api_routes!(create, list))
+        .routes(api_routes!(get_webhook, update, delete))
+        .routes(api_routes!(deliveries))
+        .routes(api_routes!(redeliver))
+        .routes(api_routes!(ping))
 }
 
 /// Only alerts of agents with this tag.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AgentFilter {
     /// Tag.
+    #[schema(pattern = r"^[A-Za-z0-9_.:=/-]+$", min_length = 1, max_length = 64)]
     pub tag: String,
 }
 
 /// An endpoint to create (SPEC 2.6).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct NewWebhookRequest {
     /// `http` or `https` URL. Link-local and metadata addresses are refused unless
     /// `TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL=true`.
+    #[schema(pattern = r"^https?://[^\s/?#@]+", max_length = 2048)]
     pub url: String,
     /// Shared HMAC secret, 16 to 256 characters; generated (`whsec_` + base64 of 32 random
     /// bytes) when absent. Shown in this answer only.
+    #[schema(
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]+$",
+        min_length = 16,
+        max_length = 256
+    )]
     pub secret: Option<String>,
     /// `alert.created` and/or `alert.resolved` (default both).
+    #[schema(value_type = Option<Vec<crate::openapi::EventName>>, min_items = 1)]
     pub events: Option<Vec<String>>,
     /// Lowest severity delivered: `info`, `warning` (default) or `critical`.
+    #[schema(pattern = r"^(info|warning|critical)$")]
     pub min_severity: Option<String>,
     /// Only alerts whose agent has this tag.
     pub agent_filter: Option<AgentFilter>,
+}
+
+/// Changes to an endpoint (JSON merge patch): absent fields stay as they are;
+/// `agent_filter: null` removes the filter. A new `secret` replaces the old one at once.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookPatch {
+    /// New target.
+    #[schema(pattern = r"^https?://[^\s/?#@]+", max_length = 2048)]
+    pub url: Option<String>,
+    /// New HMAC secret, 16 to 256 characters.
+    #[schema(
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]+$",
+        min_length = 16,
+        max_length = 256
+    )]
+    pub secret: Option<String>,
+    /// New event list.
+    #[schema(value_type = Option<Vec<crate::openapi::EventName>>, min_items = 1)]
+    pub events: Option<Vec<String>>,
+    /// New lowest severity.
+    #[schema(pattern = r"^(info|warning|critical)$")]
+    pub min_severity: Option<String>,
+    /// New tag filter, or null to deliver alerts of every agent.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    pub agent_filter: Option<Option<AgentFilter>>,
 }
 
 /// An endpoint as listed: never the secret.
@@ -106,20 +144,19 @@ pub struct CreatedWebhook {
     pub secret: String,
 }
 
-/// Register a webhook endpoint (admin). Deliveries: POST with the SPEC 6.1 body, headers of
-/// CONTRACT 6 (`X-Service-Signature`, `X-Service-Delivery`, `X-Service-Event`,
-/// `X-Service-Timestamp`, `webhook-id`, `webhook-timestamp`, `webhook-signature`), 10 s
-/// limit, any 2xx is success; retries on `TRUSTHUB_WEBHOOK_RETRY_SCHEDULE` with the same
-/// delivery id, then `failed`, `webhook_delivery_failed` in the audit log and a cooldown of
-/// `TRUSTHUB_WEBHOOK_COOLDOWN_SECS`. Redirects are not followed.
-#[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewWebhookRequest,
-    responses((status = 201, body = CreatedWebhook), (status = 422, body = Problem)))]
-async fn create(
-    State(state): State<AppState>,
-    meta: Meta,
-    Admin(p): Admin,
-    Json(req): Json<NewWebhookRequest>,
-) -> ApiResult<(StatusCode, axum::Json<CreatedWebhook>)> {
+/// An endpoint's settings, checked.
+struct Checked {
+    url: String,
+    /// The secret given, if any.
+    secret: Option<String>,
+    events: Vec<String>,
+    min_severity: String,
+    rank: i64,
+    tag: Option<String>,
+}
+
+/// Checks an endpoint's settings; every bad field in one 422.
+async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> {
     let mut errors = Vec::new();
     let mut err = |field: &str, m: String| {
         errors.push(FieldError {
@@ -135,15 +172,13 @@ async fn create(
     }
     let secret = match req.secret.as_deref() {
         Some(s) if (16..=256).contains(&s.chars().count()) && !s.chars().any(char::is_control) => {
-            s.to_owned()
+            Some(s.to_owned())
         }
         Some(_) => {
             err("secret", "must be 16 to 256 characters".into());
-            String::new()
+            None
         }
-        None => {
-            trusthub_core::webhook::new_secret().map_err(|e| ApiError::Internal(e.to_string()))?
-        }
+        None => None,
     };
     let mut events: Vec<String> = Vec::new();
     match &req.events {
@@ -171,12 +206,64 @@ async fn create(
         }
     };
     let tag = req.agent_filter.as_ref().map(|f| f.tag.trim().to_owned());
-    if tag.as_ref().is_some_and(|t| t.is_empty() || t.len() > 64) {
-        err("agent_filter.tag", "must be 1 to 64 characters".into());
+    if let Some(t) = &tag
+        && let Err(m) = crate::routes::agents::tags_valid(std::slice::from_ref(t))
+    {
+        err("agent_filter.tag", m);
     }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    Ok(Checked {
+        url,
+        secret,
+        events,
+        min_severity: min_severity.to_owned(),
+        rank,
+        tag,
+    })
+}
+
+/// Register a webhook endpoint (admin). Deliveries: POST with the SPEC 6.1 body, headers of
+/// CONTRACT 6 (`X-Service-Signature`, `X-Service-Delivery`, `X-Service-Event`,
+/// `X-Service-Timestamp`, `webhook-id`, `webhook-timestamp`, `webhook-signature`), 10 s
+/// limit, any 2xx is success; retries on `TRUSTHUB_WEBHOOK_RETRY_SCHEDULE` with the same
+/// delivery id, then `failed`, `webhook_delivery_failed` in the audit log and a cooldown of
+/// `TRUSTHUB_WEBHOOK_COOLDOWN_SECS`. Redirects are not followed.
+#[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewWebhookRequest,
+    responses((status = 201, body = CreatedWebhook), (status = 422, body = Problem)))]
+async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Json(req): Json<NewWebhookRequest>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedWebhook>)> {
+    let created = create_webhook(&state, &meta, &p, &req).await?;
+    Ok((StatusCode::CREATED, axum::Json(created)))
+}
+
+/// Registers an endpoint for `p`'s tenant (the API and the dashboard): checked, the secret
+/// sealed, audited; the answer holds the secret, shown this once.
+pub(crate) async fn create_webhook(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: &NewWebhookRequest,
+) -> ApiResult<CreatedWebhook> {
+    let Checked {
+        url,
+        secret,
+        events,
+        min_severity,
+        rank,
+        tag,
+    } = check(state, req).await?;
+    let secret = match secret {
+        Some(s) => s,
+        None => {
+            trusthub_core::webhook::new_secret().map_err(|e| ApiError::Internal(e.to_string()))?
+        }
+    };
     let sealed = state
         .key
         .seal(SECRET_CONTEXT, secret.as_bytes())
@@ -192,7 +279,7 @@ async fn create(
             secret_sealed: &sealed,
             secret_hint: &hint,
             events: &events,
-            min_severity,
+            min_severity: &min_severity,
             min_severity_rank: rank,
             agent_filter_tag: tag.as_deref(),
         },
@@ -201,20 +288,17 @@ async fn create(
     .await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::WEBHOOK_CREATED,
         format!("webhook:{}", w.id),
         json!({"url": url, "events": events, "min_severity": min_severity, "agent_filter_tag": tag}),
     )
     .await?;
     tx.commit().await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(CreatedWebhook {
-            webhook: w.into(),
-            secret,
-        }),
-    ))
+    Ok(CreatedWebhook {
+        webhook: w.into(),
+        secret,
+    })
 }
 
 /// The tenant's webhook endpoints (admin); never the secrets.
@@ -249,6 +333,76 @@ async fn get_webhook(
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<WebhookView>> {
     Ok(axum::Json(load(&state, &p, id).await?.into()))
+}
+
+/// Change an endpoint (admin): only the fields sent change, checked like at creation; a
+/// changed endpoint leaves its cooldown. Deliveries already queued keep the URL they were
+/// queued for and are signed with the current secret.
+#[utoipa::path(patch, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
+    request_body = WebhookPatch,
+    responses((status = 200, body = WebhookView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+    Json(patch): Json<WebhookPatch>,
+) -> ApiResult<axum::Json<WebhookView>> {
+    let w = load(&state, &p, id).await?;
+    let merged = NewWebhookRequest {
+        url: patch.url.clone().unwrap_or_else(|| w.url.clone()),
+        secret: patch.secret.clone(),
+        events: Some(patch.events.clone().unwrap_or_else(|| w.events.0.clone())),
+        min_severity: Some(
+            patch
+                .min_severity
+                .clone()
+                .unwrap_or_else(|| w.min_severity.clone()),
+        ),
+        agent_filter: match &patch.agent_filter {
+            Some(f) => f.clone(),
+            None => w.agent_filter_tag.clone().map(|tag| AgentFilter { tag }),
+        },
+    };
+    let c = check(&state, &merged).await?;
+    let (sealed, hint) = match &c.secret {
+        Some(secret) => (
+            state
+                .key
+                .seal(SECRET_CONTEXT, secret.as_bytes())
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+            secret.chars().take(10).collect(),
+        ),
+        None => (w.secret_sealed.clone(), w.secret_hint.clone()),
+    };
+    let mut tx = state.db.begin().await?;
+    let updated = webhooks::update(
+        &mut tx,
+        p.tenant(),
+        id,
+        &NewWebhook {
+            url: &c.url,
+            secret_sealed: &sealed,
+            secret_hint: &hint,
+            events: &c.events,
+            min_severity: &c.min_severity,
+            min_severity_rank: c.rank,
+            agent_filter_tag: c.tag.as_deref(),
+        },
+    )
+    .await?
+    .ok_or(ApiError::NotFound("webhook"))?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::WEBHOOK_UPDATED,
+        format!("webhook:{id}"),
+        json!({"url": c.url, "events": c.events, "min_severity": c.min_severity,
+            "agent_filter_tag": c.tag, "secret_changed": c.secret.is_some()}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(updated.into()))
 }
 
 /// Remove an endpoint (admin) with its deliveries, pending ones included.
@@ -334,9 +488,11 @@ impl From<Delivery> for DeliveryView {
 
 /// Paging of deliveries.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct DeliveryQuery {
     /// Page size, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
 }
 

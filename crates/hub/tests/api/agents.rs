@@ -25,6 +25,7 @@ crate::dual!(
     governance_is_validated_and_the_host_allowlist_vetoes,
     only_admins_enrol_and_rotate,
     concurrent_batches_and_concurrent_duplicates_are_each_stored_once,
+    points_re_sent_under_a_new_batch_id_are_kept_once_and_counted,
     enrollment_tokens_are_listed_without_secrets_and_revocable,
 );
 
@@ -62,7 +63,7 @@ pub(crate) async fn enrollment_token(app: &TestApp, auth: &Auth) -> String {
     b["token"].as_str().expect("t").to_owned()
 }
 
-async fn register_raw(
+pub(crate) async fn register_raw(
     app: &TestApp,
     enroll: &str,
     key: &SigningKey,
@@ -1190,6 +1191,65 @@ async fn concurrent_batches_and_concurrent_duplicates_are_each_stored_once(b: Ba
         app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
             .await,
         100
+    );
+}
+
+/// An agent that lost its spool state re-sends points the hub has, under new batch ids,
+/// mixed with new ones: each point is kept once, the rollups count it once, and the repeats
+/// are counted in `/metrics`.
+async fn points_re_sent_under_a_new_batch_id_are_kept_once_and_counted(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc();
+    let point = |series: i64, secs: i64| json!({"name": format!("resend.m{series}"), "ts": ts(now - time::Duration::seconds(secs)), "value": 2.0});
+    let first: Vec<Value> = (0..100).map(|i| point(i, 10)).collect();
+    let r = send(
+        &app,
+        &host,
+        batch(json!(first)).to_string().as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    // The same 100 points again, plus 50 new ones (a newer scrape), and one repeated twice.
+    let mut again: Vec<Value> = (0..100).map(|i| point(i, 10)).collect();
+    again.extend((0..50).map(|i| point(i, 5)));
+    again.push(point(3, 5));
+    let r = send(
+        &app,
+        &host,
+        batch(json!(again)).to_string().as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(
+        body(r).await["duplicate"],
+        false,
+        "a new batch id is a new batch"
+    );
+    assert_eq!(count(&app, "metric_points").await, 150);
+    assert_eq!(
+        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
+            .await,
+        150,
+        "rollups count each point once"
+    );
+    let text = app
+        .get("//metrics", &Auth::None)
+        .await
+        .text()
+        .await
+        .expect("metrics");
+    assert!(
+        text.contains("trusthub_ingest_points_repeated_total 101"),
+        "{}",
+        text.lines()
+            .filter(|l| l.contains("repeated"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 

@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 crate::dual!(
     an_operator_price_file_prices_models_for_every_tenant,
     traces_are_validated_idempotent_and_scoped,
+    a_span_id_reused_in_another_trace_is_stored_and_counted,
+    a_trace_of_this_second_is_in_the_default_period_and_unknown_cost_is_null,
     team_views_price_every_token_kind_and_export_csv,
 );
 
@@ -111,7 +113,7 @@ async fn traces_are_validated_idempotent_and_scoped(b: Backend) {
     assert_eq!(r.status(), 202);
     assert_eq!(
         body(r).await,
-        json!({"accepted_traces": 1, "duplicate_traces": 0, "accepted_calls": 1, "stored_blobs": 1})
+        json!({"accepted_traces": 1, "duplicate_traces": 0, "accepted_calls": 1, "duplicate_calls": 0, "stored_blobs": 1})
     );
     // The same batch again stores nothing.
     let r = app
@@ -119,7 +121,7 @@ async fn traces_are_validated_idempotent_and_scoped(b: Backend) {
         .await;
     assert_eq!(
         body(r).await,
-        json!({"accepted_traces": 0, "duplicate_traces": 1, "accepted_calls": 0, "stored_blobs": 0})
+        json!({"accepted_traces": 0, "duplicate_traces": 1, "accepted_calls": 0, "duplicate_calls": 1, "stored_blobs": 0})
     );
     // An operator's session may send too; another tenant's traces are its own.
     let (operator, _) = app.user_with_role("operator").await;
@@ -206,6 +208,8 @@ async fn team_views_price_every_token_kind_and_export_csv(b: Backend) {
         support["unpriced_calls"], 1,
         "a model without a price is flagged, not costed 0"
     );
+    assert_eq!(support["cost_is_partial"], true);
+    assert_eq!(search["cost_is_partial"], false);
     assert_eq!(
         support["top_models"],
         json!(["claude-sonnet-4", "in-house-llm"])
@@ -347,4 +351,104 @@ async fn an_operator_price_file_prices_models_for_every_tenant(b: Backend) {
             .contains("prices[0].effective_from must be YYYY-MM-DD"),
         "{err}"
     );
+}
+
+/// CONTRACT 13: a call is identified by `(trace_id, span_id)`. A span id already used in
+/// another trace was acknowledged and silently dropped (gone from costs and evidence packs).
+async fn a_span_id_reused_in_another_trace_is_stored_and_counted(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let auth = Auth::Bearer(ingest);
+    let t0 = "2026-11-01T10:00:00Z";
+    let first =
+        json!({"traces": [trace("a", "search", t0, vec![call("s1", "gpt-4o", 100, false)])]});
+    let r = app.post("/ai/traces", &auth, first.clone()).await;
+    assert_eq!(body(r).await["accepted_calls"], 1);
+    // Another trace with the same span id, and in the same request one more trace reusing it.
+    let second = json!({"traces": [
+        trace("b", "search", t0, vec![call("s1", "gpt-4o", 200, false)]),
+        trace("c", "search", t0, vec![call("s1", "gpt-4o", 300, false)]),
+    ]});
+    let r = app.post("/ai/traces", &auth, second.clone()).await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(
+        body(r).await,
+        json!({"accepted_traces": 2, "duplicate_traces": 0, "accepted_calls": 2, "duplicate_calls": 0, "stored_blobs": 0})
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM ai_calls").await, 3);
+    // A known trace sent again with one new call: the new one is stored, the old one counted.
+    let again = json!({"traces": [trace("a", "search", t0, vec![
+        call("s1", "gpt-4o", 100, false),
+        call("s2", "gpt-4o", 100, false),
+    ])]});
+    let r = app.post("/ai/traces", &auth, again).await;
+    assert_eq!(
+        body(r).await,
+        json!({"accepted_traces": 0, "duplicate_traces": 1, "accepted_calls": 1, "duplicate_calls": 1, "stored_blobs": 0})
+    );
+    let teams = body(
+        app.get(
+            "/ai/teams?from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(teams[0]["call_count"], 4, "{teams}");
+    // Every call is in an evidence pack of the period.
+    let r = app
+        .post(
+            "/ai/evidence-packs",
+            &app.owner,
+            json!({"period_start": "2026-11-01T00:00:00Z", "period_end": "2026-11-02T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let pack = body(r).await;
+    assert_eq!(pack["span_count"], 4, "{pack}");
+}
+
+/// The default period ends after the current second (a trace just sent was "team not
+/// found"), and a team whose every call is unpriced has an unknown cost, not 0.
+async fn a_trace_of_this_second_is_in_the_default_period_and_unknown_cost_is_null(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("ns")
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("fmt");
+    let r = app
+        .post(
+            "/ai/traces",
+            &Auth::Bearer(ingest),
+            json!({"traces": [trace("now", "fresh", &now, vec![call("s1", "in-house-llm", 10, false)])]}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let r = app.get("/ai/teams/fresh", &app.owner).await;
+    assert_eq!(
+        r.status(),
+        200,
+        "a trace of this second is in the default period"
+    );
+    let teams = body(app.get("/ai/teams", &app.owner).await).await;
+    let fresh = &teams[0];
+    assert_eq!(fresh["team"], "fresh");
+    assert_eq!(fresh["call_count"], 1);
+    assert_eq!(fresh["unpriced_calls"], 1);
+    assert_eq!(
+        fresh["cost_micro_eur"],
+        Value::Null,
+        "unknown, not 0: {fresh}"
+    );
+    let month = &now[..7];
+    let csv = app
+        .get(&format!("/ai/teams/export.csv?month={month}"), &app.owner)
+        .await
+        .text()
+        .await
+        .expect("csv");
+    let row = csv.split("\r\n").nth(1).expect("row");
+    assert!(row.starts_with(&format!("fresh,{month},1,1,,1,")), "{row}");
 }

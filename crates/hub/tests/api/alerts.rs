@@ -13,6 +13,7 @@ crate::dual!(
     rules_group_by_labels_and_resolve_without_data,
     rules_are_validated_and_scoped,
     alerts_filter_and_page,
+    a_rule_is_changed_in_place_and_its_next_evaluation_follows,
 );
 
 async fn metrics(app: &TestApp, host: &Host, samples: Value) {
@@ -394,5 +395,98 @@ async fn alerts_filter_and_page(b: Backend) {
             .await
         ),
         2
+    );
+}
+
+/// PATCH /alert-rules/:id: only the fields sent change (checked like at creation), and the
+/// next evaluation uses them: raising the threshold above the average resolves the alert.
+async fn a_rule_is_changed_in_place_and_its_next_evaluation_follows(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    metrics(
+        &app,
+        &host,
+        json!([
+            sample("cpu.percent", 30, 90.0, json!({})),
+            sample("cpu.percent", 20, 95.0, json!({}))
+        ]),
+    )
+    .await;
+    let (operator, _) = app.user_with_role("operator").await;
+    let rule = body(
+        app.post(
+            "/alert-rules",
+            &operator,
+            json!({"name": "hot cpu", "metric": "cpu.percent", "operator": ">", "threshold": 80,
+                "window": "5m", "webhook_url": "http://127.0.0.1:9/x"}),
+        )
+        .await,
+    )
+    .await;
+    let path = format!("/alert-rules/{}", rule["id"].as_str().expect("id"));
+    let rep = evaluate_rules(&app.state, hub_now()).await.expect("eval");
+    assert_eq!(rep.raised, 1);
+
+    let p = assert_problem(
+        app.patch(&path, &operator, json!({"window": "1w", "operator": "=>"}))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    for f in ["window", "operator"] {
+        assert!(names_field(&p, f), "{f}: {p}");
+    }
+    let p = assert_problem(
+        app.patch(&path, &operator, json!({"severty": "critical"}))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "severty"), "{p}");
+    let (viewer, _) = app.user_with_role("viewer").await;
+    assert_problem(
+        app.patch(&path, &viewer, json!({"threshold": 99})).await,
+        403,
+        "forbidden",
+    )
+    .await;
+    let other = app.other_tenant().await;
+    assert_problem(
+        app.patch(&path, &other, json!({"threshold": 99})).await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(
+        body(app.get(&path, &operator).await).await["threshold"],
+        80.0
+    );
+
+    let r = app
+        .patch(
+            &path,
+            &operator,
+            json!({"threshold": 99, "severity": "critical", "webhook_url": null}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let changed = body(r).await;
+    assert_eq!(changed["threshold"], 99.0);
+    assert_eq!(changed["severity"], "critical");
+    assert_eq!(changed["webhook_url"], Value::Null);
+    assert_eq!(changed["name"], "hot cpu", "fields not sent stay");
+    assert_eq!(changed["window"], "5m");
+    let rep = evaluate_rules(&app.state, hub_now()).await.expect("eval");
+    assert_eq!(
+        (rep.firing, rep.resolved),
+        (0, 1),
+        "the new threshold resolves the alert"
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'alert_rule_updated'")
+            .await,
+        1
     );
 }

@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 use trusthub_hub::workers::{LivenessReport, liveness_tick};
 
 crate::dual!(
+    a_host_without_systemd_offers_its_services_and_refuses_systemd_apps,
     apps_are_validated_created_changed_and_untracked,
     liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself,
     unknowns_count_only_after_four_and_stale_reports_observe_nothing,
@@ -730,4 +731,103 @@ async fn periodic_work_is_leased_to_one_process(b: Backend) {
         .expect("a later")
     );
     tx.commit().await.expect("commit");
+}
+
+/// A host running postgres, redis, mariadb, nats and mosquitto without systemd: discovery
+/// offers them as processes (what they listen on included), a systemd app is refused with a
+/// clear 422, and a process app named by the symlink redis was started through is running.
+async fn a_host_without_systemd_offers_its_services_and_refuses_systemd_apps(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc();
+    let processes = json!([
+        {"pid": 1, "ppid": 0, "exe": "/usr/bin/tini", "cmdline": "tini -- sh"},
+        {"pid": 10, "ppid": 1, "exe": "/usr/lib/postgresql/16/bin/postgres", "cmdline": "postgres -D /var/lib/pg"},
+        {"pid": 20, "ppid": 1, "exe": "/usr/bin/redis-check-rdb", "cmdline": "redis-server 127.0.0.1:6379", "paths": ["/usr/bin/redis-server"]},
+        {"pid": 30, "ppid": 1, "exe": "/usr/sbin/mariadbd", "cmdline": "/usr/sbin/mariadbd"},
+        {"pid": 40, "ppid": 1, "exe": "/usr/bin/nats-server", "cmdline": "nats-server"},
+        {"pid": 50, "ppid": 1, "exe": "/usr/sbin/mosquitto", "cmdline": "/usr/sbin/mosquitto -c /etc/mosquitto/mosquitto.conf"}
+    ]);
+    let mut bt = batch(json!([]));
+    bt["inventory"] = json!({
+        "collected_at": ts(now),
+        "systemd": [],
+        "containers": [],
+        "processes": processes,
+        "listening": [
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 5432, "pid": 10},
+            {"proto": "tcp", "addr": "127.0.0.1", "port": 6379, "pid": 20},
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 3306, "pid": 30},
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 4222, "pid": 40},
+            {"proto": "tcp", "addr": "0.0.0.0", "port": 1883, "pid": 50}
+        ]
+    });
+    bt["processes"] = processes.clone();
+    assert_eq!(
+        send(&app, &host, bt.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
+    let list = body(
+        app.get(&format!("/agents/{}/app-candidates", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    let got: Vec<(String, String)> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|c| {
+            (
+                c["app_type"].as_str().unwrap_or_default().to_owned(),
+                c["identifier"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    for exe in [
+        "/usr/lib/postgresql/16/bin/postgres",
+        "/usr/bin/redis-server",
+        "/usr/sbin/mariadbd",
+        "/usr/bin/nats-server",
+        "/usr/sbin/mosquitto",
+    ] {
+        assert!(
+            got.contains(&("process".into(), exe.into())),
+            "{exe}: {list}"
+        );
+    }
+    assert_eq!(got.len(), 5, "{list}");
+    let redis = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|c| c["name"] == "redis-server")
+        .expect("redis");
+    assert_eq!(redis["listening"], json!(["tcp 127.0.0.1:6379"]));
+
+    let p = assert_problem(
+        app.post(
+            "/apps",
+            &app.owner,
+            json!({"agent_id": host.id, "name": "redis", "app_type": "systemd", "identifier": "redis-server"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "app_type"), "{p}");
+    assert!(p.to_string().contains("no systemd"), "{p}");
+    assert_eq!(app.count("SELECT COUNT(*) FROM apps").await, 0);
+
+    create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "redis", "app_type": "process", "identifier": "/usr/bin/redis-server"}),
+    )
+    .await;
+    tick(&app).await;
+    let apps = body(app.get("/apps", &app.owner).await).await;
+    assert_eq!(apps[0]["observed_state"], "running", "{apps}");
 }

@@ -13,7 +13,72 @@ crate::dual!(
     unknown_routes_and_methods_are_problem_json_with_the_request_id,
     malformed_ids_and_queries_are_400,
     refused_bodies_change_nothing_on_any_endpoint,
+    unknown_fields_and_non_objects_are_422_with_every_field_in_one_answer,
 );
+
+/// CONTRACT 13: a typo never falls back to a default, every bad field comes in one answer,
+/// and a body that is not an object is refused (an array created an enrolment token).
+async fn unknown_fields_and_non_objects_are_422_with_every_field_in_one_answer(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let rules_before = app.count("SELECT COUNT(*) FROM alert_rules").await;
+    let p = assert_problem(
+        app.post(
+            "/alert-rules",
+            &app.owner,
+            json!({"name": "busy", "metric": "cpu.percent", "operator": ">", "threshold": 90,
+                "window": "5m", "severty": "critical"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "severty"), "{p}");
+    assert!(
+        p["errors"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown field"),
+        "{p}"
+    );
+    // Three missing fields and a wrong type: one answer names all four.
+    let p = assert_problem(
+        app.post("/alert-rules", &app.owner, json!({"threshold": "high"}))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    for f in ["name", "metric", "operator", "threshold"] {
+        assert!(names_field(&p, f), "{f}: {p}");
+    }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM alert_rules").await,
+        rules_before
+    );
+    let tokens_before = app.count("SELECT COUNT(*) FROM enrollment_tokens").await;
+    for body in [json!([]), json!(3), json!("x"), json!(null)] {
+        let p = assert_problem(
+            app.post("/agents/enrollment-tokens", &app.owner, body.clone())
+                .await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(names_field(&p, "."), "{body}: {p}");
+    }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM enrollment_tokens").await,
+        tokens_before
+    );
+    // Unknown query parameters are refused too, naming the parameter.
+    let r = app.get("/alerts?severty=critical", &app.owner).await;
+    let p = assert_problem(r, 400, "bad_request").await;
+    assert!(
+        p["detail"].as_str().unwrap_or_default().contains("severty"),
+        "{p}"
+    );
+}
 
 async fn malformed_json_is_400_problem_json(b: Backend) {
     let app = TestApp::spawn(b).await;

@@ -235,48 +235,10 @@ async fn packs_are_signed_complete_and_verifiable_independently(b: Backend) {
     assert!(trusthub_core::evidence::verify_gz(bundle.as_slice(), Some(&key_hex)).ok());
     assert!(!trusthub_core::evidence::verify_gz(bundle.as_slice(), Some(&"00".repeat(32))).ok());
 
-    // The README's procedure with openssl and sha256sum only.
-    let dir = TempDir::new();
-    let file = dir.0.join(format!("pack-{id}.tar.gz"));
-    std::fs::write(&file, &bundle).expect("write");
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scripts/audit-evidence-pack.sh"
-    );
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .arg(&file)
-        .arg(&key_hex)
-        .output()
-        .expect("bash");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Signature Verified Successfully"));
-    // And the same procedure as the README prints it, copied out of the README.
-    let readme = include_str!("../../../../README.md");
-    let block = readme
-        .split("```sh\n")
-        .find(|b| b.starts_with("mkdir x && tar -xzf pack.tar.gz"))
-        .and_then(|b| b.split("```").next())
-        .expect("the auditor's procedure in README.md");
-    std::fs::copy(&file, dir.0.join("pack.tar.gz")).expect("copy");
-    let out = std::process::Command::new("bash")
-        .args(["-euo", "pipefail", "-c", block])
-        .current_dir(&dir.0)
-        .output()
-        .expect("bash");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(said.contains("Signature Verified Successfully"), "{said}");
-    assert_eq!(said.matches(": OK").count(), 2 + 2, "{said}");
+    // The auditor's procedure with openssl and sha256sum only: the script and the README.
+    let (script, readme) = audit_with_openssl(&bundle, &key_hex);
+    assert!(script.contains("blobs: OK (2 files)"), "{script}");
+    assert_eq!(readme.matches(": OK").count(), 2 + 2, "{readme}");
 
     // Recorded in the transparency log and the audit log.
     let log = body(app.get("/transparency-log", &app.owner).await).await;
@@ -308,6 +270,55 @@ async fn packs_are_signed_complete_and_verifiable_independently(b: Backend) {
     assert_eq!(m["include_blobs"], false);
     assert_eq!(m["spans_sha256"], manifest["spans_sha256"]);
     assert!(files.keys().all(|k| !k.starts_with("blobs/")));
+    // The openssl procedure succeeds on a pack without blobs too (it failed in sha256sum on
+    // an empty list), and says so.
+    let (script, readme) = audit_with_openssl(&download(&app, &app.owner, &bare).await, &key_hex);
+    assert!(script.contains("blobs: none in this pack"), "{script}");
+    assert!(readme.contains("blobs: none in this pack"), "{readme}");
+    assert_eq!(readme.matches(": OK").count(), 2, "{readme}");
+}
+
+/// Runs `scripts/audit-evidence-pack.sh` (with the key pinned, and without: it must say the
+/// key was not pinned) and the README's procedure as printed, on `bundle`; both must succeed.
+/// Returns their outputs.
+fn audit_with_openssl(bundle: &[u8], key_hex: &str) -> (String, String) {
+    let dir = TempDir::new();
+    let file = dir.0.join("pack-audit.tar.gz");
+    std::fs::write(&file, bundle).expect("write");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/audit-evidence-pack.sh"
+    );
+    let run = |cmd: &mut std::process::Command| {
+        let out = cmd.output().expect("bash");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(said.contains("Signature Verified Successfully"), "{said}");
+        said
+    };
+    let pinned = run(std::process::Command::new("bash")
+        .arg(script)
+        .arg(&file)
+        .arg(key_hex));
+    assert!(pinned.contains("key: pinned"), "{pinned}");
+    let unpinned = run(std::process::Command::new("bash").arg(script).arg(&file));
+    assert!(unpinned.contains("key: NOT pinned"), "{unpinned}");
+    // The same procedure as the README prints it, copied out of the README.
+    let readme = include_str!("../../../../README.md");
+    let block = readme
+        .split("```sh\n")
+        .find(|b| b.starts_with("mkdir x && tar -xzf pack.tar.gz"))
+        .and_then(|b| b.split("```").next())
+        .expect("the auditor's procedure in README.md");
+    std::fs::copy(&file, dir.0.join("pack.tar.gz")).expect("copy");
+    let printed = run(std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", block])
+        .current_dir(&dir.0));
+    (pinned, printed)
 }
 
 async fn the_same_request_over_unchanged_data_returns_the_same_pack(b: Backend) {

@@ -251,6 +251,10 @@ impl TestApp {
         self.send_json(Method::POST, path, auth, body).await
     }
 
+    pub async fn patch(&self, path: &str, auth: &Auth, body: Value) -> Response {
+        self.send_json(Method::PATCH, path, auth, body).await
+    }
+
     pub async fn delete(&self, path: &str, auth: &Auth) -> Response {
         self.req(Method::DELETE, path, auth)
             .send()

@@ -9,6 +9,118 @@ crate::dual!(
     openapi_document_matches_the_snapshot,
 );
 
+/// CONTRACT 13 on the served document, independently of the generator: run once (the
+/// document does not depend on the engine).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openapi_document_follows_contract_13_and_validates() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc: serde_json::Value = app
+        .get("/openapi.json", &Auth::None)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let schemas = &doc["components"]["schemas"];
+    let resolve = |s: &serde_json::Value| -> serde_json::Value {
+        match s["$ref"].as_str() {
+            Some(r) => schemas[r.trim_start_matches("#/components/schemas/")].clone(),
+            None => s.clone(),
+        }
+    };
+    let mut ids = std::collections::HashSet::new();
+    let mut problems = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("item") {
+            let at = format!("{method} {path}");
+            let id = op["operationId"].as_str().unwrap_or_default();
+            if id.is_empty() || !ids.insert(id.to_owned()) {
+                problems.push(format!("{at}: operationId {id:?} missing or repeated"));
+            }
+            if !id.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                problems.push(format!("{at}: operationId {id} not <resource>_<verb>"));
+            }
+            let Some(security) = op["security"].as_array() else {
+                problems.push(format!("{at}: no security"));
+                continue;
+            };
+            let responses = op["responses"].as_object().expect("responses");
+            for (status, r) in responses {
+                if r["description"].as_str().unwrap_or_default().is_empty() {
+                    problems.push(format!("{at} {status}: no description"));
+                }
+                if status.as_str() >= "400" {
+                    let content = r["content"].as_object().cloned().unwrap_or_default();
+                    let keys: Vec<&String> = content.keys().collect();
+                    if keys != ["application/problem+json"]
+                        || content["application/problem+json"]["schema"]["$ref"]
+                            != "#/components/schemas/Problem"
+                    {
+                        problems.push(format!("{at} {status}: not the shared Problem: {keys:?}"));
+                    }
+                }
+            }
+            let has = |s: &str| responses.contains_key(s);
+            if !security.is_empty() && !has("401") {
+                problems.push(format!("{at}: authenticated but no 401"));
+            }
+            if !has("429") {
+                problems.push(format!("{at}: no 429"));
+            }
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().unwrap_or_default();
+                let placeholder = format!("{{{name}}}");
+                match p["in"].as_str() {
+                    Some("path") if !path.contains(&placeholder) => {
+                        problems.push(format!("{at}: {name} declared in path but not in it"))
+                    }
+                    Some("path") if !has("404") => problems.push(format!("{at}: path id, no 404")),
+                    _ => {}
+                }
+                if p["in"] == "query" && !has("400") {
+                    problems.push(format!("{at}: query without 400"));
+                }
+            }
+            if let Some(body) =
+                op["requestBody"]["content"]["application/json"]["schema"].as_object()
+            {
+                for s in ["400", "415", "422"] {
+                    if !has(s) {
+                        problems.push(format!("{at}: body without {s}"));
+                    }
+                }
+                let schema = resolve(&serde_json::Value::Object(body.clone()));
+                if schema["type"] == "object"
+                    && schema["properties"].is_object()
+                    && schema["additionalProperties"] != false
+                {
+                    problems.push(format!("{at}: body accepts unknown fields"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    // The reference validator, where it is installed (CI installs it and makes it mandatory).
+    let dir = TempDir::new();
+    let file = dir.0.join("openapi.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).expect("json")).expect("write");
+    match std::process::Command::new("openapi-spec-validator")
+        .arg(&file)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "openapi-spec-validator: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("openapi-spec-validator not run ({e}); `pip install openapi-spec-validator`")
+        }
+        Err(e) => panic!("openapi-spec-validator is mandatory in CI: {e}"),
+    }
+}
+
 async fn health_answers_ok_without_credentials(b: Backend) {
     let app = TestApp::spawn(b).await;
     let resp = app.get("/health", &Auth::None).await;

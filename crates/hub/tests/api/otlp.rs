@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 crate::dual!(
     otlp_protobuf_genai_spans_become_priced_calls,
+    otlp_span_ids_are_scoped_to_their_trace,
     otlp_json_gzip_and_refusals,
 );
 
@@ -338,4 +339,29 @@ async fn otlp_json_gzip_and_refusals(b: Backend) {
         .expect("send");
     assert_problem(r, 401, "unauthenticated").await;
     assert_eq!(app.count("SELECT COUNT(*) FROM ai_calls").await, 1);
+}
+
+/// CONTRACT 13: a span id is unique within its trace only. The same span id in another trace
+/// (exporters of different services may collide) is another call, stored and priced.
+async fn otlp_span_ids_are_scoped_to_their_trace(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (token, _) = app.token(&app.owner, "ai_ingest").await;
+    let first = request(vec![llm(2, "gpt-4o", T0 + 2 * SEC, 840)]);
+    let r = export(&app, &token, "application/x-protobuf", first, false).await;
+    assert_eq!(r.status(), 200);
+    let mut other = llm(2, "gpt-4o", T0 + 3 * SEC, 900);
+    other.trace_id = vec![7; 16];
+    let r = export(
+        &app,
+        &token,
+        "application/x-protobuf",
+        request(vec![other]),
+        false,
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.count("SELECT COUNT(*) FROM ai_calls").await, 2);
+    let t = teams(&app, &app.owner).await;
+    assert_eq!(t[0]["call_count"], 2, "{t}");
+    assert_eq!(t[0]["trace_count"], 2, "{t}");
 }

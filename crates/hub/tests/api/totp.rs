@@ -15,6 +15,7 @@ crate::dual!(
     sensitive_route_accepts_a_code_or_a_purpose_token_exactly_once,
     api_tokens_never_satisfy_totp,
     totp_disable_needs_a_valid_code,
+    recovery_codes_log_in_once_each_and_can_be_made_anew,
 );
 
 /// A sensitive route as later issues will write it: admin role plus TOTP for `app_restart`.
@@ -339,4 +340,154 @@ async fn totp_disable_needs_a_valid_code(b: Backend) {
         .filter_map(|e| e["event_type"].as_str())
         .collect();
     assert!(kinds.contains(&"totp_enabled") && kinds.contains(&"totp_disabled"));
+}
+
+/// Ten recovery codes come with enrolment, shown once and stored hashed; each logs in once in
+/// place of a TOTP code (however it is typed); new ones void the old; disabling TOTP removes
+/// them. Every use is in the audit log.
+async fn recovery_codes_log_in_once_each_and_can_be_made_anew(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let now = fresh_totp_window().await;
+    let setup = body(
+        app.req(Method::POST, "/auth/totp/setup", &app.owner)
+            .send()
+            .await
+            .expect("setup"),
+    )
+    .await;
+    let secret =
+        totp::secret_from_base32(setup["secret_base32"].as_str().expect("b32")).expect("base32");
+    let r = app
+        .post(
+            "/auth/totp/verify",
+            &app.owner,
+            json!({"code": totp::code_at(&secret, now)}),
+        )
+        .await;
+    let enabled = body(r).await;
+    let codes: Vec<String> = enabled["recovery_codes"]
+        .as_array()
+        .expect("codes")
+        .iter()
+        .map(|c| c.as_str().expect("str").to_owned())
+        .collect();
+    assert_eq!(codes.len(), 10);
+    let unique: std::collections::HashSet<&String> = codes.iter().collect();
+    assert_eq!(unique.len(), 10);
+    // Stored hashed: no code appears in the table.
+    for c in &codes {
+        let plain = c.replace('-', "");
+        assert_eq!(
+            app.count(&format!(
+                "SELECT COUNT(*) FROM totp_recovery_codes WHERE code_hash IN ('{c}', '{plain}')"
+            ))
+            .await,
+            0
+        );
+    }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM totp_recovery_codes").await,
+        10
+    );
+
+    // A code logs in once, typed in capitals without dashes too.
+    let typed = codes[0].replace('-', "").to_uppercase();
+    let r = app
+        .post("/auth/login", &Auth::None, login_body(Some(typed.clone())))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_problem(
+        app.post(
+            "/auth/login",
+            &Auth::None,
+            login_body(Some(codes[0].clone())),
+        )
+        .await,
+        401,
+        "totp_invalid",
+    )
+    .await;
+    assert_problem(
+        app.post(
+            "/auth/login",
+            &Auth::None,
+            login_body(Some("aaaa-bbbb-cccc-dddd".into())),
+        )
+        .await,
+        401,
+        "totp_invalid",
+    )
+    .await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'totp_recovery_code_used'")
+            .await,
+        1
+    );
+
+    // New codes need a current TOTP code and void the old ones.
+    assert_problem(
+        app.post(
+            "/auth/totp/recovery-codes",
+            &app.owner,
+            json!({"code": "000000"}),
+        )
+        .await,
+        403,
+        "totp_invalid",
+    )
+    .await;
+    let r = app
+        .post(
+            "/auth/totp/recovery-codes",
+            &app.owner,
+            json!({"code": totp::code_at(&secret, now + 30)}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let fresh: Vec<String> = body(r).await["recovery_codes"]
+        .as_array()
+        .expect("codes")
+        .iter()
+        .map(|c| c.as_str().expect("str").to_owned())
+        .collect();
+    assert_eq!(fresh.len(), 10);
+    assert_problem(
+        app.post(
+            "/auth/login",
+            &Auth::None,
+            login_body(Some(codes[1].clone())),
+        )
+        .await,
+        401,
+        "totp_invalid",
+    )
+    .await;
+    let r = app
+        .post(
+            "/auth/login",
+            &Auth::None,
+            login_body(Some(fresh[9].clone())),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        app.count(
+            "SELECT COUNT(*) FROM audit_log WHERE event_type = 'totp_recovery_codes_created'"
+        )
+        .await,
+        2
+    );
+    // Disabling TOTP removes them.
+    let r = app
+        .post(
+            "/auth/totp/disable",
+            &app.owner,
+            json!({"code": totp::code_at(&secret, now - 30)}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM totp_recovery_codes").await,
+        0
+    );
 }

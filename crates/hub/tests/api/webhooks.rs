@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 crate::dual!(
+    an_endpoint_is_changed_in_place_and_signs_with_its_new_secret,
     deliveries_are_signed_and_carry_the_alert,
     retries_keep_one_delivery_id_then_fail_and_cool_down,
     severity_tag_and_event_filters_choose_endpoints,
@@ -427,4 +428,106 @@ async fn webhooks_are_validated_admin_only_and_scoped(b: Backend) {
         )
         .await;
     assert_eq!(r.status(), 201);
+}
+
+/// PATCH /webhooks/:id: only the fields sent change, checked like at creation; a new secret
+/// signs the next delivery; `agent_filter: null` removes the filter; roles and tenants hold.
+async fn an_endpoint_is_changed_in_place_and_signs_with_its_new_secret(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let first = Receiver::start(&[]).await;
+    let second = Receiver::start(&[]).await;
+    let w = create_hook(
+        &app,
+        json!({"url": first.url, "secret": "the-first-secret-value", "agent_filter": {"tag": "env:prod"}}),
+    )
+    .await;
+    let id = w["id"].as_str().expect("id").to_owned();
+    let path = format!("/webhooks/{id}");
+    // Refused changes change nothing, and name every bad field.
+    let p = assert_problem(
+        app.patch(
+            &path,
+            &app.owner,
+            json!({"url": "http://169.254.169.254/x", "min_severity": "fatal"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    for f in ["url", "min_severity"] {
+        assert!(names_field(&p, f), "{f}: {p}");
+    }
+    let p = assert_problem(
+        app.patch(&path, &app.owner, json!({"colour": "red"})).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "colour"), "{p}");
+    let (operator, _) = app.user_with_role("operator").await;
+    assert_problem(
+        app.patch(&path, &operator, json!({"min_severity": "info"}))
+            .await,
+        403,
+        "forbidden",
+    )
+    .await;
+    let other = app.other_tenant().await;
+    assert_problem(
+        app.patch(&path, &other, json!({"min_severity": "info"}))
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(
+        body(app.get(&path, &app.owner).await).await["url"],
+        json!(first.url)
+    );
+
+    let secret = "the-second-secret-value";
+    let r = app
+        .patch(
+            &path,
+            &app.owner,
+            json!({"url": second.url, "secret": secret, "min_severity": "critical", "agent_filter": null}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let changed = body(r).await;
+    assert_eq!(changed["url"], json!(second.url));
+    assert_eq!(changed["min_severity"], "critical");
+    assert_eq!(changed["agent_filter"], Value::Null);
+    assert_eq!(changed["events"], w["events"], "fields not sent stay");
+    assert_eq!(changed["secret_hint"], "the-second");
+    assert!(
+        changed.get("secret").is_none(),
+        "the secret is never shown again"
+    );
+    // Only the events change; the rest stays.
+    let r = app
+        .patch(&path, &app.owner, json!({"events": ["alert.resolved"]}))
+        .await;
+    let again = body(r).await;
+    assert_eq!(again["events"], json!(["alert.resolved"]));
+    assert_eq!(again["min_severity"], "critical");
+    assert_eq!(again["url"], json!(second.url));
+
+    // The next delivery goes to the new URL, signed with the new secret.
+    let r = app
+        .post(&format!("{path}/test"), &app.owner, json!({}))
+        .await;
+    assert_eq!(r.status(), 202);
+    let got = second.wait_for(1, 10).await;
+    assert_eq!(
+        got[0].header("x-service-signature"),
+        format!("sha256={}", hex(&hmac(secret.as_bytes(), &got[0].body)))
+    );
+    assert!(first.received().is_empty(), "nothing went to the old URL");
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'webhook_updated'")
+            .await,
+        2
+    );
 }

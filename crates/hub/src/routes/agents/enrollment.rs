@@ -1,0 +1,182 @@
+//! Enrolment tokens and the EAT public key.
+
+use super::*;
+
+/// An enrollment token to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewEnrollmentToken {
+    /// Until when it enrols agents (default 24 h from now).
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<OffsetDateTime>,
+    /// Tags every agent enrolled with it gets.
+    #[serde(default)]
+    #[schema(value_type = Vec<crate::openapi::Tag>, max_items = 32)]
+    pub tags: Vec<String>,
+}
+
+/// A created enrollment token, shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedEnrollmentToken {
+    /// Id.
+    pub id: Uuid,
+    /// `the_...`: pass to `trusthub-agent --enroll`.
+    pub token: String,
+    /// Expiry.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// Tags given to enrolled agents.
+    pub tags: Vec<String>,
+}
+
+/// Create an enrollment token (admin). It enrols any number of hosts until it expires
+/// (default 24 h); stored hashed.
+#[utoipa::path(post, path = "/agents/enrollment-tokens", tag = "agents", request_body = NewEnrollmentToken,
+    responses((status = 201, body = CreatedEnrollmentToken), (status = 422, body = Problem)))]
+pub(super) async fn create_enrollment_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Json(req): Json<NewEnrollmentToken>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedEnrollmentToken>)> {
+    let created = new_enrollment_token(&state, &meta, &p, req).await?;
+    Ok((StatusCode::CREATED, axum::Json(created)))
+}
+
+/// Makes an enrolment token for `p`'s tenant (the API and the dashboard), audited; the
+/// token is in this answer only.
+pub(crate) async fn new_enrollment_token(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: NewEnrollmentToken,
+) -> ApiResult<CreatedEnrollmentToken> {
+    let now = now();
+    let tags = tags_valid(&req.tags).map_err(|m| ApiError::invalid("tags", m))?;
+    let expires_at = match req.expires_at {
+        Some(e) if e <= now => {
+            return Err(ApiError::invalid("expires_at", "must be in the future"));
+        }
+        Some(e) => e
+            .to_offset(time::UtcOffset::UTC)
+            .replace_nanosecond(0)
+            .unwrap_or(e),
+        None => now + ENROLLMENT_TTL,
+    };
+    let token =
+        new_token(ENROLLMENT_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut tx = state.db.begin().await?;
+    let id = agents::insert_enrollment_token(
+        &mut tx,
+        p.tenant(),
+        &token_hash(&token),
+        &tags,
+        Some(p.user.id),
+        now,
+        expires_at,
+    )
+    .await?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::ENROLLMENT_TOKEN_CREATED,
+        format!("enrollment_token:{id}"),
+        json!({"tags": tags, "expires_at": rfc3339(&expires_at)}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(CreatedEnrollmentToken {
+        id,
+        token,
+        expires_at,
+        tags,
+    })
+}
+
+/// An enrollment token as listed (never the token itself).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnrollmentTokenView {
+    /// Id.
+    pub id: Uuid,
+    /// Tags given to enrolled agents.
+    pub tags: Vec<String>,
+    /// Who created it.
+    pub created_by: Option<Uuid>,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Until when it enrols.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// The tenant's enrollment tokens that still enrol (admin), newest first.
+#[utoipa::path(get, path = "/agents/enrollment-tokens", tag = "agents", responses((status = 200, body = Vec<EnrollmentTokenView>)))]
+pub(super) async fn list_enrollment_tokens(
+    State(state): State<AppState>,
+    Admin(p): Admin,
+) -> ApiResult<axum::Json<Vec<EnrollmentTokenView>>> {
+    let mut c = state.db.conn().await?;
+    let rows = agents::list_enrollment_tokens(&mut c, p.tenant(), now()).await?;
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(|r| EnrollmentTokenView {
+                id: r.id,
+                tags: r.tags.0,
+                created_by: r.created_by,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+            })
+            .collect(),
+    ))
+}
+
+/// Revoke an enrollment token (admin): it enrols no more hosts; agents it enrolled keep
+/// working.
+#[utoipa::path(delete, path = "/agents/enrollment-tokens/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Enrollment token id")),
+    responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
+pub(super) async fn revoke_enrollment_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    if !agents::delete_enrollment_token(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("enrollment token"));
+    }
+    meta.record(
+        &mut tx,
+        &p,
+        ev::ENROLLMENT_TOKEN_REVOKED,
+        format!("enrollment_token:{id}"),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The hub's public key for emergency action tokens.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EatPublicKey {
+    /// `EdDSA` (Ed25519, RFC 8037).
+    pub alg: String,
+    /// Key id, as in the `kid` header of every token.
+    pub kid: String,
+    /// The Ed25519 public key, hex.
+    pub public_key_hex: String,
+}
+
+/// The hub's EAT public key (CONTRACT 5), the same one agents pin at registration. Public: a
+/// public key is no secret, and anyone may check a token or a pin against it.
+#[utoipa::path(get, path = "/agents/eat-public-key", tag = "agents", responses((status = 200, body = EatPublicKey)))]
+pub(super) async fn eat_public_key(State(state): State<AppState>) -> axum::Json<EatPublicKey> {
+    let public = state.eat_key.verifying_key();
+    axum::Json(EatPublicKey {
+        alg: "EdDSA".into(),
+        kid: trusthub_core::eat::kid(&public),
+        public_key_hex: hex(public.as_bytes()),
+    })
+}

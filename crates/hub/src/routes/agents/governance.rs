@@ -1,0 +1,153 @@
+//! The settings the hub governs for an agent.
+
+use super::*;
+
+/// New governed settings of an agent. The read-only fields of [`GovernanceView`] may be sent
+/// back as they were read (a read-modify-write); they are ignored.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GovernanceIn {
+    /// Push interval, 10 s to 1 day.
+    #[schema(minimum = 10, maximum = 86_400)]
+    pub ingest_interval_secs: i64,
+    /// Inventory interval, 1 min to 7 days.
+    #[schema(minimum = 60, maximum = 604_800)]
+    pub inventory_interval_secs: i64,
+    /// Tags (apps inherit them), at most 32.
+    #[schema(value_type = Vec<crate::openapi::Tag>, max_items = 32)]
+    pub tags: Vec<String>,
+    /// Action kinds the hub may push: `restart_app`, `install_package`, `update_packages`,
+    /// `console_open`, `emergency`.
+    #[schema(value_type = Vec<crate::openapi::ActionName>)]
+    pub allowed_actions: Vec<String>,
+    /// Read-only (ignored).
+    #[serde(default)]
+    #[schema(read_only, value_type = Option<Vec<String>>)]
+    pub host_allowed_actions: Option<serde_json::Value>,
+    /// Read-only (ignored).
+    #[serde(default)]
+    #[schema(read_only, value_type = Option<Vec<String>>)]
+    pub effective_actions: Option<serde_json::Value>,
+}
+
+/// The settings the hub governs for an agent.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GovernanceView {
+    /// Push interval, 10 s to 1 day.
+    pub ingest_interval_secs: i64,
+    /// Inventory interval, 1 min to 7 days.
+    pub inventory_interval_secs: i64,
+    /// Tags (apps inherit them).
+    pub tags: Vec<String>,
+    /// Action kinds the hub may push: `restart_app`, `install_package`, `update_packages`,
+    /// `console_open`, `emergency`.
+    pub allowed_actions: Vec<String>,
+    /// What the host's own allowlist accepts, as the agent last reported it (read-only; the
+    /// host operator's veto).
+    pub host_allowed_actions: Option<Vec<String>>,
+    /// Kinds both allow: what the hub can actually push (read-only).
+    pub effective_actions: Vec<String>,
+}
+
+impl GovernanceView {
+    fn of(a: &Agent) -> GovernanceView {
+        let host = a.reported_actions.as_ref().map(|r| r.0.clone());
+        let effective = a
+            .allowed_actions
+            .0
+            .iter()
+            .filter(|k| host.as_ref().is_none_or(|h| h.contains(k)))
+            .cloned()
+            .collect();
+        GovernanceView {
+            ingest_interval_secs: a.ingest_interval_secs,
+            inventory_interval_secs: a.inventory_interval_secs,
+            tags: a.tags.0.clone(),
+            allowed_actions: a.allowed_actions.0.clone(),
+            host_allowed_actions: host,
+            effective_actions: effective,
+        }
+    }
+}
+
+/// An agent's governed settings.
+#[utoipa::path(get, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = GovernanceView), (status = 404, body = Problem)))]
+pub(super) async fn get_governance(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<GovernanceView>> {
+    Ok(axum::Json(GovernanceView::of(
+        &load(&state, p.tenant(), id).await?,
+    )))
+}
+
+/// Replace an agent's governed settings (admin): intervals, tags and the action kinds the
+/// hub may push. The host's own allowlist still vetoes.
+#[utoipa::path(put, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    request_body = GovernanceIn, responses((status = 200, body = GovernanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(super) async fn put_governance(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+    Json(req): Json<GovernanceIn>,
+) -> ApiResult<axum::Json<GovernanceView>> {
+    let mut errors = Vec::new();
+    if !(10..=86_400).contains(&req.ingest_interval_secs) {
+        errors.push(FieldError {
+            field: "ingest_interval_secs".into(),
+            message: "must be between 10 and 86400".into(),
+        });
+    }
+    if !(60..=7 * 86_400).contains(&req.inventory_interval_secs) {
+        errors.push(FieldError {
+            field: "inventory_interval_secs".into(),
+            message: "must be between 60 and 604800".into(),
+        });
+    }
+    let tags = tags_valid(&req.tags)
+        .map_err(|m| {
+            errors.push(FieldError {
+                field: "tags".into(),
+                message: m,
+            })
+        })
+        .unwrap_or_default();
+    if let Some(bad) = req
+        .allowed_actions
+        .iter()
+        .find(|k| !ACTION_KINDS.contains(&k.as_str()))
+    {
+        errors.push(FieldError {
+            field: "allowed_actions".into(),
+            message: format!("unknown action kind `{bad}`"),
+        });
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut allowed: Vec<String> = Vec::new();
+    for k in req.allowed_actions {
+        if !allowed.contains(&k) {
+            allowed.push(k);
+        }
+    }
+    let g = Governance {
+        ingest_interval_secs: req.ingest_interval_secs,
+        inventory_interval_secs: req.inventory_interval_secs,
+        tags,
+        allowed_actions: allowed,
+    };
+    let mut tx = state.db.begin().await?;
+    if !agents::set_governance(&mut tx, p.tenant(), id, &g).await? {
+        return Err(ApiError::NotFound("agent"));
+    }
+    meta.record(&mut tx, &p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions})).await?;
+    let agent = agents::get(&mut tx, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("agent"))?;
+    tx.commit().await?;
+    Ok(axum::Json(GovernanceView::of(&agent)))
+}

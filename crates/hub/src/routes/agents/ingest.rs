@@ -1,0 +1,235 @@
+//! Signed batches and heartbeats from agents (CONTRACT 4).
+
+use super::*;
+
+/// The answer to an ingest.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IngestAccepted {
+    /// Always true: everything in the batch is committed.
+    pub accepted: bool,
+    /// True when this `batch_id` was stored before; nothing was stored again.
+    pub duplicate: bool,
+    /// The hub's clock.
+    #[serde(with = "time::serde::rfc3339")]
+    pub server_time: OffsetDateTime,
+    /// The push interval the hub's governance asks for now (the agent follows it).
+    pub ingest_interval_secs: i64,
+    /// The inventory interval the hub's governance asks for now.
+    pub inventory_interval_secs: i64,
+    /// The HTTP checks of this agent's `http` apps: `{app_id, endpoint, interval_seconds}`;
+    /// results go back in `app_checks` of later batches.
+    #[schema(value_type = Vec<Object>)]
+    pub http_checks: Vec<wire::HttpCheck>,
+}
+
+/// Push a batch (CONTRACT 4): `Authorization: Bearer <agent token>`, `X-Service-Signature`
+/// over the exact body bytes as sent (required once the key is pinned; gzip and zstd bodies
+/// are signed compressed). 202 means committed: samples, inventory snapshot and processes of
+/// the batch are stored in one transaction. A `sent_at` more than 10 minutes from the hub's
+/// clock is refused; a `batch_id` seen in the last 24 h answers `duplicate: true` and stores
+/// nothing. 60 per minute per agent.
+#[utoipa::path(post, path = "/ingest", tag = "agents", request_body = Object,
+    responses((status = 202, body = IngestAccepted), (status = 401, body = Problem), (status = 422, body = Problem),
+        (status = 429, body = Problem)))]
+pub(super) async fn ingest(
+    State(state): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    headers: HeaderMap,
+    body: SignedBody,
+) -> ApiResult<(StatusCode, axum::Json<IngestAccepted>)> {
+    check_agent_signature(&agent, &headers, &body.raw)?;
+    let now = now();
+    state
+        .limiter
+        .hit(
+            ratelimit::INGEST,
+            &agent.id.to_string(),
+            now.unix_timestamp(),
+        )
+        .await?;
+    let batch: Batch = parse_json(&body.json)?;
+    let skew = (batch.sent_at - now).whole_seconds().abs();
+    if skew > wire::REPLAY_WINDOW_SECS {
+        return Err(ApiError::invalid(
+            "sent_at",
+            format!("is {skew} s from the hub's clock; the replay window is 600 s"),
+        ));
+    }
+    let mut errors: Vec<FieldError> = batch
+        .metrics
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            wire::check_sample(s).err().map(|m| FieldError {
+                field: format!("metrics[{i}]"),
+                message: m,
+            })
+        })
+        .take(20)
+        .collect();
+    let inventory_at = match &batch.inventory {
+        None => None,
+        Some(inv) => match inv
+            .get("collected_at")
+            .and_then(Value::as_str)
+            .map(|s| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339))
+        {
+            Some(Ok(t)) if inv.is_object() => Some(
+                t.to_offset(time::UtcOffset::UTC)
+                    .replace_nanosecond(0)
+                    .unwrap_or(t),
+            ),
+            _ => {
+                errors.push(FieldError {
+                    field: "inventory.collected_at".into(),
+                    message: "inventory must be an object with an RFC 3339 collected_at".into(),
+                });
+                None
+            }
+        },
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let observed = observed_map(&batch);
+    let checks: Vec<trusthub_store::apps::CheckResult> = batch
+        .app_checks
+        .iter()
+        .map(|c| trusthub_store::apps::CheckResult {
+            app_id: c.app_id,
+            checked_at: c
+                .checked_at
+                .to_offset(time::UtcOffset::UTC)
+                .replace_nanosecond(0)
+                .unwrap_or(c.checked_at),
+            ok: c.ok,
+            status_code: c.status_code.map(i64::from),
+            latency_ms: c.latency_ms.map(|l| l.min(i64::MAX as u64) as i64),
+            error: c.error.as_ref().map(|e| e.chars().take(500).collect()),
+        })
+        .collect();
+    let reported_actions: Option<Vec<String>> = batch
+        .heartbeat
+        .as_ref()
+        .and_then(|h| h.get("allowed_actions"))
+        .and_then(|a| serde_json::from_value(a.clone()).ok());
+    let samples = batch.metrics.len();
+    let fresh = state
+        .ingest
+        .submit(crate::ingest::Job {
+            agent_id: agent.id,
+            batch,
+            inventory_at,
+            reported_actions,
+            observed,
+            checks,
+            now,
+        })
+        .await?;
+    state.metrics.ingested(fresh, samples);
+    let http_checks = {
+        let mut c = state.db.conn().await?;
+        trusthub_store::apps::http_checks_of(&mut c, agent.id)
+            .await?
+            .into_iter()
+            .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
+                app_id,
+                endpoint,
+                interval_seconds,
+            })
+            .collect()
+    };
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(IngestAccepted {
+            accepted: true,
+            duplicate: !fresh,
+            server_time: now,
+            ingest_interval_secs: agent.ingest_interval_secs,
+            inventory_interval_secs: agent.inventory_interval_secs,
+            http_checks,
+        }),
+    ))
+}
+
+/// What runs on the host according to a batch (`live`, `processes`, or the inventory's
+/// lists), reduced for the liveness check; `None` when the batch says nothing about it.
+pub(super) fn observed_map(batch: &Batch) -> Option<trusthub_core::apps::ObservedMap> {
+    let inv = batch.inventory.as_ref();
+    let live = batch.live.as_ref();
+    if live.is_none() && batch.processes.is_none() && inv.is_none() {
+        return None;
+    }
+    let list = |key: &str| -> Vec<Value> {
+        live.and_then(|l| l.get(key))
+            .or_else(|| inv.and_then(|i| i.get(key)))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let processes = batch
+        .processes
+        .clone()
+        .or_else(|| {
+            inv.and_then(|i| i.get("processes"))
+                .and_then(Value::as_array)
+                .cloned()
+        })
+        .unwrap_or_default();
+    Some(trusthub_core::apps::observed_map(
+        &list("systemd"),
+        &list("containers"),
+        &processes,
+    ))
+}
+
+/// The hub's clock, answering a heartbeat.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeartbeatAck {
+    /// The hub's clock.
+    #[serde(with = "time::serde::rfc3339")]
+    pub server_time: OffsetDateTime,
+}
+
+/// An agent's heartbeat: marks it seen; the optional JSON object is kept as its last
+/// heartbeat (`allowed_actions` in it reports the host's own action allowlist). Same
+/// authentication and signature rules as `/ingest`; only the agent itself may send it.
+#[utoipa::path(post, path = "/agents/{id}/heartbeat", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    request_body = Object, responses((status = 200, body = HeartbeatAck), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub(super) async fn heartbeat(
+    State(state): State<AppState>,
+    AgentAuth(agent): AgentAuth,
+    Path(id): Path<Uuid>,
+    headers: HeaderMap,
+    body: SignedBody,
+) -> ApiResult<axum::Json<HeartbeatAck>> {
+    if id != agent.id {
+        return Err(ApiError::NotFound("agent"));
+    }
+    check_agent_signature(&agent, &headers, &body.raw)?;
+    let facts: Option<Value> = if body.json.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        Some(parse_json(&body.json)?)
+    };
+    if facts.as_ref().is_some_and(|f| !f.is_object()) {
+        return Err(ApiError::invalid(
+            ".",
+            "a heartbeat body must be a JSON object",
+        ));
+    }
+    let reported: Option<Vec<String>> = facts
+        .as_ref()
+        .and_then(|f| f.get("allowed_actions"))
+        .and_then(|a| serde_json::from_value(a.clone()).ok());
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let seen = agents::Seen {
+        agent_id: agent.id,
+        heartbeat: facts.as_ref(),
+        reported_actions: reported.as_deref(),
+    };
+    agents::seen_many(&mut tx, &[seen], now).await?;
+    tx.commit().await?;
+    Ok(axum::Json(HeartbeatAck { server_time: now }))
+}

@@ -1,0 +1,145 @@
+//! The agent records: list, one, delete.
+
+use super::*;
+
+/// An agent as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentView {
+    /// Id.
+    pub id: Uuid,
+    /// Host name.
+    pub hostname: String,
+    /// Machine identity.
+    pub machine_id: String,
+    /// OS.
+    pub os: String,
+    /// Architecture.
+    pub arch: String,
+    /// Agent build.
+    pub agent_version: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// When data last arrived.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub last_seen_at: Option<OffsetDateTime>,
+    /// `online` (data within 3 intervals), `silent` (none for 3 intervals), `offline`
+    /// (never, or none for a day).
+    #[schema(value_type = String, example = "online")]
+    pub status: AgentStatus,
+    /// Whether its WebSocket is open to some hub process (actions can reach it).
+    pub connected: bool,
+    /// Whether a signing key is pinned (false after a rotation until it registers again).
+    pub signing_key_pinned: bool,
+    /// Push interval.
+    pub ingest_interval_secs: i64,
+    /// Inventory interval.
+    pub inventory_interval_secs: i64,
+    /// First registration.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl AgentView {
+    fn new(a: Agent, now: OffsetDateTime, connected: bool) -> AgentView {
+        AgentView {
+            connected,
+            status: wire::status(a.last_seen_at, a.ingest_interval_secs, now),
+            id: a.id,
+            hostname: a.hostname,
+            machine_id: a.machine_id,
+            os: a.os,
+            arch: a.arch,
+            agent_version: a.agent_version,
+            tags: a.tags.0,
+            last_seen_at: a.last_seen_at,
+            signing_key_pinned: a.signing_pubkey.is_some(),
+            ingest_interval_secs: a.ingest_interval_secs,
+            inventory_interval_secs: a.inventory_interval_secs,
+            created_at: a.created_at,
+        }
+    }
+}
+
+pub(super) async fn connected_since(
+    c: &mut trusthub_store::Conn,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> ApiResult<std::collections::HashSet<Uuid>> {
+    let since = now - time::Duration::seconds(trusthub_store::actions::CONNECTION_FRESH_SECS);
+    Ok(trusthub_store::actions::connected_agents(c, tenant, since).await?)
+}
+
+pub(super) async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<Agent> {
+    let mut c = state.db.conn().await?;
+    agents::get(&mut c, tenant, id)
+        .await?
+        .ok_or(ApiError::NotFound("agent"))
+}
+
+/// The tenant's agents.
+#[utoipa::path(get, path = "/agents", tag = "agents", responses((status = 200, body = Vec<AgentView>)))]
+pub(super) async fn list(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<AgentView>>> {
+    let mut c = state.db.conn().await?;
+    let now = now();
+    let connected = connected_since(&mut c, p.tenant(), now).await?;
+    Ok(axum::Json(
+        agents::list(&mut c, p.tenant())
+            .await?
+            .into_iter()
+            .map(|a| {
+                let on = connected.contains(&a.id);
+                AgentView::new(a, now, on)
+            })
+            .collect(),
+    ))
+}
+
+/// One agent.
+#[utoipa::path(get, path = "/agents/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = AgentView), (status = 404, body = Problem)))]
+pub(super) async fn get_agent(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<AgentView>> {
+    let now = now();
+    let connected = {
+        let mut c = state.db.conn().await?;
+        connected_since(&mut c, p.tenant(), now).await?
+    };
+    Ok(axum::Json(AgentView::new(
+        load(&state, p.tenant(), id).await?,
+        now,
+        connected.contains(&id),
+    )))
+}
+
+/// Remove an agent (admin) with everything it reported; its token stops working at once.
+#[utoipa::path(delete, path = "/agents/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
+pub(super) async fn delete_agent(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    let Some(agent) = agents::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("agent"));
+    };
+    agents::delete(&mut tx, p.tenant(), id).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::AGENT_DELETED,
+        format!("agent:{id}"),
+        json!({"hostname": agent.hostname}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,227 @@
+//! Agent registration (first contact and re-enrolment) and agent signatures.
+
+use super::*;
+
+/// What a host says when it registers.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// Stable machine identity (`/etc/machine-id`).
+    pub machine_id: String,
+    /// Host name.
+    pub hostname: String,
+    /// OS name and version.
+    pub os: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Agent build.
+    pub agent_version: String,
+    /// The agent's Ed25519 public key, 64 hex characters.
+    pub signing_pubkey: String,
+    /// Extra tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// The hub's answer to a registration.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Registered {
+    /// The agent's id.
+    pub agent_id: Uuid,
+    /// `tha_...`: the agent's bearer token (a new one at every registration).
+    pub agent_token: String,
+    /// The hub's Ed25519 key for action tokens, hex: pin it.
+    pub hub_eat_public_key: String,
+    /// Push interval.
+    pub ingest_interval_secs: i64,
+    /// Inventory interval.
+    pub inventory_interval_secs: i64,
+}
+
+pub(super) fn short(field: &str, v: &str, max: usize) -> Option<FieldError> {
+    let t = v.trim();
+    (t.is_empty() || t.len() > max || t.chars().any(char::is_control)).then(|| FieldError {
+        field: field.into(),
+        message: format!("must be 1-{max} printable characters"),
+    })
+}
+
+/// Register a host (CONTRACT 4). `Authorization: Bearer <enrollment token>` and
+/// `X-Service-Signature: ed25519=<base64>` over the exact body, made with the key of
+/// `signing_pubkey` (proof of possession; 401 otherwise). Idempotent per (tenant,
+/// machine_id): 201 the first time, 200 after, each time with a new agent token (the old one
+/// stops working). A different key for a machine whose key is pinned is 409: change keys
+/// through `rotate-signing-key`.
+#[utoipa::path(post, path = "/agents/register", tag = "agents", request_body = RegisterRequest,
+    responses((status = 201, body = Registered), (status = 200, body = Registered),
+        (status = 401, description = "Bad enrollment token or signature", body = Problem),
+        (status = 409, description = "Another key is pinned for this machine", body = Problem)))]
+pub(super) async fn register(
+    State(state): State<AppState>,
+    meta: Meta,
+    headers: HeaderMap,
+    body: SignedBody,
+) -> ApiResult<(StatusCode, axum::Json<Registered>)> {
+    let enrollment = {
+        let token = crate::auth::bearer(&headers)?;
+        if !token.starts_with(ENROLLMENT_TOKEN_PREFIX) {
+            return Err(ApiError::Unauthenticated(
+                "expected Authorization: Bearer <enrollment token>".into(),
+            ));
+        }
+        let mut c = state.db.conn().await?;
+        agents::find_enrollment_token(&mut c, &token_hash(token), now())
+            .await?
+            .ok_or_else(|| {
+                ApiError::Unauthenticated("unknown or expired enrollment token".into())
+            })?
+    };
+    let req: RegisterRequest = parse_json(&body.json)?;
+    let mut errors: Vec<FieldError> = [
+        short("machine_id", &req.machine_id, 128),
+        short("hostname", &req.hostname, 253),
+        short("os", &req.os, 200),
+        short("arch", &req.arch, 32),
+        short("agent_version", &req.agent_version, 100),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let key = wire::parse_public_key(&req.signing_pubkey).map_err(|e| {
+        errors.push(FieldError {
+            field: "signing_pubkey".into(),
+            message: e.to_string(),
+        })
+    });
+    let extra_tags = tags_valid(&req.tags).map_err(|m| {
+        errors.push(FieldError {
+            field: "tags".into(),
+            message: m,
+        })
+    });
+    let (Ok(key), Ok(extra_tags), true) = (key, extra_tags, errors.is_empty()) else {
+        return Err(ApiError::Validation(errors));
+    };
+    let signature = headers
+        .get("x-service-signature")
+        .and_then(|v| v.to_str().ok());
+    wire::verify_signature(&key, signature, &body.raw)
+        .map_err(|e| ApiError::Unauthenticated(format!("registration signature refused: {e}")))?;
+    let pubkey_hex = hex(key.as_bytes());
+    let mut tags = enrollment.tags.0.clone();
+    for t in extra_tags {
+        if !tags.contains(&t) {
+            tags.push(t);
+        }
+    }
+    let tenant = TenantId(enrollment.tenant_id);
+    let reg = Registration {
+        machine_id: req.machine_id.trim(),
+        hostname: req.hostname.trim(),
+        os: req.os.trim(),
+        arch: req.arch.trim(),
+        agent_version: req.agent_version.trim(),
+        signing_pubkey: &pubkey_hex,
+        tags: &tags,
+    };
+    let agent_token =
+        new_token(AGENT_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let (id, status, intervals) = match agents::find_by_machine(&mut tx, tenant, reg.machine_id)
+        .await?
+    {
+        Some(existing) => {
+            if existing
+                .signing_pubkey
+                .as_deref()
+                .is_some_and(|pinned| pinned != pubkey_hex)
+            {
+                return Err(ApiError::Conflict(
+                    "another signing key is pinned for this machine; an admin must call rotate-signing-key first".into(),
+                ));
+            }
+            agents::reregister(
+                &mut tx,
+                tenant,
+                existing.id,
+                &reg,
+                &token_hash(&agent_token),
+            )
+            .await?;
+            (
+                existing.id,
+                StatusCode::OK,
+                (
+                    existing.ingest_interval_secs,
+                    existing.inventory_interval_secs,
+                ),
+            )
+        }
+        None => {
+            let allowed: Vec<String> = ACTION_KINDS.iter().map(|s| (*s).to_owned()).collect();
+            let id = match agents::insert(
+                &mut tx,
+                tenant,
+                &reg,
+                &token_hash(&agent_token),
+                &allowed,
+                now,
+            )
+            .await
+            {
+                Ok(id) => id,
+                Err(trusthub_store::StoreError::Conflict(_)) => {
+                    return Err(ApiError::Conflict(
+                        "this machine registered at the same moment; retry".into(),
+                    ));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            (
+                id,
+                StatusCode::CREATED,
+                (
+                    wire::DEFAULT_INGEST_INTERVAL_SECS,
+                    wire::DEFAULT_INVENTORY_INTERVAL_SECS,
+                ),
+            )
+        }
+    };
+    audit::append(
+        &mut tx,
+        tenant,
+        &meta.audit(ev::AGENT_REGISTERED, format!("agent:{id}"), format!("agent:{id}"), json!({"hostname": reg.hostname, "machine_id": reg.machine_id, "first": status == StatusCode::CREATED, "enrollment_token": enrollment.id})),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((
+        status,
+        axum::Json(Registered {
+            agent_id: id,
+            agent_token,
+            hub_eat_public_key: hex(state.eat_key.verifying_key().as_bytes()),
+            ingest_interval_secs: intervals.0,
+            inventory_interval_secs: intervals.1,
+        }),
+    ))
+}
+
+/// Checks the request signature when the agent's key is pinned (CONTRACT 4).
+pub(super) fn check_agent_signature(
+    agent: &Agent,
+    headers: &HeaderMap,
+    raw: &[u8],
+) -> ApiResult<()> {
+    let Some(pinned) = &agent.signing_pubkey else {
+        return Ok(());
+    };
+    let key = wire::parse_public_key(pinned)
+        .map_err(|_| ApiError::Internal("pinned key unreadable".into()))?;
+    let signature = headers
+        .get("x-service-signature")
+        .and_then(|v| v.to_str().ok());
+    wire::verify_signature(&key, signature, raw)
+        .map_err(|e| ApiError::Unauthenticated(format!("signature refused: {e}")))
+}

@@ -1,0 +1,97 @@
+//! Token and signing-key rotation.
+
+use super::*;
+
+/// A new agent token, shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RotatedToken {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// `tha_...`: the old token stopped working.
+    pub agent_token: String,
+}
+
+/// Rotate an agent's token (admin; 10 per hour per user; audit `agent_token_rotated`). The
+/// old token stops working at once; hand the new one to the host (or let the agent
+/// re-register with an enrollment token).
+#[utoipa::path(post, path = "/agents/{id}/rotate-token", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = RotatedToken), (status = 404, body = Problem), (status = 429, body = Problem)))]
+pub(super) async fn rotate_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<RotatedToken>> {
+    state
+        .limiter
+        .hit(
+            ratelimit::ROTATE_TOKEN,
+            &p.user.id.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
+    let token = new_token(AGENT_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let mut tx = state.db.begin().await?;
+    if !agents::set_token(&mut tx, p.tenant(), id, &token_hash(&token)).await? {
+        return Err(ApiError::NotFound("agent"));
+    }
+    meta.record(
+        &mut tx,
+        &p,
+        ev::AGENT_TOKEN_ROTATED,
+        format!("agent:{id}"),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(RotatedToken {
+        agent_id: id,
+        agent_token: token,
+    }))
+}
+
+/// Whether a key is pinned now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SigningKeyState {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// False: the next registration of this machine pins a key again.
+    pub signing_key_pinned: bool,
+}
+
+/// Clear an agent's pinned signing key (admin; 10 per hour per user; audit
+/// `agent_signing_key_cleared`) so that it can register with a new key.
+#[utoipa::path(post, path = "/agents/{id}/rotate-signing-key", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = SigningKeyState), (status = 404, body = Problem), (status = 429, body = Problem)))]
+pub(super) async fn rotate_signing_key(
+    State(state): State<AppState>,
+    meta: Meta,
+    Admin(p): Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<SigningKeyState>> {
+    state
+        .limiter
+        .hit(
+            ratelimit::ROTATE_SIGNING_KEY,
+            &p.user.id.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
+    let mut tx = state.db.begin().await?;
+    if !agents::clear_signing_key(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("agent"));
+    }
+    meta.record(
+        &mut tx,
+        &p,
+        ev::AGENT_SIGNING_KEY_CLEARED,
+        format!("agent:{id}"),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(SigningKeyState {
+        agent_id: id,
+        signing_key_pinned: false,
+    }))
+}

@@ -1,0 +1,40 @@
+//! LLM traces (CONTRACT 9; SPEC 2.11): intake, and the per-team views and monthly CSV.
+
+use crate::auth::{Authenticated, Credential, Viewer};
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::{Json, Query};
+use crate::openapi::api_routes;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use time::OffsetDateTime;
+use trusthub_core::ai::{self, Cost, Usage};
+use trusthub_core::{Role, TokenScope};
+use trusthub_store::ai::{self as store, NewCall, NewTrace};
+use trusthub_store::apps;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub mod otlp;
+pub mod prices;
+pub mod teams;
+pub mod traces;
+
+pub use otlp::*;
+pub use prices::*;
+pub use teams::*;
+pub use traces::*;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(ingest))
+        .routes(api_routes!(otlp_traces))
+        .routes(api_routes!(teams))
+        .routes(api_routes!(export_csv))
+        .routes(api_routes!(team))
+        .routes(api_routes!(list_prices, put_prices))
+}

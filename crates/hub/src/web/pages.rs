@@ -1,0 +1,1547 @@
+//! The pages: sign-in, overview (updating itself through htmx), agents.
+
+use super::{ASSETS, Assets, WebUser, chart, html};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::Meta;
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use time::OffsetDateTime;
+use trusthub_core::Role;
+use trusthub_core::agent::{AgentStatus, status};
+use trusthub_store::{agents, alerts, apps, audit};
+
+/// What the layout shows of the signed-in user.
+#[derive(Debug)]
+pub struct UserBar {
+    email: String,
+    role: String,
+    csrf: String,
+    admin: bool,
+}
+
+impl From<&WebUser> for UserBar {
+    fn from(u: &WebUser) -> Self {
+        UserBar {
+            email: u.principal.user.email.clone(),
+            role: u.principal.user.role.to_string(),
+            csrf: u.csrf.clone(),
+            admin: u.principal.has_role(Role::Admin),
+        }
+    }
+}
+
+/// Whether `user` may do what needs `role`; with `csrf`, a form's token is checked first.
+/// The server's refusal behind every hidden control.
+fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), ApiError> {
+    if let Some(csrf) = csrf {
+        user.check_csrf(csrf)?;
+    }
+    if user.principal.has_role(role) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!("this needs the {role} role")))
+    }
+}
+
+/// A 422's fields in words, for a form shown again.
+fn refusal(errors: &[crate::error::FieldError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
+    let Some(t) = t else {
+        return "never".into();
+    };
+    let s = (now - t).whole_seconds().max(0);
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86_400 => format!("{} h ago", s / 3600),
+        _ => format!("{} d ago", s / 86_400),
+    }
+}
+
+// ---------------------------------------------------------------- sign-in
+
+#[derive(Template)]
+#[template(path = "login.html")]
+struct LoginPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    error: Option<String>,
+    email: String,
+    totp: bool,
+}
+
+/// Where to go after signing in: a local path only (no open redirect).
+#[derive(Debug, Deserialize)]
+pub struct Next {
+    next: Option<String>,
+}
+
+fn local(next: Option<&str>) -> &str {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        _ => "/",
+    }
+}
+
+/// `GET /login`.
+pub async fn login_form() -> Response {
+    let page = LoginPage {
+        assets: &ASSETS,
+        user: None,
+        error: None,
+        email: String::new(),
+        totp: false,
+    };
+    html(page.render(), StatusCode::OK)
+}
+
+/// The sign-in form.
+#[derive(Debug, Deserialize)]
+pub struct LoginForm {
+    email: String,
+    password: String,
+    #[serde(default)]
+    totp_code: Option<String>,
+}
+
+/// `POST /login`: the API's checks (rate limit, TOTP or a recovery code, audit), then the
+/// session cookie and a redirect.
+pub async fn login(
+    State(state): State<AppState>,
+    meta: Meta,
+    Query(next): Query<Next>,
+    axum::Form(form): axum::Form<LoginForm>,
+) -> Response {
+    let code = form.totp_code.as_deref().filter(|c| !c.trim().is_empty());
+    let again = |error: String, totp: bool, status: StatusCode| {
+        let page = LoginPage {
+            assets: &ASSETS,
+            user: None,
+            error: Some(error),
+            email: form.email.clone(),
+            totp,
+        };
+        html(page.render(), status)
+    };
+    match crate::routes::auth::authenticate(&state, &meta, &form.email, form.password.clone(), code)
+        .await
+    {
+        Ok(user) => {
+            let started =
+                crate::routes::auth::start_session(&state, &user, &meta, StatusCode::OK).await;
+            match started {
+                Ok(resp) => {
+                    let mut redirect = Redirect::to(local(next.next.as_deref())).into_response();
+                    if let Some(cookie) = resp.headers().get(header::SET_COOKIE) {
+                        redirect
+                            .headers_mut()
+                            .insert(header::SET_COOKIE, cookie.clone());
+                    }
+                    redirect
+                }
+                Err(e) => e.into_response(),
+            }
+        }
+        Err(ApiError::Totp { code, detail, .. }) => again(
+            if code == "totp_required" {
+                "Enter the code from your authenticator app (or a recovery code).".into()
+            } else {
+                detail
+            },
+            true,
+            StatusCode::UNAUTHORIZED,
+        ),
+        Err(e @ ApiError::RateLimited(_)) => {
+            again(e.to_string(), code.is_some(), StatusCode::TOO_MANY_REQUESTS)
+        }
+        Err(ApiError::Unauthenticated(m)) => again(m, code.is_some(), StatusCode::UNAUTHORIZED),
+        Err(ApiError::Validation(_)) => again(
+            "Enter your email and password.".into(),
+            false,
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The sign-out form.
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /logout` (CSRF token required).
+pub async fn logout(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = user.check_csrf(&form.csrf) {
+        return refused.into_response();
+    }
+    let p = &user.principal;
+    let crate::auth::Credential::Session { session_id } = p.credential else {
+        return Redirect::to("/login").into_response();
+    };
+    let done: ApiResult<()> = async {
+        let mut tx = state.db.begin().await?;
+        trusthub_store::sessions::delete(&mut tx, p.tenant(), session_id).await?;
+        meta.record(
+            &mut tx,
+            p,
+            trusthub_core::audit::LOGOUT,
+            p.actor(),
+            serde_json::json!({}),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+    .await;
+    if let Err(e) = done {
+        return e.into_response();
+    }
+    let mut resp = Redirect::to("/login").into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        header::HeaderValue::from_static(
+            "trusthub_session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0",
+        ),
+    );
+    resp
+}
+
+// ---------------------------------------------------------------- overview
+
+/// One agent row of the overview.
+#[derive(Debug)]
+struct AgentRow {
+    id: String,
+    hostname: String,
+    status: &'static str,
+    status_mark: &'static str,
+    last_seen: String,
+    os: String,
+    tags: Vec<String>,
+    version: String,
+    connected: bool,
+    /// CPU over the last hour as an SVG polyline's points (empty without data).
+    spark: String,
+}
+
+fn status_words(s: AgentStatus) -> (&'static str, &'static str) {
+    match s {
+        AgentStatus::Online => ("online", "●"),
+        AgentStatus::Silent => ("silent", "▲"),
+        AgentStatus::Offline => ("offline", "✕"),
+    }
+}
+
+/// What the overview shows; re-rendered every 15 s by htmx.
+#[derive(Debug, Default)]
+struct Live {
+    agents_total: usize,
+    online: usize,
+    silent: usize,
+    offline: usize,
+    alerts_total: usize,
+    critical: usize,
+    warning: usize,
+    info: usize,
+    apps_total: usize,
+    apps_off: usize,
+    agents: Vec<AgentRow>,
+    events: Vec<Event>,
+}
+
+#[derive(Debug)]
+struct Event {
+    at: String,
+    what: String,
+}
+
+fn agent_row(a: agents::Agent, now: OffsetDateTime, connected: bool) -> AgentRow {
+    let (word, mark) = status_words(status(a.last_seen_at, a.ingest_interval_secs, now));
+    AgentRow {
+        id: a.id.to_string(),
+        hostname: a.hostname,
+        status: word,
+        status_mark: mark,
+        last_seen: ago(a.last_seen_at, now),
+        os: a.os,
+        tags: a.tags.0,
+        version: a.agent_version,
+        connected,
+        spark: String::new(),
+    }
+}
+
+async fn connected_agents(
+    c: &mut trusthub_store::Conn,
+    user: &WebUser,
+    now: OffsetDateTime,
+) -> ApiResult<std::collections::HashSet<uuid::Uuid>> {
+    let since = now - time::Duration::seconds(trusthub_store::actions::CONNECTION_FRESH_SECS);
+    Ok(trusthub_store::actions::connected_agents(c, user.principal.tenant(), since).await?)
+}
+
+async fn agent_rows(state: &AppState, user: &WebUser) -> ApiResult<Vec<AgentRow>> {
+    let now = now();
+    let mut c = state.db.conn().await?;
+    let connected = connected_agents(&mut c, user, now).await?;
+    Ok(agents::list(&mut c, user.principal.tenant())
+        .await?
+        .into_iter()
+        .map(|a| {
+            let on = connected.contains(&a.id);
+            agent_row(a, now, on)
+        })
+        .collect())
+}
+
+/// Each agent's CPU over the last hour, as sparkline points in a 100 × 30 box.
+async fn sparklines(state: &AppState, user: &WebUser, rows: &mut [AgentRow]) -> ApiResult<()> {
+    let to = trusthub_store::telemetry::unix_ms(now()) / 60_000 * 60_000 + 60_000;
+    let from = to - 3_600_000;
+    let mut c = state.db.conn().await?;
+    let minutes = trusthub_store::telemetry::fleet_minutes(
+        &mut c,
+        user.principal.tenant(),
+        "cpu.percent",
+        from,
+        to,
+    )
+    .await?;
+    let mut by_agent: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (agent, minute, avg) in minutes {
+        let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
+        let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
+        by_agent
+            .entry(agent.to_string())
+            .or_default()
+            .push(format!("{x:.1},{y:.1}"));
+    }
+    for r in rows {
+        if let Some(points) = by_agent.remove(&r.id) {
+            r.spark = points.join(" ");
+        }
+    }
+    Ok(())
+}
+
+async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
+    let tenant = user.principal.tenant();
+    let mut l = Live {
+        agents: agent_rows(state, user).await?,
+        ..Live::default()
+    };
+    sparklines(state, user, &mut l.agents).await?;
+    l.agents_total = l.agents.len();
+    for a in &l.agents {
+        match a.status {
+            "online" => l.online += 1,
+            "silent" => l.silent += 1,
+            _ => l.offline += 1,
+        }
+    }
+    let mut c = state.db.conn().await?;
+    for (severity, n) in alerts::open_counts(&mut c, tenant).await? {
+        let n = usize::try_from(n).unwrap_or(0);
+        l.alerts_total += n;
+        match severity.as_str() {
+            "critical" => l.critical += n,
+            "warning" => l.warning += n,
+            _ => l.info += n,
+        }
+    }
+    let (tracked, off) = apps::state_counts(&mut c, tenant).await?;
+    l.apps_total = usize::try_from(tracked).unwrap_or(0);
+    l.apps_off = usize::try_from(off).unwrap_or(0);
+    let now = now();
+    l.events = audit::list(
+        &mut c,
+        tenant,
+        &audit::Filter {
+            event_type: None,
+            since: None,
+            before_id: None,
+            limit: 10,
+        },
+    )
+    .await?
+    .into_iter()
+    .map(|e| Event {
+        at: ago(Some(e.created_at), now),
+        what: format!("{} — {}", e.event_type.replace('_', " "), e.subject),
+    })
+    .collect();
+    Ok(l)
+}
+
+#[derive(Template)]
+#[template(path = "overview.html")]
+struct OverviewPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    live: Live,
+}
+
+#[derive(Template)]
+#[template(path = "overview_live.html")]
+struct OverviewLive {
+    live: Live,
+}
+
+/// `GET /`: the fleet at a glance.
+pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response {
+    match live(&state, &user).await {
+        Ok(live) => html(
+            OverviewPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(&user)),
+                live,
+            }
+            .render(),
+            StatusCode::OK,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/overview/live`: the overview's figures, for htmx to swap in.
+pub async fn overview_live(State(state): State<AppState>, user: WebUser) -> Response {
+    match live(&state, &user).await {
+        Ok(live) => html(OverviewLive { live }.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- agents
+
+#[derive(Template)]
+#[template(path = "agents.html")]
+struct AgentsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    agents: Vec<AgentRow>,
+}
+
+/// `GET /ui/agents`.
+pub async fn agents(State(state): State<AppState>, user: WebUser) -> Response {
+    match agent_rows(&state, &user).await {
+        Ok(agents) => html(
+            AgentsPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(&user)),
+                agents,
+            }
+            .render(),
+            StatusCode::OK,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- one agent
+
+/// A chart of the agent page.
+#[derive(Debug)]
+struct Chart {
+    title: String,
+    svg: String,
+    legend: String,
+}
+
+#[derive(Template)]
+#[template(path = "agent.html")]
+struct AgentPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    agent: AgentRow,
+    ranges: Vec<(&'static str, bool)>,
+    charts: Vec<Chart>,
+}
+
+/// The chart range.
+#[derive(Debug, Deserialize)]
+pub struct RangeQuery {
+    range: Option<String>,
+}
+
+/// Ranges offered, with the bucket each is averaged over (served from the rollups).
+const RANGES: [(&str, i64, i64); 4] = [
+    ("1h", 3_600_000, 60_000),
+    ("6h", 21_600_000, 300_000),
+    ("24h", 86_400_000, 900_000),
+    ("7d", 604_800_000, 3_600_000),
+];
+
+/// `GET /ui/agents/{id}`: the agent and its CPU, memory, disk and network charts.
+pub async fn agent(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    Query(q): Query<RangeQuery>,
+) -> Response {
+    match agent_page(&state, &user, id, q.range.as_deref()).await {
+        Ok(page) => html(page.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn agent_page<'a>(
+    state: &AppState,
+    user: &WebUser,
+    id: uuid::Uuid,
+    range: Option<&str>,
+) -> ApiResult<AgentPage<'a>> {
+    let tenant = user.principal.tenant();
+    let agent = {
+        let now = now();
+        let mut c = state.db.conn().await?;
+        let a = agents::get(&mut c, tenant, id)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?;
+        let on = connected_agents(&mut c, user, now).await?.contains(&id);
+        agent_row(a, now, on)
+    };
+    let (name, span, bucket) = RANGES
+        .iter()
+        .copied()
+        .find(|r| Some(r.0) == range)
+        .unwrap_or(RANGES[0]);
+    let now_ms = trusthub_store::telemetry::unix_ms(now());
+    // Buckets aligned to their width, so averages come from the rollups.
+    let to = (now_ms / bucket + 1) * bucket;
+    let from = to - span;
+    let mut c = state.db.conn().await?;
+    let all = trusthub_store::telemetry::series(&mut c, tenant, id, None).await?;
+    let mut charts = Vec::new();
+    for (title, names, max) in [
+        ("CPU %", &["cpu.percent"][..], Some(100.0)),
+        ("Memory used %", &["mem.used_percent"][..], Some(100.0)),
+        ("Disk used %", &["disk.used_percent"][..], Some(100.0)),
+        (
+            "Network bytes/s",
+            &["net.rx_bytes_per_sec", "net.tx_bytes_per_sec"][..],
+            None,
+        ),
+    ] {
+        let mut lines = Vec::new();
+        for s in all.iter().filter(|s| names.contains(&s.name.as_str())) {
+            let labels: std::collections::BTreeMap<String, String> =
+                serde_json::from_str(&s.labels).unwrap_or_default();
+            // Per-core CPU series are left to the API; the chart shows the whole host.
+            if s.name == "cpu.percent" && labels.contains_key("core") {
+                continue;
+            }
+            if lines.len() == 4 {
+                break;
+            }
+            let points =
+                trusthub_store::telemetry::points(&mut c, s, from, to, Some(bucket), 2_000).await?;
+            let suffix: Vec<String> = labels.values().cloned().collect();
+            let direction = match s.name.as_str() {
+                "net.rx_bytes_per_sec" => " in",
+                "net.tx_bytes_per_sec" => " out",
+                _ => "",
+            };
+            lines.push(chart::Line {
+                label: if suffix.is_empty() {
+                    format!("{}{direction}", s.name)
+                } else {
+                    format!("{}{direction}", suffix.join(" "))
+                },
+                points,
+            });
+        }
+        charts.push(Chart {
+            title: format!("{title}, last {name}"),
+            svg: chart::line_chart(title, &lines, from, to, max),
+            legend: chart::legend(&lines),
+        });
+    }
+    Ok(AgentPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        agent,
+        ranges: RANGES.iter().map(|r| (r.0, r.0 == name)).collect(),
+        charts,
+    })
+}
+
+// ---------------------------------------------------------------- alerts
+
+/// One alert row.
+#[derive(Debug)]
+struct AlertRow {
+    id: String,
+    severity: String,
+    mark: &'static str,
+    title: String,
+    category: String,
+    host: String,
+    raised: String,
+    resolved: bool,
+}
+
+#[derive(Template)]
+#[template(path = "alerts.html")]
+struct AlertsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    alerts: Vec<AlertRow>,
+    severity: String,
+    state: String,
+    tag: String,
+    can_resolve: bool,
+    csrf: String,
+}
+
+/// The alert filters.
+#[derive(Debug, Deserialize)]
+pub struct AlertFilter {
+    #[serde(default)]
+    severity: String,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    tag: String,
+}
+
+/// `GET /ui/alerts`: filter by severity, state and agent tag; operators resolve.
+pub async fn alerts(
+    State(state): State<AppState>,
+    user: WebUser,
+    Query(f): Query<AlertFilter>,
+) -> Response {
+    let severity = match f.severity.as_str() {
+        "critical" | "warning" | "info" => f.severity.clone(),
+        _ => String::new(),
+    };
+    let which = match f.state.as_str() {
+        "resolved" | "all" => f.state.clone(),
+        _ => "open".to_owned(),
+    };
+    let tag = f.tag.trim().to_owned();
+    let listed: ApiResult<Vec<crate::alerting::AlertView>> = async {
+        let mut c = state.db.conn().await?;
+        let rows = alerts::list(
+            &mut c,
+            user.principal.tenant(),
+            &alerts::Filter {
+                severity: (!severity.is_empty()).then_some(severity.as_str()),
+                is_resolved: match which.as_str() {
+                    "open" => Some(false),
+                    "resolved" => Some(true),
+                    _ => None,
+                },
+                tag: (!tag.is_empty()).then_some(tag.as_str()),
+                before: None,
+                limit: 200,
+            },
+        )
+        .await?;
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+    .await;
+    let now = now();
+    match listed {
+        Ok(list) => html(
+            AlertsPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(&user)),
+                alerts: list
+                    .into_iter()
+                    .map(|a| AlertRow {
+                        id: a.id.to_string(),
+                        mark: match a.severity.as_str() {
+                            "critical" => "✕",
+                            "warning" => "▲",
+                            _ => "●",
+                        },
+                        severity: a.severity,
+                        title: a.title,
+                        category: a.category,
+                        host: a.agent.map(|g| g.hostname).unwrap_or_default(),
+                        raised: ago(Some(a.created_at), now),
+                        resolved: a.is_resolved,
+                    })
+                    .collect(),
+                severity,
+                state: which,
+                tag,
+                can_resolve: user.principal.has_role(Role::Operator),
+                csrf: user.csrf.clone(),
+            }
+            .render(),
+            StatusCode::OK,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/alerts/{id}/resolve` (operator, CSRF token): as the API's resolve.
+pub async fn resolve_alert(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    match crate::routes::alerts::resolve_by(&state, &meta, &user.principal, id).await {
+        Ok(_) => Redirect::to("/ui/alerts").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- webhooks
+
+/// One endpoint row (never the secret).
+#[derive(Debug)]
+struct HookRow {
+    url: String,
+    events: String,
+    min_severity: String,
+    tag: String,
+    hint: String,
+    cooldown: String,
+}
+
+/// The once-shown secret of a just-created endpoint.
+#[derive(Debug)]
+struct CreatedHook {
+    secret: String,
+}
+
+#[derive(Template)]
+#[template(path = "webhooks.html")]
+struct WebhooksPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    hooks: Vec<HookRow>,
+    created: Option<CreatedHook>,
+    error: Option<String>,
+    can_edit: bool,
+    csrf: String,
+}
+
+async fn webhooks_page(
+    state: &AppState,
+    user: &WebUser,
+    created: Option<CreatedHook>,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    if let Err(refused) = allowed(user, Role::Admin, None) {
+        return refused.into_response();
+    }
+    let listed: ApiResult<Vec<trusthub_store::webhooks::Webhook>> = async {
+        let mut c = state.db.conn().await?;
+        Ok(trusthub_store::webhooks::list(&mut c, user.principal.tenant()).await?)
+    }
+    .await;
+    let now = now();
+    match listed {
+        Ok(list) => html(
+            WebhooksPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(user)),
+                hooks: list
+                    .into_iter()
+                    .map(|w| HookRow {
+                        url: w.url,
+                        events: w.events.0.join(", "),
+                        min_severity: w.min_severity,
+                        tag: w.agent_filter_tag.unwrap_or_default(),
+                        hint: w.secret_hint,
+                        cooldown: match w.cooldown_until {
+                            Some(t) if t > now => {
+                                format!(
+                                    "resting {} min more",
+                                    ((t - now).whole_seconds() + 59) / 60
+                                )
+                            }
+                            _ => "—".into(),
+                        },
+                    })
+                    .collect(),
+                created,
+                error,
+                can_edit: true,
+                csrf: user.csrf.clone(),
+            }
+            .render(),
+            status,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/webhooks` (admin).
+pub async fn webhooks(State(state): State<AppState>, user: WebUser) -> Response {
+    webhooks_page(&state, &user, None, None, StatusCode::OK).await
+}
+
+/// The new-webhook form.
+#[derive(Debug, Deserialize)]
+pub struct HookForm {
+    #[serde(default)]
+    csrf: String,
+    url: String,
+    #[serde(default)]
+    min_severity: String,
+    #[serde(default)]
+    tag: String,
+}
+
+/// `POST /ui/webhooks` (admin, CSRF token): created as through the API; the secret is
+/// shown in this answer only.
+pub async fn create_webhook(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<HookForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let req = crate::routes::webhooks::NewWebhookRequest {
+        url: form.url.clone(),
+        secret: None,
+        events: None,
+        min_severity: (!form.min_severity.is_empty()).then(|| form.min_severity.clone()),
+        agent_filter: (!form.tag.trim().is_empty()).then(|| crate::routes::webhooks::AgentFilter {
+            tag: form.tag.trim().to_owned(),
+        }),
+    };
+    match crate::routes::webhooks::create_webhook(&state, &meta, &user.principal, &req).await {
+        Ok(created) => {
+            webhooks_page(
+                &state,
+                &user,
+                Some(CreatedHook {
+                    secret: created.secret,
+                }),
+                None,
+                StatusCode::CREATED,
+            )
+            .await
+        }
+        Err(ApiError::Validation(errors)) => {
+            webhooks_page(
+                &state,
+                &user,
+                None,
+                Some(refusal(&errors)),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- apps
+
+/// One tracked app.
+#[derive(Debug)]
+struct AppRow {
+    id: String,
+    name: String,
+    app_type: String,
+    identifier: String,
+    host: String,
+    expected: String,
+    observed: String,
+    alerting: bool,
+    changed: String,
+}
+
+/// One discovery candidate.
+#[derive(Debug)]
+struct CandidateRow {
+    app_type: String,
+    identifier: String,
+    name: String,
+    listening: String,
+    tracked: bool,
+}
+
+#[derive(Template)]
+#[template(path = "apps.html")]
+struct AppsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    apps: Vec<AppRow>,
+    hosts: Vec<(String, String, bool)>,
+    agent: String,
+    candidates: Vec<CandidateRow>,
+    error: Option<String>,
+    can_edit: bool,
+    csrf: String,
+}
+
+/// Which host's discovery list to show.
+#[derive(Debug, Deserialize)]
+pub struct AppsQuery {
+    agent: Option<uuid::Uuid>,
+}
+
+async fn apps_page(
+    state: &AppState,
+    user: &WebUser,
+    agent: Option<uuid::Uuid>,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    let page: ApiResult<AppsPage> = async {
+        let tenant = user.principal.tenant();
+        let now = now();
+        let mut c = state.db.conn().await?;
+        let hosts = agents::list(&mut c, tenant).await?;
+        let names: std::collections::HashMap<uuid::Uuid, String> =
+            hosts.iter().map(|h| (h.id, h.hostname.clone())).collect();
+        let apps = apps::list(&mut c, tenant, None)
+            .await?
+            .into_iter()
+            .map(|a| AppRow {
+                id: a.id.to_string(),
+                host: names.get(&a.agent_id).cloned().unwrap_or_default(),
+                name: a.name,
+                app_type: a.app_type,
+                identifier: a.identifier,
+                expected: a.expected_state,
+                observed: a.observed_state.unwrap_or_else(|| "unknown".into()),
+                alerting: a.alerting,
+                changed: ago(a.last_state_change, now),
+            })
+            .collect();
+        drop(c);
+        let candidates = match agent {
+            Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
+                .await?
+                .0
+                .into_iter()
+                .map(|c| CandidateRow {
+                    app_type: c.app_type,
+                    identifier: c.identifier,
+                    name: c.name,
+                    listening: c.listening.join(", "),
+                    tracked: c.tracked,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(AppsPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            apps,
+            hosts: hosts
+                .into_iter()
+                .map(|h| (h.id.to_string(), h.hostname, Some(h.id) == agent))
+                .collect(),
+            agent: agent.map(|a| a.to_string()).unwrap_or_default(),
+            candidates,
+            error,
+            can_edit: user.principal.has_role(Role::Operator),
+            csrf: user.csrf.clone(),
+        })
+    }
+    .await;
+    match page {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/apps`: tracked apps with their expected and observed state; operators track
+/// more from a host's discovery list, change what is expected, and untrack.
+pub async fn apps(
+    State(state): State<AppState>,
+    user: WebUser,
+    Query(q): Query<AppsQuery>,
+) -> Response {
+    apps_page(&state, &user, q.agent, None, StatusCode::OK).await
+}
+
+/// A candidate to track.
+#[derive(Debug, Deserialize)]
+pub struct TrackForm {
+    #[serde(default)]
+    csrf: String,
+    agent_id: uuid::Uuid,
+    app_type: String,
+    identifier: String,
+    name: String,
+}
+
+/// `POST /ui/apps` (operator, CSRF token): tracked as through the API.
+pub async fn track_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<TrackForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let req = crate::routes::apps::NewAppRequest {
+        agent_id: form.agent_id,
+        name: form.name,
+        app_type: Some(form.app_type),
+        kind: None,
+        identifier: Some(form.identifier),
+        owner_email: None,
+        runbook_url: None,
+        notes: None,
+        expected_state: None,
+        restart_command: None,
+        endpoint: None,
+        interval_seconds: None,
+    };
+    match crate::routes::apps::create_app(&state, &meta, &user.principal, req).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(ApiError::Validation(errors)) => {
+            apps_page(
+                &state,
+                &user,
+                Some(form.agent_id),
+                Some(refusal(&errors)),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A new expected state.
+#[derive(Debug, Deserialize)]
+pub struct ExpectForm {
+    #[serde(default)]
+    csrf: String,
+    expected_state: String,
+}
+
+/// `POST /ui/apps/{id}/expected` (operator, CSRF token).
+pub async fn expect_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(form): axum::Form<ExpectForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let req = crate::routes::apps::AppPatch {
+        expected_state: form.expected_state,
+    };
+    match crate::routes::apps::set_expected_state(&state, &meta, &user.principal, id, req).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/apps/{id}/untrack` (operator, CSRF token).
+pub async fn untrack_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    match crate::routes::apps::untrack(&state, &meta, &user.principal, id).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- evidence packs
+
+/// One pack.
+#[derive(Debug)]
+struct PackRow {
+    id: String,
+    period: String,
+    traces: i64,
+    spans: i64,
+    blobs: bool,
+    manifest: String,
+    download: String,
+}
+
+#[derive(Template)]
+#[template(path = "evidence.html")]
+struct EvidencePage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    packs: Vec<PackRow>,
+    fingerprint: String,
+    public_hex: String,
+    message: Option<String>,
+    error: Option<String>,
+    can_create: bool,
+    csrf: String,
+}
+
+async fn evidence_page(
+    state: &AppState,
+    user: &WebUser,
+    message: Option<String>,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    let listed: ApiResult<Vec<trusthub_store::evidence::Pack>> = async {
+        let mut c = state.db.conn().await?;
+        Ok(trusthub_store::evidence::list(&mut c, user.principal.tenant(), i64::MAX, 100).await?)
+    }
+    .await;
+    let public = state.evidence_key.verifying_key();
+    match listed {
+        Ok(packs) => html(
+            EvidencePage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(user)),
+                packs: packs
+                    .into_iter()
+                    .map(|p| {
+                        let view = crate::routes::evidence::PackView::from(p);
+                        PackRow {
+                            period: format!("{} – {}", view.period_start, view.period_end),
+                            traces: view.trace_count,
+                            spans: view.span_count,
+                            blobs: view.include_blobs,
+                            manifest: view.manifest_sha256.chars().take(16).collect(),
+                            download: view.download_url,
+                            id: view.pack_id,
+                        }
+                    })
+                    .collect(),
+                fingerprint: trusthub_core::evidence::key_fingerprint(&public),
+                public_hex: trusthub_core::secret::hex(public.as_bytes()),
+                message,
+                error,
+                can_create: user.principal.has_role(Role::Operator),
+                csrf: user.csrf.clone(),
+            }
+            .render(),
+            status,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/evidence`: packs, the evidence key and how to verify; operators create.
+pub async fn evidence(State(state): State<AppState>, user: WebUser) -> Response {
+    evidence_page(&state, &user, None, None, StatusCode::OK).await
+}
+
+/// A pack to create, by UTC days.
+#[derive(Debug, Deserialize)]
+pub struct PackForm {
+    #[serde(default)]
+    csrf: String,
+    from: String,
+    to: String,
+    #[serde(default)]
+    include_blobs: Option<String>,
+}
+
+/// `POST /ui/evidence` (operator, CSRF token): built as through the API.
+pub async fn create_pack(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<PackForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let req = crate::routes::evidence::CreatePack {
+        period_start: format!("{}T00:00:00Z", form.from.trim()),
+        period_end: format!("{}T00:00:00Z", form.to.trim()),
+        app_id: None,
+        include_blobs: form.include_blobs.is_some(),
+    };
+    match crate::routes::evidence::create_pack(&state, &meta, &user.principal, req).await {
+        Ok((status, pack)) => {
+            let what = if status == StatusCode::CREATED {
+                "created"
+            } else {
+                "already existed for unchanged data"
+            };
+            evidence_page(
+                &state,
+                &user,
+                Some(format!("Pack {} {what}.", pack.0.pack_id)),
+                None,
+                status,
+            )
+            .await
+        }
+        Err(ApiError::Validation(errors)) => {
+            evidence_page(
+                &state,
+                &user,
+                None,
+                Some(refusal(&errors)),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- enrolment
+
+/// A just-made token's install command.
+#[derive(Debug)]
+struct CreatedEnrollment {
+    command: String,
+    expires: String,
+}
+
+#[derive(Template)]
+#[template(path = "enroll.html")]
+struct EnrollPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    created: Option<CreatedEnrollment>,
+    error: Option<String>,
+    csrf: String,
+}
+
+fn enroll_page(
+    user: &WebUser,
+    created: Option<CreatedEnrollment>,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    html(
+        EnrollPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            created,
+            error,
+            csrf: user.csrf.clone(),
+        }
+        .render(),
+        status,
+    )
+}
+
+/// `GET /ui/enroll` (admin).
+pub async fn enroll(user: WebUser) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, None) {
+        return e.into_response();
+    }
+    enroll_page(&user, None, None, StatusCode::OK)
+}
+
+/// The enrolment form.
+#[derive(Debug, Deserialize)]
+pub struct EnrollForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    tags: String,
+}
+
+/// `POST /ui/enroll` (admin, CSRF token): a token as through the API, and the one-line
+/// install command for the new host with it filled in.
+pub async fn create_enrollment(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<EnrollForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+        return e.into_response();
+    }
+    let req = crate::routes::agents::enrollment::NewEnrollmentToken {
+        expires_at: None,
+        tags: form.tags.split_whitespace().map(str::to_owned).collect(),
+    };
+    match crate::routes::agents::enrollment::new_enrollment_token(
+        &state,
+        &meta,
+        &user.principal,
+        req,
+    )
+    .await
+    {
+        Ok(created) => {
+            let hub = state.public_url.trim_end_matches('/');
+            let command = format!(
+                "trusthub-agent enroll --hub {hub} --enroll {} --state-dir /var/lib/trusthub-agent && \
+                 trusthub-agent install --state-dir /var/lib/trusthub-agent && \
+                 systemctl daemon-reload && systemctl enable --now trusthub-agent",
+                created.token
+            );
+            enroll_page(
+                &user,
+                Some(CreatedEnrollment {
+                    command,
+                    expires: crate::evidence::rfc3339(created.expires_at),
+                }),
+                None,
+                StatusCode::CREATED,
+            )
+        }
+        Err(ApiError::Validation(errors)) => enroll_page(
+            &user,
+            None,
+            Some(refusal(&errors)),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- audit log
+
+/// One audit row.
+#[derive(Debug)]
+struct AuditRow {
+    at: String,
+    event: String,
+    actor: String,
+    subject: String,
+    ip: String,
+}
+
+#[derive(Template)]
+#[template(path = "audit.html")]
+struct AuditPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    entries: Vec<AuditRow>,
+}
+
+/// `GET /ui/audit`: the newest 200 audit rows of the tenant.
+pub async fn audit_log(State(state): State<AppState>, user: WebUser) -> Response {
+    let rows: ApiResult<Vec<trusthub_store::audit::Entry>> = async {
+        let mut c = state.db.conn().await?;
+        Ok(audit::list(
+            &mut c,
+            user.principal.tenant(),
+            &audit::Filter {
+                event_type: None,
+                since: None,
+                before_id: None,
+                limit: 200,
+            },
+        )
+        .await?)
+    }
+    .await;
+    match rows {
+        Ok(rows) => html(
+            AuditPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(&user)),
+                entries: rows
+                    .into_iter()
+                    .map(|e| AuditRow {
+                        at: crate::evidence::rfc3339(e.created_at),
+                        event: e.event_type,
+                        actor: e.actor,
+                        subject: e.subject,
+                        ip: e.ip.unwrap_or_default(),
+                    })
+                    .collect(),
+            }
+            .render(),
+            StatusCode::OK,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- alert rules
+
+/// One rule.
+#[derive(Debug)]
+struct RuleRow {
+    id: String,
+    name: String,
+    metric: String,
+    operator: String,
+    threshold: String,
+    window: String,
+    group_by: String,
+    severity: String,
+    evaluated: String,
+    seen: bool,
+}
+
+#[derive(Template)]
+#[template(path = "rules.html")]
+struct RulesPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    rules: Vec<RuleRow>,
+    metrics: Vec<String>,
+    error: Option<String>,
+    can_edit: bool,
+    csrf: String,
+}
+
+async fn rules_page(
+    state: &AppState,
+    user: &WebUser,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    let page: ApiResult<RulesPage> = async {
+        let tenant = user.principal.tenant();
+        let now = now();
+        let mut c = state.db.conn().await?;
+        let metrics = trusthub_store::rules::metric_names(&mut c, tenant).await?;
+        let mut rows = Vec::new();
+        for r in trusthub_store::rules::list(&mut c, tenant).await? {
+            rows.push(RuleRow {
+                id: r.id.to_string(),
+                seen: metrics.contains(&r.metric),
+                name: r.name,
+                metric: r.metric,
+                operator: r.operator,
+                threshold: chart::short(r.threshold),
+                window: r.window_spec,
+                group_by: r.group_by.0.join(", "),
+                severity: r.severity,
+                evaluated: match r.last_evaluated_at {
+                    Some(_) => format!(
+                        "{}: {} of {} groups firing",
+                        ago(r.last_evaluated_at, now),
+                        r.last_firing.unwrap_or(0),
+                        r.last_groups.unwrap_or(0)
+                    ),
+                    None => "not yet".into(),
+                },
+            });
+        }
+        Ok(RulesPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            rules: rows,
+            metrics,
+            error,
+            can_edit: user.principal.has_role(Role::Operator),
+            csrf: user.csrf.clone(),
+        })
+    }
+    .await;
+    match page {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/rules`: rules with their last evaluation; operators create and delete, with the
+/// metric names the fleet sends offered as choices.
+pub async fn rules(State(state): State<AppState>, user: WebUser) -> Response {
+    rules_page(&state, &user, None, StatusCode::OK).await
+}
+
+/// A new rule.
+#[derive(Debug, Deserialize)]
+pub struct RuleForm {
+    #[serde(default)]
+    csrf: String,
+    name: String,
+    metric: String,
+    operator: String,
+    threshold: String,
+    window: String,
+    severity: String,
+    #[serde(default)]
+    per_agent: Option<String>,
+}
+
+/// `POST /ui/rules` (operator, CSRF token): created as through the API.
+pub async fn create_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<RuleForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let Ok(threshold) = form.threshold.trim().parse::<f64>() else {
+        return rules_page(
+            &state,
+            &user,
+            Some("threshold: must be a number".into()),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+    };
+    let req = crate::routes::alerts::NewRule {
+        name: form.name,
+        metric: form.metric,
+        operator: form.operator,
+        threshold,
+        window: form.window,
+        severity: Some(form.severity),
+        group_by: if form.per_agent.is_some() {
+            vec!["agent_id".into()]
+        } else {
+            Vec::new()
+        },
+        webhook_url: None,
+    };
+    match crate::routes::alerts::create_rule_by(&state, &meta, &user.principal, &req).await {
+        Ok(_) => Redirect::to("/ui/rules").into_response(),
+        Err(ApiError::Validation(errors)) => {
+            rules_page(
+                &state,
+                &user,
+                Some(refusal(&errors)),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/rules/{id}/delete` (operator, CSRF token).
+pub async fn delete_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    match crate::routes::alerts::delete_rule_by(&state, &meta, &user.principal, id).await {
+        Ok(_) => Redirect::to("/ui/rules").into_response(),
+        Err(e) => e.into_response(),
+    }
+}

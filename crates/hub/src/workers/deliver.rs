@@ -1,0 +1,245 @@
+//! The webhook deliverer (SPEC 3.3; CONTRACT 6). It runs in every process; claiming due
+//! rows with `FOR UPDATE SKIP LOCKED` sends each delivery from one of them.
+
+use crate::state::{AppState, now};
+use serde_json::json;
+use std::time::Duration;
+use time::OffsetDateTime;
+use trusthub_core::webhook::{self as hook, AfterFailure};
+use trusthub_store::webhooks::{self, Attempt, Due, status};
+use trusthub_store::{StoreResult, TenantId, audit};
+
+/// Most deliveries one pass claims.
+const CLAIM: i64 = 16;
+
+pub(super) async fn deliverer(state: AppState) {
+    let client = match crate::webhook_client::client(&state.settings) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the webhook HTTP client; deliveries stay queued");
+            return;
+        }
+    };
+    loop {
+        match deliver_due(&state, &client).await {
+            Ok(n) if n > 0 => continue,
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "webhook delivery pass failed"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Claims and sends the deliveries due now; answers how many were attempted or skipped.
+pub async fn deliver_due(state: &AppState, client: &reqwest::Client) -> StoreResult<usize> {
+    let now = now();
+    let lease = now + time::Duration::seconds(state.settings.webhook_timeout_secs as i64 + 60);
+    if !webhooks::any_due(&mut state.db.conn().await?, now).await? {
+        return Ok(0);
+    }
+    let due = {
+        let mut tx = state.db.begin().await?;
+        let due = webhooks::claim_due(&mut tx, now, lease, CLAIM).await?;
+        tx.commit().await?;
+        due
+    };
+    let n = due.len();
+    let mut set = tokio::task::JoinSet::new();
+    for d in due {
+        let state = state.clone();
+        let client = client.clone();
+        set.spawn(async move {
+            if let Err(e) = deliver_one(&state, &client, d).await {
+                tracing::warn!(error = %e, "cannot record a webhook attempt; it will be retried");
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+    Ok(n)
+}
+
+async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> StoreResult<()> {
+    let tenant = TenantId(d.tenant_id);
+    let started = now();
+    if hook::in_cooldown(d.cooldown_until, started) {
+        let mut tx = state.db.begin().await?;
+        webhooks::record_attempt(
+            &mut tx,
+            d.id,
+            &Attempt {
+                status: status::SKIPPED,
+                next_attempt_at: None,
+                status_code: None,
+                error: Some("the endpoint is in cooldown"),
+                attempted: false,
+            },
+            started,
+        )
+        .await?;
+        return tx.commit().await;
+    }
+    let secret = match &d.secret_sealed {
+        Some(sealed) => match state
+            .key
+            .open(crate::routes::webhooks::SECRET_CONTEXT, sealed)
+        {
+            Ok(s) => Some(String::from_utf8_lossy(&s).into_owned()),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let outcome = if !state.settings.webhook_allow_link_local
+        && crate::webhook_client::literal_blocked(&d.target_url)
+    {
+        Err("the target is a link-local or metadata address".to_owned())
+    } else {
+        send(client, &d, secret.as_deref()).await
+    };
+    let finished = now();
+    let attempt = d.attempts + 1;
+    let mut tx = state.db.begin().await?;
+    let (status_code, error) = match &outcome {
+        Ok(code) if (200..300).contains(code) => (Some(i64::from(*code)), None),
+        Ok(code) => (Some(i64::from(*code)), Some(format!("HTTP {code}"))),
+        Err(e) => (None, Some(e.clone())),
+    };
+    let success = error.is_none();
+    let (new_status, next) = if success {
+        (status::SUCCEEDED, None)
+    } else {
+        match hook::after_failure(
+            attempt.clamp(0, u32::MAX.into()) as u32,
+            &state.settings.webhook_retry_schedule.0,
+        ) {
+            AfterFailure::RetryIn(wait) => (
+                status::RETRYING,
+                Some(finished + time::Duration::seconds(wait.as_secs() as i64)),
+            ),
+            AfterFailure::Failed => (status::FAILED, None),
+        }
+    };
+    webhooks::record_attempt(
+        &mut tx,
+        d.id,
+        &Attempt {
+            status: new_status,
+            next_attempt_at: next,
+            status_code,
+            error: error.as_deref(),
+            attempted: true,
+        },
+        finished,
+    )
+    .await?;
+    let subject = match (d.webhook_id, d.rule_id) {
+        (Some(w), _) => format!("webhook:{w}"),
+        (None, Some(r)) => format!("alert_rule:{r}"),
+        _ => "webhook".to_owned(),
+    };
+    let details = json!({"delivery_id": d.id, "event": d.event, "attempt": attempt, "status": new_status,
+        "status_code": status_code, "error": error, "url": d.target_url});
+    if d.rule_id.is_some() {
+        append_audit(
+            &mut tx,
+            tenant,
+            trusthub_core::audit::WEBHOOK_DELIVERY,
+            &subject,
+            &details,
+            finished,
+        )
+        .await?;
+    }
+    if new_status == status::FAILED {
+        if let Some(w) = d.webhook_id {
+            let until = hook::cooldown_until(
+                finished,
+                Duration::from_secs(state.settings.webhook_cooldown_secs),
+            );
+            webhooks::set_cooldown(&mut tx, w, until).await?;
+        }
+        append_audit(
+            &mut tx,
+            tenant,
+            trusthub_core::audit::WEBHOOK_DELIVERY_FAILED,
+            &subject,
+            &details,
+            finished,
+        )
+        .await?;
+    }
+    tx.commit().await
+}
+
+async fn append_audit(
+    tx: &mut trusthub_store::Tx,
+    tenant: TenantId,
+    event_type: &str,
+    subject: &str,
+    details: &serde_json::Value,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    audit::append(
+        tx,
+        tenant,
+        &audit::NewEntry {
+            event_type,
+            actor: "system".into(),
+            subject: subject.to_owned(),
+            details: details.clone(),
+            ip: None,
+            request_id: None,
+        },
+        now,
+    )
+    .await
+}
+
+/// One HTTP attempt: the status code, or why there was none.
+async fn send(client: &reqwest::Client, d: &Due, secret: Option<&str>) -> Result<u16, String> {
+    let ts = OffsetDateTime::now_utc().unix_timestamp();
+    let id = d.id.to_string();
+    let mut req = client
+        .post(&d.target_url)
+        .header("content-type", "application/json")
+        .header(
+            "user-agent",
+            concat!("Trusthub-Webhooks/", env!("CARGO_PKG_VERSION")),
+        )
+        .header("x-service-delivery", &id)
+        .header("x-service-event", &d.event)
+        .header("x-service-timestamp", ts.to_string());
+    if let Some(secret) = secret {
+        req = req
+            .header(
+                "x-service-signature",
+                hook::service_signature(secret, d.payload.as_bytes()),
+            )
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", ts.to_string())
+            .header(
+                "webhook-signature",
+                hook::standard_signature(secret, &id, ts, d.payload.as_bytes()),
+            );
+    }
+    match req.body(d.payload.clone()).send().await {
+        Ok(resp) => Ok(resp.status().as_u16()),
+        Err(e) => Err(describe(&e)),
+    }
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    let mut s = if e.is_timeout() {
+        "timed out".to_owned()
+    } else if e.is_connect() {
+        "cannot connect".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s.chars().take(500).collect()
+}

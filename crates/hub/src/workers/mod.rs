@@ -1,0 +1,45 @@
+//! Periodic work, one job per file: the liveness check of tracked apps (SPEC 3.1,
+//! [`liveness`]), alert-rule evaluation (CONTRACT 10, [`rules`]), the webhook deliverer
+//! (SPEC 3.3; CONTRACT 6, [`deliver`]) and the agent-connection refresh ([`connections`]).
+//!
+//! Cluster-wide jobs run through the one [`scheduler`], which takes the job's lease in the
+//! database before each tick (CONTRACT 11): with several hub processes on PostgreSQL only the
+//! holder ticks. The deliverer and the connection refresh run in every process.
+//!
+//! To add a cluster-wide job: a file with `NAME`, `interval(settings)` and
+//! `tick(state, now)`, and a line in [`spawn`].
+
+mod connections;
+pub mod deliver;
+pub mod liveness;
+pub mod rules;
+pub mod scheduler;
+
+pub use deliver::deliver_due;
+pub use liveness::{LivenessReport, liveness_tick};
+pub use rules::{RulesReport, evaluate_rules};
+
+use crate::state::AppState;
+use scheduler::periodic;
+
+/// Starts the periodic workers; they stop when the returned handles are aborted.
+pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
+    let s = &state.settings;
+    vec![
+        tokio::spawn(periodic(
+            state.clone(),
+            liveness::NAME,
+            liveness::interval(s),
+            |st, now| Box::pin(async move { liveness::tick(&st, now).await }),
+        )),
+        tokio::spawn(periodic(
+            state.clone(),
+            rules::NAME,
+            rules::interval(s),
+            |st, now| Box::pin(async move { rules::tick(&st, now).await }),
+        )),
+        tokio::spawn(deliver::deliverer(state.clone())),
+        tokio::spawn(crate::routing::listen(state.clone())),
+        tokio::spawn(connections::refresh_connections(state.clone())),
+    ]
+}

@@ -1,0 +1,42 @@
+//! The one scheduler of cluster-wide periodic jobs: every tick first takes the job's lease in
+//! the database (CONTRACT 11), so with several hub processes on PostgreSQL only the holder
+//! runs it, and another takes over when the holder stops renewing.
+
+use crate::state::{AppState, now};
+use std::time::Duration;
+use time::OffsetDateTime;
+use trusthub_store::{StoreResult, leases};
+
+/// One run of a job at an instant.
+pub type Tick = fn(
+    AppState,
+    OffsetDateTime,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = StoreResult<()>> + Send>>;
+
+/// Runs `tick` every `every_secs` while this process holds the lease `name`.
+pub async fn periodic(state: AppState, name: &'static str, every_secs: u64, tick: Tick) {
+    let every = Duration::from_secs(every_secs);
+    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        timer.tick().await;
+        let now = now();
+        let lease_until = now + time::Duration::seconds(every_secs as i64 * 3 + 5);
+        let held = async {
+            let mut tx = state.db.begin().await?;
+            let held = leases::acquire(&mut tx, name, &state.instance, now, lease_until).await?;
+            tx.commit().await?;
+            Ok::<_, trusthub_store::StoreError>(held)
+        }
+        .await;
+        match held {
+            Ok(true) => {
+                if let Err(e) = tick(state.clone(), now).await {
+                    tracing::warn!(worker = name, error = %e, "periodic work failed; next tick retries");
+                }
+            }
+            Ok(false) => tracing::debug!(worker = name, "another hub process holds the lease"),
+            Err(e) => tracing::warn!(worker = name, error = %e, "cannot take the lease"),
+        }
+    }
+}

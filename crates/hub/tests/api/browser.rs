@@ -1,0 +1,819 @@
+//! The dashboard in a real browser: Debian's Chromium, driven over WebDriver by its
+//! `chromedriver` (a small client of the W3C protocol over reqwest). Screenshots of every test
+//! are kept under `target/browser/` so a failing run can be looked at; JavaScript errors in the
+//! browser's log fail the test. `.ci/run` installs `chromium` and `chromium-driver`; without
+//! them (outside CI) the browser tests say so and pass.
+
+use crate::harness::*;
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A Chromium session.
+pub struct Browser {
+    http: reqwest::Client,
+    url: String,
+    driver: Child,
+    _profile: TempDir,
+    /// Where screenshots go.
+    pub shots: std::path::PathBuf,
+}
+
+impl Drop for Browser {
+    /// Ends the WebDriver session first, so chromedriver closes Chromium (killing only the
+    /// driver left every Chromium process of the test running).
+    fn drop(&mut self) {
+        use std::io::{Read, Write};
+        let session = self
+            .url
+            .strip_prefix("http://")
+            .and_then(|r| r.split_once('/'))
+            .map(|(host, path)| (host.to_owned(), format!("/{path}")));
+        if let Some((host, path)) = session
+            && let Ok(mut s) = std::net::TcpStream::connect(&host)
+        {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            let _ = write!(
+                s,
+                "DELETE {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let mut answer = Vec::new();
+            let _ = s.read_to_end(&mut answer);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium; `None` when they are not installed
+    /// (mandatory under CI).
+    pub async fn start(test: &str) -> Option<Browser> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("port");
+        let driver = match Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!(
+                    "browser test skipped: chromedriver not found ({e}); apt-get install chromium chromium-driver"
+                );
+                return None;
+            }
+            Err(e) => panic!("chromedriver is mandatory in CI: {e}"),
+        };
+        // Bounded: a stuck browser fails its test instead of holding the suite.
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("client");
+        let base = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if http.get(format!("{base}/status")).send().await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let profile = TempDir::new();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": "/usr/bin/chromium",
+                "args": ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.0.display())]
+            },
+            "goog:loggingPrefs": {"browser": "ALL"}
+        }}});
+        let r: Value = http
+            .post(format!("{base}/session"))
+            .json(&caps)
+            .send()
+            .await
+            .expect("new session")
+            .json()
+            .await
+            .expect("json");
+        let session = r["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no browser session: {r}"))
+            .to_owned();
+        let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/browser")
+            .join(test);
+        let _ = std::fs::remove_dir_all(&shots);
+        std::fs::create_dir_all(&shots).expect("screenshot dir");
+        Some(Browser {
+            http,
+            url: format!("{base}/session/{session}"),
+            driver,
+            _profile: profile,
+            shots,
+        })
+    }
+
+    async fn cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req
+            .send()
+            .await
+            .expect("webdriver")
+            .json()
+            .await
+            .expect("json");
+        v["value"].clone()
+    }
+
+    /// Signs in through the form.
+    pub async fn sign_in(&self, base: &str, email: &str, password: &str) {
+        self.goto(&format!("{base}/login")).await;
+        self.type_into("input[name=email]", email).await;
+        self.type_into("input[name=password]", password).await;
+        self.click("button[type=submit]").await;
+        self.find("header.top").await;
+    }
+
+    /// Opens a URL and waits for the page to load.
+    pub async fn goto(&self, url: &str) {
+        self.cmd(reqwest::Method::POST, "/url", Some(json!({"url": url})))
+            .await;
+    }
+
+    /// The element for a CSS selector, waiting up to 15 s for it (CI runs many tests at once).
+    pub async fn find(&self, css: &str) -> String {
+        for _ in 0..150 {
+            let v = self
+                .cmd(
+                    reqwest::Method::POST,
+                    "/element",
+                    Some(json!({"using": "css selector", "value": css})),
+                )
+                .await;
+            if let Some(id) = v
+                .as_object()
+                .and_then(|o| o.values().next())
+                .and_then(Value::as_str)
+            {
+                return id.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no element {css} in:\n{}", self.source().await);
+    }
+
+    /// Waits up to 15 s until no element matches (the page after a form has replaced the
+    /// one the form was on).
+    pub async fn wait_gone(&self, css: &str) {
+        for _ in 0..150 {
+            let v = self
+                .cmd(
+                    reqwest::Method::POST,
+                    "/elements",
+                    Some(json!({"using": "css selector", "value": css})),
+                )
+                .await;
+            if v.as_array().is_some_and(Vec::is_empty) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{css} is still there:\n{}", self.source().await);
+    }
+
+    /// Types into the element.
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            Some(json!({"text": text})),
+        )
+        .await;
+    }
+
+    /// Sets a form field's value directly (for inputs, like dates, whose typing depends on the
+    /// browser's locale).
+    pub async fn set_value(&self, css: &str, value: &str) {
+        self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(
+                json!({"script": "document.querySelector(arguments[0]).value = arguments[1];",
+                "args": [css, value]}),
+            ),
+        )
+        .await;
+    }
+
+    /// Clicks the element.
+    pub async fn click(&self, css: &str) {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    /// The page's HTML as the browser has it now (asked again while a navigation makes the
+    /// driver answer with an error instead of a document).
+    pub async fn source(&self) -> String {
+        for _ in 0..50 {
+            if let Some(s) = self
+                .cmd(reqwest::Method::GET, "/source", None)
+                .await
+                .as_str()
+            {
+                return s.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        String::new()
+    }
+
+    /// Waits up to 15 s until the page's HTML contains `text` (the page a form or link leads
+    /// to may still be loading when the previous step returns) and gives that HTML.
+    pub async fn wait_text(&self, text: &str) -> String {
+        let mut page = String::new();
+        for _ in 0..150 {
+            page = self.source().await;
+            if page.contains(text) {
+                return page;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{text:?} never appeared in:\n{page}");
+    }
+
+    /// The current URL.
+    pub async fn current_url(&self) -> String {
+        self.cmd(reqwest::Method::GET, "/url", None)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Saves a PNG screenshot as `<name>.png`.
+    pub async fn screenshot(&self, name: &str) {
+        let b64 = self.cmd(reqwest::Method::GET, "/screenshot", None).await;
+        let png = data_encoding::BASE64
+            .decode(b64.as_str().unwrap_or_default().as_bytes())
+            .expect("png");
+        std::fs::write(self.shots.join(format!("{name}.png")), png).expect("write screenshot");
+    }
+
+    /// Fails on any error the page's JavaScript logged (or a resource it failed to load, a
+    /// refused by the content security policy included).
+    pub async fn assert_no_js_errors(&self) {
+        let log = self
+            .cmd(
+                reqwest::Method::POST,
+                "/se/log",
+                Some(json!({"type": "browser"})),
+            )
+            .await;
+        let errors: Vec<&Value> = log
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["level"] == "SEVERE")
+            // A form answered again with 401/422 on purpose (the page itself, not a resource
+            // it loads) is logged by Chromium as a failed load; that is not an error.
+            .filter(|e| {
+                let m = e["message"].as_str().unwrap_or_default();
+                let deliberate = m.contains("status of 401") || m.contains("status of 422");
+                !(e["source"] == "network" && deliberate && !m.contains("/assets/"))
+            })
+            .collect();
+        assert!(errors.is_empty(), "browser errors: {errors:?}");
+    }
+}
+
+crate::dual!(
+    a_user_signs_in_and_sees_the_fleet_in_a_browser,
+    an_operator_resolves_an_alert_and_a_viewer_sees_no_write_controls,
+    an_admin_creates_a_webhook_and_sees_its_secret_once,
+    an_app_is_tracked_from_the_discovery_list_changed_and_untracked,
+    a_user_with_totp_signs_in_with_a_code_or_a_recovery_code,
+    an_evidence_pack_is_created_listed_and_downloaded,
+    an_admin_makes_an_install_command_that_enrols_a_host,
+    an_operator_creates_a_rule_on_a_metric_the_fleet_sends_and_deletes_it,
+);
+
+async fn a_user_signs_in_and_sees_the_fleet_in_a_browser(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("sign-in-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let hostname = "web-1";
+    // Ten minutes of CPU, memory and network samples, one per minute, as the agent sends them.
+    let now = time::OffsetDateTime::now_utc();
+    let samples: Vec<Value> = (0..10)
+        .flat_map(|m| {
+            let at = crate::agents::ts(now - time::Duration::minutes(m));
+            [
+                json!({"name": "cpu.percent", "ts": at, "value": 20.0 + m as f64 * 5.0}),
+                json!({"name": "mem.used_percent", "ts": at, "value": 41.5}),
+                json!({"name": "net.rx_bytes_per_sec", "ts": at, "value": 1500.0, "labels": {"interface": "eth0"}}),
+            ]
+        })
+        .collect();
+    let r = crate::agents::send(
+        &app,
+        &host,
+        crate::agents::batch(json!(samples)).to_string().as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    browser.goto(&format!("{}/", app.base)).await;
+    assert!(
+        browser.current_url().await.contains("/login"),
+        "sent to sign in"
+    );
+    browser.screenshot("login").await;
+    browser.type_into("input[name=email]", OWNER_EMAIL).await;
+    browser
+        .type_into("input[name=password]", OWNER_PASSWORD)
+        .await;
+    browser.click("button[type=submit]").await;
+    browser.find("#live").await;
+    let page = browser.source().await;
+    assert!(page.contains("Overview"), "{page}");
+    assert!(page.contains(hostname), "the agent is listed: {page}");
+    assert!(
+        page.contains("<svg class=\"spark\"") && page.contains("<polyline points=\""),
+        "its CPU sparkline is drawn: {page}"
+    );
+    browser.screenshot("overview").await;
+    browser.assert_no_js_errors().await;
+    browser.click("a[href='/ui/agents']").await;
+    browser.find("table").await;
+    browser.wait_text(hostname).await;
+    browser.screenshot("agents").await;
+    browser.assert_no_js_errors().await;
+    // The agent's page draws its charts from those samples, for each range.
+    browser
+        .click(&format!("a[href='/ui/agents/{}']", host.id))
+        .await;
+    browser.find("svg.chart").await;
+    let page = browser.source().await;
+    assert!(page.contains("CPU %, last 1h"), "{page}");
+    let drawn = page.matches("<polyline class=\"line").count();
+    assert!(drawn >= 3, "CPU, memory and network lines drawn: {page}");
+    assert!(page.contains("eth0 in"), "{page}");
+    browser.screenshot("agent-1h").await;
+    browser.click("nav.ranges a[href$='range=7d']").await;
+    browser
+        .find("nav.ranges a[aria-current][href$='range=7d']")
+        .await;
+    browser.wait_text("CPU %, last 7d").await;
+    browser.screenshot("agent-7d").await;
+    browser.assert_no_js_errors().await;
+    // Signing out ends the session: pages send to the sign-in form again.
+    browser.click("header form button").await;
+    browser.find("input[name=password]").await;
+    browser.goto(&format!("{}/ui/agents", app.base)).await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .contains("/login?next=/ui/agents")
+    );
+}
+
+async fn an_operator_resolves_an_alert_and_a_viewer_sees_no_write_controls(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("alerts-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let at = crate::agents::ts(time::OffsetDateTime::now_utc() - time::Duration::seconds(30));
+    let r = crate::agents::send(
+        &app,
+        &host,
+        crate::agents::batch(json!([{"name": "cpu.percent", "ts": at, "value": 97.0}]))
+            .to_string()
+            .as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let r = app
+        .post(
+            "/alert-rules",
+            &app.owner,
+            json!({"name": "hot cpu", "metric": "cpu.percent", "operator": ">", "threshold": 90,
+                "window": "5m", "severity": "critical", "group_by": ["agent_id"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let rep = trusthub_hub::workers::evaluate_rules(&app.state, hub_now())
+        .await
+        .expect("eval");
+    assert_eq!(rep.raised, 1);
+
+    // The overview counts it.
+    app.invite_and_accept(&app.owner, "watcher@example.com", "viewer")
+        .await;
+    browser
+        .sign_in(&app.base, "watcher@example.com", "a fine password")
+        .await;
+    let overview = browser.source().await;
+    assert!(overview.contains("1 critical"), "{overview}");
+    // A viewer sees the alert and no way to change it.
+    browser.goto(&format!("{}/ui/alerts", app.base)).await;
+    browser.find("table").await;
+    let page = browser.source().await;
+    assert!(page.contains("hot cpu"), "{page}");
+    assert!(
+        !page.contains("Resolve</button>"),
+        "a viewer has no resolve control: {page}"
+    );
+    browser.screenshot("viewer-alerts").await;
+    browser.click("header form button").await;
+    browser.find("input[name=password]").await;
+
+    // An operator resolves it from the list; it leaves the open alerts.
+    let (operator, _) = app
+        .invite_and_accept(&app.owner, "oncall@example.com", "operator")
+        .await;
+    drop(operator);
+    browser
+        .sign_in(&app.base, "oncall@example.com", "a fine password")
+        .await;
+    browser
+        .goto(&format!("{}/ui/alerts?severity=critical", app.base))
+        .await;
+    browser.find("td form button").await;
+    browser.screenshot("operator-alerts").await;
+    browser.click("td form button").await;
+    browser.wait_text("No alert matches.").await;
+    let open = body(app.get("/alerts?is_resolved=false", &app.owner).await).await;
+    assert_eq!(open.as_array().map(Vec::len), Some(0), "{open}");
+    let all = body(app.get("/alerts", &app.owner).await).await;
+    assert!(
+        all[0]["resolved_by"]
+            .as_str()
+            .is_some_and(|b| b.starts_with("user:")),
+        "{all}"
+    );
+    browser
+        .goto(&format!("{}/ui/alerts?state=resolved", app.base))
+        .await;
+    browser.wait_text("hot cpu").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_admin_creates_a_webhook_and_sees_its_secret_once(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("webhooks-{b:?}")).await else {
+        return;
+    };
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/webhooks']").await;
+    browser.find("form[action='/ui/webhooks']").await;
+    // A refused URL says why and creates nothing.
+    browser
+        .type_into("input[name=url]", "http://169.254.169.254/latest")
+        .await;
+    browser.click("form[action='/ui/webhooks'] button").await;
+    browser.find("p.error").await;
+    browser.wait_text("url:").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
+    browser
+        .type_into("input[name=url]", "http://127.0.0.1:9/hook")
+        .await;
+    browser.click("form[action='/ui/webhooks'] button").await;
+    browser.find("#secret").await;
+    let page = browser.source().await;
+    let secret = page
+        .split("<code id=\"secret\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .expect("secret")
+        .to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    browser.screenshot("created").await;
+    // The API agrees it exists, and never shows the secret again: not on the page either.
+    let hooks = body(app.get("/webhooks", &app.owner).await).await;
+    assert_eq!(hooks[0]["url"], "http://127.0.0.1:9/hook");
+    browser.goto(&format!("{}/ui/webhooks", app.base)).await;
+    browser.find("table").await;
+    let again = browser.source().await;
+    assert!(again.contains("http://127.0.0.1:9/hook"));
+    assert!(!again.contains(&secret), "the secret is shown once only");
+    assert!(
+        again.contains(&secret[..10]),
+        "its first characters identify it"
+    );
+    browser.screenshot("listed").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_app_is_tracked_from_the_discovery_list_changed_and_untracked(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("apps-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let mut bt = crate::agents::batch(json!([]));
+    bt["inventory"] = json!({
+        "collected_at": crate::agents::ts(time::OffsetDateTime::now_utc()),
+        "systemd": [{"unit": "nginx.service", "active_state": "active"}],
+        "containers": []
+    });
+    let r = crate::agents::send(&app, &host, bt.to_string().as_bytes(), None, true).await;
+    assert_eq!(r.status(), 202);
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/apps']").await;
+    browser
+        .click(&format!("a[href^='/ui/apps?agent={}']", host.id))
+        .await;
+    browser.find("#discover").await;
+    browser.screenshot("discovery").await;
+    browser.click("#discover form button").await;
+    browser.find("tr[id^='app-']").await;
+    let mut apps = body(app.get("/apps", &app.owner).await).await;
+    for _ in 0..50 {
+        if apps[0]["identifier"].is_string() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        apps = body(app.get("/apps", &app.owner).await).await;
+    }
+    assert_eq!(apps[0]["identifier"], "nginx.service", "{apps}");
+    assert_eq!(apps[0]["app_type"], "systemd");
+    assert_eq!(apps[0]["expected_state"], "running");
+    let page = browser.source().await;
+    assert!(page.contains("nginx"), "{page}");
+    browser.screenshot("tracked").await;
+    browser.goto(&format!("{}/", app.base)).await;
+    // The overview counts it.
+    browser.wait_text("of 1 tracked").await;
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    browser.click("form[action$='/expected'] button").await;
+    // The page comes back offering the other state.
+    browser
+        .find("form[action$='/expected'] input[value=running]")
+        .await;
+    let apps = body(app.get("/apps", &app.owner).await).await;
+    assert_eq!(apps[0]["expected_state"], "stopped", "{apps}");
+    browser.click("form[action$='/untrack'] button").await;
+    browser.wait_gone("tr[id^='app-']").await;
+    assert_eq!(body(app.get("/apps", &app.owner).await).await, json!([]));
+    browser.wait_text("No app is tracked yet.").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn a_user_with_totp_signs_in_with_a_code_or_a_recovery_code(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("totp-{b:?}")).await else {
+        return;
+    };
+    let now = fresh_totp_window().await;
+    let setup = body(
+        app.req(reqwest::Method::POST, "/auth/totp/setup", &app.owner)
+            .send()
+            .await
+            .expect("setup"),
+    )
+    .await;
+    let secret =
+        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("b32"))
+            .expect("secret");
+    let r = app
+        .post(
+            "/auth/totp/verify",
+            &app.owner,
+            json!({"code": trusthub_core::totp::code_at(&secret, now)}),
+        )
+        .await;
+    let codes = body(r).await["recovery_codes"].clone();
+    // Email and password first; the form then asks for the code.
+    browser.goto(&format!("{}/login", app.base)).await;
+    browser.type_into("input[name=email]", OWNER_EMAIL).await;
+    browser
+        .type_into("input[name=password]", OWNER_PASSWORD)
+        .await;
+    browser.click("button[type=submit]").await;
+    browser.find("input[name=totp_code]").await;
+    browser.screenshot("asks-for-code").await;
+    browser
+        .type_into("input[name=password]", OWNER_PASSWORD)
+        .await;
+    browser
+        .type_into(
+            "input[name=totp_code]",
+            &trusthub_core::totp::code_at(&secret, now + 30),
+        )
+        .await;
+    browser.click("button[type=submit]").await;
+    browser.find("#live").await;
+    browser.click("header form button").await;
+    browser.find("input[name=password]").await;
+    // A recovery code works once in place of the code.
+    let recovery = codes[0].as_str().expect("code");
+    browser.type_into("input[name=email]", OWNER_EMAIL).await;
+    browser
+        .type_into("input[name=password]", OWNER_PASSWORD)
+        .await;
+    browser.click("button[type=submit]").await;
+    browser
+        .type_into("input[name=password]", OWNER_PASSWORD)
+        .await;
+    browser.type_into("input[name=totp_code]", recovery).await;
+    browser.click("button[type=submit]").await;
+    browser.find("#live").await;
+    browser.screenshot("signed-in-with-recovery-code").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_evidence_pack_is_created_listed_and_downloaded(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("evidence-{b:?}")).await else {
+        return;
+    };
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let prompt = "0".repeat(64);
+    let r = app
+        .post(
+            "/ai/traces",
+            &Auth::Bearer(ingest),
+            json!({"traces": [{"trace_id": "t1", "name": "answer", "team": "search",
+                "started_at": "2026-11-01T10:00:00Z", "ended_at": "2026-11-01T10:00:02Z",
+                "calls": [{"span_id": "s1", "model": "gpt-4o", "prompt_tokens": 900,
+                    "completion_tokens": 200, "latency_ms": 840, "prompt_sha256": prompt}]}]}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/evidence']").await;
+    browser.find("form[action='/ui/evidence']").await;
+    let key = body(app.get("/ai/evidence-key", &Auth::None).await).await;
+    assert!(
+        browser
+            .source()
+            .await
+            .contains(key["fingerprint_sha256"].as_str().expect("fp"))
+    );
+    browser.set_value("input[name=from]", "2026-11-01").await;
+    browser.set_value("input[name=to]", "2026-11-02").await;
+    browser.click("form[action='/ui/evidence'] button").await;
+    browser.find("tr[id^='pack-']").await;
+    let page = browser.source().await;
+    assert!(page.contains("created."), "{page}");
+    browser.screenshot("created").await;
+    let href = page
+        .split("href=\"/api/v1/ai/evidence-packs/")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("download link");
+    // The link downloads a pack that verifies against the published key.
+    let bundle = app
+        .get(&format!("/ai/evidence-packs/{href}"), &app.owner)
+        .await
+        .bytes()
+        .await
+        .expect("bundle");
+    assert!(
+        trusthub_core::evidence::verify_gz(
+            bundle.as_ref(),
+            Some(key["public_key_hex"].as_str().expect("hex"))
+        )
+        .ok()
+    );
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_admin_makes_an_install_command_that_enrols_a_host(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("enroll-{b:?}")).await else {
+        return;
+    };
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/enroll']").await;
+    browser
+        .type_into("input[name=tags]", "env:prod role:db")
+        .await;
+    browser.click("form[action='/ui/enroll'] button").await;
+    browser.find("#install").await;
+    let page = browser.source().await;
+    browser.screenshot("install-command").await;
+    let command = page
+        .split("<code id=\"install\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .expect("command")
+        .replace("&amp;", "&");
+    assert!(
+        command.contains(&format!("--hub {}", app.base)),
+        "{command}"
+    );
+    assert!(command.contains("trusthub-agent install"), "{command}");
+    let token = command
+        .split_whitespace()
+        .find(|w| w.starts_with("the_"))
+        .expect("token in the command");
+    // The token in the command enrols a host, with the tags given.
+    let key = crate::agents::key();
+    let r = crate::agents::register_raw(&app, token, &key, &key, "new-host").await;
+    assert_eq!(r.status(), 201);
+    let agents = body(app.get("/agents", &app.owner).await).await;
+    let tags = agents[0]["tags"].as_array().expect("tags");
+    assert!(
+        tags.contains(&json!("env:prod")) && tags.contains(&json!("role:db")),
+        "the enrolment's tags: {agents}"
+    );
+    // Reloading shows no token again; the audit log page lists what happened.
+    browser.goto(&format!("{}/ui/enroll", app.base)).await;
+    browser.find("form[action='/ui/enroll']").await;
+    assert!(!browser.source().await.contains(token));
+    browser.click("a[href='/ui/audit']").await;
+    browser.find("table").await;
+    let audit = browser.source().await;
+    assert!(
+        audit.contains("enrollment_token_created") && audit.contains("agent_registered"),
+        "{audit}"
+    );
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_operator_creates_a_rule_on_a_metric_the_fleet_sends_and_deletes_it(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("rules-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let at = crate::agents::ts(time::OffsetDateTime::now_utc());
+    let r = crate::agents::send(
+        &app,
+        &host,
+        crate::agents::batch(json!([{"name": "disk.used_percent", "ts": at, "value": 71.0, "labels": {"mount": "/"}}]))
+            .to_string()
+            .as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/rules']").await;
+    browser.find("datalist#metrics").await;
+    assert!(
+        browser
+            .source()
+            .await
+            .contains("<option value=\"disk.used_percent\">"),
+        "the fleet's metric names are offered"
+    );
+    browser.type_into("input[name=name]", "disk filling").await;
+    browser
+        .type_into("input[name=metric]", "disk.used_percent")
+        .await;
+    browser.type_into("input[name=threshold]", "90").await;
+    browser.click("form[action='/ui/rules'] button").await;
+    browser.find("tr[id^='rule-']").await;
+    let page = browser.source().await;
+    assert!(
+        page.contains("disk filling") && page.contains("avg(disk.used_percent) &gt; 90"),
+        "{page}"
+    );
+    browser.screenshot("rule").await;
+    let rules = body(app.get("/alert-rules", &app.owner).await).await;
+    assert_eq!(rules[0]["metric_seen"], true);
+    assert_eq!(rules[0]["group_by"], json!(["agent_id"]));
+    browser.click("form[action$='/delete'] button").await;
+    browser.wait_gone("tr[id^='rule-']").await;
+    assert_eq!(
+        body(app.get("/alert-rules", &app.owner).await).await,
+        json!([])
+    );
+    browser.assert_no_js_errors().await;
+}
