@@ -306,6 +306,33 @@ pub struct TotpProof<P> {
     _purpose: PhantomData<P>,
 }
 
+impl<P: Purpose> TotpProof<P> {
+    /// The proof a dashboard form gives: `p` signed in with a session, TOTP enrolled, and
+    /// `code` is its current code (used once, like `X-TOTP-Code`).
+    pub async fn from_code(state: &AppState, p: Principal, code: &str) -> Result<Self, ApiError> {
+        let forbidden = StatusCode::FORBIDDEN;
+        if !matches!(p.credential, Credential::Session { .. }) {
+            return Err(ApiError::Totp {
+                status: forbidden,
+                code: "totp_required",
+                detail: "this operation needs TOTP, which only a login session can give".into(),
+            });
+        }
+        if !p.user.totp_enabled {
+            return Err(ApiError::Totp {
+                status: forbidden,
+                code: "totp_not_enrolled",
+                detail: "this operation needs TOTP; set it up in Settings first".into(),
+            });
+        }
+        check_code(state, &p.user, code.trim(), forbidden).await?;
+        Ok(TotpProof {
+            principal: p,
+            _purpose: PhantomData,
+        })
+    }
+}
+
 impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {

@@ -42,7 +42,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/ws/agents/{id}", tag = "actions", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 101, description = "Switching to the WebSocket protocol"), (status = 401, body = Problem),
         (status = 404, body = Problem)))]
-async fn agent_socket(
+pub(crate) async fn agent_socket(
     State(state): State<AppState>,
     AgentAuth(agent): AgentAuth,
     Path(id): Path<Uuid>,
@@ -88,7 +88,7 @@ pub struct Dispatched {
     request_body = RestartRequest,
     responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
         (status = 409, body = Problem), (status = 429, body = Problem)))]
-async fn restart(
+pub(crate) async fn restart(
     State(state): State<AppState>,
     meta: Meta,
     proof: TotpProof<AppRestart>,
@@ -272,7 +272,7 @@ impl From<Action> for ActionView {
 /// One action.
 #[utoipa::path(get, path = "/actions/{jti}", tag = "actions", params(("jti" = String, Path, description = "The token's jti")),
     responses((status = 200, body = ActionView), (status = 404, body = Problem)))]
-async fn get_action(
+pub(crate) async fn get_action(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     crate::extract::Path(jti): crate::extract::Path<String>,
@@ -299,7 +299,7 @@ pub struct ActionQuery {
 /// The tenant's actions, newest first.
 #[utoipa::path(get, path = "/actions", tag = "actions", params(ActionQuery),
     responses((status = 200, body = Vec<ActionView>)))]
-async fn list_actions(
+pub(crate) async fn list_actions(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Query(q): Query<ActionQuery>,
@@ -367,7 +367,7 @@ pub struct LogQuery {
 /// The tenant's transparency log, oldest first (append-only in the schema).
 #[utoipa::path(get, path = "/transparency-log", tag = "actions", params(LogQuery),
     responses((status = 200, body = Vec<LogEntryView>)))]
-async fn transparency_log(
+pub(crate) async fn transparency_log(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Query(q): Query<LogQuery>,
@@ -401,7 +401,7 @@ pub struct LogHead {
 
 /// The signed tree head (CONTRACT 5a), signed with the hub's Ed25519 key.
 #[utoipa::path(get, path = "/transparency-log/head", tag = "actions", responses((status = 200, body = LogHead)))]
-async fn transparency_head(
+pub(crate) async fn transparency_head(
     State(state): State<AppState>,
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<LogHead>> {

@@ -50,7 +50,7 @@ pub struct AlertQuery {
 /// The tenant's alerts, newest first. Page with `limit` and `before` (the last id seen).
 #[utoipa::path(get, path = "/alerts", tag = "alerts", params(AlertQuery),
     responses((status = 200, body = Vec<AlertView>), (status = 422, body = Problem)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Query(q): Query<AlertQuery>,
@@ -86,7 +86,7 @@ async fn list(
 /// One alert.
 #[utoipa::path(get, path = "/alerts/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Alert id")),
     responses((status = 200, body = AlertView), (status = 404, body = Problem)))]
-async fn get_alert(
+pub(crate) async fn get_alert(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -103,7 +103,7 @@ async fn get_alert(
 /// liveness check or rule raises a new alert.
 #[utoipa::path(patch, path = "/alerts/{id}/resolve", tag = "alerts", params(("id" = Uuid, Path, description = "Alert id")),
     responses((status = 200, body = AlertView), (status = 404, body = Problem)))]
-async fn resolve(
+pub(crate) async fn resolve(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -377,7 +377,7 @@ async fn check_rule(state: &AppState, req: &NewRule) -> ApiResult<CheckedRule> {
 /// shown with `metric_seen: false`.
 #[utoipa::path(post, path = "/alert-rules", tag = "alerts", request_body = NewRule,
     responses((status = 201, body = RuleView), (status = 422, body = Problem)))]
-async fn create_rule(
+pub(crate) async fn create_rule(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -430,7 +430,7 @@ pub(crate) async fn create_rule_by(
 
 /// The tenant's alert rules.
 #[utoipa::path(get, path = "/alert-rules", tag = "alerts", responses((status = 200, body = Vec<RuleView>)))]
-async fn list_rules(
+pub(crate) async fn list_rules(
     State(state): State<AppState>,
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<Vec<RuleView>>> {
@@ -446,7 +446,7 @@ async fn list_rules(
 /// One alert rule.
 #[utoipa::path(get, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
     responses((status = 200, body = RuleView), (status = 404, body = Problem)))]
-async fn get_rule(
+pub(crate) async fn get_rule(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -465,7 +465,7 @@ async fn get_rule(
 #[utoipa::path(patch, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
     request_body = RulePatch,
     responses((status = 200, body = RuleView), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update_rule(
+pub(crate) async fn update_rule(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -525,7 +525,7 @@ async fn update_rule(
 /// Remove an alert rule (operator). Its open alerts stay until resolved.
 #[utoipa::path(delete, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
-async fn delete_rule(
+pub(crate) async fn delete_rule(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,

@@ -111,7 +111,7 @@ pub struct CreatedApiToken {
 /// A `write` token acts with your role; a `read` token as a viewer at most.
 #[utoipa::path(post, path = "/api-tokens", tag = "api-tokens", request_body = NewApiToken,
     responses((status = 201, body = CreatedApiToken), (status = 422, body = Problem)))]
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,
@@ -192,7 +192,7 @@ async fn create(
 
 /// List API tokens: your own; admins and owners see every token of the tenant.
 #[utoipa::path(get, path = "/api-tokens", tag = "api-tokens", responses((status = 200, body = Vec<ApiTokenView>)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<Vec<ApiTokenView>>> {
@@ -208,7 +208,7 @@ async fn list(
 /// admins and owners.
 #[utoipa::path(delete, path = "/api-tokens/{id}", tag = "api-tokens", params(("id" = Uuid, Path, description = "Token id")),
     responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
-async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     meta: Meta,
     Viewer(p): Viewer,

@@ -175,7 +175,7 @@ async fn tags_by_agent(
 
 /// The tenant's tracked apps.
 #[utoipa::path(get, path = "/apps", tag = "apps", responses((status = 200, body = Vec<AppView>)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<Vec<AppView>>> {
@@ -229,7 +229,7 @@ fn opt_text(
 /// apps are checked by their agent every `interval_seconds`; 2xx and 3xx count as running.
 #[utoipa::path(post, path = "/apps", tag = "apps", request_body = NewAppRequest,
     responses((status = 201, body = AppView), (status = 409, body = Problem), (status = 422, body = Problem)))]
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -458,7 +458,7 @@ async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AppView
 /// One app.
 #[utoipa::path(get, path = "/apps/{id}", tag = "apps", params(("id" = Uuid, Path, description = "App id")),
     responses((status = 200, body = AppView), (status = 404, body = Problem)))]
-async fn get_app(
+pub(crate) async fn get_app(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -479,7 +479,7 @@ pub struct AppPatch {
 /// value, its mismatch counters start again.
 #[utoipa::path(patch, path = "/apps/{id}", tag = "apps", params(("id" = Uuid, Path, description = "App id")),
     request_body = AppPatch, responses((status = 200, body = AppView), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -524,7 +524,7 @@ pub(crate) async fn set_expected_state(
 /// Stop tracking an app (operator). Its open liveness alert stays until resolved.
 #[utoipa::path(delete, path = "/apps/{id}", tag = "apps", params(("id" = Uuid, Path, description = "App id")),
     responses((status = 204, description = "Untracked"), (status = 404, body = Problem)))]
-async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -560,7 +560,7 @@ pub(crate) async fn untrack(
 /// The latest HTTP check results of an `http` app, newest first (at most 100).
 #[utoipa::path(get, path = "/apps/{id}/checks", tag = "apps", params(("id" = Uuid, Path, description = "App id")),
     responses((status = 200, body = Vec<LastCheck>), (status = 404, body = Problem)))]
-async fn checks(
+pub(crate) async fn checks(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -611,7 +611,7 @@ pub struct AppCandidate {
 /// the agent itself are left out.
 #[utoipa::path(get, path = "/agents/{id}/app-candidates", tag = "apps", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = Vec<AppCandidate>), (status = 404, body = Problem)))]
-async fn candidates(
+pub(crate) async fn candidates(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,

@@ -74,7 +74,7 @@ impl From<Entry> for AuditEntry {
 /// The tenant's audit log, newest first (admin).
 #[utoipa::path(get, path = "/audit-log", tag = "audit", params(AuditQuery),
     responses((status = 200, body = Vec<AuditEntry>), (status = 400, body = Problem)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Admin(p): Admin,
     Query(q): Query<AuditQuery>,

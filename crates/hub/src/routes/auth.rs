@@ -113,7 +113,7 @@ pub(crate) async fn start_session(
         (status = 200, description = "Logged in; `Set-Cookie: trusthub_session=...`", body = UserEnvelope),
         (status = 401, description = "Wrong credentials or TOTP", body = Problem),
         (status = 429, description = "Too many attempts", body = Problem)))]
-async fn login(
+pub(crate) async fn login(
     State(state): State<AppState>,
     meta: Meta,
     Json(req): Json<LoginRequest>,
@@ -238,7 +238,7 @@ async fn login_failed(state: &AppState, user: &User, meta: &Meta, reason: &str) 
 /// End the current session and clear its cookie.
 #[utoipa::path(post, path = "/auth/logout", tag = "auth",
     responses((status = 204, description = "Session ended"), (status = 401, body = Problem)))]
-async fn logout(
+pub(crate) async fn logout(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,
@@ -283,7 +283,7 @@ pub struct Accepted {
 /// Rate-limited to 5 per hour per client IP.
 #[utoipa::path(post, path = "/auth/forgot-password", tag = "auth", request_body = ForgotPasswordRequest,
     responses((status = 202, body = Accepted), (status = 429, body = Problem)))]
-async fn forgot_password(
+pub(crate) async fn forgot_password(
     State(state): State<AppState>,
     meta: Meta,
     Json(req): Json<ForgotPasswordRequest>,
@@ -333,7 +333,8 @@ async fn forgot_password(
                 "Reset your Trusthub password",
                 format!(
                     "Someone asked to reset the Trusthub password of {email}.\n\n\
-                     To choose a new password, POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
+                     To choose a new password, open\n{base}/reset-password?token={token}\n\n\
+                     or POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
                      {base}/api/v1/auth/reset-password\n\nToken: {token}\n\n\
                      The token works once, for one hour. If you did not ask for this, ignore this mail.\n",
                     base = state.public_url
@@ -363,7 +364,7 @@ pub struct TokenPassword {
 /// user's other reset tokens.
 #[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = TokenPassword,
     responses((status = 204, description = "Password changed"), (status = 422, body = Problem)))]
-async fn reset_password(
+pub(crate) async fn reset_password(
     State(state): State<AppState>,
     meta: Meta,
     Json(req): Json<TokenPassword>,
@@ -404,7 +405,7 @@ async fn reset_password(
     responses((status = 201, description = "User created and logged in", body = UserEnvelope),
         (status = 409, description = "The email became a user meanwhile", body = Problem),
         (status = 422, body = Problem)))]
-async fn accept_invite(
+pub(crate) async fn accept_invite(
     State(state): State<AppState>,
     meta: Meta,
     Json(req): Json<TokenPassword>,

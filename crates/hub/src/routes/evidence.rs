@@ -140,7 +140,7 @@ fn parse_time(field: &str, v: &str) -> Result<OffsetDateTime, crate::error::Fiel
     responses((status = 201, body = PackView, description = "A new pack"),
         (status = 200, body = PackView, description = "The existing pack over the same inputs and unchanged data"),
         (status = 422, body = Problem)))]
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     meta: Meta,
     Operator(p): Operator,
@@ -222,7 +222,7 @@ pub struct ListQuery {
 /// Your tenant's packs, newest first (viewer).
 #[utoipa::path(get, path = "/ai/evidence-packs", tag = "evidence", params(ListQuery),
     responses((status = 200, body = Vec<PackView>)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Query(q): Query<ListQuery>,
@@ -240,7 +240,7 @@ async fn list(
 #[utoipa::path(get, path = "/ai/evidence-packs/{id}", tag = "evidence",
     params(("id" = i64, Path, description = "pack_id")),
     responses((status = 200, body = PackView), (status = 404, body = Problem)))]
-async fn get_pack(
+pub(crate) async fn get_pack(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<i64>,
@@ -258,7 +258,7 @@ async fn get_pack(
     params(("id" = i64, Path, description = "pack_id")),
     responses((status = 200, content_type = "application/gzip", description = "The bundle"),
         (status = 404, body = Problem)))]
-async fn download(
+pub(crate) async fn download(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<i64>,
@@ -315,7 +315,7 @@ pub struct EvidenceKey {
 /// The public key evidence packs are signed with, and its fingerprint (no authentication:
 /// auditors need it without an account).
 #[utoipa::path(get, path = "/ai/evidence-key", tag = "evidence", responses((status = 200, body = EvidenceKey)))]
-async fn evidence_key(State(state): State<AppState>) -> axum::Json<EvidenceKey> {
+pub(crate) async fn evidence_key(State(state): State<AppState>) -> axum::Json<EvidenceKey> {
     let public = state.evidence_key.verifying_key();
     axum::Json(EvidenceKey {
         algorithm: "Ed25519".into(),

@@ -27,7 +27,7 @@ pub struct Health {
 /// Needs no credentials.
 #[utoipa::path(get, path = "/health", tag = "meta",
     responses((status = 200, body = Health), (status = 503, description = "Database unreachable", body = Problem)))]
-async fn health(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
+pub(crate) async fn health(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
     state
         .db
         .ping()

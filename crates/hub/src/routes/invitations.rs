@@ -98,7 +98,7 @@ impl From<Invitation> for InvitationView {
 #[utoipa::path(post, path = "/invitations", tag = "users", request_body = NewInvitation,
     responses((status = 201, body = CreatedInvitation), (status = 409, description = "Already a user", body = Problem),
         (status = 422, body = Problem), (status = 429, body = Problem)))]
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     meta: Meta,
     Owner(p): Owner,
@@ -162,7 +162,7 @@ async fn create(
             "You are invited to Trusthub",
             format!(
                 "{inviter} invited you to Trusthub as {role}.\n\n\
-                 To accept, POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
+                 To accept, open\n{base}/invite?token={token}\n\nor POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
                  {base}/api/v1/auth/accept-invite\n\nToken: {token}\n\nThe invitation expires on {expires}.\n",
                 inviter = p.user.email,
                 base = state.public_url,
@@ -192,7 +192,7 @@ fn field(name: &str, message: &str) -> crate::error::FieldError {
 /// Pending invitations of the tenant (owner), newest first.
 #[utoipa::path(get, path = "/invitations", tag = "users",
     responses((status = 200, body = Vec<InvitationView>)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Owner(p): Owner,
 ) -> ApiResult<axum::Json<Vec<InvitationView>>> {
@@ -206,7 +206,7 @@ async fn list(
 /// Revoke a pending invitation (owner).
 #[utoipa::path(delete, path = "/invitations/{id}", tag = "users", params(("id" = Uuid, Path, description = "Invitation id")),
     responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
-async fn revoke(
+pub(crate) async fn revoke(
     State(state): State<AppState>,
     meta: Meta,
     Owner(p): Owner,

@@ -51,7 +51,7 @@ pub struct MeView {
 
 /// The caller: user, tenant, and how they authenticated. Any valid credential works.
 #[utoipa::path(get, path = "/me", tag = "users", responses((status = 200, body = MeView), (status = 401, body = Problem)))]
-async fn me(
+pub(crate) async fn me(
     State(state): State<AppState>,
     Authenticated(p): Authenticated,
 ) -> ApiResult<axum::Json<MeView>> {
@@ -89,7 +89,7 @@ pub struct PasswordChange {
 /// Change your password. Every session of yours ends, this one too: log in again.
 #[utoipa::path(post, path = "/me/password", tag = "users", request_body = PasswordChange,
     responses((status = 204, description = "Changed"), (status = 403, description = "Wrong current password", body = Problem), (status = 422, body = Problem)))]
-async fn change_password(
+pub(crate) async fn change_password(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,

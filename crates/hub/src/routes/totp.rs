@@ -42,7 +42,7 @@ pub struct TotpSetup {
 /// `/auth/totp/verify`. Calling it again before verifying replaces the pending secret.
 #[utoipa::path(post, path = "/auth/totp/setup", tag = "totp",
     responses((status = 200, body = TotpSetup), (status = 409, description = "TOTP already on", body = Problem)))]
-async fn setup(
+pub(crate) async fn setup(
     State(state): State<AppState>,
     SessionUser(p): SessionUser,
 ) -> ApiResult<axum::Json<TotpSetup>> {
@@ -114,7 +114,7 @@ async fn new_recovery_codes(
 #[utoipa::path(post, path = "/auth/totp/verify", tag = "totp", request_body = CodeRequest,
     responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem),
         (status = 409, description = "No pending secret, or already on", body = Problem)))]
-async fn verify(
+pub(crate) async fn verify(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,
@@ -162,7 +162,7 @@ async fn current_code(state: &AppState, p: &crate::auth::Principal, code: &str) 
 /// Turn TOTP off; needs a current code.
 #[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
     responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
-async fn disable(
+pub(crate) async fn disable(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,
@@ -185,7 +185,7 @@ async fn disable(
 /// the previous ones stop working. For when the old ones were used up or may be exposed.
 #[utoipa::path(post, path = "/auth/totp/recovery-codes", tag = "totp", request_body = CodeRequest,
     responses((status = 200, body = RecoveryCodes), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
-async fn recovery_codes(
+pub(crate) async fn recovery_codes(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,
@@ -239,7 +239,7 @@ pub struct ChallengeToken {
     responses((status = 201, body = ChallengeToken),
         (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem),
         (status = 422, description = "Unknown purpose", body = Problem), (status = 429, body = Problem)))]
-async fn challenge(
+pub(crate) async fn challenge(
     State(state): State<AppState>,
     meta: Meta,
     SessionUser(p): SessionUser,

@@ -24,7 +24,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 
 /// The users of the tenant, oldest first (owner).
 #[utoipa::path(get, path = "/users", tag = "users", responses((status = 200, body = Vec<UserView>)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Owner(p): Owner,
 ) -> ApiResult<axum::Json<Vec<UserView>>> {
@@ -46,7 +46,7 @@ pub struct RoleChange {
 #[utoipa::path(patch, path = "/users/{id}", tag = "users", request_body = RoleChange, params(("id" = Uuid, Path, description = "User id")),
     responses((status = 200, body = UserView), (status = 404, body = Problem),
         (status = 409, description = "Would leave the tenant without an owner", body = Problem), (status = 422, body = Problem)))]
-async fn change_role(
+pub(crate) async fn change_role(
     State(state): State<AppState>,
     meta: Meta,
     Owner(p): Owner,
@@ -89,7 +89,7 @@ async fn change_role(
 #[utoipa::path(delete, path = "/users/{id}", tag = "users", params(("id" = Uuid, Path, description = "User id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem),
         (status = 409, description = "Would leave the tenant without an owner", body = Problem)))]
-async fn remove(
+pub(crate) async fn remove(
     State(state): State<AppState>,
     meta: Meta,
     Owner(p): Owner,

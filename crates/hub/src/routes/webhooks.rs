@@ -232,7 +232,7 @@ async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> 
 /// `TRUSTHUB_WEBHOOK_COOLDOWN_SECS`. Redirects are not followed.
 #[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewWebhookRequest,
     responses((status = 201, body = CreatedWebhook), (status = 422, body = Problem)))]
-async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -303,7 +303,7 @@ pub(crate) async fn create_webhook(
 
 /// The tenant's webhook endpoints (admin); never the secrets.
 #[utoipa::path(get, path = "/webhooks", tag = "webhooks", responses((status = 200, body = Vec<WebhookView>)))]
-async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Admin(p): Admin,
 ) -> ApiResult<axum::Json<Vec<WebhookView>>> {
@@ -327,7 +327,7 @@ async fn load(state: &AppState, p: &crate::auth::Principal, id: Uuid) -> ApiResu
 /// One endpoint (admin).
 #[utoipa::path(get, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
     responses((status = 200, body = WebhookView), (status = 404, body = Problem)))]
-async fn get_webhook(
+pub(crate) async fn get_webhook(
     State(state): State<AppState>,
     Admin(p): Admin,
     Path(id): Path<Uuid>,
@@ -341,7 +341,7 @@ async fn get_webhook(
 #[utoipa::path(patch, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
     request_body = WebhookPatch,
     responses((status = 200, body = WebhookView), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -408,7 +408,7 @@ async fn update(
 /// Remove an endpoint (admin) with its deliveries, pending ones included.
 #[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
-async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -500,7 +500,7 @@ pub struct DeliveryQuery {
 #[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "webhooks",
     params(("id" = Uuid, Path, description = "Webhook id"), DeliveryQuery),
     responses((status = 200, body = Vec<DeliveryView>), (status = 404, body = Problem)))]
-async fn deliveries(
+pub(crate) async fn deliveries(
     State(state): State<AppState>,
     Admin(p): Admin,
     Path(id): Path<Uuid>,
@@ -526,7 +526,7 @@ async fn deliveries(
 #[utoipa::path(post, path = "/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
     params(("id" = Uuid, Path, description = "Webhook id"), ("delivery_id" = Uuid, Path, description = "Delivery id")),
     responses((status = 202, body = DeliveryView), (status = 404, body = Problem), (status = 409, body = Problem)))]
-async fn redeliver(
+pub(crate) async fn redeliver(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -576,7 +576,7 @@ async fn redeliver(
 /// the cooldown.
 #[utoipa::path(post, path = "/webhooks/{id}/test", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
     responses((status = 202, body = DeliveryView), (status = 404, body = Problem)))]
-async fn ping(
+pub(crate) async fn ping(
     State(state): State<AppState>,
     Admin(p): Admin,
     Path(id): Path<Uuid>,

@@ -8,8 +8,16 @@
 //! forms carry a CSRF token derived from the session ([`csrf_token`]) on top of the
 //! same-origin check every cookie-authenticated change gets.
 
+mod actions;
+mod agent;
+mod ai;
 mod chart;
+mod hooks;
 mod pages;
+mod qr;
+mod rule;
+mod settings;
+mod users;
 
 use crate::auth::{Credential, Principal};
 use crate::error::ApiError;
@@ -27,6 +35,7 @@ use std::sync::LazyLock;
 const CSS: &str = include_str!("../../assets/app.css");
 const HTMX: &[u8] = include_bytes!("../../assets/htmx-2.0.11.min.js");
 const ICON: &str = include_str!("../../assets/icon.svg");
+const JS: &str = include_str!("../../assets/app.js");
 
 /// The embedded assets' URLs, each with a content hash in its name.
 #[derive(Debug)]
@@ -37,6 +46,8 @@ pub struct Assets {
     pub htmx: String,
     /// The icon.
     pub icon: String,
+    /// The dashboard's own script (copy buttons), no inline code.
+    pub js: String,
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -48,6 +59,7 @@ pub static ASSETS: LazyLock<Assets> = LazyLock::new(|| Assets {
     css: format!("/assets/app-{}.css", short_hash(CSS.as_bytes())),
     htmx: format!("/assets/htmx-{}.js", short_hash(HTMX)),
     icon: format!("/assets/icon-{}.svg", short_hash(ICON.as_bytes())),
+    js: format!("/assets/app-{}.js", short_hash(JS.as_bytes())),
 });
 
 /// The dashboard's routes (merged at the root of the hub's router).
@@ -59,6 +71,16 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/overview/live", get(pages::overview_live))
         .route("/ui/agents", get(pages::agents))
         .route("/ui/agents/{id}", get(pages::agent))
+        .route("/ui/agents/{id}/inventory/{slice}", get(agent::inventory))
+        .route("/ui/agents/{id}/processes", get(agent::processes))
+        .route("/ui/agents/{id}/settings", get(agent::settings))
+        .route("/ui/agents/{id}/governance", post(agent::governance))
+        .route("/ui/agents/{id}/rotate-token", post(agent::rotate_token))
+        .route(
+            "/ui/agents/{id}/rotate-signing-key",
+            post(agent::rotate_signing_key),
+        )
+        .route("/ui/agents/{id}/delete", post(agent::delete))
         .route("/ui/apps", get(pages::apps).post(pages::track_app))
         .route("/ui/apps/{id}/expected", post(pages::expect_app))
         .route("/ui/apps/{id}/untrack", post(pages::untrack_app))
@@ -72,6 +94,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/ui/audit", get(pages::audit_log))
         .route("/ui/rules", get(pages::rules).post(pages::create_rule))
+        .route("/ui/rules/{id}", get(rule::show).post(rule::update))
         .route("/ui/rules/{id}/delete", post(pages::delete_rule))
         .route("/ui/alerts", get(pages::alerts))
         .route(
@@ -79,7 +102,59 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(pages::webhooks).post(pages::create_webhook),
         )
         .route("/ui/alerts/{id}/resolve", post(pages::resolve_alert))
+        .route("/ui/settings", get(settings::settings))
+        .route("/ui/settings/password", post(settings::change_password))
+        .route("/ui/settings/totp/setup", post(settings::totp_setup))
+        .route("/ui/settings/totp/verify", post(settings::totp_verify))
+        .route("/ui/settings/totp/disable", post(settings::totp_disable))
+        .route(
+            "/ui/settings/totp/recovery-codes",
+            post(settings::recovery_codes),
+        )
+        .route("/ui/settings/tokens", post(settings::create_token))
+        .route(
+            "/ui/settings/tokens/{id}/delete",
+            post(settings::delete_token),
+        )
+        .route("/ui/webhooks/{id}", get(hooks::show).post(hooks::update))
+        .route("/ui/webhooks/{id}/delete", post(hooks::delete))
+        .route("/ui/webhooks/{id}/test", post(hooks::test))
+        .route(
+            "/ui/webhooks/{id}/deliveries/{delivery}/redeliver",
+            post(hooks::redeliver),
+        )
+        .route(
+            "/ui/apps/{id}/restart",
+            get(actions::restart_form).post(actions::restart),
+        )
+        .route("/ui/actions/{jti}", get(actions::action))
+        .route("/ui/actions/{jti}/live", get(actions::action_live))
+        .route("/ui/transparency", get(actions::transparency))
+        .route("/ui/ai", get(ai::teams))
+        .route("/ui/ai/teams/{team}", get(ai::team))
+        .route("/ui/ai/prices", get(ai::prices).post(ai::set_price))
+        .route("/ui/users", get(users::list))
+        .route("/ui/users/{id}/role", post(users::change_role))
+        .route("/ui/users/{id}/remove", post(users::remove))
+        .route("/ui/users/invitations", post(users::invite))
+        .route(
+            "/ui/users/invitations/{id}/revoke",
+            post(users::revoke_invite),
+        )
+        .route(
+            "/invite",
+            get(users::invite_form).post(users::accept_invite),
+        )
+        .route(
+            "/reset-password",
+            get(users::reset_form).post(users::reset_password),
+        )
         .route("/assets/{name}", get(asset))
+        .route(
+            "/favicon.ico",
+            get(|| async { Redirect::permanent(&ASSETS.icon) }),
+        )
+        .layer(axum::middleware::from_fn(html_errors))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }
@@ -90,6 +165,8 @@ async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Respon
         (CSS.as_bytes(), "text/css; charset=utf-8")
     } else if path == ASSETS.htmx {
         (HTMX, "text/javascript; charset=utf-8")
+    } else if path == ASSETS.js {
+        (JS.as_bytes(), "text/javascript; charset=utf-8")
     } else if path == ASSETS.icon {
         (ICON.as_bytes(), "image/svg+xml")
     } else {
@@ -104,6 +181,54 @@ async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Respon
         body,
     )
         .into_response()
+}
+
+#[derive(askama::Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    assets: &'a Assets,
+    user: Option<pages::UserBar>,
+    status: u16,
+    title: String,
+    detail: String,
+}
+
+/// A page that ends in an error answers with an HTML page saying what went wrong (same status,
+/// the problem's title and detail), not the API's problem+json.
+async fn html_errors(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_problem = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/problem+json"));
+    if !(status.is_client_error() || status.is_server_error()) || !is_problem {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let text = |k: &str| problem[k].as_str().unwrap_or_default().to_owned();
+    let page = ErrorPage {
+        assets: &ASSETS,
+        user: None,
+        status: status.as_u16(),
+        title: match text("title") {
+            t if t.is_empty() => status.canonical_reason().unwrap_or("Error").to_owned(),
+            t => t,
+        },
+        detail: text("detail"),
+    };
+    let mut out = html(askama::Template::render(&page), status);
+    for name in [header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
 }
 
 /// CONTRACT 17: no script, style or frame from anywhere but the hub, no framing, no sniffing.
@@ -193,6 +318,68 @@ impl FromRequestParts<AppState> for WebUser {
             Err(ApiError::Unauthenticated(_)) => Err(to_login(parts)),
             Err(e) => Err(e.into_response()),
         }
+    }
+}
+
+/// What a page says about the form just sent: a notice, an error, or a secret shown this
+/// once (with a copy button).
+#[derive(Debug, Default)]
+pub struct Flash {
+    /// It worked.
+    pub notice: Option<String>,
+    /// It did not, and why.
+    pub error: Option<String>,
+    /// What the secret is.
+    pub secret_label: String,
+    /// The once-shown secret.
+    pub secret: Option<String>,
+}
+
+impl Flash {
+    /// A notice.
+    pub fn notice(m: impl Into<String>) -> Self {
+        Flash {
+            notice: Some(m.into()),
+            ..Flash::default()
+        }
+    }
+
+    /// An error.
+    pub fn error(m: impl Into<String>) -> Self {
+        Flash {
+            error: Some(m.into()),
+            ..Flash::default()
+        }
+    }
+
+    /// A secret shown once.
+    pub fn secret(label: impl Into<String>, secret: String) -> Self {
+        Flash {
+            secret_label: label.into(),
+            secret: Some(secret),
+            ..Flash::default()
+        }
+    }
+}
+
+/// An error a form shows in the page it came from, with the status to answer with
+/// (refused values, TOTP, conflicts, rate limits, rules of the hub); anything else is answered
+/// as the problem it is.
+pub fn form_error(e: ApiError) -> Result<(StatusCode, String), ApiError> {
+    match e {
+        ApiError::Validation(errors) => Ok((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            errors
+                .iter()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )),
+        ApiError::Totp { status, detail, .. } => Ok((status, detail)),
+        ApiError::Conflict(m) => Ok((StatusCode::CONFLICT, m)),
+        ApiError::Forbidden(m) => Ok((StatusCode::FORBIDDEN, m)),
+        e @ ApiError::RateLimited(_) => Ok((StatusCode::TOO_MANY_REQUESTS, e.to_string())),
+        e => Err(e),
     }
 }
 

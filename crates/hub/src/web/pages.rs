@@ -17,10 +17,11 @@ use trusthub_store::{agents, alerts, apps, audit};
 /// What the layout shows of the signed-in user.
 #[derive(Debug)]
 pub struct UserBar {
-    email: String,
-    role: String,
-    csrf: String,
-    admin: bool,
+    pub(super) email: String,
+    pub(super) role: String,
+    pub(super) csrf: String,
+    pub(super) admin: bool,
+    pub(super) owner: bool,
 }
 
 impl From<&WebUser> for UserBar {
@@ -30,13 +31,14 @@ impl From<&WebUser> for UserBar {
             role: u.principal.user.role.to_string(),
             csrf: u.csrf.clone(),
             admin: u.principal.has_role(Role::Admin),
+            owner: u.principal.has_role(Role::Owner),
         }
     }
 }
 
 /// Whether `user` may do what needs `role`; with `csrf`, a form's token is checked first.
 /// The server's refusal behind every hidden control.
-fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), ApiError> {
+pub(super) fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), ApiError> {
     if let Some(csrf) = csrf {
         user.check_csrf(csrf)?;
     }
@@ -48,7 +50,7 @@ fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), ApiErro
 }
 
 /// A 422's fields in words, for a form shown again.
-fn refusal(errors: &[crate::error::FieldError]) -> String {
+pub(super) fn refusal(errors: &[crate::error::FieldError]) -> String {
     errors
         .iter()
         .map(|e| format!("{}: {}", e.field, e.message))
@@ -56,7 +58,7 @@ fn refusal(errors: &[crate::error::FieldError]) -> String {
         .join("; ")
 }
 
-fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
+pub(super) fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
     let Some(t) = t else {
         return "never".into();
     };
@@ -79,12 +81,31 @@ struct LoginPage<'a> {
     error: Option<String>,
     email: String,
     totp: bool,
+    /// The form's target, keeping where to go after signing in.
+    action: String,
+    notice: Option<&'static str>,
 }
 
 /// Where to go after signing in: a local path only (no open redirect).
 #[derive(Debug, Deserialize)]
 pub struct Next {
     next: Option<String>,
+    /// Why the user is here again (`password`: after changing it).
+    changed: Option<String>,
+}
+
+/// `/login`, with `next` kept when it is a local path.
+fn login_action(next: Option<&str>) -> String {
+    match local(next) {
+        "/" => "/login".into(),
+        n => format!(
+            "/login?next={}",
+            n.replace('%', "%25")
+                .replace('&', "%26")
+                .replace('#', "%23")
+                .replace('+', "%2B")
+        ),
+    }
 }
 
 fn local(next: Option<&str>) -> &str {
@@ -95,13 +116,17 @@ fn local(next: Option<&str>) -> &str {
 }
 
 /// `GET /login`.
-pub async fn login_form() -> Response {
+pub async fn login_form(Query(q): Query<Next>) -> Response {
     let page = LoginPage {
         assets: &ASSETS,
         user: None,
         error: None,
         email: String::new(),
         totp: false,
+        action: login_action(q.next.as_deref()),
+        notice: (q.changed.as_deref() == Some("password")).then_some(
+            "Your password was changed and every session ended; sign in with the new one.",
+        ),
     };
     html(page.render(), StatusCode::OK)
 }
@@ -131,6 +156,8 @@ pub async fn login(
             error: Some(error),
             email: form.email.clone(),
             totp,
+            action: login_action(next.next.as_deref()),
+            notice: None,
         };
         html(page.render(), status)
     };
@@ -179,7 +206,7 @@ pub async fn login(
 #[derive(Debug, Deserialize)]
 pub struct CsrfForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
 }
 
 /// `POST /logout` (CSRF token required).
@@ -716,6 +743,7 @@ pub async fn resolve_alert(
 /// One endpoint row (never the secret).
 #[derive(Debug)]
 struct HookRow {
+    id: String,
     url: String,
     events: String,
     min_severity: String,
@@ -766,6 +794,7 @@ async fn webhooks_page(
                 hooks: list
                     .into_iter()
                     .map(|w| HookRow {
+                        id: w.id.to_string(),
                         url: w.url,
                         events: w.events.0.join(", "),
                         min_severity: w.min_severity,
@@ -895,6 +924,7 @@ struct AppsPage<'a> {
     candidates: Vec<CandidateRow>,
     error: Option<String>,
     can_edit: bool,
+    can_restart: bool,
     csrf: String,
 }
 
@@ -961,6 +991,7 @@ async fn apps_page(
             candidates,
             error,
             can_edit: user.principal.has_role(Role::Operator),
+            can_restart: user.principal.has_role(Role::Admin),
             csrf: user.csrf.clone(),
         })
     }

@@ -34,7 +34,7 @@ pub struct CreatedEnrollmentToken {
 /// (default 24 h); stored hashed.
 #[utoipa::path(post, path = "/agents/enrollment-tokens", tag = "agents", request_body = NewEnrollmentToken,
     responses((status = 201, body = CreatedEnrollmentToken), (status = 422, body = Problem)))]
-pub(super) async fn create_enrollment_token(
+pub(crate) async fn create_enrollment_token(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -113,7 +113,7 @@ pub struct EnrollmentTokenView {
 
 /// The tenant's enrollment tokens that still enrol (admin), newest first.
 #[utoipa::path(get, path = "/agents/enrollment-tokens", tag = "agents", responses((status = 200, body = Vec<EnrollmentTokenView>)))]
-pub(super) async fn list_enrollment_tokens(
+pub(crate) async fn list_enrollment_tokens(
     State(state): State<AppState>,
     Admin(p): Admin,
 ) -> ApiResult<axum::Json<Vec<EnrollmentTokenView>>> {
@@ -136,7 +136,7 @@ pub(super) async fn list_enrollment_tokens(
 /// working.
 #[utoipa::path(delete, path = "/agents/enrollment-tokens/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Enrollment token id")),
     responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
-pub(super) async fn revoke_enrollment_token(
+pub(crate) async fn revoke_enrollment_token(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -172,7 +172,7 @@ pub struct EatPublicKey {
 /// The hub's EAT public key (CONTRACT 5), the same one agents pin at registration. Public: a
 /// public key is no secret, and anyone may check a token or a pin against it.
 #[utoipa::path(get, path = "/agents/eat-public-key", tag = "agents", responses((status = 200, body = EatPublicKey)))]
-pub(super) async fn eat_public_key(State(state): State<AppState>) -> axum::Json<EatPublicKey> {
+pub(crate) async fn eat_public_key(State(state): State<AppState>) -> axum::Json<EatPublicKey> {
     let public = state.eat_key.verifying_key();
     axum::Json(EatPublicKey {
         alg: "EdDSA".into(),

@@ -73,7 +73,7 @@ impl GovernanceView {
 /// An agent's governed settings.
 #[utoipa::path(get, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = GovernanceView), (status = 404, body = Problem)))]
-pub(super) async fn get_governance(
+pub(crate) async fn get_governance(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -87,7 +87,7 @@ pub(super) async fn get_governance(
 /// hub may push. The host's own allowlist still vetoes.
 #[utoipa::path(put, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     request_body = GovernanceIn, responses((status = 200, body = GovernanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
-pub(super) async fn put_governance(
+pub(crate) async fn put_governance(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,

@@ -31,7 +31,7 @@ pub struct IngestAccepted {
 #[utoipa::path(post, path = "/ingest", tag = "agents", request_body = Object,
     responses((status = 202, body = IngestAccepted), (status = 401, body = Problem), (status = 422, body = Problem),
         (status = 429, body = Problem)))]
-pub(super) async fn ingest(
+pub(crate) async fn ingest(
     State(state): State<AppState>,
     AgentAuth(agent): AgentAuth,
     headers: HeaderMap,
@@ -196,7 +196,7 @@ pub struct HeartbeatAck {
 /// authentication and signature rules as `/ingest`; only the agent itself may send it.
 #[utoipa::path(post, path = "/agents/{id}/heartbeat", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     request_body = Object, responses((status = 200, body = HeartbeatAck), (status = 401, body = Problem), (status = 404, body = Problem)))]
-pub(super) async fn heartbeat(
+pub(crate) async fn heartbeat(
     State(state): State<AppState>,
     AgentAuth(agent): AgentAuth,
     Path(id): Path<Uuid>,

@@ -18,7 +18,7 @@ pub(super) async fn latest_inventory(
 /// The latest inventory snapshot of an agent, as it sent it (CONTRACT 4).
 #[utoipa::path(get, path = "/agents/{id}/inventory", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = Object), (status = 404, body = Problem)))]
-pub(super) async fn inventory(
+pub(crate) async fn inventory(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -32,7 +32,7 @@ pub(super) async fn inventory(
 #[utoipa::path(get, path = "/agents/{id}/inventory/{slice}", tag = "agents",
     params(("id" = Uuid, Path, description = "Agent id"), ("slice" = String, Path, description = "containers, systemd, packages, app-dependencies, users, sudo, ssh-keys, backups or listening")),
     responses((status = 200, body = Vec<Object>), (status = 404, body = Problem)))]
-pub(super) async fn inventory_slice(
+pub(crate) async fn inventory_slice(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path((id, slice)): Path<(Uuid, String)>,
@@ -66,7 +66,7 @@ pub struct ProcessesView {
 /// The processes an agent last reported (empty before the first report).
 #[utoipa::path(get, path = "/agents/{id}/processes", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = ProcessesView), (status = 404, body = Problem)))]
-pub(super) async fn processes(
+pub(crate) async fn processes(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,

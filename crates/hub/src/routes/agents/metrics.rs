@@ -60,7 +60,7 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
 /// Metric series of an agent over a range (CONTRACT 4), raw or averaged per `interval`.
 #[utoipa::path(get, path = "/agents/{id}/metrics", tag = "agents", params(("id" = Uuid, Path, description = "Agent id"), MetricsQuery),
     responses((status = 200, body = MetricsView), (status = 400, body = Problem), (status = 404, body = Problem)))]
-pub(super) async fn metrics(
+pub(crate) async fn metrics(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,

@@ -79,7 +79,7 @@ pub(super) async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRes
 
 /// The tenant's agents.
 #[utoipa::path(get, path = "/agents", tag = "agents", responses((status = 200, body = Vec<AgentView>)))]
-pub(super) async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<Vec<AgentView>>> {
@@ -101,7 +101,7 @@ pub(super) async fn list(
 /// One agent.
 #[utoipa::path(get, path = "/agents/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = AgentView), (status = 404, body = Problem)))]
-pub(super) async fn get_agent(
+pub(crate) async fn get_agent(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
@@ -121,7 +121,7 @@ pub(super) async fn get_agent(
 /// Remove an agent (admin) with everything it reported; its token stops working at once.
 #[utoipa::path(delete, path = "/agents/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
-pub(super) async fn delete_agent(
+pub(crate) async fn delete_agent(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,

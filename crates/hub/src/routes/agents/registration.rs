@@ -56,7 +56,7 @@ pub(super) fn short(field: &str, v: &str, max: usize) -> Option<FieldError> {
     responses((status = 201, body = Registered), (status = 200, body = Registered),
         (status = 401, description = "Bad enrollment token or signature", body = Problem),
         (status = 409, description = "Another key is pinned for this machine", body = Problem)))]
-pub(super) async fn register(
+pub(crate) async fn register(
     State(state): State<AppState>,
     meta: Meta,
     headers: HeaderMap,

@@ -16,7 +16,7 @@ pub struct RotatedToken {
 /// re-register with an enrollment token).
 #[utoipa::path(post, path = "/agents/{id}/rotate-token", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = RotatedToken), (status = 404, body = Problem), (status = 429, body = Problem)))]
-pub(super) async fn rotate_token(
+pub(crate) async fn rotate_token(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
@@ -63,7 +63,7 @@ pub struct SigningKeyState {
 /// `agent_signing_key_cleared`) so that it can register with a new key.
 #[utoipa::path(post, path = "/agents/{id}/rotate-signing-key", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = SigningKeyState), (status = 404, body = Problem), (status = 429, body = Problem)))]
-pub(super) async fn rotate_signing_key(
+pub(crate) async fn rotate_signing_key(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,

@@ -21,7 +21,7 @@ use super::*;
     request_body(content = Vec<u8>, content_type = "application/x-protobuf", description = "ExportTraceServiceRequest (or OTLP/JSON)"),
     responses((status = 200, description = "ExportTraceServiceResponse"), (status = 400, body = Problem),
         (status = 403, body = Problem), (status = 415, body = Problem)))]
-pub(super) async fn otlp_traces(
+pub(crate) async fn otlp_traces(
     State(state): State<AppState>,
     Authenticated(p): Authenticated,
     headers: axum::http::HeaderMap,

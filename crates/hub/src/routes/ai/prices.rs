@@ -133,7 +133,7 @@ pub struct PriceView {
 
 /// The prices in force for your tenant: the shipped table (dated) with your overrides.
 #[utoipa::path(get, path = "/ai/prices", tag = "ai", responses((status = 200, body = Vec<PriceView>)))]
-pub(super) async fn list_prices(
+pub(crate) async fn list_prices(
     State(state): State<AppState>,
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<Vec<PriceView>>> {
@@ -181,7 +181,7 @@ pub struct PricesIn {
 /// by the table in force on their date.
 #[utoipa::path(put, path = "/ai/prices", tag = "ai", request_body = PricesIn,
     responses((status = 200, body = Vec<PriceView>), (status = 422, body = Problem)))]
-pub(super) async fn put_prices(
+pub(crate) async fn put_prices(
     State(state): State<AppState>,
     meta: crate::extract::Meta,
     crate::auth::Admin(p): crate::auth::Admin,

@@ -131,7 +131,7 @@ pub(super) fn parse_time(field: &str, v: Option<&str>) -> ApiResult<Option<Offse
 /// apart), p95 latency (nearest rank), top 3 models, refusal rate, trace count.
 #[utoipa::path(get, path = "/ai/teams", tag = "ai", params(TeamsQuery),
     responses((status = 200, body = Vec<TeamView>), (status = 422, body = Problem)))]
-pub(super) async fn teams(
+pub(crate) async fn teams(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Query(q): Query<TeamsQuery>,
@@ -186,7 +186,7 @@ pub(super) fn csv_field(s: &str) -> String {
 /// refusal_rate,top_models` (models joined by `;`).
 #[utoipa::path(get, path = "/ai/teams/export.csv", tag = "ai", params(MonthQuery),
     responses((status = 200, content_type = "text/csv", body = String), (status = 422, body = Problem)))]
-pub(super) async fn export_csv(
+pub(crate) async fn export_csv(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     Query(q): Query<MonthQuery>,
@@ -265,7 +265,7 @@ pub struct TeamDetail {
 /// One team over `[from, to)` with a daily series (same figures as `/ai/teams`).
 #[utoipa::path(get, path = "/ai/teams/{team}", tag = "ai", params(("team" = String, Path, description = "Team"), TeamsQuery),
     responses((status = 200, body = TeamDetail), (status = 404, body = Problem)))]
-pub(super) async fn team(
+pub(crate) async fn team(
     State(state): State<AppState>,
     Viewer(p): Viewer,
     crate::extract::Path(name): crate::extract::Path<String>,

@@ -185,7 +185,7 @@ pub(super) fn may_send_traces(p: &crate::auth::Principal) -> ApiResult<()> {
 /// hash to their `sha256` and are stored once per hash.
 #[utoipa::path(post, path = "/ai/traces", tag = "ai", request_body = TracesIn,
     responses((status = 202, body = TracesAccepted), (status = 403, body = Problem), (status = 422, body = Problem)))]
-pub(super) async fn ingest(
+pub(crate) async fn ingest(
     State(state): State<AppState>,
     Authenticated(p): Authenticated,
     Json(req): Json<TracesIn>,

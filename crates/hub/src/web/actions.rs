@@ -1,0 +1,315 @@
+//! Restarting an app (admin, with a TOTP code typed into the form), the action's result as it
+//! arrives (the page polls a fragment until the action is final), and the transparency log.
+
+use super::pages::{UserBar, ago, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use crate::auth::{TotpProof, Viewer, purpose::AppRestart};
+use crate::error::ApiResult;
+use crate::extract::{Json, Meta, Path, Query};
+use crate::routes::actions::{self as api, ActionView, LogQuery, RestartRequest};
+use crate::routes::apps;
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+use uuid::Uuid;
+
+#[derive(Template)]
+#[template(path = "restart.html")]
+struct RestartPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    id: String,
+    name: String,
+    identifier: String,
+    totp_enabled: bool,
+    reason: String,
+    flash: Flash,
+}
+
+async fn restart_page(
+    state: &AppState,
+    user: &WebUser,
+    id: Uuid,
+    reason: String,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    if let Err(e) = allowed(user, Role::Admin, None) {
+        return e.into_response();
+    }
+    let p = &user.principal;
+    match apps::get_app(State(state.clone()), Viewer(p.clone()), Path(id)).await {
+        Ok(axum::Json(a)) => html(
+            RestartPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(user)),
+                csrf: user.csrf.clone(),
+                id: a.id.to_string(),
+                name: a.name,
+                identifier: format!("{} {}", a.app_type, a.identifier),
+                totp_enabled: p.user.totp_enabled,
+                reason,
+                flash,
+            }
+            .render(),
+            status,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/apps/{id}/restart` (admin): the form asking why, and for a TOTP code.
+pub async fn restart_form(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    restart_page(
+        &state,
+        &user,
+        id,
+        String::new(),
+        Flash::default(),
+        StatusCode::OK,
+    )
+    .await
+}
+
+/// The restart form.
+#[derive(Debug, Deserialize)]
+pub struct RestartForm {
+    #[serde(default)]
+    csrf: String,
+    reason: String,
+    code: String,
+}
+
+/// `POST /ui/apps/{id}/restart` (admin, CSRF, TOTP code): a signed action token goes to the
+/// agent; the answer is the action's page.
+pub async fn restart(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<RestartForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let dispatched = async {
+        let proof =
+            TotpProof::<AppRestart>::from_code(&state, user.principal.clone(), &f.code).await?;
+        api::restart(
+            State(state.clone()),
+            meta,
+            proof,
+            Path(id),
+            Json(RestartRequest {
+                reason: f.reason.clone(),
+            }),
+        )
+        .await
+    }
+    .await;
+    match dispatched {
+        Ok((_, axum::Json(d))) => Redirect::to(&format!("/ui/actions/{}", d.jti)).into_response(),
+        Err(e) => match form_error(e) {
+            Ok((status, m)) => {
+                restart_page(&state, &user, id, f.reason, Flash::error(m), status).await
+            }
+            Err(e) => e.into_response(),
+        },
+    }
+}
+
+/// What the page shows of an action.
+#[derive(Debug)]
+struct ActionFacts {
+    jti: String,
+    act: String,
+    status: String,
+    done: bool,
+    exit_code: String,
+    stdout: String,
+    stderr: String,
+    refused: String,
+    reason: String,
+    requested: String,
+    finished: String,
+    app: String,
+    agent: String,
+}
+
+impl From<ActionView> for ActionFacts {
+    fn from(a: ActionView) -> Self {
+        let now = now();
+        ActionFacts {
+            done: a.status != "dispatched",
+            jti: a.jti,
+            act: a.act,
+            status: a.status,
+            exit_code: a.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            stdout: a.stdout.unwrap_or_default(),
+            stderr: a.stderr.unwrap_or_default(),
+            refused: a.refused_reason.unwrap_or_default(),
+            reason: a.reason,
+            requested: ago(Some(a.created_at), now),
+            finished: ago(a.finished_at, now),
+            app: a.app_id.map(|i| i.to_string()).unwrap_or_default(),
+            agent: a.agent_id.to_string(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "action.html")]
+struct ActionPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    a: ActionFacts,
+}
+
+#[derive(Template)]
+#[template(path = "action_live.html")]
+struct ActionLive {
+    a: ActionFacts,
+}
+
+async fn load(state: &AppState, user: &WebUser, jti: String) -> ApiResult<ActionFacts> {
+    let axum::Json(a) = api::get_action(
+        State(state.clone()),
+        Viewer(user.principal.clone()),
+        Path(jti),
+    )
+    .await?;
+    Ok(a.into())
+}
+
+/// `GET /ui/actions/{jti}`: the action, updating itself until it is final.
+pub async fn action(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(jti): axum::extract::Path<String>,
+) -> Response {
+    match load(&state, &user, jti).await {
+        Ok(a) => html(
+            ActionPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(&user)),
+                a,
+            }
+            .render(),
+            StatusCode::OK,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/actions/{jti}/live`: the part of the action page that changes (htmx).
+pub async fn action_live(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(jti): axum::extract::Path<String>,
+) -> Response {
+    match load(&state, &user, jti).await {
+        Ok(a) => html(ActionLive { a }.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- transparency log
+
+/// One log entry.
+#[derive(Debug)]
+struct EntryRow {
+    seq: i64,
+    kind: String,
+    subject: String,
+    payload: String,
+    hash: String,
+    at: String,
+}
+
+#[derive(Template)]
+#[template(path = "transparency.html")]
+struct TransparencyPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    seq: i64,
+    hash: String,
+    signature: String,
+    public_key: String,
+    entries: Vec<EntryRow>,
+    older: Option<i64>,
+    hub: String,
+}
+
+/// Which page of the log.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogPage {
+    /// Show the entries up to this seq (default: the head).
+    before: Option<i64>,
+}
+
+/// Entries per page.
+const PAGE: i64 = 50;
+
+/// `GET /ui/transparency`: the signed head, the newest entries (newest first) and how to
+/// verify the whole chain.
+pub async fn transparency(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Query(q): axum::extract::Query<LogPage>,
+) -> Response {
+    let built: ApiResult<TransparencyPage> = async {
+        let p = &user.principal;
+        let axum::Json(head) =
+            api::transparency_head(State(state.clone()), Viewer(p.clone())).await?;
+        let upto = q.before.map_or(head.seq, |b| b.min(head.seq)).max(0);
+        let from = (upto - PAGE).max(0);
+        let axum::Json(list) = api::transparency_log(
+            State(state.clone()),
+            Viewer(p.clone()),
+            Query(LogQuery {
+                since_seq: Some(from),
+                limit: Some(PAGE.max(1)),
+            }),
+        )
+        .await?;
+        let mut entries: Vec<EntryRow> = list
+            .into_iter()
+            .filter(|e| e.seq <= upto)
+            .map(|e| EntryRow {
+                seq: e.seq,
+                kind: e.kind,
+                subject: e.subject_ref,
+                payload: e.payload.to_string(),
+                hash: e.entry_hash,
+                at: e.created_at,
+            })
+            .collect();
+        entries.reverse();
+        Ok(TransparencyPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            seq: head.seq,
+            hash: head.entry_hash,
+            signature: head.signature,
+            public_key: head.public_key_hex,
+            older: (from > 0).then_some(from),
+            entries,
+            hub: state.public_url.clone(),
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,510 @@
+//! The rest of an agent's page: its inventory in tabs (one table per slice, filterable),
+//! its processes, its governance, and the admin's token and signing-key rotation and delete.
+//! Data and changes come from the API's own handlers.
+
+use super::pages::{CsrfForm, UserBar, ago, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use crate::auth::{Admin, Viewer};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Json, Meta, Path};
+use crate::routes::agents::{self as api, ACTION_KINDS, governance::GovernanceIn};
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use serde_json::Value;
+use trusthub_core::Role;
+use uuid::Uuid;
+
+/// The inventory tabs: path segment and title.
+pub const TABS: [(&str, &str); 9] = [
+    ("systemd", "systemd"),
+    ("containers", "Containers"),
+    ("packages", "Packages"),
+    ("app-dependencies", "App dependencies"),
+    ("users", "Users"),
+    ("sudo", "sudo"),
+    ("ssh-keys", "SSH keys"),
+    ("listening", "Listening sockets"),
+    ("backups", "Backups"),
+];
+
+/// Rows shown at most (the filter narrows them).
+const MAX_ROWS: usize = 1000;
+
+/// A table made from JSON objects: their keys become the columns.
+#[derive(Debug, Default)]
+pub struct Table {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Cells.
+    pub rows: Vec<Vec<String>>,
+    /// Rows before the filter and the cap.
+    pub total: usize,
+    /// Rows matching the filter.
+    pub matching: usize,
+}
+
+fn cell(v: &Value) -> String {
+    let s = match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.iter().all(|x| !x.is_object() && !x.is_array()) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    };
+    if s.chars().count() > 200 {
+        format!("{}…", s.chars().take(200).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// `items` as a table: columns in the order keys first appear (12 at most), rows containing
+/// `filter` (case-insensitive) only, the first [`MAX_ROWS`] of them.
+pub fn table(items: &[Value], filter: &str) -> Table {
+    let mut columns: Vec<String> = Vec::new();
+    for item in items.iter().take(200) {
+        if let Value::Object(o) = item {
+            for k in o.keys() {
+                if columns.len() < 12 && !columns.contains(k) {
+                    columns.push(k.clone());
+                }
+            }
+        }
+    }
+    let needle = filter.trim().to_lowercase();
+    let mut t = Table {
+        total: items.len(),
+        ..Table::default()
+    };
+    for item in items {
+        let row: Vec<String> = match item {
+            Value::Object(o) => columns
+                .iter()
+                .map(|c| o.get(c).map(cell).unwrap_or_default())
+                .collect(),
+            other => vec![cell(other)],
+        };
+        if !needle.is_empty() && !row.iter().any(|c| c.to_lowercase().contains(&needle)) {
+            continue;
+        }
+        t.matching += 1;
+        if t.rows.len() < MAX_ROWS {
+            t.rows.push(row);
+        }
+    }
+    if columns.is_empty() && !items.is_empty() {
+        columns.push("value".into());
+    }
+    t.columns = columns;
+    t
+}
+
+#[derive(Template)]
+#[template(path = "agent_data.html")]
+struct DataPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    id: String,
+    hostname: String,
+    tabs: Vec<(&'static str, &'static str, bool)>,
+    title: String,
+    note: String,
+    filter: String,
+    table: Table,
+}
+
+/// The filter of a table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    #[serde(default)]
+    q: String,
+}
+
+async fn hostname(state: &AppState, user: &WebUser, id: Uuid) -> ApiResult<String> {
+    let mut c = state.db.conn().await?;
+    Ok(
+        trusthub_store::agents::get(&mut c, user.principal.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?
+            .hostname,
+    )
+}
+
+fn tabs(current: &str) -> Vec<(&'static str, &'static str, bool)> {
+    let mut t: Vec<_> = TABS.iter().map(|(p, n)| (*p, *n, *p == current)).collect();
+    t.push(("processes", "Processes", current == "processes"));
+    t
+}
+
+/// `GET /ui/agents/{id}/inventory/{slice}`: one slice of the latest inventory.
+pub async fn inventory(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path((id, slice)): axum::extract::Path<(Uuid, String)>,
+    axum::extract::Query(f): axum::extract::Query<Filter>,
+) -> Response {
+    let built: ApiResult<DataPage> = async {
+        let title = TABS
+            .iter()
+            .find(|(p, _)| *p == slice)
+            .map(|(_, n)| *n)
+            .ok_or(ApiError::NotFound("inventory slice"))?;
+        let host = hostname(&state, &user, id).await?;
+        let axum::Json(v) = api::inventory::inventory_slice(
+            State(state.clone()),
+            Viewer(user.principal.clone()),
+            Path((id, slice.clone())),
+        )
+        .await?;
+        let items = v.as_array().cloned().unwrap_or_default();
+        Ok(DataPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            id: id.to_string(),
+            hostname: host,
+            tabs: tabs(&slice),
+            title: title.into(),
+            note: "From the newest inventory the agent sent.".into(),
+            table: table(&items, &f.q),
+            filter: f.q,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/agents/{id}/processes`: the newest process list.
+pub async fn processes(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::extract::Query(f): axum::extract::Query<Filter>,
+) -> Response {
+    let built: ApiResult<DataPage> = async {
+        let host = hostname(&state, &user, id).await?;
+        let axum::Json(v) = api::inventory::processes(
+            State(state.clone()),
+            Viewer(user.principal.clone()),
+            Path(id),
+        )
+        .await?;
+        Ok(DataPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            id: id.to_string(),
+            hostname: host,
+            tabs: tabs("processes"),
+            title: "Processes".into(),
+            note: format!("Received {}.", ago(v.received_at, now())),
+            table: table(&v.processes, &f.q),
+            filter: f.q,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+// ---------------------------------------------------------------- governance and keys
+
+#[derive(Template)]
+#[template(path = "agent_admin.html")]
+struct AdminPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_edit: bool,
+    id: String,
+    hostname: String,
+    ingest: i64,
+    inventory: i64,
+    tags: String,
+    actions: Vec<(&'static str, bool)>,
+    host_actions: String,
+    effective: String,
+    pinned: bool,
+    flash: Flash,
+}
+
+async fn admin_page(
+    state: &AppState,
+    user: &WebUser,
+    id: Uuid,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    let built: ApiResult<AdminPage> = async {
+        let p = &user.principal;
+        let agent = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::agents::get(&mut c, p.tenant(), id)
+                .await?
+                .ok_or(ApiError::NotFound("agent"))?
+        };
+        let axum::Json(g) =
+            api::governance::get_governance(State(state.clone()), Viewer(p.clone()), Path(id))
+                .await?;
+        Ok(AdminPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_edit: p.has_role(Role::Admin),
+            id: id.to_string(),
+            hostname: agent.hostname,
+            pinned: agent.signing_pubkey.is_some(),
+            ingest: g.ingest_interval_secs,
+            inventory: g.inventory_interval_secs,
+            tags: g.tags.join(", "),
+            actions: ACTION_KINDS
+                .iter()
+                .map(|k| (*k, g.allowed_actions.iter().any(|a| a == k)))
+                .collect(),
+            host_actions: match g.host_allowed_actions {
+                Some(list) if list.is_empty() => "none".into(),
+                Some(list) => list.join(", "),
+                None => "not reported yet".into(),
+            },
+            effective: if g.effective_actions.is_empty() {
+                "none".into()
+            } else {
+                g.effective_actions.join(", ")
+            },
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> Response {
+    match form_error(e) {
+        Ok((status, m)) => admin_page(state, user, id, Flash::error(m), status).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/agents/{id}/settings`: governance (everyone reads, admins change), rotation and
+/// delete (admin).
+pub async fn settings(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    admin_page(&state, &user, id, Flash::default(), StatusCode::OK).await
+}
+
+/// `POST /ui/agents/{id}/governance` (admin); the actions arrive as repeated `actions`.
+pub async fn governance(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::extract::RawForm(raw): axum::extract::RawForm,
+) -> Response {
+    let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&raw) else {
+        return ApiError::BadRequest("the form cannot be read".into()).into_response();
+    };
+    let field = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .unwrap_or_default()
+    };
+    if let Err(e) = allowed(&user, Role::Admin, Some(&field("csrf"))) {
+        return e.into_response();
+    }
+    let mut errors = Vec::new();
+    let mut number = |name: &str| match field(name).parse::<i64>() {
+        Ok(n) => n,
+        Err(_) => {
+            errors.push(crate::error::FieldError {
+                field: name.into(),
+                message: "must be a whole number of seconds".into(),
+            });
+            0
+        }
+    };
+    let ingest = number("ingest_interval_secs");
+    let inventory = number("inventory_interval_secs");
+    if !errors.is_empty() {
+        return refused(&state, &user, id, ApiError::Validation(errors)).await;
+    }
+    let req = GovernanceIn {
+        ingest_interval_secs: ingest,
+        inventory_interval_secs: inventory,
+        tags: field("tags")
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        allowed_actions: pairs
+            .iter()
+            .filter(|(k, _)| k == "actions")
+            .map(|(_, v)| v.clone())
+            .collect(),
+        host_allowed_actions: None,
+        effective_actions: None,
+    };
+    match api::governance::put_governance(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path(id),
+        Json(req),
+    )
+    .await
+    {
+        Ok(_) => {
+            admin_page(
+                &state,
+                &user,
+                id,
+                Flash::notice("Saved; the agent picks it up at its next heartbeat."),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+/// `POST /ui/agents/{id}/rotate-token` (admin): the new token is shown this once; the old
+/// one stops working now.
+pub async fn rotate_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api::rotation::rotate_token(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(axum::Json(t)) => {
+            admin_page(
+                &state,
+                &user,
+                id,
+                Flash::secret(
+                    "New agent token: put it in the agent's state directory (registration.json, \
+                     field agent_token) and restart the agent; the old token no longer works",
+                    t.agent_token,
+                ),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+/// `POST /ui/agents/{id}/rotate-signing-key` (admin): the pinned key is dropped; the
+/// agent's next registration pins its new one.
+pub async fn rotate_signing_key(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api::rotation::rotate_signing_key(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => {
+            admin_page(
+                &state,
+                &user,
+                id,
+                Flash::notice(
+                    "The pinned signing key is released: the agent's next registration pins \
+                     its new key.",
+                ),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+/// `POST /ui/agents/{id}/delete` (admin): the agent and everything it reported.
+pub async fn delete(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api::records::delete_agent(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to("/ui/agents").into_response(),
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn objects_become_columns_and_the_filter_keeps_matching_rows() {
+        let items = vec![
+            json!({"name": "openssl", "version": "3.0.15-1", "arch": "amd64"}),
+            json!({"name": "bash", "version": "5.2", "extra": ["a", "b"]}),
+        ];
+        let t = table(&items, "");
+        assert_eq!(t.columns, ["arch", "name", "version", "extra"]);
+        assert_eq!(t.rows[1], ["", "bash", "5.2", "a, b"]);
+        let t = table(&items, "OPENSSL");
+        assert_eq!((t.total, t.matching, t.rows.len()), (2, 1, 1));
+        assert_eq!(t.rows[0][1], "openssl");
+        assert_eq!(table(&[json!("x")], "").columns, ["value"]);
+    }
+}

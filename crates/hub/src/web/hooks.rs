@@ -1,0 +1,289 @@
+//! One webhook endpoint (admin): edit, delete, send a test, the delivery log with status and
+//! attempts, redeliver. Through the API's own handlers.
+
+use super::pages::{CsrfForm, UserBar, ago, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use crate::auth::Admin;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Json, Meta, Path, Query};
+use crate::routes::webhooks::{self as api, AgentFilter, DeliveryQuery, WebhookPatch};
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use trusthub_core::Role;
+use uuid::Uuid;
+
+/// One delivery.
+#[derive(Debug)]
+struct DeliveryRow {
+    id: String,
+    event: String,
+    status: String,
+    attempts: i64,
+    last: String,
+    next: String,
+    code: String,
+    error: String,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "webhook.html")]
+struct WebhookPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    id: String,
+    url: String,
+    hint: String,
+    severities: Vec<(&'static str, bool)>,
+    events: Vec<(&'static str, bool)>,
+    tag: String,
+    deliveries: Vec<DeliveryRow>,
+    flash: Flash,
+}
+
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    id: Uuid,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    if let Err(e) = allowed(user, Role::Admin, None) {
+        return e.into_response();
+    }
+    let built: ApiResult<WebhookPage> = async {
+        let p = &user.principal;
+        let axum::Json(w) =
+            api::get_webhook(State(state.clone()), Admin(p.clone()), Path(id)).await?;
+        let axum::Json(list) = api::deliveries(
+            State(state.clone()),
+            Admin(p.clone()),
+            Path(id),
+            Query(DeliveryQuery { limit: Some(100) }),
+        )
+        .await?;
+        let now = now();
+        Ok(WebhookPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            id: w.id.to_string(),
+            severities: ["info", "warning", "critical"]
+                .into_iter()
+                .map(|s| (s, s == w.min_severity))
+                .collect(),
+            events: crate::alerting::EVENTS
+                .iter()
+                .map(|e| (*e, w.events.iter().any(|x| x == e)))
+                .collect(),
+            url: w.url,
+            hint: w.secret_hint,
+            tag: w.agent_filter.map(|f| f.tag).unwrap_or_default(),
+            deliveries: list
+                .into_iter()
+                .map(|d| DeliveryRow {
+                    id: d.id.to_string(),
+                    event: d.event,
+                    status: d.status,
+                    attempts: d.attempts,
+                    last: ago(d.last_attempt_at, now),
+                    next: match d.next_attempt_at {
+                        Some(t) if t > now => {
+                            format!("in {} s", (t - now).whole_seconds())
+                        }
+                        Some(_) => "due".into(),
+                        None => "—".into(),
+                    },
+                    code: d
+                        .last_status_code
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "—".into()),
+                    error: d.last_error.unwrap_or_default(),
+                    created: ago(Some(d.created_at), now),
+                })
+                .collect(),
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> Response {
+    match form_error(e) {
+        Ok((status, m)) => page(state, user, id, Flash::error(m), status).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/webhooks/{id}` (admin).
+pub async fn show(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    page(&state, &user, id, Flash::default(), StatusCode::OK).await
+}
+
+/// The edit form (the events arrive as repeated `events` fields).
+#[derive(Debug)]
+struct EditForm {
+    csrf: String,
+    url: String,
+    min_severity: String,
+    tag: String,
+    /// A new secret to sign with from now on (empty: keep the current one).
+    secret: String,
+}
+
+/// `POST /ui/webhooks/{id}` (admin): the change, checked like at creation.
+pub async fn update(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::extract::RawForm(raw): axum::extract::RawForm,
+) -> Response {
+    let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&raw) else {
+        return ApiError::BadRequest("the form cannot be read".into()).into_response();
+    };
+    let field = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let events: Vec<String> = pairs
+        .iter()
+        .filter(|(k, _)| k == "events")
+        .map(|(_, v)| v.clone())
+        .collect();
+    let form = EditForm {
+        csrf: field("csrf"),
+        url: field("url"),
+        min_severity: field("min_severity"),
+        tag: field("tag"),
+        secret: field("secret"),
+    };
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+        return e.into_response();
+    }
+    let tag = form.tag.trim();
+    let patch = WebhookPatch {
+        url: Some(form.url),
+        secret: (!form.secret.is_empty()).then_some(form.secret),
+        events: Some(events),
+        min_severity: Some(form.min_severity),
+        agent_filter: Some((!tag.is_empty()).then(|| AgentFilter {
+            tag: tag.to_owned(),
+        })),
+    };
+    match api::update(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path(id),
+        Json(patch),
+    )
+    .await
+    {
+        Ok(_) => page(&state, &user, id, Flash::notice("Saved."), StatusCode::OK).await,
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+/// `POST /ui/webhooks/{id}/delete` (admin).
+pub async fn delete(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api::delete(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to("/ui/webhooks").into_response(),
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+/// `POST /ui/webhooks/{id}/test` (admin): a signed `webhook.test` delivery, queued now.
+pub async fn test(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api::ping(
+        State(state.clone()),
+        Admin(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => {
+            page(
+                &state,
+                &user,
+                id,
+                Flash::notice("A test delivery is queued; its result appears below."),
+                StatusCode::ACCEPTED,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}
+
+/// `POST /ui/webhooks/{id}/deliveries/{delivery}/redeliver` (admin).
+pub async fn redeliver(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path((id, delivery)): axum::extract::Path<(Uuid, Uuid)>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api::redeliver(
+        State(state.clone()),
+        meta,
+        Admin(user.principal.clone()),
+        Path((id, delivery)),
+    )
+    .await
+    {
+        Ok(_) => {
+            page(
+                &state,
+                &user,
+                id,
+                Flash::notice("Queued again, with the same delivery id."),
+                StatusCode::ACCEPTED,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, id, e).await,
+    }
+}

@@ -1,0 +1,400 @@
+//! Settings: my account (password, TOTP with a QR code drawn on the server, recovery codes)
+//! and API tokens. Every change goes through the API's own handler, with the same checks and
+//! audit records; secrets (TOTP secret, recovery codes, tokens) appear in the one answer
+//! that made them.
+
+use super::pages::{UserBar, ago, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, html, qr};
+use crate::auth::{SessionUser, Viewer};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Json, Meta, Path};
+use crate::routes::{api_tokens, me, totp};
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+
+/// One API token (never the token).
+#[derive(Debug)]
+struct TokenRow {
+    id: String,
+    name: String,
+    scope: String,
+    hint: String,
+    owner: String,
+    expires: String,
+    last_used: String,
+}
+
+/// A TOTP enrolment in progress: the QR code and the secret for typing in.
+#[derive(Debug)]
+struct Enrolment {
+    qr: String,
+    secret: String,
+}
+
+#[derive(Template)]
+#[template(path = "settings.html")]
+struct SettingsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    email: String,
+    role: String,
+    totp_enabled: bool,
+    enrolment: Option<Enrolment>,
+    recovery_codes: Vec<String>,
+    tokens: Vec<TokenRow>,
+    scopes: Vec<&'static str>,
+    flash: Flash,
+}
+
+async fn page(state: &AppState, user: &WebUser, flash: Flash, status: StatusCode) -> Response {
+    page_with(state, user, None, Vec::new(), flash, status).await
+}
+
+async fn page_with(
+    state: &AppState,
+    user: &WebUser,
+    enrolment: Option<Enrolment>,
+    recovery_codes: Vec<String>,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    let built: ApiResult<SettingsPage> = async {
+        let p = &user.principal;
+        let mut c = state.db.conn().await?;
+        // Read again: a form of this very request may just have turned TOTP on or off.
+        let me = trusthub_store::users::get(&mut c, p.tenant(), p.user.id)
+            .await?
+            .ok_or(ApiError::NotFound("user"))?;
+        drop(c);
+        let axum::Json(listed) = api_tokens::list(State(state.clone()), Viewer(p.clone())).await?;
+        let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
+            let mut c = state.db.conn().await?;
+            trusthub_store::users::list(&mut c, p.tenant())
+                .await?
+                .into_iter()
+                .map(|u| (u.id, u.email))
+                .collect()
+        } else {
+            std::collections::HashMap::new()
+        };
+        let now = now();
+        Ok(SettingsPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            email: me.email.clone(),
+            role: me.role.to_string(),
+            totp_enabled: me.totp_enabled,
+            enrolment,
+            recovery_codes,
+            tokens: listed
+                .into_iter()
+                .map(|t| TokenRow {
+                    id: t.id.to_string(),
+                    name: t.name,
+                    scope: t.scope.as_str().to_owned(),
+                    hint: t.token_hint,
+                    owner: emails
+                        .get(&t.user_id)
+                        .cloned()
+                        .unwrap_or_else(|| me.email.clone()),
+                    expires: t
+                        .expires_at
+                        .map(|e| e.date().to_string())
+                        .unwrap_or_else(|| "never".into()),
+                    last_used: ago(t.last_used_at, now),
+                })
+                .collect(),
+            scopes: vec!["read", "write", "ai_ingest"],
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Shows the page again with what went wrong, or answers with the error itself.
+async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> Response {
+    match form_error(e) {
+        Ok((status, message)) => page(state, user, Flash::error(message), status).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/settings`.
+pub async fn settings(State(state): State<AppState>, user: WebUser) -> Response {
+    page(&state, &user, Flash::default(), StatusCode::OK).await
+}
+
+/// The password form.
+#[derive(Debug, Deserialize)]
+pub struct PasswordForm {
+    #[serde(default)]
+    csrf: String,
+    current_password: String,
+    new_password: String,
+}
+
+/// `POST /ui/settings/password`: every session ends (this one too), so the answer is the
+/// sign-in page.
+pub async fn change_password(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<PasswordForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = me::PasswordChange {
+        current_password: f.current_password,
+        new_password: f.new_password,
+    };
+    match me::change_password(
+        State(state.clone()),
+        meta,
+        SessionUser(user.principal.clone()),
+        Json(req),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to("/login?changed=password").into_response(),
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// `POST /ui/settings/totp/setup`: a new secret, shown as a QR code and as text.
+pub async fn totp_setup(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::Form(f): axum::Form<super::pages::CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match totp::setup(State(state.clone()), SessionUser(user.principal.clone())).await {
+        Ok(axum::Json(s)) => {
+            let enrolment =
+                qr::svg(&s.otpauth_uri, "QR code of the TOTP secret").map(|qr| Enrolment {
+                    qr,
+                    secret: s.secret_base32,
+                });
+            page_with(
+                &state,
+                &user,
+                enrolment,
+                Vec::new(),
+                Flash::default(),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// A form carrying a TOTP code.
+#[derive(Debug, Deserialize)]
+pub struct CodeForm {
+    #[serde(default)]
+    csrf: String,
+    code: String,
+}
+
+/// `POST /ui/settings/totp/verify`: TOTP on; the recovery codes are shown this once.
+pub async fn totp_verify(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<CodeForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = totp::CodeRequest {
+        code: f.code.trim().to_owned(),
+    };
+    match totp::verify(
+        State(state.clone()),
+        meta,
+        SessionUser(user.principal.clone()),
+        Json(req),
+    )
+    .await
+    {
+        Ok(axum::Json(s)) => {
+            page_with(
+                &state,
+                &user,
+                None,
+                s.recovery_codes.unwrap_or_default(),
+                Flash::notice("TOTP is on. Sign-ins and sensitive actions ask for a code."),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// `POST /ui/settings/totp/disable` (a current code).
+pub async fn totp_disable(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<CodeForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = totp::CodeRequest {
+        code: f.code.trim().to_owned(),
+    };
+    match totp::disable(
+        State(state.clone()),
+        meta,
+        SessionUser(user.principal.clone()),
+        Json(req),
+    )
+    .await
+    {
+        Ok(_) => page(&state, &user, Flash::notice("TOTP is off."), StatusCode::OK).await,
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// `POST /ui/settings/totp/recovery-codes` (a current code): ten new codes, the old ones void.
+pub async fn recovery_codes(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<CodeForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = totp::CodeRequest {
+        code: f.code.trim().to_owned(),
+    };
+    match totp::recovery_codes(
+        State(state.clone()),
+        meta,
+        SessionUser(user.principal.clone()),
+        Json(req),
+    )
+    .await
+    {
+        Ok(axum::Json(r)) => {
+            page_with(
+                &state,
+                &user,
+                None,
+                r.recovery_codes,
+                Flash::notice("New recovery codes; the old ones no longer work."),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// The new-token form.
+#[derive(Debug, Deserialize)]
+pub struct TokenForm {
+    #[serde(default)]
+    csrf: String,
+    name: String,
+    scope: String,
+    /// A date (`YYYY-MM-DD`, end of that day UTC) or empty for no expiry.
+    #[serde(default)]
+    expires: String,
+}
+
+/// `POST /ui/settings/tokens`: the token is shown in this answer only.
+pub async fn create_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<TokenForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let expires_at = match f.expires.trim() {
+        "" => None,
+        d => {
+            match time::Date::parse(d, time::macros::format_description!("[year]-[month]-[day]")) {
+                Ok(d) => Some(d.with_hms(23, 59, 59).expect("valid time").assume_utc()),
+                Err(_) => {
+                    return refused(
+                        &state,
+                        &user,
+                        ApiError::invalid("expires", "must be a date, YYYY-MM-DD"),
+                    )
+                    .await;
+                }
+            }
+        }
+    };
+    let req = api_tokens::NewApiToken {
+        name: f.name,
+        scope: f.scope,
+        expires_at,
+    };
+    match api_tokens::create(
+        State(state.clone()),
+        meta,
+        SessionUser(user.principal.clone()),
+        Json(req),
+    )
+    .await
+    {
+        Ok((_, axum::Json(t))) => {
+            page(
+                &state,
+                &user,
+                Flash::secret(
+                    format!("Token “{}” created ({} scope)", t.name, t.scope.as_str()),
+                    t.token,
+                ),
+                StatusCode::CREATED,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// `POST /ui/settings/tokens/{id}/delete`.
+pub async fn delete_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<super::pages::CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match api_tokens::delete(
+        State(state.clone()),
+        meta,
+        Viewer(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to("/ui/settings").into_response(),
+        Err(e) => refused(&state, &user, e).await,
+    }
+}

@@ -1,0 +1,369 @@
+//! Users and invitations (owner), and the public pages an invitation or a password-reset
+//! mail links to. Changes go through the API's own handlers (same rules: the last owner
+//! stays, removed users lose their sessions and tokens, everything audited).
+
+use super::pages::{CsrfForm, UserBar, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use crate::auth::Owner;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Json, Meta, Path};
+use crate::routes::{auth, invitations, users};
+use crate::state::AppState;
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+
+/// One user.
+#[derive(Debug)]
+struct UserRow {
+    id: String,
+    email: String,
+    role: String,
+    totp: bool,
+    me: bool,
+    since: String,
+}
+
+/// One pending invitation.
+#[derive(Debug)]
+struct InviteRow {
+    id: String,
+    email: String,
+    role: String,
+    expires: String,
+}
+
+#[derive(Template)]
+#[template(path = "users.html")]
+struct UsersPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    users: Vec<UserRow>,
+    invites: Vec<InviteRow>,
+    roles: [&'static str; 4],
+    invite_link: Option<String>,
+    flash: Flash,
+}
+
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    invite_link: Option<String>,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    if let Err(e) = allowed(user, Role::Owner, None) {
+        return e.into_response();
+    }
+    let built: ApiResult<UsersPage> = async {
+        let p = &user.principal;
+        let axum::Json(list) = users::list(State(state.clone()), Owner(p.clone())).await?;
+        let axum::Json(pending) = invitations::list(State(state.clone()), Owner(p.clone())).await?;
+        Ok(UsersPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            users: list
+                .into_iter()
+                .map(|u| UserRow {
+                    id: u.id.to_string(),
+                    me: u.id == p.user.id,
+                    email: u.email,
+                    role: u.role.to_string(),
+                    totp: u.totp_enabled,
+                    since: u.created_at.date().to_string(),
+                })
+                .collect(),
+            invites: pending
+                .into_iter()
+                .map(|i| InviteRow {
+                    id: i.id.to_string(),
+                    email: i.email,
+                    role: i.role.to_string(),
+                    expires: i.expires_at.date().to_string(),
+                })
+                .collect(),
+            roles: ["viewer", "operator", "admin", "owner"],
+            invite_link,
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> Response {
+    match form_error(e) {
+        Ok((status, m)) => page(state, user, None, Flash::error(m), status).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/users` (owner).
+pub async fn list(State(state): State<AppState>, user: WebUser) -> Response {
+    page(&state, &user, None, Flash::default(), StatusCode::OK).await
+}
+
+/// A role change.
+#[derive(Debug, Deserialize)]
+pub struct RoleForm {
+    #[serde(default)]
+    csrf: String,
+    role: String,
+}
+
+/// `POST /ui/users/{id}/role` (owner).
+pub async fn change_role(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<RoleForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = users::RoleChange { role: f.role };
+    match users::change_role(
+        State(state.clone()),
+        meta,
+        Owner(user.principal.clone()),
+        Path(id),
+        Json(req),
+    )
+    .await
+    {
+        Ok(axum::Json(u)) => {
+            page(
+                &state,
+                &user,
+                None,
+                Flash::notice(format!("{} is now {}.", u.email, u.role)),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// `POST /ui/users/{id}/remove` (owner).
+pub async fn remove(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match users::remove(
+        State(state.clone()),
+        meta,
+        Owner(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to("/ui/users").into_response(),
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// A new invitation.
+#[derive(Debug, Deserialize)]
+pub struct InviteForm {
+    #[serde(default)]
+    csrf: String,
+    email: String,
+    role: String,
+}
+
+/// `POST /ui/users/invitations` (owner): the invitation link is shown this once (and mailed
+/// when SMTP is set).
+pub async fn invite(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<InviteForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = invitations::NewInvitation {
+        email: f.email,
+        role: f.role,
+    };
+    match invitations::create(
+        State(state.clone()),
+        meta,
+        Owner(user.principal.clone()),
+        Json(req),
+    )
+    .await
+    {
+        Ok((_, axum::Json(i))) => {
+            let link = format!("{}/invite?token={}", state.public_url, i.token);
+            page(
+                &state,
+                &user,
+                Some(link),
+                Flash::notice(format!(
+                    "{} is invited as {} until {}.",
+                    i.email,
+                    i.role,
+                    i.expires_at.date()
+                )),
+                StatusCode::CREATED,
+            )
+            .await
+        }
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+/// `POST /ui/users/invitations/{id}/revoke` (owner).
+pub async fn revoke_invite(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match invitations::revoke(
+        State(state.clone()),
+        meta,
+        Owner(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(_) => Redirect::to("/ui/users").into_response(),
+        Err(e) => refused(&state, &user, e).await,
+    }
+}
+
+// ---------------------------------------------------------------- public token pages
+
+#[derive(Template)]
+#[template(path = "token_password.html")]
+struct TokenPasswordPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    title: &'static str,
+    intro: &'static str,
+    action: &'static str,
+    button: &'static str,
+    token: String,
+    error: Option<String>,
+}
+
+/// The token a mail links to.
+#[derive(Debug, Deserialize)]
+pub struct TokenQuery {
+    #[serde(default)]
+    token: String,
+}
+
+/// The token and the password chosen.
+#[derive(Debug, Deserialize)]
+pub struct TokenPasswordForm {
+    token: String,
+    password: String,
+}
+
+fn token_page(invite: bool, token: String, error: Option<String>, status: StatusCode) -> Response {
+    let page = if invite {
+        TokenPasswordPage {
+            assets: &ASSETS,
+            user: None,
+            title: "Accept the invitation",
+            intro: "Choose a password for your new Trusthub account. You are signed in right after.",
+            action: "/invite",
+            button: "Create my account",
+            token,
+            error,
+        }
+    } else {
+        TokenPasswordPage {
+            assets: &ASSETS,
+            user: None,
+            title: "Choose a new password",
+            intro: "Every session of the account ends; sign in with the new password afterwards.",
+            action: "/reset-password",
+            button: "Set the password",
+            token,
+            error,
+        }
+    };
+    html(page.render(), status)
+}
+
+/// `GET /invite?token=…` (no session needed).
+pub async fn invite_form(Query(q): Query<TokenQuery>) -> Response {
+    token_page(true, q.token, None, StatusCode::OK)
+}
+
+/// `GET /reset-password?token=…` (no session needed).
+pub async fn reset_form(Query(q): Query<TokenQuery>) -> Response {
+    token_page(false, q.token, None, StatusCode::OK)
+}
+
+fn token_refused(invite: bool, token: String, e: ApiError) -> Response {
+    match form_error(e) {
+        Ok((status, m)) => token_page(invite, token, Some(m), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /invite`: the account is created and signed in (the session cookie of the API's
+/// answer is kept), then the overview.
+pub async fn accept_invite(
+    State(state): State<AppState>,
+    meta: Meta,
+    axum::Form(f): axum::Form<TokenPasswordForm>,
+) -> Response {
+    let token = f.token.clone();
+    let req = auth::TokenPassword {
+        token: f.token,
+        password: f.password,
+    };
+    match auth::accept_invite(State(state), meta, Json(req)).await {
+        Ok(answer) => {
+            let mut to = Redirect::to("/").into_response();
+            for c in answer.headers().get_all(header::SET_COOKIE) {
+                to.headers_mut().append(header::SET_COOKIE, c.clone());
+            }
+            to
+        }
+        Err(e) => token_refused(true, token, e),
+    }
+}
+
+/// `POST /reset-password`: then the sign-in page.
+pub async fn reset_password(
+    State(state): State<AppState>,
+    meta: Meta,
+    axum::Form(f): axum::Form<TokenPasswordForm>,
+) -> Response {
+    let token = f.token.clone();
+    let req = auth::TokenPassword {
+        token: f.token,
+        password: f.password,
+    };
+    match auth::reset_password(State(state), meta, Json(req)).await {
+        Ok(_) => Redirect::to("/login?changed=password").into_response(),
+        Err(e) => token_refused(false, token, e),
+    }
+}
