@@ -7,6 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use trusthub_hub::{Server, Settings};
 
+// The hub's WebDriver client; this file uses only part of it.
+#[allow(dead_code)]
+#[path = "../../hub/tests/api/webdriver.rs"]
+mod webdriver;
+
 const AGENT: &str = env!("CARGO_BIN_EXE_trusthub-agent");
 
 struct TempDir(PathBuf);
@@ -808,6 +813,103 @@ async fn the_host_allowlist_vetoes_a_restart_and_the_refusal_is_reported() {
         log[0]["payload"]["refused_reason"],
         action["refused_reason"]
     );
+    agent.stop();
+    f.hub.stop().await;
+}
+
+/// The dashboard's restart: an admin fills the reason and a TOTP code in the browser, the real
+/// agent runs the app's restart command, and the action page shows the result when it
+/// arrives, then the transparency log page shows the signed entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_from_the_dashboard_asks_for_totp_and_shows_the_result_as_it_arrives() {
+    let state = TempDir::new();
+    let f = fixture().await;
+    let Some(browser) = webdriver::Browser::start("agent-restart").await else {
+        return;
+    };
+    let bin = state.0.join("demo-app");
+    std::fs::copy("/bin/sleep", &bin).expect("copy sleep");
+    let script = state.0.join("restart.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nsleep 1\necho restarted from the dashboard\n",
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let app = post(&f.client, &f.base, &f.cookie, "/apps", json!({"agent_id": agent_id, "name": "demo",
+        "app_type": "process", "identifier": bin.display().to_string(), "restart_command": script.display().to_string()})).await;
+    let app_id = app["id"].as_str().expect("id").to_owned();
+
+    // Signed in before TOTP is on, the restart page says to set it up first.
+    browser
+        .sign_in(&f.base, "admin@trusthub.local", "agent test password")
+        .await;
+    browser.goto(&format!("{}/ui/apps", f.base)).await;
+    browser
+        .click(&format!("a[href='/ui/apps/{app_id}/restart']"))
+        .await;
+    browser.wait_text("Restarting needs TOTP").await;
+    let now = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    browser
+        .goto(&format!("{}/ui/apps/{app_id}/restart", f.base))
+        .await;
+    browser
+        .type_into("input[name=reason]", "stuck workers")
+        .await;
+    browser.type_into("input[name=code]", "000000").await;
+    let restart_button = format!("form[action='/ui/apps/{app_id}/restart'] button");
+    browser.click(&restart_button).await;
+    browser.wait_text("TOTP code is wrong").await;
+    assert_eq!(
+        get(&f.client, &f.base, &f.cookie, "/actions").await,
+        json!([]),
+        "nothing signed"
+    );
+    browser
+        .type_into(
+            "input[name=code]",
+            &trusthub_core::totp::code_at(&secret, now + 30),
+        )
+        .await;
+    browser.click(&restart_button).await;
+    // The action page: waiting, then the result without a reload.
+    browser.find("#action-live").await;
+    assert!(browser.current_url().await.contains("/ui/actions/"));
+    browser.screenshot("dispatched").await;
+    let page = browser.wait_text(">succeeded<").await;
+    assert!(page.contains("restarted from the dashboard"), "{page}");
+    browser.screenshot("succeeded").await;
+    let actions = get(&f.client, &f.base, &f.cookie, "/actions").await;
+    assert_eq!(actions[0]["status"], "succeeded", "{actions}");
+    assert_eq!(actions[0]["reason"], "stuck workers");
+
+    browser.goto(&format!("{}/ui/transparency", f.base)).await;
+    let page = browser.wait_text("restart_app_result").await;
+    let head = get(&f.client, &f.base, &f.cookie, "/transparency-log/head").await;
+    assert!(
+        page.contains(head["signature"].as_str().expect("sig")),
+        "the signed head"
+    );
+    assert!(page.contains("trusthub transparency verify"));
+    browser.screenshot("transparency").await;
+    browser.assert_no_js_errors().await;
+    drop(browser);
     agent.stop();
     f.hub.stop().await;
 }

@@ -366,26 +366,20 @@ pub async fn governance(
         host_allowed_actions: None,
         effective_actions: None,
     };
-    match api::governance::put_governance(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path(id),
-        Json(req),
-    )
-    .await
-    {
-        Ok(_) => {
-            admin_page(
-                &state,
-                &user,
-                id,
-                Flash::notice("Saved; the agent picks it up at its next heartbeat."),
-                StatusCode::OK,
-            )
-            .await
-        }
-        Err(e) => refused(&state, &user, id, e).await,
+    match super::outcome(
+        api::governance::put_governance(
+            State(state.clone()),
+            meta,
+            Admin(user.principal.clone()),
+            Path(id),
+            Json(req),
+        )
+        .await,
+        "Saved; the agent picks it up at its next heartbeat.",
+        StatusCode::OK,
+    ) {
+        Ok((flash, status)) => admin_page(&state, &user, id, flash, status).await,
+        Err(r) => r,
     }
 }
 

@@ -234,24 +234,18 @@ pub async fn test(
     if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
         return e.into_response();
     }
-    match api::ping(
-        State(state.clone()),
-        Admin(user.principal.clone()),
-        Path(id),
-    )
-    .await
-    {
-        Ok(_) => {
-            page(
-                &state,
-                &user,
-                id,
-                Flash::notice("A test delivery is queued; its result appears below."),
-                StatusCode::ACCEPTED,
-            )
-            .await
-        }
-        Err(e) => refused(&state, &user, id, e).await,
+    match super::outcome(
+        api::ping(
+            State(state.clone()),
+            Admin(user.principal.clone()),
+            Path(id),
+        )
+        .await,
+        "A test delivery is queued; its result appears below.",
+        StatusCode::ACCEPTED,
+    ) {
+        Ok((flash, status)) => page(&state, &user, id, flash, status).await,
+        Err(r) => r,
     }
 }
 
@@ -266,24 +260,18 @@ pub async fn redeliver(
     if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
         return e.into_response();
     }
-    match api::redeliver(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path((id, delivery)),
-    )
-    .await
-    {
-        Ok(_) => {
-            page(
-                &state,
-                &user,
-                id,
-                Flash::notice("Queued again, with the same delivery id."),
-                StatusCode::ACCEPTED,
-            )
-            .await
-        }
-        Err(e) => refused(&state, &user, id, e).await,
+    match super::outcome(
+        api::redeliver(
+            State(state.clone()),
+            meta,
+            Admin(user.principal.clone()),
+            Path((id, delivery)),
+        )
+        .await,
+        "Queued again, with the same delivery id.",
+        StatusCode::ACCEPTED,
+    ) {
+        Ok((flash, status)) => page(&state, &user, id, flash, status).await,
+        Err(r) => r,
     }
 }

@@ -383,6 +383,23 @@ pub fn form_error(e: ApiError) -> Result<(StatusCode, String), ApiError> {
     }
 }
 
+/// What the page after a form shows: `notice` with `status` when the API's handler took the
+/// change, its refusal in words (with the refusal's status) when it did not; any other
+/// error is answered as the problem it is.
+pub fn outcome<T>(
+    result: Result<T, ApiError>,
+    notice: &str,
+    status: StatusCode,
+) -> Result<(Flash, StatusCode), Response> {
+    match result {
+        Ok(_) => Ok((Flash::notice(notice), status)),
+        Err(e) => match form_error(e) {
+            Ok((status, m)) => Ok((Flash::error(m), status)),
+            Err(e) => Err(e.into_response()),
+        },
+    }
+}
+
 /// An HTML page, or the problem it could not be rendered for.
 pub fn html(result: Result<String, askama::Error>, status: StatusCode) -> Response {
     match result {

@@ -4,7 +4,10 @@
 
 use crate::harness::*;
 
-crate::dual!(dashboard_pages_need_a_session_and_carry_the_contract_17_headers,);
+crate::dual!(
+    dashboard_pages_need_a_session_and_carry_the_contract_17_headers,
+    every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothing,
+);
 
 fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
@@ -198,4 +201,145 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
         .await
         .expect("gone");
     assert_eq!(r.status(), 303, "the session ended");
+}
+
+/// Every POST route of the dashboard, with records for its path parameters to exist: a form
+/// with a wrong CSRF token (and every field a form could want, well-formed) is 403 and
+/// nothing is written (the audit log and the tables stay as they were).
+async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothing(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Auth::Cookie(cookie) = &app.owner else {
+        panic!("the owner signs in with a session");
+    };
+    let host = crate::agents::register(&app).await;
+    let id = |v: serde_json::Value| v["id"].as_str().expect("id").to_owned();
+    let hook = id(body(
+        app.post(
+            "/webhooks",
+            &app.owner,
+            serde_json::json!({"url": "http://127.0.0.1:9/h"}),
+        )
+        .await,
+    )
+    .await);
+    let rule = id(body(
+        app.post(
+            "/alert-rules",
+            &app.owner,
+            serde_json::json!({"name": "r",
+        "metric": "cpu.percent", "operator": ">", "threshold": 1, "window": "5m"}),
+        )
+        .await,
+    )
+    .await);
+    let tracked = crate::apps::create_app(
+        &app,
+        &app.owner,
+        serde_json::json!({"agent_id": host.id,
+        "name": "api", "type": "http", "endpoint": "http://127.0.0.1:9/", "interval_seconds": 30}),
+    )
+    .await;
+    let tracked = id(tracked);
+    let (_, token_id) = app.token(&app.owner, "read").await;
+    let (_, user) = app.user_with_role("viewer").await;
+    let invite = id(body(
+        app.post(
+            "/invitations",
+            &app.owner,
+            serde_json::json!({"email": "x@example.com", "role": "viewer"}),
+        )
+        .await,
+    )
+    .await);
+    let none = "00000000-0000-0000-0000-000000000000";
+    let routes = [
+        "/ui/apps".to_owned(),
+        format!("/ui/apps/{tracked}/expected"),
+        format!("/ui/apps/{tracked}/untrack"),
+        format!("/ui/apps/{tracked}/restart"),
+        "/ui/evidence".into(),
+        "/ui/enroll".into(),
+        "/ui/rules".into(),
+        format!("/ui/rules/{rule}"),
+        format!("/ui/rules/{rule}/delete"),
+        format!("/ui/alerts/{none}/resolve"),
+        "/ui/webhooks".into(),
+        format!("/ui/webhooks/{hook}"),
+        format!("/ui/webhooks/{hook}/delete"),
+        format!("/ui/webhooks/{hook}/test"),
+        format!("/ui/webhooks/{hook}/deliveries/{none}/redeliver"),
+        "/ui/settings/password".into(),
+        "/ui/settings/totp/setup".into(),
+        "/ui/settings/totp/verify".into(),
+        "/ui/settings/totp/disable".into(),
+        "/ui/settings/totp/recovery-codes".into(),
+        "/ui/settings/tokens".into(),
+        format!("/ui/settings/tokens/{token_id}/delete"),
+        format!("/ui/users/{user}/role"),
+        format!("/ui/users/{user}/remove"),
+        "/ui/users/invitations".into(),
+        format!("/ui/users/invitations/{invite}/revoke"),
+        format!("/ui/agents/{}/governance", host.id),
+        format!("/ui/agents/{}/rotate-token", host.id),
+        format!("/ui/agents/{}/rotate-signing-key", host.id),
+        format!("/ui/agents/{}/delete", host.id),
+        "/ui/ai/prices".into(),
+        "/logout".into(),
+    ];
+    let fields = form(&[
+        ("csrf", "0123456789abcdef"),
+        ("agent_id", &host.id),
+        ("app_type", "systemd"),
+        ("identifier", "nginx.service"),
+        ("name", "x"),
+        ("expected_state", "stopped"),
+        ("reason", "x"),
+        ("code", "123456"),
+        ("from", "2026-11-01"),
+        ("to", "2026-11-02"),
+        ("tags", "env:x"),
+        ("metric", "cpu.percent"),
+        ("operator", ">"),
+        ("threshold", "5"),
+        ("window", "5m"),
+        ("severity", "critical"),
+        ("url", "http://127.0.0.1:9/other"),
+        ("min_severity", "critical"),
+        ("current_password", OWNER_PASSWORD),
+        ("new_password", "another fine password"),
+        ("scope", "read"),
+        ("role", "admin"),
+        ("email", "y@example.com"),
+        ("ingest_interval_secs", "30"),
+        ("inventory_interval_secs", "3600"),
+        ("model", "m"),
+        ("effective_from", "2026-01-01"),
+        ("input", "1"),
+        ("output", "1"),
+    ]);
+    let audit = app.audit_count().await;
+    let web = no_redirects();
+    for route in &routes {
+        let r = web
+            .post(format!("{}{route}", app.base))
+            .header("cookie", format!("trusthub_session={cookie}"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(fields.clone())
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(r.status(), 403, "{route}");
+        let page = r.text().await.expect("body");
+        assert!(page.contains("CSRF"), "{route}: {page}");
+    }
+    assert_eq!(app.audit_count().await, audit, "nothing was written");
+    assert_eq!(app.count("SELECT COUNT(*) FROM agents").await, 1);
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 1);
+    assert_eq!(app.count("SELECT COUNT(*) FROM alert_rules").await, 1);
+    assert_eq!(app.count("SELECT COUNT(*) FROM apps").await, 1);
+    assert_eq!(app.count("SELECT COUNT(*) FROM api_tokens").await, 1);
+    assert_eq!(
+        body(app.get("/me", &app.owner).await).await["user"]["totp_enabled"],
+        false
+    );
 }
