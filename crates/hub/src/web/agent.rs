@@ -379,7 +379,7 @@ pub async fn governance(
         StatusCode::OK,
     ) {
         Ok((flash, status)) => admin_page(&state, &user, id, flash, status).await,
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 

@@ -245,7 +245,7 @@ pub async fn test(
         StatusCode::ACCEPTED,
     ) {
         Ok((flash, status)) => page(&state, &user, id, flash, status).await,
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }
 
@@ -272,6 +272,6 @@ pub async fn redeliver(
         StatusCode::ACCEPTED,
     ) {
         Ok((flash, status)) => page(&state, &user, id, flash, status).await,
-        Err(r) => r,
+        Err(e) => e.into_response(),
     }
 }

@@ -390,13 +390,10 @@ pub fn outcome<T>(
     result: Result<T, ApiError>,
     notice: &str,
     status: StatusCode,
-) -> Result<(Flash, StatusCode), Response> {
+) -> Result<(Flash, StatusCode), ApiError> {
     match result {
         Ok(_) => Ok((Flash::notice(notice), status)),
-        Err(e) => match form_error(e) {
-            Ok((status, m)) => Ok((Flash::error(m), status)),
-            Err(e) => Err(e.into_response()),
-        },
+        Err(e) => form_error(e).map(|(status, m)| (Flash::error(m), status)),
     }
 }
 
