@@ -520,13 +520,14 @@ pub async fn processes(
         .bind(tenant.0).bind(agent_id).fetch_optional(&mut *c).await?))
 }
 
-/// Per-minute averages of one metric (its label-less series) for every agent of a tenant in
-/// `[from_ms, to_ms)`, from the minute rollup in one query: `(agent id, minute, average)`,
-/// by agent and time (the overview's sparklines).
+/// Per-minute averages of one metric (its label-less series) for every agent of a tenant (or
+/// only `agent`) in `[from_ms, to_ms)`, from the minute rollup in one query: `(agent id,
+/// minute, average)`, by agent and time (the overview's ranking and sparklines).
 pub async fn fleet_minutes(
     ex: &mut impl Exec,
     tenant: TenantId,
     name: &str,
+    agent: Option<Uuid>,
     from_ms: i64,
     to_ms: i64,
 ) -> StoreResult<Vec<(Uuid, i64, f64)>> {
@@ -534,8 +535,8 @@ pub async fn fleet_minutes(
         "SELECT a.id, r.bucket, r.sum / r.count FROM agents a \
          JOIN metric_series s ON s.agent_id = a.id AND s.name = $2 AND s.labels = '{}' \
          JOIN metric_rollup_1m r ON r.agent_seq = a.seq AND r.series_id = s.id AND r.bucket >= $3 AND r.bucket < $4 \
-         WHERE a.tenant_id = $1 ORDER BY a.id, r.bucket")
-        .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).fetch_all(&mut *c).await?))
+         WHERE a.tenant_id = $1 AND ($5 IS NULL OR a.id = $5) ORDER BY a.id, r.bucket")
+        .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).bind(agent).fetch_all(&mut *c).await?))
 }
 
 /// A metric series of an agent.

@@ -291,6 +291,7 @@ struct Live {
     apps_total: usize,
     apps_off: usize,
     agents: Vec<AgentRow>,
+    more_agents: usize,
     events: Vec<Event>,
 }
 
@@ -340,31 +341,65 @@ async fn agent_rows(state: &AppState, user: &WebUser) -> ApiResult<Vec<AgentRow>
 }
 
 /// Each agent's CPU over the last hour, as sparkline points in a 100 × 30 box.
-async fn sparklines(state: &AppState, user: &WebUser, rows: &mut [AgentRow]) -> ApiResult<()> {
+/// Agents the overview lists at most; the rest are on the agents page.
+const OVERVIEW_AGENTS: usize = 24;
+
+/// Keeps the agents that most need a look (offline, then silent, then the busiest by their
+/// last minutes of CPU) and draws their last hour of CPU: one fleet query over five minutes
+/// to rank, then one query per agent shown.
+async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> ApiResult<()> {
+    let tenant = user.principal.tenant();
     let to = trusthub_store::telemetry::unix_ms(now()) / 60_000 * 60_000 + 60_000;
-    let from = to - 3_600_000;
     let mut c = state.db.conn().await?;
-    let minutes = trusthub_store::telemetry::fleet_minutes(
+    let recent = trusthub_store::telemetry::fleet_minutes(
         &mut c,
-        user.principal.tenant(),
+        tenant,
         "cpu.percent",
-        from,
+        None,
+        to - 300_000,
         to,
     )
     .await?;
-    let mut by_agent: std::collections::HashMap<String, Vec<String>> = Default::default();
-    for (agent, minute, avg) in minutes {
-        let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
-        let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
-        by_agent
-            .entry(agent.to_string())
-            .or_default()
-            .push(format!("{x:.1},{y:.1}"));
+    let mut latest: std::collections::HashMap<String, f64> = Default::default();
+    for (agent, _, avg) in recent {
+        // Ordered by time: the last one wins.
+        latest.insert(agent.to_string(), avg);
     }
-    for r in rows {
-        if let Some(points) = by_agent.remove(&r.id) {
-            r.spark = points.join(" ");
-        }
+    let rank = |r: &AgentRow| match r.status {
+        "offline" => 0,
+        "silent" => 1,
+        _ => 2,
+    };
+    rows.sort_by(|a, b| {
+        rank(a).cmp(&rank(b)).then_with(|| {
+            let cpu = |r: &AgentRow| latest.get(&r.id).copied().unwrap_or(-1.0);
+            cpu(b).total_cmp(&cpu(a))
+        })
+    });
+    rows.truncate(OVERVIEW_AGENTS);
+    let from = to - 3_600_000;
+    for r in rows.iter_mut() {
+        let Ok(id) = r.id.parse::<uuid::Uuid>() else {
+            continue;
+        };
+        let minutes = trusthub_store::telemetry::fleet_minutes(
+            &mut c,
+            tenant,
+            "cpu.percent",
+            Some(id),
+            from,
+            to,
+        )
+        .await?;
+        r.spark = minutes
+            .iter()
+            .map(|(_, minute, avg)| {
+                let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
+                let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
+                format!("{x:.1},{y:.1}")
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
     }
     Ok(())
 }
@@ -375,7 +410,6 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
         agents: agent_rows(state, user).await?,
         ..Live::default()
     };
-    sparklines(state, user, &mut l.agents).await?;
     l.agents_total = l.agents.len();
     for a in &l.agents {
         match a.status {
@@ -384,6 +418,8 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
             _ => l.offline += 1,
         }
     }
+    glance(state, user, &mut l.agents).await?;
+    l.more_agents = l.agents_total - l.agents.len();
     let mut c = state.db.conn().await?;
     for (severity, n) in alerts::open_counts(&mut c, tenant).await? {
         let n = usize::try_from(n).unwrap_or(0);
@@ -922,6 +958,10 @@ struct AppsPage<'a> {
     hosts: Vec<(String, String, bool)>,
     agent: String,
     candidates: Vec<CandidateRow>,
+    only_off: bool,
+    total: usize,
+    page: usize,
+    pages: usize,
     error: Option<String>,
     can_edit: bool,
     can_restart: bool,
@@ -932,12 +972,19 @@ struct AppsPage<'a> {
 #[derive(Debug, Deserialize)]
 pub struct AppsQuery {
     agent: Option<uuid::Uuid>,
+    /// `off`: only apps out of their expected state or alerting.
+    show: Option<String>,
+    /// 1-based page of [`APPS_PAGE`] apps.
+    page: Option<usize>,
 }
+
+/// Apps per page of the apps list.
+const APPS_PAGE: usize = 200;
 
 async fn apps_page(
     state: &AppState,
     user: &WebUser,
-    agent: Option<uuid::Uuid>,
+    q: &AppsQuery,
     error: Option<String>,
     status: StatusCode,
 ) -> Response {
@@ -948,9 +995,32 @@ async fn apps_page(
         let hosts = agents::list(&mut c, tenant).await?;
         let names: std::collections::HashMap<uuid::Uuid, String> =
             hosts.iter().map(|h| (h.id, h.hostname.clone())).collect();
-        let apps = apps::list(&mut c, tenant, None)
+        let agent = q.agent;
+        let only_off = q.show.as_deref() == Some("off");
+        let mut listed: Vec<apps::App> = apps::list(&mut c, tenant, None)
             .await?
             .into_iter()
+            .filter(|a| {
+                !only_off || a.alerting || a.observed_state.as_deref() != Some(&a.expected_state)
+            })
+            .collect();
+        // Out of their expected state first, then by host and name.
+        listed.sort_by(|a, b| {
+            let fine = |x: &apps::App| {
+                !x.alerting && x.observed_state.as_deref() == Some(x.expected_state.as_str())
+            };
+            fine(a)
+                .cmp(&fine(b))
+                .then_with(|| names.get(&a.agent_id).cmp(&names.get(&b.agent_id)))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let total = listed.len();
+        let pages = total.div_ceil(APPS_PAGE).max(1);
+        let page = q.page.unwrap_or(1).clamp(1, pages);
+        let apps = listed
+            .into_iter()
+            .skip((page - 1) * APPS_PAGE)
+            .take(APPS_PAGE)
             .map(|a| AppRow {
                 id: a.id.to_string(),
                 host: names.get(&a.agent_id).cloned().unwrap_or_default(),
@@ -988,6 +1058,10 @@ async fn apps_page(
                 .map(|h| (h.id.to_string(), h.hostname, Some(h.id) == agent))
                 .collect(),
             agent: agent.map(|a| a.to_string()).unwrap_or_default(),
+            only_off,
+            total,
+            page,
+            pages,
             candidates,
             error,
             can_edit: user.principal.has_role(Role::Operator),
@@ -1009,7 +1083,7 @@ pub async fn apps(
     user: WebUser,
     Query(q): Query<AppsQuery>,
 ) -> Response {
-    apps_page(&state, &user, q.agent, None, StatusCode::OK).await
+    apps_page(&state, &user, &q, None, StatusCode::OK).await
 }
 
 /// A candidate to track.
@@ -1053,7 +1127,11 @@ pub async fn track_app(
             apps_page(
                 &state,
                 &user,
-                Some(form.agent_id),
+                &AppsQuery {
+                    agent: Some(form.agent_id),
+                    show: None,
+                    page: None,
+                },
                 Some(refusal(&errors)),
                 StatusCode::UNPROCESSABLE_ENTITY,
             )
