@@ -131,6 +131,45 @@ pub async fn list(
     )
 }
 
+/// One page of the tenant's apps for the dashboard: those out of their expected state or
+/// alerting first (only those with `only_off`), then by host name and app name; with the
+/// number of apps matching.
+pub async fn page(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    only_off: bool,
+    offset: i64,
+    limit: i64,
+) -> StoreResult<(Vec<App>, i64)> {
+    let off = |t: &str| {
+        format!(
+            "({t}alerting OR {t}observed_state IS NULL OR {t}observed_state <> {t}expected_state)"
+        )
+    };
+    let cols: String = COLUMNS
+        .split(", ")
+        .map(|c| format!("p.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT {cols} FROM apps p JOIN agents a ON a.id = p.agent_id \
+         WHERE p.tenant_id = $1 AND ($2 = FALSE OR {off}) \
+         ORDER BY CASE WHEN {off} THEN 0 ELSE 1 END, a.hostname, p.name, p.id LIMIT $3 OFFSET $4",
+        off = off("p."),
+    );
+    let count = format!(
+        "SELECT COUNT(*) FROM apps WHERE tenant_id = $1 AND ($2 = FALSE OR {})",
+        off("")
+    );
+    Ok(on!(ex, c => {
+        let rows = sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+            .bind(tenant.0).bind(only_off).bind(limit).bind(offset).fetch_all(&mut *c).await?;
+        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(count))
+            .bind(tenant.0).bind(only_off).fetch_one(&mut *c).await?;
+        (rows, n)
+    }))
+}
+
 /// The tenant's tracked apps, and how many of them are observed in another state than
 /// expected (the overview).
 pub async fn state_counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<(i64, i64)> {

@@ -997,30 +997,22 @@ async fn apps_page(
             hosts.iter().map(|h| (h.id, h.hostname.clone())).collect();
         let agent = q.agent;
         let only_off = q.show.as_deref() == Some("off");
-        let mut listed: Vec<apps::App> = apps::list(&mut c, tenant, None)
-            .await?
-            .into_iter()
-            .filter(|a| {
-                !only_off || a.alerting || a.observed_state.as_deref() != Some(&a.expected_state)
-            })
-            .collect();
-        // Out of their expected state first, then by host and name.
-        listed.sort_by(|a, b| {
-            let fine = |x: &apps::App| {
-                !x.alerting && x.observed_state.as_deref() == Some(x.expected_state.as_str())
-            };
-            fine(a)
-                .cmp(&fine(b))
-                .then_with(|| names.get(&a.agent_id).cmp(&names.get(&b.agent_id)))
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        let total = listed.len();
+        let page = q.page.unwrap_or(1).max(1);
+        let (mut listed, total) = apps::page(
+            &mut c,
+            tenant,
+            only_off,
+            ((page - 1) * APPS_PAGE) as i64,
+            APPS_PAGE as i64,
+        )
+        .await?;
+        let total = usize::try_from(total).unwrap_or(0);
         let pages = total.div_ceil(APPS_PAGE).max(1);
-        let page = q.page.unwrap_or(1).clamp(1, pages);
+        if page > pages {
+            listed.clear();
+        }
         let apps = listed
             .into_iter()
-            .skip((page - 1) * APPS_PAGE)
-            .take(APPS_PAGE)
             .map(|a| AppRow {
                 id: a.id.to_string(),
                 host: names.get(&a.agent_id).cloned().unwrap_or_default(),
