@@ -52,6 +52,10 @@ pub const AGENT_TOKEN_ROTATED: &str = "agent_token_rotated";
 pub const AGENT_SIGNING_KEY_CLEARED: &str = "agent_signing_key_cleared";
 /// An agent's governance settings changed.
 pub const AGENT_GOVERNANCE_CHANGED: &str = "agent_governance_changed";
+/// SPEC 5: the hub CA issued a client certificate to an agent (rotation included).
+pub const CLIENT_CERT_ISSUED: &str = "client_cert_issued";
+/// SPEC 5: a client certificate was revoked by an admin.
+pub const CLIENT_CERT_REVOKED: &str = "client_cert_revoked";
 /// An enrollment token was revoked.
 pub const ENROLLMENT_TOKEN_REVOKED: &str = "enrollment_token_revoked";
 /// An app was tracked.

@@ -7,6 +7,7 @@ pub mod admin;
 pub mod agent_ws;
 pub mod alerting;
 pub mod auth;
+pub mod ca;
 pub mod error;
 pub mod evidence;
 pub mod extract;

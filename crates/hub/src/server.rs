@@ -88,6 +88,14 @@ impl Server {
         // Its own key: an EAT key rotated after a compromise must not void past packs.
         let evidence_key =
             load_signing_key(&db, &key, "evidence_signing_key", "evidence signing key").await?;
+        let ca = crate::ca::HubCa::load_or_create(&db, &key, settings.ca_key_bits)
+            .await
+            .map_err(StartError::Config)?;
+        if !(1..=825).contains(&settings.client_cert_days) {
+            return Err(StartError::Config(
+                "--client-cert-days must be 1 to 825".into(),
+            ));
+        }
         if settings.evidence_retention_days < MIN_EVIDENCE_RETENTION_DAYS {
             return Err(StartError::Config(format!(
                 "--evidence-retention-days must be at least {MIN_EVIDENCE_RETENTION_DAYS} (SPEC 8: packs are kept at least 12 months)"
@@ -154,6 +162,7 @@ impl Server {
             settings,
             eat_key,
             evidence_key,
+            ca,
             prices,
             ingest,
             connections: Default::default(),

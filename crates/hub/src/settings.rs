@@ -143,6 +143,14 @@ pub struct Settings {
     /// refused at start).
     #[arg(long, env = "TRUSTHUB_EVIDENCE_RETENTION_DAYS", default_value_t = 400)]
     pub evidence_retention_days: i64,
+    /// Size of the hub CA's RSA key, made at the first start (4096; 2048 to 8192). Only the
+    /// first start reads it: the CA is kept in the database afterwards.
+    #[arg(long, env = "TRUSTHUB_CA_KEY_BITS", default_value_t = 4096)]
+    pub ca_key_bits: usize,
+    /// Days an agent's client certificate is valid (1 to 825). Agents renew within 30 days of
+    /// the end.
+    #[arg(long, env = "TRUSTHUB_CLIENT_CERT_DAYS", default_value_t = 365)]
+    pub client_cert_days: i64,
 }
 
 /// A webhook retry schedule: the wait before each retry.
@@ -217,6 +225,8 @@ impl Settings {
             ai_prices_file: None,
             evidence_dir: None,
             evidence_retention_days: 400,
+            ca_key_bits: 4096,
+            client_cert_days: 365,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,
         }

@@ -32,6 +32,8 @@ pub struct App {
     /// The hub's Ed25519 key for evidence packs (SPEC 2.10), published with its fingerprint
     /// at `GET /ai/evidence-key`.
     pub evidence_key: ed25519_dalek::SigningKey,
+    /// The hub CA: agents' client certificates and the CRL.
+    pub ca: crate::ca::HubCa,
     /// LLM prices for every tenant: shipped defaults with the operator's price file.
     pub prices: trusthub_core::ai::PriceTable,
     /// Commits ingest batches (grouped on SQLite).

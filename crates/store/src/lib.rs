@@ -16,6 +16,7 @@ pub mod ai;
 pub mod alerts;
 pub mod apps;
 pub mod audit;
+pub mod client_certs;
 pub mod evidence;
 pub mod invitations;
 pub mod leases;

@@ -155,7 +155,12 @@ async fn an_owner_invites_someone_who_accepts_in_the_browser_and_manages_their_r
     browser
         .type_into("input[name=email]", "newcomer@example.com")
         .await;
-    browser.set_value("select[name=role]", "viewer").await;
+    browser
+        .set_value(
+            "form[action='/ui/users/invitations'] select[name=role]",
+            "viewer",
+        )
+        .await;
     browser.click(&submit("/ui/users/invitations")).await;
     let link = browser.text("#invite-link").await;
     assert!(link.contains("/invite?token="), "{link}");

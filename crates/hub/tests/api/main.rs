@@ -13,6 +13,7 @@ mod audit_log;
 mod auth;
 mod browser;
 mod browser_pages;
+mod client_certs;
 mod contract;
 mod errors;
 mod evidence;

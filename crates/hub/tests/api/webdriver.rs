@@ -241,14 +241,20 @@ impl Browser {
         .await;
     }
 
-    /// The visible text of the element.
+    /// The visible text of the element, once it has some (asked again while the page is
+    /// still being replaced and the element found a moment ago is stale).
     pub async fn text(&self, css: &str) -> String {
-        let id = self.find(css).await;
-        self.cmd(reqwest::Method::GET, &format!("/element/{id}/text"), None)
-            .await
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
+        for _ in 0..150 {
+            let id = self.find(css).await;
+            let v = self
+                .cmd(reqwest::Method::GET, &format!("/element/{id}/text"), None)
+                .await;
+            if let Some(t) = v.as_str().filter(|t| !t.is_empty()) {
+                return t.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{css} has no text in:\n{}", self.source().await);
     }
 
     /// A PNG of the element as drawn, also saved as `<name>.png`.

@@ -24,6 +24,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
+pub mod certs;
 pub mod enrollment;
 pub mod governance;
 pub mod ingest;
@@ -33,6 +34,7 @@ pub mod records;
 pub mod registration;
 pub mod rotation;
 
+use certs::*;
 use enrollment::*;
 use governance::*;
 use ingest::*;
@@ -82,6 +84,11 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(get_governance, put_governance))
         .routes(api_routes!(rotate_token))
         .routes(api_routes!(rotate_signing_key))
+        .routes(api_routes!(issue_client_cert))
+        .routes(api_routes!(ca_cert))
+        .routes(api_routes!(ca_crl))
+        .routes(api_routes!(client_certs_of))
+        .routes(api_routes!(revoke_client_cert))
 }
 
 pub(crate) fn tags_valid(tags: &[String]) -> Result<Vec<String>, String> {

@@ -132,12 +132,21 @@ pub(crate) async fn delete_agent(
         return Err(ApiError::NotFound("agent"));
     };
     agents::delete(&mut tx, p.tenant(), id).await?;
+    // Its certificates stay in the CRL until they expire.
+    let revoked = trusthub_store::client_certs::revoke_all_of_agent(
+        &mut tx,
+        p.tenant(),
+        id,
+        "agent_deleted",
+        crate::state::now(),
+    )
+    .await?;
     meta.record(
         &mut tx,
         &p,
         ev::AGENT_DELETED,
         format!("agent:{id}"),
-        json!({"hostname": agent.hostname}),
+        json!({"hostname": agent.hostname, "client_certs_revoked": revoked}),
     )
     .await?;
     tx.commit().await?;
