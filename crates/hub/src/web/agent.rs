@@ -239,7 +239,19 @@ struct AdminPage<'a> {
     host_actions: String,
     effective: String,
     pinned: bool,
+    certs: Vec<CertRow>,
     flash: Flash,
+}
+
+/// One client certificate of the agent.
+#[derive(Debug)]
+struct CertRow {
+    serial: String,
+    fingerprint: String,
+    expires: String,
+    state: String,
+    active: bool,
+    last_seen: String,
 }
 
 async fn admin_page(
@@ -260,6 +272,9 @@ async fn admin_page(
         let axum::Json(g) =
             api::governance::get_governance(State(state.clone()), Viewer(p.clone()), Path(id))
                 .await?;
+        let axum::Json(certs) =
+            api::certs::client_certs_of(State(state.clone()), Viewer(p.clone()), Path(id)).await?;
+        let now = now();
         Ok(AdminPage {
             assets: &ASSETS,
             user: Some(UserBar::from(user)),
@@ -268,6 +283,22 @@ async fn admin_page(
             id: id.to_string(),
             hostname: agent.hostname,
             pinned: agent.signing_pubkey.is_some(),
+            certs: certs
+                .into_iter()
+                .map(|c| CertRow {
+                    active: c.revoked_at.is_none() && c.not_after > now,
+                    state: match (&c.revoked_at, &c.revoke_reason) {
+                        (Some(_), Some(r)) => format!("revoked: {r}"),
+                        (Some(_), None) => "revoked".into(),
+                        (None, _) if c.not_after <= now => "expired".into(),
+                        (None, _) => "active".into(),
+                    },
+                    expires: c.not_after.date().to_string(),
+                    last_seen: ago(c.last_seen_at, now),
+                    fingerprint: c.fingerprint_sha256,
+                    serial: c.serial,
+                })
+                .collect(),
             ingest: g.ingest_interval_secs,
             inventory: g.inventory_interval_secs,
             tags: g.tags.join(", "),
@@ -500,5 +531,41 @@ mod tests {
         assert_eq!((t.total, t.matching, t.rows.len()), (2, 1, 1));
         assert_eq!(t.rows[0][1], "openssl");
         assert_eq!(table(&[json!("x")], "").columns, ["value"]);
+    }
+}
+
+/// Why a certificate is revoked.
+#[derive(Debug, Deserialize)]
+pub struct RevokeForm {
+    #[serde(default)]
+    csrf: String,
+    reason: String,
+}
+
+/// `POST /ui/agents/{id}/client-certs/{serial}/revoke` (admin).
+pub async fn revoke_cert(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path((id, serial)): axum::extract::Path<(Uuid, String)>,
+    axum::Form(f): axum::Form<RevokeForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match super::outcome(
+        api::certs::revoke_client_cert(
+            State(state.clone()),
+            meta,
+            Admin(user.principal.clone()),
+            Path((id, serial)),
+            Json(api::certs::RevokeRequest { reason: f.reason }),
+        )
+        .await,
+        "Revoked: the certificate is in the CRL from now on.",
+        StatusCode::OK,
+    ) {
+        Ok((flash, status)) => admin_page(&state, &user, id, flash, status).await,
+        Err(e) => e.into_response(),
     }
 }

@@ -81,6 +81,10 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(agent::rotate_signing_key),
         )
         .route("/ui/agents/{id}/delete", post(agent::delete))
+        .route(
+            "/ui/agents/{id}/client-certs/{serial}/revoke",
+            post(agent::revoke_cert),
+        )
         .route("/ui/apps", get(pages::apps).post(pages::track_app))
         .route("/ui/apps/{id}/expected", post(pages::expect_app))
         .route("/ui/apps/{id}/untrack", post(pages::untrack_app))

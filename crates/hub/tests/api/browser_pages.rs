@@ -479,6 +479,41 @@ async fn an_agent_shows_its_inventory_and_processes_and_an_admin_governs_rotates
         .await;
     browser.wait_text("between 10 and 86400").await;
 
+    // The agent's client certificate: listed with its fingerprint, revoked with a reason.
+    let r = app
+        .post(
+            "/agents/issue-client-cert",
+            &Auth::Bearer(host.token.clone()),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let cert = body(r).await;
+    let serial = cert["serial"].as_str().expect("serial").to_owned();
+    browser
+        .goto(&format!("{}/ui/agents/{}/settings", app.base, host.id))
+        .await;
+    let page = browser
+        .wait_text(cert["fingerprint_sha256"].as_str().expect("fp"))
+        .await;
+    assert!(page.contains("✓ active"), "{page}");
+    browser
+        .type_into(&format!("#reason-{serial}"), "decommissioned disk")
+        .await;
+    browser
+        .click(&submit(&format!(
+            "/ui/agents/{}/client-certs/{serial}/revoke",
+            host.id
+        )))
+        .await;
+    browser.wait_text("revoked: decommissioned disk").await;
+    let certs = body(
+        app.get(&format!("/agents/{}/client-certs", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(certs[0]["revoke_reason"], "decommissioned disk", "{certs}");
+
     // Token rotation: the new token is shown once and the old one stops working.
     browser
         .click(&submit(&format!("/ui/agents/{}/rotate-token", host.id)))

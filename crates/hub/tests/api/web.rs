@@ -283,6 +283,7 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         format!("/ui/agents/{}/rotate-token", host.id),
         format!("/ui/agents/{}/rotate-signing-key", host.id),
         format!("/ui/agents/{}/delete", host.id),
+        format!("/ui/agents/{}/client-certs/00/revoke", host.id),
         "/ui/ai/prices".into(),
         "/logout".into(),
     ];
