@@ -62,6 +62,7 @@ pub struct Issued {
 /// The CA, ready to sign.
 pub struct HubCa {
     cert_pem: String,
+    cert_der: Vec<u8>,
     issuer: Issuer<'static, KeyPair>,
 }
 
@@ -144,8 +145,11 @@ impl HubCa {
             .map_err(|e| format!("the hub CA key: {e}"))?;
         let issuer = Issuer::from_ca_cert_pem(&stored.cert_pem, pair)
             .map_err(|e| format!("the hub CA certificate: {e}"))?;
+        let cert_der = pem_block(&stored.cert_pem, "CERTIFICATE")
+            .ok_or("the stored hub CA certificate is corrupt")?;
         Ok(HubCa {
             cert_pem: stored.cert_pem,
+            cert_der,
             issuer,
         })
     }
@@ -176,6 +180,11 @@ impl HubCa {
     /// The CA certificate, PEM.
     pub fn cert_pem(&self) -> &str {
         &self.cert_pem
+    }
+
+    /// The CA certificate, DER (the TLS front's root for client certificates).
+    pub fn cert_der(&self) -> &[u8] {
+        &self.cert_der
     }
 
     fn client_params(

@@ -415,19 +415,26 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     }
 }
 
-/// The TCP peer of a connection, plain or TLS.
-#[derive(Debug, Clone, Copy)]
-pub struct PeerAddr(pub SocketAddr);
+/// The TCP peer of a connection, plain or TLS, and the client certificate it presented at
+/// the TLS front (verified against the hub CA).
+#[derive(Debug, Clone)]
+pub struct PeerAddr(
+    pub SocketAddr,
+    pub Option<std::sync::Arc<crate::tls::PeerCert>>,
+);
 
 impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
     fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
-        PeerAddr(*stream.remote_addr())
+        PeerAddr(*stream.remote_addr(), None)
     }
 }
 
 impl Connected<IncomingStream<'_, crate::tls::TlsListener>> for PeerAddr {
     fn connect_info(stream: IncomingStream<'_, crate::tls::TlsListener>) -> Self {
-        PeerAddr(*stream.remote_addr())
+        PeerAddr(
+            *stream.remote_addr(),
+            crate::tls::peer_cert(stream.io()).map(std::sync::Arc::new),
+        )
     }
 }
 

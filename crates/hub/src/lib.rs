@@ -75,6 +75,10 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
         .layer(CatchPanicLayer::new())
         .layer(DefaultBodyLimit::max(state.settings.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::client_cert_headers,
+        ))
         .layer(axum::middleware::from_fn(middleware::problem_details))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             let id = req.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");

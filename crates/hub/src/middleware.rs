@@ -125,3 +125,41 @@ pub async fn general_limit(State(state): State<AppState>, req: Request, next: Ne
         Err(e) => e.into_response(),
     }
 }
+
+/// `X-Service-Client-Subject`: the verified client certificate's subject (CONTRACT 14).
+pub const CLIENT_SUBJECT: &str = "x-service-client-subject";
+/// `X-Service-Client-Verified`: lowercase hex SHA-256 of the verified certificate's DER.
+pub const CLIENT_VERIFIED: &str = "x-service-client-verified";
+
+/// CONTRACT 14: the client-certificate headers are believed only from the hub's own TLS front
+/// or a `--trusted-proxy`. From anyone else they are stripped on every request, TLS or not;
+/// then, for a connection that presented a certificate the TLS front verified, they are set
+/// from that certificate.
+pub async fn client_cert_headers(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<crate::extract::PeerAddr>>()
+        .map(|c| c.0.clone());
+    let from_proxy = peer
+        .as_ref()
+        .is_some_and(|p| state.trusted_proxies.iter().any(|c| c.contains(p.0.ip())));
+    if !from_proxy {
+        req.headers_mut().remove(CLIENT_SUBJECT);
+        req.headers_mut().remove(CLIENT_VERIFIED);
+    }
+    if let Some(cert) = peer.and_then(|p| p.1) {
+        let headers = req.headers_mut();
+        if let (Ok(subject), Ok(verified)) = (
+            HeaderValue::from_str(&cert.subject),
+            HeaderValue::from_str(&cert.fingerprint),
+        ) {
+            headers.insert(CLIENT_SUBJECT, subject);
+            headers.insert(CLIENT_VERIFIED, verified);
+        }
+    }
+    next.run(req).await
+}

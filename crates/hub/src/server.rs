@@ -91,6 +91,13 @@ impl Server {
         let ca = crate::ca::HubCa::load_or_create(&db, &key, settings.ca_key_bits)
             .await
             .map_err(StartError::Config)?;
+        let trusted_proxies = settings
+            .trusted_proxies
+            .iter()
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| crate::tls::Cidr::parse(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StartError::Config)?;
         if !(1..=825).contains(&settings.client_cert_days) {
             return Err(StartError::Config(
                 "--client-cert-days must be 1 to 825".into(),
@@ -106,7 +113,8 @@ impl Server {
             .map_err(StartError::Config)?;
         let tls = match (&settings.tls_cert, &settings.tls_key) {
             (Some(cert), Some(key)) => {
-                Some(crate::tls::acceptor(cert, key).map_err(StartError::Config)?)
+                let client_ca = (settings.tls_client_ca == "auto").then(|| ca.cert_der());
+                Some(crate::tls::acceptor(cert, key, client_ca).map_err(StartError::Config)?)
             }
             (None, None) => None,
             _ => {
@@ -163,6 +171,8 @@ impl Server {
             eat_key,
             evidence_key,
             ca,
+            trusted_proxies,
+            cert_seen: Default::default(),
             prices,
             ingest,
             connections: Default::default(),

@@ -49,6 +49,19 @@ pub struct Settings {
     /// PEM private key for the TLS front.
     #[arg(long, env = "TRUSTHUB_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Client certificates at the TLS front: `auto` requests one signed by the hub CA without
+    /// requiring it (agents roll out certificates gradually); `off` requests none.
+    #[arg(long, env = "TRUSTHUB_TLS_CLIENT_CA", default_value = "auto", value_parser = ["auto", "off"])]
+    pub tls_client_ca: String,
+    /// A reverse proxy (CIDR, repeatable or comma-separated) that terminates TLS and may send
+    /// `X-Service-Client-Subject` / `X-Service-Client-Verified`; from anyone else they are
+    /// stripped.
+    #[arg(
+        long = "trusted-proxy",
+        env = "TRUSTHUB_TRUSTED_PROXY",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
     /// 64 hex characters; seals secrets at rest. Generated into the data dir when absent on
     /// SQLite; required with PostgreSQL (every hub process needs the same key).
     #[arg(
@@ -226,6 +239,8 @@ impl Settings {
             evidence_dir: None,
             evidence_retention_days: 400,
             ca_key_bits: 4096,
+            tls_client_ca: "auto".into(),
+            trusted_proxies: Vec::new(),
             client_cert_days: 365,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,

@@ -34,6 +34,11 @@ pub struct App {
     pub evidence_key: ed25519_dalek::SigningKey,
     /// The hub CA: agents' client certificates and the CRL.
     pub ca: crate::ca::HubCa,
+    /// Proxies whose `X-Service-Client-*` headers are believed (`--trusted-proxy`).
+    pub trusted_proxies: Vec<crate::tls::Cidr>,
+    /// When each client certificate's `last_seen_at` was last written (at most once a
+    /// minute per certificate, not once per request).
+    pub cert_seen: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// LLM prices for every tenant: shipped defaults with the operator's price file.
     pub prices: trusthub_core::ai::PriceTable,
     /// Commits ingest batches (grouped on SQLite).

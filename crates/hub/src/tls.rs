@@ -19,7 +19,9 @@ use tokio_rustls::server::TlsStream;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Loads a PEM certificate chain and private key into a rustls acceptor (HTTP/1.1 ALPN).
-pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
+/// With `client_ca` (the hub CA, DER), a client certificate signed by it is requested and
+/// verified when presented, never required.
+pub fn acceptor(cert: &Path, key: &Path, client_ca: Option<&[u8]>) -> Result<TlsAcceptor, String> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
         .collect::<Result<_, _>>()
@@ -33,10 +35,27 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
+        .map_err(|e| e.to_string())?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots
+                .add(CertificateDer::from(ca.to_vec()))
+                .map_err(|e| format!("the hub CA: {e}"))?;
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| format!("client certificate verifier: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder
         .with_single_cert(chain, key)
         .map_err(|e| format!("TLS certificate and key do not fit: {e}"))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -107,5 +126,126 @@ impl Listener for TlsListener {
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
         Ok(self.local)
+    }
+}
+
+/// The client certificate a TLS connection presented (verified against the hub CA by rustls).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerCert {
+    /// `CN=<cn>,OU=<ou>` (RFC 4514; the parts the hub CA writes).
+    pub subject: String,
+    /// Lowercase hex SHA-256 of the certificate DER.
+    pub fingerprint: String,
+}
+
+/// The verified client certificate of a connection, if it presented one.
+pub fn peer_cert(tls: &TlsStream<TcpStream>) -> Option<PeerCert> {
+    use sha2::Digest;
+    let der = tls.get_ref().1.peer_certificates()?.first()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let first = |it: &mut dyn Iterator<Item = &x509_parser::x509::AttributeTypeAndValue<'_>>| {
+        it.next()
+            .and_then(|a| a.as_str().ok())
+            .map(str::to_owned)
+            .unwrap_or_default()
+    };
+    let subject = cert.subject();
+    let cn = first(&mut subject.iter_common_name());
+    let ou = first(&mut subject.iter_organizational_unit());
+    Some(PeerCert {
+        subject: format!("CN={},OU={}", escape_dn(&cn), escape_dn(&ou)),
+        fingerprint: trusthub_core::secret::hex(&sha2::Sha256::digest(der)),
+    })
+}
+
+/// RFC 4514 escaping of an attribute value.
+fn escape_dn(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for (i, c) in v.chars().enumerate() {
+        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=')
+            || (i == 0 && (c == '#' || c == ' '))
+            || (i + 1 == v.chars().count() && c == ' ');
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An address block (`10.0.0.0/8`, `::1/128`, or one address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    addr: std::net::IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `addr[/prefix]`.
+    pub fn parse(s: &str) -> Result<Cidr, String> {
+        let bad =
+            || format!("--trusted-proxy {s}: expected an address or CIDR block such as 10.0.0.0/8");
+        let (addr, prefix) = match s.trim().split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s.trim(), None),
+        };
+        let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max).ok_or_else(bad)?,
+            None => max,
+        };
+        Ok(Cidr { addr, prefix })
+    }
+
+    /// Whether `ip` is in the block (an IPv4-mapped IPv6 address counts as IPv4).
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        };
+        let (a, b, bits) = match (self.addr, ip) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => (
+                u128::from(u32::from(a)) << 96,
+                u128::from(u32::from(b)) << 96,
+                self.prefix,
+            ),
+            (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), self.prefix),
+            _ => return false,
+        };
+        if bits == 0 {
+            return true;
+        }
+        let mask = u128::MAX << (128 - u32::from(bits));
+        a & mask == b & mask
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidr_blocks_hold_their_addresses_only() {
+        let net = Cidr::parse("10.1.0.0/16").expect("cidr");
+        assert!(net.contains("10.1.200.3".parse().expect("ip")));
+        assert!(!net.contains("10.2.0.1".parse().expect("ip")));
+        assert!(net.contains("::ffff:10.1.0.9".parse().expect("ip")));
+        let one = Cidr::parse("127.0.0.1").expect("one");
+        assert!(one.contains("127.0.0.1".parse().expect("ip")));
+        assert!(!one.contains("127.0.0.2".parse().expect("ip")));
+        let v6 = Cidr::parse("fd00::/8").expect("v6");
+        assert!(v6.contains("fd12::1".parse().expect("ip")));
+        assert!(!v6.contains("10.0.0.1".parse().expect("ip")));
+        assert!(
+            Cidr::parse("0.0.0.0/0")
+                .expect("all")
+                .contains("8.8.8.8".parse().expect("ip"))
+        );
+        for bad in ["10.0.0.0/33", "nope", "10.0.0.0/x", "::/129"] {
+            assert!(Cidr::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(escape_dn("a,b"), "a\\,b");
     }
 }

@@ -86,6 +86,25 @@ pub async fn get(
     )
 }
 
+/// The certificate with this fingerprint (any tenant: the TLS layer knows no tenant).
+pub async fn by_fingerprint(
+    ex: &mut impl Exec,
+    fingerprint: &str,
+) -> StoreResult<Option<ClientCert>> {
+    let sql = format!("SELECT {COLUMNS} FROM client_certs WHERE fingerprint_sha256 = $1");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, ClientCert>(sqlx::AssertSqlSafe(sql))
+        .bind(fingerprint).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// Records that a certificate was presented.
+pub async fn touch(ex: &mut impl Exec, serial: &str, now: OffsetDateTime) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE client_certs SET last_seen_at = $1 WHERE serial = $2")
+        .bind(now).bind(serial).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
 /// Revokes one certificate; false when it was revoked already (or is not the tenant's).
 pub async fn revoke(
     ex: &mut impl Exec,

@@ -187,6 +187,11 @@ impl TestApp {
         let dir = TempDir::new();
         let (mut settings, pg_db) = TestApp::settings(backend, &dir).await;
         configure(&mut settings);
+        // With a TLS front, the client trusts its certificate and speaks HTTPS.
+        let tls = settings
+            .tls_cert
+            .as_ref()
+            .map(|c| std::fs::read(c).expect("the TLS certificate"));
         let server = Server::build_with(settings, extra)
             .await
             .expect("hub starts");
@@ -197,9 +202,24 @@ impl TestApp {
         tokio::spawn(server.run(async move {
             let _ = rx.await;
         }));
-        let client = http_client();
+        let (client, scheme) = match tls {
+            None => (http_client(), "http"),
+            Some(pem) => (
+                {
+                    let _ = rustls::crypto::ring::default_provider().install_default();
+                    // The chain's certificates are trusted (a test CA is its last one).
+                    let mut b =
+                        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+                    for c in reqwest::Certificate::from_pem_bundle(&pem).expect("pem") {
+                        b = b.add_root_certificate(c);
+                    }
+                    b.build().expect("client")
+                },
+                "https",
+            ),
+        };
         let mut app = TestApp {
-            base: format!("http://{addr}"),
+            base: format!("{scheme}://{addr}"),
             client,
             db,
             state,
@@ -344,6 +364,24 @@ impl TestApp {
     /// How many audit rows the whole database holds.
     pub async fn audit_count(&self) -> i64 {
         self.count("SELECT COUNT(*) FROM audit_log").await
+    }
+
+    /// Runs a statement as the hub's writer would (for tests that set up a state the API
+    /// cannot make, like an expired certificate); the rows it changed.
+    pub async fn execute(&self, sql: &str) -> u64 {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match &self.db {
+            Db::Sqlite { write, .. } => sqlx::query(sql)
+                .execute(write)
+                .await
+                .expect("execute")
+                .rows_affected(),
+            Db::Postgres(pool) => sqlx::query(sql)
+                .execute(pool)
+                .await
+                .expect("execute")
+                .rows_affected(),
+        }
     }
 
     pub async fn count(&self, sql: &str) -> i64 {

@@ -19,6 +19,7 @@ mod errors;
 mod evidence;
 mod invitations;
 mod meta;
+mod mtls;
 mod otlp;
 mod totp;
 mod users;
