@@ -44,6 +44,8 @@ pub mod source {
     pub const RULE: &str = "rule";
     /// The application liveness check.
     pub const LIVENESS: &str = "liveness";
+    /// An agent's integrity anomaly (CONTRACT 14).
+    pub const AGENT: &str = "agent";
 }
 
 /// A rule's comparison (CONTRACT 10: `> >= < <= == !=`).

@@ -54,9 +54,8 @@ pub const AGENT_SIGNING_KEY_CLEARED: &str = "agent_signing_key_cleared";
 pub const AGENT_GOVERNANCE_CHANGED: &str = "agent_governance_changed";
 /// SPEC 5: the hub CA issued a client certificate to an agent (rotation included).
 pub const CLIENT_CERT_ISSUED: &str = "client_cert_issued";
-/// SPEC 5.6, 5.7: an agent request with a client certificate was refused (another agent's,
-/// revoked, expired, or not issued by this hub); `details.kind` says which.
-pub const CLIENT_CERT_REFUSED: &str = "client_cert_refused";
+/// CONTRACT 14: an operator resolved an integrity anomaly.
+pub const INTEGRITY_ANOMALY_RESOLVED: &str = "integrity_anomaly_resolved";
 /// SPEC 5: a client certificate was revoked by an admin.
 pub const CLIENT_CERT_REVOKED: &str = "client_cert_revoked";
 /// An enrollment token was revoked.

@@ -466,8 +466,8 @@ fn dn_value(subject: &str, attr: &str) -> Option<String> {
 
 /// SPEC 5.6, 5.7: a request that carries a verified client certificate must be from the
 /// agent the certificate names (CN = the agent of the token, OU = its tenant), with a
-/// certificate this hub issued that is neither revoked nor expired — else 401 and a
-/// `client_cert_refused` audit entry naming the kind. On success `last_seen_at` is written at
+/// certificate this hub issued that is neither revoked nor expired — else 401 and an
+/// integrity anomaly of that kind (with its alert). On success `last_seen_at` is written at
 /// most once a minute per certificate.
 async fn cross_check(
     state: &AppState,
@@ -505,21 +505,17 @@ async fn cross_check(
         Some(_) => None,
     };
     if let Some((kind, why)) = refusal {
-        let mut tx = state.db.begin().await?;
-        trusthub_store::audit::append(
-            &mut tx,
-            trusthub_store::TenantId(agent.tenant_id),
-            &meta.audit(
-                trusthub_core::audit::CLIENT_CERT_REFUSED,
-                format!("agent:{}", agent.id),
-                format!("agent:{}", agent.id),
-                serde_json::json!({"kind": kind, "fingerprint_sha256": fingerprint, "subject": subject,
-                    "serial": row.as_ref().map(|r| r.serial.clone())}),
-            ),
-            now,
+        crate::routes::anomalies::record(
+            state,
+            agent.tenant_id,
+            agent,
+            kind,
+            why,
+            serde_json::json!({"fingerprint_sha256": fingerprint, "subject": subject,
+                "serial": row.as_ref().map(|r| r.serial.clone()), "ip": meta.ip.to_string()}),
+            false,
         )
         .await?;
-        tx.commit().await?;
         return Err(ApiError::Unauthenticated(format!("{why} ({kind})")));
     }
     if let Some(r) = row {

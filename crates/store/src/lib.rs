@@ -14,6 +14,7 @@ pub mod actions;
 pub mod agents;
 pub mod ai;
 pub mod alerts;
+pub mod anomalies;
 pub mod apps;
 pub mod audit;
 pub mod client_certs;

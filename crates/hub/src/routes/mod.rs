@@ -4,6 +4,7 @@ pub mod actions;
 pub mod agents;
 pub mod ai;
 pub mod alerts;
+pub mod anomalies;
 pub mod api_tokens;
 pub mod apps;
 pub mod audit_log;
@@ -29,6 +30,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(evidence::router())
         .merge(actions::router())
         .merge(alerts::router())
+        .merge(anomalies::router())
         .merge(webhooks::router())
         .merge(totp::router())
         .merge(invitations::router())

@@ -7,6 +7,7 @@ mod actions;
 mod agents;
 mod ai;
 mod alerts;
+mod anomalies;
 mod api_tokens;
 mod apps;
 mod audit_log;

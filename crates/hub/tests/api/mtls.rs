@@ -1,7 +1,7 @@
 //! The TLS front with client certificates (SPEC 5.6, 5.7; CONTRACT 14), driven with curl as an
 //! agent would: a certificate is requested, never required; the one an agent presents must be
-//! its own, issued by this hub and not revoked, or the request is 401 and a
-//! `client_cert_refused` audit entry says why; `X-Service-Client-*` headers from anyone but
+//! its own, issued by this hub and not revoked, or the request is 401 and an integrity
+//! anomaly (with its alert) says why; `X-Service-Client-*` headers from anyone but
 //! the TLS front or a `--trusted-proxy` are stripped.
 
 use crate::agents::{Host, register};
@@ -201,17 +201,17 @@ fn heartbeat(
     (code != 0).then_some(code)
 }
 
+/// The kinds of the open integrity anomalies, oldest first.
 async fn refusals(app: &TestApp) -> Vec<String> {
-    let log = body(
-        app.get("/audit-log?event_type=client_cert_refused", &app.owner)
-            .await,
-    )
-    .await;
-    log.as_array()
-        .expect("audit")
+    let list = body(app.get("/integrity-anomalies", &app.owner).await).await;
+    let mut kinds: Vec<String> = list
+        .as_array()
+        .expect("anomalies")
         .iter()
-        .map(|e| e["details"]["kind"].as_str().unwrap_or_default().to_owned())
-        .collect()
+        .map(|e| e["kind"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    kinds.reverse();
+    kinds
 }
 
 async fn agents_present_their_own_certificate_at_the_tls_front_and_others_are_refused(b: Backend) {

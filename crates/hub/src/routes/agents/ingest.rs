@@ -37,7 +37,7 @@ pub(crate) async fn ingest(
     headers: HeaderMap,
     body: SignedBody,
 ) -> ApiResult<(StatusCode, axum::Json<IngestAccepted>)> {
-    check_agent_signature(&agent, &headers, &body.raw)?;
+    check_agent_signature(&state, &agent, &headers, &body.raw).await?;
     let now = now();
     state
         .limiter
@@ -206,7 +206,7 @@ pub(crate) async fn heartbeat(
     if id != agent.id {
         return Err(ApiError::NotFound("agent"));
     }
-    check_agent_signature(&agent, &headers, &body.raw)?;
+    check_agent_signature(&state, &agent, &headers, &body.raw).await?;
     let facts: Option<Value> = if body.json.iter().all(u8::is_ascii_whitespace) {
         None
     } else {

@@ -209,7 +209,8 @@ pub(crate) async fn register(
 }
 
 /// Checks the request signature when the agent's key is pinned (CONTRACT 4).
-pub(super) fn check_agent_signature(
+pub(super) async fn check_agent_signature(
+    state: &AppState,
     agent: &Agent,
     headers: &HeaderMap,
     raw: &[u8],
@@ -222,6 +223,22 @@ pub(super) fn check_agent_signature(
     let signature = headers
         .get("x-service-signature")
         .and_then(|v| v.to_str().ok());
-    wire::verify_signature(&key, signature, raw)
-        .map_err(|e| ApiError::Unauthenticated(format!("signature refused: {e}")))
+    match wire::verify_signature(&key, signature, raw) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // A pinned agent's token with a body its key did not sign: the token may be in
+            // other hands. One open anomaly per agent, however many batches follow.
+            crate::routes::anomalies::record(
+                state,
+                agent.tenant_id,
+                agent,
+                "bad_ingest_signature",
+                "a request with this agent's token was not signed by its pinned key",
+                json!({"error": e.to_string(), "signature_present": signature.is_some()}),
+                true,
+            )
+            .await?;
+            Err(ApiError::Unauthenticated(format!("signature refused: {e}")))
+        }
+    }
 }

@@ -1,0 +1,200 @@
+//! Integrity anomalies (CONTRACT 14; SPEC 2.9, 7): recorded where the hub refuses something an
+//! agent presented (a certificate of another agent, revoked or expired, not issued here; a
+//! pinned agent's batch with a bad signature), each raising a warning alert (`source: agent`,
+//! so it reaches webhooks); operators list and resolve them.
+
+use crate::alerting::Notifier;
+use crate::auth::{Operator, Viewer};
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Meta, Path, Query};
+use crate::openapi::api_routes;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use trusthub_core::alerting::Severity;
+use trusthub_store::anomalies::{self, Anomaly};
+use trusthub_store::{TenantId, alerts};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(list))
+        .routes(api_routes!(resolve))
+}
+
+/// Records an anomaly of `kind` about `agent` and raises its alert, in one transaction. With
+/// `once`, nothing is added while an unresolved anomaly of the same kind is open for the agent
+/// (a flood of bad signatures is one anomaly, not thousands).
+pub async fn record(
+    state: &AppState,
+    tenant: Uuid,
+    agent: &trusthub_store::agents::Agent,
+    kind: &str,
+    detail: &str,
+    evidence: Value,
+    once: bool,
+) -> ApiResult<()> {
+    let now = now();
+    let t = TenantId(tenant);
+    let mut tx = state.db.begin().await?;
+    if once && anomalies::open_exists(&mut tx, t, agent.id, kind).await? {
+        return Ok(());
+    }
+    let id = Uuid::now_v7();
+    anomalies::insert(
+        &mut tx,
+        &Anomaly {
+            id,
+            tenant_id: tenant,
+            agent_id: Some(agent.id),
+            kind: kind.to_owned(),
+            detail: detail.to_owned(),
+            evidence: evidence.to_string(),
+            created_at: now,
+            resolved_at: None,
+            resolved_by: None,
+        },
+    )
+    .await?;
+    let title = format!("Integrity anomaly on {}: {kind}", agent.hostname);
+    Notifier::default()
+        .raise(
+            &mut tx,
+            t,
+            &alerts::NewAlert {
+                severity: Severity::Warning.as_str(),
+                severity_rank: Severity::Warning.rank(),
+                category: "integrity",
+                title: &title,
+                detail: Some(detail),
+                source: trusthub_core::alerting::source::AGENT,
+                fingerprint: &format!("anomaly:{id}"),
+                agent_id: Some(agent.id),
+                app_id: None,
+                rule_id: None,
+            },
+            now,
+        )
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// An anomaly as served.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AnomalyView {
+    /// Id.
+    pub id: Uuid,
+    /// `cert_cn_mismatch`, `unknown_cert`, `revoked_cert_used`, `expired_cert_used`,
+    /// `bad_ingest_signature`.
+    pub kind: String,
+    /// The agent concerned.
+    pub agent_id: Option<Uuid>,
+    /// What happened, for a human.
+    pub detail: String,
+    /// What was seen (fingerprint, subject, serial, address...).
+    #[schema(value_type = Object)]
+    pub evidence: Value,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Resolved at (null while open).
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub resolved_at: Option<OffsetDateTime>,
+    /// `user:<id>`.
+    pub resolved_by: Option<String>,
+}
+
+impl From<Anomaly> for AnomalyView {
+    fn from(a: Anomaly) -> Self {
+        AnomalyView {
+            id: a.id,
+            kind: a.kind,
+            agent_id: a.agent_id,
+            detail: a.detail,
+            evidence: serde_json::from_str(&a.evidence).unwrap_or_else(|_| json!({})),
+            created_at: a.created_at,
+            resolved_at: a.resolved_at,
+            resolved_by: a.resolved_by,
+        }
+    }
+}
+
+/// Which anomalies.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AnomalyQuery {
+    /// `1`: resolved ones too; `0` (default): open ones only.
+    #[param(pattern = "^[01]$")]
+    pub include_resolved: Option<String>,
+}
+
+/// The tenant's integrity anomalies, newest first (viewer; at most 1,000).
+#[utoipa::path(get, path = "/integrity-anomalies", tag = "agents", params(AnomalyQuery),
+    responses((status = 200, body = Vec<AnomalyView>), (status = 422, body = Problem)))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Query(q): Query<AnomalyQuery>,
+) -> ApiResult<axum::Json<Vec<AnomalyView>>> {
+    let include = match q.include_resolved.as_deref() {
+        None | Some("0") => false,
+        Some("1") => true,
+        Some(_) => return Err(ApiError::invalid("include_resolved", "must be 0 or 1")),
+    };
+    let mut c = state.db.conn().await?;
+    Ok(axum::Json(
+        anomalies::list(&mut c, p.tenant(), include, 1000)
+            .await?
+            .into_iter()
+            .map(AnomalyView::from)
+            .collect(),
+    ))
+}
+
+/// Resolve an anomaly (operator): it leaves the open list, its alert is resolved too.
+/// Resolving a resolved anomaly answers it unchanged. Audit `integrity_anomaly_resolved`.
+#[utoipa::path(patch, path = "/integrity-anomalies/{id}/resolve", tag = "agents",
+    params(("id" = Uuid, Path, description = "Anomaly id")),
+    responses((status = 200, body = AnomalyView), (status = 404, body = Problem)))]
+pub(crate) async fn resolve(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<AnomalyView>> {
+    let now = now();
+    let by = format!("user:{}", p.user.id);
+    let mut tx = state.db.begin().await?;
+    anomalies::get(&mut tx, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("integrity anomaly"))?;
+    if anomalies::resolve(&mut tx, p.tenant(), id, &by, now).await? {
+        if let Some(alert) =
+            alerts::open_by_fingerprint(&mut tx, p.tenant(), &format!("anomaly:{id}")).await?
+        {
+            Notifier::default()
+                .resolve(&mut tx, p.tenant(), alert.id, &by, "anomaly resolved", now)
+                .await?;
+        }
+        meta.record(
+            &mut tx,
+            &p,
+            trusthub_core::audit::INTEGRITY_ANOMALY_RESOLVED,
+            format!("integrity_anomaly:{id}"),
+            json!({}),
+        )
+        .await?;
+    }
+    let a = anomalies::get(&mut tx, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("integrity anomaly"))?;
+    tx.commit().await?;
+    Ok(axum::Json(a.into()))
+}
