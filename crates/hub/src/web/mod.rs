@@ -11,6 +11,7 @@
 mod actions;
 mod agent;
 mod ai;
+mod anomalies;
 mod chart;
 mod hooks;
 mod pages;
@@ -134,6 +135,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/actions/{jti}", get(actions::action))
         .route("/ui/actions/{jti}/live", get(actions::action_live))
         .route("/ui/transparency", get(actions::transparency))
+        .route("/ui/anomalies", get(anomalies::list))
+        .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))
         .route("/ui/ai/prices", get(ai::prices).post(ai::set_price))

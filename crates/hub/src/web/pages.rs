@@ -290,6 +290,7 @@ struct Live {
     info: usize,
     apps_total: usize,
     apps_off: usize,
+    anomalies: usize,
     agents: Vec<AgentRow>,
     more_agents: usize,
     events: Vec<Event>,
@@ -430,6 +431,8 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
             _ => l.info += n,
         }
     }
+    l.anomalies =
+        usize::try_from(trusthub_store::anomalies::open_count(&mut c, tenant).await?).unwrap_or(0);
     let (tracked, off) = apps::state_counts(&mut c, tenant).await?;
     l.apps_total = usize::try_from(tracked).unwrap_or(0);
     l.apps_off = usize::try_from(off).unwrap_or(0);

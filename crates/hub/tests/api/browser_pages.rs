@@ -15,6 +15,7 @@ crate::dual!(
     an_operator_edits_a_rule_and_a_viewer_only_reads_it,
     an_agent_shows_its_inventory_and_processes_and_an_admin_governs_rotates_and_deletes_it,
     ai_teams_sort_by_cost_and_p95_and_a_team_page_charts_its_days,
+    an_operator_resolves_an_integrity_anomaly_the_overview_counted,
 );
 
 /// The form whose action is `action`: its submit button.
@@ -631,5 +632,55 @@ async fn ai_teams_sort_by_cost_and_p95_and_a_team_page_charts_its_days(b: Backen
     browser.goto(&format!("{}/ui/ai", app.base)).await;
     let page = browser.source().await;
     assert!(page.contains("action=\"/api/v1/ai/teams/export.csv\""));
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_operator_resolves_an_integrity_anomaly_the_overview_counted(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("anomalies-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    // A batch signed by another key than the pinned one.
+    let body_ = crate::agents::batch(json!([])).to_string();
+    let r = app
+        .req(
+            reqwest::Method::POST,
+            "/ingest",
+            &Auth::Bearer(host.token.clone()),
+        )
+        .header("content-type", "application/json")
+        .header(
+            "x-service-signature",
+            trusthub_core::agent::sign_header(&crate::agents::key(), body_.as_bytes()),
+        )
+        .body(body_)
+        .send()
+        .await
+        .expect("ingest");
+    assert_eq!(r.status(), 401);
+    app.invite_and_accept(&app.owner, "oncall@example.com", "operator")
+        .await;
+    browser
+        .sign_in(&app.base, "oncall@example.com", "a fine password")
+        .await;
+    let page = browser.wait_text("Open integrity anomalies").await;
+    assert!(
+        page.contains("<a href=\"/ui/anomalies\">1</a>"),
+        "the overview counts it: {page}"
+    );
+    browser.click("div.big a[href='/ui/anomalies']").await;
+    browser.wait_text("bad_ingest_signature").await;
+    browser.screenshot("anomalies").await;
+    browser.click("tr[id^='anomaly-'] form button").await;
+    browser.wait_text("No open anomaly.").await;
+    assert_eq!(
+        body(app.get("/integrity-anomalies", &app.owner).await).await,
+        json!([])
+    );
+    browser
+        .goto(&format!("{}/ui/anomalies?all=1", app.base))
+        .await;
+    browser.wait_text("resolved").await;
     browser.assert_no_js_errors().await;
 }

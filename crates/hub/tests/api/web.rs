@@ -285,6 +285,7 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         format!("/ui/agents/{}/delete", host.id),
         format!("/ui/agents/{}/client-certs/00/revoke", host.id),
         "/ui/ai/prices".into(),
+        format!("/ui/anomalies/{none}/resolve"),
         "/logout".into(),
     ];
     let fields = form(&[

@@ -1,0 +1,147 @@
+//! Integrity anomalies (CONTRACT 14): the open ones (or all), with what was seen, and resolve
+//! for operators — through the API's own handlers.
+
+use super::pages::{CsrfForm, UserBar, ago, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, html};
+use crate::auth::{Operator, Viewer};
+use crate::error::ApiResult;
+use crate::extract::{Meta, Path, Query};
+use crate::routes::anomalies::{self as api, AnomalyQuery};
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+
+/// One anomaly.
+#[derive(Debug)]
+struct Row {
+    id: String,
+    kind: String,
+    agent: String,
+    host: String,
+    detail: String,
+    evidence: String,
+    at: String,
+    resolved: String,
+}
+
+#[derive(Template)]
+#[template(path = "anomalies.html")]
+struct Page<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_resolve: bool,
+    all: bool,
+    rows: Vec<Row>,
+    flash: Flash,
+}
+
+/// Open only, or all.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Which {
+    #[serde(default)]
+    all: Option<String>,
+}
+
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    all: bool,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    let built: ApiResult<Page> = async {
+        let p = &user.principal;
+        let axum::Json(list) = api::list(
+            State(state.clone()),
+            Viewer(p.clone()),
+            Query(AnomalyQuery {
+                include_resolved: Some(if all { "1" } else { "0" }.into()),
+            }),
+        )
+        .await?;
+        let hosts: std::collections::HashMap<uuid::Uuid, String> = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::agents::list(&mut c, p.tenant())
+                .await?
+                .into_iter()
+                .map(|a| (a.id, a.hostname))
+                .collect()
+        };
+        let now = now();
+        Ok(Page {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_resolve: p.has_role(Role::Operator),
+            all,
+            rows: list
+                .into_iter()
+                .map(|a| Row {
+                    id: a.id.to_string(),
+                    host: a
+                        .agent_id
+                        .and_then(|id| hosts.get(&id).cloned())
+                        .unwrap_or_else(|| "(deleted agent)".into()),
+                    agent: a.agent_id.map(|i| i.to_string()).unwrap_or_default(),
+                    kind: a.kind,
+                    detail: a.detail,
+                    evidence: a.evidence.to_string(),
+                    at: ago(Some(a.created_at), now),
+                    resolved: match a.resolved_at {
+                        Some(t) => format!("resolved {}", ago(Some(t), now)),
+                        None => String::new(),
+                    },
+                })
+                .collect(),
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/anomalies`.
+pub async fn list(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Query(w): axum::extract::Query<Which>,
+) -> Response {
+    let all = w.all.as_deref() == Some("1");
+    page(&state, &user, all, Flash::default(), StatusCode::OK).await
+}
+
+/// `POST /ui/anomalies/{id}/resolve` (operator).
+pub async fn resolve(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    match super::outcome(
+        api::resolve(
+            State(state.clone()),
+            meta,
+            Operator(user.principal.clone()),
+            Path(id),
+        )
+        .await,
+        "Resolved; its alert is resolved too.",
+        StatusCode::OK,
+    ) {
+        Ok((flash, status)) => page(&state, &user, false, flash, status).await,
+        Err(e) => e.into_response(),
+    }
+}
