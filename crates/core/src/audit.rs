@@ -54,6 +54,9 @@ pub const AGENT_SIGNING_KEY_CLEARED: &str = "agent_signing_key_cleared";
 pub const AGENT_GOVERNANCE_CHANGED: &str = "agent_governance_changed";
 /// SPEC 5: the hub CA issued a client certificate to an agent (rotation included).
 pub const CLIENT_CERT_ISSUED: &str = "client_cert_issued";
+/// SPEC 6.4: an agent registered with a version the hub had not seen for it (integrity
+/// check checkpoint).
+pub const AGENT_VERSION_SEEN: &str = "agent_version_seen";
 /// CONTRACT 14: an operator resolved an integrity anomaly.
 pub const INTEGRITY_ANOMALY_RESOLVED: &str = "integrity_anomaly_resolved";
 /// SPEC 5: a client certificate was revoked by an admin.

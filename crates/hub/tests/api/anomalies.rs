@@ -6,7 +6,10 @@ use crate::agents::{batch, register, send};
 use crate::harness::*;
 use serde_json::json;
 
-crate::dual!(bad_signatures_become_one_anomaly_with_an_alert_that_operators_resolve,);
+crate::dual!(
+    bad_signatures_become_one_anomaly_with_an_alert_that_operators_resolve,
+    a_new_agent_version_is_a_checkpoint_and_a_change_an_anomaly,
+);
 
 async fn bad_signatures_become_one_anomaly_with_an_alert_that_operators_resolve(b: Backend) {
     let app = TestApp::spawn(b).await;
@@ -132,4 +135,65 @@ async fn bad_signatures_become_one_anomaly_with_an_alert_that_operators_resolve(
             .map(Vec::len),
         Some(1)
     );
+}
+
+async fn a_new_agent_version_is_a_checkpoint_and_a_change_an_anomaly(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let seen = || async {
+        body(
+            app.get("/audit-log?event_type=agent_version_seen", &app.owner)
+                .await,
+        )
+        .await
+    };
+    assert_eq!(seen().await.as_array().map(Vec::len), Some(1));
+    let again = |version: &'static str| {
+        let enroll_app = &app;
+        let key = &host.key;
+        let machine = host.machine_id.clone();
+        async move {
+            let enroll = crate::agents::enrollment_token(enroll_app, &enroll_app.owner).await;
+            let body_ = json!({"machine_id": machine, "hostname": "web-1", "os": "Debian 12",
+                "arch": "x86_64", "agent_version": version,
+                "signing_pubkey": crate::agents::hexkey(key)})
+            .to_string();
+            enroll_app
+                .req(
+                    reqwest::Method::POST,
+                    "/agents/register",
+                    &Auth::Bearer(enroll),
+                )
+                .header("content-type", "application/json")
+                .header(
+                    "x-service-signature",
+                    trusthub_core::agent::sign_header(key, body_.as_bytes()),
+                )
+                .body(body_)
+                .send()
+                .await
+                .expect("register")
+                .status()
+        }
+    };
+    // The same version again: nothing new.
+    assert_eq!(again("0.1.0").await, 200);
+    assert_eq!(seen().await.as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        body(app.get("/integrity-anomalies", &app.owner).await).await,
+        json!([])
+    );
+    // Another version: a checkpoint and an anomaly with both versions.
+    assert_eq!(again("0.2.0").await, 200);
+    let entries = seen().await;
+    assert_eq!(entries.as_array().map(Vec::len), Some(2), "{entries}");
+    assert_eq!(entries[0]["details"]["agent_version"], "0.2.0", "{entries}");
+    assert_eq!(entries[0]["details"]["previous"], "0.1.0");
+    let list = body(app.get("/integrity-anomalies", &app.owner).await).await;
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list[0]["kind"], "agent_version_changed");
+    assert_eq!(list[0]["evidence"]["previous"], "0.1.0");
+    assert_eq!(list[0]["evidence"]["current"], "0.2.0");
+    let agent = body(app.get(&format!("/agents/{}", host.id), &app.owner).await).await;
+    assert_eq!(agent["agent_version"], "0.2.0");
 }

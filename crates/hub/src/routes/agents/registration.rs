@@ -128,10 +128,16 @@ pub(crate) async fn register(
         new_token(AGENT_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
     let now = now();
     let mut tx = state.db.begin().await?;
+    // SPEC 6.4: a version the hub has not seen for this agent is a checkpoint; a change on a
+    // known agent is an integrity anomaly until an operator resolves it (an upgrade, or not).
+    let mut version_changed: Option<(Agent, String)> = None;
     let (id, status, intervals) = match agents::find_by_machine(&mut tx, tenant, reg.machine_id)
         .await?
     {
         Some(existing) => {
+            if existing.agent_version != reg.agent_version {
+                version_changed = Some((existing.clone(), existing.agent_version.clone()));
+            }
             if existing
                 .signing_pubkey
                 .as_deref()
@@ -195,7 +201,37 @@ pub(crate) async fn register(
         now,
     )
     .await?;
+    if status == StatusCode::CREATED || version_changed.is_some() {
+        audit::append(
+            &mut tx,
+            tenant,
+            &meta.audit(
+                ev::AGENT_VERSION_SEEN,
+                format!("agent:{id}"),
+                format!("agent:{id}"),
+                json!({"agent_version": reg.agent_version,
+                    "previous": version_changed.as_ref().map(|(_, v)| v.clone())}),
+            ),
+            now,
+        )
+        .await?;
+    }
     tx.commit().await?;
+    if let Some((agent, previous)) = version_changed {
+        crate::routes::anomalies::record(
+            &state,
+            enrollment.tenant_id,
+            &agent,
+            "agent_version_changed",
+            &format!(
+                "the agent re-registered as version {} (was {previous})",
+                reg.agent_version
+            ),
+            json!({"previous": previous, "current": reg.agent_version, "ip": meta.ip.to_string()}),
+            false,
+        )
+        .await?;
+    }
     Ok((
         status,
         axum::Json(Registered {
