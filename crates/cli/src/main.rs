@@ -217,7 +217,12 @@ async fn serve(settings: Settings) -> Result<(), String> {
 /// `trusthub up`: the hub plus an agent for this host, enrolled on first start.
 async fn up(args: UpArgs) -> Result<(), String> {
     let data_dir = args.settings.db.data_dir.clone();
-    let ca_cert = args.settings.tls_cert.clone();
+    // The local agent trusts the hub's own CA with `--tls-self`, the given chain otherwise.
+    let ca_cert = if args.settings.tls_self {
+        Some(data_dir.join("hub-ca.pem"))
+    } else {
+        args.settings.tls_cert.clone()
+    };
     let server = Server::build(args.settings)
         .await
         .map_err(|e| e.to_string())?;

@@ -287,6 +287,52 @@ impl HubCa {
         ))
     }
 
+    /// A server certificate for the hub itself (an ECDSA P-256 key, `days` of validity) with
+    /// these DNS names and addresses: the chain PEM (certificate, then the CA) and the key's
+    /// PKCS#8 PEM. For `--tls-self`.
+    pub fn issue_server(
+        &self,
+        names: &[String],
+        ips: &[std::net::IpAddr],
+        days: i64,
+    ) -> Result<(String, String), CaError> {
+        let pair = KeyPair::generate().map_err(|e| CaError::Signing(e.to_string()))?;
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(
+            DnType::CommonName,
+            names.first().cloned().unwrap_or_else(|| "localhost".into()),
+        );
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.use_authority_key_identifier_extension = true;
+        for n in names {
+            params.subject_alt_names.push(rcgen::SanType::DnsName(
+                n.clone()
+                    .try_into()
+                    .map_err(|e: rcgen::Error| CaError::Signing(e.to_string()))?,
+            ));
+        }
+        for ip in ips {
+            params
+                .subject_alt_names
+                .push(rcgen::SanType::IpAddress(*ip));
+        }
+        params.serial_number = Some(serial().map_err(CaError::Signing)?.0);
+        let now = whole_seconds(OffsetDateTime::now_utc());
+        params.not_before = now - time::Duration::minutes(5);
+        params.not_after = now + time::Duration::days(days);
+        let cert = params
+            .signed_by(&pair, &self.issuer)
+            .map_err(|e| CaError::Signing(e.to_string()))?;
+        Ok((
+            format!("{}{}", cert.pem(), self.cert_pem),
+            pair.serialize_pem(),
+        ))
+    }
+
     /// The CRL (DER) listing `revoked` (`serial hex, revoked at, reason`), valid for a day;
     /// its number is the time it was made, so a newer CRL always has a larger one.
     pub fn crl(

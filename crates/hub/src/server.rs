@@ -116,6 +116,10 @@ impl Server {
                 let client_ca = (settings.tls_client_ca == "auto").then(|| ca.cert_der());
                 Some(crate::tls::acceptor(cert, key, client_ca).map_err(StartError::Config)?)
             }
+            (None, None) if settings.tls_self => {
+                let client_ca = (settings.tls_client_ca == "auto").then(|| ca.cert_der());
+                Some(self_tls(&settings, &ca, client_ca)?)
+            }
             (None, None) => None,
             _ => {
                 return Err(StartError::Config(
@@ -427,6 +431,44 @@ async fn load_signing_key(
         .try_into()
         .map_err(|_| StartError::Config(format!("stored {what} has the wrong length")))?;
     Ok(ed25519_dalek::SigningKey::from_bytes(&bytes))
+}
+
+/// `--tls-self`: a server certificate from the hub CA for the names this hub is reached by,
+/// made at each start (so it never expires while the hub runs for less than 90 days), and the
+/// CA written to `<data-dir>/hub-ca.pem` for clients to trust.
+fn self_tls(
+    settings: &Settings,
+    ca: &crate::ca::HubCa,
+    client_ca: Option<&[u8]>,
+) -> Result<tokio_rustls::TlsAcceptor, StartError> {
+    let mut names = vec!["localhost".to_owned()];
+    let mut ips: Vec<std::net::IpAddr> = vec![
+        std::net::IpAddr::from([127, 0, 0, 1]),
+        std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+    ];
+    if !settings.listen.ip().is_unspecified() && !ips.contains(&settings.listen.ip()) {
+        ips.push(settings.listen.ip());
+    }
+    if let Some(host) = settings
+        .public_url
+        .as_deref()
+        .and_then(|u| u.split_once("://"))
+        .map(|(_, rest)| rest.split(['/', ':']).next().unwrap_or_default().to_owned())
+        .filter(|h| !h.is_empty())
+    {
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) if !ips.contains(&ip) => ips.push(ip),
+            Ok(_) => {}
+            Err(_) if !names.contains(&host) => names.push(host),
+            Err(_) => {}
+        }
+    }
+    let (chain, key) = ca
+        .issue_server(&names, &ips, 90)
+        .map_err(|e| StartError::Config(format!("--tls-self: {e}")))?;
+    std::fs::write(settings.db.data_dir.join("hub-ca.pem"), ca.cert_pem())?;
+    crate::tls::acceptor_from_pem(chain.as_bytes(), key.as_bytes(), client_ca)
+        .map_err(StartError::Config)
 }
 
 fn create_private_dir(path: &Path) -> std::io::Result<()> {

@@ -49,6 +49,12 @@ pub struct Settings {
     /// PEM private key for the TLS front.
     #[arg(long, env = "TRUSTHUB_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Serve HTTPS with a server certificate the hub CA issues for itself at each start
+    /// (localhost, 127.0.0.1, ::1, the listen address and the `--public-url` host; 90 days); the
+    /// CA is written to `<data-dir>/hub-ca.pem` for browsers, curl and agents to trust. For a
+    /// first try of mTLS without buying a certificate.
+    #[arg(long, env = "TRUSTHUB_TLS_SELF", conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_self: bool,
     /// Client certificates at the TLS front: `auto` requests one signed by the hub CA without
     /// requiring it (agents roll out certificates gradually); `off` requests none.
     #[arg(long, env = "TRUSTHUB_TLS_CLIENT_CA", default_value = "auto", value_parser = ["auto", "off"])]
@@ -191,7 +197,7 @@ impl Settings {
 
     /// Whether the hub serves HTTPS.
     pub fn tls_enabled(&self) -> bool {
-        self.tls_cert.is_some() && self.tls_key.is_some()
+        (self.tls_cert.is_some() && self.tls_key.is_some()) || self.tls_self
     }
 
     /// Base URL for links in mail, without a trailing slash.
@@ -240,6 +246,7 @@ impl Settings {
             evidence_retention_days: 400,
             ca_key_bits: 4096,
             tls_client_ca: "auto".into(),
+            tls_self: false,
             trusted_proxies: Vec::new(),
             client_cert_days: 365,
             metrics_raw_retention_hours: 7 * 24,

@@ -22,18 +22,28 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// With `client_ca` (the hub CA, DER), a client certificate signed by it is requested and
 /// verified when presented, never required.
 pub fn acceptor(cert: &Path, key: &Path, client_ca: Option<&[u8]>) -> Result<TlsAcceptor, String> {
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?
+    let cert_pem =
+        std::fs::read(cert).map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    let key_pem = std::fs::read(key).map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    acceptor_from_pem(&cert_pem, &key_pem, client_ca).map_err(|e| {
+        e.replace("--tls-cert", &format!("--tls-cert {}", cert.display()))
+            .replace("--tls-key", &format!("--tls-key {}", key.display()))
+    })
+}
+
+/// Like [`acceptor`], from PEM bytes (a chain, then its key).
+pub fn acceptor_from_pem(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    client_ca: Option<&[u8]>,
+) -> Result<TlsAcceptor, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+        .map_err(|e| format!("--tls-cert: {e}"))?;
     if chain.is_empty() {
-        return Err(format!(
-            "--tls-cert {}: no certificate in the file",
-            cert.display()
-        ));
+        return Err("--tls-cert: no certificate in the file".into());
     }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("--tls-key: {e}"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -187,14 +187,17 @@ impl TestApp {
         let dir = TempDir::new();
         let (mut settings, pg_db) = TestApp::settings(backend, &dir).await;
         configure(&mut settings);
-        // With a TLS front, the client trusts its certificate and speaks HTTPS.
-        let tls = settings
-            .tls_cert
-            .as_ref()
-            .map(|c| std::fs::read(c).expect("the TLS certificate"));
+        // With a TLS front, the client trusts its certificate chain (or, with `--tls-self`,
+        // the hub CA the hub writes) and speaks HTTPS.
+        let root = match (&settings.tls_cert, settings.tls_self) {
+            (Some(c), _) => Some(c.clone()),
+            (None, true) => Some(settings.db.data_dir.join("hub-ca.pem")),
+            (None, false) => None,
+        };
         let server = Server::build_with(settings, extra)
             .await
             .expect("hub starts");
+        let tls = root.map(|c| std::fs::read(c).expect("the TLS certificate"));
         let addr = server.local_addr();
         let db = server.state().db.clone();
         let state = server.state().clone();

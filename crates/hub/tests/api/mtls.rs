@@ -13,6 +13,7 @@ use std::process::Command;
 crate::dual!(
     agents_present_their_own_certificate_at_the_tls_front_and_others_are_refused,
     client_headers_count_only_from_a_trusted_proxy,
+    tls_self_serves_https_with_a_certificate_of_the_hub_ca,
 );
 
 fn run(cmd: &str, args: &[&str]) -> std::process::Output {
@@ -371,4 +372,54 @@ async fn client_headers_count_only_from_a_trusted_proxy(b: Backend) {
     for k in ["cert_cn_mismatch", "unknown_cert", "expired_cert_used"] {
         assert!(kinds.contains(&k.to_owned()), "{k}: {kinds:?}");
     }
+}
+
+async fn tls_self_serves_https_with_a_certificate_of_the_hub_ca(b: Backend) {
+    // The harness trusts only `<data-dir>/hub-ca.pem`: every request below checks the chain.
+    let app = TestApp::spawn_with(b, |s| s.tls_self = true).await;
+    assert!(app.base.starts_with("https://"));
+    let dir = TempDir::new();
+    let host = register(&app).await;
+    let (crt, key, _) = certificate(&app, &dir, &host, "self").await;
+    // curl trusts the same CA file; the agent's certificate works through this front.
+    let ca = app.state.settings.db.data_dir.join("hub-ca.pem");
+    assert_eq!(
+        std::fs::read_to_string(&ca).expect("hub-ca.pem"),
+        app.state.ca.cert_pem()
+    );
+    assert_eq!(
+        heartbeat(&app.base, &ca, &host, Some((&crt, &key)), &[]),
+        Some(200)
+    );
+    // openssl sees a server certificate of the hub CA for 127.0.0.1, for TLS servers only.
+    let port = app.base.rsplit(':').next().expect("port").to_owned();
+    let out = Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-CAfile",
+            s(&ca),
+            "-verify_return_error",
+            "-verify_ip",
+            "127.0.0.1",
+            "-brief",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("openssl");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(said.contains("Verification: OK"), "{said}");
+    let cookie_secure = app
+        .post(
+            "/auth/login",
+            &Auth::None,
+            json!({"email": OWNER_EMAIL, "password": OWNER_PASSWORD}),
+        )
+        .await
+        .headers()["set-cookie"]
+        .to_str()
+        .expect("cookie")
+        .contains("Secure");
+    assert!(cookie_secure, "HTTPS sessions get Secure cookies");
 }
