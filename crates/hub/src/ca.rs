@@ -83,10 +83,18 @@ fn rsa_key(bits: usize) -> Result<(KeyPair, Vec<u8>), String> {
     Ok((pair, bytes))
 }
 
-/// 16 random bytes, positive and of full length (RFC 5280: at most 20 octets).
+/// A 16-byte serial (RFC 5280: positive, at most 20 octets): `0x40`, 7 bytes of the time in
+/// microseconds, 8 random bytes — unique and unguessable, and ordered by issuance (the list's
+/// "newest first" holds within one second). The fixed first byte keeps the full length, so
+/// the hex here is the hex openssl prints.
 fn serial() -> Result<(SerialNumber, String), String> {
-    let mut b = trusthub_core::secret::random_bytes::<16>().map_err(|e| e.to_string())?;
-    b[0] = (b[0] & 0x7f) | 0x40;
+    let random = trusthub_core::secret::random_bytes::<8>().map_err(|e| e.to_string())?;
+    let micros =
+        u64::try_from(OffsetDateTime::now_utc().unix_timestamp_nanos() / 1000).unwrap_or(0);
+    let mut b = [0u8; 16];
+    b[0] = 0x40;
+    b[1..8].copy_from_slice(&micros.to_be_bytes()[1..8]);
+    b[8..].copy_from_slice(&random);
     Ok((SerialNumber::from_slice(&b), hex(&b)))
 }
 

@@ -62,7 +62,7 @@ pub async fn list(
     agent_id: Uuid,
 ) -> StoreResult<Vec<ClientCert>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM client_certs WHERE tenant_id = $1 AND agent_id = $2 ORDER BY created_at DESC, serial"
+        "SELECT {COLUMNS} FROM client_certs WHERE tenant_id = $1 AND agent_id = $2 ORDER BY created_at DESC, serial DESC"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, ClientCert>(sqlx::AssertSqlSafe(sql))
