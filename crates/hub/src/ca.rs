@@ -11,6 +11,8 @@ use rcgen::{
     RevokedCertParams, SerialNumber,
 };
 use rsa::pkcs8::EncodePrivateKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, CertificateSigningRequestDer};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -153,8 +155,9 @@ impl HubCa {
             .map_err(|e| format!("the hub CA key: {e}"))?;
         let issuer = Issuer::from_ca_cert_pem(&stored.cert_pem, pair)
             .map_err(|e| format!("the hub CA certificate: {e}"))?;
-        let cert_der = pem_block(&stored.cert_pem, "CERTIFICATE")
-            .ok_or("the stored hub CA certificate is corrupt")?;
+        let cert_der = CertificateDer::from_pem_slice(stored.cert_pem.as_bytes())
+            .map_err(|_| "the stored hub CA certificate is corrupt".to_owned())?
+            .to_vec();
         Ok(HubCa {
             cert_pem: stored.cert_pem,
             cert_der,
@@ -247,25 +250,23 @@ impl HubCa {
         tenant: Uuid,
         days: i64,
     ) -> Result<Issued, CaError> {
-        let der = pem_block(csr_pem, "CERTIFICATE REQUEST")
-            .ok_or_else(|| CaError::BadCsr("is not a PEM \"CERTIFICATE REQUEST\"".into()))?;
+        let der = CertificateSigningRequestDer::from_pem_slice(csr_pem.as_bytes())
+            .map_err(|_| CaError::BadCsr("is not a PEM \"CERTIFICATE REQUEST\"".into()))?;
         let bits = rsa_bits_of_csr(&der)?;
         if bits < MIN_CLIENT_KEY_BITS {
             return Err(CaError::BadCsr(format!(
                 "has an RSA key of {bits} bits; at least {MIN_CLIENT_KEY_BITS} are needed"
             )));
         }
-        let csr = CertificateSigningRequestParams::from_der(&der.as_slice().into()).map_err(
-            |e| match e {
-                rcgen::Error::InvalidCertificationRequestSignature => {
-                    CaError::BadCsr("has a signature that does not verify".into())
-                }
-                rcgen::Error::UnsupportedExtension => CaError::BadCsr(
-                    "asks for an extension the hub does not sign (send a plain request)".into(),
-                ),
-                other => CaError::BadCsr(format!("cannot be read: {other}")),
-            },
-        )?;
+        let csr = CertificateSigningRequestParams::from_der(&der).map_err(|e| match e {
+            rcgen::Error::InvalidCertificationRequestSignature => {
+                CaError::BadCsr("has a signature that does not verify".into())
+            }
+            rcgen::Error::UnsupportedExtension => CaError::BadCsr(
+                "asks for an extension the hub does not sign (send a plain request)".into(),
+            ),
+            other => CaError::BadCsr(format!("cannot be read: {other}")),
+        })?;
         let (params, serial, from, until) = Self::client_params(agent, tenant, days)?;
         let signed = CertificateSigningRequestParams {
             params,
@@ -378,19 +379,6 @@ impl HubCa {
             .map_err(|e| CaError::Signing(e.to_string()))?;
         Ok(crl.der().to_vec())
     }
-}
-
-/// The DER inside the first PEM block labelled `label`.
-fn pem_block(pem: &str, label: &str) -> Option<Vec<u8>> {
-    let begin = format!("-----BEGIN {label}-----");
-    let end = format!("-----END {label}-----");
-    let start = pem.find(&begin)? + begin.len();
-    let stop = start + pem[start..].find(&end)?;
-    let b64: String = pem[start..stop]
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect();
-    data_encoding::BASE64.decode(b64.as_bytes()).ok()
 }
 
 /// The RSA key size of a CSR's public key; other key types are refused.

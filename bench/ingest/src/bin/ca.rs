@@ -1,7 +1,10 @@
 //! Hub CA benchmark (issue 19): the time to make the CA at a first start (`--bits`, 4096 by
 //! default, a fresh SQLite database each run, key generation, self-signing, sealing and
 //! storing), to restore it at a later start, to sign a client certificate for an openssl CSR,
-//! and to make the CRL with N revoked entries. `openssl req` (run once) makes the CSR.
+//! and to make the CRL with N revoked entries. `openssl req` (run once) makes the CSR. The
+//! peers in the same run: `openssl genpkey` making an RSA key of the same size (the CA's cost
+//! is almost all key generation), and `openssl speed` signing with RSA-4096 (one signature
+//! per certificate).
 //!
 //! `cargo run --release -p trusthub-bench-ingest --bin ca -- --runs 5`
 
@@ -67,6 +70,32 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         first[first.len() / 2],
         first[first.len() - 1]
     );
+    // Peer: openssl making the same key, the same number of times.
+    let mut peer = Vec::new();
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        let ok = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt"])
+            .arg(format!("rsa_keygen_bits:{}", args.bits))
+            .args(["-out", "/dev/null"])
+            .stderr(std::process::Stdio::null())
+            .status()?
+            .success();
+        if !ok {
+            return Err("openssl genpkey failed".into());
+        }
+        peer.push(ms(t));
+    }
+    peer.sort_by(f64::total_cmp);
+    println!(
+        "peer: openssl genpkey RSA-{}, {} runs: min {:.0} ms, median {:.0} ms, max {:.0} ms (hub/openssl median {:.2})",
+        args.bits,
+        peer.len(),
+        peer[0],
+        peer[peer.len() / 2],
+        peer[peer.len() - 1],
+        first[first.len() / 2] / peer[peer.len() / 2]
+    );
     let ca = last.ok_or("no run")?;
     let (k, c) = (dir.join("agent.key"), dir.join("agent.csr"));
     let ok = std::process::Command::new("openssl")
@@ -93,6 +122,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "client certificate from a CSR (verify, sign): {per:.2} ms each ({:.0}/s on one core)",
         1000.0 / per
     );
+    let speed = std::process::Command::new("openssl")
+        .args(["speed", "-seconds", "3", &format!("rsa{}", args.bits)])
+        .output()?;
+    let said = String::from_utf8_lossy(&speed.stdout).into_owned();
+    if let Some(line) = said.lines().find(|l| {
+        l.trim_start()
+            .starts_with(&format!("rsa {} bits", args.bits))
+    }) {
+        println!("peer: openssl speed (sign/s, verify/s): {}", line.trim());
+    }
     let t = Instant::now();
     let n = 20;
     for _ in 0..n {

@@ -351,16 +351,11 @@ pub async fn governance(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::extract::RawForm(raw): axum::extract::RawForm,
 ) -> Response {
-    let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&raw) else {
-        return ApiError::BadRequest("the form cannot be read".into()).into_response();
+    let form = match super::FormPairs::parse(&raw) {
+        Ok(f) => f,
+        Err(e) => return e.into_response(),
     };
-    let field = |name: &str| {
-        pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.trim().to_owned())
-            .unwrap_or_default()
-    };
+    let field = |name: &str| form.get(name);
     if let Err(e) = allowed(&user, Role::Admin, Some(&field("csrf"))) {
         return e.into_response();
     }
@@ -389,11 +384,7 @@ pub async fn governance(
             .filter(|t| !t.is_empty())
             .map(str::to_owned)
             .collect(),
-        allowed_actions: pairs
-            .iter()
-            .filter(|(k, _)| k == "actions")
-            .map(|(_, v)| v.clone())
-            .collect(),
+        allowed_actions: form.all("actions"),
         host_allowed_actions: None,
         effective_actions: None,
     };

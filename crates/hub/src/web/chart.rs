@@ -18,7 +18,8 @@ const LEFT: f64 = 48.0;
 const BOTTOM: f64 = 20.0;
 const DASHES: [&str; 4] = ["", "6 3", "2 3", "8 3 2 3"];
 
-fn escape(s: &str) -> String {
+/// The text escaped for SVG/HTML attributes and text.
+pub(super) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

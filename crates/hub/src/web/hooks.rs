@@ -132,17 +132,6 @@ pub async fn show(
     page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
-/// The edit form (the events arrive as repeated `events` fields).
-#[derive(Debug)]
-struct EditForm {
-    csrf: String,
-    url: String,
-    min_severity: String,
-    tag: String,
-    /// A new secret to sign with from now on (empty: keep the current one).
-    secret: String,
-}
-
 /// `POST /ui/webhooks/{id}` (admin): the change, checked like at creation.
 pub async fn update(
     State(state): State<AppState>,
@@ -151,40 +140,20 @@ pub async fn update(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::extract::RawForm(raw): axum::extract::RawForm,
 ) -> Response {
-    let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&raw) else {
-        return ApiError::BadRequest("the form cannot be read".into()).into_response();
+    let form = match super::FormPairs::parse(&raw) {
+        Ok(f) => f,
+        Err(e) => return e.into_response(),
     };
-    let field = |name: &str| {
-        pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let events: Vec<String> = pairs
-        .iter()
-        .filter(|(k, _)| k == "events")
-        .map(|(_, v)| v.clone())
-        .collect();
-    let form = EditForm {
-        csrf: field("csrf"),
-        url: field("url"),
-        min_severity: field("min_severity"),
-        tag: field("tag"),
-        secret: field("secret"),
-    };
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.get("csrf"))) {
         return e.into_response();
     }
-    let tag = form.tag.trim();
+    let (tag, secret) = (form.get("tag"), form.get("secret"));
     let patch = WebhookPatch {
-        url: Some(form.url),
-        secret: (!form.secret.is_empty()).then_some(form.secret),
-        events: Some(events),
-        min_severity: Some(form.min_severity),
-        agent_filter: Some((!tag.is_empty()).then(|| AgentFilter {
-            tag: tag.to_owned(),
-        })),
+        url: Some(form.get("url")),
+        secret: (!secret.is_empty()).then_some(secret),
+        events: Some(form.all("events")),
+        min_severity: Some(form.get("min_severity")),
+        agent_filter: Some((!tag.is_empty()).then_some(AgentFilter { tag })),
     };
     match api::update(
         State(state.clone()),

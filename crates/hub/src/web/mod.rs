@@ -374,14 +374,9 @@ impl Flash {
 /// as the problem it is.
 pub fn form_error(e: ApiError) -> Result<(StatusCode, String), ApiError> {
     match e {
-        ApiError::Validation(errors) => Ok((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            errors
-                .iter()
-                .map(|e| format!("{}: {}", e.field, e.message))
-                .collect::<Vec<_>>()
-                .join("; "),
-        )),
+        ApiError::Validation(errors) => {
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, pages::refusal(&errors)))
+        }
         ApiError::Totp { status, detail, .. } => Ok((status, detail)),
         ApiError::Conflict(m) => Ok((StatusCode::CONFLICT, m)),
         ApiError::Forbidden(m) => Ok((StatusCode::FORBIDDEN, m)),
@@ -401,6 +396,38 @@ pub fn outcome<T>(
     match result {
         Ok(_) => Ok((Flash::notice(notice), status)),
         Err(e) => form_error(e).map(|(status, m)| (Flash::error(m), status)),
+    }
+}
+
+/// A form read as name/value pairs, for forms that repeat a name (a group of checkboxes),
+/// which `axum::Form` cannot collect.
+#[derive(Debug)]
+pub struct FormPairs(Vec<(String, String)>);
+
+impl FormPairs {
+    /// Reads an `application/x-www-form-urlencoded` body.
+    pub fn parse(raw: &[u8]) -> Result<FormPairs, ApiError> {
+        serde_urlencoded::from_bytes(raw)
+            .map(FormPairs)
+            .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))
+    }
+
+    /// The first value of `name`, trimmed (empty when absent).
+    pub fn get(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Every value of `name`, in order.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 }
 

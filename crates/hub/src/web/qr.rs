@@ -23,15 +23,8 @@ pub fn svg(text: &str, label: &str) -> Option<String> {
          role=\"img\" aria-label=\"{}\" shape-rendering=\"crispEdges\">\
          <rect width=\"{size}\" height=\"{size}\" fill=\"#fff\"/>\
          <path d=\"{path}\" fill=\"#000\"/></svg>",
-        askama_escape(label)
+        super::chart::escape(label)
     ))
-}
-
-fn askama_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -210,6 +210,41 @@ pub struct CodeForm {
     code: String,
 }
 
+/// The TOTP forms: checks the CSRF token, hands the code to `call` (the API's handler, which
+/// checks it), then shows the page with the recovery codes `call` made (if any) and `notice`,
+/// or the refusal.
+async fn with_code<Fut>(
+    state: &AppState,
+    user: &WebUser,
+    f: CodeForm,
+    notice: &str,
+    call: impl FnOnce(totp::CodeRequest) -> Fut,
+) -> Response
+where
+    Fut: std::future::Future<Output = ApiResult<Vec<String>>>,
+{
+    if let Err(e) = allowed(user, Role::Viewer, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let req = totp::CodeRequest {
+        code: f.code.trim().to_owned(),
+    };
+    match call(req).await {
+        Ok(codes) => {
+            page_with(
+                state,
+                user,
+                None,
+                codes,
+                Flash::notice(notice),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => refused(state, user, e).await,
+    }
+}
+
 /// `POST /ui/settings/totp/verify`: TOTP on; the recovery codes are shown this once.
 pub async fn totp_verify(
     State(state): State<AppState>,
@@ -217,33 +252,14 @@ pub async fn totp_verify(
     user: WebUser,
     axum::Form(f): axum::Form<CodeForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let req = totp::CodeRequest {
-        code: f.code.trim().to_owned(),
-    };
-    match totp::verify(
-        State(state.clone()),
-        meta,
-        SessionUser(user.principal.clone()),
-        Json(req),
-    )
-    .await
-    {
-        Ok(axum::Json(s)) => {
-            page_with(
-                &state,
-                &user,
-                None,
-                s.recovery_codes.unwrap_or_default(),
-                Flash::notice("TOTP is on. Sign-ins and sensitive actions ask for a code."),
-                StatusCode::OK,
-            )
+    let p = SessionUser(user.principal.clone());
+    let call = |req| async {
+        totp::verify(State(state.clone()), meta, p, Json(req))
             .await
-        }
-        Err(e) => refused(&state, &user, e).await,
-    }
+            .map(|axum::Json(s)| s.recovery_codes.unwrap_or_default())
+    };
+    let notice = "TOTP is on. Sign-ins and sensitive actions ask for a code.";
+    with_code(&state, &user, f, notice, call).await
 }
 
 /// `POST /ui/settings/totp/disable` (a current code).
@@ -253,23 +269,13 @@ pub async fn totp_disable(
     user: WebUser,
     axum::Form(f): axum::Form<CodeForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let req = totp::CodeRequest {
-        code: f.code.trim().to_owned(),
+    let p = SessionUser(user.principal.clone());
+    let call = |req| async {
+        totp::disable(State(state.clone()), meta, p, Json(req))
+            .await
+            .map(|_| Vec::new())
     };
-    match totp::disable(
-        State(state.clone()),
-        meta,
-        SessionUser(user.principal.clone()),
-        Json(req),
-    )
-    .await
-    {
-        Ok(_) => page(&state, &user, Flash::notice("TOTP is off."), StatusCode::OK).await,
-        Err(e) => refused(&state, &user, e).await,
-    }
+    with_code(&state, &user, f, "TOTP is off.", call).await
 }
 
 /// `POST /ui/settings/totp/recovery-codes` (a current code): ten new codes, the old ones void.
@@ -279,33 +285,14 @@ pub async fn recovery_codes(
     user: WebUser,
     axum::Form(f): axum::Form<CodeForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let req = totp::CodeRequest {
-        code: f.code.trim().to_owned(),
-    };
-    match totp::recovery_codes(
-        State(state.clone()),
-        meta,
-        SessionUser(user.principal.clone()),
-        Json(req),
-    )
-    .await
-    {
-        Ok(axum::Json(r)) => {
-            page_with(
-                &state,
-                &user,
-                None,
-                r.recovery_codes,
-                Flash::notice("New recovery codes; the old ones no longer work."),
-                StatusCode::OK,
-            )
+    let p = SessionUser(user.principal.clone());
+    let call = |req| async {
+        totp::recovery_codes(State(state.clone()), meta, p, Json(req))
             .await
-        }
-        Err(e) => refused(&state, &user, e).await,
-    }
+            .map(|axum::Json(r)| r.recovery_codes)
+    };
+    let notice = "New recovery codes; the old ones no longer work.";
+    with_code(&state, &user, f, notice, call).await
 }
 
 /// The new-token form.
