@@ -41,8 +41,13 @@ pub struct HubClient {
 }
 
 impl HubClient {
-    /// A client for `hub` (`http(s)://host:port`), trusting the system roots plus `ca_pem`.
-    pub fn new(hub: &str, ca_pem: Option<&[u8]>) -> Result<HubClient, String> {
+    /// A client for `hub` (`http(s)://host:port`), trusting the system roots plus `ca_pem`,
+    /// presenting the client certificate `identity` (key and certificate PEM) when given.
+    pub fn new(
+        hub: &str,
+        ca_pem: Option<&[u8]>,
+        identity: Option<&[u8]>,
+    ) -> Result<HubClient, String> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut b = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
@@ -51,6 +56,11 @@ impl HubClient {
         if let Some(pem) = ca_pem {
             b = b.add_root_certificate(
                 reqwest::Certificate::from_pem(pem).map_err(|e| format!("--ca-cert: {e}"))?,
+            );
+        }
+        if let Some(pem) = identity {
+            b = b.identity(
+                reqwest::Identity::from_pem(pem).map_err(|e| format!("client certificate: {e}"))?,
             );
         }
         Ok(HubClient {
@@ -113,6 +123,39 @@ impl HubClient {
             ingest_interval_secs: answer["ingest_interval_secs"].as_i64().unwrap_or(60),
             inventory_interval_secs: answer["inventory_interval_secs"].as_i64().unwrap_or(21600),
         })
+    }
+
+    /// Asks the hub to sign a client certificate for `csr_pem` (CONTRACT 12): the
+    /// certificate and CA PEM.
+    pub async fn issue_client_cert(
+        &self,
+        reg: &Registration,
+        csr_pem: &str,
+    ) -> Result<(String, String), String> {
+        let resp = self
+            .http
+            .post(format!("{}/api/v1/agents/issue-client-cert", self.base))
+            .bearer_auth(&reg.agent_token)
+            .json(&json!({ "csr_pem": csr_pem }))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the hub: {e}"))?;
+        let status = resp.status();
+        let answer: Value = resp
+            .json()
+            .await
+            .map_err(|e| format!("hub answered {status} with no JSON: {e}"))?;
+        match (
+            status.as_u16(),
+            answer["certificate_pem"].as_str(),
+            answer["ca_pem"].as_str(),
+        ) {
+            (201, Some(cert), Some(ca)) => Ok((cert.to_owned(), ca.to_owned())),
+            _ => Err(format!(
+                "certificate refused ({status}): {}",
+                answer["detail"].as_str().unwrap_or("no detail")
+            )),
+        }
     }
 
     /// Pushes one batch (already with its `sent_at`), gzip-compressed and signed over the

@@ -11,6 +11,7 @@ pub mod checks;
 pub mod client;
 pub mod collect;
 pub mod inventory;
+pub mod mtls;
 pub mod spool;
 pub mod state;
 pub mod ws;
@@ -59,6 +60,14 @@ pub struct Options {
     /// A PEM CA certificate to trust for the hub (self-signed hubs).
     #[arg(long, env = "TRUSTHUB_AGENT_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
+    /// Seconds between checks of the client certificate's expiry (renewed within 30 days).
+    #[arg(
+        long,
+        env = "TRUSTHUB_AGENT_CERT_CHECK_SECS",
+        default_value_t = 86_400,
+        hide = true
+    )]
+    pub cert_check_secs: u64,
 }
 
 /// Facts about this host for registration.
@@ -119,7 +128,51 @@ pub async fn ensure_registered(opts: &Options, dir: &StateDir) -> Result<Registr
     dir.save_registration(&reg).map_err(|e| e.to_string())?;
     let again = existing.is_some_and(|e| e.agent_id == reg.agent_id);
     tracing::info!(agent_id = %reg.agent_id, hub = %reg.hub, again, "registered");
+    // A (re-)registration always gets a fresh certificate: how an agent whose certificate
+    // was revoked comes back.
+    if let Err(e) = ensure_client_cert(opts, dir, &reg, true).await {
+        tracing::warn!(error = %e, "no client certificate; the agent works without one");
+    }
     Ok(reg)
+}
+
+/// Requests a client certificate when the hub is reached over HTTPS and the agent holds none,
+/// or one that ends within 30 days (or always, with `force`): a new RSA-2048 key and CSR made
+/// here, signed by the hub (CONTRACT 12), stored in `<state-dir>/mtls`. The request goes
+/// without the old certificate (an expired one would fail the handshake); the bearer token
+/// is what authorises it, as at enrolment. `Ok(true)` when a new certificate was stored.
+pub async fn ensure_client_cert(
+    opts: &Options,
+    dir: &StateDir,
+    reg: &Registration,
+    force: bool,
+) -> Result<bool, String> {
+    if !reg.hub.starts_with("https://") {
+        return Ok(false);
+    }
+    let files = mtls::Mtls::new(dir.path());
+    if !force
+        && files
+            .current()
+            .is_some_and(|h| !h.due(OffsetDateTime::now_utc()))
+    {
+        return Ok(false);
+    }
+    let agent_id = reg.agent_id.clone();
+    let request = tokio::task::spawn_blocking(move || mtls::make_request(&agent_id))
+        .await
+        .map_err(|e| e.to_string())??;
+    let (cert, ca) = client_for(&reg.hub, opts)?
+        .issue_client_cert(reg, &request.csr_pem)
+        .await?;
+    files
+        .save(&cert, &request.key_pem, &ca)
+        .map_err(|e| e.to_string())?;
+    let held = files
+        .current()
+        .ok_or("the hub's certificate does not match the key sent")?;
+    tracing::info!(serial = %held.serial, not_after = %held.not_after, "client certificate stored");
+    Ok(true)
 }
 
 /// The `--ca-cert` PEM, when given.
@@ -131,7 +184,19 @@ fn read_ca(opts: &Options) -> Result<Option<Vec<u8>>, String> {
 }
 
 fn client_for(hub: &str, opts: &Options) -> Result<HubClient, String> {
-    HubClient::new(hub, read_ca(opts)?.as_deref())
+    HubClient::new(hub, read_ca(opts)?.as_deref(), None)
+}
+
+/// The client for pushes: presenting the agent's certificate when it holds a valid one.
+fn pushing_client(
+    reg: &Registration,
+    dir: &StateDir,
+    ca: Option<&[u8]>,
+) -> Result<HubClient, String> {
+    let held = mtls::Mtls::new(dir.path())
+        .current()
+        .filter(|h| h.not_after > OffsetDateTime::now_utc() && reg.hub.starts_with("https://"));
+    HubClient::new(&reg.hub, ca, held.map(|h| h.identity_pem()).as_deref())
 }
 
 /// Runs until `shutdown` completes.
@@ -140,8 +205,13 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let key = dir.signing_key().map_err(|e| e.to_string())?;
     let reg = ensure_registered(&opts, &dir).await?;
     let allowed = allow::load(dir.path(), opts.allow_actions.as_deref())?;
+    if let Err(e) = ensure_client_cert(&opts, &dir, &reg, false).await {
+        tracing::warn!(error = %e, "cannot renew the client certificate now; retried at the next check");
+    }
     let ca = read_ca(&opts)?;
-    let client = HubClient::new(&reg.hub, ca.as_deref())?;
+    let mut client = pushing_client(&reg, &dir, ca.as_deref())?;
+    let cert_check = Duration::from_secs(opts.cert_check_secs.max(1));
+    let mut next_cert_check = Instant::now() + cert_check;
     let spool = Spool::new(dir.spool(), opts.spool_max_bytes);
     let mut interval = Duration::from_secs(
         opts.interval_secs
@@ -176,9 +246,19 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            _ = tokio::time::sleep_until(next_collect.min(next_send)) => {}
+            _ = tokio::time::sleep_until(next_collect.min(next_send).min(next_cert_check)) => {}
         }
         let now = Instant::now();
+        if now >= next_cert_check {
+            next_cert_check = now + cert_check;
+            match ensure_client_cert(&opts, &dir, &reg, false).await {
+                // New connections present the new certificate (the pool of the old client
+                // goes with it: its connections carry the certificate just revoked).
+                Ok(true) => client = pushing_client(&reg, &dir, ca.as_deref())?,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot renew the client certificate now"),
+            }
+        }
         if now >= next_collect {
             next_collect = now + interval;
             let ts = OffsetDateTime::now_utc();

@@ -96,6 +96,36 @@ fn status(state_dir: &std::path::Path) -> Result<(), String> {
             None => "none yet (made at the first start)".into(),
         },
     );
+    let certs = trusthub_agent::mtls::Mtls::new(dir.path());
+    line(
+        "client certificate",
+        match certs.current() {
+            Some(h) => {
+                let now = time::OffsetDateTime::now_utc();
+                let left = (h.not_after - now).whole_days();
+                let when = h
+                    .not_after
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default();
+                let state = if h.not_after <= now {
+                    "EXPIRED, renewed at the next start or check".to_owned()
+                } else if h.due(now) {
+                    format!("{left} days left, due for renewal")
+                } else {
+                    format!("{left} days left")
+                };
+                format!("serial {}, expires {when} ({state})", h.serial)
+            }
+            None if certs.dir().join("client.crt").exists() => {
+                "unreadable or not matching client.key (a new one is requested at the next start)"
+                    .into()
+            }
+            None => "none (requested from a hub reached over https://)".into(),
+        },
+    );
+    if let Some(h) = certs.current() {
+        line("  fingerprint", h.fingerprint_sha256);
+    }
     let pending = trusthub_agent::spool::Spool::new(dir.spool(), u64::MAX).pending();
     let bytes: u64 = pending
         .iter()

@@ -154,7 +154,7 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     std::fs::rename(&tmp, path).map_err(io(path))
 }
 
-fn set_mode(path: &Path, mode: u32) -> Result<(), StateError> {
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), StateError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io(path))
 }

@@ -20,7 +20,9 @@ pub struct Socket {
     url: String,
     host: String,
     port: u16,
-    tls: Option<tokio_rustls::TlsConnector>,
+    secure: bool,
+    ca_pem: Option<Vec<u8>>,
+    mtls: crate::mtls::Mtls,
     token: String,
     agent_id: Uuid,
     hub_key: ed25519_dalek::VerifyingKey,
@@ -58,36 +60,16 @@ impl Socket {
             ),
             _ => (authority.to_owned(), if secure { 443 } else { 80 }),
         };
-        let tls = if secure {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let config = match ca_pem {
-                Some(pem) => {
-                    let mut roots = rustls::RootCertStore::empty();
-                    use rustls_pki_types::pem::PemObject;
-                    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(pem) {
-                        roots
-                            .add(cert.map_err(|e| format!("--ca-cert: {e}"))?)
-                            .map_err(|e| format!("--ca-cert: {e}"))?;
-                    }
-                    rustls::ClientConfig::builder()
-                        .with_root_certificates(roots)
-                        .with_no_client_auth()
-                }
-                None => {
-                    use rustls_platform_verifier::ConfigVerifierExt;
-                    rustls::ClientConfig::with_platform_verifier().map_err(|e| e.to_string())?
-                }
-            };
-            Some(tokio_rustls::TlsConnector::from(Arc::new(config)))
-        } else {
-            None
-        };
+        // Checked now so a bad --ca-cert fails at start, not at every dial.
+        crate::mtls::rustls_config(ca_pem, None)?;
         let scheme = if secure { "wss" } else { "ws" };
         Ok(Socket {
             url: format!("{scheme}://{rest}/api/v1/ws/agents/{agent_id}"),
             host,
             port,
-            tls,
+            secure,
+            ca_pem: ca_pem.map(<[u8]>::to_vec),
+            mtls: crate::mtls::Mtls::new(state_dir),
             token: reg.agent_token.clone(),
             agent_id,
             hub_key,
@@ -105,9 +87,16 @@ impl Socket {
         .map_err(|_| "connect timed out".to_owned())?
         .map_err(|e| e.to_string())?;
         let _ = tcp.set_nodelay(true);
-        match &self.tls {
-            None => Ok(Box::new(tcp)),
-            Some(tls) => {
+        match self.secure {
+            false => Ok(Box::new(tcp)),
+            true => {
+                // Built at every dial: a renewed certificate is presented from the next one.
+                let held = self
+                    .mtls
+                    .current()
+                    .filter(|h| h.not_after > time::OffsetDateTime::now_utc());
+                let config = crate::mtls::rustls_config(self.ca_pem.as_deref(), held.as_ref())?;
+                let tls = tokio_rustls::TlsConnector::from(Arc::new(config));
                 let name = rustls_pki_types::ServerName::try_from(self.host.clone())
                     .map_err(|e| e.to_string())?;
                 Ok(Box::new(

@@ -132,9 +132,19 @@ async fn fixture_with(configure: impl FnOnce(&mut Settings)) -> Fixture {
     configure(&mut settings);
     let (hub, addr) = start_hub(settings.clone()).await;
     settings.listen = addr; // a restarted hub comes back on the same port
-    let base = format!("http://{addr}");
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
+    // With --tls-self the hub serves HTTPS with a certificate of its own CA, written to
+    // <data-dir>/hub-ca.pem: the test's client trusts only that.
+    let (base, client) = if settings.tls_self {
+        let ca = std::fs::read(settings.db.data_dir.join("hub-ca.pem")).expect("hub-ca.pem");
+        let client = reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&ca).expect("ca")])
+            .build()
+            .expect("client");
+        (format!("https://{addr}"), client)
+    } else {
+        (format!("http://{addr}"), reqwest::Client::new())
+    };
     let login = client
         .post(format!("{base}/api/v1/auth/login"))
         .json(&json!({"email": "admin@trusthub.local", "password": "agent test password"}))
@@ -317,6 +327,158 @@ async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and
         "{text}"
     );
     assert!(!text.contains(&token));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_the_agent_makes_its_key_gets_a_certificate_presents_it_and_renews_it() {
+    let state = TempDir::new();
+    // Certificates of 10 days: below the agent's 30-day renewal threshold, so every check
+    // (every 2 s here) renews.
+    let f = fixture_with(|s| {
+        s.tls_self = true;
+        s.ca_key_bits = 2048;
+        s.client_cert_days = 10;
+    })
+    .await;
+    assert!(f.base.starts_with("https://"));
+    let ca = f.settings.db.data_dir.join("hub-ca.pem");
+    let token = f.enrollment_token(json!([])).await;
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &token,
+            "--ca-cert",
+            ca.to_str().expect("utf-8"),
+            "--cert-check-secs",
+            "2",
+        ],
+    );
+    let certs = |id: String| {
+        let (client, base, cookie) = (f.client.clone(), f.base.clone(), f.cookie.clone());
+        async move {
+            get(
+                &client,
+                &base,
+                &cookie,
+                &format!("/agents/{id}/client-certs"),
+            )
+            .await
+        }
+    };
+    let mut agent_id = String::new();
+    let mut listed = Value::Null;
+    for _ in 0..150 {
+        let agents = get(&f.client, &f.base, &f.cookie, "/agents").await;
+        if let Some(id) = agents[0]["id"].as_str() {
+            agent_id = id.to_owned();
+            listed = certs(agent_id.clone()).await;
+            let n = listed.as_array().map(Vec::len).unwrap_or(0);
+            // Enrolment's certificate, then renewals, the newest in use.
+            if n >= 3 && listed[0]["last_seen_at"].is_string() && agents[0]["status"] == "online" {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows = listed.as_array().expect("certificates listed");
+    assert!(rows.len() >= 3, "issued at enrolment and renewed: {listed}");
+    assert!(
+        listed[0]["last_seen_at"].is_string(),
+        "the renewed certificate is presented: {listed}"
+    );
+    for old in &rows[1..] {
+        assert_eq!(old["revoke_reason"], "rotated", "{listed}");
+    }
+    let agent_row = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        &format!("/agents/{agent_id}"),
+    )
+    .await;
+    assert_eq!(agent_row["has_client_cert"], true, "{agent_row}");
+    agent.stop();
+
+    // The files: mode 600 in a 700 directory; the key is RSA-2048, made here; the
+    // certificate is the one active certificate and verifies against the CA beside it.
+    let dir = state.0.join("mtls");
+    assert_eq!(mode(&dir), 0o700);
+    for file in ["client.crt", "client.key", "hub-ca.crt"] {
+        assert_eq!(mode(&dir.join(file)), 0o600, "{file}");
+    }
+    let listed = certs(agent_id.clone()).await;
+    let active: Vec<&Value> = listed
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter(|c| c["revoked_at"].is_null())
+        .collect();
+    assert_eq!(active.len(), 1, "one active certificate: {listed}");
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let crt = dir.join("client.crt");
+    let (crt, key, hub_ca) = (
+        crt.to_str().expect("utf-8"),
+        dir.join("client.key"),
+        dir.join("hub-ca.crt"),
+    );
+    let fp = openssl(&["x509", "-in", crt, "-noout", "-fingerprint", "-sha256"]);
+    let fp = fp
+        .trim()
+        .rsplit('=')
+        .next()
+        .expect("fingerprint")
+        .replace(':', "")
+        .to_lowercase();
+    assert_eq!(active[0]["fingerprint_sha256"], fp.as_str());
+    let verified = openssl(&["verify", "-CAfile", hub_ca.to_str().expect("utf-8"), crt]);
+    assert!(verified.contains(": OK"), "{verified}");
+    let key_text = openssl(&[
+        "pkey",
+        "-in",
+        key.to_str().expect("utf-8"),
+        "-noout",
+        "-text",
+    ]);
+    assert!(
+        key_text.contains("2048 bit"),
+        "an RSA-2048 key made on the host"
+    );
+    let subject = openssl(&[
+        "x509", "-in", crt, "-noout", "-subject", "-nameopt", "RFC2253",
+    ]);
+    assert!(subject.contains(&format!("CN={agent_id}")), "{subject}");
+    // Renewals never left an old certificate presented after its revocation.
+    let anomalies = get(&f.client, &f.base, &f.cookie, "/integrity-anomalies").await;
+    assert_eq!(anomalies, json!([]), "no refusals during renewals");
+
+    // `status` shows the certificate and its expiry.
+    let out = Command::new(AGENT)
+        .args(["status", "--state-dir"])
+        .arg(&state.0)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let serial = active[0]["serial"].as_str().expect("serial");
+    assert!(
+        text.contains(&format!("serial {serial}")) && text.contains("days left, due for renewal"),
+        "{text}"
+    );
+    assert!(text.contains(&fp), "{text}");
+    f.hub.stop().await;
 }
 
 #[test]

@@ -256,6 +256,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         project_paths: args.project_paths,
         spool_max_bytes: 256 * 1024 * 1024,
         ca_cert,
+        cert_check_secs: 86_400,
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",

@@ -98,6 +98,20 @@ pub async fn by_fingerprint(
     )
 }
 
+/// The tenant's agents holding an active certificate (neither revoked nor expired at `now`)
+/// with its end of validity.
+pub async fn active_by_agent(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> StoreResult<std::collections::HashMap<Uuid, OffsetDateTime>> {
+    let rows: Vec<(Uuid, OffsetDateTime)> = on!(ex, c => sqlx::query_as(
+        "SELECT agent_id, not_after FROM client_certs \
+         WHERE tenant_id = $1 AND revoked_at IS NULL AND not_after > $2")
+        .bind(tenant.0).bind(now).fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().collect())
+}
+
 /// Records that a certificate was presented.
 pub async fn touch(ex: &mut impl Exec, serial: &str, now: OffsetDateTime) -> StoreResult<()> {
     on!(ex, c => sqlx::query("UPDATE client_certs SET last_seen_at = $1 WHERE serial = $2")

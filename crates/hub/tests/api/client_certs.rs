@@ -285,6 +285,10 @@ async fn rotation_and_revocation_reach_the_crl_and_concurrent_requests_leave_one
     let ca = ca_pem(&app, &dir).await;
     let (_, text) = crl_pem(&app, &dir, &ca).await;
     assert!(text.contains("No Revoked Certificates"), "{text}");
+    let record_at = format!("/agents/{}", host.id);
+    let record = body(app.get(&record_at, &app.owner).await).await;
+    assert_eq!(record["has_client_cert"], false, "{record}");
+    assert!(record["client_cert_not_after"].is_null());
 
     let first =
         body(issue(&app, &host, json!({"csr_pem": csr(&dir, "a", "rsa:2048")})).await).await;
@@ -300,6 +304,11 @@ async fn rotation_and_revocation_reach_the_crl_and_concurrent_requests_leave_one
         "new.crt",
         second["certificate_pem"].as_str().expect("pem"),
     );
+    let record = body(app.get(&record_at, &app.owner).await).await;
+    assert_eq!(record["has_client_cert"], true, "{record}");
+    assert_eq!(record["client_cert_not_after"], second["not_after"]);
+    let listed = body(app.get("/agents", &app.owner).await).await;
+    assert_eq!(listed[0]["has_client_cert"], true, "{listed}");
     let (crl, text) = crl_pem(&app, &dir, &ca).await;
     let upper = |v: &Value| v.as_str().expect("serial").to_uppercase();
     assert!(text.contains(&upper(&first["serial"])), "{text}");
@@ -355,6 +364,8 @@ async fn rotation_and_revocation_reach_the_crl_and_concurrent_requests_leave_one
     let row = body(r).await;
     assert_eq!(row["revoke_reason"], "laptop stolen");
     assert!(row["revoked_at"].is_string());
+    let record = body(app.get(&record_at, &app.owner).await).await;
+    assert_eq!(record["has_client_cert"], false, "revoked: {record}");
     assert_problem(
         app.post(&at, &app.owner, json!({"reason": "again"})).await,
         409,

@@ -31,6 +31,13 @@ pub struct AgentView {
     pub connected: bool,
     /// Whether a signing key is pinned (false after a rotation until it registers again).
     pub signing_key_pinned: bool,
+    /// Whether it holds an active client certificate of the hub CA (neither revoked nor
+    /// expired). Agents without one keep working; the Trust Score counts them.
+    pub has_client_cert: bool,
+    /// End of validity of that certificate.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub client_cert_not_after: Option<OffsetDateTime>,
     /// Push interval.
     pub ingest_interval_secs: i64,
     /// Inventory interval.
@@ -41,9 +48,16 @@ pub struct AgentView {
 }
 
 impl AgentView {
-    fn new(a: Agent, now: OffsetDateTime, connected: bool) -> AgentView {
+    fn new(
+        a: Agent,
+        now: OffsetDateTime,
+        connected: bool,
+        cert_not_after: Option<OffsetDateTime>,
+    ) -> AgentView {
         AgentView {
             connected,
+            has_client_cert: cert_not_after.is_some(),
+            client_cert_not_after: cert_not_after,
             status: wire::status(a.last_seen_at, a.ingest_interval_secs, now),
             id: a.id,
             hostname: a.hostname,
@@ -86,13 +100,15 @@ pub(crate) async fn list(
     let mut c = state.db.conn().await?;
     let now = now();
     let connected = connected_since(&mut c, p.tenant(), now).await?;
+    let certs = trusthub_store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?;
     Ok(axum::Json(
         agents::list(&mut c, p.tenant())
             .await?
             .into_iter()
             .map(|a| {
                 let on = connected.contains(&a.id);
-                AgentView::new(a, now, on)
+                let cert = certs.get(&a.id).copied();
+                AgentView::new(a, now, on, cert)
             })
             .collect(),
     ))
@@ -107,14 +123,18 @@ pub(crate) async fn get_agent(
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AgentView>> {
     let now = now();
-    let connected = {
+    let (connected, certs) = {
         let mut c = state.db.conn().await?;
-        connected_since(&mut c, p.tenant(), now).await?
+        (
+            connected_since(&mut c, p.tenant(), now).await?,
+            trusthub_store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?,
+        )
     };
     Ok(axum::Json(AgentView::new(
         load(&state, p.tenant(), id).await?,
         now,
         connected.contains(&id),
+        certs.get(&id).copied(),
     )))
 }
 
