@@ -68,6 +68,26 @@ struct Args {
     /// Database URL for the raw-ceiling phase (an empty database of the same engine).
     #[arg(long)]
     raw_db: Option<String>,
+    /// A PEM CA to trust for an `https://` hub (`<data-dir>/hub-ca.pem` of `--tls-self`).
+    #[arg(long)]
+    ca_cert: Option<std::path::PathBuf>,
+    /// Every simulated agent gets a client certificate of the hub CA (the hub makes the key)
+    /// and presents it on every request (mTLS; the hub cross-checks each request).
+    #[arg(long)]
+    client_certs: bool,
+}
+
+/// A client as one agent has: its own connection pool, the hub's CA, its certificate.
+fn agent_client(args: &Args, identity: Option<&[u8]>) -> Result<reqwest::Client, String> {
+    let mut b = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency);
+    if let Some(path) = &args.ca_cert {
+        let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        b = b.tls_certs_only([reqwest::Certificate::from_pem(&pem).map_err(|e| e.to_string())?]);
+    }
+    if let Some(pem) = identity {
+        b = b.identity(reqwest::Identity::from_pem(pem).map_err(|e| e.to_string())?);
+    }
+    b.build().map_err(|e| e.to_string())
 }
 
 fn iso(t: OffsetDateTime) -> String {
@@ -162,10 +182,7 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 
 async fn hub_phase(args: &Args) -> Result<f64, String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.concurrency)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let http = agent_client(args, None)?;
     let api = format!("{}/api/v1", args.hub.trim_end_matches('/'));
     let login = http
         .post(format!("{api}/auth/login"))
@@ -212,13 +229,37 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             .json()
             .await
             .map_err(|e| e.to_string())?;
-        agents.push((
-            key,
-            r["agent_token"]
-                .as_str()
-                .ok_or("registration failed")?
-                .to_owned(),
-        ));
+        let token = r["agent_token"]
+            .as_str()
+            .ok_or("registration failed")?
+            .to_owned();
+        let identity = if args.client_certs {
+            let c: Value = http
+                .post(format!("{api}/agents/issue-client-cert"))
+                .bearer_auth(&token)
+                .json(&json!({}))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())?;
+            Some(format!(
+                "{}{}",
+                c["private_key_pem"]
+                    .as_str()
+                    .ok_or("no certificate issued")?,
+                c["certificate_pem"]
+                    .as_str()
+                    .ok_or("no certificate issued")?
+            ))
+        } else {
+            None
+        };
+        // Each agent its own connections, as real agents have (in every mode, so the
+        // modes compare the same number of connections).
+        let client = agent_client(args, identity.as_deref().map(str::as_bytes))?;
+        agents.push((key, token, client));
     }
     let agents = Arc::new(agents);
     let start = Instant::now();
@@ -228,13 +269,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for w in 0..args.concurrency {
-        let (http, api, agents, seq, errors) = (
-            http.clone(),
-            api.clone(),
-            agents.clone(),
-            seq.clone(),
-            errors.clone(),
-        );
+        let (api, agents, seq, errors) = (api.clone(), agents.clone(), seq.clone(), errors.clone());
         let n = args.samples;
         let (shape, repeat) = (Shape::parse(&args.shape)?, args.repeat);
         let pace = args
@@ -251,7 +286,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
                     break;
                 }
                 let agent = i % agents.len();
-                let (key, token) = &agents[agent];
+                let (key, token, http) = &agents[agent];
                 i += 1;
                 // `--repeat`: the same points for every batch of an agent.
                 let points_of = if repeat { agent as u64 } else { s };

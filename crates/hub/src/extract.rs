@@ -438,8 +438,16 @@ impl Connected<IncomingStream<'_, crate::tls::TlsListener>> for PeerAddr {
     }
 }
 
-/// The TCP peer address of a request, or the unspecified address when unknown.
+/// The client address a `--trusted-proxy` named in `X-Forwarded-For`.
+#[derive(Debug, Clone, Copy)]
+pub struct ForwardedFor(pub IpAddr);
+
+/// The client's address: what a trusted proxy forwarded, else the TCP peer, else the
+/// unspecified address. Rate limits and the audit log use it.
 pub fn client_ip(parts: &Parts) -> IpAddr {
+    if let Some(f) = parts.extensions.get::<ForwardedFor>() {
+        return f.0;
+    }
     parts
         .extensions
         .get::<ConnectInfo<PeerAddr>>()

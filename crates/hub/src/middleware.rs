@@ -131,6 +131,11 @@ pub const CLIENT_SUBJECT: &str = "x-service-client-subject";
 /// `X-Service-Client-Verified`: lowercase hex SHA-256 of the verified certificate's DER.
 pub const CLIENT_VERIFIED: &str = "x-service-client-verified";
 
+/// `X-Service-Client-Cert`: from a `--trusted-proxy` only, the client certificate it verified,
+/// PEM percent-encoded (nginx `$ssl_client_escaped_cert`); the hub derives the two headers
+/// above from it (nginx has no SHA-256 fingerprint variable).
+pub const CLIENT_CERT: &str = "x-service-client-cert";
+
 /// CONTRACT 14: the client-certificate headers are believed only from the hub's own TLS front
 /// or a `--trusted-proxy`. From anyone else they are stripped on every request, TLS or not;
 /// then, for a connection that presented a certificate the TLS front verified, they are set
@@ -147,9 +152,52 @@ pub async fn client_cert_headers(
     let from_proxy = peer
         .as_ref()
         .is_some_and(|p| state.trusted_proxies.iter().any(|c| c.contains(p.0.ip())));
+    let forwarded = req.headers_mut().remove(CLIENT_CERT);
+    if from_proxy {
+        // The client's address: the last X-Forwarded-For hop not itself a trusted proxy (the
+        // ones before it could be anything the client wrote).
+        let client = req
+            .headers()
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|a| a.trim().parse::<std::net::IpAddr>().ok())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .find(|ip| !state.trusted_proxies.iter().any(|c| c.contains(*ip)));
+        if let Some(ip) = client {
+            req.extensions_mut()
+                .insert(crate::extract::ForwardedFor(ip));
+        }
+    }
     if !from_proxy {
         req.headers_mut().remove(CLIENT_SUBJECT);
         req.headers_mut().remove(CLIENT_VERIFIED);
+    } else if let Some(value) = forwarded.filter(|v| !v.is_empty()) {
+        let cert = value
+            .to_str()
+            .map_err(|_| "not ASCII".to_owned())
+            .and_then(|v| crate::tls::proxied_cert(v, state.ca.cert_der()));
+        match cert {
+            Ok(cert) => {
+                let headers = req.headers_mut();
+                if let (Ok(subject), Ok(verified)) = (
+                    HeaderValue::from_str(&cert.subject),
+                    HeaderValue::from_str(&cert.fingerprint),
+                ) {
+                    headers.insert(CLIENT_SUBJECT, subject);
+                    headers.insert(CLIENT_VERIFIED, verified);
+                }
+            }
+            Err(why) => {
+                return crate::error::ApiError::BadRequest(format!(
+                    "the trusted proxy's X-Service-Client-Cert is refused: {why}"
+                ))
+                .into_response();
+            }
+        }
     }
     if let Some(cert) = peer.and_then(|p| p.1) {
         let headers = req.headers_mut();

@@ -150,8 +150,31 @@ pub struct PeerCert {
 
 /// The verified client certificate of a connection, if it presented one.
 pub fn peer_cert(tls: &TlsStream<TcpStream>) -> Option<PeerCert> {
+    peer_cert_of(tls.get_ref().1.peer_certificates()?.first()?)
+}
+
+/// The certificate a trusted reverse proxy forwarded in `X-Service-Client-Cert` (nginx's
+/// `$ssl_client_escaped_cert`: the PEM, percent-encoded): its subject and fingerprint, when it
+/// is a certificate signed by `ca_der`. The proxy verified the chain; the signature is checked
+/// again so a misconfigured proxy cannot pass another CA's certificate. Validity and
+/// revocation are the cross-check's (so their use is recorded).
+pub fn proxied_cert(header: &str, ca_der: &[u8]) -> Result<PeerCert, String> {
+    use rustls_pki_types::pem::PemObject;
+    let pem = percent_encoding::percent_decode_str(header)
+        .decode_utf8()
+        .map_err(|_| "not percent-encoded UTF-8".to_owned())?;
+    let der = rustls_pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+        .map_err(|e| format!("not a PEM certificate: {e}"))?;
+    let (_, cert) =
+        x509_parser::parse_x509_certificate(&der).map_err(|e| format!("unreadable: {e}"))?;
+    let (_, ca) = x509_parser::parse_x509_certificate(ca_der).map_err(|e| e.to_string())?;
+    cert.verify_signature(Some(ca.public_key()))
+        .map_err(|_| "not issued by this hub's CA".to_owned())?;
+    peer_cert_of(&der).ok_or_else(|| "unreadable".to_owned())
+}
+
+fn peer_cert_of(der: &[u8]) -> Option<PeerCert> {
     use sha2::Digest;
-    let der = tls.get_ref().1.peer_certificates()?.first()?;
     let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let first = |it: &mut dyn Iterator<Item = &x509_parser::x509::AttributeTypeAndValue<'_>>| {
         it.next()

@@ -202,6 +202,19 @@ fn heartbeat(
     (code != 0).then_some(code)
 }
 
+/// A certificate's PEM percent-encoded, as nginx's `$ssl_client_escaped_cert`.
+fn escape_pem(cert: &Value) -> String {
+    cert["certificate_pem"]
+        .as_str()
+        .expect("pem")
+        .bytes()
+        .map(|c| match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => (c as char).to_string(),
+            _ => format!("%{c:02X}"),
+        })
+        .collect()
+}
+
 /// The kinds of the open integrity anomalies, oldest first.
 async fn refusals(app: &TestApp) -> Vec<String> {
     let list = body(app.get("/integrity-anomalies", &app.owner).await).await;
@@ -327,6 +340,30 @@ async fn client_headers_count_only_from_a_trusted_proxy(b: Backend) {
         .await
         .expect("send");
     assert_eq!(r.status(), 200, "stripped: not from a trusted proxy");
+    let other = register(&app).await;
+    let (_, _, b_cert) = certificate(&app, &dir, &other, "b").await;
+    let forwarded = |app: &TestApp, host: &Host, value: String| {
+        let body_ = b"{}".to_vec();
+        let signature = trusthub_core::agent::sign_header(&host.key, &body_);
+        app.req(
+            reqwest::Method::POST,
+            &format!("/agents/{}/heartbeat", host.id),
+            &Auth::Bearer(host.token.clone()),
+        )
+        .header("content-type", "application/json")
+        .header("x-service-signature", signature)
+        .header("x-service-client-cert", value)
+        .body(body_)
+        .send()
+    };
+    let r = forwarded(&app, &a, escape_pem(&b_cert))
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200, "X-Service-Client-Cert stripped too");
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM integrity_anomalies").await,
+        0
+    );
     drop(app);
 
     // From a trusted proxy (here: loopback) they are believed.
@@ -346,6 +383,20 @@ async fn client_headers_count_only_from_a_trusted_proxy(b: Backend) {
         .to_owned();
     let r = send(&app, &a, own.clone(), fp.clone()).await.expect("send");
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    // The forwarded certificate (nginx's $ssl_client_escaped_cert): the hub derives subject
+    // and fingerprint itself; anything that is not a certificate of its CA is 400.
+    let r = forwarded(&app, &a, escape_pem(&cert_a))
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap_or_default());
+    let r = forwarded(&app, &a, escape_pem(&b_cert))
+        .await
+        .expect("send");
+    assert_problem(r, 400, "bad_request").await;
+    let r = forwarded(&app, &a, "%2D%2D%2Dnot a cert".into())
+        .await
+        .expect("send");
+    assert_problem(r, 400, "bad_request").await;
     let r = send(&app, &a, other_subject, fp.clone())
         .await
         .expect("send");
@@ -368,6 +419,27 @@ async fn client_headers_count_only_from_a_trusted_proxy(b: Backend) {
     assert_eq!(changed, 1);
     let r = send(&app, &a, own, fp).await.expect("send");
     assert_problem(r, 401, "unauthenticated").await;
+    // The proxy's X-Forwarded-For names the client (the last hop not a trusted proxy): the
+    // anomaly records that address, not the proxy's.
+    let signature = trusthub_core::agent::sign_header(&a.key, b"{}");
+    let r = app
+        .req(
+            reqwest::Method::POST,
+            &format!("/agents/{}/heartbeat", a.id),
+            &Auth::Bearer(a.token.clone()),
+        )
+        .header("content-type", "application/json")
+        .header("x-service-signature", signature)
+        .header("x-forwarded-for", "198.51.100.7, 203.0.113.9, 127.0.0.1")
+        .header("x-service-client-subject", format!("CN={},OU=x", other.id))
+        .header("x-service-client-verified", "cd".repeat(32))
+        .body(b"{}".to_vec())
+        .send()
+        .await
+        .expect("send");
+    assert_problem(r, 401, "unauthenticated").await;
+    let listed = body(app.get("/integrity-anomalies", &app.owner).await).await;
+    assert_eq!(listed[0]["evidence"]["ip"], "203.0.113.9", "{listed}");
     let kinds = refusals(&app).await;
     for k in ["cert_cn_mismatch", "unknown_cert", "expired_cert_used"] {
         assert!(kinds.contains(&k.to_owned()), "{k}: {kinds:?}");
@@ -422,4 +494,202 @@ async fn tls_self_serves_https_with_a_certificate_of_the_hub_ca(b: Backend) {
         .expect("cookie")
         .contains("Secure");
     assert!(cookie_secure, "HTTPS sessions get Secure cookies");
+}
+
+/// nginx (Debian's `nginx-light`) terminating TLS in front of the hub with the configuration
+/// README.md documents: it verifies client certificates against `GET /agents/ca-cert` and the
+/// CRL of `GET /agents/ca.crl`, forwards the verified certificate as `X-Service-Client-Cert`,
+/// and the hub (`--trusted-proxy 127.0.0.1/32`) cross-checks it like its own TLS front.
+struct Nginx {
+    prefix: PathBuf,
+    conf: PathBuf,
+    child: std::process::Child,
+}
+
+impl Nginx {
+    fn signal(&self, what: &str) {
+        let out = run(
+            "nginx",
+            &["-p", s(&self.prefix), "-c", s(&self.conf), "-s", what],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers too (SIGKILL would leave them running).
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// README's nginx server block with this test's paths.
+fn nginx_conf(dir: &Path, port: u16, hub: &str, chain: &Path, key: &Path) -> String {
+    let d = s(dir);
+    format!(
+        "worker_processes 1;\nerror_log {d}/error.log;\npid {d}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n{}\n}}\n",
+        include_str!("../../../../docs/nginx-trusthub.conf")
+            .replace("/etc/nginx/trusthub/hub-ca.pem", &format!("{d}/hub-ca.pem"))
+            .replace("/etc/nginx/trusthub/ca.crl.pem", &format!("{d}/ca.crl.pem"))
+            .replace("/etc/ssl/certs/hub.example.pem", s(chain))
+            .replace("/etc/ssl/private/hub.example.key", s(key))
+            .replace("listen 443 ssl;", &format!("listen 127.0.0.1:{port} ssl;"))
+            .replace("127.0.0.1:8080", hub)
+    )
+}
+
+/// The hub's CRL as the PEM nginx reads.
+async fn crl_for_nginx(app: &TestApp, dir: &Path) {
+    let der = app
+        .req(reqwest::Method::GET, "/agents/ca.crl", &Auth::None)
+        .send()
+        .await
+        .expect("crl")
+        .bytes()
+        .await
+        .expect("bytes");
+    std::fs::write(dir.join("ca.crl.der"), &der).expect("write");
+    let out = run(
+        "openssl",
+        &[
+            "crl",
+            "-inform",
+            "DER",
+            "-in",
+            s(&dir.join("ca.crl.der")),
+            "-out",
+            s(&dir.join("ca.crl.pem")),
+        ],
+    );
+    assert!(out.status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nginx_in_front_forwards_verified_certificates_and_the_hub_cross_checks_them() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| {
+        s.trusted_proxies = vec!["127.0.0.1/32".into()];
+    })
+    .await;
+    let dir = TempDir::new();
+    let (server_ca, chain, key) = server_cert(&dir);
+    let ca = app
+        .req(reqwest::Method::GET, "/agents/ca-cert", &Auth::None)
+        .send()
+        .await
+        .expect("ca")
+        .text()
+        .await
+        .expect("pem");
+    std::fs::write(dir.0.join("hub-ca.pem"), ca).expect("ca");
+    crl_for_nginx(&app, &dir.0).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let hub = app.base.trim_start_matches("http://").to_owned();
+    let conf = dir.0.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(&dir.0, port, &hub, &chain, &key)).expect("conf");
+    let child = Command::new("nginx")
+        .args(["-p", s(&dir.0), "-c", s(&conf), "-g", "daemon off;"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("nginx runs (.ci/run installs Debian's nginx-light)");
+    let nginx = Nginx {
+        prefix: dir.0.clone(),
+        conf,
+        child,
+    };
+    let front = format!("https://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        up,
+        "nginx listening: {}",
+        std::fs::read_to_string(dir.0.join("error.log")).unwrap_or_default()
+    );
+
+    let (a, other) = (register(&app).await, register(&app).await);
+    let (a_crt, a_key, a_cert) = certificate(&app, &dir, &a, "a").await;
+    let (b_crt, b_key, b_cert) = certificate(&app, &dir, &other, "b").await;
+    let hb = |host: &Host, cert: Option<(&Path, &Path)>, headers: &[String]| {
+        heartbeat(&front, &server_ca, host, cert, headers)
+    };
+    // No certificate: works. Its own: works and is seen.
+    assert_eq!(
+        hb(&a, None, &[]),
+        Some(200),
+        "{}",
+        std::fs::read_to_string(dir.0.join("error.log")).unwrap_or_default()
+    );
+    assert_eq!(hb(&a, Some((&a_crt, &a_key)), &[]), Some(200));
+    let listed = body(
+        app.get(&format!("/agents/{}/client-certs", a.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert!(listed[0]["last_seen_at"].is_string(), "{listed}");
+    assert!(refusals(&app).await.is_empty());
+    // Another agent's: 401 and a record.
+    assert_eq!(hb(&a, Some((&b_crt, &b_key)), &[]), Some(401));
+    assert_eq!(refusals(&app).await, ["cert_cn_mismatch"]);
+    // Every client-certificate header a client sends is overwritten by nginx: another
+    // agent's certificate PEM in X-Service-Client-Cert changes nothing.
+    let escaped = escape_pem(&b_cert);
+    let spoof = [
+        format!("X-Service-Client-Cert: {escaped}"),
+        format!("X-Service-Client-Subject: CN={},OU=x", other.id),
+        format!(
+            "X-Service-Client-Verified: {}",
+            b_cert["fingerprint_sha256"].as_str().expect("fp")
+        ),
+    ];
+    assert_eq!(hb(&a, None, &spoof), Some(200));
+    assert_eq!(refusals(&app).await.len(), 1);
+    // Revoked while nginx still holds the old CRL: the hub refuses it and records it.
+    let serial = a_cert["serial"].as_str().expect("serial");
+    let r = app
+        .post(
+            &format!("/agents/{}/client-certs/{serial}/revoke", a.id),
+            &app.owner,
+            json!({"reason": "key leaked"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(hb(&a, Some((&a_crt, &a_key)), &[]), Some(401));
+    assert!(
+        refusals(&app)
+            .await
+            .contains(&"revoked_cert_used".to_owned())
+    );
+    // With the fresh CRL reloaded, nginx itself turns the certificate away (400).
+    crl_for_nginx(&app, &dir.0).await;
+    nginx.signal("reload");
+    let mut code = None;
+    for _ in 0..100 {
+        code = hb(&a, Some((&a_crt, &a_key)), &[]);
+        if code == Some(400) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(code, Some(400), "nginx refuses a certificate of its CRL");
+    assert_eq!(hb(&other, Some((&b_crt, &b_key)), &[]), Some(200));
+    nginx.signal("stop");
 }
