@@ -18,6 +18,7 @@ pub mod redact;
 pub mod secret;
 pub mod totp;
 pub mod validate;
+pub mod version;
 pub mod webhook;
 
 pub use auth::{Role, TokenScope, TotpPurpose};
