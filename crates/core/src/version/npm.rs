@@ -27,11 +27,10 @@ fn ident_ok(id: &str, leading_zero_ok: bool) -> bool {
         && (leading_zero_ok || !numeric(id) || id == "0" || !id.starts_with('0'))
 }
 
-/// Reads `v` as node-semver does in strict mode (`v` prefix and surrounding spaces allowed).
+/// Reads `v` as node-semver's `semver.valid` does (strict; a leading `v` allowed, no spaces).
 pub fn parse(v: &str) -> Result<SemVer<'_>, Invalid> {
     let bad = |why| Invalid::new(NAME, v, why);
-    let s = v.trim();
-    let s = s.strip_prefix('v').unwrap_or(s);
+    let s = v.strip_prefix('v').unwrap_or(v);
     let (s, build) = match s.split_once('+') {
         Some((s, b)) => (s, Some(b)),
         None => (s, None),

@@ -1,6 +1,6 @@
 //! rpm's version order (`rpmvercmp` of rpm ≥ 4.15, with `~` and `^`) over
 //! `[epoch:]version[-release]`: the epoch as a number (absent = 0), then the version, then the
-//! release (compared only when both have one, as `rpm.labelCompare` does with a missing one).
+//! release, where a missing release is older than any (as rpm's `rpmverCmp`, `rpm.ver`).
 
 use super::Invalid;
 use std::cmp::Ordering;
@@ -41,7 +41,9 @@ pub fn compare(a: &str, b: &str) -> Result<Ordering, Invalid> {
         .then_with(|| vercmp(va, vb))
         .then_with(|| match (ra, rb) {
             (Some(ra), Some(rb)) => vercmp(ra, rb),
-            _ => Ordering::Equal,
+            (Some(_), None) => Ordering::Greater,
+            (None, Some(_)) => Ordering::Less,
+            (None, None) => Ordering::Equal,
         }))
 }
 
@@ -168,7 +170,7 @@ mod tests {
         assert_eq!(compare("1:1.0-1.el9", "2.0-1.el9"), Ok(Greater));
         assert_eq!(compare("0:2.0-1.el9", "2.0-1.el9"), Ok(Equal));
         assert_eq!(compare("3.2.5-21.el9_2", "3.2.5-21.el9"), Ok(Greater));
-        assert_eq!(compare("3.2.5", "3.2.5-21.el9"), Ok(Equal));
+        assert_eq!(compare("3.2.5", "3.2.5-21.el9"), Ok(Less));
         assert!(compare("x:1", "1").is_err());
     }
 }

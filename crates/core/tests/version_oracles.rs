@@ -1,0 +1,587 @@
+//! Version order checked against the tools that define it (issue 20): for every scheme, a set
+//! of versions — the nasty cases of each ecosystem plus versions generated from its grammar —
+//! is compared pairwise by `trusthub_core::version` and by the native tool, and every pair must
+//! agree (including which strings are invalid). The tools: `dpkg --compare-versions`, Python
+//! `packaging` and `rpm` (Debian's python3-packaging, python3-rpm), node-semver (Debian's
+//! node-semver), Ruby's `Gem::Version`, Go's `golang.org/x/mod/semver` (Debian's
+//! golang-golang-x-mod-dev). `.ci/run` installs them; a missing one fails the test.
+//! Order laws (antisymmetry, transitivity) are checked on the same sets.
+
+use std::cmp::Ordering;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use trusthub_core::version::Scheme;
+
+/// A small deterministic generator (xorshift), so the generated versions are the same in
+/// every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+    fn num(&mut self, max: u64) -> String {
+        (self.next() % (max + 1)).to_string()
+    }
+}
+
+/// Runs `program args` with one `a\tb` line per pair on stdin; one answer line per pair.
+fn oracle(program: &str, args: &[&str], pairs: &[(String, String)]) -> Vec<String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", "/usr/share/gocode")
+        .env("GOFLAGS", "")
+        // Debian's node-semver lives there (a Node.js from elsewhere does not look there).
+        .env("NODE_PATH", "/usr/share/nodejs")
+        .env(
+            "GOCACHE",
+            std::env::temp_dir().join("trusthub-go-oracle-cache"),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} is needed as the oracle (.ci/run installs it): {e}"));
+    let mut input = String::new();
+    for (a, b) in pairs {
+        input.push_str(&format!("{a}\t{b}\n"));
+    }
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().expect("oracle runs");
+    assert!(
+        out.status.success(),
+        "{program} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    writer.join().expect("writer").expect("written");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        lines.len(),
+        pairs.len(),
+        "one answer per pair from {program}"
+    );
+    lines
+}
+
+fn ours(scheme: Scheme, a: &str, b: &str) -> String {
+    match scheme.compare(a, b) {
+        Ok(Ordering::Less) => "-1".into(),
+        Ok(Ordering::Equal) => "0".into(),
+        Ok(Ordering::Greater) => "1".into(),
+        Err(_) => "invalid".into(),
+    }
+}
+
+/// Every pair (both orders), checked against the oracle; then the order laws.
+fn check(scheme: Scheme, versions: &[String], program: &str, args: &[&str]) {
+    let mut pairs = Vec::new();
+    for (i, a) in versions.iter().enumerate() {
+        for b in &versions[i..] {
+            pairs.push((a.clone(), b.clone()));
+            if a != b {
+                pairs.push((b.clone(), a.clone()));
+            }
+        }
+    }
+    let answers = oracle(program, args, &pairs);
+    let mut wrong = Vec::new();
+    for ((a, b), want) in pairs.iter().zip(&answers) {
+        let got = ours(scheme, a, b);
+        // Oracles print -1/0/1 or any negative/positive number.
+        let want = match want.trim().parse::<i64>() {
+            Ok(n) => n.signum().to_string(),
+            Err(_) => want.trim().to_owned(),
+        };
+        if got != want {
+            wrong.push(format!("{a:?} vs {b:?}: ours {got}, {program} {want}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} pairs disagree with {program}:\n{}",
+        wrong.len(),
+        pairs.len(),
+        wrong
+            .iter()
+            .take(25)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Order laws over the valid ones: a total order (sorting with it is consistent).
+    let mut valid: Vec<&String> = versions
+        .iter()
+        .filter(|v| scheme.validate(v).is_ok())
+        .collect();
+    valid.sort_by(|a, b| scheme.compare(a, b).expect("valid"));
+    for i in 0..valid.len() {
+        for j in i..valid.len() {
+            let o = scheme.compare(valid[i], valid[j]).expect("valid");
+            assert_ne!(
+                o,
+                Ordering::Greater,
+                "{} > {} after sorting",
+                valid[i],
+                valid[j]
+            );
+            assert_eq!(
+                scheme.compare(valid[j], valid[i]).expect("valid"),
+                o.reverse(),
+                "antisymmetry of {} and {}",
+                valid[i],
+                valid[j]
+            );
+        }
+    }
+    assert!(pairs.len() >= 500, "{} pairs", pairs.len());
+}
+
+fn strings(xs: &[&str]) -> Vec<String> {
+    xs.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn dpkg_agrees_with_dpkg_compare_versions() {
+    let mut v = strings(&[
+        "1.0",
+        "1.0-1",
+        "1.0-0",
+        "1.00",
+        "1.0~rc1",
+        "1.0~rc1-1",
+        "1.0~~",
+        "1.0~",
+        "1.0+b1",
+        "1.0a",
+        "1.0+",
+        "1.0.1",
+        "1:0.1",
+        "1:1.0",
+        "2:0",
+        "0:1.0",
+        "1.0-1+deb12u1",
+        "1.0-1~bpo12+1",
+        "1.0-1ubuntu0.1",
+        "1.0-1ubuntu0.22.04.1",
+        "2.36.1-8+deb12u1",
+        "2.36.1-8",
+        "7.88.1-10+deb12u12",
+        "7.88.1-10+deb12u5",
+        "1.2.3-1.1",
+        "1.2.3-10",
+        "1.2.3-9",
+        "1.2.3+dfsg-1",
+        "1.2.3+dfsg1-1",
+        "1.2.3.dfsg-1",
+        "3.0.11-1~deb12u2",
+        "3.0.13-1~deb12u1",
+        "10",
+        "9",
+        "010",
+        "1.0-a",
+        "1.0-A",
+        "1:2.3-4-5",
+        "0.0",
+        "0",
+        "1.0.0~alpha+really0.9",
+        "20230311",
+        "2:1.0~beta",
+        "1.0+git20230101.abc1234-1",
+    ]);
+    let mut r = Rng(0x5eed_d9c6);
+    for _ in 0..30 {
+        let epoch = if r.next().is_multiple_of(4) {
+            format!("{}:", r.num(2))
+        } else {
+            String::new()
+        };
+        let up = format!(
+            "{}.{}{}",
+            r.num(3),
+            r.num(12),
+            r.pick(&["", "~rc1", "+dfsg", "a", ".1", "~beta2", "+git1"])
+        );
+        let rev = r.pick(&["", "-1", "-2", "-1+deb12u1", "-1~bpo1", "-0ubuntu1", "-10"]);
+        v.push(format!("{epoch}{up}{rev}"));
+    }
+    check(
+        Scheme::Dpkg,
+        &v,
+        "bash",
+        &[
+            "-c",
+            r#"while IFS=$'\t' read -r a b; do
+                 if dpkg --compare-versions "$a" lt "$b" 2>/dev/null; then echo -1
+                 elif dpkg --compare-versions "$a" eq "$b" 2>/dev/null; then echo 0
+                 else echo 1; fi
+               done"#,
+        ],
+    );
+}
+
+#[test]
+fn pep_440_agrees_with_python_packaging() {
+    let mut v = strings(&[
+        "1.0",
+        "1.0.0",
+        "1.0.dev0",
+        "1.0.dev1",
+        "1.0a1",
+        "1.0a1.dev1",
+        "1.0alpha1",
+        "1.0b1",
+        "1.0beta2",
+        "1.0rc1",
+        "1.0c1",
+        "1.0pre1",
+        "1.0preview2",
+        "1.0.post1",
+        "1.0-1",
+        "1.0post",
+        "1.0.post1.dev1",
+        "1.0-r1",
+        "1.0rev2",
+        "1.0+local",
+        "1.0+local.1",
+        "1.0+local.a",
+        "1.0+1",
+        "1.0+a.1",
+        "1.0+abc.5",
+        "1!1.0",
+        "2!0.1",
+        "0!1.0",
+        "v1.0",
+        "V2.0",
+        " 1.0 ",
+        "1.0a",
+        "1.0.a1",
+        "1.0-a1",
+        "1.0_a1",
+        "1.0.0.0.1",
+        "0.9",
+        "1.0.dev456",
+        "1.0a12.dev456",
+        "1.0b2.post345.dev456",
+        "1.1.dev1",
+        "2024.1",
+        "2024.01.02",
+        "1.0RC1",
+        "1.0.POST2",
+        "1.0+UBUNTU.1",
+        "1.0.",
+        "1.0+",
+        "a1",
+        "1.0 beta",
+        "1.0-",
+        "1..0",
+        "",
+    ]);
+    let mut r = Rng(0x440);
+    for _ in 0..30 {
+        v.push(format!(
+            "{}{}.{}{}{}{}",
+            r.pick(&["", "", "", "1!"]),
+            r.num(3),
+            r.num(10),
+            r.pick(&["", "a1", "b2", "rc1", ".rc2", "-alpha3", ""]),
+            r.pick(&["", ".post1", "-2", "", ".post0"]),
+            r.pick(&["", ".dev0", ".dev3", "", "+local.7"]),
+        ));
+    }
+    check(
+        Scheme::Pep440,
+        &v,
+        "/usr/bin/python3",
+        &[
+            "-c",
+            "import sys\nfrom packaging.version import Version, InvalidVersion\n\
+             for line in sys.stdin:\n    a, b = line.rstrip('\\n').split('\\t')\n    \
+             try:\n        x, y = Version(a), Version(b)\n    except InvalidVersion:\n        \
+             print('invalid'); continue\n    print((x > y) - (x < y))\n",
+        ],
+    );
+}
+
+#[test]
+fn npm_agrees_with_node_semver() {
+    let mut v = strings(&[
+        "1.0.0",
+        "1.0.0-alpha",
+        "1.0.0-alpha.1",
+        "1.0.0-alpha.beta",
+        "1.0.0-beta",
+        "1.0.0-beta.2",
+        "1.0.0-beta.11",
+        "1.0.0-rc.1",
+        "1.0.0-0",
+        "1.0.0-0.3.7",
+        "1.0.0-x.7.z.92",
+        "1.0.0-x-y-z.--",
+        "1.0.0+build",
+        "1.0.0+20130313144700",
+        "1.0.0-beta+exp.sha.5114f85",
+        "v1.0.0",
+        "2.0.0",
+        "2.1.0",
+        "2.1.1",
+        "10.0.0",
+        "1.10.0",
+        "1.2.3-a",
+        "1.2.3-a.b",
+        "1.2.3-a.1",
+        "1.2.3-1",
+        "1.2.3-01",
+        "01.2.3",
+        "1.2",
+        "1.2.3.4",
+        "1.2.3-",
+        "1.2.3+",
+        "0.0.0",
+        "0.0.1-0",
+        "9007199254740991.0.0",
+        "1.2.3-Alpha",
+        "1.2.3-alpha",
+        "=1.2.3",
+        " 1.2.3 ",
+        "x.y.z",
+        "",
+    ]);
+    let mut r = Rng(0x5e3);
+    for _ in 0..30 {
+        v.push(format!(
+            "{}.{}.{}{}{}",
+            r.num(2),
+            r.num(11),
+            r.num(3),
+            r.pick(&[
+                "", "-alpha", "-alpha.1", "-beta.2", "-rc.10", "-0", "-1.a", ""
+            ]),
+            r.pick(&["", "", "+build.1", "+sha.abc"]),
+        ));
+    }
+    check(
+        Scheme::Npm,
+        &v,
+        "node",
+        &[
+            "-e",
+            "const semver = require('semver');\
+             const lines = require('fs').readFileSync(0, 'utf8').split('\\n');\
+             lines.pop();\
+             for (const l of lines) { const [a, b] = l.split('\\t');\
+               if (semver.valid(a) === null || semver.valid(b) === null) { console.log('invalid'); continue; }\
+               console.log(semver.compare(a, b)); }",
+        ],
+    );
+}
+
+#[test]
+fn rubygems_agrees_with_gem_version() {
+    let mut v = strings(&[
+        "1.0",
+        "1.0.0",
+        "1",
+        "1.0.a",
+        "1.0.a1",
+        "1.0.a10",
+        "1.0.a9",
+        "1.0.b1",
+        "1.0.0.pre",
+        "1.0.0.pre1",
+        "1.0.0.rc1",
+        "1.0.0.rc.1",
+        "1.0.0-1",
+        "1.0.0-rc1",
+        "1.0.0.beta2",
+        "1.0.0.beta.2",
+        "2.0.0.rc.1",
+        "2.0.0.rc1",
+        "1.0.0.a.0",
+        "1.0.0.a",
+        "",
+        "0",
+        "1.B",
+        "1.a",
+        "1.A",
+        "1.0.0.1",
+        "10.0",
+        "9.99",
+        "1.0.0.0.0.1",
+        "3.2.0.alpha",
+        "3.2.0.ALPHA",
+        "1.2.3-beta-1",
+        "a",
+        "1..2",
+        "1.",
+        "-1",
+        "1.0-",
+        "1.0.0 ",
+    ]);
+    let mut r = Rng(0x9e3);
+    for _ in 0..30 {
+        v.push(format!(
+            "{}.{}{}{}",
+            r.num(3),
+            r.num(10),
+            r.pick(&["", ".0", ".1", ".10"]),
+            r.pick(&["", ".pre", ".rc1", ".beta.2", "-alpha", ".a", ""]),
+        ));
+    }
+    check(
+        Scheme::Gem,
+        &v,
+        "ruby",
+        &[
+            "-e",
+            "STDIN.each_line { |l| a, b = l.chomp(\"\\n\").split(\"\\t\", -1); \
+             if Gem::Version.correct?(a) && Gem::Version.correct?(b) then \
+             puts(Gem::Version.new(a) <=> Gem::Version.new(b)) else puts 'invalid' end }",
+        ],
+    );
+}
+
+#[test]
+fn rpm_agrees_with_rpm() {
+    let mut v = strings(&[
+        "1.0",
+        "1.0-1",
+        "1.0-1.el9",
+        "1.0-2.el9",
+        "1.0-10.el9",
+        "1:1.0-1.el9",
+        "0:1.0-1.el9",
+        "2:0.1-1",
+        "1.0~rc1-1",
+        "1.0~rc2-1",
+        "1.0^git1-1",
+        "1.0^-1",
+        "1.0.1-1",
+        "1.0a-1",
+        "1.0-1.el9_2",
+        "1.0-1.el9_2.1",
+        "3.2.5-21.el9",
+        "3.2.5-21.el9_2",
+        "5.5p1-1",
+        "5.5p10-1",
+        "10xyz-1",
+        "10.1xyz-1",
+        "xyz10-1",
+        "xyz10.1-1",
+        "1_0-1",
+        "001-1",
+        "1-1",
+        "a-1",
+        "1.0-1.module+el8.5.0+1",
+        "1.0-1.module+el8.6.0+2",
+        "2.34-60.el9",
+        "2.34-100.el9",
+        "4.18.0-477.10.1.el8_8",
+        "4.18.0-477.27.1.el8_8",
+        "1.0~-1",
+    ]);
+    let mut r = Rng(0x3b5);
+    for _ in 0..30 {
+        v.push(format!(
+            "{}{}.{}{}-{}{}",
+            r.pick(&["", "", "1:", "0:"]),
+            r.num(3),
+            r.num(12),
+            r.pick(&["", "~rc1", "^git2", "a", ".1", ""]),
+            r.num(20),
+            r.pick(&[".el9", ".el9_2", ".el8", ".fc40", ""]),
+        ));
+    }
+    check(
+        Scheme::Rpm,
+        &v,
+        "/usr/bin/python3",
+        &[
+            "-c",
+            "import sys, rpm\n\
+             for line in sys.stdin:\n    a, b = line.rstrip('\\n').split('\\t')\n    \
+             x, y = rpm.ver(a), rpm.ver(b)\n    print((x > y) - (x < y))\n",
+        ],
+    );
+}
+
+#[test]
+fn go_agrees_with_x_mod_semver() {
+    let dir = std::env::temp_dir().join(format!("trusthub-go-oracle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let main = dir.join("main.go");
+    std::fs::write(
+        &main,
+        "package main\n\nimport (\n\t\"bufio\"\n\t\"fmt\"\n\t\"os\"\n\t\"strings\"\n\n\t\"golang.org/x/mod/semver\"\n)\n\n\
+         func v(s string) string {\n\tif strings.HasPrefix(s, \"v\") {\n\t\treturn s\n\t}\n\treturn \"v\" + s\n}\n\n\
+         func main() {\n\ts := bufio.NewScanner(os.Stdin)\n\tfor s.Scan() {\n\t\tp := strings.SplitN(s.Text(), \"\\t\", 2)\n\
+         \t\ta, b := v(p[0]), v(p[1])\n\t\tif !semver.IsValid(a) || !semver.IsValid(b) {\n\t\t\tfmt.Println(\"invalid\")\n\t\t\tcontinue\n\t\t}\n\
+         \t\tfmt.Println(semver.Compare(a, b))\n\t}\n}\n",
+    )
+    .expect("write");
+    let mut v = strings(&[
+        "v1.0.0",
+        "v1",
+        "v1.0",
+        "v1.2",
+        "v1.2.0",
+        "v1.2.3",
+        "1.2.3",
+        "v2.0.0+incompatible",
+        "v2.0.0",
+        "v2.0.1-pre",
+        "v0.0.0-20191109021931-daa7c04131f5",
+        "v0.0.0-20200101000000-aaaaaaaaaaaa",
+        "v1.2.4-0.20191109021931-daa7c04131f5",
+        "v1.2.4-pre.0.20191109021931-daa7c04131f5",
+        "v1.2.3-alpha",
+        "v1.2.3-alpha.1",
+        "v1.2.3-alpha.beta",
+        "v1.2.3-1",
+        "v1.2.3-01",
+        "v1.2-pre",
+        "v01.2.3",
+        "v1.2.3.4",
+        "vx",
+        "v1.2.3+meta",
+        "v1+meta",
+        "v10.0.0",
+        "v1.10.0",
+        "v0.0.0",
+        "",
+    ]);
+    let mut r = Rng(0x60);
+    for _ in 0..30 {
+        v.push(format!(
+            "v{}.{}.{}{}{}",
+            r.num(2),
+            r.num(11),
+            r.num(3),
+            r.pick(&[
+                "",
+                "-alpha",
+                "-rc.1",
+                "-0.20230101000000-abcdefabcdef",
+                "-beta.2",
+                ""
+            ]),
+            r.pick(&["", "", "+incompatible"]),
+        ));
+    }
+    check(
+        Scheme::Go,
+        &v,
+        "go",
+        &["run", main.to_str().expect("utf-8")],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
