@@ -13,6 +13,7 @@ pub mod canonical;
 pub mod eat;
 pub mod evidence;
 pub mod liveness;
+pub mod osv;
 pub mod otlp;
 pub mod redact;
 pub mod secret;

@@ -585,3 +585,62 @@ fn go_agrees_with_x_mod_semver() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every CVSS v3.1 and v3.0 base vector (2 × 2,592) scored by us and by the `cvss` package of
+/// PyPI (Red Hat's implementation of the FIRST specification).
+#[test]
+fn cvss_3_scores_agree_with_the_cvss_package() {
+    let mut vectors = Vec::new();
+    for version in ["3.1", "3.0"] {
+        for av in ["N", "A", "L", "P"] {
+            for ac in ["L", "H"] {
+                for pr in ["N", "L", "H"] {
+                    for ui in ["N", "R"] {
+                        for s in ["U", "C"] {
+                            for c in ["H", "L", "N"] {
+                                for i in ["H", "L", "N"] {
+                                    for a in ["H", "L", "N"] {
+                                        vectors.push(format!(
+                                            "CVSS:{version}/AV:{av}/AC:{ac}/PR:{pr}/UI:{ui}/S:{s}/C:{c}/I:{i}/A:{a}"
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let pairs: Vec<(String, String)> = vectors.iter().map(|v| (v.clone(), String::new())).collect();
+    let answers = oracle(
+        "python3",
+        &[
+            "-c",
+            "import sys\nfrom cvss import CVSS3\n\
+             for line in sys.stdin:\n    v = line.rstrip('\\n').split('\\t')[0]\n    \
+             print('%.1f' % CVSS3(v).scores()[0])\n",
+        ],
+        &pairs,
+    );
+    let mut wrong = Vec::new();
+    for (v, want) in vectors.iter().zip(&answers) {
+        let got = trusthub_core::osv::cvss3_base_score(v).map(|s| format!("{s:.1}"));
+        if got.as_deref() != Some(want.as_str()) {
+            wrong.push(format!("{v}: ours {got:?}, cvss {want}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} disagree:\n{}",
+        wrong.len(),
+        vectors.len(),
+        wrong
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_eq!(vectors.len(), 5184);
+}
