@@ -140,7 +140,10 @@ fn os() -> Value {
             .map(|v| v.trim_matches('"').to_owned())
             .unwrap_or_default()
     };
-    json!({"name": field("NAME"), "version": field("VERSION_ID"), "pretty_name": field("PRETTY_NAME"),
+    // `id` and `version` as os-release says (`debian`, `12`): what advisories of the
+    // distribution are keyed by.
+    json!({"name": field("NAME"), "id": field("ID"), "version": field("VERSION_ID"),
+           "version_codename": field("VERSION_CODENAME"), "pretty_name": field("PRETTY_NAME"),
            "kernel": read("/proc/sys/kernel/osrelease").trim(), "hostname": read("/proc/sys/kernel/hostname").trim()})
 }
 
@@ -348,8 +351,44 @@ pub fn processes(names: &HashMap<u32, String>) -> Vec<Proc> {
 }
 
 async fn packages() -> Value {
+    let mut out = dpkg_packages(&read("/var/lib/dpkg/status"));
+    out.extend(apk_packages(&read("/lib/apk/db/installed")));
+    if Path::new("/var/lib/rpm").exists()
+        && let Some(list) = run(
+            "rpm",
+            &[
+                "-qa",
+                "--qf",
+                "%{NAME}\\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}\\t%{SOURCERPM}\\n",
+            ],
+        )
+        .await
+    {
+        out.extend(rpm_packages(&list));
+    }
+    Value::Array(out)
+}
+
+/// A package entry: `source` and `source_version` only where they differ from the binary
+/// package's (vulnerability data for distributions is written against source packages).
+fn package(manager: &str, name: &str, version: &str, source: Option<(&str, &str)>) -> Value {
+    let mut p = json!({"manager": manager, "name": name, "version": version});
+    if let Some((src, src_version)) = source {
+        if !src.is_empty() && src != name {
+            p["source"] = json!(src);
+        }
+        if !src_version.is_empty() && src_version != version {
+            p["source_version"] = json!(src_version);
+        }
+    }
+    p
+}
+
+/// Installed packages of dpkg's status file, with their source package (`Source: name` or
+/// `Source: name (version)`).
+pub fn dpkg_packages(status: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    for para in read("/var/lib/dpkg/status").split("\n\n") {
+    for para in status.split("\n\n") {
         let get = |k: &str| {
             para.lines()
                 .find_map(|l| l.strip_prefix(&format!("{k}: ")))
@@ -358,26 +397,50 @@ async fn packages() -> Value {
         if get("Status").is_some_and(|s| s.ends_with(" installed"))
             && let (Some(name), Some(version)) = (get("Package"), get("Version"))
         {
-            out.push(json!({"manager": "dpkg", "name": name, "version": version}));
+            let source = get("Source").map(|s| match s.split_once(' ') {
+                Some((n, v)) => (n, v.trim().trim_start_matches('(').trim_end_matches(')')),
+                None => (s, version),
+            });
+            out.push(package("dpkg", name, version, source));
         }
     }
-    let apk = read("/lib/apk/db/installed");
-    for para in apk.split("\n\n") {
+    out
+}
+
+/// Installed packages of apk's database, with their origin (`o:`).
+pub fn apk_packages(db: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for para in db.split("\n\n") {
         let get = |k: &str| para.lines().find_map(|l| l.strip_prefix(k));
         if let (Some(name), Some(version)) = (get("P:"), get("V:")) {
-            out.push(json!({"manager": "apk", "name": name, "version": version}));
+            out.push(package(
+                "apk",
+                name,
+                version,
+                get("o:").map(|o| (o, version)),
+            ));
         }
     }
-    if Path::new("/var/lib/rpm").exists()
-        && let Some(list) = run("rpm", &["-qa", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\\n"]).await
-    {
-        for l in list.lines() {
-            if let Some((n, v)) = l.split_once(' ') {
-                out.push(json!({"manager": "rpm", "name": n, "version": v}));
-            }
-        }
+    out
+}
+
+/// `rpm -qa` lines of `NAME\tEPOCH:VERSION-RELEASE\tSOURCERPM`: the epoch is left out when 0,
+/// the source package's name is the source RPM's without `-version-release.src.rpm`.
+pub fn rpm_packages(list: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for l in list.lines() {
+        let mut f = l.split('\t');
+        let (Some(name), Some(evr)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let evr = evr.strip_prefix("0:").unwrap_or(evr);
+        let source = f
+            .next()
+            .and_then(|srpm| srpm.strip_suffix(".src.rpm"))
+            .and_then(|s| s.rsplitn(3, '-').nth(2));
+        out.push(package("rpm", name, evr, source.map(|s| (s, ""))));
     }
-    Value::Array(out)
+    out
 }
 
 /// Lockfiles found under the project paths (at most 4 levels deep, skipping vendored trees).
@@ -874,6 +937,49 @@ mod tests {
     }
 
     #[test]
+    fn packages_carry_their_source_package() {
+        let status = "Package: libc6\nStatus: install ok installed\nArchitecture: amd64\n\
+            Source: glibc\nVersion: 2.36-9+deb12u7\n\n\
+            Package: libssl3\nStatus: install ok installed\nSource: openssl (3.0.15-1~deb12u1)\n\
+            Version: 3.0.15-1~deb12u1+b1\n\n\
+            Package: curl\nStatus: install ok installed\nVersion: 7.88.1-10+deb12u8\n\n\
+            Package: gone\nStatus: deinstall ok config-files\nVersion: 1.0\n";
+        assert_eq!(
+            dpkg_packages(status),
+            vec![
+                json!({"manager": "dpkg", "name": "libc6", "version": "2.36-9+deb12u7", "source": "glibc"}),
+                json!({"manager": "dpkg", "name": "libssl3", "version": "3.0.15-1~deb12u1+b1",
+                    "source": "openssl", "source_version": "3.0.15-1~deb12u1"}),
+                json!({"manager": "dpkg", "name": "curl", "version": "7.88.1-10+deb12u8"}),
+            ]
+        );
+        let apk =
+            "C:Q1abc=\nP:libcrypto3\nV:3.1.4-r5\no:openssl\n\nP:busybox\nV:1.36.1-r15\no:busybox\n";
+        assert_eq!(
+            apk_packages(apk),
+            vec![
+                json!({"manager": "apk", "name": "libcrypto3", "version": "3.1.4-r5", "source": "openssl"}),
+                json!({"manager": "apk", "name": "busybox", "version": "1.36.1-r15"}),
+            ]
+        );
+        let rpm = "openssl-libs\t1:3.0.7-27.el9\topenssl-3.0.7-27.el9.src.rpm\n\
+            bash\t0:5.1.8-9.el9\tbash-5.1.8-9.el9.src.rpm\ngpg-pubkey\t0:3228467c-613798eb\t(none)\n";
+        assert_eq!(
+            rpm_packages(rpm),
+            vec![
+                json!({"manager": "rpm", "name": "openssl-libs", "version": "1:3.0.7-27.el9", "source": "openssl"}),
+                json!({"manager": "rpm", "name": "bash", "version": "5.1.8-9.el9"}),
+                json!({"manager": "rpm", "name": "gpg-pubkey", "version": "3228467c-613798eb"}),
+            ]
+        );
+        // This host: libc6 is built from glibc on Debian and Ubuntu.
+        let here = dpkg_packages(&read("/var/lib/dpkg/status"));
+        if let Some(libc) = here.iter().find(|p| p["name"] == "libc6") {
+            assert_eq!(libc["source"], "glibc", "{libc}");
+        }
+    }
+
+    #[test]
     fn lockfiles_of_each_ecosystem_parse() {
         let npm = r#"{"lockfileVersion":3,"packages":{"":{"name":"app"},"node_modules/lodash":{"version":"4.17.21"},"node_modules/a/node_modules/b":{"version":"1.0.0"}}}"#;
         assert_eq!(
@@ -1024,6 +1130,14 @@ mod tests {
             assert!(inv.get(key).is_some(), "{key}");
         }
         assert!(!inv["os"]["kernel"].as_str().unwrap_or_default().is_empty());
+        // os-release ID and VERSION_ID, what distribution advisories are keyed by.
+        if std::path::Path::new("/etc/os-release").exists() {
+            assert!(
+                !inv["os"]["id"].as_str().unwrap_or_default().is_empty(),
+                "{}",
+                inv["os"]
+            );
+        }
         assert!(
             inv["processes"]
                 .as_array()
