@@ -8,6 +8,19 @@ use std::io::Write;
 use std::time::Duration;
 use trusthub_core::agent::sign_header;
 
+/// The status and JSON body of an answer (errors say whether the hub was reached).
+async fn json_answer(
+    sent: reqwest::Result<reqwest::Response>,
+) -> Result<(reqwest::StatusCode, Value), String> {
+    let resp = sent.map_err(|e| format!("cannot reach the hub: {e}"))?;
+    let status = resp.status();
+    let answer = resp
+        .json()
+        .await
+        .map_err(|e| format!("hub answered {status} with no JSON: {e}"))?;
+    Ok((status, answer))
+}
+
 /// What the hub asks for in its answer to a batch.
 #[derive(Debug, Clone, Default)]
 pub struct Ack {
@@ -96,13 +109,8 @@ impl HubClient {
             .header("x-service-signature", sign_header(key, &bytes))
             .body(bytes)
             .send()
-            .await
-            .map_err(|e| format!("cannot reach the hub: {e}"))?;
-        let status = resp.status();
-        let answer: Value = resp
-            .json()
-            .await
-            .map_err(|e| format!("hub answered {status} with no JSON: {e}"))?;
+            .await;
+        let (status, answer) = json_answer(resp).await?;
         if !status.is_success() {
             return Err(format!(
                 "registration refused ({status}): {}",
@@ -138,13 +146,8 @@ impl HubClient {
             .bearer_auth(&reg.agent_token)
             .json(&json!({ "csr_pem": csr_pem }))
             .send()
-            .await
-            .map_err(|e| format!("cannot reach the hub: {e}"))?;
-        let status = resp.status();
-        let answer: Value = resp
-            .json()
-            .await
-            .map_err(|e| format!("hub answered {status} with no JSON: {e}"))?;
+            .await;
+        let (status, answer) = json_answer(resp).await?;
         match (
             status.as_u16(),
             answer["certificate_pem"].as_str(),

@@ -34,6 +34,22 @@ enum Command {
     /// Evidence packs (SPEC 2.10).
     #[command(subcommand)]
     Evidence(EvidenceCommand),
+    /// Vulnerability data (CONTRACT 15).
+    #[command(subcommand)]
+    Cve(CveCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum CveCommand {
+    /// Load OSV advisories for every tenant of this hub from a folder (the OSV bucket's
+    /// `<Ecosystem>/<ID>.json` or flat), a zip (`all.zip`) or a .tar.gz; safe while the hub
+    /// runs. Records are kept by id and `modified`: importing again loads only what changed.
+    Import {
+        /// The folder, .zip or .tar.gz.
+        path: std::path::PathBuf,
+        #[command(flatten)]
+        db: DbSettings,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -458,6 +474,28 @@ async fn run(cli: Cli) -> Result<(), String> {
         }) => transparency_verify(hub, token, log, head, save, expect_key).await,
         Command::Serve(settings) => serve(*settings).await,
         Command::Up(args) => up(*args).await,
+        Command::Cve(CveCommand::Import { path, db }) => {
+            let db = open_db(&db).await?;
+            let started = std::time::Instant::now();
+            let report =
+                trusthub_hub::cve::import_path(&db, "", &path, time::OffsetDateTime::now_utc())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            println!(
+                "{} files in {:.1} s: {} new, {} updated, {} unchanged ({} withdrawn), {} refused",
+                report.files,
+                started.elapsed().as_secs_f64(),
+                report.inserted,
+                report.updated,
+                report.unchanged,
+                report.withdrawn,
+                report.error_count
+            );
+            for e in &report.errors {
+                eprintln!("  refused: {e}");
+            }
+            Ok(())
+        }
         Command::Admin(AdminCommand::CreateTenant {
             name,
             owner_email,

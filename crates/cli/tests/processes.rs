@@ -1253,3 +1253,109 @@ async fn first_start_binds_first_and_points_at_the_password_until_the_first_logi
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("401") && err.contains("API token"), "{err}");
 }
+
+/// `trusthub cve import` next to a running SQLite hub: a folder in the OSV bucket's layout,
+/// then a tar.gz made by `tar` with a newer version of one record; the hub's API sees both
+/// (hub-wide data reaches every tenant). A path that is not there is a clear error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cve_import_loads_a_folder_and_a_tar_gz_next_to_a_running_hub() {
+    let dir = TempDir::new();
+    let hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password")]);
+    let osv = dir.0.join("osv");
+    let record = |id: &str, modified: &str, eco: &str, name: &str| {
+        json!({"id": id, "modified": modified, "affected": [{"package": {"ecosystem": eco, "name": name},
+            "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.0"}]}]}]})
+        .to_string()
+    };
+    for (path, body) in [
+        (
+            "npm/GHSA-1.json",
+            record("GHSA-1", "2024-01-01T00:00:00Z", "npm", "a"),
+        ),
+        (
+            "PyPI/PYSEC-2.json",
+            record("PYSEC-2", "2024-02-01T00:00:00Z", "PyPI", "b"),
+        ),
+        (
+            "Debian:12/DSA-3.json",
+            record("DSA-3", "2024-03-01T00:00:00Z", "Debian:12", "openssl"),
+        ),
+    ] {
+        let p = osv.join(path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+        std::fs::write(p, body).expect("write");
+    }
+    let import = |path: &Path| {
+        let out = Command::new(BIN)
+            .args(["cve", "import"])
+            .arg(path)
+            .arg("--data-dir")
+            .arg(&dir.0)
+            .output()
+            .expect("cve import");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, text) = import(&osv);
+    assert!(
+        ok && text.contains("3 files") && text.contains("3 new"),
+        "{text}"
+    );
+    // A tar.gz by tar itself, with a newer GHSA-1.
+    let newer = dir.0.join("newer");
+    std::fs::create_dir_all(newer.join("npm")).expect("dir");
+    std::fs::write(
+        newer.join("npm/GHSA-1.json"),
+        record("GHSA-1", "2024-06-01T00:00:00Z", "npm", "a"),
+    )
+    .expect("write");
+    let tgz = dir.0.join("newer.tar.gz");
+    let status = Command::new("tar")
+        .arg("czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(&newer)
+        .arg("npm")
+        .status()
+        .expect("tar");
+    assert!(status.success());
+    let (ok, text) = import(&tgz);
+    assert!(
+        ok && text.contains("1 files") && text.contains("1 updated"),
+        "{text}"
+    );
+    let (ok, text) = import(&dir.0.join("nothing-here"));
+    assert!(!ok && text.contains("nothing-here"), "{text}");
+
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session = cookie(
+        &login(
+            &client,
+            &hub.base,
+            "admin@trusthub.local",
+            "a fine password",
+        )
+        .await,
+    );
+    let sources: Value = client
+        .get(format!("{}/cve/sources", hub.base))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("sources")
+        .json()
+        .await
+        .expect("json");
+    let ecosystems: Vec<&str> = sources
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|s| s["ecosystem"].as_str())
+        .collect();
+    assert_eq!(ecosystems, ["Debian:12", "PyPI", "npm"], "{sources}");
+    assert_eq!(sources[2]["newest_modified"], "2024-06-01T00:00:00Z");
+}

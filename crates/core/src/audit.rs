@@ -59,6 +59,8 @@ pub const CLIENT_CERT_ISSUED: &str = "client_cert_issued";
 pub const AGENT_VERSION_SEEN: &str = "agent_version_seen";
 /// CONTRACT 14: an operator resolved an integrity anomaly.
 pub const INTEGRITY_ANOMALY_RESOLVED: &str = "integrity_anomaly_resolved";
+/// Advisory data imported into a tenant (CONTRACT 15).
+pub const CVE_SOURCE_IMPORTED: &str = "cve_source_imported";
 /// SPEC 5: a client certificate was revoked by an admin.
 pub const CLIENT_CERT_REVOKED: &str = "client_cert_revoked";
 /// An enrollment token was revoked.

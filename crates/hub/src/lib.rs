@@ -8,6 +8,7 @@ pub mod agent_ws;
 pub mod alerting;
 pub mod auth;
 pub mod ca;
+pub mod cve;
 pub mod error;
 pub mod evidence;
 pub mod extract;

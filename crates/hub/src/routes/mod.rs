@@ -9,6 +9,7 @@ pub mod api_tokens;
 pub mod apps;
 pub mod audit_log;
 pub mod auth;
+pub mod cve;
 pub mod evidence;
 pub mod health;
 pub mod invitations;
@@ -31,6 +32,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(actions::router())
         .merge(alerts::router())
         .merge(anomalies::router())
+        .merge(cve::router())
         .merge(webhooks::router())
         .merge(totp::router())
         .merge(invitations::router())

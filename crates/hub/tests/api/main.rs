@@ -16,6 +16,7 @@ mod browser;
 mod browser_pages;
 mod client_certs;
 mod contract;
+mod cve;
 mod errors;
 mod evidence;
 mod invitations;

@@ -1,0 +1,390 @@
+//! Advisory data import (CONTRACT 15): OSV JSON records from a folder (the OSV bucket's
+//! `<Ecosystem>/<ID>.json` or a flat folder), a zip (`all.zip` of one ecosystem, or a zip of
+//! such zips and folders) or a tar.gz, stored per id and `modified` (an older or equal
+//! `modified` changes nothing; `withdrawn` records are kept and stop matching). Reading runs on
+//! a blocking thread and hands batches to the writer, so an import of the whole OSV database
+//! never holds it in memory.
+
+use serde::Serialize;
+use std::io::Read;
+use std::path::Path;
+use time::OffsetDateTime;
+use trusthub_core::osv::{Record, Severity};
+use trusthub_store::osv::{Advisory, Stored};
+use trusthub_store::{Db, StoreError};
+use utoipa::ToSchema;
+
+/// The largest OSV record read (a record is a few KiB; a bigger one is an error, not a bomb).
+const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest nested archive read into memory (an ecosystem's `all.zip`).
+const MAX_NESTED_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// Records per transaction.
+const BATCH: usize = 500;
+
+/// What an import did.
+#[derive(Debug, Clone, Default, Serialize, ToSchema, PartialEq, Eq)]
+pub struct ImportReport {
+    /// JSON files read.
+    pub files: u64,
+    /// New advisories.
+    pub inserted: u64,
+    /// Advisories replaced by a newer `modified`.
+    pub updated: u64,
+    /// Advisories already stored as new or newer.
+    pub unchanged: u64,
+    /// Of the inserted and updated, how many are withdrawn (they match nothing).
+    pub withdrawn: u64,
+    /// Files that are not OSV records, with why (at most 100 listed).
+    pub errors: Vec<String>,
+    /// How many files were refused in all.
+    pub error_count: u64,
+}
+
+impl ImportReport {
+    fn error(&mut self, file: &str, why: impl std::fmt::Display) {
+        self.error_count += 1;
+        if self.errors.len() < 100 {
+            self.errors.push(format!("{file}: {why}"));
+        }
+    }
+}
+
+/// SPEC's ecosystem spellings accepted for OSV's.
+pub fn canonical_ecosystem(e: &str) -> String {
+    match e {
+        "pip" | "pypi" => "PyPI".into(),
+        "composer" | "packagist" => "Packagist".into(),
+        "rubygems" | "gem" => "RubyGems".into(),
+        "go" | "golang" => "Go".into(),
+        other => other.to_owned(),
+    }
+}
+
+type Batch = Vec<(String, Vec<u8>)>;
+
+/// Hands files to the writer in batches (from the blocking reader thread).
+struct Batcher {
+    tx: tokio::sync::mpsc::Sender<Batch>,
+    batch: Batch,
+}
+
+impl Batcher {
+    fn push(&mut self, name: String, bytes: Vec<u8>) -> Result<(), String> {
+        self.batch.push((name, bytes));
+        if self.batch.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), String> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        self.tx
+            .blocking_send(std::mem::take(&mut self.batch))
+            .map_err(|_| "import stopped".to_owned())
+    }
+}
+
+/// Reads every JSON file under `source` (a folder, `.zip`, `.tar.gz`/`.tgz`), in batches.
+fn read_source(source: &Path, out: &mut Batcher) -> Result<(), String> {
+    let mut emit = |name: String, bytes: Vec<u8>| out.push(name, bytes);
+    let name = source.to_string_lossy().to_string();
+    let meta = std::fs::metadata(source).map_err(|e| format!("{name}: {e}"))?;
+    if meta.is_dir() {
+        walk(source, &mut emit)?;
+    } else if name.ends_with(".zip") {
+        let f = std::fs::File::open(source).map_err(|e| format!("{name}: {e}"))?;
+        read_zip(std::io::BufReader::new(f), &name, &mut emit)?;
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        let f = std::fs::File::open(source).map_err(|e| format!("{name}: {e}"))?;
+        read_tar_gz(f, &name, &mut emit)?;
+    } else if name.ends_with(".json") {
+        emit(
+            name.clone(),
+            std::fs::read(source).map_err(|e| format!("{name}: {e}"))?,
+        )?;
+    } else {
+        return Err(format!(
+            "{name}: expected a folder, a .zip, a .tar.gz or a .json file"
+        ));
+    }
+    out.flush()
+}
+
+type Emit<'a> = dyn FnMut(String, Vec<u8>) -> Result<(), String> + 'a;
+
+fn walk(dir: &Path, emit: &mut Emit<'_>) -> Result<(), String> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.to_string_lossy().to_string();
+        if path.is_dir() {
+            walk(&path, emit)?;
+        } else if name.ends_with(".json") {
+            emit(
+                name.clone(),
+                std::fs::read(&path).map_err(|e| format!("{name}: {e}"))?,
+            )?;
+        } else if name.ends_with(".zip") {
+            let f = std::fs::File::open(&path).map_err(|e| format!("{name}: {e}"))?;
+            read_zip(std::io::BufReader::new(f), &name, emit)?;
+        }
+    }
+    Ok(())
+}
+
+/// The JSON records of a zip, and those of the zips inside it.
+pub fn read_zip<R: Read + std::io::Seek>(
+    reader: R,
+    label: &str,
+    emit: &mut Emit<'_>,
+) -> Result<(), String> {
+    let mut zip = zip::ZipArchive::new(reader).map_err(|e| format!("{label}: not a zip: {e}"))?;
+    for i in 0..zip.len() {
+        let mut entry = zip
+            .by_index(i)
+            .map_err(|e| format!("{label}: entry {i}: {e}"))?;
+        if entry.is_dir() {
+            continue;
+        }
+        let name = format!(
+            "{label}!{}",
+            entry
+                .name()
+                .map_err(|e| format!("{label}: entry {i}: {e}"))?
+        );
+        let limit = if name.ends_with(".json") {
+            MAX_RECORD_BYTES
+        } else if name.ends_with(".zip") {
+            MAX_NESTED_BYTES
+        } else {
+            continue;
+        };
+        if entry.size() > limit {
+            return Err(format!("{name}: larger than {limit} bytes"));
+        }
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        (&mut entry)
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{name}: {e}"))?;
+        if bytes.len() as u64 > limit {
+            return Err(format!("{name}: larger than {limit} bytes"));
+        }
+        drop(entry);
+        if name.ends_with(".zip") {
+            read_zip(std::io::Cursor::new(bytes), &name, emit)?;
+        } else {
+            emit(name, bytes)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_tar_gz<R: Read>(reader: R, label: &str, emit: &mut Emit<'_>) -> Result<(), String> {
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
+    for entry in archive
+        .entries()
+        .map_err(|e| format!("{label}: not a tar.gz: {e}"))?
+    {
+        let mut entry = entry.map_err(|e| format!("{label}: {e}"))?;
+        let path = entry
+            .path()
+            .map(|p| p.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let name = format!("{label}!{path}");
+        let limit = if path.ends_with(".json") {
+            MAX_RECORD_BYTES
+        } else if path.ends_with(".zip") {
+            MAX_NESTED_BYTES
+        } else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        (&mut entry)
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{name}: {e}"))?;
+        if bytes.len() as u64 > limit {
+            return Err(format!("{name}: larger than {limit} bytes"));
+        }
+        if path.ends_with(".zip") {
+            read_zip(std::io::Cursor::new(bytes), &name, emit)?;
+        } else {
+            emit(name, bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// The row and package index of one OSV record.
+fn advisory(
+    scope: &str,
+    bytes: &[u8],
+    now: OffsetDateTime,
+) -> Result<(Advisory, Vec<(String, String)>), String> {
+    let record: Record = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if record.id.trim().is_empty() {
+        return Err("no id".into());
+    }
+    let modified = OffsetDateTime::parse(
+        &record.modified,
+        &time::format_description::well_known::Rfc3339,
+    )
+    .map_err(|e| format!("modified `{}`: {e}", record.modified))?;
+    // The advisory's severity: the worst over its package entries.
+    let (severity, score) = if record.affected.is_empty() {
+        record.severity_for(None)
+    } else {
+        record
+            .affected
+            .iter()
+            .map(|a| record.severity_for(Some(a)))
+            .max_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then(a.1.unwrap_or(0.0).total_cmp(&b.1.unwrap_or(0.0)))
+            })
+            .unwrap_or((Severity::Unknown, None))
+    };
+    let mut packages: Vec<(String, String)> = record
+        .affected
+        .iter()
+        .filter_map(|a| a.package.as_ref())
+        .map(|p| (canonical_ecosystem(&p.ecosystem), p.name.clone()))
+        .collect();
+    packages.sort();
+    packages.dedup();
+    let summary = record
+        .summary
+        .clone()
+        .filter(|s| !s.trim().is_empty())
+        .or_else(|| {
+            record
+                .details
+                .as_deref()
+                .and_then(|d| d.lines().find(|l| !l.trim().is_empty()))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+        .chars()
+        .take(500)
+        .collect();
+    Ok((
+        Advisory {
+            scope: scope.to_owned(),
+            id: record.id.clone(),
+            modified,
+            withdrawn: record.withdrawn.is_some(),
+            aliases: serde_json::to_string(&record.aliases).unwrap_or_else(|_| "[]".into()),
+            summary,
+            severity: severity.as_str().to_owned(),
+            cvss_score: score,
+            record: String::from_utf8_lossy(bytes).into_owned(),
+            imported_at: now,
+        },
+        packages,
+    ))
+}
+
+/// Stores batches of files as they come.
+async fn store(
+    db: &Db,
+    scope: &str,
+    mut rx: tokio::sync::mpsc::Receiver<Batch>,
+    now: OffsetDateTime,
+) -> Result<ImportReport, StoreError> {
+    let mut report = ImportReport::default();
+    while let Some(batch) = rx.recv().await {
+        let mut tx = db.begin().await?;
+        for (name, bytes) in batch {
+            report.files += 1;
+            match advisory(scope, &bytes, now) {
+                Ok((a, packages)) => {
+                    match trusthub_store::osv::upsert(&mut tx, &a, &packages).await? {
+                        Stored::Inserted => {
+                            report.inserted += 1;
+                            report.withdrawn += u64::from(a.withdrawn);
+                        }
+                        Stored::Updated => {
+                            report.updated += 1;
+                            report.withdrawn += u64::from(a.withdrawn);
+                        }
+                        Stored::Unchanged => report.unchanged += 1,
+                    }
+                }
+                Err(why) => report.error(&name, why),
+            }
+        }
+        tx.commit().await?;
+    }
+    Ok(report)
+}
+
+/// Errors of an import.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The source cannot be read (not found, not an archive, too large).
+    #[error("{0}")]
+    Source(String),
+    /// The database.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Imports a folder, zip or tar.gz on this machine into `scope` (`""`: hub-wide).
+pub async fn import_path(
+    db: &Db,
+    scope: &str,
+    source: &Path,
+    now: OffsetDateTime,
+) -> Result<ImportReport, ImportError> {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let path = source.to_owned();
+    let reader = tokio::task::spawn_blocking(move || {
+        read_source(
+            &path,
+            &mut Batcher {
+                tx,
+                batch: Vec::new(),
+            },
+        )
+    });
+    let report = store(db, scope, rx, now).await;
+    let read = reader
+        .await
+        .map_err(|e| ImportError::Source(e.to_string()))?;
+    let report = report?;
+    read.map_err(ImportError::Source)?;
+    Ok(report)
+}
+
+/// Imports a zip held in memory (the API's upload) into `scope`.
+pub async fn import_zip(
+    db: &Db,
+    scope: &str,
+    zip: axum::body::Bytes,
+    now: OffsetDateTime,
+) -> Result<ImportReport, ImportError> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(4);
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut out = Batcher {
+            tx,
+            batch: Vec::new(),
+        };
+        read_zip(std::io::Cursor::new(zip), "upload", &mut |n, b| {
+            out.push(n, b)
+        })?;
+        out.flush()
+    });
+    let report = store(db, scope, rx, now).await;
+    let read = reader
+        .await
+        .map_err(|e| ImportError::Source(e.to_string()))?;
+    read.map_err(ImportError::Source)?;
+    Ok(report?)
+}

@@ -1,0 +1,123 @@
+//! Advisory data in the OSV schema (CONTRACT 15): one row per advisory and scope (`""` for
+//! hub-wide data, a tenant id for a tenant's own upload), its package index, and the
+//! per-ecosystem summary of `GET /cve/sources`.
+
+use crate::{Exec, StoreResult, on};
+use time::OffsetDateTime;
+
+/// One advisory as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Advisory {
+    /// `""` (hub-wide) or a tenant id.
+    pub scope: String,
+    /// OSV id.
+    pub id: String,
+    /// The record's `modified`.
+    pub modified: OffsetDateTime,
+    /// The record was withdrawn (it matches nothing).
+    pub withdrawn: bool,
+    /// JSON array of other ids.
+    pub aliases: String,
+    /// Summary (or the first line of details).
+    pub summary: String,
+    /// `CRITICAL` … `UNKNOWN`.
+    pub severity: String,
+    /// CVSS base score when a vector gave one.
+    pub cvss_score: Option<f64>,
+    /// The OSV JSON.
+    pub record: String,
+    /// When this version of it was imported.
+    pub imported_at: OffsetDateTime,
+}
+
+/// What storing an advisory did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// New.
+    Inserted,
+    /// A newer `modified` replaced the stored one.
+    Updated,
+    /// The stored one is as new or newer: nothing changed.
+    Unchanged,
+}
+
+const COLUMNS: &str =
+    "scope, id, modified, withdrawn, aliases, summary, severity, cvss_score, record, imported_at";
+
+/// Stores `a` with its packages (`(ecosystem, name)`) unless the stored version is as new.
+pub async fn upsert(
+    ex: &mut impl Exec,
+    a: &Advisory,
+    packages: &[(String, String)],
+) -> StoreResult<Stored> {
+    let existing: Option<OffsetDateTime> = on!(ex, c => sqlx::query_scalar(
+        "SELECT modified FROM osv_advisories WHERE scope = $1 AND id = $2")
+        .bind(&a.scope).bind(&a.id).fetch_optional(&mut *c).await?);
+    let outcome = match existing {
+        Some(m) if m >= a.modified => return Ok(Stored::Unchanged),
+        Some(_) => Stored::Updated,
+        None => Stored::Inserted,
+    };
+    on!(ex, c => {
+        sqlx::query("DELETE FROM osv_advisories WHERE scope = $1 AND id = $2")
+            .bind(&a.scope).bind(&a.id).execute(&mut *c).await?;
+        sqlx::query("DELETE FROM osv_packages WHERE scope = $1 AND advisory_id = $2")
+            .bind(&a.scope).bind(&a.id).execute(&mut *c).await?;
+        let sql = format!("INSERT INTO osv_advisories ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&a.scope).bind(&a.id).bind(a.modified).bind(a.withdrawn).bind(&a.aliases)
+            .bind(&a.summary).bind(&a.severity).bind(a.cvss_score).bind(&a.record).bind(a.imported_at)
+            .execute(&mut *c).await?;
+        for (eco, name) in packages {
+            sqlx::query("INSERT INTO osv_packages (scope, ecosystem, name, advisory_id) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING")
+                .bind(&a.scope).bind(eco).bind(name).bind(&a.id).execute(&mut *c).await?;
+        }
+    });
+    Ok(outcome)
+}
+
+/// The advisories naming one package, visible to `tenant` (hub-wide and its own).
+pub async fn for_package(
+    ex: &mut impl Exec,
+    tenant: &str,
+    ecosystem: &str,
+    name: &str,
+) -> StoreResult<Vec<Advisory>> {
+    let sql = format!(
+        "SELECT {} FROM osv_advisories a JOIN osv_packages p ON p.scope = a.scope AND p.advisory_id = a.id \
+         WHERE p.scope IN ('', $1) AND p.ecosystem = $2 AND p.name = $3 ORDER BY a.id, a.scope",
+        COLUMNS
+            .split(", ")
+            .map(|c| format!("a.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Advisory>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant).bind(ecosystem).bind(name).fetch_all(&mut *c).await?),
+    )
+}
+
+/// One advisory by id, visible to `tenant` (its own upload wins over hub-wide data).
+pub async fn get(ex: &mut impl Exec, tenant: &str, id: &str) -> StoreResult<Option<Advisory>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM osv_advisories WHERE scope IN ('', $1) AND id = $2 ORDER BY scope DESC LIMIT 1"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Advisory>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant).bind(id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// Per ecosystem: advisories, the newest `modified`, the last import (visible to `tenant`).
+pub async fn sources(
+    ex: &mut impl Exec,
+    tenant: &str,
+) -> StoreResult<Vec<(String, i64, OffsetDateTime, OffsetDateTime)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT p.ecosystem, COUNT(DISTINCT a.id), MAX(a.modified), MAX(a.imported_at) \
+         FROM osv_packages p JOIN osv_advisories a ON a.scope = p.scope AND a.id = p.advisory_id \
+         WHERE p.scope IN ('', $1) AND NOT a.withdrawn GROUP BY p.ecosystem ORDER BY p.ecosystem")
+        .bind(tenant).fetch_all(&mut *c).await?))
+}
