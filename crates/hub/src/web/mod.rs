@@ -13,6 +13,7 @@ mod agent;
 mod ai;
 mod anomalies;
 mod chart;
+mod cve;
 mod hooks;
 mod pages;
 mod qr;
@@ -136,6 +137,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/actions/{jti}/live", get(actions::action_live))
         .route("/ui/transparency", get(actions::transparency))
         .route("/ui/anomalies", get(anomalies::list))
+        .route("/ui/cve-sources", get(cve::sources))
         .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))

@@ -16,6 +16,7 @@ crate::dual!(
     an_agent_shows_its_inventory_and_processes_and_an_admin_governs_rotates_and_deletes_it,
     ai_teams_sort_by_cost_and_p95_and_a_team_page_charts_its_days,
     an_operator_resolves_an_integrity_anomaly_the_overview_counted,
+    vulnerability_data_sources_show_what_is_loaded_and_how_fresh,
 );
 
 /// The form whose action is `action`: its submit button.
@@ -682,5 +683,70 @@ async fn an_operator_resolves_an_integrity_anomaly_the_overview_counted(b: Backe
         .goto(&format!("{}/ui/anomalies?all=1", app.base))
         .await;
     browser.wait_text("resolved").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn vulnerability_data_sources_show_what_is_loaded_and_how_fresh(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("cve-sources-{b:?}")).await else {
+        return;
+    };
+    app.invite_and_accept(&app.owner, "reader@example.com", "viewer")
+        .await;
+    browser
+        .sign_in(&app.base, "reader@example.com", "a fine password")
+        .await;
+    browser.goto(&format!("{}/ui/cve-sources", app.base)).await;
+    browser.wait_text("No advisory data is loaded yet").await;
+    use crate::cve::{bytes, python_zip, record, upload};
+    let zip = python_zip(
+        &[
+            (
+                "npm/GHSA-1.json",
+                bytes(&record(
+                    "GHSA-1",
+                    "2024-01-01T00:00:00Z",
+                    "npm",
+                    "a",
+                    json!({}),
+                )),
+            ),
+            (
+                "npm/GHSA-2.json",
+                bytes(&record(
+                    "GHSA-2",
+                    "2024-02-01T00:00:00Z",
+                    "npm",
+                    "b",
+                    json!({}),
+                )),
+            ),
+            (
+                "Debian/DSA-1.json",
+                bytes(&record(
+                    "DSA-1",
+                    "2024-03-01T00:00:00Z",
+                    "Debian:12",
+                    "openssl",
+                    json!({}),
+                )),
+            ),
+        ],
+        None,
+    );
+    assert_eq!(
+        upload(&app, &app.owner, zip, "application/zip")
+            .await
+            .status(),
+        200
+    );
+    browser.goto(&format!("{}/ui/cve-sources", app.base)).await;
+    let page = browser.wait_text("Debian:12").await;
+    assert!(
+        page.contains("<th scope=\"row\">npm</th><td class=\"num\">2</td>"),
+        "{page}"
+    );
+    assert!(page.contains("datetime=\"2024-03-01T00:00:00Z\""), "{page}");
+    browser.screenshot("cve-sources").await;
     browser.assert_no_js_errors().await;
 }

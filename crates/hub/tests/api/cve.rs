@@ -12,7 +12,7 @@ crate::dual!(
     bad_uploads_are_refused_and_tenants_see_only_their_own_uploads,
 );
 
-fn record(id: &str, modified: &str, ecosystem: &str, name: &str, extra: Value) -> Value {
+pub(crate) fn record(id: &str, modified: &str, ecosystem: &str, name: &str, extra: Value) -> Value {
     let mut r = json!({
         "schema_version": "1.7.0",
         "id": id,
@@ -32,10 +32,10 @@ fn record(id: &str, modified: &str, ecosystem: &str, name: &str, extra: Value) -
 }
 
 /// Files of a zip: name and content.
-type Files<'a> = [(&'a str, Vec<u8>)];
+pub(crate) type Files<'a> = [(&'a str, Vec<u8>)];
 
 /// A zip made by Python's zipfile: `files` at the top, `nested` inside `<dir>/all.zip`.
-fn python_zip(files: &Files<'_>, nested: Option<(&str, &Files<'_>)>) -> Vec<u8> {
+pub(crate) fn python_zip(files: &Files<'_>, nested: Option<(&str, &Files<'_>)>) -> Vec<u8> {
     let dir = TempDir::new();
     let write = |name: &str, bytes: &[u8]| {
         let p = dir.0.join(name);
@@ -84,11 +84,16 @@ with zipfile.ZipFile(os.path.join(base, "out.zip"), "w", zipfile.ZIP_DEFLATED) a
     std::fs::read(dir.0.join("out.zip")).expect("zip")
 }
 
-fn bytes(v: &Value) -> Vec<u8> {
+pub(crate) fn bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("json")
 }
 
-async fn upload(app: &TestApp, auth: &Auth, zip: Vec<u8>, content_type: &str) -> reqwest::Response {
+pub(crate) async fn upload(
+    app: &TestApp,
+    auth: &Auth,
+    zip: Vec<u8>,
+    content_type: &str,
+) -> reqwest::Response {
     app.req(reqwest::Method::POST, "/cve/sources/import", auth)
         .header("content-type", content_type)
         .body(zip)

@@ -52,7 +52,7 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
     let web = no_redirects();
     let at = |p: &str| format!("{}{p}", app.base);
     // No session: every page sends to the sign-in page.
-    for page in ["/", "/ui/agents", "/ui/overview/live"] {
+    for page in ["/", "/ui/agents", "/ui/overview/live", "/ui/cve-sources"] {
         let r = web.get(at(page)).send().await.expect("get");
         assert_eq!(r.status(), 303, "{page}");
         let to = r.headers()["location"].to_str().expect("loc").to_owned();

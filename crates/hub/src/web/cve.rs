@@ -1,0 +1,57 @@
+//! Vulnerability data sources (CONTRACT 15): per ecosystem, how many advisories are loaded and
+//! how fresh they are — through the API's own handler.
+
+use super::pages::{UserBar, ago};
+use super::{ASSETS, Assets, WebUser, html};
+use crate::auth::Viewer;
+use crate::routes::cve as api;
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// One ecosystem.
+#[derive(Debug)]
+struct Row {
+    ecosystem: String,
+    advisories: i64,
+    newest: String,
+    newest_ago: String,
+    imported: String,
+}
+
+#[derive(Template)]
+#[template(path = "cve_sources.html")]
+struct Page<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    rows: Vec<Row>,
+}
+
+/// `GET /ui/cve-sources`.
+pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
+    let list = match api::sources(State(state.clone()), Viewer(user.principal.clone())).await {
+        Ok(axum::Json(l)) => l,
+        Err(e) => return e.into_response(),
+    };
+    let now = now();
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        rows: list
+            .into_iter()
+            .map(|s| Row {
+                ecosystem: s.ecosystem,
+                advisories: s.advisories,
+                newest: s
+                    .newest_modified
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default(),
+                newest_ago: ago(Some(s.newest_modified), now),
+                imported: ago(Some(s.imported_at), now),
+            })
+            .collect(),
+    };
+    html(page.render(), StatusCode::OK)
+}
