@@ -16,6 +16,7 @@ pub mod liveness;
 pub mod osv;
 pub mod otlp;
 pub mod redact;
+pub mod scan;
 pub mod secret;
 pub mod totp;
 pub mod validate;

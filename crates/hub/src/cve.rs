@@ -49,15 +49,11 @@ impl ImportReport {
     }
 }
 
-/// SPEC's ecosystem spellings accepted for OSV's.
+/// SPEC's ecosystem spellings (`pip`, `composer`) accepted for OSV's.
 pub fn canonical_ecosystem(e: &str) -> String {
-    match e {
-        "pip" | "pypi" => "PyPI".into(),
-        "composer" | "packagist" => "Packagist".into(),
-        "rubygems" | "gem" => "RubyGems".into(),
-        "go" | "golang" => "Go".into(),
-        other => other.to_owned(),
-    }
+    trusthub_core::scan::app_ecosystem(e)
+        .map(str::to_owned)
+        .unwrap_or_else(|| e.to_owned())
 }
 
 type Batch = Vec<(String, Vec<u8>)>;
@@ -255,7 +251,11 @@ fn advisory(
         .affected
         .iter()
         .filter_map(|a| a.package.as_ref())
-        .map(|p| (canonical_ecosystem(&p.ecosystem), p.name.clone()))
+        .map(|p| {
+            let eco = canonical_ecosystem(&p.ecosystem);
+            let name = trusthub_core::scan::normalize_name(&eco, &p.name);
+            (eco, name)
+        })
         .collect();
     packages.sort();
     packages.dedup();

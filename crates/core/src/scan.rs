@@ -1,0 +1,388 @@
+//! What a host's inventory asks of the advisory data (CONTRACT 15): the packages to look up,
+//! in OSV's ecosystem names, and which advisories affect them. OS packages are looked up by
+//! their **source** package and version in the host's release (`Debian:12`, `Ubuntu:22.04`,
+//! `Alpine:v3.19`), as distributions write their advisories with the fixed versions of their
+//! own (backported) builds — never against upstream ranges; application dependencies by
+//! their lockfile's ecosystem. What cannot be looked up is said, not silently skipped.
+
+use crate::osv::{Record, Severity, Verdict};
+use serde_json::Value;
+
+/// One package of a host to look up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// OSV ecosystem (`Debian:12`, `npm`, …).
+    pub ecosystem: String,
+    /// The package as installed (binary package, dependency name).
+    pub package: String,
+    /// The name advisories use (the source package for OS packages), normalized.
+    pub lookup: String,
+    /// The version to compare (the source version for OS packages).
+    pub version: String,
+    /// The installed version as reported.
+    pub installed_version: String,
+    /// The project (lockfile folder) of an application dependency.
+    pub project_path: Option<String>,
+}
+
+/// The OSV ecosystem of a host's OS release (`os.id`, `os.version` of os-release), or why
+/// there is none.
+pub fn os_ecosystem(os: &Value) -> Result<String, String> {
+    let id = os["id"].as_str().unwrap_or_default().to_ascii_lowercase();
+    let version = os["version"].as_str().unwrap_or_default();
+    let major = version.split('.').next().unwrap_or_default();
+    let major_minor = version.split('.').take(2).collect::<Vec<_>>().join(".");
+    match id.as_str() {
+        "" => Err("the agent reported no os.id (an older agent, or no /etc/os-release)".into()),
+        _ if version.is_empty() => {
+            Err(format!("{id} without a release number (testing/unstable?)"))
+        }
+        "debian" => Ok(format!("Debian:{major}")),
+        "ubuntu" => Ok(format!("Ubuntu:{major_minor}")),
+        "alpine" => Ok(format!("Alpine:v{major_minor}")),
+        "almalinux" => Ok(format!("AlmaLinux:{major}")),
+        "rocky" => Ok(format!("Rocky Linux:{major}")),
+        other => Err(format!(
+            "{other} {version}: no advisory source is mapped for it"
+        )),
+    }
+}
+
+/// A lockfile ecosystem in OSV's name (`pip` → `PyPI`, …).
+pub fn app_ecosystem(e: &str) -> Option<&'static str> {
+    Some(match e.to_ascii_lowercase().as_str() {
+        "npm" => "npm",
+        "pip" | "pypi" => "PyPI",
+        "rubygems" | "gem" => "RubyGems",
+        "go" | "golang" => "Go",
+        "composer" | "packagist" => "Packagist",
+        _ => return None,
+    })
+}
+
+/// The name as advisories index it: PyPI names by PEP 503 (lowercase, runs of `-_.` as one
+/// `-`), npm lowercase; others as they are.
+pub fn normalize_name(ecosystem: &str, name: &str) -> String {
+    match ecosystem {
+        "PyPI" => {
+            let mut out = String::with_capacity(name.len());
+            let mut dash = false;
+            for c in name.chars() {
+                if matches!(c, '-' | '_' | '.') {
+                    dash = true;
+                } else {
+                    if dash && !out.is_empty() {
+                        out.push('-');
+                    }
+                    dash = false;
+                    out.push(c.to_ascii_lowercase());
+                }
+            }
+            out
+        }
+        "npm" => name.to_ascii_lowercase(),
+        _ => name.to_owned(),
+    }
+}
+
+/// The packages of an inventory snapshot to look up, and the ecosystems that cannot be
+/// (with why): an OS release without advisory data mapping, a package manager that does not
+/// belong to the release, a lockfile ecosystem the hub cannot order.
+pub fn targets(inventory: &Value) -> (Vec<Target>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut not_covered = Vec::new();
+    let packages = inventory["packages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if !packages.is_empty() {
+        match os_ecosystem(&inventory["os"]) {
+            Ok(eco) => {
+                let manager = match eco.split(':').next().unwrap_or_default() {
+                    "Debian" | "Ubuntu" => "dpkg",
+                    "Alpine" => "apk",
+                    _ => "rpm",
+                };
+                for p in &packages {
+                    if p["manager"].as_str() != Some(manager) {
+                        continue;
+                    }
+                    let name = p["name"].as_str().unwrap_or_default();
+                    let version = p["version"].as_str().unwrap_or_default();
+                    if name.is_empty() || version.is_empty() {
+                        continue;
+                    }
+                    let source = p["source"].as_str().unwrap_or(name);
+                    let source_version = p["source_version"].as_str().unwrap_or(version);
+                    out.push(Target {
+                        ecosystem: eco.clone(),
+                        package: name.to_owned(),
+                        lookup: source.to_owned(),
+                        version: source_version.to_owned(),
+                        installed_version: version.to_owned(),
+                        project_path: None,
+                    });
+                }
+            }
+            Err(why) => not_covered.push(format!("OS packages: {why}")),
+        }
+    }
+    for d in inventory["app_dependencies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let raw = d["ecosystem"].as_str().unwrap_or_default();
+        let (Some(name), Some(version)) = (d["name"].as_str(), d["version"].as_str()) else {
+            continue;
+        };
+        match app_ecosystem(raw) {
+            Some(eco) if crate::version::Scheme::of_ecosystem(eco).is_some() => {
+                out.push(Target {
+                    ecosystem: eco.to_owned(),
+                    package: name.to_owned(),
+                    lookup: normalize_name(eco, name),
+                    version: version.to_owned(),
+                    installed_version: version.to_owned(),
+                    project_path: d["project_path"].as_str().map(str::to_owned),
+                });
+            }
+            other => {
+                let why = format!("{}: version order not implemented", other.unwrap_or(raw));
+                if !not_covered.contains(&why) {
+                    not_covered.push(why);
+                }
+            }
+        }
+    }
+    (out, not_covered)
+}
+
+/// One vulnerability affecting a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    /// The advisory's id.
+    pub vuln_id: String,
+    /// Its other ids (and those of advisories merged into it).
+    pub aliases: Vec<String>,
+    /// Versions that fix it.
+    pub fixed_versions: Vec<String>,
+    /// Severity.
+    pub severity: Severity,
+    /// CVSS base score.
+    pub cvss_score: Option<f64>,
+    /// Summary.
+    pub summary: String,
+}
+
+/// The advisories (already those naming the target's package) that affect `target`, each
+/// vulnerability once: advisories sharing an id or alias (a GHSA and the PYSEC of the same
+/// CVE) are one match, keeping the worst severity and every fixed version. Withdrawn
+/// records and records of other ecosystems are skipped; an installed version the ecosystem
+/// cannot read is the error.
+pub fn affecting(target: &Target, advisories: &[Record]) -> Result<Vec<Match>, String> {
+    let mut matches: Vec<Match> = Vec::new();
+    for record in advisories {
+        if record.withdrawn.is_some() {
+            continue;
+        }
+        for entry in &record.affected {
+            let Some(p) = &entry.package else { continue };
+            let eco = app_ecosystem(&p.ecosystem)
+                .map(str::to_owned)
+                .unwrap_or_else(|| p.ecosystem.clone());
+            let same_eco =
+                eco == target.ecosystem || eco.starts_with(&format!("{}:", target.ecosystem));
+            if !same_eco || normalize_name(&target.ecosystem, &p.name) != target.lookup {
+                continue;
+            }
+            match entry.verdict(&target.version) {
+                Verdict::Affected { fixed } => {
+                    let (severity, cvss_score) = record.severity_for(Some(entry));
+                    let m = Match {
+                        vuln_id: record.id.clone(),
+                        aliases: record.aliases.clone(),
+                        fixed_versions: fixed,
+                        severity,
+                        cvss_score,
+                        summary: record.summary.clone().unwrap_or_default(),
+                    };
+                    merge(&mut matches, m);
+                }
+                Verdict::NotAffected => {}
+                Verdict::Unreadable(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    matches.sort_by(|a, b| a.vuln_id.cmp(&b.vuln_id));
+    Ok(matches)
+}
+
+/// Adds `m`, merging it into a match that shares an id or alias.
+fn merge(matches: &mut Vec<Match>, m: Match) {
+    let ids = |x: &Match| {
+        std::iter::once(x.vuln_id.clone())
+            .chain(x.aliases.iter().cloned())
+            .collect::<std::collections::HashSet<_>>()
+    };
+    let mine = ids(&m);
+    let Some(same) = matches.iter_mut().find(|x| !ids(x).is_disjoint(&mine)) else {
+        matches.push(m);
+        return;
+    };
+    // Keep the id that sorts first (stable whichever record came first), all other ids as
+    // aliases, the worst severity, every fix.
+    let mut all: Vec<String> = ids(same).union(&mine).cloned().collect();
+    all.sort();
+    let keep = if same.vuln_id <= m.vuln_id {
+        same.vuln_id.clone()
+    } else {
+        m.vuln_id.clone()
+    };
+    if (m.severity, m.cvss_score.unwrap_or(0.0)) > (same.severity, same.cvss_score.unwrap_or(0.0)) {
+        same.severity = m.severity;
+        same.cvss_score = m.cvss_score;
+    }
+    if same.summary.is_empty() {
+        same.summary = m.summary.clone();
+    }
+    for f in m.fixed_versions {
+        if !same.fixed_versions.contains(&f) {
+            same.fixed_versions.push(f);
+        }
+    }
+    all.retain(|i| *i != keep);
+    same.vuln_id = keep;
+    same.aliases = all;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(v: Value) -> Record {
+        serde_json::from_value(v).expect("record")
+    }
+
+    #[test]
+    fn os_packages_are_looked_up_by_source_in_the_release() {
+        let inv = json!({
+            "os": {"id": "debian", "version": "12"},
+            "packages": [
+                {"manager": "dpkg", "name": "libssl3", "version": "3.0.15-1~deb12u1+b1",
+                 "source": "openssl", "source_version": "3.0.15-1~deb12u1"},
+                {"manager": "dpkg", "name": "curl", "version": "7.88.1-10+deb12u8"},
+                {"manager": "apk", "name": "stray", "version": "1.0-r0"},
+            ],
+            "app_dependencies": [
+                {"project_path": "/srv/app", "ecosystem": "pip", "name": "Jinja2", "version": "3.1.2"},
+                {"project_path": "/srv/app", "ecosystem": "composer", "name": "monolog/monolog", "version": "3.5.0"},
+                {"project_path": "/srv/web", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"},
+            ],
+        });
+        let (targets, not_covered) = targets(&inv);
+        assert_eq!(targets.len(), 4, "{targets:?}");
+        assert_eq!(
+            targets[0],
+            Target {
+                ecosystem: "Debian:12".into(),
+                package: "libssl3".into(),
+                lookup: "openssl".into(),
+                version: "3.0.15-1~deb12u1".into(),
+                installed_version: "3.0.15-1~deb12u1+b1".into(),
+                project_path: None,
+            }
+        );
+        assert_eq!(targets[2].ecosystem, "PyPI");
+        assert_eq!(targets[2].lookup, "jinja2");
+        assert_eq!(not_covered, ["Packagist: version order not implemented"]);
+        let (_, none) = super::targets(
+            &json!({"os": {"id": "arch"}, "packages": [{"manager": "pacman", "name": "x", "version": "1"}]}),
+        );
+        assert_eq!(none.len(), 1, "{none:?}");
+        assert_eq!(
+            os_ecosystem(&json!({"id": "alpine", "version": "3.19.1"})),
+            Ok("Alpine:v3.19".into())
+        );
+        assert_eq!(
+            os_ecosystem(&json!({"id": "ubuntu", "version": "22.04"})),
+            Ok("Ubuntu:22.04".into())
+        );
+        assert_eq!(
+            normalize_name("PyPI", "Zope.Interface__x"),
+            "zope-interface-x"
+        );
+    }
+
+    #[test]
+    fn a_backported_fix_is_not_a_finding_and_aliases_are_one_vulnerability() {
+        let t = Target {
+            ecosystem: "Debian:12".into(),
+            package: "libssl3".into(),
+            lookup: "openssl".into(),
+            version: "3.0.15-1~deb12u1".into(),
+            installed_version: "3.0.15-1~deb12u1".into(),
+            project_path: None,
+        };
+        // Upstream would call 3.0.15 vulnerable before 3.0.16; Debian fixed it in its own
+        // build 3.0.15-1~deb12u1.
+        let dsa = record(
+            json!({"id": "DSA-1", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2024-1"],
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "3.0.15-1~deb12u1"}]}]}]}),
+        );
+        assert_eq!(affecting(&t, &[dsa]), Ok(vec![]));
+        let older = Target {
+            version: "3.0.14-1~deb12u2".into(),
+            ..t.clone()
+        };
+        let a = record(
+            json!({"id": "DEBIAN-CVE-2024-2", "modified": "2024-01-01T00:00:00Z",
+            "aliases": ["CVE-2024-2"], "summary": "one",
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "3.0.15-1~deb12u1"}]}]}]}),
+        );
+        let b = record(
+            json!({"id": "DSA-5000-1", "modified": "2024-01-01T00:00:00Z",
+            "aliases": ["CVE-2024-2", "CVE-2024-3"],
+            "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}],
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "3.0.15-1"}]}]}]}),
+        );
+        let other_release = record(json!({"id": "DSA-9", "modified": "2024-01-01T00:00:00Z",
+            "affected": [{"package": {"ecosystem": "Debian:11", "name": "openssl"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}]}]}));
+        let found = affecting(&older, &[a, b, other_release]).expect("readable");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].vuln_id, "DEBIAN-CVE-2024-2");
+        assert_eq!(found[0].aliases, ["CVE-2024-2", "CVE-2024-3", "DSA-5000-1"]);
+        assert_eq!(found[0].severity, Severity::Critical);
+        assert_eq!(found[0].fixed_versions, ["3.0.15-1~deb12u1", "3.0.15-1"]);
+        assert_eq!(found[0].summary, "one");
+    }
+
+    #[test]
+    fn ubuntu_ecosystems_with_a_suffix_match_the_release() {
+        let t = Target {
+            ecosystem: "Ubuntu:22.04".into(),
+            package: "curl".into(),
+            lookup: "curl".into(),
+            version: "7.81.0-1ubuntu1.14".into(),
+            installed_version: "7.81.0-1ubuntu1.14".into(),
+            project_path: None,
+        };
+        let usn = record(json!({"id": "USN-1", "modified": "2024-01-01T00:00:00Z",
+            "affected": [{"package": {"ecosystem": "Ubuntu:22.04:LTS", "name": "curl"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "7.81.0-1ubuntu1.15"}]}]}]}));
+        assert_eq!(affecting(&t, &[usn]).expect("ok").len(), 1);
+        let bad = Target {
+            version: "not a version!".into(),
+            ..t
+        };
+        let usn = record(json!({"id": "USN-2", "modified": "2024-01-01T00:00:00Z",
+            "affected": [{"package": {"ecosystem": "Ubuntu:22.04:LTS", "name": "curl"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1"}]}]}]}));
+        assert!(affecting(&bad, &[usn]).is_err());
+    }
+}
