@@ -46,6 +46,8 @@ pub mod source {
     pub const LIVENESS: &str = "liveness";
     /// An agent's integrity anomaly (CONTRACT 14).
     pub const AGENT: &str = "agent";
+    /// New vulnerabilities found on a host (CONTRACT 15).
+    pub const CVE: &str = "cve";
 }
 
 /// A rule's comparison (CONTRACT 10: `> >= < <= == !=`).

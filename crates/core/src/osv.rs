@@ -295,6 +295,11 @@ impl Severity {
         }
     }
 
+    /// 0 (unknown) to 4 (critical), for sorting and thresholds.
+    pub fn rank(self) -> i64 {
+        self as i64
+    }
+
     /// Reads a label (`HIGH`, `moderate`, `important`, …, case-insensitive).
     pub fn parse(label: &str) -> Option<Severity> {
         Some(match label.trim().to_ascii_lowercase().as_str() {

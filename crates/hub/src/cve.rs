@@ -388,3 +388,169 @@ pub async fn import_zip(
     read.map_err(ImportError::Source)?;
     Ok(report?)
 }
+
+/// What one host's scan did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScanOutcome {
+    /// Packages looked up.
+    pub packages: usize,
+    /// Findings of this scan.
+    pub findings: usize,
+    /// Of them, new ones (or back after a fix).
+    pub new: usize,
+    /// Whether an alert was raised.
+    pub alerted: bool,
+}
+
+/// Scans one host's latest inventory against the advisories the tenant sees, records the
+/// findings (new, still there, fixed) and raises one alert for the new ones at or above
+/// `TRUSTHUB_CVE_ALERT_MIN_SEVERITY`.
+pub async fn scan_agent(
+    state: &crate::state::AppState,
+    tenant: uuid::Uuid,
+    agent: uuid::Uuid,
+    hostname: &str,
+    inventory_id: i64,
+    now: OffsetDateTime,
+) -> Result<ScanOutcome, StoreError> {
+    use trusthub_core::scan;
+    let t = trusthub_store::TenantId(tenant);
+    let scope = tenant.to_string();
+    let snapshot = {
+        let mut c = state.db.conn().await?;
+        match trusthub_store::telemetry::latest_inventory(&mut c, t, agent).await? {
+            Some(s) => s.snapshot.0,
+            None => return Ok(ScanOutcome::default()),
+        }
+    };
+    let (targets, mut not_covered) = scan::targets(&snapshot);
+    let mut cache: std::collections::HashMap<(String, String), Vec<Record>> = Default::default();
+    let mut seen = Vec::new();
+    {
+        let mut c = state.db.conn().await?;
+        for target in &targets {
+            let key = (target.ecosystem.clone(), target.lookup.clone());
+            if !cache.contains_key(&key) {
+                let rows = trusthub_store::osv::for_package(
+                    &mut c,
+                    &scope,
+                    &target.ecosystem,
+                    &target.lookup,
+                )
+                .await?;
+                let records = rows
+                    .iter()
+                    .filter_map(|a| serde_json::from_str::<Record>(&a.record).ok())
+                    .collect();
+                cache.insert(key.clone(), records);
+            }
+            match scan::affecting(target, &cache[&key]) {
+                Ok(matches) => {
+                    for m in matches {
+                        seen.push(trusthub_store::cve::Seen {
+                            ecosystem: target.ecosystem.clone(),
+                            package: target.package.clone(),
+                            project_path: target.project_path.clone().unwrap_or_default(),
+                            vuln_id: m.vuln_id,
+                            aliases: serde_json::to_string(&m.aliases)
+                                .unwrap_or_else(|_| "[]".into()),
+                            installed_version: target.installed_version.clone(),
+                            fixed_versions: serde_json::to_string(&m.fixed_versions)
+                                .unwrap_or_else(|_| "[]".into()),
+                            severity: m.severity.as_str().to_owned(),
+                            severity_rank: m.severity.rank(),
+                            cvss_score: m.cvss_score,
+                            summary: m.summary,
+                        });
+                    }
+                }
+                Err(why) => {
+                    let note = format!("{} {}: {why}", target.ecosystem, target.package);
+                    if not_covered.len() < 50 {
+                        not_covered.push(note);
+                    }
+                }
+            }
+        }
+    }
+    // The same package may be installed twice (two projects, two architectures): one row
+    // per key.
+    seen.sort_by(|a, b| {
+        (&a.ecosystem, &a.package, &a.project_path, &a.vuln_id).cmp(&(
+            &b.ecosystem,
+            &b.package,
+            &b.project_path,
+            &b.vuln_id,
+        ))
+    });
+    seen.dedup_by(|a, b| {
+        (&a.ecosystem, &a.package, &a.project_path, &a.vuln_id)
+            == (&b.ecosystem, &b.package, &b.project_path, &b.vuln_id)
+    });
+    let min_rank = Severity::parse(&state.settings.cve_alert_min_severity)
+        .unwrap_or(Severity::High)
+        .rank();
+    let mut tx = state.db.begin().await?;
+    let new = trusthub_store::cve::record_scan(
+        &mut tx,
+        t,
+        agent,
+        &seen,
+        inventory_id,
+        targets.len() as i64,
+        &serde_json::to_string(&not_covered).unwrap_or_else(|_| "[]".into()),
+        now,
+    )
+    .await?;
+    let alerting: Vec<&trusthub_store::cve::Seen> =
+        new.iter().filter(|s| s.severity_rank >= min_rank).collect();
+    if !alerting.is_empty() {
+        let worst = alerting.iter().map(|s| s.severity_rank).max().unwrap_or(0);
+        let severity = if worst >= Severity::Critical.rank() {
+            trusthub_core::alerting::Severity::Critical
+        } else {
+            trusthub_core::alerting::Severity::Warning
+        };
+        let mut ids: Vec<String> = alerting
+            .iter()
+            .map(|s| format!("{} ({} {})", s.vuln_id, s.package, s.installed_version))
+            .collect();
+        ids.truncate(20);
+        let title = format!(
+            "{} new {} on {hostname}",
+            alerting.len(),
+            if alerting.len() == 1 {
+                "vulnerability"
+            } else {
+                "vulnerabilities"
+            }
+        );
+        let detail = ids.join(", ");
+        crate::alerting::Notifier::default()
+            .raise(
+                &mut tx,
+                t,
+                &trusthub_store::alerts::NewAlert {
+                    severity: severity.as_str(),
+                    severity_rank: severity.rank(),
+                    category: "vulnerability",
+                    title: &title,
+                    detail: Some(&detail),
+                    source: trusthub_core::alerting::source::CVE,
+                    fingerprint: &format!("cve:{agent}:{}", now.unix_timestamp_nanos()),
+                    agent_id: Some(agent),
+                    app_id: None,
+                    rule_id: None,
+                },
+                now,
+            )
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(ScanOutcome {
+        packages: targets.len(),
+        findings: seen.len(),
+        new: new.len(),
+        alerted: !alerting.is_empty(),
+    })
+}

@@ -129,6 +129,22 @@ pub struct Settings {
     /// Seconds between alert-rule evaluations (CONTRACT 11: 30).
     #[arg(long, env = "TRUSTHUB_RULE_EVAL_INTERVAL_SECS", default_value_t = 30)]
     pub rule_eval_interval_secs: u64,
+    /// Seconds after which every host is scanned again for vulnerabilities (CONTRACT 15:
+    /// 3600); a host whose inventory changed, and every host after an import, sooner.
+    #[arg(long, env = "TRUSTHUB_CVE_SCAN_INTERVAL_SECS", default_value_t = 3600)]
+    pub cve_scan_interval_secs: u64,
+    /// Seconds between checks for hosts due a scan (a changed inventory, an import).
+    #[arg(
+        long,
+        env = "TRUSTHUB_CVE_SCAN_CHECK_SECS",
+        default_value_t = 30,
+        hide = true
+    )]
+    pub cve_scan_check_secs: u64,
+    /// New findings at or above this severity raise an alert per host and scan (CONTRACT 15:
+    /// HIGH): CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
+    #[arg(long, env = "TRUSTHUB_CVE_ALERT_MIN_SEVERITY", default_value = "HIGH", value_parser = parse_severity)]
+    pub cve_alert_min_severity: String,
     /// Waits before each webhook retry (SPEC 3.3: `10s,60s,5m`).
     #[arg(long, env = "TRUSTHUB_WEBHOOK_RETRY_SCHEDULE", default_value = "10s,60s,5m", value_parser = parse_schedule)]
     pub webhook_retry_schedule: Schedule,
@@ -175,6 +191,12 @@ pub struct Settings {
 /// A webhook retry schedule: the wait before each retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule(pub Vec<std::time::Duration>);
+
+fn parse_severity(s: &str) -> Result<String, String> {
+    trusthub_core::osv::Severity::parse(s)
+        .map(|v| v.as_str().to_owned())
+        .ok_or_else(|| format!("`{s}`: use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN"))
+}
 
 fn parse_schedule(s: &str) -> Result<Schedule, String> {
     trusthub_core::webhook::parse_schedule(s)
@@ -232,6 +254,9 @@ impl Settings {
             shutdown_grace_secs: 30,
             liveness_interval_secs: 60,
             rule_eval_interval_secs: 30,
+            cve_scan_interval_secs: 3600,
+            cve_scan_check_secs: 30,
+            cve_alert_min_severity: "HIGH".into(),
             webhook_retry_schedule: Schedule(vec![
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_secs(60),

@@ -18,6 +18,7 @@ pub mod anomalies;
 pub mod apps;
 pub mod audit;
 pub mod client_certs;
+pub mod cve;
 pub mod evidence;
 pub mod invitations;
 pub mod leases;

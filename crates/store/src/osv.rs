@@ -77,7 +77,8 @@ pub async fn upsert(
     Ok(outcome)
 }
 
-/// The advisories naming one package, visible to `tenant` (hub-wide and its own).
+/// The advisories naming one package, visible to `tenant` (hub-wide and its own), in
+/// `ecosystem` or a variant of it (`Ubuntu:22.04` also finds `Ubuntu:22.04:LTS`).
 pub async fn for_package(
     ex: &mut impl Exec,
     tenant: &str,
@@ -86,7 +87,7 @@ pub async fn for_package(
 ) -> StoreResult<Vec<Advisory>> {
     let sql = format!(
         "SELECT {} FROM osv_advisories a JOIN osv_packages p ON p.scope = a.scope AND p.advisory_id = a.id \
-         WHERE p.scope IN ('', $1) AND p.ecosystem = $2 AND p.name = $3 ORDER BY a.id, a.scope",
+         WHERE p.scope IN ('', $1) AND (p.ecosystem = $2 OR p.ecosystem LIKE $4) AND p.name = $3 ORDER BY a.id, a.scope",
         COLUMNS
             .split(", ")
             .map(|c| format!("a.{c}"))
@@ -95,8 +96,16 @@ pub async fn for_package(
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Advisory>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant).bind(ecosystem).bind(name).fetch_all(&mut *c).await?),
+        .bind(tenant).bind(ecosystem).bind(name).bind(format!("{ecosystem}:%")).fetch_all(&mut *c).await?),
     )
+}
+
+/// When advisory data last changed (any scope).
+pub async fn newest_import(ex: &mut impl Exec) -> StoreResult<Option<OffsetDateTime>> {
+    let rows: Vec<(OffsetDateTime,)> = on!(ex, c => sqlx::query_as(
+        "SELECT imported_at FROM osv_advisories ORDER BY imported_at DESC LIMIT 1")
+        .fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().next().map(|r| r.0))
 }
 
 /// One advisory by id, visible to `tenant` (its own upload wins over hub-wide data).

@@ -4,28 +4,32 @@
 use crate::auth::{Admin, Viewer};
 use crate::cve::{ImportError, ImportReport};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::Meta;
+use crate::extract::{Meta, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, header};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::audit as ev;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
 
 /// The largest upload (an ecosystem's `all.zip` of the OSV bucket is a few hundred MiB; the
 /// whole database belongs to `trusthub cve import`).
 pub const MAX_UPLOAD_BYTES: usize = 512 * 1024 * 1024;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(api_routes!(sources)).merge(
-        OpenApiRouter::new()
-            .routes(api_routes!(import))
-            .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
-    )
+    OpenApiRouter::new()
+        .routes(api_routes!(sources))
+        .routes(api_routes!(findings))
+        .merge(
+            OpenApiRouter::new()
+                .routes(api_routes!(import))
+                .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+        )
 }
 
 /// What is loaded for one ecosystem.
@@ -115,4 +119,205 @@ pub(crate) async fn import(
     .await?;
     tx.commit().await?;
     Ok(axum::Json(report))
+}
+
+/// Filters and paging of the findings.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct FindingsQuery {
+    /// At least this severity: CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
+    #[param(pattern = "^(CRITICAL|HIGH|MEDIUM|LOW|UNKNOWN)$")]
+    pub severity: Option<String>,
+    /// One host.
+    pub agent_id: Option<Uuid>,
+    /// One OSV ecosystem (`npm`, `Debian:12`, …).
+    pub ecosystem: Option<String>,
+    /// `open`, `acknowledged`, `suppressed` or `fixed` (all when absent).
+    #[param(pattern = "^(open|acknowledged|suppressed|fixed)$")]
+    pub status: Option<String>,
+    /// One package, by its installed name.
+    pub package: Option<String>,
+    /// Findings per page, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+    /// `next_cursor` of the previous page.
+    #[param(pattern = "^[0-4]\\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
+    pub cursor: Option<String>,
+}
+
+/// One finding (CONTRACT 15).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FindingView {
+    /// Finding id.
+    pub id: Uuid,
+    /// The advisory (GET /cves/{vuln_id}).
+    pub vuln_id: String,
+    /// Its other ids, and those of advisories of the same vulnerability.
+    pub aliases: Vec<String>,
+    /// Host.
+    pub agent_id: Uuid,
+    /// Its name.
+    pub hostname: String,
+    /// OSV ecosystem.
+    pub ecosystem: String,
+    /// Package as installed.
+    pub package: String,
+    /// Installed version.
+    pub installed_version: String,
+    /// Versions that fix it (empty: no fix published).
+    pub fixed_versions: Vec<String>,
+    /// CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
+    pub severity: String,
+    /// CVSS base score, when the advisory has a vector.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cvss_score: Option<f64>,
+    /// One line.
+    pub summary: String,
+    /// The lockfile's folder for an application dependency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
+    /// `open`, `acknowledged` or `fixed`.
+    pub status: String,
+    /// First scan that found it.
+    #[serde(with = "time::serde::rfc3339")]
+    pub first_seen_at: OffsetDateTime,
+    /// Last scan that found it.
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_seen_at: OffsetDateTime,
+    /// The scan that found the installed version past the fix (or the package gone).
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub fixed_at: Option<OffsetDateTime>,
+}
+
+/// A page of findings.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FindingsPage {
+    /// Worst first, then newest.
+    pub items: Vec<FindingView>,
+    /// Pass as `cursor` for the next page; absent on the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// The tenant's vulnerability findings (viewer), worst first: what the scans of its hosts'
+/// OS packages (by source package, in the host's release) and lockfile dependencies found in
+/// the advisory data. Fixed findings stay listed with `fixed_at`.
+#[utoipa::path(get, path = "/inventory/cves", tag = "cve", params(FindingsQuery),
+    responses((status = 200, body = FindingsPage), (status = 422, body = Problem)))]
+pub(crate) async fn findings(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Query(q): Query<FindingsQuery>,
+) -> ApiResult<axum::Json<FindingsPage>> {
+    let mut errors = Vec::new();
+    let min_rank = match q.severity.as_deref() {
+        None => None,
+        Some(s) => match trusthub_core::osv::Severity::parse(s) {
+            Some(v) if v.as_str() == s => Some(v.rank()),
+            _ => {
+                errors.push(("severity", "use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN"));
+                None
+            }
+        },
+    };
+    if let Some(s) = q.status.as_deref()
+        && !matches!(s, "open" | "acknowledged" | "suppressed" | "fixed")
+    {
+        errors.push(("status", "use open, acknowledged, suppressed or fixed"));
+    }
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        errors.push(("limit", "must be between 1 and 500"));
+    }
+    let cursor = match q.cursor.as_deref() {
+        None => None,
+        Some(c) => match c
+            .split_once('.')
+            .and_then(|(r, id)| Some((r.parse::<i64>().ok()?, Uuid::parse_str(id).ok()?)))
+        {
+            Some(c) => Some(c),
+            None => {
+                errors.push(("cursor", "not a cursor this endpoint gave"));
+                None
+            }
+        },
+    };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(
+            errors
+                .into_iter()
+                .map(|(field, message)| crate::error::FieldError {
+                    field: field.into(),
+                    message: message.into(),
+                })
+                .collect(),
+        ));
+    }
+    let mut c = state.db.conn().await?;
+    let filter = trusthub_store::cve::Filter {
+        min_rank,
+        agent_id: q.agent_id,
+        ecosystem: q.ecosystem,
+        // Suppressions are not built yet: nothing is suppressed.
+        status: q.status.clone(),
+        package: q.package,
+    };
+    let rows = if q.status.as_deref() == Some("suppressed") {
+        Vec::new()
+    } else {
+        trusthub_store::cve::list(&mut c, p.tenant(), &filter, cursor, limit + 1).await?
+    };
+    let hosts: std::collections::HashMap<Uuid, String> =
+        trusthub_store::agents::list(&mut c, p.tenant())
+            .await?
+            .into_iter()
+            .map(|a| (a.id, a.hostname))
+            .collect();
+    let more = rows.len() as i64 > limit;
+    let items: Vec<FindingView> = rows
+        .into_iter()
+        .take(limit as usize)
+        .map(|f| FindingView {
+            status: if f.fixed_at.is_some() {
+                "fixed"
+            } else if f.acknowledged_at.is_some() {
+                "acknowledged"
+            } else {
+                "open"
+            }
+            .into(),
+            id: f.id,
+            vuln_id: f.seen.vuln_id,
+            aliases: serde_json::from_str(&f.seen.aliases).unwrap_or_default(),
+            hostname: hosts.get(&f.agent_id).cloned().unwrap_or_default(),
+            agent_id: f.agent_id,
+            ecosystem: f.seen.ecosystem,
+            package: f.seen.package,
+            installed_version: f.seen.installed_version,
+            fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
+            severity: f.seen.severity,
+            cvss_score: f.seen.cvss_score,
+            summary: f.seen.summary,
+            project_path: Some(f.seen.project_path).filter(|p| !p.is_empty()),
+            first_seen_at: f.first_seen_at,
+            last_seen_at: f.last_seen_at,
+            fixed_at: f.fixed_at,
+        })
+        .collect();
+    let next_cursor = if more {
+        items.last().map(|f| {
+            let rank = trusthub_core::osv::Severity::parse(&f.severity)
+                .map(|s| s.rank())
+                .unwrap_or(0);
+            format!("{rank}.{}", f.id)
+        })
+    } else {
+        None
+    };
+    Ok(axum::Json(FindingsPage { items, next_cursor }))
 }

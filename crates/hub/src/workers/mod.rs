@@ -1,6 +1,7 @@
 //! Periodic work, one job per file: the liveness check of tracked apps (SPEC 3.1,
 //! [`liveness`]), alert-rule evaluation (CONTRACT 10, [`rules`]), the webhook deliverer
-//! (SPEC 3.3; CONTRACT 6, [`deliver`]) and the agent-connection refresh ([`connections`]).
+//! (SPEC 3.3; CONTRACT 6, [`deliver`]), the vulnerability scan (CONTRACT 15, [`cve_scan`]) and
+//! the agent-connection refresh ([`connections`]).
 //!
 //! Cluster-wide jobs run through the one [`scheduler`], which takes the job's lease in the
 //! database before each tick (CONTRACT 11): with several hub processes on PostgreSQL only the
@@ -10,6 +11,7 @@
 //! `tick(state, now)`, and a line in [`spawn`].
 
 mod connections;
+pub mod cve_scan;
 pub mod deliver;
 pub mod liveness;
 pub mod rules;
@@ -37,6 +39,12 @@ pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             rules::NAME,
             rules::interval(s),
             |st, now| Box::pin(async move { rules::tick(&st, now).await }),
+        )),
+        tokio::spawn(periodic(
+            state.clone(),
+            cve_scan::NAME,
+            cve_scan::interval(s),
+            |st, now| Box::pin(async move { cve_scan::tick(&st, now).await }),
         )),
         tokio::spawn(deliver::deliverer(state.clone())),
         tokio::spawn(crate::routing::listen(state.clone())),

@@ -10,6 +10,7 @@ use std::process::Command;
 crate::dual!(
     osv_zips_are_imported_by_id_and_modified_and_listed_per_ecosystem,
     bad_uploads_are_refused_and_tenants_see_only_their_own_uploads,
+    a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_fix,
 );
 
 pub(crate) fn record(id: &str, modified: &str, ecosystem: &str, name: &str, extra: Value) -> Value {
@@ -276,4 +277,235 @@ async fn bad_uploads_are_refused_and_tenants_see_only_their_own_uploads(b: Backe
     assert_eq!(theirs[0]["advisories"], 1, "{theirs}");
     // A viewer reads the sources.
     assert_eq!(app.get("/cve/sources", &viewer).await.status(), 200);
+}
+
+/// An inventory batch of a Debian 12 host with these lockfile dependencies.
+fn inventory(lodash: &str) -> Value {
+    let now = time::OffsetDateTime::now_utc();
+    json!({
+        "batch_id": uuid::Uuid::new_v4(),
+        "sent_at": crate::agents::ts(now),
+        "metrics": [],
+        "inventory": {
+            "collected_at": crate::agents::ts(now),
+            "os": {"name": "Debian GNU/Linux", "id": "debian", "version": "12"},
+            "packages": [
+                {"manager": "dpkg", "name": "libssl3", "version": "3.0.11-1~deb12u2",
+                 "source": "openssl"},
+                {"manager": "dpkg", "name": "openssl", "version": "3.0.11-1~deb12u2"},
+                {"manager": "dpkg", "name": "curl", "version": "7.88.1-10+deb12u8"},
+            ],
+            "app_dependencies": [
+                {"project_path": "/srv/web", "ecosystem": "npm", "name": "lodash", "version": lodash},
+                {"project_path": "/srv/api", "ecosystem": "pip", "name": "Jinja2", "version": "3.1.2"},
+                {"project_path": "/srv/php", "ecosystem": "composer", "name": "monolog/monolog", "version": "3.5.0"},
+            ],
+        },
+    })
+}
+
+async fn a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_fix(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = crate::agents::register(&app).await;
+    let push = |lodash: &'static str| {
+        let app = &app;
+        let host = &host;
+        async move {
+            let body_ = serde_json::to_vec(&inventory(lodash)).expect("json");
+            let r = crate::agents::send(app, host, &body_, None, true).await;
+            assert_eq!(r.status(), 202);
+        }
+    };
+    push("4.17.20").await;
+    let range = |fixed: &str| json!([{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": fixed}]}]);
+    let critical =
+        json!([{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}]);
+    let high =
+        json!([{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"}]);
+    let advisories = [
+        // Debian's own fix of openssl, by source package: both binary packages are affected.
+        json!({"id": "DSA-5532-1", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2023-5363"],
+            "summary": "openssl: incorrect cipher key", "severity": critical,
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"}, "ranges": range("3.0.11-1~deb12u3")}]}),
+        // Fixed in an older Debian build than the one installed: not a finding.
+        json!({"id": "DSA-1", "modified": "2024-01-01T00:00:00Z",
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": "curl"}, "ranges": range("7.88.1-10+deb12u5")}]}),
+        // Another release: not this host's.
+        json!({"id": "DSA-2", "modified": "2024-01-01T00:00:00Z",
+            "affected": [{"package": {"ecosystem": "Debian:11", "name": "curl"}, "ranges": range("9.0")}]}),
+        json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2021-23337"],
+            "summary": "Command injection in lodash", "severity": high,
+            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
+        // The same Jinja2 vulnerability from two databases: one finding.
+        json!({"id": "GHSA-h5c8-rqwp-cp95", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2024-22195"],
+            "summary": "Jinja vulnerable to HTML attribute injection",
+            "affected": [{"package": {"ecosystem": "PyPI", "name": "jinja2"}, "ranges": range("3.1.3")}],
+            "database_specific": {"severity": "MODERATE"}}),
+        json!({"id": "PYSEC-2024-1", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2024-22195"],
+            "affected": [{"package": {"ecosystem": "PyPI", "name": "Jinja2"}, "ranges": range("3.1.3")}]}),
+    ];
+    let files: Vec<(String, Vec<u8>)> = advisories
+        .iter()
+        .map(|a| (format!("{}.json", a["id"].as_str().expect("id")), bytes(a)))
+        .collect();
+    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    assert_eq!(
+        upload(
+            &app,
+            &app.owner,
+            python_zip(&named, None),
+            "application/zip"
+        )
+        .await
+        .status(),
+        200
+    );
+    let now = time::OffsetDateTime::now_utc();
+    let scan = |at: time::OffsetDateTime| trusthub_hub::workers::cve_scan::scan_due(&app.state, at);
+    assert_eq!(scan(now).await.expect("scan"), 1);
+    let page = body(app.get("/inventory/cves", &app.owner).await).await;
+    let items = page["items"].as_array().expect("items");
+    let summary: Vec<(String, String, String)> = items
+        .iter()
+        .map(|f| {
+            (
+                f["vuln_id"].as_str().unwrap_or_default().to_owned(),
+                f["package"].as_str().unwrap_or_default().to_owned(),
+                f["severity"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(items.len(), 4, "{page}");
+    // Worst first: both openssl binaries (CRITICAL), lodash (HIGH), Jinja2 (MEDIUM, once).
+    assert_eq!(summary[0].2, "CRITICAL");
+    assert_eq!(summary[1].2, "CRITICAL");
+    let mut critical_packages = vec![summary[0].1.clone(), summary[1].1.clone()];
+    critical_packages.sort();
+    assert_eq!(critical_packages, ["libssl3", "openssl"]);
+    assert_eq!(
+        summary[2],
+        ("GHSA-35jh-r3h4-6jhm".into(), "lodash".into(), "HIGH".into())
+    );
+    assert_eq!(
+        summary[3],
+        (
+            "GHSA-h5c8-rqwp-cp95".into(),
+            "Jinja2".into(),
+            "MEDIUM".into()
+        )
+    );
+    let jinja = &items[3];
+    assert_eq!(jinja["aliases"], json!(["CVE-2024-22195", "PYSEC-2024-1"]));
+    assert_eq!(jinja["project_path"], "/srv/api");
+    assert_eq!(jinja["status"], "open");
+    let ssl = &items[0];
+    assert_eq!(ssl["fixed_versions"], json!(["3.0.11-1~deb12u3"]));
+    assert_eq!(ssl["ecosystem"], "Debian:12");
+    assert_eq!(ssl["agent_id"], host.id.as_str());
+    assert!(ssl.get("project_path").is_none(), "{ssl}");
+    assert!(
+        ssl["cvss_score"]
+            .as_f64()
+            .is_some_and(|s| (s - 9.8).abs() < 1e-9)
+    );
+    // One alert for the host and scan (CRITICAL and HIGH are at or above the default HIGH).
+    let alerts = body(app.get("/alerts", &app.owner).await).await;
+    let cve_alerts: Vec<&Value> = alerts
+        .as_array()
+        .expect("alerts")
+        .iter()
+        .filter(|a| a["source"] == "cve")
+        .collect();
+    assert_eq!(cve_alerts.len(), 1, "{alerts}");
+    assert_eq!(cve_alerts[0]["severity"], "critical");
+    assert!(
+        cve_alerts[0]["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("3 new vulnerabilities"))
+    );
+
+    // Not due again until the interval passes; then nothing new, no new alert.
+    assert_eq!(scan(now).await.expect("scan"), 0);
+    assert_eq!(
+        scan(now + time::Duration::seconds(3601))
+            .await
+            .expect("scan"),
+        1
+    );
+    let alerts = body(app.get("/alerts", &app.owner).await).await;
+    assert_eq!(
+        alerts
+            .as_array()
+            .expect("alerts")
+            .iter()
+            .filter(|a| a["source"] == "cve")
+            .count(),
+        1
+    );
+    // The host upgrades lodash past the fix: its finding is fixed at the next scan.
+    push("4.17.21").await;
+    assert_eq!(
+        scan(now + time::Duration::seconds(3602))
+            .await
+            .expect("scan"),
+        1
+    );
+    let open = body(app.get("/inventory/cves?status=open", &app.owner).await).await;
+    assert_eq!(open["items"].as_array().map(Vec::len), Some(3), "{open}");
+    let fixed = body(app.get("/inventory/cves?status=fixed", &app.owner).await).await;
+    assert_eq!(fixed["items"][0]["package"], "lodash");
+    assert!(fixed["items"][0]["fixed_at"].is_string());
+    // Filters and pages.
+    let crit = body(
+        app.get("/inventory/cves?severity=CRITICAL", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(crit["items"].as_array().map(Vec::len), Some(2));
+    let npm = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
+    assert_eq!(npm["items"].as_array().map(Vec::len), Some(1));
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let at = match &cursor {
+            Some(c) => format!("/inventory/cves?limit=1&cursor={c}"),
+            None => "/inventory/cves?limit=1".into(),
+        };
+        let page = body(app.get(&at, &app.owner).await).await;
+        seen.extend(
+            page["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|f| f["id"].clone()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 4, "paging visits every finding once: {seen:?}");
+    // A misspelt parameter is refused by name, never ignored.
+    let r = app.get("/inventory/cves?statsu=open", &app.owner).await;
+    let problem = assert_problem(r, 400, "bad_request").await;
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("statsu")),
+        "{problem}"
+    );
+    let r = app
+        .get("/inventory/cves?severity=SEVERE&limit=0", &app.owner)
+        .await;
+    let problem = body(r).await;
+    assert_eq!(
+        problem["errors"].as_array().map(Vec::len),
+        Some(2),
+        "{problem}"
+    );
+    // Another tenant sees none of it.
+    let other = app.other_tenant().await;
+    let theirs = body(app.get("/inventory/cves", &other).await).await;
+    assert_eq!(theirs["items"], json!([]));
 }

@@ -166,6 +166,8 @@ impl TestApp {
         // Tests drive liveness and rule ticks themselves (trusthub_hub::workers).
         s.liveness_interval_secs = 3600;
         s.rule_eval_interval_secs = 3600;
+        // Tests scan with chosen instants (`cve_scan::scan_due`).
+        s.cve_scan_check_secs = 3600;
         // A 2048-bit CA: made per test database, and 4096-bit keys take seconds each. The
         // 4096-bit default is checked in `client_certs.rs`.
         s.ca_key_bits = 2048;

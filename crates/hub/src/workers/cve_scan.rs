@@ -1,0 +1,55 @@
+//! The vulnerability scan (CONTRACT 15), once per cluster: every tick scans the hosts that
+//! are due — whose inventory changed since their last scan, that were never scanned, whose
+//! last scan is older than `TRUSTHUB_CVE_SCAN_INTERVAL_SECS`, or that were scanned before the
+//! latest advisory import.
+
+use crate::state::AppState;
+use time::OffsetDateTime;
+use trusthub_store::StoreResult;
+
+/// The lease and log name of this job.
+pub const NAME: &str = "cve_scan";
+
+/// One scheduled run at `now`.
+pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
+    scan_due(state, now).await.map(|_| ())
+}
+
+/// Seconds between checks for hosts that are due (`TRUSTHUB_CVE_SCAN_CHECK_SECS`, 30).
+pub fn interval(s: &crate::settings::Settings) -> u64 {
+    s.cve_scan_check_secs.max(1)
+}
+
+/// Scans every host that is due at `now`; how many were scanned.
+pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usize> {
+    let (hosts, newest_import) = {
+        let mut c = state.db.conn().await?;
+        (
+            trusthub_store::cve::agents_with_inventory(&mut c).await?,
+            trusthub_store::osv::newest_import(&mut c).await?,
+        )
+    };
+    let every = time::Duration::seconds(state.settings.cve_scan_interval_secs.max(1) as i64);
+    let mut scanned = 0;
+    for (tenant, agent, hostname, inventory_id) in hosts {
+        let last = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::cve::last_scan(&mut c, agent).await?
+        };
+        let due = match last {
+            None => true,
+            Some((scanned_at, seen_inventory)) => {
+                inventory_id > seen_inventory
+                    || scanned_at + every <= now
+                    || newest_import.is_some_and(|i| i > scanned_at)
+            }
+        };
+        if due {
+            let outcome =
+                crate::cve::scan_agent(state, tenant, agent, &hostname, inventory_id, now).await?;
+            tracing::debug!(%agent, packages = outcome.packages, findings = outcome.findings, new = outcome.new, "host scanned");
+            scanned += 1;
+        }
+    }
+    Ok(scanned)
+}

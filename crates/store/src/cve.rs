@@ -1,0 +1,227 @@
+//! Vulnerability findings and scans (CONTRACT 15): a host's scan replaces what it found for
+//! the host — new findings inserted, known ones refreshed, vanished ones marked fixed — and
+//! the tenant's findings are listed with filters and a keyset cursor.
+
+use crate::{Exec, StoreResult, TenantId, on};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A finding row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Finding {
+    /// Id (UUIDv7: the list's order).
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// Host.
+    pub agent_id: Uuid,
+    /// What the last scan that found it saw.
+    #[sqlx(flatten)]
+    pub seen: Seen,
+    /// First scan that found it.
+    pub first_seen_at: OffsetDateTime,
+    /// Last scan that found it.
+    pub last_seen_at: OffsetDateTime,
+    /// The scan that no longer found it.
+    pub fixed_at: Option<OffsetDateTime>,
+    /// Acknowledged at.
+    pub acknowledged_at: Option<OffsetDateTime>,
+    /// By whom.
+    pub acknowledged_by: Option<String>,
+    /// Why.
+    pub ack_reason: Option<String>,
+}
+
+const COLUMNS: &str = "id, tenant_id, agent_id, ecosystem, package, project_path, vuln_id, aliases, \
+    installed_version, fixed_versions, severity, severity_rank, cvss_score, summary, first_seen_at, \
+    last_seen_at, fixed_at, acknowledged_at, acknowledged_by, ack_reason";
+
+/// What a host's scan found for one package and vulnerability.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Seen {
+    /// OSV ecosystem.
+    pub ecosystem: String,
+    /// Package as installed.
+    pub package: String,
+    /// Lockfile folder or `""`.
+    pub project_path: String,
+    /// Advisory id.
+    pub vuln_id: String,
+    /// JSON array.
+    pub aliases: String,
+    /// Installed version.
+    pub installed_version: String,
+    /// JSON array.
+    pub fixed_versions: String,
+    /// Severity label.
+    pub severity: String,
+    /// Its rank.
+    pub severity_rank: i64,
+    /// CVSS base score.
+    pub cvss_score: Option<f64>,
+    /// Summary.
+    pub summary: String,
+}
+
+/// The host's last scan: `(scanned_at, id of the inventory snapshot it read)`.
+pub async fn last_scan(
+    ex: &mut impl Exec,
+    agent: Uuid,
+) -> StoreResult<Option<(OffsetDateTime, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT scanned_at, inventory_id FROM cve_scans WHERE agent_id = $1")
+        .bind(agent).fetch_optional(&mut *c).await?))
+}
+
+/// Every agent with an inventory: `(tenant, agent, hostname, id of its latest snapshot)`.
+pub async fn agents_with_inventory(
+    ex: &mut impl Exec,
+) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT a.tenant_id, a.id, a.hostname, MAX(s.id) FROM agents a \
+         JOIN inventory_snapshots s ON s.agent_id = a.id GROUP BY a.tenant_id, a.id, a.hostname")
+        .fetch_all(&mut *c).await?))
+}
+
+/// Stores a host's scan: `seen` replaces what the last one found. Returns the findings that
+/// are new (or back after being fixed). Call inside a transaction.
+#[allow(clippy::too_many_arguments)]
+pub async fn record_scan(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Uuid,
+    seen: &[Seen],
+    inventory_id: i64,
+    packages: i64,
+    not_covered: &str,
+    now: OffsetDateTime,
+) -> StoreResult<Vec<Seen>> {
+    type Key = (String, String, String, String);
+    let existing: Vec<(Uuid, String, String, String, String, Option<OffsetDateTime>)> = on!(ex, c => sqlx::query_as(
+        "SELECT id, ecosystem, package, project_path, vuln_id, fixed_at FROM cve_findings WHERE agent_id = $1")
+        .bind(agent).fetch_all(&mut *c).await?);
+    let mut known: std::collections::HashMap<Key, (Uuid, bool)> = existing
+        .into_iter()
+        .map(|(id, e, p, pp, v, fixed)| ((e, p, pp, v), (id, fixed.is_some())))
+        .collect();
+    let mut new = Vec::new();
+    for s in seen {
+        let key = (
+            s.ecosystem.clone(),
+            s.package.clone(),
+            s.project_path.clone(),
+            s.vuln_id.clone(),
+        );
+        match known.remove(&key) {
+            Some((id, was_fixed)) => {
+                on!(ex, c => sqlx::query(
+                    "UPDATE cve_findings SET aliases = $1, installed_version = $2, fixed_versions = $3, severity = $4, \
+                     severity_rank = $5, cvss_score = $6, summary = $7, last_seen_at = $8, fixed_at = NULL WHERE id = $9")
+                    .bind(&s.aliases).bind(&s.installed_version).bind(&s.fixed_versions).bind(&s.severity)
+                    .bind(s.severity_rank).bind(s.cvss_score).bind(&s.summary).bind(now).bind(id)
+                    .execute(&mut *c).await?.rows_affected());
+                if was_fixed {
+                    new.push(s.clone());
+                }
+            }
+            None => {
+                let sql = format!(
+                    "INSERT INTO cve_findings ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL)"
+                );
+                on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(Uuid::now_v7()).bind(tenant.0).bind(agent).bind(&s.ecosystem).bind(&s.package)
+                    .bind(&s.project_path).bind(&s.vuln_id).bind(&s.aliases).bind(&s.installed_version)
+                    .bind(&s.fixed_versions).bind(&s.severity).bind(s.severity_rank).bind(s.cvss_score)
+                    .bind(&s.summary).bind(now)
+                    .execute(&mut *c).await?.rows_affected());
+                new.push(s.clone());
+            }
+        }
+    }
+    // Not seen any more: the installed version moved past the fix, or the package is gone.
+    for (id, fixed) in known.into_values() {
+        if !fixed {
+            on!(ex, c => sqlx::query("UPDATE cve_findings SET fixed_at = $1 WHERE id = $2")
+                .bind(now).bind(id).execute(&mut *c).await?.rows_affected());
+        }
+    }
+    on!(ex, c => {
+        sqlx::query("DELETE FROM cve_scans WHERE agent_id = $1").bind(agent).execute(&mut *c).await?;
+        sqlx::query("INSERT INTO cve_scans (agent_id, tenant_id, scanned_at, inventory_id, packages, not_covered) \
+             VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(agent).bind(tenant.0).bind(now).bind(inventory_id).bind(packages).bind(not_covered)
+            .execute(&mut *c).await?;
+    });
+    Ok(new)
+}
+
+/// Filters of the findings list.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// At least this rank.
+    pub min_rank: Option<i64>,
+    /// One host.
+    pub agent_id: Option<Uuid>,
+    /// One ecosystem.
+    pub ecosystem: Option<String>,
+    /// `open`, `acknowledged`, `fixed`.
+    pub status: Option<String>,
+    /// One package.
+    pub package: Option<String>,
+}
+
+/// The tenant's findings, worst first then newest, after `cursor` (`(rank, id)` of the last
+/// row of the previous page).
+pub async fn list(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    f: &Filter,
+    cursor: Option<(i64, Uuid)>,
+    limit: i64,
+) -> StoreResult<Vec<Finding>> {
+    let mut sql = format!("SELECT {COLUMNS} FROM cve_findings WHERE tenant_id = $1");
+    let mut n = 1;
+    let mut arg = |sql: &mut String, clause: &str| {
+        n += 1;
+        sql.push_str(&clause.replace('?', &format!("${n}")));
+    };
+    if f.min_rank.is_some() {
+        arg(&mut sql, " AND severity_rank >= ?");
+    }
+    if f.agent_id.is_some() {
+        arg(&mut sql, " AND agent_id = ?");
+    }
+    if f.ecosystem.is_some() {
+        arg(&mut sql, " AND ecosystem = ?");
+    }
+    if f.package.is_some() {
+        arg(&mut sql, " AND package = ?");
+    }
+    match f.status.as_deref() {
+        Some("open") => sql.push_str(" AND fixed_at IS NULL AND acknowledged_at IS NULL"),
+        Some("acknowledged") => {
+            sql.push_str(" AND fixed_at IS NULL AND acknowledged_at IS NOT NULL")
+        }
+        Some("fixed") => sql.push_str(" AND fixed_at IS NOT NULL"),
+        _ => {}
+    }
+    if cursor.is_some() {
+        n += 1;
+        let r = n;
+        n += 1;
+        sql.push_str(&format!(
+            " AND (severity_rank < ${r} OR (severity_rank = ${r} AND id < ${n}))"
+        ));
+    }
+    n += 1;
+    sql.push_str(&format!(" ORDER BY severity_rank DESC, id DESC LIMIT ${n}"));
+    Ok(on!(ex, c => {
+        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql)).bind(tenant.0);
+        if let Some(r) = f.min_rank { q = q.bind(r); }
+        if let Some(a) = f.agent_id { q = q.bind(a); }
+        if let Some(e) = &f.ecosystem { q = q.bind(e.clone()); }
+        if let Some(p) = &f.package { q = q.bind(p.clone()); }
+        if let Some((r, id)) = cursor { q = q.bind(r).bind(id); }
+        q.bind(limit).fetch_all(&mut *c).await?
+    }))
+}
