@@ -61,6 +61,10 @@ pub const AGENT_VERSION_SEEN: &str = "agent_version_seen";
 pub const INTEGRITY_ANOMALY_RESOLVED: &str = "integrity_anomaly_resolved";
 /// Advisory data imported into a tenant (CONTRACT 15).
 pub const CVE_SOURCE_IMPORTED: &str = "cve_source_imported";
+/// An operator acknowledged a vulnerability finding (CONTRACT 15).
+pub const CVE_FINDING_ACKNOWLEDGED: &str = "cve_finding_acknowledged";
+/// An operator took an acknowledgement back.
+pub const CVE_FINDING_UNACKNOWLEDGED: &str = "cve_finding_unacknowledged";
 /// SPEC 5: a client certificate was revoked by an admin.
 pub const CLIENT_CERT_REVOKED: &str = "client_cert_revoked";
 /// An enrollment token was revoked.

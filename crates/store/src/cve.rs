@@ -155,6 +155,62 @@ pub async fn record_scan(
     Ok(new)
 }
 
+/// One finding of the tenant.
+pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Finding>> {
+    let sql = format!("SELECT {COLUMNS} FROM cve_findings WHERE tenant_id = $1 AND id = $2");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// Sets (`Some((reason, by))`) or clears the acknowledgement of a finding.
+pub async fn set_ack(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    ack: Option<(&str, &str)>,
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    let (at, reason, by) = match ack {
+        Some((r, b)) => (Some(now), Some(r), Some(b)),
+        None => (None, None, None),
+    };
+    on!(ex, c => sqlx::query(
+        "UPDATE cve_findings SET acknowledged_at = $1, ack_reason = $2, acknowledged_by = $3 WHERE tenant_id = $4 AND id = $5")
+        .bind(at).bind(reason).bind(by).bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The tenant's findings of a vulnerability known by any of `ids` (as their id or among
+/// their aliases), worst first.
+pub async fn of_vulnerability(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    ids: &[String],
+) -> StoreResult<Vec<Finding>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut clauses = Vec::new();
+    let mut binds = Vec::new();
+    for id in ids {
+        binds.push(id.clone());
+        clauses.push(format!("vuln_id = ${}", binds.len() + 1));
+        binds.push(crate::osv::json_member_pattern(id));
+        clauses.push(format!("aliases LIKE ${} ESCAPE '\\'", binds.len() + 1));
+    }
+    let sql = format!(
+        "SELECT {COLUMNS} FROM cve_findings WHERE tenant_id = $1 AND ({}) ORDER BY severity_rank DESC, id DESC",
+        clauses.join(" OR ")
+    );
+    Ok(on!(ex, c => {
+        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql)).bind(tenant.0);
+        for b in &binds { q = q.bind(b.clone()); }
+        q.fetch_all(&mut *c).await?
+    }))
+}
+
 /// Filters of the findings list.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

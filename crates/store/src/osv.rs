@@ -108,14 +108,28 @@ pub async fn newest_import(ex: &mut impl Exec) -> StoreResult<Option<OffsetDateT
     Ok(rows.into_iter().next().map(|r| r.0))
 }
 
-/// One advisory by id, visible to `tenant` (its own upload wins over hub-wide data).
+/// A LIKE pattern finding `id` as a JSON string inside a JSON array (escaped with `\`).
+pub fn json_member_pattern(id: &str) -> String {
+    let quoted = serde_json::to_string(id).unwrap_or_default();
+    format!(
+        "%{}%",
+        quoted
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    )
+}
+
+/// One advisory by id or alias, visible to `tenant`: the one with that id first (its own
+/// upload before hub-wide data), else one naming it as an alias.
 pub async fn get(ex: &mut impl Exec, tenant: &str, id: &str) -> StoreResult<Option<Advisory>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM osv_advisories WHERE scope IN ('', $1) AND id = $2 ORDER BY scope DESC LIMIT 1"
+        "SELECT {COLUMNS} FROM osv_advisories WHERE scope IN ('', $1) AND (id = $2 OR aliases LIKE $3 ESCAPE '\\') \
+         ORDER BY CASE WHEN id = $2 THEN 0 ELSE 1 END, scope DESC, id LIMIT 1"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Advisory>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant).bind(id).fetch_optional(&mut *c).await?),
+        .bind(tenant).bind(id).bind(json_member_pattern(id)).fetch_optional(&mut *c).await?),
     )
 }
 

@@ -1,10 +1,10 @@
 //! Advisory data sources (CONTRACT 15): what is loaded and how fresh it is, and an admin's
 //! upload of OSV records for the tenant (hub-wide data comes from `trusthub cve import`).
 
-use crate::auth::{Admin, Viewer};
+use crate::auth::{Admin, Operator, Viewer};
 use crate::cve::{ImportError, ImportReport};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{Meta, Query};
+use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
 use axum::extract::{DefaultBodyLimit, State};
@@ -25,6 +25,8 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(sources))
         .routes(api_routes!(findings))
+        .routes(api_routes!(acknowledge, unacknowledge))
+        .routes(api_routes!(advisory))
         .merge(
             OpenApiRouter::new()
                 .routes(api_routes!(import))
@@ -121,6 +123,54 @@ pub(crate) async fn import(
     Ok(axum::Json(report))
 }
 
+/// The tenant's host names.
+async fn hostnames(
+    c: &mut impl trusthub_store::Exec,
+    tenant: trusthub_store::TenantId,
+) -> ApiResult<std::collections::HashMap<Uuid, String>> {
+    Ok(trusthub_store::agents::list(c, tenant)
+        .await?
+        .into_iter()
+        .map(|a| (a.id, a.hostname))
+        .collect())
+}
+
+/// A finding as the API shows it.
+fn view(
+    f: trusthub_store::cve::Finding,
+    hosts: &std::collections::HashMap<Uuid, String>,
+) -> FindingView {
+    FindingView {
+        status: if f.fixed_at.is_some() {
+            "fixed"
+        } else if f.acknowledged_at.is_some() {
+            "acknowledged"
+        } else {
+            "open"
+        }
+        .into(),
+        id: f.id,
+        vuln_id: f.seen.vuln_id,
+        aliases: serde_json::from_str(&f.seen.aliases).unwrap_or_default(),
+        hostname: hosts.get(&f.agent_id).cloned().unwrap_or_default(),
+        agent_id: f.agent_id,
+        ecosystem: f.seen.ecosystem,
+        package: f.seen.package,
+        installed_version: f.seen.installed_version,
+        fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
+        severity: f.seen.severity,
+        cvss_score: f.seen.cvss_score,
+        summary: f.seen.summary,
+        project_path: Some(f.seen.project_path).filter(|p| !p.is_empty()),
+        first_seen_at: f.first_seen_at,
+        last_seen_at: f.last_seen_at,
+        fixed_at: f.fixed_at,
+        acknowledged_at: f.acknowledged_at,
+        acknowledged_by: f.acknowledged_by,
+        ack_reason: f.ack_reason,
+    }
+}
+
 /// Filters and paging of the findings.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -192,6 +242,19 @@ pub struct FindingView {
     )]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub fixed_at: Option<OffsetDateTime>,
+    /// When an operator acknowledged it (acknowledged findings are never auto-patched).
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub acknowledged_at: Option<OffsetDateTime>,
+    /// `user:<id>` who acknowledged it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acknowledged_by: Option<String>,
+    /// Why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack_reason: Option<String>,
 }
 
 /// A page of findings.
@@ -272,42 +335,12 @@ pub(crate) async fn findings(
     } else {
         trusthub_store::cve::list(&mut c, p.tenant(), &filter, cursor, limit + 1).await?
     };
-    let hosts: std::collections::HashMap<Uuid, String> =
-        trusthub_store::agents::list(&mut c, p.tenant())
-            .await?
-            .into_iter()
-            .map(|a| (a.id, a.hostname))
-            .collect();
+    let hosts = hostnames(&mut c, p.tenant()).await?;
     let more = rows.len() as i64 > limit;
     let items: Vec<FindingView> = rows
         .into_iter()
         .take(limit as usize)
-        .map(|f| FindingView {
-            status: if f.fixed_at.is_some() {
-                "fixed"
-            } else if f.acknowledged_at.is_some() {
-                "acknowledged"
-            } else {
-                "open"
-            }
-            .into(),
-            id: f.id,
-            vuln_id: f.seen.vuln_id,
-            aliases: serde_json::from_str(&f.seen.aliases).unwrap_or_default(),
-            hostname: hosts.get(&f.agent_id).cloned().unwrap_or_default(),
-            agent_id: f.agent_id,
-            ecosystem: f.seen.ecosystem,
-            package: f.seen.package,
-            installed_version: f.seen.installed_version,
-            fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
-            severity: f.seen.severity,
-            cvss_score: f.seen.cvss_score,
-            summary: f.seen.summary,
-            project_path: Some(f.seen.project_path).filter(|p| !p.is_empty()),
-            first_seen_at: f.first_seen_at,
-            last_seen_at: f.last_seen_at,
-            fixed_at: f.fixed_at,
-        })
+        .map(|f| view(f, &hosts))
         .collect();
     let next_cursor = if more {
         items.last().map(|f| {
@@ -320,4 +353,161 @@ pub(crate) async fn findings(
         None
     };
     Ok(axum::Json(FindingsPage { items, next_cursor }))
+}
+
+/// Why a finding is acknowledged.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckRequest {
+    /// Why (1 to 500 characters): mitigated, not reachable, accepted until the next release…
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+}
+
+/// Acknowledge a finding (operator): it stays listed as `acknowledged` and is never
+/// auto-patched. 409 when it is already acknowledged. Audit `cve_finding_acknowledged`.
+#[utoipa::path(post, path = "/cve-findings/{id}/acknowledge", tag = "cve",
+    params(("id" = Uuid, Path, description = "Finding id")), request_body = AckRequest,
+    responses((status = 200, body = FindingView), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub(crate) async fn acknowledge(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+    Json(req): Json<AckRequest>,
+) -> ApiResult<axum::Json<FindingView>> {
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::invalid("reason", "1 to 500 characters"));
+    }
+    set_ack(&state, &meta, &p, id, Some(reason)).await
+}
+
+/// Take an acknowledgement back (operator): the finding is `open` again. 409 when it is not
+/// acknowledged. Audit `cve_finding_unacknowledged`.
+#[utoipa::path(delete, path = "/cve-findings/{id}/acknowledge", tag = "cve",
+    params(("id" = Uuid, Path, description = "Finding id")),
+    responses((status = 200, body = FindingView), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub(crate) async fn unacknowledge(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<FindingView>> {
+    set_ack(&state, &meta, &p, id, None).await
+}
+
+async fn set_ack(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    id: Uuid,
+    reason: Option<&str>,
+) -> ApiResult<axum::Json<FindingView>> {
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some(found) = trusthub_store::cve::get(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("finding"));
+    };
+    match (reason, found.acknowledged_at.is_some()) {
+        (Some(_), true) => {
+            return Err(ApiError::Conflict(
+                "the finding is already acknowledged".into(),
+            ));
+        }
+        (None, false) => return Err(ApiError::Conflict("the finding is not acknowledged".into())),
+        _ => {}
+    }
+    let actor = p.actor();
+    trusthub_store::cve::set_ack(
+        &mut tx,
+        p.tenant(),
+        id,
+        reason.map(|r| (r, actor.as_str())),
+        now,
+    )
+    .await?;
+    trusthub_store::audit::append(
+        &mut tx,
+        p.tenant(),
+        &meta.audit(
+            if reason.is_some() {
+                ev::CVE_FINDING_ACKNOWLEDGED
+            } else {
+                ev::CVE_FINDING_UNACKNOWLEDGED
+            },
+            actor.clone(),
+            format!("cve_finding:{id}"),
+            json!({"vuln_id": found.seen.vuln_id, "agent_id": found.agent_id, "package": found.seen.package, "reason": reason}),
+        ),
+        now,
+    )
+    .await?;
+    let updated = trusthub_store::cve::get(&mut tx, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("finding"))?;
+    let hosts = hostnames(&mut tx, p.tenant()).await?;
+    tx.commit().await?;
+    Ok(axum::Json(view(updated, &hosts)))
+}
+
+/// An advisory with the hosts of this tenant it affects.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AdvisoryView {
+    /// The advisory's id.
+    pub id: String,
+    /// Its other ids.
+    pub aliases: Vec<String>,
+    /// CRITICAL … UNKNOWN (the worst over its packages).
+    pub severity: String,
+    /// CVSS base score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cvss_score: Option<f64>,
+    /// One line.
+    pub summary: String,
+    /// Last change.
+    #[serde(with = "time::serde::rfc3339")]
+    pub modified: OffsetDateTime,
+    /// Whether it was withdrawn.
+    pub withdrawn: bool,
+    /// `hub` (loaded for every tenant) or `tenant` (uploaded by this tenant).
+    pub source: String,
+    /// The OSV record as imported (details, affected ranges, references, …).
+    #[schema(value_type = Object)]
+    pub record: serde_json::Value,
+    /// This tenant's findings of it, worst first.
+    pub findings: Vec<FindingView>,
+}
+
+/// One advisory by its id or one of its aliases (`CVE-…`), with this tenant's findings of it
+/// (viewer). 404 when no advisory visible to the tenant has that id.
+#[utoipa::path(get, path = "/cves/{vuln_id}", tag = "cve",
+    params(("vuln_id" = String, Path, description = "Advisory id or alias")),
+    responses((status = 200, body = AdvisoryView), (status = 404, body = Problem)))]
+pub(crate) async fn advisory(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(vuln_id): Path<String>,
+) -> ApiResult<axum::Json<AdvisoryView>> {
+    let scope = p.tenant().0.to_string();
+    let mut c = state.db.conn().await?;
+    let Some(a) = trusthub_store::osv::get(&mut c, &scope, &vuln_id).await? else {
+        return Err(ApiError::NotFound("advisory"));
+    };
+    let mut ids: Vec<String> = serde_json::from_str(&a.aliases).unwrap_or_default();
+    ids.push(a.id.clone());
+    let rows = trusthub_store::cve::of_vulnerability(&mut c, p.tenant(), &ids).await?;
+    let hosts = hostnames(&mut c, p.tenant()).await?;
+    Ok(axum::Json(AdvisoryView {
+        aliases: serde_json::from_str(&a.aliases).unwrap_or_default(),
+        severity: a.severity,
+        cvss_score: a.cvss_score,
+        summary: a.summary,
+        modified: a.modified,
+        withdrawn: a.withdrawn,
+        source: if a.scope.is_empty() { "hub" } else { "tenant" }.into(),
+        record: serde_json::from_str(&a.record).unwrap_or(serde_json::Value::Null),
+        findings: rows.into_iter().map(|f| view(f, &hosts)).collect(),
+        id: a.id,
+    }))
 }

@@ -504,8 +504,96 @@ async fn a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_f
         Some(2),
         "{problem}"
     );
+    // The advisory, by id or by alias, with this tenant's findings of it.
+    let dsa = body(app.get("/cves/DSA-5532-1", &app.owner).await).await;
+    assert_eq!(dsa["severity"], "CRITICAL");
+    assert_eq!(dsa["source"], "tenant");
+    assert_eq!(dsa["record"]["affected"][0]["package"]["name"], "openssl");
+    assert_eq!(dsa["findings"].as_array().map(Vec::len), Some(2), "{dsa}");
+    let by_alias = body(app.get("/cves/CVE-2024-22195", &app.owner).await).await;
+    assert_eq!(by_alias["id"], "GHSA-h5c8-rqwp-cp95");
+    assert_eq!(by_alias["findings"][0]["package"], "Jinja2");
+    let pysec = body(app.get("/cves/PYSEC-2024-1", &app.owner).await).await;
+    assert_eq!(
+        pysec["findings"].as_array().map(Vec::len),
+        Some(1),
+        "merged into the GHSA finding: {pysec}"
+    );
+    assert_problem(
+        app.get("/cves/CVE-1999-0001", &app.owner).await,
+        404,
+        "not_found",
+    )
+    .await;
+
+    // Acknowledging: operators, with a reason; shown as acknowledged; taken back.
+    let finding = items[3]["id"].as_str().expect("id").to_owned();
+    let at = format!("/cve-findings/{finding}/acknowledge");
+    let (viewer, _) = app.user_with_role("viewer").await;
+    assert_problem(
+        app.post(&at, &viewer, json!({"reason": "x"})).await,
+        403,
+        "forbidden",
+    )
+    .await;
+    assert_problem(
+        app.post(&at, &app.owner, json!({"reason": "  "})).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_problem(
+        app.post(&at, &app.owner, json!({"reasn": "x"})).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    let r = app
+        .post(&at, &app.owner, json!({"reason": "templates are trusted"}))
+        .await;
+    assert_eq!(r.status(), 200);
+    let acked = body(r).await;
+    assert_eq!(acked["status"], "acknowledged");
+    assert_eq!(acked["ack_reason"], "templates are trusted");
+    assert!(
+        acked["acknowledged_by"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("user:"))
+    );
+    assert_problem(
+        app.post(&at, &app.owner, json!({"reason": "again"})).await,
+        409,
+        "conflict",
+    )
+    .await;
+    let listed = body(
+        app.get("/inventory/cves?status=acknowledged", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(listed["items"][0]["id"], finding.as_str());
+    let r = app.delete(&at, &app.owner).await;
+    assert_eq!(r.status(), 200);
+    let back = body(r).await;
+    assert_eq!(back["status"], "open");
+    assert!(back.get("ack_reason").is_none(), "{back}");
+    assert_problem(app.delete(&at, &app.owner).await, 409, "conflict").await;
+    let audit = body(
+        app.get("/audit-log?event_type=cve_finding_acknowledged", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(audit.as_array().map(Vec::len), Some(1), "{audit}");
+
     // Another tenant sees none of it.
     let other = app.other_tenant().await;
     let theirs = body(app.get("/inventory/cves", &other).await).await;
     assert_eq!(theirs["items"], json!([]));
+    assert_problem(app.get("/cves/DSA-5532-1", &other).await, 404, "not_found").await;
+    assert_problem(
+        app.post(&at, &other, json!({"reason": "x"})).await,
+        404,
+        "not_found",
+    )
+    .await;
 }
