@@ -568,7 +568,13 @@ async fn crash_during_ingest_loses_no_acknowledged_batch(db_url: Option<&str>) {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Crash in the middle of sustained ingest: once enough batches were acknowledged (not
+    // after a fixed time, which a loaded machine may not fill).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while acked.lock().expect("lock").len() <= 25 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
     hub.child.kill().expect("kill -9");
     let _ = hub.child.wait();
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -268,7 +268,11 @@ impl Db {
                 if checkpointed.swap(false, Ordering::AcqRel) {
                     finish_checkpoint(write).await;
                 }
-                Tx::Sqlite(write.begin().await?)
+                // IMMEDIATE: the write lock is taken at BEGIN, where the busy timeout waits for
+                // another process (an admin command next to a running hub); a deferred
+                // transaction that reads first fails at once with SQLITE_BUSY when it must
+                // upgrade after someone else wrote.
+                Tx::Sqlite(write.begin_with("BEGIN IMMEDIATE").await?)
             }
             Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
         })

@@ -20,6 +20,7 @@ mod qr;
 mod rule;
 mod settings;
 mod users;
+mod vulns;
 
 use crate::auth::{Credential, Principal};
 use crate::error::ApiError;
@@ -138,6 +139,16 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/transparency", get(actions::transparency))
         .route("/ui/anomalies", get(anomalies::list))
         .route("/ui/cve-sources", get(cve::sources))
+        .route("/ui/vulnerabilities", get(vulns::list))
+        .route(
+            "/ui/vulnerabilities/{id}/acknowledge",
+            post(vulns::acknowledge),
+        )
+        .route(
+            "/ui/vulnerabilities/{id}/unacknowledge",
+            post(vulns::unacknowledge),
+        )
+        .route("/ui/cves/{id}", get(vulns::advisory))
         .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))

@@ -17,6 +17,7 @@ crate::dual!(
     ai_teams_sort_by_cost_and_p95_and_a_team_page_charts_its_days,
     an_operator_resolves_an_integrity_anomaly_the_overview_counted,
     vulnerability_data_sources_show_what_is_loaded_and_how_fresh,
+    an_operator_acknowledges_a_vulnerability_and_reads_its_advisory,
 );
 
 /// The form whose action is `action`: its submit button.
@@ -748,5 +749,82 @@ async fn vulnerability_data_sources_show_what_is_loaded_and_how_fresh(b: Backend
     );
     assert!(page.contains("datetime=\"2024-03-01T00:00:00Z\""), "{page}");
     browser.screenshot("cve-sources").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_operator_acknowledges_a_vulnerability_and_reads_its_advisory(b: Backend) {
+    use crate::cve::{bytes, inventory, python_zip, upload};
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("vulns-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let batch = serde_json::to_vec(&inventory("4.17.20")).expect("json");
+    assert_eq!(
+        crate::agents::send(&app, &host, &batch, None, true)
+            .await
+            .status(),
+        202
+    );
+    let dsa = json!({"id": "DSA-5532-1", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2023-5363"],
+        "summary": "openssl: incorrect cipher key", "details": "Tony Battersby found that...",
+        "references": [{"type": "ADVISORY", "url": "https://www.debian.org/security/2023/dsa-5532"}],
+        "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}],
+        "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"},
+            "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "3.0.11-1~deb12u3"}]}]}]});
+    let lodash = json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
+        "summary": "Command injection in lodash",
+        "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+            "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}],
+        "database_specific": {"severity": "HIGH"}});
+    let zip = python_zip(&[("a.json", bytes(&dsa)), ("b.json", bytes(&lodash))], None);
+    assert_eq!(
+        upload(&app, &app.owner, zip, "application/zip")
+            .await
+            .status(),
+        200
+    );
+    trusthub_hub::workers::cve_scan::scan_due(&app.state, time::OffsetDateTime::now_utc())
+        .await
+        .expect("scan");
+    app.invite_and_accept(&app.owner, "oncall@example.com", "operator")
+        .await;
+    browser
+        .sign_in(&app.base, "oncall@example.com", "a fine password")
+        .await;
+    browser
+        .goto(&format!("{}/ui/vulnerabilities", app.base))
+        .await;
+    let page = browser.wait_text("GHSA-35jh-r3h4-6jhm").await;
+    assert!(
+        page.contains("DSA-5532-1") && page.contains("CRITICAL"),
+        "{page}"
+    );
+    browser.screenshot("vulnerabilities").await;
+    let findings = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
+    let id = findings["items"][0]["id"].as_str().expect("id").to_owned();
+    let form = format!("/ui/vulnerabilities/{id}/acknowledge");
+    browser
+        .type_into(
+            &format!("form[action='{form}'] input[name=reason]"),
+            "only used at build time",
+        )
+        .await;
+    browser.click(&submit(&form)).await;
+    browser.wait_text("never auto-patched").await;
+    let after = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
+    assert_eq!(after["items"][0]["status"], "acknowledged");
+    assert_eq!(after["items"][0]["ack_reason"], "only used at build time");
+    // The advisory page: details, references, the hosts.
+    browser.click("a[href='/ui/cves/DSA-5532-1']").await;
+    let page = browser.wait_text("Tony Battersby").await;
+    assert!(
+        page.contains("https://www.debian.org/security/2023/dsa-5532"),
+        "{page}"
+    );
+    assert!(
+        page.contains("libssl3") && page.contains("3.0.11-1~deb12u3"),
+        "{page}"
+    );
     browser.assert_no_js_errors().await;
 }

@@ -280,7 +280,7 @@ async fn bad_uploads_are_refused_and_tenants_see_only_their_own_uploads(b: Backe
 }
 
 /// An inventory batch of a Debian 12 host with these lockfile dependencies.
-fn inventory(lodash: &str) -> Value {
+pub(crate) fn inventory(lodash: &str) -> Value {
     let now = time::OffsetDateTime::now_utc();
     json!({
         "batch_id": uuid::Uuid::new_v4(),

@@ -52,7 +52,13 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
     let web = no_redirects();
     let at = |p: &str| format!("{}{p}", app.base);
     // No session: every page sends to the sign-in page.
-    for page in ["/", "/ui/agents", "/ui/overview/live", "/ui/cve-sources"] {
+    for page in [
+        "/",
+        "/ui/agents",
+        "/ui/overview/live",
+        "/ui/cve-sources",
+        "/ui/vulnerabilities",
+    ] {
         let r = web.get(at(page)).send().await.expect("get");
         assert_eq!(r.status(), 303, "{page}");
         let to = r.headers()["location"].to_str().expect("loc").to_owned();
@@ -263,6 +269,8 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         format!("/ui/rules/{rule}"),
         format!("/ui/rules/{rule}/delete"),
         format!("/ui/alerts/{none}/resolve"),
+        format!("/ui/vulnerabilities/{none}/acknowledge"),
+        format!("/ui/vulnerabilities/{none}/unacknowledge"),
         "/ui/webhooks".into(),
         format!("/ui/webhooks/{hook}"),
         format!("/ui/webhooks/{hook}/delete"),

@@ -1,0 +1,306 @@
+//! Vulnerabilities (CONTRACT 15): the tenant's findings with filters, acknowledge and take
+//! back from the row (operators), and an advisory's page with the hosts it affects — through
+//! the API's own handlers.
+
+use super::pages::{CsrfForm, UserBar, ago, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, html};
+use crate::auth::{Operator, Viewer};
+use crate::error::ApiResult;
+use crate::extract::{Json, Meta, Path, Query};
+use crate::routes::cve::{self as api, AckRequest, FindingView, FindingsQuery};
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+
+/// One finding row.
+#[derive(Debug)]
+struct Row {
+    id: String,
+    severity: String,
+    class: &'static str,
+    vuln_id: String,
+    aliases: String,
+    agent: String,
+    host: String,
+    package: String,
+    where_: String,
+    installed: String,
+    fixed: String,
+    status: String,
+    note: String,
+    summary: String,
+    seen: String,
+}
+
+fn class(severity: &str) -> &'static str {
+    match severity {
+        "CRITICAL" => "critical",
+        "HIGH" | "MEDIUM" => "warning",
+        _ => "info",
+    }
+}
+
+fn row(f: FindingView, now: time::OffsetDateTime) -> Row {
+    Row {
+        id: f.id.to_string(),
+        class: class(&f.severity),
+        severity: f.severity,
+        vuln_id: f.vuln_id,
+        aliases: f.aliases.join(", "),
+        agent: f.agent_id.to_string(),
+        host: f.hostname,
+        package: f.package,
+        where_: f.project_path.unwrap_or_else(|| f.ecosystem.clone()),
+        installed: f.installed_version,
+        fixed: if f.fixed_versions.is_empty() {
+            "no fix published".into()
+        } else {
+            f.fixed_versions.join(", ")
+        },
+        note: match (&f.ack_reason, &f.fixed_at) {
+            (_, Some(t)) => format!("fixed {}", ago(Some(*t), now)),
+            (Some(r), None) => format!("acknowledged: {r}"),
+            _ => String::new(),
+        },
+        status: f.status,
+        summary: f.summary,
+        seen: ago(Some(f.first_seen_at), now),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "vulns.html")]
+struct Page<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_ack: bool,
+    rows: Vec<Row>,
+    severities: Vec<(&'static str, &'static str, bool)>,
+    statuses: Vec<(&'static str, &'static str, bool)>,
+    flash: Flash,
+}
+
+/// The page's filters (the API's, as the form sends them).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filters {
+    #[serde(default)]
+    severity: String,
+    #[serde(default)]
+    status: String,
+}
+
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    f: &Filters,
+    flash: Flash,
+    status: StatusCode,
+) -> Response {
+    let built: ApiResult<Page> = async {
+        let p = &user.principal;
+        let axum::Json(found) = api::findings(
+            State(state.clone()),
+            Viewer(p.clone()),
+            Query(FindingsQuery {
+                severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
+                status: Some(f.status.clone()).filter(|s| !s.is_empty()),
+                limit: Some(500),
+                ..Default::default()
+            }),
+        )
+        .await?;
+        let now = now();
+        Ok(Page {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_ack: p.has_role(Role::Operator),
+            rows: found.items.into_iter().map(|f| row(f, now)).collect(),
+            severities: [
+                ("", "any"),
+                ("CRITICAL", "CRITICAL"),
+                ("HIGH", "HIGH"),
+                ("MEDIUM", "MEDIUM"),
+                ("LOW", "LOW"),
+            ]
+            .into_iter()
+            .map(|(v, l)| (v, l, f.severity == v))
+            .collect(),
+            statuses: [
+                ("open", "open"),
+                ("acknowledged", "acknowledged"),
+                ("fixed", "fixed"),
+                ("all", "all"),
+            ]
+            .into_iter()
+            .map(|(v, l)| (v, l, f.status == v || (f.status.is_empty() && v == "all")))
+            .collect(),
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/vulnerabilities` (open findings by default).
+pub async fn list(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Query(mut f): axum::extract::Query<Filters>,
+) -> Response {
+    if f.status.is_empty() {
+        f.status = "open".into();
+    }
+    if f.status == "all" {
+        f.status.clear();
+    }
+    page(&state, &user, &f, Flash::default(), StatusCode::OK).await
+}
+
+/// The acknowledge form.
+#[derive(Debug, Deserialize)]
+pub struct AckForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /ui/vulnerabilities/{id}/acknowledge` (operator).
+pub async fn acknowledge(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<AckForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let result = api::acknowledge(
+        State(state.clone()),
+        meta,
+        Operator(user.principal.clone()),
+        Path(id),
+        Json(AckRequest { reason: f.reason }),
+    )
+    .await;
+    respond(
+        &state,
+        &user,
+        result,
+        "Acknowledged: it stays listed and is never auto-patched.",
+    )
+    .await
+}
+
+/// `POST /ui/vulnerabilities/{id}/unacknowledge` (operator).
+pub async fn unacknowledge(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let result = api::unacknowledge(
+        State(state.clone()),
+        meta,
+        Operator(user.principal.clone()),
+        Path(id),
+    )
+    .await;
+    respond(&state, &user, result, "Open again.").await
+}
+
+async fn respond<T>(
+    state: &AppState,
+    user: &WebUser,
+    result: ApiResult<T>,
+    notice: &str,
+) -> Response {
+    match super::outcome(result, notice, StatusCode::OK) {
+        Ok((flash, status)) => {
+            let all = Filters {
+                status: String::new(),
+                ..Default::default()
+            };
+            page(state, user, &all, flash, status).await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "cve.html")]
+struct AdvisoryPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    id: String,
+    aliases: String,
+    severity: String,
+    class: &'static str,
+    score: String,
+    summary: String,
+    details: String,
+    modified: String,
+    withdrawn: bool,
+    references: Vec<String>,
+    rows: Vec<Row>,
+}
+
+/// `GET /ui/cves/{id}`: an advisory and the hosts it affects.
+pub async fn advisory(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let a = match api::advisory(
+        State(state.clone()),
+        Viewer(user.principal.clone()),
+        Path(id),
+    )
+    .await
+    {
+        Ok(axum::Json(a)) => a,
+        Err(e) => return e.into_response(),
+    };
+    let now = now();
+    let page = AdvisoryPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        class: class(&a.severity),
+        aliases: a.aliases.join(", "),
+        score: a
+            .cvss_score
+            .map(|s| format!("CVSS {s:.1}"))
+            .unwrap_or_default(),
+        details: a.record["details"].as_str().unwrap_or_default().to_owned(),
+        references: a.record["references"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["url"].as_str())
+            .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+            .map(str::to_owned)
+            .collect(),
+        modified: ago(Some(a.modified), now),
+        withdrawn: a.withdrawn,
+        summary: a.summary,
+        severity: a.severity,
+        rows: a.findings.into_iter().map(|f| row(f, now)).collect(),
+        id: a.id,
+    };
+    html(page.render(), StatusCode::OK)
+}
