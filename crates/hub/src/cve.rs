@@ -423,6 +423,11 @@ pub async fn scan_agent(
             None => return Ok(ScanOutcome::default()),
         }
     };
+    // An inventory that says nothing about packages (an agent that could not read them)
+    // must not mark every finding fixed: keep what the last scan found.
+    if snapshot.get("packages").is_none() && snapshot.get("app_dependencies").is_none() {
+        return Ok(ScanOutcome::default());
+    }
     let (targets, mut not_covered) = scan::targets(&snapshot);
     let mut cache: std::collections::HashMap<(String, String), Vec<Record>> = Default::default();
     let mut seen = Vec::new();

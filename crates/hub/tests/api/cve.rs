@@ -456,6 +456,24 @@ async fn a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_f
     let fixed = body(app.get("/inventory/cves?status=fixed", &app.owner).await).await;
     assert_eq!(fixed["items"][0]["package"], "lodash");
     assert!(fixed["items"][0]["fixed_at"].is_string());
+    // An inventory without any package list (the agent could not read them) fixes nothing.
+    let bare = json!({"batch_id": uuid::Uuid::new_v4(), "sent_at": crate::agents::ts(time::OffsetDateTime::now_utc()),
+        "metrics": [], "inventory": {"collected_at": crate::agents::ts(time::OffsetDateTime::now_utc()),
+        "os": {"id": "debian", "version": "12"}}});
+    let r = crate::agents::send(
+        &app,
+        &host,
+        &serde_json::to_vec(&bare).expect("json"),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    scan(now + time::Duration::seconds(3603))
+        .await
+        .expect("scan");
+    let still = body(app.get("/inventory/cves?status=open", &app.owner).await).await;
+    assert_eq!(still["items"].as_array().map(Vec::len), Some(3), "{still}");
     // Filters and pages.
     let crit = body(
         app.get("/inventory/cves?severity=CRITICAL", &app.owner)
