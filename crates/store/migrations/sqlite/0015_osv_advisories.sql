@@ -23,3 +23,6 @@ CREATE TABLE osv_packages (
     PRIMARY KEY (scope, ecosystem, name, advisory_id)
 );
 CREATE INDEX osv_packages_advisory ON osv_packages (scope, advisory_id);
+-- The scan looks packages up by name (then ecosystem, which may carry a suffix such as
+-- `Ubuntu:22.04:LTS`).
+CREATE INDEX osv_packages_name ON osv_packages (name);
