@@ -194,8 +194,8 @@ fn pushing_client(
     ca: Option<&[u8]>,
 ) -> Result<HubClient, String> {
     let held = mtls::Mtls::new(dir.path())
-        .current()
-        .filter(|h| h.not_after > OffsetDateTime::now_utc() && reg.hub.starts_with("https://"));
+        .usable()
+        .filter(|_| reg.hub.starts_with("https://"));
     HubClient::new(&reg.hub, ca, held.map(|h| h.identity_pem()).as_deref())
 }
 

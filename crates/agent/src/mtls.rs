@@ -98,6 +98,13 @@ impl Mtls {
         })
     }
 
+    /// The certificate to present now: [`Mtls::current`] unless it has expired (an expired
+    /// one would fail the handshake; the agent then goes without until it has a new one).
+    pub fn usable(&self) -> Option<Held> {
+        self.current()
+            .filter(|h| h.not_after > OffsetDateTime::now_utc())
+    }
+
     /// Stores a certificate with its key and the CA that signed it (each mode 600).
     pub fn save(&self, cert_pem: &str, key_pem: &str, ca_pem: &str) -> Result<(), StateError> {
         std::fs::create_dir_all(&self.dir).map_err(|source| StateError::Io {

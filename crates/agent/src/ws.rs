@@ -91,10 +91,7 @@ impl Socket {
             false => Ok(Box::new(tcp)),
             true => {
                 // Built at every dial: a renewed certificate is presented from the next one.
-                let held = self
-                    .mtls
-                    .current()
-                    .filter(|h| h.not_after > time::OffsetDateTime::now_utc());
+                let held = self.mtls.usable();
                 let config = crate::mtls::rustls_config(self.ca_pem.as_deref(), held.as_ref())?;
                 let tls = tokio_rustls::TlsConnector::from(Arc::new(config));
                 let name = rustls_pki_types::ServerName::try_from(self.host.clone())

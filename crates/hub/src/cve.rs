@@ -389,6 +389,36 @@ pub async fn import_zip(
     Ok(report?)
 }
 
+/// The package names advisories name, per name: `(scope, ecosystem)` pairs. Loaded once
+/// per scan pass.
+#[derive(Debug, Default)]
+pub struct NameIndex(std::collections::HashMap<String, Vec<(String, String)>>);
+
+impl NameIndex {
+    /// Loads it.
+    pub async fn load(db: &Db) -> Result<NameIndex, StoreError> {
+        let mut c = db.conn().await?;
+        let mut map: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();
+        for (scope, eco, name) in trusthub_store::osv::package_names(&mut c).await? {
+            map.entry(name).or_default().push((scope, eco));
+        }
+        Ok(NameIndex(map))
+    }
+
+    /// Whether an advisory visible to `scope` names `name` in `ecosystem` (or a variant of
+    /// it such as `Ubuntu:22.04:LTS`).
+    fn names(&self, scope: &str, ecosystem: &str, name: &str) -> bool {
+        self.0.get(name).is_some_and(|v| {
+            v.iter().any(|(s, e)| {
+                (s.is_empty() || s == scope)
+                    && (e == ecosystem
+                        || e.strip_prefix(ecosystem)
+                            .is_some_and(|r| r.starts_with(':')))
+            })
+        })
+    }
+}
+
 /// What one host's scan did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScanOutcome {
@@ -411,6 +441,7 @@ pub async fn scan_agent(
     agent: uuid::Uuid,
     hostname: &str,
     inventory_id: i64,
+    index: &NameIndex,
     now: OffsetDateTime,
 ) -> Result<ScanOutcome, StoreError> {
     use trusthub_core::scan;
@@ -434,6 +465,9 @@ pub async fn scan_agent(
     {
         let mut c = state.db.conn().await?;
         for target in &targets {
+            if !index.names(&scope, &target.ecosystem, &target.lookup) {
+                continue;
+            }
             let key = (target.ecosystem.clone(), target.lookup.clone());
             if !cache.contains_key(&key) {
                 let rows = trusthub_store::osv::for_package(

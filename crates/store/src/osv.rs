@@ -100,6 +100,14 @@ pub async fn for_package(
     )
 }
 
+/// Every `(scope, ecosystem, name)` advisories name: the scan pass's index, so packages no
+/// advisory names (most of a host's) cost no query.
+pub async fn package_names(ex: &mut impl Exec) -> StoreResult<Vec<(String, String, String)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT DISTINCT scope, ecosystem, name FROM osv_packages")
+        .fetch_all(&mut *c).await?))
+}
+
 /// When advisory data last changed (any scope).
 pub async fn newest_import(ex: &mut impl Exec) -> StoreResult<Option<OffsetDateTime>> {
     let rows: Vec<(OffsetDateTime,)> = on!(ex, c => sqlx::query_as(

@@ -29,6 +29,7 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
             trusthub_store::osv::newest_import(&mut c).await?,
         )
     };
+    let mut index: Option<crate::cve::NameIndex> = None;
     let every = time::Duration::seconds(state.settings.cve_scan_interval_secs.max(1) as i64);
     let mut scanned = 0;
     for (tenant, agent, hostname, inventory_id) in hosts {
@@ -45,8 +46,16 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
             }
         };
         if due {
+            // Loaded at the first host due, once for the whole pass.
+            if index.is_none() {
+                index = Some(crate::cve::NameIndex::load(&state.db).await?);
+            }
+            let Some(names) = index.as_ref() else {
+                continue;
+            };
             let outcome =
-                crate::cve::scan_agent(state, tenant, agent, &hostname, inventory_id, now).await?;
+                crate::cve::scan_agent(state, tenant, agent, &hostname, inventory_id, names, now)
+                    .await?;
             tracing::debug!(%agent, packages = outcome.packages, findings = outcome.findings, new = outcome.new, "host scanned");
             scanned += 1;
         }
