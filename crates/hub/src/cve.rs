@@ -407,7 +407,7 @@ impl NameIndex {
 
     /// Whether an advisory visible to `scope` names `name` in `ecosystem` (or a variant of
     /// it such as `Ubuntu:22.04:LTS`).
-    fn names(&self, scope: &str, ecosystem: &str, name: &str) -> bool {
+    pub fn contains(&self, scope: &str, ecosystem: &str, name: &str) -> bool {
         self.0.get(name).is_some_and(|v| {
             v.iter().any(|(s, e)| {
                 (s.is_empty() || s == scope)
@@ -465,7 +465,7 @@ pub async fn scan_agent(
     {
         let mut c = state.db.conn().await?;
         for target in &targets {
-            if !index.names(&scope, &target.ecosystem, &target.lookup) {
+            if !index.contains(&scope, &target.ecosystem, &target.lookup) {
                 continue;
             }
             let key = (target.ecosystem.clone(), target.lookup.clone());
