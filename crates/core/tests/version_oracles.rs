@@ -644,3 +644,321 @@ fn cvss_3_scores_agree_with_the_cvss_package() {
     );
     assert_eq!(vectors.len(), 5184);
 }
+
+// ---- ranges (CVE suppressions) ----------------------------------------------------------------
+
+/// Every range against every version: ours (`Range::parse` + `contains`) against the native
+/// tool's answer `true`, `false` or `invalid` (range or version unreadable).
+fn check_ranges(
+    scheme: Scheme,
+    ranges: &[String],
+    versions: &[String],
+    program: &str,
+    args: &[&str],
+) {
+    use trusthub_core::version::range::Range;
+    let mut pairs = Vec::new();
+    for r in ranges {
+        for v in versions {
+            pairs.push((r.clone(), v.clone()));
+        }
+    }
+    let answers = oracle(program, args, &pairs);
+    let mut wrong = Vec::new();
+    let mut agreed_true = 0;
+    for ((r, v), want) in pairs.iter().zip(&answers) {
+        let got = match Range::parse(scheme, r) {
+            Err(_) => "invalid".to_owned(),
+            Ok(range) => match range.contains(v) {
+                Ok(b) => b.to_string(),
+                Err(_) => "invalid".to_owned(),
+            },
+        };
+        if got != want.trim() {
+            wrong.push(format!(
+                "{v:?} in {r:?}: ours {got}, {program} {}",
+                want.trim()
+            ));
+        } else if got == "true" {
+            agreed_true += 1;
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} disagree with {program}:\n{}",
+        wrong.len(),
+        pairs.len(),
+        wrong
+            .iter()
+            .take(30)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(pairs.len() >= 500, "{} pairs", pairs.len());
+    assert!(
+        agreed_true * 10 >= pairs.len(),
+        "too few matches to mean anything: {agreed_true}"
+    );
+}
+
+#[test]
+fn npm_ranges_agree_with_node_semver_satisfies() {
+    let ranges = strings(&[
+        "^1.2.3",
+        "^0.2.3",
+        "^0.0.3",
+        "^1.2",
+        "^0.0",
+        "^0.x",
+        "^1.x",
+        "^1.2.3-beta.2",
+        "~1.2.3",
+        "~1.2",
+        "~1",
+        "~0.2.3-rc.1",
+        "~>1.2",
+        "1.x",
+        "1.2.x",
+        "1.2.*",
+        "*",
+        "x",
+        "1.2.3 - 2.3.4",
+        "1.2 - 2.3.4",
+        "1.2.3 - 2.3",
+        "1.2.3 - 2",
+        ">1.2",
+        ">=1.2.3 <2",
+        "<1",
+        "<=1.2",
+        ">1",
+        "<1.2.3-beta",
+        ">=1.2.3-alpha.1 <1.2.4",
+        "1.2.3",
+        "=1.2.3",
+        "v1.2.3",
+        "<1.0.0 || >=2.1",
+        ">= 1.2.3 < 1.5",
+        "1.2.3-rc.1",
+        ">=0.0.0",
+        "^1.2.3.4",
+        "1.2.3 -",
+        "01.2.3",
+        ">=1.2.3,<2",
+        "^",
+        "banana",
+        "1.2.3 - 2.3.4 - 5",
+    ]);
+    let versions = strings(&[
+        "0.0.0",
+        "0.0.3",
+        "0.0.4",
+        "0.1.0",
+        "0.2.3",
+        "0.2.9",
+        "0.3.0",
+        "0.9.0",
+        "1.0.0",
+        "1.0.0-rc.1",
+        "1.2.0",
+        "1.2.2",
+        "1.2.3",
+        "1.2.3-alpha.1",
+        "1.2.3-beta.2",
+        "1.2.3-beta.10",
+        "1.2.3-rc.1",
+        "1.2.4",
+        "1.2.9",
+        "1.3.0",
+        "1.5.0-beta",
+        "1.9.9",
+        "2.0.0",
+        "2.0.0-0",
+        "2.1.0",
+        "2.3.4",
+        "2.3.5",
+        "2.4.0-beta",
+        "3.0.0",
+        "v1.2.3",
+        "1.2",
+        "1.2.3.4",
+    ]);
+    check_ranges(
+        Scheme::Npm,
+        &ranges,
+        &versions,
+        "node",
+        &[
+            "-e",
+            "const semver = require('semver');\
+             const lines = require('fs').readFileSync(0, 'utf8').split('\\n');\
+             lines.pop();\
+             for (const l of lines) { const [r, v] = l.split('\\t');\
+               if (semver.validRange(r) === null || semver.valid(v) === null) { console.log('invalid'); continue; }\
+               console.log(String(semver.satisfies(v, r))); }",
+        ],
+    );
+}
+
+#[test]
+fn pep_440_specifiers_agree_with_python_packaging() {
+    let ranges = strings(&[
+        ">=1.0,<2.0",
+        ">=1.0, <2.0",
+        "~=2.2",
+        "~=2.2.0",
+        "~=1.4.5a4",
+        "~=2.2.post3",
+        "==1.1.*",
+        "==1.*",
+        "!=1.1.*",
+        "==1.0",
+        "==1.0+local",
+        "!=1.0",
+        ">1.0",
+        "<2.0",
+        "<2.0rc1",
+        ">1.0.post1",
+        ">=1.0.dev0",
+        "<=1.1",
+        "==1!2.*",
+        ">=0",
+        "<1!0",
+        "1.0",
+        "~=1",
+        ">=1.0+local",
+        "==1.0.*.*",
+        ">=",
+        ">=1.0,,<2",
+        "=>1.0",
+    ]);
+    let versions = strings(&[
+        "0.9",
+        "1.0",
+        "1.0.0",
+        "1.0+local",
+        "1.0+other",
+        "1.0.post1",
+        "1.0a1",
+        "1.0.dev1",
+        "1.1",
+        "1.1.0",
+        "1.1.post1",
+        "1.1a1",
+        "1.4.5",
+        "1.4.5a4",
+        "1.4.9",
+        "1.5",
+        "1.9.9",
+        "2.0",
+        "2.0rc1",
+        "2.0.dev1",
+        "2.2",
+        "2.2.0",
+        "2.2.1",
+        "2.2.post3",
+        "2.2.post4",
+        "2.3",
+        "2.9",
+        "3.0",
+        "1!2.0",
+        "1!2.5",
+        "v1.0",
+        "not-a-version",
+    ]);
+    check_ranges(
+        Scheme::Pep440,
+        &ranges,
+        &versions,
+        "/usr/bin/python3",
+        &[
+            "-c",
+            r#"import sys
+from packaging.specifiers import SpecifierSet, InvalidSpecifier
+from packaging.version import Version, InvalidVersion
+for line in sys.stdin.read().split('\n')[:-1]:
+    r, v = line.split('\t')
+    try:
+        s = SpecifierSet(r)
+        ver = Version(v)
+    except (InvalidSpecifier, InvalidVersion):
+        print('invalid'); continue
+    print(str(s.contains(ver, prereleases=True)).lower())
+"#,
+        ],
+    );
+}
+
+#[test]
+fn rubygems_requirements_agree_with_gem_requirement() {
+    let ranges = strings(&[
+        "~> 2.2",
+        "~> 2.2.0",
+        "~>2.2.1",
+        "~> 1.0.0.pre",
+        "~> 0",
+        ">= 1.0, < 2.0",
+        "!= 1.2.5",
+        "= 1.0",
+        "1.0",
+        "> 1.0",
+        "<= 1.1",
+        "~> 2.2, != 2.2.5",
+        ">= 1.0.a",
+        "< 2.0.pre",
+        ">= 1.0, ",
+        "=> 1.0",
+        "~>",
+        "~> 1.0 2.0",
+        "~> 1.0.pre",
+        ">1.0,<=2.2.1",
+        "< 1.0.0.pre1",
+        "= 2.2.0",
+        "~> 10",
+    ]);
+    let versions = strings(&[
+        "0.9",
+        "1.0",
+        "1.0.0",
+        "1.0.a",
+        "1.0.pre",
+        "1.0.0.pre1",
+        "1.1",
+        "1.2.5",
+        "1.9.9",
+        "2.0",
+        "2.0.pre",
+        "2.0-rc1",
+        "2.2",
+        "2.2.0",
+        "2.2.1",
+        "2.2.5",
+        "2.2.9",
+        "2.3",
+        "2.9",
+        "3.0",
+        "10.0",
+        "1..0",
+        "",
+    ]);
+    check_ranges(
+        Scheme::Gem,
+        &ranges,
+        &versions,
+        "ruby",
+        &[
+            "-e",
+            "STDIN.read.split(\"\\n\").each do |l|\n\
+  r, v = l.split(\"\\t\", 2)\n\
+  v = v.to_s\n\
+  begin\n\
+    raise ArgumentError if v.strip.empty? || !Gem::Version.correct?(v)\n\
+    req = Gem::Requirement.new(*r.split(','))\n\
+    puts req.satisfied_by?(Gem::Version.new(v)).to_s\n\
+  rescue ArgumentError, Gem::Requirement::BadRequirementError\n\
+    puts 'invalid'\n\
+  end\n\
+end",
+        ],
+    );
+}

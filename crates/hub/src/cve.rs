@@ -389,8 +389,11 @@ pub async fn import_zip(
     Ok(report?)
 }
 
-/// The package names advisories name, per name: `(scope, ecosystem)` pairs. Loaded once
-/// per scan pass.
+/// The state of the advisory data (`osv::generation`).
+pub type Generation = (Option<OffsetDateTime>, i64);
+
+/// The package names advisories name, per name: `(scope, ecosystem)` pairs. Kept by the
+/// process until the advisory data changes.
 #[derive(Debug, Default)]
 pub struct NameIndex(std::collections::HashMap<String, Vec<(String, String)>>);
 
@@ -403,6 +406,26 @@ impl NameIndex {
             map.entry(name).or_default().push((scope, eco));
         }
         Ok(NameIndex(map))
+    }
+
+    /// The index for the advisory data at `generation` (see `osv::generation`): the one the
+    /// process holds when it is still current, else loaded afresh and kept.
+    pub async fn current(
+        state: &crate::state::AppState,
+        generation: Generation,
+    ) -> Result<std::sync::Arc<NameIndex>, StoreError> {
+        {
+            let held = state.cve_index.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((g, index)) = held.as_ref()
+                && *g == generation
+            {
+                return Ok(index.clone());
+            }
+        }
+        let index = std::sync::Arc::new(NameIndex::load(&state.db).await?);
+        *state.cve_index.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((generation, index.clone()));
+        Ok(index)
     }
 
     /// Whether an advisory visible to `scope` names `name` in `ecosystem` (or a variant of

@@ -177,6 +177,7 @@ impl Server {
             ca,
             trusted_proxies,
             cert_seen: Default::default(),
+            cve_index: Default::default(),
             prices,
             ingest,
             connections: Default::default(),

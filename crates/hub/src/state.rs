@@ -39,6 +39,8 @@ pub struct App {
     /// When each client certificate's `last_seen_at` was last written (at most once a
     /// minute per certificate, not once per request).
     pub cert_seen: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// The scan's advisory name index and the data state it was loaded at.
+    pub cve_index: std::sync::Mutex<Option<(crate::cve::Generation, Arc<crate::cve::NameIndex>)>>,
     /// LLM prices for every tenant: shipped defaults with the operator's price file.
     pub prices: trusthub_core::ai::PriceTable,
     /// Commits ingest batches (grouped on SQLite).

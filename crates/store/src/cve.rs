@@ -63,14 +63,14 @@ pub struct Seen {
     pub summary: String,
 }
 
-/// The host's last scan: `(scanned_at, id of the inventory snapshot it read)`.
-pub async fn last_scan(
+/// Every host's last scan: agent -> `(scanned_at, id of the inventory snapshot it read)`.
+pub async fn last_scans(
     ex: &mut impl Exec,
-    agent: Uuid,
-) -> StoreResult<Option<(OffsetDateTime, i64)>> {
-    Ok(on!(ex, c => sqlx::query_as(
-        "SELECT scanned_at, inventory_id FROM cve_scans WHERE agent_id = $1")
-        .bind(agent).fetch_optional(&mut *c).await?))
+) -> StoreResult<std::collections::HashMap<Uuid, (OffsetDateTime, i64)>> {
+    let rows: Vec<(Uuid, OffsetDateTime, i64)> = on!(ex, c => sqlx::query_as(
+        "SELECT agent_id, scanned_at, inventory_id FROM cve_scans")
+        .fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().map(|(a, t, i)| (a, (t, i))).collect())
 }
 
 /// Every agent with an inventory: `(tenant, agent, hostname, id of its latest snapshot)`.

@@ -116,6 +116,15 @@ pub async fn newest_import(ex: &mut impl Exec) -> StoreResult<Option<OffsetDateT
     Ok(rows.into_iter().next().map(|r| r.0))
 }
 
+/// What identifies the advisory data's state for caches: the newest import and the number
+/// of package entries (two imports within one second still differ unless they add nothing).
+pub async fn generation(ex: &mut impl Exec) -> StoreResult<(Option<OffsetDateTime>, i64)> {
+    let newest = newest_import(&mut *ex).await?;
+    let (n,): (i64,) = on!(ex, c => sqlx::query_as("SELECT COUNT(*) FROM osv_packages")
+        .fetch_one(&mut *c).await?);
+    Ok((newest, n))
+}
+
 /// A LIKE pattern finding `id` as a JSON string inside a JSON array (escaped with `\`).
 pub fn json_member_pattern(id: &str) -> String {
     let quoted = serde_json::to_string(id).unwrap_or_default();

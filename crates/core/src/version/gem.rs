@@ -41,6 +41,24 @@ pub fn valid(v: &str) -> bool {
 }
 
 fn canonical(v: &str) -> Result<Vec<Seg>, Invalid> {
+    let mut segs = segments(v)?;
+    let split = segs
+        .iter()
+        .position(|s| matches!(s, Seg::Str(_)))
+        .unwrap_or(segs.len());
+    let mut rest = segs.split_off(split);
+    while segs.last().is_some_and(zero) {
+        segs.pop();
+    }
+    while rest.last().is_some_and(zero) {
+        rest.pop();
+    }
+    segs.extend(rest);
+    Ok(segs)
+}
+
+/// `Gem::Version#segments`: numbers and strings as written (no zeros dropped).
+fn segments(v: &str) -> Result<Vec<Seg>, Invalid> {
     if !valid(v) {
         return Err(Invalid::new(NAME, v, "not a Gem::Version"));
     }
@@ -65,19 +83,61 @@ fn canonical(v: &str) -> Result<Vec<Seg>, Invalid> {
             i += 1;
         }
     }
-    let split = segs
-        .iter()
-        .position(|s| matches!(s, Seg::Str(_)))
-        .unwrap_or(segs.len());
-    let mut rest = segs.split_off(split);
-    while segs.last().is_some_and(zero) {
+    Ok(segs)
+}
+
+fn join(segs: &[Seg]) -> String {
+    segs.iter()
+        .map(|s| match s {
+            Seg::Num(n) | Seg::Str(n) => n.as_str(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `Gem::Version#release`: the version without its pre-release part.
+pub fn release(v: &str) -> Result<String, Invalid> {
+    let mut segs = segments(v)?;
+    while segs.iter().any(|s| matches!(s, Seg::Str(_))) {
         segs.pop();
     }
-    while rest.last().is_some_and(zero) {
-        rest.pop();
+    Ok(join(&segs))
+}
+
+/// `Gem::Version#bump` (the upper end of `~>`): pre-release dropped, the last number dropped
+/// (when more than one), the new last one incremented.
+pub fn bump(v: &str) -> Result<String, Invalid> {
+    let mut segs = segments(v)?;
+    while segs.iter().any(|s| matches!(s, Seg::Str(_))) {
+        segs.pop();
     }
-    segs.extend(rest);
-    Ok(segs)
+    if segs.len() > 1 {
+        segs.pop();
+    }
+    if let Some(Seg::Num(n)) = segs.last_mut() {
+        *n = increment(n);
+    }
+    Ok(join(&segs))
+}
+
+/// A decimal number plus one, whatever its length.
+fn increment(n: &str) -> String {
+    let mut digits: Vec<u8> = n.trim_start_matches('0').bytes().collect();
+    let mut i = digits.len();
+    loop {
+        if i == 0 {
+            digits.insert(0, b'1');
+            break;
+        }
+        i -= 1;
+        if digits[i] == b'9' {
+            digits[i] = b'0';
+        } else {
+            digits[i] += 1;
+            break;
+        }
+    }
+    String::from_utf8(digits).unwrap_or_default()
 }
 
 /// Orders two versions as `Gem::Version#<=>`.

@@ -10,6 +10,7 @@ pub mod gem;
 pub mod golang;
 pub mod npm;
 pub mod pep440;
+pub mod range;
 pub mod rpm;
 
 use std::cmp::Ordering;

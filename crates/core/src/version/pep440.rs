@@ -203,6 +203,85 @@ pub fn parse(v: &str) -> Result<Key, Invalid> {
     })
 }
 
+impl Key {
+    /// Whether it is a plain release (no pre, post, dev or local part).
+    pub fn is_release_only(&self) -> bool {
+        self.pre == Bound::Max
+            && self.post == Bound::Min
+            && self.dev == Bound::Max
+            && self.local == Bound::Min
+    }
+
+    /// Whether it has a local part (`+ubuntu.1`).
+    pub fn has_local(&self) -> bool {
+        self.local != Bound::Min
+    }
+
+    /// The same version without its local part.
+    pub fn public(&self) -> Key {
+        Key {
+            local: Bound::Min,
+            ..self.clone()
+        }
+    }
+
+    /// packaging's `is_prerelease`: a pre or dev release.
+    pub fn is_prerelease(&self) -> bool {
+        matches!(self.pre, Bound::Val(_)) || matches!(self.dev, Bound::Val(_))
+    }
+
+    /// packaging's `is_postrelease`.
+    pub fn is_postrelease(&self) -> bool {
+        matches!(self.post, Bound::Val(_))
+    }
+
+    /// The base version (epoch and release) as a key.
+    pub fn base(&self) -> Key {
+        Key {
+            epoch: self.epoch.clone(),
+            release: self.release.clone(),
+            pre: Bound::Max,
+            post: Bound::Min,
+            dev: Bound::Max,
+            local: Bound::Min,
+        }
+    }
+
+    /// Whether the epoch is `prefix.0` and the release, padded with zeros, starts with the
+    /// numbers of `prefix.1` (PEP 440 prefix matching, `==1.2.*`).
+    pub fn release_starts_with(&self, prefix: &(String, Vec<String>)) -> bool {
+        super::cmp_digits(&self.epoch.0, &prefix.0) == Ordering::Equal
+            && prefix.1.iter().enumerate().all(|(i, n)| {
+                super::cmp_digits(self.release.get(i).map_or("0", |r| r.0.as_str()), n)
+                    == Ordering::Equal
+            })
+    }
+}
+
+/// The epoch and release numbers of `v` as written (trailing zeros kept: `1.0` is two
+/// numbers), for prefix matching. `v` is expected to be valid.
+pub fn release_of(v: &str) -> (String, Vec<String>) {
+    let lower = v.trim().to_ascii_lowercase();
+    let body = lower.strip_prefix('v').unwrap_or(&lower);
+    let (epoch, rest) = match body.split_once('!') {
+        Some((e, r)) if e.bytes().all(|b| b.is_ascii_digit()) => (e.to_owned(), r),
+        _ => ("0".to_owned(), body),
+    };
+    let mut release = Vec::new();
+    for part in rest.split('.') {
+        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            break;
+        }
+        let whole = digits.len() == part.len();
+        release.push(digits);
+        if !whole {
+            break;
+        }
+    }
+    (epoch, release)
+}
+
 /// Orders two versions as `packaging.version.Version`.
 pub fn compare(a: &str, b: &str) -> Result<Ordering, Invalid> {
     Ok(parse(a)?.cmp(&parse(b)?))

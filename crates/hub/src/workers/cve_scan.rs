@@ -22,43 +22,42 @@ pub fn interval(s: &crate::settings::Settings) -> u64 {
 
 /// Scans every host that is due at `now`; how many were scanned.
 pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usize> {
-    let (hosts, newest_import) = {
+    let (hosts, last, generation) = {
         let mut c = state.db.conn().await?;
         (
             trusthub_store::cve::agents_with_inventory(&mut c).await?,
-            trusthub_store::osv::newest_import(&mut c).await?,
+            trusthub_store::cve::last_scans(&mut c).await?,
+            trusthub_store::osv::generation(&mut c).await?,
         )
     };
-    let mut index: Option<crate::cve::NameIndex> = None;
+    let newest_import = generation.0;
     let every = time::Duration::seconds(state.settings.cve_scan_interval_secs.max(1) as i64);
+    let mut index = None;
     let mut scanned = 0;
     for (tenant, agent, hostname, inventory_id) in hosts {
-        let last = {
-            let mut c = state.db.conn().await?;
-            trusthub_store::cve::last_scan(&mut c, agent).await?
-        };
-        let due = match last {
+        let due = match last.get(&agent) {
             None => true,
-            Some((scanned_at, seen_inventory)) => {
+            Some(&(scanned_at, seen_inventory)) => {
                 inventory_id > seen_inventory
                     || scanned_at + every <= now
                     || newest_import.is_some_and(|i| i > scanned_at)
             }
         };
-        if due {
-            // Loaded at the first host due, once for the whole pass.
-            if index.is_none() {
-                index = Some(crate::cve::NameIndex::load(&state.db).await?);
-            }
-            let Some(names) = index.as_ref() else {
-                continue;
-            };
-            let outcome =
-                crate::cve::scan_agent(state, tenant, agent, &hostname, inventory_id, names, now)
-                    .await?;
-            tracing::debug!(%agent, packages = outcome.packages, findings = outcome.findings, new = outcome.new, "host scanned");
-            scanned += 1;
+        if !due {
+            continue;
         }
+        // Fetched at the first host due; kept across passes until the data changes.
+        if index.is_none() {
+            index = Some(crate::cve::NameIndex::current(state, generation).await?);
+        }
+        let Some(names) = index.as_deref() else {
+            continue;
+        };
+        let outcome =
+            crate::cve::scan_agent(state, tenant, agent, &hostname, inventory_id, names, now)
+                .await?;
+        tracing::debug!(%agent, packages = outcome.packages, findings = outcome.findings, new = outcome.new, "host scanned");
+        scanned += 1;
     }
     Ok(scanned)
 }
