@@ -602,8 +602,12 @@ fn app_dependencies(roots: &[PathBuf]) -> Value {
             .parent()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        let lockfile = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         for (eco, name, version) in parse_lockfile(&file, &read(&file)) {
-            out.push(json!({"project_path": project, "ecosystem": eco, "name": name, "version": version}));
+            out.push(json!({"project_path": project, "lockfile": lockfile, "ecosystem": eco, "name": name, "version": version}));
         }
     }
     Value::Array(out)

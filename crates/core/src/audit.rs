@@ -65,6 +65,10 @@ pub const CVE_SOURCE_IMPORTED: &str = "cve_source_imported";
 pub const CVE_FINDING_ACKNOWLEDGED: &str = "cve_finding_acknowledged";
 /// An operator took an acknowledgement back.
 pub const CVE_FINDING_UNACKNOWLEDGED: &str = "cve_finding_unacknowledged";
+/// An operator suppressed a package's vulnerabilities in a range until a date (SPEC 2.5).
+pub const CVE_SUPPRESSION_CREATED: &str = "cve_suppression_created";
+/// An operator deleted a suppression.
+pub const CVE_SUPPRESSION_DELETED: &str = "cve_suppression_deleted";
 /// SPEC 5: a client certificate was revoked by an admin.
 pub const CLIENT_CERT_REVOKED: &str = "client_cert_revoked";
 /// An enrollment token was revoked.

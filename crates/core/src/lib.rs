@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod liveness;
 pub mod osv;
 pub mod otlp;
+pub mod purl;
 pub mod redact;
 pub mod scan;
 pub mod secret;

@@ -553,6 +553,7 @@ pub async fn scan_agent(
         .unwrap_or(Severity::High)
         .rank();
     let mut tx = state.db.begin().await?;
+    let rules = Suppressions::load(&mut tx, t, now).await?;
     let new = trusthub_store::cve::record_scan(
         &mut tx,
         t,
@@ -564,8 +565,12 @@ pub async fn scan_agent(
         now,
     )
     .await?;
-    let alerting: Vec<&trusthub_store::cve::Seen> =
-        new.iter().filter(|s| s.severity_rank >= min_rank).collect();
+    rules.apply(&mut tx, t, Some(agent)).await?;
+    // Suppressed findings raise no alert.
+    let alerting: Vec<&trusthub_store::cve::Seen> = new
+        .iter()
+        .filter(|s| s.severity_rank >= min_rank && rules.matching(&Finding::of(s)).is_none())
+        .collect();
     if !alerting.is_empty() {
         let worst = alerting.iter().map(|s| s.severity_rank).max().unwrap_or(0);
         let severity = if worst >= Severity::Critical.rank() {
@@ -615,4 +620,133 @@ pub async fn scan_agent(
         new: new.len(),
         alerted: !alerting.is_empty(),
     })
+}
+
+// ---- suppressions ------------------------------------------------------------------------------
+
+/// What a suppression is compared with.
+pub struct Finding<'a> {
+    /// OSV ecosystem (`npm`, `Debian:12`).
+    pub ecosystem: &'a str,
+    /// Package as installed.
+    pub package: &'a str,
+    /// Advisory id.
+    pub vuln_id: &'a str,
+    /// JSON array of its aliases.
+    pub aliases: &'a str,
+    /// Installed version.
+    pub installed_version: &'a str,
+}
+
+impl<'a> Finding<'a> {
+    /// Of a scan's finding.
+    pub fn of(s: &'a trusthub_store::cve::Seen) -> Finding<'a> {
+        Finding {
+            ecosystem: &s.ecosystem,
+            package: &s.package,
+            vuln_id: &s.vuln_id,
+            aliases: &s.aliases,
+            installed_version: &s.installed_version,
+        }
+    }
+}
+
+/// Whether a suppression's ecosystem covers a finding's: the same, or the suppression names
+/// a distribution without a release (`Debian` covers `Debian:12`).
+pub fn ecosystem_covers(suppression: &str, finding: &str) -> bool {
+    suppression == finding
+        || (!suppression.contains(':')
+            && finding
+                .strip_prefix(suppression)
+                .is_some_and(|r| r.starts_with(':')))
+}
+
+struct Rule {
+    id: uuid::Uuid,
+    ecosystem: String,
+    key: String,
+    range: trusthub_core::version::range::Range,
+    vuln_id: Option<String>,
+    expires_at: OffsetDateTime,
+}
+
+/// A tenant's suppressions in force at one instant, ready to match findings.
+pub struct Suppressions(Vec<Rule>);
+
+impl Suppressions {
+    /// The tenant's suppressions that have not expired at `now`.
+    pub async fn load(
+        ex: &mut impl trusthub_store::Exec,
+        tenant: trusthub_store::TenantId,
+        now: OffsetDateTime,
+    ) -> Result<Suppressions, StoreError> {
+        let rows = trusthub_store::cve::active_suppressions(ex, tenant, now).await?;
+        Ok(Suppressions(
+            rows.into_iter()
+                .filter_map(|r| {
+                    // Ranges were checked at creation; one the hub can no longer read applies
+                    // to nothing rather than to everything.
+                    let scheme = trusthub_core::version::Scheme::of_ecosystem(&r.ecosystem)?;
+                    let range =
+                        trusthub_core::version::range::Range::parse(scheme, &r.version_range)
+                            .ok()?;
+                    Some(Rule {
+                        id: r.id,
+                        ecosystem: r.ecosystem,
+                        key: r.package_key,
+                        range,
+                        vuln_id: r.vuln_id,
+                        expires_at: r.expires_at,
+                    })
+                })
+                .collect(),
+        ))
+    }
+
+    /// The suppression that applies to `f` (of those matching, the one expiring last).
+    pub fn matching(&self, f: &Finding<'_>) -> Option<uuid::Uuid> {
+        let base = f.ecosystem.split(':').next().unwrap_or_default();
+        let key = trusthub_core::scan::normalize_name(base, f.package);
+        self.0
+            .iter()
+            .filter(|r| {
+                ecosystem_covers(&r.ecosystem, f.ecosystem)
+                    && r.key == key
+                    && r.vuln_id.as_deref().is_none_or(|v| {
+                        v.eq_ignore_ascii_case(f.vuln_id)
+                            || serde_json::from_str::<Vec<String>>(f.aliases)
+                                .unwrap_or_default()
+                                .iter()
+                                .any(|a| a.eq_ignore_ascii_case(v))
+                    })
+                    && r.range.contains(f.installed_version).unwrap_or(false)
+            })
+            .max_by_key(|r| (r.expires_at, r.id))
+            .map(|r| r.id)
+    }
+
+    /// Records for the tenant's unfixed findings (of one host when `agent` is given) which
+    /// suppression applies; how many changed.
+    pub async fn apply(
+        &self,
+        ex: &mut impl trusthub_store::Exec,
+        tenant: trusthub_store::TenantId,
+        agent: Option<uuid::Uuid>,
+    ) -> Result<usize, StoreError> {
+        let mut changed = 0;
+        for c in trusthub_store::cve::candidates(&mut *ex, tenant, agent).await? {
+            let want = self.matching(&Finding {
+                ecosystem: &c.ecosystem,
+                package: &c.package,
+                vuln_id: &c.vuln_id,
+                aliases: &c.aliases,
+                installed_version: &c.installed_version,
+            });
+            if want != c.suppression_id {
+                trusthub_store::cve::set_suppression(&mut *ex, c.id, want).await?;
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
 }

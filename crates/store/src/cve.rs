@@ -30,11 +30,24 @@ pub struct Finding {
     pub acknowledged_by: Option<String>,
     /// Why.
     pub ack_reason: Option<String>,
+    /// The suppression that applies to it (one that has not expired), if any.
+    pub suppression_id: Option<Uuid>,
+    /// Its reason.
+    pub suppression_reason: Option<String>,
+    /// Its expiry.
+    pub suppression_expires_at: Option<OffsetDateTime>,
 }
 
-const COLUMNS: &str = "id, tenant_id, agent_id, ecosystem, package, project_path, vuln_id, aliases, \
+const INSERT_COLUMNS: &str = "id, tenant_id, agent_id, ecosystem, package, project_path, vuln_id, aliases, \
     installed_version, fixed_versions, severity, severity_rank, cvss_score, summary, first_seen_at, \
     last_seen_at, fixed_at, acknowledged_at, acknowledged_by, ack_reason";
+
+/// A finding with the suppression applying to it at `$2` (the query's `now`).
+const SELECT: &str = "SELECT f.id, f.tenant_id, f.agent_id, f.ecosystem, f.package, f.project_path, f.vuln_id, \
+    f.aliases, f.installed_version, f.fixed_versions, f.severity, f.severity_rank, f.cvss_score, f.summary, \
+    f.first_seen_at, f.last_seen_at, f.fixed_at, f.acknowledged_at, f.acknowledged_by, f.ack_reason, \
+    s.id AS suppression_id, s.reason AS suppression_reason, s.expires_at AS suppression_expires_at \
+    FROM cve_findings f LEFT JOIN cve_suppressions s ON s.id = f.suppression_id AND s.expires_at > $2";
 
 /// What a host's scan found for one package and vulnerability.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -126,7 +139,7 @@ pub async fn record_scan(
             }
             None => {
                 let sql = format!(
-                    "INSERT INTO cve_findings ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL)"
+                    "INSERT INTO cve_findings ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL)"
                 );
                 on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(Uuid::now_v7()).bind(tenant.0).bind(agent).bind(&s.ecosystem).bind(&s.package)
@@ -155,12 +168,17 @@ pub async fn record_scan(
     Ok(new)
 }
 
-/// One finding of the tenant.
-pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Finding>> {
-    let sql = format!("SELECT {COLUMNS} FROM cve_findings WHERE tenant_id = $1 AND id = $2");
+/// One finding of the tenant (with the suppression applying at `now`).
+pub async fn get(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    now: OffsetDateTime,
+) -> StoreResult<Option<Finding>> {
+    let sql = format!("{SELECT} WHERE f.tenant_id = $1 AND f.id = $3");
     Ok(
         on!(ex, c => sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+        .bind(tenant.0).bind(now).bind(id).fetch_optional(&mut *c).await?),
     )
 }
 
@@ -188,6 +206,7 @@ pub async fn of_vulnerability(
     ex: &mut impl Exec,
     tenant: TenantId,
     ids: &[String],
+    now: OffsetDateTime,
 ) -> StoreResult<Vec<Finding>> {
     if ids.is_empty() {
         return Ok(Vec::new());
@@ -196,16 +215,16 @@ pub async fn of_vulnerability(
     let mut binds = Vec::new();
     for id in ids {
         binds.push(id.clone());
-        clauses.push(format!("vuln_id = ${}", binds.len() + 1));
+        clauses.push(format!("f.vuln_id = ${}", binds.len() + 2));
         binds.push(crate::osv::json_member_pattern(id));
-        clauses.push(format!("aliases LIKE ${} ESCAPE '\\'", binds.len() + 1));
+        clauses.push(format!("f.aliases LIKE ${} ESCAPE '\\'", binds.len() + 2));
     }
     let sql = format!(
-        "SELECT {COLUMNS} FROM cve_findings WHERE tenant_id = $1 AND ({}) ORDER BY severity_rank DESC, id DESC",
+        "{SELECT} WHERE f.tenant_id = $1 AND ({}) ORDER BY f.severity_rank DESC, f.id DESC",
         clauses.join(" OR ")
     );
     Ok(on!(ex, c => {
-        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql)).bind(tenant.0);
+        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(now);
         for b in &binds { q = q.bind(b.clone()); }
         q.fetch_all(&mut *c).await?
     }))
@@ -220,45 +239,50 @@ pub struct Filter {
     pub agent_id: Option<Uuid>,
     /// One ecosystem.
     pub ecosystem: Option<String>,
-    /// `open`, `acknowledged`, `fixed`.
+    /// `open`, `suppressed`, `acknowledged`, `fixed`, or `unfixed` (the first three).
     pub status: Option<String>,
     /// One package.
     pub package: Option<String>,
 }
 
 /// The tenant's findings, worst first then newest, after `cursor` (`(rank, id)` of the last
-/// row of the previous page).
+/// row of the previous page); statuses as at `now` (a suppression applies until it expires).
 pub async fn list(
     ex: &mut impl Exec,
     tenant: TenantId,
     f: &Filter,
     cursor: Option<(i64, Uuid)>,
     limit: i64,
+    now: OffsetDateTime,
 ) -> StoreResult<Vec<Finding>> {
-    let mut sql = format!("SELECT {COLUMNS} FROM cve_findings WHERE tenant_id = $1");
-    let mut n = 1;
+    let mut sql = format!("{SELECT} WHERE f.tenant_id = $1");
+    let mut n = 2;
     let mut arg = |sql: &mut String, clause: &str| {
         n += 1;
         sql.push_str(&clause.replace('?', &format!("${n}")));
     };
     if f.min_rank.is_some() {
-        arg(&mut sql, " AND severity_rank >= ?");
+        arg(&mut sql, " AND f.severity_rank >= ?");
     }
     if f.agent_id.is_some() {
-        arg(&mut sql, " AND agent_id = ?");
+        arg(&mut sql, " AND f.agent_id = ?");
     }
     if f.ecosystem.is_some() {
-        arg(&mut sql, " AND ecosystem = ?");
+        arg(&mut sql, " AND f.ecosystem = ?");
     }
     if f.package.is_some() {
-        arg(&mut sql, " AND package = ?");
+        arg(&mut sql, " AND f.package = ?");
     }
     match f.status.as_deref() {
-        Some("open") => sql.push_str(" AND fixed_at IS NULL AND acknowledged_at IS NULL"),
-        Some("acknowledged") => {
-            sql.push_str(" AND fixed_at IS NULL AND acknowledged_at IS NOT NULL")
+        Some("open") => {
+            sql.push_str(" AND f.fixed_at IS NULL AND s.id IS NULL AND f.acknowledged_at IS NULL")
         }
-        Some("fixed") => sql.push_str(" AND fixed_at IS NOT NULL"),
+        Some("suppressed") => sql.push_str(" AND f.fixed_at IS NULL AND s.id IS NOT NULL"),
+        Some("acknowledged") => sql
+            .push_str(" AND f.fixed_at IS NULL AND s.id IS NULL AND f.acknowledged_at IS NOT NULL"),
+        Some("fixed") => sql.push_str(" AND f.fixed_at IS NOT NULL"),
+        // Open, suppressed and acknowledged: what is still installed.
+        Some("unfixed") => sql.push_str(" AND f.fixed_at IS NULL"),
         _ => {}
     }
     if cursor.is_some() {
@@ -266,13 +290,15 @@ pub async fn list(
         let r = n;
         n += 1;
         sql.push_str(&format!(
-            " AND (severity_rank < ${r} OR (severity_rank = ${r} AND id < ${n}))"
+            " AND (f.severity_rank < ${r} OR (f.severity_rank = ${r} AND f.id < ${n}))"
         ));
     }
     n += 1;
-    sql.push_str(&format!(" ORDER BY severity_rank DESC, id DESC LIMIT ${n}"));
+    sql.push_str(&format!(
+        " ORDER BY f.severity_rank DESC, f.id DESC LIMIT ${n}"
+    ));
     Ok(on!(ex, c => {
-        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql)).bind(tenant.0);
+        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(now);
         if let Some(r) = f.min_rank { q = q.bind(r); }
         if let Some(a) = f.agent_id { q = q.bind(a); }
         if let Some(e) = &f.ecosystem { q = q.bind(e.clone()); }
@@ -280,4 +306,154 @@ pub async fn list(
         if let Some((r, id)) = cursor { q = q.bind(r).bind(id); }
         q.bind(limit).fetch_all(&mut *c).await?
     }))
+}
+
+// ---- suppressions -----------------------------------------------------------------------------
+
+/// A suppression row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Suppression {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// OSV ecosystem (`npm`, `PyPI`, `Debian:12`, or `Debian` for every release).
+    pub ecosystem: String,
+    /// The package as given.
+    pub package_name: String,
+    /// As the scan compares names.
+    pub package_key: String,
+    /// In the ecosystem's range syntax.
+    pub version_range: String,
+    /// One vulnerability (by id or alias), or every one of the package in the range.
+    pub vuln_id: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// Stops applying then.
+    pub expires_at: OffsetDateTime,
+    /// `user:<id>` or `token:<id>`.
+    pub created_by: String,
+    /// Created.
+    pub created_at: OffsetDateTime,
+}
+
+const SUPPRESSION_COLUMNS: &str = "id, tenant_id, ecosystem, package_name, package_key, version_range, \
+    vuln_id, reason, expires_at, created_by, created_at";
+
+/// Stores a suppression.
+pub async fn insert_suppression(ex: &mut impl Exec, s: &Suppression) -> StoreResult<()> {
+    let sql = format!(
+        "INSERT INTO cve_suppressions ({SUPPRESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+    );
+    on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(s.id).bind(s.tenant_id).bind(&s.ecosystem).bind(&s.package_name).bind(&s.package_key)
+        .bind(&s.version_range).bind(&s.vuln_id).bind(&s.reason).bind(s.expires_at)
+        .bind(&s.created_by).bind(s.created_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The tenant's suppressions, newest first, each with how many unfixed findings it
+/// suppresses at `now` (0 once expired).
+pub async fn suppressions(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> StoreResult<Vec<(Suppression, i64)>> {
+    let sql = format!(
+        "SELECT {SUPPRESSION_COLUMNS}, (SELECT COUNT(*) FROM cve_findings f WHERE f.suppression_id = s.id \
+         AND f.fixed_at IS NULL AND s.expires_at > $2) AS n FROM cve_suppressions s WHERE tenant_id = $1 \
+         ORDER BY created_at DESC, id DESC"
+    );
+    let rows: Vec<SuppressionCount> = on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(now).fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().map(|r| (r.s, r.n)).collect())
+}
+
+#[derive(sqlx::FromRow)]
+struct SuppressionCount {
+    #[sqlx(flatten)]
+    s: Suppression,
+    n: i64,
+}
+
+/// One suppression of the tenant.
+pub async fn suppression(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<Option<Suppression>> {
+    let sql = format!(
+        "SELECT {SUPPRESSION_COLUMNS} FROM cve_suppressions WHERE tenant_id = $1 AND id = $2"
+    );
+    Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+}
+
+/// Deletes a suppression; the findings it applied to are left for re-evaluation.
+pub async fn delete_suppression(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("DELETE FROM cve_suppressions WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The tenant's suppressions that have not expired at `now`.
+pub async fn active_suppressions(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> StoreResult<Vec<Suppression>> {
+    let sql = format!(
+        "SELECT {SUPPRESSION_COLUMNS} FROM cve_suppressions WHERE tenant_id = $1 AND expires_at > $2"
+    );
+    Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(now).fetch_all(&mut *c).await?))
+}
+
+/// What suppression matching reads of an unfixed finding.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Candidate {
+    /// Finding id.
+    pub id: Uuid,
+    /// Ecosystem.
+    pub ecosystem: String,
+    /// Package as installed.
+    pub package: String,
+    /// Advisory id.
+    pub vuln_id: String,
+    /// JSON array.
+    pub aliases: String,
+    /// Installed version.
+    pub installed_version: String,
+    /// The suppression recorded for it.
+    pub suppression_id: Option<Uuid>,
+}
+
+/// The tenant's unfixed findings (of one host when `agent` is given).
+pub async fn candidates(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Option<Uuid>,
+) -> StoreResult<Vec<Candidate>> {
+    let base = "SELECT id, ecosystem, package, vuln_id, aliases, installed_version, suppression_id \
+         FROM cve_findings WHERE tenant_id = $1 AND fixed_at IS NULL";
+    Ok(match agent {
+        Some(a) => {
+            on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(format!("{base} AND agent_id = $2")))
+            .bind(tenant.0).bind(a).fetch_all(&mut *c).await?)
+        }
+        None => on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(base))
+            .bind(tenant.0).fetch_all(&mut *c).await?),
+    })
+}
+
+/// Records which suppression applies to a finding.
+pub async fn set_suppression(
+    ex: &mut impl Exec,
+    finding: Uuid,
+    suppression: Option<Uuid>,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE cve_findings SET suppression_id = $1 WHERE id = $2")
+        .bind(suppression).bind(finding).execute(&mut *c).await?.rows_affected());
+    Ok(())
 }

@@ -195,7 +195,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let full_secs = full.elapsed().as_secs_f64();
     let findings = {
         let mut c = db.conn().await?;
-        trusthub_store::cve::list(&mut c, tenant, &Default::default(), None, i64::MAX)
+        trusthub_store::cve::list(&mut c, tenant, &Default::default(), None, i64::MAX, now)
             .await?
             .len()
     };

@@ -124,7 +124,7 @@ pub(crate) async fn import(
 }
 
 /// The tenant's host names.
-async fn hostnames(
+pub(crate) async fn hostnames(
     c: &mut impl trusthub_store::Exec,
     tenant: trusthub_store::TenantId,
 ) -> ApiResult<std::collections::HashMap<Uuid, String>> {
@@ -136,13 +136,15 @@ async fn hostnames(
 }
 
 /// A finding as the API shows it.
-fn view(
+pub(crate) fn view(
     f: trusthub_store::cve::Finding,
     hosts: &std::collections::HashMap<Uuid, String>,
 ) -> FindingView {
     FindingView {
         status: if f.fixed_at.is_some() {
             "fixed"
+        } else if f.suppression_id.is_some() {
+            "suppressed"
         } else if f.acknowledged_at.is_some() {
             "acknowledged"
         } else {
@@ -168,6 +170,9 @@ fn view(
         acknowledged_at: f.acknowledged_at,
         acknowledged_by: f.acknowledged_by,
         ack_reason: f.ack_reason,
+        suppression_id: f.suppression_id.filter(|_| f.fixed_at.is_none()),
+        suppression_reason: f.suppression_reason.filter(|_| f.fixed_at.is_none()),
+        suppressed_until: f.suppression_expires_at.filter(|_| f.fixed_at.is_none()),
     }
 }
 
@@ -227,7 +232,8 @@ pub struct FindingView {
     /// The lockfile's folder for an application dependency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_path: Option<String>,
-    /// `open`, `acknowledged` or `fixed`.
+    /// `fixed` (the installed version moved past the fix, or the package is gone), else
+    /// `suppressed` (a suppression in force matches it), else `acknowledged`, else `open`.
     pub status: String,
     /// First scan that found it.
     #[serde(with = "time::serde::rfc3339")]
@@ -255,6 +261,19 @@ pub struct FindingView {
     /// Why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ack_reason: Option<String>,
+    /// The suppression that applies to it (status `suppressed`; GET /cve-suppressions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppression_id: Option<Uuid>,
+    /// Its reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppression_reason: Option<String>,
+    /// When it stops applying (the finding is `open` again then, unless fixed).
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub suppressed_until: Option<OffsetDateTime>,
 }
 
 /// A page of findings.
@@ -326,15 +345,11 @@ pub(crate) async fn findings(
         min_rank,
         agent_id: q.agent_id,
         ecosystem: q.ecosystem,
-        // Suppressions are not built yet: nothing is suppressed.
         status: q.status.clone(),
         package: q.package,
     };
-    let rows = if q.status.as_deref() == Some("suppressed") {
-        Vec::new()
-    } else {
-        trusthub_store::cve::list(&mut c, p.tenant(), &filter, cursor, limit + 1).await?
-    };
+    let rows =
+        trusthub_store::cve::list(&mut c, p.tenant(), &filter, cursor, limit + 1, now()).await?;
     let hosts = hostnames(&mut c, p.tenant()).await?;
     let more = rows.len() as i64 > limit;
     let items: Vec<FindingView> = rows
@@ -406,7 +421,7 @@ async fn set_ack(
 ) -> ApiResult<axum::Json<FindingView>> {
     let now = now();
     let mut tx = state.db.begin().await?;
-    let Some(found) = trusthub_store::cve::get(&mut tx, p.tenant(), id).await? else {
+    let Some(found) = trusthub_store::cve::get(&mut tx, p.tenant(), id, now).await? else {
         return Err(ApiError::NotFound("finding"));
     };
     match (reason, found.acknowledged_at.is_some()) {
@@ -443,7 +458,7 @@ async fn set_ack(
         now,
     )
     .await?;
-    let updated = trusthub_store::cve::get(&mut tx, p.tenant(), id)
+    let updated = trusthub_store::cve::get(&mut tx, p.tenant(), id, now)
         .await?
         .ok_or(ApiError::NotFound("finding"))?;
     let hosts = hostnames(&mut tx, p.tenant()).await?;
@@ -496,7 +511,7 @@ pub(crate) async fn advisory(
     };
     let mut ids: Vec<String> = serde_json::from_str(&a.aliases).unwrap_or_default();
     ids.push(a.id.clone());
-    let rows = trusthub_store::cve::of_vulnerability(&mut c, p.tenant(), &ids).await?;
+    let rows = trusthub_store::cve::of_vulnerability(&mut c, p.tenant(), &ids, now()).await?;
     let hosts = hostnames(&mut c, p.tenant()).await?;
     Ok(axum::Json(AdvisoryView {
         aliases: serde_json::from_str(&a.aliases).unwrap_or_default(),

@@ -10,10 +10,12 @@ pub mod apps;
 pub mod audit_log;
 pub mod auth;
 pub mod cve;
+pub mod cve_export;
 pub mod evidence;
 pub mod health;
 pub mod invitations;
 pub mod me;
+pub mod suppressions;
 pub mod totp;
 pub mod users;
 pub mod webhooks;
@@ -33,6 +35,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(alerts::router())
         .merge(anomalies::router())
         .merge(cve::router())
+        .merge(suppressions::router())
+        .merge(cve_export::router())
         .merge(webhooks::router())
         .merge(totp::router())
         .merge(invitations::router())

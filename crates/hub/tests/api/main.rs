@@ -23,6 +23,7 @@ mod invitations;
 mod meta;
 mod mtls;
 mod otlp;
+mod suppressions;
 mod totp;
 mod users;
 mod web;

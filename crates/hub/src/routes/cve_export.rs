@@ -1,0 +1,414 @@
+//! Exports of the findings that other tools read (CONTRACT 15): SARIF 2.1.0 of the tenant's
+//! open findings and a CycloneDX 1.6 SBOM per host with its vulnerabilities.
+
+use crate::auth::Viewer;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Path, Query};
+use crate::openapi::api_routes;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use time::OffsetDateTime;
+use trusthub_store::cve::{Filter, Finding};
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(sarif))
+        .routes(api_routes!(sbom))
+}
+
+fn rfc(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn json_file(v: &Value, content_type: &str) -> Response {
+    (
+        [(header::CONTENT_TYPE, content_type.to_owned())],
+        serde_json::to_string_pretty(v).unwrap_or_default(),
+    )
+        .into_response()
+}
+
+/// `(project folder, OSV ecosystem)` -> lockfile name, from a host's latest inventory.
+fn lockfiles(inventory: &Value) -> HashMap<(String, String), String> {
+    let mut out = HashMap::new();
+    for d in inventory["app_dependencies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(p), Some(l), Some(e)) = (
+            d["project_path"].as_str(),
+            d["lockfile"].as_str(),
+            d["ecosystem"]
+                .as_str()
+                .and_then(trusthub_core::scan::app_ecosystem),
+        ) {
+            out.insert((p.to_owned(), e.to_owned()), l.to_owned());
+        }
+    }
+    out
+}
+
+/// Filters of the SARIF export.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SarifQuery {
+    /// One host.
+    pub agent_id: Option<Uuid>,
+    /// At least this severity: CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
+    #[param(pattern = "^(CRITICAL|HIGH|MEDIUM|LOW|UNKNOWN)$")]
+    pub severity: Option<String>,
+}
+
+fn level(severity: &str) -> &'static str {
+    match severity {
+        "CRITICAL" | "HIGH" => "error",
+        "MEDIUM" => "warning",
+        _ => "note",
+    }
+}
+
+/// The SARIF 2.1.0 log of `findings` (open ones).
+pub(crate) fn sarif_log(
+    findings: &[Finding],
+    hosts: &HashMap<Uuid, String>,
+    locks: &HashMap<Uuid, HashMap<(String, String), String>>,
+    public_url: &str,
+) -> Value {
+    let mut rules: Vec<Value> = Vec::new();
+    let mut rule_index: HashMap<String, usize> = HashMap::new();
+    let mut results = Vec::new();
+    for f in findings {
+        let s = &f.seen;
+        let index = *rule_index.entry(s.vuln_id.clone()).or_insert_with(|| {
+            let mut rule = json!({
+                "id": s.vuln_id,
+                "shortDescription": {"text": if s.summary.is_empty() { s.vuln_id.clone() } else { s.summary.clone() }},
+                "helpUri": format!("https://osv.dev/vulnerability/{}", s.vuln_id),
+                "defaultConfiguration": {"level": level(&s.severity)},
+                "properties": {"tags": ["security", "vulnerability"], "severity": s.severity},
+            });
+            if let Some(score) = s.cvss_score {
+                // GitHub code scanning reads this to rank security results.
+                rule["properties"]["security-severity"] = json!(format!("{score:.1}"));
+            }
+            rules.push(rule);
+            rules.len() - 1
+        });
+        let host = hosts.get(&f.agent_id).cloned().unwrap_or_default();
+        let fixed: Vec<String> = serde_json::from_str(&s.fixed_versions).unwrap_or_default();
+        let uri = if s.project_path.is_empty() {
+            "os-packages".to_owned()
+        } else {
+            let lock = locks
+                .get(&f.agent_id)
+                .and_then(|m| m.get(&(s.project_path.clone(), s.ecosystem.clone())));
+            let path = match lock {
+                Some(l) => format!("{}/{l}", s.project_path.trim_end_matches('/')),
+                None => s.project_path.clone(),
+            };
+            if path.starts_with('/') {
+                format!("file://{path}")
+            } else {
+                path
+            }
+        };
+        let message = format!(
+            "{} {} {} on {host} is affected by {}{}",
+            s.ecosystem,
+            s.package,
+            s.installed_version,
+            s.vuln_id,
+            if fixed.is_empty() {
+                " (no fixed version published)".to_owned()
+            } else {
+                format!("; fixed in {}", fixed.join(", "))
+            }
+        );
+        results.push(json!({
+            "ruleId": s.vuln_id,
+            "ruleIndex": index,
+            "level": level(&s.severity),
+            "message": {"text": message},
+            "locations": [{
+                "physicalLocation": {"artifactLocation": {"uri": uri}},
+                "logicalLocations": [{"name": s.package, "fullyQualifiedName": format!("{host}/{}", s.package), "kind": "module"}],
+            }],
+            "partialFingerprints": {"trusthubFinding/v1": f.id.to_string()},
+            "properties": {
+                "agent_id": f.agent_id, "hostname": host, "ecosystem": s.ecosystem,
+                "package": s.package, "installed_version": s.installed_version,
+                "fixed_versions": fixed, "purl": trusthub_core::purl::of(&s.ecosystem, &s.package, Some(&s.installed_version)),
+                "first_seen_at": rfc(f.first_seen_at),
+            },
+        }));
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "Trusthub",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": public_url,
+                "rules": rules,
+            }},
+            "results": results,
+        }],
+    })
+}
+
+/// SARIF 2.1.0 of the tenant's open findings (viewer): one rule per vulnerability, one
+/// result per open finding (neither suppressed, acknowledged nor fixed), located at the
+/// lockfile (`file:///srv/app/package-lock.json`; the project folder for agents that do not
+/// report the lockfile's name) or `os-packages`. Levels: CRITICAL and HIGH `error`, MEDIUM
+/// `warning`, the rest `note`; `security-severity` carries the CVSS score.
+#[utoipa::path(get, path = "/inventory/cves/export.sarif", tag = "cve", params(SarifQuery),
+    responses((status = 200, description = "A SARIF 2.1.0 log", content_type = "application/sarif+json", body = Object),
+        (status = 400, body = Problem)))]
+pub(crate) async fn sarif(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Query(q): Query<SarifQuery>,
+) -> ApiResult<Response> {
+    let min_rank = match q.severity.as_deref() {
+        None => None,
+        Some(s) => match trusthub_core::osv::Severity::parse(s) {
+            Some(v) if v.as_str() == s => Some(v.rank()),
+            _ => {
+                return Err(ApiError::invalid(
+                    "severity",
+                    "use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN",
+                ));
+            }
+        },
+    };
+    let mut c = state.db.conn().await?;
+    let filter = Filter {
+        min_rank,
+        agent_id: q.agent_id,
+        status: Some("open".into()),
+        ..Default::default()
+    };
+    let findings =
+        trusthub_store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now()).await?;
+    let hosts = super::cve::hostnames(&mut c, p.tenant()).await?;
+    let mut locks = HashMap::new();
+    let mut agents: Vec<Uuid> = findings
+        .iter()
+        .filter(|f| !f.seen.project_path.is_empty())
+        .map(|f| f.agent_id)
+        .collect();
+    agents.sort();
+    agents.dedup();
+    for agent in agents {
+        let inv = trusthub_store::telemetry::latest_inventory(&mut c, p.tenant(), agent)
+            .await?
+            .map(|s| s.snapshot.0)
+            .unwrap_or(Value::Null);
+        locks.insert(agent, lockfiles(&inv));
+    }
+    let log = sarif_log(&findings, &hosts, &locks, &state.public_url);
+    Ok(json_file(&log, "application/sarif+json"))
+}
+
+/// A component of the SBOM: `(ecosystem or manager, name, version, project)`.
+type Component = (String, String, String, String);
+
+/// The packages of an inventory as SBOM components: OS packages (with the distribution's
+/// purl when the release is known) and lockfile dependencies.
+fn components(inventory: &Value) -> Vec<Component> {
+    let os = trusthub_core::scan::os_ecosystem(&inventory["os"]).ok();
+    let mut out = Vec::new();
+    for p in inventory["packages"].as_array().into_iter().flatten() {
+        let (Some(n), Some(v)) = (p["name"].as_str(), p["version"].as_str()) else {
+            continue;
+        };
+        let eco = match (&os, p["manager"].as_str()) {
+            (Some(e), Some(m))
+                if matches!(
+                    (e.split(':').next().unwrap_or_default(), m),
+                    ("Debian" | "Ubuntu", "dpkg")
+                        | ("Alpine", "apk")
+                        | ("Red Hat" | "AlmaLinux" | "Rocky Linux", "rpm")
+                ) =>
+            {
+                e.clone()
+            }
+            (_, m) => m.unwrap_or("os").to_owned(),
+        };
+        out.push((eco, n.to_owned(), v.to_owned(), String::new()));
+    }
+    for d in inventory["app_dependencies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let (Some(n), Some(v)) = (d["name"].as_str(), d["version"].as_str()) else {
+            continue;
+        };
+        let raw = d["ecosystem"].as_str().unwrap_or_default();
+        let eco = trusthub_core::scan::app_ecosystem(raw).unwrap_or(raw);
+        out.push((
+            eco.to_owned(),
+            n.to_owned(),
+            v.to_owned(),
+            d["project_path"].as_str().unwrap_or_default().to_owned(),
+        ));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn cdx_severity(s: &str) -> &'static str {
+    match s {
+        "CRITICAL" => "critical",
+        "HIGH" => "high",
+        "MEDIUM" => "medium",
+        "LOW" => "low",
+        _ => "unknown",
+    }
+}
+
+/// The CycloneDX 1.6 SBOM of a host.
+pub(crate) fn cyclonedx(
+    hostname: &str,
+    agent: Uuid,
+    inventory: &Value,
+    collected_at: Option<OffsetDateTime>,
+    findings: &[Finding],
+    now: OffsetDateTime,
+) -> Value {
+    let comps = components(inventory);
+    let mut refs: BTreeMap<(String, String, String, String), String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, (eco, name, version, project)) in comps.iter().enumerate() {
+        let bom_ref = format!("component-{i}");
+        let mut c = json!({
+            "type": "library",
+            "bom-ref": bom_ref,
+            "name": name,
+            "version": version,
+        });
+        if let Some(purl) = trusthub_core::purl::of(eco, name, Some(version)) {
+            c["purl"] = json!(purl);
+        }
+        let mut props = vec![json!({"name": "trusthub:ecosystem", "value": eco})];
+        if !project.is_empty() {
+            props.push(json!({"name": "trusthub:project_path", "value": project}));
+        }
+        c["properties"] = json!(props);
+        refs.insert(
+            (eco.clone(), name.clone(), version.clone(), project.clone()),
+            bom_ref,
+        );
+        out.push(c);
+    }
+    let mut vulns = Vec::new();
+    for f in findings.iter().filter(|f| f.fixed_at.is_none()) {
+        let s = &f.seen;
+        let Some(r) = refs.get(&(
+            s.ecosystem.clone(),
+            s.package.clone(),
+            s.installed_version.clone(),
+            s.project_path.clone(),
+        )) else {
+            continue;
+        };
+        let fixed: Vec<String> = serde_json::from_str(&s.fixed_versions).unwrap_or_default();
+        let aliases: Vec<String> = serde_json::from_str(&s.aliases).unwrap_or_default();
+        let mut rating = json!({"severity": cdx_severity(&s.severity), "source": {"name": "OSV"}});
+        if let Some(score) = s.cvss_score {
+            rating["score"] = json!(score);
+            rating["method"] = json!("CVSSv31");
+        }
+        let mut v = json!({
+            "bom-ref": format!("finding-{}", f.id),
+            "id": s.vuln_id,
+            "source": {"name": "OSV", "url": format!("https://osv.dev/vulnerability/{}", s.vuln_id)},
+            "references": aliases.iter().map(|a| json!({"id": a, "source": {"name": "OSV", "url": format!("https://osv.dev/vulnerability/{a}")}})).collect::<Vec<_>>(),
+            "ratings": [rating],
+            "description": s.summary,
+            "created": rfc(f.first_seen_at),
+            "affects": [{"ref": r}],
+        });
+        if !fixed.is_empty() {
+            v["recommendation"] = json!(format!("Upgrade {} to {}", s.package, fixed.join(" or ")));
+        }
+        if f.suppression_id.is_some() {
+            v["analysis"] = json!({"state": "not_affected",
+                "detail": format!("Suppressed until {}: {}", f.suppression_expires_at.map(rfc).unwrap_or_default(), f.suppression_reason.clone().unwrap_or_default())});
+        } else if f.acknowledged_at.is_some() {
+            v["analysis"] = json!({"state": "exploitable", "response": ["will_not_fix"],
+                "detail": format!("Acknowledged: {}", f.ack_reason.clone().unwrap_or_default())});
+        }
+        vulns.push(v);
+    }
+    let mut metadata = json!({
+        "timestamp": rfc(now),
+        "tools": {"components": [{"type": "application", "name": "Trusthub", "version": env!("CARGO_PKG_VERSION")}]},
+        "component": {"type": "device", "bom-ref": format!("host-{agent}"), "name": hostname},
+    });
+    if let Some(t) = collected_at {
+        metadata["properties"] =
+            json!([{"name": "trusthub:inventory_collected_at", "value": rfc(t)}]);
+    }
+    json!({
+        "$schema": "http://cyclonedx.org/schema/bom-1.6.schema.json",
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.6",
+        "serialNumber": format!("urn:uuid:{}", Uuid::new_v4()),
+        "version": 1,
+        "metadata": metadata,
+        "components": out,
+        "vulnerabilities": vulns,
+    })
+}
+
+/// The host's CycloneDX 1.6 SBOM (viewer): every package of its latest inventory (OS
+/// packages and lockfile dependencies, with purls) and a `vulnerabilities` section of its
+/// unfixed findings (suppressed ones with `analysis.state` `not_affected` and the reason,
+/// acknowledged ones `exploitable` / `will_not_fix`). 404 for another tenant's host.
+#[utoipa::path(get, path = "/agents/{id}/sbom.cdx.json", tag = "cve",
+    params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, description = "A CycloneDX 1.6 JSON BOM", content_type = "application/vnd.cyclonedx+json", body = Object),
+        (status = 404, body = Problem)))]
+pub(crate) async fn sbom(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<Response> {
+    let now = now();
+    let mut c = state.db.conn().await?;
+    let Some(agent) = trusthub_store::agents::get(&mut c, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("agent"));
+    };
+    let inv = trusthub_store::telemetry::latest_inventory(&mut c, p.tenant(), id).await?;
+    let filter = Filter {
+        agent_id: Some(id),
+        status: Some("unfixed".into()),
+        ..Default::default()
+    };
+    let findings =
+        trusthub_store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now).await?;
+    let (snapshot, collected) = match inv {
+        Some(s) => (s.snapshot.0, Some(s.collected_at)),
+        None => (Value::Null, None),
+    };
+    let bom = cyclonedx(&agent.hostname, id, &snapshot, collected, &findings, now);
+    Ok(json_file(
+        &bom,
+        "application/vnd.cyclonedx+json; version=1.6",
+    ))
+}

@@ -1,0 +1,508 @@
+//! CVE suppressions (SPEC 2.5, CONTRACT 15): a package of an ecosystem in a version range
+//! (optionally one vulnerability) accepted for a reason until a date, and their OpenVEX
+//! export.
+
+use crate::auth::{Operator, Viewer};
+use crate::cve::Suppressions;
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::{Json, Meta, Path};
+use crate::openapi::api_routes;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::audit as ev;
+use trusthub_store::cve::Suppression;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(create, list))
+        .routes(api_routes!(export_openvex))
+        .routes(api_routes!(get_one, delete))
+}
+
+/// A new suppression (SPEC 2.5).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSuppression {
+    /// The package as installed (npm names with their scope; PyPI names are compared by PEP
+    /// 503, so `Django_Rest` and `django-rest` are the same).
+    #[schema(min_length = 1, max_length = 214)]
+    pub package_name: String,
+    /// `npm`, `PyPI` (or SPEC's `pip`), `RubyGems`, `Go`, or a distribution (`Debian`,
+    /// `Debian:12`, `Ubuntu:22.04`, `Alpine:v3.19`, `AlmaLinux:9`, `Rocky Linux:9`, `Red Hat`);
+    /// a distribution without a release covers all of them. `Packagist` (SPEC's `composer`)
+    /// is refused until the hub orders Composer versions.
+    pub ecosystem: String,
+    /// Versions in the ecosystem's own syntax: node-semver ranges for npm (`^1.2.3`, `>=1.0.0
+    /// <1.4.2 || 2.x`), PEP 440 specifiers for PyPI (`>=2.0,<2.31`, `~=1.4`, `==1.1.*`),
+    /// `Gem::Requirement` for RubyGems (`~> 6.1, >= 6.1.7`), comparators for Go and the
+    /// distributions (`>= 1.2.3-1, << 1.2.3-4`; `||` between alternatives); `*` for every
+    /// version. Checked at creation.
+    #[schema(min_length = 1, max_length = 1000)]
+    pub version_range: String,
+    /// Why (1 to 500 characters); recorded in evidence when an upgrade is skipped.
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+    /// When it stops applying: an RFC 3339 instant, or an ISO 8601 date meaning 00:00 UTC
+    /// that day. In the future and at most one year ahead.
+    pub expires_at: String,
+    /// One vulnerability (its id or an alias: `GHSA-…`, `CVE-…`); absent: every vulnerability
+    /// of the package in the range.
+    #[schema(min_length = 1, max_length = 100)]
+    pub vuln_id: Option<String>,
+}
+
+/// A suppression.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SuppressionView {
+    /// Id.
+    pub id: Uuid,
+    /// As given.
+    pub package_name: String,
+    /// OSV ecosystem (SPEC's `pip` is stored as `PyPI`).
+    pub ecosystem: String,
+    /// As given.
+    pub version_range: String,
+    /// One vulnerability, or absent for all of the package's in the range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vuln_id: Option<String>,
+    /// Why.
+    pub reason: String,
+    /// When it stops applying.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// `user:<id>` or `token:<id>`.
+    pub created_by: String,
+    /// Created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Whether it has not expired.
+    pub active: bool,
+    /// Unfixed findings it suppresses now.
+    pub findings: i64,
+}
+
+fn view(s: Suppression, findings: i64, now: OffsetDateTime) -> SuppressionView {
+    SuppressionView {
+        active: s.expires_at > now,
+        id: s.id,
+        package_name: s.package_name,
+        ecosystem: s.ecosystem,
+        version_range: s.version_range,
+        vuln_id: s.vuln_id,
+        reason: s.reason,
+        expires_at: s.expires_at,
+        created_by: s.created_by,
+        created_at: s.created_at,
+        findings,
+    }
+}
+
+/// The ecosystem as stored (its OSV spelling), or why it is refused.
+pub(crate) fn ecosystem(e: &str) -> Result<String, String> {
+    let e = e.trim();
+    let (base, release) = match e.split_once(':') {
+        Some((b, r)) => (b, Some(r)),
+        None => (e, None),
+    };
+    let canonical = match base.to_ascii_lowercase().as_str() {
+        "npm" => "npm",
+        "pypi" | "pip" => "PyPI",
+        "rubygems" => "RubyGems",
+        "go" => "Go",
+        "packagist" | "composer" => {
+            return Err(
+                "Packagist (composer) versions are not ordered by this hub yet, so a range cannot be checked"
+                    .into(),
+            );
+        }
+        "debian" => "Debian",
+        "ubuntu" => "Ubuntu",
+        "alpine" => "Alpine",
+        "almalinux" => "AlmaLinux",
+        "rocky linux" => "Rocky Linux",
+        "red hat" => "Red Hat",
+        _ => {
+            return Err(format!(
+                "unknown ecosystem `{e}`: use npm, PyPI (pip), RubyGems, Go, Debian, Ubuntu, Alpine, AlmaLinux, Rocky Linux or Red Hat, with :<release> for a distribution's release"
+            ));
+        }
+    };
+    match release {
+        None => Ok(canonical.to_owned()),
+        Some(r)
+            if trusthub_core::version::Scheme::of_ecosystem(canonical).is_some_and(|s| {
+                !matches!(
+                    s,
+                    trusthub_core::version::Scheme::Npm
+                        | trusthub_core::version::Scheme::Pep440
+                        | trusthub_core::version::Scheme::Gem
+                        | trusthub_core::version::Scheme::Go
+                )
+            }) && !r.is_empty()
+                && r.len() <= 40
+                && r.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".:-_ ".contains(c)) =>
+        {
+            Ok(format!("{canonical}:{r}"))
+        }
+        Some(_) => Err(format!(
+            "`{e}`: only a distribution takes a release after the colon (Debian:12)"
+        )),
+    }
+}
+
+/// The instant `expires_at` names: RFC 3339, or a date (00:00 UTC).
+fn expiry(s: &str) -> Option<OffsetDateTime> {
+    let s = s.trim();
+    if let Ok(t) = OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) {
+        return Some(t.replace_nanosecond(0).unwrap_or(t));
+    }
+    let d = time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]")).ok()?;
+    Some(d.midnight().assume_utc())
+}
+
+/// Checks a new suppression: every problem at once, each naming its field.
+pub(crate) fn check(
+    req: &NewSuppression,
+    now: OffsetDateTime,
+) -> Result<(String, String, OffsetDateTime), ApiError> {
+    let mut errors = Vec::new();
+    let mut err = |field: &str, message: String| {
+        errors.push(FieldError {
+            field: field.into(),
+            message,
+        })
+    };
+    let name = req.package_name.trim();
+    if name.is_empty() || name.chars().count() > 214 {
+        err("package_name", "1 to 214 characters".into());
+    } else if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        err("package_name", "no spaces or control characters".into());
+    }
+    let eco = match ecosystem(&req.ecosystem) {
+        Ok(e) => Some(e),
+        Err(m) => {
+            err("ecosystem", m);
+            None
+        }
+    };
+    if let Some(e) = &eco
+        && let Some(scheme) = trusthub_core::version::Scheme::of_ecosystem(e)
+        && let Err(why) = trusthub_core::version::range::Range::parse(scheme, &req.version_range)
+    {
+        err(
+            "version_range",
+            format!("not a {} range: {why}", scheme.name()),
+        );
+    }
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        err("reason", "1 to 500 characters".into());
+    }
+    if let Some(v) = &req.vuln_id {
+        let v = v.trim();
+        if v.is_empty()
+            || v.len() > 100
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+        {
+            err(
+                "vuln_id",
+                "an advisory id or alias such as GHSA-xxxx-xxxx-xxxx or CVE-2024-1234".into(),
+            );
+        }
+    }
+    let latest = now
+        .replace_year(now.year() + 1)
+        .unwrap_or(now + time::Duration::days(365));
+    let expires = match expiry(&req.expires_at) {
+        None => {
+            err(
+                "expires_at",
+                "an RFC 3339 instant (2027-01-31T00:00:00Z) or a date (2027-01-31)".into(),
+            );
+            None
+        }
+        Some(t) if t <= now => {
+            err("expires_at", "must be in the future".into());
+            None
+        }
+        Some(t) if t > latest => {
+            err(
+                "expires_at",
+                format!("at most one year ahead (until {latest})"),
+            );
+            None
+        }
+        Some(t) => Some(t),
+    };
+    match (eco, expires) {
+        (Some(e), Some(t)) if errors.is_empty() => {
+            let base = e.split(':').next().unwrap_or_default().to_owned();
+            Ok((e, trusthub_core::scan::normalize_name(&base, name), t))
+        }
+        _ => Err(ApiError::Validation(errors)),
+    }
+}
+
+/// Creates a suppression for `p`'s tenant (the API and the dashboard), applies it to the
+/// tenant's findings, audited.
+pub(crate) async fn create_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: &NewSuppression,
+) -> ApiResult<SuppressionView> {
+    let now = now();
+    let (eco, key, expires_at) = check(req, now)?;
+    let s = Suppression {
+        id: Uuid::now_v7(),
+        tenant_id: p.tenant().0,
+        ecosystem: eco,
+        package_name: req.package_name.trim().to_owned(),
+        package_key: key,
+        version_range: req.version_range.trim().to_owned(),
+        vuln_id: req.vuln_id.as_deref().map(|v| v.trim().to_owned()),
+        reason: req.reason.trim().to_owned(),
+        expires_at,
+        created_by: p.actor(),
+        created_at: now,
+    };
+    let mut tx = state.db.begin().await?;
+    trusthub_store::cve::insert_suppression(&mut tx, &s).await?;
+    Suppressions::load(&mut tx, p.tenant(), now)
+        .await?
+        .apply(&mut tx, p.tenant(), None)
+        .await?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::CVE_SUPPRESSION_CREATED,
+        format!("cve_suppression:{}", s.id),
+        json!({"package_name": s.package_name, "ecosystem": s.ecosystem, "version_range": s.version_range,
+            "vuln_id": s.vuln_id, "reason": s.reason, "expires_at": s.expires_at.to_string()}),
+    )
+    .await?;
+    let n = count(&mut tx, p.tenant(), s.id, now).await?;
+    tx.commit().await?;
+    Ok(view(s, n, now))
+}
+
+async fn count(
+    tx: &mut trusthub_store::Tx,
+    tenant: trusthub_store::TenantId,
+    id: Uuid,
+    now: OffsetDateTime,
+) -> ApiResult<i64> {
+    Ok(trusthub_store::cve::suppressions(tx, tenant, now)
+        .await?
+        .into_iter()
+        .find(|(s, _)| s.id == id)
+        .map_or(0, |(_, n)| n))
+}
+
+/// Suppress findings (operator): every unfixed finding of the package in the range (of one
+/// vulnerability when `vuln_id` is given) shows `suppressed` with the reason until
+/// `expires_at`, raises no alert and is never auto-patched; then it is `open` again by
+/// itself. Findings of later scans are matched too. When several suppressions match a
+/// finding, the one expiring last applies. Audit `cve_suppression_created`.
+#[utoipa::path(post, path = "/cve-suppressions", tag = "cve", request_body = NewSuppression,
+    responses((status = 201, body = SuppressionView), (status = 422, body = Problem)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Json(req): Json<NewSuppression>,
+) -> ApiResult<(StatusCode, axum::Json<SuppressionView>)> {
+    let v = create_by(&state, &meta, &p, &req).await?;
+    Ok((StatusCode::CREATED, axum::Json(v)))
+}
+
+/// The tenant's suppressions (viewer), newest first, expired ones included (`active:
+/// false`), each with the number of unfixed findings it suppresses now.
+#[utoipa::path(get, path = "/cve-suppressions", tag = "cve",
+    responses((status = 200, body = Vec<SuppressionView>)))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<SuppressionView>>> {
+    let now = now();
+    let mut c = state.db.conn().await?;
+    let rows = trusthub_store::cve::suppressions(&mut c, p.tenant(), now).await?;
+    Ok(axum::Json(
+        rows.into_iter().map(|(s, n)| view(s, n, now)).collect(),
+    ))
+}
+
+/// One suppression (viewer).
+#[utoipa::path(get, path = "/cve-suppressions/{id}", tag = "cve",
+    params(("id" = Uuid, Path, description = "Suppression id")),
+    responses((status = 200, body = SuppressionView), (status = 404, body = Problem)))]
+pub(crate) async fn get_one(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<SuppressionView>> {
+    let now = now();
+    let mut c = state.db.conn().await?;
+    let rows = trusthub_store::cve::suppressions(&mut c, p.tenant(), now).await?;
+    rows.into_iter()
+        .find(|(s, _)| s.id == id)
+        .map(|(s, n)| axum::Json(view(s, n, now)))
+        .ok_or(ApiError::NotFound("suppression"))
+}
+
+/// Deletes a suppression of `p`'s tenant (the API and the dashboard): its findings are
+/// matched again against the others. Audited.
+pub(crate) async fn delete_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    id: Uuid,
+) -> ApiResult<StatusCode> {
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let Some(s) = trusthub_store::cve::suppression(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("suppression"));
+    };
+    trusthub_store::cve::delete_suppression(&mut tx, p.tenant(), id).await?;
+    Suppressions::load(&mut tx, p.tenant(), now)
+        .await?
+        .apply(&mut tx, p.tenant(), None)
+        .await?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::CVE_SUPPRESSION_DELETED,
+        format!("cve_suppression:{id}"),
+        json!({"package_name": s.package_name, "ecosystem": s.ecosystem, "version_range": s.version_range,
+            "vuln_id": s.vuln_id, "reason": s.reason}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Delete a suppression (operator): the findings it suppressed are `open` again (or
+/// suppressed by another that matches). Audit `cve_suppression_deleted`.
+#[utoipa::path(delete, path = "/cve-suppressions/{id}", tag = "cve",
+    params(("id" = Uuid, Path, description = "Suppression id")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    delete_by(&state, &meta, &p, id).await
+}
+
+/// The OpenVEX 0.2.0 document of the tenant's suppressions in force.
+pub(crate) async fn openvex(
+    state: &AppState,
+    tenant: trusthub_store::TenantId,
+) -> ApiResult<serde_json::Value> {
+    let now = now();
+    let mut c = state.db.conn().await?;
+    let sups = trusthub_store::cve::suppressions(&mut c, tenant, now).await?;
+    let filter = trusthub_store::cve::Filter {
+        status: Some("suppressed".into()),
+        ..Default::default()
+    };
+    let findings = trusthub_store::cve::list(&mut c, tenant, &filter, None, i64::MAX, now).await?;
+    let tenant_name = trusthub_store::tenants::get(&mut c, tenant)
+        .await?
+        .map(|t| t.name)
+        .unwrap_or_default();
+    let rfc = |t: OffsetDateTime| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    };
+    let mut statements = Vec::new();
+    for (s, _) in sups.iter().filter(|(s, _)| s.expires_at > now) {
+        // Per vulnerability: the installed versions it suppresses.
+        let mut by_vuln: std::collections::BTreeMap<
+            String,
+            (Vec<String>, std::collections::BTreeSet<String>),
+        > = Default::default();
+        for f in findings.iter().filter(|f| f.suppression_id == Some(s.id)) {
+            let entry = by_vuln.entry(f.seen.vuln_id.clone()).or_default();
+            entry.0 = serde_json::from_str(&f.seen.aliases).unwrap_or_default();
+            if let Some(purl) = trusthub_core::purl::of(
+                &f.seen.ecosystem,
+                &f.seen.package,
+                Some(&f.seen.installed_version),
+            ) {
+                entry.1.insert(purl);
+            }
+        }
+        let mut notes = format!(
+            "Trusthub suppression {} of {} {} versions {}, until {}",
+            s.id,
+            s.ecosystem,
+            s.package_name,
+            s.version_range,
+            rfc(s.expires_at)
+        );
+        if by_vuln.is_empty() {
+            // A suppression of one vulnerability that matches no installed version yet: a
+            // statement about the package, its range in the notes.
+            let (Some(v), Some(purl)) = (
+                &s.vuln_id,
+                trusthub_core::purl::of(&s.ecosystem, &s.package_name, None),
+            ) else {
+                continue;
+            };
+            notes.push_str("; no installed version matches it yet");
+            by_vuln.insert(v.clone(), (Vec::new(), [purl].into_iter().collect()));
+        }
+        for (vuln, (aliases, purls)) in by_vuln {
+            let mut vulnerability = json!({"name": vuln});
+            if !aliases.is_empty() {
+                vulnerability["aliases"] = json!(aliases);
+            }
+            statements.push(json!({
+                "vulnerability": vulnerability,
+                "timestamp": rfc(s.created_at),
+                "products": purls.iter().map(|p| json!({"@id": p, "identifiers": {"purl": p}})).collect::<Vec<_>>(),
+                "status": "not_affected",
+                "impact_statement": s.reason,
+                "status_notes": notes,
+            }));
+        }
+    }
+    let last = sups.iter().map(|(s, _)| s.created_at).max().unwrap_or(now);
+    Ok(json!({
+        "@context": "https://openvex.dev/ns/v0.2.0",
+        "@id": format!("urn:uuid:{}", Uuid::now_v7()),
+        "author": format!("Trusthub ({tenant_name})"),
+        "role": "Document Creator",
+        "timestamp": rfc(now),
+        "last_updated": rfc(last.max(now)),
+        "version": 1,
+        "tooling": "Trusthub",
+        "statements": statements,
+    }))
+}
+
+/// OpenVEX 0.2.0 (viewer): each suppression in force as `not_affected` statements, one per
+/// vulnerability it suppresses, its products the purls of the installed versions it matches
+/// and its reason the `impact_statement`. A suppression of every vulnerability of a package
+/// that matches nothing installed has no statement (OpenVEX names a vulnerability); one of a
+/// single vulnerability then names the package without a version.
+#[utoipa::path(get, path = "/cve-suppressions/export.openvex.json", tag = "cve",
+    responses((status = 200, description = "An OpenVEX 0.2.0 document", content_type = "application/json", body = Object)))]
+pub(crate) async fn export_openvex(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<serde_json::Value>> {
+    Ok(axum::Json(openvex(&state, p.tenant()).await?))
+}
