@@ -395,17 +395,22 @@ pub type Generation = (Option<OffsetDateTime>, i64);
 /// The package names advisories name, per name: `(scope, ecosystem)` pairs. Kept by the
 /// process until the advisory data changes.
 #[derive(Debug, Default)]
-pub struct NameIndex(std::collections::HashMap<String, Vec<(String, String)>>);
+pub struct NameIndex(
+    std::collections::HashMap<String, Vec<(String, String)>>,
+    std::collections::HashSet<(String, String)>,
+);
 
 impl NameIndex {
     /// Loads it.
     pub async fn load(db: &Db) -> Result<NameIndex, StoreError> {
         let mut c = db.conn().await?;
         let mut map: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();
+        let mut ecosystems = std::collections::HashSet::new();
         for (scope, eco, name) in trusthub_store::osv::package_names(&mut c).await? {
+            ecosystems.insert((scope.clone(), eco.clone()));
             map.entry(name).or_default().push((scope, eco));
         }
-        Ok(NameIndex(map))
+        Ok(NameIndex(map, ecosystems))
     }
 
     /// The index for the advisory data at `generation` (see `osv::generation`): the one the
@@ -426,6 +431,17 @@ impl NameIndex {
         *state.cve_index.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((generation, index.clone()));
         Ok(index)
+    }
+
+    /// Whether any advisory visible to `scope` is of `ecosystem` (or a variant of it): when
+    /// none is, the scan says the ecosystem is not covered instead of "no vulnerabilities".
+    pub fn covers(&self, scope: &str, ecosystem: &str) -> bool {
+        self.1.iter().any(|(s, e)| {
+            (s.is_empty() || s == scope)
+                && (e == ecosystem
+                    || e.strip_prefix(ecosystem)
+                        .is_some_and(|r| r.starts_with(':')))
+        })
     }
 
     /// Whether an advisory visible to `scope` names `name` in `ecosystem` (or a variant of
@@ -483,6 +499,19 @@ pub async fn scan_agent(
         return Ok(ScanOutcome::default());
     }
     let (targets, mut not_covered) = scan::targets(&snapshot);
+    // Ecosystems of this host without any advisory data: not checked, and said so.
+    let mut uncovered: std::collections::BTreeMap<&str, usize> = Default::default();
+    for t in &targets {
+        if !index.covers(&scope, &t.ecosystem) {
+            *uncovered.entry(t.ecosystem.as_str()).or_default() += 1;
+        }
+    }
+    for (eco, n) in &uncovered {
+        not_covered.push(format!(
+            "{eco}: no advisory data loaded ({n} package{} not checked)",
+            if *n == 1 { "" } else { "s" }
+        ));
+    }
     let mut cache: std::collections::HashMap<(String, String), Vec<Record>> = Default::default();
     let mut seen = Vec::new();
     {

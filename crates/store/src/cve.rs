@@ -86,6 +86,17 @@ pub async fn last_scans(
     Ok(rows.into_iter().map(|(a, t, i)| (a, (t, i))).collect())
 }
 
+/// The last scan of each host of the tenant: `(agent, scanned_at, packages looked at, JSON
+/// array of what could not be checked)`.
+pub async fn coverage(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, OffsetDateTime, i64, String)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT agent_id, scanned_at, packages, not_covered FROM cve_scans WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
 /// Every agent with an inventory: `(tenant, agent, hostname, id of its latest snapshot)`.
 pub async fn agents_with_inventory(
     ex: &mut impl Exec,

@@ -25,6 +25,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(sources))
         .routes(api_routes!(findings))
+        .routes(api_routes!(coverage))
         .routes(api_routes!(acknowledge, unacknowledge))
         .routes(api_routes!(advisory))
         .merge(
@@ -188,8 +189,9 @@ pub struct FindingsQuery {
     pub agent_id: Option<Uuid>,
     /// One OSV ecosystem (`npm`, `Debian:12`, …).
     pub ecosystem: Option<String>,
-    /// `open`, `acknowledged`, `suppressed` or `fixed` (all when absent).
-    #[param(pattern = "^(open|acknowledged|suppressed|fixed)$")]
+    /// `open`, `acknowledged`, `suppressed` or `fixed`, or `unfixed` for the first three
+    /// (what is still installed); all when absent.
+    #[param(pattern = "^(open|acknowledged|suppressed|fixed|unfixed)$")]
     pub status: Option<String>,
     /// One package, by its installed name.
     pub package: Option<String>,
@@ -308,9 +310,15 @@ pub(crate) async fn findings(
         },
     };
     if let Some(s) = q.status.as_deref()
-        && !matches!(s, "open" | "acknowledged" | "suppressed" | "fixed")
+        && !matches!(
+            s,
+            "open" | "acknowledged" | "suppressed" | "fixed" | "unfixed"
+        )
     {
-        errors.push(("status", "use open, acknowledged, suppressed or fixed"));
+        errors.push((
+            "status",
+            "use open, acknowledged, suppressed, fixed or unfixed",
+        ));
     }
     let limit = q.limit.unwrap_or(100);
     if !(1..=500).contains(&limit) {
@@ -525,4 +533,65 @@ pub(crate) async fn advisory(
         findings: rows.into_iter().map(|f| view(f, &hosts)).collect(),
         id: a.id,
     }))
+}
+
+/// What the last scan of a host could check.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CoverageView {
+    /// Host.
+    pub agent_id: Uuid,
+    /// Its name.
+    pub hostname: String,
+    /// The last scan (absent: not scanned yet — no inventory, or the scan has not run).
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub scanned_at: Option<OffsetDateTime>,
+    /// Packages it looked at (OS packages and lockfile dependencies).
+    pub packages: i64,
+    /// What it could not check, and why: an OS release the advisory data does not map, an
+    /// ecosystem without any advisory loaded, a lockfile ecosystem whose versions the hub
+    /// cannot order, a version that could not be read. Empty: everything was checked.
+    pub not_covered: Vec<String>,
+}
+
+/// Per host of the tenant (viewer), what the last vulnerability scan could check: a host
+/// with no finding is only clean for what is not listed in `not_covered`.
+#[utoipa::path(get, path = "/inventory/cves/coverage", tag = "cve",
+    responses((status = 200, body = Vec<CoverageView>)))]
+pub(crate) async fn coverage(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<CoverageView>>> {
+    let mut c = state.db.conn().await?;
+    let scans: std::collections::HashMap<Uuid, (OffsetDateTime, i64, String)> =
+        trusthub_store::cve::coverage(&mut c, p.tenant())
+            .await?
+            .into_iter()
+            .map(|(a, t, n, nc)| (a, (t, n, nc)))
+            .collect();
+    let mut out: Vec<CoverageView> = trusthub_store::agents::list(&mut c, p.tenant())
+        .await?
+        .into_iter()
+        .map(|a| {
+            let scan = scans.get(&a.id);
+            CoverageView {
+                agent_id: a.id,
+                hostname: a.hostname,
+                scanned_at: scan.map(|s| s.0),
+                packages: scan.map_or(0, |s| s.1),
+                not_covered: scan
+                    .and_then(|s| serde_json::from_str(&s.2).ok())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.hostname
+            .cmp(&b.hostname)
+            .then(a.agent_id.cmp(&b.agent_id))
+    });
+    Ok(axum::Json(out))
 }

@@ -21,12 +21,23 @@ struct Row {
     imported: String,
 }
 
+/// One host's coverage.
+#[derive(Debug)]
+struct Host {
+    agent: String,
+    hostname: String,
+    scanned: String,
+    packages: i64,
+    not_covered: Vec<String>,
+}
+
 #[derive(Template)]
 #[template(path = "cve_sources.html")]
 struct Page<'a> {
     assets: &'a Assets,
     user: Option<UserBar>,
     rows: Vec<Row>,
+    hosts: Vec<Host>,
 }
 
 /// `GET /ui/cve-sources`.
@@ -35,8 +46,25 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
         Ok(axum::Json(l)) => l,
         Err(e) => return e.into_response(),
     };
+    let coverage = match api::coverage(State(state.clone()), Viewer(user.principal.clone())).await {
+        Ok(axum::Json(c)) => c,
+        Err(e) => return e.into_response(),
+    };
     let now = now();
     let page = Page {
+        hosts: coverage
+            .into_iter()
+            .map(|c| Host {
+                agent: c.agent_id.to_string(),
+                hostname: c.hostname,
+                scanned: c
+                    .scanned_at
+                    .map(|t| ago(Some(t), now))
+                    .unwrap_or_else(|| "not yet".into()),
+                packages: c.packages,
+                not_covered: c.not_covered,
+            })
+            .collect(),
         assets: &ASSETS,
         user: Some(UserBar::from(&user)),
         rows: list

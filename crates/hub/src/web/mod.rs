@@ -19,6 +19,7 @@ mod pages;
 mod qr;
 mod rule;
 mod settings;
+mod suppressions;
 mod users;
 mod vulns;
 
@@ -149,6 +150,15 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(vulns::unacknowledge),
         )
         .route("/ui/cves/{id}", get(vulns::advisory))
+        .route(
+            "/ui/cve-suppressions",
+            get(suppressions::list).post(suppressions::create),
+        )
+        .route(
+            "/ui/cve-suppressions/{id}/delete",
+            post(suppressions::delete),
+        )
+        .route("/ui/agents/{id}/vulnerabilities", get(vulns::host))
         .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))

@@ -18,7 +18,7 @@ use trusthub_core::Role;
 
 /// One finding row.
 #[derive(Debug)]
-struct Row {
+pub(super) struct Row {
     id: String,
     severity: String,
     class: &'static str,
@@ -34,6 +34,11 @@ struct Row {
     note: String,
     summary: String,
     seen: String,
+    ecosystem: String,
+    /// The installed version alone, in the ecosystem's range syntax (the suppress form's
+    /// default).
+    exact_range: String,
+    suppression: String,
 }
 
 fn class(severity: &str) -> &'static str {
@@ -44,8 +49,20 @@ fn class(severity: &str) -> &'static str {
     }
 }
 
-fn row(f: FindingView, now: time::OffsetDateTime) -> Row {
+/// The installed version alone as a range of its ecosystem.
+fn exact(ecosystem: &str, version: &str) -> String {
+    match ecosystem.split(':').next().unwrap_or_default() {
+        "npm" => version.to_owned(),
+        "PyPI" => format!("=={version}"),
+        _ => format!("= {version}"),
+    }
+}
+
+pub(super) fn row(f: FindingView, now: time::OffsetDateTime) -> Row {
     Row {
+        exact_range: exact(&f.ecosystem, &f.installed_version),
+        ecosystem: f.ecosystem.clone(),
+        suppression: f.suppression_id.map(|i| i.to_string()).unwrap_or_default(),
         id: f.id.to_string(),
         class: class(&f.severity),
         severity: f.severity,
@@ -61,9 +78,15 @@ fn row(f: FindingView, now: time::OffsetDateTime) -> Row {
         } else {
             f.fixed_versions.join(", ")
         },
-        note: match (&f.ack_reason, &f.fixed_at) {
-            (_, Some(t)) => format!("fixed {}", ago(Some(*t), now)),
-            (Some(r), None) => format!("acknowledged: {r}"),
+        note: match (&f.ack_reason, &f.fixed_at, &f.suppression_reason) {
+            (_, Some(t), _) => format!("fixed {}", ago(Some(*t), now)),
+            (_, None, Some(r)) => format!(
+                "suppressed until {}: {r}",
+                f.suppressed_until
+                    .map(|t| t.date().to_string())
+                    .unwrap_or_default()
+            ),
+            (Some(r), None, None) => format!("acknowledged: {r}"),
             _ => String::new(),
         },
         status: f.status,
@@ -83,6 +106,14 @@ struct Page<'a> {
     severities: Vec<(&'static str, &'static str, bool)>,
     statuses: Vec<(&'static str, &'static str, bool)>,
     flash: Flash,
+    agent_id: String,
+    package: String,
+    default_expiry: String,
+}
+
+/// The suppress form's default expiry: 90 days ahead.
+pub(super) fn default_expiry(now: time::OffsetDateTime) -> String {
+    (now + time::Duration::days(90)).date().to_string()
 }
 
 /// The page's filters (the API's, as the form sends them).
@@ -93,6 +124,10 @@ pub struct Filters {
     severity: String,
     #[serde(default)]
     status: String,
+    #[serde(default)]
+    agent_id: String,
+    #[serde(default)]
+    package: String,
 }
 
 async fn page(
@@ -104,12 +139,20 @@ async fn page(
 ) -> Response {
     let built: ApiResult<Page> = async {
         let p = &user.principal;
+        let agent_id = match f.agent_id.trim() {
+            "" => None,
+            a => Some(uuid::Uuid::parse_str(a).map_err(|_| {
+                crate::error::ApiError::BadRequest("agent_id is not an agent id".into())
+            })?),
+        };
         let axum::Json(found) = api::findings(
             State(state.clone()),
             Viewer(p.clone()),
             Query(FindingsQuery {
                 severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
                 status: Some(f.status.clone()).filter(|s| !s.is_empty()),
+                agent_id,
+                package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
                 limit: Some(500),
                 ..Default::default()
             }),
@@ -134,6 +177,7 @@ async fn page(
             .collect(),
             statuses: [
                 ("open", "open"),
+                ("suppressed", "suppressed"),
                 ("acknowledged", "acknowledged"),
                 ("fixed", "fixed"),
                 ("all", "all"),
@@ -142,6 +186,9 @@ async fn page(
             .map(|(v, l)| (v, l, f.status == v || (f.status.is_empty() && v == "all")))
             .collect(),
             flash,
+            agent_id: f.agent_id.trim().to_owned(),
+            package: f.package.trim().to_owned(),
+            default_expiry: default_expiry(now),
         })
     }
     .await;
@@ -258,6 +305,9 @@ struct AdvisoryPage<'a> {
     withdrawn: bool,
     references: Vec<String>,
     rows: Vec<Row>,
+    can_ack: bool,
+    csrf: String,
+    default_expiry: String,
 }
 
 /// `GET /ui/cves/{id}`: an advisory and the hosts it affects.
@@ -301,6 +351,99 @@ pub async fn advisory(
         severity: a.severity,
         rows: a.findings.into_iter().map(|f| row(f, now)).collect(),
         id: a.id,
+        can_ack: user.principal.has_role(Role::Operator),
+        csrf: user.csrf.clone(),
+        default_expiry: default_expiry(now),
     };
     html(page.render(), StatusCode::OK)
+}
+
+#[derive(Template)]
+#[template(path = "agent_vulns.html")]
+struct HostPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    agent: String,
+    hostname: String,
+    scanned: String,
+    packages: i64,
+    not_covered: Vec<String>,
+    counts: (usize, usize, usize, usize),
+    suppressed: usize,
+    can_ack: bool,
+    csrf: String,
+    rows: Vec<Row>,
+    default_expiry: String,
+    flash: Flash,
+}
+
+/// `GET /ui/agents/{id}/vulnerabilities`: the host's coverage, unfixed findings and SBOM.
+pub async fn host(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+) -> Response {
+    let built: ApiResult<HostPage> = async {
+        let p = &user.principal;
+        let hostname = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::agents::get(&mut c, p.tenant(), id)
+                .await?
+                .ok_or(crate::error::ApiError::NotFound("agent"))?
+                .hostname
+        };
+        let axum::Json(coverage) = api::coverage(State(state.clone()), Viewer(p.clone())).await?;
+        let cov = coverage.into_iter().find(|c| c.agent_id == id);
+        let axum::Json(found) = api::findings(
+            State(state.clone()),
+            Viewer(p.clone()),
+            Query(FindingsQuery {
+                agent_id: Some(id),
+                status: Some("unfixed".into()),
+                limit: Some(500),
+                ..Default::default()
+            }),
+        )
+        .await?;
+        let now = now();
+        let mut counts = (0, 0, 0, 0);
+        let mut suppressed = 0;
+        for f in &found.items {
+            if f.status == "suppressed" {
+                suppressed += 1;
+                continue;
+            }
+            match f.severity.as_str() {
+                "CRITICAL" => counts.0 += 1,
+                "HIGH" => counts.1 += 1,
+                "MEDIUM" => counts.2 += 1,
+                _ => counts.3 += 1,
+            }
+        }
+        Ok(HostPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            agent: id.to_string(),
+            hostname,
+            scanned: cov
+                .as_ref()
+                .and_then(|c| c.scanned_at)
+                .map(|t| ago(Some(t), now))
+                .unwrap_or_default(),
+            packages: cov.as_ref().map_or(0, |c| c.packages),
+            not_covered: cov.map(|c| c.not_covered).unwrap_or_default(),
+            counts,
+            suppressed,
+            can_ack: p.has_role(Role::Operator),
+            csrf: user.csrf.clone(),
+            rows: found.items.into_iter().map(|f| row(f, now)).collect(),
+            default_expiry: default_expiry(now),
+            flash: Flash::default(),
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
 }

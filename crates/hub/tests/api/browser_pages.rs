@@ -18,6 +18,7 @@ crate::dual!(
     an_operator_resolves_an_integrity_anomaly_the_overview_counted,
     vulnerability_data_sources_show_what_is_loaded_and_how_fresh,
     an_operator_acknowledges_a_vulnerability_and_reads_its_advisory,
+    an_operator_suppresses_a_finding_from_its_row_and_reads_the_host_coverage,
 );
 
 /// The form whose action is `action`: its submit button.
@@ -826,5 +827,116 @@ async fn an_operator_acknowledges_a_vulnerability_and_reads_its_advisory(b: Back
         page.contains("libssl3") && page.contains("3.0.11-1~deb12u3"),
         "{page}"
     );
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_operator_suppresses_a_finding_from_its_row_and_reads_the_host_coverage(b: Backend) {
+    use crate::cve::{bytes, inventory, python_zip, upload};
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("suppress-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let batch = serde_json::to_vec(&inventory("4.17.20")).expect("json");
+    assert_eq!(
+        crate::agents::send(&app, &host, &batch, None, true)
+            .await
+            .status(),
+        202
+    );
+    let lodash = json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
+        "summary": "Command injection in lodash",
+        "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+            "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}],
+        "database_specific": {"severity": "HIGH"}});
+    let zip = python_zip(&[("b.json", bytes(&lodash))], None);
+    assert_eq!(
+        upload(&app, &app.owner, zip, "application/zip")
+            .await
+            .status(),
+        200
+    );
+    trusthub_hub::workers::cve_scan::scan_due(&app.state, time::OffsetDateTime::now_utc())
+        .await
+        .expect("scan");
+    app.invite_and_accept(&app.owner, "oncall@example.com", "operator")
+        .await;
+    browser
+        .sign_in(&app.base, "oncall@example.com", "a fine password")
+        .await;
+    browser
+        .goto(&format!("{}/ui/vulnerabilities", app.base))
+        .await;
+    browser.wait_text("GHSA-35jh-r3h4-6jhm").await;
+    let findings = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
+    let id = findings["items"][0]["id"].as_str().expect("id").to_owned();
+    let row = format!("#finding-{id}");
+    browser.click(&format!("{row} summary")).await;
+    let form = format!("{row} form[action='/ui/cve-suppressions']");
+    // The range field starts with the installed version alone (node-semver's exact range).
+    browser
+        .type_into(
+            &format!("{form} input[name=reason]"),
+            "template() never sees user input",
+        )
+        .await;
+    browser.click(&format!("{form} button[type=submit]")).await;
+    let page = browser.wait_text("its findings show as suppressed").await;
+    assert!(
+        page.contains("template() never sees user input") && page.contains("4.17.20"),
+        "{page}"
+    );
+    browser.screenshot("cve-suppressions").await;
+    let after = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
+    assert_eq!(after["items"][0]["status"], "suppressed");
+    let sups = body(app.get("/cve-suppressions", &app.owner).await).await;
+    assert_eq!(sups[0]["version_range"], "4.17.20");
+    assert_eq!(sups[0]["vuln_id"], "GHSA-35jh-r3h4-6jhm");
+    // A refused form is kept, with the reason named.
+    browser
+        .type_into("form.stack input[name=package_name]", "requests")
+        .await;
+    browser
+        .type_into("form.stack input[name=ecosystem]", "PyPI")
+        .await;
+    browser
+        .type_into("form.stack input[name=version_range]", "1.0")
+        .await;
+    browser
+        .type_into("form.stack input[name=reason]", "vendored copy")
+        .await;
+    browser.click("form.stack button[type=submit]").await;
+    let page = browser.wait_text("not a PEP 440 range").await;
+    assert!(page.contains("value=\"requests\""), "{page}");
+    // The host's tab: coverage (Composer cannot be ordered yet), the suppressed count, the SBOM.
+    browser
+        .goto(&format!(
+            "{}/ui/agents/{}/vulnerabilities",
+            app.base, host.id
+        ))
+        .await;
+    let page = browser.wait_text("What the last scan checked").await;
+    assert!(
+        page.contains("Packagist: version order not implemented"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Debian:12: no advisory data loaded"),
+        "{page}"
+    );
+    assert!(page.contains("1 suppressed"), "{page}");
+    assert!(page.contains("sbom.cdx.json"), "{page}");
+    browser.screenshot("host-vulnerabilities").await;
+    // Delete the suppression: the finding is open again.
+    browser
+        .goto(&format!("{}/ui/cve-suppressions", app.base))
+        .await;
+    let sid = sups[0]["id"].as_str().expect("id");
+    browser
+        .click(&submit(&format!("/ui/cve-suppressions/{sid}/delete")))
+        .await;
+    browser.wait_text("its findings are open again").await;
+    let after = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
+    assert_eq!(after["items"][0]["status"], "open");
     browser.assert_no_js_errors().await;
 }

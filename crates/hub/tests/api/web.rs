@@ -58,6 +58,8 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
         "/ui/overview/live",
         "/ui/cve-sources",
         "/ui/vulnerabilities",
+        "/ui/cve-suppressions",
+        "/ui/agents/00000000-0000-0000-0000-000000000000/vulnerabilities",
     ] {
         let r = web.get(at(page)).send().await.expect("get");
         assert_eq!(r.status(), 303, "{page}");
@@ -271,6 +273,8 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         format!("/ui/alerts/{none}/resolve"),
         format!("/ui/vulnerabilities/{none}/acknowledge"),
         format!("/ui/vulnerabilities/{none}/unacknowledge"),
+        "/ui/cve-suppressions".into(),
+        format!("/ui/cve-suppressions/{none}/delete"),
         "/ui/webhooks".into(),
         format!("/ui/webhooks/{hook}"),
         format!("/ui/webhooks/{hook}/delete"),
@@ -326,6 +330,10 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         ("effective_from", "2026-01-01"),
         ("input", "1"),
         ("output", "1"),
+        ("package_name", "lodash"),
+        ("ecosystem", "npm"),
+        ("version_range", "*"),
+        ("expires_at", "2026-12-31"),
     ]);
     let audit = app.audit_count().await;
     let web = no_redirects();
