@@ -117,3 +117,124 @@ mod tests {
         assert_eq!(of("crates.io", "serde", None), None);
     }
 }
+
+fn dec(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Reads a purl of a type the hub knows: `(OSV ecosystem, package name, version)`. A
+/// distribution's release comes from the `distro` qualifier (`debian-12` → `Debian:12`);
+/// without it the ecosystem is the distribution alone.
+pub fn parse(purl: &str) -> Option<(String, String, Option<String>)> {
+    let rest = purl.strip_prefix("pkg:")?.trim_start_matches('/');
+    let (rest, _subpath) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, qualifiers) = rest.split_once('?').unwrap_or((rest, ""));
+    let (path, version) = match rest.rsplit_once('@') {
+        Some((p, v)) if !p.is_empty() && !p.ends_with('/') => (p, Some(dec(v)?)),
+        _ => (rest, None),
+    };
+    let (ty, path) = path.split_once('/')?;
+    let segments: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(dec)
+        .collect::<Option<_>>()?;
+    let (name, namespace) = segments.split_last()?;
+    let distro = qualifiers
+        .split('&')
+        .filter_map(|q| q.split_once('='))
+        .find(|(k, _)| *k == "distro")
+        .and_then(|(_, v)| dec(v));
+    let release = |prefix: &str| {
+        distro
+            .as_deref()
+            .and_then(|d| d.strip_prefix(prefix))
+            .map(str::to_owned)
+    };
+    let (ecosystem, name) = match ty.to_ascii_lowercase().as_str() {
+        "npm" => (
+            "npm".to_owned(),
+            if namespace.is_empty() {
+                name.clone()
+            } else {
+                format!("{}/{name}", namespace.join("/"))
+            },
+        ),
+        "pypi" => ("PyPI".to_owned(), name.clone()),
+        "gem" => ("RubyGems".to_owned(), name.clone()),
+        "golang" => ("Go".to_owned(), segments.join("/")),
+        "composer" => ("Packagist".to_owned(), segments.join("/")),
+        "deb" => {
+            let distro_name = match namespace.first().map(|n| n.to_ascii_lowercase()) {
+                Some(n) if n == "ubuntu" => "Ubuntu",
+                _ => "Debian",
+            };
+            let r = release(&format!("{}-", distro_name.to_ascii_lowercase()));
+            (
+                r.map_or(distro_name.to_owned(), |r| format!("{distro_name}:{r}")),
+                name.clone(),
+            )
+        }
+        "apk" => (
+            release("alpine-").map_or("Alpine".to_owned(), |r| format!("Alpine:v{r}")),
+            name.clone(),
+        ),
+        "rpm" => {
+            let (eco, prefix) = match namespace.first().map(|n| n.to_ascii_lowercase()) {
+                Some(n) if n == "almalinux" => ("AlmaLinux", "almalinux-"),
+                Some(n) if n == "rocky" => ("Rocky Linux", "rocky-"),
+                _ => ("Red Hat", "redhat-"),
+            };
+            (
+                release(prefix).map_or(eco.to_owned(), |r| format!("{eco}:{r}")),
+                name.clone(),
+            )
+        }
+        _ => return None,
+    };
+    Some((ecosystem, name, version))
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::{of, parse};
+
+    #[test]
+    fn purls_read_back() {
+        for (eco, name, version) in [
+            ("npm", "@babel/core", Some("7.0.0")),
+            ("npm", "lodash", None),
+            ("PyPI", "django-rest", Some("1.0+local")),
+            ("Debian:12", "openssl", Some("1:3.0.11-1~deb12u2")),
+            ("Ubuntu:22.04", "curl", Some("7.81.0-1ubuntu1.15")),
+            ("Go", "golang.org/x/net", Some("0.17.0")),
+            ("Packagist", "monolog/monolog", Some("3.5.0")),
+            ("Alpine:v3.19", "musl", Some("1.2.4-r2")),
+            ("Rocky Linux:9", "openssl", Some("1:3.0.7-25.el9_3")),
+            ("RubyGems", "rails", Some("7.1.0")),
+        ] {
+            let purl = of(eco, name, version).expect("purl");
+            assert_eq!(
+                parse(&purl),
+                Some((eco.to_owned(), name.to_owned(), version.map(str::to_owned))),
+                "{purl}"
+            );
+        }
+        assert_eq!(parse("pkg:cargo/serde@1.0.0"), None);
+        assert_eq!(parse("npm/lodash"), None);
+        assert_eq!(parse("pkg:npm/lod%zzash"), None);
+    }
+}

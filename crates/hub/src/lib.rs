@@ -55,8 +55,14 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
             state.clone(),
             middleware::general_limit,
         ));
+    // The OSV-compatible API lives at the root, where OSV clients expect it (CONTRACT 15).
+    let osv = routes::osv_api::router().layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        middleware::general_limit,
+    ));
     let (api_router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
+        .merge(osv)
         .split_for_parts();
     openapi::finish(&mut doc);
     let doc_json: Arc<str> = doc.to_pretty_json().unwrap_or_default().into();

@@ -15,6 +15,7 @@ pub mod evidence;
 pub mod health;
 pub mod invitations;
 pub mod me;
+pub mod osv_api;
 pub mod suppressions;
 pub mod totp;
 pub mod users;

@@ -22,6 +22,7 @@ mod evidence;
 mod invitations;
 mod meta;
 mod mtls;
+mod osv_api;
 mod otlp;
 mod suppressions;
 mod totp;

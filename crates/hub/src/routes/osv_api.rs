@@ -1,0 +1,275 @@
+//! The OSV-compatible query API over the imported advisory data (CONTRACT 15), at the root
+//! (`//osv/v1/query`, `//osv/v1/querybatch`) so OSV clients (osv-scanner and others) can use
+//! the hub as their database with a bearer API token: the request and response shapes of
+//! api.osv.dev.
+
+use crate::auth::Viewer;
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::Json;
+use crate::openapi::api_routes;
+use crate::state::AppState;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use trusthub_core::osv::{Record, Verdict};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The most queries in one batch (as api.osv.dev).
+pub const MAX_BATCH: usize = 1000;
+
+pub(crate) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(query))
+        .routes(api_routes!(querybatch))
+}
+
+/// The package of a query: a purl, or a name and an ecosystem.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryPackage {
+    /// Package name (with `ecosystem`).
+    #[schema(max_length = 500)]
+    pub name: Option<String>,
+    /// OSV ecosystem (`npm`, `PyPI`, `Debian:12`, …).
+    #[schema(max_length = 100)]
+    pub ecosystem: Option<String>,
+    /// A package URL instead of name and ecosystem (its version, if any, is the query's).
+    #[schema(max_length = 1000)]
+    pub purl: Option<String>,
+}
+
+/// One query (api.osv.dev `v1.Query`).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OsvQuery {
+    /// The version to check; absent: every advisory naming the package.
+    #[schema(max_length = 200)]
+    pub version: Option<String>,
+    /// The package.
+    pub package: Option<QueryPackage>,
+    /// Git commit queries are not served (the imported data is matched by version): 422.
+    pub commit: Option<String>,
+    /// Accepted for compatibility; every answer here is complete in one page.
+    pub page_token: Option<String>,
+}
+
+/// The answer to one query: full OSV records (empty object when none).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueryResponse {
+    /// The advisories affecting the version (or naming the package).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    pub vulns: Vec<Value>,
+}
+
+/// A batch (api.osv.dev `v1.BatchQuery`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchQuery {
+    /// Up to 1000 queries.
+    #[schema(max_items = 1000)]
+    pub queries: Vec<OsvQuery>,
+}
+
+/// An advisory in a batch answer: id and last change only, as api.osv.dev.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchVuln {
+    /// Advisory id.
+    pub id: String,
+    /// Its `modified`.
+    pub modified: String,
+}
+
+/// The answer to one query of a batch.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchResult {
+    /// Empty object when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vulns: Vec<BatchVuln>,
+}
+
+/// The answer to a batch, in the order of the queries.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchResponse {
+    /// One per query.
+    pub results: Vec<BatchResult>,
+}
+
+/// Reads a query: `(ecosystem, name, version)`, or what is wrong with it (the field named
+/// with `prefix`).
+fn read(q: &OsvQuery, prefix: &str) -> Result<(String, String, Option<String>), FieldError> {
+    let bad = |field: &str, message: &str| FieldError {
+        field: format!("{prefix}{field}"),
+        message: message.into(),
+    };
+    if q.commit.is_some() {
+        return Err(bad(
+            "commit",
+            "commit queries are not served here; query a package and version",
+        ));
+    }
+    let p = q
+        .package
+        .as_ref()
+        .ok_or_else(|| bad("package", "required"))?;
+    let (eco, name, purl_version) = match (&p.purl, &p.name, &p.ecosystem) {
+        (Some(purl), None, None) => trusthub_core::purl::parse(purl.trim()).ok_or_else(|| {
+            bad(
+                "package.purl",
+                "not a package URL of npm, pypi, gem, golang, composer, deb, apk or rpm",
+            )
+        })?,
+        (None, Some(n), Some(e)) if !n.trim().is_empty() && !e.trim().is_empty() => {
+            let e = e.trim();
+            let eco = trusthub_core::scan::app_ecosystem(e)
+                .map(str::to_owned)
+                .unwrap_or_else(|| e.to_owned());
+            (eco, n.trim().to_owned(), None)
+        }
+        (Some(_), _, _) => {
+            return Err(bad(
+                "package",
+                "either purl, or name and ecosystem, not both",
+            ));
+        }
+        _ => return Err(bad("package", "name and ecosystem, or purl")),
+    };
+    let version = match (purl_version, &q.version) {
+        (Some(_), Some(_)) => {
+            return Err(bad("version", "the purl already has a version"));
+        }
+        (Some(v), None) => Some(v),
+        (None, v) => v
+            .as_ref()
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty()),
+    };
+    Ok((eco, name, version))
+}
+
+/// The records visible to `scope` that affect `version` of the package (or name it).
+async fn answer(
+    c: &mut impl trusthub_store::Exec,
+    scope: &str,
+    eco: &str,
+    name: &str,
+    version: Option<&str>,
+) -> ApiResult<Vec<(Record, Value)>> {
+    let base = eco.split(':').next().unwrap_or_default();
+    let lookup = trusthub_core::scan::normalize_name(base, name);
+    let rows = trusthub_store::osv::for_package(c, scope, eco, &lookup).await?;
+    let mut out: Vec<(Record, Value)> = Vec::new();
+    for r in rows {
+        let Ok(record) = serde_json::from_str::<Record>(&r.record) else {
+            continue;
+        };
+        if record.withdrawn.is_some() || out.iter().any(|o| o.0.id == record.id) {
+            continue;
+        }
+        let mut hit = false;
+        for entry in &record.affected {
+            let Some(p) = &entry.package else { continue };
+            let pe = trusthub_core::scan::app_ecosystem(&p.ecosystem)
+                .map(str::to_owned)
+                .unwrap_or_else(|| p.ecosystem.clone());
+            if !(pe == eco || pe.starts_with(&format!("{eco}:")))
+                || trusthub_core::scan::normalize_name(base, &p.name) != lookup
+            {
+                continue;
+            }
+            match version {
+                None => hit = true,
+                Some(v) => match entry.verdict(v) {
+                    Verdict::Affected { .. } => hit = true,
+                    Verdict::NotAffected => {}
+                    Verdict::Unreadable(e) => {
+                        return Err(ApiError::invalid("version", e.to_string()));
+                    }
+                },
+            }
+        }
+        if hit {
+            // The record as imported, every field kept.
+            let raw = serde_json::from_str(&r.record).unwrap_or(Value::Null);
+            out.push((record, raw));
+        }
+    }
+    Ok(out)
+}
+
+/// Query one package (bearer API token or session; viewer): the OSV records of the
+/// tenant's advisory data (hub-wide and its own uploads) that affect `version` — by the
+/// ecosystem's own version order and every range event kind — or, without a version, every
+/// record naming the package. Withdrawn records never match. Shapes as api.osv.dev's
+/// `POST /v1/query`; the whole answer comes in one page (no `next_page_token`).
+#[utoipa::path(post, path = "/osv/v1/query", tag = "cve", request_body = OsvQuery,
+    responses((status = 200, body = QueryResponse), (status = 422, body = Problem)))]
+pub(crate) async fn query(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Json(q): Json<OsvQuery>,
+) -> ApiResult<axum::Json<Value>> {
+    let (eco, name, version) = read(&q, "").map_err(|e| ApiError::Validation(vec![e]))?;
+    let mut c = state.db.conn().await?;
+    let scope = p.tenant().0.to_string();
+    let records = answer(&mut c, &scope, &eco, &name, version.as_deref()).await?;
+    let vulns: Vec<Value> = records.into_iter().map(|(_, raw)| raw).collect();
+    Ok(axum::Json(
+        serde_json::to_value(QueryResponse { vulns }).unwrap_or_default(),
+    ))
+}
+
+/// Query many packages at once (viewer): up to 1000 queries, answered in their order with
+/// the id and `modified` of each matching record, as api.osv.dev's `POST /v1/querybatch`.
+/// A refused query refuses the batch (422 naming `queries[i]…`).
+#[utoipa::path(post, path = "/osv/v1/querybatch", tag = "cve", request_body = BatchQuery,
+    responses((status = 200, body = BatchResponse), (status = 422, body = Problem)))]
+pub(crate) async fn querybatch(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Json(b): Json<BatchQuery>,
+) -> ApiResult<axum::Json<BatchResponse>> {
+    if b.queries.len() > MAX_BATCH {
+        return Err(ApiError::invalid("queries", "at most 1000 queries"));
+    }
+    let mut read_all = Vec::new();
+    let mut errors = Vec::new();
+    for (i, q) in b.queries.iter().enumerate() {
+        match read(q, &format!("queries[{i}].")) {
+            Ok(x) => read_all.push(x),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut c = state.db.conn().await?;
+    let scope = p.tenant().0.to_string();
+    let mut results = Vec::new();
+    for (i, (eco, name, version)) in read_all.iter().enumerate() {
+        let records = answer(&mut c, &scope, eco, name, version.as_deref())
+            .await
+            .map_err(|e| match e {
+                ApiError::Validation(v) => ApiError::Validation(
+                    v.into_iter()
+                        .map(|f| FieldError {
+                            field: format!("queries[{i}].{}", f.field),
+                            message: f.message,
+                        })
+                        .collect(),
+                ),
+                other => other,
+            })?;
+        results.push(BatchResult {
+            vulns: records
+                .into_iter()
+                .map(|(r, _)| BatchVuln {
+                    id: r.id,
+                    modified: r.modified,
+                })
+                .collect(),
+        });
+    }
+    Ok(axum::Json(BatchResponse { results }))
+}
