@@ -1075,3 +1075,138 @@ async fn a_restart_from_the_dashboard_asks_for_totp_and_shows_the_result_as_it_a
     agent.stop();
     f.hub.stop().await;
 }
+
+/// A zip of OSV records made by Python's zipfile (what `POST /cve/sources/import` takes).
+fn osv_zip(dir: &Path, records: &[Value]) -> Vec<u8> {
+    let src = dir.join("osv");
+    std::fs::create_dir_all(src.join("npm")).expect("dir");
+    for r in records {
+        std::fs::write(
+            src.join("npm")
+                .join(format!("{}.json", r["id"].as_str().expect("id"))),
+            serde_json::to_vec(r).expect("json"),
+        )
+        .expect("write");
+    }
+    let out = dir.join("osv.zip");
+    let status = Command::new("python3")
+        .args(["-m", "zipfile", "-c"])
+        .arg(&out)
+        .arg(src.join("npm"))
+        .status()
+        .expect("python3 zipfile");
+    assert!(status.success());
+    std::fs::read(out).expect("zip")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upgrade_fixes_it() {
+    let state = TempDir::new();
+    let project = TempDir::new();
+    let lock = |lodash: &str| {
+        json!({"name": "web", "lockfileVersion": 3, "packages": {
+            "": {"name": "web", "dependencies": {"lodash": "^4.17.0"}},
+            "node_modules/lodash": {"version": lodash},
+            "node_modules/left-pad": {"version": "1.3.0"},
+        }})
+    };
+    std::fs::write(
+        project.0.join("package-lock.json"),
+        serde_json::to_vec(&lock("4.17.20")).expect("json"),
+    )
+    .expect("lockfile");
+    // Scans checked every second (the schedule is the product's; only its period is short).
+    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let zip = osv_zip(
+        &state.0,
+        &[
+            json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
+            "aliases": ["CVE-2021-23337"], "summary": "Command injection in lodash",
+            "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:H/UI:N/S:U/C:H/I:H/A:H"}],
+            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
+        ],
+    );
+    let r = f
+        .client
+        .post(format!("{}/api/v1/cve/sources/import", f.base))
+        .header("cookie", &f.cookie)
+        .header("content-type", "application/zip")
+        .body(zip)
+        .send()
+        .await
+        .expect("import");
+    assert_eq!(r.status(), 200);
+    let token = f.enrollment_token(json!([])).await;
+    let project_path = project.0.display().to_string();
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &token,
+            "--project-path",
+            &project_path,
+            "--inventory-interval-secs",
+            "1",
+        ],
+    );
+    let page = wait_until(&f, "/inventory/cves", 60, "the lodash finding", |p| {
+        p["items"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|x| x["package"] == "lodash"))
+    })
+    .await;
+    let finding = page["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|x| x["package"] == "lodash").cloned())
+        .expect("lodash");
+    assert_eq!(finding["vuln_id"], "GHSA-35jh-r3h4-6jhm");
+    assert_eq!(finding["installed_version"], "4.17.20");
+    assert_eq!(finding["project_path"], project_path.as_str());
+    assert_eq!(finding["fixed_versions"], json!(["4.17.21"]));
+    assert_eq!(finding["status"], "open");
+    assert_eq!(finding["severity"], "HIGH");
+    // The alert of the scan, and the SARIF location is the lockfile the agent read.
+    let alerts = get(&f.client, &f.base, &f.cookie, "/alerts").await;
+    assert!(
+        alerts
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["source"] == "cve")),
+        "{alerts}"
+    );
+    let sarif = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/inventory/cves/export.sarif",
+    )
+    .await;
+    assert_eq!(
+        sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        format!("file://{project_path}/package-lock.json")
+    );
+    // The upgrade on the host: the next inventory moves past the fix and the finding is fixed.
+    std::fs::write(
+        project.0.join("package-lock.json"),
+        serde_json::to_vec(&lock("4.17.21")).expect("json"),
+    )
+    .expect("lockfile");
+    let id = finding["id"].as_str().expect("id").to_owned();
+    let page = wait_until(
+        &f,
+        "/inventory/cves?status=fixed",
+        60,
+        "the finding fixed",
+        |p| {
+            p["items"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|x| x["id"] == id.as_str()))
+        },
+    )
+    .await;
+    assert!(page["items"][0]["fixed_at"].is_string(), "{page}");
+    agent.stop();
+    f.hub.stop().await;
+}

@@ -38,7 +38,9 @@ pub struct NewSuppression {
     /// `Debian:12`, `Ubuntu:22.04`, `Alpine:v3.19`, `AlmaLinux:9`, `Rocky Linux:9`, `Red Hat`);
     /// a distribution without a release covers all of them. `Packagist` (SPEC's `composer`)
     /// is refused until the hub orders Composer versions.
-    #[schema(pattern = "^(npm|PyPI|pip|RubyGems|Go|(Debian|Ubuntu|Alpine|AlmaLinux|Rocky Linux|Red Hat)(:[A-Za-z0-9._-]{1,40})?)$")]
+    #[schema(
+        pattern = "^(npm|PyPI|pip|RubyGems|Go|(Debian|Ubuntu|Alpine|AlmaLinux|Rocky Linux|Red Hat)(:[A-Za-z0-9._-]{1,40})?)$"
+    )]
     pub ecosystem: String,
     /// Versions in the ecosystem's own syntax: node-semver ranges for npm (`^1.2.3`, `>=1.0.0
     /// <1.4.2 || 2.x`), PEP 440 specifiers for PyPI (`>=2.0,<2.31`, `~=1.4`, `==1.1.*`),
@@ -52,7 +54,9 @@ pub struct NewSuppression {
     pub reason: String,
     /// When it stops applying: an RFC 3339 instant, or an ISO 8601 date meaning 00:00 UTC
     /// that day. In the future and at most one year ahead.
-    #[schema(pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))?$")]
+    #[schema(
+        pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))?$"
+    )]
     pub expires_at: String,
     /// One vulnerability (its id or an alias: `GHSA-…`, `CVE-…`); absent: every vulnerability
     /// of the package in the range.
