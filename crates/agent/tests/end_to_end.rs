@@ -129,6 +129,8 @@ async fn fixture_with(configure: impl FnOnce(&mut Settings)) -> Fixture {
     settings.listen = "127.0.0.1:0".parse().expect("addr");
     settings.admin_password = Some("agent test password".into());
     settings.rate_limits = "off".into();
+    // No test reads the public npm registry.
+    settings.npm_registry = "http://127.0.0.1:9".into();
     configure(&mut settings);
     let (hub, addr) = start_hub(settings.clone()).await;
     settings.listen = addr; // a restarted hub comes back on the same port

@@ -48,6 +48,8 @@ pub mod source {
     pub const AGENT: &str = "agent";
     /// New vulnerabilities found on a host (CONTRACT 15).
     pub const CVE: &str = "cve";
+    /// A dependency's maintainers changed (CONTRACT 15).
+    pub const SUPPLY_CHAIN: &str = "supply_chain";
 }
 
 /// A rule's comparison (CONTRACT 10: `> >= < <= == !=`).

@@ -145,6 +145,36 @@ pub struct Settings {
     /// HIGH): CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
     #[arg(long, env = "TRUSTHUB_CVE_ALERT_MIN_SEVERITY", default_value = "HIGH", value_parser = parse_severity)]
     pub cve_alert_min_severity: String,
+    /// The npm registry whose packuments tell who maintains the tenants' npm dependencies
+    /// (CONTRACT 15).
+    #[arg(
+        long,
+        env = "TRUSTHUB_NPM_REGISTRY",
+        default_value = "https://registry.npmjs.org"
+    )]
+    pub npm_registry: String,
+    /// Seconds between two reads of one package's packument (CONTRACT 15: 86400).
+    #[arg(
+        long,
+        env = "TRUSTHUB_SUPPLY_CHAIN_INTERVAL_SECS",
+        default_value_t = 86_400
+    )]
+    pub supply_chain_interval_secs: u64,
+    /// At most this many registry requests per minute (polite polling).
+    #[arg(
+        long,
+        env = "TRUSTHUB_NPM_REGISTRY_REQUESTS_PER_MINUTE",
+        default_value_t = 60
+    )]
+    pub npm_registry_requests_per_minute: u64,
+    /// Seconds between passes of the maintainer tracking (packages due are read then).
+    #[arg(
+        long,
+        env = "TRUSTHUB_SUPPLY_CHAIN_CHECK_SECS",
+        default_value_t = 60,
+        hide = true
+    )]
+    pub supply_chain_check_secs: u64,
     /// Waits before each webhook retry (SPEC 3.3: `10s,60s,5m`).
     #[arg(long, env = "TRUSTHUB_WEBHOOK_RETRY_SCHEDULE", default_value = "10s,60s,5m", value_parser = parse_schedule)]
     pub webhook_retry_schedule: Schedule,
@@ -257,6 +287,10 @@ impl Settings {
             cve_scan_interval_secs: 3600,
             cve_scan_check_secs: 30,
             cve_alert_min_severity: "HIGH".into(),
+            npm_registry: "https://registry.npmjs.org".into(),
+            supply_chain_interval_secs: 86_400,
+            npm_registry_requests_per_minute: 60,
+            supply_chain_check_secs: 60,
             webhook_retry_schedule: Schedule(vec![
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_secs(60),

@@ -23,6 +23,7 @@ pub mod evidence;
 pub mod invitations;
 pub mod leases;
 pub mod meta;
+pub mod npm;
 pub mod osv;
 pub mod password_resets;
 pub mod rate_limits;

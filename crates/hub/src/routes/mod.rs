@@ -16,6 +16,7 @@ pub mod health;
 pub mod invitations;
 pub mod me;
 pub mod osv_api;
+pub mod supply_chain;
 pub mod suppressions;
 pub mod totp;
 pub mod users;
@@ -38,6 +39,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(cve::router())
         .merge(suppressions::router())
         .merge(cve_export::router())
+        .merge(supply_chain::router())
         .merge(webhooks::router())
         .merge(totp::router())
         .merge(invitations::router())

@@ -19,6 +19,7 @@ mod pages;
 mod qr;
 mod rule;
 mod settings;
+mod supply_chain;
 mod suppressions;
 mod users;
 mod vulns;
@@ -159,6 +160,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(suppressions::delete),
         )
         .route("/ui/agents/{id}/vulnerabilities", get(vulns::host))
+        .route("/ui/supply-chain", get(supply_chain::changes))
         .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))

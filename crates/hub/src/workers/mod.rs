@@ -1,7 +1,8 @@
 //! Periodic work, one job per file: the liveness check of tracked apps (SPEC 3.1,
 //! [`liveness`]), alert-rule evaluation (CONTRACT 10, [`rules`]), the webhook deliverer
-//! (SPEC 3.3; CONTRACT 6, [`deliver`]), the vulnerability scan (CONTRACT 15, [`cve_scan`]) and
-//! the agent-connection refresh ([`connections`]).
+//! (SPEC 3.3; CONTRACT 6, [`deliver`]), the vulnerability scan (CONTRACT 15, [`cve_scan`]),
+//! npm maintainer tracking (CONTRACT 15, [`supply_chain`]) and the agent-connection refresh
+//! ([`connections`]).
 //!
 //! Cluster-wide jobs run through the one [`scheduler`], which takes the job's lease in the
 //! database before each tick (CONTRACT 11): with several hub processes on PostgreSQL only the
@@ -16,6 +17,7 @@ pub mod deliver;
 pub mod liveness;
 pub mod rules;
 pub mod scheduler;
+pub mod supply_chain;
 
 pub use deliver::deliver_due;
 pub use liveness::{LivenessReport, liveness_tick};
@@ -45,6 +47,12 @@ pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             cve_scan::NAME,
             cve_scan::interval(s),
             |st, now| Box::pin(async move { cve_scan::tick(&st, now).await }),
+        )),
+        tokio::spawn(periodic(
+            state.clone(),
+            supply_chain::NAME,
+            supply_chain::interval(s),
+            |st, now| Box::pin(async move { supply_chain::tick(&st, now).await }),
         )),
         tokio::spawn(deliver::deliverer(state.clone())),
         tokio::spawn(crate::routing::listen(state.clone())),

@@ -19,6 +19,7 @@ crate::dual!(
     vulnerability_data_sources_show_what_is_loaded_and_how_fresh,
     an_operator_acknowledges_a_vulnerability_and_reads_its_advisory,
     an_operator_suppresses_a_finding_from_its_row_and_reads_the_host_coverage,
+    a_viewer_reads_the_maintainer_changes_of_the_hosts_npm_dependencies,
 );
 
 /// The form whose action is `action`: its submit button.
@@ -938,5 +939,58 @@ async fn an_operator_suppresses_a_finding_from_its_row_and_reads_the_host_covera
     browser.wait_text("its findings are open again").await;
     let after = body(app.get("/inventory/cves?ecosystem=npm", &app.owner).await).await;
     assert_eq!(after["items"][0]["status"], "open");
+    browser.assert_no_js_errors().await;
+}
+
+async fn a_viewer_reads_the_maintainer_changes_of_the_hosts_npm_dependencies(b: Backend) {
+    use crate::supply_chain::{Registry, packument, start_registry};
+    let reg = std::sync::Arc::new(std::sync::Mutex::new(Registry::default()));
+    reg.lock().expect("registry").packuments.insert(
+        "lodash".into(),
+        packument("lodash", &["jdalton"], "4.17.21", "jdalton", None),
+    );
+    let url = start_registry(reg.clone()).await;
+    let app = TestApp::spawn_with(b, |s| s.npm_registry = url.clone()).await;
+    let Some(browser) = Browser::start(&format!("supply-{b:?}")).await else {
+        return;
+    };
+    let host = crate::agents::register(&app).await;
+    let batch = serde_json::to_vec(&crate::cve::inventory("4.17.20")).expect("json");
+    assert_eq!(
+        crate::agents::send(&app, &host, &batch, None, true)
+            .await
+            .status(),
+        202
+    );
+    let t0 = time::OffsetDateTime::now_utc() - time::Duration::days(2);
+    let track = |at| trusthub_hub::workers::supply_chain::track(&app.state, at);
+    track(t0).await.expect("baseline");
+    reg.lock().expect("registry").packuments.insert(
+        "lodash".into(),
+        packument(
+            "lodash",
+            &["jdalton"],
+            "4.17.22",
+            "mallory",
+            Some("compromised, use 4.17.21"),
+        ),
+    );
+    let report = track(t0 + time::Duration::days(1) + time::Duration::minutes(1))
+        .await
+        .expect("pass");
+    assert_eq!(report.changed, ["lodash"]);
+    app.invite_and_accept(&app.owner, "reader@example.com", "viewer")
+        .await;
+    browser
+        .sign_in(&app.base, "reader@example.com", "a fine password")
+        .await;
+    browser.goto(&format!("{}/ui/supply-chain", app.base)).await;
+    let page = browser.wait_text("new: mallory").await;
+    assert!(
+        page.contains("lodash") && page.contains("deprecated: compromised, use 4.17.21"),
+        "{page}"
+    );
+    assert!(page.contains(&format!("/ui/agents/{}", host.id)), "{page}");
+    browser.screenshot("supply-chain").await;
     browser.assert_no_js_errors().await;
 }

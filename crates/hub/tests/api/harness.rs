@@ -168,6 +168,9 @@ impl TestApp {
         s.rule_eval_interval_secs = 3600;
         // Tests scan with chosen instants (`cve_scan::scan_due`).
         s.cve_scan_check_secs = 3600;
+        // Tests drive the maintainer tracking with chosen instants, against a local registry.
+        s.supply_chain_check_secs = 86_400;
+        s.npm_registry = "http://127.0.0.1:9".into();
         // A 2048-bit CA: made per test database, and 4096-bit keys take seconds each. The
         // 4096-bit default is checked in `client_certs.rs`.
         s.ca_key_bits = 2048;

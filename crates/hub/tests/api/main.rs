@@ -24,6 +24,7 @@ mod meta;
 mod mtls;
 mod osv_api;
 mod otlp;
+mod supply_chain;
 mod suppressions;
 mod totp;
 mod users;

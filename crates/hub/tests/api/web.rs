@@ -60,6 +60,7 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
         "/ui/vulnerabilities",
         "/ui/cve-suppressions",
         "/ui/agents/00000000-0000-0000-0000-000000000000/vulnerabilities",
+        "/ui/supply-chain",
     ] {
         let r = web.get(at(page)).send().await.expect("get");
         assert_eq!(r.status(), 303, "{page}");
