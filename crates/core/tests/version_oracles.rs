@@ -962,3 +962,91 @@ end",
         ],
     );
 }
+
+#[test]
+fn composer_agrees_with_composer_semver() {
+    let mut v = strings(&[
+        "1.0.0",
+        "1.0",
+        "1",
+        "v1.0.0",
+        "1.0.0.0",
+        "1.0.0.1",
+        "1.0.0-dev",
+        "1.0.0-alpha",
+        "1.0.0-alpha1",
+        "1.0.0-alpha.2",
+        "1.0.0-a2",
+        "1.0.0alpha3",
+        "1.0.0-beta",
+        "1.0.0-beta.11",
+        "1.0.0-b2",
+        "1.0.0-RC1",
+        "1.0.0-rc.2",
+        "1.0.0RC10",
+        "1.0.0-p1",
+        "1.0.0-pl2",
+        "1.0.0-patch3",
+        "1.0.0-stable",
+        "1.0.0-alpha3-dev",
+        "1.0.0-beta.1.dev",
+        "1.0.0+build.5",
+        "1.0.0-",
+        "1.10.0",
+        "1.9.9",
+        "2.0.0-Beta2",
+        "2.0.0-BETA.3",
+        "2010-01-02",
+        "2010.01.02.5",
+        "20100102",
+        "1.x-dev",
+        "1.0.x-dev",
+        "2.*-dev",
+        "dev-main",
+        "master",
+        "banana",
+        "1.0.0.0.0",
+        "100000.0.0",
+        "99999.0.0",
+        "1.0.0 as 2.0.0",
+        "",
+    ]);
+    let mut r = Rng(0xc0ffee);
+    for _ in 0..40 {
+        v.push(format!(
+            "{}{}.{}{}{}",
+            r.pick(&["", "", "v"]),
+            r.num(3),
+            r.num(12),
+            r.pick(&["", ".0", ".3", ".0.1"]),
+            r.pick(&[
+                "",
+                "",
+                "-alpha1",
+                "-beta",
+                "-RC2",
+                "-p1",
+                "-dev",
+                "-beta2-dev",
+                "rc1",
+                ".b3"
+            ]),
+        ));
+    }
+    check(
+        Scheme::Composer,
+        &v,
+        "php",
+        &[
+            "-r",
+            "require '/usr/share/php/Composer/Semver/autoload.php';\
+             $p = new Composer\\Semver\\VersionParser();\
+             while (($l = fgets(STDIN)) !== false) {\
+               [$a, $b] = explode(\"\\t\", rtrim($l, \"\\n\"));\
+               try { $na = $p->normalize($a); $nb = $p->normalize($b); }\
+               catch (\\UnexpectedValueException $e) { echo \"invalid\\n\"; continue; }\
+               if (strpos($na, 'dev-') === 0 || strpos($nb, 'dev-') === 0) { echo \"invalid\\n\"; continue; }\
+               echo version_compare($na, $nb), \"\\n\"; }",
+        ],
+    );
+}

@@ -5,6 +5,7 @@
 //! `Gem::Version`, rpm and Go's `x/mod/semver` over hundreds of pairs).
 
 pub mod apk;
+pub mod composer;
 pub mod dpkg;
 pub mod gem;
 pub mod golang;
@@ -54,6 +55,8 @@ pub enum Scheme {
     Rpm,
     /// apk-tools (Alpine).
     Apk,
+    /// Composer (Packagist): normalised, then PHP's `version_compare`.
+    Composer,
 }
 
 impl Scheme {
@@ -69,6 +72,7 @@ impl Scheme {
             "Debian" | "Ubuntu" => Scheme::Dpkg,
             "Red Hat" | "AlmaLinux" | "Rocky Linux" => Scheme::Rpm,
             "Alpine" => Scheme::Apk,
+            "Packagist" | "composer" => Scheme::Composer,
             _ => return None,
         })
     }
@@ -83,6 +87,7 @@ impl Scheme {
             Scheme::Dpkg => "dpkg",
             Scheme::Rpm => "rpm",
             Scheme::Apk => "apk",
+            Scheme::Composer => "Composer",
         }
     }
 
@@ -96,6 +101,7 @@ impl Scheme {
             Scheme::Dpkg => dpkg::compare(a, b),
             Scheme::Rpm => rpm::compare(a, b),
             Scheme::Apk => apk::compare(a, b),
+            Scheme::Composer => composer::compare(a, b),
         }
     }
 
@@ -123,6 +129,7 @@ mod tests {
         assert_eq!(Scheme::of_ecosystem("Alpine:v3.19"), Some(Scheme::Apk));
         assert_eq!(Scheme::of_ecosystem("Rocky Linux:9"), Some(Scheme::Rpm));
         assert_eq!(Scheme::of_ecosystem("pip"), Some(Scheme::Pep440));
+        assert_eq!(Scheme::of_ecosystem("Packagist"), Some(Scheme::Composer));
         assert_eq!(Scheme::of_ecosystem("crates.io"), None);
     }
 

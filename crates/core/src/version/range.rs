@@ -11,7 +11,7 @@
 //!   pre-releases included (an installed pre-release is in a range by its order).
 //! - **RubyGems**: `Gem::Requirement` — `=`, `!=`, `>`, `<`, `>=`, `<=`, `~>`, separated by
 //!   commas.
-//! - **Go, Debian/Ubuntu, Red Hat/AlmaLinux/Rocky, Alpine**: comparators `<`, `<=`, `>`,
+//! - **Packagist, Go, Debian/Ubuntu, Red Hat/AlmaLinux/Rocky, Alpine**: comparators `<`, `<=`, `>`,
 //!   `>=`, `=`, `!=` (dpkg's `<<` and `>>` too) separated by commas or spaces, `||` between
 //!   alternatives, `*` for every version; versions in the ecosystem's own syntax.
 

@@ -37,7 +37,8 @@ pub struct NewSuppression {
     /// `npm`, `PyPI` (or SPEC's `pip`), `RubyGems`, `Go`, or a distribution (`Debian`,
     /// `Debian:12`, `Ubuntu:22.04`, `Alpine:v3.19`, `AlmaLinux:9`, `Rocky Linux:9`, `Red Hat`);
     /// a distribution without a release covers all of them. `Packagist` (SPEC's `composer`)
-    /// is refused until the hub orders Composer versions.
+    /// takes comparators of Composer versions (`>=1.2, <2.0.1`); Composer's `^`, `~` and
+    /// wildcards are not read yet.
     #[schema(
         pattern = "^(npm|PyPI|pip|RubyGems|Go|(Debian|Ubuntu|Alpine|AlmaLinux|Rocky Linux|Red Hat)(:[A-Za-z0-9._-]{1,40})?)$"
     )]
@@ -122,12 +123,7 @@ pub(crate) fn ecosystem(e: &str) -> Result<String, String> {
         "pypi" | "pip" => "PyPI",
         "rubygems" => "RubyGems",
         "go" => "Go",
-        "packagist" | "composer" => {
-            return Err(
-                "Packagist (composer) versions are not ordered by this hub yet, so a range cannot be checked"
-                    .into(),
-            );
-        }
+        "packagist" | "composer" => "Packagist",
         "debian" => "Debian",
         "ubuntu" => "Ubuntu",
         "alpine" => "Alpine",
@@ -136,7 +132,7 @@ pub(crate) fn ecosystem(e: &str) -> Result<String, String> {
         "red hat" => "Red Hat",
         _ => {
             return Err(format!(
-                "unknown ecosystem `{e}`: use npm, PyPI (pip), RubyGems, Go, Debian, Ubuntu, Alpine, AlmaLinux, Rocky Linux or Red Hat, with :<release> for a distribution's release"
+                "unknown ecosystem `{e}`: use npm, PyPI (pip), Packagist (composer), RubyGems, Go, Debian, Ubuntu, Alpine, AlmaLinux, Rocky Linux or Red Hat, with :<release> for a distribution's release"
             ));
         }
     };

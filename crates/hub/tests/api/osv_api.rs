@@ -33,6 +33,8 @@ async fn osv_clients_query_the_imported_data_by_package_version_and_purl(b: Back
             "affected": [{"package": {"ecosystem": "PyPI", "name": "jinja2"}, "ranges": range("3.1.3")}]}),
         json!({"id": "PYSEC-2024-1", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2024-22195"],
             "affected": [{"package": {"ecosystem": "PyPI", "name": "Jinja2"}, "ranges": range("3.1.3")}]}),
+        json!({"id": "GHSA-monolog", "modified": "2024-01-01T00:00:00Z",
+            "affected": [{"package": {"ecosystem": "Packagist", "name": "monolog/monolog"}, "ranges": range("3.5.1")}]}),
         json!({"id": "DSA-5532-1", "modified": "2024-01-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"}, "ranges": range("3.0.11-1~deb12u3")}]}),
     ];
@@ -121,6 +123,17 @@ async fn osv_clients_query_the_imported_data_by_package_version_and_purl(b: Back
     )
     .await;
     assert_eq!(ids(&v), ["DSA-5532-1"]);
+
+    // Composer's order: `v3.5.0` is 3.5.0.0, before the fix; 3.5.1-RC1 too; 3.5.1 is not.
+    for (version, hit) in [
+        ("v3.5.0", true),
+        ("3.5.1-RC1", true),
+        ("3.5.1", false),
+        ("3.10.0", false),
+    ] {
+        let (_, v) = osv(&app, "query", t, json!({"package": {"name": "monolog/monolog", "ecosystem": "Packagist"}, "version": version})).await;
+        assert_eq!(ids(&v).len(), usize::from(hit), "{version}: {v}");
+    }
 
     // The batch: answers in order, id and modified only.
     let (s, v) = osv(
