@@ -279,10 +279,11 @@ mod tests {
                 {"project_path": "/srv/app", "ecosystem": "pip", "name": "Jinja2", "version": "3.1.2"},
                 {"project_path": "/srv/app", "ecosystem": "composer", "name": "monolog/monolog", "version": "3.5.0"},
                 {"project_path": "/srv/web", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"},
+                {"project_path": "/srv/rs", "ecosystem": "cargo", "name": "serde", "version": "1.0.0"},
             ],
         });
         let (targets, not_covered) = targets(&inv);
-        assert_eq!(targets.len(), 4, "{targets:?}");
+        assert_eq!(targets.len(), 5, "{targets:?}");
         assert_eq!(
             targets[0],
             Target {
@@ -296,7 +297,8 @@ mod tests {
         );
         assert_eq!(targets[2].ecosystem, "PyPI");
         assert_eq!(targets[2].lookup, "jinja2");
-        assert_eq!(not_covered, ["Packagist: version order not implemented"]);
+        assert_eq!(targets[3].ecosystem, "Packagist");
+        assert_eq!(not_covered, ["cargo: version order not implemented"]);
         let (_, none) = super::targets(
             &json!({"os": {"id": "arch"}, "packages": [{"manager": "pacman", "name": "x", "version": "1"}]}),
         );

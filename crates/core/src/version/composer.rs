@@ -216,9 +216,7 @@ pub fn normalize(v: &str) -> Result<String, Invalid> {
 /// A numeric branch with `-dev` (`1.x-dev`, `2.1.*-dev`): `normalizeBranch`.
 fn numeric_branch(body: &str) -> Option<String> {
     let lower = body.to_ascii_lowercase();
-    let name = lower
-        .strip_suffix("dev")?
-        .trim_end_matches(['.', '-']);
+    let name = lower.strip_suffix("dev")?.trim_end_matches(['.', '-']);
     let name = name.strip_prefix('v').unwrap_or(name);
     let parts: Vec<&str> = name.split('.').collect();
     if parts.is_empty()
