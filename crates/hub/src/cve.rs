@@ -389,6 +389,22 @@ pub async fn import_zip(
     Ok(report?)
 }
 
+/// Imports OSV files already read (name and bytes) into `scope`.
+pub async fn import_files(
+    db: &Db,
+    scope: &str,
+    files: Vec<(String, Vec<u8>)>,
+    now: OffsetDateTime,
+) -> Result<ImportReport, StoreError> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(files.len().div_ceil(BATCH).max(1));
+    for chunk in files.chunks(BATCH) {
+        // The channel holds every chunk: nothing waits.
+        let _ = tx.try_send(chunk.to_vec());
+    }
+    drop(tx);
+    store(db, scope, rx, now).await
+}
+
 /// The state of the advisory data (`osv::generation`).
 pub type Generation = (Option<OffsetDateTime>, i64);
 

@@ -145,6 +145,35 @@ pub struct Settings {
     /// HIGH): CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
     #[arg(long, env = "TRUSTHUB_CVE_ALERT_MIN_SEVERITY", default_value = "HIGH", value_parser = parse_severity)]
     pub cve_alert_min_severity: String,
+    /// A base URL in the OSV bucket's layout (`<Ecosystem>/all.zip`,
+    /// `<Ecosystem>/modified_id.csv`, `<Ecosystem>/<ID>.json`; e.g.
+    /// `https://osv-vulnerabilities.storage.googleapis.com`) pulled daily into the hub-wide
+    /// advisory data (CONTRACT 15); unset: no pull.
+    #[arg(long, env = "TRUSTHUB_OSV_URL")]
+    pub osv_url: Option<String>,
+    /// The ecosystems (folders of the bucket) the pull reads, comma-separated.
+    #[arg(
+        long,
+        env = "TRUSTHUB_OSV_ECOSYSTEMS",
+        default_value = "npm,PyPI,Packagist,RubyGems,Go,Debian,Ubuntu,Alpine,AlmaLinux,Rocky Linux,Red Hat"
+    )]
+    pub osv_ecosystems: String,
+    /// Seconds between two pulls of an ecosystem (daily).
+    #[arg(
+        long,
+        env = "TRUSTHUB_OSV_PULL_INTERVAL_SECS",
+        default_value_t = 86_400,
+        hide = true
+    )]
+    pub osv_pull_interval_secs: u64,
+    /// Seconds between checks for ecosystems due a pull.
+    #[arg(
+        long,
+        env = "TRUSTHUB_OSV_PULL_CHECK_SECS",
+        default_value_t = 3600,
+        hide = true
+    )]
+    pub osv_pull_check_secs: u64,
     /// The npm registry whose packuments tell who maintains the tenants' npm dependencies
     /// (CONTRACT 15).
     #[arg(
@@ -287,6 +316,12 @@ impl Settings {
             cve_scan_interval_secs: 3600,
             cve_scan_check_secs: 30,
             cve_alert_min_severity: "HIGH".into(),
+            osv_url: None,
+            osv_ecosystems:
+                "npm,PyPI,Packagist,RubyGems,Go,Debian,Ubuntu,Alpine,AlmaLinux,Rocky Linux,Red Hat"
+                    .into(),
+            osv_pull_interval_secs: 86_400,
+            osv_pull_check_secs: 3600,
             npm_registry: "https://registry.npmjs.org".into(),
             supply_chain_interval_secs: 86_400,
             npm_registry_requests_per_minute: 60,

@@ -161,3 +161,36 @@ pub async fn sources(
          WHERE p.scope IN ('', $1) AND NOT a.withdrawn GROUP BY p.ecosystem ORDER BY p.ecosystem")
         .bind(tenant).fetch_all(&mut *c).await?))
 }
+
+/// The pull state of one ecosystem of `TRUSTHUB_OSV_URL`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Pull {
+    /// OSV ecosystem (a folder of the bucket).
+    pub ecosystem: String,
+    /// The newest `modified` of modified_id.csv imported.
+    pub high_water: Option<String>,
+    /// The last pull.
+    pub pulled_at: OffsetDateTime,
+    /// Records it imported.
+    pub records: i64,
+    /// Its failure.
+    pub last_error: Option<String>,
+}
+
+/// Every ecosystem's pull state.
+pub async fn pulls(ex: &mut impl Exec) -> StoreResult<Vec<Pull>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT ecosystem, high_water, pulled_at, records, last_error FROM osv_pulls ORDER BY ecosystem")
+        .fetch_all(&mut *c).await?))
+}
+
+/// Records a pull.
+pub async fn save_pull(ex: &mut impl Exec, p: &Pull) -> StoreResult<()> {
+    on!(ex, c => {
+        sqlx::query("DELETE FROM osv_pulls WHERE ecosystem = $1").bind(&p.ecosystem).execute(&mut *c).await?;
+        sqlx::query("INSERT INTO osv_pulls (ecosystem, high_water, pulled_at, records, last_error) VALUES ($1, $2, $3, $4, $5)")
+            .bind(&p.ecosystem).bind(&p.high_water).bind(p.pulled_at).bind(p.records).bind(&p.last_error)
+            .execute(&mut *c).await?;
+    });
+    Ok(())
+}

@@ -1,7 +1,8 @@
 //! Periodic work, one job per file: the liveness check of tracked apps (SPEC 3.1,
 //! [`liveness`]), alert-rule evaluation (CONTRACT 10, [`rules`]), the webhook deliverer
 //! (SPEC 3.3; CONTRACT 6, [`deliver`]), the vulnerability scan (CONTRACT 15, [`cve_scan`]),
-//! npm maintainer tracking (CONTRACT 15, [`supply_chain`]) and the agent-connection refresh
+//! the daily OSV pull ([`osv_pull`]), npm maintainer tracking (CONTRACT 15,
+//! [`supply_chain`]) and the agent-connection refresh
 //! ([`connections`]).
 //!
 //! Cluster-wide jobs run through the one [`scheduler`], which takes the job's lease in the
@@ -15,6 +16,7 @@ mod connections;
 pub mod cve_scan;
 pub mod deliver;
 pub mod liveness;
+pub mod osv_pull;
 pub mod rules;
 pub mod scheduler;
 pub mod supply_chain;
@@ -47,6 +49,12 @@ pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             cve_scan::NAME,
             cve_scan::interval(s),
             |st, now| Box::pin(async move { cve_scan::tick(&st, now).await }),
+        )),
+        tokio::spawn(periodic(
+            state.clone(),
+            osv_pull::NAME,
+            osv_pull::interval(s),
+            |st, now| Box::pin(async move { osv_pull::tick(&st, now).await }),
         )),
         tokio::spawn(periodic(
             state.clone(),

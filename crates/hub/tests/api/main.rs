@@ -23,6 +23,7 @@ mod invitations;
 mod meta;
 mod mtls;
 mod osv_api;
+mod osv_pull;
 mod otlp;
 mod supply_chain;
 mod suppressions;
