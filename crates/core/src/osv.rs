@@ -411,21 +411,37 @@ fn roundup_31(x: f64) -> f64 {
     }
 }
 
+/// The CVSS v4.0 score of a vector (`CVSS:4.0/AV:N/...`): base metrics, with threat and
+/// environmental metrics when given, as FIRST's calculator (RustSec's `cvss` crate, checked
+/// against PyPI's `cvss` in the oracle tests); `None` when the vector is not valid.
+pub fn cvss4_score(vector: &str) -> Option<f64> {
+    let v: cvss::v4::Vector = vector.trim().parse().ok()?;
+    Some(v.score().value())
+}
+
 impl Record {
-    /// The best severity of the record for `affected` (the package entry matched): a CVSS v3
-    /// vector of the entry or the record (highest score), else a label the database gave.
+    /// The best severity of the record for `affected` (the package entry matched): a CVSS
+    /// v4.0 vector of the entry or the record (highest score), else a CVSS v3.x one, else a
+    /// label the database gave.
     pub fn severity_for(&self, affected: Option<&Affected>) -> (Severity, Option<f64>) {
-        let vectors = affected
-            .map(|a| a.severity.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .chain(self.severity.iter());
-        let best = vectors
-            .filter(|s| s.kind == "CVSS_V3")
-            .filter_map(|s| cvss3_base_score(&s.score))
-            .fold(None, |acc: Option<f64>, s| {
-                Some(acc.map_or(s, |a| a.max(s)))
-            });
+        let vectors = || {
+            affected
+                .map(|a| a.severity.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .chain(self.severity.iter())
+        };
+        let highest = |acc: Option<f64>, s: f64| Some(acc.map_or(s, |a: f64| a.max(s)));
+        let v4 = vectors()
+            .filter(|s| s.kind == "CVSS_V4")
+            .filter_map(|s| cvss4_score(&s.score))
+            .fold(None, highest);
+        let best = v4.or_else(|| {
+            vectors()
+                .filter(|s| s.kind == "CVSS_V3")
+                .filter_map(|s| cvss3_base_score(&s.score))
+                .fold(None, highest)
+        });
         if let Some(score) = best {
             return (Severity::of_score(score), Some(score));
         }
@@ -612,5 +628,20 @@ mod tests {
         }))
         .expect("record");
         assert_eq!(r.severity_for(r.affected.first()), (Severity::Low, None));
+    }
+
+    #[test]
+    fn a_cvss_4_vector_is_scored_and_preferred_to_cvss_3() {
+        let r: Record = serde_json::from_value(json!({
+            "id": "GHSA-v4", "modified": "2024-01-01T00:00:00Z",
+            "severity": [
+                {"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"},
+                {"type": "CVSS_V4", "score": "CVSS:4.0/AV:N/AC:L/AT:N/PR:N/UI:N/VC:L/VI:N/VA:N/SC:N/SI:N/SA:N"},
+            ],
+            "affected": [{"package": {"ecosystem": "npm", "name": "p"}}],
+        }))
+        .expect("record");
+        assert_eq!(r.severity_for(None), (Severity::Medium, Some(6.9)));
+        assert_eq!(cvss4_score("CVSS:4.0/AV:N"), None);
     }
 }

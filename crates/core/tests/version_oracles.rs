@@ -1050,3 +1050,74 @@ fn composer_agrees_with_composer_semver() {
         ],
     );
 }
+
+#[test]
+fn cvss_4_scores_agree_with_the_cvss_package() {
+    // A deterministic sample of the 104,976 base vectors (every metric value appears many
+    // times), plus threat and environmental metrics on some of them.
+    let mut r = Rng(0x4004);
+    let mut vectors = Vec::new();
+    for i in 0..6000 {
+        let mut v = format!(
+            "CVSS:4.0/AV:{}/AC:{}/AT:{}/PR:{}/UI:{}/VC:{}/VI:{}/VA:{}/SC:{}/SI:{}/SA:{}",
+            r.pick(&["N", "A", "L", "P"]),
+            r.pick(&["L", "H"]),
+            r.pick(&["N", "P"]),
+            r.pick(&["N", "L", "H"]),
+            r.pick(&["N", "P", "A"]),
+            r.pick(&["H", "L", "N"]),
+            r.pick(&["H", "L", "N"]),
+            r.pick(&["H", "L", "N"]),
+            r.pick(&["H", "L", "N"]),
+            r.pick(&["H", "L", "N"]),
+            r.pick(&["H", "L", "N"]),
+        );
+        if i % 3 == 0 {
+            v.push_str(&format!("/E:{}", r.pick(&["X", "A", "P", "U"])));
+        }
+        if i % 5 == 0 {
+            v.push_str(&format!(
+                "/CR:{}/IR:{}/AR:{}/MAV:{}/MSI:{}",
+                r.pick(&["X", "H", "M", "L"]),
+                r.pick(&["X", "H", "M", "L"]),
+                r.pick(&["X", "H", "M", "L"]),
+                r.pick(&["X", "N", "A", "L", "P"]),
+                r.pick(&["X", "N", "L", "H", "S"]),
+            ));
+        }
+        vectors.push(v);
+    }
+    vectors.sort();
+    vectors.dedup();
+    let pairs: Vec<(String, String)> = vectors.iter().map(|v| (v.clone(), String::new())).collect();
+    let answers = oracle(
+        "python3",
+        &[
+            "-c",
+            "import sys\nfrom cvss import CVSS4\n\
+             for line in sys.stdin:\n    v = line.rstrip('\\n').split('\\t')[0]\n    \
+             print('%.1f' % CVSS4(v).base_score)\n",
+        ],
+        &pairs,
+    );
+    let mut wrong = Vec::new();
+    for (v, want) in vectors.iter().zip(&answers) {
+        let got = trusthub_core::osv::cvss4_score(v).map(|s| format!("{s:.1}"));
+        if got.as_deref() != Some(want.as_str()) {
+            wrong.push(format!("{v}: ours {got:?}, cvss {want}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} disagree:\n{}",
+        wrong.len(),
+        vectors.len(),
+        wrong
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(vectors.len() > 5000, "{}", vectors.len());
+}

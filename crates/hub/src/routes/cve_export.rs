@@ -330,8 +330,8 @@ pub(crate) fn cyclonedx(
         let aliases: Vec<String> = serde_json::from_str(&s.aliases).unwrap_or_default();
         let mut rating = json!({"severity": cdx_severity(&s.severity), "source": {"name": "OSV"}});
         if let Some(score) = s.cvss_score {
+            // CVSS v4.0 or v3.x (the finding keeps the score, not which version gave it).
             rating["score"] = json!(score);
-            rating["method"] = json!("CVSSv31");
         }
         let mut v = json!({
             "bom-ref": format!("finding-{}", f.id),
