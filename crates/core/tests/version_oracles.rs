@@ -1121,3 +1121,110 @@ fn cvss_4_scores_agree_with_the_cvss_package() {
     );
     assert!(vectors.len() > 5000, "{}", vectors.len());
 }
+
+#[test]
+fn composer_constraints_agree_with_composer_semver_satisfies() {
+    let ranges = strings(&[
+        "^1.2.3",
+        "^1.2",
+        "^1",
+        "^0.3",
+        "^0.0.3",
+        "^0.0",
+        "^0",
+        "^1.2.3-beta2",
+        "~1.2",
+        "~1.2.3",
+        "~1",
+        "~0.3",
+        "~1.2.3-RC1",
+        "1.2.*",
+        "1.*",
+        "1.x",
+        "*",
+        "v1.2.*",
+        "1.0 - 2.0",
+        "1.0.0 - 2.1.0",
+        "1.2 - 2",
+        ">=1.0",
+        ">=1.0 <2.0",
+        ">=1.0,<2.0",
+        ">= 1.0, < 1.4.2",
+        "<1.2.3",
+        "<=1.2.3",
+        ">1.2",
+        "!=1.5.0",
+        "<>1.5",
+        "1.2.3",
+        "==1.2.3",
+        "=1.2",
+        "^1.2 || ^2.0",
+        "~1.2|~2.3",
+        ">=1.0-beta <1.0",
+        "<2.0-stable",
+        "^1.2.3 !=1.2.5",
+        "^1.2.3.4",
+        "~>1.2",
+        "@dev",
+        "^",
+        "banana",
+        "1.0 - ",
+        ">=1.0 <2.0 || >=3.0",
+    ]);
+    let versions = strings(&[
+        "0.0.1",
+        "0.0.3",
+        "0.0.4",
+        "0.3.0",
+        "0.3.9",
+        "0.4.0",
+        "0.9.0",
+        "1.0.0-beta",
+        "1.0.0-RC1",
+        "1.0.0",
+        "1.0",
+        "v1.1.0",
+        "1.2.0-dev",
+        "1.2.0-alpha1",
+        "1.2.0",
+        "1.2.2",
+        "1.2.3-beta2",
+        "1.2.3-RC1",
+        "1.2.3",
+        "1.2.3-p1",
+        "1.2.4",
+        "1.2.5",
+        "1.3.0",
+        "1.4.1",
+        "1.4.2",
+        "1.5.0",
+        "1.9.9",
+        "2.0.0-dev",
+        "2.0.0-beta1",
+        "2.0.0",
+        "2.0.5",
+        "2.1.0",
+        "2.1.1",
+        "2.3.0",
+        "2.4.0",
+        "3.0.0",
+        "dev-main",
+    ]);
+    check_ranges(
+        Scheme::Composer,
+        &ranges,
+        &versions,
+        "php",
+        &[
+            "-r",
+            "require '/usr/share/php/Composer/Semver/autoload.php';\
+             $p = new Composer\\Semver\\VersionParser();\
+             while (($l = fgets(STDIN)) !== false) {\
+               [$r, $v] = explode(\"\\t\", rtrim($l, \"\\n\"));\
+               try { $p->parseConstraints($r); $n = $p->normalize($v); }\
+               catch (\\Exception $e) { echo \"invalid\\n\"; continue; }\
+               if (strpos($n, 'dev-') === 0 || strpos($r, '@') !== false) { echo \"invalid\\n\"; continue; }\
+               echo Composer\\Semver\\Semver::satisfies($v, $r) ? \"true\\n\" : \"false\\n\"; }",
+        ],
+    );
+}

@@ -362,6 +362,196 @@ pub fn compare(a: &str, b: &str) -> Result<Ordering, Invalid> {
     Ok(php_version_compare(&x, &y))
 }
 
+// ---- constraints -------------------------------------------------------------------------------
+
+/// One comparison of a constraint: an operator (`<`, `<=`, `>`, `>=`, `==`, `!=`) and a
+/// normalised version.
+pub type Bound = (&'static str, String);
+
+/// `v1.2.3-beta` split: the given numbers (1 to 4), whether a modifier (stability or `-dev`)
+/// follows, and the rest is valid.
+fn partial(s: &str) -> Option<(Vec<u64>, bool)> {
+    let body = s.strip_prefix(['v', 'V']).unwrap_or(s);
+    let body = match body.split_once('+') {
+        Some((m, b)) if !b.is_empty() && !b.contains(char::is_whitespace) => m,
+        _ => body,
+    };
+    let (nums, rest) = numbers(body, usize::MAX)?;
+    let (stability, _, dev) = modifier(rest)?;
+    let nums = nums
+        .iter()
+        .map(|n| n.parse::<u64>().ok())
+        .collect::<Option<Vec<u64>>>()?;
+    Some((nums, stability.is_some() || dev))
+}
+
+/// Composer's `manipulateVersionString`: numbers after `position` zeroed, the one at
+/// `position` (1-based) plus `increment`.
+fn manipulate(nums: &[u64], position: usize, increment: u64) -> String {
+    (1..=4)
+        .map(|i| {
+            let n = nums.get(i - 1).copied().unwrap_or(0);
+            if i > position {
+                0
+            } else if i == position {
+                n + increment
+            } else {
+                n
+            }
+        })
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn invalid(c: &str) -> Invalid {
+    Invalid::new(NAME, c, "not a Composer constraint")
+}
+
+/// The comparisons of one constraint of Composer's syntax (`VersionParser::parseConstraint`):
+/// `*`, `~1.2`, `^1.2.3`, `1.2.*`, `1.0 - 2.0`, `>=1.0`, `!=1.5`, `1.2.3`. An empty list
+/// matches every version. Stability flags (`@dev`) and branch constraints are refused.
+pub fn constraint(c: &str) -> Result<Vec<Bound>, Invalid> {
+    let c = c.trim();
+    if c.is_empty() || c.contains('@') || c.contains('#') {
+        return Err(invalid(c));
+    }
+    let wild = |s: &str| matches!(s, "x" | "X" | "*");
+    // `*`, `x`, `*.*`, `v*`
+    {
+        let (v, body) = match c.strip_prefix(['v', 'V']) {
+            Some(b) => (true, b),
+            None => (false, c),
+        };
+        let parts: Vec<&str> = body.split('.').collect();
+        if parts.iter().all(|p| wild(p)) {
+            return Ok(if v || parts.len() > 1 {
+                vec![(">=", "0.0.0.0-dev".into())]
+            } else {
+                Vec::new()
+            });
+        }
+    }
+    let low = |body: &str, has_modifier: bool| -> Result<String, Invalid> {
+        normalize(&if has_modifier {
+            body.to_owned()
+        } else {
+            format!("{body}-dev")
+        })
+    };
+    if let Some(body) = c.strip_prefix('~') {
+        if body.starts_with('>') {
+            return Err(invalid(c));
+        }
+        let (nums, modified) = partial(body).ok_or_else(|| invalid(c))?;
+        let position = nums.len();
+        return Ok(vec![
+            (">=", low(body, modified)?),
+            (
+                "<",
+                format!(
+                    "{}-dev",
+                    manipulate(&nums, position.saturating_sub(1).max(1), 1)
+                ),
+            ),
+        ]);
+    }
+    if let Some(body) = c.strip_prefix('^') {
+        let (nums, modified) = partial(body).ok_or_else(|| invalid(c))?;
+        let position = if nums[0] != 0 || nums.len() < 2 {
+            1
+        } else if nums[1] != 0 || nums.len() < 3 {
+            2
+        } else {
+            3
+        };
+        return Ok(vec![
+            (">=", low(body, modified)?),
+            ("<", format!("{}-dev", manipulate(&nums, position, 1))),
+        ]);
+    }
+    // X-range: `1.2.*`, `v1.x`
+    {
+        let body = c.strip_prefix(['v', 'V']).unwrap_or(c);
+        let parts: Vec<&str> = body.split('.').collect();
+        let given = parts
+            .iter()
+            .take_while(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .count();
+        if (1..=3).contains(&given) && parts.len() > given && parts[given..].iter().all(|p| wild(p))
+        {
+            let nums: Vec<u64> = parts[..given]
+                .iter()
+                .map(|p| p.parse().map_err(|_| invalid(c)))
+                .collect::<Result<_, _>>()?;
+            let lo = format!("{}-dev", manipulate(&nums, given, 0));
+            let hi = format!("{}-dev", manipulate(&nums, given, 1));
+            return Ok(if lo == "0.0.0.0-dev" {
+                vec![("<", hi)]
+            } else {
+                vec![(">=", lo), ("<", hi)]
+            });
+        }
+    }
+    // Hyphen range: `1.0 - 2.0`
+    if let Some((from, to)) = c.split_once(" - ") {
+        let (from, to) = (from.trim_end(), to.trim_start());
+        let (_, from_modified) = partial(from).ok_or_else(|| invalid(c))?;
+        let (to_nums, to_modified) = partial(to).ok_or_else(|| invalid(c))?;
+        let lower = (">=", low(from, from_modified)?);
+        let upper = if to_nums.len() >= 3 || to_modified {
+            ("<=", normalize(to)?)
+        } else {
+            normalize(to)?;
+            (
+                "<",
+                format!(
+                    "{}-dev",
+                    manipulate(&to_nums, if to_nums.len() < 2 { 1 } else { 2 }, 1)
+                ),
+            )
+        };
+        return Ok(vec![lower, upper]);
+    }
+    // Comparators.
+    let (op, rest) = ["<>", "!=", ">=", "<=", "==", ">", "<", "="]
+        .iter()
+        .find_map(|op| c.strip_prefix(op).map(|r| (*op, r.trim_start())))
+        .unwrap_or(("=", c));
+    let mut version = normalize(rest)?;
+    let op: &'static str = match op {
+        "<>" | "!=" => "!=",
+        "=" | "==" => "==",
+        ">=" => ">=",
+        "<=" => "<=",
+        ">" => ">",
+        _ => "<",
+    };
+    if matches!(op, "<" | ">=") {
+        let lower = rest.to_ascii_lowercase();
+        let has_modifier = lower
+            .match_indices('-')
+            .any(|(i, _)| modifier(&lower[i + 1..]).is_some());
+        if !has_modifier {
+            version.push_str("-dev");
+        }
+    }
+    Ok(vec![(op, version)])
+}
+
+/// Whether a normalised version meets a bound (`version_compare` with the operator).
+pub fn meets(normalized: &str, bound: &Bound) -> bool {
+    let o = php_version_compare(normalized, &bound.1);
+    match bound.0 {
+        "<" => o == Ordering::Less,
+        "<=" => o != Ordering::Greater,
+        ">" => o == Ordering::Greater,
+        ">=" => o != Ordering::Less,
+        "==" => o == Ordering::Equal,
+        _ => o != Ordering::Equal,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,10 @@
 //!   pre-releases included (an installed pre-release is in a range by its order).
 //! - **RubyGems**: `Gem::Requirement` — `=`, `!=`, `>`, `<`, `>=`, `<=`, `~>`, separated by
 //!   commas.
-//! - **Packagist, Go, Debian/Ubuntu, Red Hat/AlmaLinux/Rocky, Alpine**: comparators `<`, `<=`, `>`,
+//! - **Packagist**: Composer's constraints — `^1.2`, `~1.2.3`, `1.2.*`, `1.0 - 2.0`,
+//!   comparators (`>=1.0 <1.4.2`, `!=1.5`), `||` — as `Composer\Semver\Semver::satisfies`
+//!   (stability flags such as `@dev` and branch constraints are refused).
+//! - **Go, Debian/Ubuntu, Red Hat/AlmaLinux/Rocky, Alpine**: comparators `<`, `<=`, `>`,
 //!   `>=`, `=`, `!=` (dpkg's `<<` and `>>` too) separated by commas or spaces, `||` between
 //!   alternatives, `*` for every version; versions in the ecosystem's own syntax.
 
@@ -40,6 +43,8 @@ enum Op {
     Compatible,
     /// RubyGems `~>`.
     Pessimistic,
+    /// A Composer bound: `version_compare` with this operator against a normalised version.
+    Composer(&'static str),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +77,7 @@ impl Range {
             Scheme::Npm => parse_npm(text)?,
             Scheme::Pep440 => vec![parse_pep440(text)?],
             Scheme::Gem => vec![parse_gem(text)?],
+            Scheme::Composer => parse_composer(text)?,
             _ => parse_generic(scheme, text)?,
         };
         Ok(Range { scheme, sets })
@@ -103,6 +109,10 @@ impl Range {
         if s == Scheme::Pep440 {
             return pep440_holds(c, v);
         }
+        if let Op::Composer(op) = c.op {
+            let n = super::composer::normalize(v)?;
+            return Ok(super::composer::meets(&n, &(op, c.version.clone())));
+        }
         Ok(match c.op {
             Op::Lt => s.compare(v, &c.version)? == Ordering::Less,
             Op::Le => s.compare(v, &c.version)? != Ordering::Greater,
@@ -117,7 +127,7 @@ impl Range {
                         &super::gem::bump(&c.version)?,
                     )? == Ordering::Less
             }
-            Op::Prefix(_) | Op::Compatible => false,
+            Op::Prefix(_) | Op::Compatible | Op::Composer(_) => false,
         })
     }
 }
@@ -188,6 +198,56 @@ fn parse_generic(scheme: Scheme, text: &str) -> Result<Vec<Vec<Cmp>>, RangeError
 
 fn check_version(scheme: Scheme, v: &str) -> Result<(), RangeError> {
     scheme.validate(v).map_err(|e| RangeError(e.to_string()))
+}
+
+// ---- Composer --------------------------------------------------------------------------------
+
+/// Composer's constraints (`VersionParser::parseConstraints`): alternatives separated by `||`
+/// (or `|`), constraints within one by commas or spaces (an operator written apart from its
+/// version, and a hyphen range, stay one constraint).
+fn parse_composer(text: &str) -> Result<Vec<Vec<Cmp>>, RangeError> {
+    let mut sets = Vec::new();
+    for alt in text.split('|').map(str::trim) {
+        // `||` leaves an empty piece between its two bars.
+        if alt.is_empty() && text.contains("||") {
+            continue;
+        }
+        let spaced = alt.replace(',', " ");
+        let words: Vec<&str> = spaced.split_whitespace().collect();
+        let mut terms: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            if w.chars().all(|c| "<>=!~^".contains(c)) && i + 1 < words.len() {
+                terms.push(format!("{w}{}", words[i + 1]));
+                i += 2;
+            } else if w == "-" && !terms.is_empty() && i + 1 < words.len() {
+                let from = terms.pop().unwrap_or_default();
+                terms.push(format!("{from} - {}", words[i + 1]));
+                i += 2;
+            } else {
+                terms.push(w.to_owned());
+                i += 1;
+            }
+        }
+        if terms.is_empty() {
+            return err("an empty alternative");
+        }
+        let mut set = Vec::new();
+        for t in &terms {
+            let bounds = super::composer::constraint(t)
+                .map_err(|_| RangeError(format!("`{t}` is not a Composer constraint")))?;
+            set.extend(bounds.into_iter().map(|(op, version)| Cmp {
+                op: Op::Composer(op),
+                version,
+            }));
+        }
+        sets.push(set);
+    }
+    if sets.is_empty() {
+        return err("the range is empty");
+    }
+    Ok(sets)
 }
 
 // ---- RubyGems --------------------------------------------------------------------------------
@@ -304,7 +364,7 @@ fn pep440_holds(c: &Cmp, v: &str) -> Result<bool, Invalid> {
             release.pop();
             cand.public() >= spec && cand.release_starts_with(&(epoch, release))
         }
-        Op::Pessimistic => false,
+        Op::Pessimistic | Op::Composer(_) => false,
     })
 }
 

@@ -37,15 +37,15 @@ pub struct NewSuppression {
     /// `npm`, `PyPI` (or SPEC's `pip`), `RubyGems`, `Go`, or a distribution (`Debian`,
     /// `Debian:12`, `Ubuntu:22.04`, `Alpine:v3.19`, `AlmaLinux:9`, `Rocky Linux:9`, `Red Hat`);
     /// a distribution without a release covers all of them. `Packagist` (SPEC's `composer`)
-    /// takes comparators of Composer versions (`>=1.2, <2.0.1`); Composer's `^`, `~` and
-    /// wildcards are not read yet.
+    /// takes Composer's constraints.
     #[schema(
         pattern = "^(npm|PyPI|pip|RubyGems|Go|(Debian|Ubuntu|Alpine|AlmaLinux|Rocky Linux|Red Hat)(:[A-Za-z0-9._-]{1,40})?)$"
     )]
     pub ecosystem: String,
     /// Versions in the ecosystem's own syntax: node-semver ranges for npm (`^1.2.3`, `>=1.0.0
     /// <1.4.2 || 2.x`), PEP 440 specifiers for PyPI (`>=2.0,<2.31`, `~=1.4`, `==1.1.*`),
-    /// `Gem::Requirement` for RubyGems (`~> 6.1, >= 6.1.7`), comparators for Go and the
+    /// `Gem::Requirement` for RubyGems (`~> 6.1, >= 6.1.7`), Composer constraints for Packagist
+    /// (`^3.0`, `~2.1.0`, `>=1.0 <1.4.2 || 2.*`), comparators for Go and the
     /// distributions (`>= 1.2.3-1, << 1.2.3-4`; `||` between alternatives); `*` for every
     /// version. Checked at creation.
     #[schema(min_length = 1, max_length = 1000)]

@@ -209,7 +209,7 @@ async fn suppressions_are_checked_applied_expire_by_themselves_and_are_audited(b
             "ecosystem",
         ),
         (
-            json!({"package_name": "monolog/monolog", "ecosystem": "composer", "version_range": "^3.0", "reason": "r", "expires_at": in_days(1)}),
+            json!({"package_name": "monolog/monolog", "ecosystem": "composer", "version_range": "~>3.0", "reason": "r", "expires_at": in_days(1)}),
             "version_range",
         ),
         (
