@@ -38,6 +38,8 @@ struct Page<'a> {
     user: Option<UserBar>,
     rows: Vec<Row>,
     hosts: Vec<Host>,
+    pull_url: String,
+    pulls: Vec<(String, String, String, String)>,
 }
 
 /// `GET /ui/cve-sources`.
@@ -50,8 +52,24 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
         Ok(axum::Json(c)) => c,
         Err(e) => return e.into_response(),
     };
+    let pulls = match state.db.conn().await {
+        Ok(mut c) => trusthub_store::osv::pulls(&mut c).await.unwrap_or_default(),
+        Err(e) => return crate::error::ApiError::from(e).into_response(),
+    };
     let now = now();
     let page = Page {
+        pull_url: state.settings.osv_url.clone().unwrap_or_default(),
+        pulls: pulls
+            .into_iter()
+            .map(|p| {
+                (
+                    p.ecosystem,
+                    ago(Some(p.pulled_at), now),
+                    p.high_water.unwrap_or_default(),
+                    p.last_error.unwrap_or_default(),
+                )
+            })
+            .collect(),
         hosts: coverage
             .into_iter()
             .map(|c| Host {

@@ -750,6 +750,8 @@ async fn vulnerability_data_sources_show_what_is_loaded_and_how_fresh(b: Backend
         "{page}"
     );
     assert!(page.contains("datetime=\"2024-03-01T00:00:00Z\""), "{page}");
+    assert!(page.contains("No daily pull"), "{page}");
+    assert!(page.contains("Coverage per host"), "{page}");
     browser.screenshot("cve-sources").await;
     browser.assert_no_js_errors().await;
 }

@@ -89,6 +89,17 @@ pub(crate) fn bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("json")
 }
 
+/// Uploads `records` (one `<id>.json` each, in a zip made by Python) as the owner; 200.
+pub(crate) async fn upload_records(app: &TestApp, records: &[Value]) {
+    let files: Vec<(String, Vec<u8>)> = records
+        .iter()
+        .map(|a| (format!("{}.json", a["id"].as_str().expect("id")), bytes(a)))
+        .collect();
+    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let r = upload(app, &app.owner, python_zip(&named, None), "application/zip").await;
+    assert_eq!(r.status(), 200);
+}
+
 pub(crate) async fn upload(
     app: &TestApp,
     auth: &Auth,
@@ -345,22 +356,7 @@ async fn a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_f
         json!({"id": "PYSEC-2024-1", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2024-22195"],
             "affected": [{"package": {"ecosystem": "PyPI", "name": "Jinja2"}, "ranges": range("3.1.3")}]}),
     ];
-    let files: Vec<(String, Vec<u8>)> = advisories
-        .iter()
-        .map(|a| (format!("{}.json", a["id"].as_str().expect("id")), bytes(a)))
-        .collect();
-    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    assert_eq!(
-        upload(
-            &app,
-            &app.owner,
-            python_zip(&named, None),
-            "application/zip"
-        )
-        .await
-        .status(),
-        200
-    );
+    upload_records(&app, &advisories).await;
     let now = time::OffsetDateTime::now_utc();
     let scan = |at: time::OffsetDateTime| trusthub_hub::workers::cve_scan::scan_due(&app.state, at);
     assert_eq!(scan(now).await.expect("scan"), 1);

@@ -19,7 +19,6 @@ async fn osv(app: &TestApp, path: &str, token: Option<&str>, q: Value) -> (u16, 
 }
 
 async fn osv_clients_query_the_imported_data_by_package_version_and_purl(b: Backend) {
-    use crate::cve::{bytes, python_zip, upload};
     let app = TestApp::spawn(b).await;
     let range = |fixed: &str| json!([{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": fixed}]}]);
     let advisories = [
@@ -38,22 +37,7 @@ async fn osv_clients_query_the_imported_data_by_package_version_and_purl(b: Back
         json!({"id": "DSA-5532-1", "modified": "2024-01-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"}, "ranges": range("3.0.11-1~deb12u3")}]}),
     ];
-    let files: Vec<(String, Vec<u8>)> = advisories
-        .iter()
-        .map(|a| (format!("{}.json", a["id"].as_str().expect("id")), bytes(a)))
-        .collect();
-    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    assert_eq!(
-        upload(
-            &app,
-            &app.owner,
-            python_zip(&named, None),
-            "application/zip"
-        )
-        .await
-        .status(),
-        200
-    );
+    crate::cve::upload_records(&app, &advisories).await;
     let (token, _) = app.token(&app.owner, "read").await;
     let t = Some(token.as_str());
     let ids = |v: &Value| -> Vec<String> {

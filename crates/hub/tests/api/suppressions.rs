@@ -44,24 +44,7 @@ async fn scanned_host(app: &TestApp) -> crate::agents::Host {
             "affected": [{"package": {"ecosystem": "PyPI", "name": "jinja2"}, "ranges": range("3.1.3")}],
             "database_specific": {"severity": "MODERATE"}}),
     ];
-    let files: Vec<(String, Vec<u8>)> = advisories
-        .iter()
-        .map(|a| {
-            (
-                format!("{}.json", a["id"].as_str().expect("id")),
-                crate::cve::bytes(a),
-            )
-        })
-        .collect();
-    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    let r = crate::cve::upload(
-        app,
-        &app.owner,
-        crate::cve::python_zip(&named, None),
-        "application/zip",
-    )
-    .await;
-    assert_eq!(r.status(), 200);
+    crate::cve::upload_records(app, &advisories).await;
     host
 }
 
