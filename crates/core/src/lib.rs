@@ -19,6 +19,7 @@ pub mod purl;
 pub mod redact;
 pub mod scan;
 pub mod secret;
+pub mod slo;
 pub mod supply_chain;
 pub mod totp;
 pub mod validate;
