@@ -50,6 +50,8 @@ pub mod source {
     pub const CVE: &str = "cve";
     /// A dependency's maintainers changed (CONTRACT 15).
     pub const SUPPLY_CHAIN: &str = "supply_chain";
+    /// An SLO's error budget burns too fast (CONTRACT 16).
+    pub const SLO: &str = "slo";
 }
 
 /// A rule's comparison (CONTRACT 10: `> >= < <= == !=`).

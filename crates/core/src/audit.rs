@@ -69,6 +69,14 @@ pub const CVE_FINDING_UNACKNOWLEDGED: &str = "cve_finding_unacknowledged";
 pub const CVE_SUPPRESSION_CREATED: &str = "cve_suppression_created";
 /// An operator deleted a suppression.
 pub const CVE_SUPPRESSION_DELETED: &str = "cve_suppression_deleted";
+/// An operator set (or replaced) an app's SLO (CONTRACT 16).
+pub const SLO_SET: &str = "slo_set";
+/// An operator removed an app's SLO.
+pub const SLO_DELETED: &str = "slo_deleted";
+/// An operator planned a maintenance window.
+pub const MAINTENANCE_WINDOW_CREATED: &str = "maintenance_window_created";
+/// An operator deleted a maintenance window.
+pub const MAINTENANCE_WINDOW_DELETED: &str = "maintenance_window_deleted";
 /// SPEC 5: a client certificate was revoked by an admin.
 pub const CLIENT_CERT_REVOKED: &str = "client_cert_revoked";
 /// An enrollment token was revoked.

@@ -129,6 +129,9 @@ pub struct Settings {
     /// Seconds between alert-rule evaluations (CONTRACT 11: 30).
     #[arg(long, env = "TRUSTHUB_RULE_EVAL_INTERVAL_SECS", default_value_t = 30)]
     pub rule_eval_interval_secs: u64,
+    /// Seconds between evaluations of the SLO burn alerts (CONTRACT 16: 60).
+    #[arg(long, env = "TRUSTHUB_SLO_EVAL_INTERVAL_SECS", default_value_t = 60)]
+    pub slo_eval_interval_secs: u64,
     /// Seconds after which every host is scanned again for vulnerabilities (CONTRACT 15:
     /// 3600); a host whose inventory changed, and every host after an import, sooner.
     #[arg(long, env = "TRUSTHUB_CVE_SCAN_INTERVAL_SECS", default_value_t = 3600)]
@@ -313,6 +316,7 @@ impl Settings {
             shutdown_grace_secs: 30,
             liveness_interval_secs: 60,
             rule_eval_interval_secs: 30,
+            slo_eval_interval_secs: 60,
             cve_scan_interval_secs: 3600,
             cve_scan_check_secs: 30,
             cve_alert_min_severity: "HIGH".into(),

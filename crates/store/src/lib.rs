@@ -29,6 +29,7 @@ pub mod password_resets;
 pub mod rate_limits;
 pub mod rules;
 pub mod sessions;
+pub mod slo;
 pub mod telemetry;
 pub mod tenants;
 pub mod tokens;

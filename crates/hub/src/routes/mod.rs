@@ -16,6 +16,7 @@ pub mod health;
 pub mod invitations;
 pub mod me;
 pub mod osv_api;
+pub mod slo;
 pub mod supply_chain;
 pub mod suppressions;
 pub mod totp;
@@ -40,6 +41,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(suppressions::router())
         .merge(cve_export::router())
         .merge(supply_chain::router())
+        .merge(slo::router())
         .merge(webhooks::router())
         .merge(totp::router())
         .merge(invitations::router())

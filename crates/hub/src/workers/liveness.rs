@@ -90,13 +90,23 @@ fn observed_of(
 /// are written, the third consecutive mismatch raises a warning alert (once per incident),
 /// and an app that matches again resolves its alert.
 pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult<LivenessReport> {
-    let (all, lives) = {
+    let (all, lives, last_spans, quiet) = {
         let mut c = state.db.conn().await?;
         (
             apps::liveness_rows(&mut c).await?,
             apps::live_of_tracked_agents(&mut c).await?,
+            trusthub_store::slo::last_spans(&mut c).await?,
+            trusthub_store::slo::in_maintenance(&mut c, now).await?,
         )
     };
+    let last_spans: HashMap<Uuid, trusthub_store::slo::Span> =
+        last_spans.into_iter().map(|s| (s.app_id, s)).collect();
+    // A verdict covers the time since the app's previous check when that check was recent
+    // enough (two intervals and a half minute); the first one, or one after a gap, starts a
+    // span at this check (the time before it had no verdict).
+    let tolerance =
+        time::Duration::seconds(state.settings.liveness_interval_secs.max(1) as i64 * 2 + 30);
+    let mut timeline: Vec<(Uuid, Option<i64>, OffsetDateTime, bool)> = Vec::new();
     let live: HashMap<Uuid, (bool, ObservedMap)> = lives
         .into_iter()
         .map(|l| {
@@ -127,6 +137,25 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
             Expected::Running
         };
         let observed = observed_of(app, live.get(&app.agent_id), now);
+        // The SLO timeline (CONTRACT 16): matches or differs; unknown leaves a gap.
+        if observed != Observed::Unknown {
+            let down = match (expected, observed) {
+                (Expected::Running, Observed::Running) | (Expected::Stopped, Observed::Stopped) => {
+                    false
+                }
+                _ => true,
+            };
+            match last_spans.get(&app.id) {
+                Some(l) if now - l.end_at <= tolerance && now >= l.end_at => {
+                    if l.down == down {
+                        timeline.push((app.id, Some(l.id), l.end_at, down));
+                    } else {
+                        timeline.push((app.id, None, l.end_at, down));
+                    }
+                }
+                _ => timeline.push((app.id, None, now, down)),
+            }
+        }
         let d = liveness::check(&prev, expected, observed, now);
         if d.mismatch_signal {
             report.mismatches += 1;
@@ -143,7 +172,8 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
                 alerting: d.state.alerting,
             });
         }
-        if d.raise_alert {
+        // No liveness alert during a maintenance window (CONTRACT 16).
+        if d.raise_alert && !quiet.contains(&app.id) {
             raise.push((app.id, observed, d.state.consecutive_mismatch));
         }
         if d.resolve_alert {
@@ -151,12 +181,20 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         }
     }
     report.changed = updates.len();
-    if updates.is_empty() {
+    if updates.is_empty() && timeline.is_empty() {
         return Ok(report);
     }
     let mut tx = state.db.begin().await?;
     let mut notifier = alerting::Notifier::default();
-    apps::save_liveness(&mut tx, &updates, now).await?;
+    for (app, extend, start, down) in timeline {
+        match extend {
+            Some(id) => trusthub_store::slo::extend(&mut tx, id, now).await?,
+            None => trusthub_store::slo::append(&mut tx, app, start, now, down).await?,
+        }
+    }
+    if !updates.is_empty() {
+        apps::save_liveness(&mut tx, &updates, now).await?;
+    }
     let ids: Vec<Uuid> = raise
         .iter()
         .map(|r| r.0)

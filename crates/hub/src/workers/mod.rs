@@ -1,7 +1,7 @@
 //! Periodic work, one job per file: the liveness check of tracked apps (SPEC 3.1,
 //! [`liveness`]), alert-rule evaluation (CONTRACT 10, [`rules`]), the webhook deliverer
 //! (SPEC 3.3; CONTRACT 6, [`deliver`]), the vulnerability scan (CONTRACT 15, [`cve_scan`]),
-//! the daily OSV pull ([`osv_pull`]), npm maintainer tracking (CONTRACT 15,
+//! SLO burn alerts (CONTRACT 16, [`slo`]), the daily OSV pull ([`osv_pull`]), npm maintainer tracking (CONTRACT 15,
 //! [`supply_chain`]) and the agent-connection refresh
 //! ([`connections`]).
 //!
@@ -19,6 +19,7 @@ pub mod liveness;
 pub mod osv_pull;
 pub mod rules;
 pub mod scheduler;
+pub mod slo;
 pub mod supply_chain;
 
 pub use deliver::deliver_due;
@@ -49,6 +50,12 @@ pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
             cve_scan::NAME,
             cve_scan::interval(s),
             |st, now| Box::pin(async move { cve_scan::tick(&st, now).await }),
+        )),
+        tokio::spawn(periodic(
+            state.clone(),
+            slo::NAME,
+            slo::interval(s),
+            |st, now| Box::pin(async move { slo::tick(&st, now).await }),
         )),
         tokio::spawn(periodic(
             state.clone(),

@@ -166,6 +166,7 @@ impl TestApp {
         // Tests drive liveness and rule ticks themselves (trusthub_hub::workers).
         s.liveness_interval_secs = 3600;
         s.rule_eval_interval_secs = 3600;
+        s.slo_eval_interval_secs = 3600;
         // Tests scan with chosen instants (`cve_scan::scan_due`).
         s.cve_scan_check_secs = 3600;
         // Tests drive the maintainer tracking with chosen instants, against a local registry.

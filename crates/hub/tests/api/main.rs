@@ -25,6 +25,7 @@ mod mtls;
 mod osv_api;
 mod osv_pull;
 mod otlp;
+mod slo;
 mod supply_chain;
 mod suppressions;
 mod totp;

@@ -1,0 +1,662 @@
+//! SLOs per app (SPEC 2.2, CONTRACT 16): the objective, its status computed from the app's
+//! verdict timeline, the daily history as CSV, and maintenance windows.
+
+use crate::auth::{Operator, Viewer};
+use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::extract::{Json, Meta, Path, Query};
+use crate::openapi::api_routes;
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use time::OffsetDateTime;
+use trusthub_core::audit as ev;
+use trusthub_core::slo::{self as core, Objective, Span, Verdict};
+use trusthub_store::TenantId;
+use trusthub_store::slo::{self as store, Maintenance, Slo};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(put_slo, get_slo, delete_slo))
+        .routes(api_routes!(list))
+        .routes(api_routes!(history))
+        .routes(api_routes!(create_maintenance, list_maintenance))
+        .routes(api_routes!(delete_maintenance))
+}
+
+/// An SLO (SPEC 2.2); every field has a default.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SloRequest {
+    /// Availability target, a fraction in (0, 1) (default 0.999).
+    #[schema(exclusive_minimum = 0.0, exclusive_maximum = 1.0)]
+    pub target: Option<f64>,
+    /// Rolling window, 1 to 90 days (default 30).
+    #[schema(minimum = 1, maximum = 90)]
+    pub window_days: Option<i64>,
+    /// The share of the window that must have a verdict for the SLO to say anything, in
+    /// [0, 1] (default 0.95): below it the state is `insufficient_data` and no burn alert
+    /// fires.
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    pub minimum_data: Option<f64>,
+}
+
+/// One hour of the burn series.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BurnPoint {
+    /// The hour's start.
+    #[serde(with = "time::serde::rfc3339")]
+    pub start: OffsetDateTime,
+    /// Its burn rate.
+    pub burn_rate: f64,
+}
+
+/// An SLO's status (CONTRACT 16).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SloStatus {
+    /// The app.
+    pub app_id: Uuid,
+    /// Its name.
+    pub app_name: String,
+    /// Availability target.
+    pub target: f64,
+    /// Rolling window, days.
+    pub window_days: i64,
+    /// Coverage guard.
+    pub minimum_data: f64,
+    /// `ok`, `burning` (the week's burn rate is above 0), `exhausted` or `insufficient_data`.
+    pub state: String,
+    /// Up share of the observed minutes of the window.
+    pub uptime_percent: f64,
+    /// Minutes down in the window.
+    pub minutes_down: f64,
+    /// Minutes with a verdict, outside maintenance.
+    pub minutes_observed: f64,
+    /// Minutes of the window outside maintenance windows.
+    pub minutes_in_window: f64,
+    /// `minutes_observed / minutes_in_window`.
+    pub data_coverage: f64,
+    /// `(1 - target) * window_days * 1440`.
+    pub budget_total_minutes: f64,
+    /// What is left (negative once overspent).
+    pub budget_remaining_minutes: f64,
+    /// Burn rate over the last hour (its observed minutes only).
+    pub burn_rate_1h: f64,
+    /// Over 6 hours.
+    pub burn_rate_6h: f64,
+    /// Over 24 hours.
+    pub burn_rate_24h: f64,
+    /// Over 7 days.
+    pub burn_rate_7d: f64,
+    /// Days until the budget is gone at the week's burn rate; null when not burning.
+    pub days_to_exhaustion: Option<f64>,
+    /// Hourly burn rates over the last 7 days, oldest first.
+    pub burn_series: Vec<BurnPoint>,
+    /// When this was computed.
+    #[serde(with = "time::serde::rfc3339")]
+    pub computed_at: OffsetDateTime,
+}
+
+fn secs(t: OffsetDateTime) -> i64 {
+    t.unix_timestamp()
+}
+
+fn at(s: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+/// Rounded for the API (no float noise such as 33.200000000000003).
+fn r(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+pub(crate) fn core_spans(spans: &[store::Span]) -> Vec<Span> {
+    spans
+        .iter()
+        .map(|s| Span {
+            start: secs(s.start_at),
+            end: secs(s.end_at),
+            verdict: if s.down {
+                Verdict::Differs
+            } else {
+                Verdict::Matches
+            },
+        })
+        .collect()
+}
+
+pub(crate) fn objective(s: &Slo) -> Objective {
+    Objective {
+        target: s.target,
+        window_days: s.window_days.clamp(1, 90) as u32,
+        minimum_data: s.minimum_data,
+    }
+}
+
+/// How far back a status reads: the window, and the 7 days of the series.
+pub(crate) fn lookback(s: &Slo) -> time::Duration {
+    time::Duration::days(s.window_days.max(7))
+}
+
+pub(crate) fn status_of(
+    s: &Slo,
+    app_name: String,
+    spans: &[Span],
+    maintenance: &[(i64, i64)],
+    now: OffsetDateTime,
+) -> SloStatus {
+    let st = core::status(&objective(s), spans, maintenance, secs(now));
+    SloStatus {
+        app_id: s.app_id,
+        app_name,
+        target: s.target,
+        window_days: s.window_days,
+        minimum_data: s.minimum_data,
+        state: st.state.as_str().into(),
+        uptime_percent: r(st.uptime_percent),
+        minutes_down: r(st.minutes_down),
+        minutes_observed: r(st.minutes_observed),
+        minutes_in_window: r(st.minutes_in_window),
+        data_coverage: r(st.data_coverage),
+        budget_total_minutes: r(st.budget_total_minutes),
+        budget_remaining_minutes: r(st.budget_remaining_minutes),
+        burn_rate_1h: r(st.burn_rates[0]),
+        burn_rate_6h: r(st.burn_rates[1]),
+        burn_rate_24h: r(st.burn_rates[2]),
+        burn_rate_7d: r(st.burn_rates[3]),
+        days_to_exhaustion: st.days_to_exhaustion.map(r),
+        burn_series: st
+            .burn_series
+            .into_iter()
+            .map(|(start, rate)| BurnPoint {
+                start: at(start),
+                burn_rate: r(rate),
+            })
+            .collect(),
+        computed_at: now,
+    }
+}
+
+/// One app's SLO status at `now`, or 404 (no such app in the tenant, or no SLO).
+pub(crate) async fn status_of_app(
+    state: &AppState,
+    tenant: TenantId,
+    app: Uuid,
+    now: OffsetDateTime,
+) -> ApiResult<SloStatus> {
+    let mut c = state.db.conn().await?;
+    let a = trusthub_store::apps::get(&mut c, tenant, app)
+        .await?
+        .ok_or(ApiError::NotFound("app"))?;
+    let s = store::get(&mut c, tenant, app)
+        .await?
+        .ok_or(ApiError::NotFound("SLO"))?;
+    let since = now - lookback(&s);
+    let spans = core_spans(&store::spans(&mut c, app, since).await?);
+    let maint: Vec<(i64, i64)> = store::maintenance(&mut c, tenant, app, since)
+        .await?
+        .iter()
+        .map(|m| (secs(m.starts_at), secs(m.ends_at)))
+        .collect();
+    Ok(status_of(&s, a.name, &spans, &maint, now))
+}
+
+fn check(req: &SloRequest) -> Result<(f64, i64, f64), ApiError> {
+    let mut errors = Vec::new();
+    let target = req.target.unwrap_or(0.999);
+    if !(target > 0.0 && target < 1.0) {
+        errors.push(FieldError {
+            field: "target".into(),
+            message: "a fraction between 0 and 1, both excluded (0.999 for 99.9 %)".into(),
+        });
+    }
+    let window_days = req.window_days.unwrap_or(30);
+    if !(1..=90).contains(&window_days) {
+        errors.push(FieldError {
+            field: "window_days".into(),
+            message: "between 1 and 90".into(),
+        });
+    }
+    let minimum_data = req.minimum_data.unwrap_or(0.95);
+    if !(0.0..=1.0).contains(&minimum_data) {
+        errors.push(FieldError {
+            field: "minimum_data".into(),
+            message: "a fraction between 0 and 1".into(),
+        });
+    }
+    if errors.is_empty() {
+        Ok((target, window_days, minimum_data))
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// Sets the app's SLO for `p`'s tenant (the API and the dashboard); whether it replaced one.
+pub(crate) async fn put_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    app: Uuid,
+    req: &SloRequest,
+) -> ApiResult<(bool, SloStatus)> {
+    let (target, window_days, minimum_data) = check(req)?;
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    if trusthub_store::apps::get(&mut tx, p.tenant(), app)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound("app"));
+    }
+    let replaced = store::put(
+        &mut tx,
+        &Slo {
+            app_id: app,
+            tenant_id: p.tenant().0,
+            target,
+            window_days,
+            minimum_data,
+            created_at: now,
+            updated_at: now,
+        },
+    )
+    .await?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::SLO_SET,
+        format!("app:{app}"),
+        json!({"target": target, "window_days": window_days, "minimum_data": minimum_data, "replaced": replaced}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((replaced, status_of_app(state, p.tenant(), app, now).await?))
+}
+
+/// Set the app's SLO (operator): 201 with its status, 200 when it replaced the app's SLO.
+/// The status is computed from the verdicts liveness (and the http checks) recorded: a minute
+/// is observed when there was a verdict, down when the observed state differed from the
+/// expected one; maintenance windows count for neither. Audit `slo_set`.
+#[utoipa::path(post, path = "/apps/{id}/slo", tag = "slo", params(("id" = Uuid, Path, description = "App id")),
+    request_body = SloRequest,
+    responses((status = 201, body = SloStatus), (status = 200, body = SloStatus), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn put_slo(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+    Json(req): Json<SloRequest>,
+) -> ApiResult<(StatusCode, axum::Json<SloStatus>)> {
+    let (replaced, s) = put_by(&state, &meta, &p, id, &req).await?;
+    Ok((
+        if replaced {
+            StatusCode::OK
+        } else {
+            StatusCode::CREATED
+        },
+        axum::Json(s),
+    ))
+}
+
+/// The app's SLO status now (viewer). 404 when the app has no SLO.
+#[utoipa::path(get, path = "/apps/{id}/slo", tag = "slo", params(("id" = Uuid, Path, description = "App id")),
+    responses((status = 200, body = SloStatus), (status = 404, body = Problem)))]
+pub(crate) async fn get_slo(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<SloStatus>> {
+    Ok(axum::Json(
+        status_of_app(&state, p.tenant(), id, now()).await?,
+    ))
+}
+
+/// Remove the app's SLO (operator); its timeline is kept. Audit `slo_deleted`.
+#[utoipa::path(delete, path = "/apps/{id}/slo", tag = "slo", params(("id" = Uuid, Path, description = "App id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
+pub(crate) async fn delete_slo(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    if !store::delete(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("SLO"));
+    }
+    meta.record(&mut tx, &p, ev::SLO_DELETED, format!("app:{id}"), json!({}))
+        .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Every SLO status of the tenant at `now`, least budget left first.
+pub(crate) async fn statuses(
+    state: &AppState,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> ApiResult<Vec<SloStatus>> {
+    let mut c = state.db.conn().await?;
+    let slos = store::list(&mut c, Some(tenant)).await?;
+    let since = now - time::Duration::days(90);
+    let names: std::collections::HashMap<Uuid, String> =
+        trusthub_store::apps::list(&mut c, tenant, None)
+            .await?
+            .into_iter()
+            .map(|a| (a.id, a.name))
+            .collect();
+    let mut spans: std::collections::HashMap<Uuid, Vec<store::Span>> = Default::default();
+    for s in store::spans_of_tenant(&mut c, tenant, since).await? {
+        spans.entry(s.app_id).or_default().push(s);
+    }
+    let mut maint: std::collections::HashMap<Uuid, Vec<(i64, i64)>> = Default::default();
+    for m in store::maintenance_of_tenant(&mut c, tenant, since).await? {
+        maint
+            .entry(m.app_id)
+            .or_default()
+            .push((secs(m.starts_at), secs(m.ends_at)));
+    }
+    let mut out: Vec<SloStatus> = slos
+        .iter()
+        .map(|s| {
+            status_of(
+                s,
+                names.get(&s.app_id).cloned().unwrap_or_default(),
+                &core_spans(spans.get(&s.app_id).map_or(&[][..], Vec::as_slice)),
+                maint.get(&s.app_id).map_or(&[][..], Vec::as_slice),
+                now,
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.budget_remaining_minutes
+            .total_cmp(&b.budget_remaining_minutes)
+            .then(a.app_name.cmp(&b.app_name))
+    });
+    Ok(out)
+}
+
+/// Every SLO of the tenant with its status (viewer), least budget remaining first.
+#[utoipa::path(get, path = "/slos", tag = "slo", responses((status = 200, body = Vec<SloStatus>)))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+) -> ApiResult<axum::Json<Vec<SloStatus>>> {
+    Ok(axum::Json(statuses(&state, p.tenant(), now()).await?))
+}
+
+/// The history's length.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// UTC days up to today, 1 to 365 (default 30).
+    #[param(minimum = 1, maximum = 365)]
+    pub days: Option<i64>,
+}
+
+/// The app's SLO history as RFC 4180 CSV (viewer): one row per UTC day, oldest first, today
+/// up to now; `date,minutes_observed,minutes_down,uptime_percent,budget_remaining_minutes,
+/// burn_rate` (the budget left at the day's end, the day's burn rate).
+#[utoipa::path(get, path = "/apps/{id}/slo/history", tag = "slo",
+    params(("id" = Uuid, Path, description = "App id"), HistoryQuery),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub(crate) async fn history(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+    Query(q): Query<HistoryQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let days = q.days.unwrap_or(30);
+    if !(1..=365).contains(&days) {
+        return Err(ApiError::BadRequest(
+            "days must be between 1 and 365".into(),
+        ));
+    }
+    let body = history_csv(&state, p.tenant(), id, days as u32, now()).await?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/csv; charset=utf-8; header=present".to_owned(),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"slo-{id}.csv\""),
+            ),
+        ],
+        body,
+    ))
+}
+
+/// The CSV of [`history`].
+pub(crate) async fn history_csv(
+    state: &AppState,
+    tenant: TenantId,
+    app: Uuid,
+    days: u32,
+    now: OffsetDateTime,
+) -> ApiResult<String> {
+    let mut c = state.db.conn().await?;
+    if trusthub_store::apps::get(&mut c, tenant, app)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound("app"));
+    }
+    let s = store::get(&mut c, tenant, app)
+        .await?
+        .ok_or(ApiError::NotFound("SLO"))?;
+    let since = now - time::Duration::days(i64::from(days) + s.window_days + 1);
+    let spans = core_spans(&store::spans(&mut c, app, since).await?);
+    let maint: Vec<(i64, i64)> = store::maintenance(&mut c, tenant, app, since)
+        .await?
+        .iter()
+        .map(|m| (secs(m.starts_at), secs(m.ends_at)))
+        .collect();
+    let mut body = String::from(
+        "date,minutes_observed,minutes_down,uptime_percent,budget_remaining_minutes,burn_rate\r\n",
+    );
+    for d in core::history(&objective(&s), &spans, &maint, secs(now), days) {
+        body.push_str(&format!(
+            "{},{},{},{},{},{}\r\n",
+            at(d.start).date(),
+            r(d.minutes_observed),
+            r(d.minutes_down),
+            r(d.uptime_percent),
+            r(d.budget_remaining_minutes),
+            r(d.burn_rate)
+        ));
+    }
+    Ok(body)
+}
+
+/// A maintenance window.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMaintenance {
+    /// Start (RFC 3339).
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub starts_at: OffsetDateTime,
+    /// End (RFC 3339), after the start, at most 30 days later.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub ends_at: OffsetDateTime,
+    /// Why (1 to 500 characters).
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+}
+
+/// A maintenance window as shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MaintenanceView {
+    /// Id.
+    pub id: Uuid,
+    /// The app.
+    pub app_id: Uuid,
+    /// Start.
+    #[serde(with = "time::serde::rfc3339")]
+    pub starts_at: OffsetDateTime,
+    /// End.
+    #[serde(with = "time::serde::rfc3339")]
+    pub ends_at: OffsetDateTime,
+    /// Why.
+    pub reason: String,
+    /// Who.
+    pub created_by: String,
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<Maintenance> for MaintenanceView {
+    fn from(m: Maintenance) -> Self {
+        MaintenanceView {
+            id: m.id,
+            app_id: m.app_id,
+            starts_at: m.starts_at,
+            ends_at: m.ends_at,
+            reason: m.reason,
+            created_by: m.created_by,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// Creates a maintenance window (the API and the dashboard), audited.
+pub(crate) async fn create_maintenance_by(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    app: Uuid,
+    req: &NewMaintenance,
+) -> ApiResult<MaintenanceView> {
+    let mut errors = Vec::new();
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        errors.push(FieldError {
+            field: "reason".into(),
+            message: "1 to 500 characters".into(),
+        });
+    }
+    if req.ends_at <= req.starts_at {
+        errors.push(FieldError {
+            field: "ends_at".into(),
+            message: "must be after starts_at".into(),
+        });
+    } else if req.ends_at - req.starts_at > time::Duration::days(30) {
+        errors.push(FieldError {
+            field: "ends_at".into(),
+            message: "a window lasts at most 30 days".into(),
+        });
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let now = now();
+    let trunc = |t: OffsetDateTime| t.replace_nanosecond(0).unwrap_or(t);
+    let m = Maintenance {
+        id: Uuid::now_v7(),
+        tenant_id: p.tenant().0,
+        app_id: app,
+        starts_at: trunc(req.starts_at),
+        ends_at: trunc(req.ends_at),
+        reason: reason.to_owned(),
+        created_by: p.actor(),
+        created_at: now,
+    };
+    let mut tx = state.db.begin().await?;
+    if trusthub_store::apps::get(&mut tx, p.tenant(), app)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound("app"));
+    }
+    store::insert_maintenance(&mut tx, &m).await?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::MAINTENANCE_WINDOW_CREATED,
+        format!("app:{app}"),
+        json!({"id": m.id, "starts_at": m.starts_at.to_string(), "ends_at": m.ends_at.to_string(), "reason": m.reason}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(m.into())
+}
+
+/// Plan a maintenance window for the app (operator): its minutes are neither observed nor
+/// down in the SLO, and the app raises no liveness alert during it. Audit
+/// `maintenance_window_created`.
+#[utoipa::path(post, path = "/apps/{id}/maintenance-windows", tag = "slo",
+    params(("id" = Uuid, Path, description = "App id")), request_body = NewMaintenance,
+    responses((status = 201, body = MaintenanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn create_maintenance(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+    Json(req): Json<NewMaintenance>,
+) -> ApiResult<(StatusCode, axum::Json<MaintenanceView>)> {
+    let m = create_maintenance_by(&state, &meta, &p, id, &req).await?;
+    Ok((StatusCode::CREATED, axum::Json(m)))
+}
+
+/// The app's maintenance windows of the last 400 days and to come (viewer), by start.
+#[utoipa::path(get, path = "/apps/{id}/maintenance-windows", tag = "slo",
+    params(("id" = Uuid, Path, description = "App id")),
+    responses((status = 200, body = Vec<MaintenanceView>), (status = 404, body = Problem)))]
+pub(crate) async fn list_maintenance(
+    State(state): State<AppState>,
+    Viewer(p): Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<Vec<MaintenanceView>>> {
+    let mut c = state.db.conn().await?;
+    if trusthub_store::apps::get(&mut c, p.tenant(), id)
+        .await?
+        .is_none()
+    {
+        return Err(ApiError::NotFound("app"));
+    }
+    let since = now() - time::Duration::days(400);
+    Ok(axum::Json(
+        store::maintenance(&mut c, p.tenant(), id, since)
+            .await?
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+    ))
+}
+
+/// Delete a maintenance window (operator). Audit `maintenance_window_deleted`.
+#[utoipa::path(delete, path = "/maintenance-windows/{id}", tag = "slo",
+    params(("id" = Uuid, Path, description = "Window id")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
+pub(crate) async fn delete_maintenance(
+    State(state): State<AppState>,
+    meta: Meta,
+    Operator(p): Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.db.begin().await?;
+    let Some(m) = store::maintenance_window(&mut tx, p.tenant(), id).await? else {
+        return Err(ApiError::NotFound("maintenance window"));
+    };
+    store::delete_maintenance(&mut tx, p.tenant(), id).await?;
+    meta.record(
+        &mut tx,
+        &p,
+        ev::MAINTENANCE_WINDOW_DELETED,
+        format!("app:{}", m.app_id),
+        json!({"id": id, "reason": m.reason}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}

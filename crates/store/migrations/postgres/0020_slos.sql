@@ -1,0 +1,35 @@
+-- SLOs (SPEC 2.2, CONTRACT 16). `app_timeline` is each app's compact verdict history: spans in
+-- which the observed state matched the expected one (down = false) or differed (down = true);
+-- time without a span had no verdict. The liveness tick extends the app's last span while the
+-- verdict holds, so a steady app adds one row per change, not per check. Kept 400 days at
+-- least. `app_slos`: one SLO per app. `maintenance_windows`: excluded from the budget, no
+-- liveness alert during them. Keep in step with ../sqlite/.
+CREATE TABLE app_timeline (
+    id BIGSERIAL PRIMARY KEY,
+    app_id UUID NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+    start_at TIMESTAMPTZ NOT NULL,
+    end_at TIMESTAMPTZ NOT NULL,
+    down BOOLEAN NOT NULL
+);
+CREATE INDEX app_timeline_app ON app_timeline (app_id, end_at);
+CREATE TABLE app_slos (
+    app_id UUID PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    target DOUBLE PRECISION NOT NULL,
+    window_days BIGINT NOT NULL,
+    minimum_data DOUBLE PRECISION NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX app_slos_tenant ON app_slos (tenant_id);
+CREATE TABLE maintenance_windows (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    app_id UUID NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+    starts_at TIMESTAMPTZ NOT NULL,
+    ends_at TIMESTAMPTZ NOT NULL,
+    reason TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX maintenance_windows_app ON maintenance_windows (app_id, ends_at);

@@ -1,0 +1,237 @@
+//! SLOs (CONTRACT 16): each app's verdict timeline, its SLO, and its maintenance windows.
+
+use crate::{Exec, StoreResult, TenantId, on};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A span of an app's timeline.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Span {
+    /// Row id.
+    pub id: i64,
+    /// The app.
+    pub app_id: Uuid,
+    /// Start.
+    pub start_at: OffsetDateTime,
+    /// End (exclusive).
+    pub end_at: OffsetDateTime,
+    /// Whether the observed state differed from the expected one.
+    pub down: bool,
+}
+
+/// The last span of each app that has one.
+pub async fn last_spans(ex: &mut impl Exec) -> StoreResult<Vec<Span>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT t.id, t.app_id, t.start_at, t.end_at, t.down FROM app_timeline t \
+         JOIN (SELECT app_id, MAX(id) AS id FROM app_timeline GROUP BY app_id) m ON m.id = t.id")
+        .fetch_all(&mut *c).await?))
+}
+
+/// Extends a span to `end`.
+pub async fn extend(ex: &mut impl Exec, id: i64, end: OffsetDateTime) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE app_timeline SET end_at = $1 WHERE id = $2")
+        .bind(end).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Appends a span.
+pub async fn append(
+    ex: &mut impl Exec,
+    app: Uuid,
+    start: OffsetDateTime,
+    end: OffsetDateTime,
+    down: bool,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("INSERT INTO app_timeline (app_id, start_at, end_at, down) VALUES ($1, $2, $3, $4)")
+        .bind(app).bind(start).bind(end).bind(down).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The spans of an app ending after `since`, oldest first.
+pub async fn spans(ex: &mut impl Exec, app: Uuid, since: OffsetDateTime) -> StoreResult<Vec<Span>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT id, app_id, start_at, end_at, down FROM app_timeline WHERE app_id = $1 AND end_at > $2 ORDER BY start_at, id")
+        .bind(app).bind(since).fetch_all(&mut *c).await?))
+}
+
+/// The spans of several apps ending after `since`, by app then time.
+pub async fn spans_of_tenant(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    since: OffsetDateTime,
+) -> StoreResult<Vec<Span>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT t.id, t.app_id, t.start_at, t.end_at, t.down FROM app_timeline t JOIN app_slos s ON s.app_id = t.app_id \
+         WHERE s.tenant_id = $1 AND t.end_at > $2 ORDER BY t.app_id, t.start_at, t.id")
+        .bind(tenant.0).bind(since).fetch_all(&mut *c).await?))
+}
+
+/// Deletes spans that ended before `before` (retention).
+pub async fn purge(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM app_timeline WHERE end_at < $1")
+        .bind(before).execute(&mut *c).await?.rows_affected()),
+    )
+}
+
+/// An app's SLO.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Slo {
+    /// The app.
+    pub app_id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// Availability target in (0, 1).
+    pub target: f64,
+    /// Rolling window.
+    pub window_days: i64,
+    /// Coverage guard.
+    pub minimum_data: f64,
+    /// Created.
+    pub created_at: OffsetDateTime,
+    /// Last replaced.
+    pub updated_at: OffsetDateTime,
+}
+
+const SLO_COLUMNS: &str =
+    "app_id, tenant_id, target, window_days, minimum_data, created_at, updated_at";
+
+/// Creates or replaces an app's SLO; whether it replaced one.
+pub async fn put(ex: &mut impl Exec, s: &Slo) -> StoreResult<bool> {
+    let existing = get(&mut *ex, TenantId(s.tenant_id), s.app_id).await?;
+    on!(ex, c => {
+        sqlx::query("DELETE FROM app_slos WHERE app_id = $1").bind(s.app_id).execute(&mut *c).await?;
+        let sql = format!("INSERT INTO app_slos ({SLO_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(s.app_id).bind(s.tenant_id).bind(s.target).bind(s.window_days).bind(s.minimum_data)
+            .bind(existing.as_ref().map_or(s.created_at, |e| e.created_at)).bind(s.updated_at)
+            .execute(&mut *c).await?;
+    });
+    Ok(existing.is_some())
+}
+
+/// An app's SLO in the tenant.
+pub async fn get(ex: &mut impl Exec, tenant: TenantId, app: Uuid) -> StoreResult<Option<Slo>> {
+    let sql = format!("SELECT {SLO_COLUMNS} FROM app_slos WHERE tenant_id = $1 AND app_id = $2");
+    Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(app).fetch_optional(&mut *c).await?))
+}
+
+/// The tenant's SLOs (every tenant's when `None`).
+pub async fn list(ex: &mut impl Exec, tenant: Option<TenantId>) -> StoreResult<Vec<Slo>> {
+    Ok(match tenant {
+        Some(t) => {
+            let sql = format!("SELECT {SLO_COLUMNS} FROM app_slos WHERE tenant_id = $1");
+            on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(t.0).fetch_all(&mut *c).await?)
+        }
+        None => {
+            let sql = format!("SELECT {SLO_COLUMNS} FROM app_slos");
+            on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *c).await?)
+        }
+    })
+}
+
+/// Deletes an app's SLO; whether there was one.
+pub async fn delete(ex: &mut impl Exec, tenant: TenantId, app: Uuid) -> StoreResult<bool> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM app_slos WHERE tenant_id = $1 AND app_id = $2")
+        .bind(tenant.0).bind(app).execute(&mut *c).await?.rows_affected())
+            > 0,
+    )
+}
+
+/// A maintenance window.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Maintenance {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: Uuid,
+    /// The app.
+    pub app_id: Uuid,
+    /// Start.
+    pub starts_at: OffsetDateTime,
+    /// End.
+    pub ends_at: OffsetDateTime,
+    /// Why.
+    pub reason: String,
+    /// Who.
+    pub created_by: String,
+    /// When.
+    pub created_at: OffsetDateTime,
+}
+
+const MAINT_COLUMNS: &str =
+    "id, tenant_id, app_id, starts_at, ends_at, reason, created_by, created_at";
+
+/// Stores a window.
+pub async fn insert_maintenance(ex: &mut impl Exec, m: &Maintenance) -> StoreResult<()> {
+    let sql = format!(
+        "INSERT INTO maintenance_windows ({MAINT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+    );
+    on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(m.id).bind(m.tenant_id).bind(m.app_id).bind(m.starts_at).bind(m.ends_at)
+        .bind(&m.reason).bind(&m.created_by).bind(m.created_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// An app's windows ending after `since`, by start.
+pub async fn maintenance(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    app: Uuid,
+    since: OffsetDateTime,
+) -> StoreResult<Vec<Maintenance>> {
+    let sql = format!(
+        "SELECT {MAINT_COLUMNS} FROM maintenance_windows WHERE tenant_id = $1 AND app_id = $2 AND ends_at > $3 ORDER BY starts_at, id"
+    );
+    Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(app).bind(since).fetch_all(&mut *c).await?))
+}
+
+/// Every app's windows open at `at` (for liveness).
+pub async fn in_maintenance(ex: &mut impl Exec, at: OffsetDateTime) -> StoreResult<Vec<Uuid>> {
+    let rows: Vec<(Uuid,)> = on!(ex, c => sqlx::query_as(
+        "SELECT DISTINCT app_id FROM maintenance_windows WHERE starts_at <= $1 AND ends_at > $1")
+        .bind(at).fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().map(|r| r.0).collect())
+}
+
+/// One window of the tenant.
+pub async fn maintenance_window(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<Option<Maintenance>> {
+    let sql =
+        format!("SELECT {MAINT_COLUMNS} FROM maintenance_windows WHERE tenant_id = $1 AND id = $2");
+    Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+}
+
+/// Deletes a window.
+pub async fn delete_maintenance(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<bool> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM maintenance_windows WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected())
+            > 0,
+    )
+}
+
+/// The tenant's windows of apps with an SLO ending after `since`, by app.
+pub async fn maintenance_of_tenant(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    since: OffsetDateTime,
+) -> StoreResult<Vec<Maintenance>> {
+    let sql = format!(
+        "SELECT {MAINT_COLUMNS} FROM maintenance_windows WHERE tenant_id = $1 AND ends_at > $2 ORDER BY app_id, starts_at"
+    );
+    Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(since).fetch_all(&mut *c).await?))
+}
