@@ -139,12 +139,10 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         let observed = observed_of(app, live.get(&app.agent_id), now);
         // The SLO timeline (CONTRACT 16): matches or differs; unknown leaves a gap.
         if observed != Observed::Unknown {
-            let down = match (expected, observed) {
-                (Expected::Running, Observed::Running) | (Expected::Stopped, Observed::Stopped) => {
-                    false
-                }
-                _ => true,
-            };
+            let down = !matches!(
+                (expected, observed),
+                (Expected::Running, Observed::Running) | (Expected::Stopped, Observed::Stopped)
+            );
             match last_spans.get(&app.id) {
                 Some(l) if now - l.end_at <= tolerance && now >= l.end_at => {
                     if l.down == down {
