@@ -434,14 +434,14 @@ pub(crate) async fn history(
     ))
 }
 
-/// The CSV of [`history`].
-pub(crate) async fn history_csv(
+/// The daily rows of an app's SLO history (oldest first).
+pub(crate) async fn history_days(
     state: &AppState,
     tenant: TenantId,
     app: Uuid,
     days: u32,
     now: OffsetDateTime,
-) -> ApiResult<String> {
+) -> ApiResult<Vec<core::Day>> {
     let mut c = state.db.conn().await?;
     if trusthub_store::apps::get(&mut c, tenant, app)
         .await?
@@ -459,10 +459,27 @@ pub(crate) async fn history_csv(
         .iter()
         .map(|m| (secs(m.starts_at), secs(m.ends_at)))
         .collect();
+    Ok(core::history(
+        &objective(&s),
+        &spans,
+        &maint,
+        secs(now),
+        days,
+    ))
+}
+
+/// The CSV of [`history`].
+pub(crate) async fn history_csv(
+    state: &AppState,
+    tenant: TenantId,
+    app: Uuid,
+    days: u32,
+    now: OffsetDateTime,
+) -> ApiResult<String> {
     let mut body = String::from(
         "date,minutes_observed,minutes_down,uptime_percent,budget_remaining_minutes,burn_rate\r\n",
     );
-    for d in core::history(&objective(&s), &spans, &maint, secs(now), days) {
+    for d in history_days(state, tenant, app, days, now).await? {
         body.push_str(&format!(
             "{},{},{},{},{},{}\r\n",
             at(d.start).date(),

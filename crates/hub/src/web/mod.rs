@@ -19,6 +19,7 @@ mod pages;
 mod qr;
 mod rule;
 mod settings;
+mod slo;
 mod supply_chain;
 mod suppressions;
 mod users;
@@ -161,6 +162,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/ui/agents/{id}/vulnerabilities", get(vulns::host))
         .route("/ui/supply-chain", get(supply_chain::changes))
+        .route("/ui/apps/{id}/slo", get(slo::show).post(slo::save))
+        .route("/ui/apps/{id}/slo/delete", post(slo::remove))
+        .route("/ui/apps/{id}/maintenance-windows", post(slo::plan))
+        .route("/ui/maintenance-windows/{id}/delete", post(slo::unplan))
         .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))

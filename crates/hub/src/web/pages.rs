@@ -291,6 +291,8 @@ struct Live {
     apps_total: usize,
     apps_off: usize,
     anomalies: usize,
+    slos_total: usize,
+    slos_alarm: usize,
     agents: Vec<AgentRow>,
     more_agents: usize,
     events: Vec<Event>,
@@ -436,6 +438,14 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     let (tracked, off) = apps::state_counts(&mut c, tenant).await?;
     l.apps_total = usize::try_from(tracked).unwrap_or(0);
     l.apps_off = usize::try_from(off).unwrap_or(0);
+    drop(c);
+    let slos = crate::routes::slo::statuses(state, tenant, now()).await?;
+    l.slos_total = slos.len();
+    l.slos_alarm = slos
+        .iter()
+        .filter(|s| s.state == "burning" || s.state == "exhausted")
+        .count();
+    let mut c = state.db.conn().await?;
     let now = now();
     l.events = audit::list(
         &mut c,
@@ -969,6 +979,9 @@ struct AppsPage<'a> {
     can_edit: bool,
     can_restart: bool,
     csrf: String,
+    /// SLOs, least budget left first: `(app id, name, state, class, budget left, total,
+    /// uptime)`.
+    slos: Vec<(String, String, String, &'static str, String, String, String)>,
 }
 
 /// Which host's discovery list to show.
@@ -1029,6 +1042,21 @@ async fn apps_page(
             })
             .collect();
         drop(c);
+        let slos = crate::routes::slo::statuses(state, tenant, now)
+            .await?
+            .into_iter()
+            .map(|s| {
+                (
+                    s.app_id.to_string(),
+                    s.app_name,
+                    s.state.replace('_', " "),
+                    super::slo::class(&s.state),
+                    format!("{:.1}", s.budget_remaining_minutes),
+                    format!("{:.1}", s.budget_total_minutes),
+                    format!("{:.3}", s.uptime_percent),
+                )
+            })
+            .collect();
         let candidates = match agent {
             Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
                 .await?
@@ -1062,6 +1090,7 @@ async fn apps_page(
             can_edit: user.principal.has_role(Role::Operator),
             can_restart: user.principal.has_role(Role::Admin),
             csrf: user.csrf.clone(),
+            slos,
         })
     }
     .await;

@@ -20,6 +20,7 @@ crate::dual!(
     an_operator_acknowledges_a_vulnerability_and_reads_its_advisory,
     an_operator_suppresses_a_finding_from_its_row_and_reads_the_host_coverage,
     a_viewer_reads_the_maintainer_changes_of_the_hosts_npm_dependencies,
+    an_operator_sets_an_slo_reads_its_budget_and_plans_maintenance,
 );
 
 /// The form whose action is `action`: its submit button.
@@ -994,5 +995,79 @@ async fn a_viewer_reads_the_maintainer_changes_of_the_hosts_npm_dependencies(b: 
     );
     assert!(page.contains(&format!("/ui/agents/{}", host.id)), "{page}");
     browser.screenshot("supply-chain").await;
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_operator_sets_an_slo_reads_its_budget_and_plans_maintenance(b: Backend) {
+    use time::Duration;
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("slo-{b:?}")).await else {
+        return;
+    };
+    let (_, id) = crate::slo::nginx_app(&app, "checkout").await;
+    let now = hub_now();
+    let outage = now - Duration::days(2);
+    crate::slo::spans(
+        &app,
+        &id,
+        &[
+            (now - Duration::days(30), outage, false),
+            (outage, outage + Duration::minutes(10), true),
+            (outage + Duration::minutes(10), now, false),
+        ],
+    )
+    .await;
+    app.invite_and_accept(&app.owner, "oncall@example.com", "operator")
+        .await;
+    browser
+        .sign_in(&app.base, "oncall@example.com", "a fine password")
+        .await;
+    let page_url = format!("{}/ui/apps/{id}/slo", app.base);
+    browser.goto(&page_url).await;
+    browser.wait_text("No SLO for this app yet").await;
+    // The form starts with the defaults (99.9 % over 30 days).
+    let form = format!("/ui/apps/{id}/slo");
+    browser.click(&submit(&form)).await;
+    let page = browser.wait_text("Saved.").await;
+    assert!(page.contains("burning"), "{page}");
+    assert!(page.contains("33.2 of 43.2 min"), "{page}");
+    assert!(page.contains("<svg class=\"chart\""), "{page}");
+    assert!(page.contains(&outage.date().to_string()), "{page}");
+    browser.screenshot("slo").await;
+    let api = body(app.get(&format!("/apps/{id}/slo"), &app.owner).await).await;
+    assert_eq!(api["target"], 0.999);
+    // A maintenance window over the outage: the budget is whole again.
+    let fmt = |t: time::OffsetDateTime| format!("{}T{:02}:{:02}", t.date(), t.hour(), t.minute());
+    let wform = format!("/ui/apps/{id}/maintenance-windows");
+    browser
+        .set_value(
+            &format!("form[action='{wform}'] input[name=starts_at]"),
+            &fmt(outage - Duration::minutes(5)),
+        )
+        .await;
+    browser
+        .set_value(
+            &format!("form[action='{wform}'] input[name=ends_at]"),
+            &fmt(outage + Duration::minutes(20)),
+        )
+        .await;
+    browser
+        .type_into(
+            &format!("form[action='{wform}'] input[name=reason]"),
+            "kernel upgrade",
+        )
+        .await;
+    browser.click(&submit(&wform)).await;
+    let page = browser.wait_text("Planned.").await;
+    assert!(
+        page.contains("43.2 of 43.2 min") && page.contains("kernel upgrade"),
+        "{page}"
+    );
+    // The apps page lists the SLO; the overview counts it.
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    let page = browser.wait_text("least error budget left first").await;
+    assert!(page.contains(&format!("/ui/apps/{id}/slo")), "{page}");
+    browser.goto(&format!("{}/", app.base)).await;
+    browser.wait_text("SLOs burning or exhausted").await;
     browser.assert_no_js_errors().await;
 }

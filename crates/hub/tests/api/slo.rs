@@ -16,7 +16,11 @@ crate::dual!(
 );
 
 /// Writes spans (start, end, down) of an app's timeline.
-async fn spans(app: &TestApp, id: &str, spans: &[(OffsetDateTime, OffsetDateTime, bool)]) {
+pub(crate) async fn spans(
+    app: &TestApp,
+    id: &str,
+    spans: &[(OffsetDateTime, OffsetDateTime, bool)],
+) {
     let id = Uuid::parse_str(id).expect("uuid");
     let mut tx = app.state.db.begin().await.expect("tx");
     for (a, b, down) in spans {
@@ -31,7 +35,7 @@ fn close(v: &Value, want: f64) -> bool {
     v.as_f64().is_some_and(|x| (x - want).abs() < 1e-6)
 }
 
-async fn nginx_app(app: &TestApp, name: &str) -> (crate::agents::Host, String) {
+pub(crate) async fn nginx_app(app: &TestApp, name: &str) -> (crate::agents::Host, String) {
     let host = crate::agents::register(app).await;
     let created = create_app(
         app,

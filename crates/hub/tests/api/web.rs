@@ -61,6 +61,7 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
         "/ui/cve-suppressions",
         "/ui/agents/00000000-0000-0000-0000-000000000000/vulnerabilities",
         "/ui/supply-chain",
+        "/ui/apps/00000000-0000-0000-0000-000000000000/slo",
     ] {
         let r = web.get(at(page)).send().await.expect("get");
         assert_eq!(r.status(), 303, "{page}");
@@ -276,6 +277,10 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         format!("/ui/vulnerabilities/{none}/unacknowledge"),
         "/ui/cve-suppressions".into(),
         format!("/ui/cve-suppressions/{none}/delete"),
+        format!("/ui/apps/{tracked}/slo"),
+        format!("/ui/apps/{tracked}/slo/delete"),
+        format!("/ui/apps/{tracked}/maintenance-windows"),
+        format!("/ui/maintenance-windows/{none}/delete"),
         "/ui/webhooks".into(),
         format!("/ui/webhooks/{hook}"),
         format!("/ui/webhooks/{hook}/delete"),
@@ -335,6 +340,12 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         ("ecosystem", "npm"),
         ("version_range", "*"),
         ("expires_at", "2026-12-31"),
+        ("target", "0.99"),
+        ("window_days", "30"),
+        ("minimum_data", "0.5"),
+        ("starts_at", "2026-12-01T10:00"),
+        ("ends_at", "2026-12-01T11:00"),
+        ("app", &tracked),
     ]);
     let audit = app.audit_count().await;
     let web = no_redirects();

@@ -1,0 +1,383 @@
+//! An app's SLO page (CONTRACT 16, 17): status, budget, the burn-rate chart of 7 days, the
+//! 30-day history, maintenance windows, and the forms — through the API's own functions.
+
+use super::pages::{CsrfForm, UserBar, allowed};
+use super::{ASSETS, Assets, Flash, WebUser, chart, html};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::Meta;
+use crate::routes::slo::{self as api, NewMaintenance, SloRequest, SloStatus};
+use crate::state::{AppState, now};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use time::OffsetDateTime;
+use trusthub_core::Role;
+use uuid::Uuid;
+
+/// The status as the page shows it.
+#[derive(Debug)]
+pub(super) struct StatusCard {
+    state: String,
+    class: &'static str,
+    target: f64,
+    window_days: i64,
+    uptime: String,
+    minutes_down: String,
+    minutes_observed: String,
+    coverage: String,
+    remaining: String,
+    total: String,
+    remaining_percent: String,
+    days: String,
+    burn_1h: String,
+    burn_6h: String,
+    burn_24h: String,
+    burn_7d: String,
+}
+
+/// The status class of a state.
+pub(super) fn class(state: &str) -> &'static str {
+    match state {
+        "ok" => "online",
+        "burning" => "warning",
+        "exhausted" => "critical",
+        _ => "unknown",
+    }
+}
+
+fn card(s: &SloStatus) -> StatusCard {
+    let f = |x: f64| format!("{x:.2}");
+    StatusCard {
+        class: class(&s.state),
+        state: s.state.replace('_', " "),
+        target: s.target,
+        window_days: s.window_days,
+        uptime: format!("{:.3}", s.uptime_percent),
+        minutes_down: f(s.minutes_down),
+        minutes_observed: format!("{:.0}", s.minutes_observed),
+        coverage: format!("{:.1}", s.data_coverage * 100.0),
+        remaining: format!("{:.1}", s.budget_remaining_minutes),
+        total: format!("{:.1}", s.budget_total_minutes),
+        remaining_percent: format!(
+            "{:.0}",
+            (100.0 * s.budget_remaining_minutes / s.budget_total_minutes.max(1e-9))
+                .clamp(0.0, 100.0)
+        ),
+        days: s
+            .days_to_exhaustion
+            .map_or("—".into(), |d| format!("{d:.1}")),
+        burn_1h: f(s.burn_rate_1h),
+        burn_6h: f(s.burn_rate_6h),
+        burn_24h: f(s.burn_rate_24h),
+        burn_7d: f(s.burn_rate_7d),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "slo.html")]
+struct Page<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_edit: bool,
+    app_id: String,
+    app_name: String,
+    status: Option<StatusCard>,
+    chart: String,
+    days: Vec<(String, String, String, String, String, String)>,
+    windows: Vec<(String, String, String, String, String)>,
+    form: (String, String, String),
+    flash: Flash,
+}
+
+fn minute(t: OffsetDateTime) -> String {
+    format!("{} {:02}:{:02}", t.date(), t.hour(), t.minute())
+}
+
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    app: Uuid,
+    flash: Flash,
+    code: StatusCode,
+) -> Response {
+    let built: ApiResult<Page> = async {
+        let p = &user.principal;
+        let now = now();
+        let name = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::apps::get(&mut c, p.tenant(), app)
+                .await?
+                .ok_or(ApiError::NotFound("app"))?
+                .name
+        };
+        let status = match api::status_of_app(state, p.tenant(), app, now).await {
+            Ok(s) => Some(s),
+            Err(ApiError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
+        let (chart, days, form) = match &status {
+            Some(s) => {
+                let line = chart::Line {
+                    label: "burn rate".into(),
+                    points: s
+                        .burn_series
+                        .iter()
+                        .map(|b| (b.start.unix_timestamp() * 1000, b.burn_rate))
+                        .collect(),
+                };
+                let to = now.unix_timestamp() * 1000;
+                let svg = chart::line_chart(
+                    "Burn rate, last 7 days",
+                    &[line],
+                    to - 7 * 86_400_000,
+                    to,
+                    None,
+                );
+                let days = api::history_days(state, p.tenant(), app, 30, now)
+                    .await?
+                    .into_iter()
+                    .rev()
+                    .map(|d| {
+                        (
+                            OffsetDateTime::from_unix_timestamp(d.start)
+                                .map(|t| t.date().to_string())
+                                .unwrap_or_default(),
+                            format!("{:.0}", d.minutes_observed),
+                            format!("{:.1}", d.minutes_down),
+                            format!("{:.3}", d.uptime_percent),
+                            format!("{:.1}", d.budget_remaining_minutes),
+                            format!("{:.2}", d.burn_rate),
+                        )
+                    })
+                    .collect();
+                (
+                    svg,
+                    days,
+                    (
+                        s.target.to_string(),
+                        s.window_days.to_string(),
+                        s.minimum_data.to_string(),
+                    ),
+                )
+            }
+            None => (
+                String::new(),
+                Vec::new(),
+                ("0.999".into(), "30".into(), "0.95".into()),
+            ),
+        };
+        let windows = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::slo::maintenance(
+                &mut c,
+                p.tenant(),
+                app,
+                now - time::Duration::days(400),
+            )
+            .await?
+            .into_iter()
+            .rev()
+            .map(|m| {
+                (
+                    m.id.to_string(),
+                    minute(m.starts_at),
+                    minute(m.ends_at),
+                    m.reason,
+                    m.created_by,
+                )
+            })
+            .collect()
+        };
+        Ok(Page {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_edit: p.has_role(Role::Operator),
+            app_id: app.to_string(),
+            app_name: name,
+            status: status.as_ref().map(card),
+            chart,
+            days,
+            windows,
+            form,
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), code),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/apps/{id}/slo`.
+pub async fn show(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    page(&state, &user, id, Flash::default(), StatusCode::OK).await
+}
+
+/// The SLO form.
+#[derive(Debug, Deserialize)]
+pub struct SloForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    target: String,
+    #[serde(default)]
+    window_days: String,
+    #[serde(default)]
+    minimum_data: String,
+}
+
+async fn after<T>(
+    state: &AppState,
+    user: &WebUser,
+    app: Uuid,
+    result: ApiResult<T>,
+    notice: &str,
+) -> Response {
+    match super::outcome(result, notice, StatusCode::OK) {
+        Ok((flash, code)) => page(state, user, app, flash, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/apps/{id}/slo` (operator).
+pub async fn save(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<SloForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let number = |field: &str, v: &str| -> Result<f64, ApiError> {
+        v.trim()
+            .parse::<f64>()
+            .map_err(|_| ApiError::invalid(field, "a number"))
+    };
+    let result = async {
+        let req = SloRequest {
+            target: Some(number("target", &f.target)?),
+            window_days: Some(
+                f.window_days
+                    .trim()
+                    .parse()
+                    .map_err(|_| ApiError::invalid("window_days", "a whole number of days"))?,
+            ),
+            minimum_data: Some(number("minimum_data", &f.minimum_data)?),
+        };
+        api::put_by(&state, &meta, &user.principal, id, &req).await
+    }
+    .await;
+    after(&state, &user, id, result, "Saved.").await
+}
+
+/// `POST /ui/apps/{id}/slo/delete` (operator).
+pub async fn remove(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let result = api::delete_slo(
+        State(state.clone()),
+        meta,
+        crate::auth::Operator(user.principal.clone()),
+        crate::extract::Path(id),
+    )
+    .await;
+    after(&state, &user, id, result, "The SLO is removed.").await
+}
+
+/// The maintenance form (`datetime-local` values, read as UTC).
+#[derive(Debug, Deserialize)]
+pub struct WindowForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    starts_at: String,
+    #[serde(default)]
+    ends_at: String,
+    #[serde(default)]
+    reason: String,
+}
+
+fn local(field: &str, v: &str) -> Result<OffsetDateTime, ApiError> {
+    let v = v.trim();
+    let with_secs = if v.len() == 16 {
+        format!("{v}:00")
+    } else {
+        v.to_owned()
+    };
+    time::PrimitiveDateTime::parse(
+        &with_secs,
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+    )
+    .map(|t| t.assume_utc())
+    .map_err(|_| ApiError::invalid(field, "a date and time (UTC)"))
+}
+
+/// `POST /ui/apps/{id}/maintenance-windows` (operator).
+pub async fn plan(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<WindowForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let result = async {
+        let req = NewMaintenance {
+            starts_at: local("starts_at", &f.starts_at)?,
+            ends_at: local("ends_at", &f.ends_at)?,
+            reason: f.reason.clone(),
+        };
+        api::create_maintenance_by(&state, &meta, &user.principal, id, &req).await
+    }
+    .await;
+    after(&state, &user, id, result, "Planned.").await
+}
+
+/// The delete form of a window (and the app to come back to).
+#[derive(Debug, Deserialize)]
+pub struct WindowDelete {
+    #[serde(default)]
+    csrf: String,
+    app: Uuid,
+}
+
+/// `POST /ui/maintenance-windows/{id}/delete` (operator).
+pub async fn unplan(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<WindowDelete>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let result = api::delete_maintenance(
+        State(state.clone()),
+        meta,
+        crate::auth::Operator(user.principal.clone()),
+        crate::extract::Path(id),
+    )
+    .await;
+    after(&state, &user, f.app, result, "Deleted.").await
+}
