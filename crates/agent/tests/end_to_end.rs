@@ -1212,3 +1212,98 @@ async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upg
     agent.stop();
     f.hub.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_app_killed_for_a_while_spends_its_slo_budget_in_the_status_and_the_csv() {
+    let state = TempDir::new();
+    let f = fixture_with(|s| s.liveness_interval_secs = 1).await;
+    let bin = state.0.join("slo-app");
+    std::fs::copy("/bin/sleep", &bin).expect("copy sleep");
+    let start_app = || Command::new(&bin).arg("600").spawn().expect("app runs");
+    let mut proc_ = start_app();
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent", |v| {
+        v[0]["last_seen_at"].is_string()
+    })
+    .await;
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let app = post(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/apps",
+        json!({"agent_id": agent_id, "name": "slo demo", "app_type": "process",
+            "identifier": bin.display().to_string()}),
+    )
+    .await;
+    let id = app["id"].as_str().expect("id").to_owned();
+    // A one-day window; a fresh app has only seconds of data, so no coverage guard.
+    post(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        &format!("/apps/{id}/slo"),
+        json!({"target": 0.99, "window_days": 1, "minimum_data": 0}),
+    )
+    .await;
+    let slo = format!("/apps/{id}/slo");
+    wait_until(&f, &slo, 30, "observed minutes", |v| {
+        v["minutes_observed"].as_f64().is_some_and(|m| m > 0.03)
+    })
+    .await;
+    // Down for a while: at least 5 seconds of verdicts that differ.
+    proc_.kill().expect("kill the app");
+    proc_.wait().expect("reap");
+    let down = wait_until(&f, &slo, 60, "downtime counted", |v| {
+        v["minutes_down"].as_f64().is_some_and(|m| m >= 5.0 / 60.0)
+    })
+    .await;
+    assert_eq!(down["state"], "burning", "{down}");
+    let mut proc_ = start_app();
+    wait_until(&f, &format!("/apps/{id}"), 30, "running again", |v| {
+        v["observed_state"] == "running"
+    })
+    .await;
+    let s = get(&f.client, &f.base, &f.cookie, &slo).await;
+    let minutes_down = s["minutes_down"].as_f64().expect("minutes_down");
+    let total = s["budget_total_minutes"].as_f64().expect("total");
+    assert!((total - 14.4).abs() < 1e-9, "1 % of a day: {s}");
+    let remaining = s["budget_remaining_minutes"].as_f64().expect("remaining");
+    assert!((remaining - (total - minutes_down)).abs() < 1e-6, "{s}");
+    assert!(
+        s["uptime_percent"].as_f64().is_some_and(|u| u < 100.0),
+        "{s}"
+    );
+    assert!(s["burn_rate_1h"].as_f64().is_some_and(|b| b > 1.0), "{s}");
+    // The CSV's row of today has the downtime.
+    let csv = f
+        .client
+        .get(format!("{}/api/v1/apps/{id}/slo/history?days=1", f.base))
+        .header("cookie", &f.cookie)
+        .send()
+        .await
+        .expect("csv")
+        .text()
+        .await
+        .expect("text");
+    let row = csv.split("\r\n").nth(1).expect("today's row");
+    let cols: Vec<&str> = row.split(',').collect();
+    let today = time::OffsetDateTime::now_utc().date().to_string();
+    assert_eq!(cols[0], today, "{csv}");
+    assert!(
+        cols[2].parse::<f64>().is_ok_and(|m| m >= 5.0 / 60.0),
+        "{csv}"
+    );
+    let _ = proc_.kill();
+    let _ = proc_.wait();
+    agent.stop();
+    f.hub.stop().await;
+}
