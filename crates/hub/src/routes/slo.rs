@@ -336,7 +336,7 @@ pub(crate) async fn delete_slo(
 }
 
 /// Every SLO status of the tenant at `now`, least budget left first.
-pub(crate) async fn statuses(
+pub async fn statuses(
     state: &AppState,
     tenant: TenantId,
     now: OffsetDateTime,
@@ -469,7 +469,7 @@ pub(crate) async fn history_days(
 }
 
 /// The CSV of [`history`].
-pub(crate) async fn history_csv(
+pub async fn history_csv(
     state: &AppState,
     tenant: TenantId,
     app: Uuid,
