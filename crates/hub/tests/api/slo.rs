@@ -359,4 +359,39 @@ async fn burn_alerts_fire_per_condition_and_clear(b: Backend) {
     let o = open(&body(app.get("/alerts", &app.owner).await).await);
     assert_eq!(o.len(), 1);
     assert_eq!(o[0].0, "warning");
+
+    // A slow, steady burn — two minutes down every six hours for three days — raises the
+    // warning alone: 5.6 over 3 days and over 6 h, under 6 over 6 h, nothing in 1 h or 5 min.
+    let (_, slow) = nginx_app(&app, "steady").await;
+    let mut timeline = Vec::new();
+    let mut t = now - Duration::days(3) - Duration::hours(3);
+    while t + Duration::hours(6) <= now - Duration::hours(3) {
+        timeline.push((t, t + Duration::hours(6) - Duration::minutes(2), false));
+        timeline.push((
+            t + Duration::hours(6) - Duration::minutes(2),
+            t + Duration::hours(6),
+            true,
+        ));
+        t += Duration::hours(6);
+    }
+    timeline.push((t, now, false));
+    spans(&app, &slow, &timeline).await;
+    let r = app
+        .post(
+            &format!("/apps/{slow}/slo"),
+            &app.owner,
+            json!({"window_days": 3, "minimum_data": 0.9}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let status = body(r).await;
+    let b3 = status["burn_rate_7d"].as_f64().expect("rate");
+    assert!(b3 > 1.0, "{status}");
+    eval(now).await.expect("eval");
+    let steady: Vec<(String, String)> = open(&body(app.get("/alerts", &app.owner).await).await)
+        .into_iter()
+        .filter(|(_, t)| t.starts_with("steady"))
+        .collect();
+    assert_eq!(steady.len(), 1, "{steady:?}");
+    assert_eq!(steady[0].0, "warning");
 }
