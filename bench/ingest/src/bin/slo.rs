@@ -177,7 +177,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         trusthub_store::slo::append(&mut tx, one, t, down_at, false).await?;
         trusthub_store::slo::append(&mut tx, one, down_at, down_at + Duration::minutes(3), true)
             .await?;
-        t = t + Duration::days(1);
+        t += Duration::days(1);
         yearly += 2;
     }
     tx.commit().await?;
