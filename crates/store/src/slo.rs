@@ -4,8 +4,38 @@ use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+/// A span as stored (Unix seconds).
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    app_id: Uuid,
+    start_s: i64,
+    end_s: i64,
+    down: bool,
+}
+
+fn at(s: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(s).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+impl From<Row> for Span {
+    fn from(r: Row) -> Span {
+        Span {
+            id: r.id,
+            app_id: r.app_id,
+            start_at: at(r.start_s),
+            end_at: at(r.end_s),
+            down: r.down,
+        }
+    }
+}
+
+fn spans_of(rows: Vec<Row>) -> Vec<Span> {
+    rows.into_iter().map(Span::from).collect()
+}
+
 /// A span of an app's timeline.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Span {
     /// Row id.
     pub id: i64,
@@ -21,16 +51,17 @@ pub struct Span {
 
 /// The last span of each app that has one.
 pub async fn last_spans(ex: &mut impl Exec) -> StoreResult<Vec<Span>> {
-    Ok(on!(ex, c => sqlx::query_as(
-        "SELECT t.id, t.app_id, t.start_at, t.end_at, t.down FROM app_timeline t \
+    let rows: Vec<Row> = on!(ex, c => sqlx::query_as(
+        "SELECT t.id, t.app_id, t.start_s, t.end_s, t.down FROM app_timeline t \
          JOIN (SELECT app_id, MAX(id) AS id FROM app_timeline GROUP BY app_id) m ON m.id = t.id")
-        .fetch_all(&mut *c).await?))
+        .fetch_all(&mut *c).await?);
+    Ok(spans_of(rows))
 }
 
 /// Extends a span to `end`.
 pub async fn extend(ex: &mut impl Exec, id: i64, end: OffsetDateTime) -> StoreResult<()> {
-    on!(ex, c => sqlx::query("UPDATE app_timeline SET end_at = $1 WHERE id = $2")
-        .bind(end).bind(id).execute(&mut *c).await?.rows_affected());
+    on!(ex, c => sqlx::query("UPDATE app_timeline SET end_s = $1 WHERE id = $2")
+        .bind(end.unix_timestamp()).bind(id).execute(&mut *c).await?.rows_affected());
     Ok(())
 }
 
@@ -42,35 +73,38 @@ pub async fn append(
     end: OffsetDateTime,
     down: bool,
 ) -> StoreResult<()> {
-    on!(ex, c => sqlx::query("INSERT INTO app_timeline (app_id, start_at, end_at, down) VALUES ($1, $2, $3, $4)")
-        .bind(app).bind(start).bind(end).bind(down).execute(&mut *c).await?.rows_affected());
+    on!(ex, c => sqlx::query("INSERT INTO app_timeline (app_id, start_s, end_s, down) VALUES ($1, $2, $3, $4)")
+        .bind(app).bind(start.unix_timestamp()).bind(end.unix_timestamp()).bind(down).execute(&mut *c).await?.rows_affected());
     Ok(())
 }
 
 /// The spans of an app ending after `since`, oldest first.
 pub async fn spans(ex: &mut impl Exec, app: Uuid, since: OffsetDateTime) -> StoreResult<Vec<Span>> {
-    Ok(on!(ex, c => sqlx::query_as(
-        "SELECT id, app_id, start_at, end_at, down FROM app_timeline WHERE app_id = $1 AND end_at > $2 ORDER BY start_at, id")
-        .bind(app).bind(since).fetch_all(&mut *c).await?))
+    let rows: Vec<Row> = on!(ex, c => sqlx::query_as(
+        "SELECT id, app_id, start_s, end_s, down FROM app_timeline WHERE app_id = $1 AND end_s > $2 ORDER BY start_s, id")
+        .bind(app).bind(since.unix_timestamp()).fetch_all(&mut *c).await?);
+    Ok(spans_of(rows))
 }
 
-/// The spans of several apps ending after `since`, by app then time.
+/// The spans of the tenant's apps with an SLO ending after `since` (in no particular
+/// order: callers group them by app and sort).
 pub async fn spans_of_tenant(
     ex: &mut impl Exec,
     tenant: TenantId,
     since: OffsetDateTime,
 ) -> StoreResult<Vec<Span>> {
-    Ok(on!(ex, c => sqlx::query_as(
-        "SELECT t.id, t.app_id, t.start_at, t.end_at, t.down FROM app_timeline t JOIN app_slos s ON s.app_id = t.app_id \
-         WHERE s.tenant_id = $1 AND t.end_at > $2 ORDER BY t.app_id, t.start_at, t.id")
-        .bind(tenant.0).bind(since).fetch_all(&mut *c).await?))
+    let rows: Vec<Row> = on!(ex, c => sqlx::query_as(
+        "SELECT t.id, t.app_id, t.start_s, t.end_s, t.down FROM app_timeline t JOIN app_slos s ON s.app_id = t.app_id \
+         WHERE s.tenant_id = $1 AND t.end_s > $2")
+        .bind(tenant.0).bind(since.unix_timestamp()).fetch_all(&mut *c).await?);
+    Ok(spans_of(rows))
 }
 
 /// Deletes spans that ended before `before` (retention).
 pub async fn purge(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
     Ok(
-        on!(ex, c => sqlx::query("DELETE FROM app_timeline WHERE end_at < $1")
-        .bind(before).execute(&mut *c).await?.rows_affected()),
+        on!(ex, c => sqlx::query("DELETE FROM app_timeline WHERE end_s < $1")
+        .bind(before.unix_timestamp()).execute(&mut *c).await?.rows_affected()),
     )
 }
 

@@ -343,7 +343,12 @@ pub async fn statuses(
 ) -> ApiResult<Vec<SloStatus>> {
     let mut c = state.db.conn().await?;
     let slos = store::list(&mut c, Some(tenant)).await?;
-    let since = now - time::Duration::days(90);
+    let since = now
+        - slos
+            .iter()
+            .map(lookback)
+            .max()
+            .unwrap_or(time::Duration::days(7));
     let names: std::collections::HashMap<Uuid, String> =
         trusthub_store::apps::list(&mut c, tenant, None)
             .await?
@@ -353,6 +358,9 @@ pub async fn statuses(
     let mut spans: std::collections::HashMap<Uuid, Vec<store::Span>> = Default::default();
     for s in store::spans_of_tenant(&mut c, tenant, since).await? {
         spans.entry(s.app_id).or_default().push(s);
+    }
+    for v in spans.values_mut() {
+        v.sort_unstable_by_key(|s| (s.start_at, s.id));
     }
     let mut maint: std::collections::HashMap<Uuid, Vec<(i64, i64)>> = Default::default();
     for m in store::maintenance_of_tenant(&mut c, tenant, since).await? {

@@ -2,16 +2,16 @@
 -- which the observed state matched the expected one (down = false) or differed (down = true);
 -- time without a span had no verdict. The liveness tick extends the app's last span while the
 -- verdict holds, so a steady app adds one row per change, not per check. Kept 400 days at
--- least. `app_slos`: one SLO per app. `maintenance_windows`: excluded from the budget, no
+-- least; times are Unix seconds (what the SLO arithmetic reads, without parsing). `app_slos`: one SLO per app. `maintenance_windows`: excluded from the budget, no
 -- liveness alert during them. Keep in step with ../sqlite/.
 CREATE TABLE app_timeline (
     id BIGSERIAL PRIMARY KEY,
     app_id UUID NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
-    start_at TIMESTAMPTZ NOT NULL,
-    end_at TIMESTAMPTZ NOT NULL,
+    start_s BIGINT NOT NULL,
+    end_s BIGINT NOT NULL,
     down BOOLEAN NOT NULL
 );
-CREATE INDEX app_timeline_app ON app_timeline (app_id, end_at);
+CREATE INDEX app_timeline_app ON app_timeline (app_id, end_s);
 CREATE TABLE app_slos (
     app_id UUID PRIMARY KEY REFERENCES apps(id) ON DELETE CASCADE,
     tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
