@@ -244,6 +244,8 @@ pub struct Day {
     pub minutes_observed: f64,
     /// Minutes down that day.
     pub minutes_down: f64,
+    /// Minutes in maintenance windows that day.
+    pub minutes_maintenance: f64,
     /// Up share of the day's observed time, percent (100 with nothing observed).
     pub uptime_percent: f64,
     /// The budget left at the day's end (the window ending then).
@@ -274,6 +276,7 @@ pub fn history(
                 start,
                 minutes_observed: t.observed_secs as f64 / 60.0,
                 minutes_down: t.down_secs as f64 / 60.0,
+                minutes_maintenance: t.maintenance_secs as f64 / 60.0,
                 uptime_percent: if t.observed_secs > 0 {
                     100.0 * (t.observed_secs - t.down_secs) as f64 / t.observed_secs as f64
                 } else {
@@ -440,11 +443,18 @@ mod tests {
             down(today - DAY, today - DAY + 60),
             up(today - DAY + 60, NOW),
         ];
-        let h = history(&o, &spans, &[], NOW, 3);
+        let h = history(
+            &o,
+            &spans,
+            &[(today - DAY + 3600, today - DAY + 7200)],
+            NOW,
+            3,
+        );
         assert_eq!(h.len(), 3);
         assert_eq!(h[0].start, today - 2 * DAY);
         assert!(close(h[1].minutes_down, 1.0));
-        assert!(close(h[1].minutes_observed, 1440.0));
+        assert!(close(h[1].minutes_observed, 1380.0));
+        assert!(close(h[1].minutes_maintenance, 60.0));
         assert!(close(h[2].minutes_observed, 720.0));
         assert!(close(h[2].budget_remaining_minutes, 42.2));
         assert!(close(h[0].budget_remaining_minutes, 43.2));

@@ -360,6 +360,47 @@ async fn burn_alerts_fire_per_condition_and_clear(b: Backend) {
     assert_eq!(o.len(), 1);
     assert_eq!(o[0].0, "warning");
 
+    // Down for half an hour until six minutes ago: the 5-minute window is clean, so only the
+    // 6 h / 30 min critical (and the 3-day warning) hold, not the 1 h / 5 min one.
+    let (_, half) = nginx_app(&app, "half-hour").await;
+    spans(
+        &app,
+        &half,
+        &[
+            (now - Duration::days(4), now - Duration::minutes(36), false),
+            (
+                now - Duration::minutes(36),
+                now - Duration::minutes(6),
+                true,
+            ),
+            (now - Duration::minutes(6), now, false),
+        ],
+    )
+    .await;
+    let r = app
+        .post(
+            &format!("/apps/{half}/slo"),
+            &app.owner,
+            json!({"window_days": 4, "minimum_data": 0.9}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    eval(now).await.expect("eval");
+    let held: Vec<String> = open(&body(app.get("/alerts", &app.owner).await).await)
+        .into_iter()
+        .filter(|(_, t)| t.starts_with("half-hour"))
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(held.len(), 2, "{held:?}");
+    assert!(
+        held.iter().any(|t| t.contains("6 h and 30 min")),
+        "{held:?}"
+    );
+    assert!(
+        !held.iter().any(|t| t.contains("1 h and 5 min")),
+        "{held:?}"
+    );
+
     // A slow, steady burn — two minutes down every six hours for three days — raises the
     // warning alone: 5.6 over 3 days and over 6 h, under 6 over 6 h, nothing in 1 h or 5 min.
     let (_, slow) = nginx_app(&app, "steady").await;
