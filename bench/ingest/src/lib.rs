@@ -17,3 +17,41 @@ pub fn proc_mib(pid: Option<u32>, field: &str) -> Option<u64> {
         .ok()?;
     Some(kb / 1024)
 }
+
+/// A hub for an in-process benchmark: port 0, a known owner password, every periodic job
+/// pushed a day away (the benchmark calls what it measures itself), a 2048-bit CA, on
+/// `database_url` (SQLite in `data_dir` when `None`; PostgreSQL gets a fixed encryption key).
+pub fn quiet_settings(
+    data_dir: std::path::PathBuf,
+    database_url: Option<String>,
+) -> trusthub_hub::Settings {
+    let mut s = trusthub_hub::Settings::with_data_dir(data_dir);
+    s.listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    s.admin_password = Some("bench password".into());
+    s.liveness_interval_secs = 86_400;
+    s.rule_eval_interval_secs = 86_400;
+    s.slo_eval_interval_secs = 86_400;
+    s.cve_scan_check_secs = 86_400;
+    s.supply_chain_check_secs = 86_400;
+    s.osv_pull_check_secs = 86_400;
+    s.ca_key_bits = 2048;
+    if database_url.is_some() {
+        s.encryption_key =
+            Some("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f".into());
+    }
+    s.db.database_url = database_url;
+    s
+}
+
+/// The first-start owner's tenant.
+pub async fn owner_tenant(
+    db: &trusthub_store::Db,
+) -> Result<trusthub_store::TenantId, Box<dyn std::error::Error>> {
+    let mut c = db.conn().await?;
+    Ok(
+        trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+            .await?
+            .ok_or("no owner")?
+            .tenant_id,
+    )
+}

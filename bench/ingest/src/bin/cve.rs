@@ -12,8 +12,8 @@
 use clap::Parser;
 use serde_json::json;
 use std::time::Instant;
-use trusthub_bench_ingest::proc_mib;
-use trusthub_hub::{Server, Settings};
+use trusthub_bench_ingest::{owner_tenant, proc_mib, quiet_settings};
+use trusthub_hub::Server;
 use trusthub_store::agents;
 
 #[derive(Debug, Parser)]
@@ -79,18 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         made.elapsed().as_secs_f64()
     );
 
-    let mut settings = Settings::with_data_dir(dir.clone());
-    settings.listen = "127.0.0.1:0".parse()?;
-    settings.admin_password = Some("bench password".into());
-    settings.liveness_interval_secs = 86_400;
-    settings.rule_eval_interval_secs = 86_400;
-    settings.cve_scan_check_secs = 86_400;
-    settings.ca_key_bits = 2048;
-    settings.db.database_url = args.database_url.clone();
-    if args.database_url.is_some() {
-        settings.encryption_key =
-            Some("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f".into());
-    }
+    let settings = quiet_settings(dir.clone(), args.database_url.clone());
     let server = Server::build(settings).await?;
     let state = server.state().clone();
     let db = state.db.clone();
@@ -106,13 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.error_count
     );
 
-    let tenant = {
-        let mut c = db.conn().await?;
-        trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
-            .await?
-            .ok_or("no owner")?
-            .tenant_id
-    };
+    let tenant = owner_tenant(&db).await?;
     let now = trusthub_hub::state::now();
     let inventory = |host: usize, bump: bool| {
         let half = args.packages / 2;

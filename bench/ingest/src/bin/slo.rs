@@ -10,8 +10,8 @@
 use clap::Parser;
 use std::time::Instant;
 use time::Duration;
-use trusthub_bench_ingest::proc_mib;
-use trusthub_hub::{Server, Settings};
+use trusthub_bench_ingest::{owner_tenant, proc_mib, quiet_settings};
+use trusthub_hub::Server;
 use trusthub_store::agents;
 
 #[derive(Debug, Parser)]
@@ -36,30 +36,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let dir = std::env::temp_dir().join(format!("th-slo-{}", uuid::Uuid::new_v4().simple()));
-    let mut settings = Settings::with_data_dir(dir.clone());
-    settings.listen = "127.0.0.1:0".parse()?;
-    settings.admin_password = Some("bench password".into());
-    settings.liveness_interval_secs = 86_400;
-    settings.rule_eval_interval_secs = 86_400;
-    settings.slo_eval_interval_secs = 86_400;
-    settings.cve_scan_check_secs = 86_400;
-    settings.supply_chain_check_secs = 86_400;
-    settings.ca_key_bits = 2048;
-    settings.db.database_url = args.database_url.clone();
-    if args.database_url.is_some() {
-        settings.encryption_key =
-            Some("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f".into());
-    }
-    let server = Server::build(settings).await?;
+    let server = Server::build(quiet_settings(dir.clone(), args.database_url.clone())).await?;
     let state = server.state().clone();
     let db = state.db.clone();
-    let tenant = {
-        let mut c = db.conn().await?;
-        trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
-            .await?
-            .ok_or("no owner")?
-            .tenant_id
-    };
+    let tenant = owner_tenant(&db).await?;
     let now = trusthub_hub::state::now();
     let setup = Instant::now();
     let hosts = args.apps.div_ceil(100).max(1);
