@@ -26,6 +26,16 @@ pub struct Browser {
     _profile: Profile,
     /// Where screenshots go.
     pub shots: std::path::PathBuf,
+    /// One browser at a time in this test process: two Chromiums and their hubs on two cores
+    /// starve each other until clicks and navigations race (held until the browser is gone).
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// Whose turn it is to drive a browser.
+fn turns() -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    static TURN: std::sync::OnceLock<std::sync::Arc<tokio::sync::Mutex<()>>> =
+        std::sync::OnceLock::new();
+    TURN.get_or_init(Default::default).clone()
 }
 
 impl Drop for Browser {
@@ -58,6 +68,7 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium; `None` when they are not installed
     /// (mandatory under CI).
     pub async fn start(test: &str) -> Option<Browser> {
+        let turn = turns().lock_owned().await;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())
@@ -130,6 +141,7 @@ impl Browser {
             driver,
             _profile: profile,
             shots,
+            _turn: turn,
         })
     }
 
@@ -239,6 +251,18 @@ impl Browser {
             Some(json!({})),
         )
         .await;
+        // A click that submits a form or follows a link replaces the page: wait until the
+        // clicked element is gone with it, so the next step cannot act on the old page. A
+        // click that changes nothing (a disclosure, a copy button) is given 1.5 s.
+        for _ in 0..15 {
+            let v = self
+                .cmd(reqwest::Method::GET, &format!("/element/{id}/name"), None)
+                .await;
+            if v.get("error").is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// The visible text of the element, once it has some (asked again while the page is
