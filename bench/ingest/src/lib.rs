@@ -55,3 +55,29 @@ pub async fn owner_tenant(
             .tenant_id,
     )
 }
+
+/// Registers bench host number `h` of `tenant` (Debian 12, no tags) directly in the store.
+pub async fn insert_host(
+    tx: &mut trusthub_store::Tx,
+    tenant: trusthub_store::TenantId,
+    h: usize,
+    now: time::OffsetDateTime,
+) -> Result<uuid::Uuid, trusthub_store::StoreError> {
+    trusthub_store::agents::insert(
+        tx,
+        tenant,
+        &trusthub_store::agents::Registration {
+            machine_id: &format!("m{h}"),
+            hostname: &format!("host-{h}"),
+            os: "Debian GNU/Linux 12",
+            arch: "x86_64",
+            agent_version: "bench",
+            signing_pubkey: "00",
+            tags: &[],
+        },
+        &format!("hash-{h}"),
+        &[],
+        now,
+    )
+    .await
+}

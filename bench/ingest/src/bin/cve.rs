@@ -12,9 +12,8 @@
 use clap::Parser;
 use serde_json::json;
 use std::time::Instant;
-use trusthub_bench_ingest::{owner_tenant, proc_mib, quiet_settings};
+use trusthub_bench_ingest::{insert_host, owner_tenant, proc_mib, quiet_settings};
 use trusthub_hub::Server;
-use trusthub_store::agents;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -122,23 +121,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut ids = Vec::new();
     let mut tx = db.begin().await?;
     for h in 0..args.hosts {
-        let id = agents::insert(
-            &mut tx,
-            tenant,
-            &agents::Registration {
-                machine_id: &format!("m{h}"),
-                hostname: &format!("host-{h}"),
-                os: "Debian GNU/Linux 12",
-                arch: "x86_64",
-                agent_version: "bench",
-                signing_pubkey: "00",
-                tags: &[],
-            },
-            &format!("hash-{h}"),
-            &[],
-            now,
-        )
-        .await?;
+        let id = insert_host(&mut tx, tenant, h, now).await?;
         trusthub_store::telemetry::insert_inventory(&mut tx, id, now, &inventory(h, false), now)
             .await?;
         ids.push(id);

@@ -10,9 +10,8 @@
 use clap::Parser;
 use std::time::Instant;
 use time::Duration;
-use trusthub_bench_ingest::{owner_tenant, proc_mib, quiet_settings};
+use trusthub_bench_ingest::{insert_host, owner_tenant, proc_mib, quiet_settings};
 use trusthub_hub::Server;
-use trusthub_store::agents;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -47,23 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut spans = 0usize;
     let mut tx = db.begin().await?;
     for h in 0..hosts {
-        let agent = agents::insert(
-            &mut tx,
-            tenant,
-            &agents::Registration {
-                machine_id: &format!("m{h}"),
-                hostname: &format!("host-{h}"),
-                os: "Debian GNU/Linux 12",
-                arch: "x86_64",
-                agent_version: "bench",
-                signing_pubkey: "00",
-                tags: &[],
-            },
-            &format!("hash-{h}"),
-            &[],
-            now,
-        )
-        .await?;
+        let agent = insert_host(&mut tx, tenant, h, now).await?;
         for k in 0..100.min(args.apps - apps.len()) {
             let app = trusthub_store::apps::insert(
                 &mut tx,
