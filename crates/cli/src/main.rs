@@ -47,6 +47,9 @@ enum CveCommand {
     Import {
         /// The folder, .zip or .tar.gz.
         path: std::path::PathBuf,
+        /// Decompressed bytes the import may read in all (each record is bounded to 64 MiB).
+        #[arg(long, env = "TRUSTHUB_IMPORT_MAX_BYTES", default_value_t = trusthub_hub::archive::DEFAULT_TOTAL_BYTES)]
+        max_bytes: u64,
         #[command(flatten)]
         db: DbSettings,
     },
@@ -474,25 +477,35 @@ async fn run(cli: Cli) -> Result<(), String> {
         }) => transparency_verify(hub, token, log, head, save, expect_key).await,
         Command::Serve(settings) => serve(*settings).await,
         Command::Up(args) => up(*args).await,
-        Command::Cve(CveCommand::Import { path, db }) => {
+        Command::Cve(CveCommand::Import {
+            path,
+            max_bytes,
+            db,
+        }) => {
             let db = open_db(&db).await?;
             let started = std::time::Instant::now();
-            let report =
-                trusthub_hub::cve::import_path(&db, "", &path, time::OffsetDateTime::now_utc())
-                    .await
-                    .map_err(|e| e.to_string())?;
+            // All or nothing: a refusal stored nothing and says why, as the API does.
+            let report = trusthub_hub::cve::import_path(
+                &db,
+                "",
+                &path,
+                trusthub_hub::archive::Limits::with_total(max_bytes),
+                time::OffsetDateTime::now_utc(),
+            )
+            .await
+            .map_err(|e| e.message())?;
             println!(
-                "{} files in {:.1} s: {} new, {} updated, {} unchanged ({} withdrawn), {} refused",
+                "{} files in {:.1} s: {} new, {} updated, {} unchanged ({} withdrawn), {} stored but not fully evaluable",
                 report.files,
                 started.elapsed().as_secs_f64(),
                 report.inserted,
                 report.updated,
                 report.unchanged,
                 report.withdrawn,
-                report.error_count
+                report.skipped_count
             );
-            for e in &report.errors {
-                eprintln!("  refused: {e}");
+            for e in &report.skipped {
+                eprintln!("  skipped: {e}");
             }
             Ok(())
         }

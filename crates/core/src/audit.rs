@@ -59,8 +59,10 @@ pub const CLIENT_CERT_ISSUED: &str = "client_cert_issued";
 pub const AGENT_VERSION_SEEN: &str = "agent_version_seen";
 /// CONTRACT 14: an operator resolved an integrity anomaly.
 pub const INTEGRITY_ANOMALY_RESOLVED: &str = "integrity_anomaly_resolved";
-/// Advisory data imported into a tenant (CONTRACT 15).
-pub const CVE_SOURCE_IMPORTED: &str = "cve_source_imported";
+/// An OSV import stored everything it read (CONTRACT 18), with its counts.
+pub const CVE_IMPORT: &str = "cve_import";
+/// An OSV import stored nothing (CONTRACT 18), with why.
+pub const CVE_IMPORT_FAILED: &str = "cve_import_failed";
 /// An operator acknowledged a vulnerability finding (CONTRACT 15).
 pub const CVE_FINDING_ACKNOWLEDGED: &str = "cve_finding_acknowledged";
 /// An operator took an acknowledgement back.

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod canonical;
 pub mod eat;
 pub mod evidence;
+pub mod json_guard;
 pub mod liveness;
 pub mod osv;
 pub mod otlp;

@@ -180,7 +180,12 @@ impl Affected {
             .map(|p| p.ecosystem.as_str())
             .unwrap_or("");
         let mut fixed = Vec::new();
-        let mut hit = self.versions.iter().any(|v| v == version);
+        // `versions` are equal in the ecosystem's order (`v2.11.6` and `2.11.6.0` are
+        // PyPI's `2.11.6`), never by spelling alone.
+        let scheme = Scheme::of_ecosystem(ecosystem);
+        let mut hit = self.versions.iter().any(|v| {
+            v == version || scheme.is_some_and(|s| s.compare(v, version) == Ok(Ordering::Equal))
+        });
         let mut unreadable = None;
         for range in &self.ranges {
             let order = match range.kind.as_str() {
@@ -420,6 +425,51 @@ pub fn cvss4_score(vector: &str) -> Option<f64> {
 }
 
 impl Record {
+    /// What of this record the hub cannot evaluate (CONTRACT 18: such a record is stored and
+    /// counted, never dropped): a package of an ecosystem without a version order the hub
+    /// knows, a range of a type it does not read, a range event whose version its ecosystem's
+    /// order cannot read. Empty when every range can be evaluated. GIT ranges are not read
+    /// (the `versions` list that comes with them is).
+    pub fn unusable(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        for (i, a) in self.affected.iter().enumerate() {
+            let Some(package) = &a.package else {
+                continue;
+            };
+            let scheme = Scheme::of_ecosystem(&package.ecosystem);
+            if scheme.is_none() {
+                why.push(format!(
+                    "affected[{i}]: ecosystem `{}` has no version order the hub knows",
+                    package.ecosystem
+                ));
+                continue;
+            }
+            for (r, range) in a.ranges.iter().enumerate() {
+                let order = match range.kind.as_str() {
+                    "SEMVER" => Order::Semver,
+                    "ECOSYSTEM" => Order::Ecosystem(scheme.unwrap_or(Scheme::Npm)),
+                    "GIT" => continue,
+                    other => {
+                        why.push(format!(
+                            "affected[{i}].ranges[{r}]: range type `{other}` is not read"
+                        ));
+                        continue;
+                    }
+                };
+                for e in &range.events {
+                    if let Some(v) = e.version()
+                        && !(v == "0" && e.introduced.is_some())
+                        && let Err(bad) = order.cmp(v, v)
+                    {
+                        why.push(format!("affected[{i}].ranges[{r}]: {bad}"));
+                        break;
+                    }
+                }
+            }
+        }
+        why
+    }
+
     /// The best severity of the record for `affected` (the package entry matched): a CVSS
     /// v4.0 vector of the entry or the record (highest score), else a CVSS v3.x one, else a
     /// label the database gave.
@@ -484,6 +534,40 @@ mod tests {
 
     fn is(a: &Affected, v: &str) -> bool {
         matches!(a.verdict(v), Verdict::Affected { .. })
+    }
+
+    #[test]
+    fn versions_lists_compare_in_the_ecosystem_order() {
+        let a = affected("PyPI", json!([]), &["v2.11.6", "3.0.0.0"]);
+        assert!(is(&a, "2.11.6"));
+        assert!(is(&a, "3"));
+        assert!(!is(&a, "2.11.7"));
+        let npm = affected("npm", json!([]), &["1.2.3"]);
+        assert!(is(&npm, "1.2.3"));
+        assert!(!is(&npm, "1.2.4"));
+    }
+
+    #[test]
+    fn unusable_parts_are_named() {
+        let record = |affected: serde_json::Value| -> Record {
+            serde_json::from_value(json!({"id": "X-1", "modified": "2026-01-01T00:00:00Z", "affected": affected}))
+                .expect("record")
+        };
+        assert!(record(json!([{"package": {"ecosystem": "npm", "name": "a"},
+            "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "1.0.0"}]}]}]))
+        .unusable()
+        .is_empty());
+        let why = record(json!([
+            {"package": {"ecosystem": "Hackage", "name": "a"}, "versions": ["1"]},
+            {"package": {"ecosystem": "npm", "name": "b"},
+             "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "not a version"}]}]},
+            {"package": {"ecosystem": "PyPI", "name": "c"}, "ranges": [{"type": "CALVER", "events": []}]}
+        ]))
+        .unusable();
+        assert_eq!(why.len(), 3, "{why:?}");
+        assert!(why[0].contains("Hackage"), "{why:?}");
+        assert!(why[1].starts_with("affected[1].ranges[0]"), "{why:?}");
+        assert!(why[2].contains("CALVER"), "{why:?}");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! a blocking thread and hands batches to the writer, so an import of the whole OSV database
 //! never holds it in memory.
 
+use crate::archive::{ArchiveError, Limits, Reader};
 use serde::Serialize;
-use std::io::Read;
 use std::path::Path;
 use time::OffsetDateTime;
 use trusthub_core::osv::{Record, Severity};
@@ -14,14 +14,14 @@ use trusthub_store::osv::{Advisory, Stored};
 use trusthub_store::{Db, StoreError};
 use utoipa::ToSchema;
 
-/// The largest OSV record read (a record is a few KiB; a bigger one is an error, not a bomb).
-const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
-/// The largest nested archive read into memory (an ecosystem's `all.zip`).
-const MAX_NESTED_BYTES: u64 = 2 * 1024 * 1024 * 1024;
-/// Records per transaction.
+/// Records per hand-over to the writer, and the bytes one hand-over may hold.
 const BATCH: usize = 500;
+const BATCH_BYTES: usize = 4 * 1024 * 1024;
+/// How many problems an answer lists by name (the count is always complete).
+const LISTED: usize = 1000;
 
-/// What an import did.
+/// What an import did. An import is all or nothing (CONTRACT 18): this is the answer of one
+/// that stored everything it read.
 #[derive(Debug, Clone, Default, Serialize, ToSchema, PartialEq, Eq)]
 pub struct ImportReport {
     /// JSON files read.
@@ -34,19 +34,11 @@ pub struct ImportReport {
     pub unchanged: u64,
     /// Of the inserted and updated, how many are withdrawn (they match nothing).
     pub withdrawn: u64,
-    /// Files that are not OSV records, with why (at most 100 listed).
-    pub errors: Vec<String>,
-    /// How many files were refused in all.
-    pub error_count: u64,
-}
-
-impl ImportReport {
-    fn error(&mut self, file: &str, why: impl std::fmt::Display) {
-        self.error_count += 1;
-        if self.errors.len() < 100 {
-            self.errors.push(format!("{file}: {why}"));
-        }
-    }
+    /// Records stored that the hub cannot evaluate in full (an ecosystem without a version
+    /// order it knows, a range it cannot read), each `file: why` (at most 1,000 listed).
+    pub skipped: Vec<String>,
+    /// How many records were stored with something the hub cannot evaluate.
+    pub skipped_count: u64,
 }
 
 /// SPEC's ecosystem spellings (`pip`, `composer`) accepted for OSV's.
@@ -58,164 +50,50 @@ pub fn canonical_ecosystem(e: &str) -> String {
 
 type Batch = Vec<(String, Vec<u8>)>;
 
-/// Hands files to the writer in batches (from the blocking reader thread).
+/// What the reader thread hands the writer: batches, then how the read ended.
+enum Msg {
+    Batch(Batch),
+    Done(Result<(), ArchiveError>),
+}
+
+/// Hands files to the writer in batches bounded in count and bytes (from the blocking reader
+/// thread; the channel holds two, so at most a few batches are in memory).
 struct Batcher {
-    tx: tokio::sync::mpsc::Sender<Batch>,
+    tx: tokio::sync::mpsc::Sender<Msg>,
     batch: Batch,
+    bytes: usize,
 }
 
 impl Batcher {
-    fn push(&mut self, name: String, bytes: Vec<u8>) -> Result<(), String> {
+    fn new(tx: tokio::sync::mpsc::Sender<Msg>) -> Batcher {
+        Batcher {
+            tx,
+            batch: Vec::new(),
+            bytes: 0,
+        }
+    }
+    fn push(&mut self, name: String, bytes: Vec<u8>) -> Result<(), ArchiveError> {
+        self.bytes += bytes.len();
         self.batch.push((name, bytes));
-        if self.batch.len() >= BATCH {
+        if self.batch.len() >= BATCH || self.bytes >= BATCH_BYTES {
             self.flush()?;
         }
         Ok(())
     }
-    fn flush(&mut self) -> Result<(), String> {
+    fn flush(&mut self) -> Result<(), ArchiveError> {
+        self.bytes = 0;
         if self.batch.is_empty() {
             return Ok(());
         }
         self.tx
-            .blocking_send(std::mem::take(&mut self.batch))
-            .map_err(|_| "import stopped".to_owned())
+            .blocking_send(Msg::Batch(std::mem::take(&mut self.batch)))
+            .map_err(|_| ArchiveError::Io("import stopped".to_owned()))
     }
-}
-
-/// Reads every JSON file under `source` (a folder, `.zip`, `.tar.gz`/`.tgz`), in batches.
-fn read_source(source: &Path, out: &mut Batcher) -> Result<(), String> {
-    let mut emit = |name: String, bytes: Vec<u8>| out.push(name, bytes);
-    let name = source.to_string_lossy().to_string();
-    let meta = std::fs::metadata(source).map_err(|e| format!("{name}: {e}"))?;
-    if meta.is_dir() {
-        walk(source, &mut emit)?;
-    } else if name.ends_with(".zip") {
-        let f = std::fs::File::open(source).map_err(|e| format!("{name}: {e}"))?;
-        read_zip(std::io::BufReader::new(f), &name, &mut emit)?;
-    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        let f = std::fs::File::open(source).map_err(|e| format!("{name}: {e}"))?;
-        read_tar_gz(f, &name, &mut emit)?;
-    } else if name.ends_with(".json") {
-        emit(
-            name.clone(),
-            std::fs::read(source).map_err(|e| format!("{name}: {e}"))?,
-        )?;
-    } else {
-        return Err(format!(
-            "{name}: expected a folder, a .zip, a .tar.gz or a .json file"
-        ));
+    /// Flushes and tells the writer how the read ended.
+    fn finish(mut self, read: Result<(), ArchiveError>) {
+        let end = read.and_then(|()| self.flush());
+        let _ = self.tx.blocking_send(Msg::Done(end));
     }
-    out.flush()
-}
-
-type Emit<'a> = dyn FnMut(String, Vec<u8>) -> Result<(), String> + 'a;
-
-fn walk(dir: &Path, emit: &mut Emit<'_>) -> Result<(), String> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let name = path.to_string_lossy().to_string();
-        if path.is_dir() {
-            walk(&path, emit)?;
-        } else if name.ends_with(".json") {
-            emit(
-                name.clone(),
-                std::fs::read(&path).map_err(|e| format!("{name}: {e}"))?,
-            )?;
-        } else if name.ends_with(".zip") {
-            let f = std::fs::File::open(&path).map_err(|e| format!("{name}: {e}"))?;
-            read_zip(std::io::BufReader::new(f), &name, emit)?;
-        }
-    }
-    Ok(())
-}
-
-/// The JSON records of a zip, and those of the zips inside it.
-pub fn read_zip<R: Read + std::io::Seek>(
-    reader: R,
-    label: &str,
-    emit: &mut Emit<'_>,
-) -> Result<(), String> {
-    let mut zip = zip::ZipArchive::new(reader).map_err(|e| format!("{label}: not a zip: {e}"))?;
-    for i in 0..zip.len() {
-        let mut entry = zip
-            .by_index(i)
-            .map_err(|e| format!("{label}: entry {i}: {e}"))?;
-        if entry.is_dir() {
-            continue;
-        }
-        let name = format!(
-            "{label}!{}",
-            entry
-                .name()
-                .map_err(|e| format!("{label}: entry {i}: {e}"))?
-        );
-        let limit = if name.ends_with(".json") {
-            MAX_RECORD_BYTES
-        } else if name.ends_with(".zip") {
-            MAX_NESTED_BYTES
-        } else {
-            continue;
-        };
-        if entry.size() > limit {
-            return Err(format!("{name}: larger than {limit} bytes"));
-        }
-        let mut bytes = Vec::with_capacity(entry.size() as usize);
-        (&mut entry)
-            .take(limit + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("{name}: {e}"))?;
-        if bytes.len() as u64 > limit {
-            return Err(format!("{name}: larger than {limit} bytes"));
-        }
-        drop(entry);
-        if name.ends_with(".zip") {
-            read_zip(std::io::Cursor::new(bytes), &name, emit)?;
-        } else {
-            emit(name, bytes)?;
-        }
-    }
-    Ok(())
-}
-
-fn read_tar_gz<R: Read>(reader: R, label: &str, emit: &mut Emit<'_>) -> Result<(), String> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
-    for entry in archive
-        .entries()
-        .map_err(|e| format!("{label}: not a tar.gz: {e}"))?
-    {
-        let mut entry = entry.map_err(|e| format!("{label}: {e}"))?;
-        let path = entry
-            .path()
-            .map(|p| p.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let name = format!("{label}!{path}");
-        let limit = if path.ends_with(".json") {
-            MAX_RECORD_BYTES
-        } else if path.ends_with(".zip") {
-            MAX_NESTED_BYTES
-        } else {
-            continue;
-        };
-        let mut bytes = Vec::new();
-        (&mut entry)
-            .take(limit + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("{name}: {e}"))?;
-        if bytes.len() as u64 > limit {
-            return Err(format!("{name}: larger than {limit} bytes"));
-        }
-        if path.ends_with(".zip") {
-            read_zip(std::io::Cursor::new(bytes), &name, emit)?;
-        } else {
-            emit(name, bytes)?;
-        }
-    }
-    Ok(())
 }
 
 /// The row and package index of one OSV record.
@@ -223,7 +101,7 @@ fn advisory(
     scope: &str,
     bytes: &[u8],
     now: OffsetDateTime,
-) -> Result<(Advisory, Vec<(String, String)>), String> {
+) -> Result<(Advisory, Vec<(String, String)>, Vec<String>), String> {
     let record: Record = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     if record.id.trim().is_empty() {
         return Err("no id".into());
@@ -288,105 +166,200 @@ fn advisory(
             imported_at: now,
         },
         packages,
+        record.unusable(),
     ))
 }
 
-/// Stores batches of files as they come.
+/// Stores batches of files as they come, all in one transaction that commits only when the
+/// read ended well and every record was an OSV record.
 async fn store(
     db: &Db,
     scope: &str,
-    mut rx: tokio::sync::mpsc::Receiver<Batch>,
+    mut rx: tokio::sync::mpsc::Receiver<Msg>,
     now: OffsetDateTime,
-) -> Result<ImportReport, StoreError> {
+) -> Result<ImportReport, ImportError> {
     let mut report = ImportReport::default();
-    while let Some(batch) = rx.recv().await {
-        let mut tx = db.begin().await?;
-        for (name, bytes) in batch {
-            report.files += 1;
-            match advisory(scope, &bytes, now) {
-                Ok((a, packages)) => {
-                    match trusthub_store::osv::upsert(&mut tx, &a, &packages).await? {
-                        Stored::Inserted => {
-                            report.inserted += 1;
-                            report.withdrawn += u64::from(a.withdrawn);
+    let mut bad: Vec<(String, String)> = Vec::new();
+    let mut bad_count: u64 = 0;
+    let mut tx = db.begin().await?;
+    let ended = loop {
+        match rx.recv().await {
+            Some(Msg::Batch(batch)) => {
+                for (name, bytes) in batch {
+                    report.files += 1;
+                    match advisory(scope, &bytes, now) {
+                        // After the first bad record nothing more is written: it all goes.
+                        Ok(_) if bad_count > 0 => {}
+                        Ok((a, packages, unusable)) => {
+                            match trusthub_store::osv::upsert(&mut tx, &a, &packages).await? {
+                                Stored::Inserted => {
+                                    report.inserted += 1;
+                                    report.withdrawn += u64::from(a.withdrawn);
+                                }
+                                Stored::Updated => {
+                                    report.updated += 1;
+                                    report.withdrawn += u64::from(a.withdrawn);
+                                }
+                                Stored::Unchanged => report.unchanged += 1,
+                            }
+                            if !unusable.is_empty() {
+                                report.skipped_count += 1;
+                                if report.skipped.len() < LISTED {
+                                    report.skipped.push(format!("{name}: {}", unusable.join("; ")));
+                                }
+                            }
                         }
-                        Stored::Updated => {
-                            report.updated += 1;
-                            report.withdrawn += u64::from(a.withdrawn);
+                        Err(why) => {
+                            bad_count += 1;
+                            if bad.len() < LISTED {
+                                bad.push((name, why));
+                            }
                         }
-                        Stored::Unchanged => report.unchanged += 1,
                     }
                 }
-                Err(why) => report.error(&name, why),
             }
+            Some(Msg::Done(read)) => break read,
+            None => break Err(ArchiveError::Io("the import's reader stopped".into())),
         }
-        tx.commit().await?;
+    };
+    // Dropping the transaction rolls it back.
+    ended.map_err(ImportError::Archive)?;
+    if bad_count > 0 {
+        drop(tx);
+        return Err(ImportError::Records {
+            count: bad_count,
+            files: report.files,
+            errors: bad,
+        });
     }
+    tx.commit().await?;
     Ok(report)
 }
 
-/// Errors of an import.
+/// Why an import stored nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    /// The source cannot be read (not found, not an archive, too large).
-    #[error("{0}")]
-    Source(String),
+    /// The source: not found, not an archive, nested too deep, over a bound.
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    /// Files that are not OSV records (422), each `(file, why)`; `count` of `files` in all.
+    #[error("{count} of {files} files are not OSV records; nothing was imported")]
+    Records {
+        /// Bad records in all.
+        count: u64,
+        /// Files read.
+        files: u64,
+        /// The first ones, named.
+        errors: Vec<(String, String)>,
+    },
     /// The database.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
-/// Imports a folder, zip or tar.gz on this machine into `scope` (`""`: hub-wide).
+impl ImportError {
+    /// A short word for the audit row and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ImportError::Archive(ArchiveError::TooLarge(_)) => "too_large",
+            ImportError::Archive(ArchiveError::Nested(_)) => "nested_archive",
+            ImportError::Archive(ArchiveError::Malformed(_)) => "malformed",
+            ImportError::Archive(ArchiveError::Io(_)) => "unreadable",
+            ImportError::Records { .. } => "invalid_records",
+            ImportError::Store(_) => "database",
+        }
+    }
+
+    /// The message for a person (the CLI prints it; the API's problem says the same).
+    pub fn message(&self) -> String {
+        match self {
+            ImportError::Records { errors, .. } => {
+                let mut m = self.to_string();
+                for (file, why) in errors {
+                    m.push_str(&format!("\n  {file}: {why}"));
+                }
+                m
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<ImportError> for crate::error::ApiError {
+    fn from(e: ImportError) -> Self {
+        use crate::error::{ApiError, FieldError};
+        match e {
+            ImportError::Archive(ArchiveError::TooLarge(m)) => ApiError::TooLarge(m),
+            ImportError::Archive(ArchiveError::Nested(m)) => {
+                let entry = m.split(':').next().unwrap_or_default().to_owned();
+                ApiError::Validation(vec![FieldError {
+                    field: entry,
+                    message: m,
+                }])
+            }
+            ImportError::Archive(ArchiveError::Malformed(m) | ArchiveError::Io(m)) => {
+                ApiError::BadRequest(m)
+            }
+            ImportError::Records { errors, .. } => ApiError::Validation(
+                errors
+                    .into_iter()
+                    .map(|(field, message)| FieldError { field, message })
+                    .collect(),
+            ),
+            ImportError::Store(s) => s.into(),
+        }
+    }
+}
+
+/// Runs `read` on a blocking thread handing records to the writer, and stores them.
+async fn import_with(
+    db: &Db,
+    scope: &str,
+    now: OffsetDateTime,
+    read: impl FnOnce(&mut Batcher) -> Result<(), ArchiveError> + Send + 'static,
+) -> Result<ImportReport, ImportError> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(2);
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut out = Batcher::new(tx);
+        let result = read(&mut out);
+        out.finish(result);
+    });
+    let report = store(db, scope, rx, now).await;
+    // The reader ends by itself once the writer is gone (its sends fail).
+    let _ = reader.await;
+    report
+}
+
+/// Imports a folder, zip, tar.gz or JSON file on this machine into `scope` (`""`: hub-wide).
 pub async fn import_path(
     db: &Db,
     scope: &str,
     source: &Path,
+    limits: Limits,
     now: OffsetDateTime,
 ) -> Result<ImportReport, ImportError> {
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
     let path = source.to_owned();
-    let reader = tokio::task::spawn_blocking(move || {
-        read_source(
-            &path,
-            &mut Batcher {
-                tx,
-                batch: Vec::new(),
-            },
-        )
-    });
-    let report = store(db, scope, rx, now).await;
-    let read = reader
-        .await
-        .map_err(|e| ImportError::Source(e.to_string()))?;
-    let report = report?;
-    read.map_err(ImportError::Source)?;
-    Ok(report)
+    import_with(db, scope, now, move |out| {
+        Reader::new(limits, |n, b| out.push(n, b)).source(&path)
+    })
+    .await
 }
 
-/// Imports a zip held in memory (the API's upload) into `scope`.
-pub async fn import_zip(
+/// Imports a zip file (an upload spooled to disk, a pulled `all.zip`) into `scope`.
+pub async fn import_zip_file(
     db: &Db,
     scope: &str,
-    zip: axum::body::Bytes,
+    mut zip: crate::archive::TempFile,
+    limits: Limits,
     now: OffsetDateTime,
 ) -> Result<ImportReport, ImportError> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(4);
-    let reader = tokio::task::spawn_blocking(move || {
-        let mut out = Batcher {
-            tx,
-            batch: Vec::new(),
-        };
-        read_zip(std::io::Cursor::new(zip), "upload", &mut |n, b| {
-            out.push(n, b)
-        })?;
-        out.flush()
-    });
-    let report = store(db, scope, rx, now).await;
-    let read = reader
-        .await
-        .map_err(|e| ImportError::Source(e.to_string()))?;
-    read.map_err(ImportError::Source)?;
-    Ok(report?)
+    import_with(db, scope, now, move |out| {
+        let file = zip
+            .rewound()
+            .map_err(|e| ArchiveError::Io(format!("upload: {e}")))?;
+        Reader::new(limits, |n, b| out.push(n, b)).zip(file, "upload", 0)
+    })
+    .await
 }
 
 /// Imports OSV files already read (name and bytes) into `scope`.
@@ -394,15 +367,19 @@ pub async fn import_files(
     db: &Db,
     scope: &str,
     files: Vec<(String, Vec<u8>)>,
+    limits: Limits,
     now: OffsetDateTime,
-) -> Result<ImportReport, StoreError> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Batch>(files.len().div_ceil(BATCH).max(1));
-    for chunk in files.chunks(BATCH) {
-        // The channel holds every chunk: nothing waits.
-        let _ = tx.try_send(chunk.to_vec());
-    }
-    drop(tx);
-    store(db, scope, rx, now).await
+) -> Result<ImportReport, ImportError> {
+    import_with(db, scope, now, move |out| {
+        for (name, bytes) in files {
+            crate::archive::guard(&bytes, &limits).map_err(|why| {
+                ArchiveError::Malformed(format!("{name}: {why}"))
+            })?;
+            out.push(name, bytes)?;
+        }
+        Ok(())
+    })
+    .await
 }
 
 /// The state of the advisory data (`osv::generation`).

@@ -102,6 +102,9 @@ pub enum ApiError {
     /// 413: body over the limit (`TRUSTHUB_BODY_LIMIT_BYTES`, default 8 MiB).
     #[error("the request body is larger than the hub accepts (TRUSTHUB_BODY_LIMIT_BYTES)")]
     PayloadTooLarge,
+    /// 413: over a bound other than the body limit (an import's decompressed size).
+    #[error("{0}")]
+    TooLarge(String),
     /// 415: not JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -140,7 +143,7 @@ impl ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod agent_ws;
 pub mod alerting;
+pub mod archive;
 pub mod auth;
 pub mod ca;
 pub mod cve;

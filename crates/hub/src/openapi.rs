@@ -108,6 +108,7 @@ documented! {
     crate::extract::Meta => |_d| {};
     crate::extract::ClientIp => |_d| {};
     axum::body::Bytes => |d| d.errors(&[400, 413]);
+    axum::body::Body => |d| d.errors(&[400, 413]);
     axum::http::HeaderMap => |_d| {};
     axum::extract::State<crate::state::AppState> => |_d| {};
     axum::extract::WebSocketUpgrade => |d| d.errors(&[400]);

@@ -106,6 +106,10 @@ pub struct Settings {
     /// Largest request body accepted, in bytes (CONTRACT 1: 8 MiB).
     #[arg(long, env = "TRUSTHUB_BODY_LIMIT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub body_limit_bytes: usize,
+    /// Decompressed bytes one import may read in all (uploads, `TRUSTHUB_OSV_URL`, the CLI;
+    /// CONTRACT 18); each JSON record is bounded to 64 MiB besides.
+    #[arg(long, env = "TRUSTHUB_IMPORT_MAX_BYTES", default_value_t = crate::archive::DEFAULT_TOTAL_BYTES)]
+    pub import_max_bytes: u64,
     /// Lifetime of a login session in seconds (default 7 days).
     #[arg(long, env = "TRUSTHUB_SESSION_TTL_SECS", default_value_t = 7 * 24 * 3600)]
     pub session_ttl_secs: i64,
@@ -312,6 +316,7 @@ impl Settings {
             smtp_from: "Trusthub <trusthub@trusthub.local>".into(),
             public_url: None,
             body_limit_bytes: 8 * 1024 * 1024,
+            import_max_bytes: crate::archive::DEFAULT_TOTAL_BYTES,
             session_ttl_secs: 7 * 24 * 3600,
             shutdown_grace_secs: 30,
             liveness_interval_secs: 60,

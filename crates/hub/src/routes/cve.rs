@@ -2,12 +2,12 @@
 //! upload of OSV records for the tenant (hub-wide data comes from `trusthub cve import`).
 
 use crate::auth::{Admin, Operator, Viewer};
-use crate::cve::{ImportError, ImportReport};
+use crate::cve::ImportReport;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -28,11 +28,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(coverage))
         .routes(api_routes!(acknowledge, unacknowledge))
         .routes(api_routes!(advisory))
-        .merge(
-            OpenApiRouter::new()
-                .routes(api_routes!(import))
-                .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
-        )
+        .routes(api_routes!(import))
 }
 
 /// What is loaded for one ecosystem.
@@ -74,19 +70,28 @@ pub(crate) async fn sources(
 
 /// Upload OSV records for this tenant (admin): a zip of OSV JSON files, in the OSV bucket's
 /// layout (`<Ecosystem>/<ID>.json`, an ecosystem's `all.zip`, or zips of those) or flat.
-/// Records are stored by id and `modified` (re-uploading older data changes nothing); files
-/// that are not OSV records are counted and listed, the rest is stored. The tenant's scans
-/// use these records besides the hub-wide data. Audit `cve_source_imported`.
+/// Records are stored by id and `modified` (re-uploading older data changes nothing). The
+/// tenant's scans use these records besides the hub-wide data.
+///
+/// All or nothing (CONTRACT 18): any file that is not an OSV record makes the answer 422 with
+/// `errors[]` naming every such file, and nothing is stored; records the hub stores but
+/// cannot evaluate in full are listed in `skipped`. The upload is read as a stream: at most
+/// 512 MiB compressed, `TRUSTHUB_IMPORT_MAX_BYTES` (4 GiB) decompressed and 64 MiB (and
+/// 500,000 JSON values) per record, else 413; an archive nested deeper than the `all.zip`
+/// inside the upload is 422 naming the entry; JSON nested deeper than 128 or with a duplicate
+/// key is 400. Audit `cve_import` (with counts) or `cve_import_failed` (with the reason).
 #[utoipa::path(post, path = "/cve/sources/import", tag = "cve",
     request_body(content = Vec<u8>, content_type = "application/zip", description = "A zip of OSV JSON records"),
-    responses((status = 200, body = ImportReport), (status = 400, description = "Not a zip, or an entry too large", body = Problem),
-        (status = 413, body = Problem), (status = 415, body = Problem)))]
+    responses((status = 200, body = ImportReport), (status = 400, description = "Not a zip, a damaged entry, or a record's JSON too deep or with a duplicate key", body = Problem),
+        (status = 413, description = "Over the upload, decompressed or per-record bound", body = Problem),
+        (status = 415, body = Problem),
+        (status = 422, description = "Files that are not OSV records, or an archive nested too deep: nothing stored", body = Problem)))]
 pub(crate) async fn import(
     State(state): State<AppState>,
     meta: Meta,
     Admin(p): Admin,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> ApiResult<axum::Json<ImportReport>> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -100,28 +105,36 @@ pub(crate) async fn import(
     }
     let now = now();
     let tenant = p.tenant();
-    let report = crate::cve::import_zip(&state.db, &tenant.0.to_string(), body, now)
-        .await
-        .map_err(|e| match e {
-            ImportError::Source(m) => ApiError::BadRequest(m),
-            ImportError::Store(s) => s.into(),
-        })?;
+    let limits = crate::archive::Limits::with_total(state.settings.import_max_bytes);
+    let outcome = match crate::archive::spool_body(body, MAX_UPLOAD_BYTES as u64).await {
+        Ok(file) => {
+            crate::cve::import_zip_file(&state.db, &tenant.0.to_string(), file, limits, now)
+                .await
+                .map_err(|e| (e.kind(), e.message(), ApiError::from(e)))
+        }
+        Err(e) => Err(("upload", e.to_string(), e)),
+    };
+    let (event, details) = match &outcome {
+        Ok(r) => (
+            ev::CVE_IMPORT,
+            json!({"files": r.files, "inserted": r.inserted, "updated": r.updated,
+                "unchanged": r.unchanged, "withdrawn": r.withdrawn, "skipped": r.skipped_count}),
+        ),
+        Err((kind, message, _)) => (
+            ev::CVE_IMPORT_FAILED,
+            json!({"reason": kind, "detail": message.chars().take(2000).collect::<String>()}),
+        ),
+    };
     let mut tx = state.db.begin().await?;
     trusthub_store::audit::append(
         &mut tx,
         tenant,
-        &meta.audit(
-            ev::CVE_SOURCE_IMPORTED,
-            p.actor(),
-            "cve_sources".into(),
-            json!({"files": report.files, "inserted": report.inserted, "updated": report.updated,
-                "unchanged": report.unchanged, "errors": report.error_count}),
-        ),
+        &meta.audit(event, p.actor(), "cve_sources".into(), details),
         now,
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(report))
+    outcome.map(axum::Json).map_err(|(_, _, e)| e)
 }
 
 /// The tenant's host names.

@@ -15,6 +15,9 @@ pub const NAME: &str = "osv_pull";
 /// Records fetched one by one per ecosystem and pull at most (the rest the next pull).
 pub const MAX_RECORDS_PER_PULL: usize = 20_000;
 
+/// The largest `modified_id.csv` read (the biggest ecosystem's is a few MiB).
+const CSV_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Seconds between checks (`TRUSTHUB_OSV_PULL_CHECK_SECS`, 3600).
 pub fn interval(s: &crate::settings::Settings) -> u64 {
     s.osv_pull_check_secs.max(1)
@@ -83,6 +86,31 @@ async fn get(client: &reqwest::Client, url: &str) -> Result<reqwest::Response, S
     Ok(r)
 }
 
+/// A response's body, read chunk by chunk into `out` and refused at the first byte past `max`.
+async fn read_into(
+    mut r: reqwest::Response,
+    url: &str,
+    max: u64,
+    out: &mut (dyn std::io::Write + Send),
+) -> Result<(), String> {
+    let mut total: u64 = 0;
+    while let Some(chunk) = r.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+        total += chunk.len() as u64;
+        if total > max {
+            return Err(format!("{url}: larger than {max} bytes"));
+        }
+        out.write_all(&chunk).map_err(|e| format!("{url}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A small body (the csv, one record) in memory, bounded.
+async fn fetch(client: &reqwest::Client, url: &str, max: u64) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    read_into(get(client, url).await?, url, max, &mut out).await?;
+    Ok(out)
+}
+
 /// Pulls every ecosystem that is due at `now`.
 pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pulled>> {
     let Some(base) = state.settings.osv_url.as_deref() else {
@@ -106,6 +134,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
     else {
         return Ok(Vec::new());
     };
+    let limits = crate::archive::Limits::with_total(state.settings.import_max_bytes);
     let mut out = Vec::new();
     for eco in state
         .settings
@@ -121,23 +150,20 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
         let high_water = last.and_then(|p| p.high_water.clone());
         let dir = format!("{base}/{}", folder(eco));
         let result: Result<(bool, u64, Option<String>), String> = async {
-            let csv = get(&client, &format!("{dir}/modified_id.csv"))
-                .await?
-                .text()
-                .await
-                .map_err(|e| e.to_string())?;
-            let entries = read_csv(&csv);
+            let csv = fetch(&client, &format!("{dir}/modified_id.csv"), CSV_BYTES).await?;
+            let entries = read_csv(&String::from_utf8_lossy(&csv));
             let newest = entries.last().map(|e| e.0.clone());
             match &high_water {
                 None => {
-                    let zip = get(&client, &format!("{dir}/all.zip"))
-                        .await?
-                        .bytes()
+                    // Spooled to a file as it arrives, never held in memory.
+                    let url = format!("{dir}/all.zip");
+                    let mut zip = crate::archive::TempFile::new("osv-pull")
+                        .map_err(|e| format!("{url}: {e}"))?;
+                    read_into(get(&client, &url).await?, &url, limits.total_bytes, zip.file())
+                        .await?;
+                    let report = crate::cve::import_zip_file(&state.db, "", zip, limits, now)
                         .await
-                        .map_err(|e| e.to_string())?;
-                    let report = crate::cve::import_zip(&state.db, "", zip, now)
-                        .await
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| e.message())?;
                     Ok((
                         true,
                         report.inserted + report.updated,
@@ -150,12 +176,9 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
                     let todo: Vec<(String, String)> =
                         entries.into_iter().filter(|e| e.0 > *hw).collect();
                     for (i, (t, id)) in todo.iter().enumerate() {
-                        let body = get(&client, &format!("{dir}/{}.json", folder(id)))
-                            .await?
-                            .bytes()
-                            .await
-                            .map_err(|e| e.to_string())?;
-                        files.push((format!("{eco}/{id}.json"), body.to_vec()));
+                        let url = format!("{dir}/{}.json", folder(id));
+                        let body = fetch(&client, &url, limits.record_bytes).await?;
+                        files.push((format!("{eco}/{id}.json"), body));
                         reached = t.clone();
                         // Stop at the cap, but never inside a group of one instant.
                         if files.len() >= MAX_RECORDS_PER_PULL
@@ -164,9 +187,9 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
                             break;
                         }
                     }
-                    let report = crate::cve::import_files(&state.db, "", files, now)
+                    let report = crate::cve::import_files(&state.db, "", files, limits, now)
                         .await
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| e.message())?;
                     Ok((false, report.inserted + report.updated, Some(reached)))
                 }
             }

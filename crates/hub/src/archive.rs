@@ -1,0 +1,488 @@
+//! The one archive reader of every upload and import (CONTRACT 18): a folder, a `.zip`, a
+//! `.tar.gz` or a `.json` file, read as a stream with every size bounded while it is read.
+//!
+//! - A nested archive is read one level deep (an ecosystem's `all.zip` inside an upload or a
+//!   tarball); an archive inside that is refused, naming the entry ([`ArchiveError::Nested`]).
+//! - Decompressed bytes are counted as they come out of the decompressor, against the whole
+//!   read's budget ([`Limits::total_bytes`]) and each record's ([`Limits::record_bytes`]); the
+//!   first byte over a bound stops the read ([`ArchiveError::TooLarge`]). An entry that yields
+//!   more bytes than its header declares is a malformed archive.
+//! - Nothing is held in memory but the record being handed on: an uploaded body and a nested
+//!   archive are spooled to a temporary file (mode 600, removed when dropped), which the zip
+//!   reader seeks in.
+//! - Each record's JSON passes [`trusthub_core::json_guard`] (depth, value count, duplicate
+//!   keys) before anyone parses it.
+
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use trusthub_core::json_guard;
+
+/// The bounds of one read.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Decompressed bytes in all (`TRUSTHUB_IMPORT_MAX_BYTES`, default 4 GiB).
+    pub total_bytes: u64,
+    /// Bytes of one JSON record (64 MiB).
+    pub record_bytes: u64,
+    /// Values in one JSON record (containers, strings, numbers and literals): the bound on
+    /// the structure a record parses into, which its byte size alone does not give.
+    pub record_values: u64,
+}
+
+/// The default bound of all decompressed bytes of one read.
+pub const DEFAULT_TOTAL_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// The bound of one JSON record.
+pub const RECORD_BYTES: u64 = 64 * 1024 * 1024;
+/// The bound of values in one record (real OSV records hold at most a few tens of thousands).
+pub const RECORD_VALUES: u64 = 500_000;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            total_bytes: DEFAULT_TOTAL_BYTES,
+            record_bytes: RECORD_BYTES,
+            record_values: RECORD_VALUES,
+        }
+    }
+}
+
+impl Limits {
+    /// The default bounds with `total_bytes` from the settings.
+    pub fn with_total(total_bytes: u64) -> Limits {
+        Limits {
+            total_bytes,
+            ..Limits::default()
+        }
+    }
+}
+
+/// Why a read stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// A bound was passed (413).
+    #[error("{0}")]
+    TooLarge(String),
+    /// An archive nested deeper than one level (422; the message names the entry).
+    #[error("{0}")]
+    Nested(String),
+    /// Not an archive, a damaged one, or an entry larger than its header says (400).
+    #[error("{0}")]
+    Malformed(String),
+    /// The source cannot be read, or its consumer stopped (the consumer's message).
+    #[error("{0}")]
+    Io(String),
+}
+
+
+/// A temporary file removed when dropped, created with mode 600.
+#[derive(Debug)]
+pub struct TempFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl TempFile {
+    /// A new empty file in the system's temporary folder.
+    pub fn new(hint: &str) -> std::io::Result<TempFile> {
+        let path = std::env::temp_dir().join(format!(
+            "trusthub-{hint}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        let file = options.open(&path)?;
+        Ok(TempFile { path, file })
+    }
+
+    /// The file, rewound to its start.
+    pub fn rewound(&mut self) -> std::io::Result<&mut std::fs::File> {
+        self.file.flush()?;
+        self.file.rewind()?;
+        Ok(&mut self.file)
+    }
+
+    /// The file for writing.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        &mut self.file
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Writes an HTTP body to a temporary file, refusing it at the first byte past `max`.
+pub async fn spool_body(
+    body: axum::body::Body,
+    max: u64,
+) -> Result<TempFile, crate::error::ApiError> {
+    use crate::error::ApiError;
+    use futures_util::StreamExt;
+    let internal = |e: std::io::Error| ApiError::Internal(format!("spooling an upload: {e}"));
+    let mut tmp = TempFile::new("upload").map_err(internal)?;
+    let mut stream = body.into_data_stream();
+    let mut written: u64 = 0;
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::BadRequest(format!("the upload could not be read: {e}")))?;
+        written += chunk.len() as u64;
+        if written > max {
+            return Err(ApiError::TooLarge(format!(
+                "the upload is larger than {max} bytes"
+            )));
+        }
+        tmp.file().write_all(&chunk).map_err(internal)?;
+    }
+    Ok(tmp)
+}
+
+/// One read of a source, with its budget.
+/// `emit` receives each JSON record: its name (`upload!PyPI/all.zip!GHSA-x.json`) and bytes.
+pub struct Reader<F> {
+    limits: Limits,
+    used: u64,
+    emit: F,
+}
+
+impl<F: FnMut(String, Vec<u8>) -> Result<(), ArchiveError>> Reader<F> {
+    /// A reader handing records to `emit`.
+    pub fn new(limits: Limits, emit: F) -> Reader<F> {
+        Reader {
+            limits,
+            used: 0,
+            emit,
+        }
+    }
+
+    /// Decompressed bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.used
+    }
+
+    /// Reads a folder (recursively; symbolic links are not followed), a `.zip`, a
+    /// `.tar.gz`/`.tgz` or one `.json` file.
+    pub fn source(&mut self, source: &Path) -> Result<(), ArchiveError> {
+        let name = source.to_string_lossy().to_string();
+        let meta = std::fs::metadata(source).map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
+        if meta.is_dir() {
+            self.walk(source)
+        } else if name.ends_with(".zip") {
+            let f = open(source)?;
+            self.zip(f, &name, 0)
+        } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+            let f = open(source)?;
+            self.tar_gz(f, &name)
+        } else if name.ends_with(".json") {
+            let f = open(source)?;
+            let bytes = self.record(f, &name, Some(meta.len()))?;
+            (self.emit)(name, bytes)
+        } else {
+            Err(ArchiveError::Io(format!(
+                "{name}: expected a folder, a .zip, a .tar.gz or a .json file"
+            )))
+        }
+    }
+
+    fn walk(&mut self, dir: &Path) -> Result<(), ArchiveError> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| ArchiveError::Io(format!("{}: {e}", dir.display())))?
+            .filter_map(Result::ok)
+            .collect();
+        entries.sort_by_key(|e| e.path());
+        for entry in entries {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = path.to_string_lossy().to_string();
+            if kind.is_dir() {
+                self.walk(&path)?;
+            } else if !kind.is_file() {
+                continue;
+            } else if name.ends_with(".json") {
+                let f = open(&path)?;
+                let len = f.metadata().ok().map(|m| m.len());
+                let bytes = self.record(f, &name, len)?;
+                (self.emit)(name, bytes)?;
+            } else if name.ends_with(".zip") {
+                let f = open(&path)?;
+                self.zip(f, &name, 0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The records of a zip; `depth` 0 is a zip given to the reader, 1 a zip inside one.
+    pub fn zip<R: Read + Seek>(
+        &mut self,
+        reader: R,
+        label: &str,
+        depth: u8,
+    ) -> Result<(), ArchiveError> {
+        let mut zip = zip::ZipArchive::new(std::io::BufReader::new(reader))
+            .map_err(|e| ArchiveError::Malformed(format!("{label}: not a zip: {e}")))?;
+        for i in 0..zip.len() {
+            let entry = zip
+                .by_index(i)
+                .map_err(|e| ArchiveError::Malformed(format!("{label}: entry {i}: {e}")))?;
+            if entry.is_dir() {
+                continue;
+            }
+            let inner = entry
+                .name()
+                .map(|n| n.into_owned())
+                .map_err(|e| e.to_string())
+                .map_err(|e| ArchiveError::Malformed(format!("{label}: entry {i}: {e}")))?;
+            let name = format!("{label}!{inner}");
+            let declared = Some(entry.size());
+            if inner.ends_with(".json") {
+                let bytes = self.record(entry, &name, declared)?;
+                (self.emit)(name, bytes)?;
+            } else if is_archive(&inner) {
+                if depth >= 1 {
+                    return Err(nested(&name));
+                }
+                let mut tmp = self.spool(entry, &name, declared)?;
+                let file = tmp
+                    .rewound()
+                    .map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
+                if inner.ends_with(".zip") {
+                    self.zip(file, &name, depth + 1)?;
+                } else {
+                    // A tarball inside a zip: no deeper archive may follow.
+                    return Err(nested(&name));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The records of a gzip-compressed tarball (one level of zips inside it).
+    pub fn tar_gz<R: Read>(&mut self, reader: R, label: &str) -> Result<(), ArchiveError> {
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
+        let entries = archive
+            .entries()
+            .map_err(|e| ArchiveError::Malformed(format!("{label}: not a tar.gz: {e}")))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| ArchiveError::Malformed(format!("{label}: {e}")))?;
+            if !entry.header().entry_type().is_file() {
+                continue;
+            }
+            let path = entry
+                .path()
+                .map(|p| p.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let name = format!("{label}!{path}");
+            let declared = entry.header().size().ok();
+            if path.ends_with(".json") {
+                let bytes = self.record(entry, &name, declared)?;
+                (self.emit)(name, bytes)?;
+            } else if path.ends_with(".zip") {
+                let mut tmp = self.spool(entry, &name, declared)?;
+                let file = tmp
+                    .rewound()
+                    .map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
+                self.zip(file, &name, 1)?;
+            } else if is_archive(&path) {
+                return Err(nested(&name));
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts `n` more decompressed bytes against the whole read.
+    fn spend(&mut self, n: u64, name: &str) -> Result<(), ArchiveError> {
+        self.used += n;
+        if self.used > self.limits.total_bytes {
+            return Err(ArchiveError::TooLarge(format!(
+                "{name}: the import decompresses to more than {} bytes (TRUSTHUB_IMPORT_MAX_BYTES)",
+                self.limits.total_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Copies `from` through a fixed buffer into `to`, counting and bounding as it goes.
+    fn copy(
+        &mut self,
+        mut from: impl Read,
+        to: &mut dyn Write,
+        name: &str,
+        declared: Option<u64>,
+        limit: u64,
+        what: &str,
+    ) -> Result<u64, ArchiveError> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total: u64 = 0;
+        loop {
+            let n = match from.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ArchiveError::Malformed(format!("{name}: {e}"))),
+            };
+            total += n as u64;
+            if declared.is_some_and(|d| total > d) {
+                return Err(ArchiveError::Malformed(format!(
+                    "{name}: the entry holds more bytes than its header declares ({})",
+                    declared.unwrap_or_default()
+                )));
+            }
+            if total > limit {
+                return Err(ArchiveError::TooLarge(format!(
+                    "{name}: {what} larger than {limit} bytes"
+                )));
+            }
+            self.spend(n as u64, name)?;
+            to.write_all(&buf[..n])
+                .map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
+        }
+        Ok(total)
+    }
+
+    /// One JSON record, bounded and checked by the JSON guard.
+    fn record(
+        &mut self,
+        from: impl Read,
+        name: &str,
+        declared: Option<u64>,
+    ) -> Result<Vec<u8>, ArchiveError> {
+        if declared.is_some_and(|d| d > self.limits.record_bytes) {
+            return Err(ArchiveError::TooLarge(format!(
+                "{name}: a record larger than {} bytes",
+                self.limits.record_bytes
+            )));
+        }
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(1 << 20) as usize);
+        let limit = self.limits.record_bytes;
+        self.copy(from, &mut bytes, name, declared, limit, "a record")?;
+        match json_guard::check(&bytes, self.limits.record_values) {
+            Ok(()) => Ok(bytes),
+            Err(e @ json_guard::GuardError::TooManyValues(_)) => {
+                Err(ArchiveError::TooLarge(format!("{name}: {e}")))
+            }
+            Err(e) => Err(ArchiveError::Malformed(format!("{name}: {e}"))),
+        }
+    }
+
+    /// A nested archive, spooled to a temporary file.
+    fn spool(
+        &mut self,
+        from: impl Read,
+        name: &str,
+        declared: Option<u64>,
+    ) -> Result<TempFile, ArchiveError> {
+        let mut tmp =
+            TempFile::new("nested").map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
+        let limit = self.limits.total_bytes;
+        self.copy(from, tmp.file(), name, declared, limit, "an archive")?;
+        Ok(tmp)
+    }
+}
+
+/// Whether a record's JSON may be parsed at all; the reason otherwise.
+pub fn guard(bytes: &[u8], limits: &Limits) -> Result<(), String> {
+    json_guard::check(bytes, limits.record_values).map_err(|e| e.to_string())
+}
+
+fn open(path: &Path) -> Result<std::fs::File, ArchiveError> {
+    std::fs::File::open(path).map_err(|e| ArchiveError::Io(format!("{}: {e}", path.display())))
+}
+
+fn is_archive(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [".zip", ".tar", ".tar.gz", ".tgz", ".gz", ".jar"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
+}
+
+fn nested(name: &str) -> ArchiveError {
+    ArchiveError::Nested(format!(
+        "{name}: an archive nested more than one level deep (only an all.zip inside the upload is read)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = Cursor::new(Vec::new());
+        let mut w = zip::ZipWriter::new(&mut out);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, bytes) in entries {
+            w.start_file(*name, opts).expect("start");
+            w.write_all(bytes).expect("write");
+        }
+        w.finish().expect("finish");
+        out.into_inner()
+    }
+
+    fn read(bytes: Vec<u8>, limits: Limits) -> Result<Vec<String>, ArchiveError> {
+        let mut names = Vec::new();
+        let mut emit = |n: String, _b: Vec<u8>| {
+            names.push(n);
+            Ok(())
+        };
+        Reader::new(limits, &mut emit).zip(Cursor::new(bytes), "upload", 0)?;
+        Ok(names)
+    }
+
+    #[test]
+    fn one_level_of_nesting_is_read() {
+        let inner = zip_of(&[("A-1.json", b"{}"), ("A-2.json", b"{}")]);
+        let outer = zip_of(&[("PyPI/all.zip", &inner), ("B-1.json", b"{}")]);
+        let names = read(outer, Limits::default()).expect("read");
+        assert_eq!(
+            names,
+            ["upload!PyPI/all.zip!A-1.json", "upload!PyPI/all.zip!A-2.json", "upload!B-1.json"]
+        );
+    }
+
+    #[test]
+    fn deeper_nesting_is_refused_naming_the_entry() {
+        let mut z = zip_of(&[("x.json", b"{}")]);
+        for level in 0..50 {
+            z = zip_of(&[(&format!("l{level}.zip"), &z)]);
+        }
+        match read(z, Limits::default()) {
+            Err(ArchiveError::Nested(m)) => assert!(m.contains("upload!l49.zip!l48.zip"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_bomb_stops_at_the_record_bound() {
+        let big = vec![b' '; 3 * 1024 * 1024];
+        let z = zip_of(&[("big.json", &big)]);
+        assert!(z.len() < 64 * 1024, "compresses well: {}", z.len());
+        let limits = Limits {
+            record_bytes: 1024 * 1024,
+            ..Limits::default()
+        };
+        assert!(matches!(read(z.clone(), limits), Err(ArchiveError::TooLarge(_))));
+        let total = Limits {
+            total_bytes: 1024 * 1024,
+            ..Limits::default()
+        };
+        assert!(matches!(read(z, total), Err(ArchiveError::TooLarge(_))));
+    }
+
+    #[test]
+    fn not_a_zip_is_malformed() {
+        assert!(matches!(
+            read(b"PK\x03\x04 nothing".to_vec(), Limits::default()),
+            Err(ArchiveError::Malformed(_))
+        ));
+    }
+}
