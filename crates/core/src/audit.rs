@@ -59,6 +59,10 @@ pub const CLIENT_CERT_ISSUED: &str = "client_cert_issued";
 pub const AGENT_VERSION_SEEN: &str = "agent_version_seen";
 /// CONTRACT 14: an operator resolved an integrity anomaly.
 pub const INTEGRITY_ANOMALY_RESOLVED: &str = "integrity_anomaly_resolved";
+/// A wrong TOTP code or challenge token (CONTRACT 18).
+pub const TOTP_FAILED: &str = "totp_failed";
+/// The fifth wrong TOTP code within 15 minutes locked the user's TOTP-gated actions.
+pub const TOTP_LOCKED: &str = "totp_locked";
 /// An OSV import stored everything it read (CONTRACT 18), with its counts.
 pub const CVE_IMPORT: &str = "cve_import";
 /// An OSV import stored nothing (CONTRACT 18), with why.

@@ -130,7 +130,8 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
             b't' | b'f' | b'n' | b'-' | b'0'..=b'9' => {
                 // A literal or a number: one value; skip the rest of its characters.
                 values += 1;
-                while i + 1 < n && matches!(text[i + 1], b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'+' | b'E')
+                while i + 1 < n
+                    && matches!(text[i + 1], b'a'..=b'z' | b'0'..=b'9' | b'.' | b'-' | b'+' | b'E')
                 {
                     i += 1;
                 }
@@ -174,7 +175,8 @@ mod tests {
 
     #[test]
     fn ordinary_json_passes() {
-        let text = br#"{"a": [1, 2.5e3, -3, true, false, null, "x\"]{,"], "b": {"c": "d"}, "e": []}"#;
+        let text =
+            br#"{"a": [1, 2.5e3, -3, true, false, null, "x\"]{,"], "b": {"c": "d"}, "e": []}"#;
         assert_eq!(check(text, MANY), Ok(()));
         assert_eq!(check(b"[]", MANY), Ok(()));
         assert_eq!(check(b"", MANY), Ok(()));

@@ -550,13 +550,17 @@ mod tests {
     #[test]
     fn unusable_parts_are_named() {
         let record = |affected: serde_json::Value| -> Record {
-            serde_json::from_value(json!({"id": "X-1", "modified": "2026-01-01T00:00:00Z", "affected": affected}))
-                .expect("record")
+            serde_json::from_value(
+                json!({"id": "X-1", "modified": "2026-01-01T00:00:00Z", "affected": affected}),
+            )
+            .expect("record")
         };
-        assert!(record(json!([{"package": {"ecosystem": "npm", "name": "a"},
+        assert!(
+            record(json!([{"package": {"ecosystem": "npm", "name": "a"},
             "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "1.0.0"}]}]}]))
-        .unusable()
-        .is_empty());
+            .unusable()
+            .is_empty()
+        );
         let why = record(json!([
             {"package": {"ecosystem": "Hackage", "name": "a"}, "versions": ["1"]},
             {"package": {"ecosystem": "npm", "name": "b"},

@@ -73,7 +73,6 @@ pub enum ArchiveError {
     Io(String),
 }
 
-
 /// A temporary file removed when dropped, created with mode 600.
 #[derive(Debug)]
 pub struct TempFile {
@@ -131,8 +130,8 @@ pub async fn spool_body(
     let mut stream = body.into_data_stream();
     let mut written: u64 = 0;
     while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::BadRequest(format!("the upload could not be read: {e}")))?;
+        let chunk = chunk
+            .map_err(|e| ApiError::BadRequest(format!("the upload could not be read: {e}")))?;
         written += chunk.len() as u64;
         if written > max {
             return Err(ApiError::TooLarge(format!(
@@ -171,7 +170,8 @@ impl<F: FnMut(String, Vec<u8>) -> Result<(), ArchiveError>> Reader<F> {
     /// `.tar.gz`/`.tgz` or one `.json` file.
     pub fn source(&mut self, source: &Path) -> Result<(), ArchiveError> {
         let name = source.to_string_lossy().to_string();
-        let meta = std::fs::metadata(source).map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
+        let meta =
+            std::fs::metadata(source).map_err(|e| ArchiveError::Io(format!("{name}: {e}")))?;
         if meta.is_dir() {
             self.walk(source)
         } else if name.ends_with(".zip") {
@@ -445,7 +445,11 @@ mod tests {
         let names = read(outer, Limits::default()).expect("read");
         assert_eq!(
             names,
-            ["upload!PyPI/all.zip!A-1.json", "upload!PyPI/all.zip!A-2.json", "upload!B-1.json"]
+            [
+                "upload!PyPI/all.zip!A-1.json",
+                "upload!PyPI/all.zip!A-2.json",
+                "upload!B-1.json"
+            ]
         );
     }
 
@@ -470,7 +474,10 @@ mod tests {
             record_bytes: 1024 * 1024,
             ..Limits::default()
         };
-        assert!(matches!(read(z.clone(), limits), Err(ArchiveError::TooLarge(_))));
+        assert!(matches!(
+            read(z.clone(), limits),
+            Err(ArchiveError::TooLarge(_))
+        ));
         let total = Limits {
             total_bytes: 1024 * 1024,
             ..Limits::default()

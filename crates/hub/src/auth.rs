@@ -6,6 +6,7 @@
 //! a TOTP requirement.
 
 use crate::error::ApiError;
+use crate::extract::Meta;
 use crate::state::{AppState, now};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -231,10 +232,78 @@ impl FromRequestParts<AppState> for SessionUser {
     }
 }
 
+/// Wrong TOTP codes within [`TOTP_WINDOW`] that lock a user (CONTRACT 18).
+pub const TOTP_MAX_FAILURES: i32 = 5;
+/// The window wrong codes are counted in.
+pub const TOTP_WINDOW: time::Duration = time::Duration::minutes(15);
+/// How long the lock lasts.
+pub const TOTP_LOCK: time::Duration = time::Duration::minutes(15);
+
+/// 429 `totp_locked` while `user`'s TOTP-gated actions are locked. Not a rate limit:
+/// `TRUSTHUB_RATE_LIMITS=off` keeps it.
+pub async fn refuse_if_locked(state: &AppState, user: &User) -> Result<(), ApiError> {
+    let now = now();
+    let until = {
+        let mut c = state.db.conn().await?;
+        trusthub_store::totp::locked_until(&mut c, user.id, now).await?
+    };
+    match until {
+        Some(until) => Err(ApiError::TotpLocked(
+            (until - now).whole_seconds().clamp(1, u32::MAX as i64) as u32,
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Counts a wrong code (or challenge token) of `user`, with an audit row `totp_failed`; the
+/// fifth within the window locks the user (audit `totp_locked`).
+pub async fn totp_failed(
+    state: &AppState,
+    user: &User,
+    meta: &Meta,
+    how: &str,
+) -> Result<(), ApiError> {
+    let now = now();
+    let actor = format!("user:{}", user.id);
+    let mut tx = state.db.begin().await?;
+    let locked = trusthub_store::totp::record_failure(
+        &mut tx,
+        user.id,
+        now,
+        TOTP_WINDOW,
+        TOTP_MAX_FAILURES,
+        TOTP_LOCK,
+    )
+    .await?;
+    let entry = meta.audit(
+        trusthub_core::audit::TOTP_FAILED,
+        actor.clone(),
+        actor.clone(),
+        serde_json::json!({"with": how}),
+    );
+    trusthub_store::audit::append(&mut tx, user.tenant_id, &entry, now).await?;
+    if let Some(until) = locked {
+        let until = until
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let entry = meta.audit(
+            trusthub_core::audit::TOTP_LOCKED,
+            actor.clone(),
+            actor,
+            serde_json::json!({"until": until, "failures": TOTP_MAX_FAILURES}),
+        );
+        trusthub_store::audit::append(&mut tx, user.tenant_id, &entry, now).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Checks a TOTP code of `user` and spends its time step, so the same code is refused the
-/// second time (CONTRACT 3). `status` is 401 at login and 403 elsewhere.
+/// second time (CONTRACT 3). `status` is 401 at login and 403 elsewhere. The one TOTP gate
+/// (CONTRACT 18): a locked user gets 429 `totp_locked`; a wrong code is counted and audited.
 pub async fn check_code(
     state: &AppState,
+    meta: &Meta,
     user: &User,
     code: &str,
     status: StatusCode,
@@ -252,15 +321,26 @@ pub async fn check_code(
             code: "totp_not_enrolled",
             detail: "TOTP is not set up for this user".into(),
         })?;
+    refuse_if_locked(state, user).await?;
     let secret = state.key.open(TOTP_SEAL_CONTEXT, sealed).map_err(|_| {
         ApiError::Internal("TOTP secret cannot be unsealed with the hub key".into())
     })?;
     let now = now();
-    let step = totp::verify(&secret, code, now.unix_timestamp()).ok_or_else(invalid)?;
-    let mut tx = state.db.begin().await?;
-    let fresh = trusthub_store::totp::spend_step(&mut tx, user.id, step, now).await?;
-    tx.commit().await?;
-    if fresh { Ok(()) } else { Err(invalid()) }
+    let fresh = match totp::verify(&secret, code, now.unix_timestamp()) {
+        Some(step) => {
+            let mut tx = state.db.begin().await?;
+            let fresh = trusthub_store::totp::spend_step(&mut tx, user.id, step, now).await?;
+            tx.commit().await?;
+            fresh
+        }
+        None => false,
+    };
+    if fresh {
+        Ok(())
+    } else {
+        totp_failed(state, user, meta, "code").await?;
+        Err(invalid())
+    }
 }
 
 /// A TOTP purpose as a type, for [`TotpProof`].
@@ -309,7 +389,12 @@ pub struct TotpProof<P> {
 impl<P: Purpose> TotpProof<P> {
     /// The proof a dashboard form gives: `p` signed in with a session, TOTP enrolled, and
     /// `code` is its current code (used once, like `X-TOTP-Code`).
-    pub async fn from_code(state: &AppState, p: Principal, code: &str) -> Result<Self, ApiError> {
+    pub async fn from_code(
+        state: &AppState,
+        meta: &Meta,
+        p: Principal,
+        code: &str,
+    ) -> Result<Self, ApiError> {
         let forbidden = StatusCode::FORBIDDEN;
         if !matches!(p.credential, Credential::Session { .. }) {
             return Err(ApiError::Totp {
@@ -325,7 +410,7 @@ impl<P: Purpose> TotpProof<P> {
                 detail: "this operation needs TOTP; set it up in Settings first".into(),
             });
         }
-        check_code(state, &p.user, code.trim(), forbidden).await?;
+        check_code(state, meta, &p.user, code.trim(), forbidden).await?;
         Ok(TotpProof {
             principal: p,
             _purpose: PhantomData,
@@ -352,6 +437,7 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
                 detail: "this operation needs TOTP; set it up with /auth/totp/setup first".into(),
             });
         }
+        let meta = Meta::from_request_parts(parts, state).await?;
         let header = |name: &str| {
             parts
                 .headers
@@ -362,8 +448,9 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
                 .map(str::to_owned)
         };
         if let Some(code) = header("x-totp-code") {
-            check_code(state, &p.user, &code, forbidden).await?;
+            check_code(state, &meta, &p.user, &code, forbidden).await?;
         } else if let Some(token) = header("x-totp-token") {
+            refuse_if_locked(state, &p.user).await?;
             let mut tx = state.db.begin().await?;
             let ok = trusthub_store::totp::consume_challenge(
                 &mut tx,
@@ -376,6 +463,7 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
             .await?;
             tx.commit().await?;
             if !ok {
+                totp_failed(state, &p.user, &meta, "challenge_token").await?;
                 return Err(ApiError::Totp {
                     status: forbidden,
                     code: "totp_invalid",

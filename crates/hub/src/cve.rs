@@ -205,7 +205,9 @@ async fn store(
                             if !unusable.is_empty() {
                                 report.skipped_count += 1;
                                 if report.skipped.len() < LISTED {
-                                    report.skipped.push(format!("{name}: {}", unusable.join("; ")));
+                                    report
+                                        .skipped
+                                        .push(format!("{name}: {}", unusable.join("; ")));
                                 }
                             }
                         }
@@ -372,9 +374,8 @@ pub async fn import_files(
 ) -> Result<ImportReport, ImportError> {
     import_with(db, scope, now, move |out| {
         for (name, bytes) in files {
-            crate::archive::guard(&bytes, &limits).map_err(|why| {
-                ArchiveError::Malformed(format!("{name}: {why}"))
-            })?;
+            crate::archive::guard(&bytes, &limits)
+                .map_err(|why| ArchiveError::Malformed(format!("{name}: {why}")))?;
             out.push(name, bytes)?;
         }
         Ok(())

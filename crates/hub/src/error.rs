@@ -111,6 +111,10 @@ pub enum ApiError {
     /// 429: over a rate limit.
     #[error("rate limit exceeded; retry in {} s", .0.reset_secs)]
     RateLimited(RateInfo),
+    /// 429 `totp_locked` (CONTRACT 18): five wrong TOTP codes within 15 minutes lock the
+    /// user's TOTP-gated actions; the seconds until the lock ends.
+    #[error("too many wrong TOTP codes; TOTP-gated actions are locked for {0} s")]
+    TotpLocked(u32),
     /// 503: the hub cannot serve right now (database down).
     #[error("{0}")]
     Unavailable(String),
@@ -145,7 +149,7 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited(_) | ApiError::TotpLocked(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -155,6 +159,7 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::Totp { code, .. } => code,
+            ApiError::TotpLocked(_) => "totp_locked",
             other => code_for_status(other.status()),
         }
     }
@@ -226,6 +231,10 @@ impl IntoResponse for ApiError {
                 header::RETRY_AFTER,
                 HeaderValue::from(info.reset_secs.max(1)),
             );
+        }
+        if let ApiError::TotpLocked(secs) = &self {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from((*secs).max(1)));
         }
         resp
     }

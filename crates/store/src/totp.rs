@@ -96,3 +96,44 @@ pub async fn recovery_codes_left(ex: &mut impl Exec, user_id: Uuid) -> StoreResu
         "SELECT COUNT(*) FROM totp_recovery_codes WHERE user_id = $1 AND used_at IS NULL")
         .bind(user_id).fetch_one(&mut *c).await?))
 }
+
+/// Until when `user_id`'s TOTP-gated actions are locked, if they are at `now`.
+pub async fn locked_until(
+    ex: &mut impl Exec,
+    user_id: Uuid,
+    now: OffsetDateTime,
+) -> StoreResult<Option<OffsetDateTime>> {
+    let until: Option<Option<OffsetDateTime>> = on!(ex, c => sqlx::query_scalar(
+        "SELECT locked_until FROM totp_failures WHERE user_id = $1 AND locked_until > $2")
+        .bind(user_id).bind(now).fetch_optional(&mut *c).await?);
+    Ok(until.flatten())
+}
+
+/// Counts a wrong code of `user_id` at `now` (CONTRACT 18): wrong codes are counted in a
+/// window of `window` from the first; the `max`-th within it locks the user until
+/// `now + lock` (and starts the count over). Returns the lock's end when this one set it.
+/// One statement counts, so concurrent wrong codes on several hub processes all count.
+pub async fn record_failure(
+    ex: &mut impl Exec,
+    user_id: Uuid,
+    now: OffsetDateTime,
+    window: time::Duration,
+    max: i32,
+    lock: time::Duration,
+) -> StoreResult<Option<OffsetDateTime>> {
+    let failures: i32 = on!(ex, c => sqlx::query_scalar(
+        "INSERT INTO totp_failures (user_id, failures, window_start, locked_until) VALUES ($1, 1, $2, NULL) \
+         ON CONFLICT (user_id) DO UPDATE SET \
+           failures = CASE WHEN totp_failures.window_start <= $3 THEN 1 ELSE totp_failures.failures + 1 END, \
+           window_start = CASE WHEN totp_failures.window_start <= $3 THEN $2 ELSE totp_failures.window_start END \
+         RETURNING failures")
+        .bind(user_id).bind(now).bind(now - window).fetch_one(&mut *c).await?);
+    if failures < max {
+        return Ok(None);
+    }
+    let until = now + lock;
+    on!(ex, c => sqlx::query(
+        "UPDATE totp_failures SET locked_until = $2, failures = 0, window_start = $3 WHERE user_id = $1")
+        .bind(user_id).bind(until).bind(now).execute(&mut *c).await?.rows_affected());
+    Ok(Some(until))
+}

@@ -179,7 +179,8 @@ pub(crate) async fn authenticate(
                     detail: "the recovery code is wrong or was used already".into(),
                 });
             }
-        } else if let Err(e) = check_code(state, &user, code, StatusCode::UNAUTHORIZED).await {
+        } else if let Err(e) = check_code(state, meta, &user, code, StatusCode::UNAUTHORIZED).await
+        {
             login_failed(state, &user, meta, "totp").await?;
             return Err(e);
         }

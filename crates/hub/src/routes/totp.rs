@@ -126,7 +126,7 @@ pub(crate) async fn verify(
     let Some(sealed) = p.user.totp_secret_sealed.clone() else {
         return Err(ApiError::Conflict("call /auth/totp/setup first".into()));
     };
-    check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    check_code(&state, &meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
     let codes = new_recovery_codes(&mut tx, p.user.id).await?;
@@ -148,7 +148,12 @@ pub(crate) async fn verify(
 }
 
 /// Checks that `p` has TOTP on and `code` is a current, unused code of it (403 otherwise).
-async fn current_code(state: &AppState, p: &crate::auth::Principal, code: &str) -> ApiResult<()> {
+async fn current_code(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    code: &str,
+) -> ApiResult<()> {
     if !p.user.totp_enabled {
         return Err(ApiError::Totp {
             status: StatusCode::FORBIDDEN,
@@ -156,7 +161,7 @@ async fn current_code(state: &AppState, p: &crate::auth::Principal, code: &str) 
             detail: "TOTP is not enabled".into(),
         });
     }
-    check_code(state, &p.user, code, StatusCode::FORBIDDEN).await
+    check_code(state, meta, &p.user, code, StatusCode::FORBIDDEN).await
 }
 
 /// Turn TOTP off; needs a current code.
@@ -168,7 +173,7 @@ pub(crate) async fn disable(
     SessionUser(p): SessionUser,
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<TotpStatus>> {
-    current_code(&state, &p, &req.code).await?;
+    current_code(&state, &meta, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
     trusthub_store::totp::replace_recovery_codes(&mut tx, p.user.id, &[], now()).await?;
@@ -191,7 +196,7 @@ pub(crate) async fn recovery_codes(
     SessionUser(p): SessionUser,
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<RecoveryCodes>> {
-    current_code(&state, &p, &req.code).await?;
+    current_code(&state, &meta, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
     let codes = new_recovery_codes(&mut tx, p.user.id).await?;
     meta.record(
@@ -264,7 +269,7 @@ pub(crate) async fn challenge(
             detail: "TOTP is not enabled for this user".into(),
         });
     }
-    check_code(&state, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    check_code(&state, &meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
     let now = now();
     let expires_at = now + CHALLENGE_TTL;

@@ -103,7 +103,8 @@ pub async fn restart(
     }
     let dispatched = async {
         let proof =
-            TotpProof::<AppRestart>::from_code(&state, user.principal.clone(), &f.code).await?;
+            TotpProof::<AppRestart>::from_code(&state, &meta, user.principal.clone(), &f.code)
+                .await?;
         api::restart(
             State(state.clone()),
             meta,

@@ -159,8 +159,13 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
                     let url = format!("{dir}/all.zip");
                     let mut zip = crate::archive::TempFile::new("osv-pull")
                         .map_err(|e| format!("{url}: {e}"))?;
-                    read_into(get(&client, &url).await?, &url, limits.total_bytes, zip.file())
-                        .await?;
+                    read_into(
+                        get(&client, &url).await?,
+                        &url,
+                        limits.total_bytes,
+                        zip.file(),
+                    )
+                    .await?;
                     let report = crate::cve::import_zip_file(&state.db, "", zip, limits, now)
                         .await
                         .map_err(|e| e.message())?;

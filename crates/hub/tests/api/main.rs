@@ -19,6 +19,7 @@ mod contract;
 mod cve;
 mod errors;
 mod evidence;
+mod hardening;
 mod invitations;
 mod meta;
 mod mtls;

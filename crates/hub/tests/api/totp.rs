@@ -16,6 +16,7 @@ crate::dual!(
     api_tokens_never_satisfy_totp,
     totp_disable_needs_a_valid_code,
     recovery_codes_log_in_once_each_and_can_be_made_anew,
+    five_wrong_codes_lock_every_totp_gated_action_and_are_audited,
 );
 
 /// A sensitive route as later issues will write it: admin role plus TOTP for `app_restart`.
@@ -490,4 +491,100 @@ async fn recovery_codes_log_in_once_each_and_can_be_made_anew(b: Backend) {
         app.count("SELECT COUNT(*) FROM totp_recovery_codes").await,
         0
     );
+}
+
+/// CONTRACT 18: five wrong codes (header, form or challenge) within 15 minutes lock every
+/// TOTP-gated action of that user for 15 minutes, rate limits off or not; each wrong code and
+/// the lock are audited. Before, codes could be tried without end.
+async fn five_wrong_codes_lock_every_totp_gated_action_and_are_audited(b: Backend) {
+    let app = app_with_sensitive_route(b).await;
+    let now = fresh_totp_window().await;
+    let secret = enrol(&app, &app.owner, now).await;
+    let wrong = (1..)
+        .map(|h| totp::code_at(&secret, now + 3600 * h))
+        .find(|c| (-2..=2).all(|k| *c != totp::code_at(&secret, now + 30 * k)))
+        .expect("a wrong code");
+    let sensitive = |code: String| {
+        app.req(Method::POST, "/test/sensitive", &app.owner)
+            .header("x-totp-code", code)
+            .send()
+    };
+    for _ in 0..3 {
+        assert_problem(
+            sensitive(wrong.clone()).await.expect("r"),
+            403,
+            "totp_invalid",
+        )
+        .await;
+    }
+    // A wrong challenge token counts too.
+    assert_problem(
+        app.req(Method::POST, "/test/sensitive", &app.owner)
+            .header("x-totp-token", "tho_not_a_token")
+            .send()
+            .await
+            .expect("r"),
+        403,
+        "totp_invalid",
+    )
+    .await;
+    // The fifth, on another gated action, answers totp_invalid itself and sets the lock.
+    assert_problem(
+        app.post("/auth/totp/disable", &app.owner, json!({"code": wrong}))
+            .await,
+        403,
+        "totp_invalid",
+    )
+    .await;
+    // Now even the right code is refused everywhere, with Retry-After.
+    // (the code of the next step: enrolment spent the current one)
+    let right = totp::code_at(&secret, now + 30);
+    let r = sensitive(right.clone()).await.expect("r");
+    let retry: i64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("retry-after");
+    assert!((880..=900).contains(&retry), "{retry}");
+    assert_problem(r, 429, "totp_locked").await;
+    for (path, code) in [
+        ("/auth/totp/recovery-codes", right.clone()),
+        ("/auth/totp/disable", right.clone()),
+    ] {
+        assert_problem(
+            app.post(path, &app.owner, json!({"code": code})).await,
+            429,
+            "totp_locked",
+        )
+        .await;
+    }
+    assert_problem(
+        app.post(
+            "/auth/totp/challenge",
+            &app.owner,
+            json!({"code": right, "purpose": "app_restart"}),
+        )
+        .await,
+        429,
+        "totp_locked",
+    )
+    .await;
+    let failed = body(
+        app.get("/audit-log?event_type=totp_failed", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(failed.as_array().map(Vec::len), Some(5), "{failed}");
+    let locked = body(
+        app.get("/audit-log?event_type=totp_locked", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(locked.as_array().map(Vec::len), Some(1), "{locked}");
+    // Once the lock has passed, the right code works again.
+    app.execute("UPDATE totp_failures SET locked_until = '2000-01-01T00:00:00Z'")
+        .await;
+    let ok = sensitive(right).await.expect("r");
+    assert_eq!(ok.status(), 200);
 }

@@ -1,0 +1,350 @@
+//! CONTRACT 18: hostile and careless input to every path. Each test here is the regression
+//! test of a finding of issue 27 (it failed before the fix): the hub answers a 4xx, stores
+//! nothing and keeps running.
+
+use crate::cve::{bytes, python_zip, record, upload};
+use crate::harness::*;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::Command;
+
+crate::dual!(
+    hostile_archives_are_refused_and_the_hub_keeps_running,
+    an_import_is_all_or_nothing_and_audited,
+    records_the_hub_cannot_evaluate_are_stored_and_counted,
+);
+
+/// A zip written by the `zip` crate, entries stored (not compressed).
+fn stored_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = std::io::Cursor::new(Vec::new());
+    let mut w = zip::ZipWriter::new(&mut out);
+    let opts =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, data) in entries {
+        w.start_file(*name, opts).expect("start");
+        w.write_all(data).expect("write");
+    }
+    w.finish().expect("finish");
+    out.into_inner()
+}
+
+/// A zip (made by Python's zlib, fast even for a GiB) holding `name` of `size` bytes of `fill`.
+fn bomb(name: &str, size: u64, fill: &str) -> Vec<u8> {
+    let dir = TempDir::new();
+    let path = dir.0.join("bomb.zip");
+    let script = r#"
+import sys, zipfile
+path, name, size, fill = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].encode()
+chunk = fill * (1048576 // len(fill))
+with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    with z.open(name, "w", force_zip64=True) as f:
+        left = size
+        while left > 0:
+            n = min(left, len(chunk))
+            f.write(chunk[:n])
+            left -= n
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(&path)
+        .args([name, &size.to_string(), fill])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(path).expect("zip")
+}
+
+async fn assert_alive_and_empty(app: &TestApp) {
+    assert_eq!(app.get("/health", &Auth::None).await.status(), 200);
+    assert_eq!(app.count("SELECT COUNT(*) FROM osv_advisories").await, 0);
+}
+
+async fn hostile_archives_are_refused_and_the_hub_keeps_running(b: Backend) {
+    let app = TestApp::spawn_with(b, |s| s.import_max_bytes = 200 * 1024 * 1024).await;
+    let good = bytes(&record(
+        "GHSA-ok",
+        "2024-01-01T00:00:00Z",
+        "npm",
+        "x",
+        json!({}),
+    ));
+
+    // 2,500 zips each inside the next (about 270 KB): the process used to die on its stack.
+    let mut nested = stored_zip(&[("GHSA-ok.json", &good)]);
+    for level in 0..2500 {
+        nested = stored_zip(&[(&format!("l{level}.zip"), &nested)]);
+    }
+    let p = assert_problem(
+        upload(&app, &app.owner, nested, "application/zip").await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(
+        names_field(&p, "upload!l2499.zip!l2498.zip"),
+        "the entry is named: {p}"
+    );
+    assert_alive_and_empty(&app).await;
+
+    // One entry of 1 GiB in a 1 MB zip: stopped at the 64 MiB record bound.
+    let p = assert_problem(
+        upload(
+            &app,
+            &app.owner,
+            bomb("bomb.json", 1 << 30, " "),
+            "application/zip",
+        )
+        .await,
+        413,
+        "payload_too_large",
+    )
+    .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("bomb.json")),
+        "{p}"
+    );
+    assert_alive_and_empty(&app).await;
+
+    // Many records under the record bound, over TRUSTHUB_IMPORT_MAX_BYTES (200 MiB here).
+    let record_of = |id: &str| {
+        let mut r = record(id, "2024-01-01T00:00:00Z", "npm", "x", json!({}));
+        r["details"] = json!(" ".repeat(30 * 1024 * 1024));
+        bytes(&r)
+    };
+    let files: Vec<(String, Vec<u8>)> = (0..8)
+        .map(|i| (format!("R-{i}.json"), record_of(&format!("R-{i}"))))
+        .collect();
+    let zip = {
+        let named: Vec<(&str, Vec<u8>)> =
+            files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+        python_zip(&named, None)
+    };
+    drop(files);
+    assert_problem(
+        upload(&app, &app.owner, zip, "application/zip").await,
+        413,
+        "payload_too_large",
+    )
+    .await;
+    assert_alive_and_empty(&app).await;
+
+    // A 4 MB record that parses into a huge structure: refused before parsing.
+    let mut huge = record("GHSA-huge", "2024-01-01T00:00:00Z", "npm", "x", json!({}));
+    huge["affected"] = Value::Array(vec![json!({}); 1_000_000]);
+    let p = assert_problem(
+        upload(
+            &app,
+            &app.owner,
+            python_zip(&[("huge.json", bytes(&huge))], None),
+            "application/zip",
+        )
+        .await,
+        413,
+        "payload_too_large",
+    )
+    .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("huge.json")),
+        "{p}"
+    );
+
+    // JSON nested deeper than 128, and a duplicate key: 400 naming the file.
+    let deep = format!(
+        "{{\"id\":\"X\",\"modified\":\"2024-01-01T00:00:00Z\",\"database_specific\":{}{}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let dup = br#"{"id": "A", "id": "B", "modified": "2024-01-01T00:00:00Z"}"#.to_vec();
+    for (name, body) in [("deep.json", deep.into_bytes()), ("dup.json", dup)] {
+        let p = assert_problem(
+            upload(
+                &app,
+                &app.owner,
+                python_zip(&[(name, body)], None),
+                "application/zip",
+            )
+            .await,
+            400,
+            "bad_request",
+        )
+        .await;
+        assert!(
+            p["detail"].as_str().is_some_and(|d| d.contains(name)),
+            "{p}"
+        );
+    }
+
+    // An entry that decompresses to more than its header declares: a malformed archive.
+    let mut lying = python_zip(&[("GHSA-ok.json", good.clone())], None);
+    shrink_declared_sizes(&mut lying, 10);
+    assert_problem(
+        upload(&app, &app.owner, lying, "application/zip").await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_alive_and_empty(&app).await;
+
+    // The hub still imports a good upload afterwards.
+    let ok = upload(
+        &app,
+        &app.owner,
+        python_zip(&[("GHSA-ok.json", good)], None),
+        "application/zip",
+    )
+    .await;
+    assert_eq!(ok.status(), 200);
+    assert_eq!(app.count("SELECT COUNT(*) FROM osv_advisories").await, 1);
+}
+
+/// Sets the uncompressed size of every entry (local header and central directory) to `size`.
+fn shrink_declared_sizes(zip: &mut [u8], size: u32) {
+    let mut i = 0;
+    while i + 4 <= zip.len() {
+        match &zip[i..i + 4] {
+            [0x50, 0x4b, 0x03, 0x04] => {
+                zip[i + 22..i + 26].copy_from_slice(&size.to_le_bytes());
+                i += 30;
+            }
+            [0x50, 0x4b, 0x01, 0x02] => {
+                zip[i + 24..i + 28].copy_from_slice(&size.to_le_bytes());
+                i += 46;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+async fn an_import_is_all_or_nothing_and_audited(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    // 601 records, the 501st and the last of them broken: nothing stored, both named.
+    let mut files: Vec<(String, Vec<u8>)> = (0..601)
+        .map(|i| {
+            let id = format!("GHSA-{i:04}");
+            (
+                format!("{id}.json"),
+                bytes(&record(
+                    &id,
+                    "2024-01-01T00:00:00Z",
+                    "npm",
+                    &format!("p{i}"),
+                    json!({}),
+                )),
+            )
+        })
+        .collect();
+    files[500].1 = br#"{"id": 1}"#.to_vec();
+    files[600].1 = br#"{"id": "GHSA-0600", "modified": "yesterday"}"#.to_vec();
+    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let p = assert_problem(
+        upload(
+            &app,
+            &app.owner,
+            python_zip(&named, None),
+            "application/zip",
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    let errors = p["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 2, "{p}");
+    assert!(names_field(&p, "upload!GHSA-0500.json"), "{p}");
+    assert!(names_field(&p, "upload!GHSA-0600.json"), "{p}");
+    assert_eq!(app.count("SELECT COUNT(*) FROM osv_advisories").await, 0);
+    assert_eq!(app.count("SELECT COUNT(*) FROM osv_packages").await, 0);
+    let audit = body(
+        app.get("/audit-log?event_type=cve_import_failed", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(audit.as_array().map(Vec::len), Some(1), "{audit}");
+    assert_eq!(audit[0]["details"]["reason"], "invalid_records", "{audit}");
+    // Fixed, the same upload stores all 601, audited with its counts.
+    files[500].1 = bytes(&record(
+        "GHSA-0500",
+        "2024-01-01T00:00:00Z",
+        "npm",
+        "p500",
+        json!({}),
+    ));
+    files[600].1 = bytes(&record(
+        "GHSA-0600",
+        "2024-01-01T00:00:00Z",
+        "npm",
+        "p600",
+        json!({}),
+    ));
+    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let r = upload(
+        &app,
+        &app.owner,
+        python_zip(&named, None),
+        "application/zip",
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(body(r).await["inserted"], 601);
+    let audit = body(
+        app.get("/audit-log?event_type=cve_import", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(audit[0]["details"]["inserted"], 601, "{audit}");
+}
+
+async fn records_the_hub_cannot_evaluate_are_stored_and_counted(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let hackage = record(
+        "HSEC-1",
+        "2024-01-01T00:00:00Z",
+        "Hackage",
+        "aeson",
+        json!({}),
+    );
+    let bad_range = record(
+        "GHSA-r",
+        "2024-01-01T00:00:00Z",
+        "npm",
+        "y",
+        json!({"affected": [{"package": {"ecosystem": "npm", "name": "y"},
+            "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "one.two"}]}]}]}),
+    );
+    let good = record("GHSA-g", "2024-01-01T00:00:00Z", "npm", "z", json!({}));
+    let r = upload(
+        &app,
+        &app.owner,
+        python_zip(
+            &[
+                ("HSEC-1.json", bytes(&hackage)),
+                ("GHSA-r.json", bytes(&bad_range)),
+                ("GHSA-g.json", bytes(&good)),
+            ],
+            None,
+        ),
+        "application/zip",
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let report = body(r).await;
+    assert_eq!(report["inserted"], 3, "{report}");
+    assert_eq!(report["skipped_count"], 2, "{report}");
+    let skipped = report["skipped"].to_string();
+    assert!(
+        skipped.contains("HSEC-1.json") && skipped.contains("Hackage"),
+        "{report}"
+    );
+    assert!(
+        skipped.contains("GHSA-r.json") && skipped.contains("one.two"),
+        "{report}"
+    );
+}
