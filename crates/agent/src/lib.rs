@@ -361,8 +361,8 @@ async fn drain(
             continue;
         };
         let Ok(mut batch) = serde_json::from_slice::<Value>(&bytes) else {
-            tracing::error!(path = %path.display(), "unreadable spooled batch dropped");
-            spool.remove(&path);
+            tracing::error!(path = %path.display(), "unreadable spooled batch moved to rejected/");
+            spool.reject(&path, "the spooled file is not JSON");
             continue;
         };
         // sent_at is the moment of sending (the hub's replay window), not of collection.
@@ -378,8 +378,10 @@ async fn drain(
                 spool.remove(&path);
             }
             PushOutcome::Rejected(why) => {
-                tracing::error!(path = %path.display(), %why, "the hub refused a batch for good; dropped");
-                spool.remove(&path);
+                // Kept, never deleted (CONTRACT 18): the next batches go on.
+                tracing::error!(path = %path.display(), %why, rejected_dir = %spool.rejected_dir().display(),
+                    "the hub refused a batch; kept in rejected/");
+                spool.reject(&path, &why);
             }
             PushOutcome::Later {
                 reason,

@@ -136,6 +136,21 @@ fn status(state_dir: &std::path::Path) -> Result<(), String> {
         "spooled batches",
         format!("{} ({} bytes)", pending.len(), bytes),
     );
+    let spool = trusthub_agent::spool::Spool::new(dir.spool(), u64::MAX);
+    let rejected = spool.rejected();
+    line(
+        "rejected batches",
+        match rejected.last() {
+            None => "none".into(),
+            Some((path, why)) => format!(
+                "{} in {} (newest {}: {})",
+                rejected.len(),
+                spool.rejected_dir().display(),
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                why.trim()
+            ),
+        },
+    );
     line(
         "accepted actions",
         allow::load(dir.path(), None)?.join(", "),

@@ -146,8 +146,18 @@ impl StateDir {
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
     let tmp = path.with_extension("tmp");
     {
-        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-        set_mode(&tmp, 0o600)?;
+        // Created with mode 600, never wider and then narrowed (a stale temp file of another
+        // mode is removed first, since `mode` applies only to a new file).
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)
+                .map_err(io(&tmp))?
+        };
         f.write_all(bytes).map_err(io(&tmp))?;
         f.sync_all().map_err(io(&tmp))?;
     }

@@ -77,6 +77,7 @@ pub fn sign_header(key: &SigningKey, body: &[u8]) -> String {
 
 /// One metric sample (CONTRACT 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MetricSample {
     /// Dotted or snake name, e.g. `cpu.percent`.
     pub name: String,
@@ -90,8 +91,11 @@ pub struct MetricSample {
     pub labels: BTreeMap<String, String>,
 }
 
-/// An ingest batch (CONTRACT 4). Parts this hub does not store yet are accepted and ignored.
+/// An ingest batch (CONTRACT 4). Strict (CONTRACT 18): an unknown field in the batch, a
+/// sample or a check result is refused naming its path; `inventory`, `heartbeat`, `live` and
+/// `processes` are the agent's own documents, read by name where the hub uses them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Batch {
     /// Idempotency key.
     pub batch_id: Uuid,
@@ -121,6 +125,7 @@ pub struct Batch {
 
 /// One HTTP check of an `http` app, run by the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AppCheck {
     /// The app.
     pub app_id: Uuid,

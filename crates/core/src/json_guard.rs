@@ -7,6 +7,7 @@
 //! The pass does not validate JSON; the parser that follows does. It only has to be right
 //! about strings (where brackets, commas and quotes are text) and about where keys are.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// The deepest nesting read anywhere (serde_json's own recursion limit is the same).
@@ -32,15 +33,39 @@ pub enum GuardError {
 }
 
 /// One open container.
-enum Frame {
+enum Frame<'a> {
     /// An object: the keys seen, whether the next string is a key, the key being read.
     Object {
-        keys: HashSet<String>,
+        keys: Keys<'a>,
         expect_key: bool,
-        current: Option<String>,
+        current: Option<Cow<'a, [u8]>>,
     },
     /// An array and the index of the element being read.
     Array(u64),
+}
+
+/// The keys of one object: a list while it is short (no allocation per key), a set after.
+#[derive(Default)]
+struct Keys<'a> {
+    list: Vec<Cow<'a, [u8]>>,
+    set: Option<HashSet<Cow<'a, [u8]>>>,
+}
+
+impl<'a> Keys<'a> {
+    /// Adds `key`; false when it was there already.
+    fn insert(&mut self, key: Cow<'a, [u8]>) -> bool {
+        if let Some(set) = &mut self.set {
+            return set.insert(key);
+        }
+        if self.list.contains(&key) {
+            return false;
+        }
+        self.list.push(key);
+        if self.list.len() > 16 {
+            self.set = Some(self.list.drain(..).collect());
+        }
+        true
+    }
 }
 
 /// Checks `text` against the depth limit, `max_values` (values of any kind, containers
@@ -78,15 +103,18 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
                     && *expect_key
                 {
                     let raw = &text[start..end];
-                    let key = if escaped {
+                    let key: Cow<'_, [u8]> = if escaped {
                         let quoted = &text[start - 1..(end + 1).min(n)];
-                        serde_json::from_slice::<String>(quoted)
-                            .unwrap_or_else(|_| String::from_utf8_lossy(raw).into_owned())
+                        match serde_json::from_slice::<String>(quoted) {
+                            Ok(k) => Cow::Owned(k.into_bytes()),
+                            Err(_) => Cow::Borrowed(raw),
+                        }
                     } else {
-                        String::from_utf8_lossy(raw).into_owned()
+                        Cow::Borrowed(raw)
                     };
                     if !keys.insert(key.clone()) {
                         let path = path_of(&stack[..stack.len() - 1]);
+                        let key = String::from_utf8_lossy(&key).into_owned();
                         return Err(GuardError::DuplicateKey { path, key });
                     }
                     *expect_key = false;
@@ -104,7 +132,7 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
                 }
                 stack.push(if b == b'{' {
                     Frame::Object {
-                        keys: HashSet::new(),
+                        keys: Keys::default(),
                         expect_key: true,
                         current: None,
                     }
@@ -150,7 +178,7 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
 }
 
 /// `$`, `$.a`, `$.a[3]` for the open containers.
-fn path_of(stack: &[Frame]) -> String {
+fn path_of(stack: &[Frame<'_>]) -> String {
     let mut path = String::from("$");
     for frame in stack {
         // The key or index under which the next frame sits.
@@ -158,7 +186,7 @@ fn path_of(stack: &[Frame]) -> String {
             Frame::Object { current, .. } => {
                 if let Some(k) = current {
                     path.push('.');
-                    path.push_str(k);
+                    path.push_str(&String::from_utf8_lossy(k));
                 }
             }
             Frame::Array(i) => path.push_str(&format!("[{i}]")),
@@ -241,5 +269,14 @@ mod tests {
         // Same keys in sibling objects, and a key equal to a value, are fine.
         assert_eq!(check(br#"[{"a": 1}, {"a": "a"}]"#, MANY), Ok(()));
         assert_eq!(check(br#"{"a": {"a": {"a": 1}}}"#, MANY), Ok(()));
+        // Long objects too (past the short list).
+        let long: Vec<String> = (0..100).map(|i| format!("\"k{i}\": {i}")).collect();
+        let text = format!("{{{}}}", long.join(","));
+        assert_eq!(check(text.as_bytes(), MANY), Ok(()));
+        let text = format!("{{{}, \"k42\": 0}}", long.join(","));
+        assert!(matches!(
+            check(text.as_bytes(), MANY),
+            Err(GuardError::DuplicateKey { .. })
+        ));
     }
 }

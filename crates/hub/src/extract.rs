@@ -141,6 +141,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             "the request body is empty; expected JSON".into(),
         ));
     };
+    // Depth, and a key given twice (parsers disagree on which wins; CONTRACT 18), before
+    // anything is built from the text.
+    trusthub_core::json_guard::check(bytes, u64::MAX)
+        .map_err(|e| ApiError::BadRequest(format!("the request body is refused: {e}")))?;
     // The fast path; only a refused body is parsed again to find every bad field.
     if first == b'{'
         && let Ok(v) = serde_json::from_slice(bytes)

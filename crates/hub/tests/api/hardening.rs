@@ -12,6 +12,7 @@ crate::dual!(
     hostile_archives_are_refused_and_the_hub_keeps_running,
     an_import_is_all_or_nothing_and_audited,
     records_the_hub_cannot_evaluate_are_stored_and_counted,
+    misspelt_ingest_fields_and_duplicate_keys_are_refused_and_store_nothing,
 );
 
 /// A zip written by the `zip` crate, entries stored (not compressed).
@@ -346,5 +347,89 @@ async fn records_the_hub_cannot_evaluate_are_stored_and_counted(b: Backend) {
     assert!(
         skipped.contains("GHSA-r.json") && skipped.contains("one.two"),
         "{report}"
+    );
+}
+
+async fn misspelt_ingest_fields_and_duplicate_keys_are_refused_and_store_nothing(b: Backend) {
+    use crate::agents::{register, send, ts};
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = time::OffsetDateTime::now_utc();
+    let id = uuid::Uuid::new_v4();
+    let typos = json!({
+        "batch_id": id,
+        "sent_at": ts(now),
+        "metrics": [
+            {"name": "cpu.percent", "ts": ts(now), "value": 1.0},
+            {"name": "disk.used_bytes", "ts": ts(now), "value": 2.0, "lables": {"mount": "/"}}
+        ],
+        "inventroy": {"collected_at": ts(now)},
+        "app_checks": [{"app_id": uuid::Uuid::new_v4(), "checked_at": ts(now), "ok": false, "statuscode": 500}],
+    });
+    let p = assert_problem(
+        send(&app, &host, typos.to_string().as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    for field in ["metrics[1].lables", "inventroy", "app_checks[0].statuscode"] {
+        assert!(names_field(&p, field), "{field} is named: {p}");
+    }
+    let top = json!({"batch_id": uuid::Uuid::new_v4(), "sent_at": ts(now), "metircs": []});
+    let p = assert_problem(
+        send(&app, &host, top.to_string().as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "metircs"), "{p}");
+    assert_eq!(app.count("SELECT COUNT(*) FROM metric_points").await, 0);
+    // A duplicate key: which one a parser keeps differs, so neither is taken.
+    let dup = format!(
+        r#"{{"batch_id": "{}", "sent_at": "{}", "metrics": [{{"name": "cpu.percent", "ts": "{}", "value": 1.0, "value": 99.0}}]}}"#,
+        uuid::Uuid::new_v4(),
+        ts(now),
+        ts(now)
+    );
+    let p = assert_problem(
+        send(&app, &host, dup.as_bytes(), None, true).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("duplicate key `value`") && d.contains("$.metrics[0]")),
+        "{p}"
+    );
+    // Too deep on every JSON path.
+    let deep = format!("{{\"a\": {}{}}}", "[".repeat(200), "]".repeat(200));
+    assert_problem(
+        send(&app, &host, deep.as_bytes(), None, true).await,
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_problem(
+        app.req(reqwest::Method::POST, "/api-tokens", &app.owner)
+            .header("content-type", "application/json")
+            .body(r#"{"name": "a", "name": "b", "scope": "read"}"#)
+            .send()
+            .await
+            .expect("r"),
+        400,
+        "bad_request",
+    )
+    .await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM metric_points").await, 0);
+    // The good batch still goes in.
+    let good = json!({"batch_id": uuid::Uuid::new_v4(), "sent_at": ts(now),
+        "metrics": [{"name": "cpu.percent", "ts": ts(now), "value": 1.0, "labels": {"core": "0"}}]});
+    assert_eq!(
+        send(&app, &host, good.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
     );
 }
