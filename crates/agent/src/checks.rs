@@ -76,6 +76,7 @@ impl Checks {
         let client = match reqwest::Client::builder()
             .timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(std::sync::Arc::new(NoMetadata))
             .user_agent(concat!(
                 "trusthub-agent/",
                 env!("CARGO_PKG_VERSION"),
@@ -100,11 +101,54 @@ impl Checks {
     }
 }
 
+/// The checks' resolver: a name that resolves only to link-local or cloud-metadata
+/// addresses fails the check (CONTRACT 18); those addresses are dropped from any answer.
+#[derive(Debug)]
+struct NoMetadata;
+
+impl reqwest::dns::Resolve for NoMetadata {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|a| !trusthub_core::apps::metadata_address(a.ip()))
+                .collect();
+            if addrs.is_empty() {
+                return Err(format!(
+                    "`{host}` resolves only to link-local or cloud-metadata addresses, which the agent does not check"
+                )
+                .into());
+            }
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
 /// One check.
 pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
     let checked_at = OffsetDateTime::now_utc();
     let started = Instant::now();
-    let outcome = client.get(&c.endpoint).send().await;
+    // Never a link-local or cloud-metadata address, whatever the hub asked (CONTRACT 18):
+    // a literal one here, a name that resolves to one in the client's resolver.
+    let literal = reqwest::Url::parse(&c.endpoint)
+        .ok()
+        .and_then(|u| u.host_str().and_then(trusthub_core::apps::literal_host_ip));
+    let outcome = match literal {
+        Some(ip) if trusthub_core::apps::metadata_address(ip) => {
+            return AppCheck {
+                app_id: c.app_id,
+                checked_at,
+                ok: false,
+                status_code: None,
+                latency_ms: Some(0),
+                error: Some(format!(
+                    "{ip} is a link-local or cloud-metadata address; the agent does not check it"
+                )),
+            };
+        }
+        _ => client.get(&c.endpoint).send().await,
+    };
     let latency_ms = Some(started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64);
     match outcome {
         Ok(resp) => {
@@ -133,5 +177,37 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
                 "request failed".to_owned()
             }),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn metadata_addresses_are_never_checked_in_any_spelling() {
+        let client = reqwest::Client::new();
+        for endpoint in [
+            "http://169.254.169.254/latest/meta-data",
+            "http://2852039166/",
+            "http://[fd00:ec2::254]/",
+            "http://[::ffff:a9fe:a9fe]/",
+        ] {
+            let r = check(
+                &client,
+                &HttpCheck {
+                    app_id: uuid::Uuid::new_v4(),
+                    endpoint: endpoint.into(),
+                    interval_seconds: 30,
+                },
+            )
+            .await;
+            assert!(!r.ok, "{endpoint}");
+            assert!(
+                r.error.as_deref().is_some_and(|e| e.contains("metadata")),
+                "{endpoint}: {:?}",
+                r.error
+            );
+        }
     }
 }

@@ -131,6 +131,7 @@ async fn fixture_with(configure: impl FnOnce(&mut Settings)) -> Fixture {
     settings.rate_limits = "off".into();
     // No test reads the public npm registry.
     settings.npm_registry = "http://127.0.0.1:9".into();
+    settings.outbound_allow_cidrs = "127.0.0.0/8".into();
     configure(&mut settings);
     let (hub, addr) = start_hub(settings.clone()).await;
     settings.listen = addr; // a restarted hub comes back on the same port

@@ -47,6 +47,8 @@ impl Hub {
             .env_remove("TRUSTHUB_ADMIN_PASSWORD")
             .env_remove("TRUSTHUB_DATABASE_URL")
             .env_remove("CLOUD_ENCRYPTION_KEY")
+            // The webhook receivers of these tests listen on this machine.
+            .env("TRUSTHUB_OUTBOUND_ALLOW_CIDRS", "127.0.0.0/8")
             .envs(envs.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -160,6 +160,33 @@ pub fn http_url(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Link-local and cloud-metadata addresses (`169.254.0.0/16`, `fe80::/10`, AWS's
+/// `fd00:ec2::254`, and IPv4-mapped forms): what an agent's HTTP checks never reach, though
+/// they may reach the host's own loopback and private networks (CONTRACT 18).
+pub fn metadata_address(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+        }
+    }
+}
+
+/// The address a URL's host names literally (`127.0.0.1`, `[::1]`), as a URL parser that
+/// normalised it (WHATWG: `2130706433` and `0177.0.0.1` are already `127.0.0.1`) gives it.
+pub fn literal_host_ip(host: &str) -> Option<std::net::IpAddr> {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()
+}
+
 /// `kind:identifier -> running|stopped`, what an agent's last report shows.
 pub type ObservedMap = BTreeMap<String, String>;
 

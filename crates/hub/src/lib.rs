@@ -18,6 +18,7 @@ pub mod mail;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
+pub mod outbound;
 pub mod passwords;
 pub mod ratelimit;
 pub mod routes;
@@ -28,7 +29,6 @@ pub mod state;
 pub mod tls;
 pub mod views;
 pub mod web;
-pub mod webhook_client;
 pub mod workers;
 
 pub use server::{Server, StartError};

@@ -220,14 +220,11 @@ pub struct Settings {
     /// Seconds a webhook attempt may take, connecting and answering together.
     #[arg(long, env = "TRUSTHUB_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
-    /// Allow webhook URLs that resolve to link-local addresses (169.254.0.0/16, fe80::/10,
-    /// cloud metadata services). Off by default.
-    #[arg(
-        long,
-        env = "TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL",
-        default_value_t = false
-    )]
-    pub webhook_allow_link_local: bool,
+    /// Address ranges the hub's own outbound calls may reach besides public addresses
+    /// (webhooks, alert-rule webhook URLs, TRUSTHUB_OSV_URL, the npm registry): comma-separated
+    /// CIDRs, e.g. `127.0.0.0/8` for a receiver on this machine (CONTRACT 18).
+    #[arg(long, env = "TRUSTHUB_OUTBOUND_ALLOW_CIDRS", default_value = "", value_parser = parse_allow_cidrs)]
+    pub outbound_allow_cidrs: String,
     /// Days HTTP check results are kept.
     #[arg(long, env = "TRUSTHUB_APP_CHECK_RETENTION_DAYS", default_value_t = 30)]
     pub app_check_retention_days: i64,
@@ -342,7 +339,7 @@ impl Settings {
             ]),
             webhook_cooldown_secs: 600,
             webhook_timeout_secs: 10,
-            webhook_allow_link_local: false,
+            outbound_allow_cidrs: String::new(),
             app_check_retention_days: 30,
             ai_prices_file: None,
             evidence_dir: None,
@@ -356,4 +353,8 @@ impl Settings {
             metrics_minute_retention_days: 30,
         }
     }
+}
+
+fn parse_allow_cidrs(s: &str) -> Result<String, String> {
+    crate::outbound::parse_cidrs(s).map(|_| s.to_owned())
 }

@@ -350,8 +350,9 @@ async fn check_rule(state: &AppState, req: &NewRule) -> ApiResult<CheckedRule> {
         .map(str::trim)
         .filter(|u| !u.is_empty());
     if let Some(u) = webhook_url
-        && let Err(m) =
-            crate::webhook_client::check_url(u, state.settings.webhook_allow_link_local).await
+        && let Err(m) = crate::outbound::Policy::of(&state.settings)
+            .check_url(u)
+            .await
     {
         err("webhook_url", m);
     }

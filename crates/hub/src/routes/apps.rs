@@ -311,7 +311,9 @@ pub(crate) async fn create_app(
     match kind {
         Some(AppKind::Http) => {
             match req.endpoint.as_deref().map(str::trim) {
-                Some(e) => match core_apps::identifier(AppKind::Http, e) {
+                Some(e) => match core_apps::identifier(AppKind::Http, e)
+                    .and_then(|e| crate::outbound::check_agent_endpoint(&e).map(|()| e))
+                {
                     Ok(e) => {
                         identifier = e.clone();
                         endpoint = Some(e);

@@ -165,8 +165,9 @@ async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> 
         })
     };
     let url = req.url.trim().to_owned();
-    if let Err(m) =
-        crate::webhook_client::check_url(&url, state.settings.webhook_allow_link_local).await
+    if let Err(m) = crate::outbound::Policy::of(&state.settings)
+        .check_url(&url)
+        .await
     {
         err("url", m);
     }

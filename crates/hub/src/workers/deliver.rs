@@ -13,7 +13,13 @@ use trusthub_store::{StoreResult, TenantId, audit};
 const CLAIM: i64 = 16;
 
 pub(super) async fn deliverer(state: AppState) {
-    let client = match crate::webhook_client::client(&state.settings) {
+    let client = match crate::outbound::Policy::of(&state.settings)
+        .client()
+        .timeout(Duration::from_secs(
+            state.settings.webhook_timeout_secs.max(1),
+        ))
+        .build()
+    {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "cannot build the webhook HTTP client; deliveries stay queued");
@@ -88,12 +94,10 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
         },
         None => None,
     };
-    let outcome = if !state.settings.webhook_allow_link_local
-        && crate::webhook_client::literal_blocked(&d.target_url)
-    {
-        Err("the target is a link-local or metadata address".to_owned())
-    } else {
-        send(client, &d, secret.as_deref()).await
+    // Checked at every attempt: the operator's allowed ranges may have changed.
+    let outcome = match crate::outbound::Policy::of(&state.settings).check_target(&d.target_url) {
+        Err(e) => Err(e),
+        Ok(()) => send(client, &d, secret.as_deref()).await,
     };
     let finished = now();
     let attempt = d.attempts + 1;

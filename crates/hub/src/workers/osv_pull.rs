@@ -74,8 +74,17 @@ pub struct Pulled {
     pub error: Option<String>,
 }
 
-async fn get(client: &reqwest::Client, url: &str) -> Result<reqwest::Response, String> {
-    let r = client
+/// The outbound client and its policy.
+struct Http {
+    client: reqwest::Client,
+    policy: crate::outbound::Policy,
+}
+
+async fn get(http: &Http, url: &str) -> Result<reqwest::Response, String> {
+    // A literal address is judged here; names by the client's resolver.
+    http.policy.check_target(url)?;
+    let r = http
+        .client
         .get(url)
         .send()
         .await
@@ -105,9 +114,9 @@ async fn read_into(
 }
 
 /// A small body (the csv, one record) in memory, bounded.
-async fn fetch(client: &reqwest::Client, url: &str, max: u64) -> Result<Vec<u8>, String> {
+async fn fetch(http: &Http, url: &str, max: u64) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    read_into(get(client, url).await?, url, max, &mut out).await?;
+    read_into(get(http, url).await?, url, max, &mut out).await?;
     Ok(out)
 }
 
@@ -126,14 +135,15 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
             .collect()
     };
     let every = time::Duration::seconds(state.settings.osv_pull_interval_secs.max(1) as i64);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let Ok(client) = reqwest::Client::builder()
+    let policy = crate::outbound::Policy::of(&state.settings);
+    let Ok(client) = policy
+        .client()
         .timeout(std::time::Duration::from_secs(600))
-        .user_agent(concat!("trusthub/", env!("CARGO_PKG_VERSION")))
         .build()
     else {
         return Ok(Vec::new());
     };
+    let http = Http { client, policy };
     let limits = crate::archive::Limits::with_total(state.settings.import_max_bytes);
     let mut out = Vec::new();
     for eco in state
@@ -150,7 +160,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
         let high_water = last.and_then(|p| p.high_water.clone());
         let dir = format!("{base}/{}", folder(eco));
         let result: Result<(bool, u64, Option<String>), String> = async {
-            let csv = fetch(&client, &format!("{dir}/modified_id.csv"), CSV_BYTES).await?;
+            let csv = fetch(&http, &format!("{dir}/modified_id.csv"), CSV_BYTES).await?;
             let entries = read_csv(&String::from_utf8_lossy(&csv));
             let newest = entries.last().map(|e| e.0.clone());
             match &high_water {
@@ -160,7 +170,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
                     let mut zip = crate::archive::TempFile::new("osv-pull")
                         .map_err(|e| format!("{url}: {e}"))?;
                     read_into(
-                        get(&client, &url).await?,
+                        get(&http, &url).await?,
                         &url,
                         limits.total_bytes,
                         zip.file(),
@@ -182,7 +192,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
                         entries.into_iter().filter(|e| e.0 > *hw).collect();
                     for (i, (t, id)) in todo.iter().enumerate() {
                         let url = format!("{dir}/{}.json", folder(id));
-                        let body = fetch(&client, &url, limits.record_bytes).await?;
+                        let body = fetch(&http, &url, limits.record_bytes).await?;
                         files.push((format!("{eco}/{id}.json"), body));
                         reached = t.clone();
                         // Stop at the cap, but never inside a group of one instant.

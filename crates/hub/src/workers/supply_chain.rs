@@ -115,10 +115,14 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
         * state.settings.supply_chain_check_secs.clamp(1, 60))
     .div_ceil(60)
     .max(1) as usize;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = match reqwest::Client::builder()
+    let policy = crate::outbound::Policy::of(&state.settings);
+    if let Err(e) = policy.check_target(&state.settings.npm_registry) {
+        tracing::warn!(error = %e, "TRUSTHUB_NPM_REGISTRY is refused by the outbound policy");
+        return Ok(Report::default());
+    }
+    let client = match policy
+        .client()
         .timeout(std::time::Duration::from_secs(30))
-        .user_agent(concat!("trusthub/", env!("CARGO_PKG_VERSION")))
         .build()
     {
         Ok(c) => c,

@@ -13,6 +13,7 @@ crate::dual!(
     an_import_is_all_or_nothing_and_audited,
     records_the_hub_cannot_evaluate_are_stored_and_counted,
     misspelt_ingest_fields_and_duplicate_keys_are_refused_and_store_nothing,
+    the_hub_calls_no_loopback_or_private_address_in_any_spelling,
 );
 
 /// A zip written by the `zip` crate, entries stored (not compressed).
@@ -432,4 +433,98 @@ async fn misspelt_ingest_fields_and_duplicate_keys_are_refused_and_store_nothing
             .status(),
         202
     );
+}
+
+/// The hub was a port scanner: webhooks and alert-rule URLs reached loopback and private
+/// addresses, and http apps sent agents to the cloud metadata service.
+async fn the_hub_calls_no_loopback_or_private_address_in_any_spelling(b: Backend) {
+    let app = TestApp::spawn_with(b, |s| s.outbound_allow_cidrs = String::new()).await;
+    let refused = [
+        "http://127.0.0.1:9/hook",
+        "http://2130706433/hook",
+        "http://0177.0.0.1/hook",
+        "http://0x7f000001/hook",
+        "http://10.0.0.5/hook",
+        "http://192.168.1.1/hook",
+        "http://100.64.0.1/hook",
+        "http://0.0.0.0/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://[fc00::1]/hook",
+        "http://localhost:9/hook",
+    ];
+    for url in refused {
+        let p = assert_problem(
+            app.post("/webhooks", &app.owner, json!({"url": url})).await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(names_field(&p, "url"), "{url}: {p}");
+        let rule = json!({"name": "r", "metric": "cpu.percent", "operator": ">", "threshold": 1,
+            "window": "5m", "webhook_url": url});
+        let p = assert_problem(
+            app.post("/alert-rules", &app.owner, rule).await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(names_field(&p, "webhook_url"), "{url}: {p}");
+    }
+    assert_eq!(app.count("SELECT COUNT(*) FROM webhooks").await, 0);
+    assert_eq!(app.count("SELECT COUNT(*) FROM alert_rules").await, 0);
+
+    // Agents may check their own networks, never the metadata service.
+    let host = crate::agents::register(&app).await;
+    for url in [
+        "http://169.254.169.254/latest/meta-data",
+        "http://2852039166/latest/meta-data",
+        "http://[fd00:ec2::254]/",
+        "http://[::ffff:169.254.169.254]/",
+    ] {
+        let p = assert_problem(
+            app.post(
+                "/apps",
+                &app.owner,
+                json!({"agent_id": host.id, "name": "meta", "type": "http", "endpoint": url, "interval_seconds": 30}),
+            )
+            .await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(names_field(&p, "endpoint"), "{url}: {p}");
+    }
+    let r = app
+        .post(
+            "/apps",
+            &app.owner,
+            json!({"agent_id": host.id, "name": "local", "type": "http", "endpoint": "http://127.0.0.1:8080/health", "interval_seconds": 30}),
+        )
+        .await;
+    assert_eq!(r.status(), 201, "an agent's own loopback is its to check");
+
+    // With the range allowed by the operator, a local receiver is fine.
+    let open = TestApp::spawn_with(b, |s| s.outbound_allow_cidrs = "127.0.0.0/8".into()).await;
+    let r = open
+        .post(
+            "/webhooks",
+            &open.owner,
+            json!({"url": "http://2130706433:9/hook"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let p = assert_problem(
+        open.post(
+            "/webhooks",
+            &open.owner,
+            json!({"url": "http://10.0.0.5/hook"}),
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "url"), "{p}");
 }

@@ -172,6 +172,9 @@ impl TestApp {
         // Tests drive the maintainer tracking with chosen instants, against a local registry.
         s.supply_chain_check_secs = 86_400;
         s.npm_registry = "http://127.0.0.1:9".into();
+        // Receivers, registries and buckets of the tests listen on this machine (CONTRACT 18:
+        // the hub calls no loopback address unless allowed).
+        s.outbound_allow_cidrs = "127.0.0.0/8,::1/128".into();
         // A 2048-bit CA: made per test database, and 4096-bit keys take seconds each. The
         // 4096-bit default is checked in `client_certs.rs`.
         s.ca_key_bits = 2048;

@@ -419,7 +419,7 @@ async fn webhooks_are_validated_admin_only_and_scoped(b: Backend) {
     );
 
     // An operator who allows link-local targets may use them.
-    let open = TestApp::spawn_with(b, |s| s.webhook_allow_link_local = true).await;
+    let open = TestApp::spawn_with(b, |s| s.outbound_allow_cidrs = "169.254.0.0/16".into()).await;
     let r = open
         .post(
             "/webhooks",

@@ -1,0 +1,375 @@
+//! The one outbound-URL policy of every HTTP client of the hub (CONTRACT 18): webhooks,
+//! alert-rule `webhook_url`, `TRUSTHUB_OSV_URL`, the npm registry, and every later one.
+//!
+//! - Loopback, private (RFC 1918, `fc00::/7`), link-local (`169.254.0.0/16`, `fe80::/10`),
+//!   CGNAT `100.64.0.0/10`, `0.0.0.0/8`, multicast, documentation, benchmarking and the other
+//!   special-use blocks are refused, in every spelling: URLs are parsed as browsers do
+//!   (WHATWG), so `2130706433`, `0x7f.1` and `0177.0.0.1` are 127.0.0.1, and IPv4-mapped,
+//!   NAT64 and 6to4 IPv6 addresses are judged by the IPv4 address inside them.
+//! - A URL is checked when it is saved ([`Policy::check_url`]: literal addresses, and what a
+//!   name resolves to then) and again at every connection: the client's resolver drops
+//!   refused addresses ([`Policy::client`]), and a literal address (which no resolver sees)
+//!   is checked before each request ([`Policy::check_target`]). Redirects are not followed.
+//! - `TRUSTHUB_OUTBOUND_ALLOW_CIDRS` (comma-separated CIDRs, e.g. `127.0.0.0/8` for a local
+//!   receiver) lets an operator allow ranges; the one setting covers every outbound client.
+
+use reqwest::Url;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One CIDR range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl std::str::FromStr for Cidr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Cidr, String> {
+        let s = s.trim();
+        let (addr, prefix) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("`{s}` is not a CIDR (like 127.0.0.0/8 or fd00::/8)"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("`{s}`: the prefix must be 0 to {max}"))?,
+        };
+        Ok(Cidr { addr, prefix })
+    }
+}
+
+impl Cidr {
+    /// Whether `ip` is inside (an IPv4-mapped IPv6 address counts as its IPv4 address).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Parses `TRUSTHUB_OUTBOUND_ALLOW_CIDRS` (empty: nothing allowed).
+pub fn parse_cidrs(s: &str) -> Result<Vec<Cidr>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::parse)
+        .collect()
+}
+
+/// An IPv4-mapped IPv6 address as its IPv4 address.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Whether `ip` is in a special-use block (not a public unicast address).
+pub fn special(ip: IpAddr) -> bool {
+    match canonical(ip) {
+        IpAddr::V4(v4) => special_v4(v4),
+        IpAddr::V6(v6) => special_v6(v6),
+    }
+}
+
+fn special_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    a == 0                                   // 0.0.0.0/8 "this network"
+        || a == 10                           // RFC 1918
+        || a == 127                          // loopback
+        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64.0.0/10
+        || (a == 169 && b == 254)            // link-local, cloud metadata
+        || (a == 172 && (16..32).contains(&b)) // RFC 1918
+        || (a == 192 && b == 0 && c == 0)    // IETF protocol assignments
+        || (a == 192 && b == 0 && c == 2)    // TEST-NET-1
+        || (a == 192 && b == 88 && c == 99)  // 6to4 relay anycast
+        || (a == 192 && b == 168)            // RFC 1918
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
+        || (a == 198 && b == 51 && c == 100) // TEST-NET-2
+        || (a == 203 && b == 0 && c == 113)  // TEST-NET-3
+        || a >= 224 // multicast, reserved, broadcast
+}
+
+fn special_v6(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    if ip.is_unspecified() || ip.is_loopback() {
+        return true;
+    }
+    // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address: judged by it.
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        return special_v4(Ipv4Addr::new(
+            (s[6] >> 8) as u8,
+            s[6] as u8,
+            (s[7] >> 8) as u8,
+            s[7] as u8,
+        ));
+    }
+    if s[0] == 0x2002 {
+        return special_v4(Ipv4Addr::new(
+            (s[1] >> 8) as u8,
+            s[1] as u8,
+            (s[2] >> 8) as u8,
+            s[2] as u8,
+        ));
+    }
+    (s[0] & 0xfe00) == 0xfc00               // unique local fc00::/7
+        || (s[0] & 0xffc0) == 0xfe80        // link-local fe80::/10
+        || (s[0] & 0xffc0) == 0xfec0        // site-local (deprecated)
+        || (s[0] & 0xff00) == 0xff00        // multicast
+        || (s[0] == 0x2001 && s[1] < 0x200) // IETF protocol assignments 2001::/23 (Teredo ...)
+        || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
+        || (s[0] == 0x100 && s[1..4] == [0, 0, 0]) // discard-only
+        || s[0..6] == [0, 0, 0, 0, 0, 0] // IPv4-compatible (deprecated)
+}
+
+pub use trusthub_core::apps::metadata_address as metadata;
+
+/// Checks an `http` app's endpoint (CONTRACT 18): agents may check their own loopback and
+/// private networks, never a link-local or cloud-metadata address, in any spelling.
+pub fn check_agent_endpoint(url: &str) -> Result<(), String> {
+    let parsed = parse_http_url(url)?;
+    match literal_ip(&parsed) {
+        Some(ip) if metadata(ip) => Err(format!(
+            "is {ip}, a link-local or cloud-metadata address, which agents never check"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The literal address of a parsed URL's host, in whatever spelling it was written.
+pub fn literal_ip(url: &Url) -> Option<IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
+        url::Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// Parses an `http`/`https` URL as clients will (WHATWG).
+pub fn parse_http_url(url: &str) -> Result<Url, String> {
+    trusthub_core::apps::http_url(url)?;
+    Url::parse(url).map_err(|e| format!("is not a URL: {e}"))
+}
+
+/// The policy, with the operator's allowed ranges.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    allow: Arc<Vec<Cidr>>,
+}
+
+impl Policy {
+    /// The policy of these settings (`TRUSTHUB_OUTBOUND_ALLOW_CIDRS`, checked at start).
+    pub fn of(settings: &crate::settings::Settings) -> Policy {
+        Policy {
+            allow: Arc::new(parse_cidrs(&settings.outbound_allow_cidrs).unwrap_or_default()),
+        }
+    }
+
+    /// A policy allowing `allow` besides public addresses.
+    pub fn allowing(allow: Vec<Cidr>) -> Policy {
+        Policy {
+            allow: Arc::new(allow),
+        }
+    }
+
+    /// Whether a connection to `ip` is refused.
+    pub fn refuses(&self, ip: IpAddr) -> bool {
+        special(ip) && !self.allow.iter().any(|c| c.contains(ip))
+    }
+
+    fn refusal(&self, what: &str) -> String {
+        format!(
+            "{what} a loopback, private, link-local or other special-use address, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS"
+        )
+    }
+
+    /// Checks a URL when it is saved: `http`/`https`, a host, no refused literal address, and
+    /// no refused address among what the name resolves to now (a name that does not resolve
+    /// is refused too: nothing could be checked).
+    pub async fn check_url(&self, url: &str) -> Result<(), String> {
+        let parsed = parse_http_url(url)?;
+        if let Some(ip) = literal_ip(&parsed) {
+            return if self.refuses(ip) {
+                Err(self.refusal(&format!("is {ip},")))
+            } else {
+                Ok(())
+            };
+        }
+        let host = parsed.host_str().unwrap_or_default().to_owned();
+        let port = parsed.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<SocketAddr> = match tokio::time::timeout(
+            Duration::from_secs(3),
+            tokio::net::lookup_host((host.as_str(), port)),
+        )
+        .await
+        {
+            Ok(Ok(a)) => a.collect(),
+            Ok(Err(e)) => return Err(format!("`{host}` does not resolve: {e}")),
+            Err(_) => return Err(format!("`{host}` did not resolve within 3 s")),
+        };
+        if let Some(bad) = addrs.iter().find(|a| self.refuses(a.ip())) {
+            return Err(self.refusal(&format!("`{host}` resolves to {},", bad.ip())));
+        }
+        Ok(())
+    }
+
+    /// Checks the target of one request, just before it is sent: a literal address is judged
+    /// here (names are judged by the client's resolver, at connection).
+    pub fn check_target(&self, url: &str) -> Result<(), String> {
+        let parsed = Url::parse(url).map_err(|e| format!("{url}: not a URL: {e}"))?;
+        match literal_ip(&parsed) {
+            Some(ip) if self.refuses(ip) => Err(self.refusal(&format!("{url}: the target is"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A client builder that follows no redirects and resolves names through the policy.
+    pub fn client(&self) -> reqwest::ClientBuilder {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("trusthub/", env!("CARGO_PKG_VERSION")))
+            .dns_resolver(Arc::new(Guarded(self.clone())))
+    }
+}
+
+/// The resolver of outbound clients: refused addresses are dropped; none left fails.
+#[derive(Debug)]
+struct Guarded(Policy);
+
+impl reqwest::dns::Resolve for Guarded {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        let policy = self.0.clone();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+                .await?
+                .filter(|a| !policy.refuses(a.ip()))
+                .collect();
+            if addrs.is_empty() {
+                return Err(policy.refusal(&format!("`{host}` resolves only to")).into());
+            }
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Shows a URL without the password of its userinfo: `https://***@host/path` (CONTRACT 18).
+pub fn redact(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) if !u.username().is_empty() || u.password().is_some() => {
+            let _ = u.set_password(None);
+            let _ = u.set_username("***");
+            u.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_use_addresses_in_every_spelling_are_refused() {
+        let p = Policy::default();
+        for url in [
+            "http://127.0.0.1/",
+            "http://2130706433/",
+            "http://0177.0.0.1/",
+            "http://0x7f.1/",
+            "http://127.1/",
+            "http://0.0.0.0/",
+            "http://10.1.2.3/",
+            "http://172.16.0.1/",
+            "http://192.168.1.1/",
+            "http://100.64.0.1/",
+            "http://169.254.169.254/latest/meta-data",
+            "http://224.0.0.1/",
+            "http://255.255.255.255/",
+            "http://[::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::ffff:7f00:1]/",
+            "http://[fe80::1]/",
+            "http://[fd00:ec2::254]/",
+            "http://[fc00::1]/",
+            "http://[64:ff9b::a00:1]/",
+            "http://[2002:a00:1::]/",
+            "http://[ff02::1]/",
+        ] {
+            assert!(p.check_target(url).is_err(), "{url}");
+        }
+        for url in [
+            "https://8.8.8.8/",
+            "https://[2606:4700::1111]/",
+            "https://hooks.example.com/x",
+        ] {
+            assert!(p.check_target(url).is_ok(), "{url}");
+        }
+    }
+
+    #[test]
+    fn allowed_ranges_open_exactly_what_they_say() {
+        let p = Policy::allowing(parse_cidrs("127.0.0.0/8, fd00::/8").expect("cidrs"));
+        assert!(p.check_target("http://127.0.0.1:9/").is_ok());
+        assert!(p.check_target("http://2130706433/").is_ok());
+        assert!(p.check_target("http://[::ffff:127.0.0.1]/").is_ok());
+        assert!(p.check_target("http://[fd12::1]/").is_ok());
+        assert!(p.check_target("http://10.0.0.1/").is_err());
+        assert!(p.check_target("http://169.254.169.254/").is_err());
+        assert!(parse_cidrs("10.0.0.0/33").is_err());
+        assert!(parse_cidrs("nonsense").is_err());
+        assert_eq!(parse_cidrs(" ").expect("empty"), vec![]);
+    }
+
+    #[test]
+    fn metadata_addresses() {
+        for ip in [
+            "169.254.169.254",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+        ] {
+            assert!(metadata(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["127.0.0.1", "10.0.0.1", "::1"] {
+            assert!(!metadata(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+
+    #[test]
+    fn passwords_in_urls_are_hidden() {
+        assert_eq!(
+            redact("https://user:secret@hooks.example.com/x"),
+            "https://***@hooks.example.com/x"
+        );
+        assert_eq!(
+            redact("https://hooks.example.com/x"),
+            "https://hooks.example.com/x"
+        );
+    }
+}
