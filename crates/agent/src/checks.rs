@@ -186,6 +186,7 @@ mod tests {
 
     #[tokio::test]
     async fn metadata_addresses_are_never_checked_in_any_spelling() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::new();
         for endpoint in [
             "http://169.254.169.254/latest/meta-data",
