@@ -53,6 +53,20 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// 403 for a `read` token: it reads, and never changes anything, its own or other tokens
+    /// included (CONTRACT 18).
+    pub fn may_change(&self) -> Result<(), ApiError> {
+        match self.credential {
+            Credential::Token {
+                scope: TokenScope::Read,
+                ..
+            } => Err(ApiError::Forbidden(
+                "a read token reads; it never changes anything".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The caller's tenant.
     pub fn tenant(&self) -> TenantId {
         self.user.tenant_id
@@ -103,6 +117,25 @@ fn same_origin(parts: &Parts) -> bool {
     };
     let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or(origin);
     origin_host.trim_end_matches('/').eq_ignore_ascii_case(host)
+}
+
+/// Whether a form post comes from this site: its `Origin`, else its `Referer`, names this
+/// host. A post with neither is refused (CONTRACT 18: the sign-in form).
+pub fn posted_from_here(headers: &axum::http::HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let authority = |url: &str| -> Option<String> {
+        let rest = url.split_once("://")?.1;
+        Some(rest.split(['/', '?', '#']).next()?.to_owned())
+    };
+    let from = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .filter(|o| *o != "null")
+        .or_else(|| headers.get(header::REFERER).and_then(|v| v.to_str().ok()))
+        .and_then(authority);
+    from.is_some_and(|a| a.eq_ignore_ascii_case(host))
 }
 
 /// Resolves (once per request) the caller from a bearer token or the session cookie.
@@ -164,14 +197,33 @@ pub async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Principal, A
     Ok(principal)
 }
 
-/// Any authenticated caller, whatever its role or token scope.
+/// Any authenticated caller with a role: a session, or a `read` or `write` token. An
+/// `ai_ingest` token reaches only the trace intake ([`TraceSender`]; CONTRACT 18).
 #[derive(Debug, Clone)]
 pub struct Authenticated(pub Principal);
 
 impl FromRequestParts<AppState> for Authenticated {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        resolve(parts, state).await.map(Authenticated)
+        let p = resolve(parts, state).await?;
+        if p.role.is_none() {
+            return Err(ApiError::Forbidden(
+                "this API token's scope (ai_ingest) opens only the trace intake".into(),
+            ));
+        }
+        Ok(Authenticated(p))
+    }
+}
+
+/// A caller of the trace intake (`/ai/traces`, `/otlp/v1/traces`): any authenticated caller,
+/// `ai_ingest` tokens included; the handler checks what it may send.
+#[derive(Debug, Clone)]
+pub struct TraceSender(pub Principal);
+
+impl FromRequestParts<AppState> for TraceSender {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        resolve(parts, state).await.map(TraceSender)
     }
 }
 

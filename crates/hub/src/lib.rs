@@ -94,6 +94,7 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(axum::middleware::from_fn(middleware::sanitize_request_id))
         .with_state(state)
 }
 

@@ -211,3 +211,21 @@ pub async fn client_cert_headers(
     }
     next.run(req).await
 }
+
+/// Keeps a client's `X-Request-Id` only when it matches `^[A-Za-z0-9._-]{1,64}$`; otherwise
+/// it is dropped and the hub makes its own (CONTRACT 18), so nothing a client writes there
+/// reaches the audit log or the logs.
+pub async fn sanitize_request_id(mut req: Request, next: Next) -> Response {
+    let ok = |v: &axum::http::HeaderValue| {
+        let b = v.as_bytes();
+        (1..=64).contains(&b.len())
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+    };
+    let headers = req.headers_mut();
+    let values: Vec<_> = headers.get_all("x-request-id").iter().collect();
+    if values.len() > 1 || values.first().is_some_and(|v| !ok(v)) {
+        headers.remove("x-request-id");
+    }
+    next.run(req).await
+}

@@ -98,6 +98,7 @@ macro_rules! documented {
 
 documented! {
     crate::auth::Authenticated => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    crate::auth::TraceSender => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
     crate::auth::Viewer => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
     crate::auth::Operator => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
     crate::auth::Admin => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };

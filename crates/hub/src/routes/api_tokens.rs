@@ -214,6 +214,7 @@ pub(crate) async fn delete(
     Viewer(p): Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
+    p.may_change()?;
     let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
     let mut tx = state.db.begin().await?;
     if !tokens::delete(&mut tx, p.tenant(), id, only).await? {

@@ -108,9 +108,18 @@ fn login_action(next: Option<&str>) -> String {
     }
 }
 
+/// `next` when it is a local path: `/` followed by anything but `/` or `\`, with no control
+/// character and no backslash anywhere (browsers read `/\evil` as `//evil`); else `/`.
 fn local(next: Option<&str>) -> &str {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        Some(n)
+            if n.starts_with('/')
+                && !n[1..].starts_with(['/', '\\'])
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control) =>
+        {
+            n
+        }
         _ => "/",
     }
 }
@@ -145,9 +154,17 @@ pub struct LoginForm {
 pub async fn login(
     State(state): State<AppState>,
     meta: Meta,
+    headers: axum::http::HeaderMap,
     Query(next): Query<Next>,
     axum::Form(form): axum::Form<LoginForm>,
 ) -> Response {
+    // Login CSRF: a sign-in posted from another site is refused, and starts no session.
+    if !crate::auth::posted_from_here(&headers) {
+        return ApiError::Forbidden(
+            "this sign-in did not come from this site's sign-in page; open the sign-in page and try again".into(),
+        )
+        .into_response();
+    }
     let code = form.totp_code.as_deref().filter(|c| !c.trim().is_empty());
     let again = |error: String, totp: bool, status: StatusCode| {
         let page = LoginPage {

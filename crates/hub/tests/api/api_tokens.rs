@@ -82,7 +82,8 @@ async fn read_tokens_act_as_viewers_and_ai_ingest_tokens_open_no_user_endpoint(b
     let ai = Auth::Bearer(ai);
     assert_problem(app.get("/api-tokens", &ai).await, 403, "forbidden").await;
     assert_problem(app.get("/users", &ai).await, 403, "forbidden").await;
-    assert_eq!(body(app.get("/me", &ai).await).await["scope"], "ai_ingest");
+    // CONTRACT 18: only the trace intake; `/me` too is 403.
+    assert_problem(app.get("/me", &ai).await, 403, "forbidden").await;
 }
 
 async fn deleted_and_expired_tokens_stop_working(b: Backend) {

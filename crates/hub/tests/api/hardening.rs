@@ -14,6 +14,9 @@ crate::dual!(
     records_the_hub_cannot_evaluate_are_stored_and_counted,
     misspelt_ingest_fields_and_duplicate_keys_are_refused_and_store_nothing,
     the_hub_calls_no_loopback_or_private_address_in_any_spelling,
+    sign_in_needs_this_site_and_next_stays_local,
+    a_read_token_changes_nothing_and_an_ai_ingest_token_reaches_only_the_intake,
+    client_request_ids_are_kept_only_when_plain,
 );
 
 /// A zip written by the `zip` crate, entries stored (not compressed).
@@ -527,4 +530,144 @@ async fn the_hub_calls_no_loopback_or_private_address_in_any_spelling(b: Backend
     )
     .await;
     assert!(names_field(&p, "url"), "{p}");
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+async fn sign_in_needs_this_site_and_next_stays_local(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let web = no_redirects();
+    let form = format!(
+        "email={}&password={}",
+        OWNER_EMAIL.replace('@', "%40"),
+        OWNER_PASSWORD.replace(' ', "+")
+    );
+    let post = |next: &str, origin: Option<String>, referer: Option<String>| {
+        let mut r = web
+            .post(format!("{}/login?next={next}", app.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form.clone());
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        if let Some(f) = referer {
+            r = r.header("referer", f);
+        }
+        r.send()
+    };
+    // Login CSRF: no Origin or Referer, or another site's, is 403 and no session.
+    for (origin, referer) in [
+        (None, None),
+        (Some("https://evil.example".to_owned()), None),
+        (None, Some("https://evil.example/login".to_owned())),
+        (Some("null".to_owned()), None),
+    ] {
+        let r = post("/", origin.clone(), referer.clone())
+            .await
+            .expect("post");
+        assert_eq!(r.status(), 403, "{origin:?} {referer:?}");
+        assert!(r.headers().get("set-cookie").is_none(), "no session");
+    }
+    // From this site (Origin, or only a Referer): signed in, sent to a local `next` only.
+    let here = app.base.clone();
+    for (next, to) in [
+        ("/ui/agents", "/ui/agents"),
+        ("//evil.example/x", "/"),
+        ("/%5Cevil.example", "/"),
+        ("/%5C/evil.example", "/"),
+        ("/%09/evil.example", "/"),
+        ("/ui%0D%0ASet-Cookie:%20x=1", "/"),
+        ("https://evil.example", "/"),
+    ] {
+        let r = post(next, Some(here.clone()), None).await.expect("post");
+        assert_eq!(r.status(), 303, "{next}");
+        assert_eq!(r.headers()["location"], to, "{next}");
+    }
+    let r = post("/ui/agents", None, Some(format!("{here}/login")))
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 303);
+}
+
+async fn a_read_token_changes_nothing_and_an_ai_ingest_token_reaches_only_the_intake(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (_, write_id) = app.token(&app.owner, "write").await;
+    let (read, _) = app.token(&app.owner, "read").await;
+    let read = Auth::Bearer(read);
+    assert_problem(
+        app.delete(&format!("/api-tokens/{write_id}"), &read).await,
+        403,
+        "forbidden",
+    )
+    .await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM api_tokens").await,
+        2,
+        "the write token is still there"
+    );
+    assert_eq!(
+        app.get("/me", &read).await.status(),
+        200,
+        "a read token reads"
+    );
+    let (ai, _) = app.token(&app.owner, "ai_ingest").await;
+    let ai = Auth::Bearer(ai);
+    for path in ["/me", "/agents", "/api-tokens", "/audit-log"] {
+        assert_problem(app.get(path, &ai).await, 403, "forbidden").await;
+    }
+    let r = app.post("/ai/traces", &ai, json!({"traces": []})).await;
+    assert_ne!(r.status(), 403, "the intake is open to it");
+}
+
+async fn client_request_ids_are_kept_only_when_plain(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let id_of = |r: &reqwest::Response| {
+        r.headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .expect("every answer carries x-request-id")
+    };
+    let plain = app
+        .req(reqwest::Method::GET, "/me", &app.owner)
+        .header("x-request-id", "ci-run_42.7")
+        .send()
+        .await
+        .expect("r");
+    assert_eq!(id_of(&plain), "ci-run_42.7");
+    for bad in [
+        "has space",
+        "<script>",
+        &"x".repeat(65),
+        "a\u{7f}b",
+        "\"quoted\"",
+    ] {
+        let Ok(value) = reqwest::header::HeaderValue::from_str(bad) else {
+            continue;
+        };
+        let r = app
+            .req(reqwest::Method::POST, "/api-tokens", &app.owner)
+            .header("x-request-id", value)
+            .json(&json!({"name": "t", "scope": "read"}))
+            .send()
+            .await
+            .expect("r");
+        let id = id_of(&r);
+        assert_ne!(id, bad, "{bad}");
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "the hub's own: {id}");
+    }
+    let audit = body(
+        app.get("/audit-log?event_type=api_token_created", &app.owner)
+            .await,
+    )
+    .await;
+    for row in audit.as_array().expect("rows") {
+        let id = row["request_id"].as_str().unwrap_or_default();
+        assert!(uuid::Uuid::parse_str(id).is_ok(), "{row}");
+    }
 }

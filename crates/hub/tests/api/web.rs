@@ -102,6 +102,7 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
     // A wrong password re-renders the form; the right one signs in and sends to `next`.
     let r = web
         .post(at("/login?next=/ui/agents"))
+        .header("origin", app.base.clone())
         .header("content-type", "application/x-www-form-urlencoded")
         .body(form(&[
             ("email", OWNER_EMAIL),
@@ -119,6 +120,7 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
     );
     let r = web
         .post(at("/login?next=//evil.example/x"))
+        .header("origin", app.base.clone())
         .header("content-type", "application/x-www-form-urlencoded")
         .body(form(&[
             ("email", OWNER_EMAIL),

@@ -1,6 +1,6 @@
 //! LLM traces (CONTRACT 9; SPEC 2.11): intake, and the per-team views and monthly CSV.
 
-use crate::auth::{Authenticated, Credential, Viewer};
+use crate::auth::{Credential, TraceSender, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Query};
 use crate::openapi::api_routes;

@@ -23,7 +23,7 @@ use super::*;
         (status = 403, body = Problem), (status = 415, body = Problem)))]
 pub(crate) async fn otlp_traces(
     State(state): State<AppState>,
-    Authenticated(p): Authenticated,
+    TraceSender(p): TraceSender,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> ApiResult<axum::response::Response> {

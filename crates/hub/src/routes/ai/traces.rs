@@ -187,7 +187,7 @@ pub(super) fn may_send_traces(p: &crate::auth::Principal) -> ApiResult<()> {
     responses((status = 202, body = TracesAccepted), (status = 403, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn ingest(
     State(state): State<AppState>,
-    Authenticated(p): Authenticated,
+    TraceSender(p): TraceSender,
     Json(req): Json<TracesIn>,
 ) -> ApiResult<(StatusCode, axum::Json<TracesAccepted>)> {
     may_send_traces(&p)?;
