@@ -10,6 +10,7 @@ pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod canonical;
+pub mod csv;
 pub mod eat;
 pub mod evidence;
 pub mod json_guard;

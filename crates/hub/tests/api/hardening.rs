@@ -17,6 +17,7 @@ crate::dual!(
     sign_in_needs_this_site_and_next_stays_local,
     a_read_token_changes_nothing_and_an_ai_ingest_token_reaches_only_the_intake,
     client_request_ids_are_kept_only_when_plain,
+    csv_cells_are_never_formulas,
 );
 
 /// A zip written by the `zip` crate, entries stored (not compressed).
@@ -670,4 +671,49 @@ async fn client_request_ids_are_kept_only_when_plain(b: Backend) {
         let id = row["request_id"].as_str().unwrap_or_default();
         assert!(uuid::Uuid::parse_str(id).is_ok(), "{row}");
     }
+}
+
+async fn csv_cells_are_never_formulas(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
+    let t0 = "2026-11-05T08:00:00Z";
+    let mut traces = Vec::new();
+    for (i, team) in [
+        "=HYPERLINK(\"http://evil.example\",\"x\")",
+        "+1",
+        "-1+2",
+        "@SUM(A1)",
+        "plain",
+    ]
+    .iter()
+    .enumerate()
+    {
+        traces.push(json!({"trace_id": format!("t{i}"), "name": "answer", "team": team,
+            "started_at": t0, "ended_at": t0, "calls": [{"span_id": format!("s{i}"), "model": "gpt-4o",
+            "prompt_tokens": 1, "completion_tokens": 1, "latency_ms": 1,
+            "prompt_sha256": "0".repeat(64), "refused": false}]}));
+    }
+    let r = app
+        .post(
+            "/ai/traces",
+            &Auth::Bearer(ingest),
+            json!({"traces": traces}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let csv = app
+        .get("/ai/teams/export.csv?month=2026-11", &app.owner)
+        .await
+        .text()
+        .await
+        .expect("csv");
+    for line in csv.split("\r\n").skip(1).filter(|l| !l.is_empty()) {
+        let first = line.trim_start_matches('"');
+        assert!(
+            !first.starts_with(['=', '+', '-', '@']),
+            "a cell that a spreadsheet would run: {line}"
+        );
+    }
+    assert!(csv.contains("\"'=HYPERLINK("), "{csv}");
+    assert!(csv.contains("'+1,") && csv.contains("'@SUM(A1),"), "{csv}");
 }

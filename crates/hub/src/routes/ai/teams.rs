@@ -173,13 +173,7 @@ pub struct MonthQuery {
     pub month: String,
 }
 
-pub(super) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
+use trusthub_core::csv::cell as csv_field;
 
 /// The month's per-team figures as RFC 4180 CSV (CRLF line ends, quoted where needed):
 /// `team,month,trace_count,call_count,cost_micro_eur,unpriced_calls,p95_latency_ms,
