@@ -28,11 +28,11 @@ pub struct Health {
 #[utoipa::path(get, path = "/health", tag = "meta",
     responses((status = 200, body = Health), (status = 503, description = "Database unreachable", body = Problem)))]
 pub(crate) async fn health(State(state): State<AppState>) -> ApiResult<axum::Json<Health>> {
-    state
-        .db
-        .ping()
-        .await
-        .map_err(|e| ApiError::Unavailable(format!("database check failed: {e}")))?;
+    state.db.ping().await.map_err(|e| {
+        // The driver's words go to the log, never to the (unauthenticated) caller.
+        tracing::error!(error = %e, "health: the database does not answer");
+        ApiError::Unavailable("the database does not answer".into())
+    })?;
     Ok(axum::Json(Health {
         status: "ok".into(),
         database: match state.db.backend() {

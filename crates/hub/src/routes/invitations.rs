@@ -96,7 +96,7 @@ impl From<Invitation> for InvitationView {
 /// Invite someone (owner). The token is in the answer once, and is mailed when SMTP is set.
 /// Rate-limited to 20 per hour per tenant.
 #[utoipa::path(post, path = "/invitations", tag = "users", request_body = NewInvitation,
-    responses((status = 201, body = CreatedInvitation), (status = 409, description = "Already a user", body = Problem),
+    responses((status = 201, body = CreatedInvitation), (status = 409, description = "Already a user of this tenant (an email another tenant has is answered like an unknown one)", body = Problem),
         (status = 422, body = Problem), (status = 429, body = Problem)))]
 pub(crate) async fn create(
     State(state): State<AppState>,
@@ -126,11 +126,15 @@ pub(crate) async fn create(
         .await?;
     {
         let mut c = state.db.conn().await?;
+        // Only this tenant's own users are named (CONTRACT 18): an email another tenant
+        // has gets the same answer as an unknown one, and its acceptance is refused then.
         if users::find_by_email_any_tenant(&mut c, &email)
             .await?
-            .is_some()
+            .is_some_and(|u| u.tenant_id == p.tenant())
         {
-            return Err(ApiError::Conflict(format!("{email} is already a user")));
+            return Err(ApiError::Conflict(format!(
+                "{email} is already a user of this tenant"
+            )));
         }
     }
     let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;

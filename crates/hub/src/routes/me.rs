@@ -49,7 +49,8 @@ pub struct MeView {
     pub effective_role: Option<String>,
 }
 
-/// The caller: user, tenant, and how they authenticated. Any valid credential works.
+/// The caller: user, tenant, and how they authenticated. A session or a `read`/`write` token
+/// (an `ai_ingest` token reaches only the trace intake: 403).
 #[utoipa::path(get, path = "/me", tag = "users", responses((status = 200, body = MeView), (status = 401, body = Problem)))]
 pub(crate) async fn me(
     State(state): State<AppState>,

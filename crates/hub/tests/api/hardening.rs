@@ -18,6 +18,7 @@ crate::dual!(
     a_read_token_changes_nothing_and_an_ai_ingest_token_reaches_only_the_intake,
     client_request_ids_are_kept_only_when_plain,
     csv_cells_are_never_formulas,
+    invitations_never_say_another_tenant_has_an_email,
 );
 
 /// A zip written by the `zip` crate, entries stored (not compressed).
@@ -716,4 +717,46 @@ async fn csv_cells_are_never_formulas(b: Backend) {
     }
     assert!(csv.contains("\"'=HYPERLINK("), "{csv}");
     assert!(csv.contains("'+1,") && csv.contains("'@SUM(A1),"), "{csv}");
+}
+
+async fn invitations_never_say_another_tenant_has_an_email(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let other = app.other_tenant().await;
+    let theirs = body(app.get("/me", &other).await).await["user"]["email"]
+        .as_str()
+        .expect("email")
+        .to_owned();
+    let invite = |email: String| {
+        app.post(
+            "/invitations",
+            &app.owner,
+            json!({"email": email, "role": "viewer"}),
+        )
+    };
+    let unknown = invite("nobody-anywhere@example.org".into()).await;
+    let known_elsewhere = invite(theirs.clone()).await;
+    assert_eq!(unknown.status(), 201);
+    assert_eq!(
+        known_elsewhere.status(),
+        201,
+        "the same answer as for an unknown email"
+    );
+    let (a, b2) = (body(unknown).await, body(known_elsewhere).await);
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&a), keys(&b2));
+    // Accepting it is refused to the invitee, who knows their own account.
+    let r = app
+        .post(
+            "/auth/accept-invite",
+            &Auth::None,
+            json!({"token": b2["token"], "password": "a long enough password"}),
+        )
+        .await;
+    assert_problem(r, 409, "conflict").await;
+    // This tenant's own user is named, as before.
+    assert_problem(invite(OWNER_EMAIL.into()).await, 409, "conflict").await;
 }
