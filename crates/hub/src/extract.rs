@@ -427,17 +427,21 @@ pub struct PeerAddr(
     pub Option<std::sync::Arc<crate::tls::PeerCert>>,
 );
 
-impl Connected<IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
-    fn connect_info(stream: IncomingStream<'_, tokio::net::TcpListener>) -> Self {
+impl Connected<IncomingStream<'_, crate::conn::Guarded<tokio::net::TcpListener>>> for PeerAddr {
+    fn connect_info(
+        stream: IncomingStream<'_, crate::conn::Guarded<tokio::net::TcpListener>>,
+    ) -> Self {
         PeerAddr(*stream.remote_addr(), None)
     }
 }
 
-impl Connected<IncomingStream<'_, crate::tls::TlsListener>> for PeerAddr {
-    fn connect_info(stream: IncomingStream<'_, crate::tls::TlsListener>) -> Self {
+impl Connected<IncomingStream<'_, crate::conn::Guarded<crate::tls::TlsListener>>> for PeerAddr {
+    fn connect_info(
+        stream: IncomingStream<'_, crate::conn::Guarded<crate::tls::TlsListener>>,
+    ) -> Self {
         PeerAddr(
             *stream.remote_addr(),
-            crate::tls::peer_cert(stream.io()).map(std::sync::Arc::new),
+            crate::tls::peer_cert(stream.io().inner()).map(std::sync::Arc::new),
         )
     }
 }

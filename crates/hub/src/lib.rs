@@ -9,6 +9,7 @@ pub mod alerting;
 pub mod archive;
 pub mod auth;
 pub mod ca;
+pub mod conn;
 pub mod cve;
 pub mod error;
 pub mod evidence;
@@ -81,6 +82,7 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
         .fallback(not_found)
         .route_layer(axum::middleware::from_fn(middleware::label_route))
         .layer(CatchPanicLayer::new())
+        .layer(axum::middleware::from_fn(conn::body_deadline))
         .layer(DefaultBodyLimit::max(state.settings.body_limit_bytes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::track))
         .layer(axum::middleware::from_fn_with_state(

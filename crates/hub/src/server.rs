@@ -251,16 +251,17 @@ impl Server {
             notify.notify_one();
         };
         let app = router.into_make_service_with_connect_info::<PeerAddr>();
+        let max_connections = state.settings.max_connections;
         let mut serve = match tls {
             None => tokio::spawn(
-                axum::serve(listener, app)
+                axum::serve(crate::conn::Guarded::new(listener, max_connections), app)
                     .with_graceful_shutdown(signal)
                     .into_future(),
             ),
             Some(acceptor) => {
                 let listener = crate::tls::TlsListener::new(listener, acceptor)?;
                 tokio::spawn(
-                    axum::serve(listener, app)
+                    axum::serve(crate::conn::Guarded::new(listener, max_connections), app)
                         .with_graceful_shutdown(signal)
                         .into_future(),
                 )

@@ -106,6 +106,9 @@ pub struct Settings {
     /// Largest request body accepted, in bytes (CONTRACT 1: 8 MiB).
     #[arg(long, env = "TRUSTHUB_BODY_LIMIT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub body_limit_bytes: usize,
+    /// Connections open at once; the next ones wait (CONTRACT 18).
+    #[arg(long, env = "TRUSTHUB_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
     /// Decompressed bytes one import may read in all (uploads, `TRUSTHUB_OSV_URL`, the CLI;
     /// CONTRACT 18); each JSON record is bounded to 64 MiB besides.
     #[arg(long, env = "TRUSTHUB_IMPORT_MAX_BYTES", default_value_t = crate::archive::DEFAULT_TOTAL_BYTES)]
@@ -313,6 +316,7 @@ impl Settings {
             smtp_from: "Trusthub <trusthub@trusthub.local>".into(),
             public_url: None,
             body_limit_bytes: 8 * 1024 * 1024,
+            max_connections: 10_000,
             import_max_bytes: crate::archive::DEFAULT_TOTAL_BYTES,
             session_ttl_secs: 7 * 24 * 3600,
             shutdown_grace_secs: 30,

@@ -21,6 +21,58 @@ crate::dual!(
     invitations_never_say_another_tenant_has_an_email,
 );
 
+/// Slowloris: headers dripped byte by byte are cut; a connection cap holds the rest back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_are_cut_off_and_connections_are_capped() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| s.max_connections = 3).await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    // Headers that never finish: the hub closes the connection (10 s), without an answer.
+    let mut slow = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    slow.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("partial head");
+    let mut buf = [0u8; 256];
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(40), slow.read(&mut buf))
+        .await
+        .expect("the hub closes a connection whose headers never end");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    // Three idle connections take every slot: the fourth waits until one closes.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(
+            tokio::net::TcpStream::connect(&addr)
+                .await
+                .expect("connect"),
+        );
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let waiting = tokio::spawn({
+        let url = app.url("/health");
+        async move {
+            reqwest::Client::new()
+                .get(url)
+                .send()
+                .await
+                .map(|r| r.status())
+        }
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(
+        !waiting.is_finished(),
+        "no fourth connection is served while three are open"
+    );
+    drop(held.pop());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+        .await
+        .expect("served once a slot is free")
+        .expect("task")
+        .expect("request");
+    assert_eq!(status, 200);
+}
+
 /// A zip written by the `zip` crate, entries stored (not compressed).
 fn stored_zip(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
