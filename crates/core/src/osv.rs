@@ -169,6 +169,10 @@ pub enum Verdict {
     NotAffected,
     /// A version the ecosystem's order cannot read (reported, never silently "not affected").
     Unreadable(Invalid),
+    /// Not found affected, but a range of the record could not be evaluated (a version of
+    /// the record its ecosystem's order cannot read, or an ecosystem without an order): the
+    /// advisory is counted as not evaluated, never taken as "not affected" (CONTRACT 18).
+    Unevaluable(String),
 }
 
 impl Affected {
@@ -187,12 +191,18 @@ impl Affected {
             v == version || scheme.is_some_and(|s| s.compare(v, version) == Ok(Ordering::Equal))
         });
         let mut unreadable = None;
+        let mut unevaluable = None;
         for range in &self.ranges {
             let order = match range.kind.as_str() {
                 "SEMVER" => Order::Semver,
                 "ECOSYSTEM" => match Scheme::of_ecosystem(ecosystem) {
                     Some(s) => Order::Ecosystem(s),
-                    None => continue,
+                    None => {
+                        unevaluable = Some(format!(
+                            "ecosystem `{ecosystem}` has no version order the hub knows"
+                        ));
+                        continue;
+                    }
                 },
                 _ => continue,
             };
@@ -203,14 +213,15 @@ impl Affected {
                 }
                 Ok(false) => {}
                 Err(e) if e.version == version => unreadable = Some(e),
-                // A bad version in the record: that range cannot be evaluated; skip it.
-                Err(_) => {}
+                // A bad version in the record: that range cannot be evaluated; said so.
+                Err(e) => unevaluable = Some(format!("a range cannot be evaluated: {e}")),
             }
         }
-        match (hit, unreadable) {
-            (true, _) => Verdict::Affected { fixed },
-            (false, Some(e)) => Verdict::Unreadable(e),
-            (false, None) => Verdict::NotAffected,
+        match (hit, unreadable, unevaluable) {
+            (true, _, _) => Verdict::Affected { fixed },
+            (false, Some(e), _) => Verdict::Unreadable(e),
+            (false, None, Some(why)) => Verdict::Unevaluable(why),
+            (false, None, None) => Verdict::NotAffected,
         }
     }
 }
@@ -545,6 +556,30 @@ mod tests {
         let npm = affected("npm", json!([]), &["1.2.3"]);
         assert!(is(&npm, "1.2.3"));
         assert!(!is(&npm, "1.2.4"));
+    }
+
+    #[test]
+    fn a_range_that_cannot_be_evaluated_is_never_not_affected() {
+        let a = affected(
+            "npm",
+            json!([{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "one.two"}]}]),
+            &[],
+        );
+        assert!(matches!(a.verdict("1.0.0"), Verdict::Unevaluable(_)));
+        let b = affected(
+            "Hackage",
+            json!([{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}]),
+            &[],
+        );
+        assert!(matches!(b.verdict("1.0"), Verdict::Unevaluable(_)));
+        // One readable range that matches is enough.
+        let c = affected(
+            "npm",
+            json!([{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "one.two"}]},
+                   {"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "2.0.0"}]}]),
+            &[],
+        );
+        assert!(is(&c, "1.0.0"));
     }
 
     #[test]

@@ -179,8 +179,13 @@ pub struct Match {
 /// vulnerability once: advisories sharing an id or alias (a GHSA and the PYSEC of the same
 /// CVE) are one match, keeping the worst severity and every fixed version. Withdrawn
 /// records and records of other ecosystems are skipped; an installed version the ecosystem
-/// cannot read is the error.
-pub fn affecting(target: &Target, advisories: &[Record]) -> Result<Vec<Match>, String> {
+/// cannot read is the error. An advisory that names the package but cannot be evaluated is
+/// added to `unevaluable` (`<id>: why`), never dropped (CONTRACT 18).
+pub fn affecting(
+    target: &Target,
+    advisories: &[Record],
+    unevaluable: &mut Vec<String>,
+) -> Result<Vec<Match>, String> {
     let mut matches: Vec<Match> = Vec::new();
     for record in advisories {
         if record.withdrawn.is_some() {
@@ -210,6 +215,7 @@ pub fn affecting(target: &Target, advisories: &[Record]) -> Result<Vec<Match>, S
                     merge(&mut matches, m);
                 }
                 Verdict::NotAffected => {}
+                Verdict::Unevaluable(why) => unevaluable.push(format!("{}: {why}", record.id)),
                 Verdict::Unreadable(e) => return Err(e.to_string()),
             }
         }
@@ -334,7 +340,7 @@ mod tests {
             "affected": [{"package": {"ecosystem": "Debian:12", "name": "openssl"},
                 "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "3.0.15-1~deb12u1"}]}]}]}),
         );
-        assert_eq!(affecting(&t, &[dsa]), Ok(vec![]));
+        assert_eq!(affecting(&t, &[dsa], &mut vec![]), Ok(vec![]));
         let older = Target {
             version: "3.0.14-1~deb12u2".into(),
             ..t.clone()
@@ -355,7 +361,7 @@ mod tests {
         let other_release = record(json!({"id": "DSA-9", "modified": "2024-01-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Debian:11", "name": "openssl"},
                 "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}]}]}]}));
-        let found = affecting(&older, &[a, b, other_release]).expect("readable");
+        let found = affecting(&older, &[a, b, other_release], &mut vec![]).expect("readable");
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].vuln_id, "DEBIAN-CVE-2024-2");
         assert_eq!(found[0].aliases, ["CVE-2024-2", "CVE-2024-3", "DSA-5000-1"]);
@@ -377,7 +383,7 @@ mod tests {
         let usn = record(json!({"id": "USN-1", "modified": "2024-01-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Ubuntu:22.04:LTS", "name": "curl"},
                 "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "7.81.0-1ubuntu1.15"}]}]}]}));
-        assert_eq!(affecting(&t, &[usn]).expect("ok").len(), 1);
+        assert_eq!(affecting(&t, &[usn], &mut vec![]).expect("ok").len(), 1);
         let bad = Target {
             version: "not a version!".into(),
             ..t
@@ -385,6 +391,6 @@ mod tests {
         let usn = record(json!({"id": "USN-2", "modified": "2024-01-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Ubuntu:22.04:LTS", "name": "curl"},
                 "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1"}]}]}]}));
-        assert!(affecting(&bad, &[usn]).is_err());
+        assert!(affecting(&bad, &[usn], &mut vec![]).is_err());
     }
 }

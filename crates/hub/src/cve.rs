@@ -96,12 +96,12 @@ impl Batcher {
     }
 }
 
+/// A record as stored: its row, its package index `(ecosystem, name)`, and what of it the
+/// hub cannot evaluate.
+type Parsed = (Advisory, Vec<(String, String)>, Vec<String>);
+
 /// The row and package index of one OSV record.
-fn advisory(
-    scope: &str,
-    bytes: &[u8],
-    now: OffsetDateTime,
-) -> Result<(Advisory, Vec<(String, String)>, Vec<String>), String> {
+fn advisory(scope: &str, bytes: &[u8], now: OffsetDateTime) -> Result<Parsed, String> {
     let record: Record = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     if record.id.trim().is_empty() {
         return Err("no id".into());
@@ -508,6 +508,7 @@ pub async fn scan_agent(
     }
     let mut cache: std::collections::HashMap<(String, String), Vec<Record>> = Default::default();
     let mut seen = Vec::new();
+    let mut unevaluable: Vec<String> = Vec::new();
     {
         let mut c = state.db.conn().await?;
         for target in &targets {
@@ -523,13 +524,22 @@ pub async fn scan_agent(
                     &target.lookup,
                 )
                 .await?;
-                let records = rows
-                    .iter()
-                    .filter_map(|a| serde_json::from_str::<Record>(&a.record).ok())
-                    .collect();
+                let mut records = Vec::with_capacity(rows.len());
+                for a in &rows {
+                    match serde_json::from_str::<Record>(&a.record) {
+                        Ok(r) => records.push(r),
+                        // Stored before imports were checked: said, never dropped.
+                        Err(e) => unevaluable.push(format!("{}: cannot be read: {e}", a.id)),
+                    }
+                }
                 cache.insert(key.clone(), records);
             }
-            match scan::affecting(target, &cache[&key]) {
+            let before = unevaluable.len();
+            let result = scan::affecting(target, &cache[&key], &mut unevaluable);
+            for note in unevaluable.iter_mut().skip(before) {
+                *note = format!("{} {}: advisory {note}", target.ecosystem, target.package);
+            }
+            match result {
                 Ok(matches) => {
                     for m in matches {
                         seen.push(trusthub_store::cve::Seen {
@@ -557,6 +567,16 @@ pub async fn scan_agent(
                 }
             }
         }
+    }
+    // Advisories the scan could not evaluate are counted on the host's coverage, so a host
+    // never looks clean because of them (CONTRACT 18).
+    if !unevaluable.is_empty() {
+        let n = unevaluable.len();
+        not_covered.push(format!(
+            "{n} advisor{} could not be evaluated",
+            if n == 1 { "y" } else { "ies" }
+        ));
+        not_covered.extend(unevaluable.into_iter().take(49));
     }
     // The same package may be installed twice (two projects, two architectures): one row
     // per key.

@@ -482,12 +482,24 @@ fn create_private_dir(path: &Path) -> std::io::Result<()> {
 }
 
 /// Writes a file only its owner can read (mode 600), replacing it if present.
+/// Writes a secret file created with mode 600 (never created wider and then narrowed;
+/// CONTRACT 18). An existing file is replaced through a fresh temporary one.
 fn write_private_file(path: &Path, content: &str) -> std::io::Result<()> {
     use std::io::Write;
-    let mut f = File::create(path)?;
-    set_mode(path, 0o600)?;
+    let tmp = path.with_extension("tmp-private");
+    let _ = std::fs::remove_file(&tmp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut f = options.open(&tmp)?;
     f.write_all(content.as_bytes())?;
-    f.sync_all()
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)
 }
 
 #[cfg(unix)]

@@ -84,14 +84,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = state.db.clone();
 
     let started = Instant::now();
-    let report = trusthub_hub::cve::import_path(&db, "", &osv, trusthub_hub::state::now()).await?;
+    let report = trusthub_hub::cve::import_path(
+        &db,
+        "",
+        &osv,
+        trusthub_hub::archive::Limits::default(),
+        trusthub_hub::state::now(),
+    )
+    .await
+    .map_err(|e| e.message())?;
     let import_secs = started.elapsed().as_secs_f64();
     println!(
-        "import: {} records in {import_secs:.1} s = {:.0} records/s ({} new, {} refused)",
+        "import: {} records in {import_secs:.1} s = {:.0} records/s ({} new, {} not fully evaluable)",
         report.files,
         report.files as f64 / import_secs,
         report.inserted,
-        report.error_count
+        report.skipped_count
     );
 
     let tenant = owner_tenant(&db).await?;

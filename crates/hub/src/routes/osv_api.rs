@@ -183,6 +183,8 @@ async fn answer(
                 Some(v) => match entry.verdict(v) {
                     Verdict::Affected { .. } => hit = true,
                     Verdict::NotAffected => {}
+                    // Not evaluable: answered as possibly affecting, never as clean.
+                    Verdict::Unevaluable(_) => hit = true,
                     Verdict::Unreadable(e) => {
                         return Err(ApiError::invalid("version", e.to_string()));
                     }
