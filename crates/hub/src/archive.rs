@@ -485,6 +485,134 @@ mod tests {
         assert!(matches!(read(z, total), Err(ArchiveError::TooLarge(_))));
     }
 
+    /// A small deterministic generator (xorshift), so a failure replays.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+    }
+
+    /// Generated hostile archives (nesting, decompression ratio, damaged bytes, deep JSON,
+    /// many values, duplicate keys): the reader never panics, answers each with the class
+    /// of refusal it deserves, and never decompresses more than its bound (the memory it can
+    /// hold is one record and a 64 KiB buffer).
+    #[test]
+    fn generated_hostile_archives_are_refused_within_bounds() {
+        let mut rng = Rng(0x5eed_cafe_f00d_d00d);
+        let limits = Limits {
+            total_bytes: 4 * 1024 * 1024,
+            record_bytes: 1024 * 1024,
+            record_values: 10_000,
+        };
+        let ok = br#"{"id": "A", "modified": "2024-01-01T00:00:00Z"}"#;
+        for case in 0..120 {
+            let kind = case % 6;
+            let bytes = match kind {
+                0 => {
+                    let mut z = zip_of(&[("a.json", ok)]);
+                    for l in 0..2 + rng.below(30) {
+                        z = zip_of(&[(&format!("l{l}.zip"), &z)]);
+                    }
+                    z
+                }
+                1 => {
+                    let size = limits.record_bytes + 1 + rng.below(4 * 1024 * 1024);
+                    zip_of(&[("big.json", &vec![b' '; size as usize])])
+                }
+                2 => {
+                    let mut z = zip_of(&[("a.json", ok), ("b.json", ok)]);
+                    for _ in 0..1 + rng.below(8) {
+                        let at = rng.below(z.len() as u64) as usize;
+                        z[at] ^= 1 << rng.below(8);
+                    }
+                    z
+                }
+                3 => {
+                    let d = 129 + rng.below(5000) as usize;
+                    let text = format!("{}{}", "[".repeat(d), "]".repeat(d));
+                    zip_of(&[("deep.json", text.as_bytes())])
+                }
+                4 => {
+                    let n = 10_001 + rng.below(50_000) as usize;
+                    let text = format!("[{}]", vec!["{}"; n].join(","));
+                    zip_of(&[("many.json", text.as_bytes())])
+                }
+                _ => {
+                    let key = format!("k{}", rng.below(100));
+                    let text = format!("{{\"{key}\": 1, \"x\": 2, \"{key}\": 3}}");
+                    zip_of(&[("dup.json", text.as_bytes())])
+                }
+            };
+            let mut read = 0u64;
+            let mut emit = |_n: String, b: Vec<u8>| {
+                read += b.len() as u64;
+                Ok(())
+            };
+            let mut reader = Reader::new(limits, &mut emit);
+            let result = reader.zip(Cursor::new(bytes), "upload", 0);
+            let decompressed = reader.bytes_read();
+            assert!(
+                decompressed <= limits.total_bytes + 64 * 1024,
+                "case {case}: {decompressed} bytes decompressed"
+            );
+            match (kind, &result) {
+                (0, Err(ArchiveError::Nested(_))) | (0, Ok(())) => {}
+                (1 | 4, Err(ArchiveError::TooLarge(_))) => {}
+                (3 | 5, Err(ArchiveError::Malformed(_))) => {}
+                // A damaged archive may still read (a flipped bit in a name), or not.
+                (2, _) => {}
+                other => panic!("case {case}: {other:?}"),
+            }
+            assert!(read <= limits.total_bytes);
+        }
+    }
+
+    /// The same idea for JSON bodies (ingest included): every generated hostile body is a
+    /// 400 or a 422, never a panic.
+    #[test]
+    fn generated_hostile_json_bodies_are_refused() {
+        use crate::error::ApiError;
+        let mut rng = Rng(0xdead_beef_1234_5678);
+        for case in 0..200 {
+            let body = match case % 4 {
+                0 => {
+                    let d = 129 + rng.below(100_000) as usize;
+                    format!("{{\"metrics\": {}{}}}", "[".repeat(d), "]".repeat(d))
+                }
+                1 => format!(
+                    r#"{{"batch_id": "{}", "sent_at": "2026-01-01T00:00:00Z", "batch_id": "x"}}"#,
+                    uuid::Uuid::new_v4()
+                ),
+                2 => {
+                    let typo =
+                        ["metircs", "inventroy", "lables", "statuscode"][rng.below(4) as usize];
+                    format!(
+                        r#"{{"batch_id": "{}", "sent_at": "2026-01-01T00:00:00Z", "{typo}": []}}"#,
+                        uuid::Uuid::new_v4()
+                    )
+                }
+                _ => {
+                    let mut b: Vec<u8> =
+                        br#"{"batch_id": "x", "metrics": [{"name": "a"}]}"#.to_vec();
+                    let at = rng.below(b.len() as u64) as usize;
+                    b[at] = (rng.below(94) + 32) as u8;
+                    String::from_utf8_lossy(&b).into_owned()
+                }
+            };
+            match crate::extract::parse_json::<trusthub_core::agent::Batch>(body.as_bytes()) {
+                Err(ApiError::BadRequest(_) | ApiError::Validation(_)) => {}
+                other => panic!("case {case}: {body:.200}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn not_a_zip_is_malformed() {
         assert!(matches!(

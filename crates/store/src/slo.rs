@@ -174,6 +174,58 @@ pub async fn delete(ex: &mut impl Exec, tenant: TenantId, app: Uuid) -> StoreRes
     )
 }
 
+/// An SLO's last evaluated status, as the overview and the apps page read it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Summary {
+    /// The app.
+    pub app_id: Uuid,
+    /// Its name.
+    pub app_name: String,
+    /// `ok`, `burning`, `exhausted`, `insufficient_data`; `None` until first evaluated.
+    pub last_state: Option<String>,
+    /// Minutes of budget left.
+    pub last_budget_remaining: Option<f64>,
+    /// Minutes of budget in the window.
+    pub last_budget_total: Option<f64>,
+    /// Uptime in the window, percent.
+    pub last_uptime: Option<f64>,
+}
+
+/// Keeps an SLO's status as of `at`.
+pub async fn save_summary(
+    ex: &mut impl Exec,
+    app: Uuid,
+    state: &str,
+    budget_remaining: f64,
+    budget_total: f64,
+    uptime: f64,
+    at: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "UPDATE app_slos SET last_state = $2, last_budget_remaining = $3, last_budget_total = $4, \
+         last_uptime = $5, last_evaluated_at = $6 WHERE app_id = $1")
+        .bind(app).bind(state).bind(budget_remaining).bind(budget_total).bind(uptime).bind(at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The tenant's SLOs, and how many were burning or exhausted at their last evaluation.
+pub async fn summary_counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<(i64, i64)> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (i64, i64)>(
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN last_state IN ('burning', 'exhausted') THEN 1 ELSE 0 END), 0) \
+         FROM app_slos WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_one(&mut *c).await?))
+}
+
+/// The tenant's SLOs with their last status, least budget left first (never evaluated last).
+pub async fn summaries(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Summary>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, Summary>(
+        "SELECT s.app_id, a.name AS app_name, s.last_state, s.last_budget_remaining, s.last_budget_total, \
+         s.last_uptime FROM app_slos s JOIN apps a ON a.id = s.app_id WHERE s.tenant_id = $1 \
+         ORDER BY s.last_budget_remaining IS NULL, s.last_budget_remaining, a.name")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
 /// A maintenance window.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Maintenance {

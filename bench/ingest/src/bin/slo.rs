@@ -35,8 +35,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let dir = std::env::temp_dir().join(format!("th-slo-{}", uuid::Uuid::new_v4().simple()));
-    let server = Server::build(quiet_settings(dir.clone(), args.database_url.clone())).await?;
+    let mut settings = quiet_settings(dir.clone(), args.database_url.clone());
+    settings.rate_limits = "off".into();
+    let server = Server::build(settings).await?;
     let state = server.state().clone();
+    let base = format!("http://{}", server.local_addr());
+    tokio::spawn(server.run(std::future::pending::<()>()));
     let db = state.db.clone();
     let tenant = owner_tenant(&db).await?;
     let now = trusthub_hub::state::now();
@@ -129,6 +133,48 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         apps.len(),
         full_ms / raw_ms.max(1e-9)
     );
+
+    // The overview's live fragment and the apps page read each SLO's last evaluated status
+    // (CONTRACT 18): one evaluation pass fills it, then the pages are timed over HTTP.
+    let t = Instant::now();
+    let evaluated = trusthub_hub::workers::slo::evaluate(&state, now).await?;
+    println!(
+        "one SLO evaluation pass ({} SLOs, statuses kept): {:.0} ms",
+        evaluated.slos,
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    let http = reqwest::Client::new();
+    let login = http
+        .post(format!("{base}/api/v1/auth/login"))
+        .json(&serde_json::json!({"email": "admin@trusthub.local", "password": "bench password"}))
+        .send()
+        .await?;
+    let cookie = login.headers()["set-cookie"]
+        .to_str()?
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    for (path, goal) in [("/ui/overview/live", "≤ 50 ms"), ("/ui/apps", "—")] {
+        let mut lat = Vec::new();
+        let mut size = 0;
+        for _ in 0..21 {
+            let t = Instant::now();
+            let r = http
+                .get(format!("{base}{path}"))
+                .header("cookie", &cookie)
+                .send()
+                .await?;
+            assert!(r.status().is_success(), "{path}: {}", r.status());
+            size = r.bytes().await?.len();
+            lat.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        println!(
+            "{path} at {} SLOs: median {:.1} ms ({size} bytes; goal {goal}; computing every status: {full_ms:.0} ms)",
+            apps.len(),
+            median(lat)
+        );
+    }
 
     // One app with 365 days of history, an outage a day.
     let one = apps[0];

@@ -182,6 +182,32 @@ pub(crate) fn status_of(
     }
 }
 
+/// Keeps `s` as its SLO's last status (the overview's counts, the apps page's list).
+pub(crate) async fn remember(state: &AppState, s: &SloStatus) -> ApiResult<()> {
+    let mut tx = state.db.begin().await?;
+    store::save_summary(
+        &mut tx,
+        s.app_id,
+        &s.state,
+        s.budget_remaining_minutes,
+        s.budget_total_minutes,
+        s.uptime_percent,
+        s.computed_at,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Recomputes and keeps the app's SLO status, when it has an SLO.
+async fn refresh(state: &AppState, tenant: TenantId, app: Uuid) -> ApiResult<()> {
+    match status_of_app(state, tenant, app, now()).await {
+        Ok(s) => remember(state, &s).await,
+        Err(ApiError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// One app's SLO status at `now`, or 404 (no such app in the tenant, or no SLO).
 pub(crate) async fn status_of_app(
     state: &AppState,
@@ -275,7 +301,9 @@ pub(crate) async fn put_by(
     )
     .await?;
     tx.commit().await?;
-    Ok((replaced, status_of_app(state, p.tenant(), app, now).await?))
+    let status = status_of_app(state, p.tenant(), app, now).await?;
+    remember(state, &status).await?;
+    Ok((replaced, status))
 }
 
 /// Set the app's SLO (operator): 201 with its status, 200 when it replaced the app's SLO.
@@ -613,6 +641,7 @@ pub(crate) async fn create_maintenance_by(
     )
     .await?;
     tx.commit().await?;
+    refresh(state, p.tenant(), app).await?;
     Ok(m.into())
 }
 
@@ -683,5 +712,6 @@ pub(crate) async fn delete_maintenance(
     )
     .await?;
     tx.commit().await?;
+    refresh(&state, p.tenant(), m.app_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -44,9 +44,11 @@ pub struct AgentFilter {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewWebhookRequest {
-    /// `http` or `https` URL. Link-local and metadata addresses are refused unless
-    /// `TRUSTHUB_WEBHOOK_ALLOW_LINK_LOCAL=true`.
-    #[schema(pattern = r"^https?://[^\s/?#@]+", max_length = 2048)]
+    /// `http` or `https` URL. Loopback, private, link-local, CGNAT, multicast and other
+    /// special-use addresses are refused in every spelling, at creation (a name is resolved
+    /// then) and at each delivery, unless `TRUSTHUB_OUTBOUND_ALLOW_CIDRS` allows the range;
+    /// redirects are not followed.
+    #[schema(format = "uri", pattern = r"^https?://[^\s/?#@]+", max_length = 2048)]
     pub url: String,
     /// Shared HMAC secret, 16 to 256 characters; generated (`whsec_` + base64 of 32 random
     /// bytes) when absent. Shown in this answer only.

@@ -455,14 +455,11 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     let (tracked, off) = apps::state_counts(&mut c, tenant).await?;
     l.apps_total = usize::try_from(tracked).unwrap_or(0);
     l.apps_off = usize::try_from(off).unwrap_or(0);
-    drop(c);
-    let slos = crate::routes::slo::statuses(state, tenant, now()).await?;
-    l.slos_total = slos.len();
-    l.slos_alarm = slos
-        .iter()
-        .filter(|s| s.state == "burning" || s.state == "exhausted")
-        .count();
-    let mut c = state.db.conn().await?;
+    // As of each SLO's last evaluation (every minute): computing every status here would
+    // take about 0.9 s at 10,000 SLOs, every 15 s per open dashboard.
+    let (total, alarm) = trusthub_store::slo::summary_counts(&mut c, tenant).await?;
+    l.slos_total = usize::try_from(total).unwrap_or(0);
+    l.slos_alarm = usize::try_from(alarm).unwrap_or(0);
     let now = now();
     l.events = audit::list(
         &mut c,
@@ -1059,21 +1056,29 @@ async fn apps_page(
             })
             .collect();
         drop(c);
-        let slos = crate::routes::slo::statuses(state, tenant, now)
-            .await?
-            .into_iter()
-            .map(|s| {
-                (
-                    s.app_id.to_string(),
-                    s.app_name,
-                    s.state.replace('_', " "),
-                    super::slo::class(&s.state),
-                    format!("{:.1}", s.budget_remaining_minutes),
-                    format!("{:.1}", s.budget_total_minutes),
-                    format!("{:.3}", s.uptime_percent),
-                )
-            })
-            .collect();
+        // Each SLO as of its last evaluation (every minute, and when it or a maintenance
+        // window changes), not computed here for every SLO.
+        let slos = {
+            let mut c = state.db.conn().await?;
+            trusthub_store::slo::summaries(&mut c, tenant).await?
+        }
+        .into_iter()
+        .map(|s| {
+            let st = s.last_state.unwrap_or_else(|| "not_evaluated".into());
+            let num = |v: Option<f64>, digits: usize| {
+                v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
+            };
+            (
+                s.app_id.to_string(),
+                s.app_name,
+                st.replace('_', " "),
+                super::slo::class(&st),
+                num(s.last_budget_remaining, 1),
+                num(s.last_budget_total, 1),
+                num(s.last_uptime, 3),
+            )
+        })
+        .collect();
         let candidates = match agent {
             Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
                 .await?

@@ -1,7 +1,8 @@
 //! SLO burn alerts (CONTRACT 16), once per cluster every `TRUSTHUB_SLO_EVAL_INTERVAL_SECS`:
 //! for each SLO with enough data, the two critical multi-window conditions (14.4 over 1 h and
 //! 5 min; 6 over 6 h and 30 min) and the warning one (1 over 3 d and 6 h) each keep one open
-//! alert (`source: slo`) while they hold and resolve it when they clear. The pass also drops
+//! alert (`source: slo`) while they hold and resolve it when they clear; each SLO's status is
+//! kept for the overview and the apps page (`app_slos.last_*`). The pass also drops
 //! timeline spans older than the retention (500 days).
 
 use crate::state::AppState;
@@ -80,6 +81,17 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
             core::burn_alerts(s.target, &spans, &maint, now.unix_timestamp())
         };
         let mut tx = state.db.begin().await?;
+        // The status the overview and the apps page show until the next evaluation.
+        trusthub_store::slo::save_summary(
+            &mut tx,
+            s.app_id,
+            status.state.as_str(),
+            status.budget_remaining_minutes,
+            status.budget_total_minutes,
+            status.uptime_percent,
+            now,
+        )
+        .await?;
         for (kind, on, severity, what) in [
             (
                 "fast",

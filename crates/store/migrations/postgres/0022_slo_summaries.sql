@@ -1,0 +1,9 @@
+-- Each SLO's last evaluated status (CONTRACT 18): the overview's counts and the apps page's
+-- list read these instead of computing every SLO's status. Written by the SLO evaluation
+-- (every TRUSTHUB_SLO_EVAL_INTERVAL_SECS) and when an SLO or a maintenance window changes.
+-- Keep in step with ../sqlite/.
+ALTER TABLE app_slos ADD COLUMN last_state TEXT;
+ALTER TABLE app_slos ADD COLUMN last_budget_remaining DOUBLE PRECISION;
+ALTER TABLE app_slos ADD COLUMN last_budget_total DOUBLE PRECISION;
+ALTER TABLE app_slos ADD COLUMN last_uptime DOUBLE PRECISION;
+ALTER TABLE app_slos ADD COLUMN last_evaluated_at TIMESTAMPTZ;
