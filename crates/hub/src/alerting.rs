@@ -163,6 +163,7 @@ impl Notifier {
                     webhook_id: Some(w.id),
                     rule_id: None,
                     target_url: &w.url,
+                    target_url_sealed: w.url_sealed.as_deref(),
                     event,
                     alert_id: Some(alert.id),
                     payload: &body,

@@ -240,9 +240,10 @@ impl Policy {
     /// Checks the target of one request, just before it is sent: a literal address is judged
     /// here (names are judged by the client's resolver, at connection).
     pub fn check_target(&self, url: &str) -> Result<(), String> {
-        let parsed = Url::parse(url).map_err(|e| format!("{url}: not a URL: {e}"))?;
+        let shown = redact(url);
+        let parsed = Url::parse(url).map_err(|e| format!("{shown}: not a URL: {e}"))?;
         match literal_ip(&parsed) {
-            Some(ip) if self.refuses(ip) => Err(self.refusal(&format!("{url}: the target is"))),
+            Some(ip) if self.refuses(ip) => Err(self.refusal(&format!("{shown}: the target is"))),
             _ => Ok(()),
         }
     }
@@ -275,6 +276,41 @@ impl reqwest::dns::Resolve for Guarded {
             }
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
+    }
+}
+
+/// The sealing context of URLs that hold userinfo.
+pub const URL_SEAL_CONTEXT: &str = "outbound.url";
+
+/// How an outbound URL is kept (CONTRACT 18): the form every answer and audit row shows
+/// (`https://***@host/...` when it holds userinfo) and, then only, the whole URL sealed with
+/// the hub key.
+pub fn keep(
+    key: &trusthub_core::secret::SealingKey,
+    url: &str,
+) -> Result<(String, Option<Vec<u8>>), crate::error::ApiError> {
+    let shown = redact(url);
+    if shown == url {
+        return Ok((shown, None));
+    }
+    let sealed = key
+        .seal(URL_SEAL_CONTEXT, url.as_bytes())
+        .map_err(|e| crate::error::ApiError::Internal(e.to_string()))?;
+    Ok((shown, Some(sealed)))
+}
+
+/// The URL to call: the sealed whole one when there is one, else the shown one.
+pub fn to_call(
+    key: &trusthub_core::secret::SealingKey,
+    shown: &str,
+    sealed: Option<&[u8]>,
+) -> Result<String, String> {
+    match sealed {
+        None => Ok(shown.to_owned()),
+        Some(s) => key
+            .open(URL_SEAL_CONTEXT, s)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|_| "the URL cannot be unsealed with the hub key".to_owned()),
     }
 }
 

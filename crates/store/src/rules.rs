@@ -38,10 +38,13 @@ pub struct Rule {
     pub last_groups: Option<i64>,
     /// Groups firing at the last evaluation.
     pub last_firing: Option<i64>,
+    /// The whole webhook URL sealed with the hub key, when it holds userinfo (`webhook_url`
+    /// then shows `https://***@host/...`).
+    pub webhook_url_sealed: Option<Vec<u8>>,
 }
 
 const COLUMNS: &str = "id, tenant_id, name, metric, operator, threshold, window_spec, window_secs, severity, group_by, \
-    webhook_url, created_at, last_evaluated_at, last_groups, last_firing";
+    webhook_url, created_at, last_evaluated_at, last_groups, last_firing, webhook_url_sealed";
 
 /// A rule's settings.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +67,8 @@ pub struct RuleSpec<'a> {
     pub group_by: &'a [String],
     /// Minimal-body POST target.
     pub webhook_url: Option<&'a str>,
+    /// The whole webhook URL sealed, when it holds userinfo.
+    pub webhook_url_sealed: Option<&'a [u8]>,
 }
 
 /// Stores a rule.
@@ -75,13 +80,13 @@ pub async fn insert(
 ) -> StoreResult<Rule> {
     let sql = format!(
         "INSERT INTO alert_rules (id, tenant_id, name, metric, operator, threshold, window_spec, window_secs, severity, \
-         group_by, webhook_url, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
+         group_by, webhook_url, created_at, webhook_url_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING {COLUMNS}"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
         .bind(Uuid::now_v7()).bind(tenant.0).bind(r.name).bind(r.metric).bind(r.operator).bind(r.threshold)
         .bind(r.window_spec).bind(r.window_secs).bind(r.severity).bind(Json(r.group_by)).bind(r.webhook_url).bind(now)
-        .fetch_one(&mut *c).await?),
+        .bind(r.webhook_url_sealed).fetch_one(&mut *c).await?),
     )
 }
 
@@ -94,14 +99,14 @@ pub async fn update(
 ) -> StoreResult<Option<Rule>> {
     let sql = format!(
         "UPDATE alert_rules SET name = $3, metric = $4, operator = $5, threshold = $6, window_spec = $7, \
-         window_secs = $8, severity = $9, group_by = $10, webhook_url = $11 \
+         window_secs = $8, severity = $9, group_by = $10, webhook_url = $11, webhook_url_sealed = $12 \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Rule>(sqlx::AssertSqlSafe(sql))
         .bind(tenant.0).bind(id).bind(r.name).bind(r.metric).bind(r.operator).bind(r.threshold)
         .bind(r.window_spec).bind(r.window_secs).bind(r.severity).bind(Json(r.group_by)).bind(r.webhook_url)
-        .fetch_optional(&mut *c).await?),
+        .bind(r.webhook_url_sealed).fetch_optional(&mut *c).await?),
     )
 }
 

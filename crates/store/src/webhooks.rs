@@ -15,8 +15,10 @@ pub struct Webhook {
     pub id: Uuid,
     /// Tenant.
     pub tenant_id: Uuid,
-    /// Target.
+    /// Target (`https://***@host/...` when it holds userinfo).
     pub url: String,
+    /// The whole URL sealed with the hub key, when it holds userinfo.
+    pub url_sealed: Option<Vec<u8>>,
     /// The secret, sealed with the hub key.
     pub secret_sealed: Vec<u8>,
     /// First characters of the secret, to recognise it.
@@ -35,14 +37,16 @@ pub struct Webhook {
     pub cooldown_until: Option<OffsetDateTime>,
 }
 
-const COLUMNS: &str = "id, tenant_id, url, secret_sealed, secret_hint, events, min_severity, min_severity_rank, \
+const COLUMNS: &str = "id, tenant_id, url, url_sealed, secret_sealed, secret_hint, events, min_severity, min_severity_rank, \
     agent_filter_tag, created_at, cooldown_until";
 
 /// An endpoint to create.
 #[derive(Debug, Clone)]
 pub struct NewWebhook<'a> {
-    /// Target.
+    /// Target as shown.
     pub url: &'a str,
+    /// The whole URL sealed, when it holds userinfo.
+    pub url_sealed: Option<&'a [u8]>,
     /// Sealed secret.
     pub secret_sealed: &'a [u8],
     /// Hint.
@@ -66,13 +70,13 @@ pub async fn insert(
 ) -> StoreResult<Webhook> {
     let sql = format!(
         "INSERT INTO webhooks (id, tenant_id, url, secret_sealed, secret_hint, events, min_severity, min_severity_rank, \
-         agent_filter_tag, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING {COLUMNS}"
+         agent_filter_tag, created_at, url_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
         .bind(Uuid::now_v7()).bind(tenant.0).bind(w.url).bind(w.secret_sealed).bind(w.secret_hint)
         .bind(Json(w.events)).bind(w.min_severity).bind(w.min_severity_rank).bind(w.agent_filter_tag).bind(now)
-        .fetch_one(&mut *c).await?),
+        .bind(w.url_sealed).fetch_one(&mut *c).await?),
     )
 }
 
@@ -104,14 +108,14 @@ pub async fn update(
 ) -> StoreResult<Option<Webhook>> {
     let sql = format!(
         "UPDATE webhooks SET url = $3, secret_sealed = $4, secret_hint = $5, events = $6, min_severity = $7, \
-         min_severity_rank = $8, agent_filter_tag = $9, cooldown_until = NULL \
+         min_severity_rank = $8, agent_filter_tag = $9, cooldown_until = NULL, url_sealed = $10 \
          WHERE tenant_id = $1 AND id = $2 RETURNING {COLUMNS}"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Webhook>(sqlx::AssertSqlSafe(sql))
         .bind(tenant.0).bind(id).bind(w.url).bind(w.secret_sealed).bind(w.secret_hint)
         .bind(Json(w.events)).bind(w.min_severity).bind(w.min_severity_rank).bind(w.agent_filter_tag)
-        .fetch_optional(&mut *c).await?),
+        .bind(w.url_sealed).fetch_optional(&mut *c).await?),
     )
 }
 
@@ -202,8 +206,10 @@ pub struct NewDelivery<'a> {
     pub webhook_id: Option<Uuid>,
     /// Rule.
     pub rule_id: Option<Uuid>,
-    /// Target.
+    /// Target as shown.
     pub target_url: &'a str,
+    /// The whole target sealed, when it holds userinfo.
+    pub target_url_sealed: Option<&'a [u8]>,
     /// Event.
     pub event: &'a str,
     /// Alert.
@@ -227,9 +233,9 @@ pub async fn enqueue(
     let completed = (!pending).then_some(now);
     on!(ex, c => sqlx::query(
         "INSERT INTO webhook_deliveries (id, tenant_id, webhook_id, rule_id, target_url, event, alert_id, payload, status, \
-         next_attempt_at, created_at, completed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)")
+         next_attempt_at, created_at, completed_at, target_url_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
         .bind(id).bind(tenant.0).bind(d.webhook_id).bind(d.rule_id).bind(d.target_url).bind(d.event)
-        .bind(d.alert_id).bind(d.payload).bind(d.status).bind(next).bind(now).bind(completed)
+        .bind(d.alert_id).bind(d.payload).bind(d.status).bind(next).bind(now).bind(completed).bind(d.target_url_sealed)
         .execute(&mut *c).await?.rows_affected());
     Ok(())
 }
@@ -293,8 +299,10 @@ pub struct Due {
     pub webhook_id: Option<Uuid>,
     /// Rule.
     pub rule_id: Option<Uuid>,
-    /// Target.
+    /// Target as shown.
     pub target_url: String,
+    /// The whole target sealed, when it holds userinfo.
+    pub target_url_sealed: Option<Vec<u8>>,
     /// Event.
     pub event: String,
     /// Exact body.
@@ -331,8 +339,8 @@ pub async fn claim_due(
         format!(
             "WITH picked AS ({pick}{lock}), claimed AS (UPDATE webhook_deliveries d SET next_attempt_at = $2 \
              FROM picked WHERE d.id = picked.id RETURNING d.id, d.tenant_id, d.webhook_id, d.rule_id, d.target_url, \
-             d.event, d.payload, d.attempts) \
-             SELECT c.id, c.tenant_id, c.webhook_id, c.rule_id, c.target_url, c.event, c.payload, c.attempts, \
+             d.target_url_sealed, d.event, d.payload, d.attempts) \
+             SELECT c.id, c.tenant_id, c.webhook_id, c.rule_id, c.target_url, c.target_url_sealed, c.event, c.payload, c.attempts, \
              w.secret_sealed, w.cooldown_until FROM claimed c LEFT JOIN webhooks w ON w.id = c.webhook_id"
         )
     };
@@ -362,7 +370,7 @@ pub async fn claim_due(
                     .await?;
                 out.push(
                     sqlx::query_as::<_, Due>(
-                        "SELECT d.id, d.tenant_id, d.webhook_id, d.rule_id, d.target_url, d.event, d.payload, d.attempts, \
+                        "SELECT d.id, d.tenant_id, d.webhook_id, d.rule_id, d.target_url, d.target_url_sealed, d.event, d.payload, d.attempts, \
                          w.secret_sealed, w.cooldown_until FROM webhook_deliveries d LEFT JOIN webhooks w ON w.id = d.webhook_id \
                          WHERE d.id = $1",
                     )

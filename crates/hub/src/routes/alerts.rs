@@ -392,6 +392,17 @@ pub(crate) async fn create_rule(
     Ok((StatusCode::CREATED, axum::Json(view)))
 }
 
+/// A rule's webhook URL as kept: shown form and, when it holds userinfo, sealed.
+fn kept_url(state: &AppState, url: Option<&str>) -> ApiResult<(Option<String>, Option<Vec<u8>>)> {
+    match url {
+        None => Ok((None, None)),
+        Some(u) => {
+            let (shown, sealed) = crate::outbound::keep(&state.key, u)?;
+            Ok((Some(shown), sealed))
+        }
+    }
+}
+
 /// Creates a rule for `p`'s tenant (the API and the dashboard), checked and audited.
 pub(crate) async fn create_rule_by(
     state: &AppState,
@@ -400,6 +411,7 @@ pub(crate) async fn create_rule_by(
     req: &NewRule,
 ) -> ApiResult<RuleView> {
     let c = check_rule(state, req).await?;
+    let hook = kept_url(state, c.webhook_url.as_deref())?;
     let now = now();
     let mut tx = state.db.begin().await?;
     let rule = rules::insert(
@@ -414,7 +426,8 @@ pub(crate) async fn create_rule_by(
             window_secs: c.window_secs,
             severity: &c.severity,
             group_by: &c.group_by,
-            webhook_url: c.webhook_url.as_deref(),
+            webhook_url: hook.0.as_deref(),
+            webhook_url_sealed: hook.1.as_deref(),
         },
         now,
     )
@@ -491,9 +504,21 @@ pub(crate) async fn update_rule(
         window: patch.window.unwrap_or(r.window_spec),
         severity: Some(patch.severity.unwrap_or(r.severity)),
         group_by: patch.group_by.unwrap_or(r.group_by.0),
-        webhook_url: patch.webhook_url.unwrap_or(r.webhook_url),
+        webhook_url: match patch.webhook_url {
+            Some(u) => u,
+            // Unchanged: the whole URL, not the shown one.
+            None => r
+                .webhook_url
+                .as_deref()
+                .map(|u| {
+                    crate::outbound::to_call(&state.key, u, r.webhook_url_sealed.as_deref())
+                        .map_err(ApiError::Internal)
+                })
+                .transpose()?,
+        },
     };
     let c = check_rule(&state, &merged).await?;
+    let hook = kept_url(&state, c.webhook_url.as_deref())?;
     let mut tx = state.db.begin().await?;
     let rule = rules::update(
         &mut tx,
@@ -508,7 +533,8 @@ pub(crate) async fn update_rule(
             window_secs: c.window_secs,
             severity: &c.severity,
             group_by: &c.group_by,
-            webhook_url: c.webhook_url.as_deref(),
+            webhook_url: hook.0.as_deref(),
+            webhook_url_sealed: hook.1.as_deref(),
         },
     )
     .await?

@@ -272,6 +272,7 @@ pub(crate) async fn create_webhook(
         .seal(SECRET_CONTEXT, secret.as_bytes())
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let hint: String = secret.chars().take(10).collect();
+    let (url, url_sealed) = crate::outbound::keep(&state.key, &url)?;
     let now = now();
     let mut tx = state.db.begin().await?;
     let w = webhooks::insert(
@@ -279,6 +280,7 @@ pub(crate) async fn create_webhook(
         p.tenant(),
         &NewWebhook {
             url: &url,
+            url_sealed: url_sealed.as_deref(),
             secret_sealed: &sealed,
             secret_hint: &hint,
             events: &events,
@@ -352,8 +354,10 @@ pub(crate) async fn update(
     Json(patch): Json<WebhookPatch>,
 ) -> ApiResult<axum::Json<WebhookView>> {
     let w = load(&state, &p, id).await?;
+    let current = crate::outbound::to_call(&state.key, &w.url, w.url_sealed.as_deref())
+        .map_err(ApiError::Internal)?;
     let merged = NewWebhookRequest {
-        url: patch.url.clone().unwrap_or_else(|| w.url.clone()),
+        url: patch.url.clone().unwrap_or(current),
         secret: patch.secret.clone(),
         events: Some(patch.events.clone().unwrap_or_else(|| w.events.0.clone())),
         min_severity: Some(
@@ -378,13 +382,15 @@ pub(crate) async fn update(
         ),
         None => (w.secret_sealed.clone(), w.secret_hint.clone()),
     };
+    let (shown, url_sealed) = crate::outbound::keep(&state.key, &c.url)?;
     let mut tx = state.db.begin().await?;
     let updated = webhooks::update(
         &mut tx,
         p.tenant(),
         id,
         &NewWebhook {
-            url: &c.url,
+            url: &shown,
+            url_sealed: url_sealed.as_deref(),
             secret_sealed: &sealed,
             secret_hint: &hint,
             events: &c.events,
@@ -400,7 +406,7 @@ pub(crate) async fn update(
         &p,
         ev::WEBHOOK_UPDATED,
         format!("webhook:{id}"),
-        json!({"url": c.url, "events": c.events, "min_severity": c.min_severity,
+        json!({"url": shown, "events": c.events, "min_severity": c.min_severity,
             "agent_filter_tag": c.tag, "secret_changed": c.secret.is_some()}),
     )
     .await?;
@@ -605,6 +611,7 @@ pub(crate) async fn ping(
             webhook_id: Some(w.id),
             rule_id: None,
             target_url: &w.url,
+            target_url_sealed: w.url_sealed.as_deref(),
             event: WEBHOOK_TEST,
             alert_id: None,
             payload: &body,

@@ -95,9 +95,15 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
         None => None,
     };
     // Checked at every attempt: the operator's allowed ranges may have changed.
-    let outcome = match crate::outbound::Policy::of(&state.settings).check_target(&d.target_url) {
+    let target =
+        crate::outbound::to_call(&state.key, &d.target_url, d.target_url_sealed.as_deref());
+    let outcome = match target.and_then(|t| {
+        crate::outbound::Policy::of(&state.settings)
+            .check_target(&t)
+            .map(|()| t)
+    }) {
         Err(e) => Err(e),
-        Ok(()) => send(client, &d, secret.as_deref()).await,
+        Ok(t) => send(client, &d, &t, secret.as_deref()).await,
     };
     let finished = now();
     let attempt = d.attempts + 1;
@@ -199,11 +205,16 @@ async fn append_audit(
 }
 
 /// One HTTP attempt: the status code, or why there was none.
-async fn send(client: &reqwest::Client, d: &Due, secret: Option<&str>) -> Result<u16, String> {
+async fn send(
+    client: &reqwest::Client,
+    d: &Due,
+    target: &str,
+    secret: Option<&str>,
+) -> Result<u16, String> {
     let ts = OffsetDateTime::now_utc().unix_timestamp();
     let id = d.id.to_string();
     let mut req = client
-        .post(&d.target_url)
+        .post(target)
         .header("content-type", "application/json")
         .header(
             "user-agent",

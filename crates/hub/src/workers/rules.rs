@@ -158,6 +158,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
                             webhook_id: None,
                             rule_id: Some(rule.id),
                             target_url: url,
+                            target_url_sealed: rule.webhook_url_sealed.as_deref(),
                             event: "alert_rule.fired",
                             alert_id: Some(alert.id),
                             payload: &body,

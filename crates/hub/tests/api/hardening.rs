@@ -19,6 +19,7 @@ crate::dual!(
     client_request_ids_are_kept_only_when_plain,
     csv_cells_are_never_formulas,
     invitations_never_say_another_tenant_has_an_email,
+    passwords_in_outbound_urls_are_sealed_and_never_shown,
 );
 
 /// Slowloris: headers dripped byte by byte are cut; a connection cap holds the rest back.
@@ -811,4 +812,69 @@ async fn invitations_never_say_another_tenant_has_an_email(b: Backend) {
     assert_problem(r, 409, "conflict").await;
     // This tenant's own user is named, as before.
     assert_problem(invite(OWNER_EMAIL.into()).await, 409, "conflict").await;
+}
+
+async fn passwords_in_outbound_urls_are_sealed_and_never_shown(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let rx = Receiver::start(&[]).await;
+    let secret_url = rx.url.replace("http://", "http://hookuser:s3cret-pass@");
+    let shown = rx.url.replace("http://", "http://***@");
+    let r = app
+        .post("/webhooks", &app.owner, json!({"url": secret_url}))
+        .await;
+    assert_eq!(r.status(), 201);
+    let w = body(r).await;
+    assert_eq!(w["url"], shown.as_str(), "{w}");
+    let id = w["id"].as_str().expect("id").to_owned();
+    // A change that leaves the URL keeps its password.
+    let r = app
+        .patch(
+            &format!("/webhooks/{id}"),
+            &app.owner,
+            json!({"min_severity": "info"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .post(&format!("/webhooks/{id}/test"), &app.owner, json!({}))
+        .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(
+        body(r).await["target_url"]
+            .as_str()
+            .unwrap_or(shown.as_str()),
+        shown.as_str()
+    );
+    // Delivered with the password (HTTP basic authentication from the URL's userinfo).
+    trusthub_hub::workers::deliver_due(&app.state, &reqwest::Client::new())
+        .await
+        .expect("deliver");
+    let got = rx.wait_for(1, 10).await;
+    let auth = got[0].header("authorization");
+    assert_eq!(
+        auth,
+        format!(
+            "Basic {}",
+            data_encoding::BASE64.encode(b"hookuser:s3cret-pass")
+        )
+    );
+    // A rule's webhook URL too.
+    let rule = json!({"name": "r", "metric": "cpu.percent", "operator": ">", "threshold": 1,
+        "window": "5m", "webhook_url": secret_url});
+    let r = app.post("/alert-rules", &app.owner, rule).await;
+    assert_eq!(r.status(), 201);
+    assert_eq!(body(r).await["webhook_url"], shown.as_str());
+    // Nowhere in clear: answers, the audit log, the tables.
+    for path in ["/webhooks", "/alert-rules", "/audit-log"] {
+        let text = app.get(path, &app.owner).await.text().await.expect("text");
+        assert!(!text.contains("s3cret-pass"), "{path}: {text}");
+    }
+    for sql in [
+        "SELECT COUNT(*) FROM webhooks WHERE url LIKE '%s3cret%'",
+        "SELECT COUNT(*) FROM alert_rules WHERE webhook_url LIKE '%s3cret%'",
+        "SELECT COUNT(*) FROM webhook_deliveries WHERE target_url LIKE '%s3cret%'",
+        "SELECT COUNT(*) FROM audit_log WHERE CAST(details AS TEXT) LIKE '%s3cret%'",
+    ] {
+        assert_eq!(app.count(sql).await, 0, "{sql}");
+    }
 }
