@@ -482,8 +482,12 @@ fn lockfiles(roots: &[PathBuf]) -> Vec<PathBuf> {
     found
 }
 
-/// Dependencies declared by one lockfile: `(ecosystem, name, version)`.
-pub fn parse_lockfile(path: &Path, text: &str) -> Vec<(&'static str, String, String)> {
+/// Dependencies declared by one lockfile: `(ecosystem, name, version)`; why not, when the
+/// file is not what its name says (a corrupt lockfile is reported, never read as empty).
+pub fn parse_lockfile(
+    path: &Path,
+    text: &str,
+) -> Result<Vec<(&'static str, String, String)>, String> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -491,7 +495,8 @@ pub fn parse_lockfile(path: &Path, text: &str) -> Vec<(&'static str, String, Str
     let mut out = Vec::new();
     match name {
         "package-lock.json" => {
-            let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            let v: Value =
+                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
             if let Some(pkgs) = v["packages"].as_object() {
                 for (k, p) in pkgs {
                     if let (Some(n), Some(ver)) = (
@@ -525,9 +530,9 @@ pub fn parse_lockfile(path: &Path, text: &str) -> Vec<(&'static str, String, Str
             }
         }
         "poetry.lock" => {
-            if let Ok(v) = toml::from_str::<toml::Table>(text)
-                && let Some(pkgs) = v.get("package").and_then(|p| p.as_array())
-            {
+            let v = toml::from_str::<toml::Table>(text)
+                .map_err(|e| format!("not valid TOML: {}", e.message()))?;
+            if let Some(pkgs) = v.get("package").and_then(|p| p.as_array()) {
                 for p in pkgs {
                     if let (Some(n), Some(ver)) = (
                         p.get("name").and_then(|x| x.as_str()),
@@ -539,7 +544,8 @@ pub fn parse_lockfile(path: &Path, text: &str) -> Vec<(&'static str, String, Str
             }
         }
         "composer.lock" => {
-            let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            let v: Value =
+                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
             for key in ["packages", "packages-dev"] {
                 for p in v[key].as_array().into_iter().flatten() {
                     if let (Some(n), Some(ver)) = (p["name"].as_str(), p["version"].as_str()) {
@@ -592,7 +598,7 @@ pub fn parse_lockfile(path: &Path, text: &str) -> Vec<(&'static str, String, Str
     }
     out.sort();
     out.dedup();
-    out
+    Ok(out)
 }
 
 fn app_dependencies(roots: &[PathBuf]) -> Value {
@@ -606,8 +612,19 @@ fn app_dependencies(roots: &[PathBuf]) -> Value {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        for (eco, name, version) in parse_lockfile(&file, &read(&file)) {
-            out.push(json!({"project_path": project, "lockfile": lockfile, "ecosystem": eco, "name": name, "version": version}));
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => Ok(t),
+            Err(e) => Err(format!("unreadable: {e}")),
+        };
+        match text.and_then(|t| parse_lockfile(&file, &t)) {
+            Ok(deps) => {
+                for (eco, name, version) in deps {
+                    out.push(json!({"project_path": project, "lockfile": lockfile, "ecosystem": eco, "name": name, "version": version}));
+                }
+            }
+            Err(error) => {
+                out.push(json!({"project_path": project, "lockfile": lockfile, "error": error}));
+            }
         }
     }
     Value::Array(out)
@@ -988,48 +1005,56 @@ mod tests {
         let npm = r#"{"lockfileVersion":3,"packages":{"":{"name":"app"},"node_modules/lodash":{"version":"4.17.21"},"node_modules/a/node_modules/b":{"version":"1.0.0"}}}"#;
         assert_eq!(
             parse_lockfile(Path::new("package-lock.json"), npm),
-            vec![
+            Ok(vec![
                 ("npm", "b".into(), "1.0.0".into()),
                 ("npm", "lodash".into(), "4.17.21".into())
-            ]
+            ])
         );
         assert_eq!(
             parse_lockfile(
                 Path::new("requirements.txt"),
                 "Django==4.2.1 # web\nrequests[socks]==2.31.0\n-e .\n"
             ),
-            vec![
+            Ok(vec![
                 ("pip", "Django".into(), "4.2.1".into()),
                 ("pip", "requests".into(), "2.31.0".into())
-            ]
+            ])
         );
         assert_eq!(
             parse_lockfile(
                 Path::new("poetry.lock"),
                 "[[package]]\nname = \"flask\"\nversion = \"3.0.0\"\n"
             ),
-            vec![("pip", "flask".into(), "3.0.0".into())]
+            Ok(vec![("pip", "flask".into(), "3.0.0".into())])
         );
         assert_eq!(
             parse_lockfile(
                 Path::new("composer.lock"),
                 r#"{"packages":[{"name":"monolog/monolog","version":"v3.5.0"}]}"#
             ),
-            vec![("composer", "monolog/monolog".into(), "3.5.0".into())]
+            Ok(vec![("composer", "monolog/monolog".into(), "3.5.0".into())])
         );
         let gem = "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack (3.0.8)\n    rails (7.1.2)\n      rack (>= 2.2.4)\n\nPLATFORMS\n  ruby\n";
         assert_eq!(
             parse_lockfile(Path::new("Gemfile.lock"), gem),
-            vec![
+            Ok(vec![
                 ("RubyGems", "rack".into(), "3.0.8".into()),
                 ("RubyGems", "rails".into(), "7.1.2".into())
-            ]
+            ])
         );
         let gosum = "golang.org/x/net v0.17.0 h1:abc=\ngolang.org/x/net v0.17.0/go.mod h1:def=\n";
         assert_eq!(
             parse_lockfile(Path::new("go.sum"), gosum),
-            vec![("Go", "golang.org/x/net".into(), "0.17.0".into())]
+            Ok(vec![("Go", "golang.org/x/net".into(), "0.17.0".into())])
         );
+        // A corrupt lockfile says so; it never reads as zero dependencies.
+        for (name, text) in [
+            ("package-lock.json", "{\"packages\": "),
+            ("composer.lock", "<html>"),
+            ("poetry.lock", "[[package]\nname ="),
+        ] {
+            assert!(parse_lockfile(Path::new(name), text).is_err(), "{name}");
+        }
     }
 
     #[test]

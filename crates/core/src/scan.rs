@@ -132,6 +132,16 @@ pub fn targets(inventory: &Value) -> (Vec<Target>, Vec<String>) {
         .into_iter()
         .flatten()
     {
+        // A lockfile the agent could not read (CONTRACT 18): not covered, with the reason,
+        // never zero dependencies.
+        if let Some(error) = d["error"].as_str() {
+            not_covered.push(format!(
+                "{}/{}: cannot be read: {error}",
+                d["project_path"].as_str().unwrap_or_default(),
+                d["lockfile"].as_str().unwrap_or_default()
+            ));
+            continue;
+        }
         let raw = d["ecosystem"].as_str().unwrap_or_default();
         let (Some(name), Some(version)) = (d["name"].as_str(), d["version"].as_str()) else {
             continue;
@@ -269,6 +279,22 @@ mod tests {
 
     fn record(v: Value) -> Record {
         serde_json::from_value(v).expect("record")
+    }
+
+    #[test]
+    fn a_lockfile_the_agent_could_not_read_is_not_covered() {
+        let inv = json!({"app_dependencies": [
+            {"project_path": "/srv/app", "lockfile": "package-lock.json", "error": "not valid JSON: EOF"},
+            {"project_path": "/srv/b", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"}
+        ]});
+        let (targets, not_covered) = targets(&inv);
+        assert_eq!(targets.len(), 1);
+        assert!(
+            not_covered
+                .iter()
+                .any(|n| n.contains("/srv/app/package-lock.json") && n.contains("not valid JSON")),
+            "{not_covered:?}"
+        );
     }
 
     #[test]

@@ -183,8 +183,9 @@ pub struct NewRule {
     pub group_by: Vec<String>,
     /// Also POST the minimal body `{title, severity, agent, link}` here when it fires. An
     /// `http`/`https` URL under the outbound policy of webhooks (no loopback, private or
-    /// other special-use address unless `TRUSTHUB_OUTBOUND_ALLOW_CIDRS` allows it).
-    #[schema(format = "uri", pattern = r"^https?://[^\s/?#@]+", max_length = 2048)]
+    /// other special-use address unless `TRUSTHUB_OUTBOUND_ALLOW_CIDRS` allows it). An empty
+    /// string is the same as none.
+    #[schema(pattern = r"^$|^https?://[^\s/?#@]+", max_length = 2048)]
     pub webhook_url: Option<String>,
 }
 
@@ -217,9 +218,10 @@ pub struct RulePatch {
     /// `agent_id` and/or label names.
     #[schema(value_type = Option<Vec<crate::openapi::GroupKey>>, max_items = 8)]
     pub group_by: Option<Vec<String>>,
-    /// Minimal-body webhook, or null to remove it (checked as at creation).
+    /// Minimal-body webhook, or null (or an empty string) to remove it; checked as at
+    /// creation.
     #[serde(default, deserialize_with = "crate::extract::present")]
-    #[schema(value_type = Option<String>, format = "uri", pattern = r"^https?://[^\s/?#@]+", max_length = 2048)]
+    #[schema(value_type = Option<String>, pattern = r"^$|^https?://[^\s/?#@]+", max_length = 2048)]
     pub webhook_url: Option<Option<String>>,
 }
 

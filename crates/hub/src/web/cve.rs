@@ -52,8 +52,12 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
         Ok(axum::Json(c)) => c,
         Err(e) => return e.into_response(),
     };
+    // A database error is an error page (503), never an empty list (CONTRACT 18).
     let pulls = match state.db.conn().await {
-        Ok(mut c) => trusthub_store::osv::pulls(&mut c).await.unwrap_or_default(),
+        Ok(mut c) => match trusthub_store::osv::pulls(&mut c).await {
+            Ok(p) => p,
+            Err(e) => return crate::error::ApiError::from(e).into_response(),
+        },
         Err(e) => return crate::error::ApiError::from(e).into_response(),
     };
     let now = now();
