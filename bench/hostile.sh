@@ -3,7 +3,7 @@
 # each input, its answer and time. SQLite, loopback. Run by hand: bash bench/hostile.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
 dir=$(mktemp -d)
 RUST_LOG=warn TRUSTHUB_RATE_LIMITS=off TRUSTHUB_ADMIN_PASSWORD='bench password' \
   target/release/trusthub serve --listen 127.0.0.1:18182 --data-dir "$dir" >/dev/null 2>&1 &
