@@ -48,7 +48,8 @@ pub fn canonical_ecosystem(e: &str) -> String {
         .unwrap_or_else(|| e.to_owned())
 }
 
-type Batch = Vec<(String, Vec<u8>)>;
+/// Files read and parsed: name, and the record or why it is not one.
+type Batch = Vec<(String, Result<Parsed, String>)>;
 
 /// What the reader thread hands the writer: batches, then how the read ended.
 enum Msg {
@@ -56,25 +57,31 @@ enum Msg {
     Done(Result<(), ArchiveError>),
 }
 
-/// Hands files to the writer in batches bounded in count and bytes (from the blocking reader
-/// thread; the channel holds two, so at most a few batches are in memory).
+/// Parses files and hands them to the writer in batches bounded in count and bytes (on the
+/// blocking reader thread, so parsing runs beside the database writes; the channel holds two,
+/// so at most a few batches are in memory).
 struct Batcher {
     tx: tokio::sync::mpsc::Sender<Msg>,
     batch: Batch,
     bytes: usize,
+    scope: String,
+    now: OffsetDateTime,
 }
 
 impl Batcher {
-    fn new(tx: tokio::sync::mpsc::Sender<Msg>) -> Batcher {
+    fn new(tx: tokio::sync::mpsc::Sender<Msg>, scope: String, now: OffsetDateTime) -> Batcher {
         Batcher {
             tx,
             batch: Vec::new(),
             bytes: 0,
+            scope,
+            now,
         }
     }
     fn push(&mut self, name: String, bytes: Vec<u8>) -> Result<(), ArchiveError> {
         self.bytes += bytes.len();
-        self.batch.push((name, bytes));
+        let parsed = advisory(&self.scope, &bytes, self.now);
+        self.batch.push((name, parsed));
         if self.batch.len() >= BATCH || self.bytes >= BATCH_BYTES {
             self.flush()?;
         }
@@ -174,9 +181,7 @@ fn advisory(scope: &str, bytes: &[u8], now: OffsetDateTime) -> Result<Parsed, St
 /// read ended well and every record was an OSV record.
 async fn store(
     db: &Db,
-    scope: &str,
     mut rx: tokio::sync::mpsc::Receiver<Msg>,
-    now: OffsetDateTime,
 ) -> Result<ImportReport, ImportError> {
     let mut report = ImportReport::default();
     let mut bad: Vec<(String, String)> = Vec::new();
@@ -185,9 +190,9 @@ async fn store(
     let ended = loop {
         match rx.recv().await {
             Some(Msg::Batch(batch)) => {
-                for (name, bytes) in batch {
+                for (name, parsed) in batch {
                     report.files += 1;
-                    match advisory(scope, &bytes, now) {
+                    match parsed {
                         // After the first bad record nothing more is written: it all goes.
                         Ok(_) if bad_count > 0 => {}
                         Ok((a, packages, unusable)) => {
@@ -321,12 +326,13 @@ async fn import_with(
     read: impl FnOnce(&mut Batcher) -> Result<(), ArchiveError> + Send + 'static,
 ) -> Result<ImportReport, ImportError> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(2);
+    let scope_owned = scope.to_owned();
     let reader = tokio::task::spawn_blocking(move || {
-        let mut out = Batcher::new(tx);
+        let mut out = Batcher::new(tx, scope_owned, now);
         let result = read(&mut out);
         out.finish(result);
     });
-    let report = store(db, scope, rx, now).await;
+    let report = store(db, rx).await;
     // The reader ends by itself once the writer is gone (its sends fail).
     let _ = reader.await;
     report
