@@ -81,3 +81,26 @@ pub async fn insert_host(
     )
     .await
 }
+
+/// Signs the first-start owner in at `api` (`http://host/api/v1`); the session cookie
+/// (`name=value`) to send with later requests.
+pub async fn owner_cookie(
+    http: &reqwest::Client,
+    api: &str,
+    password: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let login = http
+        .post(format!("{api}/auth/login"))
+        .json(&serde_json::json!({"email": "admin@trusthub.local", "password": password}))
+        .send()
+        .await?;
+    Ok(login
+        .headers()
+        .get("set-cookie")
+        .ok_or("login failed")?
+        .to_str()?
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_owned())
+}

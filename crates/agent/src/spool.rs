@@ -36,16 +36,7 @@ impl Spool {
 
     /// Spooled batches, oldest first.
     pub fn pending(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        files
+        json_files(&self.dir)
     }
 
     /// Where refused batches go: `rejected/` beside the spool.
@@ -81,16 +72,7 @@ impl Spool {
 
     /// Refused batches, oldest first, each with the hub's reason.
     pub fn rejected(&self) -> Vec<(PathBuf, String)> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(self.rejected_dir())
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        files
+        json_files(&self.rejected_dir())
             .into_iter()
             .map(|p| {
                 let why = std::fs::read_to_string(p.with_extension("why")).unwrap_or_default();
@@ -132,6 +114,20 @@ impl Spool {
         }
         dropped
     }
+}
+
+/// The `.json` files of `dir`, sorted by name (oldest first, as named).
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
 }
 
 #[cfg(test)]

@@ -105,17 +105,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = stopped.await;
     }));
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{api}/auth/login"))
-        .json(&json!({"email": "admin@trusthub.local", "password": "bench password"}))
-        .send()
-        .await?;
-    let cookie = login.headers()["set-cookie"]
-        .to_str()?
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let cookie = trusthub_bench_ingest::owner_cookie(&http, &api, "bench password").await?;
     let enroll: Value = http
         .post(format!("{api}/agents/enrollment-tokens"))
         .header("cookie", &cookie)

@@ -74,17 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = stopped.await;
     }));
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/auth/login"))
-        .json(&json!({"email": "admin@trusthub.local", "password": "bench password"}))
-        .send()
-        .await?;
-    let cookie = login.headers()["set-cookie"]
-        .to_str()?
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let cookie = trusthub_bench_ingest::owner_cookie(&http, &base, "bench password").await?;
     let token: Value = http
         .post(format!("{base}/api-tokens"))
         .header("cookie", &cookie)

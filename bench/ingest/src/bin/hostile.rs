@@ -125,17 +125,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .timeout(std::time::Duration::from_secs(300))
         .build()?;
     let api = format!("{}/api/v1", args.hub);
-    let login = http
-        .post(format!("{api}/auth/login"))
-        .json(&json!({"email": "admin@trusthub.local", "password": args.password}))
-        .send()
-        .await?;
-    let cookie = login.headers()["set-cookie"]
-        .to_str()?
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let cookie = trusthub_bench_ingest::owner_cookie(&http, &api, &args.password).await?;
 
     let good = serde_json::to_vec(&record("GHSA-ok"))?;
     let mut nested = zip_of(&[("GHSA-ok.json", &good)]);

@@ -144,17 +144,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         t.elapsed().as_secs_f64() * 1000.0
     );
     let http = reqwest::Client::new();
-    let login = http
-        .post(format!("{base}/api/v1/auth/login"))
-        .json(&serde_json::json!({"email": "admin@trusthub.local", "password": "bench password"}))
-        .send()
-        .await?;
-    let cookie = login.headers()["set-cookie"]
-        .to_str()?
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let cookie =
+        trusthub_bench_ingest::owner_cookie(&http, &format!("{base}/api/v1"), "bench password")
+            .await?;
     for (path, goal) in [("/ui/overview/live", "≤ 50 ms"), ("/ui/apps", "—")] {
         let mut lat = Vec::new();
         let mut size = 0;
