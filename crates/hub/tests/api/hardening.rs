@@ -20,6 +20,7 @@ crate::dual!(
     csv_cells_are_never_formulas,
     invitations_never_say_another_tenant_has_an_email,
     passwords_in_outbound_urls_are_sealed_and_never_shown,
+    a_name_that_resolves_to_a_refused_address_at_delivery_fails_it,
 );
 
 /// Slowloris: headers dripped byte by byte are cut; a connection cap holds the rest back.
@@ -877,4 +878,42 @@ async fn passwords_in_outbound_urls_are_sealed_and_never_shown(b: Backend) {
     ] {
         assert_eq!(app.count(sql).await, 0, "{sql}");
     }
+}
+
+/// Names are judged again when a delivery connects: a name that resolves to a refused address
+/// then fails the delivery, whatever it resolved to when the endpoint was saved. (The hub's
+/// own settings allow loopback here so the endpoint can be saved; the delivery runs through a
+/// client built from the default policy, as a hub without that range allowed would.)
+async fn a_name_that_resolves_to_a_refused_address_at_delivery_fails_it(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let rx = Receiver::start(&[]).await;
+    let by_name = rx.url.replace("127.0.0.1", "localhost");
+    let w = body(
+        app.post("/webhooks", &app.owner, json!({"url": by_name}))
+            .await,
+    )
+    .await;
+    let id = w["id"].as_str().expect("id").to_owned();
+    let r = app
+        .post(&format!("/webhooks/{id}/test"), &app.owner, json!({}))
+        .await;
+    assert_eq!(r.status(), 202);
+    let strict = trusthub_hub::outbound::Policy::default()
+        .client()
+        .build()
+        .expect("client");
+    trusthub_hub::workers::deliver_due(&app.state, &strict)
+        .await
+        .expect("deliver");
+    assert!(
+        rx.received().is_empty(),
+        "nothing reached the refused address"
+    );
+    let log = body(
+        app.get(&format!("/webhooks/{id}/deliveries"), &app.owner)
+            .await,
+    )
+    .await;
+    let error = log[0]["last_error"].as_str().unwrap_or_default().to_owned();
+    assert!(error.contains("special-use"), "{log}");
 }
