@@ -4,7 +4,8 @@
 # on a fixed schedule (open loop) instead of sending as fast as answers come back; WARMUP=2
 # sends 2 s of the same load first and leaves it out of the figures. SHAPE=realistic (the
 # default: every batch one sample of each of 100 series, as an agent pushes) or flattering (10
-# series x 10 samples); REPEAT=1 re-sends the same points under new batch ids.
+# series x 10 samples); REPEAT=1 re-sends the same points under new batch ids. HUB_BIN=path runs
+# another build of the hub (a before/after comparison in one session).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
@@ -17,7 +18,7 @@ phase() {
   # Nothing of the build or of an earlier phase still being written back under the measurement.
   sync
   env ${url:+TRUSTHUB_DATABASE_URL=$url} CLOUD_ENCRYPTION_KEY=$KEY TRUSTHUB_RATE_LIMITS=off RUST_LOG=warn \
-    TRUSTHUB_ADMIN_PASSWORD='bench password' target/release/trusthub serve --listen 127.0.0.1:18181 --data-dir "$dir" >/dev/null 2>&1 &
+    TRUSTHUB_ADMIN_PASSWORD='bench password' "${HUB_BIN:-target/release/trusthub}" serve --listen 127.0.0.1:18181 --data-dir "$dir" >/dev/null 2>&1 &
   local pid=$!
   for _ in $(seq 1 100); do curl -sf http://127.0.0.1:18181/api/v1/health >/dev/null && break; sleep 0.1; done
   echo "## $name"

@@ -112,7 +112,7 @@ async fn new_recovery_codes(
 
 /// Finish enrolment with a code from the app; from now on login asks for a code.
 #[utoipa::path(post, path = "/auth/totp/verify", tag = "totp", request_body = CodeRequest,
-    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem),
+    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem),
         (status = 409, description = "No pending secret, or already on", body = Problem)))]
 pub(crate) async fn verify(
     State(state): State<AppState>,
@@ -166,7 +166,7 @@ async fn current_code(
 
 /// Turn TOTP off; needs a current code.
 #[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
-    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
+    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
 pub(crate) async fn disable(
     State(state): State<AppState>,
     meta: Meta,
@@ -189,7 +189,7 @@ pub(crate) async fn disable(
 /// Make new recovery codes (needs a current TOTP code): ten single-use codes shown once;
 /// the previous ones stop working. For when the old ones were used up or may be exposed.
 #[utoipa::path(post, path = "/auth/totp/recovery-codes", tag = "totp", request_body = CodeRequest,
-    responses((status = 200, body = RecoveryCodes), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem)))]
+    responses((status = 200, body = RecoveryCodes), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
 pub(crate) async fn recovery_codes(
     State(state): State<AppState>,
     meta: Meta,
@@ -243,7 +243,8 @@ pub struct ChallengeToken {
 #[utoipa::path(post, path = "/auth/totp/challenge", tag = "totp", request_body = ChallengeRequest,
     responses((status = 201, body = ChallengeToken),
         (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem),
-        (status = 422, description = "Unknown purpose", body = Problem), (status = 429, body = Problem)))]
+        (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem),
+        (status = 422, description = "Unknown purpose", body = Problem)))]
 pub(crate) async fn challenge(
     State(state): State<AppState>,
     meta: Meta,

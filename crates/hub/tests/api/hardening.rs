@@ -21,6 +21,7 @@ crate::dual!(
     invitations_never_say_another_tenant_has_an_email,
     passwords_in_outbound_urls_are_sealed_and_never_shown,
     a_name_that_resolves_to_a_refused_address_at_delivery_fails_it,
+    a_database_failure_is_503_without_driver_text,
 );
 
 /// Slowloris: headers dripped byte by byte are cut; a connection cap holds the rest back.
@@ -916,4 +917,27 @@ async fn a_name_that_resolves_to_a_refused_address_at_delivery_fails_it(b: Backe
     .await;
     let error = log[0]["last_error"].as_str().unwrap_or_default().to_owned();
     assert!(error.contains("special-use"), "{log}");
+}
+
+/// `/health` used to answer the driver's own words; a database failure is 503 problem+json
+/// saying only that the database does not answer (the words go to the log).
+async fn a_database_failure_is_503_without_driver_text(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    app.state.db.close().await;
+    for path in ["/health", "/agents", "/cve/sources"] {
+        let p = assert_problem(app.get(path, &app.owner).await, 503, "unavailable").await;
+        let detail = p["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        for word in [
+            "pool",
+            "sqlx",
+            "closed",
+            "connection refused",
+            "error returned",
+        ] {
+            assert!(!detail.contains(word), "{path}: {p}");
+        }
+    }
 }
