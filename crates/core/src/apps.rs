@@ -165,16 +165,21 @@ pub fn http_url(s: &str) -> Result<(), String> {
 /// they may reach the host's own loopback and private networks (CONTRACT 18).
 pub fn metadata_address(ip: std::net::IpAddr) -> bool {
     use std::net::IpAddr;
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
+    match canonical_ip(ip) {
         IpAddr::V4(v4) => v4.is_link_local(),
         IpAddr::V6(v6) => {
             (v6.segments()[0] & 0xffc0) == 0xfe80
                 || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
         }
+    }
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as the IPv4 address it is; others as
+/// they are. Address rules judge this form.
+pub fn canonical_ip(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+        v4 => v4,
     }
 }
 

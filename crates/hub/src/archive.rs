@@ -62,8 +62,10 @@ pub enum ArchiveError {
     /// A bound was passed (413).
     #[error("{0}")]
     TooLarge(String),
-    /// An archive nested deeper than one level (422; the message names the entry).
-    #[error("{0}")]
+    /// An archive nested deeper than one level (422 naming the entry).
+    #[error(
+        "{0}: an archive nested more than one level deep (only an all.zip inside the upload is read)"
+    )]
     Nested(String),
     /// Not an archive, a damaged one, or an entry larger than its header says (400).
     #[error("{0}")]
@@ -364,13 +366,8 @@ impl<F: FnMut(String, Vec<u8>) -> Result<(), ArchiveError>> Reader<F> {
         let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(1 << 20) as usize);
         let limit = self.limits.record_bytes;
         self.copy(from, &mut bytes, name, declared, limit, "a record")?;
-        match json_guard::check(&bytes, self.limits.record_values) {
-            Ok(()) => Ok(bytes),
-            Err(e @ json_guard::GuardError::TooManyValues(_)) => {
-                Err(ArchiveError::TooLarge(format!("{name}: {e}")))
-            }
-            Err(e) => Err(ArchiveError::Malformed(format!("{name}: {e}"))),
-        }
+        check_record(name, &bytes, &self.limits)?;
+        Ok(bytes)
     }
 
     /// A nested archive, spooled to a temporary file.
@@ -388,9 +385,23 @@ impl<F: FnMut(String, Vec<u8>) -> Result<(), ArchiveError>> Reader<F> {
     }
 }
 
-/// Whether a record's JSON may be parsed at all; the reason otherwise.
-pub fn guard(bytes: &[u8], limits: &Limits) -> Result<(), String> {
-    json_guard::check(bytes, limits.record_values).map_err(|e| e.to_string())
+/// Whether one JSON record, however it arrived (an archive entry, a file, a pulled record),
+/// may be parsed at all: its size and value count within `limits` (413), its depth and keys
+/// sound (400).
+pub fn check_record(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), ArchiveError> {
+    if bytes.len() as u64 > limits.record_bytes {
+        return Err(ArchiveError::TooLarge(format!(
+            "{name}: a record larger than {} bytes",
+            limits.record_bytes
+        )));
+    }
+    match json_guard::check(bytes, limits.record_values) {
+        Ok(()) => Ok(()),
+        Err(e @ json_guard::GuardError::TooManyValues(_)) => {
+            Err(ArchiveError::TooLarge(format!("{name}: {e}")))
+        }
+        Err(e) => Err(ArchiveError::Malformed(format!("{name}: {e}"))),
+    }
 }
 
 fn open(path: &Path) -> Result<std::fs::File, ArchiveError> {
@@ -405,9 +416,7 @@ fn is_archive(name: &str) -> bool {
 }
 
 fn nested(name: &str) -> ArchiveError {
-    ArchiveError::Nested(format!(
-        "{name}: an archive nested more than one level deep (only an all.zip inside the upload is read)"
-    ))
+    ArchiveError::Nested(name.to_owned())
 }
 
 #[cfg(test)]
@@ -460,7 +469,7 @@ mod tests {
             z = zip_of(&[(&format!("l{level}.zip"), &z)]);
         }
         match read(z, Limits::default()) {
-            Err(ArchiveError::Nested(m)) => assert!(m.contains("upload!l49.zip!l48.zip"), "{m}"),
+            Err(ArchiveError::Nested(entry)) => assert_eq!(entry, "upload!l49.zip!l48.zip"),
             other => panic!("{other:?}"),
         }
     }

@@ -174,8 +174,10 @@ impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
         let before = buf.filled().len();
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                let new = buf.filled()[before..].to_vec();
-                self.saw_read(&new);
+                // Only a request's head is scanned; bodies and upgraded streams pass as they are.
+                if matches!(self.phase, Phase::Head { .. }) {
+                    self.saw_read(&buf.filled()[before..]);
+                }
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
@@ -243,7 +245,12 @@ pub async fn body_deadline(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    use axum::body::HttpBody as _;
     use futures_util::StreamExt;
+    // Nothing to wait for (GET, HEAD, a WebSocket upgrade, an empty POST): as it is.
+    if req.body().size_hint().exact() == Some(0) {
+        return next.run(req).await;
+    }
     let deadline = Instant::now() + BODY_TIMEOUT;
     let (parts, body) = req.into_parts();
     let stream = body.into_data_stream();

@@ -297,11 +297,10 @@ impl From<ImportError> for crate::error::ApiError {
         use crate::error::{ApiError, FieldError};
         match e {
             ImportError::Archive(ArchiveError::TooLarge(m)) => ApiError::TooLarge(m),
-            ImportError::Archive(ArchiveError::Nested(m)) => {
-                let entry = m.split(':').next().unwrap_or_default().to_owned();
+            ImportError::Archive(ArchiveError::Nested(entry)) => {
                 ApiError::Validation(vec![FieldError {
+                    message: ArchiveError::Nested(entry.clone()).to_string(),
                     field: entry,
-                    message: m,
                 }])
             }
             ImportError::Archive(ArchiveError::Malformed(m) | ArchiveError::Io(m)) => {
@@ -380,8 +379,7 @@ pub async fn import_files(
 ) -> Result<ImportReport, ImportError> {
     import_with(db, scope, now, move |out| {
         for (name, bytes) in files {
-            crate::archive::guard(&bytes, &limits)
-                .map_err(|why| ArchiveError::Malformed(format!("{name}: {why}")))?;
+            crate::archive::check_record(&name, &bytes, &limits)?;
             out.push(name, bytes)?;
         }
         Ok(())

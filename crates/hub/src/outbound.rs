@@ -17,6 +17,7 @@ use reqwest::Url;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use trusthub_core::apps::canonical_ip as canonical;
 
 /// One CIDR range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,14 +79,6 @@ pub fn parse_cidrs(s: &str) -> Result<Vec<Cidr>, String> {
         .filter(|p| !p.is_empty())
         .map(str::parse)
         .collect()
-}
-
-/// An IPv4-mapped IPv6 address as its IPv4 address.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
 }
 
 /// Whether `ip` is in a special-use block (not a public unicast address).
@@ -160,13 +153,11 @@ pub fn check_agent_endpoint(url: &str) -> Result<(), String> {
     }
 }
 
-/// The literal address of a parsed URL's host, in whatever spelling it was written.
+/// The literal address of a parsed URL's host, in whatever spelling it was written (the
+/// parser normalised `2130706433` to `127.0.0.1` already).
 pub fn literal_ip(url: &Url) -> Option<IpAddr> {
-    match url.host()? {
-        url::Host::Ipv4(v4) => Some(IpAddr::V4(v4)),
-        url::Host::Ipv6(v6) => Some(IpAddr::V6(v6)),
-        url::Host::Domain(_) => None,
-    }
+    url.host_str()
+        .and_then(trusthub_core::apps::literal_host_ip)
 }
 
 /// Parses an `http`/`https` URL as clients will (WHATWG).

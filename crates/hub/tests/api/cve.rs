@@ -89,14 +89,19 @@ pub(crate) fn bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("json")
 }
 
+/// A flat zip (made by Python) of files named by owned strings.
+pub(crate) fn flat_zip(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    python_zip(&named, None)
+}
+
 /// Uploads `records` (one `<id>.json` each, in a zip made by Python) as the owner; 200.
 pub(crate) async fn upload_records(app: &TestApp, records: &[Value]) {
     let files: Vec<(String, Vec<u8>)> = records
         .iter()
         .map(|a| (format!("{}.json", a["id"].as_str().expect("id")), bytes(a)))
         .collect();
-    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    let r = upload(app, &app.owner, python_zip(&named, None), "application/zip").await;
+    let r = upload(app, &app.owner, flat_zip(&files), "application/zip").await;
     assert_eq!(r.status(), 200);
 }
 

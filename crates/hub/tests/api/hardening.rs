@@ -2,7 +2,7 @@
 //! test of a finding of issue 27 (it failed before the fix): the hub answers a 4xx, stores
 //! nothing and keeps running.
 
-use crate::cve::{bytes, python_zip, record, upload};
+use crate::cve::{bytes, flat_zip, python_zip, record, upload};
 use crate::harness::*;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -120,6 +120,20 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
     std::fs::read(path).expect("zip")
 }
 
+/// Uploads `zip` and asserts the refusal, its problem naming `name`.
+async fn refused_naming(app: &TestApp, zip: Vec<u8>, status: u16, code: &str, name: &str) {
+    let p = assert_problem(
+        upload(app, &app.owner, zip, "application/zip").await,
+        status,
+        code,
+    )
+    .await;
+    assert!(
+        p["detail"].as_str().is_some_and(|d| d.contains(name)),
+        "{p}"
+    );
+}
+
 async fn assert_alive_and_empty(app: &TestApp) {
     assert_eq!(app.get("/health", &Auth::None).await.status(), 200);
     assert_eq!(app.count("SELECT COUNT(*) FROM osv_advisories").await, 0);
@@ -153,24 +167,14 @@ async fn hostile_archives_are_refused_and_the_hub_keeps_running(b: Backend) {
     assert_alive_and_empty(&app).await;
 
     // One entry of 1 GiB in a 1 MB zip: stopped at the 64 MiB record bound.
-    let p = assert_problem(
-        upload(
-            &app,
-            &app.owner,
-            bomb("bomb.json", 1 << 30, " "),
-            "application/zip",
-        )
-        .await,
+    refused_naming(
+        &app,
+        bomb("bomb.json", 1 << 30, " "),
         413,
         "payload_too_large",
+        "bomb.json",
     )
     .await;
-    assert!(
-        p["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("bomb.json")),
-        "{p}"
-    );
     assert_alive_and_empty(&app).await;
 
     // Many records under the record bound, over TRUSTHUB_IMPORT_MAX_BYTES (200 MiB here).
@@ -182,11 +186,7 @@ async fn hostile_archives_are_refused_and_the_hub_keeps_running(b: Backend) {
     let files: Vec<(String, Vec<u8>)> = (0..8)
         .map(|i| (format!("R-{i}.json"), record_of(&format!("R-{i}"))))
         .collect();
-    let zip = {
-        let named: Vec<(&str, Vec<u8>)> =
-            files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-        python_zip(&named, None)
-    };
+    let zip = flat_zip(&files);
     drop(files);
     assert_problem(
         upload(&app, &app.owner, zip, "application/zip").await,
@@ -199,24 +199,14 @@ async fn hostile_archives_are_refused_and_the_hub_keeps_running(b: Backend) {
     // A 4 MB record that parses into a huge structure: refused before parsing.
     let mut huge = record("GHSA-huge", "2024-01-01T00:00:00Z", "npm", "x", json!({}));
     huge["affected"] = Value::Array(vec![json!({}); 1_000_000]);
-    let p = assert_problem(
-        upload(
-            &app,
-            &app.owner,
-            python_zip(&[("huge.json", bytes(&huge))], None),
-            "application/zip",
-        )
-        .await,
+    refused_naming(
+        &app,
+        python_zip(&[("huge.json", bytes(&huge))], None),
         413,
         "payload_too_large",
+        "huge.json",
     )
     .await;
-    assert!(
-        p["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("huge.json")),
-        "{p}"
-    );
 
     // JSON nested deeper than 128, and a duplicate key: 400 naming the file.
     let deep = format!(
@@ -226,22 +216,14 @@ async fn hostile_archives_are_refused_and_the_hub_keeps_running(b: Backend) {
     );
     let dup = br#"{"id": "A", "id": "B", "modified": "2024-01-01T00:00:00Z"}"#.to_vec();
     for (name, body) in [("deep.json", deep.into_bytes()), ("dup.json", dup)] {
-        let p = assert_problem(
-            upload(
-                &app,
-                &app.owner,
-                python_zip(&[(name, body)], None),
-                "application/zip",
-            )
-            .await,
+        refused_naming(
+            &app,
+            python_zip(&[(name, body)], None),
             400,
             "bad_request",
+            name,
         )
         .await;
-        assert!(
-            p["detail"].as_str().is_some_and(|d| d.contains(name)),
-            "{p}"
-        );
     }
 
     // An entry that decompresses to more than its header declares: a malformed archive.
@@ -305,15 +287,8 @@ async fn an_import_is_all_or_nothing_and_audited(b: Backend) {
         .collect();
     files[500].1 = br#"{"id": 1}"#.to_vec();
     files[600].1 = br#"{"id": "GHSA-0600", "modified": "yesterday"}"#.to_vec();
-    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
     let p = assert_problem(
-        upload(
-            &app,
-            &app.owner,
-            python_zip(&named, None),
-            "application/zip",
-        )
-        .await,
+        upload(&app, &app.owner, flat_zip(&files), "application/zip").await,
         422,
         "validation_failed",
     )
@@ -346,14 +321,7 @@ async fn an_import_is_all_or_nothing_and_audited(b: Backend) {
         "p600",
         json!({}),
     ));
-    let named: Vec<(&str, Vec<u8>)> = files.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
-    let r = upload(
-        &app,
-        &app.owner,
-        python_zip(&named, None),
-        "application/zip",
-    )
-    .await;
+    let r = upload(&app, &app.owner, flat_zip(&files), "application/zip").await;
     assert_eq!(r.status(), 200);
     assert_eq!(body(r).await["inserted"], 601);
     let audit = body(
