@@ -122,18 +122,21 @@ fn bounded(s: &str) -> &str {
 
 /// Serves one agent's socket until it closes or goes silent.
 pub async fn serve(state: AppState, agent_id: Uuid, tenant: TenantId, mut socket: WebSocket) {
-    let (conn, mut outbox) = state.connections.add(agent_id);
+    let (conn, mut outbox) = state.part::<crate::agent_ws::Connections>().add(agent_id);
     if let Err(e) = mark(&state, agent_id, true).await {
         tracing::warn!(error = %e, %agent_id, "cannot record the agent connection");
     }
     tracing::info!(%agent_id, "agent connected");
     let mut ping = tokio::time::interval(PING_EVERY);
     let mut last_heard = tokio::time::Instant::now();
-    let closing = state.connections.closing.notified();
+    let closing = state
+        .part::<crate::agent_ws::Connections>()
+        .closing
+        .notified();
     tokio::pin!(closing);
     loop {
         if state
-            .connections
+            .part::<Connections>()
             .closed
             .load(std::sync::atomic::Ordering::SeqCst)
         {
@@ -175,7 +178,9 @@ pub async fn serve(state: AppState, agent_id: Uuid, tenant: TenantId, mut socket
             }
         }
     }
-    if state.connections.remove(agent_id, conn)
+    if state
+        .part::<crate::agent_ws::Connections>()
+        .remove(agent_id, conn)
         && let Err(e) = mark(&state, agent_id, false).await
     {
         tracing::warn!(error = %e, %agent_id, "cannot clear the agent connection");

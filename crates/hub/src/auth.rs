@@ -19,7 +19,7 @@ use trusthub_store::{TenantId, sessions, tokens};
 use uuid::Uuid;
 
 /// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "trusthub_session";
+pub use trusthub_platform::SESSION_COOKIE;
 /// Sealing context of TOTP secrets.
 pub const TOTP_SEAL_CONTEXT: &str = "users.totp_secret";
 
@@ -660,7 +660,11 @@ async fn cross_check(
     }
     if let Some(r) = row {
         let due = {
-            let mut seen = state.cert_seen.lock().unwrap_or_else(|e| e.into_inner());
+            let mut seen = state
+                .part::<crate::auth::CertSeen>()
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             let due = seen
                 .get(&r.serial)
                 .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60));
@@ -688,3 +692,37 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
         .map(|(_, t)| t.trim())
         .ok_or_else(|| ApiError::Unauthenticated("expected Authorization: Bearer <token>".into()))
 }
+
+impl crate::extract::Actor for Principal {
+    fn tenant(&self) -> TenantId {
+        Principal::tenant(self)
+    }
+    fn actor(&self) -> String {
+        Principal::actor(self)
+    }
+}
+
+use trusthub_platform::openapi::EITHER;
+
+trusthub_platform::documented! {
+    Authenticated => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    TraceSender => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    Viewer => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    Operator => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    Admin => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    Owner => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
+    SessionUser => |d| { d.schemes = Some(&["session"]); d.errors(&[401, 403]) };
+    AgentAuth => |d| { d.schemes = Some(&["bearer"]); d.errors(&[401]) };
+}
+
+impl<P> trusthub_platform::openapi::Documented for TotpProof<P> {
+    fn document(d: &mut trusthub_platform::openapi::OpDoc) {
+        d.schemes = Some(&["session"]);
+        d.errors(&[401, 403]);
+    }
+}
+
+/// When each client certificate's `last_seen_at` was last written (at most once a minute per
+/// certificate, not once per request; a part of the state).
+#[derive(Debug, Default)]
+pub struct CertSeen(pub std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);

@@ -387,6 +387,11 @@ pub async fn import_files(
     .await
 }
 
+/// The process's advisory name index and the data state it was loaded at (a part of the
+/// state).
+#[derive(Debug, Default)]
+pub struct CveIndex(pub std::sync::Mutex<Option<(Generation, std::sync::Arc<NameIndex>)>>);
+
 /// The state of the advisory data (`osv::generation`).
 pub type Generation = (Option<OffsetDateTime>, i64);
 
@@ -418,7 +423,11 @@ impl NameIndex {
         generation: Generation,
     ) -> Result<std::sync::Arc<NameIndex>, StoreError> {
         {
-            let held = state.cve_index.lock().unwrap_or_else(|e| e.into_inner());
+            let held = state
+                .part::<crate::cve::CveIndex>()
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if let Some((g, index)) = held.as_ref()
                 && *g == generation
             {
@@ -426,8 +435,11 @@ impl NameIndex {
             }
         }
         let index = std::sync::Arc::new(NameIndex::load(&state.db).await?);
-        *state.cve_index.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((generation, index.clone()));
+        *state
+            .part::<crate::cve::CveIndex>()
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((generation, index.clone()));
         Ok(index)
     }
 

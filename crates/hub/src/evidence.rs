@@ -25,6 +25,11 @@ use trusthub_store::{StoreResult, TenantId, Tx};
 const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
     time::macros::format_description!("[year]-[month]-[day]");
 
+/// The hub's Ed25519 key for evidence packs (SPEC 2.10), published with its fingerprint at
+/// `GET /ai/evidence-key` (a part of the state).
+#[derive(Debug)]
+pub struct EvidenceKey(pub ed25519_dalek::SigningKey);
+
 /// Rows per page read from the database.
 const PAGE: i64 = 5000;
 /// Blobs per page (each up to 256 KiB).
@@ -356,7 +361,11 @@ async fn write_pack(
     meta: &crate::extract::Meta,
 ) -> ApiResult<Pack> {
     let s = &req.scope;
-    let public_hex = hex(state.evidence_key.verifying_key().as_bytes());
+    let public_hex = hex(state
+        .part::<crate::evidence::EvidenceKey>()
+        .0
+        .verifying_key()
+        .as_bytes());
     let manifest = Manifest {
         app_id: s.app_id.map(|a| a.to_string()),
         blob_count: index.len() as u64,
@@ -378,7 +387,10 @@ async fn write_pack(
     };
     let manifest_bytes = manifest.to_bytes();
     let manifest_sha256 = ev::sha256_hex(&manifest_bytes);
-    let signature = ev::sign_manifest(&state.evidence_key, &manifest_bytes);
+    let signature = ev::sign_manifest(
+        &state.part::<crate::evidence::EvidenceKey>().0,
+        &manifest_bytes,
+    );
     let final_path = pack_path(state, s.tenant, id);
     let dir = final_path
         .parent()

@@ -3,31 +3,23 @@
 //! `trusthub serve` (crate `trusthub`) builds a [`Server`] from [`Settings`] and runs it;
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
+pub use trusthub_platform::{
+    archive, conn, error, extract, mail, metrics, middleware, openapi, outbound, ratelimit,
+    settings, state, tls,
+};
+
 pub mod admin;
 pub mod agent_ws;
 pub mod alerting;
-pub mod archive;
 pub mod auth;
 pub mod ca;
-pub mod conn;
 pub mod cve;
-pub mod error;
 pub mod evidence;
-pub mod extract;
 pub mod ingest;
-pub mod mail;
-pub mod metrics;
-pub mod middleware;
-pub mod openapi;
-pub mod outbound;
 pub mod passwords;
-pub mod ratelimit;
 pub mod routes;
 pub mod routing;
 pub mod server;
-pub mod settings;
-pub mod state;
-pub mod tls;
 pub mod views;
 pub mod web;
 pub mod workers;
@@ -120,7 +112,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
         state.metrics.render(
             state.db.pool_stats(),
             backend,
-            state.ingest.repeated_points(),
+            state.part::<crate::ingest::Ingest>().repeated_points(),
         ),
     )
 }

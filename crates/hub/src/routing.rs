@@ -21,7 +21,10 @@ struct Routed {
 /// Sends `frame` to the agent: here if it is connected here, else through the process that
 /// holds its socket. False when no process does.
 pub async fn deliver(state: &AppState, agent_id: Uuid, frame: String) -> StoreResult<bool> {
-    if state.connections.send(agent_id, frame.clone()) {
+    if state
+        .part::<crate::agent_ws::Connections>()
+        .send(agent_id, frame.clone())
+    {
         return Ok(true);
     }
     let Db::Postgres(pool) = &state.db else {
@@ -73,7 +76,10 @@ pub async fn listen(state: AppState) {
                     let Ok(r) = serde_json::from_str::<Routed>(n.payload()) else {
                         continue;
                     };
-                    if r.instance == state.instance && !state.connections.send(r.agent_id, r.frame)
+                    if r.instance == state.instance
+                        && !state
+                            .part::<crate::agent_ws::Connections>()
+                            .send(r.agent_id, r.frame)
                     {
                         tracing::warn!(agent_id = %r.agent_id, "a frame routed here found no socket");
                     }

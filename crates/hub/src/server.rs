@@ -172,15 +172,21 @@ impl Server {
             mailer,
             metrics: Metrics::default(),
             settings,
-            eat_key,
-            evidence_key,
-            ca,
+            client_ca: ca.cert_der().to_vec(),
             trusted_proxies,
-            cert_seen: Default::default(),
-            cve_index: Default::default(),
-            prices,
-            ingest,
-            connections: Default::default(),
+            parts: {
+                let mut parts = trusthub_platform::state::Parts::default();
+                parts
+                    .insert(crate::routes::actions::EatKey(eat_key))
+                    .insert(crate::evidence::EvidenceKey(evidence_key))
+                    .insert(ca)
+                    .insert(crate::auth::CertSeen::default())
+                    .insert(crate::cve::CveIndex::default())
+                    .insert(prices)
+                    .insert(ingest)
+                    .insert(crate::agent_ws::Connections::default());
+                parts
+            },
             instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         }));
         let router = crate::router(state.clone(), extra);
@@ -276,7 +282,7 @@ impl Server {
             }
         };
         housekeeping.abort();
-        state.connections.close_all();
+        state.part::<crate::agent_ws::Connections>().close_all();
         for w in workers {
             w.abort();
         }

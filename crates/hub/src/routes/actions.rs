@@ -34,6 +34,11 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(transparency_head))
 }
 
+/// The hub's Ed25519 key for emergency action tokens (CONTRACT 5); agents pin its public
+/// half at registration (a part of the state).
+#[derive(Debug)]
+pub struct EatKey(pub ed25519_dalek::SigningKey);
+
 /// The agent's WebSocket (SPEC 4.2): `Authorization: Bearer <agent token>`, only for its own
 /// id. JSON text frames: the hub sends `{type: "eat", token}`; the agent answers `{type:
 /// "result", jti, exit_code, stdout, stderr, finished_at}` or `{type: "refused", jti,
@@ -125,7 +130,10 @@ pub(crate) async fn restart(
             "an http app has nothing to restart".into(),
         ));
     }
-    if !state.connections.is_local(app.agent_id) {
+    if !state
+        .part::<crate::agent_ws::Connections>()
+        .is_local(app.agent_id)
+    {
         let mut c = state.db.conn().await?;
         let elsewhere = actions::connected_instance(&mut c, app.agent_id).await?;
         if elsewhere.is_none() {
@@ -148,8 +156,8 @@ pub(crate) async fn restart(
         args: json!({"app_id": app.id, "app_type": app.app_type, "identifier": app.identifier,
             "restart_command": app.restart_command, "reason": reason}),
     };
-    let token =
-        eat::sign(&state.eat_key, &claims).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let token = eat::sign(&state.part::<crate::routes::actions::EatKey>().0, &claims)
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     let by = format!("user:{}", p.user.id);
     let mut tx = state.db.begin().await?;
     actions::insert(
@@ -411,11 +419,23 @@ pub(crate) async fn transparency_head(
         Some(e) => (e.seq, e.entry_hash),
         None => (0, trusthub_core::canonical::GENESIS_HASH.to_owned()),
     };
-    let signature = data_encoding::BASE64.encode(&state.eat_key.sign(hash.as_bytes()).to_bytes());
+    let signature = data_encoding::BASE64.encode(
+        &state
+            .part::<crate::routes::actions::EatKey>()
+            .0
+            .sign(hash.as_bytes())
+            .to_bytes(),
+    );
     Ok(axum::Json(LogHead {
         seq,
         entry_hash: hash,
         signature,
-        public_key_hex: trusthub_core::secret::hex(state.eat_key.verifying_key().as_bytes()),
+        public_key_hex: trusthub_core::secret::hex(
+            state
+                .part::<crate::routes::actions::EatKey>()
+                .0
+                .verifying_key()
+                .as_bytes(),
+        ),
     }))
 }

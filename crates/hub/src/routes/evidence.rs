@@ -316,7 +316,10 @@ pub struct EvidenceKey {
 /// auditors need it without an account).
 #[utoipa::path(get, path = "/ai/evidence-key", tag = "evidence", responses((status = 200, body = EvidenceKey)))]
 pub(crate) async fn evidence_key(State(state): State<AppState>) -> axum::Json<EvidenceKey> {
-    let public = state.evidence_key.verifying_key();
+    let public = state
+        .part::<crate::evidence::EvidenceKey>()
+        .0
+        .verifying_key();
     axum::Json(EvidenceKey {
         algorithm: "Ed25519".into(),
         public_key_hex: trusthub_core::secret::hex(public.as_bytes()),

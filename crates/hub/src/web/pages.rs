@@ -12,17 +12,8 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use trusthub_core::Role;
 use trusthub_core::agent::{AgentStatus, status};
+pub use trusthub_platform::page::{UserBar, refusal};
 use trusthub_store::{agents, alerts, apps, audit};
-
-/// What the layout shows of the signed-in user.
-#[derive(Debug)]
-pub struct UserBar {
-    pub(super) email: String,
-    pub(super) role: String,
-    pub(super) csrf: String,
-    pub(super) admin: bool,
-    pub(super) owner: bool,
-}
 
 impl From<&WebUser> for UserBar {
     fn from(u: &WebUser) -> Self {
@@ -47,15 +38,6 @@ pub(super) fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<
     } else {
         Err(ApiError::Forbidden(format!("this needs the {role} role")))
     }
-}
-
-/// A 422's fields in words, for a form shown again.
-pub(super) fn refusal(errors: &[crate::error::FieldError]) -> String {
-    errors
-        .iter()
-        .map(|e| format!("{}: {}", e.field, e.message))
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 pub(super) fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
@@ -1272,7 +1254,10 @@ async fn evidence_page(
         Ok(trusthub_store::evidence::list(&mut c, user.principal.tenant(), i64::MAX, 100).await?)
     }
     .await;
-    let public = state.evidence_key.verifying_key();
+    let public = state
+        .part::<crate::evidence::EvidenceKey>()
+        .0
+        .verifying_key();
     match listed {
         Ok(packs) => html(
             EvidencePage {

@@ -18,7 +18,7 @@ pub mod deliver;
 pub mod liveness;
 pub mod osv_pull;
 pub mod rules;
-pub mod scheduler;
+pub use trusthub_platform::scheduler;
 pub mod slo;
 pub mod supply_chain;
 

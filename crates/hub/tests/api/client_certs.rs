@@ -537,7 +537,11 @@ async fn the_ca_is_kept_across_starts_shared_and_refused_under_another_key(b: Ba
     let first = trusthub_hub::Server::build(settings.clone())
         .await
         .expect("first start");
-    let ca = first.state().ca.cert_pem().to_owned();
+    let ca = first
+        .state()
+        .part::<trusthub_hub::ca::HubCa>()
+        .cert_pem()
+        .to_owned();
     assert!(ca.contains("BEGIN CERTIFICATE"));
     if b == Backend::Postgres {
         // A second hub process on the same database uses the same CA.
@@ -547,14 +551,17 @@ async fn the_ca_is_kept_across_starts_shared_and_refused_under_another_key(b: Ba
         let second = trusthub_hub::Server::build(other)
             .await
             .expect("second hub");
-        assert_eq!(second.state().ca.cert_pem(), ca);
+        assert_eq!(
+            second.state().part::<trusthub_hub::ca::HubCa>().cert_pem(),
+            ca
+        );
     }
     drop(first);
     let again = trusthub_hub::Server::build(settings.clone())
         .await
         .expect("restart");
     assert_eq!(
-        again.state().ca.cert_pem(),
+        again.state().part::<trusthub_hub::ca::HubCa>().cert_pem(),
         ca,
         "the same CA after a restart"
     );

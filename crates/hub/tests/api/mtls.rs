@@ -457,7 +457,7 @@ async fn tls_self_serves_https_with_a_certificate_of_the_hub_ca(b: Backend) {
     let ca = app.state.settings.db.data_dir.join("hub-ca.pem");
     assert_eq!(
         std::fs::read_to_string(&ca).expect("hub-ca.pem"),
-        app.state.ca.cert_pem()
+        app.state.part::<trusthub_hub::ca::HubCa>().cert_pem()
     );
     assert_eq!(
         heartbeat(&app.base, &ca, &host, Some((&crt, &key)), &[]),

@@ -173,7 +173,10 @@ pub struct EatPublicKey {
 /// public key is no secret, and anyone may check a token or a pin against it.
 #[utoipa::path(get, path = "/agents/eat-public-key", tag = "agents", responses((status = 200, body = EatPublicKey)))]
 pub(crate) async fn eat_public_key(State(state): State<AppState>) -> axum::Json<EatPublicKey> {
-    let public = state.eat_key.verifying_key();
+    let public = state
+        .part::<crate::routes::actions::EatKey>()
+        .0
+        .verifying_key();
     axum::Json(EatPublicKey {
         alg: "EdDSA".into(),
         kid: trusthub_core::eat::kid(&public),

@@ -115,7 +115,7 @@ pub(crate) async fn ingest(
         .and_then(|a| serde_json::from_value(a.clone()).ok());
     let samples = batch.metrics.len();
     let fresh = state
-        .ingest
+        .part::<crate::ingest::Ingest>()
         .submit(crate::ingest::Job {
             agent_id: agent.id,
             batch,

@@ -237,7 +237,11 @@ pub(crate) async fn register(
         axum::Json(Registered {
             agent_id: id,
             agent_token,
-            hub_eat_public_key: hex(state.eat_key.verifying_key().as_bytes()),
+            hub_eat_public_key: hex(state
+                .part::<crate::routes::actions::EatKey>()
+                .0
+                .verifying_key()
+                .as_bytes()),
             ingest_interval_secs: intervals.0,
             inventory_interval_secs: intervals.1,
         }),

@@ -23,7 +23,9 @@ pub(crate) async fn price_table(
             })
         })
         .collect();
-    Ok(state.prices.with(&overrides))
+    Ok(state
+        .part::<trusthub_core::ai::PriceTable>()
+        .with(&overrides))
 }
 
 /// The hub-wide price table: the shipped defaults with the operator's price file on top
@@ -145,7 +147,11 @@ pub(crate) async fn list_prices(
         .map(|x| PriceView {
             source: if defaults.prices.contains(&x) {
                 "default"
-            } else if state.prices.prices.contains(&x) {
+            } else if state
+                .part::<trusthub_core::ai::PriceTable>()
+                .prices
+                .contains(&x)
+            {
                 "file"
             } else {
                 "override"

@@ -499,13 +499,21 @@ impl<S: Send + Sync> FromRequestParts<S> for Meta {
     }
 }
 
+/// Who did something, as the audit log names them: a signed-in user or a token.
+pub trait Actor {
+    /// Their tenant.
+    fn tenant(&self) -> trusthub_store::TenantId;
+    /// `user:<id>` or `token:<id>`.
+    fn actor(&self) -> String;
+}
+
 impl Meta {
     /// Appends the audit row of an action `p` took in this request, in the action's
     /// transaction.
     pub async fn record(
         &self,
         tx: &mut trusthub_store::Tx,
-        p: &crate::auth::Principal,
+        p: &impl Actor,
         event_type: &str,
         subject: String,
         details: serde_json::Value,

@@ -179,7 +179,7 @@ pub async fn client_cert_headers(
         let cert = value
             .to_str()
             .map_err(|_| "not ASCII".to_owned())
-            .and_then(|v| crate::tls::proxied_cert(v, state.ca.cert_der()));
+            .and_then(|v| crate::tls::proxied_cert(v, &state.client_ca));
         match cert {
             Ok(cert) => {
                 let headers = req.headers_mut();

@@ -51,9 +51,7 @@ impl Modify for Security {
         );
         components.add_security_scheme(
             "session",
-            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(
-                crate::auth::SESSION_COOKIE,
-            ))),
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(crate::SESSION_COOKIE))),
         );
     }
 }
@@ -70,7 +68,8 @@ pub struct OpDoc {
 }
 
 impl OpDoc {
-    fn errors(&mut self, statuses: &[u16]) {
+    /// Adds error statuses the operation can answer.
+    pub fn errors(&mut self, statuses: &[u16]) {
         self.statuses.extend(statuses.iter().copied());
     }
 }
@@ -84,27 +83,21 @@ pub trait Documented {
 }
 
 /// Session or API token.
-const EITHER: &[&str] = &["bearer", "session"];
+pub const EITHER: &[&str] = &["bearer", "session"];
 
+/// Implements [`Documented`] for each type with the given body.
+#[macro_export]
 macro_rules! documented {
     ($($ty:ty => |$d:ident| $body:expr;)*) => {$(
-        impl Documented for $ty {
-            fn document($d: &mut OpDoc) {
+        impl $crate::openapi::Documented for $ty {
+            fn document($d: &mut $crate::openapi::OpDoc) {
                 $body
             }
         }
     )*};
 }
 
-documented! {
-    crate::auth::Authenticated => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
-    crate::auth::TraceSender => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
-    crate::auth::Viewer => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
-    crate::auth::Operator => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
-    crate::auth::Admin => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
-    crate::auth::Owner => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
-    crate::auth::SessionUser => |d| { d.schemes = Some(&["session"]); d.errors(&[401, 403]) };
-    crate::auth::AgentAuth => |d| { d.schemes = Some(&["bearer"]); d.errors(&[401]) };
+crate::documented! {
     crate::extract::SignedBody => |d| d.errors(&[400, 413, 415, 422]);
     crate::extract::Meta => |_d| {};
     crate::extract::ClientIp => |_d| {};
@@ -115,12 +108,6 @@ documented! {
     axum::extract::WebSocketUpgrade => |d| d.errors(&[400]);
 }
 
-impl<P> Documented for crate::auth::TotpProof<P> {
-    fn document(d: &mut OpDoc) {
-        d.schemes = Some(&["session"]);
-        d.errors(&[401, 403]);
-    }
-}
 impl<T> Documented for crate::extract::Json<T> {
     fn document(d: &mut OpDoc) {
         d.errors(&[400, 413, 415, 422]);
@@ -298,6 +285,7 @@ pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
 
 /// `utoipa_axum::routes!` with each handler's extractors applied to its operations
 /// ([`document`]): security and the shared error responses come from the extractors.
+#[macro_export]
 macro_rules! api_routes {
     ($($h:path),+ $(,)?) => {{
         let mut schemas = Vec::new();
@@ -313,7 +301,8 @@ macro_rules! api_routes {
         (schemas, paths, router)
     }};
 }
-pub(crate) use api_routes;
+pub use crate::api_routes;
+pub use crate::documented;
 
 // ------------------------------------------------------------ shared value schemas
 

@@ -4,6 +4,8 @@ use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::ratelimit::RateLimiter;
 use crate::settings::Settings;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use trusthub_core::secret::SealingKey;
@@ -26,29 +28,52 @@ pub struct App {
     pub metrics: Metrics,
     /// Base URL for links in mail.
     pub public_url: String,
-    /// The hub's Ed25519 key for emergency action tokens (CONTRACT 5); agents pin its
-    /// public half at registration.
-    pub eat_key: ed25519_dalek::SigningKey,
-    /// The hub's Ed25519 key for evidence packs (SPEC 2.10), published with its fingerprint
-    /// at `GET /ai/evidence-key`.
-    pub evidence_key: ed25519_dalek::SigningKey,
-    /// The hub CA: agents' client certificates and the CRL.
-    pub ca: crate::ca::HubCa,
     /// Proxies whose `X-Service-Client-*` headers are believed (`--trusted-proxy`).
     pub trusted_proxies: Vec<crate::tls::Cidr>,
-    /// When each client certificate's `last_seen_at` was last written (at most once a
-    /// minute per certificate, not once per request).
-    pub cert_seen: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
-    /// The scan's advisory name index and the data state it was loaded at.
-    pub cve_index: std::sync::Mutex<Option<(crate::cve::Generation, Arc<crate::cve::NameIndex>)>>,
-    /// LLM prices for every tenant: shipped defaults with the operator's price file.
-    pub prices: trusthub_core::ai::PriceTable,
-    /// Commits ingest batches (grouped on SQLite).
-    pub ingest: crate::ingest::Ingest,
-    /// Agents whose WebSocket this process holds.
-    pub connections: crate::agent_ws::Connections,
+    /// The CA (DER) that client certificates forwarded by a trusted proxy must chain to.
+    pub client_ca: Vec<u8>,
+    /// Each capability's own state (its keys, caches, connections), put here by the
+    /// composition root and read with [`App::part`].
+    pub parts: Parts,
     /// This process's name in leases (periodic work runs in one process per cluster).
     pub instance: String,
+}
+
+impl App {
+    /// The part of type `T` a capability keeps here. The composition root installs every
+    /// capability's parts before the first request, so a missing one is a wiring mistake
+    /// found by the first test that starts a hub.
+    #[allow(clippy::expect_used)]
+    pub fn part<T: Any + Send + Sync>(&self) -> &T {
+        self.parts
+            .get::<T>()
+            .expect("the composition root installs every capability's part")
+    }
+}
+
+/// Capabilities' state, one value per type.
+#[derive(Default)]
+pub struct Parts(HashMap<TypeId, Box<dyn Any + Send + Sync>>);
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Parts({} values)", self.0.len())
+    }
+}
+
+impl Parts {
+    /// Adds (or replaces) the value of type `T`.
+    pub fn insert<T: Any + Send + Sync>(&mut self, value: T) -> &mut Self {
+        self.0.insert(TypeId::of::<T>(), Box::new(value));
+        self
+    }
+
+    /// The value of type `T`, if installed.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.0
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.downcast_ref())
+    }
 }
 
 /// Cheap-to-clone handle on [`App`], the axum state.

@@ -1,0 +1,284 @@
+//! The dashboard's page shell (CONTRACT 17): the embedded assets under content-hashed names,
+//! the layout's user bar, the security headers every HTML answer carries, CSRF tokens, the
+//! error page, flash messages and form helpers. Capabilities render their pages with these;
+//! the composition root mounts them.
+
+use crate::error::ApiError;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+
+const CSS: &str = include_str!("../assets/app.css");
+const HTMX: &[u8] = include_bytes!("../assets/htmx-2.0.11.min.js");
+const ICON: &str = include_str!("../assets/icon.svg");
+const JS: &str = include_str!("../assets/app.js");
+
+/// The embedded assets' URLs, each with a content hash in its name.
+#[derive(Debug)]
+pub struct Assets {
+    /// The stylesheet.
+    pub css: String,
+    /// htmx 2.0.11 (0BSD).
+    pub htmx: String,
+    /// The icon.
+    pub icon: String,
+    /// The dashboard's own script (copy buttons), no inline code.
+    pub js: String,
+}
+
+fn short_hash(bytes: &[u8]) -> String {
+    trusthub_core::secret::hex(&Sha256::digest(bytes)[..6])
+}
+
+/// The asset URLs, computed once.
+pub static ASSETS: LazyLock<Assets> = LazyLock::new(|| Assets {
+    css: format!("/assets/app-{}.css", short_hash(CSS.as_bytes())),
+    htmx: format!("/assets/htmx-{}.js", short_hash(HTMX)),
+    icon: format!("/assets/icon-{}.svg", short_hash(ICON.as_bytes())),
+    js: format!("/assets/app-{}.js", short_hash(JS.as_bytes())),
+});
+
+/// What the layout shows of the signed-in user.
+#[derive(Debug)]
+pub struct UserBar {
+    /// Email.
+    pub email: String,
+    /// Role.
+    pub role: String,
+    /// The session's CSRF token.
+    pub csrf: String,
+    /// Admin or more.
+    pub admin: bool,
+    /// Owner.
+    pub owner: bool,
+}
+
+/// A 422's fields in words, for a form shown again.
+pub fn refusal(errors: &[crate::error::FieldError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Serves an embedded asset by its hashed name.
+pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+    let path = format!("/assets/{name}");
+    let (body, kind): (&'static [u8], &str) = if path == ASSETS.css {
+        (CSS.as_bytes(), "text/css; charset=utf-8")
+    } else if path == ASSETS.htmx {
+        (HTMX, "text/javascript; charset=utf-8")
+    } else if path == ASSETS.js {
+        (JS.as_bytes(), "text/javascript; charset=utf-8")
+    } else if path == ASSETS.icon {
+        (ICON.as_bytes(), "image/svg+xml")
+    } else {
+        return ApiError::NotFound("asset").into_response();
+    };
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            // The name changes with the content.
+            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+#[derive(askama::Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    status: u16,
+    title: String,
+    detail: String,
+}
+
+/// A page that ends in an error answers with an HTML page saying what went wrong (same status,
+/// the problem's title and detail), not the API's problem+json.
+pub async fn html_errors(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_problem = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/problem+json"));
+    if !(status.is_client_error() || status.is_server_error()) || !is_problem {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let text = |k: &str| problem[k].as_str().unwrap_or_default().to_owned();
+    let page = ErrorPage {
+        assets: &ASSETS,
+        user: None,
+        status: status.as_u16(),
+        title: match text("title") {
+            t if t.is_empty() => status.canonical_reason().unwrap_or("Error").to_owned(),
+            t => t,
+        },
+        detail: text("detail"),
+    };
+    let mut out = html(askama::Template::render(&page), status);
+    for name in [header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
+}
+
+/// CONTRACT 17: no script, style or frame from anywhere but the hub, no framing, no sniffing.
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+             object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    resp
+}
+
+/// The CSRF token of a session: derived from the session cookie, which pages cannot read
+/// (HttpOnly) and another site cannot know.
+pub fn csrf_token(session_cookie: &str) -> String {
+    trusthub_core::secret::hex(&Sha256::digest(
+        format!("trusthub-csrf:{session_cookie}").as_bytes(),
+    ))
+}
+
+/// What a page says about the form just sent: a notice, an error, or a secret shown this
+/// once (with a copy button).
+#[derive(Debug, Default)]
+pub struct Flash {
+    /// It worked.
+    pub notice: Option<String>,
+    /// It did not, and why.
+    pub error: Option<String>,
+    /// What the secret is.
+    pub secret_label: String,
+    /// The once-shown secret.
+    pub secret: Option<String>,
+}
+
+impl Flash {
+    /// A notice.
+    pub fn notice(m: impl Into<String>) -> Self {
+        Flash {
+            notice: Some(m.into()),
+            ..Flash::default()
+        }
+    }
+
+    /// An error.
+    pub fn error(m: impl Into<String>) -> Self {
+        Flash {
+            error: Some(m.into()),
+            ..Flash::default()
+        }
+    }
+
+    /// A secret shown once.
+    pub fn secret(label: impl Into<String>, secret: String) -> Self {
+        Flash {
+            secret_label: label.into(),
+            secret: Some(secret),
+            ..Flash::default()
+        }
+    }
+}
+
+/// An error a form shows in the page it came from, with the status to answer with
+/// (refused values, TOTP, conflicts, rate limits, rules of the hub); anything else is answered
+/// as the problem it is.
+pub fn form_error(e: ApiError) -> Result<(StatusCode, String), ApiError> {
+    match e {
+        ApiError::Validation(errors) => Ok((StatusCode::UNPROCESSABLE_ENTITY, refusal(&errors))),
+        ApiError::Totp { status, detail, .. } => Ok((status, detail)),
+        ApiError::Conflict(m) => Ok((StatusCode::CONFLICT, m)),
+        ApiError::Forbidden(m) => Ok((StatusCode::FORBIDDEN, m)),
+        e @ ApiError::RateLimited(_) => Ok((StatusCode::TOO_MANY_REQUESTS, e.to_string())),
+        e => Err(e),
+    }
+}
+
+/// What the page after a form shows: `notice` with `status` when the API's handler took the
+/// change, its refusal in words (with the refusal's status) when it did not; any other
+/// error is answered as the problem it is.
+pub fn outcome<T>(
+    result: Result<T, ApiError>,
+    notice: &str,
+    status: StatusCode,
+) -> Result<(Flash, StatusCode), ApiError> {
+    match result {
+        Ok(_) => Ok((Flash::notice(notice), status)),
+        Err(e) => form_error(e).map(|(status, m)| (Flash::error(m), status)),
+    }
+}
+
+/// A form read as name/value pairs, for forms that repeat a name (a group of checkboxes),
+/// which `axum::Form` cannot collect.
+#[derive(Debug)]
+pub struct FormPairs(Vec<(String, String)>);
+
+impl FormPairs {
+    /// Reads an `application/x-www-form-urlencoded` body.
+    pub fn parse(raw: &[u8]) -> Result<FormPairs, ApiError> {
+        serde_urlencoded::from_bytes(raw)
+            .map(FormPairs)
+            .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))
+    }
+
+    /// The first value of `name`, trimmed (empty when absent).
+    pub fn get(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Every value of `name`, in order.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+}
+
+/// An HTML page, or the problem it could not be rendered for.
+pub fn html(result: Result<String, askama::Error>, status: StatusCode) -> Response {
+    match result {
+        Ok(body) => (
+            status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        Err(e) => ApiError::Internal(format!("template: {e}")).into_response(),
+    }
+}
