@@ -49,7 +49,7 @@ pub async fn owner_tenant(
 ) -> Result<trusthub_store::TenantId, Box<dyn std::error::Error>> {
     let mut c = db.conn().await?;
     Ok(
-        trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+        trusthub_identity::store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
             .await?
             .ok_or("no owner")?
             .tenant_id,

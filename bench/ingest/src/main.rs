@@ -401,7 +401,7 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
         .replace_nanosecond(0)
         .map_err(|e| e.to_string())?;
     let mut tx = db.begin().await.map_err(|e| e.to_string())?;
-    let tenant = trusthub_store::tenants::insert(
+    let tenant = trusthub_identity::store::tenants::insert(
         &mut tx,
         &format!("bench-{}", uuid::Uuid::new_v4().simple()),
         now,

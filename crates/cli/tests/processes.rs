@@ -874,10 +874,11 @@ async fn transparency_verify_checks_the_chain_and_signature_online_and_offline()
     .await
     .expect("db");
     let mut c = db.conn().await.expect("conn");
-    let owner = trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
-        .await
-        .expect("q")
-        .expect("owner");
+    let owner =
+        trusthub_identity::store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+            .await
+            .expect("q")
+            .expect("owner");
     drop(c);
     let mut tx = db.begin().await.expect("tx");
     for i in 0..3 {

@@ -3,24 +3,22 @@
 //! `trusthub serve` (crate `trusthub`) builds a [`Server`] from [`Settings`] and runs it;
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
+pub use trusthub_identity::{admin, auth, passwords, views};
 pub use trusthub_platform::{
     archive, conn, error, extract, mail, metrics, middleware, openapi, outbound, ratelimit,
     settings, state, tls,
 };
 
-pub mod admin;
+pub mod agent_auth;
 pub mod agent_ws;
 pub mod alerting;
-pub mod auth;
 pub mod ca;
 pub mod cve;
 pub mod evidence;
 pub mod ingest;
-pub mod passwords;
 pub mod routes;
 pub mod routing;
 pub mod server;
-pub mod views;
 pub mod web;
 pub mod workers;
 

@@ -180,7 +180,7 @@ impl Server {
                     .insert(crate::routes::actions::EatKey(eat_key))
                     .insert(crate::evidence::EvidenceKey(evidence_key))
                     .insert(ca)
-                    .insert(crate::auth::CertSeen::default())
+                    .insert(crate::agent_auth::CertSeen::default())
                     .insert(crate::cve::CveIndex::default())
                     .insert(prices)
                     .insert(ingest)
@@ -308,8 +308,9 @@ async fn housekeeping(state: AppState) {
         let now = now();
         let result = async {
             let mut tx = state.db.begin().await?;
-            trusthub_store::sessions::purge_expired(&mut tx, now).await?;
-            trusthub_store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10)).await?;
+            trusthub_identity::store::sessions::purge_expired(&mut tx, now).await?;
+            trusthub_identity::store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10))
+                .await?;
             let ms = trusthub_store::telemetry::unix_ms(now);
             trusthub_store::telemetry::purge_points(
                 &mut tx,

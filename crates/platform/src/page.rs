@@ -8,8 +8,10 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
+use time::OffsetDateTime;
 
 const CSS: &str = include_str!("../assets/app.css");
 const HTMX: &[u8] = include_bytes!("../assets/htmx-2.0.11.min.js");
@@ -280,5 +282,27 @@ pub fn html(result: Result<String, askama::Error>, status: StatusCode) -> Respon
         )
             .into_response(),
         Err(e) => ApiError::Internal(format!("template: {e}")).into_response(),
+    }
+}
+
+/// A form that carries only its CSRF token (sign out, delete, revoke).
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    /// The token.
+    pub csrf: String,
+}
+
+/// How long ago `t` was, in words (`never` without one).
+pub fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
+    let Some(t) = t else {
+        return "never".into();
+    };
+    let s = (now - t).whole_seconds().max(0);
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        3600..86_400 => format!("{} h ago", s / 3600),
+        _ => format!("{} d ago", s / 86_400),
     }
 }

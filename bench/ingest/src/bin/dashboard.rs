@@ -176,7 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // in ten not in its expected state.
     let tenant = {
         let mut c = state.db.conn().await?;
-        trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+        trusthub_identity::store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
             .await?
             .ok_or("no owner")?
             .tenant_id

@@ -53,9 +53,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let now = trusthub_hub::state::now();
     let tenant = {
         let mut c = db.conn().await?;
-        let user = trusthub_store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
-            .await?
-            .ok_or("no owner")?;
+        let user = trusthub_identity::store::users::find_by_email_any_tenant(
+            &mut c,
+            "admin@trusthub.local",
+        )
+        .await?
+        .ok_or("no owner")?;
         user.tenant_id
     };
 

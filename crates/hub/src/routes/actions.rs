@@ -1,8 +1,9 @@
 //! Emergency actions (CONTRACT 5): the agent WebSocket, TOTP-gated app restarts pushed as
 //! signed EATs, action records, and the transparency log (CONTRACT 5a).
 
+use crate::agent_auth::AgentAuth;
 use crate::auth::purpose::AppRestart;
-use crate::auth::{AgentAuth, TotpProof, Viewer};
+use crate::auth::{TotpProof, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
@@ -24,7 +25,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(agent_socket))
         .routes(api_routes!(restart))

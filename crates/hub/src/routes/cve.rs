@@ -21,7 +21,7 @@ use uuid::Uuid;
 /// whole database belongs to `trusthub cve import`).
 pub const MAX_UPLOAD_BYTES: usize = 512 * 1024 * 1024;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(sources))
         .routes(api_routes!(findings))

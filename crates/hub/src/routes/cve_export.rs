@@ -18,7 +18,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(sarif))
         .routes(api_routes!(sbom))

@@ -5,23 +5,18 @@ pub mod agents;
 pub mod ai;
 pub mod alerts;
 pub mod anomalies;
-pub mod api_tokens;
 pub mod apps;
-pub mod audit_log;
-pub mod auth;
 pub mod cve;
 pub mod cve_export;
 pub mod evidence;
 pub mod health;
-pub mod invitations;
-pub mod me;
 pub mod osv_api;
 pub mod slo;
 pub mod supply_chain;
 pub mod suppressions;
-pub mod totp;
-pub mod users;
 pub mod webhooks;
+
+pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -29,7 +24,7 @@ use utoipa_axum::router::OpenApiRouter;
 /// Every resource's routes, relative to `/api/v1`.
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .merge(auth::router())
+        .merge(trusthub_identity::api())
         .merge(agents::router())
         .merge(apps::router())
         .merge(ai::router())
@@ -43,11 +38,5 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(supply_chain::router())
         .merge(slo::router())
         .merge(webhooks::router())
-        .merge(totp::router())
-        .merge(invitations::router())
-        .merge(api_tokens::router())
-        .merge(users::router())
-        .merge(me::router())
-        .merge(audit_log::router())
         .merge(health::router())
 }

@@ -18,7 +18,7 @@ use utoipa_axum::router::OpenApiRouter;
 /// The most queries in one batch (as api.osv.dev).
 pub const MAX_BATCH: usize = 1000;
 
-pub(crate) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(query))
         .routes(api_routes!(querybatch))

@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(create, list))
         .routes(api_routes!(export_openvex))
@@ -420,7 +420,7 @@ pub(crate) async fn openvex(
         ..Default::default()
     };
     let findings = trusthub_store::cve::list(&mut c, tenant, &filter, None, i64::MAX, now).await?;
-    let tenant_name = trusthub_store::tenants::get(&mut c, tenant)
+    let tenant_name = trusthub_identity::store::tenants::get(&mut c, tenant)
         .await?
         .map(|t| t.name)
         .unwrap_or_default();

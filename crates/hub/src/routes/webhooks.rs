@@ -22,7 +22,7 @@ use uuid::Uuid;
 /// Sealing context of webhook secrets.
 pub const SECRET_CONTEXT: &str = "webhook_secret";
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(create, list))
         .routes(api_routes!(get_webhook, update, delete))

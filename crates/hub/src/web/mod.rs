@@ -17,23 +17,17 @@ mod cve;
 mod hooks;
 mod pages;
 mod rule;
-mod settings;
 mod slo;
 mod supply_chain;
 mod suppressions;
-mod users;
 mod vulns;
 
+use trusthub_platform::chart;
 pub use trusthub_platform::page::*;
-use trusthub_platform::{chart, qr};
 
-use crate::auth::{Credential, Principal};
-use crate::error::ApiError;
 use crate::state::AppState;
 use axum::Router;
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Redirect;
 use axum::routing::{get, post};
 
 /// The dashboard's routes (merged at the root of the hub's router).
@@ -80,20 +74,6 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(pages::webhooks).post(pages::create_webhook),
         )
         .route("/ui/alerts/{id}/resolve", post(pages::resolve_alert))
-        .route("/ui/settings", get(settings::settings))
-        .route("/ui/settings/password", post(settings::change_password))
-        .route("/ui/settings/totp/setup", post(settings::totp_setup))
-        .route("/ui/settings/totp/verify", post(settings::totp_verify))
-        .route("/ui/settings/totp/disable", post(settings::totp_disable))
-        .route(
-            "/ui/settings/totp/recovery-codes",
-            post(settings::recovery_codes),
-        )
-        .route("/ui/settings/tokens", post(settings::create_token))
-        .route(
-            "/ui/settings/tokens/{id}/delete",
-            post(settings::delete_token),
-        )
         .route("/ui/webhooks/{id}", get(hooks::show).post(hooks::update))
         .route("/ui/webhooks/{id}/delete", post(hooks::delete))
         .route("/ui/webhooks/{id}/test", post(hooks::test))
@@ -138,87 +118,15 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/ai", get(ai::teams))
         .route("/ui/ai/teams/{team}", get(ai::team))
         .route("/ui/ai/prices", get(ai::prices).post(ai::set_price))
-        .route("/ui/users", get(users::list))
-        .route("/ui/users/{id}/role", post(users::change_role))
-        .route("/ui/users/{id}/remove", post(users::remove))
-        .route("/ui/users/invitations", post(users::invite))
-        .route(
-            "/ui/users/invitations/{id}/revoke",
-            post(users::revoke_invite),
-        )
-        .route(
-            "/invite",
-            get(users::invite_form).post(users::accept_invite),
-        )
-        .route(
-            "/reset-password",
-            get(users::reset_form).post(users::reset_password),
-        )
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_identity::web::pages())
         .layer(axum::middleware::from_fn(html_errors))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }
 
-/// A signed-in dashboard user; without a session, pages redirect to `/login`.
-#[derive(Debug, Clone)]
-pub struct WebUser {
-    /// Who.
-    pub principal: Principal,
-    /// The session's CSRF token, for forms.
-    pub csrf: String,
-}
-
-impl WebUser {
-    /// Refuses a form whose CSRF token is not this session's.
-    pub fn check_csrf(&self, sent: &str) -> Result<(), ApiError> {
-        if sent.len() == self.csrf.len()
-            && sent
-                .bytes()
-                .zip(self.csrf.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-        {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden(
-                "the form's CSRF token is missing or stale; reload the page".into(),
-            ))
-        }
-    }
-}
-
-impl FromRequestParts<AppState> for WebUser {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let to_login = |parts: &Parts| {
-            let path = parts.uri.path();
-            let next = if path.starts_with('/') && !path.starts_with("//") && path != "/" {
-                format!("/login?next={}", path)
-            } else {
-                "/login".into()
-            };
-            Redirect::to(&next).into_response()
-        };
-        match crate::auth::resolve(parts, state).await {
-            Ok(p) if matches!(p.credential, Credential::Session { .. }) => {
-                let cookie = crate::auth::cookie_value(parts, crate::auth::SESSION_COOKIE)
-                    .unwrap_or_default()
-                    .to_owned();
-                Ok(WebUser {
-                    csrf: csrf_token(&cookie),
-                    principal: p,
-                })
-            }
-            Ok(_) => Err(to_login(parts)),
-            Err(ApiError::Forbidden(m)) => Err(ApiError::Forbidden(m).into_response()),
-            Err(ApiError::Unauthenticated(_)) => Err(to_login(parts)),
-            Err(e) => Err(e.into_response()),
-        }
-    }
-}
+pub use trusthub_identity::web::WebUser;

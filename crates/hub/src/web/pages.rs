@@ -12,46 +12,9 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 use trusthub_core::Role;
 use trusthub_core::agent::{AgentStatus, status};
-pub use trusthub_platform::page::{UserBar, refusal};
+pub use trusthub_identity::web::allowed;
+pub use trusthub_platform::page::{CsrfForm, UserBar, ago, refusal};
 use trusthub_store::{agents, alerts, apps, audit};
-
-impl From<&WebUser> for UserBar {
-    fn from(u: &WebUser) -> Self {
-        UserBar {
-            email: u.principal.user.email.clone(),
-            role: u.principal.user.role.to_string(),
-            csrf: u.csrf.clone(),
-            admin: u.principal.has_role(Role::Admin),
-            owner: u.principal.has_role(Role::Owner),
-        }
-    }
-}
-
-/// Whether `user` may do what needs `role`; with `csrf`, a form's token is checked first.
-/// The server's refusal behind every hidden control.
-pub(super) fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), ApiError> {
-    if let Some(csrf) = csrf {
-        user.check_csrf(csrf)?;
-    }
-    if user.principal.has_role(role) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!("this needs the {role} role")))
-    }
-}
-
-pub(super) fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
-    let Some(t) = t else {
-        return "never".into();
-    };
-    let s = (now - t).whole_seconds().max(0);
-    match s {
-        0..60 => format!("{s} s ago"),
-        60..3600 => format!("{} min ago", s / 60),
-        3600..86_400 => format!("{} h ago", s / 3600),
-        _ => format!("{} d ago", s / 86_400),
-    }
-}
 
 // ---------------------------------------------------------------- sign-in
 
@@ -201,13 +164,6 @@ pub async fn login(
     }
 }
 
-/// The sign-out form.
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    pub(super) csrf: String,
-}
-
 /// `POST /logout` (CSRF token required).
 pub async fn logout(
     State(state): State<AppState>,
@@ -224,7 +180,7 @@ pub async fn logout(
     };
     let done: ApiResult<()> = async {
         let mut tx = state.db.begin().await?;
-        trusthub_store::sessions::delete(&mut tx, p.tenant(), session_id).await?;
+        trusthub_identity::store::sessions::delete(&mut tx, p.tenant(), session_id).await?;
         meta.record(
             &mut tx,
             p,

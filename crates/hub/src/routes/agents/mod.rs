@@ -1,7 +1,8 @@
 //! Agents (CONTRACT 4; SPEC 4.2): enrollment, registration with a pinned signing key, signed
 //! idempotent ingest, the agent records and what they reported, and token/key rotation.
 
-use crate::auth::{Admin, AgentAuth, Viewer};
+use crate::agent_auth::AgentAuth;
+use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query, SignedBody, parse_json};
 use crate::openapi::api_routes;
@@ -67,7 +68,7 @@ const SLICES: [(&str, &str); 9] = [
     ("listening", "listening"),
 ];
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(create_enrollment_token, list_enrollment_tokens))
         .routes(api_routes!(revoke_enrollment_token))

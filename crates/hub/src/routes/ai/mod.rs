@@ -29,7 +29,7 @@ pub use prices::*;
 pub use teams::*;
 pub use traces::*;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(ingest))
         .routes(api_routes!(otlp_traces))

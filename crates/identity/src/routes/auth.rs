@@ -7,6 +7,11 @@ use crate::openapi::api_routes;
 use crate::passwords;
 use crate::ratelimit;
 use crate::state::{AppState, now};
+use crate::store::invitations;
+use crate::store::password_resets;
+use crate::store::sessions;
+use crate::store::users;
+use crate::store::users::User;
 use crate::views::{UserEnvelope, UserView};
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -15,15 +20,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use trusthub_core::secret::{ONE_TIME_PREFIX, SESSION_PREFIX, new_token, token_hash};
 use trusthub_core::{audit as ev, validate};
-use trusthub_store::users::User;
-use trusthub_store::{audit, invitations, password_resets, sessions, users};
+use trusthub_store::audit;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 /// Lifetime of a password-reset token.
 const RESET_TTL: time::Duration = time::Duration::hours(1);
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(login))
         .routes(api_routes!(logout))
@@ -47,7 +51,7 @@ pub struct LoginRequest {
 }
 
 /// Starts a session for `user` and builds the response with its cookie.
-pub(crate) async fn start_session(
+pub async fn start_session(
     state: &AppState,
     user: &User,
     meta: &Meta,
@@ -132,7 +136,7 @@ pub(crate) async fn login(
 /// Checks email, password and (when the user has TOTP on) a TOTP or recovery code, with the
 /// login rate limit and the audit rows of refusals; the user on success. Shared by the API
 /// login and the dashboard's sign-in form.
-pub(crate) async fn authenticate(
+pub async fn authenticate(
     state: &AppState,
     meta: &Meta,
     email: &str,
@@ -198,10 +202,10 @@ async fn use_recovery_code(
     let now = now();
     let mut tx = state.db.begin().await?;
     let hash = trusthub_core::secret::token_hash(code);
-    if !trusthub_store::totp::use_recovery_code(&mut tx, user.id, &hash, now).await? {
+    if !crate::store::totp::use_recovery_code(&mut tx, user.id, &hash, now).await? {
         return Ok(false);
     }
-    let left = trusthub_store::totp::recovery_codes_left(&mut tx, user.id).await?;
+    let left = crate::store::totp::recovery_codes_left(&mut tx, user.id).await?;
     audit::append(
         &mut tx,
         user.tenant_id,

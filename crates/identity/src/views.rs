@@ -1,8 +1,8 @@
 //! Response shapes shared by several resources.
 
+use crate::store::users::User;
 use serde::Serialize;
 use time::OffsetDateTime;
-use trusthub_store::users::User;
 use utoipa::ToSchema;
 use uuid::Uuid;
 

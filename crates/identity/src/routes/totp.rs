@@ -6,6 +6,7 @@ use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
 use crate::ratelimit;
 use crate::state::{AppState, now};
+use crate::store::users;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -13,14 +14,13 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, random_bytes, token_hash};
 use trusthub_core::{TotpPurpose, audit as ev, totp};
-use trusthub_store::users;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 /// Lifetime of a challenge token (CONTRACT 3: 5 minutes).
 const CHALLENGE_TTL: time::Duration = time::Duration::minutes(5);
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(setup))
         .routes(api_routes!(verify))
@@ -106,7 +106,7 @@ async fn new_recovery_codes(
         .filter_map(|c| totp::normalize_recovery_code(c))
         .map(|c| trusthub_core::secret::token_hash(&c))
         .collect();
-    trusthub_store::totp::replace_recovery_codes(tx, user, &hashes, now()).await?;
+    crate::store::totp::replace_recovery_codes(tx, user, &hashes, now()).await?;
     Ok(codes)
 }
 
@@ -176,7 +176,7 @@ pub(crate) async fn disable(
     current_code(&state, &meta, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
-    trusthub_store::totp::replace_recovery_codes(&mut tx, p.user.id, &[], now()).await?;
+    crate::store::totp::replace_recovery_codes(&mut tx, p.user.id, &[], now()).await?;
     meta.record(&mut tx, &p, ev::TOTP_DISABLED, p.actor(), json!({}))
         .await?;
     tx.commit().await?;
@@ -275,7 +275,7 @@ pub(crate) async fn challenge(
     let now = now();
     let expires_at = now + CHALLENGE_TTL;
     let mut tx = state.db.begin().await?;
-    trusthub_store::totp::insert_challenge(
+    crate::store::totp::insert_challenge(
         &mut tx,
         p.tenant(),
         p.user.id,

@@ -1,9 +1,9 @@
 //! Server-side sessions: the cookie carries a random token, the table its SHA-256, so a
 //! session is revoked by deleting its row.
 
-use crate::users::{COLUMNS, User, UserRow};
-use crate::{Exec, StoreResult, TenantId, on};
+use crate::store::users::{COLUMNS, User, UserRow};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A session with its user.

@@ -5,18 +5,20 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
 use crate::state::AppState;
+use crate::store::sessions;
+use crate::store::users;
 use crate::views::UserView;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 use trusthub_core::{Role, audit as ev};
-use trusthub_store::{audit, sessions, users};
+use trusthub_store::audit;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(list))
         .routes(api_routes!(change_role, remove))

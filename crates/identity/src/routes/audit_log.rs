@@ -12,7 +12,7 @@ use trusthub_store::audit::{self, Entry, Filter};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(api_routes!(list))
 }
 

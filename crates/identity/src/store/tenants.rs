@@ -1,8 +1,8 @@
 //! Tenants: the isolation unit; every other record belongs to exactly one.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use serde::Serialize;
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A tenant.
@@ -23,7 +23,7 @@ impl Tenant {
     }
 }
 
-/// Creates a tenant; a taken name is a [`crate::StoreError::Conflict`].
+/// Creates a tenant; a taken name is a [`trusthub_store::StoreError::Conflict`].
 pub async fn insert(ex: &mut impl Exec, name: &str, now: OffsetDateTime) -> StoreResult<Tenant> {
     let t = Tenant {
         id: Uuid::now_v7(),

@@ -6,18 +6,20 @@ use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
 use crate::passwords;
 use crate::state::{AppState, now};
+use crate::store::sessions;
+use crate::store::tenants;
+use crate::store::users;
 use crate::views::UserView;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use trusthub_core::{audit as ev, validate};
-use trusthub_store::{sessions, tenants, users};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(me))
         .routes(api_routes!(change_password))

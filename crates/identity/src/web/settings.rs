@@ -3,8 +3,8 @@
 //! audit records; secrets (TOTP secret, recovery codes, tokens) appear in the one answer
 //! that made them.
 
-use super::pages::{UserBar, ago, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html, qr};
+use super::{UserBar, ago, allowed};
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path};
@@ -68,14 +68,14 @@ async fn page_with(
         let p = &user.principal;
         let mut c = state.db.conn().await?;
         // Read again: a form of this very request may just have turned TOTP on or off.
-        let me = trusthub_store::users::get(&mut c, p.tenant(), p.user.id)
+        let me = crate::store::users::get(&mut c, p.tenant(), p.user.id)
             .await?
             .ok_or(ApiError::NotFound("user"))?;
         drop(c);
         let axum::Json(listed) = api_tokens::list(State(state.clone()), Viewer(p.clone())).await?;
         let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
             let mut c = state.db.conn().await?;
-            trusthub_store::users::list(&mut c, p.tenant())
+            crate::store::users::list(&mut c, p.tenant())
                 .await?
                 .into_iter()
                 .map(|u| (u.id, u.email))
@@ -176,7 +176,7 @@ pub async fn change_password(
 pub async fn totp_setup(
     State(state): State<AppState>,
     user: WebUser,
-    axum::Form(f): axum::Form<super::pages::CsrfForm>,
+    axum::Form(f): axum::Form<super::CsrfForm>,
 ) -> Response {
     if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
         return e.into_response();
@@ -368,7 +368,7 @@ pub async fn delete_token(
     meta: Meta,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<super::pages::CsrfForm>,
+    axum::Form(f): axum::Form<super::CsrfForm>,
 ) -> Response {
     if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
         return e.into_response();

@@ -3,11 +3,15 @@
 
 use crate::passwords;
 use crate::state::now;
+use crate::store::password_resets;
+use crate::store::sessions;
+use crate::store::tenants;
+use crate::store::tenants::Tenant;
+use crate::store::users;
+use crate::store::users::User;
 use serde_json::json;
 use trusthub_core::{Role, audit as ev, validate};
-use trusthub_store::tenants::Tenant;
-use trusthub_store::users::User;
-use trusthub_store::{Db, StoreError, audit, meta, password_resets, sessions, tenants, users};
+use trusthub_store::{Db, StoreError, audit, meta};
 
 /// What went wrong, for a person at a terminal.
 #[derive(Debug, thiserror::Error)]

@@ -2,8 +2,8 @@
 //! mail links to. Changes go through the API's own handlers (same rules: the last owner
 //! stays, removed users lose their sessions and tokens, everything audited).
 
-use super::pages::{CsrfForm, UserBar, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{CsrfForm, UserBar, allowed};
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path};

@@ -13,12 +13,12 @@ use trusthub_core::secret::{API_TOKEN_PREFIX, new_token, token_hash};
 use trusthub_core::{Role, TokenScope, audit as ev, validate};
 
 use crate::openapi::api_routes;
-use trusthub_store::tokens::{self, ApiToken, NewToken};
+use crate::store::tokens::{self, ApiToken, NewToken};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(create, list))
         .routes(api_routes!(delete))

@@ -1,9 +1,9 @@
 //! Invitations: an owner invites an email with a role; the token (hashed here) lets the
 //! invitee choose a password once before it expires.
 
-use crate::{Exec, StoreError, StoreResult, TenantId, on};
 use time::OffsetDateTime;
 use trusthub_core::Role;
+use trusthub_store::{Exec, StoreError, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An invitation as stored.

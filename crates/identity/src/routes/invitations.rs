@@ -6,6 +6,9 @@ use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
 use crate::ratelimit;
 use crate::state::{AppState, now};
+use crate::store::invitations;
+use crate::store::invitations::Invitation;
+use crate::store::users;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -13,8 +16,6 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, token_hash};
 use trusthub_core::{Role, audit as ev, validate};
-use trusthub_store::invitations::Invitation;
-use trusthub_store::{invitations, users};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -22,7 +23,7 @@ use uuid::Uuid;
 /// How long an invitation stays valid.
 const INVITATION_TTL: time::Duration = time::Duration::days(7);
 
-pub(super) fn router() -> OpenApiRouter<AppState> {
+pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(create, list))
         .routes(api_routes!(revoke))

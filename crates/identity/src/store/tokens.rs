@@ -1,9 +1,9 @@
 //! API tokens: named, scoped, optionally expiring; stored as SHA-256 of the token.
 
-use crate::users::{COLUMNS, User, UserRow};
-use crate::{Exec, StoreError, StoreResult, TenantId, on};
+use crate::store::users::{COLUMNS, User, UserRow};
 use time::OffsetDateTime;
 use trusthub_core::TokenScope;
+use trusthub_store::{Exec, StoreError, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An API token as stored (never the token itself).

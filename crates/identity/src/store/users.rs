@@ -1,8 +1,8 @@
 //! Users: members of one tenant with a role, an argon2id password hash and optional TOTP.
 
-use crate::{Exec, StoreError, StoreResult, TenantId, on};
 use time::OffsetDateTime;
 use trusthub_core::Role;
+use trusthub_store::{Exec, StoreError, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A user as stored.

@@ -1,8 +1,8 @@
 //! TOTP replay refusal (used time steps) and single-use challenge tokens (CONTRACT 3).
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
 use trusthub_core::TotpPurpose;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// Marks a time step of a user as spent; false when it was spent already (a replay).

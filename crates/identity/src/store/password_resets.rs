@@ -1,7 +1,7 @@
 //! Password-reset tokens: single use, short-lived, stored hashed.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// Stores a reset token for a user.

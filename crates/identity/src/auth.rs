@@ -8,14 +8,16 @@
 use crate::error::ApiError;
 use crate::extract::Meta;
 use crate::state::{AppState, now};
+use crate::store::sessions;
+use crate::store::tokens;
+use crate::store::users::User;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, header};
 use std::marker::PhantomData;
 use trusthub_core::secret::{API_TOKEN_PREFIX, SESSION_PREFIX, token_hash};
 use trusthub_core::{Role, TokenScope, TotpPurpose, totp};
-use trusthub_store::users::User;
-use trusthub_store::{TenantId, sessions, tokens};
+use trusthub_store::TenantId;
 use uuid::Uuid;
 
 /// Name of the session cookie.
@@ -297,7 +299,7 @@ pub async fn refuse_if_locked(state: &AppState, user: &User) -> Result<(), ApiEr
     let now = now();
     let until = {
         let mut c = state.db.conn().await?;
-        trusthub_store::totp::locked_until(&mut c, user.id, now).await?
+        crate::store::totp::locked_until(&mut c, user.id, now).await?
     };
     match until {
         Some(until) => Err(ApiError::TotpLocked(
@@ -318,7 +320,7 @@ pub async fn totp_failed(
     let now = now();
     let actor = format!("user:{}", user.id);
     let mut tx = state.db.begin().await?;
-    let locked = trusthub_store::totp::record_failure(
+    let locked = crate::store::totp::record_failure(
         &mut tx,
         user.id,
         now,
@@ -381,7 +383,7 @@ pub async fn check_code(
     let fresh = match totp::verify(&secret, code, now.unix_timestamp()) {
         Some(step) => {
             let mut tx = state.db.begin().await?;
-            let fresh = trusthub_store::totp::spend_step(&mut tx, user.id, step, now).await?;
+            let fresh = crate::store::totp::spend_step(&mut tx, user.id, step, now).await?;
             tx.commit().await?;
             fresh
         }
@@ -504,7 +506,7 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
         } else if let Some(token) = header("x-totp-token") {
             refuse_if_locked(state, &p.user).await?;
             let mut tx = state.db.begin().await?;
-            let ok = trusthub_store::totp::consume_challenge(
+            let ok = crate::store::totp::consume_challenge(
                 &mut tx,
                 p.tenant(),
                 p.user.id,
@@ -542,146 +544,6 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
     }
 }
 
-/// An agent, authenticated by its bearer token (`tha_...`). Its tenant is the agent's.
-#[derive(Debug, Clone)]
-pub struct AgentAuth(pub trusthub_store::agents::Agent);
-
-impl FromRequestParts<AppState> for AgentAuth {
-    type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(&parts.headers)?;
-        if !token.starts_with(trusthub_core::agent::AGENT_TOKEN_PREFIX) {
-            return Err(ApiError::Unauthenticated(
-                "expected an agent token (tha_...)".into(),
-            ));
-        }
-        let agent = {
-            let mut c = state.db.conn().await?;
-            trusthub_store::agents::find_by_token(&mut c, &token_hash(token))
-                .await?
-                .ok_or_else(|| {
-                    ApiError::Unauthenticated("unknown, rotated or deleted agent token".into())
-                })?
-        };
-        let header = |name: &str| {
-            parts
-                .headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        if let Some(fingerprint) = header(crate::middleware::CLIENT_VERIFIED) {
-            let subject = header(crate::middleware::CLIENT_SUBJECT).unwrap_or_default();
-            let meta = crate::extract::Meta::from_request_parts(parts, state).await?;
-            cross_check(state, &meta, &agent, &fingerprint, &subject).await?;
-        }
-        Ok(AgentAuth(agent))
-    }
-}
-
-/// The value of `attr` (`CN`, `OU`) in an RFC 4514 subject as the TLS front writes it.
-fn dn_value(subject: &str, attr: &str) -> Option<String> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut escaped = false;
-    for c in subject.chars() {
-        match (escaped, c) {
-            (true, c) => {
-                current.push(c);
-                escaped = false;
-            }
-            (false, '\\') => escaped = true,
-            (false, ',') => parts.push(std::mem::take(&mut current)),
-            (false, c) => current.push(c),
-        }
-    }
-    parts.push(current);
-    parts.into_iter().find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        k.trim()
-            .eq_ignore_ascii_case(attr)
-            .then(|| v.trim().to_owned())
-    })
-}
-
-/// SPEC 5.6, 5.7: a request that carries a verified client certificate must be from the
-/// agent the certificate names (CN = the agent of the token, OU = its tenant), with a
-/// certificate this hub issued that is neither revoked nor expired — else 401 and an
-/// integrity anomaly of that kind (with its alert). On success `last_seen_at` is written at
-/// most once a minute per certificate.
-async fn cross_check(
-    state: &AppState,
-    meta: &crate::extract::Meta,
-    agent: &trusthub_store::agents::Agent,
-    fingerprint: &str,
-    subject: &str,
-) -> Result<(), ApiError> {
-    let now = now();
-    let row = {
-        let mut c = state.db.conn().await?;
-        trusthub_store::client_certs::by_fingerprint(&mut c, fingerprint).await?
-    };
-    let same_agent = dn_value(subject, "CN").as_deref() == Some(agent.id.to_string().as_str())
-        && dn_value(subject, "OU").as_deref() == Some(agent.tenant_id.to_string().as_str());
-    let refusal = match &row {
-        _ if !same_agent => Some((
-            "cert_cn_mismatch",
-            "the client certificate belongs to another agent",
-        )),
-        None => Some((
-            "unknown_cert",
-            "the client certificate was not issued by this hub",
-        )),
-        Some(r) if r.agent_id != agent.id || r.tenant_id != agent.tenant_id => Some((
-            "cert_cn_mismatch",
-            "the client certificate belongs to another agent",
-        )),
-        Some(r) if r.revoked_at.is_some() => {
-            Some(("revoked_cert_used", "the client certificate is revoked"))
-        }
-        Some(r) if r.not_after <= now => {
-            Some(("expired_cert_used", "the client certificate has expired"))
-        }
-        Some(_) => None,
-    };
-    if let Some((kind, why)) = refusal {
-        crate::routes::anomalies::record(
-            state,
-            agent.tenant_id,
-            agent,
-            kind,
-            why,
-            serde_json::json!({"fingerprint_sha256": fingerprint, "subject": subject,
-                "serial": row.as_ref().map(|r| r.serial.clone()), "ip": meta.ip.to_string()}),
-            false,
-        )
-        .await?;
-        return Err(ApiError::Unauthenticated(format!("{why} ({kind})")));
-    }
-    if let Some(r) = row {
-        let due = {
-            let mut seen = state
-                .part::<crate::auth::CertSeen>()
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            let due = seen
-                .get(&r.serial)
-                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60));
-            if due {
-                seen.insert(r.serial.clone(), std::time::Instant::now());
-            }
-            due
-        };
-        if due {
-            let mut tx = state.db.begin().await?;
-            trusthub_store::client_certs::touch(&mut tx, &r.serial, now).await?;
-            tx.commit().await?;
-        }
-    }
-    Ok(())
-}
-
 /// The token of `Authorization: Bearer <token>`.
 pub fn bearer(headers: &axum::http::HeaderMap) -> Result<&str, ApiError> {
     headers
@@ -712,7 +574,6 @@ trusthub_platform::documented! {
     Admin => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
     Owner => |d| { d.schemes = Some(EITHER); d.errors(&[401, 403]) };
     SessionUser => |d| { d.schemes = Some(&["session"]); d.errors(&[401, 403]) };
-    AgentAuth => |d| { d.schemes = Some(&["bearer"]); d.errors(&[401]) };
 }
 
 impl<P> trusthub_platform::openapi::Documented for TotpProof<P> {
@@ -721,8 +582,3 @@ impl<P> trusthub_platform::openapi::Documented for TotpProof<P> {
         d.errors(&[401, 403]);
     }
 }
-
-/// When each client certificate's `last_seen_at` was last written (at most once a minute per
-/// certificate, not once per request; a part of the state).
-#[derive(Debug, Default)]
-pub struct CertSeen(pub std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
