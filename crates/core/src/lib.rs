@@ -16,7 +16,6 @@ pub mod evidence;
 pub mod json_guard;
 pub mod liveness;
 pub mod osv;
-pub mod otlp;
 pub mod purl;
 pub mod redact;
 pub mod scan;

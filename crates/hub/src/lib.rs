@@ -4,6 +4,7 @@
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
 pub use trusthub_identity::{admin, auth, passwords, views};
+pub use trusthub_llm::evidence;
 pub use trusthub_platform::{
     archive, conn, error, extract, mail, metrics, middleware, openapi, outbound, ratelimit,
     settings, state, tls,
@@ -14,7 +15,6 @@ pub mod agent_ws;
 pub mod alerting;
 pub mod ca;
 pub mod cve;
-pub mod evidence;
 pub mod ingest;
 pub mod routes;
 pub mod routing;

@@ -12,14 +12,12 @@ mod prefetch;
 
 pub mod actions;
 pub mod agents;
-pub mod ai;
 pub mod alerts;
 pub mod anomalies;
 pub mod apps;
 pub mod audit;
 pub mod client_certs;
 pub mod cve;
-pub mod evidence;
 pub mod leases;
 pub mod meta;
 pub mod npm;

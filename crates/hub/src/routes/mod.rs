@@ -2,13 +2,11 @@
 
 pub mod actions;
 pub mod agents;
-pub mod ai;
 pub mod alerts;
 pub mod anomalies;
 pub mod apps;
 pub mod cve;
 pub mod cve_export;
-pub mod evidence;
 pub mod health;
 pub mod osv_api;
 pub mod slo;
@@ -17,6 +15,7 @@ pub mod suppressions;
 pub mod webhooks;
 
 pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
+pub use trusthub_llm::routes::{ai, evidence};
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -25,10 +24,9 @@ use utoipa_axum::router::OpenApiRouter;
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(trusthub_identity::api())
+        .merge(trusthub_llm::api())
         .merge(agents::router())
         .merge(apps::router())
-        .merge(ai::router())
-        .merge(evidence::router())
         .merge(actions::router())
         .merge(alerts::router())
         .merge(anomalies::router())

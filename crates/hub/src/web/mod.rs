@@ -11,7 +11,6 @@
 
 mod actions;
 mod agent;
-mod ai;
 mod anomalies;
 mod cve;
 mod hooks;
@@ -56,10 +55,6 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/apps", get(pages::apps).post(pages::track_app))
         .route("/ui/apps/{id}/expected", post(pages::expect_app))
         .route("/ui/apps/{id}/untrack", post(pages::untrack_app))
-        .route(
-            "/ui/evidence",
-            get(pages::evidence).post(pages::create_pack),
-        )
         .route(
             "/ui/enroll",
             get(pages::enroll).post(pages::create_enrollment),
@@ -115,14 +110,12 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/apps/{id}/maintenance-windows", post(slo::plan))
         .route("/ui/maintenance-windows/{id}/delete", post(slo::unplan))
         .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
-        .route("/ui/ai", get(ai::teams))
-        .route("/ui/ai/teams/{team}", get(ai::team))
-        .route("/ui/ai/prices", get(ai::prices).post(ai::set_price))
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_llm::web::pages())
         .merge(trusthub_identity::web::pages())
         .layer(axum::middleware::from_fn(html_errors))
         .layer(axum::middleware::from_fn(security_headers))

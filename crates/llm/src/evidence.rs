@@ -10,6 +10,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::store::evidence::{self as store, Digests, Pack, Scope};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
@@ -19,7 +20,6 @@ use time::format_description::well_known::Rfc3339;
 use trusthub_core::ai::{Cost, PriceTable, Usage};
 use trusthub_core::evidence::{self as ev, BlobRef, Manifest, Section, SpanLine, TraceLine};
 use trusthub_core::secret::hex;
-use trusthub_store::evidence::{self as store, Digests, Pack, Scope};
 use trusthub_store::{StoreResult, TenantId, Tx};
 
 const DATE: &[time::format_description::BorrowedFormatItem<'static>] =

@@ -1,9 +1,9 @@
 //! LLM traces and calls (CONTRACT 9), idempotent on `trace_id` / `(trace_id, span_id)`, and content
 //! blobs stored once per SHA-256.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A trace to store.
@@ -234,8 +234,8 @@ pub async fn merge_trace(
     now: OffsetDateTime,
 ) -> StoreResult<Option<(OffsetDateTime, String)>> {
     let (least, greatest) = match ex.handle() {
-        crate::Handle::Sqlite(_) => ("min", "max"),
-        crate::Handle::Postgres(_) => ("LEAST", "GREATEST"),
+        trusthub_store::Handle::Sqlite(_) => ("min", "max"),
+        trusthub_store::Handle::Postgres(_) => ("LEAST", "GREATEST"),
     };
     let widen = |start: &str, end: &str, name: &str, team: &str, root: &str| {
         format!(

@@ -6,8 +6,8 @@
 //! through its worker thread, which costs more than the query); on PostgreSQL as rows. Both
 //! give the same tuples, with times as RFC 3339 UTC text.
 
-use crate::{Exec, Handle, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// What a pack covers.
@@ -221,7 +221,7 @@ fn unpack<T: serde::de::DeserializeOwned>(packed: Option<String>) -> StoreResult
         None => Ok(Vec::new()),
         Some(text) => serde_json::from_str(&text).map_err(|e| {
             tracing::error!(error = %e, "packed page does not parse");
-            crate::StoreError::Corrupt("packed page")
+            trusthub_store::StoreError::Corrupt("packed page")
         }),
     }
 }

@@ -57,12 +57,12 @@ pub(crate) async fn otlp_traces(
         &body,
     )?;
     let spans = if json {
-        trusthub_core::otlp::decode_json(&raw)
+        crate::otlp::decode_json(&raw)
     } else {
-        trusthub_core::otlp::decode_protobuf(&raw)
+        crate::otlp::decode_protobuf(&raw)
     }
     .map_err(|e| ApiError::BadRequest(format!("not an OTLP ExportTraceServiceRequest: {e}")))?;
-    let mapped = trusthub_core::otlp::map(&spans);
+    let mapped = crate::otlp::map(&spans);
     let at = |ns: u64| {
         stored_time(
             OffsetDateTime::from_unix_timestamp_nanos(i128::from(ns))
@@ -127,7 +127,7 @@ pub(crate) async fn otlp_traces(
         (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/x-protobuf")],
-            trusthub_core::otlp::encode_response(mapped.rejected, &message),
+            crate::otlp::encode_response(mapped.rejected, &message),
         )
             .into_response()
     })

@@ -173,7 +173,7 @@ fn any_value(b: &[u8], depth: usize) -> Result<Value, DecodeError> {
                 }
                 Value::Object(map)
             }
-            (7, Wire::Bytes(s)) => Value::String(crate::secret::hex(s)),
+            (7, Wire::Bytes(s)) => Value::String(trusthub_core::secret::hex(s)),
             _ => v,
         };
     }
@@ -321,7 +321,7 @@ fn json_any(v: &Value, depth: usize) -> Result<Value, DecodeError> {
         let raw = data_encoding::BASE64
             .decode(b.as_bytes())
             .map_err(|_| bad("bytesValue is not base64"))?;
-        return Ok(Value::String(crate::secret::hex(&raw)));
+        return Ok(Value::String(trusthub_core::secret::hex(&raw)));
     }
     Ok(Value::Null)
 }
@@ -411,7 +411,7 @@ pub struct Call {
     /// Provider.
     pub provider: Option<String>,
     /// Token counts.
-    pub usage: crate::ai::Usage,
+    pub usage: trusthub_core::ai::Usage,
     /// End − start.
     pub latency_ms: u64,
     /// SHA-256 of the redacted prompt (see the module docs).
@@ -513,13 +513,13 @@ pub fn map(spans: &[Span]) -> Mapped {
                 &mut out,
                 format!(
                     "span {} ends before it starts",
-                    crate::secret::hex(&s.span_id)
+                    trusthub_core::secret::hex(&s.span_id)
                 ),
             );
             continue;
         }
         let a = &s.attributes;
-        let trace_id = crate::secret::hex(&s.trace_id);
+        let trace_id = trusthub_core::secret::hex(&s.trace_id);
         let team = text(a.get("trusthub.team"))
             .or_else(|| text(s.resource.get("trusthub.team")))
             .or_else(|| text(s.resource.get("service.name")))
@@ -548,7 +548,7 @@ pub fn map(spans: &[Span]) -> Mapped {
         else {
             continue;
         };
-        let usage = crate::ai::Usage {
+        let usage = trusthub_core::ai::Usage {
             prompt_tokens: count(
                 a,
                 &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"],
@@ -587,7 +587,7 @@ pub fn map(spans: &[Span]) -> Mapped {
         if let Err(e) = usage.check() {
             reject(
                 &mut out,
-                format!("span {}: {e}", crate::secret::hex(&s.span_id)),
+                format!("span {}: {e}", trusthub_core::secret::hex(&s.span_id)),
             );
             continue;
         }
@@ -602,12 +602,14 @@ pub fn map(spans: &[Span]) -> Mapped {
             });
         let prompt_sha256 = match text(a.get("trusthub.prompt_sha256")) {
             Some(h) if hex64(&h) => h,
-            _ => {
-                crate::evidence::sha256_hex(crate::redact::redact(&prompt_text(a)).text.as_bytes())
-            }
+            _ => trusthub_core::evidence::sha256_hex(
+                trusthub_core::redact::redact(&prompt_text(a))
+                    .text
+                    .as_bytes(),
+            ),
         };
         t.calls.push(Call {
-            span_id: crate::secret::hex(&s.span_id),
+            span_id: trusthub_core::secret::hex(&s.span_id),
             model: model.chars().take(200).collect(),
             provider: text(a.get("gen_ai.provider.name")).or_else(|| text(a.get("gen_ai.system"))),
             usage,
@@ -708,7 +710,7 @@ mod tests {
         // The prompt is hashed after redaction, never kept.
         assert_eq!(
             c.prompt_sha256,
-            crate::evidence::sha256_hex(b"mail me at [EMAIL]")
+            trusthub_core::evidence::sha256_hex(b"mail me at [EMAIL]")
         );
     }
 

@@ -2,8 +2,8 @@
 //! CSV (the API's own export, which the session may fetch), and the price table (admins
 //! add overrides). Figures come from the API's own handlers.
 
-use super::pages::{UserBar, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, chart, form_error, html};
+use super::{UserBar, allowed};
 use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path, Query};

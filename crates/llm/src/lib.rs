@@ -1,0 +1,27 @@
+//! LLM observability (SPEC 2.9, 2.10): traces and spans from the SDK and OTLP, teams, token
+//! prices and costs, and signed evidence packs anyone can verify offline.
+//!
+//! What it offers:
+//! - [`api`] and [`web::pages`]: its API and dashboard pages, mounted by the composition root;
+//! - [`evidence::EvidenceKey`]: the signing key, a part of the state the root installs;
+//! - [`routes::ai::base_prices`]: the price table the root loads at start;
+//! - [`evidence::purge`]: the retention job's step for expired packs.
+
+pub mod evidence;
+pub mod otlp;
+pub mod routes;
+pub mod store;
+pub mod web;
+
+use trusthub_identity::auth;
+use trusthub_platform::{error, extract, openapi, state};
+
+use trusthub_platform::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The API routes, relative to `/api/v1`.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(routes::ai::router())
+        .merge(routes::evidence::router())
+}

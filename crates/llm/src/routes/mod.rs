@@ -1,0 +1,4 @@
+//! LLM observability's API under `/api/v1`.
+
+pub mod ai;
+pub mod evidence;
