@@ -59,6 +59,31 @@ pub fn name(raw: &str) -> Result<String, &'static str> {
     Ok(n.to_owned())
 }
 
+/// Agent and filter tags: at most 32, each 1-64 characters of letters, digits and `- _ . : = /`,
+/// trimmed and without repeats.
+pub fn tags(tags: &[String]) -> Result<Vec<String>, String> {
+    if tags.len() > 32 {
+        return Err("at most 32 tags".into());
+    }
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        let t = t.trim();
+        let ok = !t.is_empty()
+            && t.len() <= 64
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:=/".contains(c));
+        if !ok {
+            return Err(format!(
+                "tag `{t}` must be 1-64 characters of letters, digits and - _ . : = /"
+            ));
+        }
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_owned());
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

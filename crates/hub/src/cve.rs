@@ -656,7 +656,7 @@ pub async fn scan_agent(
             .raise(
                 &mut tx,
                 t,
-                &trusthub_store::alerts::NewAlert {
+                &trusthub_alerts::store::alerts::NewAlert {
                     severity: severity.as_str(),
                     severity_rank: severity.rank(),
                     category: "vulnerability",

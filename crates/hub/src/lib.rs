@@ -3,6 +3,7 @@
 //! `trusthub serve` (crate `trusthub`) builds a [`Server`] from [`Settings`] and runs it;
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
+pub use trusthub_alerts::alerting;
 pub use trusthub_identity::{admin, auth, passwords, views};
 pub use trusthub_llm::evidence;
 pub use trusthub_platform::{
@@ -12,7 +13,6 @@ pub use trusthub_platform::{
 
 pub mod agent_auth;
 pub mod agent_ws;
-pub mod alerting;
 pub mod ca;
 pub mod cve;
 pub mod ingest;

@@ -184,7 +184,10 @@ impl Server {
                     .insert(crate::cve::CveIndex::default())
                     .insert(prices)
                     .insert(ingest)
-                    .insert(crate::agent_ws::Connections::default());
+                    .insert(crate::agent_ws::Connections::default())
+                    .insert(crate::alerting::ResolveHooks(vec![|tx, tenant, alert| {
+                        Box::pin(crate::routes::apps::on_alert_resolved(tx, tenant, alert))
+                    }]));
                 parts
             },
             instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),

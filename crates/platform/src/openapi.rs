@@ -285,21 +285,27 @@ pub fn finish(doc: &mut utoipa::openapi::OpenApi) {
 
 /// `utoipa_axum::routes!` with each handler's extractors applied to its operations
 /// ([`document`]): security and the shared error responses come from the extractors.
+/// Operation ids are `<resource>_<verb>` after the calling module's name, or after the
+/// resource given as `api_routes!(resource = "alerts"; ...)` when a module serves a
+/// resource named otherwise.
 #[macro_export]
 macro_rules! api_routes {
-    ($($h:path),+ $(,)?) => {{
+    (resource = $res:expr; $($h:path),+ $(,)?) => {{
         let mut schemas = Vec::new();
         let mut paths = utoipa::openapi::path::Paths::new();
         let mut router = axum::routing::MethodRouter::new();
         $(
             let (s, mut p, r) = utoipa_axum::routes!($h);
-            $crate::openapi::document(&mut p, &$h, module_path!());
+            $crate::openapi::document(&mut p, &$h, $res);
             schemas.extend(s);
             paths.merge(p);
             router = router.merge(r);
         )+
         (schemas, paths, router)
     }};
+    ($($h:path),+ $(,)?) => {
+        $crate::api_routes!(resource = module_path!(); $($h),+)
+    };
 }
 pub use crate::api_routes;
 pub use crate::documented;

@@ -12,7 +12,6 @@ mod prefetch;
 
 pub mod actions;
 pub mod agents;
-pub mod alerts;
 pub mod anomalies;
 pub mod apps;
 pub mod audit;
@@ -26,7 +25,6 @@ pub mod rate_limits;
 pub mod rules;
 pub mod slo;
 pub mod telemetry;
-pub mod webhooks;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
 pub use error::{StoreError, StoreResult};

@@ -846,3 +846,16 @@ mod tests {
         );
     }
 }
+
+/// A user resolved `alert`: the app's red marker goes with it (a persisting mismatch raises a
+/// new one).
+pub async fn on_alert_resolved(
+    tx: &mut trusthub_store::Tx,
+    tenant: trusthub_store::TenantId,
+    alert: &crate::alerting::AlertView,
+) -> trusthub_store::StoreResult<()> {
+    if let Some(app) = alert.app_id {
+        trusthub_store::apps::clear_alerting(tx, tenant, app).await?;
+    }
+    Ok(())
+}

@@ -2,18 +2,18 @@
 
 pub mod actions;
 pub mod agents;
-pub mod alerts;
 pub mod anomalies;
 pub mod apps;
 pub mod cve;
 pub mod cve_export;
 pub mod health;
 pub mod osv_api;
+pub mod rules;
 pub mod slo;
 pub mod supply_chain;
 pub mod suppressions;
-pub mod webhooks;
 
+pub use trusthub_alerts::routes::{alerts, webhooks};
 pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
 pub use trusthub_llm::routes::{ai, evidence};
 
@@ -25,16 +25,16 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(trusthub_identity::api())
         .merge(trusthub_llm::api())
+        .merge(trusthub_alerts::api())
         .merge(agents::router())
         .merge(apps::router())
         .merge(actions::router())
-        .merge(alerts::router())
+        .merge(rules::router())
         .merge(anomalies::router())
         .merge(cve::router())
         .merge(suppressions::router())
         .merge(cve_export::router())
         .merge(supply_chain::router())
         .merge(slo::router())
-        .merge(webhooks::router())
         .merge(health::router())
 }

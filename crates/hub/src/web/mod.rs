@@ -13,7 +13,6 @@ mod actions;
 mod agent;
 mod anomalies;
 mod cve;
-mod hooks;
 mod pages;
 mod rule;
 mod slo;
@@ -63,19 +62,6 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/rules", get(pages::rules).post(pages::create_rule))
         .route("/ui/rules/{id}", get(rule::show).post(rule::update))
         .route("/ui/rules/{id}/delete", post(pages::delete_rule))
-        .route("/ui/alerts", get(pages::alerts))
-        .route(
-            "/ui/webhooks",
-            get(pages::webhooks).post(pages::create_webhook),
-        )
-        .route("/ui/alerts/{id}/resolve", post(pages::resolve_alert))
-        .route("/ui/webhooks/{id}", get(hooks::show).post(hooks::update))
-        .route("/ui/webhooks/{id}/delete", post(hooks::delete))
-        .route("/ui/webhooks/{id}/test", post(hooks::test))
-        .route(
-            "/ui/webhooks/{id}/deliveries/{delivery}/redeliver",
-            post(hooks::redeliver),
-        )
         .route(
             "/ui/apps/{id}/restart",
             get(actions::restart_form).post(actions::restart),
@@ -115,6 +101,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_alerts::web::pages())
         .merge(trusthub_llm::web::pages())
         .merge(trusthub_identity::web::pages())
         .layer(axum::middleware::from_fn(html_errors))

@@ -10,11 +10,12 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use time::OffsetDateTime;
+use trusthub_alerts::store::alerts;
 use trusthub_core::Role;
 use trusthub_core::agent::{AgentStatus, status};
 pub use trusthub_identity::web::allowed;
 pub use trusthub_platform::page::{CsrfForm, UserBar, ago, refusal};
-use trusthub_store::{agents, alerts, apps, audit};
+use trusthub_store::{agents, apps, audit};
 
 // ---------------------------------------------------------------- sign-in
 
@@ -611,283 +612,6 @@ async fn agent_page<'a>(
     })
 }
 
-// ---------------------------------------------------------------- alerts
-
-/// One alert row.
-#[derive(Debug)]
-struct AlertRow {
-    id: String,
-    severity: String,
-    mark: &'static str,
-    title: String,
-    category: String,
-    host: String,
-    raised: String,
-    resolved: bool,
-}
-
-#[derive(Template)]
-#[template(path = "alerts.html")]
-struct AlertsPage<'a> {
-    assets: &'a Assets,
-    user: Option<UserBar>,
-    alerts: Vec<AlertRow>,
-    severity: String,
-    state: String,
-    tag: String,
-    can_resolve: bool,
-    csrf: String,
-}
-
-/// The alert filters.
-#[derive(Debug, Deserialize)]
-pub struct AlertFilter {
-    #[serde(default)]
-    severity: String,
-    #[serde(default)]
-    state: String,
-    #[serde(default)]
-    tag: String,
-}
-
-/// `GET /ui/alerts`: filter by severity, state and agent tag; operators resolve.
-pub async fn alerts(
-    State(state): State<AppState>,
-    user: WebUser,
-    Query(f): Query<AlertFilter>,
-) -> Response {
-    let severity = match f.severity.as_str() {
-        "critical" | "warning" | "info" => f.severity.clone(),
-        _ => String::new(),
-    };
-    let which = match f.state.as_str() {
-        "resolved" | "all" => f.state.clone(),
-        _ => "open".to_owned(),
-    };
-    let tag = f.tag.trim().to_owned();
-    let listed: ApiResult<Vec<crate::alerting::AlertView>> = async {
-        let mut c = state.db.conn().await?;
-        let rows = alerts::list(
-            &mut c,
-            user.principal.tenant(),
-            &alerts::Filter {
-                severity: (!severity.is_empty()).then_some(severity.as_str()),
-                is_resolved: match which.as_str() {
-                    "open" => Some(false),
-                    "resolved" => Some(true),
-                    _ => None,
-                },
-                tag: (!tag.is_empty()).then_some(tag.as_str()),
-                before: None,
-                limit: 200,
-            },
-        )
-        .await?;
-        Ok(rows.into_iter().map(Into::into).collect())
-    }
-    .await;
-    let now = now();
-    match listed {
-        Ok(list) => html(
-            AlertsPage {
-                assets: &ASSETS,
-                user: Some(UserBar::from(&user)),
-                alerts: list
-                    .into_iter()
-                    .map(|a| AlertRow {
-                        id: a.id.to_string(),
-                        mark: match a.severity.as_str() {
-                            "critical" => "✕",
-                            "warning" => "▲",
-                            _ => "●",
-                        },
-                        severity: a.severity,
-                        title: a.title,
-                        category: a.category,
-                        host: a.agent.map(|g| g.hostname).unwrap_or_default(),
-                        raised: ago(Some(a.created_at), now),
-                        resolved: a.is_resolved,
-                    })
-                    .collect(),
-                severity,
-                state: which,
-                tag,
-                can_resolve: user.principal.has_role(Role::Operator),
-                csrf: user.csrf.clone(),
-            }
-            .render(),
-            StatusCode::OK,
-        ),
-        Err(e) => e.into_response(),
-    }
-}
-
-/// `POST /ui/alerts/{id}/resolve` (operator, CSRF token): as the API's resolve.
-pub async fn resolve_alert(
-    State(state): State<AppState>,
-    meta: Meta,
-    user: WebUser,
-    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
-) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
-    match crate::routes::alerts::resolve_by(&state, &meta, &user.principal, id).await {
-        Ok(_) => Redirect::to("/ui/alerts").into_response(),
-        Err(e) => e.into_response(),
-    }
-}
-
-// ---------------------------------------------------------------- webhooks
-
-/// One endpoint row (never the secret).
-#[derive(Debug)]
-struct HookRow {
-    id: String,
-    url: String,
-    events: String,
-    min_severity: String,
-    tag: String,
-    hint: String,
-    cooldown: String,
-}
-
-/// The once-shown secret of a just-created endpoint.
-#[derive(Debug)]
-struct CreatedHook {
-    secret: String,
-}
-
-#[derive(Template)]
-#[template(path = "webhooks.html")]
-struct WebhooksPage<'a> {
-    assets: &'a Assets,
-    user: Option<UserBar>,
-    hooks: Vec<HookRow>,
-    created: Option<CreatedHook>,
-    error: Option<String>,
-    can_edit: bool,
-    csrf: String,
-}
-
-async fn webhooks_page(
-    state: &AppState,
-    user: &WebUser,
-    created: Option<CreatedHook>,
-    error: Option<String>,
-    status: StatusCode,
-) -> Response {
-    if let Err(refused) = allowed(user, Role::Admin, None) {
-        return refused.into_response();
-    }
-    let listed: ApiResult<Vec<trusthub_store::webhooks::Webhook>> = async {
-        let mut c = state.db.conn().await?;
-        Ok(trusthub_store::webhooks::list(&mut c, user.principal.tenant()).await?)
-    }
-    .await;
-    let now = now();
-    match listed {
-        Ok(list) => html(
-            WebhooksPage {
-                assets: &ASSETS,
-                user: Some(UserBar::from(user)),
-                hooks: list
-                    .into_iter()
-                    .map(|w| HookRow {
-                        id: w.id.to_string(),
-                        url: w.url,
-                        events: w.events.0.join(", "),
-                        min_severity: w.min_severity,
-                        tag: w.agent_filter_tag.unwrap_or_default(),
-                        hint: w.secret_hint,
-                        cooldown: match w.cooldown_until {
-                            Some(t) if t > now => {
-                                format!(
-                                    "resting {} min more",
-                                    ((t - now).whole_seconds() + 59) / 60
-                                )
-                            }
-                            _ => "—".into(),
-                        },
-                    })
-                    .collect(),
-                created,
-                error,
-                can_edit: true,
-                csrf: user.csrf.clone(),
-            }
-            .render(),
-            status,
-        ),
-        Err(e) => e.into_response(),
-    }
-}
-
-/// `GET /ui/webhooks` (admin).
-pub async fn webhooks(State(state): State<AppState>, user: WebUser) -> Response {
-    webhooks_page(&state, &user, None, None, StatusCode::OK).await
-}
-
-/// The new-webhook form.
-#[derive(Debug, Deserialize)]
-pub struct HookForm {
-    #[serde(default)]
-    csrf: String,
-    url: String,
-    #[serde(default)]
-    min_severity: String,
-    #[serde(default)]
-    tag: String,
-}
-
-/// `POST /ui/webhooks` (admin, CSRF token): created as through the API; the secret is
-/// shown in this answer only.
-pub async fn create_webhook(
-    State(state): State<AppState>,
-    meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<HookForm>,
-) -> Response {
-    if let Err(refused) = allowed(&user, Role::Admin, Some(&form.csrf)) {
-        return refused.into_response();
-    }
-    let req = crate::routes::webhooks::NewWebhookRequest {
-        url: form.url.clone(),
-        secret: None,
-        events: None,
-        min_severity: (!form.min_severity.is_empty()).then(|| form.min_severity.clone()),
-        agent_filter: (!form.tag.trim().is_empty()).then(|| crate::routes::webhooks::AgentFilter {
-            tag: form.tag.trim().to_owned(),
-        }),
-    };
-    match crate::routes::webhooks::create_webhook(&state, &meta, &user.principal, &req).await {
-        Ok(created) => {
-            webhooks_page(
-                &state,
-                &user,
-                Some(CreatedHook {
-                    secret: created.secret,
-                }),
-                None,
-                StatusCode::CREATED,
-            )
-            .await
-        }
-        Err(ApiError::Validation(errors)) => {
-            webhooks_page(
-                &state,
-                &user,
-                None,
-                Some(refusal(&errors)),
-                StatusCode::UNPROCESSABLE_ENTITY,
-            )
-            .await
-        }
-        Err(e) => e.into_response(),
-    }
-}
-
 // ---------------------------------------------------------------- apps
 
 /// One tracked app.
@@ -1456,7 +1180,7 @@ pub async fn create_rule(
         )
         .await;
     };
-    let req = crate::routes::alerts::NewRule {
+    let req = crate::routes::rules::NewRule {
         name: form.name,
         metric: form.metric,
         operator: form.operator,
@@ -1470,7 +1194,7 @@ pub async fn create_rule(
         },
         webhook_url: None,
     };
-    match crate::routes::alerts::create_rule_by(&state, &meta, &user.principal, &req).await {
+    match crate::routes::rules::create_rule_by(&state, &meta, &user.principal, &req).await {
         Ok(_) => Redirect::to("/ui/rules").into_response(),
         Err(ApiError::Validation(errors)) => {
             rules_page(
@@ -1496,7 +1220,7 @@ pub async fn delete_rule(
     if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
         return refused.into_response();
     }
-    match crate::routes::alerts::delete_rule_by(&state, &meta, &user.principal, id).await {
+    match crate::routes::rules::delete_rule_by(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/rules").into_response(),
         Err(e) => e.into_response(),
     }

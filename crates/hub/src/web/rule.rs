@@ -5,7 +5,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path};
-use crate::routes::alerts::{self as api, RulePatch};
+use crate::routes::rules::{self as api, RulePatch};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::State;

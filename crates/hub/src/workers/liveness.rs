@@ -5,11 +5,12 @@ use crate::alerting::{self};
 use crate::state::AppState;
 use std::collections::HashMap;
 use time::OffsetDateTime;
+use trusthub_alerts::store::alerts;
 use trusthub_core::alerting::{self as rules_core, Severity, source};
 use trusthub_core::apps::{AppKind, ObservedMap, observe};
 use trusthub_core::liveness::{self, Expected, Observed, State};
 use trusthub_store::apps::{self, LivenessRow, LivenessUpdate};
-use trusthub_store::{StoreResult, TenantId, alerts};
+use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
 /// The lease and log name of this job.

@@ -14,7 +14,7 @@
 
 mod connections;
 pub mod cve_scan;
-pub mod deliver;
+pub use trusthub_alerts::deliver;
 pub mod liveness;
 pub mod osv_pull;
 pub mod rules;

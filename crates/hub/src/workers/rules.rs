@@ -6,9 +6,10 @@ use crate::state::AppState;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
+use trusthub_alerts::store::alerts;
+use trusthub_alerts::store::webhooks::{self, NewDelivery, status};
 use trusthub_core::alerting::{self as rules_core, Op, Severity, source};
-use trusthub_store::webhooks::{self, NewDelivery, status};
-use trusthub_store::{StoreResult, TenantId, alerts, rules};
+use trusthub_store::{StoreResult, TenantId, rules};
 use uuid::Uuid;
 
 /// The lease and log name of this job.
@@ -86,7 +87,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
         }
         let mut tx = state.db.begin().await?;
         let mut notifier = alerting::Notifier::default();
-        let mut open: HashMap<String, trusthub_store::alerts::Alert> =
+        let mut open: HashMap<String, trusthub_alerts::store::alerts::Alert> =
             alerts::open_of_rule(&mut tx, tenant, rule.id)
                 .await?
                 .into_iter()

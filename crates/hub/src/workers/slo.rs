@@ -7,9 +7,10 @@
 
 use crate::state::AppState;
 use time::OffsetDateTime;
+use trusthub_alerts::store::alerts;
 use trusthub_core::alerting::Severity;
 use trusthub_core::slo as core;
-use trusthub_store::{StoreResult, TenantId, alerts};
+use trusthub_store::{StoreResult, TenantId};
 
 /// The lease and log name of this job.
 pub const NAME: &str = "slo";

@@ -264,7 +264,7 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
                     .raise(
                         &mut tx,
                         TenantId(t),
-                        &trusthub_store::alerts::NewAlert {
+                        &trusthub_alerts::store::alerts::NewAlert {
                             severity: warning.as_str(),
                             severity_rank: warning.rank(),
                             category: "supply_chain",

@@ -53,7 +53,8 @@ pub(crate) async fn new_enrollment_token(
     req: NewEnrollmentToken,
 ) -> ApiResult<CreatedEnrollmentToken> {
     let now = now();
-    let tags = tags_valid(&req.tags).map_err(|m| ApiError::invalid("tags", m))?;
+    let tags =
+        trusthub_core::validate::tags(&req.tags).map_err(|m| ApiError::invalid("tags", m))?;
     let expires_at = match req.expires_at {
         Some(e) if e <= now => {
             return Err(ApiError::invalid("expires_at", "must be in the future"));

@@ -107,7 +107,7 @@ pub(crate) async fn put_governance(
             message: "must be between 60 and 604800".into(),
         });
     }
-    let tags = tags_valid(&req.tags)
+    let tags = trusthub_core::validate::tags(&req.tags)
         .map_err(|m| {
             errors.push(FieldError {
                 field: "tags".into(),

@@ -92,29 +92,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(revoke_client_cert))
 }
 
-pub(crate) fn tags_valid(tags: &[String]) -> Result<Vec<String>, String> {
-    if tags.len() > 32 {
-        return Err("at most 32 tags".into());
-    }
-    let mut out: Vec<String> = Vec::with_capacity(tags.len());
-    for t in tags {
-        let t = t.trim();
-        let ok = !t.is_empty()
-            && t.len() <= 64
-            && t.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.:=/".contains(c));
-        if !ok {
-            return Err(format!(
-                "tag `{t}` must be 1-64 characters of letters, digits and - _ . : = /"
-            ));
-        }
-        if !out.iter().any(|o| o == t) {
-            out.push(t.to_owned());
-        }
-    }
-    Ok(out)
-}
-
 pub(super) fn rfc3339(t: &OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()

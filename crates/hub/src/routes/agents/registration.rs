@@ -93,7 +93,7 @@ pub(crate) async fn register(
             message: e.to_string(),
         })
     });
-    let extra_tags = tags_valid(&req.tags).map_err(|m| {
+    let extra_tags = trusthub_core::validate::tags(&req.tags).map_err(|m| {
         errors.push(FieldError {
             field: "tags".into(),
             message: m,

@@ -1,8 +1,8 @@
 //! Alerts (SPEC 2.3, 3.2; CONTRACT 7): at most one open alert per fingerprint.
 
-use crate::{Exec, Handle, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
+use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An alert with its agent as it is now.

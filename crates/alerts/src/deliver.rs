@@ -2,17 +2,17 @@
 //! rows with `FOR UPDATE SKIP LOCKED` sends each delivery from one of them.
 
 use crate::state::{AppState, now};
+use crate::store::webhooks::{self, Attempt, Due, status};
 use serde_json::json;
 use std::time::Duration;
 use time::OffsetDateTime;
 use trusthub_core::webhook::{self as hook, AfterFailure};
-use trusthub_store::webhooks::{self, Attempt, Due, status};
 use trusthub_store::{StoreResult, TenantId, audit};
 
 /// Most deliveries one pass claims.
 const CLAIM: i64 = 16;
 
-pub(super) async fn deliverer(state: AppState) {
+pub async fn deliverer(state: AppState) {
     let client = match crate::outbound::Policy::of(&state.settings)
         .client()
         .timeout(Duration::from_secs(

@@ -2,16 +2,30 @@
 //! outbox in the same transaction (CONTRACT 6), so an alert change and its notifications
 //! commit or roll back together.
 
+use crate::store::alerts::{self, Alert, NewAlert};
+use crate::store::webhooks::{self, NewDelivery, Webhook};
 use serde::Serialize;
 use serde_json::json;
 use std::collections::HashMap;
 use time::OffsetDateTime;
 use trusthub_core::alerting::Severity;
-use trusthub_store::alerts::{self, Alert, NewAlert};
-use trusthub_store::webhooks::{self, NewDelivery, Webhook};
 use trusthub_store::{StoreResult, TenantId, Tx};
 use utoipa::ToSchema;
 use uuid::Uuid;
+
+/// What another capability does, in the resolving transaction, when a user resolves an
+/// alert (a typed event: the apps capability clears its red marker).
+pub type OnResolved = for<'a> fn(
+    &'a mut Tx,
+    TenantId,
+    &'a AlertView,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = StoreResult<()>> + Send + 'a>,
+>;
+
+/// The [`OnResolved`] hooks the composition root installs (a part of the state).
+#[derive(Debug, Default)]
+pub struct ResolveHooks(pub Vec<OnResolved>);
 
 /// `alert.created`.
 pub const ALERT_CREATED: &str = "alert.created";

@@ -7,6 +7,7 @@ use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
+use crate::store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook};
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -14,7 +15,6 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::alerting::Severity;
 use trusthub_core::audit as ev;
-use trusthub_store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -210,7 +210,7 @@ async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> 
     };
     let tag = req.agent_filter.as_ref().map(|f| f.tag.trim().to_owned());
     if let Some(t) = &tag
-        && let Err(m) = crate::routes::agents::tags_valid(std::slice::from_ref(t))
+        && let Err(m) = trusthub_core::validate::tags(std::slice::from_ref(t))
     {
         err("agent_filter.tag", m);
     }

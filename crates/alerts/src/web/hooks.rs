@@ -1,8 +1,8 @@
 //! One webhook endpoint (admin): edit, delete, send a test, the delivery log with status and
 //! attempts, redeliver. Through the API's own handlers.
 
-use super::pages::{CsrfForm, UserBar, ago, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path, Query};

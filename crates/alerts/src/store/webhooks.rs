@@ -3,9 +3,9 @@
 //! rows (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so each is sent by one process), send, and
 //! record the outcome.
 
-use crate::{Exec, Handle, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
+use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An endpoint as stored (the secret sealed).

@@ -1,0 +1,4 @@
+//! The alerts capability's tables: alerts, webhook endpoints and their delivery outbox.
+
+pub mod alerts;
+pub mod webhooks;
