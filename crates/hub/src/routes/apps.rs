@@ -782,6 +782,19 @@ fn process_candidates(processes: &[Value], listening: &Value) -> Vec<ProcessCand
     out
 }
 
+/// A user resolved `alert`: the app's red marker goes with it (a persisting mismatch raises a
+/// new one).
+pub async fn on_alert_resolved(
+    tx: &mut trusthub_store::Tx,
+    tenant: trusthub_store::TenantId,
+    alert: &crate::alerting::AlertView,
+) -> trusthub_store::StoreResult<()> {
+    if let Some(app) = alert.app_id {
+        trusthub_store::apps::clear_alerting(tx, tenant, app).await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -845,17 +858,4 @@ mod tests {
             "an upgraded binary is its path"
         );
     }
-}
-
-/// A user resolved `alert`: the app's red marker goes with it (a persisting mismatch raises a
-/// new one).
-pub async fn on_alert_resolved(
-    tx: &mut trusthub_store::Tx,
-    tenant: trusthub_store::TenantId,
-    alert: &crate::alerting::AlertView,
-) -> trusthub_store::StoreResult<()> {
-    if let Some(app) = alert.app_id {
-        trusthub_store::apps::clear_alerting(tx, tenant, app).await?;
-    }
-    Ok(())
 }
