@@ -4,6 +4,7 @@
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
 
 pub use trusthub_alerts::alerting;
+pub use trusthub_certs::ca;
 pub use trusthub_identity::{admin, auth, passwords, views};
 pub use trusthub_llm::evidence;
 pub use trusthub_platform::{
@@ -13,7 +14,6 @@ pub use trusthub_platform::{
 
 pub mod agent_auth;
 pub mod agent_ws;
-pub mod ca;
 pub mod cve;
 pub mod ingest;
 pub mod routes;

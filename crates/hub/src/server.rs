@@ -180,7 +180,7 @@ impl Server {
                     .insert(crate::routes::actions::EatKey(eat_key))
                     .insert(crate::evidence::EvidenceKey(evidence_key))
                     .insert(ca)
-                    .insert(crate::agent_auth::CertSeen::default())
+                    .insert(trusthub_certs::check::CertSeen::default())
                     .insert(crate::cve::CveIndex::default())
                     .insert(prices)
                     .insert(ingest)

@@ -12,10 +12,8 @@ mod prefetch;
 
 pub mod actions;
 pub mod agents;
-pub mod anomalies;
 pub mod apps;
 pub mod audit;
-pub mod client_certs;
 pub mod cve;
 pub mod leases;
 pub mod meta;

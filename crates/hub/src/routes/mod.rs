@@ -2,7 +2,6 @@
 
 pub mod actions;
 pub mod agents;
-pub mod anomalies;
 pub mod apps;
 pub mod cve;
 pub mod cve_export;
@@ -14,6 +13,7 @@ pub mod supply_chain;
 pub mod suppressions;
 
 pub use trusthub_alerts::routes::{alerts, webhooks};
+pub use trusthub_certs::routes::anomalies;
 pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
 pub use trusthub_llm::routes::{ai, evidence};
 
@@ -26,11 +26,11 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(trusthub_identity::api())
         .merge(trusthub_llm::api())
         .merge(trusthub_alerts::api())
+        .merge(trusthub_certs::api())
         .merge(agents::router())
         .merge(apps::router())
         .merge(actions::router())
         .merge(rules::router())
-        .merge(anomalies::router())
         .merge(cve::router())
         .merge(suppressions::router())
         .merge(cve_export::router())

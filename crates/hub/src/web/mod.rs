@@ -11,7 +11,6 @@
 
 mod actions;
 mod agent;
-mod anomalies;
 mod cve;
 mod pages;
 mod rule;
@@ -69,7 +68,6 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/actions/{jti}", get(actions::action))
         .route("/ui/actions/{jti}/live", get(actions::action_live))
         .route("/ui/transparency", get(actions::transparency))
-        .route("/ui/anomalies", get(anomalies::list))
         .route("/ui/cve-sources", get(cve::sources))
         .route("/ui/vulnerabilities", get(vulns::list))
         .route(
@@ -95,12 +93,12 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/ui/apps/{id}/slo/delete", post(slo::remove))
         .route("/ui/apps/{id}/maintenance-windows", post(slo::plan))
         .route("/ui/maintenance-windows/{id}/delete", post(slo::unplan))
-        .route("/ui/anomalies/{id}/resolve", post(anomalies::resolve))
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_certs::web::pages())
         .merge(trusthub_alerts::web::pages())
         .merge(trusthub_llm::web::pages())
         .merge(trusthub_identity::web::pages())

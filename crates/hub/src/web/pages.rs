@@ -390,7 +390,8 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
         }
     }
     l.anomalies =
-        usize::try_from(trusthub_store::anomalies::open_count(&mut c, tenant).await?).unwrap_or(0);
+        usize::try_from(trusthub_certs::store::anomalies::open_count(&mut c, tenant).await?)
+            .unwrap_or(0);
     let (tracked, off) = apps::state_counts(&mut c, tenant).await?;
     l.apps_total = usize::try_from(tracked).unwrap_or(0);
     l.apps_off = usize::try_from(off).unwrap_or(0);

@@ -100,7 +100,8 @@ pub(crate) async fn list(
     let mut c = state.db.conn().await?;
     let now = now();
     let connected = connected_since(&mut c, p.tenant(), now).await?;
-    let certs = trusthub_store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?;
+    let certs =
+        trusthub_certs::store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?;
     Ok(axum::Json(
         agents::list(&mut c, p.tenant())
             .await?
@@ -127,7 +128,7 @@ pub(crate) async fn get_agent(
         let mut c = state.db.conn().await?;
         (
             connected_since(&mut c, p.tenant(), now).await?,
-            trusthub_store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?,
+            trusthub_certs::store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?,
         )
     };
     Ok(axum::Json(AgentView::new(
@@ -153,7 +154,7 @@ pub(crate) async fn delete_agent(
     };
     agents::delete(&mut tx, p.tenant(), id).await?;
     // Its certificates stay in the CRL until they expire.
-    let revoked = trusthub_store::client_certs::revoke_all_of_agent(
+    let revoked = trusthub_certs::store::client_certs::revoke_all_of_agent(
         &mut tx,
         p.tenant(),
         id,

@@ -221,7 +221,11 @@ pub(crate) async fn register(
         crate::routes::anomalies::record(
             &state,
             enrollment.tenant_id,
-            &agent,
+            crate::routes::anomalies::AgentRef {
+                id: agent.id,
+                tenant_id: agent.tenant_id,
+                hostname: &agent.hostname,
+            },
             "agent_version_changed",
             &format!(
                 "the agent re-registered as version {} (was {previous})",
@@ -271,7 +275,11 @@ pub(super) async fn check_agent_signature(
             crate::routes::anomalies::record(
                 state,
                 agent.tenant_id,
-                agent,
+                crate::routes::anomalies::AgentRef {
+                    id: agent.id,
+                    tenant_id: agent.tenant_id,
+                    hostname: &agent.hostname,
+                },
                 "bad_ingest_signature",
                 "a request with this agent's token was not signed by its pinned key",
                 json!({"error": e.to_string(), "signature_present": signature.is_some()}),

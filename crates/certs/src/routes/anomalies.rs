@@ -9,6 +9,7 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Meta, Path, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
+use crate::store::anomalies::{self, Anomaly};
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,7 +17,6 @@ use time::OffsetDateTime;
 use trusthub_alerts::store::alerts;
 use trusthub_core::alerting::Severity;
 use trusthub_store::TenantId;
-use trusthub_store::anomalies::{self, Anomaly};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -27,13 +27,25 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(resolve))
 }
 
+/// The agent an anomaly or a certificate check is about (the fleet's agent, as far as
+/// certificates need it).
+#[derive(Debug, Clone, Copy)]
+pub struct AgentRef<'a> {
+    /// Id.
+    pub id: Uuid,
+    /// Its tenant.
+    pub tenant_id: Uuid,
+    /// Host name, for the alert's title.
+    pub hostname: &'a str,
+}
+
 /// Records an anomaly of `kind` about `agent` and raises its alert, in one transaction. With
 /// `once`, nothing is added while an unresolved anomaly of the same kind is open for the agent
 /// (a flood of bad signatures is one anomaly, not thousands).
 pub async fn record(
     state: &AppState,
     tenant: Uuid,
-    agent: &trusthub_store::agents::Agent,
+    agent: AgentRef<'_>,
     kind: &str,
     detail: &str,
     evidence: Value,

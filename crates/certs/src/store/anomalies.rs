@@ -1,8 +1,8 @@
 //! Integrity anomalies (CONTRACT 14): what an operator must look at — a client certificate of
 //! another agent, a revoked or expired one, a pinned agent's batch with a bad signature.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An anomaly row.

@@ -1,8 +1,8 @@
 //! Client certificates issued by the hub CA (CONTRACT 12, 14): at most one active certificate
 //! per agent (a partial unique index), rotation in one transaction, revocation, the CRL's rows.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A certificate row.

@@ -1,8 +1,8 @@
 //! Integrity anomalies (CONTRACT 14): the open ones (or all), with what was seen, and resolve
 //! for operators — through the API's own handlers.
 
-use super::pages::{CsrfForm, UserBar, ago, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, html};
+use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::{Meta, Path, Query};

@@ -1,0 +1,30 @@
+//! Certificates (SPEC 5.5–5.7): the hub's CA, agents' client certificates and the CRL, the
+//! cross-check of a presented certificate, and integrity anomalies with their alerts.
+//!
+//! What it offers other capabilities:
+//! - [`ca::HubCa`]: issuing and revoking (a part of the state the composition root loads);
+//! - [`check::cross_check`]: the verdict on a verified client certificate for an agent;
+//! - [`routes::anomalies::record`]: records an integrity anomaly about an agent and raises its
+//!   alert (the fleet calls it on a bad signature or a changed agent version);
+//! - [`store::client_certs`]: the certificates of an agent, for the fleet's agent pages;
+//! - [`api`], [`web::pages`]: routes and pages the composition root mounts.
+
+pub mod ca;
+pub mod check;
+pub mod routes;
+pub mod store;
+pub mod web;
+
+pub use routes::anomalies::AgentRef;
+
+use trusthub_alerts::alerting;
+use trusthub_identity::auth;
+use trusthub_platform::{error, extract, openapi, state};
+
+use trusthub_platform::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The API routes, relative to `/api/v1`.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().merge(routes::anomalies::router())
+}

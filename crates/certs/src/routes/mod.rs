@@ -1,0 +1,3 @@
+//! Certificates' API under `/api/v1`.
+
+pub mod anomalies;
