@@ -63,10 +63,10 @@ pub async fn insert_host(
     h: usize,
     now: time::OffsetDateTime,
 ) -> Result<uuid::Uuid, trusthub_store::StoreError> {
-    trusthub_store::agents::insert(
+    trusthub_fleet::store::agents::insert(
         tx,
         tenant,
-        &trusthub_store::agents::Registration {
+        &trusthub_fleet::store::agents::Registration {
             machine_id: &format!("m{h}"),
             hostname: &format!("host-{h}"),
             os: "Debian GNU/Linux 12",

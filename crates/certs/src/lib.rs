@@ -24,6 +24,20 @@ use trusthub_platform::{error, extract, openapi, state};
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
+/// Host names of a tenant's agents, the lookup the fleet gives this crate (a part of the
+/// state the composition root installs).
+#[derive(Debug)]
+pub struct HostNames(pub HostNamesFn);
+
+/// The signature of [`HostNames`]: the host name of each agent of a tenant.
+pub type HostNamesFn = for<'a> fn(
+    &'a AppState,
+    trusthub_store::TenantId,
+) -> trusthub_platform::BoxFuture<'a, NamesResult>;
+
+/// Host name by agent id.
+pub type NamesResult = trusthub_store::StoreResult<std::collections::HashMap<uuid::Uuid, String>>;
+
 /// The API routes, relative to `/api/v1`.
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().merge(routes::anomalies::router())

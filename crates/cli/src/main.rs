@@ -255,7 +255,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         None
     } else {
         Some(
-            admin::local_enrollment_token(&server.state().db, "default")
+            trusthub_fleet::admin::local_enrollment_token(&server.state().db, "default")
                 .await
                 .map_err(|e| e.to_string())?,
         )

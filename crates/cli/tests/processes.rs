@@ -882,7 +882,7 @@ async fn transparency_verify_checks_the_chain_and_signature_online_and_offline()
     drop(c);
     let mut tx = db.begin().await.expect("tx");
     for i in 0..3 {
-        trusthub_store::actions::append_log(
+        trusthub_fleet::store::actions::append_log(
             &mut tx,
             owner.tenant_id,
             "restart_app_result",

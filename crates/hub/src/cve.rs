@@ -498,7 +498,7 @@ pub async fn scan_agent(
     let scope = tenant.to_string();
     let snapshot = {
         let mut c = state.db.conn().await?;
-        match trusthub_store::telemetry::latest_inventory(&mut c, t, agent).await? {
+        match trusthub_fleet::store::telemetry::latest_inventory(&mut c, t, agent).await? {
             Some(s) => s.snapshot.0,
             None => return Ok(ScanOutcome::default()),
         }

@@ -5,6 +5,7 @@
 
 pub use trusthub_alerts::alerting;
 pub use trusthub_certs::ca;
+pub use trusthub_fleet::{agent_auth, agent_ws, ingest, routing};
 pub use trusthub_identity::{admin, auth, passwords, views};
 pub use trusthub_llm::evidence;
 pub use trusthub_platform::{
@@ -12,12 +13,8 @@ pub use trusthub_platform::{
     settings, state, tls,
 };
 
-pub mod agent_auth;
-pub mod agent_ws;
 pub mod cve;
-pub mod ingest;
 pub mod routes;
-pub mod routing;
 pub mod server;
 pub mod web;
 pub mod workers;

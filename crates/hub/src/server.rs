@@ -185,6 +185,9 @@ impl Server {
                     .insert(prices)
                     .insert(ingest)
                     .insert(crate::agent_ws::Connections::default())
+                    .insert(trusthub_certs::HostNames(|state, tenant| {
+                        Box::pin(trusthub_fleet::host_names(state, tenant))
+                    }))
                     .insert(crate::alerting::ResolveHooks(vec![|tx, tenant, alert| {
                         Box::pin(crate::routes::apps::on_alert_resolved(tx, tenant, alert))
                     }]));
@@ -244,7 +247,7 @@ impl Server {
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         if state.db.backend() == Backend::Sqlite
             && let Ok(mut tx) = state.db.begin().await
-            && trusthub_store::actions::clear_all_connections(&mut tx)
+            && trusthub_fleet::store::actions::clear_all_connections(&mut tx)
                 .await
                 .is_ok()
         {
@@ -291,7 +294,7 @@ impl Server {
         }
         // Agents see their sockets close; their connection marks go with this process.
         if let Ok(mut tx) = state.db.begin().await
-            && trusthub_store::actions::clear_instance(&mut tx, &state.instance)
+            && trusthub_fleet::store::actions::clear_instance(&mut tx, &state.instance)
                 .await
                 .is_ok()
         {
@@ -314,14 +317,14 @@ async fn housekeeping(state: AppState) {
             trusthub_identity::store::sessions::purge_expired(&mut tx, now).await?;
             trusthub_identity::store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10))
                 .await?;
-            let ms = trusthub_store::telemetry::unix_ms(now);
-            trusthub_store::telemetry::purge_points(
+            let ms = trusthub_fleet::store::telemetry::unix_ms(now);
+            trusthub_fleet::store::telemetry::purge_points(
                 &mut tx,
                 ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000,
                 ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
             )
             .await?;
-            trusthub_store::telemetry::purge_batches(
+            trusthub_fleet::store::telemetry::purge_batches(
                 &mut tx,
                 now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
             )

@@ -453,7 +453,7 @@ async fn write_pack(
     std::fs::rename(&part, &final_path).map_err(io)?;
 
     let mut tx = state.db.begin().await?;
-    let entry = trusthub_store::actions::append_log(
+    let entry = trusthub_fleet::store::actions::append_log(
         &mut tx,
         s.tenant,
         "evidence_pack_created",

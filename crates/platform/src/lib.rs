@@ -34,5 +34,8 @@ pub mod tls;
 
 pub use state::{AppState, now};
 
+/// A boxed future, the shape of the hooks one capability gives another through the state.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "trusthub_session";

@@ -93,3 +93,10 @@ pub fn now() -> OffsetDateTime {
     let t = OffsetDateTime::now_utc();
     t.replace_nanosecond(0).unwrap_or(t)
 }
+
+/// `t` as RFC 3339 (`2026-11-26T14:00:00Z`), or empty in the impossible case it cannot be
+/// written.
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

@@ -10,8 +10,6 @@ mod db;
 mod error;
 mod prefetch;
 
-pub mod actions;
-pub mod agents;
 pub mod apps;
 pub mod audit;
 pub mod cve;
@@ -22,7 +20,6 @@ pub mod osv;
 pub mod rate_limits;
 pub mod rules;
 pub mod slo;
-pub mod telemetry;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
 pub use error::{StoreError, StoreResult};

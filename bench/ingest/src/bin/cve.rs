@@ -130,8 +130,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut tx = db.begin().await?;
     for h in 0..args.hosts {
         let id = insert_host(&mut tx, tenant, h, now).await?;
-        trusthub_store::telemetry::insert_inventory(&mut tx, id, now, &inventory(h, false), now)
-            .await?;
+        trusthub_fleet::store::telemetry::insert_inventory(
+            &mut tx,
+            id,
+            now,
+            &inventory(h, false),
+            now,
+        )
+        .await?;
         ids.push(id);
     }
     tx.commit().await?;
@@ -180,14 +186,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // One host's inventory changes: only it is due.
     let mut tx = db.begin().await?;
-    trusthub_store::telemetry::insert_inventory(&mut tx, ids[0], now, &inventory(0, true), now)
-        .await?;
+    trusthub_fleet::store::telemetry::insert_inventory(
+        &mut tx,
+        ids[0],
+        now,
+        &inventory(0, true),
+        now,
+    )
+    .await?;
     tx.commit().await?;
     let mut times = Vec::new();
     for round in 0..5usize {
         if round > 0 {
             let mut tx = db.begin().await?;
-            trusthub_store::telemetry::insert_inventory(
+            trusthub_fleet::store::telemetry::insert_inventory(
                 &mut tx,
                 ids[0],
                 now,

@@ -10,8 +10,9 @@ use clap::Parser;
 use std::time::Instant;
 use trusthub_bench_ingest::proc_mib;
 use trusthub_core::apps::ObservedMap;
+use trusthub_fleet::store::agents;
 use trusthub_hub::{Server, Settings};
-use trusthub_store::{agents, apps};
+use trusthub_store::apps;
 
 #[derive(Debug, Parser)]
 struct Args {

@@ -65,14 +65,7 @@ async fn page(
             }),
         )
         .await?;
-        let hosts: std::collections::HashMap<uuid::Uuid, String> = {
-            let mut c = state.db.conn().await?;
-            trusthub_store::agents::list(&mut c, p.tenant())
-                .await?
-                .into_iter()
-                .map(|a| (a.id, a.hostname))
-                .collect()
-        };
+        let hosts = (state.part::<crate::HostNames>().0)(state, p.tenant()).await?;
         let now = now();
         Ok(Page {
             assets: &ASSETS,

@@ -142,7 +142,7 @@ pub(crate) async fn hostnames(
     c: &mut impl trusthub_store::Exec,
     tenant: trusthub_store::TenantId,
 ) -> ApiResult<std::collections::HashMap<Uuid, String>> {
-    Ok(trusthub_store::agents::list(c, tenant)
+    Ok(trusthub_fleet::store::agents::list(c, tenant)
         .await?
         .into_iter()
         .map(|a| (a.id, a.hostname))
@@ -585,7 +585,7 @@ pub(crate) async fn coverage(
             .into_iter()
             .map(|(a, t, n, nc)| (a, (t, n, nc)))
             .collect();
-    let mut out: Vec<CoverageView> = trusthub_store::agents::list(&mut c, p.tenant())
+    let mut out: Vec<CoverageView> = trusthub_fleet::store::agents::list(&mut c, p.tenant())
         .await?
         .into_iter()
         .map(|a| {

@@ -212,7 +212,7 @@ pub(crate) async fn sarif(
     agents.sort();
     agents.dedup();
     for agent in agents {
-        let inv = trusthub_store::telemetry::latest_inventory(&mut c, p.tenant(), agent)
+        let inv = trusthub_fleet::store::telemetry::latest_inventory(&mut c, p.tenant(), agent)
             .await?
             .map(|s| s.snapshot.0)
             .unwrap_or(Value::Null);
@@ -391,10 +391,10 @@ pub(crate) async fn sbom(
 ) -> ApiResult<Response> {
     let now = now();
     let mut c = state.db.conn().await?;
-    let Some(agent) = trusthub_store::agents::get(&mut c, p.tenant(), id).await? else {
+    let Some(agent) = trusthub_fleet::store::agents::get(&mut c, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("agent"));
     };
-    let inv = trusthub_store::telemetry::latest_inventory(&mut c, p.tenant(), id).await?;
+    let inv = trusthub_fleet::store::telemetry::latest_inventory(&mut c, p.tenant(), id).await?;
     let filter = Filter {
         agent_id: Some(id),
         status: Some("unfixed".into()),

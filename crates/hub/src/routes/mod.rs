@@ -1,12 +1,11 @@
 //! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
 
-pub mod actions;
-pub mod agents;
 pub mod apps;
 pub mod cve;
 pub mod cve_export;
 pub mod health;
 pub mod osv_api;
+pub mod restart;
 pub mod rules;
 pub mod slo;
 pub mod supply_chain;
@@ -14,6 +13,7 @@ pub mod suppressions;
 
 pub use trusthub_alerts::routes::{alerts, webhooks};
 pub use trusthub_certs::routes::anomalies;
+pub use trusthub_fleet::routes::{actions, agents};
 pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
 pub use trusthub_llm::routes::{ai, evidence};
 
@@ -27,9 +27,9 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(trusthub_llm::api())
         .merge(trusthub_alerts::api())
         .merge(trusthub_certs::api())
-        .merge(agents::router())
+        .merge(trusthub_fleet::api())
         .merge(apps::router())
-        .merge(actions::router())
+        .merge(restart::router())
         .merge(rules::router())
         .merge(cve::router())
         .merge(suppressions::router())

@@ -9,10 +9,9 @@
 //! forms carry a CSRF token derived from the session ([`csrf_token`]) on top of the
 //! same-origin check every cookie-authenticated change gets.
 
-mod actions;
-mod agent;
 mod cve;
 mod pages;
+mod restart;
 mod rule;
 mod slo;
 mod supply_chain;
@@ -34,40 +33,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", post(pages::logout))
         .route("/ui/overview/live", get(pages::overview_live))
-        .route("/ui/agents", get(pages::agents))
-        .route("/ui/agents/{id}", get(pages::agent))
-        .route("/ui/agents/{id}/inventory/{slice}", get(agent::inventory))
-        .route("/ui/agents/{id}/processes", get(agent::processes))
-        .route("/ui/agents/{id}/settings", get(agent::settings))
-        .route("/ui/agents/{id}/governance", post(agent::governance))
-        .route("/ui/agents/{id}/rotate-token", post(agent::rotate_token))
-        .route(
-            "/ui/agents/{id}/rotate-signing-key",
-            post(agent::rotate_signing_key),
-        )
-        .route("/ui/agents/{id}/delete", post(agent::delete))
-        .route(
-            "/ui/agents/{id}/client-certs/{serial}/revoke",
-            post(agent::revoke_cert),
-        )
         .route("/ui/apps", get(pages::apps).post(pages::track_app))
         .route("/ui/apps/{id}/expected", post(pages::expect_app))
         .route("/ui/apps/{id}/untrack", post(pages::untrack_app))
-        .route(
-            "/ui/enroll",
-            get(pages::enroll).post(pages::create_enrollment),
-        )
         .route("/ui/audit", get(pages::audit_log))
         .route("/ui/rules", get(pages::rules).post(pages::create_rule))
         .route("/ui/rules/{id}", get(rule::show).post(rule::update))
         .route("/ui/rules/{id}/delete", post(pages::delete_rule))
         .route(
             "/ui/apps/{id}/restart",
-            get(actions::restart_form).post(actions::restart),
+            get(restart::restart_form).post(restart::restart),
         )
-        .route("/ui/actions/{jti}", get(actions::action))
-        .route("/ui/actions/{jti}/live", get(actions::action_live))
-        .route("/ui/transparency", get(actions::transparency))
         .route("/ui/cve-sources", get(cve::sources))
         .route("/ui/vulnerabilities", get(vulns::list))
         .route(
@@ -98,6 +74,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_fleet::web::pages())
         .merge(trusthub_certs::web::pages())
         .merge(trusthub_alerts::web::pages())
         .merge(trusthub_llm::web::pages())

@@ -9,13 +9,13 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
-use time::OffsetDateTime;
 use trusthub_alerts::store::alerts;
 use trusthub_core::Role;
-use trusthub_core::agent::{AgentStatus, status};
+use trusthub_fleet::store::agents;
+use trusthub_fleet::web::rows::{AgentRow, agent_rows};
 pub use trusthub_identity::web::allowed;
 pub use trusthub_platform::page::{CsrfForm, UserBar, ago, refusal};
-use trusthub_store::{agents, apps, audit};
+use trusthub_store::{apps, audit};
 
 // ---------------------------------------------------------------- sign-in
 
@@ -209,30 +209,6 @@ pub async fn logout(
 
 // ---------------------------------------------------------------- overview
 
-/// One agent row of the overview.
-#[derive(Debug)]
-struct AgentRow {
-    id: String,
-    hostname: String,
-    status: &'static str,
-    status_mark: &'static str,
-    last_seen: String,
-    os: String,
-    tags: Vec<String>,
-    version: String,
-    connected: bool,
-    /// CPU over the last hour as an SVG polyline's points (empty without data).
-    spark: String,
-}
-
-fn status_words(s: AgentStatus) -> (&'static str, &'static str) {
-    match s {
-        AgentStatus::Online => ("online", "●"),
-        AgentStatus::Silent => ("silent", "▲"),
-        AgentStatus::Offline => ("offline", "✕"),
-    }
-}
-
 /// What the overview shows; re-rendered every 15 s by htmx.
 #[derive(Debug, Default)]
 struct Live {
@@ -260,45 +236,6 @@ struct Event {
     what: String,
 }
 
-fn agent_row(a: agents::Agent, now: OffsetDateTime, connected: bool) -> AgentRow {
-    let (word, mark) = status_words(status(a.last_seen_at, a.ingest_interval_secs, now));
-    AgentRow {
-        id: a.id.to_string(),
-        hostname: a.hostname,
-        status: word,
-        status_mark: mark,
-        last_seen: ago(a.last_seen_at, now),
-        os: a.os,
-        tags: a.tags.0,
-        version: a.agent_version,
-        connected,
-        spark: String::new(),
-    }
-}
-
-async fn connected_agents(
-    c: &mut trusthub_store::Conn,
-    user: &WebUser,
-    now: OffsetDateTime,
-) -> ApiResult<std::collections::HashSet<uuid::Uuid>> {
-    let since = now - time::Duration::seconds(trusthub_store::actions::CONNECTION_FRESH_SECS);
-    Ok(trusthub_store::actions::connected_agents(c, user.principal.tenant(), since).await?)
-}
-
-async fn agent_rows(state: &AppState, user: &WebUser) -> ApiResult<Vec<AgentRow>> {
-    let now = now();
-    let mut c = state.db.conn().await?;
-    let connected = connected_agents(&mut c, user, now).await?;
-    Ok(agents::list(&mut c, user.principal.tenant())
-        .await?
-        .into_iter()
-        .map(|a| {
-            let on = connected.contains(&a.id);
-            agent_row(a, now, on)
-        })
-        .collect())
-}
-
 /// Each agent's CPU over the last hour, as sparkline points in a 100 × 30 box.
 /// Agents the overview lists at most; the rest are on the agents page.
 const OVERVIEW_AGENTS: usize = 24;
@@ -308,9 +245,9 @@ const OVERVIEW_AGENTS: usize = 24;
 /// to rank, then one query per agent shown.
 async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> ApiResult<()> {
     let tenant = user.principal.tenant();
-    let to = trusthub_store::telemetry::unix_ms(now()) / 60_000 * 60_000 + 60_000;
+    let to = trusthub_fleet::store::telemetry::unix_ms(now()) / 60_000 * 60_000 + 60_000;
     let mut c = state.db.conn().await?;
-    let recent = trusthub_store::telemetry::fleet_minutes(
+    let recent = trusthub_fleet::store::telemetry::fleet_minutes(
         &mut c,
         tenant,
         "cpu.percent",
@@ -341,7 +278,7 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
         let Ok(id) = r.id.parse::<uuid::Uuid>() else {
             continue;
         };
-        let minutes = trusthub_store::telemetry::fleet_minutes(
+        let minutes = trusthub_fleet::store::telemetry::fleet_minutes(
             &mut c,
             tenant,
             "cpu.percent",
@@ -457,160 +394,6 @@ pub async fn overview_live(State(state): State<AppState>, user: WebUser) -> Resp
         Ok(live) => html(OverviewLive { live }.render(), StatusCode::OK),
         Err(e) => e.into_response(),
     }
-}
-
-// ---------------------------------------------------------------- agents
-
-#[derive(Template)]
-#[template(path = "agents.html")]
-struct AgentsPage<'a> {
-    assets: &'a Assets,
-    user: Option<UserBar>,
-    agents: Vec<AgentRow>,
-}
-
-/// `GET /ui/agents`.
-pub async fn agents(State(state): State<AppState>, user: WebUser) -> Response {
-    match agent_rows(&state, &user).await {
-        Ok(agents) => html(
-            AgentsPage {
-                assets: &ASSETS,
-                user: Some(UserBar::from(&user)),
-                agents,
-            }
-            .render(),
-            StatusCode::OK,
-        ),
-        Err(e) => e.into_response(),
-    }
-}
-
-// ---------------------------------------------------------------- one agent
-
-/// A chart of the agent page.
-#[derive(Debug)]
-struct Chart {
-    title: String,
-    svg: String,
-    legend: String,
-}
-
-#[derive(Template)]
-#[template(path = "agent.html")]
-struct AgentPage<'a> {
-    assets: &'a Assets,
-    user: Option<UserBar>,
-    agent: AgentRow,
-    ranges: Vec<(&'static str, bool)>,
-    charts: Vec<Chart>,
-}
-
-/// The chart range.
-#[derive(Debug, Deserialize)]
-pub struct RangeQuery {
-    range: Option<String>,
-}
-
-/// Ranges offered, with the bucket each is averaged over (served from the rollups).
-const RANGES: [(&str, i64, i64); 4] = [
-    ("1h", 3_600_000, 60_000),
-    ("6h", 21_600_000, 300_000),
-    ("24h", 86_400_000, 900_000),
-    ("7d", 604_800_000, 3_600_000),
-];
-
-/// `GET /ui/agents/{id}`: the agent and its CPU, memory, disk and network charts.
-pub async fn agent(
-    State(state): State<AppState>,
-    user: WebUser,
-    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    Query(q): Query<RangeQuery>,
-) -> Response {
-    match agent_page(&state, &user, id, q.range.as_deref()).await {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
-}
-
-async fn agent_page<'a>(
-    state: &AppState,
-    user: &WebUser,
-    id: uuid::Uuid,
-    range: Option<&str>,
-) -> ApiResult<AgentPage<'a>> {
-    let tenant = user.principal.tenant();
-    let agent = {
-        let now = now();
-        let mut c = state.db.conn().await?;
-        let a = agents::get(&mut c, tenant, id)
-            .await?
-            .ok_or(ApiError::NotFound("agent"))?;
-        let on = connected_agents(&mut c, user, now).await?.contains(&id);
-        agent_row(a, now, on)
-    };
-    let (name, span, bucket) = RANGES
-        .iter()
-        .copied()
-        .find(|r| Some(r.0) == range)
-        .unwrap_or(RANGES[0]);
-    let now_ms = trusthub_store::telemetry::unix_ms(now());
-    // Buckets aligned to their width, so averages come from the rollups.
-    let to = (now_ms / bucket + 1) * bucket;
-    let from = to - span;
-    let mut c = state.db.conn().await?;
-    let all = trusthub_store::telemetry::series(&mut c, tenant, id, None).await?;
-    let mut charts = Vec::new();
-    for (title, names, max) in [
-        ("CPU %", &["cpu.percent"][..], Some(100.0)),
-        ("Memory used %", &["mem.used_percent"][..], Some(100.0)),
-        ("Disk used %", &["disk.used_percent"][..], Some(100.0)),
-        (
-            "Network bytes/s",
-            &["net.rx_bytes_per_sec", "net.tx_bytes_per_sec"][..],
-            None,
-        ),
-    ] {
-        let mut lines = Vec::new();
-        for s in all.iter().filter(|s| names.contains(&s.name.as_str())) {
-            let labels: std::collections::BTreeMap<String, String> =
-                serde_json::from_str(&s.labels).unwrap_or_default();
-            // Per-core CPU series are left to the API; the chart shows the whole host.
-            if s.name == "cpu.percent" && labels.contains_key("core") {
-                continue;
-            }
-            if lines.len() == 4 {
-                break;
-            }
-            let points =
-                trusthub_store::telemetry::points(&mut c, s, from, to, Some(bucket), 2_000).await?;
-            let suffix: Vec<String> = labels.values().cloned().collect();
-            let direction = match s.name.as_str() {
-                "net.rx_bytes_per_sec" => " in",
-                "net.tx_bytes_per_sec" => " out",
-                _ => "",
-            };
-            lines.push(chart::Line {
-                label: if suffix.is_empty() {
-                    format!("{}{direction}", s.name)
-                } else {
-                    format!("{}{direction}", suffix.join(" "))
-                },
-                points,
-            });
-        }
-        charts.push(Chart {
-            title: format!("{title}, last {name}"),
-            svg: chart::line_chart(title, &lines, from, to, max),
-            legend: chart::legend(&lines),
-        });
-    }
-    Ok(AgentPage {
-        assets: &ASSETS,
-        user: Some(UserBar::from(user)),
-        agent,
-        ranges: RANGES.iter().map(|r| (r.0, r.0 == name)).collect(),
-        charts,
-    })
 }
 
 // ---------------------------------------------------------------- apps
@@ -895,112 +678,6 @@ pub async fn untrack_app(
     }
 }
 
-// ---------------------------------------------------------------- enrolment
-
-/// A just-made token's install command.
-#[derive(Debug)]
-struct CreatedEnrollment {
-    command: String,
-    expires: String,
-}
-
-#[derive(Template)]
-#[template(path = "enroll.html")]
-struct EnrollPage<'a> {
-    assets: &'a Assets,
-    user: Option<UserBar>,
-    created: Option<CreatedEnrollment>,
-    error: Option<String>,
-    csrf: String,
-}
-
-fn enroll_page(
-    user: &WebUser,
-    created: Option<CreatedEnrollment>,
-    error: Option<String>,
-    status: StatusCode,
-) -> Response {
-    html(
-        EnrollPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            created,
-            error,
-            csrf: user.csrf.clone(),
-        }
-        .render(),
-        status,
-    )
-}
-
-/// `GET /ui/enroll` (admin).
-pub async fn enroll(user: WebUser) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, None) {
-        return e.into_response();
-    }
-    enroll_page(&user, None, None, StatusCode::OK)
-}
-
-/// The enrolment form.
-#[derive(Debug, Deserialize)]
-pub struct EnrollForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    tags: String,
-}
-
-/// `POST /ui/enroll` (admin, CSRF token): a token as through the API, and the one-line
-/// install command for the new host with it filled in.
-pub async fn create_enrollment(
-    State(state): State<AppState>,
-    meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<EnrollForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
-        return e.into_response();
-    }
-    let req = crate::routes::agents::enrollment::NewEnrollmentToken {
-        expires_at: None,
-        tags: form.tags.split_whitespace().map(str::to_owned).collect(),
-    };
-    match crate::routes::agents::enrollment::new_enrollment_token(
-        &state,
-        &meta,
-        &user.principal,
-        req,
-    )
-    .await
-    {
-        Ok(created) => {
-            let hub = state.public_url.trim_end_matches('/');
-            let command = format!(
-                "trusthub-agent enroll --hub {hub} --enroll {} --state-dir /var/lib/trusthub-agent && \
-                 trusthub-agent install --state-dir /var/lib/trusthub-agent && \
-                 systemctl daemon-reload && systemctl enable --now trusthub-agent",
-                created.token
-            );
-            enroll_page(
-                &user,
-                Some(CreatedEnrollment {
-                    command,
-                    expires: crate::evidence::rfc3339(created.expires_at),
-                }),
-                None,
-                StatusCode::CREATED,
-            )
-        }
-        Err(ApiError::Validation(errors)) => enroll_page(
-            &user,
-            None,
-            Some(refusal(&errors)),
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        Err(e) => e.into_response(),
-    }
-}
-
 // ---------------------------------------------------------------- audit log
 
 /// One audit row.
@@ -1046,7 +723,7 @@ pub async fn audit_log(State(state): State<AppState>, user: WebUser) -> Response
                 entries: rows
                     .into_iter()
                     .map(|e| AuditRow {
-                        at: crate::evidence::rfc3339(e.created_at),
+                        at: trusthub_platform::state::rfc3339(e.created_at),
                         event: e.event_type,
                         actor: e.actor,
                         subject: e.subject,

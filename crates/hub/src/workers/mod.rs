@@ -12,7 +12,7 @@
 //! To add a cluster-wide job: a file with `NAME`, `interval(settings)` and
 //! `tick(state, now)`, and a line in [`spawn`].
 
-mod connections;
+use trusthub_fleet::connections;
 pub mod cve_scan;
 pub use trusthub_alerts::deliver;
 pub mod liveness;

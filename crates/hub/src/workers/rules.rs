@@ -57,7 +57,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
         rules: all.len(),
         ..Default::default()
     };
-    let to_ms = trusthub_store::telemetry::unix_ms(now) + 1;
+    let to_ms = trusthub_fleet::store::telemetry::unix_ms(now) + 1;
     for rule in all {
         let tenant = TenantId(rule.tenant_id);
         let Some(op) = Op::parse(&rule.operator) else {

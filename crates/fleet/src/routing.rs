@@ -4,8 +4,9 @@
 //! `NOTIFY` naming that process, and only that process forwards it, so it arrives once.
 
 use crate::state::AppState;
+use crate::store::actions;
 use serde::{Deserialize, Serialize};
-use trusthub_store::{Db, StoreResult, actions};
+use trusthub_store::{Db, StoreResult};
 use uuid::Uuid;
 
 /// The `NOTIFY` channel.

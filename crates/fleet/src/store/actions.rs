@@ -1,9 +1,9 @@
 //! Agent WebSocket connections, emergency actions (CONTRACT 5) and the hash-chained
 //! transparency log (CONTRACT 5a).
 
-use crate::{Exec, Handle, StoreResult, TenantId, on};
 use time::OffsetDateTime;
 use trusthub_core::canonical::{GENESIS_HASH, LogEntry, entry_hash};
+use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// Records that `instance` holds the agent's WebSocket.

@@ -8,14 +8,15 @@
 //! same rollup rows (measured: 94.6k → 105k samples/s, bench/RESULTS.md). If a group fails, its
 //! batches are retried one per transaction, so one bad batch cannot fail its neighbours.
 
+use crate::store::agents;
+use crate::store::telemetry::{self, PointRows, SeriesCache};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use trusthub_core::agent::Batch;
-use trusthub_store::telemetry::{self, PointRows, SeriesCache};
-use trusthub_store::{Db, StoreResult, agents};
+use trusthub_store::{Db, StoreResult};
 use uuid::Uuid;
 
 /// Most batches committed in one transaction.

@@ -2,25 +2,21 @@
 //! signed EATs, action records, and the transparency log (CONTRACT 5a).
 
 use crate::agent_auth::AgentAuth;
-use crate::auth::purpose::AppRestart;
-use crate::auth::{TotpProof, Viewer};
+use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{Json, Meta, Path, Query};
+use crate::extract::{Meta, Path, Query};
 use crate::openapi::api_routes;
-use crate::ratelimit;
 use crate::state::{AppState, now};
+use crate::store::actions::{self, Action};
 use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::http::StatusCode;
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
-use trusthub_core::Role;
 use trusthub_core::canonical::LogEntry;
 use trusthub_core::eat::{self, Claims};
-use trusthub_store::actions::{self, Action};
-use trusthub_store::{TenantId, apps};
+use trusthub_store::TenantId;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -28,7 +24,6 @@ use uuid::Uuid;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(agent_socket))
-        .routes(api_routes!(restart))
         .routes(api_routes!(get_action))
         .routes(api_routes!(list_actions))
         .routes(api_routes!(transparency_log))
@@ -67,14 +62,6 @@ pub(crate) async fn agent_socket(
         .on_upgrade(move |socket| crate::agent_ws::serve(state, id, tenant, socket)))
 }
 
-/// Why a restart is asked for.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RestartRequest {
-    /// 1 to 500 characters; recorded in the action, the audit log and the token.
-    pub reason: String,
-}
-
 /// A dispatched action.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Dispatched {
@@ -84,59 +71,39 @@ pub struct Dispatched {
     pub status: String,
 }
 
-/// Restart an app (SPEC 3.1): admin, a login session and a TOTP code for purpose
-/// `app_restart` (`X-TOTP-Code`, or `X-TOTP-Token` from `/auth/totp/challenge`); API tokens
-/// never can. The hub signs an EAT (`act: restart_app`, level 2, 5 minutes) and pushes it over
-/// the agent's WebSocket; the agent checks it, its allowlist and its replay list, restarts per
-/// kind and reports back. 409 when the agent is not connected (nothing is queued). Limited
-/// like `/agents/:id/emergency` (SPEC 8): 5 per hour per user.
-#[utoipa::path(post, path = "/apps/{id}/restart", tag = "actions", params(("id" = Uuid, Path, description = "App id")),
-    request_body = RestartRequest,
-    responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
-        (status = 409, body = Problem), (status = 429, body = Problem)))]
-pub(crate) async fn restart(
-    State(state): State<AppState>,
-    meta: Meta,
-    proof: TotpProof<AppRestart>,
-    Path(id): Path<Uuid>,
-    Json(req): Json<RestartRequest>,
-) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
-    let p = proof.principal;
-    if !p.has_role(Role::Admin) {
-        return Err(ApiError::Forbidden(
-            "restarting an app needs the admin role".into(),
-        ));
-    }
-    let reason = req.reason.trim();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
-    }
-    let now = now();
-    state
-        .limiter
-        .hit(
-            ratelimit::EMERGENCY,
-            &p.user.id.to_string(),
-            now.unix_timestamp(),
-        )
-        .await?;
-    let app = {
-        let mut c = state.db.conn().await?;
-        apps::get(&mut c, p.tenant(), id)
-            .await?
-            .ok_or(ApiError::NotFound("app"))?
-    };
-    if app.app_type == "http" {
-        return Err(ApiError::Conflict(
-            "an http app has nothing to restart".into(),
-        ));
-    }
+/// An action for an agent, signed as an EAT and pushed over its WebSocket.
+#[derive(Debug)]
+pub struct ActionRequest<'a> {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// The app it is about, if any.
+    pub app_id: Option<Uuid>,
+    /// `restart_app`, ...
+    pub act: &'static str,
+    /// The token's `args`.
+    pub args: serde_json::Value,
+    /// Why (checked by the caller).
+    pub reason: &'a str,
+    /// The audit entry's subject (`app:<id>`).
+    pub subject: String,
+}
+
+/// Dispatches `req` as `p` (CONTRACT 5): 409 when the agent is not connected to any hub
+/// process (nothing is queued); else the action is recorded and audited, the EAT (level 2,
+/// 5 minutes) signed and sent.
+pub async fn dispatch(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: ActionRequest<'_>,
+    now: OffsetDateTime,
+) -> ApiResult<Dispatched> {
     if !state
         .part::<crate::agent_ws::Connections>()
-        .is_local(app.agent_id)
+        .is_local(req.agent_id)
     {
         let mut c = state.db.conn().await?;
-        let elsewhere = actions::connected_instance(&mut c, app.agent_id).await?;
+        let elsewhere = actions::connected_instance(&mut c, req.agent_id).await?;
         if elsewhere.is_none() {
             return Err(ApiError::Conflict(
                 "the agent is not connected; nothing was sent".into(),
@@ -147,15 +114,14 @@ pub(crate) async fn restart(
     let exp = now + time::Duration::seconds(eat::MAX_LIFETIME_SECS);
     let claims = Claims {
         iss: eat::ISSUER.into(),
-        sub: app.agent_id,
+        sub: req.agent_id,
         tid: p.tenant().0,
         jti: jti.clone(),
         iat: now.unix_timestamp(),
         exp: exp.unix_timestamp(),
         lvl: 2,
-        act: "restart_app".into(),
-        args: json!({"app_id": app.id, "app_type": app.app_type, "identifier": app.identifier,
-            "restart_command": app.restart_command, "reason": reason}),
+        act: req.act.into(),
+        args: req.args,
     };
     let token = eat::sign(&state.part::<crate::routes::actions::EatKey>().0, &claims)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -165,30 +131,30 @@ pub(crate) async fn restart(
         &mut tx,
         p.tenant(),
         &jti,
-        app.agent_id,
-        Some(app.id),
-        "restart_app",
+        req.agent_id,
+        req.app_id,
+        req.act,
         &by,
-        reason,
+        req.reason,
         now,
         exp,
     )
     .await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         trusthub_core::audit::ACTION_REQUESTED,
-        format!("app:{}", app.id),
-        json!({"jti": jti, "act": "restart_app", "agent_id": app.agent_id, "reason": reason}),
+        req.subject,
+        json!({"jti": jti, "act": req.act, "agent_id": req.agent_id, "reason": req.reason}),
     )
     .await?;
     tx.commit().await?;
     let frame = json!({"type": "eat", "token": token}).to_string();
-    if !crate::routing::deliver(&state, app.agent_id, frame).await? {
+    if !crate::routing::deliver(state, req.agent_id, frame).await? {
         let mut tx = state.db.begin().await?;
         actions::finish(
             &mut tx,
-            app.agent_id,
+            req.agent_id,
             &jti,
             &actions::Outcome {
                 status: actions::status::FAILED,
@@ -205,13 +171,10 @@ pub(crate) async fn restart(
             "the agent is not connected; nothing was sent".into(),
         ));
     }
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(Dispatched {
-            jti,
-            status: actions::status::DISPATCHED.into(),
-        }),
-    ))
+    Ok(Dispatched {
+        jti,
+        status: actions::status::DISPATCHED.into(),
+    })
 }
 
 /// An action record (CONTRACT 5).

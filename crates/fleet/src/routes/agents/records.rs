@@ -80,8 +80,8 @@ pub(super) async fn connected_since(
     tenant: TenantId,
     now: OffsetDateTime,
 ) -> ApiResult<std::collections::HashSet<Uuid>> {
-    let since = now - time::Duration::seconds(trusthub_store::actions::CONNECTION_FRESH_SECS);
-    Ok(trusthub_store::actions::connected_agents(c, tenant, since).await?)
+    let since = now - time::Duration::seconds(crate::store::actions::CONNECTION_FRESH_SECS);
+    Ok(crate::store::actions::connected_agents(c, tenant, since).await?)
 }
 
 pub(super) async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<Agent> {

@@ -8,6 +8,7 @@
 //! one transaction.
 
 use crate::state::{AppState, now};
+use crate::store::actions::{self, Outcome, status};
 use axum::extract::ws::{Message, WebSocket};
 use serde::Deserialize;
 use serde_json::json;
@@ -15,7 +16,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use trusthub_store::actions::{self, Outcome, status};
 use trusthub_store::{StoreResult, TenantId, audit};
 use uuid::Uuid;
 

@@ -10,7 +10,7 @@ use trusthub_identity::auth::bearer;
 
 /// An agent, authenticated by its bearer token (`tha_...`). Its tenant is the agent's.
 #[derive(Debug, Clone)]
-pub struct AgentAuth(pub trusthub_store::agents::Agent);
+pub struct AgentAuth(pub crate::store::agents::Agent);
 
 impl FromRequestParts<AppState> for AgentAuth {
     type Rejection = ApiError;
@@ -23,7 +23,7 @@ impl FromRequestParts<AppState> for AgentAuth {
         }
         let agent = {
             let mut c = state.db.conn().await?;
-            trusthub_store::agents::find_by_token(&mut c, &token_hash(token))
+            crate::store::agents::find_by_token(&mut c, &token_hash(token))
                 .await?
                 .ok_or_else(|| {
                     ApiError::Unauthenticated("unknown, rotated or deleted agent token".into())
@@ -36,13 +36,13 @@ impl FromRequestParts<AppState> for AgentAuth {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        if let Some(fingerprint) = header(crate::middleware::CLIENT_VERIFIED) {
-            let subject = header(crate::middleware::CLIENT_SUBJECT).unwrap_or_default();
+        if let Some(fingerprint) = header(trusthub_platform::middleware::CLIENT_VERIFIED) {
+            let subject = header(trusthub_platform::middleware::CLIENT_SUBJECT).unwrap_or_default();
             let meta = crate::extract::Meta::from_request_parts(parts, state).await?;
             trusthub_certs::check::cross_check(
                 state,
                 &meta,
-                crate::routes::anomalies::AgentRef {
+                trusthub_certs::AgentRef {
                     id: agent.id,
                     tenant_id: agent.tenant_id,
                     hostname: &agent.hostname,

@@ -6,15 +6,15 @@ use std::time::Duration;
 
 /// Every 30 s: marks this process's agent sockets fresh and expires actions whose token
 /// ran out without a result.
-pub(super) async fn refresh_connections(state: AppState) {
+pub async fn refresh_connections(state: AppState) {
     let mut timer = tokio::time::interval(Duration::from_secs(30));
     loop {
         timer.tick().await;
         let now = now();
         let r = async {
             let mut tx = state.db.begin().await?;
-            trusthub_store::actions::touch_instance(&mut tx, &state.instance, now).await?;
-            trusthub_store::actions::expire_due(&mut tx, now).await?;
+            crate::store::actions::touch_instance(&mut tx, &state.instance, now).await?;
+            crate::store::actions::expire_due(&mut tx, now).await?;
             tx.commit().await
         }
         .await;

@@ -2,11 +2,11 @@
 //! snapshots (latest plus history) and process lists. Everything of one batch is written in
 //! the caller's transaction.
 
-use crate::{Exec, Handle, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use trusthub_core::agent::MetricSample;
+use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// Remembers several batch ids at once; returns those that were new.

@@ -8,6 +8,8 @@ use crate::extract::{Json, Meta, Path, Query, SignedBody, parse_json};
 use crate::openapi::api_routes;
 use crate::ratelimit;
 use crate::state::{AppState, now};
+use crate::store::agents::{self, Agent, Governance, Registration};
+use crate::store::telemetry;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
@@ -19,8 +21,7 @@ use trusthub_core::agent::{
 };
 use trusthub_core::audit as ev;
 use trusthub_core::secret::{hex, new_token, token_hash};
-use trusthub_store::agents::{self, Agent, Governance, Registration};
-use trusthub_store::{TenantId, audit, telemetry};
+use trusthub_store::{TenantId, audit};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;

@@ -2,7 +2,7 @@
 //! issuance to an agent (CSR, or a key made on the hub), the certificate list and revocation.
 
 use super::*;
-use crate::ca::CaError;
+use trusthub_certs::ca::CaError;
 use trusthub_certs::store::client_certs::{self, ClientCert};
 
 /// Issuance: a PKCS#10 request made on the host, or nothing (the hub makes the key).
@@ -57,11 +57,11 @@ pub(crate) async fn issue_client_cert(
     let csr = req.csr_pem.clone();
     let made = tokio::task::spawn_blocking(move || match csr {
         Some(pem) => signer
-            .part::<crate::ca::HubCa>()
+            .part::<trusthub_certs::ca::HubCa>()
             .issue_for_csr(&pem, agent_id, tenant, days)
             .map(|i| (i, None)),
         None => signer
-            .part::<crate::ca::HubCa>()
+            .part::<trusthub_certs::ca::HubCa>()
             .issue_with_key(agent_id, tenant, days)
             .map(|(i, k)| (i, Some(k))),
     })
@@ -119,7 +119,10 @@ pub(crate) async fn issue_client_cert(
         StatusCode::CREATED,
         axum::Json(IssuedCert {
             certificate_pem: issued.certificate_pem,
-            ca_pem: state.part::<crate::ca::HubCa>().cert_pem().to_owned(),
+            ca_pem: state
+                .part::<trusthub_certs::ca::HubCa>()
+                .cert_pem()
+                .to_owned(),
             private_key_pem,
             serial: issued.serial,
             fingerprint_sha256: issued.fingerprint_sha256,
@@ -135,7 +138,10 @@ pub(crate) async fn issue_client_cert(
 pub(crate) async fn ca_cert(State(state): State<AppState>) -> impl axum::response::IntoResponse {
     (
         [(axum::http::header::CONTENT_TYPE, "application/x-pem-file")],
-        state.part::<crate::ca::HubCa>().cert_pem().to_owned(),
+        state
+            .part::<trusthub_certs::ca::HubCa>()
+            .cert_pem()
+            .to_owned(),
     )
 }
 
@@ -153,11 +159,14 @@ pub(crate) async fn ca_crl(
         client_certs::revoked(&mut c, now).await?
     };
     let signer = state.clone();
-    let der =
-        tokio::task::spawn_blocking(move || signer.part::<crate::ca::HubCa>().crl(&revoked, now))
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let der = tokio::task::spawn_blocking(move || {
+        signer
+            .part::<trusthub_certs::ca::HubCa>()
+            .crl(&revoked, now)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(e.to_string()))?
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/pkix-crl")],
         der,

@@ -2,8 +2,8 @@
 //! its processes, its governance, and the admin's token and signing-key rotation and delete.
 //! Data and changes come from the API's own handlers.
 
-use super::pages::{CsrfForm, UserBar, ago, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path};
@@ -134,7 +134,7 @@ pub struct Filter {
 async fn hostname(state: &AppState, user: &WebUser, id: Uuid) -> ApiResult<String> {
     let mut c = state.db.conn().await?;
     Ok(
-        trusthub_store::agents::get(&mut c, user.principal.tenant(), id)
+        crate::store::agents::get(&mut c, user.principal.tenant(), id)
             .await?
             .ok_or(ApiError::NotFound("agent"))?
             .hostname,
@@ -265,7 +265,7 @@ async fn admin_page(
         let p = &user.principal;
         let agent = {
             let mut c = state.db.conn().await?;
-            trusthub_store::agents::get(&mut c, p.tenant(), id)
+            crate::store::agents::get(&mut c, p.tenant(), id)
                 .await?
                 .ok_or(ApiError::NotFound("agent"))?
         };

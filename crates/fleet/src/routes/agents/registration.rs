@@ -218,10 +218,10 @@ pub(crate) async fn register(
     }
     tx.commit().await?;
     if let Some((agent, previous)) = version_changed {
-        crate::routes::anomalies::record(
+        trusthub_certs::routes::anomalies::record(
             &state,
             enrollment.tenant_id,
-            crate::routes::anomalies::AgentRef {
+            trusthub_certs::AgentRef {
                 id: agent.id,
                 tenant_id: agent.tenant_id,
                 hostname: &agent.hostname,
@@ -272,10 +272,10 @@ pub(super) async fn check_agent_signature(
         Err(e) => {
             // A pinned agent's token with a body its key did not sign: the token may be in
             // other hands. One open anomaly per agent, however many batches follow.
-            crate::routes::anomalies::record(
+            trusthub_certs::routes::anomalies::record(
                 state,
                 agent.tenant_id,
-                crate::routes::anomalies::AgentRef {
+                trusthub_certs::AgentRef {
                     id: agent.id,
                     tenant_id: agent.tenant_id,
                     hostname: &agent.hostname,

@@ -1,9 +1,9 @@
 //! Agents (CONTRACT 4): enrollment tokens, registered agents with their pinned signing key
 //! and token hash, and the settings the hub governs.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An enrollment token as stored.
@@ -275,7 +275,7 @@ pub async fn seen_many(
         .collect();
     let ids: Vec<Uuid> = rows.iter().map(|r| r.agent_id).collect();
     match ex.handle() {
-        crate::Handle::Postgres(c) => {
+        trusthub_store::Handle::Postgres(c) => {
             sqlx::query(
                 "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE(v.hb::jsonb, agents.last_heartbeat), \
                  reported_actions = COALESCE(v.ra::jsonb, agents.reported_actions) \
@@ -288,7 +288,7 @@ pub async fn seen_many(
             .execute(&mut *c)
             .await?;
         }
-        crate::Handle::Sqlite(c) => {
+        trusthub_store::Handle::Sqlite(c) => {
             for chunk in (0..rows.len()).collect::<Vec<_>>().chunks(500) {
                 let mut qb =
                     sqlx::QueryBuilder::<sqlx::Sqlite>::new("UPDATE agents SET last_seen_at = ");

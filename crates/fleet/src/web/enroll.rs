@@ -1,0 +1,116 @@
+//! The enrolment page: tokens and the install command.
+
+use super::*;
+use crate::error::ApiError;
+use crate::extract::Meta;
+use crate::state::AppState;
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+
+/// A just-made token's install command.
+#[derive(Debug)]
+struct CreatedEnrollment {
+    command: String,
+    expires: String,
+}
+
+#[derive(Template)]
+#[template(path = "enroll.html")]
+struct EnrollPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    created: Option<CreatedEnrollment>,
+    error: Option<String>,
+    csrf: String,
+}
+
+fn enroll_page(
+    user: &WebUser,
+    created: Option<CreatedEnrollment>,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    html(
+        EnrollPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            created,
+            error,
+            csrf: user.csrf.clone(),
+        }
+        .render(),
+        status,
+    )
+}
+
+/// `GET /ui/enroll` (admin).
+pub async fn enroll(user: WebUser) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, None) {
+        return e.into_response();
+    }
+    enroll_page(&user, None, None, StatusCode::OK)
+}
+
+/// The enrolment form.
+#[derive(Debug, Deserialize)]
+pub struct EnrollForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    tags: String,
+}
+
+/// `POST /ui/enroll` (admin, CSRF token): a token as through the API, and the one-line
+/// install command for the new host with it filled in.
+pub async fn create_enrollment(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<EnrollForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+        return e.into_response();
+    }
+    let req = crate::routes::agents::enrollment::NewEnrollmentToken {
+        expires_at: None,
+        tags: form.tags.split_whitespace().map(str::to_owned).collect(),
+    };
+    match crate::routes::agents::enrollment::new_enrollment_token(
+        &state,
+        &meta,
+        &user.principal,
+        req,
+    )
+    .await
+    {
+        Ok(created) => {
+            let hub = state.public_url.trim_end_matches('/');
+            let command = format!(
+                "trusthub-agent enroll --hub {hub} --enroll {} --state-dir /var/lib/trusthub-agent && \
+                 trusthub-agent install --state-dir /var/lib/trusthub-agent && \
+                 systemctl daemon-reload && systemctl enable --now trusthub-agent",
+                created.token
+            );
+            enroll_page(
+                &user,
+                Some(CreatedEnrollment {
+                    command,
+                    expires: trusthub_platform::state::rfc3339(created.expires_at),
+                }),
+                None,
+                StatusCode::CREATED,
+            )
+        }
+        Err(ApiError::Validation(errors)) => enroll_page(
+            &user,
+            None,
+            Some(refusal(&errors)),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,98 @@
+//! Restarting an app (SPEC 3.1) through the fleet's signed actions. Its operation keeps the
+//! `actions_` id it was first documented under.
+
+use crate::auth::TotpProof;
+use crate::auth::purpose::AppRestart;
+use crate::error::{ApiError, ApiResult, Problem};
+use crate::extract::{Json, Meta, Path};
+use crate::ratelimit;
+use crate::routes::actions::{ActionRequest, Dispatched};
+use crate::state::{AppState, now};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use trusthub_core::Role;
+use trusthub_platform::api_routes;
+use trusthub_store::apps;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(api_routes!(resource = "actions"; restart))
+}
+
+/// Why a restart is asked for.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestartRequest {
+    /// 1 to 500 characters; recorded in the action, the audit log and the token.
+    pub reason: String,
+}
+
+/// Restart an app (SPEC 3.1): admin, a login session and a TOTP code for purpose
+/// `app_restart` (`X-TOTP-Code`, or `X-TOTP-Token` from `/auth/totp/challenge`); API tokens
+/// never can. The hub signs an EAT (`act: restart_app`, level 2, 5 minutes) and pushes it over
+/// the agent's WebSocket; the agent checks it, its allowlist and its replay list, restarts per
+/// kind and reports back. 409 when the agent is not connected (nothing is queued). Limited
+/// like `/agents/:id/emergency` (SPEC 8): 5 per hour per user.
+#[utoipa::path(post, path = "/apps/{id}/restart", tag = "actions", params(("id" = Uuid, Path, description = "App id")),
+    request_body = RestartRequest,
+    responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 429, body = Problem)))]
+pub(crate) async fn restart(
+    State(state): State<AppState>,
+    meta: Meta,
+    proof: TotpProof<AppRestart>,
+    Path(id): Path<Uuid>,
+    Json(req): Json<RestartRequest>,
+) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
+    let p = proof.principal;
+    if !p.has_role(Role::Admin) {
+        return Err(ApiError::Forbidden(
+            "restarting an app needs the admin role".into(),
+        ));
+    }
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
+    }
+    let now = now();
+    state
+        .limiter
+        .hit(
+            ratelimit::EMERGENCY,
+            &p.user.id.to_string(),
+            now.unix_timestamp(),
+        )
+        .await?;
+    let app = {
+        let mut c = state.db.conn().await?;
+        apps::get(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("app"))?
+    };
+    if app.app_type == "http" {
+        return Err(ApiError::Conflict(
+            "an http app has nothing to restart".into(),
+        ));
+    }
+    let dispatched = crate::routes::actions::dispatch(
+        &state,
+        &meta,
+        &p,
+        ActionRequest {
+            agent_id: app.agent_id,
+            app_id: Some(app.id),
+            act: "restart_app",
+            args: json!({"app_id": app.id, "app_type": app.app_type, "identifier": app.identifier,
+                "restart_command": app.restart_command, "reason": reason}),
+            reason,
+            subject: format!("app:{}", app.id),
+        },
+        now,
+    )
+    .await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(dispatched)))
+}
