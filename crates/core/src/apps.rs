@@ -284,6 +284,23 @@ pub fn observe(kind: AppKind, identifier: &str, map: &ObservedMap, fresh: bool) 
     }
 }
 
+/// One HTTP check result an agent reports.
+#[derive(Debug, Clone)]
+pub struct CheckResult {
+    /// App (must be an `http` app of the reporting agent, else ignored).
+    pub app_id: uuid::Uuid,
+    /// When.
+    pub checked_at: time::OffsetDateTime,
+    /// 2xx/3xx within the timeout.
+    pub ok: bool,
+    /// HTTP status, when one came.
+    pub status_code: Option<i64>,
+    /// Latency.
+    pub latency_ms: Option<i64>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

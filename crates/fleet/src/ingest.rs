@@ -36,12 +36,26 @@ pub struct Job {
     /// What runs on the host, for the liveness check.
     pub observed: Option<trusthub_core::apps::ObservedMap>,
     /// HTTP check results.
-    pub checks: Vec<trusthub_store::apps::CheckResult>,
+    pub checks: Vec<trusthub_core::apps::CheckResult>,
     /// The hub's clock at arrival.
     pub now: OffsetDateTime,
 }
 
 type Reply = oneshot::Sender<StoreResult<bool>>;
+
+/// What the apps capability does with an agent's reports about its apps (what runs, HTTP
+/// check results), in the batch's own transaction: a typed event from the fleet to apps.
+#[derive(Debug, Clone, Copy)]
+pub struct AppReports(pub AppReportsFn);
+
+/// The signature of [`AppReports`].
+pub type AppReportsFn = for<'a> fn(
+    &'a mut trusthub_store::Tx,
+    Uuid,
+    Option<&'a trusthub_core::apps::ObservedMap>,
+    &'a [trusthub_core::apps::CheckResult],
+    OffsetDateTime,
+) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
 
 /// Commits batches; `submit` answers whether the batch was new (false: a duplicate).
 #[derive(Debug)]
@@ -52,7 +66,7 @@ pub struct Ingest {
 
 impl Ingest {
     /// Starts the writer task.
-    pub fn new(db: Db, cache: Arc<SeriesCache>) -> Ingest {
+    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: AppReports) -> Ingest {
         let (tx, rx) = mpsc::channel(1024);
         let repeated = Arc::new(AtomicU64::new(0));
         let counter = repeated.clone();
@@ -67,7 +81,7 @@ impl Ingest {
                 let started = runtime.and_then(|rt| {
                     std::thread::Builder::new()
                         .name("ingest-writer".into())
-                        .spawn(move || rt.block_on(writer(db, cache, rx, counter)))
+                        .spawn(move || rt.block_on(writer(db, cache, apps, rx, counter)))
                 });
                 if let Err(e) = started {
                     // The queue is closed with `rx`: every submit answers an error.
@@ -75,7 +89,7 @@ impl Ingest {
                 }
             }
             trusthub_store::Backend::Postgres => {
-                tokio::spawn(writer(db, cache, rx, counter));
+                tokio::spawn(writer(db, cache, apps, rx, counter));
             }
         }
         Ingest {
@@ -102,6 +116,7 @@ impl Ingest {
 async fn writer(
     db: Db,
     cache: Arc<SeriesCache>,
+    apps: AppReports,
     mut rx: mpsc::Receiver<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
 ) {
@@ -114,7 +129,7 @@ async fn writer(
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
-        match commit_group(&db, &cache, &jobs).await {
+        match commit_group(&db, &cache, apps, &jobs).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
                 for (reply, fresh) in replies.into_iter().zip(flags) {
@@ -124,7 +139,7 @@ async fn writer(
             Err(e) => {
                 tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
                 for (job, reply) in jobs.into_iter().zip(replies) {
-                    let one = commit_group(&db, &cache, std::slice::from_ref(&job))
+                    let one = commit_group(&db, &cache, apps, std::slice::from_ref(&job))
                         .await
                         .map(|(f, again)| {
                             repeated.fetch_add(again, Ordering::Relaxed);
@@ -142,6 +157,7 @@ async fn writer(
 pub async fn commit_group(
     db: &Db,
     cache: &SeriesCache,
+    apps: AppReports,
     jobs: &[Job],
 ) -> StoreResult<(Vec<bool>, u64)> {
     let now = jobs
@@ -182,11 +198,15 @@ pub async fn commit_group(
             if let Some(p) = &job.batch.processes {
                 telemetry::set_processes(&mut tx, job.agent_id, p, job.now).await?;
             }
-            if let Some(observed) = &job.observed {
-                trusthub_store::apps::set_live(&mut tx, job.agent_id, observed, job.now).await?;
-            }
-            if !job.checks.is_empty() {
-                trusthub_store::apps::record_checks(&mut tx, job.agent_id, &job.checks).await?;
+            if job.observed.is_some() || !job.checks.is_empty() {
+                (apps.0)(
+                    &mut tx,
+                    job.agent_id,
+                    job.observed.as_ref(),
+                    &job.checks,
+                    job.now,
+                )
+                .await?;
             }
         }
         flags.push(fresh);

@@ -163,7 +163,15 @@ impl Server {
             None => None,
         };
         let bound = listener.local_addr()?;
-        let ingest = crate::ingest::Ingest::new(db.clone(), Default::default());
+        let ingest = crate::ingest::Ingest::new(
+            db.clone(),
+            Default::default(),
+            trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
+                Box::pin(crate::routes::apps::on_agent_reports(
+                    tx, agent, observed, checks, now,
+                ))
+            }),
+        );
         let state = AppState(Arc::new(App {
             limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),
             public_url: settings.public_url(bound),
@@ -185,6 +193,9 @@ impl Server {
                     .insert(prices)
                     .insert(ingest)
                     .insert(crate::agent_ws::Connections::default())
+                    .insert(trusthub_fleet::HttpChecks(|state, agent| {
+                        Box::pin(crate::routes::apps::http_checks_of(state, agent))
+                    }))
                     .insert(trusthub_certs::HostNames(|state, tenant| {
                         Box::pin(trusthub_fleet::host_names(state, tenant))
                     }))

@@ -437,22 +437,7 @@ pub async fn live_of_tracked_agents(ex: &mut impl Exec) -> StoreResult<Vec<Live>
         .fetch_all(&mut *c).await?))
 }
 
-/// One HTTP check result an agent reports.
-#[derive(Debug, Clone)]
-pub struct CheckResult {
-    /// App (must be an `http` app of the reporting agent, else ignored).
-    pub app_id: Uuid,
-    /// When.
-    pub checked_at: OffsetDateTime,
-    /// 2xx/3xx within the timeout.
-    pub ok: bool,
-    /// HTTP status, when one came.
-    pub status_code: Option<i64>,
-    /// Latency.
-    pub latency_ms: Option<i64>,
-    /// Why it failed.
-    pub error: Option<String>,
-}
+pub use trusthub_core::apps::CheckResult;
 
 /// Stores check results of an agent's `http` apps (others are ignored) and keeps the latest
 /// on the app row. Answers how many were stored.

@@ -797,6 +797,34 @@ pub async fn on_alert_resolved(
     Ok(())
 }
 
+/// What an agent reported about its apps, recorded in the ingest batch's transaction (the
+/// fleet's `AppReports` event): what runs on the host for the liveness check, and HTTP check
+/// results of its `http` apps.
+pub async fn on_agent_reports(
+    tx: &mut trusthub_store::Tx,
+    agent_id: Uuid,
+    observed: Option<&trusthub_core::apps::ObservedMap>,
+    checks: &[trusthub_core::apps::CheckResult],
+    now: OffsetDateTime,
+) -> trusthub_store::StoreResult<()> {
+    if let Some(observed) = observed {
+        trusthub_store::apps::set_live(tx, agent_id, observed, now).await?;
+    }
+    if !checks.is_empty() {
+        trusthub_store::apps::record_checks(tx, agent_id, checks).await?;
+    }
+    Ok(())
+}
+
+/// The HTTP checks `agent_id` runs (the fleet's `HttpChecks` lookup).
+pub async fn http_checks_of(
+    state: &AppState,
+    agent_id: Uuid,
+) -> trusthub_store::StoreResult<Vec<(Uuid, String, i64)>> {
+    let mut c = state.db.conn().await?;
+    trusthub_store::apps::http_checks_of(&mut c, agent_id).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,10 +92,10 @@ pub(crate) async fn ingest(
         return Err(ApiError::Validation(errors));
     }
     let observed = observed_map(&batch);
-    let checks: Vec<trusthub_store::apps::CheckResult> = batch
+    let checks: Vec<trusthub_core::apps::CheckResult> = batch
         .app_checks
         .iter()
-        .map(|c| trusthub_store::apps::CheckResult {
+        .map(|c| trusthub_core::apps::CheckResult {
             app_id: c.app_id,
             checked_at: c
                 .checked_at
@@ -128,8 +128,7 @@ pub(crate) async fn ingest(
         .await?;
     state.metrics.ingested(fresh, samples);
     let http_checks = {
-        let mut c = state.db.conn().await?;
-        trusthub_store::apps::http_checks_of(&mut c, agent.id)
+        (state.part::<crate::HttpChecks>().0)(&state, agent.id)
             .await?
             .into_iter()
             .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
