@@ -196,6 +196,9 @@ impl Server {
                     .insert(trusthub_fleet::HttpChecks(|state, agent| {
                         Box::pin(crate::routes::apps::http_checks_of(state, agent))
                     }))
+                    .insert(crate::routes::apps::SloLines(|state, tenant| {
+                        Box::pin(crate::web::slo::app_lines(state, tenant))
+                    }))
                     .insert(trusthub_certs::HostNames(|state, tenant| {
                         Box::pin(trusthub_fleet::host_names(state, tenant))
                     }))

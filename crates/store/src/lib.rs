@@ -20,6 +20,7 @@ pub mod osv;
 pub mod rate_limits;
 pub mod rules;
 pub mod slo;
+pub mod timeline;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
 pub use error::{StoreError, StoreResult};

@@ -825,6 +825,20 @@ pub async fn http_checks_of(
     trusthub_store::apps::http_checks_of(&mut c, agent_id).await
 }
 
+/// One SLO as the apps page lists it: app id, app name, state, its CSS class, budget left,
+/// budget, uptime.
+pub type SloLine = (String, String, String, &'static str, String, String, String);
+
+/// The SLOs of a tenant for the apps page, given by the SLO capability (a part of the state).
+#[derive(Debug)]
+pub struct SloLines(pub SloLinesFn);
+
+/// The signature of [`SloLines`].
+pub type SloLinesFn = for<'a> fn(
+    &'a AppState,
+    trusthub_store::TenantId,
+) -> trusthub_platform::BoxFuture<'a, trusthub_store::StoreResult<Vec<SloLine>>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,8 @@ use time::OffsetDateTime;
 use trusthub_core::audit as ev;
 use trusthub_core::slo::{self as core, Objective, Span, Verdict};
 use trusthub_store::TenantId;
-use trusthub_store::slo::{self as store, Maintenance, Slo};
+use trusthub_store::slo::{self as store, Slo};
+use trusthub_store::timeline::{self as timeline, Maintenance};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -115,7 +116,7 @@ fn r(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-pub(crate) fn core_spans(spans: &[store::Span]) -> Vec<Span> {
+pub(crate) fn core_spans(spans: &[timeline::Span]) -> Vec<Span> {
     spans
         .iter()
         .map(|s| Span {
@@ -223,8 +224,8 @@ pub(crate) async fn status_of_app(
         .await?
         .ok_or(ApiError::NotFound("SLO"))?;
     let since = now - lookback(&s);
-    let spans = core_spans(&store::spans(&mut c, app, since).await?);
-    let maint: Vec<(i64, i64)> = store::maintenance(&mut c, tenant, app, since)
+    let spans = core_spans(&timeline::spans(&mut c, app, since).await?);
+    let maint: Vec<(i64, i64)> = timeline::maintenance(&mut c, tenant, app, since)
         .await?
         .iter()
         .map(|m| (secs(m.starts_at), secs(m.ends_at)))
@@ -383,15 +384,15 @@ pub async fn statuses(
             .into_iter()
             .map(|a| (a.id, a.name))
             .collect();
-    let mut spans: std::collections::HashMap<Uuid, Vec<store::Span>> = Default::default();
-    for s in store::spans_of_tenant(&mut c, tenant, since).await? {
+    let mut spans: std::collections::HashMap<Uuid, Vec<timeline::Span>> = Default::default();
+    for s in timeline::spans_of_tenant(&mut c, tenant, since).await? {
         spans.entry(s.app_id).or_default().push(s);
     }
     for v in spans.values_mut() {
         v.sort_unstable_by_key(|s| (s.start_at, s.id));
     }
     let mut maint: std::collections::HashMap<Uuid, Vec<(i64, i64)>> = Default::default();
-    for m in store::maintenance_of_tenant(&mut c, tenant, since).await? {
+    for m in timeline::maintenance_of_tenant(&mut c, tenant, since).await? {
         maint
             .entry(m.app_id)
             .or_default()
@@ -489,8 +490,8 @@ pub(crate) async fn history_days(
         .await?
         .ok_or(ApiError::NotFound("SLO"))?;
     let since = now - time::Duration::days(i64::from(days) + s.window_days + 1);
-    let spans = core_spans(&store::spans(&mut c, app, since).await?);
-    let maint: Vec<(i64, i64)> = store::maintenance(&mut c, tenant, app, since)
+    let spans = core_spans(&timeline::spans(&mut c, app, since).await?);
+    let maint: Vec<(i64, i64)> = timeline::maintenance(&mut c, tenant, app, since)
         .await?
         .iter()
         .map(|m| (secs(m.starts_at), secs(m.ends_at)))
@@ -631,7 +632,7 @@ pub(crate) async fn create_maintenance_by(
     {
         return Err(ApiError::NotFound("app"));
     }
-    store::insert_maintenance(&mut tx, &m).await?;
+    timeline::insert_maintenance(&mut tx, &m).await?;
     meta.record(
         &mut tx,
         p,
@@ -680,7 +681,7 @@ pub(crate) async fn list_maintenance(
     }
     let since = now() - time::Duration::days(400);
     Ok(axum::Json(
-        store::maintenance(&mut c, p.tenant(), id, since)
+        timeline::maintenance(&mut c, p.tenant(), id, since)
             .await?
             .into_iter()
             .map(Into::into)
@@ -699,10 +700,10 @@ pub(crate) async fn delete_maintenance(
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
     let mut tx = state.db.begin().await?;
-    let Some(m) = store::maintenance_window(&mut tx, p.tenant(), id).await? else {
+    let Some(m) = timeline::maintenance_window(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("maintenance window"));
     };
-    store::delete_maintenance(&mut tx, p.tenant(), id).await?;
+    timeline::delete_maintenance(&mut tx, p.tenant(), id).await?;
     meta.record(
         &mut tx,
         &p,

@@ -13,7 +13,7 @@ mod cve;
 mod pages;
 mod restart;
 mod rule;
-mod slo;
+pub mod slo;
 mod supply_chain;
 mod suppressions;
 mod vulns;

@@ -441,7 +441,7 @@ struct AppsPage<'a> {
     csrf: String,
     /// SLOs, least budget left first: `(app id, name, state, class, budget left, total,
     /// uptime)`.
-    slos: Vec<(String, String, String, &'static str, String, String, String)>,
+    slos: Vec<crate::routes::apps::SloLine>,
 }
 
 /// Which host's discovery list to show.
@@ -504,27 +504,7 @@ async fn apps_page(
         drop(c);
         // Each SLO as of its last evaluation (every minute, and when it or a maintenance
         // window changes), not computed here for every SLO.
-        let slos = {
-            let mut c = state.db.conn().await?;
-            trusthub_store::slo::summaries(&mut c, tenant).await?
-        }
-        .into_iter()
-        .map(|s| {
-            let st = s.last_state.unwrap_or_else(|| "not_evaluated".into());
-            let num = |v: Option<f64>, digits: usize| {
-                v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
-            };
-            (
-                s.app_id.to_string(),
-                s.app_name,
-                st.replace('_', " "),
-                super::slo::class(&st),
-                num(s.last_budget_remaining, 1),
-                num(s.last_budget_total, 1),
-                num(s.last_uptime, 3),
-            )
-        })
-        .collect();
+        let slos = (state.part::<crate::routes::apps::SloLines>().0)(state, tenant).await?;
         let candidates = match agent {
             Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
                 .await?

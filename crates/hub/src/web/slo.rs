@@ -172,7 +172,7 @@ async fn page(
         };
         let windows = {
             let mut c = state.db.conn().await?;
-            trusthub_store::slo::maintenance(
+            trusthub_store::timeline::maintenance(
                 &mut c,
                 p.tenant(),
                 app,
@@ -382,3 +382,31 @@ pub async fn unplan(
     .await;
     after(&state, &user, f.app, result, "Deleted.").await
 }
+/// Each SLO of `tenant` as of its last evaluation, as the apps page lists them (the apps
+/// capability's `SloLines` lookup).
+pub async fn app_lines(
+    state: &AppState,
+    tenant: trusthub_store::TenantId,
+) -> trusthub_store::StoreResult<Vec<crate::routes::apps::SloLine>> {
+    let mut c = state.db.conn().await?;
+    Ok(trusthub_store::slo::summaries(&mut c, tenant)
+        .await?
+        .into_iter()
+        .map(|s| {
+            let st = s.last_state.unwrap_or_else(|| "not_evaluated".into());
+            let num = |v: Option<f64>, digits: usize| {
+                v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
+            };
+            (
+                s.app_id.to_string(),
+                s.app_name,
+                st.replace('_', " "),
+                class(&st),
+                num(s.last_budget_remaining, 1),
+                num(s.last_budget_total, 1),
+                num(s.last_uptime, 3),
+            )
+        })
+        .collect())
+}
+

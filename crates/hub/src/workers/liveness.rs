@@ -96,11 +96,11 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         (
             apps::liveness_rows(&mut c).await?,
             apps::live_of_tracked_agents(&mut c).await?,
-            trusthub_store::slo::last_spans(&mut c).await?,
-            trusthub_store::slo::in_maintenance(&mut c, now).await?,
+            trusthub_store::timeline::last_spans(&mut c).await?,
+            trusthub_store::timeline::in_maintenance(&mut c, now).await?,
         )
     };
-    let last_spans: HashMap<Uuid, trusthub_store::slo::Span> =
+    let last_spans: HashMap<Uuid, trusthub_store::timeline::Span> =
         last_spans.into_iter().map(|s| (s.app_id, s)).collect();
     // A verdict covers the time since the app's previous check when that check was recent
     // enough (two intervals and a half minute); the first one, or one after a gap, starts a
@@ -187,8 +187,8 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
     let mut notifier = alerting::Notifier::default();
     for (app, extend, start, down) in timeline {
         match extend {
-            Some(id) => trusthub_store::slo::extend(&mut tx, id, now).await?,
-            None => trusthub_store::slo::append(&mut tx, app, start, now, down).await?,
+            Some(id) => trusthub_store::timeline::extend(&mut tx, id, now).await?,
+            None => trusthub_store::timeline::append(&mut tx, app, start, now, down).await?,
         }
     }
     if !updates.is_empty() {

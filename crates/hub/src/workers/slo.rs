@@ -56,8 +56,8 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         let since = now - crate::routes::slo::lookback(s);
         let (spans, maint, name) = {
             let mut c = state.db.conn().await?;
-            let spans = trusthub_store::slo::spans(&mut c, s.app_id, since).await?;
-            let maint = trusthub_store::slo::maintenance(&mut c, tenant, s.app_id, since).await?;
+            let spans = trusthub_store::timeline::spans(&mut c, s.app_id, since).await?;
+            let maint = trusthub_store::timeline::maintenance(&mut c, tenant, s.app_id, since).await?;
             let name = trusthub_store::apps::get(&mut c, tenant, s.app_id)
                 .await?
                 .map(|a| a.name)
@@ -168,7 +168,7 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         tx.commit().await?;
     }
     let mut tx = state.db.begin().await?;
-    trusthub_store::slo::purge(&mut tx, now - time::Duration::days(RETENTION_DAYS)).await?;
+    trusthub_store::timeline::purge(&mut tx, now - time::Duration::days(RETENTION_DAYS)).await?;
     tx.commit().await?;
     Ok(report)
 }
