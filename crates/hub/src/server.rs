@@ -344,7 +344,7 @@ async fn housekeeping(state: AppState) {
             )
             .await?;
             crate::evidence::purge(&state, &mut tx, now).await?;
-            trusthub_store::apps::purge_checks(
+            trusthub_monitors::store::apps::purge_checks(
                 &mut tx,
                 now - time::Duration::days(state.settings.app_check_retention_days.max(1)),
             )

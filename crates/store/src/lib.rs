@@ -10,7 +10,6 @@ mod db;
 mod error;
 mod prefetch;
 
-pub mod apps;
 pub mod audit;
 pub mod cve;
 pub mod leases;
@@ -18,9 +17,7 @@ pub mod meta;
 pub mod npm;
 pub mod osv;
 pub mod rate_limits;
-pub mod rules;
 pub mod slo;
-pub mod timeline;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
 pub use error::{StoreError, StoreResult};

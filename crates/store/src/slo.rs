@@ -121,4 +121,3 @@ pub async fn summaries(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<
          ORDER BY s.last_budget_remaining IS NULL, s.last_budget_remaining, a.name")
         .bind(tenant.0).fetch_all(&mut *c).await?))
 }
-

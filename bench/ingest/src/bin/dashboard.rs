@@ -17,7 +17,7 @@ use trusthub_bench_ingest::proc_mib;
 use trusthub_core::agent::sign_header;
 use trusthub_core::apps::ObservedMap;
 use trusthub_hub::{Server, Settings};
-use trusthub_store::apps;
+use trusthub_monitors::store::apps;
 
 #[derive(Debug, Parser)]
 struct Args {

@@ -12,7 +12,7 @@ use trusthub_bench_ingest::proc_mib;
 use trusthub_core::apps::ObservedMap;
 use trusthub_fleet::store::agents;
 use trusthub_hub::{Server, Settings};
-use trusthub_store::apps;
+use trusthub_monitors::store::apps;
 
 #[derive(Debug, Parser)]
 struct Args {

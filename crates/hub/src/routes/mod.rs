@@ -1,12 +1,9 @@
 //! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
 
-pub mod apps;
 pub mod cve;
 pub mod cve_export;
 pub mod health;
 pub mod osv_api;
-pub mod restart;
-pub mod rules;
 pub mod slo;
 pub mod supply_chain;
 pub mod suppressions;
@@ -16,6 +13,7 @@ pub use trusthub_certs::routes::anomalies;
 pub use trusthub_fleet::routes::{actions, agents};
 pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
 pub use trusthub_llm::routes::{ai, evidence};
+pub use trusthub_monitors::routes::{apps, restart, rules};
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -28,9 +26,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(trusthub_alerts::api())
         .merge(trusthub_certs::api())
         .merge(trusthub_fleet::api())
-        .merge(apps::router())
-        .merge(restart::router())
-        .merge(rules::router())
+        .merge(trusthub_monitors::api())
         .merge(cve::router())
         .merge(suppressions::router())
         .merge(cve_export::router())

@@ -14,9 +14,9 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::audit as ev;
 use trusthub_core::slo::{self as core, Objective, Span, Verdict};
+use trusthub_monitors::store::timeline::{self as timeline, Maintenance};
 use trusthub_store::TenantId;
 use trusthub_store::slo::{self as store, Slo};
-use trusthub_store::timeline::{self as timeline, Maintenance};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -217,7 +217,7 @@ pub(crate) async fn status_of_app(
     now: OffsetDateTime,
 ) -> ApiResult<SloStatus> {
     let mut c = state.db.conn().await?;
-    let a = trusthub_store::apps::get(&mut c, tenant, app)
+    let a = trusthub_monitors::store::apps::get(&mut c, tenant, app)
         .await?
         .ok_or(ApiError::NotFound("app"))?;
     let s = store::get(&mut c, tenant, app)
@@ -274,7 +274,7 @@ pub(crate) async fn put_by(
     let (target, window_days, minimum_data) = check(req)?;
     let now = now();
     let mut tx = state.db.begin().await?;
-    if trusthub_store::apps::get(&mut tx, p.tenant(), app)
+    if trusthub_monitors::store::apps::get(&mut tx, p.tenant(), app)
         .await?
         .is_none()
     {
@@ -379,7 +379,7 @@ pub async fn statuses(
             .max()
             .unwrap_or(time::Duration::days(7));
     let names: std::collections::HashMap<Uuid, String> =
-        trusthub_store::apps::list(&mut c, tenant, None)
+        trusthub_monitors::store::apps::list(&mut c, tenant, None)
             .await?
             .into_iter()
             .map(|a| (a.id, a.name))
@@ -480,7 +480,7 @@ pub(crate) async fn history_days(
     now: OffsetDateTime,
 ) -> ApiResult<Vec<core::Day>> {
     let mut c = state.db.conn().await?;
-    if trusthub_store::apps::get(&mut c, tenant, app)
+    if trusthub_monitors::store::apps::get(&mut c, tenant, app)
         .await?
         .is_none()
     {
@@ -626,7 +626,7 @@ pub(crate) async fn create_maintenance_by(
         created_at: now,
     };
     let mut tx = state.db.begin().await?;
-    if trusthub_store::apps::get(&mut tx, p.tenant(), app)
+    if trusthub_monitors::store::apps::get(&mut tx, p.tenant(), app)
         .await?
         .is_none()
     {
@@ -673,7 +673,7 @@ pub(crate) async fn list_maintenance(
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<Vec<MaintenanceView>>> {
     let mut c = state.db.conn().await?;
-    if trusthub_store::apps::get(&mut c, p.tenant(), id)
+    if trusthub_monitors::store::apps::get(&mut c, p.tenant(), id)
         .await?
         .is_none()
     {

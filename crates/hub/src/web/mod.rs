@@ -11,8 +11,6 @@
 
 mod cve;
 mod pages;
-mod restart;
-mod rule;
 pub mod slo;
 mod supply_chain;
 mod suppressions;
@@ -33,17 +31,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/login", get(pages::login_form).post(pages::login))
         .route("/logout", post(pages::logout))
         .route("/ui/overview/live", get(pages::overview_live))
-        .route("/ui/apps", get(pages::apps).post(pages::track_app))
-        .route("/ui/apps/{id}/expected", post(pages::expect_app))
-        .route("/ui/apps/{id}/untrack", post(pages::untrack_app))
         .route("/ui/audit", get(pages::audit_log))
-        .route("/ui/rules", get(pages::rules).post(pages::create_rule))
-        .route("/ui/rules/{id}", get(rule::show).post(rule::update))
-        .route("/ui/rules/{id}/delete", post(pages::delete_rule))
-        .route(
-            "/ui/apps/{id}/restart",
-            get(restart::restart_form).post(restart::restart),
-        )
         .route("/ui/cve-sources", get(cve::sources))
         .route("/ui/vulnerabilities", get(vulns::list))
         .route(
@@ -74,6 +62,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_monitors::web::pages())
         .merge(trusthub_fleet::web::pages())
         .merge(trusthub_certs::web::pages())
         .merge(trusthub_alerts::web::pages())

@@ -108,7 +108,7 @@ async fn page(
         let now = now();
         let name = {
             let mut c = state.db.conn().await?;
-            trusthub_store::apps::get(&mut c, p.tenant(), app)
+            trusthub_monitors::store::apps::get(&mut c, p.tenant(), app)
                 .await?
                 .ok_or(ApiError::NotFound("app"))?
                 .name
@@ -172,7 +172,7 @@ async fn page(
         };
         let windows = {
             let mut c = state.db.conn().await?;
-            trusthub_store::timeline::maintenance(
+            trusthub_monitors::store::timeline::maintenance(
                 &mut c,
                 p.tenant(),
                 app,
@@ -409,4 +409,3 @@ pub async fn app_lines(
         })
         .collect())
 }
-

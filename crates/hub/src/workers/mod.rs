@@ -15,9 +15,9 @@
 use trusthub_fleet::connections;
 pub mod cve_scan;
 pub use trusthub_alerts::deliver;
-pub mod liveness;
+pub use trusthub_monitors::jobs::liveness;
 pub mod osv_pull;
-pub mod rules;
+pub use trusthub_monitors::jobs::rules;
 pub use trusthub_platform::scheduler;
 pub mod slo;
 pub mod supply_chain;

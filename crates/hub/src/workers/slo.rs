@@ -56,9 +56,11 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         let since = now - crate::routes::slo::lookback(s);
         let (spans, maint, name) = {
             let mut c = state.db.conn().await?;
-            let spans = trusthub_store::timeline::spans(&mut c, s.app_id, since).await?;
-            let maint = trusthub_store::timeline::maintenance(&mut c, tenant, s.app_id, since).await?;
-            let name = trusthub_store::apps::get(&mut c, tenant, s.app_id)
+            let spans = trusthub_monitors::store::timeline::spans(&mut c, s.app_id, since).await?;
+            let maint =
+                trusthub_monitors::store::timeline::maintenance(&mut c, tenant, s.app_id, since)
+                    .await?;
+            let name = trusthub_monitors::store::apps::get(&mut c, tenant, s.app_id)
                 .await?
                 .map(|a| a.name)
                 .unwrap_or_default();
@@ -168,7 +170,8 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         tx.commit().await?;
     }
     let mut tx = state.db.begin().await?;
-    trusthub_store::timeline::purge(&mut tx, now - time::Duration::days(RETENTION_DAYS)).await?;
+    trusthub_monitors::store::timeline::purge(&mut tx, now - time::Duration::days(RETENTION_DAYS))
+        .await?;
     tx.commit().await?;
     Ok(report)
 }

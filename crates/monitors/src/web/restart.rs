@@ -1,7 +1,7 @@
 //! The restart form of an app (SPEC 3.1).
 
-use super::pages::{UserBar, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{UserBar, allowed};
 use crate::auth::{TotpProof, Viewer, purpose::AppRestart};
 use crate::extract::{Json, Meta, Path};
 use crate::routes::apps;

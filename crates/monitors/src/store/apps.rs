@@ -1,10 +1,10 @@
 //! Tracked applications (SPEC 2.1, 3.1), their liveness state, the HTTP checks agents report
 //! for them, and each agent's live state reduced to an observed map.
 
-use crate::{Exec, Handle, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
 use trusthub_core::apps::ObservedMap;
+use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An app as stored.
@@ -282,7 +282,7 @@ pub async fn liveness_rows(ex: &mut impl Exec) -> StoreResult<Vec<LivenessRow>> 
         .into_iter()
         .map(|(id, i, at, ok)| (id, (i, at, ok)))
         .collect();
-    let bad = |what: &'static str| crate::StoreError::Corrupt(what);
+    let bad = |what: &'static str| trusthub_store::StoreError::Corrupt(what);
     let mut out = Vec::new();
     for group in packed {
         let rows: Vec<PackedRow> =

@@ -3,13 +3,13 @@
 
 use crate::alerting::{self};
 use crate::state::AppState;
+use crate::store::apps::{self, LivenessRow, LivenessUpdate};
 use std::collections::HashMap;
 use time::OffsetDateTime;
 use trusthub_alerts::store::alerts;
 use trusthub_core::alerting::{self as rules_core, Severity, source};
 use trusthub_core::apps::{AppKind, ObservedMap, observe};
 use trusthub_core::liveness::{self, Expected, Observed, State};
-use trusthub_store::apps::{self, LivenessRow, LivenessUpdate};
 use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
@@ -96,11 +96,11 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         (
             apps::liveness_rows(&mut c).await?,
             apps::live_of_tracked_agents(&mut c).await?,
-            trusthub_store::timeline::last_spans(&mut c).await?,
-            trusthub_store::timeline::in_maintenance(&mut c, now).await?,
+            crate::store::timeline::last_spans(&mut c).await?,
+            crate::store::timeline::in_maintenance(&mut c, now).await?,
         )
     };
-    let last_spans: HashMap<Uuid, trusthub_store::timeline::Span> =
+    let last_spans: HashMap<Uuid, crate::store::timeline::Span> =
         last_spans.into_iter().map(|s| (s.app_id, s)).collect();
     // A verdict covers the time since the app's previous check when that check was recent
     // enough (two intervals and a half minute); the first one, or one after a gap, starts a
@@ -187,8 +187,8 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
     let mut notifier = alerting::Notifier::default();
     for (app, extend, start, down) in timeline {
         match extend {
-            Some(id) => trusthub_store::timeline::extend(&mut tx, id, now).await?,
-            None => trusthub_store::timeline::append(&mut tx, app, start, now, down).await?,
+            Some(id) => crate::store::timeline::extend(&mut tx, id, now).await?,
+            None => crate::store::timeline::append(&mut tx, app, start, now, down).await?,
         }
     }
     if !updates.is_empty() {
@@ -199,7 +199,7 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         .map(|r| r.0)
         .chain(resolve.iter().map(|r| r.0))
         .collect();
-    let full: HashMap<Uuid, trusthub_store::apps::App> = apps::by_ids(&mut tx, &ids)
+    let full: HashMap<Uuid, crate::store::apps::App> = apps::by_ids(&mut tx, &ids)
         .await?
         .into_iter()
         .map(|a| (a.id, a))

@@ -1,7 +1,7 @@
 //! One alert rule: its settings, edited in place (operator) through the API's own handler.
 
-use super::pages::{UserBar, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{UserBar, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, Meta, Path};
@@ -47,7 +47,7 @@ async fn page(
             api::get_rule(State(state.clone()), Viewer(p.clone()), Path(id)).await?;
         let metrics = {
             let mut c = state.db.conn().await?;
-            trusthub_store::rules::metric_names(&mut c, p.tenant()).await?
+            crate::store::rules::metric_names(&mut c, p.tenant()).await?
         };
         Ok(RulePage {
             assets: &ASSETS,

@@ -6,6 +6,7 @@ use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
+use crate::store::apps::{self, App, NewApp};
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -16,7 +17,6 @@ use trusthub_core::{audit as ev, validate};
 use trusthub_fleet::store::agents;
 use trusthub_fleet::store::telemetry;
 use trusthub_store::TenantId;
-use trusthub_store::apps::{self, App, NewApp};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -792,7 +792,7 @@ pub async fn on_alert_resolved(
     alert: &crate::alerting::AlertView,
 ) -> trusthub_store::StoreResult<()> {
     if let Some(app) = alert.app_id {
-        trusthub_store::apps::clear_alerting(tx, tenant, app).await?;
+        crate::store::apps::clear_alerting(tx, tenant, app).await?;
     }
     Ok(())
 }
@@ -808,10 +808,10 @@ pub async fn on_agent_reports(
     now: OffsetDateTime,
 ) -> trusthub_store::StoreResult<()> {
     if let Some(observed) = observed {
-        trusthub_store::apps::set_live(tx, agent_id, observed, now).await?;
+        crate::store::apps::set_live(tx, agent_id, observed, now).await?;
     }
     if !checks.is_empty() {
-        trusthub_store::apps::record_checks(tx, agent_id, checks).await?;
+        crate::store::apps::record_checks(tx, agent_id, checks).await?;
     }
     Ok(())
 }
@@ -822,7 +822,7 @@ pub async fn http_checks_of(
     agent_id: Uuid,
 ) -> trusthub_store::StoreResult<Vec<(Uuid, String, i64)>> {
     let mut c = state.db.conn().await?;
-    trusthub_store::apps::http_checks_of(&mut c, agent_id).await
+    crate::store::apps::http_checks_of(&mut c, agent_id).await
 }
 
 /// One SLO as the apps page lists it: app id, app name, state, its CSS class, budget left,
@@ -834,10 +834,11 @@ pub type SloLine = (String, String, String, &'static str, String, String, String
 pub struct SloLines(pub SloLinesFn);
 
 /// The signature of [`SloLines`].
-pub type SloLinesFn = for<'a> fn(
-    &'a AppState,
-    trusthub_store::TenantId,
-) -> trusthub_platform::BoxFuture<'a, trusthub_store::StoreResult<Vec<SloLine>>>;
+pub type SloLinesFn =
+    for<'a> fn(
+        &'a AppState,
+        trusthub_store::TenantId,
+    ) -> trusthub_platform::BoxFuture<'a, trusthub_store::StoreResult<Vec<SloLine>>>;
 
 #[cfg(test)]
 mod tests {

@@ -6,15 +6,15 @@ use crate::auth::purpose::AppRestart;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::ratelimit;
-use crate::routes::actions::{ActionRequest, Dispatched};
 use crate::state::{AppState, now};
+use crate::store::apps;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 use trusthub_core::Role;
+use trusthub_fleet::routes::actions::{ActionRequest, Dispatched};
 use trusthub_platform::api_routes;
-use trusthub_store::apps;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -78,7 +78,7 @@ pub(crate) async fn restart(
             "an http app has nothing to restart".into(),
         ));
     }
-    let dispatched = crate::routes::actions::dispatch(
+    let dispatched = trusthub_fleet::routes::actions::dispatch(
         &state,
         &meta,
         &p,

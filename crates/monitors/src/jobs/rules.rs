@@ -3,13 +3,14 @@
 
 use crate::alerting::{self, AlertView};
 use crate::state::AppState;
+use crate::store::rules;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use trusthub_alerts::store::alerts;
 use trusthub_alerts::store::webhooks::{self, NewDelivery, status};
 use trusthub_core::alerting::{self as rules_core, Op, Severity, source};
-use trusthub_store::{StoreResult, TenantId, rules};
+use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
 /// The lease and log name of this job.

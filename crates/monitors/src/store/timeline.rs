@@ -1,8 +1,8 @@
 //! Each app's availability timeline (the liveness verdicts as spans) and its maintenance
 //! windows (CONTRACT 16): written by the liveness check, read by SLOs.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A span as stored (Unix seconds).

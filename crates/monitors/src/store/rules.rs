@@ -1,8 +1,8 @@
 //! Alert rules (SPEC 2.4; CONTRACT 10) and the window aggregates they are evaluated on.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use sqlx::types::Json;
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A rule as stored.

@@ -1,0 +1,274 @@
+//! The apps page: tracked apps and URL monitors, their states, SLOs and candidates.
+
+use super::*;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::Meta;
+use crate::state::{AppState, now};
+use crate::store::apps;
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use trusthub_core::Role;
+use trusthub_fleet::store::agents;
+
+/// One tracked app.
+#[derive(Debug)]
+struct AppRow {
+    id: String,
+    name: String,
+    app_type: String,
+    identifier: String,
+    host: String,
+    expected: String,
+    observed: String,
+    alerting: bool,
+    changed: String,
+}
+
+/// One discovery candidate.
+#[derive(Debug)]
+struct CandidateRow {
+    app_type: String,
+    identifier: String,
+    name: String,
+    listening: String,
+    tracked: bool,
+}
+
+#[derive(Template)]
+#[template(path = "apps.html")]
+struct AppsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    apps: Vec<AppRow>,
+    hosts: Vec<(String, String, bool)>,
+    agent: String,
+    candidates: Vec<CandidateRow>,
+    only_off: bool,
+    total: usize,
+    page: usize,
+    pages: usize,
+    error: Option<String>,
+    can_edit: bool,
+    can_restart: bool,
+    csrf: String,
+    /// SLOs, least budget left first: `(app id, name, state, class, budget left, total,
+    /// uptime)`.
+    slos: Vec<crate::routes::apps::SloLine>,
+}
+
+/// Which host's discovery list to show.
+#[derive(Debug, Deserialize)]
+pub struct AppsQuery {
+    agent: Option<uuid::Uuid>,
+    /// `off`: only apps out of their expected state or alerting.
+    show: Option<String>,
+    /// 1-based page of [`APPS_PAGE`] apps.
+    page: Option<usize>,
+}
+
+/// Apps per page of the apps list.
+const APPS_PAGE: usize = 200;
+
+async fn apps_page(
+    state: &AppState,
+    user: &WebUser,
+    q: &AppsQuery,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    let page: ApiResult<AppsPage> = async {
+        let tenant = user.principal.tenant();
+        let now = now();
+        let mut c = state.db.conn().await?;
+        let hosts = agents::list(&mut c, tenant).await?;
+        let names: std::collections::HashMap<uuid::Uuid, String> =
+            hosts.iter().map(|h| (h.id, h.hostname.clone())).collect();
+        let agent = q.agent;
+        let only_off = q.show.as_deref() == Some("off");
+        let page = q.page.unwrap_or(1).max(1);
+        let (mut listed, total) = apps::page(
+            &mut c,
+            tenant,
+            only_off,
+            ((page - 1) * APPS_PAGE) as i64,
+            APPS_PAGE as i64,
+        )
+        .await?;
+        let total = usize::try_from(total).unwrap_or(0);
+        let pages = total.div_ceil(APPS_PAGE).max(1);
+        if page > pages {
+            listed.clear();
+        }
+        let apps = listed
+            .into_iter()
+            .map(|a| AppRow {
+                id: a.id.to_string(),
+                host: names.get(&a.agent_id).cloned().unwrap_or_default(),
+                name: a.name,
+                app_type: a.app_type,
+                identifier: a.identifier,
+                expected: a.expected_state,
+                observed: a.observed_state.unwrap_or_else(|| "unknown".into()),
+                alerting: a.alerting,
+                changed: ago(a.last_state_change, now),
+            })
+            .collect();
+        drop(c);
+        // Each SLO as of its last evaluation (every minute, and when it or a maintenance
+        // window changes), not computed here for every SLO.
+        let slos = (state.part::<crate::routes::apps::SloLines>().0)(state, tenant).await?;
+        let candidates = match agent {
+            Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
+                .await?
+                .0
+                .into_iter()
+                .map(|c| CandidateRow {
+                    app_type: c.app_type,
+                    identifier: c.identifier,
+                    name: c.name,
+                    listening: c.listening.join(", "),
+                    tracked: c.tracked,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Ok(AppsPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            apps,
+            hosts: hosts
+                .into_iter()
+                .map(|h| (h.id.to_string(), h.hostname, Some(h.id) == agent))
+                .collect(),
+            agent: agent.map(|a| a.to_string()).unwrap_or_default(),
+            only_off,
+            total,
+            page,
+            pages,
+            candidates,
+            error,
+            can_edit: user.principal.has_role(Role::Operator),
+            can_restart: user.principal.has_role(Role::Admin),
+            csrf: user.csrf.clone(),
+            slos,
+        })
+    }
+    .await;
+    match page {
+        Ok(p) => html(p.render(), status),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/apps`: tracked apps with their expected and observed state; operators track
+/// more from a host's discovery list, change what is expected, and untrack.
+pub async fn apps(
+    State(state): State<AppState>,
+    user: WebUser,
+    Query(q): Query<AppsQuery>,
+) -> Response {
+    apps_page(&state, &user, &q, None, StatusCode::OK).await
+}
+
+/// A candidate to track.
+#[derive(Debug, Deserialize)]
+pub struct TrackForm {
+    #[serde(default)]
+    csrf: String,
+    agent_id: uuid::Uuid,
+    app_type: String,
+    identifier: String,
+    name: String,
+}
+
+/// `POST /ui/apps` (operator, CSRF token): tracked as through the API.
+pub async fn track_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<TrackForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let req = crate::routes::apps::NewAppRequest {
+        agent_id: form.agent_id,
+        name: form.name,
+        app_type: Some(form.app_type),
+        kind: None,
+        identifier: Some(form.identifier),
+        owner_email: None,
+        runbook_url: None,
+        notes: None,
+        expected_state: None,
+        restart_command: None,
+        endpoint: None,
+        interval_seconds: None,
+    };
+    match crate::routes::apps::create_app(&state, &meta, &user.principal, req).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(ApiError::Validation(errors)) => {
+            apps_page(
+                &state,
+                &user,
+                &AppsQuery {
+                    agent: Some(form.agent_id),
+                    show: None,
+                    page: None,
+                },
+                Some(refusal(&errors)),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// A new expected state.
+#[derive(Debug, Deserialize)]
+pub struct ExpectForm {
+    #[serde(default)]
+    csrf: String,
+    expected_state: String,
+}
+
+/// `POST /ui/apps/{id}/expected` (operator, CSRF token).
+pub async fn expect_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(form): axum::Form<ExpectForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let req = crate::routes::apps::AppPatch {
+        expected_state: form.expected_state,
+    };
+    match crate::routes::apps::set_expected_state(&state, &meta, &user.principal, id, req).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/apps/{id}/untrack` (operator, CSRF token).
+pub async fn untrack_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    match crate::routes::apps::untrack(&state, &meta, &user.principal, id).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
