@@ -20,7 +20,7 @@ pub mod purl;
 pub mod redact;
 pub mod scan;
 pub mod secret;
-pub mod slo;
+pub mod severity;
 pub mod supply_chain;
 pub mod totp;
 pub mod validate;

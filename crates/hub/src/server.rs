@@ -197,7 +197,7 @@ impl Server {
                         Box::pin(crate::routes::apps::http_checks_of(state, agent))
                     }))
                     .insert(crate::routes::apps::SloLines(|state, tenant| {
-                        Box::pin(crate::web::slo::app_lines(state, tenant))
+                        Box::pin(trusthub_slo::web::slo::app_lines(state, tenant))
                     }))
                     .insert(trusthub_certs::HostNames(|state, tenant| {
                         Box::pin(trusthub_fleet::host_names(state, tenant))

@@ -259,7 +259,7 @@ pub struct Settings {
 pub struct Schedule(pub Vec<std::time::Duration>);
 
 fn parse_severity(s: &str) -> Result<String, String> {
-    trusthub_core::osv::Severity::parse(s)
+    trusthub_core::severity::Severity::parse(s)
         .map(|v| v.as_str().to_owned())
         .ok_or_else(|| format!("`{s}`: use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN"))
 }

@@ -17,7 +17,6 @@ pub mod meta;
 pub mod npm;
 pub mod osv;
 pub mod rate_limits;
-pub mod slo;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
 pub use error::{StoreError, StoreResult};

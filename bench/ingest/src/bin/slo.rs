@@ -72,9 +72,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
             .await?
             .ok_or("app")?;
-            trusthub_store::slo::put(
+            trusthub_slo::store::slo::put(
                 &mut tx,
-                &trusthub_store::slo::Slo {
+                &trusthub_slo::store::slo::Slo {
                     app_id: app.id,
                     tenant_id: tenant.0,
                     target: 0.999,

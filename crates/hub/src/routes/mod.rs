@@ -4,7 +4,6 @@ pub mod cve;
 pub mod cve_export;
 pub mod health;
 pub mod osv_api;
-pub mod slo;
 pub mod supply_chain;
 pub mod suppressions;
 
@@ -14,6 +13,7 @@ pub use trusthub_fleet::routes::{actions, agents};
 pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me, totp, users};
 pub use trusthub_llm::routes::{ai, evidence};
 pub use trusthub_monitors::routes::{apps, restart, rules};
+pub use trusthub_slo::routes::slo;
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -27,10 +27,10 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(trusthub_certs::api())
         .merge(trusthub_fleet::api())
         .merge(trusthub_monitors::api())
+        .merge(trusthub_slo::api())
         .merge(cve::router())
         .merge(suppressions::router())
         .merge(cve_export::router())
         .merge(supply_chain::router())
-        .merge(slo::router())
         .merge(health::router())
 }

@@ -11,12 +11,10 @@
 
 mod cve;
 mod pages;
-pub mod slo;
 mod supply_chain;
 mod suppressions;
 mod vulns;
 
-use trusthub_platform::chart;
 pub use trusthub_platform::page::*;
 
 use crate::state::AppState;
@@ -53,15 +51,12 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/ui/agents/{id}/vulnerabilities", get(vulns::host))
         .route("/ui/supply-chain", get(supply_chain::changes))
-        .route("/ui/apps/{id}/slo", get(slo::show).post(slo::save))
-        .route("/ui/apps/{id}/slo/delete", post(slo::remove))
-        .route("/ui/apps/{id}/maintenance-windows", post(slo::plan))
-        .route("/ui/maintenance-windows/{id}/delete", post(slo::unplan))
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_slo::web::pages())
         .merge(trusthub_monitors::web::pages())
         .merge(trusthub_fleet::web::pages())
         .merge(trusthub_certs::web::pages())

@@ -333,7 +333,7 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     l.apps_off = usize::try_from(off).unwrap_or(0);
     // As of each SLO's last evaluation (every minute): computing every status here would
     // take about 0.9 s at 10,000 SLOs, every 15 s per open dashboard.
-    let (total, alarm) = trusthub_store::slo::summary_counts(&mut c, tenant).await?;
+    let (total, alarm) = trusthub_slo::store::slo::summary_counts(&mut c, tenant).await?;
     l.slos_total = usize::try_from(total).unwrap_or(0);
     l.slos_alarm = usize::try_from(alarm).unwrap_or(0);
     let now = now();

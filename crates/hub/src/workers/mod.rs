@@ -19,7 +19,7 @@ pub use trusthub_monitors::jobs::liveness;
 pub mod osv_pull;
 pub use trusthub_monitors::jobs::rules;
 pub use trusthub_platform::scheduler;
-pub mod slo;
+pub use trusthub_slo::jobs::slo;
 pub mod supply_chain;
 
 pub use deliver::deliver_due;

@@ -1,8 +1,8 @@
 //! An app's SLO page (CONTRACT 16, 17): status, budget, the burn-rate chart of 7 days, the
 //! 30-day history, maintenance windows, and the forms — through the API's own functions.
 
-use super::pages::{CsrfForm, UserBar, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, chart, html};
+use super::{CsrfForm, UserBar, allowed};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::routes::slo::{self as api, NewMaintenance, SloRequest, SloStatus};
@@ -387,9 +387,9 @@ pub async fn unplan(
 pub async fn app_lines(
     state: &AppState,
     tenant: trusthub_store::TenantId,
-) -> trusthub_store::StoreResult<Vec<crate::routes::apps::SloLine>> {
+) -> trusthub_store::StoreResult<Vec<trusthub_monitors::routes::apps::SloLine>> {
     let mut c = state.db.conn().await?;
-    Ok(trusthub_store::slo::summaries(&mut c, tenant)
+    Ok(crate::store::slo::summaries(&mut c, tenant)
         .await?
         .into_iter()
         .map(|s| {

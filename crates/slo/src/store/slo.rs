@@ -1,7 +1,7 @@
 //! SLOs (CONTRACT 16): each app's objective and the summary of its last evaluation.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// An app's SLO.

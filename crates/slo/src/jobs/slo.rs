@@ -5,11 +5,11 @@
 //! kept for the overview and the apps page (`app_slos.last_*`). The pass also drops
 //! timeline spans older than the retention (500 days).
 
+use crate::objective as core;
 use crate::state::AppState;
 use time::OffsetDateTime;
 use trusthub_alerts::store::alerts;
 use trusthub_core::alerting::Severity;
-use trusthub_core::slo as core;
 use trusthub_store::{StoreResult, TenantId};
 
 /// The lease and log name of this job.
@@ -44,7 +44,7 @@ pub struct Report {
 pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Report> {
     let slos = {
         let mut c = state.db.conn().await?;
-        trusthub_store::slo::list(&mut c, None).await?
+        crate::store::slo::list(&mut c, None).await?
     };
     let mut report = Report {
         slos: slos.len(),
@@ -85,7 +85,7 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         };
         let mut tx = state.db.begin().await?;
         // The status the overview and the apps page show until the next evaluation.
-        trusthub_store::slo::save_summary(
+        crate::store::slo::save_summary(
             &mut tx,
             s.app_id,
             status.state.as_str(),

@@ -1,0 +1,3 @@
+//! The SLO job: burn-rate alerts and summaries, every minute.
+
+pub mod slo;

@@ -1,0 +1,3 @@
+//! The SLO API under `/api/v1`.
+
+pub mod slo;

@@ -1,0 +1,3 @@
+//! SLO objectives and the summaries of their last evaluation.
+
+pub mod slo;
