@@ -15,16 +15,11 @@ pub mod eat;
 pub mod evidence;
 pub mod json_guard;
 pub mod liveness;
-pub mod osv;
-pub mod purl;
 pub mod redact;
-pub mod scan;
 pub mod secret;
 pub mod severity;
-pub mod supply_chain;
 pub mod totp;
 pub mod validate;
-pub mod version;
 pub mod webhook;
 
 pub use auth::{Role, TokenScope, TotpPurpose};

@@ -12,8 +12,8 @@ pub use trusthub_platform::{
     archive, conn, error, extract, mail, metrics, middleware, openapi, outbound, ratelimit,
     settings, state, tls,
 };
+pub use trusthub_vulns::cve;
 
-pub mod cve;
 pub mod routes;
 pub mod server;
 pub mod web;
@@ -45,7 +45,7 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
             middleware::general_limit,
         ));
     // The OSV-compatible API lives at the root, where OSV clients expect it (CONTRACT 15).
-    let osv = routes::osv_api::router().layer(axum::middleware::from_fn_with_state(
+    let osv = trusthub_vulns::osv_api().layer(axum::middleware::from_fn_with_state(
         state.clone(),
         middleware::general_limit,
     ));

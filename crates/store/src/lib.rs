@@ -11,11 +11,8 @@ mod error;
 mod prefetch;
 
 pub mod audit;
-pub mod cve;
 pub mod leases;
 pub mod meta;
-pub mod npm;
-pub mod osv;
 pub mod rate_limits;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};

@@ -156,14 +156,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut c = db.conn().await?;
         let scope = tenant.0.to_string();
         for h in 0..args.hosts {
-            let (targets, _) = trusthub_core::scan::targets(&inventory(h, false));
+            let (targets, _) = trusthub_vulns::rules::scan::targets(&inventory(h, false));
             let mut seen = std::collections::HashSet::new();
             for t in targets {
                 if index.contains(&scope, &t.ecosystem, &t.lookup)
                     && seen.insert((t.ecosystem.clone(), t.lookup.clone()))
                 {
-                    trusthub_store::osv::for_package(&mut c, &scope, &t.ecosystem, &t.lookup)
-                        .await?;
+                    trusthub_vulns::store::osv::for_package(
+                        &mut c,
+                        &scope,
+                        &t.ecosystem,
+                        &t.lookup,
+                    )
+                    .await?;
                 }
             }
         }
@@ -175,7 +180,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let full_secs = full.elapsed().as_secs_f64();
     let findings = {
         let mut c = db.conn().await?;
-        trusthub_store::cve::list(&mut c, tenant, &Default::default(), None, i64::MAX, now)
+        trusthub_vulns::store::cve::list(&mut c, tenant, &Default::default(), None, i64::MAX, now)
             .await?
             .len()
     };

@@ -1,11 +1,6 @@
 //! The HTTP API under `/api/v1`, one module per resource; each exposes `router()`.
 
-pub mod cve;
-pub mod cve_export;
 pub mod health;
-pub mod osv_api;
-pub mod supply_chain;
-pub mod suppressions;
 
 pub use trusthub_alerts::routes::{alerts, webhooks};
 pub use trusthub_certs::routes::anomalies;
@@ -14,6 +9,7 @@ pub use trusthub_identity::routes::{api_tokens, audit_log, auth, invitations, me
 pub use trusthub_llm::routes::{ai, evidence};
 pub use trusthub_monitors::routes::{apps, restart, rules};
 pub use trusthub_slo::routes::slo;
+pub use trusthub_vulns::routes::{cve, cve_export, osv_api, supply_chain, suppressions};
 
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -28,9 +24,6 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(trusthub_fleet::api())
         .merge(trusthub_monitors::api())
         .merge(trusthub_slo::api())
-        .merge(cve::router())
-        .merge(suppressions::router())
-        .merge(cve_export::router())
-        .merge(supply_chain::router())
+        .merge(trusthub_vulns::api())
         .merge(health::router())
 }

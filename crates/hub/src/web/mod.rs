@@ -9,11 +9,7 @@
 //! forms carry a CSRF token derived from the session ([`csrf_token`]) on top of the
 //! same-origin check every cookie-authenticated change gets.
 
-mod cve;
 mod pages;
-mod supply_chain;
-mod suppressions;
-mod vulns;
 
 pub use trusthub_platform::page::*;
 
@@ -30,32 +26,12 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/logout", post(pages::logout))
         .route("/ui/overview/live", get(pages::overview_live))
         .route("/ui/audit", get(pages::audit_log))
-        .route("/ui/cve-sources", get(cve::sources))
-        .route("/ui/vulnerabilities", get(vulns::list))
-        .route(
-            "/ui/vulnerabilities/{id}/acknowledge",
-            post(vulns::acknowledge),
-        )
-        .route(
-            "/ui/vulnerabilities/{id}/unacknowledge",
-            post(vulns::unacknowledge),
-        )
-        .route("/ui/cves/{id}", get(vulns::advisory))
-        .route(
-            "/ui/cve-suppressions",
-            get(suppressions::list).post(suppressions::create),
-        )
-        .route(
-            "/ui/cve-suppressions/{id}/delete",
-            post(suppressions::delete),
-        )
-        .route("/ui/agents/{id}/vulnerabilities", get(vulns::host))
-        .route("/ui/supply-chain", get(supply_chain::changes))
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
+        .merge(trusthub_vulns::web::pages())
         .merge(trusthub_slo::web::pages())
         .merge(trusthub_monitors::web::pages())
         .merge(trusthub_fleet::web::pages())

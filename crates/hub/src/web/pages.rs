@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_alerts::store::alerts;
 use trusthub_fleet::web::rows::{AgentRow, agent_rows};
-pub use trusthub_identity::web::allowed;
 use trusthub_monitors::store::apps;
 pub use trusthub_platform::page::{CsrfForm, UserBar, ago};
 use trusthub_store::audit;

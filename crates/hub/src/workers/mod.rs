@@ -12,15 +12,15 @@
 //! To add a cluster-wide job: a file with `NAME`, `interval(settings)` and
 //! `tick(state, now)`, and a line in [`spawn`].
 
-use trusthub_fleet::connections;
-pub mod cve_scan;
 pub use trusthub_alerts::deliver;
+use trusthub_fleet::connections;
 pub use trusthub_monitors::jobs::liveness;
-pub mod osv_pull;
 pub use trusthub_monitors::jobs::rules;
 pub use trusthub_platform::scheduler;
 pub use trusthub_slo::jobs::slo;
-pub mod supply_chain;
+pub use trusthub_vulns::jobs::cve_scan;
+pub use trusthub_vulns::jobs::osv_pull;
+pub use trusthub_vulns::jobs::supply_chain;
 
 pub use deliver::deliver_due;
 pub use liveness::{LivenessReport, liveness_tick};

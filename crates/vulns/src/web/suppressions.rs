@@ -1,8 +1,8 @@
 //! CVE suppressions (SPEC 2.5, CONTRACT 15): the list with delete, and the form (also posted
 //! from a finding's row) — through the API's own functions.
 
-use super::pages::{CsrfForm, UserBar, ago, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, html};
+use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::Viewer;
 use crate::error::ApiResult;
 use crate::extract::Meta;

@@ -53,7 +53,7 @@ pub(crate) async fn sources(
     Viewer(p): Viewer,
 ) -> ApiResult<axum::Json<Vec<Source>>> {
     let mut c = state.db.conn().await?;
-    let rows = trusthub_store::osv::sources(&mut c, &p.tenant().0.to_string()).await?;
+    let rows = crate::store::osv::sources(&mut c, &p.tenant().0.to_string()).await?;
     Ok(axum::Json(
         rows.into_iter()
             .map(
@@ -151,7 +151,7 @@ pub(crate) async fn hostnames(
 
 /// A finding as the API shows it.
 pub(crate) fn view(
-    f: trusthub_store::cve::Finding,
+    f: crate::store::cve::Finding,
     hosts: &std::collections::HashMap<Uuid, String>,
 ) -> FindingView {
     FindingView {
@@ -314,7 +314,7 @@ pub(crate) async fn findings(
     let mut errors = Vec::new();
     let min_rank = match q.severity.as_deref() {
         None => None,
-        Some(s) => match trusthub_core::osv::Severity::parse(s) {
+        Some(s) => match crate::rules::osv::Severity::parse(s) {
             Some(v) if v.as_str() == s => Some(v.rank()),
             _ => {
                 errors.push(("severity", "use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN"));
@@ -362,7 +362,7 @@ pub(crate) async fn findings(
         ));
     }
     let mut c = state.db.conn().await?;
-    let filter = trusthub_store::cve::Filter {
+    let filter = crate::store::cve::Filter {
         min_rank,
         agent_id: q.agent_id,
         ecosystem: q.ecosystem,
@@ -370,7 +370,7 @@ pub(crate) async fn findings(
         package: q.package,
     };
     let rows =
-        trusthub_store::cve::list(&mut c, p.tenant(), &filter, cursor, limit + 1, now()).await?;
+        crate::store::cve::list(&mut c, p.tenant(), &filter, cursor, limit + 1, now()).await?;
     let hosts = hostnames(&mut c, p.tenant()).await?;
     let more = rows.len() as i64 > limit;
     let items: Vec<FindingView> = rows
@@ -380,7 +380,7 @@ pub(crate) async fn findings(
         .collect();
     let next_cursor = if more {
         items.last().map(|f| {
-            let rank = trusthub_core::osv::Severity::parse(&f.severity)
+            let rank = crate::rules::osv::Severity::parse(&f.severity)
                 .map(|s| s.rank())
                 .unwrap_or(0);
             format!("{rank}.{}", f.id)
@@ -442,7 +442,7 @@ async fn set_ack(
 ) -> ApiResult<axum::Json<FindingView>> {
     let now = now();
     let mut tx = state.db.begin().await?;
-    let Some(found) = trusthub_store::cve::get(&mut tx, p.tenant(), id, now).await? else {
+    let Some(found) = crate::store::cve::get(&mut tx, p.tenant(), id, now).await? else {
         return Err(ApiError::NotFound("finding"));
     };
     match (reason, found.acknowledged_at.is_some()) {
@@ -455,7 +455,7 @@ async fn set_ack(
         _ => {}
     }
     let actor = p.actor();
-    trusthub_store::cve::set_ack(
+    crate::store::cve::set_ack(
         &mut tx,
         p.tenant(),
         id,
@@ -479,7 +479,7 @@ async fn set_ack(
         now,
     )
     .await?;
-    let updated = trusthub_store::cve::get(&mut tx, p.tenant(), id, now)
+    let updated = crate::store::cve::get(&mut tx, p.tenant(), id, now)
         .await?
         .ok_or(ApiError::NotFound("finding"))?;
     let hosts = hostnames(&mut tx, p.tenant()).await?;
@@ -527,12 +527,12 @@ pub(crate) async fn advisory(
 ) -> ApiResult<axum::Json<AdvisoryView>> {
     let scope = p.tenant().0.to_string();
     let mut c = state.db.conn().await?;
-    let Some(a) = trusthub_store::osv::get(&mut c, &scope, &vuln_id).await? else {
+    let Some(a) = crate::store::osv::get(&mut c, &scope, &vuln_id).await? else {
         return Err(ApiError::NotFound("advisory"));
     };
     let mut ids: Vec<String> = serde_json::from_str(&a.aliases).unwrap_or_default();
     ids.push(a.id.clone());
-    let rows = trusthub_store::cve::of_vulnerability(&mut c, p.tenant(), &ids, now()).await?;
+    let rows = crate::store::cve::of_vulnerability(&mut c, p.tenant(), &ids, now()).await?;
     let hosts = hostnames(&mut c, p.tenant()).await?;
     Ok(axum::Json(AdvisoryView {
         aliases: serde_json::from_str(&a.aliases).unwrap_or_default(),
@@ -580,7 +580,7 @@ pub(crate) async fn coverage(
 ) -> ApiResult<axum::Json<Vec<CoverageView>>> {
     let mut c = state.db.conn().await?;
     let scans: std::collections::HashMap<Uuid, (OffsetDateTime, i64, String)> =
-        trusthub_store::cve::coverage(&mut c, p.tenant())
+        crate::store::cve::coverage(&mut c, p.tenant())
             .await?
             .into_iter()
             .map(|(a, t, n, nc)| (a, (t, n, nc)))

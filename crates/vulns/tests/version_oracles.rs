@@ -1,6 +1,6 @@
 //! Version order checked against the tools that define it (issue 20): for every scheme, a set
 //! of versions — the nasty cases of each ecosystem plus versions generated from its grammar —
-//! is compared pairwise by `trusthub_core::version` and by the native tool, and every pair must
+//! is compared pairwise by `trusthub_vulns::rules::version` and by the native tool, and every pair must
 //! agree (including which strings are invalid). The tools: `dpkg --compare-versions`, Python
 //! `packaging` and `rpm` (Debian's python3-packaging, python3-rpm), node-semver (Debian's
 //! node-semver), Ruby's `Gem::Version`, Go's `golang.org/x/mod/semver` (Debian's
@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::io::Write;
 use std::process::{Command, Stdio};
-use trusthub_core::version::Scheme;
+use trusthub_vulns::rules::version::Scheme;
 
 /// A small deterministic generator (xorshift), so the generated versions are the same in
 /// every run.
@@ -648,7 +648,11 @@ fn cvss_3_scores_agree_with_the_cvss_package() {
         ],
         &pairs,
     );
-    agree_scores(&vectors, &answers, trusthub_core::osv::cvss3_base_score);
+    agree_scores(
+        &vectors,
+        &answers,
+        trusthub_vulns::rules::osv::cvss3_base_score,
+    );
     assert_eq!(vectors.len(), 5184);
 }
 
@@ -663,7 +667,7 @@ fn check_ranges(
     program: &str,
     args: &[&str],
 ) {
-    use trusthub_core::version::range::Range;
+    use trusthub_vulns::rules::version::range::Range;
     let mut pairs = Vec::new();
     for r in ranges {
         for v in versions {
@@ -1107,7 +1111,7 @@ fn cvss_4_scores_agree_with_the_cvss_package() {
         ],
         &pairs,
     );
-    agree_scores(&vectors, &answers, trusthub_core::osv::cvss4_score);
+    agree_scores(&vectors, &answers, trusthub_vulns::rules::osv::cvss4_score);
     assert!(vectors.len() > 5000, "{}", vectors.len());
 }
 

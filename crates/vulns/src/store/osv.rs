@@ -2,8 +2,8 @@
 //! hub-wide data, a tenant id for a tenant's own upload), its package index, and the
 //! per-ecosystem summary of `GET /cve/sources`.
 
-use crate::{Exec, StoreResult, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, on};
 
 /// One advisory as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]

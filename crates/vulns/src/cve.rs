@@ -6,11 +6,11 @@
 //! never holds it in memory.
 
 use crate::archive::{ArchiveError, Limits, Reader};
+use crate::rules::osv::{Record, Severity};
+use crate::store::osv::{Advisory, Stored};
 use serde::Serialize;
 use std::path::Path;
 use time::OffsetDateTime;
-use trusthub_core::osv::{Record, Severity};
-use trusthub_store::osv::{Advisory, Stored};
 use trusthub_store::{Db, StoreError};
 use utoipa::ToSchema;
 
@@ -43,7 +43,7 @@ pub struct ImportReport {
 
 /// SPEC's ecosystem spellings (`pip`, `composer`) accepted for OSV's.
 pub fn canonical_ecosystem(e: &str) -> String {
-    trusthub_core::scan::app_ecosystem(e)
+    crate::rules::scan::app_ecosystem(e)
         .map(str::to_owned)
         .unwrap_or_else(|| e.to_owned())
 }
@@ -138,7 +138,7 @@ fn advisory(scope: &str, bytes: &[u8], now: OffsetDateTime) -> Result<Parsed, St
         .filter_map(|a| a.package.as_ref())
         .map(|p| {
             let eco = canonical_ecosystem(&p.ecosystem);
-            let name = trusthub_core::scan::normalize_name(&eco, &p.name);
+            let name = crate::rules::scan::normalize_name(&eco, &p.name);
             (eco, name)
         })
         .collect();
@@ -196,7 +196,7 @@ async fn store(
                         // After the first bad record nothing more is written: it all goes.
                         Ok(_) if bad_count > 0 => {}
                         Ok((a, packages, unusable)) => {
-                            match trusthub_store::osv::upsert(&mut tx, &a, &packages).await? {
+                            match crate::store::osv::upsert(&mut tx, &a, &packages).await? {
                                 Stored::Inserted => {
                                     report.inserted += 1;
                                     report.withdrawn += u64::from(a.withdrawn);
@@ -409,7 +409,7 @@ impl NameIndex {
         let mut c = db.conn().await?;
         let mut map: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();
         let mut ecosystems = std::collections::HashSet::new();
-        for (scope, eco, name) in trusthub_store::osv::package_names(&mut c).await? {
+        for (scope, eco, name) in crate::store::osv::package_names(&mut c).await? {
             ecosystems.insert((scope.clone(), eco.clone()));
             map.entry(name).or_default().push((scope, eco));
         }
@@ -493,7 +493,7 @@ pub async fn scan_agent(
     index: &NameIndex,
     now: OffsetDateTime,
 ) -> Result<ScanOutcome, StoreError> {
-    use trusthub_core::scan;
+    use crate::rules::scan;
     let t = trusthub_store::TenantId(tenant);
     let scope = tenant.to_string();
     let snapshot = {
@@ -533,7 +533,7 @@ pub async fn scan_agent(
             }
             let key = (target.ecosystem.clone(), target.lookup.clone());
             if !cache.contains_key(&key) {
-                let rows = trusthub_store::osv::for_package(
+                let rows = crate::store::osv::for_package(
                     &mut c,
                     &scope,
                     &target.ecosystem,
@@ -558,7 +558,7 @@ pub async fn scan_agent(
             match result {
                 Ok(matches) => {
                     for m in matches {
-                        seen.push(trusthub_store::cve::Seen {
+                        seen.push(crate::store::cve::Seen {
                             ecosystem: target.ecosystem.clone(),
                             package: target.package.clone(),
                             project_path: target.project_path.clone().unwrap_or_default(),
@@ -613,7 +613,7 @@ pub async fn scan_agent(
         .rank();
     let mut tx = state.db.begin().await?;
     let rules = Suppressions::load(&mut tx, t, now).await?;
-    let new = trusthub_store::cve::record_scan(
+    let new = crate::store::cve::record_scan(
         &mut tx,
         t,
         agent,
@@ -626,7 +626,7 @@ pub async fn scan_agent(
     .await?;
     rules.apply(&mut tx, t, Some(agent)).await?;
     // Suppressed findings raise no alert.
-    let alerting: Vec<&trusthub_store::cve::Seen> = new
+    let alerting: Vec<&crate::store::cve::Seen> = new
         .iter()
         .filter(|s| s.severity_rank >= min_rank && rules.matching(&Finding::of(s)).is_none())
         .collect();
@@ -699,7 +699,7 @@ pub struct Finding<'a> {
 
 impl<'a> Finding<'a> {
     /// Of a scan's finding.
-    pub fn of(s: &'a trusthub_store::cve::Seen) -> Finding<'a> {
+    pub fn of(s: &'a crate::store::cve::Seen) -> Finding<'a> {
         Finding {
             ecosystem: &s.ecosystem,
             package: &s.package,
@@ -724,7 +724,7 @@ struct Rule {
     id: uuid::Uuid,
     ecosystem: String,
     key: String,
-    range: trusthub_core::version::range::Range,
+    range: crate::rules::version::range::Range,
     vuln_id: Option<String>,
     expires_at: OffsetDateTime,
 }
@@ -739,15 +739,15 @@ impl Suppressions {
         tenant: trusthub_store::TenantId,
         now: OffsetDateTime,
     ) -> Result<Suppressions, StoreError> {
-        let rows = trusthub_store::cve::active_suppressions(ex, tenant, now).await?;
+        let rows = crate::store::cve::active_suppressions(ex, tenant, now).await?;
         Ok(Suppressions(
             rows.into_iter()
                 .filter_map(|r| {
                     // Ranges were checked at creation; one the hub can no longer read applies
                     // to nothing rather than to everything.
-                    let scheme = trusthub_core::version::Scheme::of_ecosystem(&r.ecosystem)?;
+                    let scheme = crate::rules::version::Scheme::of_ecosystem(&r.ecosystem)?;
                     let range =
-                        trusthub_core::version::range::Range::parse(scheme, &r.version_range)
+                        crate::rules::version::range::Range::parse(scheme, &r.version_range)
                             .ok()?;
                     Some(Rule {
                         id: r.id,
@@ -765,7 +765,7 @@ impl Suppressions {
     /// The suppression that applies to `f` (of those matching, the one expiring last).
     pub fn matching(&self, f: &Finding<'_>) -> Option<uuid::Uuid> {
         let base = f.ecosystem.split(':').next().unwrap_or_default();
-        let key = trusthub_core::scan::normalize_name(base, f.package);
+        let key = crate::rules::scan::normalize_name(base, f.package);
         self.0
             .iter()
             .filter(|r| {
@@ -793,7 +793,7 @@ impl Suppressions {
         agent: Option<uuid::Uuid>,
     ) -> Result<usize, StoreError> {
         let mut changed = 0;
-        for c in trusthub_store::cve::candidates(&mut *ex, tenant, agent).await? {
+        for c in crate::store::cve::candidates(&mut *ex, tenant, agent).await? {
             let want = self.matching(&Finding {
                 ecosystem: &c.ecosystem,
                 package: &c.package,
@@ -802,7 +802,7 @@ impl Suppressions {
                 installed_version: &c.installed_version,
             });
             if want != c.suppression_id {
-                trusthub_store::cve::set_suppression(&mut *ex, c.id, want).await?;
+                crate::store::cve::set_suppression(&mut *ex, c.id, want).await?;
                 changed += 1;
             }
         }

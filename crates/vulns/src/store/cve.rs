@@ -2,8 +2,8 @@
 //! the host — new findings inserted, known ones refreshed, vanished ones marked fixed — and
 //! the tenant's findings are listed with filters and a keyset cursor.
 
-use crate::{Exec, StoreResult, TenantId, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A finding row.
@@ -227,7 +227,7 @@ pub async fn of_vulnerability(
     for id in ids {
         binds.push(id.clone());
         clauses.push(format!("f.vuln_id = ${}", binds.len() + 2));
-        binds.push(crate::osv::json_member_pattern(id));
+        binds.push(crate::store::osv::json_member_pattern(id));
         clauses.push(format!("f.aliases LIKE ${} ESCAPE '\\'", binds.len() + 2));
     }
     let sql = format!(

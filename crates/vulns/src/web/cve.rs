@@ -1,8 +1,8 @@
 //! Vulnerability data sources (CONTRACT 15): per ecosystem, how many advisories are loaded and
 //! how fresh they are — through the API's own handler.
 
-use super::pages::{UserBar, ago};
 use super::{ASSETS, Assets, WebUser, html};
+use super::{UserBar, ago};
 use crate::auth::Viewer;
 use crate::routes::cve as api;
 use crate::state::{AppState, now};
@@ -54,7 +54,7 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
     };
     // A database error is an error page (503), never an empty list (CONTRACT 18).
     let pulls = match state.db.conn().await {
-        Ok(mut c) => match trusthub_store::osv::pulls(&mut c).await {
+        Ok(mut c) => match crate::store::osv::pulls(&mut c).await {
             Ok(p) => p,
             Err(e) => return crate::error::ApiError::from(e).into_response(),
         },

@@ -6,6 +6,7 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Path, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
+use crate::store::cve::{Filter, Finding};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +14,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
-use trusthub_store::cve::{Filter, Finding};
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -50,7 +50,7 @@ fn lockfiles(inventory: &Value) -> HashMap<(String, String), String> {
             d["lockfile"].as_str(),
             d["ecosystem"]
                 .as_str()
-                .and_then(trusthub_core::scan::app_ecosystem),
+                .and_then(crate::rules::scan::app_ecosystem),
         ) {
             out.insert((p.to_owned(), e.to_owned()), l.to_owned());
         }
@@ -148,7 +148,7 @@ pub(crate) fn sarif_log(
             "properties": {
                 "agent_id": f.agent_id, "hostname": host, "ecosystem": s.ecosystem,
                 "package": s.package, "installed_version": s.installed_version,
-                "fixed_versions": fixed, "purl": trusthub_core::purl::of(&s.ecosystem, &s.package, Some(&s.installed_version)),
+                "fixed_versions": fixed, "purl": crate::rules::purl::of(&s.ecosystem, &s.package, Some(&s.installed_version)),
                 "first_seen_at": rfc(f.first_seen_at),
             },
         }));
@@ -183,7 +183,7 @@ pub(crate) async fn sarif(
 ) -> ApiResult<Response> {
     let min_rank = match q.severity.as_deref() {
         None => None,
-        Some(s) => match trusthub_core::osv::Severity::parse(s) {
+        Some(s) => match crate::rules::osv::Severity::parse(s) {
             Some(v) if v.as_str() == s => Some(v.rank()),
             _ => {
                 return Err(ApiError::invalid(
@@ -201,7 +201,7 @@ pub(crate) async fn sarif(
         ..Default::default()
     };
     let findings =
-        trusthub_store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now()).await?;
+        crate::store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now()).await?;
     let hosts = super::cve::hostnames(&mut c, p.tenant()).await?;
     let mut locks = HashMap::new();
     let mut agents: Vec<Uuid> = findings
@@ -228,7 +228,7 @@ type Component = (String, String, String, String);
 /// The packages of an inventory as SBOM components: OS packages (with the distribution's
 /// purl when the release is known) and lockfile dependencies.
 fn components(inventory: &Value) -> Vec<Component> {
-    let os = trusthub_core::scan::os_ecosystem(&inventory["os"]).ok();
+    let os = crate::rules::scan::os_ecosystem(&inventory["os"]).ok();
     let mut out = Vec::new();
     for p in inventory["packages"].as_array().into_iter().flatten() {
         let (Some(n), Some(v)) = (p["name"].as_str(), p["version"].as_str()) else {
@@ -258,7 +258,7 @@ fn components(inventory: &Value) -> Vec<Component> {
             continue;
         };
         let raw = d["ecosystem"].as_str().unwrap_or_default();
-        let eco = trusthub_core::scan::app_ecosystem(raw).unwrap_or(raw);
+        let eco = crate::rules::scan::app_ecosystem(raw).unwrap_or(raw);
         out.push((
             eco.to_owned(),
             n.to_owned(),
@@ -301,7 +301,7 @@ pub(crate) fn cyclonedx(
             "name": name,
             "version": version,
         });
-        if let Some(purl) = trusthub_core::purl::of(eco, name, Some(version)) {
+        if let Some(purl) = crate::rules::purl::of(eco, name, Some(version)) {
             c["purl"] = json!(purl);
         }
         let mut props = vec![json!({"name": "trusthub:ecosystem", "value": eco})];
@@ -401,7 +401,7 @@ pub(crate) async fn sbom(
         ..Default::default()
     };
     let findings =
-        trusthub_store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now).await?;
+        crate::store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now).await?;
     let (snapshot, collected) = match inv {
         Some(s) => (s.snapshot.0, Some(s.collected_at)),
         None => (Value::Null, None),

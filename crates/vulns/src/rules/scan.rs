@@ -5,7 +5,7 @@
 //! own (backported) builds — never against upstream ranges; application dependencies by
 //! their lockfile's ecosystem. What cannot be looked up is said, not silently skipped.
 
-use crate::osv::{Record, Severity, Verdict};
+use crate::rules::osv::{Record, Severity, Verdict};
 use serde_json::Value;
 
 /// One package of a host to look up.
@@ -147,7 +147,7 @@ pub fn targets(inventory: &Value) -> (Vec<Target>, Vec<String>) {
             continue;
         };
         match app_ecosystem(raw) {
-            Some(eco) if crate::version::Scheme::of_ecosystem(eco).is_some() => {
+            Some(eco) if crate::rules::version::Scheme::of_ecosystem(eco).is_some() => {
                 out.push(Target {
                     ecosystem: eco.to_owned(),
                     package: name.to_owned(),

@@ -25,9 +25,9 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
     let (hosts, last, generation) = {
         let mut c = state.db.conn().await?;
         (
-            trusthub_store::cve::agents_with_inventory(&mut c).await?,
-            trusthub_store::cve::last_scans(&mut c).await?,
-            trusthub_store::osv::generation(&mut c).await?,
+            crate::store::cve::agents_with_inventory(&mut c).await?,
+            crate::store::cve::last_scans(&mut c).await?,
+            crate::store::osv::generation(&mut c).await?,
         )
     };
     let newest_import = generation.0;

@@ -1,8 +1,8 @@
 //! npm packages as the registry shows them (SPEC 2.7, CONTRACT 15): maintainer sets, their
 //! changes, deprecation, and the polling state (ETag, next try).
 
-use crate::{Exec, StoreResult, on};
 use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, on};
 
 /// A package row.
 #[derive(Debug, Clone, Default, sqlx::FromRow)]

@@ -2,8 +2,8 @@
 //! back from the row (operators), and an advisory's page with the hosts it affects — through
 //! the API's own handlers.
 
-use super::pages::{CsrfForm, UserBar, ago, allowed};
 use super::{ASSETS, Assets, Flash, WebUser, html};
+use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::{Json, Meta, Path, Query};

@@ -88,10 +88,10 @@ pub(crate) async fn maintainer_changes(
             "days must be between 1 and 400".into(),
         ));
     }
-    let deps = crate::workers::supply_chain::dependents(&state, Some(p.tenant())).await?;
+    let deps = crate::jobs::supply_chain::dependents(&state, Some(p.tenant())).await?;
     let since = now() - time::Duration::days(days);
     let mut c = state.db.conn().await?;
-    let changed = trusthub_store::npm::changed_since(&mut c, since).await?;
+    let changed = crate::store::npm::changed_since(&mut c, since).await?;
     Ok(axum::Json(
         changed
             .into_iter()

@@ -1,8 +1,8 @@
 //! Supply chain (SPEC 2.7, CONTRACT 15): the maintainer changes of the tenant's npm
 //! dependencies — through the API's own handler.
 
-use super::pages::{UserBar, ago};
 use super::{ASSETS, Assets, WebUser, html};
+use super::{UserBar, ago};
 use crate::auth::Viewer;
 use crate::extract::Query;
 use crate::routes::supply_chain::{self as api, ChangesQuery};

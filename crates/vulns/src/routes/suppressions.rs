@@ -8,13 +8,13 @@ use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
+use crate::store::cve::Suppression;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::audit as ev;
-use trusthub_store::cve::Suppression;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -139,13 +139,13 @@ pub(crate) fn ecosystem(e: &str) -> Result<String, String> {
     match release {
         None => Ok(canonical.to_owned()),
         Some(r)
-            if trusthub_core::version::Scheme::of_ecosystem(canonical).is_some_and(|s| {
+            if crate::rules::version::Scheme::of_ecosystem(canonical).is_some_and(|s| {
                 !matches!(
                     s,
-                    trusthub_core::version::Scheme::Npm
-                        | trusthub_core::version::Scheme::Pep440
-                        | trusthub_core::version::Scheme::Gem
-                        | trusthub_core::version::Scheme::Go
+                    crate::rules::version::Scheme::Npm
+                        | crate::rules::version::Scheme::Pep440
+                        | crate::rules::version::Scheme::Gem
+                        | crate::rules::version::Scheme::Go
                 )
             }) && !r.is_empty()
                 && r.len() <= 40
@@ -196,8 +196,8 @@ pub(crate) fn check(
         }
     };
     if let Some(e) = &eco
-        && let Some(scheme) = trusthub_core::version::Scheme::of_ecosystem(e)
-        && let Err(why) = trusthub_core::version::range::Range::parse(scheme, &req.version_range)
+        && let Some(scheme) = crate::rules::version::Scheme::of_ecosystem(e)
+        && let Err(why) = crate::rules::version::range::Range::parse(scheme, &req.version_range)
     {
         err(
             "version_range",
@@ -249,7 +249,7 @@ pub(crate) fn check(
     match (eco, expires) {
         (Some(e), Some(t)) if errors.is_empty() => {
             let base = e.split(':').next().unwrap_or_default().to_owned();
-            Ok((e, trusthub_core::scan::normalize_name(&base, name), t))
+            Ok((e, crate::rules::scan::normalize_name(&base, name), t))
         }
         _ => Err(ApiError::Validation(errors)),
     }
@@ -279,7 +279,7 @@ pub(crate) async fn create_by(
         created_at: now,
     };
     let mut tx = state.db.begin().await?;
-    trusthub_store::cve::insert_suppression(&mut tx, &s).await?;
+    crate::store::cve::insert_suppression(&mut tx, &s).await?;
     Suppressions::load(&mut tx, p.tenant(), now)
         .await?
         .apply(&mut tx, p.tenant(), None)
@@ -304,7 +304,7 @@ async fn count(
     id: Uuid,
     now: OffsetDateTime,
 ) -> ApiResult<i64> {
-    Ok(trusthub_store::cve::suppressions(tx, tenant, now)
+    Ok(crate::store::cve::suppressions(tx, tenant, now)
         .await?
         .into_iter()
         .find(|(s, _)| s.id == id)
@@ -338,7 +338,7 @@ pub(crate) async fn list(
 ) -> ApiResult<axum::Json<Vec<SuppressionView>>> {
     let now = now();
     let mut c = state.db.conn().await?;
-    let rows = trusthub_store::cve::suppressions(&mut c, p.tenant(), now).await?;
+    let rows = crate::store::cve::suppressions(&mut c, p.tenant(), now).await?;
     Ok(axum::Json(
         rows.into_iter().map(|(s, n)| view(s, n, now)).collect(),
     ))
@@ -355,7 +355,7 @@ pub(crate) async fn get_one(
 ) -> ApiResult<axum::Json<SuppressionView>> {
     let now = now();
     let mut c = state.db.conn().await?;
-    let rows = trusthub_store::cve::suppressions(&mut c, p.tenant(), now).await?;
+    let rows = crate::store::cve::suppressions(&mut c, p.tenant(), now).await?;
     rows.into_iter()
         .find(|(s, _)| s.id == id)
         .map(|(s, n)| axum::Json(view(s, n, now)))
@@ -372,10 +372,10 @@ pub(crate) async fn delete_by(
 ) -> ApiResult<StatusCode> {
     let now = now();
     let mut tx = state.db.begin().await?;
-    let Some(s) = trusthub_store::cve::suppression(&mut tx, p.tenant(), id).await? else {
+    let Some(s) = crate::store::cve::suppression(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("suppression"));
     };
-    trusthub_store::cve::delete_suppression(&mut tx, p.tenant(), id).await?;
+    crate::store::cve::delete_suppression(&mut tx, p.tenant(), id).await?;
     Suppressions::load(&mut tx, p.tenant(), now)
         .await?
         .apply(&mut tx, p.tenant(), None)
@@ -414,12 +414,12 @@ pub(crate) async fn openvex(
 ) -> ApiResult<serde_json::Value> {
     let now = now();
     let mut c = state.db.conn().await?;
-    let sups = trusthub_store::cve::suppressions(&mut c, tenant, now).await?;
-    let filter = trusthub_store::cve::Filter {
+    let sups = crate::store::cve::suppressions(&mut c, tenant, now).await?;
+    let filter = crate::store::cve::Filter {
         status: Some("suppressed".into()),
         ..Default::default()
     };
-    let findings = trusthub_store::cve::list(&mut c, tenant, &filter, None, i64::MAX, now).await?;
+    let findings = crate::store::cve::list(&mut c, tenant, &filter, None, i64::MAX, now).await?;
     let tenant_name = trusthub_identity::store::tenants::get(&mut c, tenant)
         .await?
         .map(|t| t.name)
@@ -438,7 +438,7 @@ pub(crate) async fn openvex(
         for f in findings.iter().filter(|f| f.suppression_id == Some(s.id)) {
             let entry = by_vuln.entry(f.seen.vuln_id.clone()).or_default();
             entry.0 = serde_json::from_str(&f.seen.aliases).unwrap_or_default();
-            if let Some(purl) = trusthub_core::purl::of(
+            if let Some(purl) = crate::rules::purl::of(
                 &f.seen.ecosystem,
                 &f.seen.package,
                 Some(&f.seen.installed_version),
@@ -459,7 +459,7 @@ pub(crate) async fn openvex(
             // statement about the package, its range in the notes.
             let (Some(v), Some(purl)) = (
                 &s.vuln_id,
-                trusthub_core::purl::of(&s.ecosystem, &s.package_name, None),
+                crate::rules::purl::of(&s.ecosystem, &s.package_name, None),
             ) else {
                 continue;
             };

@@ -6,9 +6,9 @@
 //! maintainer set changed. The first read of a package is its baseline (no alert).
 
 use crate::state::AppState;
+use crate::store::npm::Package;
 use std::collections::{BTreeMap, BTreeSet};
 use time::OffsetDateTime;
-use trusthub_store::npm::Package;
 use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
@@ -31,13 +31,13 @@ pub type Dependents = BTreeMap<String, BTreeSet<(Uuid, Uuid, String)>>;
 /// The npm packages each host's latest inventory names.
 pub async fn dependents(state: &AppState, tenant: Option<TenantId>) -> StoreResult<Dependents> {
     let mut c = state.db.conn().await?;
-    let hosts = trusthub_store::cve::agents_with_inventory(&mut c).await?;
+    let hosts = crate::store::cve::agents_with_inventory(&mut c).await?;
     let mut out = Dependents::new();
     for (t, agent, hostname, inventory) in hosts {
         if tenant.is_some_and(|x| x.0 != t) {
             continue;
         }
-        let Some(snapshot) = trusthub_store::npm::snapshot(&mut c, inventory).await? else {
+        let Some(snapshot) = crate::store::npm::snapshot(&mut c, inventory).await? else {
             continue;
         };
         for d in snapshot["app_dependencies"]
@@ -89,7 +89,7 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
     let deps = dependents(state, None).await?;
     let known: BTreeMap<String, Package> = {
         let mut c = state.db.conn().await?;
-        trusthub_store::npm::all(&mut c)
+        crate::store::npm::all(&mut c)
             .await?
             .into_iter()
             .map(|p| (p.name.clone(), p))
@@ -143,7 +143,7 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
         let mut req = client
             .get(format!(
                 "{base}/{}",
-                trusthub_core::supply_chain::registry_path(name)
+                crate::rules::supply_chain::registry_path(name)
             ))
             // The full packument: the abbreviated one has no maintainers.
             .header("accept", "application/json");
@@ -190,7 +190,7 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
                     .await
                     .ok()
                     .as_ref()
-                    .and_then(trusthub_core::supply_chain::facts);
+                    .and_then(crate::rules::supply_chain::facts);
                 match facts {
                     Some(f) => {
                         let now_set = serde_json::to_string(&f.maintainers).unwrap_or_default();
@@ -235,7 +235,7 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
             }
         }
         let mut tx = state.db.begin().await?;
-        trusthub_store::npm::save(&mut tx, &p).await?;
+        crate::store::npm::save(&mut tx, &p).await?;
         if let Some((before, after)) = change {
             let before: Vec<String> = serde_json::from_str(&before).unwrap_or_default();
             let tenants: BTreeSet<Uuid> = deps

@@ -1,12 +1,12 @@
 //! OSV records (schema 1.7) and the question every scan asks of them: is this version of this
 //! package affected? `affected[].versions` lists exact versions; `ranges` of type `SEMVER`
 //! (SemVer 2.0 precedence, a leading `v` ignored) and `ECOSYSTEM` (the ecosystem's own order,
-//! [`crate::version::Scheme`]) are evaluated with every event kind (`introduced`, `fixed`,
+//! [`crate::rules::version::Scheme`]) are evaluated with every event kind (`introduced`, `fixed`,
 //! `last_affected`, `limit`) as the OSV specification's algorithm does; `GIT` ranges name
 //! commits, which agents do not report, and never match. Severity comes from a CVSS v3.x
 //! vector (base score computed here) or, failing that, the record's own severity label.
 
-use crate::version::{Invalid, Scheme};
+use crate::rules::version::{Invalid, Scheme};
 use serde::Deserialize;
 use std::cmp::Ordering;
 
@@ -150,7 +150,7 @@ impl Order {
         match self {
             Order::Semver => {
                 let strip = |v: &str| v.strip_prefix('v').unwrap_or(v).to_owned();
-                crate::version::npm::compare(&strip(a), &strip(b))
+                crate::rules::version::npm::compare(&strip(a), &strip(b))
             }
             Order::Ecosystem(s) => s.compare(a, b),
         }
@@ -284,7 +284,7 @@ fn in_range(order: Order, events: &[Event], version: &str) -> Result<bool, Inval
     Ok(affected)
 }
 
-pub use crate::severity::Severity;
+pub use trusthub_core::severity::Severity;
 
 /// CVSS v3.0/v3.1 base score of a vector (`CVSS:3.1/AV:N/AC:L/...`), `None` when it is not a
 /// complete, valid v3 base vector.

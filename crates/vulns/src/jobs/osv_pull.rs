@@ -5,9 +5,9 @@
 //! hub-wide data, by id and `modified` as every import; the scan then runs for everyone.
 
 use crate::state::AppState;
+use crate::store::osv::Pull;
 use time::OffsetDateTime;
 use trusthub_store::StoreResult;
-use trusthub_store::osv::Pull;
 
 /// The lease and log name of this job.
 pub const NAME: &str = "osv_pull";
@@ -128,7 +128,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
     let base = base.trim_end_matches('/').to_owned();
     let known: std::collections::HashMap<String, Pull> = {
         let mut c = state.db.conn().await?;
-        trusthub_store::osv::pulls(&mut c)
+        crate::store::osv::pulls(&mut c)
             .await?
             .into_iter()
             .map(|p| (p.ecosystem.clone(), p))
@@ -247,7 +247,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
             }
         };
         let mut tx = state.db.begin().await?;
-        trusthub_store::osv::save_pull(&mut tx, &record).await?;
+        crate::store::osv::save_pull(&mut tx, &record).await?;
         tx.commit().await?;
         out.push(pulled);
     }

@@ -33,7 +33,7 @@ pub fn of(ecosystem: &str, name: &str, version: Option<&str>) -> Option<String> 
         "PyPI" => (
             "pypi",
             None,
-            enc(&crate::scan::normalize_name("PyPI", name)),
+            enc(&crate::rules::scan::normalize_name("PyPI", name)),
             None,
         ),
         "RubyGems" => ("gem", None, enc(name), None),

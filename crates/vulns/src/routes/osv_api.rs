@@ -7,11 +7,11 @@ use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::Json;
 use crate::openapi::api_routes;
+use crate::rules::osv::{Record, Verdict};
 use crate::state::AppState;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use trusthub_core::osv::{Record, Verdict};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -114,7 +114,7 @@ fn read(q: &OsvQuery, prefix: &str) -> Result<(String, String, Option<String>), 
         .as_ref()
         .ok_or_else(|| bad("package", "required"))?;
     let (eco, name, purl_version) = match (&p.purl, &p.name, &p.ecosystem) {
-        (Some(purl), None, None) => trusthub_core::purl::parse(purl.trim()).ok_or_else(|| {
+        (Some(purl), None, None) => crate::rules::purl::parse(purl.trim()).ok_or_else(|| {
             bad(
                 "package.purl",
                 "not a package URL of npm, pypi, gem, golang, composer, deb, apk or rpm",
@@ -122,7 +122,7 @@ fn read(q: &OsvQuery, prefix: &str) -> Result<(String, String, Option<String>), 
         })?,
         (None, Some(n), Some(e)) if !n.trim().is_empty() && !e.trim().is_empty() => {
             let e = e.trim();
-            let eco = trusthub_core::scan::app_ecosystem(e)
+            let eco = crate::rules::scan::app_ecosystem(e)
                 .map(str::to_owned)
                 .unwrap_or_else(|| e.to_owned());
             (eco, n.trim().to_owned(), None)
@@ -157,8 +157,8 @@ async fn answer(
     version: Option<&str>,
 ) -> ApiResult<Vec<(Record, Value)>> {
     let base = eco.split(':').next().unwrap_or_default();
-    let lookup = trusthub_core::scan::normalize_name(base, name);
-    let rows = trusthub_store::osv::for_package(c, scope, eco, &lookup).await?;
+    let lookup = crate::rules::scan::normalize_name(base, name);
+    let rows = crate::store::osv::for_package(c, scope, eco, &lookup).await?;
     let mut out: Vec<(Record, Value)> = Vec::new();
     for r in rows {
         let Ok(record) = serde_json::from_str::<Record>(&r.record) else {
@@ -170,11 +170,11 @@ async fn answer(
         let mut hit = false;
         for entry in &record.affected {
             let Some(p) = &entry.package else { continue };
-            let pe = trusthub_core::scan::app_ecosystem(&p.ecosystem)
+            let pe = crate::rules::scan::app_ecosystem(&p.ecosystem)
                 .map(str::to_owned)
                 .unwrap_or_else(|| p.ecosystem.clone());
             if !(pe == eco || pe.starts_with(&format!("{eco}:")))
-                || trusthub_core::scan::normalize_name(base, &p.name) != lookup
+                || crate::rules::scan::normalize_name(base, &p.name) != lookup
             {
                 continue;
             }

@@ -1,0 +1,38 @@
+//! Vulnerabilities (CONTRACT 15): OSV advisories (uploaded, imported or pulled daily), the
+//! scan of every host's packages and lockfiles in each ecosystem's version order, findings,
+//! acknowledgements and suppressions, SARIF / CycloneDX / OpenVEX exports, the OSV-compatible
+//! API, and npm supply-chain tracking.
+//!
+//! What it offers:
+//! - [`cve::CveIndex`]: the advisory name index, a part of the state;
+//! - [`cve`]: importing advisories (the API, the pull and `trusthub cve import` share it);
+//! - [`api`], [`osv_api`], [`web::pages`], [`jobs`]: what the composition root mounts and
+//!   schedules.
+
+pub mod cve;
+pub mod jobs;
+pub mod routes;
+pub mod rules;
+pub mod store;
+pub mod web;
+
+use trusthub_alerts::alerting;
+use trusthub_identity::auth;
+use trusthub_platform::{archive, error, extract, openapi, outbound, settings, state};
+
+use trusthub_platform::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The API routes, relative to `/api/v1`.
+pub fn api() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(routes::cve::router())
+        .merge(routes::suppressions::router())
+        .merge(routes::cve_export::router())
+        .merge(routes::supply_chain::router())
+}
+
+/// The OSV-compatible API, mounted at the root where OSV clients expect it.
+pub fn osv_api() -> OpenApiRouter<AppState> {
+    routes::osv_api::router()
+}
