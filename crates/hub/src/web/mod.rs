@@ -16,16 +16,13 @@ pub use trusthub_platform::page::*;
 use crate::state::AppState;
 use axum::Router;
 use axum::response::Redirect;
-use axum::routing::{get, post};
+use axum::routing::get;
 
 /// The dashboard's routes (merged at the root of the hub's router).
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/", get(pages::overview))
-        .route("/login", get(pages::login_form).post(pages::login))
-        .route("/logout", post(pages::logout))
         .route("/ui/overview/live", get(pages::overview_live))
-        .route("/ui/audit", get(pages::audit_log))
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",

@@ -1,7 +1,9 @@
 //! Identity's dashboard pages (users and invitations, the signed-in user's settings) and the
 //! signed-in dashboard user every page takes ([`WebUser`]).
 
+pub mod audit;
 pub mod settings;
+pub mod signin;
 pub mod users;
 
 pub use trusthub_platform::page::*;
@@ -21,6 +23,9 @@ use trusthub_core::Role;
 /// page layers).
 pub fn pages() -> Router<AppState> {
     Router::new()
+        .route("/login", get(signin::login_form).post(signin::login))
+        .route("/logout", post(signin::logout))
+        .route("/ui/audit", get(audit::audit_log))
         .route("/ui/settings", get(settings::settings))
         .route("/ui/settings/password", post(settings::change_password))
         .route("/ui/settings/totp/setup", post(settings::totp_setup))
