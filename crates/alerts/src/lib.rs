@@ -14,6 +14,7 @@
 pub mod alerting;
 pub mod deliver;
 pub mod routes;
+pub mod service;
 pub mod store;
 pub mod web;
 

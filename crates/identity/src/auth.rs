@@ -231,8 +231,15 @@ impl FromRequestParts<AppState> for TraceSender {
 
 async fn require(parts: &mut Parts, state: &AppState, role: Role) -> Result<Principal, ApiError> {
     let p = resolve(parts, state).await?;
+    check_role(&p, role)?;
+    Ok(p)
+}
+
+/// Whether `p` may act with `role`: the one decision behind the role extractors and every
+/// page (a token's scope may cap the role).
+pub fn check_role(p: &Principal, role: Role) -> Result<(), ApiError> {
     match p.role {
-        Some(r) if r >= role => Ok(p),
+        Some(r) if r >= role => Ok(()),
         Some(_) => Err(ApiError::Forbidden(format!("this needs the {role} role"))),
         None => Err(ApiError::Forbidden(
             "this API token's scope does not open this endpoint".into(),
@@ -250,6 +257,15 @@ macro_rules! role_extractor {
             type Rejection = ApiError;
             async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
                 require(parts, state, $role).await.map($name)
+            }
+        }
+
+        impl $name {
+            /// `p` as this role, when [`check_role`] allows it (the dashboard's way to the
+            /// services the API's extractor opens).
+            pub fn of(p: &Principal) -> Result<$name, ApiError> {
+                check_role(p, $role)?;
+                Ok($name(p.clone()))
             }
         }
     };

@@ -1,13 +1,13 @@
 //! Webhook endpoints (SPEC 2.6, 6.1; CONTRACT 6): create (the secret shown once, stored
 //! sealed), list, delete, their deliveries, redelivery and a test ping.
 
-use crate::alerting::{EVENTS, WEBHOOK_TEST};
+use crate::alerting::EVENTS;
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 use crate::state::{AppState, now};
-use crate::store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook};
+use crate::store::webhooks::{self, Delivery, NewWebhook, Webhook};
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -147,18 +147,18 @@ pub struct CreatedWebhook {
 }
 
 /// An endpoint's settings, checked.
-struct Checked {
-    url: String,
+pub(crate) struct Checked {
+    pub(crate) url: String,
     /// The secret given, if any.
-    secret: Option<String>,
-    events: Vec<String>,
-    min_severity: String,
-    rank: i64,
-    tag: Option<String>,
+    pub(crate) secret: Option<String>,
+    pub(crate) events: Vec<String>,
+    pub(crate) min_severity: String,
+    pub(crate) rank: i64,
+    pub(crate) tag: Option<String>,
 }
 
 /// Checks an endpoint's settings; every bad field in one 422.
-async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> {
+pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> {
     let mut errors = Vec::new();
     let mut err = |field: &str, m: String| {
         errors.push(FieldError {
@@ -322,7 +322,11 @@ pub(crate) async fn list(
     ))
 }
 
-async fn load(state: &AppState, p: &crate::auth::Principal, id: Uuid) -> ApiResult<Webhook> {
+pub(crate) async fn load(
+    state: &AppState,
+    p: &crate::auth::Principal,
+    id: Uuid,
+) -> ApiResult<Webhook> {
     let mut c = state.db.conn().await?;
     webhooks::get(&mut c, p.tenant(), id)
         .await?
@@ -334,10 +338,12 @@ async fn load(state: &AppState, p: &crate::auth::Principal, id: Uuid) -> ApiResu
     responses((status = 200, body = WebhookView), (status = 404, body = Problem)))]
 pub(crate) async fn get_webhook(
     State(state): State<AppState>,
-    Admin(p): Admin,
+    admin: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<WebhookView>> {
-    Ok(axum::Json(load(&state, &p, id).await?.into()))
+    crate::service::webhooks::get(&state, &admin, id)
+        .await
+        .map(axum::Json)
 }
 
 /// Change an endpoint (admin): only the fields sent change, checked like at creation; a
@@ -349,69 +355,13 @@ pub(crate) async fn get_webhook(
 pub(crate) async fn update(
     State(state): State<AppState>,
     meta: Meta,
-    Admin(p): Admin,
+    admin: Admin,
     Path(id): Path<Uuid>,
     Json(patch): Json<WebhookPatch>,
 ) -> ApiResult<axum::Json<WebhookView>> {
-    let w = load(&state, &p, id).await?;
-    let current = crate::outbound::to_call(&state.key, &w.url, w.url_sealed.as_deref())
-        .map_err(ApiError::Internal)?;
-    let merged = NewWebhookRequest {
-        url: patch.url.clone().unwrap_or(current),
-        secret: patch.secret.clone(),
-        events: Some(patch.events.clone().unwrap_or_else(|| w.events.0.clone())),
-        min_severity: Some(
-            patch
-                .min_severity
-                .clone()
-                .unwrap_or_else(|| w.min_severity.clone()),
-        ),
-        agent_filter: match &patch.agent_filter {
-            Some(f) => f.clone(),
-            None => w.agent_filter_tag.clone().map(|tag| AgentFilter { tag }),
-        },
-    };
-    let c = check(&state, &merged).await?;
-    let (sealed, hint) = match &c.secret {
-        Some(secret) => (
-            state
-                .key
-                .seal(SECRET_CONTEXT, secret.as_bytes())
-                .map_err(|e| ApiError::Internal(e.to_string()))?,
-            secret.chars().take(10).collect(),
-        ),
-        None => (w.secret_sealed.clone(), w.secret_hint.clone()),
-    };
-    let (shown, url_sealed) = crate::outbound::keep(&state.key, &c.url)?;
-    let mut tx = state.db.begin().await?;
-    let updated = webhooks::update(
-        &mut tx,
-        p.tenant(),
-        id,
-        &NewWebhook {
-            url: &shown,
-            url_sealed: url_sealed.as_deref(),
-            secret_sealed: &sealed,
-            secret_hint: &hint,
-            events: &c.events,
-            min_severity: &c.min_severity,
-            min_severity_rank: c.rank,
-            agent_filter_tag: c.tag.as_deref(),
-        },
-    )
-    .await?
-    .ok_or(ApiError::NotFound("webhook"))?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::WEBHOOK_UPDATED,
-        format!("webhook:{id}"),
-        json!({"url": shown, "events": c.events, "min_severity": c.min_severity,
-            "agent_filter_tag": c.tag, "secret_changed": c.secret.is_some()}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(axum::Json(updated.into()))
+    crate::service::webhooks::update(&state, &meta, &admin, id, patch)
+        .await
+        .map(axum::Json)
 }
 
 /// Remove an endpoint (admin) with its deliveries, pending ones included.
@@ -420,24 +370,12 @@ pub(crate) async fn update(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    Admin(p): Admin,
+    admin: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let mut tx = state.db.begin().await?;
-    let Some(w) = webhooks::get(&mut tx, p.tenant(), id).await? else {
-        return Err(ApiError::NotFound("webhook"));
-    };
-    webhooks::delete(&mut tx, p.tenant(), id).await?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::WEBHOOK_DELETED,
-        format!("webhook:{id}"),
-        json!({"url": w.url}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
+    crate::service::webhooks::delete(&state, &meta, &admin, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }
 
 /// One delivery (never the secret).
@@ -511,23 +449,13 @@ pub struct DeliveryQuery {
     responses((status = 200, body = Vec<DeliveryView>), (status = 404, body = Problem)))]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
-    Admin(p): Admin,
+    admin: Admin,
     Path(id): Path<Uuid>,
     Query(q): Query<DeliveryQuery>,
 ) -> ApiResult<axum::Json<Vec<DeliveryView>>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
-    load(&state, &p, id).await?;
-    let mut c = state.db.conn().await?;
-    Ok(axum::Json(
-        webhooks::deliveries(&mut c, p.tenant(), id, limit)
-            .await?
-            .into_iter()
-            .map(DeliveryView::from)
-            .collect(),
-    ))
+    crate::service::webhooks::deliveries(&state, &admin, id, q)
+        .await
+        .map(axum::Json)
 }
 
 /// Send a finished delivery again (admin): same id and body, attempts from zero. 409 while
@@ -538,46 +466,12 @@ pub(crate) async fn deliveries(
 pub(crate) async fn redeliver(
     State(state): State<AppState>,
     meta: Meta,
-    Admin(p): Admin,
+    admin: Admin,
     Path((id, delivery_id)): Path<(Uuid, Uuid)>,
 ) -> ApiResult<(StatusCode, axum::Json<DeliveryView>)> {
-    let now = now();
-    let mut tx = state.db.begin().await?;
-    let Some(w) = webhooks::get(&mut tx, p.tenant(), id).await? else {
-        return Err(ApiError::NotFound("webhook"));
-    };
-    if webhooks::delivery(&mut tx, p.tenant(), id, delivery_id)
-        .await?
-        .is_none()
-    {
-        return Err(ApiError::NotFound("delivery"));
-    }
-    if let Some(until) = w.cooldown_until.filter(|u| *u > now) {
-        return Err(ApiError::Conflict(format!(
-            "the endpoint is in cooldown until {}",
-            until
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default()
-        )));
-    }
-    if !webhooks::redeliver(&mut tx, p.tenant(), delivery_id, now).await? {
-        return Err(ApiError::Conflict(
-            "the delivery is still pending or retrying".into(),
-        ));
-    }
-    meta.record(
-        &mut tx,
-        &p,
-        ev::WEBHOOK_REDELIVERY_REQUESTED,
-        format!("webhook:{id}"),
-        json!({"delivery_id": delivery_id}),
-    )
-    .await?;
-    let d = webhooks::delivery(&mut tx, p.tenant(), id, delivery_id)
-        .await?
-        .ok_or(ApiError::NotFound("delivery"))?;
-    tx.commit().await?;
-    Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
+    crate::service::webhooks::redeliver(&state, &meta, &admin, id, delivery_id)
+        .await
+        .map(|d| (StatusCode::ACCEPTED, axum::Json(d)))
 }
 
 /// Queue a test ping (admin): event `webhook.test`, body `{event, webhook_id, tenant_id,
@@ -587,42 +481,10 @@ pub(crate) async fn redeliver(
     responses((status = 202, body = DeliveryView), (status = 404, body = Problem)))]
 pub(crate) async fn ping(
     State(state): State<AppState>,
-    Admin(p): Admin,
+    admin: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<(StatusCode, axum::Json<DeliveryView>)> {
-    let now = now();
-    let mut tx = state.db.begin().await?;
-    let Some(w) = webhooks::get(&mut tx, p.tenant(), id).await? else {
-        return Err(ApiError::NotFound("webhook"));
-    };
-    let body = json!({
-        "event": WEBHOOK_TEST,
-        "webhook_id": w.id,
-        "tenant_id": p.tenant().0,
-        "timestamp": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
-    })
-    .to_string();
-    let delivery_id = Uuid::now_v7();
-    webhooks::enqueue(
-        &mut tx,
-        p.tenant(),
-        delivery_id,
-        &NewDelivery {
-            webhook_id: Some(w.id),
-            rule_id: None,
-            target_url: &w.url,
-            target_url_sealed: w.url_sealed.as_deref(),
-            event: WEBHOOK_TEST,
-            alert_id: None,
-            payload: &body,
-            status: webhooks::initial_status(w.cooldown_until, now),
-        },
-        now,
-    )
-    .await?;
-    let d = webhooks::delivery(&mut tx, p.tenant(), id, delivery_id)
-        .await?
-        .ok_or(ApiError::NotFound("delivery"))?;
-    tx.commit().await?;
-    Ok((StatusCode::ACCEPTED, axum::Json(d.into())))
+    crate::service::webhooks::ping(&state, &admin, id)
+        .await
+        .map(|d| (StatusCode::ACCEPTED, axum::Json(d)))
 }

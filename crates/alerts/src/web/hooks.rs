@@ -2,17 +2,17 @@
 //! attempts, redeliver. Through the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
-use super::{CsrfForm, UserBar, ago, allowed};
+use super::{CsrfForm, UserBar, ago};
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta, Path, Query};
-use crate::routes::webhooks::{self as api, AgentFilter, DeliveryQuery, WebhookPatch};
+use crate::extract::Meta;
+use crate::routes::webhooks::{AgentFilter, DeliveryQuery, WebhookPatch};
+use crate::service::webhooks as service;
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use trusthub_core::Role;
 use uuid::Uuid;
 
 /// One delivery.
@@ -52,20 +52,14 @@ async fn page(
     flash: Flash,
     status: StatusCode,
 ) -> Response {
-    if let Err(e) = allowed(user, Role::Admin, None) {
-        return e.into_response();
-    }
+    let admin = match Admin::of(&user.principal) {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     let built: ApiResult<WebhookPage> = async {
-        let p = &user.principal;
-        let axum::Json(w) =
-            api::get_webhook(State(state.clone()), Admin(p.clone()), Path(id)).await?;
-        let axum::Json(list) = api::deliveries(
-            State(state.clone()),
-            Admin(p.clone()),
-            Path(id),
-            Query(DeliveryQuery { limit: Some(100) }),
-        )
-        .await?;
+        let w = service::get(state, &admin, id).await?;
+        let list =
+            service::deliveries(state, &admin, id, DeliveryQuery { limit: Some(100) }).await?;
         let now = now();
         Ok(WebhookPage {
             assets: &ASSETS,
@@ -144,9 +138,13 @@ pub async fn update(
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.get("csrf"))) {
-        return e.into_response();
-    }
+    let admin = match user
+        .check_csrf(&form.get("csrf"))
+        .and_then(|()| Admin::of(&user.principal))
+    {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     let (tag, secret) = (form.get("tag"), form.get("secret"));
     let patch = WebhookPatch {
         url: Some(form.get("url")),
@@ -155,15 +153,7 @@ pub async fn update(
         min_severity: Some(form.get("min_severity")),
         agent_filter: Some((!tag.is_empty()).then_some(AgentFilter { tag })),
     };
-    match api::update(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path(id),
-        Json(patch),
-    )
-    .await
-    {
+    match service::update(&state, &meta, &admin, id, patch).await {
         Ok(_) => page(&state, &user, id, Flash::notice("Saved."), StatusCode::OK).await,
         Err(e) => refused(&state, &user, id, e).await,
     }
@@ -177,17 +167,14 @@ pub async fn delete(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match api::delete(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path(id),
-    )
-    .await
+    let admin = match user
+        .check_csrf(&f.csrf)
+        .and_then(|()| Admin::of(&user.principal))
     {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
+    match service::delete(&state, &meta, &admin, id).await {
         Ok(_) => Redirect::to("/ui/webhooks").into_response(),
         Err(e) => refused(&state, &user, id, e).await,
     }
@@ -200,16 +187,15 @@ pub async fn test(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let admin = match user
+        .check_csrf(&f.csrf)
+        .and_then(|()| Admin::of(&user.principal))
+    {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     match super::outcome(
-        api::ping(
-            State(state.clone()),
-            Admin(user.principal.clone()),
-            Path(id),
-        )
-        .await,
+        service::ping(&state, &admin, id).await,
         "A test delivery is queued; its result appears below.",
         StatusCode::ACCEPTED,
     ) {
@@ -226,17 +212,15 @@ pub async fn redeliver(
     axum::extract::Path((id, delivery)): axum::extract::Path<(Uuid, Uuid)>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let admin = match user
+        .check_csrf(&f.csrf)
+        .and_then(|()| Admin::of(&user.principal))
+    {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     match super::outcome(
-        api::redeliver(
-            State(state.clone()),
-            meta,
-            Admin(user.principal.clone()),
-            Path((id, delivery)),
-        )
-        .await,
+        service::redeliver(&state, &meta, &admin, id, delivery).await,
         "Queued again, with the same delivery id.",
         StatusCode::ACCEPTED,
     ) {

@@ -135,9 +135,5 @@ pub fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), Api
     if let Some(csrf) = csrf {
         user.check_csrf(csrf)?;
     }
-    if user.principal.has_role(role) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!("this needs the {role} role")))
-    }
+    crate::auth::check_role(&user.principal, role)
 }

@@ -1,0 +1,3 @@
+//! The alerts capability's services: what routes and pages both call.
+
+pub mod webhooks;
