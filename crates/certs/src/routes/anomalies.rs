@@ -148,40 +148,45 @@ pub struct AnomalyQuery {
     pub include_resolved: Option<String>,
 }
 
-/// The tenant's integrity anomalies, newest first (viewer; at most 1,000).
-#[utoipa::path(get, path = "/integrity-anomalies", tag = "agents", params(AnomalyQuery),
-    responses((status = 200, body = Vec<AnomalyView>), (status = 422, body = Problem)))]
-pub(crate) async fn list(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Query(q): Query<AnomalyQuery>,
-) -> ApiResult<axum::Json<Vec<AnomalyView>>> {
+/// The service behind `list`, for the API and the dashboard alike.
+pub async fn list_by(
+    state: &AppState,
+    by: &Viewer,
+    q: AnomalyQuery,
+) -> ApiResult<Vec<AnomalyView>> {
+    let p = &by.0;
     let include = match q.include_resolved.as_deref() {
         None | Some("0") => false,
         Some("1") => true,
         Some(_) => return Err(ApiError::invalid("include_resolved", "must be 0 or 1")),
     };
     let mut c = state.db.conn().await?;
-    Ok(axum::Json(
-        anomalies::list(&mut c, p.tenant(), include, 1000)
-            .await?
-            .into_iter()
-            .map(AnomalyView::from)
-            .collect(),
-    ))
+    Ok(anomalies::list(&mut c, p.tenant(), include, 1000)
+        .await?
+        .into_iter()
+        .map(AnomalyView::from)
+        .collect())
 }
 
-/// Resolve an anomaly (operator): it leaves the open list, its alert is resolved too.
-/// Resolving a resolved anomaly answers it unchanged. Audit `integrity_anomaly_resolved`.
-#[utoipa::path(patch, path = "/integrity-anomalies/{id}/resolve", tag = "agents",
-    params(("id" = Uuid, Path, description = "Anomaly id")),
-    responses((status = 200, body = AnomalyView), (status = 404, body = Problem)))]
-pub(crate) async fn resolve(
+/// The tenant's integrity anomalies, newest first (viewer; at most 1,000).
+#[utoipa::path(get, path = "/integrity-anomalies", tag = "agents", params(AnomalyQuery),
+    responses((status = 200, body = Vec<AnomalyView>), (status = 422, body = Problem)))]
+pub(crate) async fn list(
     State(state): State<AppState>,
-    meta: Meta,
-    Operator(p): Operator,
-    Path(id): Path<Uuid>,
-) -> ApiResult<axum::Json<AnomalyView>> {
+    by: Viewer,
+    Query(q): Query<AnomalyQuery>,
+) -> ApiResult<axum::Json<Vec<AnomalyView>>> {
+    list_by(&state, &by, q).await.map(axum::Json)
+}
+
+/// The service behind `resolve`, for the API and the dashboard alike.
+pub async fn resolve_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+) -> ApiResult<AnomalyView> {
+    let p = &by.0;
     let now = now();
     let by = format!("user:{}", p.user.id);
     let mut tx = state.db.begin().await?;
@@ -198,7 +203,7 @@ pub(crate) async fn resolve(
         }
         meta.record(
             &mut tx,
-            &p,
+            p,
             trusthub_core::audit::INTEGRITY_ANOMALY_RESOLVED,
             format!("integrity_anomaly:{id}"),
             json!({}),
@@ -209,5 +214,19 @@ pub(crate) async fn resolve(
         .await?
         .ok_or(ApiError::NotFound("integrity anomaly"))?;
     tx.commit().await?;
-    Ok(axum::Json(a.into()))
+    Ok(a.into())
+}
+
+/// Resolve an anomaly (operator): it leaves the open list, its alert is resolved too.
+/// Resolving a resolved anomaly answers it unchanged. Audit `integrity_anomaly_resolved`.
+#[utoipa::path(patch, path = "/integrity-anomalies/{id}/resolve", tag = "agents",
+    params(("id" = Uuid, Path, description = "Anomaly id")),
+    responses((status = 200, body = AnomalyView), (status = 404, body = Problem)))]
+pub(crate) async fn resolve(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<AnomalyView>> {
+    resolve_by(&state, &meta, &by, id).await.map(axum::Json)
 }

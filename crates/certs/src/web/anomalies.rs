@@ -5,7 +5,7 @@ use super::{ASSETS, Assets, Flash, WebUser, html};
 use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
-use crate::extract::{Meta, Path, Query};
+use crate::extract::Meta;
 use crate::routes::anomalies::{self as api, AnomalyQuery};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -57,12 +57,12 @@ async fn page(
 ) -> Response {
     let built: ApiResult<Page> = async {
         let p = &user.principal;
-        let axum::Json(list) = api::list(
-            State(state.clone()),
-            Viewer(p.clone()),
-            Query(AnomalyQuery {
+        let list = api::list_by(
+            state,
+            &Viewer::of(p)?,
+            AnomalyQuery {
                 include_resolved: Some(if all { "1" } else { "0" }.into()),
-            }),
+            },
         )
         .await?;
         let hosts = (state.part::<crate::HostNames>().0)(state, p.tenant()).await?;
@@ -124,13 +124,10 @@ pub async fn resolve(
         return e.into_response();
     }
     match super::outcome(
-        api::resolve(
-            State(state.clone()),
-            meta,
-            Operator(user.principal.clone()),
-            Path(id),
-        )
-        .await,
+        match Operator::of(&user.principal) {
+            Ok(by) => api::resolve_by(&state, &meta, &by, id).await,
+            Err(e) => Err(e),
+        },
         "Resolved; its alert is resolved too.",
         StatusCode::OK,
     ) {

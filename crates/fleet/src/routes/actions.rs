@@ -241,19 +241,25 @@ impl From<Action> for ActionView {
     }
 }
 
+/// The service behind [`get_action`], for the API and the dashboard alike.
+pub async fn get_action_by(state: &AppState, by: &Viewer, jti: String) -> ApiResult<ActionView> {
+    let p = &by.0;
+    let mut c = state.db.conn().await?;
+    let a = actions::get(&mut c, p.tenant(), &jti)
+        .await?
+        .ok_or(ApiError::NotFound("action"))?;
+    Ok(a.into())
+}
+
 /// One action.
 #[utoipa::path(get, path = "/actions/{jti}", tag = "actions", params(("jti" = String, Path, description = "The token's jti")),
     responses((status = 200, body = ActionView), (status = 404, body = Problem)))]
 pub(crate) async fn get_action(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
-    crate::extract::Path(jti): crate::extract::Path<String>,
+    by: Viewer,
+    Path(jti): Path<String>,
 ) -> ApiResult<axum::Json<ActionView>> {
-    let mut c = state.db.conn().await?;
-    let a = actions::get(&mut c, p.tenant(), &jti)
-        .await?
-        .ok_or(ApiError::NotFound("action"))?;
-    Ok(axum::Json(a.into()))
+    get_action_by(&state, &by, jti).await.map(axum::Json)
 }
 
 /// Action filters.
@@ -336,26 +342,36 @@ pub struct LogQuery {
     pub limit: Option<i64>,
 }
 
-/// The tenant's transparency log, oldest first (append-only in the schema).
-#[utoipa::path(get, path = "/transparency-log", tag = "actions", params(LogQuery),
-    responses((status = 200, body = Vec<LogEntryView>)))]
-pub(crate) async fn transparency_log(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Query(q): Query<LogQuery>,
-) -> ApiResult<axum::Json<Vec<LogEntryView>>> {
+/// The service behind [`transparency_log`], for the API and the dashboard alike.
+pub async fn transparency_log_by(
+    state: &AppState,
+    by: &Viewer,
+    q: LogQuery,
+) -> ApiResult<Vec<LogEntryView>> {
+    let p = &by.0;
     let limit = q.limit.unwrap_or(1000);
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::invalid("limit", "must be 1 to 1000"));
     }
     let mut c = state.db.conn().await?;
-    Ok(axum::Json(
+    Ok(
         actions::log_since(&mut c, p.tenant(), q.since_seq.unwrap_or(0).max(0), limit)
             .await?
             .into_iter()
             .map(LogEntryView::from)
             .collect(),
-    ))
+    )
+}
+
+/// The tenant's transparency log, oldest first (append-only in the schema).
+#[utoipa::path(get, path = "/transparency-log", tag = "actions", params(LogQuery),
+    responses((status = 200, body = Vec<LogEntryView>)))]
+pub(crate) async fn transparency_log(
+    State(state): State<AppState>,
+    by: Viewer,
+    Query(q): Query<LogQuery>,
+) -> ApiResult<axum::Json<Vec<LogEntryView>>> {
+    transparency_log_by(&state, &by, q).await.map(axum::Json)
 }
 
 /// The signed head of the log.
@@ -371,12 +387,9 @@ pub struct LogHead {
     pub public_key_hex: String,
 }
 
-/// The signed tree head (CONTRACT 5a), signed with the hub's Ed25519 key.
-#[utoipa::path(get, path = "/transparency-log/head", tag = "actions", responses((status = 200, body = LogHead)))]
-pub(crate) async fn transparency_head(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-) -> ApiResult<axum::Json<LogHead>> {
+/// The service behind [`transparency_head`], for the API and the dashboard alike.
+pub async fn transparency_head_by(state: &AppState, by: &Viewer) -> ApiResult<LogHead> {
+    let p = &by.0;
     use ed25519_dalek::Signer;
     let mut c = state.db.conn().await?;
     let (seq, hash) = match actions::log_head(&mut c, p.tenant()).await? {
@@ -390,7 +403,7 @@ pub(crate) async fn transparency_head(
             .sign(hash.as_bytes())
             .to_bytes(),
     );
-    Ok(axum::Json(LogHead {
+    Ok(LogHead {
         seq,
         entry_hash: hash,
         signature,
@@ -401,5 +414,14 @@ pub(crate) async fn transparency_head(
                 .verifying_key()
                 .as_bytes(),
         ),
-    }))
+    })
+}
+
+/// The signed tree head (CONTRACT 5a), signed with the hub's Ed25519 key.
+#[utoipa::path(get, path = "/transparency-log/head", tag = "actions", responses((status = 200, body = LogHead)))]
+pub(crate) async fn transparency_head(
+    State(state): State<AppState>,
+    by: Viewer,
+) -> ApiResult<axum::Json<LogHead>> {
+    transparency_head_by(&state, &by).await.map(axum::Json)
 }

@@ -5,7 +5,6 @@ use super::{ASSETS, Assets, WebUser, html};
 use super::{UserBar, ago};
 use crate::auth::Viewer;
 use crate::error::ApiResult;
-use crate::extract::{Path, Query};
 use crate::routes::actions::{self as api, ActionView, LogQuery};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -68,11 +67,10 @@ struct ActionLive {
 }
 
 async fn load(state: &AppState, user: &WebUser, jti: String) -> ApiResult<ActionFacts> {
-    let axum::Json(a) = api::get_action(
-        State(state.clone()),
-        Viewer(user.principal.clone()),
-        Path(jti),
-    )
+    let a = async {
+        let by = Viewer::of(&user.principal)?;
+        api::get_action_by(state, &by, jti).await
+    }
     .await?;
     Ok(a.into())
 }
@@ -156,18 +154,25 @@ pub async fn transparency(
 ) -> Response {
     let built: ApiResult<TransparencyPage> = async {
         let p = &user.principal;
-        let axum::Json(head) =
-            api::transparency_head(State(state.clone()), Viewer(p.clone())).await?;
+        let head = async {
+            let by = Viewer::of(p)?;
+            api::transparency_head_by(&state, &by).await
+        }
+        .await?;
         let upto = q.before.map_or(head.seq, |b| b.min(head.seq)).max(0);
         let from = (upto - PAGE).max(0);
-        let axum::Json(list) = api::transparency_log(
-            State(state.clone()),
-            Viewer(p.clone()),
-            Query(LogQuery {
-                since_seq: Some(from),
-                limit: Some(PAGE.max(1)),
-            }),
-        )
+        let list = async {
+            let by = Viewer::of(p)?;
+            api::transparency_log_by(
+                &state,
+                &by,
+                LogQuery {
+                    since_seq: Some(from),
+                    limit: Some(PAGE.max(1)),
+                },
+            )
+            .await
+        }
         .await?;
         let mut entries: Vec<EntryRow> = list
             .into_iter()

@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta, Path};
+use crate::extract::Meta;
 use crate::routes::agents::{self as api, ACTION_KINDS, governance::GovernanceIn};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -161,11 +161,10 @@ pub async fn inventory(
             .map(|(_, n)| *n)
             .ok_or(ApiError::NotFound("inventory slice"))?;
         let host = hostname(&state, &user, id).await?;
-        let axum::Json(v) = api::inventory::inventory_slice(
-            State(state.clone()),
-            Viewer(user.principal.clone()),
-            Path((id, slice.clone())),
-        )
+        let v = async {
+            let by = Viewer::of(&user.principal)?;
+            api::inventory::inventory_slice_by(&state, &by, id, slice.clone()).await
+        }
         .await?;
         let items = v.as_array().cloned().unwrap_or_default();
         Ok(DataPage {
@@ -196,11 +195,10 @@ pub async fn processes(
 ) -> Response {
     let built: ApiResult<DataPage> = async {
         let host = hostname(&state, &user, id).await?;
-        let axum::Json(v) = api::inventory::processes(
-            State(state.clone()),
-            Viewer(user.principal.clone()),
-            Path(id),
-        )
+        let v = async {
+            let by = Viewer::of(&user.principal)?;
+            api::inventory::processes_by(&state, &by, id).await
+        }
         .await?;
         Ok(DataPage {
             assets: &ASSETS,
@@ -269,11 +267,16 @@ async fn admin_page(
                 .await?
                 .ok_or(ApiError::NotFound("agent"))?
         };
-        let axum::Json(g) =
-            api::governance::get_governance(State(state.clone()), Viewer(p.clone()), Path(id))
-                .await?;
-        let axum::Json(certs) =
-            api::certs::client_certs_of(State(state.clone()), Viewer(p.clone()), Path(id)).await?;
+        let g = async {
+            let by = Viewer::of(p)?;
+            api::governance::get_governance_by(state, &by, id).await
+        }
+        .await?;
+        let certs = async {
+            let by = Viewer::of(p)?;
+            api::certs::client_certs_of_by(state, &by, id).await
+        }
+        .await?;
         let now = now();
         Ok(AdminPage {
             assets: &ASSETS,
@@ -389,13 +392,10 @@ pub async fn governance(
         effective_actions: None,
     };
     match super::outcome(
-        api::governance::put_governance(
-            State(state.clone()),
-            meta,
-            Admin(user.principal.clone()),
-            Path(id),
-            Json(req),
-        )
+        async {
+            let by = Admin::of(&user.principal)?;
+            api::governance::put_governance_by(&state, &meta, &by, id, req).await
+        }
         .await,
         "Saved; the agent picks it up at its next heartbeat.",
         StatusCode::OK,
@@ -417,15 +417,13 @@ pub async fn rotate_token(
     if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
         return e.into_response();
     }
-    match api::rotation::rotate_token(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path(id),
-    )
+    match async {
+        let by = Admin::of(&user.principal)?;
+        api::rotation::rotate_token_by(&state, &meta, &by, id).await
+    }
     .await
     {
-        Ok(axum::Json(t)) => {
+        Ok(t) => {
             admin_page(
                 &state,
                 &user,
@@ -455,12 +453,10 @@ pub async fn rotate_signing_key(
     if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
         return e.into_response();
     }
-    match api::rotation::rotate_signing_key(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path(id),
-    )
+    match async {
+        let by = Admin::of(&user.principal)?;
+        api::rotation::rotate_signing_key_by(&state, &meta, &by, id).await
+    }
     .await
     {
         Ok(_) => {
@@ -491,12 +487,10 @@ pub async fn delete(
     if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
         return e.into_response();
     }
-    match api::records::delete_agent(
-        State(state.clone()),
-        meta,
-        Admin(user.principal.clone()),
-        Path(id),
-    )
+    match async {
+        let by = Admin::of(&user.principal)?;
+        api::records::delete_agent_by(&state, &meta, &by, id).await
+    }
     .await
     {
         Ok(_) => Redirect::to("/ui/agents").into_response(),
@@ -545,13 +539,18 @@ pub async fn revoke_cert(
         return e.into_response();
     }
     match super::outcome(
-        api::certs::revoke_client_cert(
-            State(state.clone()),
-            meta,
-            Admin(user.principal.clone()),
-            Path((id, serial)),
-            Json(api::certs::RevokeRequest { reason: f.reason }),
-        )
+        async {
+            let by = Admin::of(&user.principal)?;
+            api::certs::revoke_client_cert_by(
+                &state,
+                &meta,
+                &by,
+                id,
+                serial,
+                api::certs::RevokeRequest { reason: f.reason },
+            )
+            .await
+        }
         .await,
         "Revoked: the certificate is in the CRL from now on.",
         StatusCode::OK,

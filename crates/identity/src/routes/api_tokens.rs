@@ -190,18 +190,43 @@ pub(crate) async fn create(
     ))
 }
 
+/// The service behind [`list`], for the API and the dashboard alike.
+pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<ApiTokenView>> {
+    let p = &by.0;
+    let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
+    let mut c = state.db.conn().await?;
+    let list = tokens::list(&mut c, p.tenant(), only).await?;
+    Ok(list.into_iter().map(ApiTokenView::from).collect())
+}
+
 /// List API tokens: your own; admins and owners see every token of the tenant.
 #[utoipa::path(get, path = "/api-tokens", tag = "api-tokens", responses((status = 200, body = Vec<ApiTokenView>)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
 ) -> ApiResult<axum::Json<Vec<ApiTokenView>>> {
+    list_by(&state, &by).await.map(axum::Json)
+}
+
+/// The service behind [`delete`], for the API and the dashboard alike.
+pub async fn delete_by(state: &AppState, meta: &Meta, by: &Viewer, id: Uuid) -> ApiResult<()> {
+    let p = &by.0;
+    p.may_change()?;
     let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
-    let mut c = state.db.conn().await?;
-    let list = tokens::list(&mut c, p.tenant(), only).await?;
-    Ok(axum::Json(
-        list.into_iter().map(ApiTokenView::from).collect(),
-    ))
+    let mut tx = state.db.begin().await?;
+    if !tokens::delete(&mut tx, p.tenant(), id, only).await? {
+        return Err(ApiError::NotFound("API token"));
+    }
+    meta.record(
+        &mut tx,
+        p,
+        ev::API_TOKEN_DELETED,
+        format!("api_token:{id}"),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Delete an API token; it stops working at once. Your own, or any of the tenant's for
@@ -211,23 +236,10 @@ pub(crate) async fn list(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    p.may_change()?;
-    let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
-    let mut tx = state.db.begin().await?;
-    if !tokens::delete(&mut tx, p.tenant(), id, only).await? {
-        return Err(ApiError::NotFound("API token"));
-    }
-    meta.record(
-        &mut tx,
-        &p,
-        ev::API_TOKEN_DELETED,
-        format!("api_token:{id}"),
-        json!({}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
+    delete_by(&state, &meta, &by, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }

@@ -94,17 +94,14 @@ impl From<Invitation> for InvitationView {
     }
 }
 
-/// Invite someone (owner). The token is in the answer once, and is mailed when SMTP is set.
-/// Rate-limited to 20 per hour per tenant.
-#[utoipa::path(post, path = "/invitations", tag = "users", request_body = NewInvitation,
-    responses((status = 201, body = CreatedInvitation), (status = 409, description = "Already a user of this tenant (an email another tenant has is answered like an unknown one)", body = Problem),
-        (status = 422, body = Problem), (status = 429, body = Problem)))]
-pub(crate) async fn create(
-    State(state): State<AppState>,
-    meta: Meta,
-    Owner(p): Owner,
-    Json(req): Json<NewInvitation>,
-) -> ApiResult<(StatusCode, axum::Json<CreatedInvitation>)> {
+/// The service behind [`create`], for the API and the dashboard alike.
+pub async fn create_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Owner,
+    req: NewInvitation,
+) -> ApiResult<CreatedInvitation> {
+    let p = &by.0;
     let mut errors = Vec::new();
     let email = validate::email(&req.email)
         .map_err(|m| errors.push(field("email", m)))
@@ -154,7 +151,7 @@ pub(crate) async fn create(
     .await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::INVITATION_CREATED,
         format!("invitation:{}", inv.id),
         json!({"email": email, "role": role}),
@@ -175,16 +172,29 @@ pub(crate) async fn create(
             ),
         );
     }
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(CreatedInvitation {
-            id: inv.id,
-            email,
-            role,
-            token,
-            expires_at: inv.expires_at,
-        }),
-    ))
+    Ok(CreatedInvitation {
+        id: inv.id,
+        email,
+        role,
+        token,
+        expires_at: inv.expires_at,
+    })
+}
+
+/// Invite someone (owner). The token is in the answer once, and is mailed when SMTP is set.
+/// Rate-limited to 20 per hour per tenant.
+#[utoipa::path(post, path = "/invitations", tag = "users", request_body = NewInvitation,
+    responses((status = 201, body = CreatedInvitation), (status = 409, description = "Already a user of this tenant (an email another tenant has is answered like an unknown one)", body = Problem),
+        (status = 422, body = Problem), (status = 429, body = Problem)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Owner,
+    Json(req): Json<NewInvitation>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedInvitation>)> {
+    create_by(&state, &meta, &by, req)
+        .await
+        .map(|v| (StatusCode::CREATED, axum::Json(v)))
 }
 
 fn field(name: &str, message: &str) -> crate::error::FieldError {
@@ -194,18 +204,41 @@ fn field(name: &str, message: &str) -> crate::error::FieldError {
     }
 }
 
+/// The service behind [`list`], for the API and the dashboard alike.
+pub async fn list_by(state: &AppState, by: &Owner) -> ApiResult<Vec<InvitationView>> {
+    let p = &by.0;
+    let mut c = state.db.conn().await?;
+    let list = invitations::list_pending(&mut c, p.tenant()).await?;
+    Ok(list.into_iter().map(InvitationView::from).collect())
+}
+
 /// Pending invitations of the tenant (owner), newest first.
 #[utoipa::path(get, path = "/invitations", tag = "users",
     responses((status = 200, body = Vec<InvitationView>)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Owner(p): Owner,
+    by: Owner,
 ) -> ApiResult<axum::Json<Vec<InvitationView>>> {
-    let mut c = state.db.conn().await?;
-    let list = invitations::list_pending(&mut c, p.tenant()).await?;
-    Ok(axum::Json(
-        list.into_iter().map(InvitationView::from).collect(),
-    ))
+    list_by(&state, &by).await.map(axum::Json)
+}
+
+/// The service behind [`revoke`], for the API and the dashboard alike.
+pub async fn revoke_by(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
+    let p = &by.0;
+    let mut tx = state.db.begin().await?;
+    if !invitations::delete_pending(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("invitation"));
+    }
+    meta.record(
+        &mut tx,
+        p,
+        ev::INVITATION_REVOKED,
+        format!("invitation:{id}"),
+        json!({}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Revoke a pending invitation (owner).
@@ -214,21 +247,10 @@ pub(crate) async fn list(
 pub(crate) async fn revoke(
     State(state): State<AppState>,
     meta: Meta,
-    Owner(p): Owner,
+    by: Owner,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let mut tx = state.db.begin().await?;
-    if !invitations::delete_pending(&mut tx, p.tenant(), id).await? {
-        return Err(ApiError::NotFound("invitation"));
-    }
-    meta.record(
-        &mut tx,
-        &p,
-        ev::INVITATION_REVOKED,
-        format!("invitation:{id}"),
-        json!({}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
+    revoke_by(&state, &meta, &by, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }

@@ -24,15 +24,21 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(change_role, remove))
 }
 
+/// The service behind [`list`], for the API and the dashboard alike.
+pub async fn list_by(state: &AppState, by: &Owner) -> ApiResult<Vec<UserView>> {
+    let p = &by.0;
+    let mut c = state.db.conn().await?;
+    let list = users::list(&mut c, p.tenant()).await?;
+    Ok(list.iter().map(UserView::from).collect())
+}
+
 /// The users of the tenant, oldest first (owner).
 #[utoipa::path(get, path = "/users", tag = "users", responses((status = 200, body = Vec<UserView>)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Owner(p): Owner,
+    by: Owner,
 ) -> ApiResult<axum::Json<Vec<UserView>>> {
-    let mut c = state.db.conn().await?;
-    let list = users::list(&mut c, p.tenant()).await?;
-    Ok(axum::Json(list.iter().map(UserView::from).collect()))
+    list_by(&state, &by).await.map(axum::Json)
 }
 
 /// A new role.
@@ -44,17 +50,15 @@ pub struct RoleChange {
     pub role: String,
 }
 
-/// Change a user's role (owner). The tenant always keeps at least one owner (409).
-#[utoipa::path(patch, path = "/users/{id}", tag = "users", request_body = RoleChange, params(("id" = Uuid, Path, description = "User id")),
-    responses((status = 200, body = UserView), (status = 404, body = Problem),
-        (status = 409, description = "Would leave the tenant without an owner", body = Problem), (status = 422, body = Problem)))]
-pub(crate) async fn change_role(
-    State(state): State<AppState>,
-    meta: Meta,
-    Owner(p): Owner,
-    Path(id): Path<Uuid>,
-    Json(req): Json<RoleChange>,
-) -> ApiResult<axum::Json<UserView>> {
+/// The service behind [`change_role`], for the API and the dashboard alike.
+pub async fn change_role_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Owner,
+    id: Uuid,
+    req: RoleChange,
+) -> ApiResult<UserView> {
+    let p = &by.0;
     let role: Role = req
         .role
         .parse()
@@ -75,7 +79,7 @@ pub(crate) async fn change_role(
     users::set_role(&mut tx, p.tenant(), id, role).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::USER_ROLE_CHANGED,
         audit::user_actor(id),
         json!({"from": from, "to": role}),
@@ -83,20 +87,28 @@ pub(crate) async fn change_role(
     .await?;
     tx.commit().await?;
     user.role = role;
-    Ok(axum::Json(UserView::from(&user)))
+    Ok(UserView::from(&user))
 }
 
-/// Remove a user (owner): their sessions and API tokens stop working at once. The tenant
-/// always keeps at least one owner (409).
-#[utoipa::path(delete, path = "/users/{id}", tag = "users", params(("id" = Uuid, Path, description = "User id")),
-    responses((status = 204, description = "Removed"), (status = 404, body = Problem),
-        (status = 409, description = "Would leave the tenant without an owner", body = Problem)))]
-pub(crate) async fn remove(
+/// Change a user's role (owner). The tenant always keeps at least one owner (409).
+#[utoipa::path(patch, path = "/users/{id}", tag = "users", request_body = RoleChange, params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 200, body = UserView), (status = 404, body = Problem),
+        (status = 409, description = "Would leave the tenant without an owner", body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn change_role(
     State(state): State<AppState>,
     meta: Meta,
-    Owner(p): Owner,
+    by: Owner,
     Path(id): Path<Uuid>,
-) -> ApiResult<StatusCode> {
+    Json(req): Json<RoleChange>,
+) -> ApiResult<axum::Json<UserView>> {
+    change_role_by(&state, &meta, &by, id, req)
+        .await
+        .map(axum::Json)
+}
+
+/// The service behind [`remove`], for the API and the dashboard alike.
+pub async fn remove_by(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
+    let p = &by.0;
     let mut tx = state.db.begin().await?;
     let Some(user) = users::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("user"));
@@ -110,12 +122,28 @@ pub(crate) async fn remove(
     users::delete(&mut tx, p.tenant(), id).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::USER_REMOVED,
         audit::user_actor(id),
         json!({"email": user.email, "role": user.role}),
     )
     .await?;
     tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
+}
+
+/// Remove a user (owner): their sessions and API tokens stop working at once. The tenant
+/// always keeps at least one owner (409).
+#[utoipa::path(delete, path = "/users/{id}", tag = "users", params(("id" = Uuid, Path, description = "User id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem),
+        (status = 409, description = "Would leave the tenant without an owner", body = Problem)))]
+pub(crate) async fn remove(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Owner,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    remove_by(&state, &meta, &by, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }

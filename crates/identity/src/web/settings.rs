@@ -7,7 +7,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html, qr};
 use super::{UserBar, ago, allowed};
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta, Path};
+use crate::extract::{Json, Meta};
 use crate::routes::{api_tokens, me, totp};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -72,7 +72,11 @@ async fn page_with(
             .await?
             .ok_or(ApiError::NotFound("user"))?;
         drop(c);
-        let axum::Json(listed) = api_tokens::list(State(state.clone()), Viewer(p.clone())).await?;
+        let listed = async {
+            let by = Viewer::of(p)?;
+            api_tokens::list_by(state, &by).await
+        }
+        .await?;
         let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
             let mut c = state.db.conn().await?;
             crate::store::users::list(&mut c, p.tenant())
@@ -373,12 +377,10 @@ pub async fn delete_token(
     if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
         return e.into_response();
     }
-    match api_tokens::delete(
-        State(state.clone()),
-        meta,
-        Viewer(user.principal.clone()),
-        Path(id),
-    )
+    match async {
+        let by = Viewer::of(&user.principal)?;
+        api_tokens::delete_by(&state, &meta, &by, id).await
+    }
     .await
     {
         Ok(_) => Redirect::to("/ui/settings").into_response(),

@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{CsrfForm, UserBar, allowed};
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta, Path};
+use crate::extract::{Json, Meta};
 use crate::routes::{auth, invitations, users};
 use crate::state::AppState;
 use askama::Template;
@@ -61,8 +61,16 @@ async fn page(
     }
     let built: ApiResult<UsersPage> = async {
         let p = &user.principal;
-        let axum::Json(list) = users::list(State(state.clone()), Owner(p.clone())).await?;
-        let axum::Json(pending) = invitations::list(State(state.clone()), Owner(p.clone())).await?;
+        let list = async {
+            let by = Owner::of(p)?;
+            users::list_by(state, &by).await
+        }
+        .await?;
+        let pending = async {
+            let by = Owner::of(p)?;
+            invitations::list_by(state, &by).await
+        }
+        .await?;
         Ok(UsersPage {
             assets: &ASSETS,
             user: Some(UserBar::from(user)),
@@ -131,16 +139,13 @@ pub async fn change_role(
         return e.into_response();
     }
     let req = users::RoleChange { role: f.role };
-    match users::change_role(
-        State(state.clone()),
-        meta,
-        Owner(user.principal.clone()),
-        Path(id),
-        Json(req),
-    )
+    match async {
+        let by = Owner::of(&user.principal)?;
+        users::change_role_by(&state, &meta, &by, id, req).await
+    }
     .await
     {
-        Ok(axum::Json(u)) => {
+        Ok(u) => {
             page(
                 &state,
                 &user,
@@ -165,12 +170,10 @@ pub async fn remove(
     if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
         return e.into_response();
     }
-    match users::remove(
-        State(state.clone()),
-        meta,
-        Owner(user.principal.clone()),
-        Path(id),
-    )
+    match async {
+        let by = Owner::of(&user.principal)?;
+        users::remove_by(&state, &meta, &by, id).await
+    }
     .await
     {
         Ok(_) => Redirect::to("/ui/users").into_response(),
@@ -202,15 +205,13 @@ pub async fn invite(
         email: f.email,
         role: f.role,
     };
-    match invitations::create(
-        State(state.clone()),
-        meta,
-        Owner(user.principal.clone()),
-        Json(req),
-    )
+    match async {
+        let by = Owner::of(&user.principal)?;
+        invitations::create_by(&state, &meta, &by, req).await
+    }
     .await
     {
-        Ok((_, axum::Json(i))) => {
+        Ok(i) => {
             let link = format!("{}/invite?token={}", state.public_url, i.token);
             page(
                 &state,
@@ -241,12 +242,10 @@ pub async fn revoke_invite(
     if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
         return e.into_response();
     }
-    match invitations::revoke(
-        State(state.clone()),
-        meta,
-        Owner(user.principal.clone()),
-        Path(id),
-    )
+    match async {
+        let by = Owner::of(&user.principal)?;
+        invitations::revoke_by(&state, &meta, &by, id).await
+    }
     .await
     {
         Ok(_) => Redirect::to("/ui/users").into_response(),

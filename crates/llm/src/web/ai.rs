@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, chart, form_error, html};
 use super::{UserBar, allowed};
 use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta, Path, Query};
+use crate::extract::Meta;
 use crate::routes::ai::{self as api, PriceView, PricesIn, TeamView, TeamsQuery};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -129,14 +129,15 @@ pub async fn teams(
     let by_p95 = f.sort.as_deref() == Some("p95");
     let days = period(f.days);
     let built: ApiResult<TeamsPage> = async {
-        let axum::Json(list) = api::teams(
-            State(state.clone()),
-            Viewer(user.principal.clone()),
-            Query(query(
-                days,
-                Some(if by_p95 { "p95" } else { "cost" }.into()),
-            )),
-        )
+        let list = async {
+            let by = Viewer::of(&user.principal)?;
+            api::teams_by(
+                &state,
+                &by,
+                query(days, Some(if by_p95 { "p95" } else { "cost" }.into())),
+            )
+            .await
+        }
         .await?;
         let today = now().date();
         Ok(TeamsPage {
@@ -184,12 +185,10 @@ pub async fn team(
         let q = query(days, None);
         let to_ms = trusthub_fleet::store::telemetry::unix_ms(now());
         let from_ms = to_ms - days * 86_400_000;
-        let axum::Json(detail) = api::team(
-            State(state.clone()),
-            Viewer(user.principal.clone()),
-            Path(name),
-            Query(q),
-        )
+        let detail = async {
+            let by = Viewer::of(&user.principal)?;
+            api::team_by(&state, &by, name, q).await
+        }
         .await?;
         let mut cost = Vec::new();
         let mut p95 = Vec::new();
@@ -269,8 +268,13 @@ async fn prices_page(
     flash: Flash,
     status: StatusCode,
 ) -> Response {
-    match api::list_prices(State(state.clone()), Viewer(user.principal.clone())).await {
-        Ok(axum::Json(prices)) => html(
+    match async {
+        let by = Viewer::of(&user.principal)?;
+        api::list_prices_by(state, &by).await
+    }
+    .await
+    {
+        Ok(prices) => html(
             PricesPage {
                 assets: &ASSETS,
                 user: Some(UserBar::from(user)),
@@ -354,14 +358,18 @@ pub async fn set_price(
         source: String::new(),
     };
     let result = if errors.is_empty() {
-        api::put_prices(
-            State(state.clone()),
-            meta,
-            Admin(user.principal.clone()),
-            Json(PricesIn {
-                prices: vec![price],
-            }),
-        )
+        async {
+            let by = Admin::of(&user.principal)?;
+            api::put_prices_by(
+                &state,
+                &meta,
+                &by,
+                PricesIn {
+                    prices: vec![price],
+                },
+            )
+            .await
+        }
         .await
         .map(|_| ())
     } else {

@@ -459,15 +459,21 @@ async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AppView
     Ok(AppView::new(app, tags))
 }
 
+/// The service behind [`get_app`], for the API and the dashboard alike.
+pub async fn get_app_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AppView> {
+    let p = &by.0;
+    load(state, p.tenant(), id).await
+}
+
 /// One app.
 #[utoipa::path(get, path = "/apps/{id}", tag = "apps", params(("id" = Uuid, Path, description = "App id")),
     responses((status = 200, body = AppView), (status = 404, body = Problem)))]
 pub(crate) async fn get_app(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AppView>> {
-    Ok(axum::Json(load(&state, p.tenant(), id).await?))
+    get_app_by(&state, &by, id).await.map(axum::Json)
 }
 
 /// A change of expected state.

@@ -335,35 +335,37 @@ pub(crate) async fn list_rules(
     Ok(axum::Json(out))
 }
 
-/// One alert rule.
-#[utoipa::path(get, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
-    responses((status = 200, body = RuleView), (status = 404, body = Problem)))]
-pub(crate) async fn get_rule(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Path(id): Path<Uuid>,
-) -> ApiResult<axum::Json<RuleView>> {
+/// The service behind `get_rule`, for the API and the dashboard alike.
+pub async fn get_rule_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<RuleView> {
+    let p = &by.0;
     let mut c = state.db.conn().await?;
     let r = rules::get(&mut c, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("alert rule"))?;
     let seen = rules::metric_known(&mut c, p.tenant(), &r.metric).await?;
-    Ok(axum::Json(RuleView::new(r, seen)))
+    Ok(RuleView::new(r, seen))
 }
 
-/// Change an alert rule (operator): only the fields sent change, checked like at creation.
-/// The next evaluation uses the new settings; an open alert whose group no longer matches
-/// is resolved by it.
-#[utoipa::path(patch, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
-    request_body = RulePatch,
-    responses((status = 200, body = RuleView), (status = 404, body = Problem), (status = 422, body = Problem)))]
-pub(crate) async fn update_rule(
+/// One alert rule.
+#[utoipa::path(get, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
+    responses((status = 200, body = RuleView), (status = 404, body = Problem)))]
+pub(crate) async fn get_rule(
     State(state): State<AppState>,
-    meta: Meta,
-    Operator(p): Operator,
+    by: Viewer,
     Path(id): Path<Uuid>,
-    Json(patch): Json<RulePatch>,
 ) -> ApiResult<axum::Json<RuleView>> {
+    get_rule_by(&state, &by, id).await.map(axum::Json)
+}
+
+/// The service behind `update_rule`, for the API and the dashboard alike.
+pub async fn update_rule_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+    patch: RulePatch,
+) -> ApiResult<RuleView> {
+    let p = &by.0;
     let r = {
         let mut c = state.db.conn().await?;
         rules::get(&mut c, p.tenant(), id)
@@ -391,8 +393,8 @@ pub(crate) async fn update_rule(
                 .transpose()?,
         },
     };
-    let c = check_rule(&state, &merged).await?;
-    let hook = kept_url(&state, c.webhook_url.as_deref())?;
+    let c = check_rule(state, &merged).await?;
+    let hook = kept_url(state, c.webhook_url.as_deref())?;
     let mut tx = state.db.begin().await?;
     let rule = rules::update(
         &mut tx,
@@ -416,7 +418,7 @@ pub(crate) async fn update_rule(
     let seen = rules::metric_known(&mut tx, p.tenant(), &c.metric).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::ALERT_RULE_UPDATED,
         format!("alert_rule:{id}"),
         json!({"name": c.name, "metric": c.metric, "operator": merged.operator, "threshold": merged.threshold,
@@ -424,7 +426,25 @@ pub(crate) async fn update_rule(
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(RuleView::new(rule, seen)))
+    Ok(RuleView::new(rule, seen))
+}
+
+/// Change an alert rule (operator): only the fields sent change, checked like at creation.
+/// The next evaluation uses the new settings; an open alert whose group no longer matches
+/// is resolved by it.
+#[utoipa::path(patch, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
+    request_body = RulePatch,
+    responses((status = 200, body = RuleView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn update_rule(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Operator,
+    Path(id): Path<Uuid>,
+    Json(patch): Json<RulePatch>,
+) -> ApiResult<axum::Json<RuleView>> {
+    update_rule_by(&state, &meta, &by, id, patch)
+        .await
+        .map(axum::Json)
 }
 
 /// Remove an alert rule (operator). Its open alerts stay until resolved.

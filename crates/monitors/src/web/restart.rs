@@ -41,8 +41,13 @@ async fn restart_page(
         return e.into_response();
     }
     let p = &user.principal;
-    match apps::get_app(State(state.clone()), Viewer(p.clone()), Path(id)).await {
-        Ok(axum::Json(a)) => html(
+    match async {
+        let by = Viewer::of(p)?;
+        apps::get_app_by(state, &by, id).await
+    }
+    .await
+    {
+        Ok(a) => html(
             RestartPage {
                 assets: &ASSETS,
                 user: Some(UserBar::from(user)),

@@ -4,7 +4,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{UserBar, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta, Path};
+use crate::extract::Meta;
 use crate::routes::rules::{self as api, RulePatch};
 use crate::state::AppState;
 use askama::Template;
@@ -43,8 +43,7 @@ async fn page(
 ) -> Response {
     let built: ApiResult<RulePage> = async {
         let p = &user.principal;
-        let axum::Json(r) =
-            api::get_rule(State(state.clone()), Viewer(p.clone()), Path(id)).await?;
+        let r = api::get_rule_by(state, &Viewer::of(p)?, id).await?;
         let metrics = {
             let mut c = state.db.conn().await?;
             crate::store::rules::metric_names(&mut c, p.tenant()).await?
@@ -138,15 +137,11 @@ pub async fn update(
         }),
         webhook_url: None,
     };
-    match api::update_rule(
-        State(state.clone()),
-        meta,
-        Operator(user.principal.clone()),
-        Path(id),
-        Json(patch),
-    )
-    .await
-    {
+    let by = match Operator::of(&user.principal) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match api::update_rule_by(&state, &meta, &by, id, patch).await {
         Ok(_) => page(&state, &user, id, Flash::notice("Saved."), StatusCode::OK).await,
         Err(e) => refused(e).await,
     }

@@ -345,23 +345,36 @@ pub(crate) async fn get_slo(
     ))
 }
 
+/// The service behind `delete_slo`, for the API and the dashboard alike.
+pub async fn delete_slo_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+) -> ApiResult<()> {
+    let p = &by.0;
+    let mut tx = state.db.begin().await?;
+    if !store::delete(&mut tx, p.tenant(), id).await? {
+        return Err(ApiError::NotFound("SLO"));
+    }
+    meta.record(&mut tx, p, ev::SLO_DELETED, format!("app:{id}"), json!({}))
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Remove the app's SLO (operator); its timeline is kept. Audit `slo_deleted`.
 #[utoipa::path(delete, path = "/apps/{id}/slo", tag = "slo", params(("id" = Uuid, Path, description = "App id")),
     responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
 pub(crate) async fn delete_slo(
     State(state): State<AppState>,
     meta: Meta,
-    Operator(p): Operator,
+    by: Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let mut tx = state.db.begin().await?;
-    if !store::delete(&mut tx, p.tenant(), id).await? {
-        return Err(ApiError::NotFound("SLO"));
-    }
-    meta.record(&mut tx, &p, ev::SLO_DELETED, format!("app:{id}"), json!({}))
-        .await?;
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
+    delete_slo_by(&state, &meta, &by, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }
 
 /// Every SLO status of the tenant at `now`, least budget left first.
@@ -689,16 +702,14 @@ pub(crate) async fn list_maintenance(
     ))
 }
 
-/// Delete a maintenance window (operator). Audit `maintenance_window_deleted`.
-#[utoipa::path(delete, path = "/maintenance-windows/{id}", tag = "slo",
-    params(("id" = Uuid, Path, description = "Window id")),
-    responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
-pub(crate) async fn delete_maintenance(
-    State(state): State<AppState>,
-    meta: Meta,
-    Operator(p): Operator,
-    Path(id): Path<Uuid>,
-) -> ApiResult<StatusCode> {
+/// The service behind `delete_maintenance`, for the API and the dashboard alike.
+pub async fn delete_maintenance_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+) -> ApiResult<()> {
+    let p = &by.0;
     let mut tx = state.db.begin().await?;
     let Some(m) = timeline::maintenance_window(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("maintenance window"));
@@ -706,13 +717,28 @@ pub(crate) async fn delete_maintenance(
     timeline::delete_maintenance(&mut tx, p.tenant(), id).await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::MAINTENANCE_WINDOW_DELETED,
         format!("app:{}", m.app_id),
         json!({"id": id, "reason": m.reason}),
     )
     .await?;
     tx.commit().await?;
-    refresh(&state, p.tenant(), m.app_id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    refresh(state, p.tenant(), m.app_id).await?;
+    Ok(())
+}
+
+/// Delete a maintenance window (operator). Audit `maintenance_window_deleted`.
+#[utoipa::path(delete, path = "/maintenance-windows/{id}", tag = "slo",
+    params(("id" = Uuid, Path, description = "Window id")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = Problem)))]
+pub(crate) async fn delete_maintenance(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Operator,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    delete_maintenance_by(&state, &meta, &by, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }

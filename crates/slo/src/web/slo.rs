@@ -293,12 +293,10 @@ pub async fn remove(
     if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
         return e.into_response();
     }
-    let result = api::delete_slo(
-        State(state.clone()),
-        meta,
-        crate::auth::Operator(user.principal.clone()),
-        crate::extract::Path(id),
-    )
+    let result = async {
+        let by = crate::auth::Operator::of(&user.principal)?;
+        api::delete_slo_by(&state, &meta, &by, id).await
+    }
     .await;
     after(&state, &user, id, result, "The SLO is removed.").await
 }
@@ -373,12 +371,10 @@ pub async fn unplan(
     if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
         return e.into_response();
     }
-    let result = api::delete_maintenance(
-        State(state.clone()),
-        meta,
-        crate::auth::Operator(user.principal.clone()),
-        crate::extract::Path(id),
-    )
+    let result = async {
+        let by = crate::auth::Operator::of(&user.principal)?;
+        api::delete_maintenance_by(&state, &meta, &by, id).await
+    }
     .await;
     after(&state, &user, f.app, result, "Deleted.").await
 }

@@ -46,26 +46,31 @@ pub struct Source {
     pub imported_at: OffsetDateTime,
 }
 
+/// The service behind `sources`, for the API and the dashboard alike.
+pub async fn sources_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<Source>> {
+    let p = &by.0;
+    let mut c = state.db.conn().await?;
+    let rows = crate::store::osv::sources(&mut c, &p.tenant().0.to_string()).await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(ecosystem, advisories, newest_modified, imported_at)| Source {
+                ecosystem,
+                advisories,
+                newest_modified,
+                imported_at,
+            },
+        )
+        .collect())
+}
+
 /// Advisory data visible to the tenant (hub-wide and its own uploads), per ecosystem.
 #[utoipa::path(get, path = "/cve/sources", tag = "cve", responses((status = 200, body = Vec<Source>)))]
 pub(crate) async fn sources(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
 ) -> ApiResult<axum::Json<Vec<Source>>> {
-    let mut c = state.db.conn().await?;
-    let rows = crate::store::osv::sources(&mut c, &p.tenant().0.to_string()).await?;
-    Ok(axum::Json(
-        rows.into_iter()
-            .map(
-                |(ecosystem, advisories, newest_modified, imported_at)| Source {
-                    ecosystem,
-                    advisories,
-                    newest_modified,
-                    imported_at,
-                },
-            )
-            .collect(),
-    ))
+    sources_by(&state, &by).await.map(axum::Json)
 }
 
 /// Upload OSV records for this tenant (admin): a zip of OSV JSON files, in the OSV bucket's
@@ -301,16 +306,13 @@ pub struct FindingsPage {
     pub next_cursor: Option<String>,
 }
 
-/// The tenant's vulnerability findings (viewer), worst first: what the scans of its hosts'
-/// OS packages (by source package, in the host's release) and lockfile dependencies found in
-/// the advisory data. Fixed findings stay listed with `fixed_at`.
-#[utoipa::path(get, path = "/inventory/cves", tag = "cve", params(FindingsQuery),
-    responses((status = 200, body = FindingsPage), (status = 422, body = Problem)))]
-pub(crate) async fn findings(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Query(q): Query<FindingsQuery>,
-) -> ApiResult<axum::Json<FindingsPage>> {
+/// The service behind `findings`, for the API and the dashboard alike.
+pub async fn findings_by(
+    state: &AppState,
+    by: &Viewer,
+    q: FindingsQuery,
+) -> ApiResult<FindingsPage> {
+    let p = &by.0;
     let mut errors = Vec::new();
     let min_rank = match q.severity.as_deref() {
         None => None,
@@ -388,7 +390,20 @@ pub(crate) async fn findings(
     } else {
         None
     };
-    Ok(axum::Json(FindingsPage { items, next_cursor }))
+    Ok(FindingsPage { items, next_cursor })
+}
+
+/// The tenant's vulnerability findings (viewer), worst first: what the scans of its hosts'
+/// OS packages (by source package, in the host's release) and lockfile dependencies found in
+/// the advisory data. Fixed findings stay listed with `fixed_at`.
+#[utoipa::path(get, path = "/inventory/cves", tag = "cve", params(FindingsQuery),
+    responses((status = 200, body = FindingsPage), (status = 422, body = Problem)))]
+pub(crate) async fn findings(
+    State(state): State<AppState>,
+    by: Viewer,
+    Query(q): Query<FindingsQuery>,
+) -> ApiResult<axum::Json<FindingsPage>> {
+    findings_by(&state, &by, q).await.map(axum::Json)
 }
 
 /// Why a finding is acknowledged.
@@ -400,6 +415,22 @@ pub struct AckRequest {
     pub reason: String,
 }
 
+/// The service behind `acknowledge`, for the API and the dashboard alike.
+pub async fn acknowledge_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+    req: AckRequest,
+) -> ApiResult<FindingView> {
+    let p = &by.0;
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::invalid("reason", "1 to 500 characters"));
+    }
+    set_ack(state, meta, p, id, Some(reason)).await.map(|j| j.0)
+}
+
 /// Acknowledge a finding (operator): it stays listed as `acknowledged` and is never
 /// auto-patched. 409 when it is already acknowledged. Audit `cve_finding_acknowledged`.
 #[utoipa::path(post, path = "/cve-findings/{id}/acknowledge", tag = "cve",
@@ -408,15 +439,24 @@ pub struct AckRequest {
 pub(crate) async fn acknowledge(
     State(state): State<AppState>,
     meta: Meta,
-    Operator(p): Operator,
+    by: Operator,
     Path(id): Path<Uuid>,
     Json(req): Json<AckRequest>,
 ) -> ApiResult<axum::Json<FindingView>> {
-    let reason = req.reason.trim();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(ApiError::invalid("reason", "1 to 500 characters"));
-    }
-    set_ack(&state, &meta, &p, id, Some(reason)).await
+    acknowledge_by(&state, &meta, &by, id, req)
+        .await
+        .map(axum::Json)
+}
+
+/// The service behind `unacknowledge`, for the API and the dashboard alike.
+pub async fn unacknowledge_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+) -> ApiResult<FindingView> {
+    let p = &by.0;
+    set_ack(state, meta, p, id, None).await.map(|j| j.0)
 }
 
 /// Take an acknowledgement back (operator): the finding is `open` again. 409 when it is not
@@ -427,10 +467,12 @@ pub(crate) async fn acknowledge(
 pub(crate) async fn unacknowledge(
     State(state): State<AppState>,
     meta: Meta,
-    Operator(p): Operator,
+    by: Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<FindingView>> {
-    set_ack(&state, &meta, &p, id, None).await
+    unacknowledge_by(&state, &meta, &by, id)
+        .await
+        .map(axum::Json)
 }
 
 async fn set_ack(
@@ -515,16 +557,13 @@ pub struct AdvisoryView {
     pub findings: Vec<FindingView>,
 }
 
-/// One advisory by its id or one of its aliases (`CVE-…`), with this tenant's findings of it
-/// (viewer). 404 when no advisory visible to the tenant has that id.
-#[utoipa::path(get, path = "/cves/{vuln_id}", tag = "cve",
-    params(("vuln_id" = String, Path, description = "Advisory id or alias")),
-    responses((status = 200, body = AdvisoryView), (status = 404, body = Problem)))]
-pub(crate) async fn advisory(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Path(vuln_id): Path<String>,
-) -> ApiResult<axum::Json<AdvisoryView>> {
+/// The service behind `advisory`, for the API and the dashboard alike.
+pub async fn advisory_by(
+    state: &AppState,
+    by: &Viewer,
+    vuln_id: String,
+) -> ApiResult<AdvisoryView> {
+    let p = &by.0;
     let scope = p.tenant().0.to_string();
     let mut c = state.db.conn().await?;
     let Some(a) = crate::store::osv::get(&mut c, &scope, &vuln_id).await? else {
@@ -534,7 +573,7 @@ pub(crate) async fn advisory(
     ids.push(a.id.clone());
     let rows = crate::store::cve::of_vulnerability(&mut c, p.tenant(), &ids, now()).await?;
     let hosts = hostnames(&mut c, p.tenant()).await?;
-    Ok(axum::Json(AdvisoryView {
+    Ok(AdvisoryView {
         aliases: serde_json::from_str(&a.aliases).unwrap_or_default(),
         severity: a.severity,
         cvss_score: a.cvss_score,
@@ -545,7 +584,20 @@ pub(crate) async fn advisory(
         record: serde_json::from_str(&a.record).unwrap_or(serde_json::Value::Null),
         findings: rows.into_iter().map(|f| view(f, &hosts)).collect(),
         id: a.id,
-    }))
+    })
+}
+
+/// One advisory by its id or one of its aliases (`CVE-…`), with this tenant's findings of it
+/// (viewer). 404 when no advisory visible to the tenant has that id.
+#[utoipa::path(get, path = "/cves/{vuln_id}", tag = "cve",
+    params(("vuln_id" = String, Path, description = "Advisory id or alias")),
+    responses((status = 200, body = AdvisoryView), (status = 404, body = Problem)))]
+pub(crate) async fn advisory(
+    State(state): State<AppState>,
+    by: Viewer,
+    Path(vuln_id): Path<String>,
+) -> ApiResult<axum::Json<AdvisoryView>> {
+    advisory_by(&state, &by, vuln_id).await.map(axum::Json)
 }
 
 /// What the last scan of a host could check.
@@ -570,14 +622,9 @@ pub struct CoverageView {
     pub not_covered: Vec<String>,
 }
 
-/// Per host of the tenant (viewer), what the last vulnerability scan could check: a host
-/// with no finding is only clean for what is not listed in `not_covered`.
-#[utoipa::path(get, path = "/inventory/cves/coverage", tag = "cve",
-    responses((status = 200, body = Vec<CoverageView>)))]
-pub(crate) async fn coverage(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-) -> ApiResult<axum::Json<Vec<CoverageView>>> {
+/// The service behind `coverage`, for the API and the dashboard alike.
+pub async fn coverage_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<CoverageView>> {
+    let p = &by.0;
     let mut c = state.db.conn().await?;
     let scans: std::collections::HashMap<Uuid, (OffsetDateTime, i64, String)> =
         crate::store::cve::coverage(&mut c, p.tenant())
@@ -606,5 +653,16 @@ pub(crate) async fn coverage(
             .cmp(&b.hostname)
             .then(a.agent_id.cmp(&b.agent_id))
     });
-    Ok(axum::Json(out))
+    Ok(out)
+}
+
+/// Per host of the tenant (viewer), what the last vulnerability scan could check: a host
+/// with no finding is only clean for what is not listed in `not_covered`.
+#[utoipa::path(get, path = "/inventory/cves/coverage", tag = "cve",
+    responses((status = 200, body = Vec<CoverageView>)))]
+pub(crate) async fn coverage(
+    State(state): State<AppState>,
+    by: Viewer,
+) -> ApiResult<axum::Json<Vec<CoverageView>>> {
+    coverage_by(&state, &by).await.map(axum::Json)
 }

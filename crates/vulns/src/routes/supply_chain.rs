@@ -70,6 +70,50 @@ pub struct MaintainerChange {
     pub agents: Vec<Dependent>,
 }
 
+/// The service behind `maintainer_changes`, for the API and the dashboard alike.
+pub async fn maintainer_changes_by(
+    state: &AppState,
+    by: &Viewer,
+    q: ChangesQuery,
+) -> ApiResult<Vec<MaintainerChange>> {
+    let p = &by.0;
+    let days = q.days.unwrap_or(7);
+    if !(1..=400).contains(&days) {
+        return Err(ApiError::BadRequest(
+            "days must be between 1 and 400".into(),
+        ));
+    }
+    let deps = crate::jobs::supply_chain::dependents(state, Some(p.tenant())).await?;
+    let since = now() - time::Duration::days(days);
+    let mut c = state.db.conn().await?;
+    let changed = crate::store::npm::changed_since(&mut c, since).await?;
+    Ok(changed
+        .into_iter()
+        .filter_map(|pkg| {
+            let hosts = deps.get(&pkg.name)?;
+            Some(MaintainerChange {
+                ecosystem: "npm".into(),
+                maintainers: serde_json::from_str(&pkg.maintainers).unwrap_or_default(),
+                previous_maintainers: serde_json::from_str(&pkg.previous_maintainers)
+                    .unwrap_or_default(),
+                deprecated: pkg.deprecated.is_some(),
+                deprecation_message: pkg.deprecated,
+                latest_version: pkg.latest_version,
+                last_maintainer_change_at: pkg.registry_modified_at,
+                seen_at: pkg.changed_at?,
+                agents: hosts
+                    .iter()
+                    .map(|(_, a, h)| Dependent {
+                        agent_id: *a,
+                        hostname: h.clone(),
+                    })
+                    .collect(),
+                package_name: pkg.name,
+            })
+        })
+        .collect())
+}
+
 /// npm dependencies of the tenant's hosts whose maintainer set changed in the last `days`
 /// (viewer), newest first. The hub reads each package's full packument from
 /// `TRUSTHUB_NPM_REGISTRY` at most once per `TRUSTHUB_SUPPLY_CHAIN_INTERVAL_SECS` (with
@@ -79,44 +123,8 @@ pub struct MaintainerChange {
     responses((status = 200, body = Vec<MaintainerChange>), (status = 400, body = Problem)))]
 pub(crate) async fn maintainer_changes(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Query(q): Query<ChangesQuery>,
 ) -> ApiResult<axum::Json<Vec<MaintainerChange>>> {
-    let days = q.days.unwrap_or(7);
-    if !(1..=400).contains(&days) {
-        return Err(ApiError::BadRequest(
-            "days must be between 1 and 400".into(),
-        ));
-    }
-    let deps = crate::jobs::supply_chain::dependents(&state, Some(p.tenant())).await?;
-    let since = now() - time::Duration::days(days);
-    let mut c = state.db.conn().await?;
-    let changed = crate::store::npm::changed_since(&mut c, since).await?;
-    Ok(axum::Json(
-        changed
-            .into_iter()
-            .filter_map(|pkg| {
-                let hosts = deps.get(&pkg.name)?;
-                Some(MaintainerChange {
-                    ecosystem: "npm".into(),
-                    maintainers: serde_json::from_str(&pkg.maintainers).unwrap_or_default(),
-                    previous_maintainers: serde_json::from_str(&pkg.previous_maintainers)
-                        .unwrap_or_default(),
-                    deprecated: pkg.deprecated.is_some(),
-                    deprecation_message: pkg.deprecated,
-                    latest_version: pkg.latest_version,
-                    last_maintainer_change_at: pkg.registry_modified_at,
-                    seen_at: pkg.changed_at?,
-                    agents: hosts
-                        .iter()
-                        .map(|(_, a, h)| Dependent {
-                            agent_id: *a,
-                            hostname: h.clone(),
-                        })
-                        .collect(),
-                    package_name: pkg.name,
-                })
-            })
-            .collect(),
-    ))
+    maintainer_changes_by(&state, &by, q).await.map(axum::Json)
 }

@@ -328,20 +328,24 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, axum::Json(v)))
 }
 
+/// The service behind `list`, for the API and the dashboard alike.
+pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<SuppressionView>> {
+    let p = &by.0;
+    let now = now();
+    let mut c = state.db.conn().await?;
+    let rows = crate::store::cve::suppressions(&mut c, p.tenant(), now).await?;
+    Ok(rows.into_iter().map(|(s, n)| view(s, n, now)).collect())
+}
+
 /// The tenant's suppressions (viewer), newest first, expired ones included (`active:
 /// false`), each with the number of unfixed findings it suppresses now.
 #[utoipa::path(get, path = "/cve-suppressions", tag = "cve",
     responses((status = 200, body = Vec<SuppressionView>)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
 ) -> ApiResult<axum::Json<Vec<SuppressionView>>> {
-    let now = now();
-    let mut c = state.db.conn().await?;
-    let rows = crate::store::cve::suppressions(&mut c, p.tenant(), now).await?;
-    Ok(axum::Json(
-        rows.into_iter().map(|(s, n)| view(s, n, now)).collect(),
-    ))
+    list_by(&state, &by).await.map(axum::Json)
 }
 
 /// One suppression (viewer).

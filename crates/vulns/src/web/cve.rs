@@ -44,12 +44,22 @@ struct Page<'a> {
 
 /// `GET /ui/cve-sources`.
 pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
-    let list = match api::sources(State(state.clone()), Viewer(user.principal.clone())).await {
-        Ok(axum::Json(l)) => l,
+    let list = match async {
+        let by = Viewer::of(&user.principal)?;
+        api::sources_by(&state, &by).await
+    }
+    .await
+    {
+        Ok(l) => l,
         Err(e) => return e.into_response(),
     };
-    let coverage = match api::coverage(State(state.clone()), Viewer(user.principal.clone())).await {
-        Ok(axum::Json(c)) => c,
+    let coverage = match async {
+        let by = Viewer::of(&user.principal)?;
+        api::coverage_by(&state, &by).await
+    }
+    .await
+    {
+        Ok(c) => c,
         Err(e) => return e.into_response(),
     };
     // A database error is an error page (503), never an empty list (CONTRACT 18).

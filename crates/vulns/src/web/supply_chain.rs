@@ -4,7 +4,6 @@
 use super::{ASSETS, Assets, WebUser, html};
 use super::{UserBar, ago};
 use crate::auth::Viewer;
-use crate::extract::Query;
 use crate::routes::supply_chain::{self as api, ChangesQuery};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -49,14 +48,13 @@ pub async fn changes(
     axum::extract::Query(q): axum::extract::Query<Days>,
 ) -> Response {
     let days = q.days.unwrap_or(7);
-    let list = match api::maintainer_changes(
-        State(state.clone()),
-        Viewer(user.principal.clone()),
-        Query(ChangesQuery { days: Some(days) }),
-    )
+    let list = match async {
+        let by = Viewer::of(&user.principal)?;
+        api::maintainer_changes_by(&state, &by, ChangesQuery { days: Some(days) }).await
+    }
     .await
     {
-        Ok(axum::Json(l)) => l,
+        Ok(l) => l,
         Err(e) => return e.into_response(),
     };
     let now = now();

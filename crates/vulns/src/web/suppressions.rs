@@ -69,8 +69,11 @@ async fn page(
     status: StatusCode,
 ) -> Response {
     let built: ApiResult<Page> = async {
-        let axum::Json(list) =
-            api::list(State(state.clone()), Viewer(user.principal.clone())).await?;
+        let list = async {
+            let by = Viewer::of(&user.principal)?;
+            api::list_by(state, &by).await
+        }
+        .await?;
         let now = now();
         Ok(Page {
             assets: &ASSETS,

@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, html};
 use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
-use crate::extract::{Json, Meta, Path, Query};
+use crate::extract::Meta;
 use crate::routes::cve::{self as api, AckRequest, FindingView, FindingsQuery};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -145,18 +145,22 @@ async fn page(
                 crate::error::ApiError::BadRequest("agent_id is not an agent id".into())
             })?),
         };
-        let axum::Json(found) = api::findings(
-            State(state.clone()),
-            Viewer(p.clone()),
-            Query(FindingsQuery {
-                severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
-                status: Some(f.status.clone()).filter(|s| !s.is_empty()),
-                agent_id,
-                package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
-                limit: Some(500),
-                ..Default::default()
-            }),
-        )
+        let found = async {
+            let by = Viewer::of(p)?;
+            api::findings_by(
+                state,
+                &by,
+                FindingsQuery {
+                    severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
+                    status: Some(f.status.clone()).filter(|s| !s.is_empty()),
+                    agent_id,
+                    package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
+                    limit: Some(500),
+                    ..Default::default()
+                },
+            )
+            .await
+        }
         .await?;
         let now = now();
         Ok(Page {
@@ -233,13 +237,10 @@ pub async fn acknowledge(
     if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
         return e.into_response();
     }
-    let result = api::acknowledge(
-        State(state.clone()),
-        meta,
-        Operator(user.principal.clone()),
-        Path(id),
-        Json(AckRequest { reason: f.reason }),
-    )
+    let result = async {
+        let by = Operator::of(&user.principal)?;
+        api::acknowledge_by(&state, &meta, &by, id, AckRequest { reason: f.reason }).await
+    }
     .await;
     respond(
         &state,
@@ -261,12 +262,10 @@ pub async fn unacknowledge(
     if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
         return e.into_response();
     }
-    let result = api::unacknowledge(
-        State(state.clone()),
-        meta,
-        Operator(user.principal.clone()),
-        Path(id),
-    )
+    let result = async {
+        let by = Operator::of(&user.principal)?;
+        api::unacknowledge_by(&state, &meta, &by, id).await
+    }
     .await;
     respond(&state, &user, result, "Open again.").await
 }
@@ -316,14 +315,13 @@ pub async fn advisory(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> Response {
-    let a = match api::advisory(
-        State(state.clone()),
-        Viewer(user.principal.clone()),
-        Path(id),
-    )
+    let a = match async {
+        let by = Viewer::of(&user.principal)?;
+        api::advisory_by(&state, &by, id).await
+    }
     .await
     {
-        Ok(axum::Json(a)) => a,
+        Ok(a) => a,
         Err(e) => return e.into_response(),
     };
     let now = now();
@@ -392,18 +390,26 @@ pub async fn host(
                 .ok_or(crate::error::ApiError::NotFound("agent"))?
                 .hostname
         };
-        let axum::Json(coverage) = api::coverage(State(state.clone()), Viewer(p.clone())).await?;
+        let coverage = async {
+            let by = Viewer::of(p)?;
+            api::coverage_by(&state, &by).await
+        }
+        .await?;
         let cov = coverage.into_iter().find(|c| c.agent_id == id);
-        let axum::Json(found) = api::findings(
-            State(state.clone()),
-            Viewer(p.clone()),
-            Query(FindingsQuery {
-                agent_id: Some(id),
-                status: Some("unfixed".into()),
-                limit: Some(500),
-                ..Default::default()
-            }),
-        )
+        let found = async {
+            let by = Viewer::of(p)?;
+            api::findings_by(
+                &state,
+                &by,
+                FindingsQuery {
+                    agent_id: Some(id),
+                    status: Some("unfixed".into()),
+                    limit: Some(500),
+                    ..Default::default()
+                },
+            )
+            .await
+        }
         .await?;
         let now = now();
         let mut counts = (0, 0, 0, 0);

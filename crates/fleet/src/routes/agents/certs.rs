@@ -215,25 +215,33 @@ impl From<ClientCert> for ClientCertView {
     }
 }
 
+/// The service behind [`client_certs_of`], for the API and the dashboard alike.
+pub async fn client_certs_of_by(
+    state: &AppState,
+    by: &Viewer,
+    id: Uuid,
+) -> ApiResult<Vec<ClientCertView>> {
+    let p = &by.0;
+    let mut c = state.db.conn().await?;
+    agents::get(&mut c, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("agent"))?;
+    Ok(client_certs::list(&mut c, p.tenant(), id)
+        .await?
+        .into_iter()
+        .map(ClientCertView::from)
+        .collect())
+}
+
 /// An agent's client certificates, newest first (viewer).
 #[utoipa::path(get, path = "/agents/{id}/client-certs", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = Vec<ClientCertView>), (status = 404, body = Problem)))]
 pub(crate) async fn client_certs_of(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<Vec<ClientCertView>>> {
-    let mut c = state.db.conn().await?;
-    agents::get(&mut c, p.tenant(), id)
-        .await?
-        .ok_or(ApiError::NotFound("agent"))?;
-    Ok(axum::Json(
-        client_certs::list(&mut c, p.tenant(), id)
-            .await?
-            .into_iter()
-            .map(ClientCertView::from)
-            .collect(),
-    ))
+    client_certs_of_by(&state, &by, id).await.map(axum::Json)
 }
 
 /// Why a certificate is revoked.
@@ -245,19 +253,16 @@ pub struct RevokeRequest {
     pub reason: String,
 }
 
-/// Revoke a certificate (admin): it is in the CRL from now on and refused even where TLS still
-/// accepts it. Revoking a revoked certificate is 409. Audit `client_cert_revoked`.
-#[utoipa::path(post, path = "/agents/{id}/client-certs/{serial}/revoke", tag = "agents",
-    params(("id" = Uuid, Path, description = "Agent id"), ("serial" = String, Path, description = "Serial, hex")),
-    request_body = RevokeRequest,
-    responses((status = 200, body = ClientCertView), (status = 404, body = Problem), (status = 409, description = "Already revoked", body = Problem)))]
-pub(crate) async fn revoke_client_cert(
-    State(state): State<AppState>,
-    meta: Meta,
-    Admin(p): Admin,
-    Path((id, serial)): Path<(Uuid, String)>,
-    Json(req): Json<RevokeRequest>,
-) -> ApiResult<axum::Json<ClientCertView>> {
+/// The service behind [`revoke_client_cert`], for the API and the dashboard alike.
+pub async fn revoke_client_cert_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    id: Uuid,
+    serial: String,
+    req: RevokeRequest,
+) -> ApiResult<ClientCertView> {
+    let p = &by.0;
     let reason = req.reason.trim();
     if reason.is_empty() || reason.chars().count() > 200 {
         return Err(ApiError::invalid("reason", "must be 1 to 200 characters"));
@@ -276,7 +281,7 @@ pub(crate) async fn revoke_client_cert(
     }
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::CLIENT_CERT_REVOKED,
         format!("client_cert:{serial}"),
         json!({"agent_id": id, "reason": reason, "fingerprint_sha256": cert.fingerprint_sha256}),
@@ -286,5 +291,23 @@ pub(crate) async fn revoke_client_cert(
         .await?
         .ok_or(ApiError::NotFound("client certificate"))?;
     tx.commit().await?;
-    Ok(axum::Json(cert.into()))
+    Ok(cert.into())
+}
+
+/// Revoke a certificate (admin): it is in the CRL from now on and refused even where TLS still
+/// accepts it. Revoking a revoked certificate is 409. Audit `client_cert_revoked`.
+#[utoipa::path(post, path = "/agents/{id}/client-certs/{serial}/revoke", tag = "agents",
+    params(("id" = Uuid, Path, description = "Agent id"), ("serial" = String, Path, description = "Serial, hex")),
+    request_body = RevokeRequest,
+    responses((status = 200, body = ClientCertView), (status = 404, body = Problem), (status = 409, description = "Already revoked", body = Problem)))]
+pub(crate) async fn revoke_client_cert(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    Path((id, serial)): Path<(Uuid, String)>,
+    Json(req): Json<RevokeRequest>,
+) -> ApiResult<axum::Json<ClientCertView>> {
+    revoke_client_cert_by(&state, &meta, &by, id, serial, req)
+        .await
+        .map(axum::Json)
 }

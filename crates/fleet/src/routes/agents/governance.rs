@@ -70,30 +70,36 @@ impl GovernanceView {
     }
 }
 
+/// The service behind [`get_governance`], for the API and the dashboard alike.
+pub async fn get_governance_by(
+    state: &AppState,
+    by: &Viewer,
+    id: Uuid,
+) -> ApiResult<GovernanceView> {
+    let p = &by.0;
+    Ok(GovernanceView::of(&load(state, p.tenant(), id).await?))
+}
+
 /// An agent's governed settings.
 #[utoipa::path(get, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     responses((status = 200, body = GovernanceView), (status = 404, body = Problem)))]
 pub(crate) async fn get_governance(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<GovernanceView>> {
-    Ok(axum::Json(GovernanceView::of(
-        &load(&state, p.tenant(), id).await?,
-    )))
+    get_governance_by(&state, &by, id).await.map(axum::Json)
 }
 
-/// Replace an agent's governed settings (admin): intervals, tags and the action kinds the
-/// hub may push. The host's own allowlist still vetoes.
-#[utoipa::path(put, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
-    request_body = GovernanceIn, responses((status = 200, body = GovernanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
-pub(crate) async fn put_governance(
-    State(state): State<AppState>,
-    meta: Meta,
-    Admin(p): Admin,
-    Path(id): Path<Uuid>,
-    Json(req): Json<GovernanceIn>,
-) -> ApiResult<axum::Json<GovernanceView>> {
+/// The service behind [`put_governance`], for the API and the dashboard alike.
+pub async fn put_governance_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    id: Uuid,
+    req: GovernanceIn,
+) -> ApiResult<GovernanceView> {
+    let p = &by.0;
     let mut errors = Vec::new();
     if !(10..=86_400).contains(&req.ingest_interval_secs) {
         errors.push(FieldError {
@@ -144,10 +150,26 @@ pub(crate) async fn put_governance(
     if !agents::set_governance(&mut tx, p.tenant(), id, &g).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    meta.record(&mut tx, &p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions})).await?;
+    meta.record(&mut tx, p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions})).await?;
     let agent = agents::get(&mut tx, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("agent"))?;
     tx.commit().await?;
-    Ok(axum::Json(GovernanceView::of(&agent)))
+    Ok(GovernanceView::of(&agent))
+}
+
+/// Replace an agent's governed settings (admin): intervals, tags and the action kinds the
+/// hub may push. The host's own allowlist still vetoes.
+#[utoipa::path(put, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    request_body = GovernanceIn, responses((status = 200, body = GovernanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn put_governance(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    Path(id): Path<Uuid>,
+    Json(req): Json<GovernanceIn>,
+) -> ApiResult<axum::Json<GovernanceView>> {
+    put_governance_by(&state, &meta, &by, id, req)
+        .await
+        .map(axum::Json)
 }

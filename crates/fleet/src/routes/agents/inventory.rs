@@ -26,6 +26,27 @@ pub(crate) async fn inventory(
     Ok(axum::Json(latest_inventory(&state, p.tenant(), id).await?))
 }
 
+/// The service behind [`inventory_slice`], for the API and the dashboard alike.
+pub async fn inventory_slice_by(
+    state: &AppState,
+    by: &Viewer,
+    id: Uuid,
+    slice: String,
+) -> ApiResult<Value> {
+    let p = &by.0;
+    let key = SLICES
+        .iter()
+        .find(|(path, _)| *path == slice)
+        .map(|(_, k)| *k)
+        .ok_or(ApiError::NotFound("inventory slice"))?;
+    let inv = latest_inventory(state, p.tenant(), id).await?;
+    Ok(inv
+        .get(key)
+        .filter(|v| v.is_array())
+        .cloned()
+        .unwrap_or_else(|| json!([])))
+}
+
 /// One array of the latest inventory: `containers`, `systemd`, `packages`,
 /// `app-dependencies`, `users`, `sudo`, `ssh-keys`, `backups` or `listening` (empty when the
 /// snapshot has none).
@@ -34,21 +55,12 @@ pub(crate) async fn inventory(
     responses((status = 200, body = Vec<Object>), (status = 404, body = Problem)))]
 pub(crate) async fn inventory_slice(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path((id, slice)): Path<(Uuid, String)>,
 ) -> ApiResult<axum::Json<Value>> {
-    let key = SLICES
-        .iter()
-        .find(|(path, _)| *path == slice)
-        .map(|(_, k)| *k)
-        .ok_or(ApiError::NotFound("inventory slice"))?;
-    let inv = latest_inventory(&state, p.tenant(), id).await?;
-    Ok(axum::Json(
-        inv.get(key)
-            .filter(|v| v.is_array())
-            .cloned()
-            .unwrap_or_else(|| json!([])),
-    ))
+    inventory_slice_by(&state, &by, id, slice)
+        .await
+        .map(axum::Json)
 }
 
 /// The process list an agent last sent.
@@ -63,15 +75,10 @@ pub struct ProcessesView {
     pub processes: Vec<Value>,
 }
 
-/// The processes an agent last reported (empty before the first report).
-#[utoipa::path(get, path = "/agents/{id}/processes", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
-    responses((status = 200, body = ProcessesView), (status = 404, body = Problem)))]
-pub(crate) async fn processes(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Path(id): Path<Uuid>,
-) -> ApiResult<axum::Json<ProcessesView>> {
-    load(&state, p.tenant(), id).await?;
+/// The service behind [`processes`], for the API and the dashboard alike.
+pub async fn processes_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<ProcessesView> {
+    let p = &by.0;
+    load(state, p.tenant(), id).await?;
     let mut c = state.db.conn().await?;
     let view = match telemetry::processes(&mut c, p.tenant(), id).await? {
         Some((at, list)) => ProcessesView {
@@ -83,5 +90,16 @@ pub(crate) async fn processes(
             processes: Vec::new(),
         },
     };
-    Ok(axum::Json(view))
+    Ok(view)
+}
+
+/// The processes an agent last reported (empty before the first report).
+#[utoipa::path(get, path = "/agents/{id}/processes", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = ProcessesView), (status = 404, body = Problem)))]
+pub(crate) async fn processes(
+    State(state): State<AppState>,
+    by: Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<ProcessesView>> {
+    processes_by(&state, &by, id).await.map(axum::Json)
 }

@@ -139,15 +139,9 @@ pub(crate) async fn get_agent(
     )))
 }
 
-/// Remove an agent (admin) with everything it reported; its token stops working at once.
-#[utoipa::path(delete, path = "/agents/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
-    responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
-pub(crate) async fn delete_agent(
-    State(state): State<AppState>,
-    meta: Meta,
-    Admin(p): Admin,
-    Path(id): Path<Uuid>,
-) -> ApiResult<StatusCode> {
+/// The service behind [`delete_agent`], for the API and the dashboard alike.
+pub async fn delete_agent_by(state: &AppState, meta: &Meta, by: &Admin, id: Uuid) -> ApiResult<()> {
+    let p = &by.0;
     let mut tx = state.db.begin().await?;
     let Some(agent) = agents::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("agent"));
@@ -164,12 +158,26 @@ pub(crate) async fn delete_agent(
     .await?;
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::AGENT_DELETED,
         format!("agent:{id}"),
         json!({"hostname": agent.hostname, "client_certs_revoked": revoked}),
     )
     .await?;
     tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
+}
+
+/// Remove an agent (admin) with everything it reported; its token stops working at once.
+#[utoipa::path(delete, path = "/agents/{id}", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 204, description = "Removed"), (status = 404, body = Problem)))]
+pub(crate) async fn delete_agent(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<StatusCode> {
+    delete_agent_by(&state, &meta, &by, id)
+        .await
+        .map(|()| StatusCode::NO_CONTENT)
 }

@@ -11,17 +11,14 @@ pub struct RotatedToken {
     pub agent_token: String,
 }
 
-/// Rotate an agent's token (admin; 10 per hour per user; audit `agent_token_rotated`). The
-/// old token stops working at once; hand the new one to the host (or let the agent
-/// re-register with an enrollment token).
-#[utoipa::path(post, path = "/agents/{id}/rotate-token", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
-    responses((status = 200, body = RotatedToken), (status = 404, body = Problem), (status = 429, body = Problem)))]
-pub(crate) async fn rotate_token(
-    State(state): State<AppState>,
-    meta: Meta,
-    Admin(p): Admin,
-    Path(id): Path<Uuid>,
-) -> ApiResult<axum::Json<RotatedToken>> {
+/// The service behind [`rotate_token`], for the API and the dashboard alike.
+pub async fn rotate_token_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    id: Uuid,
+) -> ApiResult<RotatedToken> {
+    let p = &by.0;
     state
         .limiter
         .hit(
@@ -37,17 +34,33 @@ pub(crate) async fn rotate_token(
     }
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::AGENT_TOKEN_ROTATED,
         format!("agent:{id}"),
         json!({}),
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(RotatedToken {
+    Ok(RotatedToken {
         agent_id: id,
         agent_token: token,
-    }))
+    })
+}
+
+/// Rotate an agent's token (admin; 10 per hour per user; audit `agent_token_rotated`). The
+/// old token stops working at once; hand the new one to the host (or let the agent
+/// re-register with an enrollment token).
+#[utoipa::path(post, path = "/agents/{id}/rotate-token", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = RotatedToken), (status = 404, body = Problem), (status = 429, body = Problem)))]
+pub(crate) async fn rotate_token(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<RotatedToken>> {
+    rotate_token_by(&state, &meta, &by, id)
+        .await
+        .map(axum::Json)
 }
 
 /// Whether a key is pinned now.
@@ -59,16 +72,14 @@ pub struct SigningKeyState {
     pub signing_key_pinned: bool,
 }
 
-/// Clear an agent's pinned signing key (admin; 10 per hour per user; audit
-/// `agent_signing_key_cleared`) so that it can register with a new key.
-#[utoipa::path(post, path = "/agents/{id}/rotate-signing-key", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
-    responses((status = 200, body = SigningKeyState), (status = 404, body = Problem), (status = 429, body = Problem)))]
-pub(crate) async fn rotate_signing_key(
-    State(state): State<AppState>,
-    meta: Meta,
-    Admin(p): Admin,
-    Path(id): Path<Uuid>,
-) -> ApiResult<axum::Json<SigningKeyState>> {
+/// The service behind [`rotate_signing_key`], for the API and the dashboard alike.
+pub async fn rotate_signing_key_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    id: Uuid,
+) -> ApiResult<SigningKeyState> {
+    let p = &by.0;
     state
         .limiter
         .hit(
@@ -83,15 +94,30 @@ pub(crate) async fn rotate_signing_key(
     }
     meta.record(
         &mut tx,
-        &p,
+        p,
         ev::AGENT_SIGNING_KEY_CLEARED,
         format!("agent:{id}"),
         json!({}),
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(SigningKeyState {
+    Ok(SigningKeyState {
         agent_id: id,
         signing_key_pinned: false,
-    }))
+    })
+}
+
+/// Clear an agent's pinned signing key (admin; 10 per hour per user; audit
+/// `agent_signing_key_cleared`) so that it can register with a new key.
+#[utoipa::path(post, path = "/agents/{id}/rotate-signing-key", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    responses((status = 200, body = SigningKeyState), (status = 404, body = Problem), (status = 429, body = Problem)))]
+pub(crate) async fn rotate_signing_key(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<SigningKeyState>> {
+    rotate_signing_key_by(&state, &meta, &by, id)
+        .await
+        .map(axum::Json)
 }

@@ -1,6 +1,8 @@
 //! Model prices: the shipped dated table, the operator's file and the tenant's overrides.
 
 use super::*;
+use crate::auth::Admin;
+use crate::extract::Meta;
 
 /// The tenant's price table: the shipped defaults with its overrides on top.
 pub(crate) async fn price_table(
@@ -133,13 +135,10 @@ pub struct PriceView {
     pub source: String,
 }
 
-/// The prices in force for your tenant: the shipped table (dated) with your overrides.
-#[utoipa::path(get, path = "/ai/prices", tag = "ai", responses((status = 200, body = Vec<PriceView>)))]
-pub(crate) async fn list_prices(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-) -> ApiResult<axum::Json<Vec<PriceView>>> {
-    let table = price_table(&state, p.tenant()).await?;
+/// The service behind [`list_prices`], for the API and the dashboard alike.
+pub async fn list_prices_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<PriceView>> {
+    let p = &by.0;
+    let table = price_table(state, p.tenant()).await?;
     let defaults = ai::default_prices();
     let mut out: Vec<PriceView> = table
         .prices
@@ -171,7 +170,16 @@ pub(crate) async fn list_prices(
             .cmp(&b.model)
             .then(a.effective_from.cmp(&b.effective_from))
     });
-    Ok(axum::Json(out))
+    Ok(out)
+}
+
+/// The prices in force for your tenant: the shipped table (dated) with your overrides.
+#[utoipa::path(get, path = "/ai/prices", tag = "ai", responses((status = 200, body = Vec<PriceView>)))]
+pub(crate) async fn list_prices(
+    State(state): State<AppState>,
+    by: Viewer,
+) -> ApiResult<axum::Json<Vec<PriceView>>> {
+    list_prices_by(&state, &by).await.map(axum::Json)
 }
 
 /// Prices to add or replace.
@@ -183,16 +191,14 @@ pub struct PricesIn {
     pub prices: Vec<PriceView>,
 }
 
-/// Override prices (admin): costs are computed at query time, so past calls are re-priced
-/// by the table in force on their date.
-#[utoipa::path(put, path = "/ai/prices", tag = "ai", request_body = PricesIn,
-    responses((status = 200, body = Vec<PriceView>), (status = 422, body = Problem)))]
-pub(crate) async fn put_prices(
-    State(state): State<AppState>,
-    meta: crate::extract::Meta,
-    crate::auth::Admin(p): crate::auth::Admin,
-    Json(req): Json<PricesIn>,
-) -> ApiResult<axum::Json<Vec<PriceView>>> {
+/// The service behind [`put_prices`], for the API and the dashboard alike.
+pub async fn put_prices_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    req: PricesIn,
+) -> ApiResult<Vec<PriceView>> {
+    let p = &by.0;
     let errors = check_prices(&req.prices);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
@@ -218,12 +224,25 @@ pub(crate) async fn put_prices(
     let models: Vec<&str> = req.prices.iter().map(|x| x.model.as_str()).collect();
     meta.record(
         &mut tx,
-        &p,
+        p,
         trusthub_core::audit::AI_PRICES_CHANGED,
         "ai_prices".into(),
         serde_json::json!({"models": models}),
     )
     .await?;
     tx.commit().await?;
-    list_prices(State(state), Viewer(p)).await
+    list_prices_by(state, &Viewer(p.clone())).await
+}
+
+/// Override prices (admin): costs are computed at query time, so past calls are re-priced
+/// by the table in force on their date.
+#[utoipa::path(put, path = "/ai/prices", tag = "ai", request_body = PricesIn,
+    responses((status = 200, body = Vec<PriceView>), (status = 422, body = Problem)))]
+pub(crate) async fn put_prices(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    Json(req): Json<PricesIn>,
+) -> ApiResult<axum::Json<Vec<PriceView>>> {
+    put_prices_by(&state, &meta, &by, req).await.map(axum::Json)
 }

@@ -1,6 +1,7 @@
 //! Per-team views of LLM calls: costs, latency, refusals, the monthly CSV.
 
 use super::*;
+use crate::extract::Path;
 
 /// A team's figures over a period.
 #[derive(Debug, Serialize, ToSchema)]
@@ -127,15 +128,9 @@ pub(super) fn parse_time(field: &str, v: Option<&str>) -> ApiResult<Option<Offse
     .transpose()
 }
 
-/// Per team over `[from, to)` (by trace start): cost (priced calls; unpriced ones counted
-/// apart), p95 latency (nearest rank), top 3 models, refusal rate, trace count.
-#[utoipa::path(get, path = "/ai/teams", tag = "ai", params(TeamsQuery),
-    responses((status = 200, body = Vec<TeamView>), (status = 422, body = Problem)))]
-pub(crate) async fn teams(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    Query(q): Query<TeamsQuery>,
-) -> ApiResult<axum::Json<Vec<TeamView>>> {
+/// The service behind [`teams`], for the API and the dashboard alike.
+pub async fn teams_by(state: &AppState, by: &Viewer, q: TeamsQuery) -> ApiResult<Vec<TeamView>> {
+    let p = &by.0;
     let (from, to) = q.period()?;
     let by_p95 = match q.sort.as_deref().unwrap_or("cost") {
         "cost" => false,
@@ -145,7 +140,7 @@ pub(crate) async fn teams(
     let mut c = state.db.conn().await?;
     let calls = store::calls_between(&mut c, p.tenant(), from, to).await?;
     let traces = store::trace_starts(&mut c, p.tenant(), from, to).await?;
-    let prices = price_table(&state, p.tenant()).await?;
+    let prices = price_table(state, p.tenant()).await?;
     let mut list = summarize(&calls, &traces, &prices);
     if by_p95 {
         list.sort_by(|a, b| {
@@ -160,7 +155,19 @@ pub(crate) async fn teams(
                 .then(a.team.cmp(&b.team))
         });
     }
-    Ok(axum::Json(list))
+    Ok(list)
+}
+
+/// Per team over `[from, to)` (by trace start): cost (priced calls; unpriced ones counted
+/// apart), p95 latency (nearest rank), top 3 models, refusal rate, trace count.
+#[utoipa::path(get, path = "/ai/teams", tag = "ai", params(TeamsQuery),
+    responses((status = 200, body = Vec<TeamView>), (status = 422, body = Problem)))]
+pub(crate) async fn teams(
+    State(state): State<AppState>,
+    by: Viewer,
+    Query(q): Query<TeamsQuery>,
+) -> ApiResult<axum::Json<Vec<TeamView>>> {
+    teams_by(&state, &by, q).await.map(axum::Json)
 }
 
 /// The month of the export.
@@ -256,15 +263,14 @@ pub struct TeamDetail {
     pub daily: Vec<TeamDay>,
 }
 
-/// One team over `[from, to)` with a daily series (same figures as `/ai/teams`).
-#[utoipa::path(get, path = "/ai/teams/{team}", tag = "ai", params(("team" = String, Path, description = "Team"), TeamsQuery),
-    responses((status = 200, body = TeamDetail), (status = 404, body = Problem)))]
-pub(crate) async fn team(
-    State(state): State<AppState>,
-    Viewer(p): Viewer,
-    crate::extract::Path(name): crate::extract::Path<String>,
-    Query(q): Query<TeamsQuery>,
-) -> ApiResult<axum::Json<TeamDetail>> {
+/// The service behind [`team`], for the API and the dashboard alike.
+pub async fn team_by(
+    state: &AppState,
+    by: &Viewer,
+    name: String,
+    q: TeamsQuery,
+) -> ApiResult<TeamDetail> {
+    let p = &by.0;
     let (from, to) = q.period()?;
     let mut c = state.db.conn().await?;
     let calls: Vec<store::CallRow> = store::calls_between(&mut c, p.tenant(), from, to)
@@ -273,7 +279,7 @@ pub(crate) async fn team(
         .filter(|k| k.team == name)
         .collect();
     let traces = store::trace_starts(&mut c, p.tenant(), from, to).await?;
-    let prices = price_table(&state, p.tenant()).await?;
+    let prices = price_table(state, p.tenant()).await?;
     let Some(total) = summarize(&calls, &traces, &prices)
         .into_iter()
         .find(|t| t.team == name)
@@ -298,5 +304,17 @@ pub(crate) async fn team(
             })
         })
         .collect();
-    Ok(axum::Json(TeamDetail { total, daily }))
+    Ok(TeamDetail { total, daily })
+}
+
+/// One team over `[from, to)` with a daily series (same figures as `/ai/teams`).
+#[utoipa::path(get, path = "/ai/teams/{team}", tag = "ai", params(("team" = String, Path, description = "Team"), TeamsQuery),
+    responses((status = 200, body = TeamDetail), (status = 404, body = Problem)))]
+pub(crate) async fn team(
+    State(state): State<AppState>,
+    by: Viewer,
+    Path(name): Path<String>,
+    Query(q): Query<TeamsQuery>,
+) -> ApiResult<axum::Json<TeamDetail>> {
+    team_by(&state, &by, name, q).await.map(axum::Json)
 }
