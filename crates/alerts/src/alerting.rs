@@ -112,11 +112,6 @@ impl From<Alert> for AlertView {
     }
 }
 
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
 /// The SPEC 6.1 body: `{event, alert {id, severity, category, title, agent {id, hostname,
 /// tags}, ...}, tenant_id, timestamp}`.
 pub fn event_body(event: &str, alert: &AlertView, tenant: TenantId, now: OffsetDateTime) -> String {
@@ -124,7 +119,7 @@ pub fn event_body(event: &str, alert: &AlertView, tenant: TenantId, now: OffsetD
         "event": event,
         "alert": alert,
         "tenant_id": tenant.0,
-        "timestamp": rfc3339(now),
+        "timestamp": trusthub_platform::state::rfc3339(now),
     })
     .to_string()
 }

@@ -9,14 +9,13 @@
 //! commit together.
 
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::state::{AppState, rfc3339};
 use crate::store::evidence::{self as store, Digests, Pack, Scope};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use trusthub_core::ai::{Cost, PriceTable, Usage};
 use trusthub_core::evidence::{self as ev, BlobRef, Manifest, Section, SpanLine, TraceLine};
 use trusthub_core::secret::hex;
@@ -66,11 +65,6 @@ pub fn pack_path(state: &AppState, tenant: TenantId, id: i64) -> PathBuf {
         .evidence_dir()
         .join(tenant.0.to_string())
         .join(format!("pack-{id}.tar.gz"))
-}
-
-/// RFC 3339 of a stored (whole-second, UTC) time.
-pub fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&Rfc3339).unwrap_or_default()
 }
 
 /// A file being written, hashed and counted at once.

@@ -52,7 +52,7 @@ async fn page(
     flash: Flash,
     status: StatusCode,
 ) -> Response {
-    let admin = match Admin::of(&user.principal) {
+    let admin = match user.act(Admin::of, None) {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
@@ -138,10 +138,7 @@ pub async fn update(
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
-    let admin = match user
-        .check_csrf(&form.get("csrf"))
-        .and_then(|()| Admin::of(&user.principal))
-    {
+    let admin = match user.act(Admin::of, Some(&form.get("csrf"))) {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
@@ -167,10 +164,7 @@ pub async fn delete(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    let admin = match user
-        .check_csrf(&f.csrf)
-        .and_then(|()| Admin::of(&user.principal))
-    {
+    let admin = match user.act(Admin::of, Some(&f.csrf)) {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
@@ -187,10 +181,7 @@ pub async fn test(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    let admin = match user
-        .check_csrf(&f.csrf)
-        .and_then(|()| Admin::of(&user.principal))
-    {
+    let admin = match user.act(Admin::of, Some(&f.csrf)) {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
@@ -212,10 +203,7 @@ pub async fn redeliver(
     axum::extract::Path((id, delivery)): axum::extract::Path<(Uuid, Uuid)>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    let admin = match user
-        .check_csrf(&f.csrf)
-        .and_then(|()| Admin::of(&user.principal))
-    {
+    let admin = match user.act(Admin::of, Some(&f.csrf)) {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };

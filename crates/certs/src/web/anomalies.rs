@@ -2,7 +2,7 @@
 //! for operators — through the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, html};
-use super::{CsrfForm, UserBar, ago, allowed};
+use super::{CsrfForm, UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::Meta;
@@ -120,14 +120,12 @@ pub async fn resolve(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let by = match user.act(Operator::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     match super::outcome(
-        match Operator::of(&user.principal) {
-            Ok(by) => api::resolve_by(&state, &meta, &by, id).await,
-            Err(e) => Err(e),
-        },
+        api::resolve_by(&state, &meta, &by, id).await,
         "Resolved; its alert is resolved too.",
         StatusCode::OK,
     ) {

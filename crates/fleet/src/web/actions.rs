@@ -67,11 +67,7 @@ struct ActionLive {
 }
 
 async fn load(state: &AppState, user: &WebUser, jti: String) -> ApiResult<ActionFacts> {
-    let a = async {
-        let by = Viewer::of(&user.principal)?;
-        api::get_action_by(state, &by, jti).await
-    }
-    .await?;
+    let a = api::get_action_by(state, &Viewer::of(&user.principal)?, jti).await?;
     Ok(a.into())
 }
 
@@ -154,25 +150,17 @@ pub async fn transparency(
 ) -> Response {
     let built: ApiResult<TransparencyPage> = async {
         let p = &user.principal;
-        let head = async {
-            let by = Viewer::of(p)?;
-            api::transparency_head_by(&state, &by).await
-        }
-        .await?;
+        let head = api::transparency_head_by(&state, &Viewer::of(p)?).await?;
         let upto = q.before.map_or(head.seq, |b| b.min(head.seq)).max(0);
         let from = (upto - PAGE).max(0);
-        let list = async {
-            let by = Viewer::of(p)?;
-            api::transparency_log_by(
-                &state,
-                &by,
-                LogQuery {
-                    since_seq: Some(from),
-                    limit: Some(PAGE.max(1)),
-                },
-            )
-            .await
-        }
+        let list = api::transparency_log_by(
+            &state,
+            &Viewer::of(p)?,
+            LogQuery {
+                since_seq: Some(from),
+                limit: Some(PAGE.max(1)),
+            },
+        )
         .await?;
         let mut entries: Vec<EntryRow> = list
             .into_iter()

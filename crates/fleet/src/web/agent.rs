@@ -3,7 +3,7 @@
 //! Data and changes come from the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
-use super::{CsrfForm, UserBar, ago, allowed};
+use super::{CsrfForm, UserBar, ago};
 use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -161,10 +161,12 @@ pub async fn inventory(
             .map(|(_, n)| *n)
             .ok_or(ApiError::NotFound("inventory slice"))?;
         let host = hostname(&state, &user, id).await?;
-        let v = async {
-            let by = Viewer::of(&user.principal)?;
-            api::inventory::inventory_slice_by(&state, &by, id, slice.clone()).await
-        }
+        let v = api::inventory::inventory_slice_by(
+            &state,
+            &Viewer::of(&user.principal)?,
+            id,
+            slice.clone(),
+        )
         .await?;
         let items = v.as_array().cloned().unwrap_or_default();
         Ok(DataPage {
@@ -195,11 +197,7 @@ pub async fn processes(
 ) -> Response {
     let built: ApiResult<DataPage> = async {
         let host = hostname(&state, &user, id).await?;
-        let v = async {
-            let by = Viewer::of(&user.principal)?;
-            api::inventory::processes_by(&state, &by, id).await
-        }
-        .await?;
+        let v = api::inventory::processes_by(&state, &Viewer::of(&user.principal)?, id).await?;
         Ok(DataPage {
             assets: &ASSETS,
             user: Some(UserBar::from(&user)),
@@ -267,16 +265,8 @@ async fn admin_page(
                 .await?
                 .ok_or(ApiError::NotFound("agent"))?
         };
-        let g = async {
-            let by = Viewer::of(p)?;
-            api::governance::get_governance_by(state, &by, id).await
-        }
-        .await?;
-        let certs = async {
-            let by = Viewer::of(p)?;
-            api::certs::client_certs_of_by(state, &by, id).await
-        }
-        .await?;
+        let g = api::governance::get_governance_by(state, &Viewer::of(p)?, id).await?;
+        let certs = api::certs::client_certs_of_by(state, &Viewer::of(p)?, id).await?;
         let now = now();
         Ok(AdminPage {
             assets: &ASSETS,
@@ -359,9 +349,10 @@ pub async fn governance(
         Err(e) => return e.into_response(),
     };
     let field = |name: &str| form.get(name);
-    if let Err(e) = allowed(&user, Role::Admin, Some(&field("csrf"))) {
-        return e.into_response();
-    }
+    let by = match user.act(Admin::of, Some(&field("csrf"))) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     let mut errors = Vec::new();
     let mut number = |name: &str| match field(name).parse::<i64>() {
         Ok(n) => n,
@@ -392,11 +383,7 @@ pub async fn governance(
         effective_actions: None,
     };
     match super::outcome(
-        async {
-            let by = Admin::of(&user.principal)?;
-            api::governance::put_governance_by(&state, &meta, &by, id, req).await
-        }
-        .await,
+        api::governance::put_governance_by(&state, &meta, &by, id, req).await,
         "Saved; the agent picks it up at its next heartbeat.",
         StatusCode::OK,
     ) {
@@ -414,15 +401,11 @@ pub async fn rotate_token(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match async {
-        let by = Admin::of(&user.principal)?;
-        api::rotation::rotate_token_by(&state, &meta, &by, id).await
-    }
-    .await
-    {
+    let by = match user.act(Admin::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match api::rotation::rotate_token_by(&state, &meta, &by, id).await {
         Ok(t) => {
             admin_page(
                 &state,
@@ -450,15 +433,11 @@ pub async fn rotate_signing_key(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match async {
-        let by = Admin::of(&user.principal)?;
-        api::rotation::rotate_signing_key_by(&state, &meta, &by, id).await
-    }
-    .await
-    {
+    let by = match user.act(Admin::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match api::rotation::rotate_signing_key_by(&state, &meta, &by, id).await {
         Ok(_) => {
             admin_page(
                 &state,
@@ -484,15 +463,11 @@ pub async fn delete(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match async {
-        let by = Admin::of(&user.principal)?;
-        api::records::delete_agent_by(&state, &meta, &by, id).await
-    }
-    .await
-    {
+    let by = match user.act(Admin::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match api::records::delete_agent_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/agents").into_response(),
         Err(e) => refused(&state, &user, id, e).await,
     }
@@ -535,22 +510,19 @@ pub async fn revoke_cert(
     axum::extract::Path((id, serial)): axum::extract::Path<(Uuid, String)>,
     axum::Form(f): axum::Form<RevokeForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let by = match user.act(Admin::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     match super::outcome(
-        async {
-            let by = Admin::of(&user.principal)?;
-            api::certs::revoke_client_cert_by(
-                &state,
-                &meta,
-                &by,
-                id,
-                serial,
-                api::certs::RevokeRequest { reason: f.reason },
-            )
-            .await
-        }
+        api::certs::revoke_client_cert_by(
+            &state,
+            &meta,
+            &by,
+            id,
+            serial,
+            api::certs::RevokeRequest { reason: f.reason },
+        )
         .await,
         "Revoked: the certificate is in the CRL from now on.",
         StatusCode::OK,

@@ -68,6 +68,19 @@ pub struct WebUser {
 }
 
 impl WebUser {
+    /// The form's CSRF token checked (when given), then this user as the typed role a
+    /// service takes (`user.act(Admin::of, Some(&form.csrf))`).
+    pub fn act<R>(
+        &self,
+        of: fn(&Principal) -> Result<R, ApiError>,
+        csrf: Option<&str>,
+    ) -> Result<R, ApiError> {
+        if let Some(csrf) = csrf {
+            self.check_csrf(csrf)?;
+        }
+        of(&self.principal)
+    }
+
     /// Refuses a form whose CSRF token is not this session's.
     pub fn check_csrf(&self, sent: &str) -> Result<(), ApiError> {
         if sent.len() == self.csrf.len()

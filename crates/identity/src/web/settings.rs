@@ -72,11 +72,7 @@ async fn page_with(
             .await?
             .ok_or(ApiError::NotFound("user"))?;
         drop(c);
-        let listed = async {
-            let by = Viewer::of(p)?;
-            api_tokens::list_by(state, &by).await
-        }
-        .await?;
+        let listed = api_tokens::list_by(state, &Viewer::of(p)?).await?;
         let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
             let mut c = state.db.conn().await?;
             crate::store::users::list(&mut c, p.tenant())
@@ -374,15 +370,11 @@ pub async fn delete_token(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<super::CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match async {
-        let by = Viewer::of(&user.principal)?;
-        api_tokens::delete_by(&state, &meta, &by, id).await
-    }
-    .await
-    {
+    let by = match user.act(Viewer::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match api_tokens::delete_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/settings").into_response(),
         Err(e) => refused(&state, &user, e).await,
     }

@@ -61,16 +61,8 @@ async fn page(
     }
     let built: ApiResult<UsersPage> = async {
         let p = &user.principal;
-        let list = async {
-            let by = Owner::of(p)?;
-            users::list_by(state, &by).await
-        }
-        .await?;
-        let pending = async {
-            let by = Owner::of(p)?;
-            invitations::list_by(state, &by).await
-        }
-        .await?;
+        let list = users::list_by(state, &Owner::of(p)?).await?;
+        let pending = invitations::list_by(state, &Owner::of(p)?).await?;
         Ok(UsersPage {
             assets: &ASSETS,
             user: Some(UserBar::from(user)),
@@ -135,16 +127,12 @@ pub async fn change_role(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<RoleForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let by = match user.act(Owner::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     let req = users::RoleChange { role: f.role };
-    match async {
-        let by = Owner::of(&user.principal)?;
-        users::change_role_by(&state, &meta, &by, id, req).await
-    }
-    .await
-    {
+    match users::change_role_by(&state, &meta, &by, id, req).await {
         Ok(u) => {
             page(
                 &state,
@@ -167,15 +155,11 @@ pub async fn remove(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match async {
-        let by = Owner::of(&user.principal)?;
-        users::remove_by(&state, &meta, &by, id).await
-    }
-    .await
-    {
+    let by = match user.act(Owner::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match users::remove_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/users").into_response(),
         Err(e) => refused(&state, &user, e).await,
     }
@@ -198,19 +182,15 @@ pub async fn invite(
     user: WebUser,
     axum::Form(f): axum::Form<InviteForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let by = match user.act(Owner::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     let req = invitations::NewInvitation {
         email: f.email,
         role: f.role,
     };
-    match async {
-        let by = Owner::of(&user.principal)?;
-        invitations::create_by(&state, &meta, &by, req).await
-    }
-    .await
-    {
+    match invitations::create_by(&state, &meta, &by, req).await {
         Ok(i) => {
             let link = format!("{}/invite?token={}", state.public_url, i.token);
             page(
@@ -239,15 +219,11 @@ pub async fn revoke_invite(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    match async {
-        let by = Owner::of(&user.principal)?;
-        invitations::revoke_by(&state, &meta, &by, id).await
-    }
-    .await
-    {
+    let by = match user.act(Owner::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    match invitations::revoke_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/users").into_response(),
         Err(e) => refused(&state, &user, e).await,
     }

@@ -3,7 +3,7 @@
 
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::evidence::{self, Built, rfc3339};
+use crate::evidence::{self, Built};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 use crate::state::AppState;
@@ -14,6 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use trusthub_platform::state::rfc3339;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;

@@ -2,8 +2,8 @@
 //! CSV (the API's own export, which the session may fetch), and the price table (admins
 //! add overrides). Figures come from the API's own handlers.
 
+use super::UserBar;
 use super::{ASSETS, Assets, Flash, WebUser, chart, form_error, html};
-use super::{UserBar, allowed};
 use crate::auth::{Admin, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -129,15 +129,11 @@ pub async fn teams(
     let by_p95 = f.sort.as_deref() == Some("p95");
     let days = period(f.days);
     let built: ApiResult<TeamsPage> = async {
-        let list = async {
-            let by = Viewer::of(&user.principal)?;
-            api::teams_by(
-                &state,
-                &by,
-                query(days, Some(if by_p95 { "p95" } else { "cost" }.into())),
-            )
-            .await
-        }
+        let list = api::teams_by(
+            &state,
+            &Viewer::of(&user.principal)?,
+            query(days, Some(if by_p95 { "p95" } else { "cost" }.into())),
+        )
         .await?;
         let today = now().date();
         Ok(TeamsPage {
@@ -185,11 +181,7 @@ pub async fn team(
         let q = query(days, None);
         let to_ms = trusthub_fleet::store::telemetry::unix_ms(now());
         let from_ms = to_ms - days * 86_400_000;
-        let detail = async {
-            let by = Viewer::of(&user.principal)?;
-            api::team_by(&state, &by, name, q).await
-        }
-        .await?;
+        let detail = api::team_by(&state, &Viewer::of(&user.principal)?, name, q).await?;
         let mut cost = Vec::new();
         let mut p95 = Vec::new();
         let mut daily = Vec::new();
@@ -327,9 +319,10 @@ pub async fn set_price(
     user: WebUser,
     axum::Form(f): axum::Form<PriceForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let by = match user.act(Admin::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     let mut errors = Vec::new();
     let mut amount = |name: &str, v: &str| -> u64 {
         match v.trim() {
@@ -358,18 +351,14 @@ pub async fn set_price(
         source: String::new(),
     };
     let result = if errors.is_empty() {
-        async {
-            let by = Admin::of(&user.principal)?;
-            api::put_prices_by(
-                &state,
-                &meta,
-                &by,
-                PricesIn {
-                    prices: vec![price],
-                },
-            )
-            .await
-        }
+        api::put_prices_by(
+            &state,
+            &meta,
+            &by,
+            PricesIn {
+                prices: vec![price],
+            },
+        )
         .await
         .map(|_| ())
     } else {

@@ -1,7 +1,7 @@
 //! One alert rule: its settings, edited in place (operator) through the API's own handler.
 
+use super::UserBar;
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
-use super::{UserBar, allowed};
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -111,9 +111,10 @@ pub async fn update(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<EditForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    let by = match user.act(Operator::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
     let refused = |e: ApiError| async {
         match form_error(e) {
             Ok((status, m)) => page(&state, &user, id, Flash::error(m), status).await,
@@ -136,10 +137,6 @@ pub async fn update(
             Vec::new()
         }),
         webhook_url: None,
-    };
-    let by = match Operator::of(&user.principal) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
     };
     match api::update_rule_by(&state, &meta, &by, id, patch).await {
         Ok(_) => page(&state, &user, id, Flash::notice("Saved."), StatusCode::OK).await,

@@ -290,14 +290,11 @@ pub async fn remove(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let result = async {
-        let by = crate::auth::Operator::of(&user.principal)?;
-        api::delete_slo_by(&state, &meta, &by, id).await
-    }
-    .await;
+    let by = match user.act(crate::auth::Operator::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    let result = api::delete_slo_by(&state, &meta, &by, id).await;
     after(&state, &user, id, result, "The SLO is removed.").await
 }
 
@@ -368,14 +365,11 @@ pub async fn unplan(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<WindowDelete>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let result = async {
-        let by = crate::auth::Operator::of(&user.principal)?;
-        api::delete_maintenance_by(&state, &meta, &by, id).await
-    }
-    .await;
+    let by = match user.act(crate::auth::Operator::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    let result = api::delete_maintenance_by(&state, &meta, &by, id).await;
     after(&state, &user, f.app, result, "Deleted.").await
 }
 /// Each SLO of `tenant` as of its last evaluation, as the apps page lists them (the apps

@@ -69,11 +69,7 @@ async fn page(
     status: StatusCode,
 ) -> Response {
     let built: ApiResult<Page> = async {
-        let list = async {
-            let by = Viewer::of(&user.principal)?;
-            api::list_by(state, &by).await
-        }
-        .await?;
+        let list = api::list_by(state, &Viewer::of(&user.principal)?).await?;
         let now = now();
         Ok(Page {
             assets: &ASSETS,

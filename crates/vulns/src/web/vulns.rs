@@ -3,7 +3,7 @@
 //! the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, html};
-use super::{CsrfForm, UserBar, ago, allowed};
+use super::{CsrfForm, UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::Meta;
@@ -145,22 +145,18 @@ async fn page(
                 crate::error::ApiError::BadRequest("agent_id is not an agent id".into())
             })?),
         };
-        let found = async {
-            let by = Viewer::of(p)?;
-            api::findings_by(
-                state,
-                &by,
-                FindingsQuery {
-                    severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
-                    status: Some(f.status.clone()).filter(|s| !s.is_empty()),
-                    agent_id,
-                    package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
-                    limit: Some(500),
-                    ..Default::default()
-                },
-            )
-            .await
-        }
+        let found = api::findings_by(
+            state,
+            &Viewer::of(p)?,
+            FindingsQuery {
+                severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
+                status: Some(f.status.clone()).filter(|s| !s.is_empty()),
+                agent_id,
+                package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
+                limit: Some(500),
+                ..Default::default()
+            },
+        )
         .await?;
         let now = now();
         Ok(Page {
@@ -234,14 +230,11 @@ pub async fn acknowledge(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<AckForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let result = async {
-        let by = Operator::of(&user.principal)?;
-        api::acknowledge_by(&state, &meta, &by, id, AckRequest { reason: f.reason }).await
-    }
-    .await;
+    let by = match user.act(Operator::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    let result = api::acknowledge_by(&state, &meta, &by, id, AckRequest { reason: f.reason }).await;
     respond(
         &state,
         &user,
@@ -259,14 +252,11 @@ pub async fn unacknowledge(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
-    let result = async {
-        let by = Operator::of(&user.principal)?;
-        api::unacknowledge_by(&state, &meta, &by, id).await
-    }
-    .await;
+    let by = match user.act(Operator::of, Some(&f.csrf)) {
+        Ok(by) => by,
+        Err(e) => return e.into_response(),
+    };
+    let result = api::unacknowledge_by(&state, &meta, &by, id).await;
     respond(&state, &user, result, "Open again.").await
 }
 
@@ -390,26 +380,18 @@ pub async fn host(
                 .ok_or(crate::error::ApiError::NotFound("agent"))?
                 .hostname
         };
-        let coverage = async {
-            let by = Viewer::of(p)?;
-            api::coverage_by(&state, &by).await
-        }
-        .await?;
+        let coverage = api::coverage_by(&state, &Viewer::of(p)?).await?;
         let cov = coverage.into_iter().find(|c| c.agent_id == id);
-        let found = async {
-            let by = Viewer::of(p)?;
-            api::findings_by(
-                &state,
-                &by,
-                FindingsQuery {
-                    agent_id: Some(id),
-                    status: Some("unfixed".into()),
-                    limit: Some(500),
-                    ..Default::default()
-                },
-            )
-            .await
-        }
+        let found = api::findings_by(
+            &state,
+            &Viewer::of(p)?,
+            FindingsQuery {
+                agent_id: Some(id),
+                status: Some("unfixed".into()),
+                limit: Some(500),
+                ..Default::default()
+            },
+        )
         .await?;
         let now = now();
         let mut counts = (0, 0, 0, 0);

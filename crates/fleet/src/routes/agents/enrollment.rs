@@ -83,7 +83,7 @@ pub(crate) async fn new_enrollment_token(
         p,
         ev::ENROLLMENT_TOKEN_CREATED,
         format!("enrollment_token:{id}"),
-        json!({"tags": tags, "expires_at": rfc3339(&expires_at)}),
+        json!({"tags": tags, "expires_at": trusthub_platform::state::rfc3339(expires_at)}),
     )
     .await?;
     tx.commit().await?;

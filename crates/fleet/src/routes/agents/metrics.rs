@@ -112,7 +112,7 @@ pub(crate) async fn metrics(
             .map(|(ts, v)| {
                 let t = OffsetDateTime::from_unix_timestamp_nanos(i128::from(ts) * 1_000_000)
                     .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-                (rfc3339(&t), v)
+                (trusthub_platform::state::rfc3339(t), v)
             })
             .collect();
         out.push(SeriesView {

@@ -93,11 +93,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(revoke_client_cert))
 }
 
-pub(super) fn rfc3339(t: &OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
