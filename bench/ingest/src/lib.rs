@@ -49,7 +49,7 @@ pub async fn owner_tenant(
 ) -> Result<trusthub_store::TenantId, Box<dyn std::error::Error>> {
     let mut c = db.conn().await?;
     Ok(
-        trusthub_identity::store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+        trusthub_identity::raw::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
             .await?
             .ok_or("no owner")?
             .tenant_id,
@@ -63,10 +63,10 @@ pub async fn insert_host(
     h: usize,
     now: time::OffsetDateTime,
 ) -> Result<uuid::Uuid, trusthub_store::StoreError> {
-    trusthub_fleet::store::agents::insert(
+    trusthub_fleet::raw::insert_agent(
         tx,
         tenant,
-        &trusthub_fleet::store::agents::Registration {
+        &trusthub_fleet::raw::Registration {
             machine_id: &format!("m{h}"),
             hostname: &format!("host-{h}"),
             os: "Debian GNU/Linux 12",

@@ -401,7 +401,7 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
         .replace_nanosecond(0)
         .map_err(|e| e.to_string())?;
     let mut tx = db.begin().await.map_err(|e| e.to_string())?;
-    let tenant = trusthub_identity::store::tenants::insert(
+    let tenant = trusthub_identity::raw::tenants::insert(
         &mut tx,
         &format!("bench-{}", uuid::Uuid::new_v4().simple()),
         now,
@@ -411,7 +411,7 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
     let mut agent_ids = Vec::new();
     for i in 0..args.agents {
         let tags: Vec<String> = Vec::new();
-        let reg = trusthub_fleet::store::agents::Registration {
+        let reg = trusthub_fleet::raw::Registration {
             machine_id: &format!("raw-{i}"),
             hostname: "raw",
             os: "raw",
@@ -421,7 +421,7 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
             tags: &tags,
         };
         agent_ids.push(
-            trusthub_fleet::store::agents::insert(
+            trusthub_fleet::raw::insert_agent(
                 &mut tx,
                 tenant.tenant_id(),
                 &reg,
@@ -435,7 +435,7 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
     }
     tx.commit().await.map_err(|e| e.to_string())?;
     let agent_ids = Arc::new(agent_ids);
-    let cache = Arc::new(trusthub_fleet::store::telemetry::SeriesCache::default());
+    let cache = Arc::new(trusthub_fleet::raw::SeriesCache::default());
     let deadline = Instant::now() + Duration::from_secs(args.duration_secs);
     let seq = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -458,10 +458,8 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
                 let batch = samples(n, points_of, shape);
                 let ok = async {
                     let mut tx = db.begin().await?;
-                    let done = trusthub_fleet::store::telemetry::insert_samples(
-                        &mut tx, agent, &batch, &cache,
-                    )
-                    .await?;
+                    let done =
+                        trusthub_fleet::raw::insert_samples(&mut tx, agent, &batch, &cache).await?;
                     tx.commit().await?;
                     cache.learn(agent, done.learned);
                     Ok::<_, trusthub_store::StoreError>(())

@@ -942,7 +942,9 @@ mod tests {
         assert!(d.ppid > 0);
         // And the hub's matching finds both by those names.
         let list = processes_json(&[d, j]);
-        let m = trusthub_core::apps::observed_map(&[], &[], list.as_array().expect("list"));
+        let list: Vec<trusthub_core::inventory::Process> =
+            serde_json::from_value(list).expect("typed processes");
+        let m = trusthub_core::apps::observed_map(&[], &[], &list);
         use trusthub_core::apps::{AppKind, observe};
         use trusthub_core::liveness::Observed;
         assert_eq!(

@@ -8,6 +8,11 @@
 //!   through it);
 //! - [`alerting::ResolveHooks`]: a typed event for what another capability does when a user
 //!   resolves an alert;
+//! - [`NewAlert`], [`Alert`], [`open_by_fingerprint`], [`open_of_rule`], [`open_counts`]:
+//!   what raisers read and write alongside the notifier; [`outbox`]: an alert rule's own
+//!   `webhook_url` deliveries; [`raw`]: the tables below the services, for tests;
+//! - [`host_changed`], [`host_removed`]: the fleet tells it a host's name and tags (what
+//!   alerts show and webhooks route by), in the fleet's own transaction;
 //! - [`api`], [`web::pages`], [`deliver::deliverer`]: routes, pages and the deliverer the
 //!   composition root mounts and starts.
 
@@ -15,7 +20,7 @@ pub mod alerting;
 pub mod deliver;
 pub mod routes;
 pub mod service;
-pub mod store;
+mod store;
 pub mod web;
 
 use trusthub_identity::auth;
@@ -29,4 +34,42 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::alerts::router())
         .merge(routes::webhooks::router())
+}
+
+/// A host was registered, renamed or re-tagged (the fleet's event, in its transaction).
+pub async fn host_changed(
+    ex: &mut impl trusthub_store::Exec,
+    tenant: trusthub_store::TenantId,
+    agent: uuid::Uuid,
+    hostname: &str,
+    tags: &[String],
+) -> trusthub_store::StoreResult<()> {
+    store::hosts::upsert(ex, tenant, agent, hostname, tags).await
+}
+
+/// A host was deleted (the fleet's event, in its transaction).
+pub async fn host_removed(
+    ex: &mut impl trusthub_store::Exec,
+    tenant: trusthub_store::TenantId,
+    agent: uuid::Uuid,
+) -> trusthub_store::StoreResult<()> {
+    store::hosts::remove(ex, tenant, agent).await
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("alerts", api, web::pages)
+        .task(|state| Box::pin(deliver::deliverer(state)))
+}
+
+pub use store::alerts::{Alert, NewAlert, open_by_fingerprint, open_counts, open_of_rule};
+
+/// The delivery outbox, for an alert rule's own `webhook_url`.
+pub mod outbox {
+    pub use crate::store::webhooks::{NewDelivery, enqueue, status};
+}
+
+/// The webhook table below the services (tests read what is stored at rest).
+pub mod raw {
+    pub use crate::store::webhooks::list as webhooks;
 }

@@ -12,7 +12,7 @@
 pub mod ca;
 pub mod check;
 pub mod routes;
-pub mod store;
+mod store;
 pub mod web;
 
 pub use routes::anomalies::AgentRef;
@@ -42,3 +42,15 @@ pub type NamesResult = trusthub_store::StoreResult<std::collections::HashMap<uui
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().merge(routes::anomalies::router())
 }
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("certificates", api, web::pages)
+}
+
+/// Client-certificate rows: issued, rotated, revoked, listed (the fleet's agent certificate
+/// routes and the CRL use them).
+pub use store::client_certs;
+
+/// Open integrity anomalies of a tenant (the overview).
+pub use store::anomalies::open_count as open_anomalies;

@@ -875,14 +875,14 @@ async fn transparency_verify_checks_the_chain_and_signature_online_and_offline()
     .expect("db");
     let mut c = db.conn().await.expect("conn");
     let owner =
-        trusthub_identity::store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+        trusthub_identity::raw::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
             .await
             .expect("q")
             .expect("owner");
     drop(c);
     let mut tx = db.begin().await.expect("tx");
     for i in 0..3 {
-        trusthub_fleet::store::actions::append_log(
+        trusthub_fleet::append_log(
             &mut tx,
             owner.tenant_id,
             "restart_app_result",

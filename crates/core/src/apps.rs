@@ -5,8 +5,8 @@
 //! reduces them once, at ingest, to an [`ObservedMap`] of `kind:identifier -> running|stopped`
 //! so that a liveness tick over many apps is a map lookup per app.
 
+use crate::inventory::{Container, Process, SystemdUnit};
 use crate::liveness::Observed;
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The kinds of tracked app (wire values of `app_type`, and `type: http`).
@@ -217,22 +217,25 @@ pub fn is_interpreter(program: &str) -> bool {
 /// when any of its containers runs. A process is listed by its binary (`exe`, without the
 /// ` (deleted)` of a binary replaced by an upgrade, else the absolute `argv[0]`), by the
 /// names in `paths`, and, for scripts, by the absolute path an interpreter runs.
-pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]) -> ObservedMap {
+pub fn observed_map(
+    systemd: &[SystemdUnit],
+    containers: &[Container],
+    processes: &[Process],
+) -> ObservedMap {
     let mut m = ObservedMap::new();
     let state = |running: bool| if running { "running" } else { "stopped" }.to_owned();
     for u in systemd {
-        if let Some(unit) = u["unit"].as_str() {
-            let running = matches!(u["active_state"].as_str(), Some("active" | "reloading"));
+        if let Some(unit) = &u.unit {
+            let running = matches!(u.active_state.as_deref(), Some("active" | "reloading"));
             m.insert(key(AppKind::Systemd, unit), state(running));
         }
     }
     for c in containers {
-        let running = c["state"].as_str() == Some("running");
-        if let Some(name) = c["name"].as_str() {
-            let name = name.strip_prefix('/').unwrap_or(name);
+        let running = c.state.as_deref() == Some("running");
+        if let Some(name) = c.bare_name() {
             m.insert(key(AppKind::Docker, name), state(running));
         }
-        if let (Some(p), Some(s)) = (c["compose_project"].as_str(), c["compose_service"].as_str()) {
+        if let (Some(p), Some(s)) = (&c.compose_project, &c.compose_service) {
             let k = key(AppKind::Compose, &format!("{p}::{s}"));
             if running || !m.contains_key(&k) {
                 m.insert(k, state(running));
@@ -240,9 +243,9 @@ pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]
         }
     }
     for p in processes {
-        let exe = p["exe"].as_str().unwrap_or_default();
+        let exe = p.exe.as_deref().unwrap_or_default();
         let exe = exe.strip_suffix(" (deleted)").unwrap_or(exe);
-        let mut argv = p["cmdline"].as_str().unwrap_or_default().split_whitespace();
+        let mut argv = p.cmdline.as_deref().unwrap_or_default().split_whitespace();
         let argv0 = argv.next().unwrap_or_default();
         let mut paths = vec![exe, argv0];
         let program = if exe.is_empty() { argv0 } else { exe };
@@ -254,13 +257,7 @@ pub fn observed_map(systemd: &[Value], containers: &[Value], processes: &[Value]
         }
         // Other names the agent resolved on the host: a symlink the program was started
         // through (`redis-server` -> `redis-check-rdb`), a relative script made absolute.
-        paths.extend(
-            p["paths"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str),
-        );
+        paths.extend(p.paths.iter().map(String::as_str));
         for path in paths.into_iter().filter(|p| p.starts_with('/')) {
             m.insert(key(AppKind::Process, path), state(true));
         }
@@ -337,20 +334,26 @@ mod tests {
         assert!(identifier(AppKind::Http, "").is_err());
     }
 
+    fn typed<T: serde::de::DeserializeOwned>(list: Vec<serde_json::Value>) -> Vec<T> {
+        list.into_iter()
+            .map(|v| serde_json::from_value(v).expect("typed"))
+            .collect()
+    }
+
     #[test]
     fn a_report_reduces_to_states_per_kind() {
         let m = observed_map(
-            &[
+            &typed(vec![
                 json!({"unit": "nginx.service", "active_state": "active"}),
                 json!({"unit": "cron.service", "active_state": "failed"}),
-            ],
-            &[
+            ]),
+            &typed(vec![
                 json!({"name": "shop-db-1", "state": "running", "compose_project": "shop", "compose_service": "db"}),
                 json!({"name": "shop-web-1", "state": "exited", "compose_project": "shop", "compose_service": "web"}),
                 json!({"name": "shop-web-2", "state": "running", "compose_project": "shop", "compose_service": "web"}),
                 json!({"name": "old", "state": "exited"}),
-            ],
-            &[
+            ]),
+            &typed(vec![
                 json!({"exe": "/opt/app/bin/server", "cmdline": "/opt/app/bin/server --port 1"}),
                 json!({"exe": "/usr/bin/python3.11", "cmdline": "python3 -u /srv/job.py"}),
                 json!({"exe": "", "cmdline": "/usr/sbin/sshd -D"}),
@@ -358,7 +361,7 @@ mod tests {
                 json!({"exe": "/usr/bin/redis-check-rdb", "cmdline": "redis-server 127.0.0.1:6379",
                     "paths": ["/usr/bin/redis-server"]}),
                 json!({"exe": "/usr/sbin/mosquitto (deleted)", "cmdline": "mosquitto -c /etc/m.conf"}),
-            ],
+            ]),
         );
         let o = |k, id: &str| observe(k, id, &m, true);
         assert_eq!(o(AppKind::Systemd, "nginx.service"), Observed::Running);

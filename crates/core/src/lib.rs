@@ -13,6 +13,7 @@ pub mod canonical;
 pub mod csv;
 pub mod eat;
 pub mod evidence;
+pub mod inventory;
 pub mod json_guard;
 pub mod liveness;
 pub mod redact;

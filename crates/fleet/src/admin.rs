@@ -4,7 +4,6 @@ use crate::state::now;
 use serde_json::json;
 use trusthub_core::audit as ev;
 use trusthub_identity::admin::AdminError;
-use trusthub_identity::store::tenants;
 use trusthub_store::{Db, audit};
 
 /// A one-hour enrollment token for the tenant named `tenant` (used by `trusthub up` to enrol
@@ -12,7 +11,7 @@ use trusthub_store::{Db, audit};
 pub async fn local_enrollment_token(db: &Db, tenant: &str) -> Result<String, AdminError> {
     let now = now();
     let mut tx = db.begin().await?;
-    let t = tenants::find_by_name(&mut tx, tenant)
+    let t = trusthub_identity::tenant_by_name(&mut tx, tenant)
         .await?
         .ok_or_else(|| AdminError::Invalid(format!("no tenant named {tenant}")))?;
     let token = trusthub_core::secret::new_token(trusthub_core::agent::ENROLLMENT_TOKEN_PREFIX)

@@ -6,8 +6,12 @@
 //! - [`agent_auth::AgentAuth`]: an agent's credential on the API;
 //! - [`routes::actions::dispatch`]: sends a signed action to an agent (app restarts, later
 //!   patches);
-//! - [`store::agents`], [`store::telemetry`]: hosts, their inventory and metric series for
-//!   the capabilities built on them (apps, rules, vulnerabilities);
+//! - [`Agent`], [`agent`], [`agents`], [`latest_inventory`], [`inventories`],
+//!   [`inventory`], [`processes`]: hosts, their typed inventory and process list for the
+//!   capabilities built on them (apps, vulnerabilities); [`fleet_minutes`], [`window_sums`],
+//!   [`metric_names`], [`metric_known`] and [`unix_ms`]: metric reads for the overview and the
+//!   alert rules; [`append_log`] writes the transparency log;
+//!   [`maintenance`] is what the composition root runs at start and on its retention tick;
 //! - [`host_names`]: host names of a tenant's agents, the lookup other capabilities are
 //!   given instead of this crate's tables;
 //! - [`api`], [`web::pages`], [`connections::refresh_connections`], [`routing::listen`]: what
@@ -20,7 +24,7 @@ pub mod connections;
 pub mod ingest;
 pub mod routes;
 pub mod routing;
-pub mod store;
+mod store;
 pub mod web;
 
 use trusthub_identity::auth;
@@ -59,4 +63,93 @@ pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashM
         .into_iter()
         .map(|a| (a.id, a.hostname))
         .collect())
+}
+
+pub use store::actions::append_log;
+pub use store::agents::{Agent, get as agent, ingest_intervals, list as agents};
+pub use store::telemetry::{
+    SeriesWindow, fleet_minutes, metric_known, metric_names, unix_ms, window_sums,
+};
+
+/// The raw write path of metric samples, below the ingest pipeline: what the ingest
+/// benchmark measures as its ceiling.
+pub mod raw {
+    pub use crate::store::agents::{Registration, insert as insert_agent};
+    pub use crate::store::telemetry::{Inserted, SeriesCache, insert_inventory, insert_samples};
+}
+
+/// What the composition root runs at start and on its retention tick.
+pub mod maintenance {
+    pub use crate::store::actions::{clear_all_connections, clear_instance};
+    pub use crate::store::telemetry::{purge_batches, purge_points};
+}
+
+use time::OffsetDateTime;
+use trusthub_core::inventory::{Inventory, Process};
+use trusthub_store::{Exec, StoreError};
+
+/// An agent's inventory snapshot, read through the hub's types.
+#[derive(Debug, Clone)]
+pub struct InventoryRecord {
+    /// When the agent collected it.
+    pub collected_at: OffsetDateTime,
+    /// When the hub stored it.
+    pub received_at: OffsetDateTime,
+    /// What it says.
+    pub inventory: Inventory,
+}
+
+fn read_inventory(snapshot: &serde_json::Value) -> StoreResult<Inventory> {
+    // Validated at ingest; a row that no longer reads is corrupt, not empty.
+    Inventory::parse(snapshot).map_err(|_| StoreError::Corrupt("inventory_snapshots.snapshot"))
+}
+
+/// The latest inventory of a tenant's agent (`None` before the first).
+pub async fn latest_inventory(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Uuid,
+) -> StoreResult<Option<InventoryRecord>> {
+    let Some(s) = store::telemetry::latest_inventory(ex, tenant, agent).await? else {
+        return Ok(None);
+    };
+    Ok(Some(InventoryRecord {
+        collected_at: s.collected_at,
+        received_at: s.received_at,
+        inventory: read_inventory(&s.snapshot.0)?,
+    }))
+}
+
+/// Every agent with an inventory: `(tenant, agent, host name, latest snapshot id)`.
+pub async fn inventories(ex: &mut impl Exec) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+    store::telemetry::agents_with_inventory(ex).await
+}
+
+/// One inventory snapshot by its id (from [`inventories`]).
+pub async fn inventory(ex: &mut impl Exec, id: i64) -> StoreResult<Option<Inventory>> {
+    match store::telemetry::snapshot(ex, id).await? {
+        Some(v) => Ok(Some(read_inventory(&v)?)),
+        None => Ok(None),
+    }
+}
+
+/// The process list a tenant's agent last sent: when, and the processes.
+pub async fn processes(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Uuid,
+) -> StoreResult<Option<(OffsetDateTime, Vec<Process>)>> {
+    let Some((at, list)) = store::telemetry::processes(ex, tenant, agent).await? else {
+        return Ok(None);
+    };
+    let list = serde_json::from_value(serde_json::Value::Array(list.0))
+        .map_err(|_| StoreError::Corrupt("agent_processes.processes"))?;
+    Ok(Some((at, list)))
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("fleet", api, web::pages)
+        .task(|state| Box::pin(routing::listen(state)))
+        .task(|state| Box::pin(connections::refresh_connections(state)))
 }

@@ -36,6 +36,21 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
+/// Every capability the hub serves, in the order their routes are assembled: a new capability
+/// is one line here (its crate says what it mounts, schedules and starts).
+pub fn capabilities() -> Vec<trusthub_platform::capability::Capability> {
+    vec![
+        trusthub_identity::capability(),
+        trusthub_llm::capability(),
+        trusthub_alerts::capability(),
+        trusthub_certs::capability(),
+        trusthub_fleet::capability(),
+        trusthub_monitors::capability(),
+        trusthub_slo::capability(),
+        trusthub_vulns::capability(),
+    ]
+}
+
 /// The whole HTTP surface: `/api/v1/...`, `//metrics`, with every layer.
 pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
     let api = routes::api()

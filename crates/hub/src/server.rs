@@ -261,7 +261,7 @@ impl Server {
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         if state.db.backend() == Backend::Sqlite
             && let Ok(mut tx) = state.db.begin().await
-            && trusthub_fleet::store::actions::clear_all_connections(&mut tx)
+            && trusthub_fleet::maintenance::clear_all_connections(&mut tx)
                 .await
                 .is_ok()
         {
@@ -308,7 +308,7 @@ impl Server {
         }
         // Agents see their sockets close; their connection marks go with this process.
         if let Ok(mut tx) = state.db.begin().await
-            && trusthub_fleet::store::actions::clear_instance(&mut tx, &state.instance)
+            && trusthub_fleet::maintenance::clear_instance(&mut tx, &state.instance)
                 .await
                 .is_ok()
         {
@@ -328,23 +328,26 @@ async fn housekeeping(state: AppState) {
         let now = now();
         let result = async {
             let mut tx = state.db.begin().await?;
-            trusthub_identity::store::sessions::purge_expired(&mut tx, now).await?;
-            trusthub_identity::store::totp::purge_steps(&mut tx, now - time::Duration::minutes(10))
-                .await?;
-            let ms = trusthub_fleet::store::telemetry::unix_ms(now);
-            trusthub_fleet::store::telemetry::purge_points(
+            trusthub_identity::maintenance::purge_expired_sessions(&mut tx, now).await?;
+            trusthub_identity::maintenance::purge_totp_steps(
+                &mut tx,
+                now - time::Duration::minutes(10),
+            )
+            .await?;
+            let ms = trusthub_fleet::unix_ms(now);
+            trusthub_fleet::maintenance::purge_points(
                 &mut tx,
                 ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000,
                 ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
             )
             .await?;
-            trusthub_fleet::store::telemetry::purge_batches(
+            trusthub_fleet::maintenance::purge_batches(
                 &mut tx,
                 now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
             )
             .await?;
             crate::evidence::purge(&state, &mut tx, now).await?;
-            trusthub_monitors::store::apps::purge_checks(
+            trusthub_monitors::maintenance::purge_checks(
                 &mut tx,
                 now - time::Duration::days(state.settings.app_check_retention_days.max(1)),
             )

@@ -13,7 +13,7 @@ pub mod admin;
 pub mod auth;
 pub mod passwords;
 pub mod routes;
-pub mod store;
+mod store;
 pub mod views;
 pub mod web;
 
@@ -32,4 +32,22 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(routes::users::router())
         .merge(routes::me::router())
         .merge(routes::audit_log::router())
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("identity", api, web::pages)
+}
+
+pub use store::tenants::{Tenant, find_by_name as tenant_by_name, get as tenant};
+
+/// What the composition root runs on its retention tick.
+pub mod maintenance {
+    pub use crate::store::sessions::purge_expired as purge_expired_sessions;
+    pub use crate::store::totp::purge_steps as purge_totp_steps;
+}
+
+/// The identity tables below the services: what benchmarks and tests set up directly.
+pub mod raw {
+    pub use crate::store::{tenants, users};
 }

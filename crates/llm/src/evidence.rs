@@ -447,7 +447,7 @@ async fn write_pack(
     std::fs::rename(&part, &final_path).map_err(io)?;
 
     let mut tx = state.db.begin().await?;
-    let entry = trusthub_fleet::store::actions::append_log(
+    let entry = trusthub_fleet::append_log(
         &mut tx,
         s.tenant,
         "evidence_pack_created",

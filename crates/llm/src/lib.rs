@@ -10,7 +10,7 @@
 pub mod evidence;
 pub mod otlp;
 pub mod routes;
-pub mod store;
+mod store;
 pub mod web;
 
 use trusthub_identity::auth;
@@ -24,4 +24,9 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::ai::router())
         .merge(routes::evidence::router())
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("llm", api, web::pages)
 }

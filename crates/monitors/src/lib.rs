@@ -6,13 +6,13 @@
 //! - [`routes::apps::on_agent_reports`], [`routes::apps::http_checks_of`],
 //!   [`routes::apps::on_alert_resolved`]: its side of the fleet's and alerts' typed events;
 //! - [`routes::apps::SloLines`]: the lookup the SLO capability gives the apps page;
-//! - [`store::apps`], [`store::timeline`]: apps, their timeline and maintenance windows, for
-//!   SLOs and evidence packs;
+//! - [`App`], [`app`], [`app_names`], [`timeline`]: apps, their timeline and maintenance
+//!   windows, for SLOs and evidence packs; [`maintenance`] for the retention tick;
 //! - [`api`], [`web::pages`], [`jobs`]: what the composition root mounts and schedules.
 
 pub mod jobs;
 pub mod routes;
-pub mod store;
+mod store;
 pub mod web;
 
 use trusthub_alerts::alerting;
@@ -28,4 +28,42 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(routes::apps::router())
         .merge(routes::restart::router())
         .merge(routes::rules::router())
+}
+
+pub use store::apps::{App, get as app, state_counts};
+pub use store::timeline;
+
+/// The apps table below the services: what the liveness benchmark drives directly.
+pub mod raw {
+    pub use crate::store::apps;
+}
+
+/// What the composition root runs on its retention tick.
+pub mod maintenance {
+    pub use crate::store::apps::purge_checks;
+}
+
+/// The name of each of `tenant`'s apps.
+pub async fn app_names(
+    ex: &mut impl trusthub_store::Exec,
+    tenant: trusthub_store::TenantId,
+) -> trusthub_store::StoreResult<std::collections::HashMap<uuid::Uuid, String>> {
+    Ok(store::apps::list(ex, tenant, None)
+        .await?
+        .into_iter()
+        .map(|a| (a.id, a.name))
+        .collect())
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("monitors", api, web::pages)
+        .job(
+            jobs::liveness::NAME,
+            jobs::liveness::interval,
+            |state, now| Box::pin(async move { jobs::liveness::tick(&state, now).await }),
+        )
+        .job(jobs::rules::NAME, jobs::rules::interval, |state, now| {
+            Box::pin(async move { jobs::rules::tick(&state, now).await })
+        })
 }

@@ -193,6 +193,27 @@ fn whole_floats_to_integers(v: &mut serde_json::Value) -> bool {
     }
 }
 
+/// Reads a part of an already parsed body (`inventory` of a batch) as `T`, every field error
+/// named by its full path (`inventory.listening[2].port`).
+pub fn parse_part<T: DeserializeOwned>(
+    value: &serde_json::Value,
+    at: &str,
+) -> Result<T, Vec<FieldError>> {
+    field_errors(value.clone()).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|mut e| {
+                e.field = match e.field.as_str() {
+                    "." | "" => at.to_owned(),
+                    f if f.starts_with('[') => format!("{at}{f}"),
+                    f => format!("{at}.{f}"),
+                };
+                e
+            })
+            .collect()
+    })
+}
+
 /// Most field errors one answer lists.
 const MAX_FIELD_ERRORS: usize = 50;
 

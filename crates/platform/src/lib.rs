@@ -15,6 +15,7 @@
 //! - [`settings`], [`mail`], [`metrics`]: configuration, SMTP, request figures.
 
 pub mod archive;
+pub mod capability;
 pub mod chart;
 pub mod conn;
 pub mod error;

@@ -10,7 +10,7 @@
 pub mod jobs;
 pub mod objective;
 pub mod routes;
-pub mod store;
+mod store;
 pub mod web;
 
 use trusthub_alerts::alerting;
@@ -23,4 +23,22 @@ use utoipa_axum::router::OpenApiRouter;
 /// The API routes, relative to `/api/v1`.
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().merge(routes::slo::router())
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("slo", api, web::pages).job(
+        jobs::slo::NAME,
+        jobs::slo::interval,
+        |state, now| Box::pin(async move { jobs::slo::tick(&state, now).await }),
+    )
+}
+
+/// The tenant's SLOs, and how many were burning or exhausted at their last evaluation (the
+/// overview).
+pub use store::slo::summary_counts;
+
+/// The SLO table below the services (the SLO benchmark drives it directly).
+pub mod raw {
+    pub use crate::store::slo::{Slo, put};
 }

@@ -498,14 +498,14 @@ pub async fn scan_agent(
     let scope = tenant.to_string();
     let snapshot = {
         let mut c = state.db.conn().await?;
-        match trusthub_fleet::store::telemetry::latest_inventory(&mut c, t, agent).await? {
-            Some(s) => s.snapshot.0,
+        match trusthub_fleet::latest_inventory(&mut c, t, agent).await? {
+            Some(s) => s.inventory,
             None => return Ok(ScanOutcome::default()),
         }
     };
     // An inventory that says nothing about packages (an agent that could not read them)
     // must not mark every finding fixed: keep what the last scan found.
-    if snapshot.get("packages").is_none() && snapshot.get("app_dependencies").is_none() {
+    if snapshot.packages.is_none() && snapshot.app_dependencies.is_none() {
         return Ok(ScanOutcome::default());
     }
     let (targets, mut not_covered) = scan::targets(&snapshot);
@@ -656,7 +656,7 @@ pub async fn scan_agent(
             .raise(
                 &mut tx,
                 t,
-                &trusthub_alerts::store::alerts::NewAlert {
+                &trusthub_alerts::NewAlert {
                     severity: severity.as_str(),
                     severity_rank: severity.rank(),
                     category: "vulnerability",

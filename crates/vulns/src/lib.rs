@@ -13,7 +13,7 @@ pub mod cve;
 pub mod jobs;
 pub mod routes;
 pub mod rules;
-pub mod store;
+mod store;
 pub mod web;
 
 use trusthub_alerts::alerting;
@@ -35,4 +35,30 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// The OSV-compatible API, mounted at the root where OSV clients expect it.
 pub fn osv_api() -> OpenApiRouter<AppState> {
     routes::osv_api::router()
+}
+
+/// This capability, as the composition root mounts, schedules and starts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("vulnerabilities", api, web::pages)
+        .job(
+            jobs::cve_scan::NAME,
+            jobs::cve_scan::interval,
+            |state, now| Box::pin(async move { jobs::cve_scan::tick(&state, now).await }),
+        )
+        .job(
+            jobs::osv_pull::NAME,
+            jobs::osv_pull::interval,
+            |state, now| Box::pin(async move { jobs::osv_pull::tick(&state, now).await }),
+        )
+        .job(
+            jobs::supply_chain::NAME,
+            jobs::supply_chain::interval,
+            |state, now| Box::pin(async move { jobs::supply_chain::tick(&state, now).await }),
+        )
+}
+
+/// The advisory and findings tables below the services (the scan benchmark reads them).
+pub mod raw {
+    pub use crate::store::cve::list as findings;
+    pub use crate::store::osv::for_package as advisories_for_package;
 }

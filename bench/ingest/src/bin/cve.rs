@@ -123,21 +123,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "version": format!("{}.{}.{}", 1 + k % 4, k % 8, usize::from(bump))})
             })
             .collect();
-        json!({"os": {"id": "debian", "version": "12"}, "packages": packages, "app_dependencies": deps})
+        json!({"collected_at": "2026-11-26T00:00:00Z", "os": {"id": "debian", "version": "12"}, "packages": packages, "app_dependencies": deps})
     };
     let setup = Instant::now();
     let mut ids = Vec::new();
     let mut tx = db.begin().await?;
     for h in 0..args.hosts {
         let id = insert_host(&mut tx, tenant, h, now).await?;
-        trusthub_fleet::store::telemetry::insert_inventory(
-            &mut tx,
-            id,
-            now,
-            &inventory(h, false),
-            now,
-        )
-        .await?;
+        trusthub_fleet::raw::insert_inventory(&mut tx, id, now, &inventory(h, false), now).await?;
         ids.push(id);
     }
     tx.commit().await?;
@@ -156,13 +149,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut c = db.conn().await?;
         let scope = tenant.0.to_string();
         for h in 0..args.hosts {
-            let (targets, _) = trusthub_vulns::rules::scan::targets(&inventory(h, false));
+            let (targets, _) = trusthub_vulns::rules::scan::targets(
+                &trusthub_core::inventory::Inventory::parse(&inventory(h, false))
+                    .expect("inventory"),
+            );
             let mut seen = std::collections::HashSet::new();
             for t in targets {
                 if index.contains(&scope, &t.ecosystem, &t.lookup)
                     && seen.insert((t.ecosystem.clone(), t.lookup.clone()))
                 {
-                    trusthub_vulns::store::osv::for_package(
+                    trusthub_vulns::raw::advisories_for_package(
                         &mut c,
                         &scope,
                         &t.ecosystem,
@@ -180,7 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let full_secs = full.elapsed().as_secs_f64();
     let findings = {
         let mut c = db.conn().await?;
-        trusthub_vulns::store::cve::list(&mut c, tenant, &Default::default(), None, i64::MAX, now)
+        trusthub_vulns::raw::findings(&mut c, tenant, &Default::default(), None, i64::MAX, now)
             .await?
             .len()
     };
@@ -191,20 +187,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // One host's inventory changes: only it is due.
     let mut tx = db.begin().await?;
-    trusthub_fleet::store::telemetry::insert_inventory(
-        &mut tx,
-        ids[0],
-        now,
-        &inventory(0, true),
-        now,
-    )
-    .await?;
+    trusthub_fleet::raw::insert_inventory(&mut tx, ids[0], now, &inventory(0, true), now).await?;
     tx.commit().await?;
     let mut times = Vec::new();
     for round in 0..5usize {
         if round > 0 {
             let mut tx = db.begin().await?;
-            trusthub_fleet::store::telemetry::insert_inventory(
+            trusthub_fleet::raw::insert_inventory(
                 &mut tx,
                 ids[0],
                 now,

@@ -17,7 +17,7 @@ use trusthub_bench_ingest::proc_mib;
 use trusthub_core::agent::sign_header;
 use trusthub_core::apps::ObservedMap;
 use trusthub_hub::{Server, Settings};
-use trusthub_monitors::store::apps;
+use trusthub_monitors::raw::apps;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -176,7 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // in ten not in its expected state.
     let tenant = {
         let mut c = state.db.conn().await?;
-        trusthub_identity::store::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+        trusthub_identity::raw::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
             .await?
             .ok_or("no owner")?
             .tenant_id

@@ -10,9 +10,9 @@ use clap::Parser;
 use std::time::Instant;
 use trusthub_bench_ingest::proc_mib;
 use trusthub_core::apps::ObservedMap;
-use trusthub_fleet::store::agents;
+use trusthub_fleet::raw as agents;
 use trusthub_hub::{Server, Settings};
-use trusthub_monitors::store::apps;
+use trusthub_monitors::raw::apps;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -54,12 +54,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let now = trusthub_hub::state::now();
     let tenant = {
         let mut c = db.conn().await?;
-        let user = trusthub_identity::store::users::find_by_email_any_tenant(
-            &mut c,
-            "admin@trusthub.local",
-        )
-        .await?
-        .ok_or("no owner")?;
+        let user =
+            trusthub_identity::raw::users::find_by_email_any_tenant(&mut c, "admin@trusthub.local")
+                .await?
+                .ok_or("no owner")?;
         user.tenant_id
     };
 
@@ -69,7 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut made = 0;
     for a in 0..args.agents {
         let tags = vec![format!("rack:{}", a % 10)];
-        let id = agents::insert(
+        let id = agents::insert_agent(
             &mut tx,
             tenant,
             &agents::Registration {
@@ -132,7 +130,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rows = apps::liveness_rows(&mut c).await?;
         let read_apps = t.elapsed();
         let t = Instant::now();
-        let lives = apps::live_of_tracked_agents(&mut c).await?;
+        let intervals = trusthub_fleet::ingest_intervals(&mut c).await?;
+        let lives = apps::live_of_tracked_agents(&mut c, &intervals).await?;
         println!(
             "reads alone: {} app rows in {:.0} ms, {} live reports in {:.0} ms",
             rows.len(),

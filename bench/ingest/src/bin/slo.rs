@@ -52,10 +52,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for h in 0..hosts {
         let agent = insert_host(&mut tx, tenant, h, now).await?;
         for k in 0..100.min(args.apps - apps.len()) {
-            let app = trusthub_monitors::store::apps::insert(
+            let app = trusthub_monitors::raw::apps::insert(
                 &mut tx,
                 tenant,
-                &trusthub_monitors::store::apps::NewApp {
+                &trusthub_monitors::raw::apps::NewApp {
                     agent_id: agent,
                     name: &format!("app-{h}-{k}"),
                     app_type: "systemd",
@@ -72,9 +72,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )
             .await?
             .ok_or("app")?;
-            trusthub_slo::store::slo::put(
+            trusthub_slo::raw::put(
                 &mut tx,
-                &trusthub_slo::store::slo::Slo {
+                &trusthub_slo::raw::Slo {
                     app_id: app.id,
                     tenant_id: tenant.0,
                     target: 0.999,
@@ -92,9 +92,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             for o in 0..args.outages {
                 let down_at = start + step * (o as u32 + 1);
                 let down_for = Duration::minutes(1 + ((h * 7 + k * 3 + o) % 20) as i64);
-                trusthub_monitors::store::timeline::append(&mut tx, app.id, t, down_at, false)
-                    .await?;
-                trusthub_monitors::store::timeline::append(
+                trusthub_monitors::timeline::append(&mut tx, app.id, t, down_at, false).await?;
+                trusthub_monitors::timeline::append(
                     &mut tx,
                     app.id,
                     down_at,
@@ -105,7 +104,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 t = down_at + down_for;
                 spans += 2;
             }
-            trusthub_monitors::store::timeline::append(&mut tx, app.id, t, now, false).await?;
+            trusthub_monitors::timeline::append(&mut tx, app.id, t, now, false).await?;
             spans += 1;
             apps.push(app.id);
         }
@@ -123,13 +122,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..5 {
         let t = Instant::now();
         let mut c = db.conn().await?;
-        let n = trusthub_monitors::store::timeline::spans_of_tenant(
-            &mut c,
-            tenant,
-            now - Duration::days(90),
-        )
-        .await?
-        .len();
+        let n =
+            trusthub_monitors::timeline::spans_of_tenant(&mut c, tenant, now - Duration::days(90))
+                .await?
+                .len();
         drop(c);
         raw.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(n, spans);
@@ -186,8 +182,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut yearly = 0;
     while t < now - Duration::days(30) {
         let down_at = t + Duration::hours(20);
-        trusthub_monitors::store::timeline::append(&mut tx, one, t, down_at, false).await?;
-        trusthub_monitors::store::timeline::append(
+        trusthub_monitors::timeline::append(&mut tx, one, t, down_at, false).await?;
+        trusthub_monitors::timeline::append(
             &mut tx,
             one,
             down_at,
@@ -204,7 +200,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..21 {
         let t = Instant::now();
         let mut c = db.conn().await?;
-        let n = trusthub_monitors::store::timeline::spans(&mut c, one, now - Duration::days(396))
+        let n = trusthub_monitors::timeline::spans(&mut c, one, now - Duration::days(396))
             .await?
             .len();
         drop(c);

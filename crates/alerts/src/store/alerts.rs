@@ -49,7 +49,7 @@ pub struct Alert {
 const SELECT: &str = "SELECT a.id, a.tenant_id, a.severity, a.category, a.title, a.detail, a.source, a.fingerprint, \
     a.agent_id, COALESCE(g.hostname, a.agent_hostname) AS agent_hostname, g.tags AS agent_tags, a.app_id, a.rule_id, \
     a.created_at, a.is_resolved, a.resolved_at, a.resolved_by, a.resolution \
-    FROM alerts a LEFT JOIN agents g ON g.id = a.agent_id";
+    FROM alerts a LEFT JOIN alert_hosts g ON g.agent_id = a.agent_id";
 
 /// An alert to raise.
 #[derive(Debug, Clone)]
@@ -87,7 +87,7 @@ pub async fn raise(
     let n = on!(ex, c => sqlx::query(
         "INSERT INTO alerts (id, tenant_id, severity, severity_rank, category, title, detail, source, fingerprint, \
          agent_id, agent_hostname, app_id, rule_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, (SELECT hostname FROM agents WHERE id = $10), $11, $12, $13) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, (SELECT hostname FROM alert_hosts WHERE agent_id = $10), $11, $12, $13) \
          ON CONFLICT DO NOTHING")
         .bind(id).bind(tenant.0).bind(a.severity).bind(a.severity_rank).bind(a.category).bind(a.title)
         .bind(a.detail).bind(a.source).bind(a.fingerprint).bind(a.agent_id).bind(a.app_id).bind(a.rule_id).bind(now)

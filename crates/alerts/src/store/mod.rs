@@ -1,4 +1,5 @@
 //! The alerts capability's tables: alerts, webhook endpoints and their delivery outbox.
 
 pub mod alerts;
+pub mod hosts;
 pub mod webhooks;

@@ -420,12 +420,3 @@ pub async fn record_attempt(
         .bind(a.error).bind(done.then_some(now)).execute(&mut *c).await?.rows_affected());
     Ok(())
 }
-
-/// The earliest next attempt of any due-able delivery (for the deliverer's sleep).
-pub async fn next_due(ex: &mut impl Exec) -> StoreResult<Option<OffsetDateTime>> {
-    Ok(
-        on!(ex, c => sqlx::query_scalar::<_, Option<OffsetDateTime>>(
-        "SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status IN ('pending', 'retrying')")
-        .fetch_one(&mut *c).await?),
-    )
-}

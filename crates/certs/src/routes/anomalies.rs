@@ -14,7 +14,7 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use trusthub_alerts::store::alerts;
+use trusthub_alerts as alerts;
 use trusthub_core::alerting::Severity;
 use trusthub_store::TenantId;
 use utoipa::{IntoParams, ToSchema};

@@ -15,8 +15,6 @@ pub struct EnrollmentToken {
     pub tenant_id: Uuid,
     /// Tags given to those agents.
     pub tags: Json<Vec<String>>,
-    /// Until when it enrols.
-    pub expires_at: OffsetDateTime,
 }
 
 /// Stores an enrollment token (its hash).
@@ -45,7 +43,7 @@ pub async fn find_enrollment_token(
     now: OffsetDateTime,
 ) -> StoreResult<Option<EnrollmentToken>> {
     Ok(on!(ex, c => sqlx::query_as::<_, EnrollmentToken>(
-        "SELECT id, tenant_id, tags, expires_at FROM enrollment_tokens WHERE token_hash = $1 AND expires_at > $2")
+        "SELECT id, tenant_id, tags FROM enrollment_tokens WHERE token_hash = $1 AND expires_at > $2")
         .bind(token_hash).bind(now).fetch_optional(&mut *c).await?))
 }
 
@@ -127,6 +125,7 @@ pub async fn insert(
         .bind(Json(r.tags)).bind(r.signing_pubkey).bind(token_hash).bind(now)
         .bind(trusthub_core::agent::DEFAULT_INGEST_INTERVAL_SECS).bind(trusthub_core::agent::DEFAULT_INVENTORY_INTERVAL_SECS)
         .bind(Json(allowed_actions)).execute(&mut *c).await?.rows_affected());
+    trusthub_alerts::host_changed(ex, tenant, id, r.hostname, r.tags).await?;
     Ok(id)
 }
 
@@ -143,6 +142,7 @@ pub async fn reregister(
          WHERE tenant_id = $8 AND id = $9")
         .bind(r.hostname).bind(r.os).bind(r.arch).bind(r.agent_version).bind(r.signing_pubkey).bind(token_hash)
         .bind(Json(r.tags)).bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    trusthub_alerts::host_changed(ex, tenant, id, r.hostname, r.tags).await?;
     Ok(())
 }
 
@@ -186,6 +186,9 @@ pub async fn list(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Agent
 pub async fn delete(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query("DELETE FROM agents WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    if n == 1 {
+        trusthub_alerts::host_removed(ex, tenant, id).await?;
+    }
     Ok(n == 1)
 }
 
@@ -237,6 +240,11 @@ pub async fn set_governance(
          WHERE tenant_id = $5 AND id = $6")
         .bind(g.ingest_interval_secs).bind(g.inventory_interval_secs).bind(Json(&g.tags)).bind(Json(&g.allowed_actions))
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    if n == 1
+        && let Some(a) = get(ex, tenant, id).await?
+    {
+        trusthub_alerts::host_changed(ex, tenant, id, &a.hostname, &g.tags).await?;
+    }
     Ok(n == 1)
 }
 
@@ -346,4 +354,13 @@ pub async fn delete_enrollment_token(
     let n = on!(ex, c => sqlx::query("DELETE FROM enrollment_tokens WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)
+}
+
+/// Every agent's push interval (seconds), by agent.
+pub async fn ingest_intervals(
+    ex: &mut impl Exec,
+) -> StoreResult<std::collections::HashMap<Uuid, i64>> {
+    let rows: Vec<(Uuid, i64)> = on!(ex, c => sqlx::query_as("SELECT id, ingest_interval_secs FROM agents")
+        .fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().collect())
 }

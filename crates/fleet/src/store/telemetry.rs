@@ -602,3 +602,73 @@ pub async fn points(
             .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?),
     })
 }
+
+/// Every agent with an inventory: `(tenant, agent, host name, latest snapshot id)`.
+pub async fn agents_with_inventory(
+    ex: &mut impl Exec,
+) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT a.tenant_id, a.id, a.hostname, MAX(s.id) FROM agents a \
+         JOIN inventory_snapshots s ON s.agent_id = a.id GROUP BY a.tenant_id, a.id, a.hostname")
+        .fetch_all(&mut *c).await?))
+}
+
+/// One inventory snapshot by its id, as the agent sent it.
+pub async fn snapshot(ex: &mut impl Exec, id: i64) -> StoreResult<Option<serde_json::Value>> {
+    let row: Option<(Json<serde_json::Value>,)> = on!(ex, c => sqlx::query_as(
+        "SELECT snapshot FROM inventory_snapshots WHERE id = $1")
+        .bind(id).fetch_optional(&mut *c).await?);
+    Ok(row.map(|r| r.0.0))
+}
+
+/// Whether any agent of the tenant has ever sent this metric.
+pub async fn metric_known(ex: &mut impl Exec, tenant: TenantId, metric: &str) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, i64>(
+        "SELECT COUNT(*) FROM metric_series s JOIN agents g ON g.id = s.agent_id WHERE g.tenant_id = $1 AND s.name = $2")
+        .bind(tenant.0).bind(metric).fetch_one(&mut *c).await?)
+        > 0)
+}
+
+/// The metric names the tenant's agents send, sorted (for choosing a rule's metric).
+pub async fn metric_names(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<String>> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, String>(
+        "SELECT DISTINCT s.name FROM metric_series s JOIN agents g ON g.id = s.agent_id WHERE g.tenant_id = $1 ORDER BY s.name")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
+/// Sum and count of one series over a window.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SeriesWindow {
+    /// Agent.
+    pub agent_id: Uuid,
+    /// Canonical JSON labels.
+    pub labels: String,
+    /// Sum of values.
+    pub sum: f64,
+    /// Number of values.
+    pub count: i64,
+}
+
+/// Per series of `metric` of the tenant: sum and count of the points in `[from_ms, to_ms)`;
+/// from raw points, or from the hour rollups when `hourly` (windows longer than the raw
+/// retention).
+pub async fn window_sums(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    metric: &str,
+    from_ms: i64,
+    to_ms: i64,
+    hourly: bool,
+) -> StoreResult<Vec<SeriesWindow>> {
+    let sql = if hourly {
+        "SELECT s.agent_id, s.labels, SUM(p.sum) AS sum, CAST(SUM(p.count) AS BIGINT) AS count FROM metric_rollup_1h p \
+         JOIN agents g ON g.seq = p.agent_seq JOIN metric_series s ON s.agent_id = g.id AND s.id = p.series_id \
+         WHERE g.tenant_id = $1 AND s.name = $2 AND p.bucket >= $3 AND p.bucket < $4 GROUP BY s.id, s.agent_id, s.labels"
+    } else {
+        "SELECT s.agent_id, s.labels, SUM(p.value) AS sum, COUNT(*) AS count FROM metric_points p \
+         JOIN agents g ON g.seq = p.agent_seq JOIN metric_series s ON s.agent_id = g.id AND s.id = p.series_id \
+         WHERE g.tenant_id = $1 AND s.name = $2 AND p.ts >= $3 AND p.ts < $4 GROUP BY s.id, s.agent_id, s.labels"
+    };
+    Ok(on!(ex, c => sqlx::query_as::<_, SeriesWindow>(sql)
+        .bind(tenant.0).bind(metric).bind(from_ms).bind(to_ms).fetch_all(&mut *c).await?))
+}

@@ -14,16 +14,10 @@ pub use trusthub_vulns::routes::{cve, cve_export, osv_api, supply_chain, suppres
 use crate::state::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
-/// Every resource's routes, relative to `/api/v1`.
+/// Every capability's routes, relative to `/api/v1`.
 pub fn api() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .merge(trusthub_identity::api())
-        .merge(trusthub_llm::api())
-        .merge(trusthub_alerts::api())
-        .merge(trusthub_certs::api())
-        .merge(trusthub_fleet::api())
-        .merge(trusthub_monitors::api())
-        .merge(trusthub_slo::api())
-        .merge(trusthub_vulns::api())
+    crate::capabilities()
+        .iter()
+        .fold(OpenApiRouter::new(), |api, c| api.merge((c.api)()))
         .merge(health::router())
 }

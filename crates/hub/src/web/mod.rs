@@ -18,8 +18,12 @@ use axum::Router;
 use axum::response::Redirect;
 use axum::routing::get;
 
-/// The dashboard's routes (merged at the root of the hub's router).
+/// The dashboard's routes (merged at the root of the hub's router): the overview, the
+/// assets, and every capability's pages.
 pub fn router(state: AppState) -> Router<AppState> {
+    let pages = crate::capabilities()
+        .iter()
+        .fold(Router::new(), |r, c| r.merge((c.pages)()));
     Router::new()
         .route("/", get(pages::overview))
         .route("/ui/overview/live", get(pages::overview_live))
@@ -28,14 +32,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/favicon.ico",
             get(|| async { Redirect::permanent(&ASSETS.icon) }),
         )
-        .merge(trusthub_vulns::web::pages())
-        .merge(trusthub_slo::web::pages())
-        .merge(trusthub_monitors::web::pages())
-        .merge(trusthub_fleet::web::pages())
-        .merge(trusthub_certs::web::pages())
-        .merge(trusthub_alerts::web::pages())
-        .merge(trusthub_llm::web::pages())
-        .merge(trusthub_identity::web::pages())
+        .merge(pages)
         .layer(axum::middleware::from_fn(html_errors))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)

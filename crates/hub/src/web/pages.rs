@@ -7,9 +7,8 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use trusthub_alerts::store::alerts;
 use trusthub_fleet::web::rows::{AgentRow, agent_rows};
-use trusthub_monitors::store::apps;
+
 pub use trusthub_platform::page::{UserBar, ago};
 use trusthub_store::audit;
 
@@ -51,17 +50,11 @@ const OVERVIEW_AGENTS: usize = 24;
 /// to rank, then one query per agent shown.
 async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> ApiResult<()> {
     let tenant = user.principal.tenant();
-    let to = trusthub_fleet::store::telemetry::unix_ms(now()) / 60_000 * 60_000 + 60_000;
+    let to = trusthub_fleet::unix_ms(now()) / 60_000 * 60_000 + 60_000;
     let mut c = state.db.conn().await?;
-    let recent = trusthub_fleet::store::telemetry::fleet_minutes(
-        &mut c,
-        tenant,
-        "cpu.percent",
-        None,
-        to - 300_000,
-        to,
-    )
-    .await?;
+    let recent =
+        trusthub_fleet::fleet_minutes(&mut c, tenant, "cpu.percent", None, to - 300_000, to)
+            .await?;
     let mut latest: std::collections::HashMap<String, f64> = Default::default();
     for (agent, _, avg) in recent {
         // Ordered by time: the last one wins.
@@ -84,15 +77,9 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
         let Ok(id) = r.id.parse::<uuid::Uuid>() else {
             continue;
         };
-        let minutes = trusthub_fleet::store::telemetry::fleet_minutes(
-            &mut c,
-            tenant,
-            "cpu.percent",
-            Some(id),
-            from,
-            to,
-        )
-        .await?;
+        let minutes =
+            trusthub_fleet::fleet_minutes(&mut c, tenant, "cpu.percent", Some(id), from, to)
+                .await?;
         r.spark = minutes
             .iter()
             .map(|(_, minute, avg)| {
@@ -123,7 +110,7 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     glance(state, user, &mut l.agents).await?;
     l.more_agents = l.agents_total - l.agents.len();
     let mut c = state.db.conn().await?;
-    for (severity, n) in alerts::open_counts(&mut c, tenant).await? {
+    for (severity, n) in trusthub_alerts::open_counts(&mut c, tenant).await? {
         let n = usize::try_from(n).unwrap_or(0);
         l.alerts_total += n;
         match severity.as_str() {
@@ -133,14 +120,13 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
         }
     }
     l.anomalies =
-        usize::try_from(trusthub_certs::store::anomalies::open_count(&mut c, tenant).await?)
-            .unwrap_or(0);
-    let (tracked, off) = apps::state_counts(&mut c, tenant).await?;
+        usize::try_from(trusthub_certs::open_anomalies(&mut c, tenant).await?).unwrap_or(0);
+    let (tracked, off) = trusthub_monitors::state_counts(&mut c, tenant).await?;
     l.apps_total = usize::try_from(tracked).unwrap_or(0);
     l.apps_off = usize::try_from(off).unwrap_or(0);
     // As of each SLO's last evaluation (every minute): computing every status here would
     // take about 0.9 s at 10,000 SLOs, every 15 s per open dashboard.
-    let (total, alarm) = trusthub_slo::store::slo::summary_counts(&mut c, tenant).await?;
+    let (total, alarm) = trusthub_slo::summary_counts(&mut c, tenant).await?;
     l.slos_total = usize::try_from(total).unwrap_or(0);
     l.slos_alarm = usize::try_from(alarm).unwrap_or(0);
     let now = now();

@@ -9,11 +9,12 @@
 //! database before each tick (CONTRACT 11): with several hub processes on PostgreSQL only the
 //! holder ticks. The deliverer and the connection refresh run in every process.
 //!
-//! To add a cluster-wide job: a file with `NAME`, `interval(settings)` and
-//! `tick(state, now)`, and a line in [`spawn`].
+//! Each capability names its jobs and tasks in its `capability()`; [`spawn`] starts those of
+//! every capability the hub lists. To add a cluster-wide job: a file in the capability's
+//! `jobs/` with `NAME`, `interval(settings)` and `tick(state, now)`, and a `.job(…)` line in
+//! its `capability()`.
 
 pub use trusthub_alerts::deliver;
-use trusthub_fleet::connections;
 pub use trusthub_monitors::jobs::liveness;
 pub use trusthub_monitors::jobs::rules;
 pub use trusthub_platform::scheduler;
@@ -29,48 +30,23 @@ pub use rules::{RulesReport, evaluate_rules};
 use crate::state::AppState;
 use scheduler::periodic;
 
-/// Starts the periodic workers; they stop when the returned handles are aborted.
+/// Starts every capability's periodic jobs (through the [`scheduler`]) and its tasks; they
+/// stop when the returned handles are aborted.
 pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
-    let s = &state.settings;
-    vec![
-        tokio::spawn(periodic(
-            state.clone(),
-            liveness::NAME,
-            liveness::interval(s),
-            |st, now| Box::pin(async move { liveness::tick(&st, now).await }),
-        )),
-        tokio::spawn(periodic(
-            state.clone(),
-            rules::NAME,
-            rules::interval(s),
-            |st, now| Box::pin(async move { rules::tick(&st, now).await }),
-        )),
-        tokio::spawn(periodic(
-            state.clone(),
-            cve_scan::NAME,
-            cve_scan::interval(s),
-            |st, now| Box::pin(async move { cve_scan::tick(&st, now).await }),
-        )),
-        tokio::spawn(periodic(
-            state.clone(),
-            slo::NAME,
-            slo::interval(s),
-            |st, now| Box::pin(async move { slo::tick(&st, now).await }),
-        )),
-        tokio::spawn(periodic(
-            state.clone(),
-            osv_pull::NAME,
-            osv_pull::interval(s),
-            |st, now| Box::pin(async move { osv_pull::tick(&st, now).await }),
-        )),
-        tokio::spawn(periodic(
-            state.clone(),
-            supply_chain::NAME,
-            supply_chain::interval(s),
-            |st, now| Box::pin(async move { supply_chain::tick(&st, now).await }),
-        )),
-        tokio::spawn(deliver::deliverer(state.clone())),
-        tokio::spawn(crate::routing::listen(state.clone())),
-        tokio::spawn(connections::refresh_connections(state.clone())),
-    ]
+    let mut handles = Vec::new();
+    for c in crate::capabilities() {
+        for job in &c.jobs {
+            let every = (job.interval)(&state.settings);
+            handles.push(tokio::spawn(periodic(
+                state.clone(),
+                job.name,
+                every,
+                job.tick,
+            )));
+        }
+        for task in &c.tasks {
+            handles.push(tokio::spawn(task(state.clone())));
+        }
+    }
+    handles
 }

@@ -1,36 +1,65 @@
 //! API tests: every test runs against the real hub on a port, once on SQLite and once on
 //! PostgreSQL (see `harness::dual!`).
+//!
+//! One test binary for the whole product (one browser, one PostgreSQL rig), its modules kept
+//! where they belong: a capability's API and page tests live in its own crate, under
+//! `crates/<capability>/tests/api/` (a folder without `main.rs`, so cargo builds no second
+//! binary from it), and are compiled here; the harness and the tests of the product as a
+//! whole (the OpenAPI document, errors, hardening, the browser walks) stay in this folder.
 
 mod harness;
 
+#[path = "../../../fleet/tests/api/actions.rs"]
 mod actions;
+#[path = "../../../fleet/tests/api/agents.rs"]
 mod agents;
+#[path = "../../../llm/tests/api/ai.rs"]
 mod ai;
+#[path = "../../../alerts/tests/api/alerts.rs"]
 mod alerts;
+#[path = "../../../certs/tests/api/anomalies.rs"]
 mod anomalies;
+#[path = "../../../identity/tests/api/api_tokens.rs"]
 mod api_tokens;
+#[path = "../../../monitors/tests/api/apps.rs"]
 mod apps;
+#[path = "../../../identity/tests/api/audit_log.rs"]
 mod audit_log;
+#[path = "../../../identity/tests/api/auth.rs"]
 mod auth;
 mod browser;
 mod browser_pages;
+#[path = "../../../certs/tests/api/client_certs.rs"]
 mod client_certs;
 mod contract;
+#[path = "../../../vulns/tests/api/cve.rs"]
 mod cve;
 mod errors;
+#[path = "../../../llm/tests/api/evidence.rs"]
 mod evidence;
 mod hardening;
+#[path = "../../../identity/tests/api/invitations.rs"]
 mod invitations;
 mod meta;
+#[path = "../../../certs/tests/api/mtls.rs"]
 mod mtls;
+#[path = "../../../vulns/tests/api/osv_api.rs"]
 mod osv_api;
+#[path = "../../../vulns/tests/api/osv_pull.rs"]
 mod osv_pull;
+#[path = "../../../llm/tests/api/otlp.rs"]
 mod otlp;
+#[path = "../../../slo/tests/api/slo.rs"]
 mod slo;
+#[path = "../../../vulns/tests/api/supply_chain.rs"]
 mod supply_chain;
+#[path = "../../../vulns/tests/api/suppressions.rs"]
 mod suppressions;
+#[path = "../../../identity/tests/api/totp.rs"]
 mod totp;
+#[path = "../../../identity/tests/api/users.rs"]
 mod users;
 mod web;
 mod webdriver;
+#[path = "../../../alerts/tests/api/webhooks.rs"]
 mod webhooks;

@@ -107,16 +107,14 @@ pub struct CreatedApiToken {
     pub created_at: OffsetDateTime,
 }
 
-/// Create an API token for yourself. Needs a login session: a token cannot mint tokens.
-/// A `write` token acts with your role; a `read` token as a viewer at most.
-#[utoipa::path(post, path = "/api-tokens", tag = "api-tokens", request_body = NewApiToken,
-    responses((status = 201, body = CreatedApiToken), (status = 422, body = Problem)))]
-pub(crate) async fn create(
-    State(state): State<AppState>,
-    meta: Meta,
-    SessionUser(p): SessionUser,
-    Json(req): Json<NewApiToken>,
-) -> ApiResult<(StatusCode, axum::Json<CreatedApiToken>)> {
+/// The service behind [`create`], for the API and the dashboard alike.
+pub async fn create_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &SessionUser,
+    req: NewApiToken,
+) -> ApiResult<CreatedApiToken> {
+    let p = by.0.clone();
     let now = now();
     let mut errors = Vec::new();
     let name = validate::name(&req.name)
@@ -177,17 +175,28 @@ pub(crate) async fn create(
     )
     .await?;
     tx.commit().await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(CreatedApiToken {
-            id: stored.id,
-            name,
-            scope,
-            token,
-            expires_at,
-            created_at: now,
-        }),
-    ))
+    Ok(CreatedApiToken {
+        id: stored.id,
+        name,
+        scope,
+        token,
+        expires_at,
+        created_at: now,
+    })
+}
+
+/// Create an API token for yourself. Needs a login session: a token cannot mint tokens.
+/// A `write` token acts with your role; a `read` token as a viewer at most.
+#[utoipa::path(post, path = "/api-tokens", tag = "api-tokens", request_body = NewApiToken,
+    responses((status = 201, body = CreatedApiToken), (status = 422, body = Problem)))]
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: SessionUser,
+    Json(req): Json<NewApiToken>,
+) -> ApiResult<(StatusCode, axum::Json<CreatedApiToken>)> {
+    let t = create_by(&state, &meta, &by, req).await?;
+    Ok((StatusCode::CREATED, axum::Json(t)))
 }
 
 /// The service behind [`list`], for the API and the dashboard alike.

@@ -365,14 +365,12 @@ pub struct TokenPassword {
     pub password: String,
 }
 
-/// Set a new password with a reset token. Ends every session of the user and voids the
-/// user's other reset tokens.
-#[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = TokenPassword,
-    responses((status = 204, description = "Password changed"), (status = 422, body = Problem)))]
-pub(crate) async fn reset_password(
-    State(state): State<AppState>,
-    meta: Meta,
-    Json(req): Json<TokenPassword>,
+/// The service behind [`reset_password`], for the API and the dashboard alike (the token
+/// is the caller's credential).
+pub async fn reset_password_by(
+    state: &AppState,
+    meta: &Meta,
+    req: TokenPassword,
 ) -> ApiResult<StatusCode> {
     validate::password(&req.password).map_err(|m| ApiError::invalid("password", m))?;
     let hash = passwords::hash(req.password).await?;
@@ -405,15 +403,24 @@ pub(crate) async fn reset_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Accept an invitation: creates the user with the invited role and logs them in.
-#[utoipa::path(post, path = "/auth/accept-invite", tag = "auth", request_body = TokenPassword,
-    responses((status = 201, description = "User created and logged in", body = UserEnvelope),
-        (status = 409, description = "The email became a user meanwhile", body = Problem),
-        (status = 422, body = Problem)))]
-pub(crate) async fn accept_invite(
+/// Set a new password with a reset token. Ends every session of the user and voids the
+/// user's other reset tokens.
+#[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = TokenPassword,
+    responses((status = 204, description = "Password changed"), (status = 422, body = Problem)))]
+pub(crate) async fn reset_password(
     State(state): State<AppState>,
     meta: Meta,
     Json(req): Json<TokenPassword>,
+) -> ApiResult<StatusCode> {
+    reset_password_by(&state, &meta, req).await
+}
+
+/// The service behind [`accept_invite`], for the API and the dashboard alike (the token
+/// is the caller's credential): the answer carries the new session's cookie.
+pub async fn accept_invite_by(
+    state: &AppState,
+    meta: &Meta,
+    req: TokenPassword,
 ) -> ApiResult<Response> {
     validate::password(&req.password).map_err(|m| ApiError::invalid("password", m))?;
     let hash = passwords::hash(req.password).await?;
@@ -448,5 +455,18 @@ pub(crate) async fn accept_invite(
     )
     .await?;
     tx.commit().await?;
-    start_session(&state, &user, &meta, StatusCode::CREATED).await
+    start_session(state, &user, meta, StatusCode::CREATED).await
+}
+
+/// Accept an invitation: creates the user with the invited role and logs them in.
+#[utoipa::path(post, path = "/auth/accept-invite", tag = "auth", request_body = TokenPassword,
+    responses((status = 201, description = "User created and logged in", body = UserEnvelope),
+        (status = 409, description = "The email became a user meanwhile", body = Problem),
+        (status = 422, body = Problem)))]
+pub(crate) async fn accept_invite(
+    State(state): State<AppState>,
+    meta: Meta,
+    Json(req): Json<TokenPassword>,
+) -> ApiResult<Response> {
+    accept_invite_by(&state, &meta, req).await
 }

@@ -89,15 +89,14 @@ pub struct PasswordChange {
     pub new_password: String,
 }
 
-/// Change your password. Every session of yours ends, this one too: log in again.
-#[utoipa::path(post, path = "/me/password", tag = "users", request_body = PasswordChange,
-    responses((status = 204, description = "Changed"), (status = 403, description = "Wrong current password", body = Problem), (status = 422, body = Problem)))]
-pub(crate) async fn change_password(
-    State(state): State<AppState>,
-    meta: Meta,
-    SessionUser(p): SessionUser,
-    Json(req): Json<PasswordChange>,
+/// The service behind [`change_password`], for the API and the dashboard alike.
+pub async fn change_password_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &SessionUser,
+    req: PasswordChange,
 ) -> ApiResult<StatusCode> {
+    let p = by.0.clone();
     validate::password(&req.new_password).map_err(|m| ApiError::invalid("new_password", m))?;
     if !passwords::verify(req.current_password, Some(p.user.password_hash.clone())).await? {
         return Err(ApiError::Forbidden("the current password is wrong".into()));
@@ -117,4 +116,16 @@ pub(crate) async fn change_password(
     .await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Change your password. Every session of yours ends, this one too: log in again.
+#[utoipa::path(post, path = "/me/password", tag = "users", request_body = PasswordChange,
+    responses((status = 204, description = "Changed"), (status = 403, description = "Wrong current password", body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn change_password(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: SessionUser,
+    Json(req): Json<PasswordChange>,
+) -> ApiResult<StatusCode> {
+    change_password_by(&state, &meta, &by, req).await
 }

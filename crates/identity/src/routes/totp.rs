@@ -38,14 +38,9 @@ pub struct TotpSetup {
     pub otpauth_uri: String,
 }
 
-/// Start TOTP enrolment: a new secret, stored sealed with the hub key, active only after
-/// `/auth/totp/verify`. Calling it again before verifying replaces the pending secret.
-#[utoipa::path(post, path = "/auth/totp/setup", tag = "totp",
-    responses((status = 200, body = TotpSetup), (status = 409, description = "TOTP already on", body = Problem)))]
-pub(crate) async fn setup(
-    State(state): State<AppState>,
-    SessionUser(p): SessionUser,
-) -> ApiResult<axum::Json<TotpSetup>> {
+/// The service behind [`setup`], for the API and the dashboard alike.
+pub async fn setup_by(state: &AppState, by: &SessionUser) -> ApiResult<TotpSetup> {
+    let p = by.0.clone();
     if p.user.totp_enabled {
         return Err(ApiError::Conflict(
             "TOTP is already enabled; disable it first to enrol a new secret".into(),
@@ -59,10 +54,21 @@ pub(crate) async fn setup(
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), false).await?;
     tx.commit().await?;
-    Ok(axum::Json(TotpSetup {
+    Ok(TotpSetup {
         secret_base32: totp::secret_base32(&secret),
         otpauth_uri: totp::otpauth_uri("Trusthub", &p.user.email, &secret),
-    }))
+    })
+}
+
+/// Start TOTP enrolment: a new secret, stored sealed with the hub key, active only after
+/// `/auth/totp/verify`. Calling it again before verifying replaces the pending secret.
+#[utoipa::path(post, path = "/auth/totp/setup", tag = "totp",
+    responses((status = 200, body = TotpSetup), (status = 409, description = "TOTP already on", body = Problem)))]
+pub(crate) async fn setup(
+    State(state): State<AppState>,
+    by: SessionUser,
+) -> ApiResult<axum::Json<TotpSetup>> {
+    setup_by(&state, &by).await.map(axum::Json)
 }
 
 /// A TOTP code.
@@ -110,23 +116,21 @@ async fn new_recovery_codes(
     Ok(codes)
 }
 
-/// Finish enrolment with a code from the app; from now on login asks for a code.
-#[utoipa::path(post, path = "/auth/totp/verify", tag = "totp", request_body = CodeRequest,
-    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem),
-        (status = 409, description = "No pending secret, or already on", body = Problem)))]
-pub(crate) async fn verify(
-    State(state): State<AppState>,
-    meta: Meta,
-    SessionUser(p): SessionUser,
-    Json(req): Json<CodeRequest>,
-) -> ApiResult<axum::Json<TotpStatus>> {
+/// The service behind [`verify`], for the API and the dashboard alike.
+pub async fn verify_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &SessionUser,
+    req: CodeRequest,
+) -> ApiResult<TotpStatus> {
+    let p = by.0.clone();
     if p.user.totp_enabled {
         return Err(ApiError::Conflict("TOTP is already enabled".into()));
     }
     let Some(sealed) = p.user.totp_secret_sealed.clone() else {
         return Err(ApiError::Conflict("call /auth/totp/setup first".into()));
     };
-    check_code(&state, &meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    check_code(state, meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
     let codes = new_recovery_codes(&mut tx, p.user.id).await?;
@@ -141,10 +145,23 @@ pub(crate) async fn verify(
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(TotpStatus {
+    Ok(TotpStatus {
         totp_enabled: true,
         recovery_codes: Some(codes),
-    }))
+    })
+}
+
+/// Finish enrolment with a code from the app; from now on login asks for a code.
+#[utoipa::path(post, path = "/auth/totp/verify", tag = "totp", request_body = CodeRequest,
+    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem),
+        (status = 409, description = "No pending secret, or already on", body = Problem)))]
+pub(crate) async fn verify(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: SessionUser,
+    Json(req): Json<CodeRequest>,
+) -> ApiResult<axum::Json<TotpStatus>> {
+    verify_by(&state, &meta, &by, req).await.map(axum::Json)
 }
 
 /// Checks that `p` has TOTP on and `code` is a current, unused code of it (403 otherwise).
@@ -164,39 +181,48 @@ async fn current_code(
     check_code(state, meta, &p.user, code, StatusCode::FORBIDDEN).await
 }
 
-/// Turn TOTP off; needs a current code.
-#[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
-    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
-pub(crate) async fn disable(
-    State(state): State<AppState>,
-    meta: Meta,
-    SessionUser(p): SessionUser,
-    Json(req): Json<CodeRequest>,
-) -> ApiResult<axum::Json<TotpStatus>> {
-    current_code(&state, &meta, &p, &req.code).await?;
+/// The service behind [`disable`], for the API and the dashboard alike.
+pub async fn disable_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &SessionUser,
+    req: CodeRequest,
+) -> ApiResult<TotpStatus> {
+    let p = by.0.clone();
+    current_code(state, meta, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
     crate::store::totp::replace_recovery_codes(&mut tx, p.user.id, &[], now()).await?;
     meta.record(&mut tx, &p, ev::TOTP_DISABLED, p.actor(), json!({}))
         .await?;
     tx.commit().await?;
-    Ok(axum::Json(TotpStatus {
+    Ok(TotpStatus {
         totp_enabled: false,
         recovery_codes: None,
-    }))
+    })
 }
 
-/// Make new recovery codes (needs a current TOTP code): ten single-use codes shown once;
-/// the previous ones stop working. For when the old ones were used up or may be exposed.
-#[utoipa::path(post, path = "/auth/totp/recovery-codes", tag = "totp", request_body = CodeRequest,
-    responses((status = 200, body = RecoveryCodes), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
-pub(crate) async fn recovery_codes(
+/// Turn TOTP off; needs a current code.
+#[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
+    responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
+pub(crate) async fn disable(
     State(state): State<AppState>,
     meta: Meta,
-    SessionUser(p): SessionUser,
+    by: SessionUser,
     Json(req): Json<CodeRequest>,
-) -> ApiResult<axum::Json<RecoveryCodes>> {
-    current_code(&state, &meta, &p, &req.code).await?;
+) -> ApiResult<axum::Json<TotpStatus>> {
+    disable_by(&state, &meta, &by, req).await.map(axum::Json)
+}
+
+/// The service behind [`recovery_codes`], for the API and the dashboard alike.
+pub async fn recovery_codes_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &SessionUser,
+    req: CodeRequest,
+) -> ApiResult<RecoveryCodes> {
+    let p = by.0.clone();
+    current_code(state, meta, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
     let codes = new_recovery_codes(&mut tx, p.user.id).await?;
     meta.record(
@@ -208,9 +234,24 @@ pub(crate) async fn recovery_codes(
     )
     .await?;
     tx.commit().await?;
-    Ok(axum::Json(RecoveryCodes {
+    Ok(RecoveryCodes {
         recovery_codes: codes,
-    }))
+    })
+}
+
+/// Make new recovery codes (needs a current TOTP code): ten single-use codes shown once;
+/// the previous ones stop working. For when the old ones were used up or may be exposed.
+#[utoipa::path(post, path = "/auth/totp/recovery-codes", tag = "totp", request_body = CodeRequest,
+    responses((status = 200, body = RecoveryCodes), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
+pub(crate) async fn recovery_codes(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: SessionUser,
+    Json(req): Json<CodeRequest>,
+) -> ApiResult<axum::Json<RecoveryCodes>> {
+    recovery_codes_by(&state, &meta, &by, req)
+        .await
+        .map(axum::Json)
 }
 
 /// A code to trade for a purpose-bound token.

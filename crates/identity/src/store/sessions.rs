@@ -11,8 +11,6 @@ use uuid::Uuid;
 pub struct SessionWithUser {
     /// Session id.
     pub session_id: Uuid,
-    /// When it stops working.
-    pub expires_at: OffsetDateTime,
     /// Its user.
     pub user: User,
 }
@@ -20,7 +18,6 @@ pub struct SessionWithUser {
 #[derive(sqlx::FromRow)]
 struct Row {
     session_id: Uuid,
-    session_expires_at: OffsetDateTime,
     #[sqlx(flatten)]
     user: UserRow,
 }
@@ -53,7 +50,7 @@ pub async fn find(
     now: OffsetDateTime,
 ) -> StoreResult<Option<SessionWithUser>> {
     let sql = format!(
-        "SELECT sessions.id AS session_id, sessions.expires_at AS session_expires_at, {COLUMNS} \
+        "SELECT sessions.id AS session_id, {COLUMNS} \
          FROM sessions JOIN users ON users.id = sessions.user_id \
          WHERE sessions.token_hash = $1 AND sessions.expires_at > $2"
     );
@@ -61,7 +58,6 @@ pub async fn find(
     row.map(|r| {
         Ok(SessionWithUser {
             session_id: r.session_id,
-            expires_at: r.session_expires_at,
             user: User::try_from(r.user)?,
         })
     })

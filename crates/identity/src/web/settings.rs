@@ -7,7 +7,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html, qr};
 use super::{UserBar, ago, allowed};
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta};
+use crate::extract::Meta;
 use crate::routes::{api_tokens, me, totp};
 use crate::state::{AppState, now};
 use askama::Template;
@@ -159,14 +159,7 @@ pub async fn change_password(
         current_password: f.current_password,
         new_password: f.new_password,
     };
-    match me::change_password(
-        State(state.clone()),
-        meta,
-        SessionUser(user.principal.clone()),
-        Json(req),
-    )
-    .await
-    {
+    match me::change_password_by(&state, &meta, &SessionUser(user.principal.clone()), req).await {
         Ok(_) => Redirect::to("/login?changed=password").into_response(),
         Err(e) => refused(&state, &user, e).await,
     }
@@ -181,8 +174,8 @@ pub async fn totp_setup(
     if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
         return e.into_response();
     }
-    match totp::setup(State(state.clone()), SessionUser(user.principal.clone())).await {
-        Ok(axum::Json(s)) => {
+    match totp::setup_by(&state, &SessionUser(user.principal.clone())).await {
+        Ok(s) => {
             let enrolment =
                 qr::svg(&s.otpauth_uri, "QR code of the TOTP secret").map(|qr| Enrolment {
                     qr,
@@ -210,8 +203,8 @@ pub struct CodeForm {
     code: String,
 }
 
-/// The TOTP forms: checks the CSRF token, hands the code to `call` (the API's handler, which
-/// checks it), then shows the page with the recovery codes `call` made (if any) and `notice`,
+/// The TOTP forms: checks the CSRF token, hands the code to `call` (the identity service,
+/// which checks it), then shows the page with the recovery codes `call` made (if any) and `notice`,
 /// or the refusal.
 async fn with_code<Fut>(
     state: &AppState,
@@ -254,9 +247,9 @@ pub async fn totp_verify(
 ) -> Response {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
-        totp::verify(State(state.clone()), meta, p, Json(req))
+        totp::verify_by(&state, &meta, &p, req)
             .await
-            .map(|axum::Json(s)| s.recovery_codes.unwrap_or_default())
+            .map(|s| s.recovery_codes.unwrap_or_default())
     };
     let notice = "TOTP is on. Sign-ins and sensitive actions ask for a code.";
     with_code(&state, &user, f, notice, call).await
@@ -271,7 +264,7 @@ pub async fn totp_disable(
 ) -> Response {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
-        totp::disable(State(state.clone()), meta, p, Json(req))
+        totp::disable_by(&state, &meta, &p, req)
             .await
             .map(|_| Vec::new())
     };
@@ -287,9 +280,9 @@ pub async fn recovery_codes(
 ) -> Response {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
-        totp::recovery_codes(State(state.clone()), meta, p, Json(req))
+        totp::recovery_codes_by(&state, &meta, &p, req)
             .await
-            .map(|axum::Json(r)| r.recovery_codes)
+            .map(|r| r.recovery_codes)
     };
     let notice = "New recovery codes; the old ones no longer work.";
     with_code(&state, &user, f, notice, call).await
@@ -338,15 +331,8 @@ pub async fn create_token(
         scope: f.scope,
         expires_at,
     };
-    match api_tokens::create(
-        State(state.clone()),
-        meta,
-        SessionUser(user.principal.clone()),
-        Json(req),
-    )
-    .await
-    {
-        Ok((_, axum::Json(t))) => {
+    match api_tokens::create_by(&state, &meta, &SessionUser(user.principal.clone()), req).await {
+        Ok(t) => {
             page(
                 &state,
                 &user,

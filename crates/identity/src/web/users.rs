@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{CsrfForm, UserBar, allowed};
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, Meta};
+use crate::extract::Meta;
 use crate::routes::{auth, invitations, users};
 use crate::state::AppState;
 use askama::Template;
@@ -314,7 +314,7 @@ pub async fn accept_invite(
         token: f.token,
         password: f.password,
     };
-    match auth::accept_invite(State(state), meta, Json(req)).await {
+    match auth::accept_invite_by(&state, &meta, req).await {
         Ok(answer) => {
             let mut to = Redirect::to("/").into_response();
             for c in answer.headers().get_all(header::SET_COOKIE) {
@@ -337,7 +337,7 @@ pub async fn reset_password(
         token: f.token,
         password: f.password,
     };
-    match auth::reset_password(State(state), meta, Json(req)).await {
+    match auth::reset_password_by(&state, &meta, req).await {
         Ok(_) => Redirect::to("/login?changed=password").into_response(),
         Err(e) => token_refused(false, token, e),
     }

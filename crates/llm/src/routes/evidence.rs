@@ -176,7 +176,7 @@ pub(crate) async fn create_pack(
     }
     if let Some(app) = req.app_id {
         let mut c = state.db.conn().await?;
-        if trusthub_monitors::store::apps::get(&mut c, p.tenant(), app)
+        if trusthub_monitors::app(&mut c, p.tenant(), app)
             .await?
             .is_none()
         {

@@ -115,8 +115,6 @@ pub async fn insert_blob(
 /// A call as the team views read it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct CallRow {
-    /// Trace.
-    pub trace_id: String,
     /// Team.
     pub team: String,
     /// Model.

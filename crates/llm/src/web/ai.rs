@@ -179,7 +179,7 @@ pub async fn team(
     let days = period(f.days);
     let built: ApiResult<TeamPage> = async {
         let q = query(days, None);
-        let to_ms = trusthub_fleet::store::telemetry::unix_ms(now());
+        let to_ms = trusthub_fleet::unix_ms(now());
         let from_ms = to_ms - days * 86_400_000;
         let detail = api::team_by(&state, &Viewer::of(&user.principal)?, name, q).await?;
         let mut cost = Vec::new();
@@ -190,9 +190,7 @@ pub async fn team(
                 &d.date,
                 time::macros::format_description!("[year]-[month]-[day]"),
             )
-            .map(|day| {
-                trusthub_fleet::store::telemetry::unix_ms(day.midnight().assume_utc()) + 43_200_000
-            })
+            .map(|day| trusthub_fleet::unix_ms(day.midnight().assume_utc()) + 43_200_000)
             .unwrap_or(from_ms);
             if let Some(c) = d.figures.cost_micro_eur {
                 cost.push((at, c as f64 / 1e6));

@@ -6,7 +6,7 @@ use crate::state::AppState;
 use crate::store::apps::{self, LivenessRow, LivenessUpdate};
 use std::collections::HashMap;
 use time::OffsetDateTime;
-use trusthub_alerts::store::alerts;
+use trusthub_alerts as alerts;
 use trusthub_core::alerting::{self as rules_core, Severity, source};
 use trusthub_core::apps::{AppKind, ObservedMap, observe};
 use trusthub_core::liveness::{self, Expected, Observed, State};
@@ -95,7 +95,10 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
         let mut c = state.db.conn().await?;
         (
             apps::liveness_rows(&mut c).await?,
-            apps::live_of_tracked_agents(&mut c).await?,
+            {
+                let intervals = trusthub_fleet::ingest_intervals(&mut c).await?;
+                apps::live_of_tracked_agents(&mut c, &intervals).await?
+            },
             crate::store::timeline::last_spans(&mut c).await?,
             crate::store::timeline::in_maintenance(&mut c, now).await?,
         )

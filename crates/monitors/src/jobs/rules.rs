@@ -7,8 +7,8 @@ use crate::store::rules;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
-use trusthub_alerts::store::alerts;
-use trusthub_alerts::store::webhooks::{self, NewDelivery, status};
+use trusthub_alerts as alerts;
+use trusthub_alerts::outbox::{self as webhooks, NewDelivery, status};
 use trusthub_core::alerting::{self as rules_core, Op, Severity, source};
 use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
@@ -58,7 +58,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
         rules: all.len(),
         ..Default::default()
     };
-    let to_ms = trusthub_fleet::store::telemetry::unix_ms(now) + 1;
+    let to_ms = trusthub_fleet::unix_ms(now) + 1;
     for rule in all {
         let tenant = TenantId(rule.tenant_id);
         let Some(op) = Op::parse(&rule.operator) else {
@@ -68,7 +68,8 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
         let from_ms = to_ms - rule.window_secs * 1000;
         let sums = {
             let mut c = state.db.conn().await?;
-            rules::window_sums(&mut c, tenant, &rule.metric, from_ms, to_ms, hourly).await?
+            trusthub_fleet::window_sums(&mut c, tenant, &rule.metric, from_ms, to_ms, hourly)
+                .await?
         };
         let mut groups: BTreeMap<BTreeMap<String, String>, Group> = BTreeMap::new();
         for s in sums {
@@ -88,7 +89,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
         }
         let mut tx = state.db.begin().await?;
         let mut notifier = alerting::Notifier::default();
-        let mut open: HashMap<String, trusthub_alerts::store::alerts::Alert> =
+        let mut open: HashMap<String, trusthub_alerts::Alert> =
             alerts::open_of_rule(&mut tx, tenant, rule.id)
                 .await?
                 .into_iter()

@@ -10,12 +10,11 @@ use crate::store::apps::{self, App, NewApp};
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::apps::{self as core_apps, AppKind};
+use trusthub_core::inventory::{Listening, Process};
 use trusthub_core::{audit as ev, validate};
-use trusthub_fleet::store::agents;
-use trusthub_fleet::store::telemetry;
 use trusthub_store::TenantId;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -168,7 +167,7 @@ async fn tags_by_agent(
     tenant: TenantId,
 ) -> ApiResult<std::collections::HashMap<Uuid, Vec<String>>> {
     let mut c = state.db.conn().await?;
-    Ok(agents::list(&mut c, tenant)
+    Ok(trusthub_fleet::agents(&mut c, tenant)
         .await?
         .into_iter()
         .map(|a| (a.id, a.tags.0))
@@ -388,17 +387,15 @@ pub(crate) async fn create_app(
     };
     let now = now();
     let mut tx = state.db.begin().await?;
-    let Some(agent) = agents::get(&mut tx, p.tenant(), req.agent_id).await? else {
+    let Some(agent) = trusthub_fleet::agent(&mut tx, p.tenant(), req.agent_id).await? else {
         return Err(ApiError::invalid(
             "agent_id",
             "is not an agent of your tenant",
         ));
     };
     if kind == AppKind::Systemd
-        && let Some(inv) = telemetry::latest_inventory(&mut tx, p.tenant(), agent.id).await?
-        && inv.snapshot.0["systemd"]
-            .as_array()
-            .is_none_or(|units| units.is_empty())
+        && let Some(inv) = trusthub_fleet::latest_inventory(&mut tx, p.tenant(), agent.id).await?
+        && inv.inventory.systemd().is_empty()
     {
         return Err(ApiError::invalid(
             "app_type",
@@ -452,7 +449,7 @@ async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AppView
     let app = apps::get(&mut c, tenant, id)
         .await?
         .ok_or(ApiError::NotFound("app"))?;
-    let tags = agents::get(&mut c, tenant, app.agent_id)
+    let tags = trusthub_fleet::agent(&mut c, tenant, app.agent_id)
         .await?
         .map(|a| a.tags.0)
         .unwrap_or_default();
@@ -636,13 +633,13 @@ pub(crate) async fn candidates_of(
     id: Uuid,
 ) -> ApiResult<axum::Json<Vec<AppCandidate>>> {
     let mut c = state.db.conn().await?;
-    agents::get(&mut c, p.tenant(), id)
+    trusthub_fleet::agent(&mut c, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("agent"))?;
-    let snapshot = telemetry::latest_inventory(&mut c, p.tenant(), id)
+    let snapshot = trusthub_fleet::latest_inventory(&mut c, p.tenant(), id)
         .await?
-        .map(|s| s.snapshot.0)
-        .unwrap_or(Value::Null);
+        .map(|s| s.inventory);
+    let snapshot = snapshot.as_ref();
     let tracked: std::collections::HashSet<(String, String)> =
         apps::list(&mut c, p.tenant(), Some(id))
             .await?
@@ -661,8 +658,8 @@ pub(crate) async fn candidates_of(
                 listening,
             })
         };
-    for u in snapshot["systemd"].as_array().into_iter().flatten() {
-        let (Some(unit), Some(st)) = (u["unit"].as_str(), u["active_state"].as_str()) else {
+    for u in snapshot.map(|i| i.systemd()).unwrap_or_default() {
+        let (Some(unit), Some(st)) = (u.unit.as_deref(), u.active_state.as_deref()) else {
             continue;
         };
         if st == "active" {
@@ -676,19 +673,15 @@ pub(crate) async fn candidates_of(
         }
     }
     let mut compose = std::collections::BTreeSet::new();
-    for ct in snapshot["containers"].as_array().into_iter().flatten() {
-        let (Some(name), Some(st)) = (ct["name"].as_str(), ct["state"].as_str()) else {
+    for ct in snapshot.map(|i| i.containers()).unwrap_or_default() {
+        let (Some(name), Some(st)) = (ct.bare_name(), ct.state.as_deref()) else {
             continue;
         };
         if st != "running" {
             continue;
         }
-        let name = name.trim_start_matches('/');
         push(AppKind::Docker, name, name, st, Vec::new());
-        if let (Some(pr), Some(sv)) = (
-            ct["compose_project"].as_str(),
-            ct["compose_service"].as_str(),
-        ) {
+        if let (Some(pr), Some(sv)) = (&ct.compose_project, &ct.compose_service) {
             compose.insert(format!("{pr}::{sv}"));
         }
     }
@@ -697,15 +690,13 @@ pub(crate) async fn candidates_of(
         push(AppKind::Compose, &cs, &name, "running", Vec::new());
     }
     // Processes: the live list of the latest batch, else the snapshot's.
-    let live = telemetry::processes(&mut c, p.tenant(), id).await?;
-    let processes: Vec<Value> = match live {
-        Some((_, list)) => list.0,
-        None => snapshot["processes"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default(),
+    let live = trusthub_fleet::processes(&mut c, p.tenant(), id).await?;
+    let processes: Vec<Process> = match live {
+        Some((_, list)) => list,
+        None => snapshot.map(|i| i.processes().to_vec()).unwrap_or_default(),
     };
-    for cand in process_candidates(&processes, &snapshot["listening"]) {
+    let listening = snapshot.map(|i| i.listening()).unwrap_or_default();
+    for cand in process_candidates(&processes, listening) {
         push(
             AppKind::Process,
             &cand.exe,
@@ -727,15 +718,12 @@ struct ProcessCandidate {
 
 /// Processes that listen on a socket or are daemons (parent pid 1), one per binary;
 /// listening ones first, then by name.
-fn process_candidates(processes: &[Value], listening: &Value) -> Vec<ProcessCandidate> {
+fn process_candidates(processes: &[Process], listening: &[Listening]) -> Vec<ProcessCandidate> {
     let mut ports: std::collections::HashMap<u64, Vec<String>> = Default::default();
-    for l in listening.as_array().into_iter().flatten() {
-        if let (Some(pid), Some(proto), Some(addr), Some(port)) = (
-            l["pid"].as_u64(),
-            l["proto"].as_str(),
-            l["addr"].as_str(),
-            l["port"].as_u64(),
-        ) {
+    for l in listening {
+        if let (Some(pid), Some(proto), Some(addr), Some(port)) =
+            (l.pid, l.proto.as_deref(), l.addr.as_deref(), l.port)
+        {
             let at = if addr.contains(':') {
                 format!("{proto} [{addr}]:{port}")
             } else {
@@ -746,17 +734,17 @@ fn process_candidates(processes: &[Value], listening: &Value) -> Vec<ProcessCand
     }
     let mut by_exe: std::collections::BTreeMap<String, ProcessCandidate> = Default::default();
     for p in processes {
-        let exe = p["exe"].as_str().unwrap_or_default();
+        let exe = p.exe.as_deref().unwrap_or_default();
         let exe = exe.strip_suffix(" (deleted)").unwrap_or(exe);
         // The name it was started by when that is a symlink to the binary: what the user
         // knows (`/usr/bin/redis-server`, not `/usr/bin/redis-check-rdb`).
-        let exe = match p["paths"].as_array().and_then(|a| a.first()?.as_str()) {
-            Some(alias) if !core_apps::is_interpreter(exe) => alias,
+        let exe = match p.paths.first() {
+            Some(alias) if !core_apps::is_interpreter(exe) => alias.as_str(),
             _ => exe,
         };
-        let pid = p["pid"].as_u64().unwrap_or(0);
+        let pid = p.pid.unwrap_or(0);
         let name = exe.rsplit('/').next().unwrap_or_default();
-        let daemon = p["ppid"].as_u64() == Some(1);
+        let daemon = p.ppid == Some(1);
         let listens = ports.get(&pid);
         let skip = !exe.starts_with('/')
             || pid <= 1
@@ -877,7 +865,9 @@ mod tests {
             {"proto": "tcp", "addr": "0.0.0.0", "port": 4222, "pid": 40},
             {"proto": "tcp", "addr": "0.0.0.0", "port": 1883, "pid": 50}
         ]);
-        let got = process_candidates(processes.as_array().expect("list"), &listening);
+        let processes: Vec<Process> = serde_json::from_value(processes).expect("processes");
+        let listening: Vec<Listening> = serde_json::from_value(listening).expect("listening");
+        let got = process_candidates(&processes, &listening);
         let names: Vec<&str> = got.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,

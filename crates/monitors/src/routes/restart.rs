@@ -31,24 +31,16 @@ pub struct RestartRequest {
     pub reason: String,
 }
 
-/// Restart an app (SPEC 3.1): admin, a login session and a TOTP code for purpose
-/// `app_restart` (`X-TOTP-Code`, or `X-TOTP-Token` from `/auth/totp/challenge`); API tokens
-/// never can. The hub signs an EAT (`act: restart_app`, level 2, 5 minutes) and pushes it over
-/// the agent's WebSocket; the agent checks it, its allowlist and its replay list, restarts per
-/// kind and reports back. 409 when the agent is not connected (nothing is queued). Limited
-/// like `/agents/:id/emergency` (SPEC 8): 5 per hour per user.
-#[utoipa::path(post, path = "/apps/{id}/restart", tag = "actions", params(("id" = Uuid, Path, description = "App id")),
-    request_body = RestartRequest,
-    responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
-        (status = 409, body = Problem), (status = 429, body = Problem)))]
-pub(crate) async fn restart(
-    State(state): State<AppState>,
-    meta: Meta,
-    proof: TotpProof<AppRestart>,
-    Path(id): Path<Uuid>,
-    Json(req): Json<RestartRequest>,
-) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
-    let p = proof.principal;
+/// The service behind [`restart`], for the API and the dashboard alike: `proof` is the
+/// caller's spent TOTP code for this purpose.
+pub async fn restart_by(
+    state: &AppState,
+    meta: &Meta,
+    proof: &TotpProof<AppRestart>,
+    id: Uuid,
+    req: RestartRequest,
+) -> ApiResult<Dispatched> {
+    let p = proof.principal.clone();
     if !p.has_role(Role::Admin) {
         return Err(ApiError::Forbidden(
             "restarting an app needs the admin role".into(),
@@ -79,8 +71,8 @@ pub(crate) async fn restart(
         ));
     }
     let dispatched = trusthub_fleet::routes::actions::dispatch(
-        &state,
-        &meta,
+        state,
+        meta,
         &p,
         ActionRequest {
             agent_id: app.agent_id,
@@ -94,5 +86,26 @@ pub(crate) async fn restart(
         now,
     )
     .await?;
-    Ok((StatusCode::ACCEPTED, axum::Json(dispatched)))
+    Ok(dispatched)
+}
+
+/// Restart an app (SPEC 3.1): admin, a login session and a TOTP code for purpose
+/// `app_restart` (`X-TOTP-Code`, or `X-TOTP-Token` from `/auth/totp/challenge`); API tokens
+/// never can. The hub signs an EAT (`act: restart_app`, level 2, 5 minutes) and pushes it over
+/// the agent's WebSocket; the agent checks it, its allowlist and its replay list, restarts per
+/// kind and reports back. 409 when the agent is not connected (nothing is queued). Limited
+/// like `/agents/:id/emergency` (SPEC 8): 5 per hour per user.
+#[utoipa::path(post, path = "/apps/{id}/restart", tag = "actions", params(("id" = Uuid, Path, description = "App id")),
+    request_body = RestartRequest,
+    responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, body = Problem), (status = 429, body = Problem)))]
+pub(crate) async fn restart(
+    State(state): State<AppState>,
+    meta: Meta,
+    proof: TotpProof<AppRestart>,
+    Path(id): Path<Uuid>,
+    Json(req): Json<RestartRequest>,
+) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
+    let d = restart_by(&state, &meta, &proof, id, req).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(d)))
 }

@@ -306,7 +306,7 @@ pub(crate) async fn create_rule_by(
         now,
     )
     .await?;
-    let seen = rules::metric_known(&mut tx, p.tenant(), &c.metric).await?;
+    let seen = trusthub_fleet::metric_known(&mut tx, p.tenant(), &c.metric).await?;
     meta.record(
         &mut tx,
         p,
@@ -329,7 +329,7 @@ pub(crate) async fn list_rules(
     let mut c = state.db.conn().await?;
     let mut out = Vec::new();
     for r in rules::list(&mut c, p.tenant()).await? {
-        let seen = rules::metric_known(&mut c, p.tenant(), &r.metric).await?;
+        let seen = trusthub_fleet::metric_known(&mut c, p.tenant(), &r.metric).await?;
         out.push(RuleView::new(r, seen));
     }
     Ok(axum::Json(out))
@@ -342,7 +342,7 @@ pub async fn get_rule_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<R
     let r = rules::get(&mut c, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("alert rule"))?;
-    let seen = rules::metric_known(&mut c, p.tenant(), &r.metric).await?;
+    let seen = trusthub_fleet::metric_known(&mut c, p.tenant(), &r.metric).await?;
     Ok(RuleView::new(r, seen))
 }
 
@@ -415,7 +415,7 @@ pub async fn update_rule_by(
     )
     .await?
     .ok_or(ApiError::NotFound("alert rule"))?;
-    let seen = rules::metric_known(&mut tx, p.tenant(), &c.metric).await?;
+    let seen = trusthub_fleet::metric_known(&mut tx, p.tenant(), &c.metric).await?;
     meta.record(
         &mut tx,
         p,

@@ -132,42 +132,36 @@ pub async fn list(
 }
 
 /// One page of the tenant's apps for the dashboard: those out of their expected state or
-/// alerting first (only those with `only_off`), then by host name and app name; with the
-/// number of apps matching.
+/// alerting first (only those with `only_off`), then by host name (from `hostnames`, the
+/// fleet's) and app name; with the number of apps matching.
 pub async fn page(
     ex: &mut impl Exec,
     tenant: TenantId,
+    hostnames: &std::collections::HashMap<Uuid, String>,
     only_off: bool,
     offset: i64,
     limit: i64,
 ) -> StoreResult<(Vec<App>, i64)> {
-    let off = |t: &str| {
-        format!(
-            "({t}alerting OR {t}observed_state IS NULL OR {t}observed_state <> {t}expected_state)"
-        )
+    let off = |a: &App| {
+        a.alerting
+            || a.observed_state
+                .as_deref()
+                .is_none_or(|o| o != a.expected_state)
     };
-    let cols: String = COLUMNS
-        .split(", ")
-        .map(|c| format!("p.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "SELECT {cols} FROM apps p JOIN agents a ON a.id = p.agent_id \
-         WHERE p.tenant_id = $1 AND ($2 = FALSE OR {off}) \
-         ORDER BY CASE WHEN {off} THEN 0 ELSE 1 END, a.hostname, p.name, p.id LIMIT $3 OFFSET $4",
-        off = off("p."),
-    );
-    let count = format!(
-        "SELECT COUNT(*) FROM apps WHERE tenant_id = $1 AND ($2 = FALSE OR {})",
-        off("")
-    );
-    Ok(on!(ex, c => {
-        let rows = sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
-            .bind(tenant.0).bind(only_off).bind(limit).bind(offset).fetch_all(&mut *c).await?;
-        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(count))
-            .bind(tenant.0).bind(only_off).fetch_one(&mut *c).await?;
-        (rows, n)
-    }))
+    let mut rows: Vec<App> = list(ex, tenant, None)
+        .await?
+        .into_iter()
+        .filter(|a| !only_off || off(a))
+        .collect();
+    let host = |a: &App| hostnames.get(&a.agent_id).map(String::as_str).unwrap_or("");
+    rows.sort_by(|a, b| (!off(a), host(a), &a.name, a.id).cmp(&(!off(b), host(b), &b.name, b.id)));
+    let total = rows.len() as i64;
+    let rows = rows
+        .into_iter()
+        .skip(usize::try_from(offset).unwrap_or(0))
+        .take(usize::try_from(limit).unwrap_or(0))
+        .collect();
+    Ok((rows, total))
 }
 
 /// The tenant's tracked apps, and how many of them are observed in another state than
@@ -403,7 +397,7 @@ pub async fn save_liveness(
 }
 
 /// An agent's live state.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct Live {
     /// Agent.
     pub agent_id: Uuid,
@@ -429,12 +423,27 @@ pub async fn set_live(
     Ok(())
 }
 
-/// Live states of every agent that has apps.
-pub async fn live_of_tracked_agents(ex: &mut impl Exec) -> StoreResult<Vec<Live>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, Live>(
-        "SELECT l.agent_id, l.received_at, g.ingest_interval_secs, l.observed FROM agent_live l \
-         JOIN agents g ON g.id = l.agent_id WHERE EXISTS (SELECT 1 FROM apps a WHERE a.agent_id = l.agent_id)")
-        .fetch_all(&mut *c).await?))
+/// Live states of every agent that has apps, with each agent's push interval from
+/// `intervals` (the fleet's; an agent missing there is gone and skipped).
+pub async fn live_of_tracked_agents(
+    ex: &mut impl Exec,
+    intervals: &std::collections::HashMap<Uuid, i64>,
+) -> StoreResult<Vec<Live>> {
+    let rows: Vec<(Uuid, OffsetDateTime, Json<ObservedMap>)> = on!(ex, c => sqlx::query_as(
+        "SELECT l.agent_id, l.received_at, l.observed FROM agent_live l \
+         WHERE EXISTS (SELECT 1 FROM apps a WHERE a.agent_id = l.agent_id)")
+        .fetch_all(&mut *c).await?);
+    Ok(rows
+        .into_iter()
+        .filter_map(|(agent_id, received_at, observed)| {
+            Some(Live {
+                agent_id,
+                received_at,
+                ingest_interval_secs: *intervals.get(&agent_id)?,
+                observed,
+            })
+        })
+        .collect())
 }
 
 pub use trusthub_core::apps::CheckResult;

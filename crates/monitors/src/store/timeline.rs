@@ -66,6 +66,14 @@ pub async fn extend(ex: &mut impl Exec, id: i64, end: OffsetDateTime) -> StoreRe
     Ok(())
 }
 
+/// The last span of one app.
+pub async fn last_span(ex: &mut impl Exec, app: Uuid) -> StoreResult<Option<Span>> {
+    let row: Option<Row> = on!(ex, c => sqlx::query_as(
+        "SELECT id, app_id, start_s, end_s, down FROM app_timeline WHERE app_id = $1 ORDER BY id DESC LIMIT 1")
+        .bind(app).fetch_optional(&mut *c).await?);
+    Ok(row.map(Span::from))
+}
+
 /// Appends a span.
 pub async fn append(
     ex: &mut impl Exec,
@@ -87,16 +95,16 @@ pub async fn spans(ex: &mut impl Exec, app: Uuid, since: OffsetDateTime) -> Stor
     Ok(spans_of(rows))
 }
 
-/// The spans of the tenant's apps with an SLO ending after `since` (in no particular
-/// order: callers group them by app and sort).
+/// The spans of the tenant's apps ending after `since` (in no particular order: callers
+/// group them by app and sort).
 pub async fn spans_of_tenant(
     ex: &mut impl Exec,
     tenant: TenantId,
     since: OffsetDateTime,
 ) -> StoreResult<Vec<Span>> {
     let rows: Vec<Row> = on!(ex, c => sqlx::query_as(
-        "SELECT t.id, t.app_id, t.start_s, t.end_s, t.down FROM app_timeline t JOIN app_slos s ON s.app_id = t.app_id \
-         WHERE s.tenant_id = $1 AND t.end_s > $2")
+        "SELECT t.id, t.app_id, t.start_s, t.end_s, t.down FROM app_timeline t \
+         WHERE t.app_id IN (SELECT id FROM apps WHERE tenant_id = $1) AND t.end_s > $2")
         .bind(tenant.0).bind(since.unix_timestamp()).fetch_all(&mut *c).await?);
     Ok(spans_of(rows))
 }

@@ -11,7 +11,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
-use trusthub_fleet::store::agents;
 
 /// One tracked app.
 #[derive(Debug)]
@@ -83,7 +82,7 @@ async fn apps_page(
         let tenant = user.principal.tenant();
         let now = now();
         let mut c = state.db.conn().await?;
-        let hosts = agents::list(&mut c, tenant).await?;
+        let hosts = trusthub_fleet::agents(&mut c, tenant).await?;
         let names: std::collections::HashMap<uuid::Uuid, String> =
             hosts.iter().map(|h| (h.id, h.hostname.clone())).collect();
         let agent = q.agent;
@@ -92,6 +91,7 @@ async fn apps_page(
         let (mut listed, total) = apps::page(
             &mut c,
             tenant,
+            &names,
             only_off,
             ((page - 1) * APPS_PAGE) as i64,
             APPS_PAGE as i64,

@@ -3,7 +3,7 @@
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{UserBar, allowed};
 use crate::auth::{TotpProof, Viewer, purpose::AppRestart};
-use crate::extract::{Json, Meta, Path};
+use crate::extract::Meta;
 use crate::routes::apps;
 use crate::routes::restart::{self as api, RestartRequest};
 use crate::state::AppState;
@@ -108,20 +108,20 @@ pub async fn restart(
         let proof =
             TotpProof::<AppRestart>::from_code(&state, &meta, user.principal.clone(), &f.code)
                 .await?;
-        api::restart(
-            State(state.clone()),
-            meta,
-            proof,
-            Path(id),
-            Json(RestartRequest {
+        api::restart_by(
+            &state,
+            &meta,
+            &proof,
+            id,
+            RestartRequest {
                 reason: f.reason.clone(),
-            }),
+            },
         )
         .await
     }
     .await;
     match dispatched {
-        Ok((_, axum::Json(d))) => Redirect::to(&format!("/ui/actions/{}", d.jti)).into_response(),
+        Ok(d) => Redirect::to(&format!("/ui/actions/{}", d.jti)).into_response(),
         Err(e) => match form_error(e) {
             Ok((status, m)) => {
                 restart_page(&state, &user, id, f.reason, Flash::error(m), status).await

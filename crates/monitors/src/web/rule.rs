@@ -46,7 +46,7 @@ async fn page(
         let r = api::get_rule_by(state, &Viewer::of(p)?, id).await?;
         let metrics = {
             let mut c = state.db.conn().await?;
-            crate::store::rules::metric_names(&mut c, p.tenant()).await?
+            trusthub_fleet::metric_names(&mut c, p.tenant()).await?
         };
         Ok(RulePage {
             assets: &ASSETS,

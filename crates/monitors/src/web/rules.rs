@@ -48,7 +48,7 @@ async fn rules_page(
         let tenant = user.principal.tenant();
         let now = now();
         let mut c = state.db.conn().await?;
-        let metrics = crate::store::rules::metric_names(&mut c, tenant).await?;
+        let metrics = trusthub_fleet::metric_names(&mut c, tenant).await?;
         let mut rows = Vec::new();
         for r in crate::store::rules::list(&mut c, tenant).await? {
             rows.push(RuleRow {

@@ -8,7 +8,7 @@
 use crate::objective as core;
 use crate::state::AppState;
 use time::OffsetDateTime;
-use trusthub_alerts::store::alerts;
+use trusthub_alerts as alerts;
 use trusthub_core::alerting::Severity;
 use trusthub_store::{StoreResult, TenantId};
 
@@ -56,11 +56,10 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         let since = now - crate::routes::slo::lookback(s);
         let (spans, maint, name) = {
             let mut c = state.db.conn().await?;
-            let spans = trusthub_monitors::store::timeline::spans(&mut c, s.app_id, since).await?;
+            let spans = trusthub_monitors::timeline::spans(&mut c, s.app_id, since).await?;
             let maint =
-                trusthub_monitors::store::timeline::maintenance(&mut c, tenant, s.app_id, since)
-                    .await?;
-            let name = trusthub_monitors::store::apps::get(&mut c, tenant, s.app_id)
+                trusthub_monitors::timeline::maintenance(&mut c, tenant, s.app_id, since).await?;
+            let name = trusthub_monitors::app(&mut c, tenant, s.app_id)
                 .await?
                 .map(|a| a.name)
                 .unwrap_or_default();
@@ -170,8 +169,7 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
         tx.commit().await?;
     }
     let mut tx = state.db.begin().await?;
-    trusthub_monitors::store::timeline::purge(&mut tx, now - time::Duration::days(RETENTION_DAYS))
-        .await?;
+    trusthub_monitors::timeline::purge(&mut tx, now - time::Duration::days(RETENTION_DAYS)).await?;
     tx.commit().await?;
     Ok(report)
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::audit as ev;
-use trusthub_monitors::store::timeline::{self as timeline, Maintenance};
+use trusthub_monitors::timeline::{self as timeline, Maintenance};
 use trusthub_store::TenantId;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -217,7 +217,7 @@ pub(crate) async fn status_of_app(
     now: OffsetDateTime,
 ) -> ApiResult<SloStatus> {
     let mut c = state.db.conn().await?;
-    let a = trusthub_monitors::store::apps::get(&mut c, tenant, app)
+    let a = trusthub_monitors::app(&mut c, tenant, app)
         .await?
         .ok_or(ApiError::NotFound("app"))?;
     let s = store::get(&mut c, tenant, app)
@@ -274,7 +274,7 @@ pub(crate) async fn put_by(
     let (target, window_days, minimum_data) = check(req)?;
     let now = now();
     let mut tx = state.db.begin().await?;
-    if trusthub_monitors::store::apps::get(&mut tx, p.tenant(), app)
+    if trusthub_monitors::app(&mut tx, p.tenant(), app)
         .await?
         .is_none()
     {
@@ -391,12 +391,7 @@ pub async fn statuses(
             .map(lookback)
             .max()
             .unwrap_or(time::Duration::days(7));
-    let names: std::collections::HashMap<Uuid, String> =
-        trusthub_monitors::store::apps::list(&mut c, tenant, None)
-            .await?
-            .into_iter()
-            .map(|a| (a.id, a.name))
-            .collect();
+    let names = trusthub_monitors::app_names(&mut c, tenant).await?;
     let mut spans: std::collections::HashMap<Uuid, Vec<timeline::Span>> = Default::default();
     for s in timeline::spans_of_tenant(&mut c, tenant, since).await? {
         spans.entry(s.app_id).or_default().push(s);
@@ -493,10 +488,7 @@ pub(crate) async fn history_days(
     now: OffsetDateTime,
 ) -> ApiResult<Vec<core::Day>> {
     let mut c = state.db.conn().await?;
-    if trusthub_monitors::store::apps::get(&mut c, tenant, app)
-        .await?
-        .is_none()
-    {
+    if trusthub_monitors::app(&mut c, tenant, app).await?.is_none() {
         return Err(ApiError::NotFound("app"));
     }
     let s = store::get(&mut c, tenant, app)
@@ -639,7 +631,7 @@ pub(crate) async fn create_maintenance_by(
         created_at: now,
     };
     let mut tx = state.db.begin().await?;
-    if trusthub_monitors::store::apps::get(&mut tx, p.tenant(), app)
+    if trusthub_monitors::app(&mut tx, p.tenant(), app)
         .await?
         .is_none()
     {
@@ -686,7 +678,7 @@ pub(crate) async fn list_maintenance(
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<Vec<MaintenanceView>>> {
     let mut c = state.db.conn().await?;
-    if trusthub_monitors::store::apps::get(&mut c, p.tenant(), id)
+    if trusthub_monitors::app(&mut c, p.tenant(), id)
         .await?
         .is_none()
     {

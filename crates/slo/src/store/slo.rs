@@ -75,7 +75,8 @@ pub async fn delete(ex: &mut impl Exec, tenant: TenantId, app: Uuid) -> StoreRes
 pub struct Summary {
     /// The app.
     pub app_id: Uuid,
-    /// Its name.
+    /// Its name (the apps capability's; filled by [`summaries`]).
+    #[sqlx(skip)]
     pub app_name: String,
     /// `ok`, `burning`, `exhausted`, `insufficient_data`; `None` until first evaluated.
     pub last_state: Option<String>,
@@ -113,11 +114,27 @@ pub async fn summary_counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult
         .bind(tenant.0).fetch_one(&mut *c).await?))
 }
 
-/// The tenant's SLOs with their last status, least budget left first (never evaluated last).
-pub async fn summaries(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Summary>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, Summary>(
-        "SELECT s.app_id, a.name AS app_name, s.last_state, s.last_budget_remaining, s.last_budget_total, \
-         s.last_uptime FROM app_slos s JOIN apps a ON a.id = s.app_id WHERE s.tenant_id = $1 \
-         ORDER BY s.last_budget_remaining IS NULL, s.last_budget_remaining, a.name")
-        .bind(tenant.0).fetch_all(&mut *c).await?))
+/// The tenant's SLOs with their last status, least budget left first (never evaluated
+/// last), then by app name (from `app_names`, the apps capability's).
+pub async fn summaries(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    app_names: &std::collections::HashMap<Uuid, String>,
+) -> StoreResult<Vec<Summary>> {
+    let mut out: Vec<Summary> = on!(ex, c => sqlx::query_as::<_, Summary>(
+        "SELECT app_id, last_state, last_budget_remaining, last_budget_total, last_uptime \
+         FROM app_slos WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_all(&mut *c).await?);
+    for s in &mut out {
+        s.app_name = app_names.get(&s.app_id).cloned().unwrap_or_default();
+    }
+    out.sort_by(|a, b| {
+        let key = |s: &Summary| (s.last_budget_remaining.is_none(), s.last_budget_remaining);
+        let (na, la) = key(a);
+        let (nb, lb) = key(b);
+        na.cmp(&nb)
+            .then(la.partial_cmp(&lb).unwrap_or(std::cmp::Ordering::Equal))
+            .then_with(|| a.app_name.cmp(&b.app_name))
+    });
+    Ok(out)
 }

@@ -108,7 +108,7 @@ async fn page(
         let now = now();
         let name = {
             let mut c = state.db.conn().await?;
-            trusthub_monitors::store::apps::get(&mut c, p.tenant(), app)
+            trusthub_monitors::app(&mut c, p.tenant(), app)
                 .await?
                 .ok_or(ApiError::NotFound("app"))?
                 .name
@@ -172,7 +172,7 @@ async fn page(
         };
         let windows = {
             let mut c = state.db.conn().await?;
-            trusthub_monitors::store::timeline::maintenance(
+            trusthub_monitors::timeline::maintenance(
                 &mut c,
                 p.tenant(),
                 app,
@@ -379,7 +379,8 @@ pub async fn app_lines(
     tenant: trusthub_store::TenantId,
 ) -> trusthub_store::StoreResult<Vec<trusthub_monitors::routes::apps::SloLine>> {
     let mut c = state.db.conn().await?;
-    Ok(crate::store::slo::summaries(&mut c, tenant)
+    let names = trusthub_monitors::app_names(&mut c, tenant).await?;
+    Ok(crate::store::slo::summaries(&mut c, tenant, &names)
         .await?
         .into_iter()
         .map(|s| {

@@ -25,7 +25,7 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
     let (hosts, last, generation) = {
         let mut c = state.db.conn().await?;
         (
-            crate::store::cve::agents_with_inventory(&mut c).await?,
+            trusthub_fleet::inventories(&mut c).await?,
             crate::store::cve::last_scans(&mut c).await?,
             crate::store::osv::generation(&mut c).await?,
         )

@@ -31,24 +31,20 @@ pub type Dependents = BTreeMap<String, BTreeSet<(Uuid, Uuid, String)>>;
 /// The npm packages each host's latest inventory names.
 pub async fn dependents(state: &AppState, tenant: Option<TenantId>) -> StoreResult<Dependents> {
     let mut c = state.db.conn().await?;
-    let hosts = crate::store::cve::agents_with_inventory(&mut c).await?;
+    let hosts = trusthub_fleet::inventories(&mut c).await?;
     let mut out = Dependents::new();
     for (t, agent, hostname, inventory) in hosts {
         if tenant.is_some_and(|x| x.0 != t) {
             continue;
         }
-        let Some(snapshot) = crate::store::npm::snapshot(&mut c, inventory).await? else {
+        let Some(snapshot) = trusthub_fleet::inventory(&mut c, inventory).await? else {
             continue;
         };
-        for d in snapshot["app_dependencies"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            if d["ecosystem"].as_str() != Some("npm") {
+        for d in snapshot.app_dependencies() {
+            if d.ecosystem.as_deref() != Some("npm") {
                 continue;
             }
-            if let Some(name) = d["name"].as_str().filter(|n| valid_name(n)) {
+            if let Some(name) = d.name.as_deref().filter(|n| valid_name(n)) {
                 out.entry(name.to_owned())
                     .or_default()
                     .insert((t, agent, hostname.clone()));
@@ -264,7 +260,7 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
                     .raise(
                         &mut tx,
                         TenantId(t),
-                        &trusthub_alerts::store::alerts::NewAlert {
+                        &trusthub_alerts::NewAlert {
                             severity: warning.as_str(),
                             severity_rank: warning.rank(),
                             category: "supply_chain",

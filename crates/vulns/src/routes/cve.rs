@@ -147,7 +147,7 @@ pub(crate) async fn hostnames(
     c: &mut impl trusthub_store::Exec,
     tenant: trusthub_store::TenantId,
 ) -> ApiResult<std::collections::HashMap<Uuid, String>> {
-    Ok(trusthub_fleet::store::agents::list(c, tenant)
+    Ok(trusthub_fleet::agents(c, tenant)
         .await?
         .into_iter()
         .map(|a| (a.id, a.hostname))
@@ -632,7 +632,7 @@ pub async fn coverage_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<Coverag
             .into_iter()
             .map(|(a, t, n, nc)| (a, (t, n, nc)))
             .collect();
-    let mut out: Vec<CoverageView> = trusthub_fleet::store::agents::list(&mut c, p.tenant())
+    let mut out: Vec<CoverageView> = trusthub_fleet::agents(&mut c, p.tenant())
         .await?
         .into_iter()
         .map(|a| {

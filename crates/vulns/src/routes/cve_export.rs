@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
+use trusthub_core::inventory::Inventory;
 use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -38,21 +39,20 @@ fn json_file(v: &Value, content_type: &str) -> Response {
 }
 
 /// `(project folder, OSV ecosystem)` -> lockfile name, from a host's latest inventory.
-fn lockfiles(inventory: &Value) -> HashMap<(String, String), String> {
+fn lockfiles(inventory: Option<&Inventory>) -> HashMap<(String, String), String> {
     let mut out = HashMap::new();
-    for d in inventory["app_dependencies"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    for d in inventory
+        .map(Inventory::app_dependencies)
+        .unwrap_or_default()
     {
         if let (Some(p), Some(l), Some(e)) = (
-            d["project_path"].as_str(),
-            d["lockfile"].as_str(),
-            d["ecosystem"]
-                .as_str()
+            &d.project_path,
+            &d.lockfile,
+            d.ecosystem
+                .as_deref()
                 .and_then(crate::rules::scan::app_ecosystem),
         ) {
-            out.insert((p.to_owned(), e.to_owned()), l.to_owned());
+            out.insert((p.clone(), e.to_owned()), l.clone());
         }
     }
     out
@@ -212,11 +212,8 @@ pub(crate) async fn sarif(
     agents.sort();
     agents.dedup();
     for agent in agents {
-        let inv = trusthub_fleet::store::telemetry::latest_inventory(&mut c, p.tenant(), agent)
-            .await?
-            .map(|s| s.snapshot.0)
-            .unwrap_or(Value::Null);
-        locks.insert(agent, lockfiles(&inv));
+        let inv = trusthub_fleet::latest_inventory(&mut c, p.tenant(), agent).await?;
+        locks.insert(agent, lockfiles(inv.as_ref().map(|r| &r.inventory)));
     }
     let log = sarif_log(&findings, &hosts, &locks, &state.public_url);
     Ok(json_file(&log, "application/sarif+json"))
@@ -227,14 +224,17 @@ type Component = (String, String, String, String);
 
 /// The packages of an inventory as SBOM components: OS packages (with the distribution's
 /// purl when the release is known) and lockfile dependencies.
-fn components(inventory: &Value) -> Vec<Component> {
-    let os = crate::rules::scan::os_ecosystem(&inventory["os"]).ok();
+fn components(inventory: Option<&Inventory>) -> Vec<Component> {
+    let Some(inventory) = inventory else {
+        return Vec::new();
+    };
+    let os = crate::rules::scan::os_ecosystem(inventory.os.as_ref()).ok();
     let mut out = Vec::new();
-    for p in inventory["packages"].as_array().into_iter().flatten() {
-        let (Some(n), Some(v)) = (p["name"].as_str(), p["version"].as_str()) else {
+    for p in inventory.packages() {
+        let (Some(n), Some(v)) = (&p.name, &p.version) else {
             continue;
         };
-        let eco = match (&os, p["manager"].as_str()) {
+        let eco = match (&os, p.manager.as_deref()) {
             (Some(e), Some(m))
                 if matches!(
                     (e.split(':').next().unwrap_or_default(), m),
@@ -247,23 +247,19 @@ fn components(inventory: &Value) -> Vec<Component> {
             }
             (_, m) => m.unwrap_or("os").to_owned(),
         };
-        out.push((eco, n.to_owned(), v.to_owned(), String::new()));
+        out.push((eco, n.clone(), v.clone(), String::new()));
     }
-    for d in inventory["app_dependencies"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let (Some(n), Some(v)) = (d["name"].as_str(), d["version"].as_str()) else {
+    for d in inventory.app_dependencies() {
+        let (Some(n), Some(v)) = (&d.name, &d.version) else {
             continue;
         };
-        let raw = d["ecosystem"].as_str().unwrap_or_default();
+        let raw = d.ecosystem.as_deref().unwrap_or_default();
         let eco = crate::rules::scan::app_ecosystem(raw).unwrap_or(raw);
         out.push((
             eco.to_owned(),
-            n.to_owned(),
-            v.to_owned(),
-            d["project_path"].as_str().unwrap_or_default().to_owned(),
+            n.clone(),
+            v.clone(),
+            d.project_path.clone().unwrap_or_default(),
         ));
     }
     out.sort();
@@ -285,7 +281,7 @@ fn cdx_severity(s: &str) -> &'static str {
 pub(crate) fn cyclonedx(
     hostname: &str,
     agent: Uuid,
-    inventory: &Value,
+    inventory: Option<&Inventory>,
     collected_at: Option<OffsetDateTime>,
     findings: &[Finding],
     now: OffsetDateTime,
@@ -391,10 +387,10 @@ pub(crate) async fn sbom(
 ) -> ApiResult<Response> {
     let now = now();
     let mut c = state.db.conn().await?;
-    let Some(agent) = trusthub_fleet::store::agents::get(&mut c, p.tenant(), id).await? else {
+    let Some(agent) = trusthub_fleet::agent(&mut c, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("agent"));
     };
-    let inv = trusthub_fleet::store::telemetry::latest_inventory(&mut c, p.tenant(), id).await?;
+    let inv = trusthub_fleet::latest_inventory(&mut c, p.tenant(), id).await?;
     let filter = Filter {
         agent_id: Some(id),
         status: Some("unfixed".into()),
@@ -402,11 +398,14 @@ pub(crate) async fn sbom(
     };
     let findings =
         crate::store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now).await?;
-    let (snapshot, collected) = match inv {
-        Some(s) => (s.snapshot.0, Some(s.collected_at)),
-        None => (Value::Null, None),
-    };
-    let bom = cyclonedx(&agent.hostname, id, &snapshot, collected, &findings, now);
+    let bom = cyclonedx(
+        &agent.hostname,
+        id,
+        inv.as_ref().map(|r| &r.inventory),
+        inv.as_ref().map(|r| r.collected_at),
+        &findings,
+        now,
+    );
     Ok(json_file(
         &bom,
         "application/vnd.cyclonedx+json; version=1.6",

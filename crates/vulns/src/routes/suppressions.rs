@@ -424,7 +424,7 @@ pub(crate) async fn openvex(
         ..Default::default()
     };
     let findings = crate::store::cve::list(&mut c, tenant, &filter, None, i64::MAX, now).await?;
-    let tenant_name = trusthub_identity::store::tenants::get(&mut c, tenant)
+    let tenant_name = trusthub_identity::tenant(&mut c, tenant)
         .await?
         .map(|t| t.name)
         .unwrap_or_default();

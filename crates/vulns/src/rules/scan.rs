@@ -6,7 +6,7 @@
 //! their lockfile's ecosystem. What cannot be looked up is said, not silently skipped.
 
 use crate::rules::osv::{Record, Severity, Verdict};
-use serde_json::Value;
+use trusthub_core::inventory::{Inventory, Os};
 
 /// One package of a host to look up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,9 +27,12 @@ pub struct Target {
 
 /// The OSV ecosystem of a host's OS release (`os.id`, `os.version` of os-release), or why
 /// there is none.
-pub fn os_ecosystem(os: &Value) -> Result<String, String> {
-    let id = os["id"].as_str().unwrap_or_default().to_ascii_lowercase();
-    let version = os["version"].as_str().unwrap_or_default();
+pub fn os_ecosystem(os: Option<&Os>) -> Result<String, String> {
+    let id = os
+        .and_then(|o| o.id.as_deref())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let version = os.and_then(|o| o.version.as_deref()).unwrap_or_default();
     let major = version.split('.').next().unwrap_or_default();
     let major_minor = version.split('.').take(2).collect::<Vec<_>>().join(".");
     match id.as_str() {
@@ -88,32 +91,31 @@ pub fn normalize_name(ecosystem: &str, name: &str) -> String {
 /// The packages of an inventory snapshot to look up, and the ecosystems that cannot be
 /// (with why): an OS release without advisory data mapping, a package manager that does not
 /// belong to the release, a lockfile ecosystem the hub cannot order.
-pub fn targets(inventory: &Value) -> (Vec<Target>, Vec<String>) {
+pub fn targets(inventory: &Inventory) -> (Vec<Target>, Vec<String>) {
     let mut out = Vec::new();
     let mut not_covered = Vec::new();
-    let packages = inventory["packages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let packages = inventory.packages();
     if !packages.is_empty() {
-        match os_ecosystem(&inventory["os"]) {
+        match os_ecosystem(inventory.os.as_ref()) {
             Ok(eco) => {
                 let manager = match eco.split(':').next().unwrap_or_default() {
                     "Debian" | "Ubuntu" => "dpkg",
                     "Alpine" => "apk",
                     _ => "rpm",
                 };
-                for p in &packages {
-                    if p["manager"].as_str() != Some(manager) {
+                for p in packages {
+                    if p.manager.as_deref() != Some(manager) {
                         continue;
                     }
-                    let name = p["name"].as_str().unwrap_or_default();
-                    let version = p["version"].as_str().unwrap_or_default();
+                    let (Some(name), Some(version)) = (p.name.as_deref(), p.version.as_deref())
+                    else {
+                        continue;
+                    };
                     if name.is_empty() || version.is_empty() {
                         continue;
                     }
-                    let source = p["source"].as_str().unwrap_or(name);
-                    let source_version = p["source_version"].as_str().unwrap_or(version);
+                    let source = p.source.as_deref().unwrap_or(name);
+                    let source_version = p.source_version.as_deref().unwrap_or(version);
                     out.push(Target {
                         ecosystem: eco.clone(),
                         package: name.to_owned(),
@@ -127,23 +129,19 @@ pub fn targets(inventory: &Value) -> (Vec<Target>, Vec<String>) {
             Err(why) => not_covered.push(format!("OS packages: {why}")),
         }
     }
-    for d in inventory["app_dependencies"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    for d in inventory.app_dependencies() {
         // A lockfile the agent could not read (CONTRACT 18): not covered, with the reason,
         // never zero dependencies.
-        if let Some(error) = d["error"].as_str() {
+        if let Some(error) = &d.error {
             not_covered.push(format!(
                 "{}/{}: cannot be read: {error}",
-                d["project_path"].as_str().unwrap_or_default(),
-                d["lockfile"].as_str().unwrap_or_default()
+                d.project_path.as_deref().unwrap_or_default(),
+                d.lockfile.as_deref().unwrap_or_default()
             ));
             continue;
         }
-        let raw = d["ecosystem"].as_str().unwrap_or_default();
-        let (Some(name), Some(version)) = (d["name"].as_str(), d["version"].as_str()) else {
+        let raw = d.ecosystem.as_deref().unwrap_or_default();
+        let (Some(name), Some(version)) = (d.name.as_deref(), d.version.as_deref()) else {
             continue;
         };
         match app_ecosystem(raw) {
@@ -154,7 +152,7 @@ pub fn targets(inventory: &Value) -> (Vec<Target>, Vec<String>) {
                     lookup: normalize_name(eco, name),
                     version: version.to_owned(),
                     installed_version: version.to_owned(),
-                    project_path: d["project_path"].as_str().map(str::to_owned),
+                    project_path: d.project_path.clone(),
                 });
             }
             other => {
@@ -275,7 +273,16 @@ fn merge(matches: &mut Vec<Match>, m: Match) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn inventory(mut v: Value) -> Inventory {
+        v["collected_at"] = json!("2026-11-26T10:00:00Z");
+        Inventory::parse(&v).expect("inventory")
+    }
+
+    fn os(v: Value) -> Option<Os> {
+        Some(serde_json::from_value(v).expect("os"))
+    }
 
     fn record(v: Value) -> Record {
         serde_json::from_value(v).expect("record")
@@ -287,7 +294,7 @@ mod tests {
             {"project_path": "/srv/app", "lockfile": "package-lock.json", "error": "not valid JSON: EOF"},
             {"project_path": "/srv/b", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"}
         ]});
-        let (targets, not_covered) = targets(&inv);
+        let (targets, not_covered) = targets(&inventory(inv));
         assert_eq!(targets.len(), 1);
         assert!(
             not_covered
@@ -314,7 +321,7 @@ mod tests {
                 {"project_path": "/srv/rs", "ecosystem": "cargo", "name": "serde", "version": "1.0.0"},
             ],
         });
-        let (targets, not_covered) = targets(&inv);
+        let (targets, not_covered) = targets(&inventory(inv));
         assert_eq!(targets.len(), 5, "{targets:?}");
         assert_eq!(
             targets[0],
@@ -331,16 +338,16 @@ mod tests {
         assert_eq!(targets[2].lookup, "jinja2");
         assert_eq!(targets[3].ecosystem, "Packagist");
         assert_eq!(not_covered, ["cargo: version order not implemented"]);
-        let (_, none) = super::targets(
-            &json!({"os": {"id": "arch"}, "packages": [{"manager": "pacman", "name": "x", "version": "1"}]}),
-        );
+        let (_, none) = super::targets(&inventory(
+            json!({"os": {"id": "arch"}, "packages": [{"manager": "pacman", "name": "x", "version": "1"}]}),
+        ));
         assert_eq!(none.len(), 1, "{none:?}");
         assert_eq!(
-            os_ecosystem(&json!({"id": "alpine", "version": "3.19.1"})),
+            os_ecosystem(os(json!({"id": "alpine", "version": "3.19.1"})).as_ref()),
             Ok("Alpine:v3.19".into())
         );
         assert_eq!(
-            os_ecosystem(&json!({"id": "ubuntu", "version": "22.04"})),
+            os_ecosystem(os(json!({"id": "ubuntu", "version": "22.04"})).as_ref()),
             Ok("Ubuntu:22.04".into())
         );
         assert_eq!(

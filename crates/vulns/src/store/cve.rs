@@ -97,16 +97,6 @@ pub async fn coverage(
         .bind(tenant.0).fetch_all(&mut *c).await?))
 }
 
-/// Every agent with an inventory: `(tenant, agent, hostname, id of its latest snapshot)`.
-pub async fn agents_with_inventory(
-    ex: &mut impl Exec,
-) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
-    Ok(on!(ex, c => sqlx::query_as(
-        "SELECT a.tenant_id, a.id, a.hostname, MAX(s.id) FROM agents a \
-         JOIN inventory_snapshots s ON s.agent_id = a.id GROUP BY a.tenant_id, a.id, a.hostname")
-        .fetch_all(&mut *c).await?))
-}
-
 /// Stores a host's scan: `seen` replaces what the last one found. Returns the findings that
 /// are new (or back after being fixed). Call inside a transaction.
 #[allow(clippy::too_many_arguments)]

@@ -63,11 +63,3 @@ pub async fn save(ex: &mut impl Exec, p: &Package) -> StoreResult<()> {
     });
     Ok(())
 }
-
-/// An inventory snapshot by id.
-pub async fn snapshot(ex: &mut impl Exec, id: i64) -> StoreResult<Option<serde_json::Value>> {
-    let row: Option<(sqlx::types::Json<serde_json::Value>,)> = on!(ex, c => sqlx::query_as(
-        "SELECT snapshot FROM inventory_snapshots WHERE id = $1")
-        .bind(id).fetch_optional(&mut *c).await?);
-    Ok(row.map(|r| r.0.0))
-}

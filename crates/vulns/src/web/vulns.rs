@@ -375,7 +375,7 @@ pub async fn host(
         let p = &user.principal;
         let hostname = {
             let mut c = state.db.conn().await?;
-            trusthub_fleet::store::agents::get(&mut c, p.tenant(), id)
+            trusthub_fleet::agent(&mut c, p.tenant(), id)
                 .await?
                 .ok_or(crate::error::ApiError::NotFound("agent"))?
                 .hostname

@@ -3,7 +3,7 @@
 
 use super::*;
 use trusthub_certs::ca::CaError;
-use trusthub_certs::store::client_certs::{self, ClientCert};
+use trusthub_certs::client_certs::{self, ClientCert};
 
 /// Issuance: a PKCS#10 request made on the host, or nothing (the hub makes the key).
 #[derive(Debug, Default, Deserialize, ToSchema)]

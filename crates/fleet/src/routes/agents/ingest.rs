@@ -1,6 +1,8 @@
 //! Signed batches and heartbeats from agents (CONTRACT 4).
 
 use super::*;
+use crate::extract;
+use trusthub_core::inventory::{Inventory, Live, Process};
 
 /// The answer to an ingest.
 #[derive(Debug, Serialize, ToSchema)]
@@ -67,31 +69,48 @@ pub(crate) async fn ingest(
         })
         .take(20)
         .collect();
-    let inventory_at = match &batch.inventory {
-        None => None,
-        Some(inv) => match inv
-            .get("collected_at")
-            .and_then(Value::as_str)
-            .map(|s| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339))
-        {
-            Some(Ok(t)) if inv.is_object() => Some(
-                t.to_offset(time::UtcOffset::UTC)
-                    .replace_nanosecond(0)
-                    .unwrap_or(t),
-            ),
+    // The agent's own documents, read once into the hub's types (CONTRACT 4): a field the
+    // hub reads with the wrong type is refused naming its path; the snapshot is stored as sent.
+    let mut part = |value: Option<&Value>, at: &str| -> Option<Value> {
+        let v = value?;
+        match v {
+            Value::Object(_) | Value::Array(_) => Some(v.clone()),
             _ => {
                 errors.push(FieldError {
-                    field: "inventory.collected_at".into(),
-                    message: "inventory must be an object with an RFC 3339 collected_at".into(),
+                    field: at.into(),
+                    message: format!("{at} must be a JSON object"),
                 });
                 None
             }
-        },
+        }
     };
+    let inventory_value = part(batch.inventory.as_ref(), "inventory");
+    let live_value = part(batch.live.as_ref(), "live");
+    let inventory: Option<Inventory> = inventory_value.and_then(|v| {
+        extract::parse_part(&v, "inventory")
+            .map_err(|e| errors.extend(e))
+            .ok()
+    });
+    let live: Option<Live> = live_value.and_then(|v| {
+        extract::parse_part(&v, "live")
+            .map_err(|e| errors.extend(e))
+            .ok()
+    });
+    let processes: Option<Vec<Process>> = batch.processes.as_ref().and_then(|list| {
+        extract::parse_part(&Value::Array(list.clone()), "processes")
+            .map_err(|e| errors.extend(e))
+            .ok()
+    });
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    let observed = observed_map(&batch);
+    let inventory_at = inventory.as_ref().map(|i| {
+        i.collected_at
+            .to_offset(time::UtcOffset::UTC)
+            .replace_nanosecond(0)
+            .unwrap_or(i.collected_at)
+    });
+    let observed = observed_map(inventory.as_ref(), live.as_ref(), processes.as_deref());
     let checks: Vec<trusthub_core::apps::CheckResult> = batch
         .app_checks
         .iter()
@@ -153,32 +172,27 @@ pub(crate) async fn ingest(
 
 /// What runs on the host according to a batch (`live`, `processes`, or the inventory's
 /// lists), reduced for the liveness check; `None` when the batch says nothing about it.
-pub(super) fn observed_map(batch: &Batch) -> Option<trusthub_core::apps::ObservedMap> {
-    let inv = batch.inventory.as_ref();
-    let live = batch.live.as_ref();
-    if live.is_none() && batch.processes.is_none() && inv.is_none() {
+pub(super) fn observed_map(
+    inventory: Option<&Inventory>,
+    live: Option<&Live>,
+    processes: Option<&[Process]>,
+) -> Option<trusthub_core::apps::ObservedMap> {
+    if live.is_none() && processes.is_none() && inventory.is_none() {
         return None;
     }
-    let list = |key: &str| -> Vec<Value> {
-        live.and_then(|l| l.get(key))
-            .or_else(|| inv.and_then(|i| i.get(key)))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let processes = batch
-        .processes
-        .clone()
-        .or_else(|| {
-            inv.and_then(|i| i.get("processes"))
-                .and_then(Value::as_array)
-                .cloned()
-        })
+    let systemd = live
+        .and_then(|l| l.systemd.as_deref())
+        .or_else(|| inventory.and_then(|i| i.systemd.as_deref()))
+        .unwrap_or_default();
+    let containers = live
+        .and_then(|l| l.containers.as_deref())
+        .or_else(|| inventory.and_then(|i| i.containers.as_deref()))
+        .unwrap_or_default();
+    let processes = processes
+        .or_else(|| inventory.and_then(|i| i.processes.as_deref()))
         .unwrap_or_default();
     Some(trusthub_core::apps::observed_map(
-        &list("systemd"),
-        &list("containers"),
-        &processes,
+        systemd, containers, processes,
     ))
 }
 

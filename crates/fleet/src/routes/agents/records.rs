@@ -100,8 +100,7 @@ pub(crate) async fn list(
     let mut c = state.db.conn().await?;
     let now = now();
     let connected = connected_since(&mut c, p.tenant(), now).await?;
-    let certs =
-        trusthub_certs::store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?;
+    let certs = trusthub_certs::client_certs::active_by_agent(&mut c, p.tenant(), now).await?;
     Ok(axum::Json(
         agents::list(&mut c, p.tenant())
             .await?
@@ -128,7 +127,7 @@ pub(crate) async fn get_agent(
         let mut c = state.db.conn().await?;
         (
             connected_since(&mut c, p.tenant(), now).await?,
-            trusthub_certs::store::client_certs::active_by_agent(&mut c, p.tenant(), now).await?,
+            trusthub_certs::client_certs::active_by_agent(&mut c, p.tenant(), now).await?,
         )
     };
     Ok(axum::Json(AgentView::new(
@@ -148,7 +147,7 @@ pub async fn delete_agent_by(state: &AppState, meta: &Meta, by: &Admin, id: Uuid
     };
     agents::delete(&mut tx, p.tenant(), id).await?;
     // Its certificates stay in the CRL until they expire.
-    let revoked = trusthub_certs::store::client_certs::revoke_all_of_agent(
+    let revoked = trusthub_certs::client_certs::revoke_all_of_agent(
         &mut tx,
         p.tenant(),
         id,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use time::OffsetDateTime;
 use trusthub_core::ai::{self, Cost, Usage};
 use trusthub_core::{Role, TokenScope};
-use trusthub_monitors::store::apps;
+
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;

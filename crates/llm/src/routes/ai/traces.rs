@@ -282,7 +282,10 @@ pub(crate) async fn ingest(
     if !app_ids.is_empty() {
         let mut c = state.db.conn().await?;
         for a in &app_ids {
-            if apps::get(&mut c, p.tenant(), *a).await?.is_none() {
+            if trusthub_monitors::app(&mut c, p.tenant(), *a)
+                .await?
+                .is_none()
+            {
                 err("app_id".into(), "is not an app of your tenant");
             }
         }

@@ -957,7 +957,7 @@ async fn metric_ranges_raw_and_averaged_per_interval(b: Backend) {
     );
     // Raw points expire; minute and hour rollups keep serving averaged queries.
     let mut tx = app.db.begin().await.expect("tx");
-    trusthub_fleet::store::telemetry::purge_points(&mut tx, i64::MAX, 0)
+    trusthub_fleet::maintenance::purge_points(&mut tx, i64::MAX, 0)
         .await
         .expect("purge");
     tx.commit().await.expect("commit");

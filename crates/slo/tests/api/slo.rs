@@ -24,7 +24,7 @@ pub(crate) async fn spans(
     let id = Uuid::parse_str(id).expect("uuid");
     let mut tx = app.state.db.begin().await.expect("tx");
     for (a, b, down) in spans {
-        trusthub_monitors::store::timeline::append(&mut tx, id, *a, *b, *down)
+        trusthub_monitors::timeline::append(&mut tx, id, *a, *b, *down)
             .await
             .expect("span");
     }

@@ -150,7 +150,7 @@ async fn deliveries_are_signed_and_carry_the_alert(b: Backend) {
     let tenant = uuid::Uuid::parse_str(sent["tenant_id"].as_str().expect("t")).expect("uuid");
     let mut c = app.db.conn().await.expect("conn");
     let sealed: Vec<Vec<u8>> =
-        trusthub_alerts::store::webhooks::list(&mut c, trusthub_store::TenantId(tenant))
+        trusthub_alerts::raw::webhooks(&mut c, trusthub_store::TenantId(tenant))
             .await
             .expect("list")
             .into_iter()
