@@ -412,6 +412,33 @@ async fn misspelt_ingest_fields_and_duplicate_keys_are_refused_and_store_nothing
     )
     .await;
     assert!(names_field(&p, "metircs"), "{p}");
+    // The inventory is read into the hub's types once, at ingest: a field the hub reads
+    // with the wrong type is named by its path, and nothing of the batch is kept.
+    let wrong = json!({
+        "batch_id": uuid::Uuid::new_v4(),
+        "sent_at": ts(now),
+        "metrics": [{"name": "cpu.percent", "ts": ts(now), "value": 1.0}],
+        "inventory": {"collected_at": ts(now), "listening": [{"proto": "tcp", "port": "ssh"}],
+                      "packages": {"name": "curl"}},
+        "live": {"systemd": [{"unit": 7}]},
+    });
+    let p = assert_problem(
+        send(&app, &host, wrong.to_string().as_bytes(), None, true).await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    for field in [
+        "inventory.listening[0].port",
+        "inventory.packages",
+        "live.systemd[0].unit",
+    ] {
+        assert!(names_field(&p, field), "{field} is named: {p}");
+    }
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM inventory_snapshots").await,
+        0
+    );
     assert_eq!(app.count("SELECT COUNT(*) FROM metric_points").await, 0);
     // A duplicate key: which one a parser keeps differs, so neither is taken.
     let dup = format!(
