@@ -20,19 +20,32 @@ pub enum AppKind {
     Compose,
     /// A process, by the absolute path of its binary.
     Process,
-    /// An HTTP endpoint the agent checks.
+    /// An HTTP endpoint, checked by the agent or by the hub.
     Http,
+    /// A TCP port (`tcp://host:port`), checked by the agent's host or the hub.
+    Tcp,
+    /// A TLS endpoint (`tls://host:port`, `https://host[:port]`): handshake and certificate
+    /// expiry.
+    Tls,
 }
 
 impl AppKind {
     /// Every kind, in wire order.
-    pub const ALL: [AppKind; 5] = [
+    pub const ALL: [AppKind; 7] = [
         AppKind::Systemd,
         AppKind::Docker,
         AppKind::Compose,
         AppKind::Process,
         AppKind::Http,
+        AppKind::Tcp,
+        AppKind::Tls,
     ];
+
+    /// Kinds judged by checks at their own interval (CONTRACT 27) rather than by what an
+    /// agent sees running.
+    pub fn is_check(self) -> bool {
+        matches!(self, AppKind::Http | AppKind::Tcp | AppKind::Tls)
+    }
 
     /// The wire value.
     pub fn as_str(self) -> &'static str {
@@ -42,6 +55,8 @@ impl AppKind {
             AppKind::Compose => "compose",
             AppKind::Process => "process",
             AppKind::Http => "http",
+            AppKind::Tcp => "tcp",
+            AppKind::Tls => "tls",
         }
     }
 
@@ -126,6 +141,9 @@ pub fn identifier(kind: AppKind, raw: &str) -> Result<String, String> {
         }
         AppKind::Process => absolute_path(s).map(|()| s.to_owned()),
         AppKind::Http => http_url(s).map(|()| s.to_owned()),
+        AppKind::Tcp | AppKind::Tls => {
+            crate::probe::host_port(kind.as_str(), s).map(|_| s.to_owned())
+        }
     }
 }
 

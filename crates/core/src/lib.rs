@@ -16,6 +16,7 @@ pub mod evidence;
 pub mod inventory;
 pub mod json_guard;
 pub mod liveness;
+pub mod probe;
 pub mod redact;
 pub mod secret;
 pub mod severity;

@@ -10,7 +10,9 @@
 //!   windows, for SLOs and evidence packs; [`maintenance`] for the retention tick;
 //! - [`api`], [`web::pages`], [`jobs`]: what the composition root mounts and schedules.
 
+pub mod checks;
 pub mod jobs;
+pub mod probe;
 pub mod routes;
 mod store;
 pub mod web;
@@ -63,6 +65,9 @@ pub fn capability() -> trusthub_platform::capability::Capability {
             jobs::liveness::interval,
             |state, now| Box::pin(async move { jobs::liveness::tick(&state, now).await }),
         )
+        .job(jobs::probes::NAME, jobs::probes::interval, |state, now| {
+            Box::pin(async move { jobs::probes::tick(&state, now).await })
+        })
         .job(jobs::rules::NAME, jobs::rules::interval, |state, now| {
             Box::pin(async move { jobs::rules::tick(&state, now).await })
         })

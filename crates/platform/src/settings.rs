@@ -133,6 +133,10 @@ pub struct Settings {
     /// Seconds between liveness checks of tracked apps (SPEC 3.1: 60).
     #[arg(long, env = "TRUSTHUB_LIVENESS_INTERVAL_SECS", default_value_t = 60)]
     pub liveness_interval_secs: u64,
+    /// Seconds between looks for due hub checks (CONTRACT 27; each check runs at its own
+    /// interval, this is how soon a due one starts).
+    #[arg(long, env = "TRUSTHUB_PROBE_TICK_SECS", default_value_t = 1)]
+    pub probe_tick_secs: u64,
     /// Seconds between alert-rule evaluations (CONTRACT 11: 30).
     #[arg(long, env = "TRUSTHUB_RULE_EVAL_INTERVAL_SECS", default_value_t = 30)]
     pub rule_eval_interval_secs: u64,
@@ -321,6 +325,7 @@ impl Settings {
             session_ttl_secs: 7 * 24 * 3600,
             shutdown_grace_secs: 30,
             liveness_interval_secs: 60,
+            probe_tick_secs: 1,
             rule_eval_interval_secs: 30,
             slo_eval_interval_secs: 60,
             cve_scan_interval_secs: 3600,

@@ -548,4 +548,98 @@ mod tests {
         std::fs::remove_dir_all(&dir)?;
         Ok(())
     }
+
+    /// Migration 0025 rebuilds `apps` on SQLite so a check may have no agent: every app and
+    /// what hangs off it (checks, timeline, SLOs) survive, the foreign keys still cascade,
+    /// and an agentless row is accepted.
+    #[tokio::test]
+    async fn apps_survive_the_rebuild_for_agentless_checks()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = std::env::temp_dir().join(format!("th-mig-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir)?;
+        let opts = SqliteConnectOptions::from_str(&format!("sqlite://{}/m.db", dir.display()))?
+            .create_if_missing(true)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(opts)
+            .await?;
+        let migrator = sqlx::migrate!("./migrations/sqlite");
+        migrator.run_to(24, &pool).await?;
+        let (tenant, agent, app) = (
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+        );
+        sqlx::query(
+            "INSERT INTO tenants (id, name, created_at) VALUES ($1, 't', '2026-11-26T00:00:00Z')",
+        )
+        .bind(tenant)
+        .execute(&pool)
+        .await?;
+        sqlx::query(
+            "INSERT INTO agents (id, tenant_id, machine_id, hostname, os, arch, agent_version, \
+             tags, signing_pubkey, token_hash, created_at, ingest_interval_secs, \
+             inventory_interval_secs, allowed_actions) \
+             VALUES ($1, $2, 'm', 'h', 'o', 'a', 'v', '[]', '00', 'x', '2026-11-26T00:00:00Z', 10, 100, '[]')",
+        )
+        .bind(agent)
+        .bind(tenant)
+        .execute(&pool)
+        .await?;
+        sqlx::query(
+            "INSERT INTO apps (id, tenant_id, agent_id, name, app_type, identifier, expected_state, \
+             endpoint, interval_seconds, observed_state, created_at) \
+             VALUES ($1, $2, $3, 'api', 'http', 'http://x/', 'running', 'http://x/', 30, 'running', '2026-11-26T00:00:00Z')",
+        )
+        .bind(app)
+        .bind(tenant)
+        .bind(agent)
+        .execute(&pool)
+        .await?;
+        sqlx::query("INSERT INTO app_checks (app_id, checked_at, ok) VALUES ($1, '2026-11-26T00:00:01Z', TRUE)")
+            .bind(app)
+            .execute(&pool)
+            .await?;
+        sqlx::query(
+            "INSERT INTO app_timeline (app_id, start_s, end_s, down) VALUES ($1, 0, 60, FALSE)",
+        )
+        .bind(app)
+        .execute(&pool)
+        .await?;
+        migrator.run(&pool).await?;
+        let kept: (String, i64, i64, i64) = sqlx::query_as(
+            "SELECT a.observed_state, a.retries, (SELECT COUNT(*) FROM app_checks), \
+             (SELECT COUNT(*) FROM app_timeline) FROM apps a WHERE a.id = $1",
+        )
+        .bind(app)
+        .fetch_one(&pool)
+        .await?;
+        assert_eq!(kept, ("running".into(), 2, 1, 1));
+        let fk: Vec<(String,)> = sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+            .fetch_all(&pool)
+            .await?;
+        assert!(fk.is_empty(), "{fk:?}");
+        sqlx::query(
+            "INSERT INTO apps (id, tenant_id, agent_id, name, app_type, identifier, expected_state, created_at) \
+             VALUES ($1, $2, NULL, 'db', 'tcp', 'tcp://db:5432', 'running', '2026-11-26T00:00:00Z')",
+        )
+        .bind(uuid::Uuid::new_v4())
+        .bind(tenant)
+        .execute(&pool)
+        .await?;
+        sqlx::query("DELETE FROM apps WHERE id = $1")
+            .bind(app)
+            .execute(&pool)
+            .await?;
+        let left: (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM app_checks), (SELECT COUNT(*) FROM app_timeline)",
+        )
+        .fetch_one(&pool)
+        .await?;
+        assert_eq!(left, (0, 0), "deleting an app still deletes its rows");
+        pool.close().await;
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
 }

@@ -98,7 +98,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &mut tx,
                 tenant,
                 &apps::NewApp {
-                    agent_id: id,
+                    agent_id: Some(id),
                     name: &format!("app{i}"),
                     app_type: "process",
                     identifier: &path,
@@ -109,6 +109,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     restart_command: None,
                     endpoint: None,
                     interval_seconds: None,
+                    timeout_seconds: None,
+                    retries: 2,
+                    recoveries: 1,
+                    expected_status: None,
+                    keyword: None,
+                    tls_min_days: None,
                 },
                 now,
             )

@@ -56,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &mut tx,
                 tenant,
                 &trusthub_monitors::raw::apps::NewApp {
-                    agent_id: agent,
+                    agent_id: Some(agent),
                     name: &format!("app-{h}-{k}"),
                     app_type: "systemd",
                     identifier: &format!("svc-{k}.service"),
@@ -67,6 +67,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     restart_command: None,
                     endpoint: None,
                     interval_seconds: None,
+                    timeout_seconds: None,
+                    retries: 2,
+                    recoveries: 1,
+                    expected_status: None,
+                    keyword: None,
+                    tls_min_days: None,
                 },
                 now,
             )

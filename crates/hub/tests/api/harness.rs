@@ -165,6 +165,7 @@ impl TestApp {
         s.shutdown_grace_secs = 2;
         // Tests drive liveness and rule ticks themselves (trusthub_hub::workers).
         s.liveness_interval_secs = 3600;
+        s.probe_tick_secs = 3600;
         s.rule_eval_interval_secs = 3600;
         s.slo_eval_interval_secs = 3600;
         // Tests scan with chosen instants (`cve_scan::scan_due`).

@@ -67,7 +67,7 @@ fn observed_of(
     let Some(kind) = AppKind::parse(&app.app_type) else {
         return Observed::Unknown;
     };
-    if kind == AppKind::Http {
+    if kind.is_check() {
         // Fresh while within three check intervals (and at least three minutes).
         let window = app.interval_seconds.unwrap_or(60).max(60) * 3;
         return match (app.last_check_at, app.last_check_ok) {
@@ -127,6 +127,23 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
     let mut raise = Vec::new();
     let mut resolve = Vec::new();
     for app in &all {
+        if AppKind::parse(&app.app_type).is_some_and(AppKind::is_check) {
+            // A check counts its results as they arrive (crate::checks); here an agent's
+            // check that stopped reporting only turns unknown.
+            if observed_of(app, None, now) == Observed::Unknown
+                && app.observed_state.as_deref() != Some("unknown")
+            {
+                updates.push(LivenessUpdate {
+                    id: app.id,
+                    consecutive_mismatch: app.consecutive_mismatch,
+                    consecutive_unknown: app.consecutive_unknown.saturating_add(1),
+                    observed_state: "unknown",
+                    last_state_change: Some(now),
+                    alerting: app.alerting,
+                });
+            }
+            continue;
+        }
         let prev = State {
             consecutive_mismatch: app.consecutive_mismatch.clamp(0, u32::MAX.into()) as u32,
             consecutive_unknown: app.consecutive_unknown.clamp(0, u32::MAX.into()) as u32,
@@ -235,7 +252,7 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
                     detail: Some(&detail),
                     source: source::LIVENESS,
                     fingerprint: &fingerprint,
-                    agent_id: Some(app.agent_id),
+                    agent_id: app.agent_id,
                     app_id: Some(app.id),
                     rule_id: None,
                 },

@@ -14,6 +14,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::apps::{self as core_apps, AppKind};
 use trusthub_core::inventory::{Listening, Process};
+use trusthub_core::probe;
 use trusthub_core::{audit as ev, validate};
 use trusthub_store::TenantId;
 use utoipa::ToSchema;
@@ -34,17 +35,18 @@ pub const MIN_HTTP_INTERVAL: i64 = 10;
 pub const MAX_HTTP_INTERVAL: i64 = 86_400;
 
 /// An app to track. Either `app_type` (`systemd`, `docker`, `compose`, `process`) with
-/// `identifier`, or `type: http` with `endpoint` and `interval_seconds`.
+/// `identifier` and `agent_id`, or a check — `type` `http`, `tcp` or `tls` with `endpoint` —
+/// run by the hub itself when `agent_id` is omitted, or by that agent (http only).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAppRequest {
-    /// The host that should run it (an agent of your tenant).
-    pub agent_id: Uuid,
+    /// The host that runs it, or that runs the http check; omit it for a check the hub runs.
+    pub agent_id: Option<Uuid>,
     /// Label, 1 to 100 characters.
     pub name: String,
     /// `systemd`, `docker`, `compose` or `process`.
     pub app_type: Option<String>,
-    /// `http` for an endpoint check (SPEC 4.1's SLO-style form).
+    /// `http`, `tcp` or `tls`: a check (SPEC 4.1's SLO-style form; CONTRACT 27).
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// systemd: unit name (`.service` is added when there is no suffix); docker: container
@@ -60,10 +62,25 @@ pub struct NewAppRequest {
     pub expected_state: Option<String>,
     /// process: what a restart runs; absolute path first.
     pub restart_command: Option<String>,
-    /// http: the URL the agent checks (http or https).
+    /// The target of a check: an http(s) URL, `tcp://host:port`, `tls://host:port` or
+    /// `https://host[:port]` for tls.
     pub endpoint: Option<String>,
-    /// http: seconds between checks, 10 to 86400.
+    /// Seconds between checks: 10 to 3600 for the hub's checks (default 60), 10 to 86400 for
+    /// an agent's (required).
     pub interval_seconds: Option<i64>,
+    /// Checks: seconds a probe may take, 1 to 60 (default 10).
+    pub timeout_seconds: Option<i64>,
+    /// Checks: failed checks tolerated before the app is down, 0 to 10 (default 2: down,
+    /// and alerting, on the third failure in a row).
+    pub retries: Option<i64>,
+    /// Checks: successful checks in a row before it is up again, 1 to 10 (default 1).
+    pub recoveries: Option<i64>,
+    /// http: the accepted statuses, codes and ranges (`200-399`, the default; `200,204`).
+    pub expected_status: Option<String>,
+    /// http: text the response body must contain (its first MiB).
+    pub keyword: Option<String>,
+    /// tls: days before the certificate's expiry that raise a warning, 1 to 365 (default 14).
+    pub tls_min_days: Option<i64>,
 }
 
 /// The latest HTTP check of an `http` app.
@@ -87,13 +104,13 @@ pub struct LastCheck {
 pub struct AppView {
     /// Id.
     pub id: Uuid,
-    /// Host.
-    pub agent_id: Uuid,
+    /// Host (null: a check the hub runs itself).
+    pub agent_id: Option<Uuid>,
     /// Label.
     pub name: String,
-    /// `systemd`, `docker`, `compose`, `process` or `http`.
+    /// `systemd`, `docker`, `compose`, `process`, `http`, `tcp` or `tls`.
     pub app_type: String,
-    /// Unit, container, `<project>::<service>`, binary path; the URL for `http`.
+    /// Unit, container, `<project>::<service>`, binary path; the target of a check.
     pub identifier: String,
     /// Contact.
     pub owner_email: Option<String>,
@@ -120,8 +137,30 @@ pub struct AppView {
     pub endpoint: Option<String>,
     /// http: seconds between checks.
     pub interval_seconds: Option<i64>,
-    /// http: the latest check.
+    /// Checks: the latest one.
     pub last_check: Option<LastCheck>,
+    /// Checks: seconds a probe may take (the hub's checks).
+    pub timeout_seconds: Option<i64>,
+    /// Checks: failures tolerated before down.
+    pub retries: i64,
+    /// Checks: successes needed to be up again.
+    pub recoveries: i64,
+    /// Checks: failed checks in a row now.
+    pub consecutive_failures: i64,
+    /// http: accepted statuses (null: 200-399).
+    pub expected_status: Option<String>,
+    /// http: text the body must contain.
+    pub keyword: Option<String>,
+    /// tls: days before expiry that warn.
+    pub tls_min_days: Option<i64>,
+    /// tls: when the certificate last seen expires.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub tls_expires_at: Option<OffsetDateTime>,
+    /// The hub's checks: when the next one runs.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_check_at: Option<OffsetDateTime>,
     /// The agent's tags (apps inherit them).
     pub tags: Vec<String>,
     /// Created.
@@ -156,6 +195,15 @@ impl AppView {
             endpoint: a.endpoint,
             interval_seconds: a.interval_seconds,
             last_check,
+            timeout_seconds: a.timeout_seconds,
+            retries: a.retries,
+            recoveries: a.recoveries,
+            consecutive_failures: a.consecutive_failures,
+            expected_status: a.expected_status,
+            keyword: a.keyword,
+            tls_min_days: a.tls_min_days,
+            tls_expires_at: a.tls_expires_at,
+            next_check_at: a.next_check_at,
             tags,
             created_at: a.created_at,
         }
@@ -187,7 +235,10 @@ pub(crate) async fn list(
             .await?
             .into_iter()
             .map(|a| {
-                let t = tags.get(&a.agent_id).cloned().unwrap_or_default();
+                let t = a
+                    .agent_id
+                    .and_then(|g| tags.get(&g).cloned())
+                    .unwrap_or_default();
                 AppView::new(a, t)
             })
             .collect(),
@@ -224,10 +275,15 @@ fn opt_text(
     Some(v.to_owned())
 }
 
-/// Track an app (operator). Liveness starts at the next check (within
-/// `TRUSTHUB_LIVENESS_INTERVAL_SECS`, 60 s by default) against `expected_state` (default
-/// `running`). An agent tracks one app per kind and identifier (409 otherwise). `http`
-/// apps are checked by their agent every `interval_seconds`; 2xx and 3xx count as running.
+/// Track an app (operator). An agent's systemd unit, container, compose service or process
+/// is compared with `expected_state` (default `running`) at each liveness tick
+/// (`TRUSTHUB_LIVENESS_INTERVAL_SECS`, 60 s by default). A check (`type` `http`, `tcp`,
+/// `tls`) counts at its own interval (CONTRACT 27): without `agent_id` the hub probes it
+/// itself (the outbound address policy applies; first probe at once), with `agent_id` that
+/// agent runs it (http only); it is down — and alerts, with the probe's error — after
+/// `retries + 1` failures in a row, and up again after `recoveries` successes. An agent
+/// tracks one app per kind and identifier, a tenant one hub check per kind and target (409
+/// otherwise).
 #[utoipa::path(post, path = "/apps", tag = "apps", request_body = NewAppRequest,
     responses((status = 201, body = AppView), (status = 409, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn create(
@@ -257,23 +313,21 @@ pub(crate) async fn create_app(
         .map_err(|m| err(&mut errors, "name", m.into()))
         .unwrap_or_default();
     let kind = match (req.app_type.as_deref(), req.kind.as_deref()) {
-        (_, Some("http")) | (Some("http"), None) => Some(AppKind::Http),
-        (_, Some(_)) => {
-            err(
-                &mut errors,
-                "type",
-                "only takes `http`; the other kinds go in `app_type`".into(),
-            );
-            None
-        }
-        (Some(t), None) => {
-            let k = AppKind::parse(t);
+        (_, Some(t)) | (Some(t), None) => {
+            let k = AppKind::parse(t).filter(|k| req.kind.is_none() || k.is_check());
             if k.is_none() {
-                err(
-                    &mut errors,
-                    "app_type",
-                    "must be systemd, docker, compose or process (or type: http)".into(),
-                );
+                let (field, m) = if req.kind.is_some() {
+                    (
+                        "type",
+                        "must be http, tcp or tls; the other kinds go in `app_type`",
+                    )
+                } else {
+                    (
+                        "app_type",
+                        "must be systemd, docker, compose or process (or type: http, tcp, tls)",
+                    )
+                };
+                err(&mut errors, field, m.into());
             }
             k
         }
@@ -281,11 +335,12 @@ pub(crate) async fn create_app(
             err(
                 &mut errors,
                 "app_type",
-                "is required: systemd, docker, compose or process (or type: http)".into(),
+                "is required: systemd, docker, compose or process (or type: http, tcp, tls)".into(),
             );
             None
         }
     };
+    let by_hub = req.agent_id.is_none();
     let expected_state = expected(req.expected_state.as_deref(), &mut errors);
     let owner_email = match req
         .owner_email
@@ -309,34 +364,158 @@ pub(crate) async fn create_app(
     let mut endpoint = None;
     let mut interval = None;
     let mut restart_command = None;
+    let (mut retries, mut recoveries) = (probe::DEFAULT_RETRIES, probe::DEFAULT_RECOVERIES);
+    let (mut timeout, mut tls_min_days) = (None, None);
+    let (mut expected_status, mut keyword) = (None, None);
     match kind {
-        Some(AppKind::Http) => {
-            match req.endpoint.as_deref().map(str::trim) {
-                Some(e) => match core_apps::identifier(AppKind::Http, e)
-                    .and_then(|e| crate::outbound::check_agent_endpoint(&e).map(|()| e))
-                {
-                    Ok(e) => {
-                        identifier = e.clone();
-                        endpoint = Some(e);
+        Some(k) if k.is_check() => {
+            let target = req.endpoint.as_deref().or(req.identifier.as_deref());
+            match target.map(str::trim) {
+                Some(e) => {
+                    let checked = core_apps::identifier(k, e).and_then(|e| {
+                        if k == AppKind::Http && !by_hub {
+                            crate::outbound::check_agent_endpoint(&e)?;
+                        }
+                        Ok(e)
+                    });
+                    match checked {
+                        Ok(e) => {
+                            identifier = e.clone();
+                            endpoint = Some(e);
+                        }
+                        Err(m) => err(&mut errors, "endpoint", m),
                     }
-                    Err(m) => err(&mut errors, "endpoint", m),
-                },
-                None => err(&mut errors, "endpoint", "is required for type http".into()),
-            }
-            match req.interval_seconds {
-                Some(i) if (MIN_HTTP_INTERVAL..=MAX_HTTP_INTERVAL).contains(&i) => {
-                    interval = Some(i)
                 }
+                None => err(
+                    &mut errors,
+                    "endpoint",
+                    format!("is required for type {}", k.as_str()),
+                ),
+            }
+            if !by_hub && k != AppKind::Http {
+                err(
+                    &mut errors,
+                    "agent_id",
+                    format!(
+                        "agents run http checks only; omit agent_id and the hub checks this {} target itself",
+                        k.as_str()
+                    ),
+                );
+            }
+            let (lo, hi) = if by_hub {
+                (probe::MIN_INTERVAL_SECS, probe::MAX_INTERVAL_SECS)
+            } else {
+                (MIN_HTTP_INTERVAL, MAX_HTTP_INTERVAL)
+            };
+            match req.interval_seconds {
+                Some(i) if (lo..=hi).contains(&i) => interval = Some(i),
                 Some(_) => err(
                     &mut errors,
                     "interval_seconds",
-                    format!("must be {MIN_HTTP_INTERVAL} to {MAX_HTTP_INTERVAL}"),
+                    format!("must be {lo} to {hi}"),
                 ),
+                None if by_hub => interval = Some(60),
                 None => err(
                     &mut errors,
                     "interval_seconds",
-                    "is required for type http".into(),
+                    "is required for an agent's http check".into(),
                 ),
+            }
+            let range = |errors: &mut Vec<FieldError>,
+                         field: &str,
+                         v: Option<i64>,
+                         lo: i64,
+                         hi: i64,
+                         default: i64| match v {
+                Some(v) if (lo..=hi).contains(&v) => v,
+                Some(_) => {
+                    errors.push(FieldError {
+                        field: field.into(),
+                        message: format!("must be {lo} to {hi}"),
+                    });
+                    default
+                }
+                None => default,
+            };
+            retries = range(
+                &mut errors,
+                "retries",
+                req.retries,
+                0,
+                10,
+                probe::DEFAULT_RETRIES,
+            );
+            recoveries = range(
+                &mut errors,
+                "recoveries",
+                req.recoveries,
+                1,
+                10,
+                probe::DEFAULT_RECOVERIES,
+            );
+            if by_hub {
+                timeout = Some(range(
+                    &mut errors,
+                    "timeout_seconds",
+                    req.timeout_seconds,
+                    1,
+                    60,
+                    probe::DEFAULT_TIMEOUT_SECS,
+                ));
+            } else if req.timeout_seconds.is_some() {
+                err(
+                    &mut errors,
+                    "timeout_seconds",
+                    "is set by the agent for its own checks; omit it".into(),
+                );
+            }
+            if k == AppKind::Tls {
+                tls_min_days = Some(range(
+                    &mut errors,
+                    "tls_min_days",
+                    req.tls_min_days,
+                    1,
+                    365,
+                    probe::DEFAULT_TLS_MIN_DAYS,
+                ));
+            } else if req.tls_min_days.is_some() {
+                err(
+                    &mut errors,
+                    "tls_min_days",
+                    "only tls checks have one".into(),
+                );
+            }
+            match (k, req.expected_status.as_deref().map(str::trim)) {
+                (AppKind::Http, Some(sv)) if by_hub => match probe::StatusSet::parse(sv) {
+                    Ok(set) => expected_status = Some(set.text()),
+                    Err(m) => err(&mut errors, "expected_status", m),
+                },
+                (_, Some(_)) => err(
+                    &mut errors,
+                    "expected_status",
+                    "only the hub's http checks take one".into(),
+                ),
+                _ => {}
+            }
+            match (k, req.keyword.as_deref()) {
+                (AppKind::Http, Some(kw)) if by_hub => {
+                    if kw.is_empty() || kw.chars().count() > 200 || kw.chars().any(char::is_control)
+                    {
+                        err(
+                            &mut errors,
+                            "keyword",
+                            "must be 1 to 200 characters without control characters".into(),
+                        );
+                    } else {
+                        keyword = Some(kw.to_owned());
+                    }
+                }
+                (_, Some(_)) => err(
+                    &mut errors,
+                    "keyword",
+                    "only the hub's http checks take one".into(),
+                ),
+                _ => {}
             }
         }
         Some(k) => {
@@ -351,7 +530,30 @@ pub(crate) async fn create_app(
                 err(
                     &mut errors,
                     "endpoint",
-                    "only apps of type http have an endpoint".into(),
+                    "only checks (type http, tcp, tls) have an endpoint".into(),
+                );
+            }
+            for (field, set) in [
+                ("timeout_seconds", req.timeout_seconds.is_some()),
+                ("retries", req.retries.is_some()),
+                ("recoveries", req.recoveries.is_some()),
+                ("expected_status", req.expected_status.is_some()),
+                ("keyword", req.keyword.is_some()),
+                ("tls_min_days", req.tls_min_days.is_some()),
+            ] {
+                if set {
+                    err(
+                        &mut errors,
+                        field,
+                        "only checks (type http, tcp, tls) take it".into(),
+                    );
+                }
+            }
+            if by_hub {
+                err(
+                    &mut errors,
+                    "agent_id",
+                    format!("is required: an agent runs the {}", k.as_str()),
                 );
             }
         }
@@ -385,15 +587,37 @@ pub(crate) async fn create_app(
     let Some(kind) = kind else {
         return Err(ApiError::invalid("app_type", "is required"));
     };
+    if by_hub && let Some(e) = &endpoint {
+        // The outbound policy (CONTRACT 18) at creation: the hub will call this target.
+        let url = match kind {
+            AppKind::Http => e.clone(),
+            _ => match probe::host_port(kind.as_str(), e) {
+                Ok((h, port)) if h.contains(':') => format!("http://[{h}]:{port}/"),
+                Ok((h, port)) => format!("http://{h}:{port}/"),
+                Err(m) => return Err(ApiError::invalid("endpoint", m)),
+            },
+        };
+        crate::outbound::Policy::of(&state.settings)
+            .check_url(&url)
+            .await
+            .map_err(|m| ApiError::invalid("endpoint", m))?;
+    }
     let now = now();
     let mut tx = state.db.begin().await?;
-    let Some(agent) = trusthub_fleet::agent(&mut tx, p.tenant(), req.agent_id).await? else {
-        return Err(ApiError::invalid(
-            "agent_id",
-            "is not an agent of your tenant",
-        ));
+    let agent = match req.agent_id {
+        None => None,
+        Some(id) => match trusthub_fleet::agent(&mut tx, p.tenant(), id).await? {
+            Some(a) => Some(a),
+            None => {
+                return Err(ApiError::invalid(
+                    "agent_id",
+                    "is not an agent of your tenant",
+                ));
+            }
+        },
     };
     if kind == AppKind::Systemd
+        && let Some(agent) = &agent
         && let Some(inv) = trusthub_fleet::latest_inventory(&mut tx, p.tenant(), agent.id).await?
         && inv.inventory.systemd().is_empty()
     {
@@ -407,7 +631,7 @@ pub(crate) async fn create_app(
         &mut tx,
         p.tenant(),
         &NewApp {
-            agent_id: agent.id,
+            agent_id: agent.as_ref().map(|a| a.id),
             name: &name,
             app_type: kind.as_str(),
             identifier: &identifier,
@@ -418,30 +642,38 @@ pub(crate) async fn create_app(
             restart_command: restart_command.as_deref(),
             endpoint: endpoint.as_deref(),
             interval_seconds: interval,
+            timeout_seconds: timeout,
+            retries,
+            recoveries,
+            expected_status: expected_status.as_deref(),
+            keyword: keyword.as_deref(),
+            tls_min_days,
         },
         now,
     )
     .await?
-    .ok_or_else(|| {
-        ApiError::Conflict(format!(
+    .ok_or_else(|| match &agent {
+        Some(a) => ApiError::Conflict(format!(
             "agent {} already tracks {} `{identifier}`",
-            agent.id,
+            a.id,
             kind.as_str()
-        ))
+        )),
+        None => ApiError::Conflict(format!(
+            "the hub already checks {} `{identifier}` for your tenant",
+            kind.as_str()
+        )),
     })?;
     meta.record(
         &mut tx,
         p,
         ev::APP_CREATED,
         format!("app:{}", app.id),
-        json!({"agent_id": agent.id, "app_type": kind.as_str(), "identifier": identifier, "name": name}),
+        json!({"agent_id": agent.as_ref().map(|a| a.id), "app_type": kind.as_str(), "identifier": identifier, "name": name}),
     )
     .await?;
     tx.commit().await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(AppView::new(app, agent.tags.0)),
-    ))
+    let tags = agent.map(|a| a.tags.0).unwrap_or_default();
+    Ok((StatusCode::CREATED, axum::Json(AppView::new(app, tags))))
 }
 
 async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AppView> {
@@ -449,10 +681,13 @@ async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AppView
     let app = apps::get(&mut c, tenant, id)
         .await?
         .ok_or(ApiError::NotFound("app"))?;
-    let tags = trusthub_fleet::agent(&mut c, tenant, app.agent_id)
-        .await?
-        .map(|a| a.tags.0)
-        .unwrap_or_default();
+    let tags = match app.agent_id {
+        Some(agent) => trusthub_fleet::agent(&mut c, tenant, agent)
+            .await?
+            .map(|a| a.tags.0)
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
     Ok(AppView::new(app, tags))
 }
 
@@ -792,8 +1027,8 @@ pub async fn on_alert_resolved(
 }
 
 /// What an agent reported about its apps, recorded in the ingest batch's transaction (the
-/// fleet's `AppReports` event): what runs on the host for the liveness check, and HTTP check
-/// results of its `http` apps.
+/// fleet's `AppReports` event): what runs on the host for the liveness check, and the
+/// results of its http checks, each counted at once (CONTRACT 27).
 pub async fn on_agent_reports(
     tx: &mut trusthub_store::Tx,
     agent_id: Uuid,
@@ -805,7 +1040,35 @@ pub async fn on_agent_reports(
         crate::store::apps::set_live(tx, agent_id, observed, now).await?;
     }
     if !checks.is_empty() {
-        crate::store::apps::record_checks(tx, agent_id, checks).await?;
+        let mut mine: std::collections::HashMap<Uuid, crate::store::apps::App> =
+            crate::store::apps::checks_of_agent(tx, agent_id)
+                .await?
+                .into_iter()
+                .map(|a| (a.id, a))
+                .collect();
+        let quiet: std::collections::HashSet<Uuid> =
+            crate::store::timeline::in_maintenance(tx, now)
+                .await?
+                .into_iter()
+                .collect();
+        let mut notifier = crate::alerting::Notifier::default();
+        let mut results: Vec<&trusthub_core::apps::CheckResult> = checks.iter().collect();
+        results.sort_by_key(|r| r.checked_at);
+        for r in results {
+            // Results for apps that are not this agent's checks are ignored.
+            let Some(app) = mine.get(&r.app_id).cloned() else {
+                continue;
+            };
+            let quiet = quiet.contains(&app.id);
+            let done =
+                crate::checks::record(tx, &mut notifier, &app, r, None, None, quiet, now).await?;
+            // The next result of the same app counts from this one.
+            if done.stored
+                && let Some(fresh) = crate::store::apps::by_ids(tx, &[app.id]).await?.pop()
+            {
+                mine.insert(app.id, fresh);
+            }
+        }
     }
     Ok(())
 }

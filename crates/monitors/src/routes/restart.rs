@@ -65,17 +65,20 @@ pub async fn restart_by(
             .await?
             .ok_or(ApiError::NotFound("app"))?
     };
-    if app.app_type == "http" {
-        return Err(ApiError::Conflict(
-            "an http app has nothing to restart".into(),
-        ));
-    }
+    let Some(agent_id) = app.agent_id.filter(|_| {
+        !trusthub_core::apps::AppKind::parse(&app.app_type).is_some_and(|k| k.is_check())
+    }) else {
+        return Err(ApiError::Conflict(format!(
+            "a {} check has nothing to restart",
+            app.app_type
+        )));
+    };
     let dispatched = trusthub_fleet::routes::actions::dispatch(
         state,
         meta,
         &p,
         ActionRequest {
-            agent_id: app.agent_id,
+            agent_id,
             app_id: Some(app.id),
             act: "restart_app",
             args: json!({"app_id": app.id, "app_type": app.app_type, "identifier": app.identifier,

@@ -14,11 +14,11 @@ pub struct App {
     pub id: Uuid,
     /// Tenant.
     pub tenant_id: Uuid,
-    /// The host that runs it.
-    pub agent_id: Uuid,
+    /// The host that runs (or checks) it; `None` for a check the hub runs itself.
+    pub agent_id: Option<Uuid>,
     /// Label.
     pub name: String,
-    /// Kind (`systemd`, `docker`, `compose`, `process`, `http`).
+    /// Kind (`systemd`, `docker`, `compose`, `process`, `http`, `tcp`, `tls`).
     pub app_type: String,
     /// Unit, container, `<project>::<service>`, binary path, or the URL for `http`.
     pub identifier: String,
@@ -60,18 +60,39 @@ pub struct App {
     pub last_check_error: Option<String>,
     /// Created.
     pub created_at: OffsetDateTime,
+    /// Checks: seconds a probe may take.
+    pub timeout_seconds: Option<i64>,
+    /// Checks: failures tolerated before down.
+    pub retries: i64,
+    /// Checks: successes needed to be up.
+    pub recoveries: i64,
+    /// http: accepted statuses (`200-399` when `None`).
+    pub expected_status: Option<String>,
+    /// http: text the body must contain.
+    pub keyword: Option<String>,
+    /// tls: days before expiry that warn.
+    pub tls_min_days: Option<i64>,
+    /// Checks: consecutive failures.
+    pub consecutive_failures: i64,
+    /// Checks: consecutive successes.
+    pub consecutive_successes: i64,
+    /// Hub checks: when the next probe is due.
+    pub next_check_at: Option<OffsetDateTime>,
+    /// tls: when the certificate last seen expires.
+    pub tls_expires_at: Option<OffsetDateTime>,
 }
 
 const COLUMNS: &str = "id, tenant_id, agent_id, name, app_type, identifier, owner_email, runbook_url, notes, \
     expected_state, restart_command, endpoint, interval_seconds, consecutive_mismatch, consecutive_unknown, \
     observed_state, last_state_change, last_checked_at, alerting, last_check_at, last_check_ok, last_check_status, \
-    last_check_latency_ms, last_check_error, created_at";
+    last_check_latency_ms, last_check_error, created_at, timeout_seconds, retries, recoveries, expected_status, \
+    keyword, tls_min_days, consecutive_failures, consecutive_successes, next_check_at, tls_expires_at";
 
 /// An app to create.
 #[derive(Debug, Clone)]
 pub struct NewApp<'a> {
-    /// Host.
-    pub agent_id: Uuid,
+    /// Host (`None`: the hub checks it).
+    pub agent_id: Option<Uuid>,
     /// Label.
     pub name: &'a str,
     /// Kind.
@@ -90,11 +111,24 @@ pub struct NewApp<'a> {
     pub restart_command: Option<&'a str>,
     /// URL (`http`).
     pub endpoint: Option<&'a str>,
-    /// Check interval (`http`).
+    /// Check interval (`http`, `tcp`, `tls`).
     pub interval_seconds: Option<i64>,
+    /// Checks: the probe's timeout.
+    pub timeout_seconds: Option<i64>,
+    /// Checks: failures tolerated before down.
+    pub retries: i64,
+    /// Checks: successes needed to be up.
+    pub recoveries: i64,
+    /// http: accepted statuses.
+    pub expected_status: Option<&'a str>,
+    /// http: text the body must contain.
+    pub keyword: Option<&'a str>,
+    /// tls: days before expiry that warn.
+    pub tls_min_days: Option<i64>,
 }
 
-/// Creates an app; `None` when the agent already tracks the same kind and identifier.
+/// Creates an app; `None` when the agent (or, for hub checks, the tenant) already tracks the
+/// same kind and identifier. A hub check is due at once.
 pub async fn insert(
     ex: &mut impl Exec,
     tenant: TenantId,
@@ -104,14 +138,19 @@ pub async fn insert(
     let id = Uuid::now_v7();
     let sql = format!(
         "INSERT INTO apps (id, tenant_id, agent_id, name, app_type, identifier, owner_email, runbook_url, notes, \
-         expected_state, restart_command, endpoint, interval_seconds, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
+         expected_state, restart_command, endpoint, interval_seconds, created_at, timeout_seconds, retries, recoveries, \
+         expected_status, keyword, tls_min_days, next_check_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+         ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
     );
+    let due = app.agent_id.is_none().then_some(now);
     Ok(
         on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
         .bind(id).bind(tenant.0).bind(app.agent_id).bind(app.name).bind(app.app_type).bind(app.identifier)
         .bind(app.owner_email).bind(app.runbook_url).bind(app.notes).bind(app.expected_state)
         .bind(app.restart_command).bind(app.endpoint).bind(app.interval_seconds).bind(now)
+        .bind(app.timeout_seconds).bind(app.retries).bind(app.recoveries).bind(app.expected_status)
+        .bind(app.keyword).bind(app.tls_min_days).bind(due)
         .fetch_optional(&mut *c).await?),
     )
 }
@@ -153,7 +192,11 @@ pub async fn page(
         .into_iter()
         .filter(|a| !only_off || off(a))
         .collect();
-    let host = |a: &App| hostnames.get(&a.agent_id).map(String::as_str).unwrap_or("");
+    let host = |a: &App| {
+        a.agent_id
+            .and_then(|g| hostnames.get(&g))
+            .map_or("", String::as_str)
+    };
     rows.sort_by(|a, b| (!off(a), host(a), &a.name, a.id).cmp(&(!off(b), host(b), &b.name, b.id)));
     let total = rows.len() as i64;
     let rows = rows
@@ -258,20 +301,23 @@ pub async fn liveness_rows(ex: &mut impl Exec) -> StoreResult<Vec<LivenessRow>> 
     let packed: Vec<String> = match ex.handle() {
         Handle::Sqlite(c) => sqlx::query_scalar(
             "SELECT json_group_array(json_array(hex(id), hex(agent_id), app_type, identifier, expected_state, \
-             consecutive_mismatch, consecutive_unknown, observed_state, alerting)) FROM apps GROUP BY agent_id",
+             consecutive_mismatch, consecutive_unknown, observed_state, alerting)) FROM apps \
+             WHERE agent_id IS NOT NULL GROUP BY agent_id",
         )
         .fetch_all(&mut *c)
         .await?,
         Handle::Postgres(c) => sqlx::query_scalar(
             "SELECT json_agg(json_build_array(id, agent_id, app_type, identifier, expected_state, \
-             consecutive_mismatch, consecutive_unknown, observed_state, alerting))::text FROM apps GROUP BY agent_id",
+             consecutive_mismatch, consecutive_unknown, observed_state, alerting))::text FROM apps \
+             WHERE agent_id IS NOT NULL GROUP BY agent_id",
         )
         .fetch_all(&mut *c)
         .await?,
     };
     let http: std::collections::HashMap<Uuid, HttpCols> =
         on!(ex, c => sqlx::query_as::<_, (Uuid, Option<i64>, Option<OffsetDateTime>, Option<bool>)>(
-            "SELECT id, interval_seconds, last_check_at, last_check_ok FROM apps WHERE app_type = 'http'")
+            "SELECT id, interval_seconds, last_check_at, last_check_ok FROM apps \
+             WHERE app_type IN ('http', 'tcp', 'tls') AND agent_id IS NOT NULL")
             .fetch_all(&mut *c).await?)
         .into_iter()
         .map(|(id, i, at, ok)| (id, (i, at, ok)))
@@ -448,32 +494,80 @@ pub async fn live_of_tracked_agents(
 
 pub use trusthub_core::apps::CheckResult;
 
-/// Stores check results of an agent's `http` apps (others are ignored) and keeps the latest
-/// on the app row. Answers how many were stored.
-pub async fn record_checks(
+/// The checks an agent runs (its results for anything else are ignored).
+pub async fn checks_of_agent(ex: &mut impl Exec, agent_id: Uuid) -> StoreResult<Vec<App>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM apps WHERE agent_id = $1 AND app_type IN ('http', 'tcp', 'tls')"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(agent_id).fetch_all(&mut *c).await?),
+    )
+}
+
+/// Hub checks due at `now`, oldest due first.
+pub async fn due_checks(
     ex: &mut impl Exec,
-    agent_id: Uuid,
-    checks: &[CheckResult],
-) -> StoreResult<u64> {
-    let mut stored = 0;
-    for r in checks {
-        let n = on!(ex, c => sqlx::query(
-            "INSERT INTO app_checks (app_id, checked_at, ok, status_code, latency_ms, error) \
-             SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM apps WHERE id = $1 AND agent_id = $7 AND app_type = 'http') \
-             ON CONFLICT DO NOTHING")
-            .bind(r.app_id).bind(r.checked_at).bind(r.ok).bind(r.status_code).bind(r.latency_ms)
-            .bind(r.error.as_deref()).bind(agent_id).execute(&mut *c).await?.rows_affected());
-        if n == 1 {
-            stored += 1;
-            on!(ex, c => sqlx::query(
-                "UPDATE apps SET last_check_at = $2, last_check_ok = $3, last_check_status = $4, \
-                 last_check_latency_ms = $5, last_check_error = $6 \
-                 WHERE id = $1 AND (last_check_at IS NULL OR last_check_at <= $2)")
-                .bind(r.app_id).bind(r.checked_at).bind(r.ok).bind(r.status_code).bind(r.latency_ms)
-                .bind(r.error.as_deref()).execute(&mut *c).await?.rows_affected());
-        }
+    now: OffsetDateTime,
+    limit: i64,
+) -> StoreResult<Vec<App>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM apps WHERE agent_id IS NULL AND next_check_at IS NOT NULL \
+         AND next_check_at <= $1 ORDER BY next_check_at LIMIT $2"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(now).bind(limit).fetch_all(&mut *c).await?),
+    )
+}
+
+/// One check's result as the app row keeps it.
+#[derive(Debug, Clone)]
+pub struct CheckUpdate<'a> {
+    /// App.
+    pub id: Uuid,
+    /// The result.
+    pub result: &'a CheckResult,
+    /// Counters after it.
+    pub consecutive_failures: i64,
+    /// Counters after it.
+    pub consecutive_successes: i64,
+    /// The verdict after it (`running`, `stopped`, `unknown`).
+    pub observed_state: &'a str,
+    /// When the verdict changed, if it did now.
+    pub last_state_change: Option<OffsetDateTime>,
+    /// Red marker.
+    pub alerting: bool,
+    /// Hub checks: the next probe.
+    pub next_check_at: Option<OffsetDateTime>,
+    /// tls: the certificate's expiry.
+    pub tls_expires_at: Option<OffsetDateTime>,
+}
+
+/// Stores one check result (history, and the latest on the app row with the counters and
+/// verdict). `false` when the same app and instant were stored before (nothing changes).
+pub async fn save_check(ex: &mut impl Exec, u: &CheckUpdate<'_>) -> StoreResult<bool> {
+    let r = u.result;
+    let n = on!(ex, c => sqlx::query(
+        "INSERT INTO app_checks (app_id, checked_at, ok, status_code, latency_ms, error) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING")
+        .bind(u.id).bind(r.checked_at).bind(r.ok).bind(r.status_code).bind(r.latency_ms)
+        .bind(r.error.as_deref()).execute(&mut *c).await?.rows_affected());
+    if n == 0 {
+        return Ok(false);
     }
-    Ok(stored)
+    on!(ex, c => sqlx::query(
+        "UPDATE apps SET last_check_at = $2, last_check_ok = $3, last_check_status = $4, \
+         last_check_latency_ms = $5, last_check_error = $6, consecutive_failures = $7, \
+         consecutive_successes = $8, observed_state = $9, \
+         last_state_change = COALESCE($10, last_state_change), alerting = $11, last_checked_at = $2, \
+         next_check_at = COALESCE($12, next_check_at), tls_expires_at = COALESCE($13, tls_expires_at) \
+         WHERE id = $1")
+        .bind(u.id).bind(r.checked_at).bind(r.ok).bind(r.status_code).bind(r.latency_ms)
+        .bind(r.error.as_deref()).bind(u.consecutive_failures).bind(u.consecutive_successes)
+        .bind(u.observed_state).bind(u.last_state_change).bind(u.alerting).bind(u.next_check_at)
+        .bind(u.tls_expires_at).execute(&mut *c).await?.rows_affected());
+    Ok(true)
 }
 
 /// The HTTP checks an agent should run: `(app id, endpoint, interval seconds)`.

@@ -106,7 +106,10 @@ async fn apps_page(
             .into_iter()
             .map(|a| AppRow {
                 id: a.id.to_string(),
-                host: names.get(&a.agent_id).cloned().unwrap_or_default(),
+                host: match a.agent_id {
+                    Some(g) => names.get(&g).cloned().unwrap_or_default(),
+                    None => "the hub".into(),
+                },
                 name: a.name,
                 app_type: a.app_type,
                 identifier: a.identifier,
@@ -195,7 +198,7 @@ pub async fn track_app(
         return refused.into_response();
     }
     let req = crate::routes::apps::NewAppRequest {
-        agent_id: form.agent_id,
+        agent_id: Some(form.agent_id),
         name: form.name,
         app_type: Some(form.app_type),
         kind: None,
@@ -207,6 +210,12 @@ pub async fn track_app(
         restart_command: None,
         endpoint: None,
         interval_seconds: None,
+        timeout_seconds: None,
+        retries: None,
+        recoveries: None,
+        expected_status: None,
+        keyword: None,
+        tls_min_days: None,
     };
     match crate::routes::apps::create_app(&state, &meta, &user.principal, req).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),

@@ -523,24 +523,59 @@ async fn http_apps_are_checked_by_their_agent(b: Backend) {
     let checks = body(app.get(&format!("/apps/{id}/checks"), &app.owner).await).await;
     assert_eq!(checks.as_array().map(Vec::len), Some(2));
 
+    // Failures count as they arrive, at the check's own interval (CONTRACT 27): with the
+    // default two retries the first two keep it up, the third takes it down and alerts
+    // with the probe's error — no liveness tick needed.
+    let failed = |ago: i64| {
+        json!({"app_id": id, "checked_at": ts(OffsetDateTime::now_utc() - time::Duration::seconds(ago)),
+            "ok": false, "error": "cannot connect", "latency_ms": 3})
+    };
     let mut bt = batch(json!([]));
-    bt["app_checks"] = json!([{"app_id": id, "checked_at": ts(OffsetDateTime::now_utc()), "ok": false, "error": "cannot connect", "latency_ms": 3}]);
+    bt["app_checks"] = json!([failed(3), failed(2)]);
     assert_eq!(
         send(&app, &host, bt.to_string().as_bytes(), None, true)
             .await
             .status(),
         202
     );
-    tick(&app).await;
+    let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
+    assert_eq!(v["observed_state"], "running");
+    assert_eq!(v["consecutive_failures"], 2);
+    assert!(open_alerts(&app).await.is_empty());
+    let mut bt = batch(json!([]));
+    bt["app_checks"] = json!([failed(1)]);
+    assert_eq!(
+        send(&app, &host, bt.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
     let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
     assert_eq!(v["observed_state"], "stopped");
+    assert!(v["alerting"].as_bool().unwrap_or(false), "{v}");
     assert_eq!(v["last_check"]["error"], "cannot connect");
+    let alerts = open_alerts(&app).await;
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0]["title"], "api is down");
+    assert!(
+        alerts[0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("cannot connect") && d.contains("3 failed checks")),
+        "{alerts:?}"
+    );
+    // A stale check (the agent stopped reporting) turns unknown at a liveness tick; it does
+    // not count as a failure.
+    liveness_tick(&app.state, hub_now() + time::Duration::minutes(10))
+        .await
+        .expect("tick");
+    let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
+    assert_eq!(v["observed_state"], "unknown");
     // Malformed check results are refused and store nothing.
     let mut bad = batch(json!([]));
     bad["app_checks"] = json!([{"app_id": "nope", "ok": true}]);
     let r = send(&app, &host, bad.to_string().as_bytes(), None, true).await;
     assert_eq!(r.status(), 422);
-    assert_eq!(app.count("SELECT COUNT(*) FROM app_checks").await, 3);
+    assert_eq!(app.count("SELECT COUNT(*) FROM app_checks").await, 5);
 }
 
 async fn discovery_lists_what_the_agent_runs(b: Backend) {

@@ -1,0 +1,95 @@
+//! The hub's own checks (CONTRACT 27): every second, the http, tcp and tls monitors without
+//! an agent whose next check is due are probed concurrently, and each result is counted at
+//! once ([`crate::checks::record`]): a dead URL checked every 30 s with two retries alerts
+//! on its third failure, 60 s after the first.
+
+use crate::alerting::Notifier;
+use crate::state::AppState;
+use crate::store::apps;
+use std::collections::HashSet;
+use time::OffsetDateTime;
+use trusthub_platform::outbound::Policy;
+use trusthub_store::StoreResult;
+
+/// The lease and log name of this job.
+pub const NAME: &str = "probes";
+
+/// Most checks one tick starts.
+const BATCH: i64 = 256;
+
+/// Seconds between ticks (`TRUSTHUB_PROBE_TICK_SECS`, 1: due checks start within a second).
+pub fn interval(s: &crate::settings::Settings) -> u64 {
+    s.probe_tick_secs.max(1)
+}
+
+/// One scheduled run at `now`.
+pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
+    probe_tick(state, now).await.map(|_| ())
+}
+
+/// What a tick did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// Checks run.
+    pub probed: usize,
+    /// Of which failed.
+    pub failed: usize,
+    /// Alerts raised.
+    pub raised: usize,
+    /// Alerts resolved.
+    pub resolved: usize,
+}
+
+/// Runs every hub check due at `now` and records the results (the instant recorded is
+/// `now`; the probes themselves run when called).
+pub async fn probe_tick(state: &AppState, now: OffsetDateTime) -> StoreResult<ProbeReport> {
+    let due = {
+        let mut c = state.db.conn().await?;
+        apps::due_checks(&mut c, now, BATCH).await?
+    };
+    let mut report = ProbeReport::default();
+    if due.is_empty() {
+        return Ok(report);
+    }
+    let policy = Policy::of(&state.settings);
+    let client = match policy.client().build() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot build the probe client");
+            return Ok(report);
+        }
+    };
+    let probes = due
+        .iter()
+        .map(|app| crate::probe::run(&policy, &client, app, now));
+    let results = futures_util::future::join_all(probes).await;
+    let quiet: HashSet<uuid::Uuid> = {
+        let mut c = state.db.conn().await?;
+        crate::store::timeline::in_maintenance(&mut c, now)
+            .await?
+            .into_iter()
+            .collect()
+    };
+    let mut tx = state.db.begin().await?;
+    let mut notifier = Notifier::default();
+    for (app, probed) in due.iter().zip(results) {
+        let every = time::Duration::seconds(app.interval_seconds.unwrap_or(60).max(1));
+        report.probed += 1;
+        report.failed += usize::from(!probed.result.ok);
+        let done = crate::checks::record(
+            &mut tx,
+            &mut notifier,
+            app,
+            &probed.result,
+            Some(now + every),
+            probed.tls_expires_at,
+            quiet.contains(&app.id),
+            now,
+        )
+        .await?;
+        report.raised += usize::from(done.raised);
+        report.resolved += usize::from(done.resolved);
+    }
+    tx.commit().await?;
+    Ok(report)
+}

@@ -1,0 +1,234 @@
+//! The hub's own probes (CONTRACT 27): an http request, a tcp connection, a tls handshake.
+//! Every one goes through the outbound policy (CONTRACT 18): the name is resolved and a
+//! refused address is never connected to. Errors are said as an operator reads them
+//! ("cannot connect: connection refused", "timed out after 10 s", "HTTP 503, expected
+//! 200-399", "keyword `ok` not found").
+
+use crate::store::apps::{App, CheckResult};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use time::OffsetDateTime;
+use trusthub_core::apps::AppKind;
+use trusthub_core::probe::{self, StatusSet};
+use trusthub_platform::outbound::Policy;
+
+/// Most of a body read to look for a keyword.
+const MAX_BODY: usize = 1 << 20;
+
+/// One probe's result, and a tls certificate's expiry when one was seen.
+pub struct Probed {
+    /// The check result, at the instant the probe started.
+    pub result: CheckResult,
+    /// tls: the certificate's `notAfter`.
+    pub tls_expires_at: Option<OffsetDateTime>,
+}
+
+fn result(app: &App, at: OffsetDateTime, started: Instant, outcome: Outcome) -> CheckResult {
+    let latency = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    CheckResult {
+        app_id: app.id,
+        checked_at: at,
+        ok: outcome.error.is_none(),
+        status_code: outcome.status,
+        latency_ms: Some(latency),
+        error: outcome.error.map(|e| e.chars().take(500).collect()),
+    }
+}
+
+struct Outcome {
+    status: Option<i64>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn fail(e: impl Into<String>) -> Outcome {
+        Outcome {
+            status: None,
+            error: Some(e.into()),
+        }
+    }
+}
+
+/// Probes `app` once, at `at` (the instant recorded; the probe itself runs now).
+pub async fn run(
+    policy: &Policy,
+    client: &reqwest::Client,
+    app: &App,
+    at: OffsetDateTime,
+) -> Probed {
+    let timeout = Duration::from_secs(
+        app.timeout_seconds
+            .unwrap_or(probe::DEFAULT_TIMEOUT_SECS)
+            .clamp(1, 60) as u64,
+    );
+    let started = Instant::now();
+    let kind = AppKind::parse(&app.app_type);
+    let mut tls_expires_at = None;
+    let outcome = match kind {
+        Some(AppKind::Http) => http(client, app, timeout).await,
+        Some(AppKind::Tcp) => match connect(policy, "tcp", &app.identifier, timeout).await {
+            Ok(_) => Outcome {
+                status: None,
+                error: None,
+            },
+            Err(e) => Outcome::fail(e),
+        },
+        Some(AppKind::Tls) => match tls(policy, &app.identifier, timeout).await {
+            Ok(expires) => {
+                tls_expires_at = Some(expires);
+                if expires <= at {
+                    Outcome::fail(format!(
+                        "the certificate expired at {}",
+                        trusthub_platform::state::rfc3339(expires)
+                    ))
+                } else {
+                    Outcome {
+                        status: None,
+                        error: None,
+                    }
+                }
+            }
+            Err(e) => Outcome::fail(e),
+        },
+        _ => Outcome::fail(format!("{} apps are not checked by the hub", app.app_type)),
+    };
+    Probed {
+        result: result(app, at, started, outcome),
+        tls_expires_at,
+    }
+}
+
+async fn http(client: &reqwest::Client, app: &App, timeout: Duration) -> Outcome {
+    let url = app.endpoint.as_deref().unwrap_or(&app.identifier);
+    let secs = timeout.as_secs();
+    let send = client.get(url).timeout(timeout).send();
+    let resp = match tokio::time::timeout(timeout, send).await {
+        Err(_) => return Outcome::fail(format!("timed out after {secs} s")),
+        Ok(Err(e)) if e.is_timeout() => return Outcome::fail(format!("timed out after {secs} s")),
+        Ok(Err(e)) => return Outcome::fail(format!("cannot connect: {}", reqwest_reason(&e))),
+        Ok(Ok(r)) => r,
+    };
+    let status = resp.status().as_u16();
+    let accepted = app
+        .expected_status
+        .as_deref()
+        .and_then(|s| StatusSet::parse(s).ok())
+        .unwrap_or_default();
+    if !accepted.accepts(status) {
+        return Outcome {
+            status: Some(status.into()),
+            error: Some(format!("HTTP {status}, expected {}", accepted.text())),
+        };
+    }
+    if let Some(keyword) = app.keyword.as_deref().filter(|k| !k.is_empty()) {
+        let mut body: Vec<u8> = Vec::new();
+        let mut resp = resp;
+        loop {
+            match tokio::time::timeout(timeout, resp.chunk()).await {
+                Ok(Ok(Some(c))) => {
+                    body.extend_from_slice(&c);
+                    if body.len() >= MAX_BODY {
+                        break;
+                    }
+                }
+                Ok(Ok(None)) => break,
+                Ok(Err(e)) => {
+                    return Outcome {
+                        status: Some(status.into()),
+                        error: Some(format!(
+                            "the body could not be read: {}",
+                            reqwest_reason(&e)
+                        )),
+                    };
+                }
+                Err(_) => {
+                    return Outcome {
+                        status: Some(status.into()),
+                        error: Some(format!("the body did not arrive within {secs} s")),
+                    };
+                }
+            }
+        }
+        if !String::from_utf8_lossy(&body).contains(keyword) {
+            return Outcome {
+                status: Some(status.into()),
+                error: Some(format!("keyword `{keyword}` not found in the body")),
+            };
+        }
+    }
+    Outcome {
+        status: Some(status.into()),
+        error: None,
+    }
+}
+
+/// The innermost cause of a client error (what the OS or TLS said).
+fn reqwest_reason(e: &reqwest::Error) -> String {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    let mut last = e.to_string();
+    while let Some(s) = source {
+        last = s.to_string();
+        source = s.source();
+    }
+    last
+}
+
+/// Resolves `target` through the policy and connects, within `timeout`.
+async fn connect(
+    policy: &Policy,
+    kind: &str,
+    target: &str,
+    timeout: Duration,
+) -> Result<(tokio::net::TcpStream, String), String> {
+    let (host, port) = probe::host_port(kind, target)?;
+    let secs = timeout.as_secs();
+    let addrs: Vec<SocketAddr> =
+        match tokio::time::timeout(timeout, tokio::net::lookup_host((host.as_str(), port))).await {
+            Err(_) => return Err(format!("`{host}` did not resolve within {secs} s")),
+            Ok(Err(e)) => return Err(format!("`{host}` does not resolve: {e}")),
+            Ok(Ok(a)) => a.collect(),
+        };
+    let allowed: Vec<SocketAddr> = addrs
+        .iter()
+        .copied()
+        .filter(|a| !policy.refuses(a.ip()))
+        .collect();
+    let Some(first) = allowed.first().copied() else {
+        return Err(format!(
+            "`{host}` resolves only to loopback, private or special-use addresses, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS"
+        ));
+    };
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(first)).await {
+        Err(_) => Err(format!("timed out after {secs} s connecting to {first}")),
+        Ok(Err(e)) => Err(format!("cannot connect to {first}: {e}")),
+        Ok(Ok(s)) => Ok((s, host)),
+    }
+}
+
+/// A tls handshake (system roots and `SSL_CERT_FILE`); the leaf certificate's expiry.
+async fn tls(policy: &Policy, target: &str, timeout: Duration) -> Result<OffsetDateTime, String> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let (stream, host) = connect(policy, "tls", target, timeout).await?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = rustls::ClientConfig::builder()
+        .with_platform_verifier()
+        .map_err(|e| format!("no trust roots: {e}"))?
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let name = rustls_pki_types::ServerName::try_from(host.clone())
+        .map_err(|_| format!("`{host}` is not a valid server name"))?;
+    let secs = timeout.as_secs();
+    let tls = match tokio::time::timeout(timeout, connector.connect(name, stream)).await {
+        Err(_) => return Err(format!("the TLS handshake timed out after {secs} s")),
+        Ok(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
+        Ok(Ok(s)) => s,
+    };
+    let (_, session) = tls.get_ref();
+    let leaf = session
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .ok_or("the server sent no certificate")?;
+    let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref())
+        .map_err(|e| format!("the certificate cannot be read: {e}"))?;
+    Ok(cert.validity().not_after.to_datetime())
+}
