@@ -1,4 +1,5 @@
-// Trusthub dashboard: copy buttons. The only script besides htmx; no inline code anywhere.
+// Trusthub dashboard: copy buttons and confirmations. The only script besides htmx; no
+// inline code anywhere.
 document.addEventListener("click", function (e) {
   var b = e.target.closest("button[data-copy]");
   if (!b) return;
@@ -9,4 +10,11 @@ document.addEventListener("click", function (e) {
   }, function () {
     b.textContent = "Select and copy it by hand";
   });
+});
+
+// Confirmations: a form with data-confirm asks before it is sent (untrack, expect stopped,
+// delete); without script the form is sent as it is.
+document.addEventListener("submit", function (e) {
+  var f = e.target.closest("form[data-confirm]");
+  if (f && !window.confirm(f.getAttribute("data-confirm"))) e.preventDefault();
 });

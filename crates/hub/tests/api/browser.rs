@@ -13,6 +13,7 @@ crate::dual!(
     an_operator_resolves_an_alert_and_a_viewer_sees_no_write_controls,
     an_admin_creates_a_webhook_and_sees_its_secret_once,
     an_app_is_tracked_from_the_discovery_list_changed_and_untracked,
+    an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down,
     a_user_with_totp_signs_in_with_a_code_or_a_recovery_code,
     an_evidence_pack_is_created_listed_and_downloaded,
     an_admin_makes_an_install_command_that_enrols_a_host,
@@ -278,14 +279,26 @@ async fn an_app_is_tracked_from_the_discovery_list_changed_and_untracked(b: Back
     // The overview counts it.
     browser.wait_text("of 1 tracked").await;
     browser.goto(&format!("{}/ui/apps", app.base)).await;
-    browser.click("form[action$='/expected'] button").await;
+    // Changing what is expected asks first; saying no changes nothing.
+    let q = browser
+        .click_confirm("form[action$='/expected'] button", false)
+        .await;
+    assert!(q.contains("Expect nginx") && q.contains("stopped"), "{q}");
+    let apps = body(app.get("/apps", &app.owner).await).await;
+    assert_eq!(apps[0]["expected_state"], "running", "{apps}");
+    browser
+        .click_confirm("form[action$='/expected'] button", true)
+        .await;
     // The page comes back offering the other state.
     browser
         .find("form[action$='/expected'] input[value=running]")
         .await;
     let apps = body(app.get("/apps", &app.owner).await).await;
     assert_eq!(apps[0]["expected_state"], "stopped", "{apps}");
-    browser.click("form[action$='/untrack'] button").await;
+    let q = browser
+        .click_confirm("form[action$='/untrack'] button", true)
+        .await;
+    assert!(q.contains("Stop tracking nginx"), "{q}");
     browser.wait_gone("tr[id^='app-']").await;
     assert_eq!(body(app.get("/apps", &app.owner).await).await, json!([]));
     browser.wait_text("No app is tracked yet.").await;
@@ -520,6 +533,78 @@ async fn an_operator_creates_a_rule_on_a_metric_the_fleet_sends_and_deletes_it(b
     assert_eq!(
         body(app.get("/alert-rules", &app.owner).await).await,
         json!([])
+    );
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("checks-{b:?}")).await else {
+        return;
+    };
+    let port = {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    browser
+        .type_into("#add-check input[name=name]", "shop")
+        .await;
+    browser
+        .type_into(
+            "#add-check input[name=endpoint]",
+            &format!("http://127.0.0.1:{port}/health"),
+        )
+        .await;
+    browser
+        .set_value("#add-check input[name=interval_seconds]", "10")
+        .await;
+    browser
+        .set_value("#add-check input[name=failures]", "1")
+        .await;
+    browser.click("#add-check button").await;
+    browser.find("tr[id^='app-']").await;
+    let apps = body(app.get("/apps", &app.owner).await).await;
+    assert_eq!(apps[0]["agent_id"], Value::Null, "{apps}");
+    assert_eq!(apps[0]["retries"], 0, "{apps}");
+    assert_eq!(apps[0]["interval_seconds"], 10, "{apps}");
+    // The hub probes it (the test drives the tick): one failure is down with its reason.
+    trusthub_monitors::jobs::probes::probe_tick(&app.state, hub_now() + time::Duration::seconds(1))
+        .await
+        .expect("tick");
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    let row = browser.text("tr[id^='app-']").await;
+    assert!(
+        row.contains("the hub") && row.contains("stopped") && row.contains("cannot connect"),
+        "{row}"
+    );
+    assert!(row.contains("every 10 s, down after 1 failure ·"), "{row}");
+    // A check has nothing to restart: no restart link.
+    assert!(!browser.source().await.contains("/restart\""));
+    browser.screenshot("check-down").await;
+    // A bad target is refused on the page, naming what is wrong.
+    browser
+        .type_into("#add-check input[name=name]", "bad")
+        .await;
+    browser
+        .type_into("#add-check input[name=endpoint]", "tcp://10.9.9.9:22")
+        .await;
+    browser
+        .click("#add-check select[name=kind] option[value=tcp]")
+        .await;
+    browser.click("#add-check button").await;
+    browser.wait_text("does not call").await;
+    assert_eq!(
+        body(app.get("/apps", &app.owner).await)
+            .await
+            .as_array()
+            .map(Vec::len),
+        Some(1)
     );
     browser.assert_no_js_errors().await;
 }

@@ -265,6 +265,50 @@ impl Browser {
         }
     }
 
+    /// Clicks `css`, answers the confirmation the click opens (accept, or dismiss) and
+    /// returns its question; an accepted one waits for the page to be replaced, as `click`.
+    pub async fn click_confirm(&self, css: &str, accept: bool) -> String {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        )
+        .await;
+        let mut question = String::new();
+        for _ in 0..50 {
+            if let Some(t) = self
+                .cmd(reqwest::Method::GET, "/alert/text", None)
+                .await
+                .as_str()
+            {
+                question = t.to_owned();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(!question.is_empty(), "clicking {css} asked nothing");
+        let answer = if accept {
+            "/alert/accept"
+        } else {
+            "/alert/dismiss"
+        };
+        self.cmd(reqwest::Method::POST, answer, Some(json!({})))
+            .await;
+        if accept {
+            for _ in 0..15 {
+                let v = self
+                    .cmd(reqwest::Method::GET, &format!("/element/{id}/name"), None)
+                    .await;
+                if v.get("error").is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        question
+    }
+
     /// The visible text of the element, once it has some (asked again while the page is
     /// still being replaced and the element found a moment ago is stale).
     pub async fn text(&self, css: &str) -> String {

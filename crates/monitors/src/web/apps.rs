@@ -24,6 +24,11 @@ struct AppRow {
     observed: String,
     alerting: bool,
     changed: String,
+    /// Checks: `every 30 s · last 12 s ago: cannot connect: …`.
+    check: Option<String>,
+    /// A restart can work here (an agent's process with a restart command, a unit, a
+    /// container or a compose service).
+    restartable: bool,
 }
 
 /// One discovery candidate.
@@ -104,7 +109,40 @@ async fn apps_page(
         }
         let apps = listed
             .into_iter()
-            .map(|a| AppRow {
+            .map(|a| {
+                let kind = trusthub_core::apps::AppKind::parse(&a.app_type);
+                let is_check = kind.is_some_and(|k| k.is_check());
+                let check = is_check.then(|| {
+                    let every = a.interval_seconds.unwrap_or(60);
+                    let last = match (a.last_check_at, a.last_check_ok) {
+                        (Some(at), Some(true)) => format!("last {}: ok", ago(Some(at), now)),
+                        (Some(at), _) => format!(
+                            "last {}: {}",
+                            ago(Some(at), now),
+                            a.last_check_error.clone().unwrap_or_else(|| {
+                                match a.last_check_status {
+                                    Some(s) => format!("HTTP {s}"),
+                                    None => "failed".into(),
+                                }
+                            })
+                        ),
+                        (None, _) => "not checked yet".into(),
+                    };
+                    let n = a.retries + 1;
+                    format!(
+                        "every {every} s, down after {n} failure{} · {last}",
+                        if n == 1 { "" } else { "s" }
+                    )
+                });
+                let restartable = a.agent_id.is_some()
+                    && !is_check
+                    && (kind != Some(trusthub_core::apps::AppKind::Process)
+                        || a.restart_command.is_some());
+                (a, check, restartable)
+            })
+            .map(|(a, check, restartable)| AppRow {
+                check,
+                restartable,
                 id: a.id.to_string(),
                 host: match a.agent_id {
                     Some(g) => names.get(&g).cloned().unwrap_or_default(),
@@ -234,6 +272,91 @@ pub async fn track_app(
             .await
         }
         Err(e) => e.into_response(),
+    }
+}
+
+/// A check the hub runs itself.
+#[derive(Debug, Deserialize)]
+pub struct CheckForm {
+    #[serde(default)]
+    csrf: String,
+    name: String,
+    kind: String,
+    endpoint: String,
+    #[serde(default)]
+    interval_seconds: String,
+    /// Failures in a row before down (`retries + 1`).
+    #[serde(default)]
+    failures: String,
+    #[serde(default)]
+    keyword: String,
+}
+
+/// `POST /ui/apps/checks` (operator, CSRF token): a check the hub runs, made as through
+/// the API (`POST /apps` without `agent_id`).
+pub async fn add_check(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(form): axum::Form<CheckForm>,
+) -> Response {
+    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return refused.into_response();
+    }
+    let number = |field: &str, v: &str| -> Result<Option<i64>, ApiError> {
+        match v.trim() {
+            "" => Ok(None),
+            n => n
+                .parse()
+                .map(Some)
+                .map_err(|_| ApiError::invalid(field, "must be a whole number")),
+        }
+    };
+    let req = match (
+        number("interval_seconds", &form.interval_seconds),
+        number("failures", &form.failures),
+    ) {
+        (Ok(interval_seconds), Ok(failures)) => crate::routes::apps::NewAppRequest {
+            agent_id: None,
+            name: form.name,
+            app_type: None,
+            kind: Some(form.kind),
+            identifier: None,
+            owner_email: None,
+            runbook_url: None,
+            notes: None,
+            expected_state: None,
+            restart_command: None,
+            endpoint: Some(form.endpoint),
+            interval_seconds,
+            timeout_seconds: None,
+            retries: failures.map(|f| f - 1),
+            recoveries: None,
+            expected_status: None,
+            keyword: Some(form.keyword).filter(|k| !k.trim().is_empty()),
+            tls_min_days: None,
+        },
+        (Err(e), _) | (_, Err(e)) => {
+            return match form_error(e) {
+                Ok((status, m)) => apps_page(&state, &user, &no_query(), Some(m), status).await,
+                Err(e) => e.into_response(),
+            };
+        }
+    };
+    match crate::routes::apps::create_app(&state, &meta, &user.principal, req).await {
+        Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(e) => match form_error(e) {
+            Ok((status, m)) => apps_page(&state, &user, &no_query(), Some(m), status).await,
+            Err(e) => e.into_response(),
+        },
+    }
+}
+
+fn no_query() -> AppsQuery {
+    AppsQuery {
+        agent: None,
+        show: None,
+        page: None,
     }
 }
 

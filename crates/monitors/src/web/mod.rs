@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 pub fn pages() -> Router<AppState> {
     Router::new()
         .route("/ui/apps", get(apps::apps).post(apps::track_app))
+        .route("/ui/apps/checks", post(apps::add_check))
         .route("/ui/apps/{id}/expected", post(apps::expect_app))
         .route("/ui/apps/{id}/untrack", post(apps::untrack_app))
         .route("/ui/rules", get(rules::rules).post(rules::create_rule))
