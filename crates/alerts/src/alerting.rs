@@ -130,6 +130,7 @@ pub fn event_body(event: &str, alert: &AlertView, tenant: TenantId, now: OffsetD
 #[derive(Debug, Default)]
 pub struct Notifier {
     hooks: HashMap<TenantId, Vec<Webhook>>,
+    channels: HashMap<TenantId, Vec<crate::store::channels::Channel>>,
 }
 
 impl Notifier {
@@ -171,12 +172,53 @@ impl Notifier {
                 &NewDelivery {
                     webhook_id: Some(w.id),
                     rule_id: None,
+                    channel_id: None,
                     target_url: &w.url,
                     target_url_sealed: w.url_sealed.as_deref(),
                     event,
                     alert_id: Some(alert.id),
                     payload: &body,
                     status: webhooks::initial_status(w.cooldown_until, now),
+                },
+                now,
+            )
+            .await?;
+            queued += 1;
+        }
+        // Notification channels (CONTRACT 27): the same event body, rendered for each
+        // service when it is sent.
+        let channels = match self.channels.entry(tenant) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(crate::store::channels::list(tx, tenant).await?)
+            }
+        };
+        for c in channels.iter() {
+            let subscribed = c.events.0.iter().any(|e| e == event);
+            let tag_ok = c.agent_filter_tag.as_ref().is_none_or(|tag| {
+                alert
+                    .agent
+                    .as_ref()
+                    .is_some_and(|a| a.tags.iter().any(|t| t == tag))
+            });
+            if !subscribed || rank < c.min_severity_rank || !tag_ok {
+                continue;
+            }
+            let target = format!("{}: {}", c.kind, c.name);
+            webhooks::enqueue(
+                tx,
+                tenant,
+                Uuid::now_v7(),
+                &NewDelivery {
+                    webhook_id: None,
+                    rule_id: None,
+                    channel_id: Some(c.id),
+                    target_url: &target,
+                    target_url_sealed: None,
+                    event,
+                    alert_id: Some(alert.id),
+                    payload: &body,
+                    status: webhooks::status::PENDING,
                 },
                 now,
             )

@@ -84,26 +84,31 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
         .await?;
         return tx.commit().await;
     }
-    let secret = match &d.secret_sealed {
-        Some(sealed) => match state
-            .key
-            .open(crate::routes::webhooks::SECRET_CONTEXT, sealed)
-        {
-            Ok(s) => Some(String::from_utf8_lossy(&s).into_owned()),
-            Err(_) => None,
-        },
-        None => None,
-    };
-    // Checked at every attempt: the operator's allowed ranges may have changed.
-    let target =
-        crate::outbound::to_call(&state.key, &d.target_url, d.target_url_sealed.as_deref());
-    let outcome = match target.and_then(|t| {
-        crate::outbound::Policy::of(&state.settings)
-            .check_target(&t)
-            .map(|()| t)
-    }) {
-        Err(e) => Err(e),
-        Ok(t) => send(client, &d, &t, secret.as_deref()).await,
+    let outcome = match d.channel_id {
+        Some(channel) => send_channel(state, client, &d, channel).await,
+        None => {
+            let secret = match &d.secret_sealed {
+                Some(sealed) => match state
+                    .key
+                    .open(crate::routes::webhooks::SECRET_CONTEXT, sealed)
+                {
+                    Ok(s) => Some(String::from_utf8_lossy(&s).into_owned()),
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            // Checked at every attempt: the operator's allowed ranges may have changed.
+            let target =
+                crate::outbound::to_call(&state.key, &d.target_url, d.target_url_sealed.as_deref());
+            match target.and_then(|t| {
+                crate::outbound::Policy::of(&state.settings)
+                    .check_target(&t)
+                    .map(|()| t)
+            }) {
+                Err(e) => Err(e),
+                Ok(t) => send(client, &d, &t, secret.as_deref()).await,
+            }
+        }
     };
     let finished = now();
     let attempt = d.attempts + 1;
@@ -142,6 +147,9 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
     )
     .await?;
     let subject = match (d.webhook_id, d.rule_id) {
+        _ if d.channel_id.is_some() => {
+            format!("notification_channel:{}", d.channel_id.unwrap_or_default())
+        }
         (Some(w), _) => format!("webhook:{w}"),
         (None, Some(r)) => format!("alert_rule:{r}"),
         _ => "webhook".to_owned(),
@@ -239,6 +247,71 @@ async fn send(
     match req.body(d.payload.clone()).send().await {
         Ok(resp) => Ok(resp.status().as_u16()),
         Err(e) => Err(describe(&e)),
+    }
+}
+
+/// Sends one delivery of a notification channel in the service's own format (CONTRACT 27).
+async fn send_channel(
+    state: &AppState,
+    client: &reqwest::Client,
+    d: &Due,
+    channel: uuid::Uuid,
+) -> Result<u16, String> {
+    use crate::channels::{self, Config, Outgoing};
+    let ch = {
+        let mut c = state.db.conn().await.map_err(|e| e.to_string())?;
+        crate::store::channels::by_id(&mut c, channel)
+            .await
+            .map_err(|e| e.to_string())?
+    }
+    .ok_or("the channel was deleted")?;
+    let sealed = state
+        .key
+        .open(channels::SEAL_CONTEXT, &ch.config_sealed)
+        .map_err(|_| "the channel's config cannot be unsealed with the hub key".to_owned())?;
+    let config: Config = serde_json::from_slice(&sealed)
+        .map_err(|e| format!("the channel's config cannot be read: {e}"))?;
+    let alert = serde_json::from_str::<serde_json::Value>(&d.payload)
+        .ok()
+        .and_then(|v| v["alert"]["id"].as_str().map(str::to_owned));
+    let base = state.public_url.trim_end_matches('/');
+    let link = match alert {
+        Some(id) if d.event != "test" => format!("{base}/ui/alerts/{id}"),
+        _ => format!("{base}/ui/alerts"),
+    };
+    let policy = crate::outbound::Policy::of(&state.settings);
+    match channels::render(&ch.kind, &config, &d.payload, &link)? {
+        Outgoing::Post { url, headers, body } => {
+            policy.check_target(&url)?;
+            let mut req = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .header(
+                    "user-agent",
+                    concat!("Trusthub/", env!("CARGO_PKG_VERSION")),
+                );
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            match req.body(body.to_string()).send().await {
+                Ok(resp) => Ok(resp.status().as_u16()),
+                // Never the URL: Telegram's holds the bot token.
+                Err(e) => Err(describe(&e.without_url())),
+            }
+        }
+        Outgoing::Signed { url, secret, body } => {
+            policy.check_target(&url)?;
+            let mut signed = d.clone();
+            signed.payload = body;
+            send(client, &signed, &url, Some(&secret)).await
+        }
+        Outgoing::Mail { to, subject, body } => {
+            let mailer = state
+                .mailer
+                .as_ref()
+                .ok_or("no SMTP relay is set (TRUSTHUB_SMTP_URL)")?;
+            mailer.send(&to, &subject, body).await.map(|()| 250)
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 //!   composition root mounts and starts.
 
 pub mod alerting;
+pub mod channels;
 pub mod deliver;
 pub mod routes;
 pub mod service;
@@ -34,6 +35,7 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::alerts::router())
         .merge(routes::webhooks::router())
+        .merge(routes::channels::router())
 }
 
 /// A host was registered, renamed or re-tagged (the fleet's event, in its transaction).

@@ -103,6 +103,12 @@ pub const ALERT_RULE_DELETED: &str = "alert_rule_deleted";
 pub const ALERT_RULE_UPDATED: &str = "alert_rule_updated";
 /// A webhook endpoint was created.
 pub const WEBHOOK_CREATED: &str = "webhook_created";
+/// A notification channel was created (CONTRACT 27).
+pub const CHANNEL_CREATED: &str = "notification_channel_created";
+/// A notification channel was changed.
+pub const CHANNEL_UPDATED: &str = "notification_channel_updated";
+/// A notification channel was deleted.
+pub const CHANNEL_DELETED: &str = "notification_channel_deleted";
 /// A webhook endpoint was removed.
 pub const WEBHOOK_DELETED: &str = "webhook_deleted";
 /// A webhook endpoint's settings were changed.

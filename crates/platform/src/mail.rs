@@ -58,6 +58,24 @@ impl Mailer {
         Ok(Mailer { transport, from })
     }
 
+    /// Sends one plain-text mail to every recipient and waits for the relay's answer (alert
+    /// notifications, whose deliveries record the outcome and retry).
+    pub async fn send(&self, to: &[String], subject: &str, body: String) -> Result<(), String> {
+        let mut builder = Message::builder().from(self.from.clone()).subject(subject);
+        for t in to {
+            let mb: Mailbox = t.parse().map_err(|e| format!("bad recipient {t}: {e}"))?;
+            builder = builder.to(mb);
+        }
+        let msg = builder
+            .body(body)
+            .map_err(|e| format!("cannot build the message: {e}"))?;
+        self.transport
+            .send(msg)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the SMTP relay refused it: {e}"))
+    }
+
     /// Sends one plain-text mail in the background; a failure is logged (never the body,
     /// which may hold a one-time token).
     pub fn send_later(&self, to: &str, subject: &str, body: String) {

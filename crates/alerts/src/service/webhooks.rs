@@ -204,6 +204,7 @@ pub async fn ping(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult<Delive
         &NewDelivery {
             webhook_id: Some(w.id),
             rule_id: None,
+            channel_id: None,
             target_url: &w.url,
             target_url_sealed: w.url_sealed.as_deref(),
             event: WEBHOOK_TEST,

@@ -206,6 +206,8 @@ pub struct NewDelivery<'a> {
     pub webhook_id: Option<Uuid>,
     /// Rule.
     pub rule_id: Option<Uuid>,
+    /// Notification channel.
+    pub channel_id: Option<Uuid>,
     /// Target as shown.
     pub target_url: &'a str,
     /// The whole target sealed, when it holds userinfo.
@@ -233,9 +235,11 @@ pub async fn enqueue(
     let completed = (!pending).then_some(now);
     on!(ex, c => sqlx::query(
         "INSERT INTO webhook_deliveries (id, tenant_id, webhook_id, rule_id, target_url, event, alert_id, payload, status, \
-         next_attempt_at, created_at, completed_at, target_url_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
+         next_attempt_at, created_at, completed_at, target_url_sealed, channel_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)")
         .bind(id).bind(tenant.0).bind(d.webhook_id).bind(d.rule_id).bind(d.target_url).bind(d.event)
         .bind(d.alert_id).bind(d.payload).bind(d.status).bind(next).bind(now).bind(completed).bind(d.target_url_sealed)
+        .bind(d.channel_id)
         .execute(&mut *c).await?.rows_affected());
     Ok(())
 }
@@ -254,6 +258,23 @@ pub async fn deliveries(
     Ok(
         on!(ex, c => sqlx::query_as::<_, Delivery>(sqlx::AssertSqlSafe(sql))
         .bind(tenant.0).bind(webhook_id).bind(limit).fetch_all(&mut *c).await?),
+    )
+}
+
+/// A notification channel's deliveries, newest first.
+pub async fn channel_deliveries(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    channel_id: Uuid,
+    limit: i64,
+) -> StoreResult<Vec<Delivery>> {
+    let sql = format!(
+        "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND channel_id = $2 \
+         ORDER BY created_at DESC, id DESC LIMIT $3"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Delivery>(sqlx::AssertSqlSafe(sql))
+        .bind(tenant.0).bind(channel_id).bind(limit).fetch_all(&mut *c).await?),
     )
 }
 
@@ -299,6 +320,8 @@ pub struct Due {
     pub webhook_id: Option<Uuid>,
     /// Rule.
     pub rule_id: Option<Uuid>,
+    /// Notification channel.
+    pub channel_id: Option<Uuid>,
     /// Target as shown.
     pub target_url: String,
     /// The whole target sealed, when it holds userinfo.
@@ -338,9 +361,9 @@ pub async fn claim_due(
     let sql = |lock: &str| {
         format!(
             "WITH picked AS ({pick}{lock}), claimed AS (UPDATE webhook_deliveries d SET next_attempt_at = $2 \
-             FROM picked WHERE d.id = picked.id RETURNING d.id, d.tenant_id, d.webhook_id, d.rule_id, d.target_url, \
+             FROM picked WHERE d.id = picked.id RETURNING d.id, d.tenant_id, d.webhook_id, d.rule_id, d.channel_id, d.target_url, \
              d.target_url_sealed, d.event, d.payload, d.attempts) \
-             SELECT c.id, c.tenant_id, c.webhook_id, c.rule_id, c.target_url, c.target_url_sealed, c.event, c.payload, c.attempts, \
+             SELECT c.id, c.tenant_id, c.webhook_id, c.rule_id, c.channel_id, c.target_url, c.target_url_sealed, c.event, c.payload, c.attempts, \
              w.secret_sealed, w.cooldown_until FROM claimed c LEFT JOIN webhooks w ON w.id = c.webhook_id"
         )
     };
@@ -370,7 +393,7 @@ pub async fn claim_due(
                     .await?;
                 out.push(
                     sqlx::query_as::<_, Due>(
-                        "SELECT d.id, d.tenant_id, d.webhook_id, d.rule_id, d.target_url, d.target_url_sealed, d.event, d.payload, d.attempts, \
+                        "SELECT d.id, d.tenant_id, d.webhook_id, d.rule_id, d.channel_id, d.target_url, d.target_url_sealed, d.event, d.payload, d.attempts, \
                          w.secret_sealed, w.cooldown_until FROM webhook_deliveries d LEFT JOIN webhooks w ON w.id = d.webhook_id \
                          WHERE d.id = $1",
                     )

@@ -29,6 +29,8 @@ mod audit_log;
 mod auth;
 mod browser;
 mod browser_pages;
+#[path = "../../../alerts/tests/api/channels.rs"]
+mod channels;
 #[path = "../../../monitors/tests/api/checks.rs"]
 mod checks;
 #[path = "../../../certs/tests/api/client_certs.rs"]

@@ -160,6 +160,7 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
                         &NewDelivery {
                             webhook_id: None,
                             rule_id: Some(rule.id),
+                            channel_id: None,
                             target_url: url,
                             target_url_sealed: rule.webhook_url_sealed.as_deref(),
                             event: "alert_rule.fired",
