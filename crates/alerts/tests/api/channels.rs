@@ -165,7 +165,7 @@ fn telegram_shape(path: &str, b: &Value, token: &str) {
     let mut rest = t;
     while let Some(i) = rest.find('<') {
         let tag = rest[i + 1..]
-            .split(|c: char| c == '>' || c == ' ')
+            .split(['>', ' '])
             .next()
             .unwrap_or_default()
             .trim_start_matches('/');
