@@ -83,14 +83,19 @@ pub(crate) async fn list(
     responses((status = 200, body = AlertView), (status = 404, body = Problem)))]
 pub(crate) async fn get_alert(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AlertView>> {
+    get_alert_by(&state, &by, id).await.map(axum::Json)
+}
+
+/// The service behind [`get_alert`], for the API and the dashboard alike.
+pub async fn get_alert_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AlertView> {
     let mut c = state.db.conn().await?;
-    let a = alerts::get(&mut c, p.tenant(), id)
+    let a = alerts::get(&mut c, by.0.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("alert"))?;
-    Ok(axum::Json(a.into()))
+    Ok(a.into())
 }
 
 /// Resolve an alert (operator); `alert.resolved` goes to matching webhooks. Resolving a

@@ -37,6 +37,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct NewChannel {
     /// Label, 1 to 100 characters.
+    #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     /// `slack`, `discord`, `teams`, `telegram`, `ntfy`, `email`, `pagerduty` or `webhook`.
     #[schema(pattern = "^(slack|discord|teams|telegram|ntfy|email|pagerduty|webhook)$")]
@@ -64,6 +65,7 @@ pub struct NewChannel {
 #[serde(deny_unknown_fields)]
 pub struct ChannelPatch {
     /// New label.
+    #[schema(min_length = 1, max_length = 100)]
     pub name: Option<String>,
     /// New config (whole).
     #[schema(value_type = Option<Object>)]

@@ -121,6 +121,54 @@ pub async fn alerts(
     }
 }
 
+#[derive(Template)]
+#[template(path = "alert.html")]
+struct AlertPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    a: crate::alerting::AlertView,
+    mark: &'static str,
+    raised: String,
+    resolved: String,
+    can_resolve: bool,
+    csrf: String,
+}
+
+/// `GET /ui/alerts/{id}`: one alert — what, where, since when, why; operators resolve it.
+/// Notifications link here.
+pub async fn alert(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+) -> Response {
+    let viewer = match user.act(crate::auth::Viewer::of, None) {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let now = now();
+    match crate::routes::alerts::get_alert_by(&state, &viewer, id).await {
+        Ok(a) => html(
+            AlertPage {
+                assets: &ASSETS,
+                user: Some(UserBar::from(&user)),
+                mark: match a.severity.as_str() {
+                    "critical" => "✕",
+                    "warning" => "▲",
+                    _ => "●",
+                },
+                raised: ago(Some(a.created_at), now),
+                resolved: ago(a.resolved_at, now),
+                can_resolve: user.principal.has_role(Role::Operator),
+                csrf: user.csrf.clone(),
+                a,
+            }
+            .render(),
+            StatusCode::OK,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
 /// `POST /ui/alerts/{id}/resolve` (operator, CSRF token): as the API's resolve.
 pub async fn resolve_alert(
     State(state): State<AppState>,

@@ -2,6 +2,7 @@
 
 pub mod alerts;
 pub mod hooks;
+pub mod notifications;
 pub mod webhooks;
 
 pub use trusthub_identity::web::{WebUser, allowed};
@@ -16,6 +17,13 @@ use axum::routing::{get, post};
 pub fn pages() -> Router<AppState> {
     Router::new()
         .route("/ui/alerts", get(alerts::alerts))
+        .route("/ui/alerts/{id}", get(alerts::alert))
+        .route(
+            "/ui/notifications",
+            get(notifications::notifications).post(notifications::create),
+        )
+        .route("/ui/notifications/{id}/test", post(notifications::test))
+        .route("/ui/notifications/{id}/delete", post(notifications::delete))
         .route(
             "/ui/webhooks",
             get(webhooks::webhooks).post(webhooks::create_webhook),

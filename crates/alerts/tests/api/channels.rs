@@ -17,10 +17,10 @@ crate::dual!(
 );
 
 /// What a receiver got: `(path, authorization, body)`.
-type Got = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
+pub(crate) type Got = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
 
 /// A local HTTP server that records every POST and answers as the services do.
-async fn receiver() -> (String, Got) {
+pub(crate) async fn receiver() -> (String, Got) {
     let got: Got = Arc::default();
     let app = axum::Router::new()
         .fallback(
@@ -61,7 +61,7 @@ fn text_len(v: &Value) -> usize {
 
 /// Slack Block Kit, as incoming webhooks take it: a fallback `text` and at most 50 blocks
 /// of known types within their limits.
-fn slack_shape(b: &Value) {
+pub(crate) fn slack_shape(b: &Value) {
     assert!(text_len(&b["text"]) > 0, "{b}");
     let blocks = b["blocks"].as_array().expect("blocks");
     assert!(!blocks.is_empty() && blocks.len() <= 50);

@@ -14,6 +14,7 @@ crate::dual!(
     an_admin_creates_a_webhook_and_sees_its_secret_once,
     an_app_is_tracked_from_the_discovery_list_changed_and_untracked,
     an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down,
+    an_admin_adds_a_slack_channel_tests_it_and_follows_an_alert_to_its_page,
     a_user_with_totp_signs_in_with_a_code_or_a_recovery_code,
     an_evidence_pack_is_created_listed_and_downloaded,
     an_admin_makes_an_install_command_that_enrols_a_host,
@@ -606,5 +607,82 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
             .map(Vec::len),
         Some(1)
     );
+    browser.assert_no_js_errors().await;
+}
+
+async fn an_admin_adds_a_slack_channel_tests_it_and_follows_an_alert_to_its_page(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("channels-{b:?}")).await else {
+        return;
+    };
+    let (base, got) = crate::channels::receiver().await;
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/notifications']").await;
+    browser.wait_text("No channel yet").await;
+    browser
+        .type_into("#new-channel input[name=name]", "ops")
+        .await;
+    browser
+        .type_into(
+            "#new-channel input[name=url]",
+            &format!("{base}/services/T1/B1/sekrit"),
+        )
+        .await;
+    browser.click("#new-channel button").await;
+    browser.wait_text("Channel “ops” added").await;
+    let page = browser.source().await;
+    assert!(!page.contains("sekrit"), "the webhook URL is a credential");
+    browser.click("form[action$='/test'] button").await;
+    let mut arrived = Vec::new();
+    for _ in 0..100 {
+        arrived = got.lock().expect("lock").clone();
+        if !arrived.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(arrived.len(), 1);
+    crate::channels::slack_shape(&arrived[0].2);
+    for _ in 0..50 {
+        browser
+            .goto(&format!("{}/ui/notifications", app.base))
+            .await;
+        if browser.text("td.last").await.starts_with("succeeded") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(browser.text("td.last").await.starts_with("succeeded"));
+    browser.screenshot("channel-tested").await;
+    // An alert: its title in the list leads to its page, with the probe's error.
+    let r = app
+        .post(
+            "/apps",
+            &app.owner,
+            json!({"name": "shop", "type": "tcp", "endpoint": "tcp://127.0.0.1:1", "retries": 0}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    trusthub_monitors::jobs::probes::probe_tick(&app.state, hub_now() + time::Duration::seconds(1))
+        .await
+        .expect("tick");
+    browser.goto(&format!("{}/ui/alerts", app.base)).await;
+    browser.click("a[href^='/ui/alerts/']").await;
+    browser.wait_text("shop is down").await;
+    let detail = browser.text("#detail").await;
+    assert!(detail.contains("cannot connect"), "{detail}");
+    assert_eq!(browser.text("#state").await, "open");
+    browser.screenshot("alert-page").await;
+    // Deleting asks first.
+    browser
+        .goto(&format!("{}/ui/notifications", app.base))
+        .await;
+    let q = browser
+        .click_confirm("form[action$='/delete'] button", true)
+        .await;
+    assert!(q.contains("Delete the channel ops"), "{q}");
+    browser.wait_text("No channel yet").await;
     browser.assert_no_js_errors().await;
 }
