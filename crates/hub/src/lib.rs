@@ -102,8 +102,20 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
         .with_state(state)
 }
 
-async fn not_found() -> ApiError {
-    ApiError::NotFound("route")
+/// An address nothing answers: a problem for API clients, a page for a browser (a request
+/// outside `/api` that accepts HTML).
+async fn not_found(
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    let browser = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    if browser && !uri.path().starts_with("/api/") {
+        return trusthub_platform::page::not_found_page();
+    }
+    ApiError::NotFound("route").into_response()
 }
 
 /// Prometheus exposition (SPEC 4.11), outside `/api/v1` and without credentials, as

@@ -107,29 +107,37 @@ struct ErrorPage<'a> {
 pub async fn html_errors(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let status = resp.status();
-    let is_problem = resp
+    let kind = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/problem+json"));
-    if !(status.is_client_error() || status.is_server_error()) || !is_problem {
+        .unwrap_or_default();
+    let is_problem = kind.starts_with("application/problem+json");
+    // axum's own rejections (a path segment that is not an id) come as plain text.
+    let is_plain = kind.starts_with("text/plain");
+    if !(status.is_client_error() || status.is_server_error()) || !(is_problem || is_plain) {
         return resp;
     }
     let (parts, body) = resp.into_parts();
     let bytes = axum::body::to_bytes(body, 64 * 1024)
         .await
         .unwrap_or_default();
-    let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let text = |k: &str| problem[k].as_str().unwrap_or_default().to_owned();
+    let (title, detail) = if is_problem {
+        let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let text = |k: &str| problem[k].as_str().unwrap_or_default().to_owned();
+        (text("title"), text("detail"))
+    } else {
+        (String::new(), String::from_utf8_lossy(&bytes).into_owned())
+    };
     let page = ErrorPage {
         assets: &ASSETS,
         user: None,
         status: status.as_u16(),
-        title: match text("title") {
+        title: match title {
             t if t.is_empty() => status.canonical_reason().unwrap_or("Error").to_owned(),
             t => t,
         },
-        detail: text("detail"),
+        detail: readable(&detail),
     };
     let mut out = html(askama::Template::render(&page), status);
     for name in [header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
@@ -140,10 +148,33 @@ pub async fn html_errors(req: Request, next: Next) -> Response {
     out
 }
 
-/// CONTRACT 17: no script, style or frame from anywhere but the hub, no framing, no sniffing.
-pub async fn security_headers(req: Request, next: Next) -> Response {
-    let mut resp = next.run(req).await;
-    let h = resp.headers_mut();
+/// What a person reads for a parser's words: an id in the address that is not one.
+fn readable(detail: &str) -> String {
+    if detail.contains("UUID parsing failed") || detail.contains("to a `uuid::Uuid`") {
+        "This address holds an id that is not one: ids are UUIDs such as \
+         0190f1e2-7c3a-7b4e-9d2f-5a6b7c8d9e0f. Follow a link from the list instead."
+            .to_owned()
+    } else {
+        detail.to_owned()
+    }
+}
+
+/// The HTML page for an address nothing answers (a browser's request outside `/api`), with
+/// the page headers.
+pub fn not_found_page() -> Response {
+    let page = ErrorPage {
+        assets: &ASSETS,
+        user: None,
+        status: 404,
+        title: "Page not found".into(),
+        detail: "Nothing is at this address. The menu above leads to every page.".into(),
+    };
+    let mut resp = html(askama::Template::render(&page), StatusCode::NOT_FOUND);
+    page_headers(resp.headers_mut());
+    resp
+}
+
+fn page_headers(h: &mut axum::http::HeaderMap) {
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
@@ -160,6 +191,12 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
     );
+}
+
+/// CONTRACT 17: no script, style or frame from anywhere but the hub, no framing, no sniffing.
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    page_headers(resp.headers_mut());
     resp
 }
 

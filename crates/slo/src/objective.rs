@@ -150,8 +150,8 @@ impl State {
 pub struct Status {
     /// The state.
     pub state: State,
-    /// Up share of the observed time, percent (100 with nothing observed).
-    pub uptime_percent: f64,
+    /// Up share of the observed time, percent (`None` while nothing was observed).
+    pub uptime_percent: Option<f64>,
     /// Minutes down in the window.
     pub minutes_down: f64,
     /// Minutes with a verdict in the window, outside maintenance.
@@ -218,11 +218,8 @@ pub fn status(o: &Objective, spans: &[Span], maintenance: &[(i64, i64)], now: i6
         .collect();
     Status {
         state,
-        uptime_percent: if t.observed_secs > 0 {
-            100.0 * (t.observed_secs - t.down_secs) as f64 / t.observed_secs as f64
-        } else {
-            100.0
-        },
+        uptime_percent: (t.observed_secs > 0)
+            .then(|| 100.0 * (t.observed_secs - t.down_secs) as f64 / t.observed_secs as f64),
         minutes_down,
         minutes_observed,
         minutes_in_window,
@@ -246,8 +243,8 @@ pub struct Day {
     pub minutes_down: f64,
     /// Minutes in maintenance windows that day.
     pub minutes_maintenance: f64,
-    /// Up share of the day's observed time, percent (100 with nothing observed).
-    pub uptime_percent: f64,
+    /// Up share of the day's observed time, percent (`None` with nothing observed).
+    pub uptime_percent: Option<f64>,
     /// The budget left at the day's end (the window ending then).
     pub budget_remaining_minutes: f64,
     /// The day's burn rate.
@@ -277,11 +274,9 @@ pub fn history(
                 minutes_observed: t.observed_secs as f64 / 60.0,
                 minutes_down: t.down_secs as f64 / 60.0,
                 minutes_maintenance: t.maintenance_secs as f64 / 60.0,
-                uptime_percent: if t.observed_secs > 0 {
+                uptime_percent: (t.observed_secs > 0).then(|| {
                     100.0 * (t.observed_secs - t.down_secs) as f64 / t.observed_secs as f64
-                } else {
-                    100.0
-                },
+                }),
                 budget_remaining_minutes: total - w.down_secs as f64 / 60.0,
                 burn_rate: burn_rate(t, o.target),
             }
@@ -375,9 +370,26 @@ mod tests {
         // 33.2 minutes left at 10 minutes a week.
         let days = s.days_to_exhaustion.expect("burning");
         assert!(close(days, 33.2 / (10.0 / 7.0)), "{days}");
-        assert!(close(s.uptime_percent, 100.0 * (43_190.0 / 43_200.0)));
+        assert!(close(
+            s.uptime_percent.expect("observed"),
+            100.0 * (43_190.0 / 43_200.0)
+        ));
         assert_eq!(s.burn_series.len(), 168);
         assert!(s.burn_series.iter().any(|(_, r)| *r > 0.0));
+    }
+
+    #[test]
+    fn nothing_observed_has_no_uptime_rather_than_a_perfect_one() {
+        let o = Objective {
+            target: 0.999,
+            window_days: 30,
+            minimum_data: 0.95,
+        };
+        let s = status(&o, &[], &[], NOW);
+        assert_eq!(s.uptime_percent, None);
+        assert_eq!(s.state, State::InsufficientData);
+        let days = history(&o, &[], &[], NOW, 3);
+        assert!(days.iter().all(|d| d.uptime_percent.is_none()), "{days:?}");
     }
 
     #[test]
@@ -516,7 +528,10 @@ mod tests {
             assert!((0.0..=1.0).contains(&s.data_coverage), "{s:?}");
             assert!(s.minutes_down <= s.minutes_observed + 1e-9);
             assert!(s.minutes_observed <= s.minutes_in_window + 1e-9);
-            assert!((0.0..=100.0).contains(&s.uptime_percent));
+            match s.uptime_percent {
+                Some(u) => assert!((0.0..=100.0).contains(&u) && s.minutes_observed > 0.0),
+                None => assert!(s.minutes_observed == 0.0, "{s:?}"),
+            }
             assert!(s.burn_series.iter().all(|(_, b)| *b >= 0.0));
             // Tallies add up over a split window.
             let mid = NOW - r.below(10 * DAY as u64);

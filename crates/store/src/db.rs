@@ -500,6 +500,11 @@ mod tests {
             .await?;
         }
         migrator.run(&pool).await?;
+        // Migration 0025 rebuilds a table with foreign keys off and turns them back on, as the
+        // hub always runs; this test's agents have no tenant rows, so it keeps them off.
+        sqlx::query("PRAGMA foreign_keys = OFF")
+            .execute(&pool)
+            .await?;
         let per_agent: Vec<(uuid::Uuid, i64, i64, f64)> = sqlx::query_as(
             "SELECT a.id, p.series_id, COUNT(*), SUM(p.value) FROM metric_points p \
              JOIN agents a ON a.seq = p.agent_seq GROUP BY a.id, p.series_id ORDER BY p.series_id",

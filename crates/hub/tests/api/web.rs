@@ -166,6 +166,49 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
             .status(),
         200
     );
+    // A browser asking for an address nothing answers gets a page, with the page headers;
+    // an API client still gets a problem.
+    let r = web
+        .get(at("/ui/nothing-here"))
+        .header("cookie", &cookie)
+        .header("accept", "text/html,application/xhtml+xml")
+        .send()
+        .await
+        .expect("unknown page");
+    assert_eq!(r.status(), 404);
+    assert_headers(&r);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .expect("ct")
+            .starts_with("text/html")
+    );
+    let page = r.text().await.expect("html");
+    assert!(page.contains("Page not found"), "{page}");
+    let r = web
+        .get(at("/api/v1/nothing-here"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("unknown route");
+    assert_eq!(r.status(), 404);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .expect("ct")
+            .starts_with("application/problem+json")
+    );
+    // An id in a page's address that is not one reads as such, not as a parser's words.
+    let r = web
+        .get(at("/ui/apps/not-an-id/slo"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("bad id");
+    assert_eq!(r.status(), 400);
+    let page = r.text().await.expect("html");
+    assert!(page.contains("holds an id that is not one"), "{page}");
+    assert!(!page.contains("UUID parsing"), "{page}");
 
     // Sign-out: refused without the token and from another origin, done with it.
     let r = web

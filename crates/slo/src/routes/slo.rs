@@ -72,8 +72,9 @@ pub struct SloStatus {
     pub minimum_data: f64,
     /// `ok`, `burning` (the week's burn rate is above 0), `exhausted` or `insufficient_data`.
     pub state: String,
-    /// Up share of the observed minutes of the window.
-    pub uptime_percent: f64,
+    /// Up share of the observed minutes of the window; null while `minutes_observed` is 0
+    /// (nothing was observed: no uptime is invented).
+    pub uptime_percent: Option<f64>,
     /// Minutes down in the window.
     pub minutes_down: f64,
     /// Minutes with a verdict, outside maintenance.
@@ -159,7 +160,7 @@ pub(crate) fn status_of(
         window_days: s.window_days,
         minimum_data: s.minimum_data,
         state: st.state.as_str().into(),
-        uptime_percent: r(st.uptime_percent),
+        uptime_percent: st.uptime_percent.map(r),
         minutes_down: r(st.minutes_down),
         minutes_observed: r(st.minutes_observed),
         minutes_in_window: r(st.minutes_in_window),
@@ -446,7 +447,8 @@ pub struct HistoryQuery {
 }
 
 /// The app's SLO history as RFC 4180 CSV (viewer): one row per UTC day, oldest first, today
-/// up to now; `date,minutes_observed,minutes_down,uptime_percent,budget_remaining_minutes,
+/// up to now, from the day the app was tracked (no rows before it; an empty `uptime_percent`
+/// on a day with nothing observed); `date,minutes_observed,minutes_down,uptime_percent,budget_remaining_minutes,
 /// burn_rate` (the budget left at the day's end, the day's burn rate).
 #[utoipa::path(get, path = "/apps/{id}/slo/history", tag = "slo",
     params(("id" = Uuid, Path, description = "App id"), HistoryQuery),
@@ -488,9 +490,10 @@ pub(crate) async fn history_days(
     now: OffsetDateTime,
 ) -> ApiResult<Vec<core::Day>> {
     let mut c = state.db.conn().await?;
-    if trusthub_monitors::app(&mut c, tenant, app).await?.is_none() {
+    let Some(tracked) = trusthub_monitors::app(&mut c, tenant, app).await? else {
         return Err(ApiError::NotFound("app"));
-    }
+    };
+    let created = secs(tracked.created_at);
     let s = store::get(&mut c, tenant, app)
         .await?
         .ok_or(ApiError::NotFound("SLO"))?;
@@ -501,13 +504,13 @@ pub(crate) async fn history_days(
         .iter()
         .map(|m| (secs(m.starts_at), secs(m.ends_at)))
         .collect();
-    Ok(core::history(
-        &objective(&s),
-        &spans,
-        &maint,
-        secs(now),
-        days,
-    ))
+    // Days before the app was tracked say nothing about it: not shown.
+    Ok(
+        core::history(&objective(&s), &spans, &maint, secs(now), days)
+            .into_iter()
+            .filter(|d| d.start + 86_400 > created)
+            .collect(),
+    )
 }
 
 /// The CSV of [`history`].
@@ -527,7 +530,9 @@ pub async fn history_csv(
             at(d.start).date(),
             r(d.minutes_observed),
             r(d.minutes_down),
-            r(d.uptime_percent),
+            d.uptime_percent
+                .map(|u| r(u).to_string())
+                .unwrap_or_default(),
             r(d.budget_remaining_minutes),
             r(d.burn_rate)
         ));

@@ -95,7 +95,7 @@ pub async fn save_summary(
     state: &str,
     budget_remaining: f64,
     budget_total: f64,
-    uptime: f64,
+    uptime: Option<f64>,
     at: OffsetDateTime,
 ) -> StoreResult<()> {
     on!(ex, c => sqlx::query(

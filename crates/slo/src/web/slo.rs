@@ -54,7 +54,9 @@ fn card(s: &SloStatus) -> StatusCard {
         state: s.state.replace('_', " "),
         target: s.target,
         window_days: s.window_days,
-        uptime: format!("{:.3}", s.uptime_percent),
+        uptime: s
+            .uptime_percent
+            .map_or_else(|| "–".into(), |u| format!("{u:.3}")),
         minutes_down: f(s.minutes_down),
         minutes_observed: format!("{:.0}", s.minutes_observed),
         coverage: format!("{:.1}", s.data_coverage * 100.0),
@@ -148,7 +150,8 @@ async fn page(
                             format!("{:.0}", d.minutes_observed),
                             format!("{:.1}", d.minutes_down),
                             format!("{:.0}", d.minutes_maintenance),
-                            format!("{:.3}", d.uptime_percent),
+                            d.uptime_percent
+                                .map_or_else(|| "–".into(), |u| format!("{u:.3}")),
                             format!("{:.1}", d.budget_remaining_minutes),
                             format!("{:.2}", d.burn_rate),
                         )

@@ -144,6 +144,14 @@ async fn liveness_writes_the_timeline_and_an_slo_reports_budget_history_and_main
         ],
     )
     .await;
+    // The app was tracked before its history (its days count from then on).
+    app.execute(&format!(
+        "UPDATE apps SET created_at = '{}' WHERE name = 'api'",
+        start
+            .format(&time::format_description::well_known::Rfc3339)
+            .expect("rfc3339")
+    ))
+    .await;
     let opath = format!("/apps/{other}/slo");
     assert_eq!(app.post(&opath, &app.owner, json!({})).await.status(), 201);
     let s = body(app.get(&opath, &app.owner).await).await;
@@ -200,6 +208,22 @@ async fn liveness_writes_the_timeline_and_an_slo_reports_budget_history_and_main
     let cols: Vec<&str> = row.split(',').collect();
     assert_eq!(cols[2], "10", "{row}");
     assert_eq!(cols[4], "33.2", "{row}");
+    // An app tracked just now: no uptime is invented, no day before it is shown.
+    let (_, fresh) = nginx_app(&app, "fresh").await;
+    let fpath = format!("/apps/{fresh}/slo");
+    assert_eq!(app.post(&fpath, &app.owner, json!({})).await.status(), 201);
+    let s = body(app.get(&fpath, &app.owner).await).await;
+    assert_eq!(s["uptime_percent"], Value::Null, "{s}");
+    assert_eq!(s["minutes_observed"], 0.0, "{s}");
+    let csv = app
+        .get(&format!("{fpath}/history?days=30"), &app.owner)
+        .await
+        .text()
+        .await
+        .expect("csv");
+    let rows: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 2, "only today: {csv}");
+    assert_eq!(rows[1].split(',').nth(3), Some(""), "{csv}");
     for bad in ["days=0", "days=366", "days=x", "dayz=3"] {
         assert_eq!(
             app.get(&format!("{opath}/history?{bad}"), &app.owner)
