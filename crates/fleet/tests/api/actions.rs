@@ -121,6 +121,41 @@ async fn restarts_need_admin_totp_and_a_connected_agent(b: Backend) {
     )
     .await;
     assert_problem(r, 409, "conflict").await;
+    // A process app without a restart command cannot be restarted by its agent: refused
+    // before the TOTP code is looked at, so the same code still works for another app.
+    let bare = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "w", "app_type": "process", "identifier": "/opt/w/bin/w"}),
+    )
+    .await;
+    let code = totp::code_at(&secret, now - 30);
+    let p = assert_problem(
+        restart(
+            &app,
+            &app.owner,
+            bare["id"].as_str().expect("id"),
+            Some(code.clone()),
+            "x",
+        )
+        .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert!(names_field(&p, "restart_command"), "{p}");
+    let p = assert_problem(
+        restart(&app, &app.owner, id, Some(code), "stuck").await,
+        409,
+        "conflict",
+    )
+    .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("not connected")),
+        "the code was not spent by the refused restart: {p}"
+    );
     assert_eq!(app.count("SELECT COUNT(*) FROM actions").await, 0);
     assert_eq!(
         app.count("SELECT COUNT(*) FROM audit_log WHERE event_type = 'action_requested'")

@@ -1017,6 +1017,14 @@ async fn an_operator_sets_an_slo_reads_its_budget_and_plans_maintenance(b: Backe
         ],
     )
     .await;
+    // Tracked since the history begins (the SLO's days count from then on).
+    app.execute(&format!(
+        "UPDATE apps SET created_at = '{}' WHERE name = 'checkout'",
+        (now - Duration::days(30))
+            .format(&time::format_description::well_known::Rfc3339)
+            .expect("rfc3339")
+    ))
+    .await;
     app.invite_and_accept(&app.owner, "oncall@example.com", "operator")
         .await;
     browser

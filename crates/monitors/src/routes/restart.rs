@@ -23,6 +23,55 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(api_routes!(resource = "actions"; restart))
 }
 
+/// Whether `id` is an app of `tenant` a restart can work on: an agent's unit, container,
+/// compose service, or a process with a `restart_command` (404, 409 or 422 otherwise).
+pub async fn restartable(
+    state: &AppState,
+    tenant: trusthub_store::TenantId,
+    id: Uuid,
+) -> ApiResult<apps::App> {
+    let app = {
+        let mut c = state.db.conn().await?;
+        apps::get(&mut c, tenant, id)
+            .await?
+            .ok_or(ApiError::NotFound("app"))?
+    };
+    let kind = trusthub_core::apps::AppKind::parse(&app.app_type);
+    if app.agent_id.is_none() || kind.is_some_and(|k| k.is_check()) {
+        return Err(ApiError::Conflict(format!(
+            "a {} check has nothing to restart",
+            app.app_type
+        )));
+    }
+    if kind == Some(trusthub_core::apps::AppKind::Process) && app.restart_command.is_none() {
+        return Err(ApiError::invalid(
+            "restart_command",
+            "this process app has no restart command, so its agent cannot restart it; set one \
+             (PATCH /apps/{id} with restart_command) first",
+        ));
+    }
+    Ok(app)
+}
+
+/// The app a restart is for, checked before the TOTP code is looked at: a code is never
+/// spent on a restart that cannot work (CONTRACT 27).
+#[derive(Debug)]
+pub struct RestartTarget(pub apps::App);
+
+impl axum::extract::FromRequestParts<AppState> for RestartTarget {
+    type Rejection = ApiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let crate::auth::Viewer(p) = crate::auth::Viewer::from_request_parts(parts, state).await?;
+        let Path(id) = Path::<Uuid>::from_request_parts(parts, state).await?;
+        restartable(state, p.tenant(), id).await.map(RestartTarget)
+    }
+}
+
+impl trusthub_platform::openapi::Documented for RestartTarget {}
+
 /// Why a restart is asked for.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,19 +108,11 @@ pub async fn restart_by(
             now.unix_timestamp(),
         )
         .await?;
-    let app = {
-        let mut c = state.db.conn().await?;
-        apps::get(&mut c, p.tenant(), id)
-            .await?
-            .ok_or(ApiError::NotFound("app"))?
-    };
-    let Some(agent_id) = app.agent_id.filter(|_| {
-        !trusthub_core::apps::AppKind::parse(&app.app_type).is_some_and(|k| k.is_check())
-    }) else {
-        return Err(ApiError::Conflict(format!(
-            "a {} check has nothing to restart",
-            app.app_type
-        )));
+    let app = restartable(state, p.tenant(), id).await?;
+    let Some(agent_id) = app.agent_id else {
+        return Err(ApiError::Conflict(
+            "an app without an agent has nothing to restart".into(),
+        ));
     };
     let dispatched = trusthub_fleet::routes::actions::dispatch(
         state,
@@ -101,10 +142,13 @@ pub async fn restart_by(
 #[utoipa::path(post, path = "/apps/{id}/restart", tag = "actions", params(("id" = Uuid, Path, description = "App id")),
     request_body = RestartRequest,
     responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
-        (status = 409, body = Problem), (status = 429, body = Problem)))]
+        (status = 409, description = "The agent is not connected, or a check has nothing to restart", body = Problem),
+        (status = 422, description = "A process app without a restart_command (checked before the TOTP code, which is not spent)", body = Problem),
+        (status = 429, body = Problem)))]
 pub(crate) async fn restart(
     State(state): State<AppState>,
     meta: Meta,
+    _target: RestartTarget,
     proof: TotpProof<AppRestart>,
     Path(id): Path<Uuid>,
     Json(req): Json<RestartRequest>,

@@ -105,6 +105,8 @@ pub async fn restart(
         return e.into_response();
     }
     let dispatched = async {
+        // A restart that cannot work is refused before the code is spent.
+        api::restartable(&state, user.principal.tenant(), id).await?;
         let proof =
             TotpProof::<AppRestart>::from_code(&state, &meta, user.principal.clone(), &f.code)
                 .await?;
