@@ -2,7 +2,6 @@
 //! and each channel's delivery log. The services below are what the API's handlers and the
 //! dashboard's page both call, with the admin role as a typed value.
 
-use crate::alerting::EVENTS;
 use crate::auth::{Admin, Viewer};
 use crate::channels::{self, Config, KINDS};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
@@ -18,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::types::Json as SqlJson;
 use time::OffsetDateTime;
-use trusthub_core::alerting::Severity;
 use trusthub_core::audit as ev;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -178,43 +176,12 @@ async fn checked(
             });
         }
     }
-    let mut err = |field: &str, m: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message: m,
-        })
-    };
-    let mut events: Vec<String> = Vec::new();
-    match &req.events {
-        Some(list) if list.is_empty() => err("events", "must name at least one event".into()),
-        Some(list) => {
-            for (i, e) in list.iter().enumerate() {
-                if !EVENTS.contains(&e.as_str()) {
-                    err(
-                        &format!("events[{i}]"),
-                        format!("must be one of {}", EVENTS.join(", ")),
-                    );
-                } else if !events.contains(e) {
-                    events.push(e.clone());
-                }
-            }
-        }
-        None => events = EVENTS.iter().map(|e| (*e).to_owned()).collect(),
-    }
-    let min_severity = req.min_severity.as_deref().unwrap_or("warning").to_owned();
-    let rank = match Severity::parse(&min_severity) {
-        Some(s) => s.rank(),
-        None => {
-            err("min_severity", "must be info, warning or critical".into());
-            0
-        }
-    };
-    let tag = req.agent_filter.as_ref().map(|f| f.tag.trim().to_owned());
-    if let Some(t) = &tag
-        && let Err(m) = trusthub_core::validate::tags(std::slice::from_ref(t))
-    {
-        err("agent_filter.tag", m);
-    }
+    let (events, min_severity, rank, tag) = crate::routes::webhooks::subscription(
+        req.events.as_deref(),
+        req.min_severity.as_deref(),
+        req.agent_filter.as_ref(),
+        &mut errors,
+    );
     let (Some(config), true) = (config, errors.is_empty()) else {
         return Err(ApiError::Validation(errors));
     };

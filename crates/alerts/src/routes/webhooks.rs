@@ -183,37 +183,12 @@ pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResul
         }
         None => None,
     };
-    let mut events: Vec<String> = Vec::new();
-    match &req.events {
-        Some(list) if list.is_empty() => err("events", "must name at least one event".into()),
-        Some(list) => {
-            for (i, e) in list.iter().enumerate() {
-                if !EVENTS.contains(&e.as_str()) {
-                    err(
-                        &format!("events[{i}]"),
-                        format!("must be one of {}", EVENTS.join(", ")),
-                    );
-                } else if !events.contains(e) {
-                    events.push(e.clone());
-                }
-            }
-        }
-        None => events = EVENTS.iter().map(|e| (*e).to_owned()).collect(),
-    }
-    let min_severity = req.min_severity.as_deref().unwrap_or("warning");
-    let rank = match Severity::parse(min_severity) {
-        Some(s) => s.rank(),
-        None => {
-            err("min_severity", "must be info, warning or critical".into());
-            0
-        }
-    };
-    let tag = req.agent_filter.as_ref().map(|f| f.tag.trim().to_owned());
-    if let Some(t) = &tag
-        && let Err(m) = trusthub_core::validate::tags(std::slice::from_ref(t))
-    {
-        err("agent_filter.tag", m);
-    }
+    let (events, min_severity, rank, tag) = subscription(
+        req.events.as_deref(),
+        req.min_severity.as_deref(),
+        req.agent_filter.as_ref(),
+        &mut errors,
+    );
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -221,10 +196,59 @@ pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResul
         url,
         secret,
         events,
-        min_severity: min_severity.to_owned(),
+        min_severity,
         rank,
         tag,
     })
+}
+
+/// Which alerts an endpoint or a notification channel gets — its events (default both),
+/// lowest severity (default `warning`) and agent tag — checked, every bad field added to
+/// `errors`: `(events, min_severity, its rank, tag)`.
+pub(crate) fn subscription(
+    events: Option<&[String]>,
+    min_severity: Option<&str>,
+    filter: Option<&AgentFilter>,
+    errors: &mut Vec<FieldError>,
+) -> (Vec<String>, String, i64, Option<String>) {
+    let mut err = |field: &str, m: String| {
+        errors.push(FieldError {
+            field: field.into(),
+            message: m,
+        })
+    };
+    let mut chosen: Vec<String> = Vec::new();
+    match events {
+        Some([]) => err("events", "must name at least one event".into()),
+        Some(list) => {
+            for (i, e) in list.iter().enumerate() {
+                if !EVENTS.contains(&e.as_str()) {
+                    err(
+                        &format!("events[{i}]"),
+                        format!("must be one of {}", EVENTS.join(", ")),
+                    );
+                } else if !chosen.contains(e) {
+                    chosen.push(e.clone());
+                }
+            }
+        }
+        None => chosen = EVENTS.iter().map(|e| (*e).to_owned()).collect(),
+    }
+    let min_severity = min_severity.unwrap_or("warning").to_owned();
+    let rank = match Severity::parse(&min_severity) {
+        Some(s) => s.rank(),
+        None => {
+            err("min_severity", "must be info, warning or critical".into());
+            0
+        }
+    };
+    let tag = filter.map(|f| f.tag.trim().to_owned());
+    if let Some(t) = &tag
+        && let Err(m) = trusthub_core::validate::tags(std::slice::from_ref(t))
+    {
+        err("agent_filter.tag", m);
+    }
+    (chosen, min_severity, rank, tag)
 }
 
 /// Register a webhook endpoint (admin). Deliveries: POST with the SPEC 6.1 body, headers of
