@@ -149,6 +149,8 @@ fn init_logging() {
     let json = std::env::var("TRUSTHUB_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colours only on a terminal: a log file or journal gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if json {
         builder

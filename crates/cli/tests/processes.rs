@@ -334,6 +334,10 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     assert!(status.success(), "{status:?}");
     // New connections are no longer accepted.
     assert!(std::net::TcpStream::connect(&addr).is_err());
+    // Its log went to a pipe, not a terminal: plain text, no colour codes.
+    let log: Vec<String> = hub.stderr.try_iter().collect();
+    assert!(!log.is_empty());
+    assert!(log.iter().all(|l| !l.contains('\u{1b}')), "{log:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
