@@ -214,12 +214,20 @@ async fn registration_pins_the_key_and_is_idempotent_per_machine(b: Backend) {
     );
     // Another key for the pinned machine: 409, and nothing changes.
     let other = key();
-    assert_problem(
+    let p = assert_problem(
         register_raw(&app, &enroll, &other, &other, "machine-1").await,
         409,
         "conflict",
     )
     .await;
+    // It names the agent it collides with and both ways out.
+    let detail = p["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(&new.id)
+            && detail.contains("machine-id")
+            && detail.contains("rotate-signing-key"),
+        "{p}"
+    );
     assert_eq!(
         send(
             &app,

@@ -143,9 +143,14 @@ pub(crate) async fn register(
                 .as_deref()
                 .is_some_and(|pinned| pinned != pubkey_hex)
             {
-                return Err(ApiError::Conflict(
-                    "another signing key is pinned for this machine; an admin must call rotate-signing-key first".into(),
-                ));
+                return Err(ApiError::Conflict(format!(
+                    "machine id {} is already agent {} (\"{}\") with another signing key. If this host \
+                     is a copy of that one (a cloned VM or image), give it its own machine id \
+                     (`rm /etc/machine-id && systemd-machine-id-setup`) and enrol again; if it is \
+                     the same host reinstalled, an admin releases the old key first \
+                     (POST /agents/{}/rotate-signing-key, or \"Release the signing key\" on its page)",
+                    reg.machine_id, existing.id, existing.hostname, existing.id
+                )));
             }
             agents::reregister(
                 &mut tx,
