@@ -1215,6 +1215,8 @@ async fn first_start_binds_first_and_points_at_the_password_until_the_first_logi
         "{:?}",
         hub.stdout
     );
+    // …and the file with the generated password is gone once it has served.
+    assert!(!file.exists(), "{} is still there", file.display());
 
     // The admin CLI from a directory without the hub's data: the path and the flag to use.
     let elsewhere = TempDir::new();

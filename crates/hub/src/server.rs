@@ -154,7 +154,23 @@ impl Server {
         let initial_admin = data_dir.join("initial-admin.txt");
         let first_login_pending = if initial_admin.exists() {
             let mut c = db.conn().await?;
-            (!trusthub_store::meta::anyone_logged_in(&mut c).await?).then_some(initial_admin)
+            if trusthub_store::meta::anyone_logged_in(&mut c).await? {
+                // The owner has signed in: the generated password is not left lying around.
+                match std::fs::remove_file(&initial_admin) {
+                    Ok(()) => tracing::info!(
+                        file = %initial_admin.display(),
+                        "removed the first start's password file: the owner has signed in"
+                    ),
+                    Err(e) => tracing::warn!(
+                        file = %initial_admin.display(),
+                        error = %e,
+                        "cannot remove the first start's password file; remove it by hand"
+                    ),
+                }
+                None
+            } else {
+                Some(initial_admin)
+            }
         } else {
             None
         };
