@@ -199,6 +199,11 @@ pub fn parse_part<T: DeserializeOwned>(
     value: &serde_json::Value,
     at: &str,
 ) -> Result<T, Vec<FieldError>> {
+    // The fast path reads the value in place; only a refused one is copied to find every
+    // bad field.
+    if let Ok(v) = T::deserialize(value) {
+        return Ok(v);
+    }
     field_errors(value.clone()).map_err(|errors| {
         errors
             .into_iter()

@@ -70,7 +70,12 @@ impl axum::extract::FromRequestParts<AppState> for RestartTarget {
     }
 }
 
-impl trusthub_platform::openapi::Documented for RestartTarget {}
+impl trusthub_platform::openapi::Documented for RestartTarget {
+    fn document(d: &mut trusthub_platform::openapi::OpDoc) {
+        // It reads the path's id, as the `Path` extractor it replaces did.
+        <Path<Uuid> as trusthub_platform::openapi::Documented>::document(d);
+    }
+}
 
 /// Why a restart is asked for.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -80,13 +85,13 @@ pub struct RestartRequest {
     pub reason: String,
 }
 
-/// The service behind [`restart`], for the API and the dashboard alike: `proof` is the
-/// caller's spent TOTP code for this purpose.
+/// The service behind [`restart`], for the API and the dashboard alike: `app` is what
+/// [`restartable`] answered for the caller's tenant, `proof` the caller's spent TOTP code.
 pub async fn restart_by(
     state: &AppState,
     meta: &Meta,
     proof: &TotpProof<AppRestart>,
-    id: Uuid,
+    app: apps::App,
     req: RestartRequest,
 ) -> ApiResult<Dispatched> {
     let p = proof.principal.clone();
@@ -108,7 +113,9 @@ pub async fn restart_by(
             now.unix_timestamp(),
         )
         .await?;
-    let app = restartable(state, p.tenant(), id).await?;
+    if app.tenant_id != p.tenant().0 {
+        return Err(ApiError::NotFound("app"));
+    }
     let Some(agent_id) = app.agent_id else {
         return Err(ApiError::Conflict(
             "an app without an agent has nothing to restart".into(),
@@ -148,11 +155,10 @@ pub async fn restart_by(
 pub(crate) async fn restart(
     State(state): State<AppState>,
     meta: Meta,
-    _target: RestartTarget,
+    RestartTarget(app): RestartTarget,
     proof: TotpProof<AppRestart>,
-    Path(id): Path<Uuid>,
     Json(req): Json<RestartRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
-    let d = restart_by(&state, &meta, &proof, id, req).await?;
+    let d = restart_by(&state, &meta, &proof, app, req).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(d)))
 }

@@ -106,7 +106,7 @@ pub async fn restart(
     }
     let dispatched = async {
         // A restart that cannot work is refused before the code is spent.
-        api::restartable(&state, user.principal.tenant(), id).await?;
+        let app = api::restartable(&state, user.principal.tenant(), id).await?;
         let proof =
             TotpProof::<AppRestart>::from_code(&state, &meta, user.principal.clone(), &f.code)
                 .await?;
@@ -114,7 +114,7 @@ pub async fn restart(
             &state,
             &meta,
             &proof,
-            id,
+            app,
             RestartRequest {
                 reason: f.reason.clone(),
             },

@@ -71,35 +71,27 @@ pub(crate) async fn ingest(
         .collect();
     // The agent's own documents, read once into the hub's types (CONTRACT 4): a field the
     // hub reads with the wrong type is refused naming its path; the snapshot is stored as sent.
-    let mut part = |value: Option<&Value>, at: &str| -> Option<Value> {
-        let v = value?;
-        match v {
-            Value::Object(_) | Value::Array(_) => Some(v.clone()),
-            _ => {
-                errors.push(FieldError {
-                    field: at.into(),
-                    message: format!("{at} must be a JSON object"),
-                });
-                None
-            }
-        }
-    };
-    let inventory_value = part(batch.inventory.as_ref(), "inventory");
-    let live_value = part(batch.live.as_ref(), "live");
+    let inventory_value = document(batch.inventory.as_ref(), "inventory", &mut errors);
+    let live_value = document(batch.live.as_ref(), "live", &mut errors);
     let inventory: Option<Inventory> = inventory_value.and_then(|v| {
-        extract::parse_part(&v, "inventory")
+        extract::parse_part(v, "inventory")
             .map_err(|e| errors.extend(e))
             .ok()
     });
     let live: Option<Live> = live_value.and_then(|v| {
-        extract::parse_part(&v, "live")
+        extract::parse_part(v, "live")
             .map_err(|e| errors.extend(e))
             .ok()
     });
     let processes: Option<Vec<Process>> = batch.processes.as_ref().and_then(|list| {
-        extract::parse_part(&Value::Array(list.clone()), "processes")
-            .map_err(|e| errors.extend(e))
-            .ok()
+        let mut read = Vec::with_capacity(list.len());
+        for (i, p) in list.iter().enumerate() {
+            match extract::parse_part(p, &format!("processes[{i}]")) {
+                Ok(p) => read.push(p),
+                Err(e) => errors.extend(e),
+            }
+        }
+        (read.len() == list.len()).then_some(read)
     });
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
@@ -168,6 +160,24 @@ pub(crate) async fn ingest(
             http_checks,
         }),
     ))
+}
+
+/// One of the agent's own documents in a batch, when it is a JSON object or list (else the
+/// field error).
+fn document<'a>(
+    value: Option<&'a Value>,
+    at: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<&'a Value> {
+    let v = value?;
+    if v.is_object() || v.is_array() {
+        return Some(v);
+    }
+    errors.push(FieldError {
+        field: at.into(),
+        message: format!("{at} must be a JSON object"),
+    });
+    None
 }
 
 /// What runs on the host according to a batch (`live`, `processes`, or the inventory's
