@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod allow;
 pub mod checks;
+pub mod cli;
 pub mod client;
 pub mod collect;
 pub mod inventory;

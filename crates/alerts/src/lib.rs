@@ -60,8 +60,50 @@ pub async fn host_removed(
 
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
+    use trusthub_platform::names::only;
     trusthub_platform::capability::Capability::new("alerts", api, web::pages)
         .task(|state| Box::pin(deliver::deliverer(state)))
+        .names(
+            "alert",
+            "alert",
+            Some("/ui/alerts/{id}"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    let mut c = state.db.conn().await?;
+                    let mut names = std::collections::HashMap::new();
+                    for id in ids {
+                        if let Some(a) = store::alerts::get(&mut c, tenant, *id).await? {
+                            names.insert(*id, a.title);
+                        }
+                    }
+                    Ok(names)
+                })
+            },
+        )
+        .names(
+            "webhook",
+            "webhook",
+            Some("/ui/webhooks/{id}"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    let mut c = state.db.conn().await?;
+                    let hooks = store::webhooks::list(&mut c, tenant).await?;
+                    Ok(only(hooks.into_iter().map(|h| (h.id, h.url)), ids))
+                })
+            },
+        )
+        .names(
+            "notification_channel",
+            "channel",
+            Some("/ui/notifications"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    let mut c = state.db.conn().await?;
+                    let list = store::channels::list(&mut c, tenant).await?;
+                    Ok(only(list.into_iter().map(|h| (h.id, h.name)), ids))
+                })
+            },
+        )
 }
 
 pub use store::alerts::{Alert, NewAlert, open_by_fingerprint, open_counts, open_of_rule};

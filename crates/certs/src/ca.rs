@@ -123,6 +123,11 @@ impl HubCa {
                         "--ca-key-bits {bits}: use 2048 to 8192 (4096 is the default)"
                     ));
                 }
+                // An RSA-4096 key takes seconds on a small machine: say so before the wait.
+                tracing::info!(
+                    bits,
+                    "first start: making the hub's CA for agents' client certificates (a few seconds, once)"
+                );
                 let made = tokio::task::spawn_blocking(move || Self::make(bits))
                     .await
                     .map_err(|e| e.to_string())??;

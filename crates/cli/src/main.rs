@@ -556,8 +556,34 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Installed under the name `trusthub-agent` (the hub serves its own build to hosts that
+    // install the agent, CONTRACT 27), this binary is the agent.
+    if invoked_as_agent(std::env::args_os().next()) {
+        return trusthub_agent::cli::main();
+    }
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(hub_main()),
+        Err(e) => {
+            eprintln!("trusthub: cannot start: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether the program name (`argv[0]`) is `trusthub-agent`.
+fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
+    argv0
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_name())
+        .is_some_and(|name| name == "trusthub-agent")
+}
+
+async fn hub_main() -> ExitCode {
     init_logging();
     match run(Cli::parse()).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -1156,7 +1156,8 @@ async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_onc
 /// admin CLI from the wrong directory or against a dead hub says what to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_start_binds_first_and_points_at_the_password_until_the_first_login() {
-    let dir = TempDir::new();
+    let tmp = TempDir::new();
+    let dir = TempDir(tmp.0.join("data"));
     let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = busy.local_addr().expect("addr").port().to_string();
     let out = Command::new(BIN)
@@ -1179,14 +1180,21 @@ async fn first_start_binds_first_and_points_at_the_password_until_the_first_logi
         "{err}"
     );
     assert!(
-        !dir.0.join("initial-admin.txt").exists(),
-        "nothing created on a busy port"
+        !dir.0.exists(),
+        "not even the data dir is made on a busy port"
     );
     drop(busy);
 
-    // The real first start creates the owner and prints the password.
+    // The real first start creates the owner and prints the password, and says what the
+    // seconds of making the CA are spent on.
     let mut hub = Hub::start(&dir.0, &[]);
     assert!(hub.created_owner(), "{:?}", hub.stdout);
+    std::thread::sleep(Duration::from_millis(200));
+    let logged: Vec<String> = hub.stderr.try_iter().collect();
+    assert!(
+        logged.iter().any(|l| l.contains("making the hub's CA")),
+        "{logged:?}"
+    );
     let password = initial_password(&dir.0);
     assert!(hub.stdout.iter().any(|l| l.contains(&password)));
     hub.terminate();
@@ -1373,4 +1381,140 @@ async fn cve_import_loads_a_folder_and_a_tar_gz_next_to_a_running_hub() {
         .collect();
     assert_eq!(ecosystems, ["Debian:12", "PyPI", "npm"], "{sources}");
     assert_eq!(sources[2]["newest_modified"], "2024-06-01T00:00:00Z");
+}
+
+/// The documented one-liner (CONTRACT 27) against a hub on loopback: the script downloads
+/// the agent the hub serves (here the `trusthub` binary itself, which runs as the agent under
+/// the name `trusthub-agent`), checks its SHA-256, installs it, enrolls, and the installed
+/// agent then reports this host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_install_one_liner_installs_and_enrolls_a_real_agent() {
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let mut hub = Hub::start(&data, &[("TRUSTHUB_AGENT_BINARY", BIN)]);
+    let hub_url = hub.base.trim_end_matches("/api/v1").to_owned();
+    let client = reqwest::Client::new();
+    let session = admin_session(&client, &hub.base, &initial_password(&data)).await;
+
+    // The script and the checksum are public; the checksum is the served binary's.
+    let script = client
+        .get(format!("{hub_url}/install.sh"))
+        .send()
+        .await
+        .expect("script");
+    assert_eq!(script.status(), 200);
+    let script = script.text().await.expect("text");
+    assert!(script.starts_with("#!/bin/sh") && script.contains(&format!("hub='{hub_url}'")));
+    let arch = std::env::consts::ARCH;
+    let sum = client
+        .get(format!(
+            "{hub_url}/downloads/trusthub-agent-linux-{arch}.sha256"
+        ))
+        .send()
+        .await
+        .expect("sum")
+        .text()
+        .await
+        .expect("text");
+    let built = Command::new("sha256sum")
+        .arg(BIN)
+        .output()
+        .expect("sha256sum");
+    let built = String::from_utf8_lossy(&built.stdout);
+    assert_eq!(sum.split(' ').next(), built.split(' ').next(), "{sum}");
+    let other = client
+        .get(format!("{hub_url}/downloads/trusthub-agent-linux-sparc64"))
+        .send()
+        .await
+        .expect("other");
+    assert_eq!(other.status(), 404);
+
+    let token = post_json(
+        &client,
+        format!("{}/agents/enrollment-tokens", hub.base),
+        &session,
+        json!({"tags": ["env:install"]}),
+    )
+    .await["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let bin_dir = dir.0.join("bin");
+    let state_dir = dir.0.join("agent");
+    // Without a token the script says what it needs and exits 2.
+    let usage = Command::new("sh")
+        .arg("-c")
+        .arg(format!("curl -fsSL {hub_url}/install.sh | sh -s --"))
+        .output()
+        .expect("sh");
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("--enroll <token> is required"));
+
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "curl -fsSL {hub_url}/install.sh | sh -s -- --enroll {token} --bin-dir {} --state-dir {} --no-service",
+            bin_dir.display(),
+            state_dir.display()
+        ))
+        .output()
+        .expect("sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{err}\n{said}");
+    assert!(
+        err.contains("installed") && said.contains("registered with"),
+        "{err}\n{said}"
+    );
+    let installed = bin_dir.join("trusthub-agent");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&installed)
+            .expect("installed")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o755);
+
+    // The installed binary is the agent: it knows its registration…
+    let status = Command::new(&installed)
+        .args(["status", "--state-dir"])
+        .arg(&state_dir)
+        .output()
+        .expect("status");
+    let status_text = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.status.success()
+            && status_text.contains(&hub_url)
+            && status_text.contains("agent id:"),
+        "{status_text}"
+    );
+    // …and, run, it reports this host.
+    let mut agent = Command::new(&installed)
+        .args(["run", "--state-dir"])
+        .arg(&state_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run the agent");
+    let mut seen = Value::Null;
+    for _ in 0..120 {
+        seen = client
+            .get(format!("{}/agents", hub.base))
+            .header("cookie", &session)
+            .send()
+            .await
+            .expect("agents")
+            .json()
+            .await
+            .expect("json");
+        if seen[0]["last_seen_at"].is_string() && seen[0]["status"] == "online" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(seen.as_array().map(Vec::len), Some(1), "{seen}");
+    assert_eq!(seen[0]["status"], "online", "{seen}");
+    assert_eq!(seen[0]["tags"], json!(["env:install"]), "{seen}");
+    hub.terminate();
 }

@@ -150,6 +150,19 @@ pub async fn processes(
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("fleet", api, web::pages)
+        .names(
+            "agent",
+            "agent",
+            Some("/ui/agents/{id}"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    Ok(trusthub_platform::names::only(
+                        host_names(state, tenant).await?,
+                        ids,
+                    ))
+                })
+            },
+        )
         .task(|state| Box::pin(routing::listen(state)))
         .task(|state| Box::pin(connections::refresh_connections(state)))
 }

@@ -66,8 +66,17 @@ impl Server {
         settings: Settings,
         extra: OpenApiRouter<AppState>,
     ) -> Result<Server, StartError> {
+        // Bind before creating anything: a busy port must leave no data dir, no database and
+        // no owner whose generated password nobody saw.
+        let listener = TcpListener::bind(settings.listen).await.map_err(|e| {
+            StartError::Config(format!(
+                "cannot listen on {}: {e} (another hub running? choose another --listen)",
+                settings.listen
+            ))
+        })?;
         let data_dir = settings.db.data_dir.clone();
         create_private_dir(&data_dir)?;
+        let agent_download = trusthub_fleet::web::install::AgentDownload::locate(&settings);
         let url = settings.db.url();
         let lock = match sqlite_path(&url) {
             Some(path) => Some(lock_sqlite(&path)?),
@@ -127,14 +136,6 @@ impl Server {
                 ));
             }
         };
-        // Bind before creating anything: a busy port must not leave an owner whose generated
-        // password nobody saw.
-        let listener = TcpListener::bind(settings.listen).await.map_err(|e| {
-            StartError::Config(format!(
-                "cannot listen on {}: {e} (another hub running? choose another --listen)",
-                settings.listen
-            ))
-        })?;
         let bootstrapped = admin::bootstrap(
             &db,
             &settings.admin_email,
@@ -209,6 +210,13 @@ impl Server {
                     .insert(prices)
                     .insert(ingest)
                     .insert(crate::agent_ws::Connections::default())
+                    .insert(agent_download)
+                    .insert(trusthub_platform::names::Namers(
+                        crate::capabilities()
+                            .into_iter()
+                            .flat_map(|c| c.names)
+                            .collect(),
+                    ))
                     .insert(trusthub_fleet::HttpChecks(|state, agent| {
                         Box::pin(crate::routes::apps::http_checks_of(state, agent))
                     }))

@@ -396,19 +396,31 @@ pub async fn check_code(
         ApiError::Internal("TOTP secret cannot be unsealed with the hub key".into())
     })?;
     let now = now();
-    let fresh = match totp::verify(&secret, code, now.unix_timestamp()) {
+    let (fresh, replayed) = match totp::verify(&secret, code, now.unix_timestamp()) {
         Some(step) => {
             let mut tx = state.db.begin().await?;
             let fresh = crate::store::totp::spend_step(&mut tx, user.id, step, now).await?;
             tx.commit().await?;
-            fresh
+            (fresh, !fresh)
         }
-        None => false,
+        None => (false, false),
     };
     if fresh {
         Ok(())
     } else {
         totp_failed(state, user, meta, "code").await?;
+        if replayed {
+            // Right after enabling TOTP (or signing in) the app still shows the code just
+            // used: say so, and when the next one comes, instead of "wrong".
+            let wait = 30 - now.unix_timestamp().rem_euclid(30);
+            return Err(ApiError::Totp {
+                status,
+                code: "totp_invalid",
+                detail: format!(
+                    "this code was used already (each code works once); your app shows the next one in {wait} s"
+                ),
+            });
+        }
         Err(invalid())
     }
 }

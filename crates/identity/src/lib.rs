@@ -36,7 +36,36 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
+    use trusthub_platform::names::only;
     trusthub_platform::capability::Capability::new("identity", api, web::pages)
+        .names("user", "user", Some("/ui/users"), |state, tenant, ids| {
+            Box::pin(async move {
+                let mut c = state.db.conn().await?;
+                let users = store::users::list(&mut c, tenant).await?;
+                Ok(only(users.into_iter().map(|u| (u.id, u.email)), ids))
+            })
+        })
+        .names("api_token", "token", Some("/ui/settings"), token_names)
+        // An actor `user:<id> token:<id>` names its token `token`.
+        .names("token", "token", Some("/ui/settings"), token_names)
+}
+
+fn token_names<'a>(
+    state: &'a AppState,
+    tenant: trusthub_store::TenantId,
+    ids: &'a [uuid::Uuid],
+) -> trusthub_platform::BoxFuture<
+    'a,
+    trusthub_store::StoreResult<std::collections::HashMap<uuid::Uuid, String>>,
+> {
+    Box::pin(async move {
+        let mut c = state.db.conn().await?;
+        let tokens = store::tokens::list(&mut c, tenant, None).await?;
+        Ok(trusthub_platform::names::only(
+            tokens.into_iter().map(|t| (t.id, t.name)),
+            ids,
+        ))
+    })
 }
 
 pub use store::tenants::{Tenant, find_by_name as tenant_by_name, get as tenant};

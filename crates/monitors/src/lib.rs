@@ -60,6 +60,35 @@ pub async fn app_names(
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("monitors", api, web::pages)
+        .names(
+            "app",
+            "app",
+            Some("/ui/apps#app-{id}"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    let mut c = state.db.conn().await?;
+                    Ok(trusthub_platform::names::only(
+                        app_names(&mut c, tenant).await?,
+                        ids,
+                    ))
+                })
+            },
+        )
+        .names(
+            "alert_rule",
+            "rule",
+            Some("/ui/rules/{id}"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    let mut c = state.db.conn().await?;
+                    let rules = store::rules::list(&mut c, tenant).await?;
+                    Ok(trusthub_platform::names::only(
+                        rules.into_iter().map(|r| (r.id, r.name)),
+                        ids,
+                    ))
+                })
+            },
+        )
         .job(
             jobs::liveness::NAME,
             jobs::liveness::interval,

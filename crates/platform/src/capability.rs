@@ -36,6 +36,8 @@ pub struct Capability {
     pub jobs: Vec<Job>,
     /// Its tasks that run in every process.
     pub tasks: Vec<Task>,
+    /// How its records are named in the audit log and events.
+    pub names: Vec<crate::names::Namer>,
 }
 
 impl Capability {
@@ -51,6 +53,7 @@ impl Capability {
             pages,
             jobs: Vec::new(),
             tasks: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -60,6 +63,24 @@ impl Capability {
             name,
             interval,
             tick,
+        });
+        self
+    }
+
+    /// Names one kind of its records (`kind:<id>` in audit rows), with its page (`{id}`
+    /// replaced by the id).
+    pub fn names(
+        mut self,
+        kind: &'static str,
+        label: &'static str,
+        page: Option<&'static str>,
+        names: crate::names::NamesFn,
+    ) -> Self {
+        self.names.push(crate::names::Namer {
+            kind,
+            label,
+            page,
+            names,
         });
         self
     }

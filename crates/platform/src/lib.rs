@@ -23,6 +23,7 @@ pub mod extract;
 pub mod mail;
 pub mod metrics;
 pub mod middleware;
+pub mod names;
 pub mod openapi;
 pub mod outbound;
 pub mod page;

@@ -103,6 +103,11 @@ pub struct Settings {
     /// The URL people reach the hub at, for links in mail; default `http://<listen>`.
     #[arg(long, env = "TRUSTHUB_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// The agent binary served at `/downloads/trusthub-agent-linux-<arch>` to hosts that
+    /// install the agent (CONTRACT 27); default: `trusthub-agent` beside this binary, else
+    /// this binary itself (it runs as the agent when installed under that name).
+    #[arg(long, env = "TRUSTHUB_AGENT_BINARY")]
+    pub agent_binary: Option<PathBuf>,
     /// Largest request body accepted, in bytes (CONTRACT 1: 8 MiB).
     #[arg(long, env = "TRUSTHUB_BODY_LIMIT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub body_limit_bytes: usize,
@@ -319,6 +324,7 @@ impl Settings {
             smtp_url: None,
             smtp_from: "Trusthub <trusthub@trusthub.local>".into(),
             public_url: None,
+            agent_binary: None,
             body_limit_bytes: 8 * 1024 * 1024,
             max_connections: 10_000,
             import_max_bytes: crate::archive::DEFAULT_TOTAL_BYTES,

@@ -94,7 +94,7 @@ async fn rules_fire_per_group_and_resolve_when_the_condition_clears(b: Backend) 
     assert_eq!(sent["severity"], "critical");
     assert_eq!(sent["agent"]["id"], json!(hot.id));
     assert!(sent["link"].as_str().is_some_and(|l| l.ends_with(&format!(
-        "/api/v1/alerts/{}",
+        "/ui/alerts/{}",
         a["id"].as_str().unwrap_or_default()
     ))));
     eventually(10, "webhook_delivery audit row", || async {

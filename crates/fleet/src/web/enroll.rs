@@ -11,10 +11,13 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
 
-/// A just-made token's install command.
+/// A just-made token's install commands.
 #[derive(Debug)]
 struct CreatedEnrollment {
+    /// `curl … /install.sh | sh -s -- --enroll <token>`.
     command: String,
+    /// The same with the agent binary already on the host.
+    manual: String,
     expires: String,
 }
 
@@ -26,9 +29,12 @@ struct EnrollPage<'a> {
     created: Option<CreatedEnrollment>,
     error: Option<String>,
     csrf: String,
+    /// Set when no public URL is configured: the address the commands use instead.
+    unset_public_url: Option<String>,
 }
 
 fn enroll_page(
+    state: &AppState,
     user: &WebUser,
     created: Option<CreatedEnrollment>,
     error: Option<String>,
@@ -41,6 +47,11 @@ fn enroll_page(
             created,
             error,
             csrf: user.csrf.clone(),
+            unset_public_url: state
+                .settings
+                .public_url
+                .is_none()
+                .then(|| state.public_url.clone()),
         }
         .render(),
         status,
@@ -48,11 +59,11 @@ fn enroll_page(
 }
 
 /// `GET /ui/enroll` (admin).
-pub async fn enroll(user: WebUser) -> Response {
+pub async fn enroll(State(state): State<AppState>, user: WebUser) -> Response {
     if let Err(e) = allowed(&user, Role::Admin, None) {
         return e.into_response();
     }
-    enroll_page(&user, None, None, StatusCode::OK)
+    enroll_page(&state, &user, None, None, StatusCode::OK)
 }
 
 /// The enrolment form.
@@ -89,16 +100,18 @@ pub async fn create_enrollment(
     {
         Ok(created) => {
             let hub = state.public_url.trim_end_matches('/');
-            let command = format!(
+            let manual = format!(
                 "trusthub-agent enroll --hub {hub} --enroll {} --state-dir /var/lib/trusthub-agent && \
                  trusthub-agent install --state-dir /var/lib/trusthub-agent && \
                  systemctl daemon-reload && systemctl enable --now trusthub-agent",
                 created.token
             );
             enroll_page(
+                &state,
                 &user,
                 Some(CreatedEnrollment {
-                    command,
+                    command: super::install::one_liner(hub, &created.token),
+                    manual,
                     expires: trusthub_platform::state::rfc3339(created.expires_at),
                 }),
                 None,
@@ -106,6 +119,7 @@ pub async fn create_enrollment(
             )
         }
         Err(ApiError::Validation(errors)) => enroll_page(
+            &state,
             &user,
             None,
             Some(refusal(&errors)),

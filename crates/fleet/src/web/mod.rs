@@ -5,6 +5,7 @@ pub mod agent;
 pub mod agents;
 pub mod enroll;
 pub mod host;
+pub mod install;
 pub mod rows;
 
 pub use trusthub_identity::web::{WebUser, allowed};
@@ -41,4 +42,6 @@ pub fn pages() -> Router<AppState> {
         .route("/ui/actions/{jti}", get(actions::action))
         .route("/ui/actions/{jti}/live", get(actions::action_live))
         .route("/ui/transparency", get(actions::transparency))
+        .route("/install.sh", get(install::script))
+        .route("/downloads/{name}", get(install::download))
 }

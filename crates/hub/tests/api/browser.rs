@@ -339,9 +339,23 @@ async fn a_user_with_totp_signs_in_with_a_code_or_a_recovery_code(b: Backend) {
     browser.click("button[type=submit]").await;
     browser.find("input[name=totp_code]").await;
     browser.screenshot("asks-for-code").await;
+    // The code step asks for the code only: the password step is kept, sealed, in the page.
+    let step = browser.source().await;
+    assert!(
+        !step.contains("name=\"password\""),
+        "no password field again"
+    );
+    assert!(!step.contains(OWNER_PASSWORD), "the password is not echoed");
+    // The code just spent on enabling TOTP is refused, saying when the next one comes…
     browser
-        .type_into("input[name=password]", OWNER_PASSWORD)
+        .type_into(
+            "input[name=totp_code]",
+            &trusthub_core::totp::code_at(&secret, now),
+        )
         .await;
+    browser.click("button[type=submit]").await;
+    browser.wait_text("was used already").await;
+    // …and the step stays: the next code signs in.
     browser
         .type_into(
             "input[name=totp_code]",
@@ -359,9 +373,6 @@ async fn a_user_with_totp_signs_in_with_a_code_or_a_recovery_code(b: Backend) {
         .type_into("input[name=password]", OWNER_PASSWORD)
         .await;
     browser.click("button[type=submit]").await;
-    browser
-        .type_into("input[name=password]", OWNER_PASSWORD)
-        .await;
     browser.type_into("input[name=totp_code]", recovery).await;
     browser.click("button[type=submit]").await;
     browser.find("#live").await;
@@ -451,10 +462,25 @@ async fn an_admin_makes_an_install_command_that_enrols_a_host(b: Backend) {
         .expect("command")
         .replace("&amp;", "&");
     assert!(
-        command.contains(&format!("--hub {}", app.base)),
+        command.starts_with(&format!(
+            "curl -fsSL {}/install.sh | sh -s -- --enroll ",
+            app.base
+        )),
         "{command}"
     );
-    assert!(command.contains("trusthub-agent install"), "{command}");
+    let manual = page
+        .split("<code id=\"install-manual\">")
+        .nth(1)
+        .and_then(|r| r.split('<').next())
+        .expect("manual command")
+        .replace("&amp;", "&");
+    assert!(
+        manual.contains(&format!("--hub {}", app.base))
+            && manual.contains("trusthub-agent install"),
+        "{manual}"
+    );
+    // No public URL in this hub's settings: the page says the address may not be reachable.
+    assert!(page.contains("id=\"public-url-warning\""));
     let token = command
         .split_whitespace()
         .find(|w| w.starts_with("the_"))
@@ -479,6 +505,25 @@ async fn an_admin_makes_an_install_command_that_enrols_a_host(b: Backend) {
     assert!(
         audit.contains("enrollment_token_created") && audit.contains("agent_registered"),
         "{audit}"
+    );
+    // Names, not ids: the new host links to its page, the owner is their email.
+    let host_id = agents[0]["id"].as_str().expect("id");
+    assert!(
+        audit.contains(&format!(
+            "href=\"/ui/agents/{host_id}\" title=\"agent:{host_id}\">new-host</a>"
+        )),
+        "{audit}"
+    );
+    assert!(audit.contains(&format!(">{OWNER_EMAIL}</a>")), "{audit}");
+    // The filter keeps one event type.
+    browser
+        .set_value("input[name=event]", "agent_registered")
+        .await;
+    browser.click("form.filters button").await;
+    let filtered = browser.wait_text("<a href=\"/ui/audit\">Clear</a>").await;
+    assert!(
+        filtered.contains("agent_registered") && !filtered.contains("enrollment_token_created"),
+        "{filtered}"
     );
     browser.assert_no_js_errors().await;
 }

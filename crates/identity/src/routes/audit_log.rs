@@ -7,7 +7,9 @@ use crate::openapi::api_routes;
 use crate::state::AppState;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use time::OffsetDateTime;
+use trusthub_platform::names::{self, Named};
 use trusthub_store::audit::{self, Entry, Filter};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -42,8 +44,14 @@ pub struct AuditEntry {
     pub event_type: String,
     /// Who did it: `user:<id>` (plus `token:<id>` when an API token was used), `cli`, `system`.
     pub actor: String,
+    /// The actor for people: the user's email (and the token's name: `ops@example.com via
+    /// token ci`); null for `cli`, `system` or a user deleted since.
+    pub actor_name: Option<String>,
     /// What it was done to.
     pub subject: String,
+    /// The subject for people: the host, app, rule, webhook, channel, user… by its name; null
+    /// when the subject has no name or no longer exists.
+    pub subject_name: Option<String>,
     /// Event facts; never secrets.
     #[schema(value_type = Object)]
     pub details: serde_json::Value,
@@ -56,12 +64,15 @@ pub struct AuditEntry {
     pub created_at: OffsetDateTime,
 }
 
-impl From<Entry> for AuditEntry {
-    fn from(e: Entry) -> Self {
+impl AuditEntry {
+    fn named(e: Entry, names: &HashMap<String, Named>) -> Self {
+        let name = |r: &str| names.get(r).map(|n| n.name.clone());
         AuditEntry {
             id: e.id,
             event_type: e.event_type,
+            actor_name: name(&e.actor),
             actor: e.actor,
+            subject_name: name(&e.subject),
             subject: e.subject,
             details: e.details.0,
             ip: e.ip,
@@ -97,7 +108,20 @@ pub(crate) async fn list(
         before_id: q.before_id,
         limit,
     };
-    let mut c = state.db.conn().await?;
-    let rows = audit::list(&mut c, p.tenant(), &filter).await?;
-    Ok(axum::Json(rows.into_iter().map(AuditEntry::from).collect()))
+    let rows = {
+        let mut c = state.db.conn().await?;
+        audit::list(&mut c, p.tenant(), &filter).await?
+    };
+    let names = names::resolve(
+        &state,
+        p.tenant(),
+        rows.iter()
+            .flat_map(|e| [e.actor.as_str(), e.subject.as_str()]),
+    )
+    .await;
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(|e| AuditEntry::named(e, &names))
+            .collect(),
+    ))
 }

@@ -143,6 +143,38 @@ pub async fn authenticate(
     password: String,
     totp_code: Option<&str>,
 ) -> ApiResult<User> {
+    let user = check_password(state, meta, email, password).await?;
+    second_factor(state, meta, &user, totp_code).await?;
+    Ok(user)
+}
+
+/// The first step of a login: the rate limit, then the email and password (a refused
+/// password of a known user is audited).
+pub async fn check_password(
+    state: &AppState,
+    meta: &Meta,
+    email: &str,
+    password: String,
+) -> ApiResult<User> {
+    login_rate_limit(state, meta).await?;
+    let email = email.trim().to_lowercase();
+    let user = {
+        let mut c = state.db.conn().await?;
+        users::find_by_email_any_tenant(&mut c, &email).await?
+    };
+    let ok = passwords::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
+    match user {
+        Some(u) if ok => Ok(u),
+        Some(u) => {
+            login_failed(state, &u, meta, "password").await?;
+            Err(ApiError::Unauthenticated("wrong email or password".into()))
+        }
+        None => Err(ApiError::Unauthenticated("wrong email or password".into())),
+    }
+}
+
+/// The login rate limit (SPEC 8), per client address.
+pub async fn login_rate_limit(state: &AppState, meta: &Meta) -> ApiResult<()> {
     state
         .limiter
         .hit(
@@ -150,46 +182,43 @@ pub async fn authenticate(
             &meta.ip.to_string(),
             now().unix_timestamp(),
         )
-        .await?;
-    let email = email.trim().to_lowercase();
-    let user = {
-        let mut c = state.db.conn().await?;
-        users::find_by_email_any_tenant(&mut c, &email).await?
+        .await
+        .map(drop)
+}
+
+/// The second step of a login, for a user whose password was right: nothing when TOTP is
+/// off; else a current unused code, or one unused recovery code in its place.
+pub async fn second_factor(
+    state: &AppState,
+    meta: &Meta,
+    user: &User,
+    totp_code: Option<&str>,
+) -> ApiResult<()> {
+    if !user.totp_enabled {
+        return Ok(());
+    }
+    let Some(code) = totp_code.filter(|c| !c.trim().is_empty()) else {
+        return Err(ApiError::Totp {
+            status: StatusCode::UNAUTHORIZED,
+            code: "totp_required",
+            detail: "this user has TOTP enabled; send totp_code".into(),
+        });
     };
-    let ok = passwords::verify(password, user.as_ref().map(|u| u.password_hash.clone())).await?;
-    let user = match user {
-        Some(u) if ok => u,
-        Some(u) => {
-            login_failed(state, &u, meta, "password").await?;
-            return Err(ApiError::Unauthenticated("wrong email or password".into()));
-        }
-        None => return Err(ApiError::Unauthenticated("wrong email or password".into())),
-    };
-    if user.totp_enabled {
-        let Some(code) = totp_code.filter(|c| !c.trim().is_empty()) else {
+    // Six digits are a TOTP code; anything else may be one of the recovery codes.
+    if let Some(recovery) = trusthub_core::totp::normalize_recovery_code(code) {
+        if !use_recovery_code(state, user, meta, &recovery).await? {
+            login_failed(state, user, meta, "recovery_code").await?;
             return Err(ApiError::Totp {
                 status: StatusCode::UNAUTHORIZED,
-                code: "totp_required",
-                detail: "this user has TOTP enabled; send totp_code".into(),
+                code: "totp_invalid",
+                detail: "the recovery code is wrong or was used already".into(),
             });
-        };
-        // Six digits are a TOTP code; anything else may be one of the recovery codes.
-        if let Some(recovery) = trusthub_core::totp::normalize_recovery_code(code) {
-            if !use_recovery_code(state, &user, meta, &recovery).await? {
-                login_failed(state, &user, meta, "recovery_code").await?;
-                return Err(ApiError::Totp {
-                    status: StatusCode::UNAUTHORIZED,
-                    code: "totp_invalid",
-                    detail: "the recovery code is wrong or was used already".into(),
-                });
-            }
-        } else if let Err(e) = check_code(state, meta, &user, code, StatusCode::UNAUTHORIZED).await
-        {
-            login_failed(state, &user, meta, "totp").await?;
-            return Err(e);
         }
+    } else if let Err(e) = check_code(state, meta, user, code, StatusCode::UNAUTHORIZED).await {
+        login_failed(state, user, meta, "totp").await?;
+        return Err(e);
     }
-    Ok(user)
+    Ok(())
 }
 
 /// Spends one of `user`'s recovery codes; audited with the number left.

@@ -18,6 +18,9 @@ struct LoginPage<'a> {
     error: Option<String>,
     email: String,
     totp: bool,
+    /// At the code step: the sealed proof that the password was right, so the code step
+    /// asks only for the code.
+    pending: String,
     /// The form's target, keeping where to go after signing in.
     action: String,
     notice: Option<&'static str>,
@@ -69,6 +72,7 @@ pub async fn login_form(Query(q): Query<Next>) -> Response {
         error: None,
         email: String::new(),
         totp: false,
+        pending: String::new(),
         action: login_action(q.next.as_deref()),
         notice: (q.changed.as_deref() == Some("password")).then_some(
             "Your password was changed and every session ended; sign in with the new one.",
@@ -81,9 +85,66 @@ pub async fn login_form(Query(q): Query<Next>) -> Response {
 #[derive(Debug, Deserialize)]
 pub struct LoginForm {
     email: String,
+    #[serde(default)]
     password: String,
     #[serde(default)]
     totp_code: Option<String>,
+    /// The code step's sealed proof of the password step.
+    #[serde(default)]
+    pending: Option<String>,
+}
+
+const PENDING_CONTEXT: &str = "trusthub login pending v1";
+/// How long the code step waits for its code.
+const PENDING_SECS: i64 = 300;
+
+/// What the code step carries between the two requests: who passed the password step,
+/// until when, and a digest of the password hash then (a password changed meanwhile voids
+/// it). Sealed with the hub key: the browser can neither read nor forge it.
+#[derive(Debug, serde::Serialize, Deserialize)]
+struct Pending {
+    tenant: uuid::Uuid,
+    user: uuid::Uuid,
+    until: i64,
+    password: String,
+}
+
+fn password_digest(user: &crate::store::users::User) -> String {
+    use sha2::Digest as _;
+    data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(user.password_hash.as_bytes())[..16])
+}
+
+fn seal_pending(state: &AppState, user: &crate::store::users::User) -> String {
+    let pending = Pending {
+        tenant: user.tenant_id.0,
+        user: user.id,
+        until: crate::state::now().unix_timestamp() + PENDING_SECS,
+        password: password_digest(user),
+    };
+    serde_json::to_vec(&pending)
+        .ok()
+        .and_then(|plain| state.key.seal(PENDING_CONTEXT, &plain).ok())
+        .map(|sealed| data_encoding::HEXLOWER.encode(&sealed))
+        .unwrap_or_default()
+}
+
+/// The user a code step's `pending` names, while it is valid.
+async fn open_pending(
+    state: &AppState,
+    pending: &str,
+) -> ApiResult<Option<crate::store::users::User>> {
+    let Some(p) = data_encoding::HEXLOWER
+        .decode(pending.as_bytes())
+        .ok()
+        .and_then(|sealed| state.key.open(PENDING_CONTEXT, &sealed).ok())
+        .and_then(|plain| serde_json::from_slice::<Pending>(&plain).ok())
+        .filter(|p| p.until >= crate::state::now().unix_timestamp())
+    else {
+        return Ok(None);
+    };
+    let mut c = state.db.conn().await?;
+    let user = crate::store::users::get(&mut c, trusthub_store::TenantId(p.tenant), p.user).await?;
+    Ok(user.filter(|u| password_digest(u) == p.password))
 }
 
 /// `POST /login`: the API's checks (rate limit, TOTP or a recovery code, audit), then the
@@ -103,55 +164,106 @@ pub async fn login(
         .into_response();
     }
     let code = form.totp_code.as_deref().filter(|c| !c.trim().is_empty());
-    let again = |error: String, totp: bool, status: StatusCode| {
+    let page = |error: String, email: String, pending: String, status: StatusCode| {
         let page = LoginPage {
             assets: &ASSETS,
             user: None,
             error: Some(error),
-            email: form.email.clone(),
-            totp,
+            email,
+            totp: !pending.is_empty(),
+            pending,
             action: login_action(next.next.as_deref()),
             notice: None,
         };
         html(page.render(), status)
     };
-    match crate::routes::auth::authenticate(&state, &meta, &form.email, form.password.clone(), code)
-        .await
-    {
-        Ok(user) => {
-            let started =
-                crate::routes::auth::start_session(&state, &user, &meta, StatusCode::OK).await;
-            match started {
-                Ok(resp) => {
-                    let mut redirect = Redirect::to(local(next.next.as_deref())).into_response();
-                    if let Some(cookie) = resp.headers().get(header::SET_COOKIE) {
-                        redirect
-                            .headers_mut()
-                            .insert(header::SET_COOKIE, cookie.clone());
-                    }
-                    redirect
+    // The first step (email and password), or the code step's sealed proof of it.
+    let checked = match form.pending.as_deref().filter(|p| !p.is_empty()) {
+        Some(pending) => match crate::routes::auth::login_rate_limit(&state, &meta).await {
+            Err(e) => Err(e),
+            Ok(()) => match open_pending(&state, pending).await {
+                Ok(Some(user)) => Ok(user),
+                Ok(None) => {
+                    return page(
+                        "The sign-in took too long or is no longer valid; enter your password again."
+                            .into(),
+                        form.email.clone(),
+                        String::new(),
+                        StatusCode::UNAUTHORIZED,
+                    );
                 }
-                Err(e) => e.into_response(),
-            }
-        }
-        Err(ApiError::Totp { code, detail, .. }) => again(
-            if code == "totp_required" {
-                "Enter the code from your authenticator app (or a recovery code).".into()
-            } else {
-                detail
+                Err(e) => Err(e),
             },
-            true,
-            StatusCode::UNAUTHORIZED,
-        ),
-        Err(e @ ApiError::RateLimited(_)) => {
-            again(e.to_string(), code.is_some(), StatusCode::TOO_MANY_REQUESTS)
+        },
+        None if form.email.trim().is_empty() || form.password.is_empty() => {
+            return page(
+                "Enter your email and password.".into(),
+                form.email.clone(),
+                String::new(),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            );
         }
-        Err(ApiError::Unauthenticated(m)) => again(m, code.is_some(), StatusCode::UNAUTHORIZED),
-        Err(ApiError::Validation(_)) => again(
-            "Enter your email and password.".into(),
-            false,
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
+        None => {
+            crate::routes::auth::check_password(&state, &meta, &form.email, form.password.clone())
+                .await
+        }
+    };
+    let user = match checked {
+        Ok(user) => user,
+        Err(e @ ApiError::RateLimited(_)) => {
+            return page(
+                e.to_string(),
+                form.email.clone(),
+                form.pending.clone().unwrap_or_default(),
+                StatusCode::TOO_MANY_REQUESTS,
+            );
+        }
+        Err(ApiError::Unauthenticated(m)) => {
+            return page(
+                m,
+                form.email.clone(),
+                String::new(),
+                StatusCode::UNAUTHORIZED,
+            );
+        }
+        Err(e) => return e.into_response(),
+    };
+    match crate::routes::auth::second_factor(&state, &meta, &user, code).await {
+        Ok(()) => {}
+        // The password was right: the code step asks for the code only, the password kept
+        // sealed in the page instead of typed again.
+        Err(ApiError::Totp { code, detail, .. }) => {
+            return page(
+                if code == "totp_required" {
+                    "Enter the code from your authenticator app (or a recovery code).".into()
+                } else {
+                    detail
+                },
+                user.email.clone(),
+                seal_pending(&state, &user),
+                StatusCode::UNAUTHORIZED,
+            );
+        }
+        Err(e @ ApiError::RateLimited(_)) => {
+            return page(
+                e.to_string(),
+                user.email.clone(),
+                seal_pending(&state, &user),
+                StatusCode::TOO_MANY_REQUESTS,
+            );
+        }
+        Err(e) => return e.into_response(),
+    }
+    match crate::routes::auth::start_session(&state, &user, &meta, StatusCode::OK).await {
+        Ok(resp) => {
+            let mut redirect = Redirect::to(local(next.next.as_deref())).into_response();
+            if let Some(cookie) = resp.headers().get(header::SET_COOKIE) {
+                redirect
+                    .headers_mut()
+                    .insert(header::SET_COOKIE, cookie.clone());
+            }
+            redirect
+        }
         Err(e) => e.into_response(),
     }
 }

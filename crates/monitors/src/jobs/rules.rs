@@ -198,7 +198,8 @@ fn rule_webhook_body(state: &AppState, alert: &AlertView) -> String {
         "title": alert.title,
         "severity": alert.severity,
         "agent": alert.agent,
-        "link": format!("{}/api/v1/alerts/{}", state.public_url, alert.id),
+        // The alert's dashboard page: a person follows this link (CONTRACT 27).
+        "link": format!("{}/ui/alerts/{}", state.public_url, alert.id),
     })
     .to_string()
 }
