@@ -21,6 +21,10 @@ pub struct AgentRow {
     pub connected: bool,
     /// CPU over the last hour as an SVG polyline's points (empty without data).
     pub spark: String,
+    /// The newest point (`x`, `y`), marked: the first minute of data is a dot, not nothing.
+    pub spark_end: Option<(String, String)>,
+    /// The newest minute's CPU, as text (`12 %`).
+    pub cpu_now: String,
 }
 
 /// The word and mark of a status.
@@ -46,6 +50,8 @@ pub fn agent_row(a: agents::Agent, now: OffsetDateTime, connected: bool) -> Agen
         version: a.agent_version,
         connected,
         spark: String::new(),
+        spark_end: None,
+        cpu_now: String::new(),
     }
 }
 

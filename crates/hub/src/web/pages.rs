@@ -39,6 +39,11 @@ struct Live {
 struct Event {
     at: String,
     what: String,
+    /// The subject by name (the raw reference when it has none), and its page.
+    subject: String,
+    link: Option<String>,
+    /// Who, by name (empty for the system).
+    by: String,
 }
 
 /// Each agent's CPU over the last hour, as sparkline points in a 100 × 30 box.
@@ -80,15 +85,23 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
         let minutes =
             trusthub_fleet::fleet_minutes(&mut c, tenant, "cpu.percent", Some(id), from, to)
                 .await?;
+        let point = |minute: i64, avg: f64| {
+            let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
+            let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
+            (format!("{x:.1}"), format!("{y:.1}"))
+        };
         r.spark = minutes
             .iter()
             .map(|(_, minute, avg)| {
-                let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
-                let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
-                format!("{x:.1},{y:.1}")
+                let (x, y) = point(*minute, *avg);
+                format!("{x},{y}")
             })
             .collect::<Vec<_>>()
             .join(" ");
+        if let Some((_, minute, avg)) = minutes.last() {
+            r.spark_end = Some(point(*minute, *avg));
+            r.cpu_now = format!("{avg:.0} %");
+        }
     }
     Ok(())
 }
@@ -130,7 +143,7 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     l.slos_total = usize::try_from(total).unwrap_or(0);
     l.slos_alarm = usize::try_from(alarm).unwrap_or(0);
     let now = now();
-    l.events = audit::list(
+    let events = audit::list(
         &mut c,
         tenant,
         &audit::Filter {
@@ -140,13 +153,32 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
             limit: 10,
         },
     )
-    .await?
-    .into_iter()
-    .map(|e| Event {
-        at: ago(Some(e.created_at), now),
-        what: format!("{} — {}", e.event_type.replace('_', " "), e.subject),
-    })
-    .collect();
+    .await?;
+    drop(c);
+    let names = trusthub_platform::names::resolve(
+        state,
+        tenant,
+        events
+            .iter()
+            .flat_map(|e| [e.actor.as_str(), e.subject.as_str()]),
+    )
+    .await;
+    l.events = events
+        .into_iter()
+        .map(|e| {
+            let subject = names.get(&e.subject);
+            Event {
+                at: ago(Some(e.created_at), now),
+                what: e.event_type.replace('_', " "),
+                link: subject.and_then(|n| n.link.clone()),
+                subject: subject.map_or(e.subject.clone(), |n| n.name.clone()),
+                by: names
+                    .get(&e.actor)
+                    .map(|n| n.name.clone())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
     Ok(l)
 }
 

@@ -33,6 +33,10 @@ async fn security_events_are_logged_newest_first_and_filterable(b: Backend) {
             .is_some_and(|a| a.starts_with("user:"))
     );
     assert_eq!(rows[0]["subject"], format!("api_token:{id}"));
+    // Names for people (CONTRACT 27): the actor by email; a deleted subject has none.
+    assert_eq!(rows[0]["actor_name"], OWNER_EMAIL);
+    assert!(rows[0]["subject_name"].is_null(), "{}", rows[0]);
+    assert!(rows[0]["actor"].as_str().is_some_and(|a| a.starts_with("user:")));
     assert!(rows[0]["request_id"].is_string() && rows[0]["created_at"].is_string());
     let only = body(
         app.get("/audit-log?event_type=api_token_created", &app.owner)
@@ -40,6 +44,17 @@ async fn security_events_are_logged_newest_first_and_filterable(b: Backend) {
     )
     .await;
     assert_eq!(only.as_array().map(Vec::len), Some(1));
+    // A subject that exists is named: the token kept, by its name.
+    let (_kept, kept_id) = app.token(&app.owner, "read").await;
+    let tokens = body(app.get("/api-tokens", &app.owner).await).await;
+    let kept_name = tokens
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == json!(kept_id)))
+        .map(|t| t["name"].clone())
+        .expect("kept token listed");
+    let newest = body(app.get("/audit-log?limit=1", &app.owner).await).await;
+    assert_eq!(newest[0]["subject"], format!("api_token:{kept_id}"));
+    assert_eq!(newest[0]["subject_name"], kept_name);
     let page = body(app.get("/audit-log?limit=2", &app.owner).await).await;
     assert_eq!(page.as_array().map(Vec::len), Some(2));
     let next = body(

@@ -175,25 +175,35 @@ async fn page(
         };
         let windows = {
             let mut c = state.db.conn().await?;
-            trusthub_monitors::timeline::maintenance(
+            let list = trusthub_monitors::timeline::maintenance(
                 &mut c,
                 p.tenant(),
                 app,
                 now - time::Duration::days(400),
             )
-            .await?
-            .into_iter()
-            .rev()
-            .map(|m| {
-                (
-                    m.id.to_string(),
-                    minute(m.starts_at),
-                    minute(m.ends_at),
-                    m.reason,
-                    m.created_by,
-                )
-            })
-            .collect()
+            .await?;
+            drop(c);
+            // Who made each window, by name (a deleted user stays an id).
+            let names = trusthub_platform::names::resolve(
+                state,
+                p.tenant(),
+                list.iter().map(|m| m.created_by.as_str()),
+            )
+            .await;
+            list.into_iter()
+                .rev()
+                .map(|m| {
+                    (
+                        m.id.to_string(),
+                        minute(m.starts_at),
+                        minute(m.ends_at),
+                        m.reason,
+                        names
+                            .get(&m.created_by)
+                            .map_or(m.created_by.clone(), |n| n.name.clone()),
+                    )
+                })
+                .collect()
         };
         Ok(Page {
             assets: &ASSETS,
