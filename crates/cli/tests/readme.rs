@@ -179,10 +179,18 @@ fn every_shell_example_of_the_readme_runs_against_a_hub() {
     let (mut hub, base) = start_up(&dir.0);
 
     let mut script = String::from(
-        "set -eo pipefail\n\
-         # Every HTTP error fails the run, with the hub's answer on stderr.\n\
-         curl() { command curl --fail-with-body --show-error \"$@\"; }\n\
-         trusthub() { \"$TRUSTHUB_BIN\" \"$@\"; }\n",
+        r#"set -eo pipefail
+trap 'echo "::: failed: $BASH_COMMAND" >&2' ERR
+# Every HTTP error fails the run, with the hub's answer on stderr.
+curl() {
+  local f rc=0
+  f=$(mktemp)
+  command curl --fail-with-body --show-error "$@" > "$f" || rc=$?
+  if [ "$rc" -ne 0 ]; then cat "$f" >&2; echo >&2; rm -f "$f"; return "$rc"; fi
+  cat "$f"; rm -f "$f"
+}
+trusthub() { "$TRUSTHUB_BIN" "$@"; }
+"#,
     );
     script.push_str(FIXTURES);
     // The local agent's first metrics and inventory (it pushes every 5 s here).

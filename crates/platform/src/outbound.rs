@@ -199,8 +199,11 @@ impl Policy {
     }
 
     /// Checks a URL when it is saved: `http`/`https`, a host, no refused literal address, and
-    /// no refused address among what the name resolves to now (a name that does not resolve
-    /// is refused too: nothing could be checked).
+    /// no refused address among what the name resolves to now. A name that does not resolve
+    /// (yet, or not from the hub's network) is accepted, as monitoring and chat tools accept
+    /// it: every request is judged again at connection by the policy's resolver, so a name
+    /// that later resolves to a refused address is still never called, and the check or
+    /// delivery reports the resolution error.
     pub async fn check_url(&self, url: &str) -> Result<(), String> {
         let parsed = parse_http_url(url)?;
         if let Some(ip) = literal_ip(&parsed) {
@@ -219,8 +222,11 @@ impl Policy {
         .await
         {
             Ok(Ok(a)) => a.collect(),
-            Ok(Err(e)) => return Err(format!("`{host}` does not resolve: {e}")),
-            Err(_) => return Err(format!("`{host}` did not resolve within 3 s")),
+            Ok(Err(e)) => {
+                tracing::info!(%host, error = %e, "outbound: a saved URL's host does not resolve yet");
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
         };
         if let Some(bad) = addrs.iter().find(|a| self.refuses(a.ip())) {
             return Err(self.refusal(&format!("`{host}` resolves to {},", bad.ip())));
