@@ -28,13 +28,13 @@ enum Command {
     /// Administer the hub's database.
     #[command(subcommand)]
     Admin(AdminCommand),
-    /// The transparency log (CONTRACT 5a).
+    /// The transparency log.
     #[command(subcommand)]
     Transparency(TransparencyCommand),
-    /// Evidence packs (SPEC 2.10).
+    /// Evidence packs.
     #[command(subcommand)]
     Evidence(EvidenceCommand),
-    /// Vulnerability data (CONTRACT 15).
+    /// Vulnerability data.
     #[command(subcommand)]
     Cve(CveCommand),
 }

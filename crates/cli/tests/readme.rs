@@ -171,10 +171,9 @@ fn every_shell_example_of_the_readme_runs_against_a_hub() {
     // Only what cannot run here is skipped.
     assert!(skipped.len() <= 5, "{skipped:#?}");
 
-    let dir = TempDir(std::env::temp_dir().join(format!(
-        "trusthub-readme-{}",
-        uuid::Uuid::new_v4().simple()
-    )));
+    let dir = TempDir(
+        std::env::temp_dir().join(format!("trusthub-readme-{}", uuid::Uuid::new_v4().simple())),
+    );
     std::fs::create_dir_all(&dir.0).expect("dir");
     let (mut hub, base) = start_up(&dir.0);
 

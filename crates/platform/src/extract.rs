@@ -265,7 +265,7 @@ fn field_errors<T: DeserializeOwned>(mut value: serde_json::Value) -> Result<T, 
         if !errors.iter().any(|f| f.field == field) {
             errors.push(FieldError {
                 field: field.clone(),
-                message: message.clone(),
+                message: for_people(&message),
             });
         }
         if errors.len() >= MAX_FIELD_ERRORS || target.is_empty() {
@@ -387,6 +387,43 @@ fn kind(v: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
     }
+}
+
+/// serde's and time's words for a refused value, in the words of the API's readers: `expected
+/// f64` is "expected a number", a timestamp that does not parse says what form it takes.
+fn for_people(msg: &str) -> String {
+    let time_words = [
+        "component could not be parsed",
+        "component value is out of range",
+        "character literal was not valid",
+        "unexpected trailing characters",
+        "insufficient information",
+    ];
+    if time_words.iter().any(|w| msg.contains(w)) {
+        return "not a valid date and time: write it in RFC 3339 form, e.g. 2026-12-01T22:00:00Z"
+            .into();
+    }
+    let mut out = msg.to_owned();
+    for (rust, words) in [
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        ("expected u16", "expected a whole number, 0 or more"),
+        ("expected u8", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected i16", "expected a whole number"),
+        ("expected a sequence", "expected a list"),
+        ("expected a map", "expected an object"),
+    ] {
+        if let Some(rest) = out.strip_suffix(rust) {
+            out = format!("{rest}{words}");
+            break;
+        }
+    }
+    out
 }
 
 fn strip_position(msg: &str) -> String {
@@ -570,6 +607,23 @@ impl Meta {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn refusals_read_as_people_write() {
+        assert_eq!(
+            super::for_people("invalid type: string \"x\", expected f64"),
+            "invalid type: string \"x\", expected a number"
+        );
+        assert_eq!(
+            super::for_people("invalid value: integer `-1`, expected u32"),
+            "invalid value: integer `-1`, expected a whole number, 0 or more"
+        );
+        assert!(super::for_people("the 'year' component could not be parsed").contains("RFC 3339"));
+        assert_eq!(
+            super::for_people("missing field `name`"),
+            "missing field `name`"
+        );
+    }
+
     use super::*;
 
     #[derive(Debug, serde::Deserialize)]

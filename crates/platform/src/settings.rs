@@ -104,18 +104,18 @@ pub struct Settings {
     #[arg(long, env = "TRUSTHUB_PUBLIC_URL")]
     pub public_url: Option<String>,
     /// The agent binary served at `/downloads/trusthub-agent-linux-<arch>` to hosts that
-    /// install the agent (CONTRACT 27); default: `trusthub-agent` beside this binary, else
+    /// install the agent; default: `trusthub-agent` beside this binary, else
     /// this binary itself (it runs as the agent when installed under that name).
     #[arg(long, env = "TRUSTHUB_AGENT_BINARY")]
     pub agent_binary: Option<PathBuf>,
-    /// Largest request body accepted, in bytes (CONTRACT 1: 8 MiB).
+    /// Largest request body accepted, in bytes (8 MiB).
     #[arg(long, env = "TRUSTHUB_BODY_LIMIT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub body_limit_bytes: usize,
-    /// Connections open at once; the next ones wait (CONTRACT 18).
+    /// Connections open at once; the next ones wait.
     #[arg(long, env = "TRUSTHUB_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
-    /// Decompressed bytes one import may read in all (uploads, `TRUSTHUB_OSV_URL`, the CLI;
-    /// CONTRACT 18); each JSON record is bounded to 64 MiB besides.
+    /// Decompressed bytes one import may read in all (uploads, `TRUSTHUB_OSV_URL`, the CLI);
+    /// each JSON record is bounded to 64 MiB besides.
     #[arg(long, env = "TRUSTHUB_IMPORT_MAX_BYTES", default_value_t = crate::archive::DEFAULT_TOTAL_BYTES)]
     pub import_max_bytes: u64,
     /// Lifetime of a login session in seconds (default 7 days).
@@ -135,21 +135,20 @@ pub struct Settings {
     /// Seconds in-flight requests get to finish after SIGTERM.
     #[arg(long, env = "TRUSTHUB_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
-    /// Seconds between liveness checks of tracked apps (SPEC 3.1: 60).
+    /// Seconds between liveness checks of tracked apps (60).
     #[arg(long, env = "TRUSTHUB_LIVENESS_INTERVAL_SECS", default_value_t = 60)]
     pub liveness_interval_secs: u64,
-    /// Seconds between looks for due hub checks (CONTRACT 27; each check runs at its own
+    /// Seconds between looks for due hub checks (each check runs at its own
     /// interval, this is how soon a due one starts).
     #[arg(long, env = "TRUSTHUB_PROBE_TICK_SECS", default_value_t = 1)]
     pub probe_tick_secs: u64,
-    /// Seconds between alert-rule evaluations (CONTRACT 11: 30).
+    /// Seconds between alert-rule evaluations (30).
     #[arg(long, env = "TRUSTHUB_RULE_EVAL_INTERVAL_SECS", default_value_t = 30)]
     pub rule_eval_interval_secs: u64,
-    /// Seconds between evaluations of the SLO burn alerts (CONTRACT 16: 60).
+    /// Seconds between evaluations of the SLO burn alerts (60).
     #[arg(long, env = "TRUSTHUB_SLO_EVAL_INTERVAL_SECS", default_value_t = 60)]
     pub slo_eval_interval_secs: u64,
-    /// Seconds after which every host is scanned again for vulnerabilities (CONTRACT 15:
-    /// 3600); a host whose inventory changed, and every host after an import, sooner.
+    /// Seconds after which every host is scanned again for vulnerabilities (3600); a host whose inventory changed, and every host after an import, sooner.
     #[arg(long, env = "TRUSTHUB_CVE_SCAN_INTERVAL_SECS", default_value_t = 3600)]
     pub cve_scan_interval_secs: u64,
     /// Seconds between checks for hosts due a scan (a changed inventory, an import).
@@ -160,14 +159,14 @@ pub struct Settings {
         hide = true
     )]
     pub cve_scan_check_secs: u64,
-    /// New findings at or above this severity raise an alert per host and scan (CONTRACT 15:
-    /// HIGH): CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
+    /// New findings at or above this severity raise an alert per host and scan (HIGH):
+    /// CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN.
     #[arg(long, env = "TRUSTHUB_CVE_ALERT_MIN_SEVERITY", default_value = "HIGH", value_parser = parse_severity)]
     pub cve_alert_min_severity: String,
     /// A base URL in the OSV bucket's layout (`<Ecosystem>/all.zip`,
     /// `<Ecosystem>/modified_id.csv`, `<Ecosystem>/<ID>.json`; e.g.
     /// `https://osv-vulnerabilities.storage.googleapis.com`) pulled daily into the hub-wide
-    /// advisory data (CONTRACT 15); unset: no pull.
+    /// advisory data; unset: no pull.
     #[arg(long, env = "TRUSTHUB_OSV_URL")]
     pub osv_url: Option<String>,
     /// The ecosystems (folders of the bucket) the pull reads, comma-separated.
@@ -193,15 +192,14 @@ pub struct Settings {
         hide = true
     )]
     pub osv_pull_check_secs: u64,
-    /// The npm registry whose packuments tell who maintains the tenants' npm dependencies
-    /// (CONTRACT 15).
+    /// The npm registry whose packuments tell who maintains the tenants' npm dependencies.
     #[arg(
         long,
         env = "TRUSTHUB_NPM_REGISTRY",
         default_value = "https://registry.npmjs.org"
     )]
     pub npm_registry: String,
-    /// Seconds between two reads of one package's packument (CONTRACT 15: 86400).
+    /// Seconds between two reads of one package's packument (86400).
     #[arg(
         long,
         env = "TRUSTHUB_SUPPLY_CHAIN_INTERVAL_SECS",
@@ -223,10 +221,10 @@ pub struct Settings {
         hide = true
     )]
     pub supply_chain_check_secs: u64,
-    /// Waits before each webhook retry (SPEC 3.3: `10s,60s,5m`).
+    /// Waits before each webhook retry (`10s,60s,5m`).
     #[arg(long, env = "TRUSTHUB_WEBHOOK_RETRY_SCHEDULE", default_value = "10s,60s,5m", value_parser = parse_schedule)]
     pub webhook_retry_schedule: Schedule,
-    /// Seconds an endpoint rests after a delivery failed for good (SPEC 3.3: 600).
+    /// Seconds an endpoint rests after a delivery failed for good (600).
     #[arg(long, env = "TRUSTHUB_WEBHOOK_COOLDOWN_SECS", default_value_t = 600)]
     pub webhook_cooldown_secs: u64,
     /// Seconds a webhook attempt may take, connecting and answering together.
@@ -234,7 +232,7 @@ pub struct Settings {
     pub webhook_timeout_secs: u64,
     /// Address ranges the hub's own outbound calls may reach besides public addresses
     /// (webhooks, alert-rule webhook URLs, TRUSTHUB_OSV_URL, the npm registry): comma-separated
-    /// CIDRs, e.g. `127.0.0.0/8` for a receiver on this machine (CONTRACT 18).
+    /// CIDRs, e.g. `127.0.0.0/8` for a receiver on this machine.
     #[arg(long, env = "TRUSTHUB_OUTBOUND_ALLOW_CIDRS", default_value = "", value_parser = parse_allow_cidrs)]
     pub outbound_allow_cidrs: String,
     /// Days HTTP check results are kept.
@@ -249,7 +247,7 @@ pub struct Settings {
     /// database.
     #[arg(long, env = "TRUSTHUB_EVIDENCE_DIR")]
     pub evidence_dir: Option<PathBuf>,
-    /// Days an evidence pack is kept on disk (SPEC 8: at least 12 months; lower values are
+    /// Days an evidence pack is kept on disk (at least 12 months; lower values are
     /// refused at start).
     #[arg(long, env = "TRUSTHUB_EVIDENCE_RETENTION_DAYS", default_value_t = 400)]
     pub evidence_retention_days: i64,
@@ -280,7 +278,7 @@ fn parse_schedule(s: &str) -> Result<Schedule, String> {
 }
 
 impl Settings {
-    /// Whether rate limits apply (CONTRACT 11: off only when set to `off`).
+    /// Whether rate limits apply (off only when set to `off`).
     pub fn rate_limits_enabled(&self) -> bool {
         self.rate_limits.trim() != "off"
     }

@@ -36,7 +36,11 @@ async fn security_events_are_logged_newest_first_and_filterable(b: Backend) {
     // Names for people (CONTRACT 27): the actor by email; a deleted subject has none.
     assert_eq!(rows[0]["actor_name"], OWNER_EMAIL);
     assert!(rows[0]["subject_name"].is_null(), "{}", rows[0]);
-    assert!(rows[0]["actor"].as_str().is_some_and(|a| a.starts_with("user:")));
+    assert!(
+        rows[0]["actor"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("user:"))
+    );
     assert!(rows[0]["request_id"].is_string() && rows[0]["created_at"].is_string());
     let only = body(
         app.get("/audit-log?event_type=api_token_created", &app.owner)
