@@ -116,6 +116,46 @@ pub fn line_chart(
     svg
 }
 
+/// What the dashboard's script draws the same chart from (uPlot): the range in unix seconds,
+/// the y bounds, a unit for labels, the series' labels, the shared time axis and each
+/// series' values on it (`null` where a series has no point), as JSON safe inside a
+/// `<script type="application/json">` element.
+pub fn chart_data(lines: &[Line], from_ms: i64, to_ms: i64, max: Option<f64>, unit: &str) -> String {
+    let mut xs: Vec<i64> = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .collect();
+    // The range's ends, without values: the time axis spans the whole range (and zooming
+    // out returns to it) however few points there are.
+    xs.push(from_ms);
+    xs.push(to_ms);
+    xs.sort_unstable();
+    xs.dedup();
+    let ys: Vec<Vec<Option<f64>>> = lines
+        .iter()
+        .map(|l| {
+            let at: std::collections::HashMap<i64, f64> = l.points.iter().copied().collect();
+            xs.iter().map(|x| at.get(x).copied()).collect()
+        })
+        .collect();
+    let min = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::min);
+    serde_json::json!({
+        "from": from_ms / 1000,
+        "to": to_ms / 1000,
+        "min": min,
+        "max": max,
+        "unit": unit,
+        "series": lines.iter().map(|l| l.label.as_str()).collect::<Vec<_>>(),
+        "x": xs.iter().map(|x| *x as f64 / 1000.0).collect::<Vec<_>>(),
+        "y": ys,
+    })
+    .to_string()
+    .replace('<', "\\u003c")
+}
+
 /// The legend of `lines`, with each one's dash pattern.
 pub fn legend(lines: &[Line]) -> String {
     let mut out = String::from(r#"<ul class="legend">"#);
@@ -135,6 +175,28 @@ pub fn legend(lines: &[Line]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chart_data_aligns_series_on_one_time_axis_spanning_the_range() {
+        let lines = [
+            Line {
+                label: "</script>in".into(),
+                points: vec![(61_000, 1.0), (121_000, 2.0)],
+            },
+            Line {
+                label: "out".into(),
+                points: vec![(121_000, 5.0)],
+            },
+        ];
+        let text = chart_data(&lines, 0, 180_000, None, "B/s");
+        assert!(!text.contains('<'), "safe inside a script element: {text}");
+        let d: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(d["x"], serde_json::json!([0.0, 61.0, 121.0, 180.0]));
+        assert_eq!(d["y"][0], serde_json::json!([null, 1.0, 2.0, null]));
+        assert_eq!(d["y"][1], serde_json::json!([null, null, 5.0, null]));
+        assert_eq!(d["series"][0], "</script>in");
+        assert_eq!((d["from"].as_i64(), d["to"].as_i64()), (Some(0), Some(180)));
+    }
 
     #[test]
     fn points_map_into_the_plot_and_labels_are_escaped() {

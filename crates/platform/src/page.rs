@@ -17,6 +17,8 @@ const CSS: &str = include_str!("../assets/app.css");
 const HTMX: &[u8] = include_bytes!("../assets/htmx-2.0.11.min.js");
 const ICON: &str = include_str!("../assets/icon.svg");
 const JS: &str = include_str!("../assets/app.js");
+const UPLOT: &str = include_str!("../assets/uPlot-1.6.32.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../assets/uPlot-1.6.32.min.css");
 
 /// The embedded assets' URLs, each with a content hash in its name.
 #[derive(Debug)]
@@ -29,6 +31,10 @@ pub struct Assets {
     pub icon: String,
     /// The dashboard's own script (copy buttons), no inline code.
     pub js: String,
+    /// uPlot 1.6.32 (MIT, `assets/uPlot-LICENSE.txt`), for the pages with charts.
+    pub uplot: String,
+    /// uPlot's stylesheet.
+    pub uplot_css: String,
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -41,6 +47,8 @@ pub static ASSETS: LazyLock<Assets> = LazyLock::new(|| Assets {
     htmx: format!("/assets/htmx-{}.js", short_hash(HTMX)),
     icon: format!("/assets/icon-{}.svg", short_hash(ICON.as_bytes())),
     js: format!("/assets/app-{}.js", short_hash(JS.as_bytes())),
+    uplot: format!("/assets/uplot-{}.js", short_hash(UPLOT.as_bytes())),
+    uplot_css: format!("/assets/uplot-{}.css", short_hash(UPLOT_CSS.as_bytes())),
 });
 
 /// What the layout shows of the signed-in user.
@@ -78,6 +86,10 @@ pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Re
         (JS.as_bytes(), "text/javascript; charset=utf-8")
     } else if path == ASSETS.icon {
         (ICON.as_bytes(), "image/svg+xml")
+    } else if path == ASSETS.uplot {
+        (UPLOT.as_bytes(), "text/javascript; charset=utf-8")
+    } else if path == ASSETS.uplot_css {
+        (UPLOT_CSS.as_bytes(), "text/css; charset=utf-8")
     } else {
         return ApiError::NotFound("asset").into_response();
     };

@@ -17,6 +17,8 @@ struct Chart {
     title: String,
     svg: String,
     legend: String,
+    /// The same data for the interactive chart ([`chart::chart_data`]).
+    data: String,
 }
 
 #[derive(Template)]
@@ -84,14 +86,15 @@ async fn agent_page<'a>(
     let mut c = state.db.conn().await?;
     let all = crate::store::telemetry::series(&mut c, tenant, id, None).await?;
     let mut charts = Vec::new();
-    for (title, names, max) in [
-        ("CPU %", &["cpu.percent"][..], Some(100.0)),
-        ("Memory used %", &["mem.used_percent"][..], Some(100.0)),
-        ("Disk used %", &["disk.used_percent"][..], Some(100.0)),
+    for (title, names, max, unit) in [
+        ("CPU %", &["cpu.percent"][..], Some(100.0), " %"),
+        ("Memory used %", &["mem.used_percent"][..], Some(100.0), " %"),
+        ("Disk used %", &["disk.used_percent"][..], Some(100.0), " %"),
         (
             "Network bytes/s",
             &["net.rx_bytes_per_sec", "net.tx_bytes_per_sec"][..],
             None,
+            "B/s",
         ),
     ] {
         let mut lines = Vec::new();
@@ -126,6 +129,7 @@ async fn agent_page<'a>(
             title: format!("{title}, last {name}"),
             svg: chart::line_chart(title, &lines, from, to, max),
             legend: chart::legend(&lines),
+            data: chart::chart_data(&lines, from, to, max, unit),
         });
     }
     Ok(AgentPage {

@@ -85,6 +85,62 @@ async fn a_user_signs_in_and_sees_the_fleet_in_a_browser(b: Backend) {
     let drawn = page.matches("<polyline class=\"line").count();
     assert!(drawn >= 3, "CPU, memory and network lines drawn: {page}");
     assert!(page.contains("eth0 in"), "{page}");
+    // With script, the same data is an interactive chart (uPlot): a time axis…
+    browser.find(".chart-card .uplot").await;
+    // CPU, memory and network have data; the disk chart, without any, stays the server's
+    // drawing that says so.
+    assert_eq!(browser.eval("return window.trusthubCharts.length").await, json!(3));
+    assert!(page.contains("no data in this range"), "{page}");
+    // (uPlot draws its tick labels on the canvas; the labels it drew are kept on the axis.)
+    let x_axis = browser
+        .eval("var u = window.trusthubCharts[0]; return [u.scales.x.time, u.axes[0]._values]")
+        .await;
+    let ticks: Vec<&str> = x_axis[1]
+        .as_array()
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(
+        x_axis[0] == json!(true) && ticks.iter().filter(|t| t.contains(':')).count() >= 2,
+        "times on the x axis: {x_axis}"
+    );
+    // …the values at the pointer, in the legend (the samples are the last 10 minutes of the
+    // hour: the right sixth of the chart)…
+    let width = browser
+        .eval("return document.querySelector('.chart-card .u-over').getBoundingClientRect().width")
+        .await
+        .as_f64()
+        .expect("width");
+    let half = (width / 2.0) as i64;
+    browser
+        .pointer(".chart-card .u-over", (half * 85 / 100, 0), None)
+        .await;
+    let shown = browser
+        .text(".chart-card .u-legend .u-series:nth-child(2) .u-value")
+        .await;
+    assert!(
+        shown.ends_with(" %") && shown.trim_end_matches(" %").parse::<f64>().is_ok(),
+        "the CPU at the pointer: {shown:?}"
+    );
+    browser.screenshot("agent-1h-hover").await;
+    // …and a drag across zooms in on that stretch of time.
+    let before = browser
+        .eval("var s = window.trusthubCharts[0].scales.x; return [s.min, s.max]")
+        .await;
+    browser
+        .pointer(
+            ".chart-card .u-over",
+            (-half / 2, 0),
+            Some((half * 9 / 10, 0)),
+        )
+        .await;
+    let after = browser
+        .eval("var s = window.trusthubCharts[0].scales.x; return [s.min, s.max]")
+        .await;
+    let span = |v: &Value| v[1].as_f64().unwrap_or(0.0) - v[0].as_f64().unwrap_or(0.0);
+    assert!(
+        span(&after) > 0.0 && span(&after) < span(&before) * 0.8,
+        "zoomed in: {before} -> {after}"
+    );
     browser.screenshot("agent-1h").await;
     browser.click("nav.ranges a[href$='range=7d']").await;
     browser

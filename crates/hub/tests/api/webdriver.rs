@@ -391,6 +391,37 @@ impl Browser {
         std::fs::write(self.shots.join(format!("{name}.png")), png).expect("write screenshot");
     }
 
+    /// Runs `script` (a function body; `arguments` are empty) in the page and gives what it
+    /// returns.
+    pub async fn eval(&self, script: &str) -> Value {
+        self.cmd(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({"script": script, "args": []})),
+        )
+        .await
+    }
+
+    /// Moves the pointer over `css` to `(x, y)` pixels from its centre; with `drag_to`,
+    /// presses there, moves to that offset and releases (a drag across it).
+    pub async fn pointer(&self, css: &str, at: (i64, i64), drag_to: Option<(i64, i64)>) {
+        let id = self.find(css).await;
+        let origin = json!({"element-6066-11e4-a52e-4f735466cecf": id});
+        let mut steps = vec![json!({"type": "pointerMove", "duration": 0, "origin": origin, "x": at.0, "y": at.1})];
+        if let Some((x, y)) = drag_to {
+            steps.push(json!({"type": "pointerDown", "button": 0}));
+            steps.push(json!({"type": "pointerMove", "duration": 200, "origin": origin, "x": x, "y": y}));
+            steps.push(json!({"type": "pointerUp", "button": 0}));
+        }
+        self.cmd(
+            reqwest::Method::POST,
+            "/actions",
+            Some(json!({"actions": [{"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"}, "actions": steps}]})),
+        )
+        .await;
+        self.cmd(reqwest::Method::DELETE, "/actions", None).await;
+    }
+
     /// Fails on any error the page's JavaScript logged (or a resource it failed to load, a
     /// refused by the content security policy included).
     pub async fn assert_no_js_errors(&self) {
