@@ -120,7 +120,13 @@ pub fn line_chart(
 /// the y bounds, a unit for labels, the series' labels, the shared time axis and each
 /// series' values on it (`null` where a series has no point), as JSON safe inside a
 /// `<script type="application/json">` element.
-pub fn chart_data(lines: &[Line], from_ms: i64, to_ms: i64, max: Option<f64>, unit: &str) -> String {
+pub fn chart_data(
+    lines: &[Line],
+    from_ms: i64,
+    to_ms: i64,
+    max: Option<f64>,
+    unit: &str,
+) -> String {
     let mut xs: Vec<i64> = lines
         .iter()
         .flat_map(|l| l.points.iter().map(|p| p.0))

@@ -557,15 +557,37 @@ pub async fn scan_agent(
             }
             match result {
                 Ok(matches) => {
+                    // An OS package is reported by its source package (what the advisory
+                    // names, and what a suppression of `curl` means), with the binaries
+                    // installed from it; a dependency by itself.
+                    let os = target.ecosystem.contains(':');
+                    let (package, version, binaries) = if os {
+                        (
+                            target.lookup.clone(),
+                            target.version.clone(),
+                            vec![crate::store::cve::Binary {
+                                name: target.package.clone(),
+                                version: target.installed_version.clone(),
+                            }],
+                        )
+                    } else {
+                        (
+                            target.package.clone(),
+                            target.installed_version.clone(),
+                            Vec::new(),
+                        )
+                    };
                     for m in matches {
                         seen.push(crate::store::cve::Seen {
                             ecosystem: target.ecosystem.clone(),
-                            package: target.package.clone(),
+                            package: package.clone(),
+                            binaries: serde_json::to_string(&binaries)
+                                .unwrap_or_else(|_| "[]".into()),
                             project_path: target.project_path.clone().unwrap_or_default(),
                             vuln_id: m.vuln_id,
                             aliases: serde_json::to_string(&m.aliases)
                                 .unwrap_or_else(|_| "[]".into()),
-                            installed_version: target.installed_version.clone(),
+                            installed_version: version.clone(),
                             fixed_versions: serde_json::to_string(&m.fixed_versions)
                                 .unwrap_or_else(|_| "[]".into()),
                             severity: m.severity.as_str().to_owned(),
@@ -594,8 +616,8 @@ pub async fn scan_agent(
         ));
         not_covered.extend(unevaluable.into_iter().take(49));
     }
-    // The same package may be installed twice (two projects, two architectures): one row
-    // per key.
+    // The same package may be installed twice (two projects, two architectures), and one
+    // source package gives several binaries: one row per key, naming every binary.
     seen.sort_by(|a, b| {
         (&a.ecosystem, &a.package, &a.project_path, &a.vuln_id).cmp(&(
             &b.ecosystem,
@@ -604,9 +626,26 @@ pub async fn scan_agent(
             &b.vuln_id,
         ))
     });
-    seen.dedup_by(|a, b| {
-        (&a.ecosystem, &a.package, &a.project_path, &a.vuln_id)
-            == (&b.ecosystem, &b.package, &b.project_path, &b.vuln_id)
+    seen.dedup_by(|later, kept| {
+        let same = (
+            &later.ecosystem,
+            &later.package,
+            &later.project_path,
+            &later.vuln_id,
+        ) == (
+            &kept.ecosystem,
+            &kept.package,
+            &kept.project_path,
+            &kept.vuln_id,
+        );
+        if same {
+            let mut all = crate::store::cve::binaries(&kept.binaries);
+            all.extend(crate::store::cve::binaries(&later.binaries));
+            all.sort();
+            all.dedup();
+            kept.binaries = serde_json::to_string(&all).unwrap_or_else(|_| "[]".into());
+        }
+        same
     });
     let min_rank = Severity::parse(&state.settings.cve_alert_min_severity)
         .unwrap_or(Severity::High)
@@ -687,8 +726,10 @@ pub async fn scan_agent(
 pub struct Finding<'a> {
     /// OSV ecosystem (`npm`, `Debian:12`).
     pub ecosystem: &'a str,
-    /// Package as installed.
+    /// The package advisories name (the source package of OS packages).
     pub package: &'a str,
+    /// JSON array of the binary packages installed from it (OS packages).
+    pub binaries: &'a str,
     /// Advisory id.
     pub vuln_id: &'a str,
     /// JSON array of its aliases.
@@ -703,6 +744,7 @@ impl<'a> Finding<'a> {
         Finding {
             ecosystem: &s.ecosystem,
             package: &s.package,
+            binaries: &s.binaries,
             vuln_id: &s.vuln_id,
             aliases: &s.aliases,
             installed_version: &s.installed_version,
@@ -765,12 +807,19 @@ impl Suppressions {
     /// The suppression that applies to `f` (of those matching, the one expiring last).
     pub fn matching(&self, f: &Finding<'_>) -> Option<uuid::Uuid> {
         let base = f.ecosystem.split(':').next().unwrap_or_default();
-        let key = crate::rules::scan::normalize_name(base, f.package);
+        // The source package's name, or one of its binaries' (a suppression of `libcurl4`
+        // covers the `curl` finding it is one of).
+        let mut keys = vec![crate::rules::scan::normalize_name(base, f.package)];
+        keys.extend(
+            crate::store::cve::binaries(f.binaries)
+                .iter()
+                .map(|b| crate::rules::scan::normalize_name(base, &b.name)),
+        );
         self.0
             .iter()
             .filter(|r| {
                 ecosystem_covers(&r.ecosystem, f.ecosystem)
-                    && r.key == key
+                    && keys.contains(&r.key)
                     && r.vuln_id.as_deref().is_none_or(|v| {
                         v.eq_ignore_ascii_case(f.vuln_id)
                             || serde_json::from_str::<Vec<String>>(f.aliases)
@@ -797,6 +846,7 @@ impl Suppressions {
             let want = self.matching(&Finding {
                 ecosystem: &c.ecosystem,
                 package: &c.package,
+                binaries: &c.binaries,
                 vuln_id: &c.vuln_id,
                 aliases: &c.aliases,
                 installed_version: &c.installed_version,

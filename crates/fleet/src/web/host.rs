@@ -88,7 +88,12 @@ async fn agent_page<'a>(
     let mut charts = Vec::new();
     for (title, names, max, unit) in [
         ("CPU %", &["cpu.percent"][..], Some(100.0), " %"),
-        ("Memory used %", &["mem.used_percent"][..], Some(100.0), " %"),
+        (
+            "Memory used %",
+            &["mem.used_percent"][..],
+            Some(100.0),
+            " %",
+        ),
         ("Disk used %", &["disk.used_percent"][..], Some(100.0), " %"),
         (
             "Network bytes/s",

@@ -89,7 +89,10 @@ async fn a_user_signs_in_and_sees_the_fleet_in_a_browser(b: Backend) {
     browser.find(".chart-card .uplot").await;
     // CPU, memory and network have data; the disk chart, without any, stays the server's
     // drawing that says so.
-    assert_eq!(browser.eval("return window.trusthubCharts.length").await, json!(3));
+    assert_eq!(
+        browser.eval("return window.trusthubCharts.length").await,
+        json!(3)
+    );
     assert!(page.contains("no data in this range"), "{page}");
     // (uPlot draws its tick labels on the canvas; the labels it drew are kept on the axis.)
     let x_axis = browser

@@ -407,10 +407,14 @@ impl Browser {
     pub async fn pointer(&self, css: &str, at: (i64, i64), drag_to: Option<(i64, i64)>) {
         let id = self.find(css).await;
         let origin = json!({"element-6066-11e4-a52e-4f735466cecf": id});
-        let mut steps = vec![json!({"type": "pointerMove", "duration": 0, "origin": origin, "x": at.0, "y": at.1})];
+        let mut steps = vec![
+            json!({"type": "pointerMove", "duration": 0, "origin": origin, "x": at.0, "y": at.1}),
+        ];
         if let Some((x, y)) = drag_to {
             steps.push(json!({"type": "pointerDown", "button": 0}));
-            steps.push(json!({"type": "pointerMove", "duration": 200, "origin": origin, "x": x, "y": y}));
+            steps.push(
+                json!({"type": "pointerMove", "duration": 200, "origin": origin, "x": x, "y": y}),
+            );
             steps.push(json!({"type": "pointerUp", "button": 0}));
         }
         self.cmd(

@@ -176,6 +176,13 @@ pub(crate) fn view(
         hostname: hosts.get(&f.agent_id).cloned().unwrap_or_default(),
         agent_id: f.agent_id,
         ecosystem: f.seen.ecosystem,
+        binary_packages: crate::store::cve::binaries(&f.seen.binaries)
+            .into_iter()
+            .map(|b| BinaryPackage {
+                name: b.name,
+                version: b.version,
+            })
+            .collect(),
         package: f.seen.package,
         installed_version: f.seen.installed_version,
         fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
@@ -222,6 +229,15 @@ pub struct FindingsQuery {
 }
 
 /// One finding (CONTRACT 15).
+/// A binary package installed from a finding's source package.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BinaryPackage {
+    /// Its name (`libcurl4`).
+    pub name: String,
+    /// Its installed version.
+    pub version: String,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FindingView {
     /// Finding id.
@@ -236,9 +252,14 @@ pub struct FindingView {
     pub hostname: String,
     /// OSV ecosystem.
     pub ecosystem: String,
-    /// Package as installed.
+    /// The package the advisory names: for an OS package its source package (`curl`), whose
+    /// binaries this host has installed are in `binary_packages`; for a dependency, itself.
     pub package: String,
-    /// Installed version.
+    /// The binary packages installed from that source package (`curl`, `libcurl4`), with
+    /// their versions; empty for application dependencies. One advisory on a source package
+    /// is one finding, and a suppression of the source (or of any of its binaries) covers it.
+    pub binary_packages: Vec<BinaryPackage>,
+    /// Installed version (the source package's version for OS packages).
     pub installed_version: String,
     /// Versions that fix it (empty: no fix published).
     pub fixed_versions: Vec<String>,

@@ -314,14 +314,23 @@ pub(crate) fn cyclonedx(
     let mut vulns = Vec::new();
     for f in findings.iter().filter(|f| f.fixed_at.is_none()) {
         let s = &f.seen;
-        let Some(r) = refs.get(&(
-            s.ecosystem.clone(),
-            s.package.clone(),
-            s.installed_version.clone(),
-            s.project_path.clone(),
-        )) else {
-            continue;
+        // What the host has installed: an OS finding's binary packages, or the dependency.
+        let binaries = crate::store::cve::binaries(&s.binaries);
+        let installed: Vec<(String, String)> = if binaries.is_empty() {
+            vec![(s.package.clone(), s.installed_version.clone())]
+        } else {
+            binaries.into_iter().map(|b| (b.name, b.version)).collect()
         };
+        let affects: Vec<Value> = installed
+            .into_iter()
+            .filter_map(|(name, version)| {
+                refs.get(&(s.ecosystem.clone(), name, version, s.project_path.clone()))
+                    .map(|r| json!({"ref": r}))
+            })
+            .collect();
+        if affects.is_empty() {
+            continue;
+        }
         let fixed: Vec<String> = serde_json::from_str(&s.fixed_versions).unwrap_or_default();
         let aliases: Vec<String> = serde_json::from_str(&s.aliases).unwrap_or_default();
         let mut rating = json!({"severity": cdx_severity(&s.severity), "source": {"name": "OSV"}});
@@ -337,7 +346,7 @@ pub(crate) fn cyclonedx(
             "ratings": [rating],
             "description": s.summary,
             "created": rfc(f.first_seen_at),
-            "affects": [{"ref": r}],
+            "affects": affects,
         });
         if !fixed.is_empty() {
             v["recommendation"] = json!(format!("Upgrade {} to {}", s.package, fixed.join(" or ")));

@@ -442,12 +442,20 @@ pub(crate) async fn openvex(
         for f in findings.iter().filter(|f| f.suppression_id == Some(s.id)) {
             let entry = by_vuln.entry(f.seen.vuln_id.clone()).or_default();
             entry.0 = serde_json::from_str(&f.seen.aliases).unwrap_or_default();
-            if let Some(purl) = crate::rules::purl::of(
-                &f.seen.ecosystem,
-                &f.seen.package,
-                Some(&f.seen.installed_version),
-            ) {
-                entry.1.insert(purl);
+            // The products are what is installed: an OS finding's binary packages.
+            let binaries = crate::store::cve::binaries(&f.seen.binaries);
+            let installed: Vec<(&str, &str)> = if binaries.is_empty() {
+                vec![(&f.seen.package, &f.seen.installed_version)]
+            } else {
+                binaries
+                    .iter()
+                    .map(|b| (b.name.as_str(), b.version.as_str()))
+                    .collect()
+            };
+            for (name, version) in installed {
+                if let Some(purl) = crate::rules::purl::of(&f.seen.ecosystem, name, Some(version)) {
+                    entry.1.insert(purl);
+                }
             }
         }
         let mut notes = format!(

@@ -40,10 +40,10 @@ pub struct Finding {
 
 const INSERT_COLUMNS: &str = "id, tenant_id, agent_id, ecosystem, package, project_path, vuln_id, aliases, \
     installed_version, fixed_versions, severity, severity_rank, cvss_score, summary, first_seen_at, \
-    last_seen_at, fixed_at, acknowledged_at, acknowledged_by, ack_reason";
+    last_seen_at, fixed_at, acknowledged_at, acknowledged_by, ack_reason, binaries";
 
 /// A finding with the suppression applying to it at `$2` (the query's `now`).
-const SELECT: &str = "SELECT f.id, f.tenant_id, f.agent_id, f.ecosystem, f.package, f.project_path, f.vuln_id, \
+const SELECT: &str = "SELECT f.id, f.tenant_id, f.agent_id, f.ecosystem, f.package, f.binaries, f.project_path, f.vuln_id, \
     f.aliases, f.installed_version, f.fixed_versions, f.severity, f.severity_rank, f.cvss_score, f.summary, \
     f.first_seen_at, f.last_seen_at, f.fixed_at, f.acknowledged_at, f.acknowledged_by, f.ack_reason, \
     s.id AS suppression_id, s.reason AS suppression_reason, s.expires_at AS suppression_expires_at \
@@ -54,8 +54,12 @@ const SELECT: &str = "SELECT f.id, f.tenant_id, f.agent_id, f.ecosystem, f.packa
 pub struct Seen {
     /// OSV ecosystem.
     pub ecosystem: String,
-    /// Package as installed.
+    /// The package advisories name: the source package for OS packages, the dependency for
+    /// application dependencies.
     pub package: String,
+    /// The binary packages built from an OS source package that the host has installed, JSON
+    /// array of `{"name", "version"}` (`[]` for application dependencies).
+    pub binaries: String,
     /// Lockfile folder or `""`.
     pub project_path: String,
     /// Advisory id.
@@ -74,6 +78,24 @@ pub struct Seen {
     pub cvss_score: Option<f64>,
     /// Summary.
     pub summary: String,
+}
+
+/// One binary package of a source package's finding.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct Binary {
+    /// Its name (`libcurl4`).
+    pub name: String,
+    /// Its installed version.
+    pub version: String,
+}
+
+/// The binaries of a finding's JSON column (none when it does not read).
+pub fn binaries(json: &str) -> Vec<Binary> {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+fn binary_names(json: &str) -> Vec<String> {
+    binaries(json).into_iter().map(|b| b.name).collect()
 }
 
 /// Every host's last scan: agent -> `(scanned_at, id of the inventory snapshot it read)`.
@@ -126,13 +148,37 @@ pub async fn record_scan(
             s.project_path.clone(),
             s.vuln_id.clone(),
         );
-        match known.remove(&key) {
+        // A row of the former shape (one per binary package) becomes the source package's
+        // row, keeping its history and acknowledgement; the group's other rows merge into it.
+        let mut found = known.remove(&key);
+        for b in binary_names(&s.binaries) {
+            let old = (
+                s.ecosystem.clone(),
+                b,
+                s.project_path.clone(),
+                s.vuln_id.clone(),
+            );
+            if old == key {
+                continue;
+            }
+            if let Some((id, was_fixed)) = known.remove(&old) {
+                if found.is_none() {
+                    found = Some((id, was_fixed));
+                } else {
+                    on!(ex, c => sqlx::query("DELETE FROM cve_findings WHERE id = $1")
+                        .bind(id).execute(&mut *c).await?.rows_affected());
+                }
+            }
+        }
+        match found {
             Some((id, was_fixed)) => {
                 on!(ex, c => sqlx::query(
                     "UPDATE cve_findings SET aliases = $1, installed_version = $2, fixed_versions = $3, severity = $4, \
-                     severity_rank = $5, cvss_score = $6, summary = $7, last_seen_at = $8, fixed_at = NULL WHERE id = $9")
+                     severity_rank = $5, cvss_score = $6, summary = $7, last_seen_at = $8, fixed_at = NULL, \
+                     package = $9, binaries = $10 WHERE id = $11")
                     .bind(&s.aliases).bind(&s.installed_version).bind(&s.fixed_versions).bind(&s.severity)
-                    .bind(s.severity_rank).bind(s.cvss_score).bind(&s.summary).bind(now).bind(id)
+                    .bind(s.severity_rank).bind(s.cvss_score).bind(&s.summary).bind(now)
+                    .bind(&s.package).bind(&s.binaries).bind(id)
                     .execute(&mut *c).await?.rows_affected());
                 if was_fixed {
                     new.push(s.clone());
@@ -140,13 +186,13 @@ pub async fn record_scan(
             }
             None => {
                 let sql = format!(
-                    "INSERT INTO cve_findings ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL)"
+                    "INSERT INTO cve_findings ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL, $16)"
                 );
                 on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(Uuid::now_v7()).bind(tenant.0).bind(agent).bind(&s.ecosystem).bind(&s.package)
                     .bind(&s.project_path).bind(&s.vuln_id).bind(&s.aliases).bind(&s.installed_version)
                     .bind(&s.fixed_versions).bind(&s.severity).bind(s.severity_rank).bind(s.cvss_score)
-                    .bind(&s.summary).bind(now)
+                    .bind(&s.summary).bind(now).bind(&s.binaries)
                     .execute(&mut *c).await?.rows_affected());
                 new.push(s.clone());
             }
@@ -426,6 +472,8 @@ pub struct Candidate {
     pub aliases: String,
     /// Installed version.
     pub installed_version: String,
+    /// JSON array of its binary packages.
+    pub binaries: String,
     /// The suppression recorded for it.
     pub suppression_id: Option<Uuid>,
 }
@@ -436,7 +484,7 @@ pub async fn candidates(
     tenant: TenantId,
     agent: Option<Uuid>,
 ) -> StoreResult<Vec<Candidate>> {
-    let base = "SELECT id, ecosystem, package, vuln_id, aliases, installed_version, suppression_id \
+    let base = "SELECT id, ecosystem, package, vuln_id, aliases, installed_version, binaries, suppression_id \
          FROM cve_findings WHERE tenant_id = $1 AND fixed_at IS NULL";
     Ok(match agent {
         Some(a) => {

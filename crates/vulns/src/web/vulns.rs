@@ -19,6 +19,8 @@ use trusthub_core::Role;
 /// One finding row.
 #[derive(Debug)]
 pub(super) struct Row {
+    /// The binary packages of an OS finding's source package (`libssl3, openssl`).
+    binaries: String,
     id: String,
     severity: String,
     class: &'static str,
@@ -70,6 +72,12 @@ pub(super) fn row(f: FindingView, now: time::OffsetDateTime) -> Row {
         aliases: f.aliases.join(", "),
         agent: f.agent_id.to_string(),
         host: f.hostname,
+        binaries: f
+            .binary_packages
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         package: f.package,
         where_: f.project_path.unwrap_or_else(|| f.ecosystem.clone()),
         installed: f.installed_version,
