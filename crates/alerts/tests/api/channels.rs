@@ -22,7 +22,19 @@ pub(crate) type Got = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
 /// A local HTTP server that records every POST and answers as the services do.
 pub(crate) async fn receiver() -> (String, Got) {
     let got: Got = Arc::default();
-    let app = axum::Router::new()
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", l.local_addr().expect("addr"));
+    let app = receiver_app(got.clone());
+    tokio::spawn(async move { axum::serve(l, app).await });
+    (base, got)
+}
+
+/// The receivers' routes: every request recorded; Slack's incoming webhooks answer `ok` in
+/// plain text, PagerDuty's Events API 202 with its JSON, the others `{"ok": true}`.
+pub(crate) fn receiver_app(got: Got) -> axum::Router {
+    axum::Router::new()
         .fallback(
             |AxState(got): AxState<Got>, req: axum::extract::Request| async move {
                 let path = req.uri().path().to_owned();
@@ -35,24 +47,24 @@ pub(crate) async fn receiver() -> (String, Got) {
                     .await
                     .unwrap_or_default();
                 let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                got.lock().expect("lock").push((path.clone(), auth, body));
+                got.lock().expect("lock").push((path.clone(), auth, body.clone()));
+                use axum::response::IntoResponse as _;
                 if path.ends_with("/v2/enqueue") {
+                    let dedup = body["dedup_key"].as_str().unwrap_or("generated").to_owned();
                     (
                         axum::http::StatusCode::ACCEPTED,
-                        axum::Json(json!({"status": "success", "message": "Event processed"})),
+                        axum::Json(json!({"status": "success", "message": "Event processed",
+                            "dedup_key": dedup})),
                     )
+                        .into_response()
+                } else if path.starts_with("/services/") {
+                    (axum::http::StatusCode::OK, "ok").into_response()
                 } else {
-                    (axum::http::StatusCode::OK, axum::Json(json!({"ok": true})))
+                    (axum::http::StatusCode::OK, axum::Json(json!({"ok": true}))).into_response()
                 }
             },
         )
-        .with_state(got.clone());
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", l.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(l, app).await });
-    (base, got)
+        .with_state(got)
 }
 
 fn text_len(v: &Value) -> usize {
@@ -197,7 +209,7 @@ fn ntfy_shape(path: &str, auth: Option<&str>, b: &Value) {
 }
 
 /// PagerDuty Events API v2.
-fn pagerduty_shape(path: &str, b: &Value, key: &str) {
+pub(crate) fn pagerduty_shape(path: &str, b: &Value, key: &str) {
     assert_eq!(path, "/v2/enqueue");
     assert_eq!(b["routing_key"], key);
     assert!((1..=255).contains(&text_len(&b["dedup_key"])));

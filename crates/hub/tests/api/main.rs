@@ -47,6 +47,8 @@ mod invitations;
 mod meta;
 #[path = "../../../certs/tests/api/mtls.rs"]
 mod mtls;
+#[path = "../../../alerts/tests/api/official_clients.rs"]
+mod official_clients;
 #[path = "../../../vulns/tests/api/osv_api.rs"]
 mod osv_api;
 #[path = "../../../vulns/tests/api/osv_pull.rs"]
