@@ -151,6 +151,30 @@ pub async fn processes(
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("fleet", api, web::pages)
         .names(
+            "enrollment_token",
+            "enrollment token",
+            Some("/ui/enroll"),
+            |state, tenant, ids| {
+                Box::pin(async move {
+                    let mut c = state.db.conn().await?;
+                    let now = trusthub_platform::state::now();
+                    let tokens = store::agents::list_enrollment_tokens(&mut c, tenant, now).await?;
+                    Ok(trusthub_platform::names::only(
+                        tokens.into_iter().map(|t| {
+                            let tags = t.tags.0.join(" ");
+                            let name = if tags.is_empty() {
+                                "an enrollment token".to_owned()
+                            } else {
+                                format!("an enrollment token for {tags}")
+                            };
+                            (t.id, name)
+                        }),
+                        ids,
+                    ))
+                })
+            },
+        )
+        .names(
             "agent",
             "agent",
             Some("/ui/agents/{id}"),

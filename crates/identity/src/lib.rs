@@ -45,6 +45,19 @@ pub fn capability() -> trusthub_platform::capability::Capability {
                 Ok(only(users.into_iter().map(|u| (u.id, u.email)), ids))
             })
         })
+        .names("tenant", "tenant", None, |state, tenant, ids| {
+            Box::pin(async move {
+                let mut c = state.db.conn().await?;
+                let mut names = std::collections::HashMap::new();
+                // Only the caller's own tenant is named: another tenant's id stays an id.
+                if ids.contains(&tenant.0)
+                    && let Some(t) = store::tenants::get(&mut c, tenant).await?
+                {
+                    names.insert(tenant.0, format!("tenant {}", t.name));
+                }
+                Ok(names)
+            })
+        })
         .names("api_token", "token", Some("/ui/settings"), token_names)
         // An actor `user:<id> token:<id>` names its token `token`.
         .names("token", "token", Some("/ui/settings"), token_names)

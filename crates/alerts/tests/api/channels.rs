@@ -47,7 +47,9 @@ pub(crate) fn receiver_app(got: Got) -> axum::Router {
                     .await
                     .unwrap_or_default();
                 let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-                got.lock().expect("lock").push((path.clone(), auth, body.clone()));
+                got.lock()
+                    .expect("lock")
+                    .push((path.clone(), auth, body.clone()));
                 use axum::response::IntoResponse as _;
                 if path.ends_with("/v2/enqueue") {
                     let dedup = body["dedup_key"].as_str().unwrap_or("generated").to_owned();

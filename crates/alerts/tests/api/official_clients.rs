@@ -91,10 +91,7 @@ async fn pagerdutys_own_client_takes_the_pagerduty_receiver_for_pagerduty() {
     };
     // pdjs speaks HTTPS only: the receiver behind a certificate node is told to trust.
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
-    let dir = std::env::temp_dir().join(format!(
-        "trusthub-pdjs-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
+    let dir = std::env::temp_dir().join(format!("trusthub-pdjs-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).expect("dir");
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, cert.cert.pem()).expect("ca");

@@ -106,6 +106,16 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
     Ok(())
 }
 
+/// A reference nothing names (a record deleted since), short: `enrollment token 01a219b2…`.
+fn short_ref(r: &str) -> String {
+    match r.split_once(':') {
+        Some((kind, id)) if id.len() > 8 && id.is_char_boundary(8) => {
+            format!("{} {}…", kind.replace('_', " "), &id[..8])
+        }
+        _ => r.replace('_', " "),
+    }
+}
+
 async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     let tenant = user.principal.tenant();
     let mut l = Live {
@@ -171,7 +181,7 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
                 at: ago(Some(e.created_at), now),
                 what: e.event_type.replace('_', " "),
                 link: subject.and_then(|n| n.link.clone()),
-                subject: subject.map_or(e.subject.clone(), |n| n.name.clone()),
+                subject: subject.map_or_else(|| short_ref(&e.subject), |n| n.name.clone()),
                 by: names
                     .get(&e.actor)
                     .map(|n| n.name.clone())

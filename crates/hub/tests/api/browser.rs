@@ -567,9 +567,10 @@ async fn an_admin_makes_an_install_command_that_enrols_a_host(b: Backend) {
     );
     // Names, not ids: the new host links to its page, the owner is their email.
     let host_id = agents[0]["id"].as_str().expect("id");
+    let host_name = agents[0]["hostname"].as_str().expect("hostname");
     assert!(
         audit.contains(&format!(
-            "href=\"/ui/agents/{host_id}\" title=\"agent:{host_id}\">new-host</a>"
+            "href=\"/ui/agents/{host_id}\" title=\"agent:{host_id}\">{host_name}</a>"
         )),
         "{audit}"
     );

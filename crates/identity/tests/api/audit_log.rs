@@ -48,17 +48,6 @@ async fn security_events_are_logged_newest_first_and_filterable(b: Backend) {
     )
     .await;
     assert_eq!(only.as_array().map(Vec::len), Some(1));
-    // A subject that exists is named: the token kept, by its name.
-    let (_kept, kept_id) = app.token(&app.owner, "read").await;
-    let tokens = body(app.get("/api-tokens", &app.owner).await).await;
-    let kept_name = tokens
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["id"] == json!(kept_id)))
-        .map(|t| t["name"].clone())
-        .expect("kept token listed");
-    let newest = body(app.get("/audit-log?limit=1", &app.owner).await).await;
-    assert_eq!(newest[0]["subject"], format!("api_token:{kept_id}"));
-    assert_eq!(newest[0]["subject_name"], kept_name);
     let page = body(app.get("/audit-log?limit=2", &app.owner).await).await;
     assert_eq!(page.as_array().map(Vec::len), Some(2));
     let next = body(
@@ -70,6 +59,17 @@ async fn security_events_are_logged_newest_first_and_filterable(b: Backend) {
     )
     .await;
     assert_eq!(next[0]["id"].as_i64(), Some(ids[2]));
+    // A subject that exists is named: the token kept, by its name.
+    let (_kept, kept_id) = app.token(&app.owner, "read").await;
+    let tokens = body(app.get("/api-tokens", &app.owner).await).await;
+    let kept_name = tokens
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == json!(kept_id)))
+        .map(|t| t["name"].clone())
+        .expect("kept token listed");
+    let newest = body(app.get("/audit-log?limit=1", &app.owner).await).await;
+    assert_eq!(newest[0]["subject"], format!("api_token:{kept_id}"));
+    assert_eq!(newest[0]["subject_name"], kept_name);
     let future = body(
         app.get("/audit-log?since=2999-01-01T00:00:00Z", &app.owner)
             .await,
