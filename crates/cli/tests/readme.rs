@@ -123,6 +123,7 @@ fn start_up(dir: &Path) -> (Child, String) {
     loop {
         let Ok(line) = rx.recv_timeout(Duration::from_secs(120)) else {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("trusthub up did not start");
         };
         if let Some(addr) = line.strip_prefix("Trusthub hub listening on ") {
@@ -222,8 +223,7 @@ trusthub() { "$TRUSTHUB_BIN" "$@"; }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let failed_at = stderr
         .lines()
-        .filter(|l| l.starts_with("::: README.md line "))
-        .next_back()
+        .rfind(|l| l.starts_with("::: README.md line "))
         .unwrap_or("before the first block");
     assert!(
         out.status.success() && stderr.contains("::: all README examples ran"),

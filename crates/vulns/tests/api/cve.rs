@@ -531,10 +531,10 @@ async fn a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_f
     // A finding of the former shape (one row per binary package) is merged into its source
     // package's at the next scan, keeping its acknowledgement; the group's other rows go.
     let ssl_id = dsa["findings"][0]["id"].as_str().expect("id").to_owned();
-    app.execute(&format!(
+    app.execute(
         "UPDATE cve_findings SET package = 'libssl3', binaries = '[]', ack_reason = 'kept' \
-         WHERE package = 'openssl'"
-    ))
+         WHERE package = 'openssl'",
+    )
     .await;
     assert_eq!(
         app.count("SELECT COUNT(*) FROM cve_findings WHERE package = 'libssl3'")
