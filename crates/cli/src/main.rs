@@ -1,7 +1,9 @@
-//! `trusthub`: the operator binary. `serve` runs the hub; `up` runs it with a local agent; `admin` administers its database
-//! directly, so it works while a hub runs (CONTRACT 2 and 11).
+//! `trusthub`: the operator binary. `serve` runs the hub; `up` runs it with a local agent;
+//! `admin` administers its database directly, so it works while a hub runs; `login` and the
+//! everyday verbs (`agents`, `apps`, `alerts`, …) speak a hub's API from the terminal.
 
 mod evidence;
+mod remote;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -12,7 +14,12 @@ use trusthub_store::{Db, DbOptions};
 #[command(
     name = "trusthub",
     version,
-    about = "Trusthub: self-hosted host monitoring and trust hub"
+    about = "Trusthub: self-hosted host monitoring and trust hub",
+    long_about = "Trusthub: self-hosted host monitoring and trust hub.\n\n\
+        Run a hub with `trusthub up` (with an agent for this host) or `trusthub serve`; then \
+        `trusthub login <url>` and work with it from the terminal: `trusthub agents ls`, \
+        `trusthub apps ls`, `trusthub alerts ls --open`. Every list takes -o json|yaml|csv.",
+    after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 refused (login, role or TOTP)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -21,6 +28,71 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Save a hub to work with: asks email, password and TOTP code (or takes --token).
+    Login {
+        /// The hub's address (https://hub.example.com).
+        url: String,
+        /// Log in with an API token instead of a password.
+        #[arg(long, env = "TRUSTHUB_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// The email to log in with (asked when not given).
+        #[arg(long)]
+        email: Option<String>,
+        /// The name to save it under (default: the hub's host).
+        #[arg(long)]
+        context: Option<String>,
+    },
+    /// End the session and forget the saved hub.
+    Logout(remote::Global),
+    /// Who you are on the hub, and with which role.
+    Whoami(remote::Global),
+    /// The saved hubs (contexts).
+    Context {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::ContextCmd,
+    },
+    /// Hosts and their agents.
+    Agents {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::AgentsCmd,
+    },
+    /// Tracked apps and checks.
+    Apps {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::AppsCmd,
+    },
+    /// Alerts.
+    Alerts {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::AlertsCmd,
+    },
+    /// API tokens.
+    Tokens {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::TokensCmd,
+    },
+    /// The audit log.
+    Audit {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::AuditCmd,
+    },
+    /// Shell completion: `trusthub completion bash > /etc/bash_completion.d/trusthub`.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Run the hub.
     Serve(Box<Settings>),
     /// Run the hub on its embedded default with an agent watching this host (one process).
@@ -553,6 +625,8 @@ async fn run(cli: Cli) -> Result<(), String> {
             db.close().await;
             Ok(())
         }
+        // The terminal verbs are run by `hub_main` with their own exit codes.
+        _ => Err("not a hub command".into()),
     }
 }
 
@@ -584,12 +658,49 @@ fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
 }
 
 async fn hub_main() -> ExitCode {
-    init_logging();
-    match run(Cli::parse()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("trusthub: {e}");
-            ExitCode::FAILURE
+    let cli = Cli::parse();
+    // The terminal verbs: their own exit codes (CONTRACT 28), no log lines.
+    let remote = match cli.command {
+        Command::Login {
+            url,
+            token,
+            email,
+            context,
+        } => Some(remote::login(&url, token, email, context).await),
+        Command::Logout(g) => Some(remote::logout(&g).await),
+        Command::Whoami(g) => Some(remote::whoami(&g).await),
+        Command::Context { g, cmd } => Some(remote::context(cmd, &g)),
+        Command::Agents { g, cmd } => Some(remote::agents(cmd, &g).await),
+        Command::Apps { g, cmd } => Some(remote::apps(cmd, &g).await),
+        Command::Alerts { g, cmd } => Some(remote::alerts(cmd, &g).await),
+        Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
+        Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),
+        Command::Completion { shell } => {
+            use clap::CommandFactory as _;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "trusthub",
+                &mut std::io::stdout(),
+            );
+            Some(Ok(()))
+        }
+        command => {
+            init_logging();
+            return match run(Cli { command }).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("trusthub: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    };
+    match remote {
+        Some(Ok(())) | None => ExitCode::SUCCESS,
+        Some(Err(f)) => {
+            eprintln!("trusthub: {}", f.message);
+            ExitCode::from(f.code)
         }
     }
 }

@@ -2,198 +2,16 @@
 //! SIGTERM, the admin commands next to a running hub, JSON logs, the SQLite lock.
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use trusthub_store::{Db, DbOptions};
 
-const BIN: &str = env!("CARGO_BIN_EXE_trusthub");
+mod common;
+
+use common::*;
 const KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let p = std::env::temp_dir().join(format!(
-            "trusthub-cli-test-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::create_dir_all(&p).expect("dir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A running `trusthub serve`.
-struct Hub {
-    child: Child,
-    base: String,
-    stdout: Vec<String>,
-    stderr: mpsc::Receiver<String>,
-}
-
-impl Hub {
-    fn start(data_dir: &Path, envs: &[(&str, &str)]) -> Hub {
-        let mut cmd = Command::new(BIN);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env_remove("TRUSTHUB_ADMIN_PASSWORD")
-            .env_remove("TRUSTHUB_DATABASE_URL")
-            .env_remove("CLOUD_ENCRYPTION_KEY")
-            // The webhook receivers of these tests listen on this machine.
-            .env("TRUSTHUB_OUTBOUND_ALLOW_CIDRS", "127.0.0.0/8")
-            .envs(envs.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn trusthub");
-        let (tx, rx) = mpsc::channel();
-        let out = child.stdout.take().expect("stdout");
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let (etx, erx) = mpsc::channel();
-        let err = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = etx.send(line);
-            }
-        });
-        let mut stdout = Vec::new();
-        loop {
-            let Ok(line) = rx.recv_timeout(Duration::from_secs(90)) else {
-                let _ = child.kill();
-                let _ = child.wait();
-                let errs: Vec<String> = erx.try_iter().collect();
-                panic!("hub did not start: {stdout:?} {errs:?}");
-            };
-            stdout.push(line.clone());
-            if let Some(addr) = line.strip_prefix("Trusthub hub listening on ") {
-                return Hub {
-                    child,
-                    base: format!("{addr}/api/v1"),
-                    stdout,
-                    stderr: erx,
-                };
-            }
-        }
-    }
-
-    fn created_owner(&self) -> bool {
-        self.stdout.iter().any(|l| l.contains("first start"))
-    }
-
-    fn pid(&self) -> String {
-        self.child.id().to_string()
-    }
-
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .args(["-TERM", &self.pid()])
-            .status()
-            .expect("kill");
-        for _ in 0..200 {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("hub did not stop within 10 s of SIGTERM");
-    }
-}
-
-impl Drop for Hub {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn pg_admin_url() -> String {
-    std::env::var("TRUSTHUB_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-/// A fresh PostgreSQL database, or `None` (with a notice) outside CI when none answers.
-async fn pg_database() -> Option<(String, String)> {
-    let admin = match tokio::time::timeout(
-        Duration::from_secs(5),
-        Db::connect(&pg_admin_url(), &DbOptions::default()),
-    )
-    .await
-    {
-        Ok(Ok(db)) => db,
-        _ if std::env::var_os("CI").is_some() => panic!("PostgreSQL is required in CI"),
-        _ => {
-            eprintln!("NOTICE: PostgreSQL does not answer; skipping this PostgreSQL test");
-            return None;
-        }
-    };
-    let name = format!("th_cli_{}", uuid::Uuid::new_v4().simple());
-    if let Db::Postgres(p) = &admin {
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(p)
-            .await
-            .expect("create db");
-    }
-    admin.close().await;
-    let base = pg_admin_url();
-    let url = format!(
-        "{}/{name}",
-        base.rsplit_once('/').map(|(b, _)| b).unwrap_or(&base)
-    );
-    Some((name, url))
-}
-
-async fn drop_pg_database(name: &str) {
-    if let Ok(Db::Postgres(p)) = Db::connect(&pg_admin_url(), &DbOptions::default()).await {
-        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-        )))
-        .execute(&p)
-        .await;
-    }
-}
-
-async fn login(
-    client: &reqwest::Client,
-    base: &str,
-    email: &str,
-    password: &str,
-) -> reqwest::Response {
-    client
-        .post(format!("{base}/auth/login"))
-        .json(&json!({"email": email, "password": password}))
-        .send()
-        .await
-        .expect("login")
-}
-
-fn cookie(resp: &reqwest::Response) -> String {
-    resp.headers()["set-cookie"]
-        .to_str()
-        .expect("cookie")
-        .split(';')
-        .next()
-        .expect("pair")
-        .to_owned()
-}
-
-fn initial_password(dir: &Path) -> String {
-    let text = std::fs::read_to_string(dir.join("initial-admin.txt")).expect("initial-admin.txt");
-    text.lines()
-        .find_map(|l| l.strip_prefix("password: "))
-        .expect("password line")
-        .to_owned()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hubs_on_one_postgres_database_make_one_owner_share_sessions_and_limits() {
@@ -714,22 +532,6 @@ impl Receiver {
         }
         panic!("{} of {n} deliveries after {secs} s", self.ids().len());
     }
-}
-
-async fn admin_session(client: &reqwest::Client, base: &str, password: &str) -> String {
-    cookie(&login(client, base, "admin@trusthub.local", password).await)
-}
-
-async fn post_json(client: &reqwest::Client, url: String, session: &str, body: Value) -> Value {
-    let r = client
-        .post(url)
-        .header("cookie", session)
-        .json(&body)
-        .send()
-        .await
-        .expect("post");
-    assert!(r.status().is_success(), "{}", r.status());
-    r.json().await.expect("json")
 }
 
 async fn delivery_status(client: &reqwest::Client, base: &str, session: &str, hook: &str) -> Value {

@@ -38,7 +38,8 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub fn capability() -> trusthub_platform::capability::Capability {
     use trusthub_platform::names::only;
     trusthub_platform::capability::Capability::new("identity", api, web::pages)
-        .names("user", "user", Some("/ui/users"), |state, tenant, ids| {
+        // Users are named by their email, without a link: the users page is the owner's.
+        .names("user", "user", None, |state, tenant, ids| {
             Box::pin(async move {
                 let mut c = state.db.conn().await?;
                 let users = store::users::list(&mut c, tenant).await?;

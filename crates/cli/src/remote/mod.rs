@@ -1,0 +1,679 @@
+//! The operator CLI (CONTRACT 28): `trusthub login` saves a hub, then everyday verbs —
+//! `agents`, `apps`, `alerts`, `tokens`, `audit` — speak the hub's public API with tables for
+//! people and `-o json|yaml|csv` for scripts. Exit codes: 0 ok, 1 error, 2 usage (clap), 3
+//! not found, 4 refused (401, 403, TOTP).
+
+pub mod client;
+pub mod config;
+pub mod output;
+
+use client::{Client, Failure};
+use config::{Config, Context};
+use output::{Column, Format};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::io::{BufRead as _, Write as _};
+
+/// Flags every remote verb takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Global {
+    /// The saved hub to use (`trusthub context ls`); default: the current one, or
+    /// TRUSTHUB_URL with TRUSTHUB_TOKEN.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// Output format: a table for people, or json (the API's own), yaml, csv.
+    #[arg(short = 'o', long, global = true, value_enum, default_value = "table")]
+    pub output: Format,
+}
+
+/// Flags of the list verbs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Watch {
+    /// List again every 2 s until interrupted.
+    #[arg(short, long)]
+    pub watch: bool,
+}
+
+/// `trusthub context …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ContextCmd {
+    /// The saved hubs; `*` marks the current one.
+    Ls,
+    /// Make a saved hub the current one.
+    Use {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// `trusthub agents …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AgentsCmd {
+    /// The fleet: status, last seen, version, tags.
+    Ls(Watch),
+    /// One agent.
+    Get {
+        /// Agent id.
+        id: String,
+    },
+    /// Delete an agent (admin): its data goes, its certificate is revoked.
+    Rm {
+        /// Agent id.
+        id: String,
+    },
+    /// Give an agent a new token (admin); the new token is shown once.
+    RotateToken {
+        /// Agent id.
+        id: String,
+    },
+}
+
+/// `trusthub apps …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AppsCmd {
+    /// Tracked apps and checks: expected against observed.
+    Ls(Watch),
+    /// One app.
+    Get {
+        /// App id.
+        id: String,
+    },
+    /// Track an app on a host (--agent, --type systemd|docker|compose|process,
+    /// --identifier) or add a check the hub runs (--type http|tcp|tls, --endpoint).
+    Add {
+        /// Its name.
+        #[arg(long)]
+        name: String,
+        /// systemd, docker, compose, process; or http, tcp, tls for a check.
+        #[arg(long = "type")]
+        kind: String,
+        /// The host it runs on (an agent id); a check without it is run by the hub.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The unit, container, `<project>::<service>` or binary path.
+        #[arg(long)]
+        identifier: Option<String>,
+        /// A check's URL (`https://…`, `tcp://host:port`, `tls://host:port`).
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// A check's interval in seconds (10 to 3600).
+        #[arg(long)]
+        interval: Option<u32>,
+    },
+    /// Stop tracking an app.
+    Rm {
+        /// App id.
+        id: String,
+    },
+    /// Change what is expected of an app.
+    Expect {
+        /// App id.
+        id: String,
+        /// running or stopped.
+        #[arg(value_parser = ["running", "stopped"])]
+        state: String,
+    },
+    /// Restart an app on its host (admin; asks for a TOTP code).
+    Restart {
+        /// App id.
+        id: String,
+        /// Why (kept in the audit log and the signed action).
+        #[arg(long)]
+        reason: String,
+        /// The TOTP code; asked for when not given.
+        #[arg(long)]
+        totp: Option<String>,
+    },
+}
+
+/// `trusthub alerts …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AlertsCmd {
+    /// Alerts, newest first.
+    Ls {
+        /// Only unresolved ones.
+        #[arg(long)]
+        open: bool,
+        /// At least this severity: info, warning, critical.
+        #[arg(long)]
+        severity: Option<String>,
+        /// Only hosts with this tag (`env:prod`).
+        #[arg(long)]
+        tag: Option<String>,
+        #[command(flatten)]
+        watch: Watch,
+    },
+    /// Resolve an alert (operator).
+    Resolve {
+        /// Alert id.
+        id: String,
+    },
+}
+
+/// `trusthub tokens …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum TokensCmd {
+    /// Your API tokens (admins: everyone's).
+    Ls,
+    /// Make an API token; shown once.
+    Add {
+        /// Its name.
+        #[arg(long)]
+        name: String,
+        /// read, write, ai_ingest.
+        #[arg(long, default_value = "read")]
+        scope: String,
+    },
+    /// Revoke an API token.
+    Rm {
+        /// Token id.
+        id: String,
+    },
+}
+
+/// `trusthub audit …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AuditCmd {
+    /// The audit log, newest first (admin).
+    Ls {
+        /// Only this event type (`login_succeeded`).
+        #[arg(long)]
+        event: Option<String>,
+        /// How many rows (1 to 1000).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+}
+
+const AGENTS: &[Column] = &[
+    ("id", "/id"),
+    ("hostname", "/hostname"),
+    ("status", "/status"),
+    ("last seen", "/last_seen_at"),
+    ("version", "/agent_version"),
+    ("tags", "/tags"),
+];
+const APPS: &[Column] = &[
+    ("id", "/id"),
+    ("name", "/name"),
+    ("type", "/app_type"),
+    ("target", "/identifier"),
+    ("expected", "/expected_state"),
+    ("observed", "/observed_state"),
+];
+const ALERTS: &[Column] = &[
+    ("id", "/id"),
+    ("severity", "/severity"),
+    ("title", "/title"),
+    ("host", "/agent"),
+    ("created", "/created_at"),
+    ("resolved", "/resolved_at"),
+];
+const TOKENS: &[Column] = &[
+    ("id", "/id"),
+    ("name", "/name"),
+    ("scope", "/scope"),
+    ("last used", "/last_used_at"),
+    ("expires", "/expires_at"),
+];
+const AUDIT: &[Column] = &[
+    ("when", "/created_at"),
+    ("event", "/event_type"),
+    ("who", "/actor_name"),
+    ("subject", "/subject_name"),
+    ("raw subject", "/subject"),
+];
+const ME: &[Column] = &[
+    ("email", "/user/email"),
+    ("role", "/effective_role"),
+    ("tenant", "/tenant/name"),
+    ("auth", "/auth"),
+];
+
+/// Prints `value` in the chosen format.
+fn print(value: &Value, columns: &[Column], format: Format) -> Result<(), Failure> {
+    let text = output::render(value, columns, format);
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::error(format!("stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Lists `path` once, or every 2 s with `--watch` (the screen cleared on a terminal).
+async fn list(
+    client: &Client,
+    path: &str,
+    columns: &[Column],
+    g: &Global,
+    watch: bool,
+) -> Result<(), Failure> {
+    loop {
+        let v = client.get(path).await?;
+        if watch && output::colour_on() {
+            print!("\x1b[2J\x1b[H");
+        }
+        print(&v, columns, g.output)?;
+        if !watch {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+fn client(g: &Global) -> Result<Client, Failure> {
+    let (_, ctx) = config::resolve(g.context.as_deref())?;
+    Client::new(ctx)
+}
+
+/// An id as the API takes it in a path (anything else cannot name a record: not found).
+fn id(s: &str) -> Result<String, Failure> {
+    uuid::Uuid::parse_str(s.trim())
+        .map(|u| u.to_string())
+        .map_err(|_| Failure {
+            code: 3,
+            message: format!(
+                "`{s}` is not an id (ids look like 01a219be-c05f-7203-bcbb-1996cb1870ae)"
+            ),
+        })
+}
+
+/// Reads a line from the terminal after `prompt`; with `secret`, without echo when stdin is
+/// a terminal.
+fn prompt(question: &str, secret: bool) -> Result<String, Failure> {
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let stdin = std::io::stdin();
+    let tty = std::io::IsTerminal::is_terminal(&stdin);
+    let saved = if secret && tty {
+        let t = rustix::termios::tcgetattr(&stdin).ok();
+        if let Some(t) = &t {
+            let mut quiet = t.clone();
+            quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+            let _ =
+                rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &quiet);
+        }
+        t
+    } else {
+        None
+    };
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    if let Some(t) = saved {
+        let _ = rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &t);
+        eprintln!();
+    }
+    read.map_err(|e| Failure::error(format!("stdin: {e}")))?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+/// The context name a URL gets by default: its host (and port).
+fn default_name(url: &str) -> String {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    rest.split('/').next().unwrap_or(rest).to_owned()
+}
+
+/// `trusthub login <url>`: with `--token`, checks it with `GET /me`; else asks email,
+/// password and, when the user has TOTP on, the code, and keeps the session.
+pub async fn login(
+    url: &str,
+    token: Option<String>,
+    email: Option<String>,
+    name: Option<String>,
+) -> Result<(), Failure> {
+    let base = client::hub_base(url);
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        return Err(Failure {
+            code: 2,
+            message: format!("`{url}` is not a hub address (http:// or https://)"),
+        });
+    }
+    let name = name.unwrap_or_else(|| default_name(&base));
+    let ctx = match token {
+        Some(t) => Context {
+            url: base.clone(),
+            token: Some(t),
+            session: None,
+            user: None,
+        },
+        None => {
+            let email = match email {
+                Some(e) => e,
+                None => prompt("Email: ", false)?,
+            };
+            let password = prompt("Password: ", true)?;
+            let http = client::http()?;
+            let mut body = json!({"email": email, "password": password});
+            let mut resp = http
+                .post(format!("{base}/api/v1/auth/login"))
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| Failure::error(format!("cannot reach the hub at {base}: {e}")))?;
+            if resp.status() == 401 {
+                let problem: Value = resp.json().await.unwrap_or(Value::Null);
+                if problem["code"] != "totp_required" {
+                    return Err(Failure {
+                        code: 4,
+                        message: problem["detail"].as_str().unwrap_or("refused").to_owned(),
+                    });
+                }
+                let code = prompt("TOTP code (or a recovery code): ", false)?;
+                body["totp_code"] = json!(code);
+                resp = http
+                    .post(format!("{base}/api/v1/auth/login"))
+                    .json(&body)
+                    .send()
+                    .await
+                    .map_err(|e| Failure::error(format!("cannot reach the hub at {base}: {e}")))?;
+            }
+            let session = resp
+                .headers()
+                .get_all("set-cookie")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .find_map(|c| c.strip_prefix("trusthub_session="))
+                .and_then(|c| c.split(';').next())
+                .map(str::to_owned);
+            client::answer(resp).await?;
+            Context {
+                url: base.clone(),
+                token: None,
+                session: Some(session.ok_or("the hub set no session")?),
+                user: None,
+            }
+        }
+    };
+    let me = Client::new(ctx.clone())?.get("/me").await?;
+    let user = me["user"]["email"].as_str().map(str::to_owned);
+    let mut cfg = Config::load()?;
+    cfg.contexts.insert(
+        name.clone(),
+        Context {
+            user: user.clone(),
+            ..ctx
+        },
+    );
+    cfg.current = Some(name.clone());
+    cfg.save()?;
+    eprintln!(
+        "logged in to {base} as {} (context `{name}`, saved in {})",
+        user.as_deref().unwrap_or("?"),
+        config::path()?.display()
+    );
+    Ok(())
+}
+
+/// `trusthub logout`: ends the session at the hub (a token stays valid: revoke it with
+/// `tokens rm`) and forgets the context.
+pub async fn logout(g: &Global) -> Result<(), Failure> {
+    let (name, ctx) = config::resolve(g.context.as_deref())?;
+    if name == "env" {
+        return Err(Failure::error(
+            "TRUSTHUB_URL and TRUSTHUB_TOKEN are set: nothing saved to log out of",
+        ));
+    }
+    if ctx.session.is_some() {
+        let c = Client::new(ctx)?;
+        // Already ended at the hub (expired, password changed): forgotten here all the same.
+        let _ = c.send(c.request(Method::POST, "/auth/logout")).await;
+    }
+    let mut cfg = Config::load()?;
+    cfg.contexts.remove(&name);
+    if cfg.current.as_deref() == Some(name.as_str()) {
+        cfg.current = None;
+    }
+    cfg.save()?;
+    eprintln!("logged out of `{name}`");
+    Ok(())
+}
+
+/// `trusthub whoami`.
+pub async fn whoami(g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    print(&c.get("/me").await?, ME, g.output)
+}
+
+/// `trusthub context …`.
+pub fn context(cmd: ContextCmd, g: &Global) -> Result<(), Failure> {
+    let mut cfg = Config::load()?;
+    match cmd {
+        ContextCmd::Ls => {
+            let rows: Vec<Value> = cfg
+                .contexts
+                .iter()
+                .map(|(n, c)| {
+                    json!({"current": if cfg.current.as_deref() == Some(n.as_str()) { "*" } else { "" },
+                        "name": n, "url": c.url, "user": c.user,
+                        "auth": if c.token.is_some() { "token" } else { "session" }})
+                })
+                .collect();
+            print(
+                &Value::Array(rows),
+                &[
+                    ("current", "/current"),
+                    ("name", "/name"),
+                    ("url", "/url"),
+                    ("user", "/user"),
+                    ("auth", "/auth"),
+                ],
+                g.output,
+            )
+        }
+        ContextCmd::Use { name } => {
+            if !cfg.contexts.contains_key(&name) {
+                return Err(Failure {
+                    code: 3,
+                    message: format!("no context `{name}` (see `trusthub context ls`)"),
+                });
+            }
+            cfg.current = Some(name.clone());
+            cfg.save()?;
+            eprintln!("now using `{name}`");
+            Ok(())
+        }
+    }
+}
+
+/// `trusthub agents …`.
+pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        AgentsCmd::Ls(w) => list(&c, "/agents", AGENTS, g, w.watch).await,
+        AgentsCmd::Get { id: a } => print(
+            &c.get(&format!("/agents/{}", id(&a)?)).await?,
+            AGENTS,
+            g.output,
+        ),
+        AgentsCmd::Rm { id: a } => {
+            c.send(c.request(Method::DELETE, &format!("/agents/{}", id(&a)?)))
+                .await?;
+            eprintln!("deleted agent {a}");
+            Ok(())
+        }
+        AgentsCmd::RotateToken { id: a } => {
+            let v = c
+                .send(c.request(Method::POST, &format!("/agents/{}/rotate-token", id(&a)?)))
+                .await?;
+            print(
+                &v,
+                &[("agent", "/agent_id"), ("token", "/agent_token")],
+                g.output,
+            )
+        }
+    }
+}
+
+/// `trusthub apps …`.
+pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        AppsCmd::Ls(w) => list(&c, "/apps", APPS, g, w.watch).await,
+        AppsCmd::Get { id: a } => {
+            print(&c.get(&format!("/apps/{}", id(&a)?)).await?, APPS, g.output)
+        }
+        AppsCmd::Add {
+            name,
+            kind,
+            agent,
+            identifier,
+            endpoint,
+            interval,
+        } => {
+            let check = matches!(kind.as_str(), "http" | "tcp" | "tls");
+            let mut body = json!({"name": name});
+            if check {
+                body["type"] = json!(kind);
+                body["endpoint"] = json!(endpoint.or(identifier));
+                if let Some(i) = interval {
+                    body["interval_seconds"] = json!(i);
+                }
+            } else {
+                body["app_type"] = json!(kind);
+                body["identifier"] = json!(identifier);
+            }
+            if let Some(a) = agent {
+                body["agent_id"] = json!(a);
+            }
+            let v = c.json(Method::POST, "/apps", &body).await?;
+            print(&v, APPS, g.output)
+        }
+        AppsCmd::Rm { id: a } => {
+            c.send(c.request(Method::DELETE, &format!("/apps/{}", id(&a)?)))
+                .await?;
+            eprintln!("stopped tracking {a}");
+            Ok(())
+        }
+        AppsCmd::Expect { id: a, state } => {
+            let v = c
+                .json(
+                    Method::PATCH,
+                    &format!("/apps/{}", id(&a)?),
+                    &json!({"expected_state": state}),
+                )
+                .await?;
+            print(&v, APPS, g.output)
+        }
+        AppsCmd::Restart {
+            id: a,
+            reason,
+            totp,
+        } => {
+            let path = format!("/apps/{}/restart", id(&a)?);
+            let code = match totp {
+                Some(t) => t,
+                None => prompt("TOTP code (app_restart): ", false)?,
+            };
+            let v = c
+                .send(
+                    c.request(Method::POST, &path)
+                        .header("x-totp-code", code.trim())
+                        .json(&json!({"reason": reason})),
+                )
+                .await?;
+            print(&v, &[("action", "/jti"), ("status", "/status")], g.output)
+        }
+    }
+}
+
+/// `trusthub alerts …`.
+pub async fn alerts(cmd: AlertsCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        AlertsCmd::Ls {
+            open,
+            severity,
+            tag,
+            watch,
+        } => {
+            let mut q: Vec<(&str, String)> = Vec::new();
+            if open {
+                q.push(("is_resolved", "false".into()));
+            }
+            if let Some(s) = severity {
+                q.push(("severity", s));
+            }
+            if let Some(t) = tag {
+                q.push(("tag", t));
+            }
+            let query = q
+                .iter()
+                .map(|(k, v)| format!("{k}={}", encode(v)))
+                .collect::<Vec<_>>()
+                .join("&");
+            let path = if query.is_empty() {
+                "/alerts".to_owned()
+            } else {
+                format!("/alerts?{query}")
+            };
+            list(&c, &path, ALERTS, g, watch.watch).await
+        }
+        AlertsCmd::Resolve { id: a } => {
+            let v = c
+                .send(c.request(Method::PATCH, &format!("/alerts/{}/resolve", id(&a)?)))
+                .await?;
+            print(&v, ALERTS, g.output)
+        }
+    }
+}
+
+/// Percent-encodes a query value.
+fn encode(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `trusthub tokens …`.
+pub async fn tokens(cmd: TokensCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        TokensCmd::Ls => print(&c.get("/api-tokens").await?, TOKENS, g.output),
+        TokensCmd::Add { name, scope } => {
+            let v = c
+                .json(
+                    Method::POST,
+                    "/api-tokens",
+                    &json!({"name": name, "scope": scope}),
+                )
+                .await?;
+            print(
+                &v,
+                &[
+                    ("id", "/id"),
+                    ("name", "/name"),
+                    ("scope", "/scope"),
+                    ("token", "/token"),
+                ],
+                g.output,
+            )
+        }
+        TokensCmd::Rm { id: t } => {
+            c.send(c.request(Method::DELETE, &format!("/api-tokens/{}", id(&t)?)))
+                .await?;
+            eprintln!("revoked token {t}");
+            Ok(())
+        }
+    }
+}
+
+/// `trusthub audit …`.
+pub async fn audit(cmd: AuditCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        AuditCmd::Ls { event, limit } => {
+            let mut path = format!("/audit-log?limit={limit}");
+            if let Some(e) = event {
+                path.push_str(&format!("&event_type={}", encode(&e)));
+            }
+            print(&c.get(&path).await?, AUDIT, g.output)
+        }
+    }
+}

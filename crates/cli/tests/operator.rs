@@ -1,0 +1,471 @@
+//! The operator CLI (CONTRACT 28) as operators run it: the real `trusthub` binary against a
+//! real hub (`trusthub serve`, on SQLite and on PostgreSQL), its saved login in a scratch
+//! `XDG_CONFIG_HOME`, a real agent enrolled from the hub's own install flow. Tables are
+//! compared as printed; JSON is the API's; exit codes are CONTRACT 28's.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// `trusthub <args>` with the scratch config, `stdin` fed in.
+fn cli(config: &Path, args: &[&str], stdin: &str, envs: &[(&str, &str)]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("XDG_CONFIG_HOME", config)
+        .env_remove("TRUSTHUB_URL")
+        .env_remove("TRUSTHUB_TOKEN")
+        .env("NO_COLOR", "1")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn trusthub");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        text(o),
+        err(o)
+    );
+    text(o)
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_str(&ok(o)).expect("json")
+}
+
+async fn every_verb_against(db_url: Option<&str>) {
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let config = dir.0.join("config");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    let envs: Vec<(&str, &str)> = db_url
+        .map(|u| vec![("TRUSTHUB_DATABASE_URL", u), ("CLOUD_ENCRYPTION_KEY", key)])
+        .unwrap_or_default();
+    let mut hub = Hub::start(&data, &envs);
+    let url = hub.base.trim_end_matches("/api/v1").to_owned();
+    let password = initial_password(&data);
+
+    // Not logged in yet: says how, exit 1.
+    let o = cli(&config, &["agents", "ls"], "", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("trusthub login"), "{}", err(&o));
+    // A wrong password is refused (4) and saves nothing.
+    let o = cli(
+        &config,
+        &["login", &url, "--email", "admin@trusthub.local"],
+        "not the password\n",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    assert!(!config.join("trusthub/config.toml").exists());
+    // Email and password asked (here on stdin), the session saved, mode 600.
+    let o = cli(
+        &config,
+        &["login", &url, "--context", "lab"],
+        &format!("admin@trusthub.local\n{password}\n"),
+        &[],
+    );
+    ok(&o);
+    assert!(
+        err(&o).contains("logged in to") && err(&o).contains("context `lab`"),
+        "{}",
+        err(&o)
+    );
+    let saved = config.join("trusthub/config.toml");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&saved).expect("config").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let stored = std::fs::read_to_string(&saved).expect("read");
+    assert!(
+        stored.contains("current = \"lab\"") && stored.contains("session = "),
+        "{stored}"
+    );
+    assert!(!stored.contains(&password), "the password is never stored");
+
+    let me = json_of(&cli(&config, &["whoami", "-o", "json"], "", &[]));
+    assert_eq!(me["user"]["email"], "admin@trusthub.local");
+    assert_eq!(me["auth"], "session");
+    assert_eq!(
+        ok(&cli(&config, &["whoami"], "", &[])),
+        "EMAIL                 ROLE   TENANT   AUTH\nadmin@trusthub.local  owner  default  session\n"
+    );
+
+    // An empty fleet is a header; then a real agent enrols with the hub's install script.
+    assert_eq!(
+        ok(&cli(&config, &["agents", "ls"], "", &[])),
+        "ID  HOSTNAME  STATUS  LAST SEEN  VERSION  TAGS\n"
+    );
+    let http = reqwest::Client::new();
+    let session = admin_session(&http, &hub.base, &password).await;
+    let token = post_json(
+        &http,
+        format!("{}/agents/enrollment-tokens", hub.base),
+        &session,
+        json!({"tags": ["env:cli"]}),
+    )
+    .await["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let bin_dir = dir.0.join("bin");
+    std::fs::create_dir_all(&bin_dir).expect("bin");
+    let agent = bin_dir.join("trusthub-agent");
+    std::os::unix::fs::symlink(BIN, &agent).expect("symlink");
+    let enrolled = Command::new(&agent)
+        .args(["enroll", "--hub", &url, "--enroll", &token, "--state-dir"])
+        .arg(dir.0.join("agent"))
+        .output()
+        .expect("enroll");
+    assert!(
+        enrolled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&enrolled.stderr)
+    );
+    let agents = json_of(&cli(&config, &["agents", "ls", "-o", "json"], "", &[]));
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let host = agents[0]["hostname"].as_str().expect("host").to_owned();
+    let table = ok(&cli(&config, &["agents", "ls"], "", &[]));
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(
+        lines[0].starts_with("ID") && lines[0].ends_with("TAGS"),
+        "{table}"
+    );
+    assert!(
+        lines[1].starts_with(&agent_id)
+            && lines[1].contains(&host)
+            && lines[1].ends_with("env:cli"),
+        "{table}"
+    );
+    let yaml = ok(&cli(
+        &config,
+        &["agents", "get", &agent_id, "-o", "yaml"],
+        "",
+        &[],
+    ));
+    assert!(
+        yaml.contains(&format!("id: \"{agent_id}\"")) && yaml.contains("tags:\n- \"env:cli\""),
+        "{yaml}"
+    );
+    let csv = ok(&cli(&config, &["agents", "ls", "-o", "csv"], "", &[]));
+    assert!(
+        csv.starts_with("id,hostname,status,last seen,version,tags\r\n"),
+        "{csv}"
+    );
+
+    // Apps: a check the hub runs, its expectation changed, listed, removed.
+    let target = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let endpoint = format!("tcp://{}", target.local_addr().expect("addr"));
+    let app = json_of(&cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--name",
+            "db",
+            "--type",
+            "tcp",
+            "--endpoint",
+            &endpoint,
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    let app_id = app["id"].as_str().expect("id").to_owned();
+    assert_eq!(app["app_type"], "tcp");
+    let apps = ok(&cli(&config, &["apps", "ls"], "", &[]));
+    assert!(apps.starts_with("ID") && apps.contains(&endpoint), "{apps}");
+    // The hub probes it at once: it answers.
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = json_of(&cli(
+            &config,
+            &["apps", "get", &app_id, "-o", "json"],
+            "",
+            &[],
+        ));
+        if !seen["observed_state"].is_null() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(seen["observed_state"], "running", "{seen}");
+    let changed = json_of(&cli(
+        &config,
+        &["apps", "expect", &app_id, "stopped", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(changed["expected_state"], "stopped");
+    // Alerts: a check of a port nothing listens on, every 10 s, is down after its third
+    // failure (the hub's own probes); the alert is listed, resolved, no longer open.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let dead = format!("tcp://{closed}");
+    ok(&cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--name",
+            "gone",
+            "--type",
+            "tcp",
+            "--endpoint",
+            &dead,
+            "--interval",
+            "10",
+        ],
+        "",
+        &[],
+    ));
+    let mut open = Value::Null;
+    for _ in 0..100 {
+        open = json_of(&cli(
+            &config,
+            &["alerts", "ls", "--open", "-o", "json"],
+            "",
+            &[],
+        ));
+        if open.as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(open.as_array().map(Vec::len), Some(1), "{open}");
+    assert!(
+        open[0]["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("gone")),
+        "{open}"
+    );
+    assert!(
+        open[0]["detail"]
+            .as_str()
+            .is_some_and(|t| t.contains(&dead)),
+        "{open}"
+    );
+    let table = ok(&cli(
+        &config,
+        &["alerts", "ls", "--open", "--severity", "warning"],
+        "",
+        &[],
+    ));
+    assert!(
+        table.contains("warning") && table.contains("gone is down"),
+        "{table}"
+    );
+    let alert_id = open[0]["id"].as_str().expect("id").to_owned();
+    let resolved = json_of(&cli(
+        &config,
+        &["alerts", "resolve", &alert_id, "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(resolved["is_resolved"], true, "{resolved}");
+    assert_eq!(
+        json_of(&cli(
+            &config,
+            &["alerts", "ls", "--open", "-o", "json"],
+            "",
+            &[]
+        )),
+        json!([])
+    );
+    // A check has nothing to restart: refused before any TOTP code is looked at.
+    let o = cli(
+        &config,
+        &[
+            "apps", "restart", &app_id, "--reason", "x", "--totp", "123456",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    ok(&cli(&config, &["apps", "rm", &app_id], "", &[]));
+    assert_eq!(
+        cli(&config, &["apps", "get", &app_id], "", &[])
+            .status
+            .code(),
+        Some(3)
+    );
+
+    // A misspelt severity is the hub's refusal, word for word.
+    let o = cli(&config, &["alerts", "ls", "--severity", "severe"], "", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("severity"), "{}", err(&o));
+
+    // Tokens: a read token works through TRUSTHUB_URL + TRUSTHUB_TOKEN, and is refused (4)
+    // what a read token may not do.
+    let made = json_of(&cli(
+        &config,
+        &["tokens", "add", "--name", "ci", "-o", "json"],
+        "",
+        &[],
+    ));
+    let read_token = made["token"].as_str().expect("token").to_owned();
+    let env = [
+        ("TRUSTHUB_URL", url.as_str()),
+        ("TRUSTHUB_TOKEN", read_token.as_str()),
+    ];
+    let empty = dir.0.join("no-config");
+    let me = json_of(&cli(&empty, &["whoami", "-o", "json"], "", &env));
+    assert_eq!(me["auth"], "api_token");
+    let o = cli(&empty, &["agents", "rm", &agent_id], "", &env);
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    let tokens = ok(&cli(&config, &["tokens", "ls"], "", &[]));
+    assert!(tokens.contains("ci") && tokens.contains("read"), "{tokens}");
+
+    // The audit log names who did what.
+    let audit = json_of(&cli(
+        &config,
+        &["audit", "ls", "--event", "api_token_created", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(audit[0]["actor_name"], "admin@trusthub.local");
+
+    // Exit codes: not found (3), usage (2).
+    let missing = uuid::Uuid::new_v4().to_string();
+    assert_eq!(
+        cli(&config, &["agents", "get", &missing], "", &[])
+            .status
+            .code(),
+        Some(3)
+    );
+    assert_eq!(
+        cli(&config, &["agents", "get", "not-an-id"], "", &[])
+            .status
+            .code(),
+        Some(3)
+    );
+    assert_eq!(cli(&config, &["agents"], "", &[]).status.code(), Some(2));
+    assert_eq!(
+        cli(&config, &["apps", "expect", &agent_id, "sideways"], "", &[])
+            .status
+            .code(),
+        Some(2)
+    );
+
+    // Contexts: listed, an unknown one refused (3); logout forgets it.
+    let contexts = ok(&cli(&config, &["context", "ls"], "", &[]));
+    assert!(
+        contexts.contains("*") && contexts.contains("lab") && contexts.contains(&url),
+        "{contexts}"
+    );
+    assert_eq!(
+        cli(&config, &["context", "use", "nope"], "", &[])
+            .status
+            .code(),
+        Some(3)
+    );
+    ok(&cli(&config, &["agents", "rm", &agent_id], "", &[]));
+    ok(&cli(&config, &["logout"], "", &[]));
+    let o = cli(&config, &["whoami"], "", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    // The session ended at the hub too.
+    let r = http
+        .get(format!("{}/me", hub.base))
+        .header(
+            "cookie",
+            format!(
+                "trusthub_session={}",
+                stored
+                    .split("session = \"")
+                    .nth(1)
+                    .and_then(|s| s.split('"').next())
+                    .unwrap_or_default()
+            ),
+        )
+        .send()
+        .await
+        .expect("me");
+    assert_eq!(r.status(), 401);
+    hub.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verb_works_against_a_sqlite_hub() {
+    every_verb_against(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_verb_works_against_a_postgres_hub() {
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
+    every_verb_against(Some(&url)).await;
+    drop_pg_database(&name).await;
+}
+
+#[test]
+fn completions_are_generated_for_each_shell_and_bash_reads_its_script() {
+    let dir = TempDir::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let o = cli(&dir.0, &["completion", shell], "", &[]);
+        let script = ok(&o);
+        assert!(
+            script.contains("trusthub") && script.contains("agents"),
+            "{shell}"
+        );
+        if shell == "bash" {
+            let path = dir.0.join("trusthub.bash");
+            std::fs::write(&path, &script).expect("write");
+            let check = Command::new("bash")
+                .arg("-n")
+                .arg(&path)
+                .output()
+                .expect("bash");
+            assert!(
+                check.status.success(),
+                "{}",
+                String::from_utf8_lossy(&check.stderr)
+            );
+        }
+    }
+    let help = ok(&cli(&dir.0, &["--help"], "", &[]));
+    for verb in [
+        "login",
+        "agents",
+        "apps",
+        "alerts",
+        "tokens",
+        "audit",
+        "completion",
+        "serve",
+        "up",
+    ] {
+        assert!(help.contains(verb), "{verb} in --help: {help}");
+    }
+    assert!(help.contains("Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 refused"));
+}
