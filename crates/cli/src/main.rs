@@ -103,16 +103,47 @@ enum Command {
     /// The transparency log.
     #[command(subcommand)]
     Transparency(TransparencyCommand),
-    /// Evidence packs.
-    #[command(subcommand)]
-    Evidence(EvidenceCommand),
-    /// Vulnerability data.
-    #[command(subcommand)]
-    Cve(CveCommand),
+    /// Evidence packs: create and download from a hub, verify offline.
+    Evidence {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: EvidenceCommand,
+    },
+    /// Vulnerabilities: findings and advisories from a hub; import advisory data.
+    Cve {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: CveCommand,
+    },
+    /// Alert rules.
+    Rules {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::RulesCmd,
+    },
+    /// Signed webhook endpoints.
+    Webhooks {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::WebhooksCmd,
+    },
+    /// Service level objectives of apps.
+    Slo {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::SloCmd,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 enum CveCommand {
+    #[command(flatten)]
+    Remote(remote::CveRemote),
     /// Load OSV advisories for every tenant of this hub from a folder (the OSV bucket's
     /// `<Ecosystem>/<ID>.json` or flat), a zip (`all.zip`) or a .tar.gz; safe while the hub
     /// runs. Records are kept by id and `modified`: importing again loads only what changed.
@@ -129,6 +160,8 @@ enum CveCommand {
 
 #[derive(Debug, Subcommand)]
 enum EvidenceCommand {
+    #[command(flatten)]
+    Remote(remote::EvidenceRemote),
     /// Check a pack offline, with no account and no network: the manifest's Ed25519
     /// signature, the SHA-256 and line counts of traces.jsonl and spans.jsonl, every blob,
     /// and that nothing unlisted is in it. Exit 0 when everything matches, 1 otherwise.
@@ -524,11 +557,15 @@ async fn transparency_verify(
 
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Evidence(EvidenceCommand::Verify {
-            pack,
-            quiet,
-            expect_key,
-        }) => {
+        Command::Evidence {
+            cmd:
+                EvidenceCommand::Verify {
+                    pack,
+                    quiet,
+                    expect_key,
+                },
+            ..
+        } => {
             let ok = tokio::task::spawn_blocking(move || {
                 evidence::verify(&pack, quiet, expect_key.as_deref())
             })
@@ -551,11 +588,15 @@ async fn run(cli: Cli) -> Result<(), String> {
         }) => transparency_verify(hub, token, log, head, save, expect_key).await,
         Command::Serve(settings) => serve(*settings).await,
         Command::Up(args) => up(*args).await,
-        Command::Cve(CveCommand::Import {
-            path,
-            max_bytes,
-            db,
-        }) => {
+        Command::Cve {
+            cmd:
+                CveCommand::Import {
+                    path,
+                    max_bytes,
+                    db,
+                },
+            ..
+        } => {
             let db = open_db(&db).await?;
             let started = std::time::Instant::now();
             // All or nothing: a refusal stored nothing and says why, as the API does.
@@ -675,6 +716,17 @@ async fn hub_main() -> ExitCode {
         Command::Alerts { g, cmd } => Some(remote::alerts(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),
+        Command::Rules { g, cmd } => Some(remote::rules(cmd, &g).await),
+        Command::Webhooks { g, cmd } => Some(remote::webhooks(cmd, &g).await),
+        Command::Slo { g, cmd } => Some(remote::slo(cmd, &g).await),
+        Command::Cve {
+            g,
+            cmd: CveCommand::Remote(cmd),
+        } => Some(remote::cve(cmd, &g).await),
+        Command::Evidence {
+            g,
+            cmd: EvidenceCommand::Remote(cmd),
+        } => Some(remote::evidence(cmd, &g).await),
         Command::Completion { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(

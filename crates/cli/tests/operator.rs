@@ -312,6 +312,27 @@ async fn every_verb_against(db_url: Option<&str>) {
         &[],
     );
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    // An SLO on it: set, read, its daily history as CSV.
+    let slo = json_of(&cli(
+        &config,
+        &["slo", "set", &app_id, "--target", "0.99", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(slo["target"], 0.99);
+    assert!(ok(&cli(&config, &["slo", "get", &app_id], "", &[])).contains("db"));
+    let history = ok(&cli(
+        &config,
+        &["slo", "history", &app_id, "--days", "7"],
+        "",
+        &[],
+    ));
+    // One row per day since the app was created (today), its uptime empty while unobserved.
+    assert!(
+        history.starts_with("date,minutes_observed,minutes_down,uptime_percent,")
+            && history.lines().count() == 2,
+        "{history}"
+    );
     ok(&cli(&config, &["apps", "rm", &app_id], "", &[]));
     assert_eq!(
         cli(&config, &["apps", "get", &app_id], "", &[])
@@ -324,6 +345,112 @@ async fn every_verb_against(db_url: Option<&str>) {
     let o = cli(&config, &["alerts", "ls", "--severity", "severe"], "", &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(err(&o).contains("severity"), "{}", err(&o));
+
+    // Rules and webhooks: added, listed, deleted.
+    let rule = json_of(&cli(
+        &config,
+        &[
+            "rules",
+            "add",
+            "--name",
+            "busy",
+            "--metric",
+            "cpu.percent",
+            "--operator",
+            ">",
+            "--threshold",
+            "90",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    let rule_id = rule["id"].as_str().expect("rule").to_owned();
+    assert!(ok(&cli(&config, &["rules", "ls"], "", &[])).contains("cpu.percent"));
+    ok(&cli(&config, &["rules", "rm", &rule_id], "", &[]));
+    assert_eq!(
+        json_of(&cli(&config, &["rules", "ls", "-o", "json"], "", &[])),
+        json!([])
+    );
+    let hook = json_of(&cli(
+        &config,
+        &[
+            "webhooks",
+            "add",
+            "--url",
+            "https://hooks.example.com/x",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert!(hook["secret"].is_string(), "the secret shown once: {hook}");
+    let hook_id = hook["id"].as_str().expect("hook").to_owned();
+    assert!(ok(&cli(&config, &["webhooks", "ls"], "", &[])).contains("hooks.example.com"));
+    ok(&cli(&config, &["webhooks", "rm", &hook_id], "", &[]));
+
+    // Vulnerabilities: nothing found yet; the CI gate passes; a bad gate is a usage error;
+    // an unknown advisory is not found.
+    ok(&cli(&config, &["cve", "ls", "--fail-on", "HIGH"], "", &[]));
+    assert_eq!(
+        cli(&config, &["cve", "ls", "--fail-on", "SEVERE"], "", &[])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        cli(&config, &["cve", "get", "CVE-1999-0001"], "", &[])
+            .status
+            .code(),
+        Some(3)
+    );
+
+    // Evidence: a pack of a past period, downloaded, verified offline against the hub's key.
+    let pack = json_of(&cli(
+        &config,
+        &[
+            "evidence",
+            "create",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--to",
+            "2026-01-02T00:00:00Z",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    let pack_id = pack["pack_id"].as_str().expect("pack").to_owned();
+    let file = dir.0.join("pack.tar.gz");
+    let o = cli(
+        &config,
+        &[
+            "evidence",
+            "download",
+            &pack_id,
+            "--out",
+            &file.display().to_string(),
+        ],
+        "",
+        &[],
+    );
+    ok(&o);
+    let key = pack["signing_public_hex"].as_str().expect("key").to_owned();
+    ok(&cli(
+        &config,
+        &[
+            "evidence",
+            "verify",
+            &file.display().to_string(),
+            "--expect-key",
+            &key,
+        ],
+        "",
+        &[],
+    ));
 
     // Tokens: a read token works through TRUSTHUB_URL + TRUSTHUB_TOKEN, and is refused (4)
     // what a read token may not do.

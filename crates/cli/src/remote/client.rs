@@ -110,6 +110,27 @@ impl Client {
     }
 }
 
+impl Client {
+    /// `GET path`'s body as bytes (a CSV, a pack), or the refusal as a failure.
+    pub async fn bytes(&self, path: &str) -> Result<Vec<u8>, Failure> {
+        let resp = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .map_err(|e| Failure::error(format!("cannot reach the hub at {}: {e}", self.base)))?;
+        if !resp.status().is_success() {
+            return Err(answer(resp)
+                .await
+                .err()
+                .unwrap_or_else(|| Failure::error("refused")));
+        }
+        resp.bytes()
+            .await
+            .map(|b| b.to_vec())
+            .map_err(|e| Failure::error(e.to_string()))
+    }
+}
+
 /// The JSON of a 2xx answer, or the problem as a failure with its exit code.
 pub async fn answer(resp: reqwest::Response) -> Result<Value, Failure> {
     let status = resp.status();

@@ -268,9 +268,14 @@ fn client(g: &Global) -> Result<Client, Failure> {
     Client::new(ctx)
 }
 
-/// An id as the API takes it in a path (anything else cannot name a record: not found).
+/// An id as the API takes it in a path — a UUID, or a number (alert rules) — anything else
+/// cannot name a record: not found.
 fn id(s: &str) -> Result<String, Failure> {
-    uuid::Uuid::parse_str(s.trim())
+    let s = s.trim();
+    if !s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(s.to_owned());
+    }
+    uuid::Uuid::parse_str(s)
         .map(|u| u.to_string())
         .map_err(|_| Failure {
             code: 3,
@@ -674,6 +679,427 @@ pub async fn audit(cmd: AuditCmd, g: &Global) -> Result<(), Failure> {
                 path.push_str(&format!("&event_type={}", encode(&e)));
             }
             print(&c.get(&path).await?, AUDIT, g.output)
+        }
+    }
+}
+
+/// `trusthub rules …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum RulesCmd {
+    /// Alert rules with their last evaluation.
+    Ls,
+    /// Add a rule: the average of --metric over --window compared with --threshold.
+    Add {
+        /// Its name.
+        #[arg(long)]
+        name: String,
+        /// A metric name (`cpu.percent`).
+        #[arg(long)]
+        metric: String,
+        /// `>`, `>=`, `<`, `<=`, `==`, `!=`.
+        #[arg(long, allow_hyphen_values = true)]
+        operator: String,
+        /// The value compared with.
+        #[arg(long, allow_hyphen_values = true)]
+        threshold: f64,
+        /// `5m`, `1h`, …
+        #[arg(long, default_value = "5m")]
+        window: String,
+        /// info, warning, critical.
+        #[arg(long)]
+        severity: Option<String>,
+    },
+    /// Delete a rule.
+    Rm {
+        /// Rule id.
+        id: String,
+    },
+}
+
+/// `trusthub webhooks …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum WebhooksCmd {
+    /// Signed webhook endpoints (admin).
+    Ls,
+    /// Add an endpoint; its secret is shown once.
+    Add {
+        /// Where deliveries go.
+        #[arg(long)]
+        url: String,
+        /// The lowest severity sent: info, warning, critical.
+        #[arg(long)]
+        min_severity: Option<String>,
+    },
+    /// Delete an endpoint.
+    Rm {
+        /// Webhook id.
+        id: String,
+    },
+}
+
+/// `trusthub slo …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum SloCmd {
+    /// An app's SLO: uptime, budget left, burn rates.
+    Get {
+        /// App id.
+        app: String,
+    },
+    /// Set (or replace) an app's SLO.
+    Set {
+        /// App id.
+        app: String,
+        /// The target, e.g. 0.999.
+        #[arg(long)]
+        target: f64,
+        /// The rolling window in days.
+        #[arg(long, default_value_t = 30)]
+        window_days: u32,
+    },
+    /// One CSV row per UTC day (RFC 4180).
+    History {
+        /// App id.
+        app: String,
+        /// How many days back.
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+    },
+}
+
+/// `trusthub evidence create|download` (`verify` works offline, with no hub).
+#[derive(Debug, clap::Subcommand)]
+pub enum EvidenceRemote {
+    /// Make a signed pack of a period's LLM traces (operator).
+    Create {
+        /// Its first instant (RFC 3339).
+        #[arg(long)]
+        from: String,
+        /// The instant after its last (RFC 3339).
+        #[arg(long)]
+        to: String,
+        /// Include the redacted content blobs.
+        #[arg(long)]
+        blobs: bool,
+    },
+    /// Save a pack (`pack-<id>.tar.gz`, or --out).
+    Download {
+        /// Pack id.
+        id: String,
+        /// Where to write it.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
+}
+
+/// `trusthub cve ls|get|ack` (and `import`, which takes a folder or archive).
+#[derive(Debug, clap::Subcommand)]
+pub enum CveRemote {
+    /// Findings, worst first; `--fail-on HIGH` exits 1 when an open one is at or above it.
+    Ls {
+        /// At least this severity: CRITICAL, HIGH, MEDIUM, LOW.
+        #[arg(long)]
+        severity: Option<String>,
+        /// open, suppressed, acknowledged, fixed, unfixed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Exit 1 when an open finding at or above this severity exists (for CI gates).
+        #[arg(long)]
+        fail_on: Option<String>,
+    },
+    /// An advisory (by id or alias) with this tenant's findings of it.
+    Get {
+        /// `CVE-2021-23337`, `GHSA-…`, `DSA-…`.
+        id: String,
+    },
+    /// Acknowledge a finding with a reason (operator).
+    Ack {
+        /// Finding id.
+        id: String,
+        /// Why it is accepted.
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+const RULES: &[Column] = &[
+    ("id", "/id"),
+    ("name", "/name"),
+    ("metric", "/metric"),
+    ("operator", "/operator"),
+    ("threshold", "/threshold"),
+    ("window", "/window"),
+    ("severity", "/severity"),
+];
+const WEBHOOKS: &[Column] = &[
+    ("id", "/id"),
+    ("url", "/url"),
+    ("min severity", "/min_severity"),
+    ("secret", "/secret"),
+];
+const SLO: &[Column] = &[
+    ("app", "/app_name"),
+    ("target", "/target"),
+    ("state", "/state"),
+    ("uptime %", "/uptime_percent"),
+    ("budget left (min)", "/budget_remaining_minutes"),
+];
+const FINDINGS: &[Column] = &[
+    ("id", "/id"),
+    ("severity", "/severity"),
+    ("vuln", "/vuln_id"),
+    ("host", "/hostname"),
+    ("package", "/package"),
+    ("installed", "/installed_version"),
+    ("fixed in", "/fixed_versions"),
+    ("status", "/status"),
+];
+
+/// `trusthub rules …`.
+pub async fn rules(cmd: RulesCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        RulesCmd::Ls => print(&c.get("/alert-rules").await?, RULES, g.output),
+        RulesCmd::Add {
+            name,
+            metric,
+            operator,
+            threshold,
+            window,
+            severity,
+        } => {
+            let mut body = json!({"name": name, "metric": metric, "operator": operator,
+                "threshold": threshold, "window": window});
+            if let Some(s) = severity {
+                body["severity"] = json!(s);
+            }
+            print(
+                &c.json(Method::POST, "/alert-rules", &body).await?,
+                RULES,
+                g.output,
+            )
+        }
+        RulesCmd::Rm { id: r } => {
+            c.send(c.request(Method::DELETE, &format!("/alert-rules/{}", id(&r)?)))
+                .await?;
+            eprintln!("deleted rule {r}");
+            Ok(())
+        }
+    }
+}
+
+/// `trusthub webhooks …`.
+pub async fn webhooks(cmd: WebhooksCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        WebhooksCmd::Ls => print(&c.get("/webhooks").await?, WEBHOOKS, g.output),
+        WebhooksCmd::Add { url, min_severity } => {
+            let mut body = json!({"url": url});
+            if let Some(s) = min_severity {
+                body["min_severity"] = json!(s);
+            }
+            print(
+                &c.json(Method::POST, "/webhooks", &body).await?,
+                WEBHOOKS,
+                g.output,
+            )
+        }
+        WebhooksCmd::Rm { id: w } => {
+            c.send(c.request(Method::DELETE, &format!("/webhooks/{}", id(&w)?)))
+                .await?;
+            eprintln!("deleted webhook {w}");
+            Ok(())
+        }
+    }
+}
+
+/// `trusthub slo …`.
+pub async fn slo(cmd: SloCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        SloCmd::Get { app } => print(
+            &c.get(&format!("/apps/{}/slo", id(&app)?)).await?,
+            SLO,
+            g.output,
+        ),
+        SloCmd::Set {
+            app,
+            target,
+            window_days,
+        } => {
+            let v = c
+                .json(
+                    Method::POST,
+                    &format!("/apps/{}/slo", id(&app)?),
+                    &json!({"target": target, "window_days": window_days}),
+                )
+                .await?;
+            print(&v, SLO, g.output)
+        }
+        SloCmd::History { app, days } => {
+            let csv = c
+                .bytes(&format!("/apps/{}/slo/history?days={days}", id(&app)?))
+                .await?;
+            std::io::stdout()
+                .write_all(&csv)
+                .map_err(|e| Failure::error(format!("stdout: {e}")))
+        }
+    }
+}
+
+/// `trusthub evidence create|download`.
+pub async fn evidence(cmd: EvidenceRemote, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        EvidenceRemote::Create { from, to, blobs } => {
+            let v = c
+                .json(
+                    Method::POST,
+                    "/ai/evidence-packs",
+                    &json!({"period_start": from, "period_end": to, "include_blobs": blobs}),
+                )
+                .await?;
+            print(
+                &v,
+                &[
+                    ("pack", "/pack_id"),
+                    ("traces", "/trace_count"),
+                    ("spans", "/span_count"),
+                    ("manifest sha256", "/manifest_sha256"),
+                ],
+                g.output,
+            )
+        }
+        EvidenceRemote::Download { id: p, out } => {
+            let p = id(&p)?;
+            let bytes = c.bytes(&format!("/ai/evidence-packs/{p}/download")).await?;
+            let out = out.unwrap_or_else(|| std::path::PathBuf::from(format!("pack-{p}.tar.gz")));
+            std::fs::write(&out, &bytes)
+                .map_err(|e| Failure::error(format!("{}: {e}", out.display())))?;
+            eprintln!(
+                "saved {} ({} bytes); check it with `trusthub evidence verify {}`",
+                out.display(),
+                bytes.len(),
+                out.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The rank of a severity word (CRITICAL 4 … LOW 1), for `--fail-on`.
+fn rank(s: &str) -> Option<u8> {
+    match s.to_ascii_uppercase().as_str() {
+        "CRITICAL" => Some(4),
+        "HIGH" => Some(3),
+        "MEDIUM" | "MODERATE" => Some(2),
+        "LOW" => Some(1),
+        _ => None,
+    }
+}
+
+/// `trusthub cve ls|get|ack`.
+pub async fn cve(cmd: CveRemote, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        CveRemote::Ls {
+            severity,
+            status,
+            fail_on,
+        } => {
+            let gate = match fail_on.as_deref().map(|f| (f, rank(f))) {
+                None => None,
+                Some((_, Some(r))) => Some(r),
+                Some((f, None)) => {
+                    return Err(Failure {
+                        code: 2,
+                        message: format!("--fail-on {f}: use CRITICAL, HIGH, MEDIUM or LOW"),
+                    });
+                }
+            };
+            // Every page, so the gate sees every finding.
+            let mut items: Vec<Value> = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut q = vec![("limit", "500".to_owned())];
+                if let Some(s) = &severity {
+                    q.push(("severity", s.clone()));
+                }
+                if let Some(s) = &status {
+                    q.push(("status", s.clone()));
+                }
+                if let Some(cur) = &cursor {
+                    q.push(("cursor", cur.clone()));
+                }
+                let query: Vec<String> = q
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", encode(v)))
+                    .collect();
+                let page = c
+                    .get(&format!("/inventory/cves?{}", query.join("&")))
+                    .await?;
+                items.extend(page["items"].as_array().cloned().unwrap_or_default());
+                match page["next_cursor"].as_str() {
+                    Some(next) => cursor = Some(next.to_owned()),
+                    None => break,
+                }
+            }
+            let all = Value::Array(items);
+            print(&all, FINDINGS, g.output)?;
+            if let Some(gate) = gate {
+                let failing = all
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|f| f["status"] == "open")
+                    .filter(|f| {
+                        f["severity"]
+                            .as_str()
+                            .and_then(rank)
+                            .is_some_and(|r| r >= gate)
+                    })
+                    .count();
+                if failing > 0 {
+                    return Err(Failure::error(format!(
+                        "{failing} open finding{} at or above {}",
+                        if failing == 1 { "" } else { "s" },
+                        fail_on.unwrap_or_default().to_ascii_uppercase()
+                    )));
+                }
+            }
+            Ok(())
+        }
+        CveRemote::Get { id: v } => {
+            let advisory = c.get(&format!("/cves/{}", encode(v.trim()))).await?;
+            match g.output {
+                Format::Table => {
+                    println!(
+                        "{}  {}  {}\n{}\n",
+                        advisory["id"].as_str().unwrap_or_default(),
+                        advisory["severity"].as_str().unwrap_or_default(),
+                        advisory["aliases"]
+                            .as_array()
+                            .map(|a| a
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join(" "))
+                            .unwrap_or_default(),
+                        advisory["summary"].as_str().unwrap_or_default()
+                    );
+                    print(&advisory["findings"], FINDINGS, g.output)
+                }
+                other => print(&advisory, FINDINGS, other),
+            }
+        }
+        CveRemote::Ack { id: f, reason } => {
+            let v = c
+                .json(
+                    Method::POST,
+                    &format!("/cve-findings/{}/acknowledge", id(&f)?),
+                    &json!({"reason": reason}),
+                )
+                .await?;
+            print(&v, FINDINGS, g.output)
         }
     }
 }
