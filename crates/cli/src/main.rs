@@ -93,6 +93,12 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// Write the man pages (trusthub.1, trusthub-agents.1, …) into a folder.
+    Man {
+        /// The folder (made if missing), e.g. /usr/local/share/man/man1.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
     /// Run the hub.
     Serve(Box<Settings>),
     /// Run the hub on its embedded default with an agent watching this host (one process).
@@ -689,6 +695,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// `trusthub man --out <dir>`: one page for the binary and one per subcommand (nested ones
+/// as `trusthub-agents-ls.1`), all from the clap definitions.
+fn man_pages(out: &std::path::Path) -> Result<(), String> {
+    use clap::CommandFactory as _;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    fn write(cmd: &clap::Command, name: &str, out: &std::path::Path) -> Result<usize, String> {
+        let page = clap_mangen::Man::new(cmd.clone()).title(name.to_owned());
+        let mut bytes = Vec::new();
+        page.render(&mut bytes).map_err(|e| e.to_string())?;
+        let path = out.join(format!("{name}.1"));
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut n = 1;
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            n += write(sub, &format!("{name}-{}", sub.get_name()), out)?;
+        }
+        Ok(n)
+    }
+    let mut root = Cli::command();
+    root.build();
+    let n = write(&root, "trusthub", out)?;
+    eprintln!("wrote {n} man pages to {}", out.display());
+    Ok(())
+}
+
 /// Whether the program name (`argv[0]`) is `trusthub-agent`.
 fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
     argv0
@@ -727,6 +757,7 @@ async fn hub_main() -> ExitCode {
             g,
             cmd: EvidenceCommand::Remote(cmd),
         } => Some(remote::evidence(cmd, &g).await),
+        Command::Man { out } => Some(man_pages(&out).map_err(remote::client::Failure::error)),
         Command::Completion { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(

@@ -580,6 +580,26 @@ fn completions_are_generated_for_each_shell_and_bash_reads_its_script() {
             );
         }
     }
+    // Man pages from the same definitions, one per verb.
+    let man = dir.0.join("man1");
+    ok(&cli(
+        &dir.0,
+        &["man", "--out", &man.display().to_string()],
+        "",
+        &[],
+    ));
+    for page in [
+        "trusthub.1",
+        "trusthub-agents.1",
+        "trusthub-agents-ls.1",
+        "trusthub-login.1",
+    ] {
+        let text = std::fs::read_to_string(man.join(page)).expect(page);
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH"),
+            "{page}: {text}"
+        );
+    }
     let help = ok(&cli(&dir.0, &["--help"], "", &[]));
     for verb in [
         "login",
@@ -595,4 +615,77 @@ fn completions_are_generated_for_each_shell_and_bash_reads_its_script() {
         assert!(help.contains(verb), "{verb} in --help: {help}");
     }
     assert!(help.contains("Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 refused"));
+}
+
+/// The prompts as a person meets them, through a pseudo-terminal (util-linux `script`): the
+/// password is not echoed, and a user with TOTP on is asked for the code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_prompts_on_a_terminal_hide_the_password_and_ask_for_the_totp_code() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let config = dir.0.join("config");
+    let mut hub = Hub::start(&data, &[]);
+    let url = hub.base.trim_end_matches("/api/v1").to_owned();
+    let password = initial_password(&data);
+    // TOTP on for the owner, through the API.
+    let http = reqwest::Client::new();
+    let session = admin_session(&http, &hub.base, &password).await;
+    let setup = post_json(
+        &http,
+        format!("{}/auth/totp/setup", hub.base),
+        &session,
+        json!({}),
+    )
+    .await;
+    let secret =
+        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("secret"))
+            .expect("base32");
+    let now = || time::OffsetDateTime::now_utc().unix_timestamp();
+    // A code far from the step's end, so the next one is still fresh at login.
+    while now() % 30 > 20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    post_json(
+        &http,
+        format!("{}/auth/totp/verify", hub.base),
+        &session,
+        json!({"code": trusthub_core::totp::code_at(&secret, now())}),
+    )
+    .await;
+    let next = trusthub_core::totp::code_at(&secret, now() + 30);
+    let command = format!("{BIN} login {url} --email admin@trusthub.local --context tty");
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("XDG_CONFIG_HOME", &config)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Typed as a person would: the password once asked, then the code.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stdin
+        .write_all(format!("{password}\n").as_bytes())
+        .expect("password");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stdin
+        .write_all(format!("{next}\n").as_bytes())
+        .expect("code");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let screen = format!("{}{}", text(&out), err(&out));
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("Password:"), "{screen}");
+    assert!(
+        !screen.contains(&password),
+        "the password is not echoed: {screen}"
+    );
+    assert!(screen.contains("TOTP code"), "{screen}");
+    assert!(screen.contains("logged in to"), "{screen}");
+    let me = json_of(&cli(&config, &["whoami", "-o", "json"], "", &[]));
+    assert_eq!(me["user"]["totp_enabled"], true, "{me}");
+    hub.terminate();
 }
