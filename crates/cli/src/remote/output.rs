@@ -162,6 +162,7 @@ pub fn csv(rows: &[&Value], columns: &[Column]) -> String {
             .iter()
             .map(|(_, p)| match r.pointer(p) {
                 None | Some(Value::Null) => String::new(),
+                Some(Value::Array(a)) if a.is_empty() => String::new(),
                 Some(v) => field(&cell(v)),
             })
             .collect();
