@@ -753,6 +753,17 @@ async fn hub_main() -> ExitCode {
             g,
             cmd: CveCommand::Remote(cmd),
         } => Some(remote::cve(cmd, &g).await),
+        // With a context (or TRUSTHUB_URL + TRUSTHUB_TOKEN) the import goes over the API;
+        // without one it loads the local hub's database (the data-dir form).
+        Command::Cve {
+            g,
+            cmd: CveCommand::Import { path, .. },
+        } if g.context.is_some()
+            || (std::env::var_os("TRUSTHUB_URL").is_some()
+                && std::env::var_os("TRUSTHUB_TOKEN").is_some()) =>
+        {
+            Some(remote::cve_import(&path, &g).await)
+        }
         Command::Evidence {
             g,
             cmd: EvidenceCommand::Remote(cmd),

@@ -407,6 +407,34 @@ async fn every_verb_against(db_url: Option<&str>) {
         Some(3)
     );
 
+    // Advisory data over the API with a context: a folder of OSV records, zipped and sent.
+    let osv = dir.0.join("osv/npm");
+    std::fs::create_dir_all(&osv).expect("osv");
+    std::fs::write(
+        osv.join("GHSA-35jh-r3h4-6jhm.json"),
+        json!({"schema_version": "1.6.0", "id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-02T00:00:00Z",
+            "aliases": ["CVE-2021-23337"], "summary": "Command Injection in lodash",
+            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]})
+        .to_string(),
+    )
+    .expect("record");
+    let folder = dir.0.join("osv").display().to_string();
+    let imported = json_of(&cli(
+        &config,
+        &["cve", "import", &folder, "--context", "lab", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(imported["inserted"], 1, "{imported}");
+    let advisory = json_of(&cli(
+        &config,
+        &["cve", "get", "CVE-2021-23337", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(advisory["id"], "GHSA-35jh-r3h4-6jhm", "{advisory}");
+
     // Evidence: a pack of a past period, downloaded, verified offline against the hub's key.
     let pack = json_of(&cli(
         &config,

@@ -1103,3 +1103,112 @@ pub async fn cve(cmd: CveRemote, g: &Global) -> Result<(), Failure> {
         }
     }
 }
+
+/// The OSV records of `path` as the zip `POST /cve/sources/import` takes: a `.zip` as it is;
+/// a folder's or a `.tar.gz`'s `.json` files, zipped here.
+fn import_zip(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
+    use std::io::Read as _;
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    if name.ends_with(".zip") {
+        return std::fs::read(path).map_err(|e| Failure::error(format!("{}: {e}", path.display())));
+    }
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    let mut add = |entry: &str, bytes: &[u8]| -> Result<(), Failure> {
+        zip.start_file(entry, options)
+            .and_then(|()| zip.write_all(bytes).map_err(zip::result::ZipError::Io))
+            .map_err(|e| Failure::error(format!("{entry}: {e}")))
+    };
+    let mut files = 0usize;
+    if path.is_dir() {
+        let mut stack = vec![path.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            let entries = std::fs::read_dir(&dir)
+                .map_err(|e| Failure::error(format!("{}: {e}", dir.display())))?;
+            for e in entries {
+                let p = e.map_err(|e| Failure::error(e.to_string()))?.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "json") {
+                    let rel = p
+                        .strip_prefix(path)
+                        .unwrap_or(&p)
+                        .to_string_lossy()
+                        .into_owned();
+                    let bytes = std::fs::read(&p)
+                        .map_err(|e| Failure::error(format!("{}: {e}", p.display())))?;
+                    add(&rel, &bytes)?;
+                    files += 1;
+                }
+            }
+        }
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        for entry in archive
+            .entries()
+            .map_err(|e| Failure::error(format!("{}: {e}", path.display())))?
+        {
+            let mut entry =
+                entry.map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
+            let rel = entry
+                .path()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if entry.header().entry_type().is_file() && rel.ends_with(".json") {
+                let mut bytes = Vec::new();
+                entry
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| Failure::error(format!("{rel}: {e}")))?;
+                add(&rel, &bytes)?;
+                files += 1;
+            }
+        }
+    } else {
+        return Err(Failure {
+            code: 2,
+            message: format!(
+                "{}: a folder, a .zip or a .tar.gz of OSV records",
+                path.display()
+            ),
+        });
+    }
+    if files == 0 {
+        return Err(Failure::error(format!(
+            "{}: no .json records in it",
+            path.display()
+        )));
+    }
+    zip.finish()
+        .map(|c| c.into_inner())
+        .map_err(|e| Failure::error(e.to_string()))
+}
+
+/// `trusthub cve import <path>` with a context: the records uploaded to the hub (operator),
+/// for this tenant.
+pub async fn cve_import(path: &std::path::Path, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    let body = import_zip(path)?;
+    eprintln!("uploading {} ({} bytes)", path.display(), body.len());
+    let v = c
+        .send(
+            c.request(Method::POST, "/cve/sources/import")
+                .header("content-type", "application/zip")
+                .body(body),
+        )
+        .await?;
+    print(
+        &v,
+        &[
+            ("files", "/files"),
+            ("inserted", "/inserted"),
+            ("updated", "/updated"),
+            ("unchanged", "/unchanged"),
+            ("withdrawn", "/withdrawn"),
+            ("skipped", "/skipped_count"),
+        ],
+        g.output,
+    )
+}
