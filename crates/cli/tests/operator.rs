@@ -427,6 +427,57 @@ async fn every_verb_against(db_url: Option<&str>) {
         &[],
     ));
     assert_eq!(imported["inserted"], 1, "{imported}");
+    // Within the year a suppression may last, whatever day the test runs.
+    let until = (time::OffsetDateTime::now_utc() + time::Duration::days(60))
+        .date()
+        .to_string();
+    let suppression = json_of(&cli(
+        &config,
+        &[
+            "cve",
+            "suppress",
+            "--package",
+            "lodash",
+            "--ecosystem",
+            "npm",
+            "--range",
+            ">=4.0.0 <4.17.21",
+            "--reason",
+            "template() never sees user input",
+            "--until",
+            &until,
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(suppression["ecosystem"], "npm", "{suppression}");
+    let o = cli(
+        &config,
+        &[
+            "cve",
+            "suppress",
+            "--package",
+            "lodash",
+            "--ecosystem",
+            "npm",
+            "--range",
+            "^1.2.3.4",
+            "--reason",
+            "r",
+            "--until",
+            &until,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("version_range"),
+        "the hub's refusal, by field: {}",
+        err(&o)
+    );
     let advisory = json_of(&cli(
         &config,
         &["cve", "get", "CVE-2021-23337", "-o", "json"],

@@ -99,6 +99,15 @@ pub enum AppsCmd {
         /// A check's interval in seconds (10 to 3600).
         #[arg(long)]
         interval: Option<u32>,
+        /// A check's failures in a row before it is down (default 2 + 1).
+        #[arg(long)]
+        retries: Option<u32>,
+        /// A check's timeout in seconds (default 10).
+        #[arg(long)]
+        timeout: Option<u32>,
+        /// An http check's body must contain this.
+        #[arg(long)]
+        keyword: Option<String>,
     },
     /// Stop tracking an app.
     Rm {
@@ -526,14 +535,26 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             identifier,
             endpoint,
             interval,
+            retries,
+            timeout,
+            keyword,
         } => {
             let check = matches!(kind.as_str(), "http" | "tcp" | "tls");
             let mut body = json!({"name": name});
             if check {
                 body["type"] = json!(kind);
                 body["endpoint"] = json!(endpoint.or(identifier));
-                if let Some(i) = interval {
-                    body["interval_seconds"] = json!(i);
+                for (field, value) in [
+                    ("interval_seconds", interval),
+                    ("retries", retries),
+                    ("timeout_seconds", timeout),
+                ] {
+                    if let Some(v) = value {
+                        body[field] = json!(v);
+                    }
+                }
+                if let Some(k) = keyword {
+                    body["keyword"] = json!(k);
                 }
             } else {
                 body["app_type"] = json!(kind);
@@ -810,6 +831,28 @@ pub enum CveRemote {
     Get {
         /// `CVE-2021-23337`, `GHSA-…`, `DSA-…`.
         id: String,
+    },
+    /// Accept a package's vulnerabilities in a version range, for a reason, until a date
+    /// (operator; at most a year ahead).
+    Suppress {
+        /// The package (for an OS package, its source or one of its binaries).
+        #[arg(long)]
+        package: String,
+        /// npm, PyPI, Debian, …
+        #[arg(long)]
+        ecosystem: String,
+        /// In the ecosystem's own syntax (`>=4.0.0 <4.17.21`, `~=1.4`, `<< 3.0.11-1`).
+        #[arg(long, allow_hyphen_values = true)]
+        range: String,
+        /// Only this vulnerability (its id or any alias); all when absent.
+        #[arg(long)]
+        vuln: Option<String>,
+        /// Why it is accepted.
+        #[arg(long)]
+        reason: String,
+        /// The last day it applies (YYYY-MM-DD).
+        #[arg(long)]
+        until: String,
     },
     /// Acknowledge a finding with a reason (operator).
     Ack {
@@ -1090,6 +1133,33 @@ pub async fn cve(cmd: CveRemote, g: &Global) -> Result<(), Failure> {
                 }
                 other => print(&advisory, FINDINGS, other),
             }
+        }
+        CveRemote::Suppress {
+            package,
+            ecosystem,
+            range,
+            vuln,
+            reason,
+            until,
+        } => {
+            let mut body = json!({"package_name": package, "ecosystem": ecosystem,
+                "version_range": range, "reason": reason, "expires_at": until});
+            if let Some(v) = vuln {
+                body["vuln_id"] = json!(v);
+            }
+            let v = c.json(Method::POST, "/cve-suppressions", &body).await?;
+            print(
+                &v,
+                &[
+                    ("id", "/id"),
+                    ("package", "/package_name"),
+                    ("ecosystem", "/ecosystem"),
+                    ("range", "/version_range"),
+                    ("findings", "/findings"),
+                    ("until", "/expires_at"),
+                ],
+                g.output,
+            )
         }
         CveRemote::Ack { id: f, reason } => {
             let v = c
