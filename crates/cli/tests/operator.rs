@@ -552,6 +552,11 @@ async fn every_verb_against(db_url: Option<&str>) {
     let tokens = ok(&cli(&config, &["tokens", "ls"], "", &[]));
     assert!(tokens.contains("ci") && tokens.contains("read"), "{tokens}");
 
+    // Revoked, the token is refused (4).
+    let read_id = made["id"].as_str().expect("id").to_owned();
+    ok(&cli(&config, &["tokens", "rm", &read_id], "", &[]));
+    assert_eq!(cli(&empty, &["whoami"], "", &env).status.code(), Some(4));
+
     // The audit log names who did what.
     let audit = json_of(&cli(
         &config,
@@ -594,6 +599,36 @@ async fn every_verb_against(db_url: Option<&str>) {
             .status
             .code(),
         Some(3)
+    );
+    ok(&cli(&config, &["context", "use", "lab"], "", &[]));
+    // --watch lists again every 2 s until stopped.
+    let mut watch = Command::new(BIN)
+        .args(["agents", "ls", "--watch", "-o", "json"])
+        .env("XDG_CONFIG_HOME", &config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let _ = watch.kill();
+    let watched = watch.wait_with_output().expect("wait");
+    let listings = String::from_utf8_lossy(&watched.stdout)
+        .matches(&format!("\"id\": \"{agent_id}\""))
+        .count();
+    assert!(listings >= 2, "listed {listings} times in 3.5 s");
+    // A new agent token, shown once.
+    let rotated = json_of(&cli(
+        &config,
+        &["agents", "rotate-token", &agent_id, "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(rotated["agent_id"], agent_id.as_str());
+    assert!(
+        rotated["agent_token"]
+            .as_str()
+            .is_some_and(|t| t.len() > 20),
+        "{rotated}"
     );
     ok(&cli(&config, &["agents", "rm", &agent_id], "", &[]));
     ok(&cli(&config, &["logout"], "", &[]));

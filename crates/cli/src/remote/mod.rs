@@ -1014,19 +1014,59 @@ pub async fn evidence(cmd: EvidenceRemote, g: &Global) -> Result<(), Failure> {
         }
         EvidenceRemote::Download { id: p, out } => {
             let p = id(&p)?;
-            let bytes = c.bytes(&format!("/ai/evidence-packs/{p}/download")).await?;
             let out = out.unwrap_or_else(|| std::path::PathBuf::from(format!("pack-{p}.tar.gz")));
-            std::fs::write(&out, &bytes)
-                .map_err(|e| Failure::error(format!("{}: {e}", out.display())))?;
+            let n = download(&c, &format!("/ai/evidence-packs/{p}/download"), &out).await?;
             eprintln!(
-                "saved {} ({} bytes); check it with `trusthub evidence verify {}`",
+                "saved {} ({n} bytes); check it with `trusthub evidence verify {}`",
                 out.display(),
-                bytes.len(),
                 out.display()
             );
             Ok(())
         }
     }
+}
+
+/// Streams `GET path` into `out` (written beside, then renamed), with a progress bar on a
+/// terminal; the bytes written.
+async fn download(c: &Client, path: &str, out: &std::path::Path) -> Result<u64, Failure> {
+    let mut resp = c
+        .request(Method::GET, path)
+        .send()
+        .await
+        .map_err(|e| Failure::error(format!("cannot reach the hub: {e}")))?;
+    if !resp.status().is_success() {
+        return Err(client::answer(resp)
+            .await
+            .err()
+            .unwrap_or_else(|| Failure::error("refused")));
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(
+        resp.content_length(),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bytes:>10} / {total_bytes:<10} {wide_bar} {eta}")
+    {
+        bar.set_style(style);
+    }
+    let tmp = out.with_extension("part");
+    let mut file = std::fs::File::create(&tmp)
+        .map_err(|e| Failure::error(format!("{}: {e}", tmp.display())))?;
+    let mut n = 0u64;
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| Failure::error(format!("download: {e}")))?
+    {
+        file.write_all(&chunk)
+            .map_err(|e| Failure::error(format!("{}: {e}", tmp.display())))?;
+        n += chunk.len() as u64;
+        bar.set_position(n);
+    }
+    bar.finish_and_clear();
+    drop(file);
+    std::fs::rename(&tmp, out).map_err(|e| Failure::error(format!("{}: {e}", out.display())))?;
+    Ok(n)
 }
 
 /// The rank of a severity word (CRITICAL 4 … LOW 1), for `--fail-on`.
@@ -1261,14 +1301,24 @@ fn import_zip(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
 pub async fn cve_import(path: &std::path::Path, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     let body = import_zip(path)?;
-    eprintln!("uploading {} ({} bytes)", path.display(), body.len());
-    let v = c
+    // The hub answers once every record is stored: a spinner on a terminal meanwhile.
+    let spinner =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    spinner.set_message(format!(
+        "importing {} ({} bytes)",
+        path.display(),
+        body.len()
+    ));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    let answer = c
         .send(
             c.request(Method::POST, "/cve/sources/import")
                 .header("content-type", "application/zip")
                 .body(body),
         )
-        .await?;
+        .await;
+    spinner.finish_and_clear();
+    let v = answer?;
     print(
         &v,
         &[
