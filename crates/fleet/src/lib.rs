@@ -179,11 +179,17 @@ pub fn capability() -> trusthub_platform::capability::Capability {
             "agent",
             Some("/ui/agents/{id}"),
             |state, tenant, ids| {
+                // One key lookup per id a page names (a handful), not the tenant's whole
+                // fleet: the overview asks every 15 s.
                 Box::pin(async move {
-                    Ok(trusthub_platform::names::only(
-                        host_names(state, tenant).await?,
-                        ids,
-                    ))
+                    let mut c = state.db.conn().await?;
+                    let mut names = HashMap::new();
+                    for id in ids {
+                        if let Some(a) = store::agents::get(&mut c, tenant, *id).await? {
+                            names.insert(*id, a.hostname);
+                        }
+                    }
+                    Ok(names)
                 })
             },
         )

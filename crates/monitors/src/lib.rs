@@ -65,12 +65,16 @@ pub fn capability() -> trusthub_platform::capability::Capability {
             "app",
             Some("/ui/apps#app-{id}"),
             |state, tenant, ids| {
+                // One key lookup per id a page names, not every app of the tenant.
                 Box::pin(async move {
                     let mut c = state.db.conn().await?;
-                    Ok(trusthub_platform::names::only(
-                        app_names(&mut c, tenant).await?,
-                        ids,
-                    ))
+                    let mut names = std::collections::HashMap::new();
+                    for id in ids {
+                        if let Some(a) = store::apps::get(&mut c, tenant, *id).await? {
+                            names.insert(*id, a.name);
+                        }
+                    }
+                    Ok(names)
                 })
             },
         )

@@ -111,20 +111,28 @@ impl Client {
 }
 
 impl Client {
-    /// `GET path`'s body as bytes (a CSV, a pack), or the refusal as a failure.
-    pub async fn bytes(&self, path: &str) -> Result<Vec<u8>, Failure> {
+    /// `GET path` answered 2xx, its body not read yet (a CSV, a pack), or the refusal as a
+    /// failure.
+    pub async fn fetch(&self, path: &str) -> Result<reqwest::Response, Failure> {
         let resp = self
             .request(reqwest::Method::GET, path)
             .send()
             .await
             .map_err(|e| Failure::error(format!("cannot reach the hub at {}: {e}", self.base)))?;
-        if !resp.status().is_success() {
-            return Err(answer(resp)
-                .await
-                .err()
-                .unwrap_or_else(|| Failure::error("refused")));
+        if resp.status().is_success() {
+            return Ok(resp);
         }
-        resp.bytes()
+        Err(answer(resp)
+            .await
+            .err()
+            .unwrap_or_else(|| Failure::error("refused")))
+    }
+
+    /// `GET path`'s body as bytes.
+    pub async fn bytes(&self, path: &str) -> Result<Vec<u8>, Failure> {
+        self.fetch(path)
+            .await?
+            .bytes()
             .await
             .map(|b| b.to_vec())
             .map_err(|e| Failure::error(e.to_string()))

@@ -272,6 +272,13 @@ async fn list(
     }
 }
 
+/// `DELETE path`, then says what went.
+async fn delete(c: &Client, path: &str, done: String) -> Result<(), Failure> {
+    c.send(c.request(Method::DELETE, path)).await?;
+    eprintln!("{done}");
+    Ok(())
+}
+
 fn client(g: &Global) -> Result<Client, Failure> {
     let (_, ctx) = config::resolve(g.context.as_deref())?;
     Client::new(ctx)
@@ -502,10 +509,12 @@ pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
             g.output,
         ),
         AgentsCmd::Rm { id: a } => {
-            c.send(c.request(Method::DELETE, &format!("/agents/{}", id(&a)?)))
-                .await?;
-            eprintln!("deleted agent {a}");
-            Ok(())
+            delete(
+                &c,
+                &format!("/agents/{}", id(&a)?),
+                format!("deleted agent {a}"),
+            )
+            .await
         }
         AgentsCmd::RotateToken { id: a } => {
             let v = c
@@ -567,10 +576,12 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             print(&v, APPS, g.output)
         }
         AppsCmd::Rm { id: a } => {
-            c.send(c.request(Method::DELETE, &format!("/apps/{}", id(&a)?)))
-                .await?;
-            eprintln!("stopped tracking {a}");
-            Ok(())
+            delete(
+                &c,
+                &format!("/apps/{}", id(&a)?),
+                format!("stopped tracking {a}"),
+            )
+            .await
         }
         AppsCmd::Expect { id: a, state } => {
             let v = c
@@ -614,26 +625,14 @@ pub async fn alerts(cmd: AlertsCmd, g: &Global) -> Result<(), Failure> {
             tag,
             watch,
         } => {
-            let mut q: Vec<(&str, String)> = Vec::new();
-            if open {
-                q.push(("is_resolved", "false".into()));
-            }
-            if let Some(s) = severity {
-                q.push(("severity", s));
-            }
-            if let Some(t) = tag {
-                q.push(("tag", t));
-            }
-            let query = q
-                .iter()
-                .map(|(k, v)| format!("{k}={}", encode(v)))
-                .collect::<Vec<_>>()
-                .join("&");
-            let path = if query.is_empty() {
-                "/alerts".to_owned()
-            } else {
-                format!("/alerts?{query}")
-            };
+            let path = with_query(
+                "/alerts",
+                &[
+                    ("is_resolved", open.then(|| "false".to_owned())),
+                    ("severity", severity),
+                    ("tag", tag),
+                ],
+            );
             list(&c, &path, ALERTS, g, watch.watch).await
         }
         AlertsCmd::Resolve { id: a } => {
@@ -645,7 +644,19 @@ pub async fn alerts(cmd: AlertsCmd, g: &Global) -> Result<(), Failure> {
     }
 }
 
-/// Percent-encodes a query value.
+/// `path?k=v&…` with the pairs that have a value, form-encoded.
+fn with_query(path: &str, pairs: &[(&str, Option<String>)]) -> String {
+    let given: Vec<(&str, &str)> = pairs
+        .iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (*k, v)))
+        .collect();
+    match serde_urlencoded::to_string(&given) {
+        Ok(q) if !q.is_empty() => format!("{path}?{q}"),
+        _ => path.to_owned(),
+    }
+}
+
+/// Percent-encodes one path segment (an advisory id).
 fn encode(v: &str) -> String {
     v.bytes()
         .map(|b| match b {
@@ -682,10 +693,12 @@ pub async fn tokens(cmd: TokensCmd, g: &Global) -> Result<(), Failure> {
             )
         }
         TokensCmd::Rm { id: t } => {
-            c.send(c.request(Method::DELETE, &format!("/api-tokens/{}", id(&t)?)))
-                .await?;
-            eprintln!("revoked token {t}");
-            Ok(())
+            delete(
+                &c,
+                &format!("/api-tokens/{}", id(&t)?),
+                format!("revoked token {t}"),
+            )
+            .await
         }
     }
 }
@@ -695,10 +708,10 @@ pub async fn audit(cmd: AuditCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
         AuditCmd::Ls { event, limit } => {
-            let mut path = format!("/audit-log?limit={limit}");
-            if let Some(e) = event {
-                path.push_str(&format!("&event_type={}", encode(&e)));
-            }
+            let path = with_query(
+                "/audit-log",
+                &[("limit", Some(limit.to_string())), ("event_type", event)],
+            );
             print(&c.get(&path).await?, AUDIT, g.output)
         }
     }
@@ -922,10 +935,12 @@ pub async fn rules(cmd: RulesCmd, g: &Global) -> Result<(), Failure> {
             )
         }
         RulesCmd::Rm { id: r } => {
-            c.send(c.request(Method::DELETE, &format!("/alert-rules/{}", id(&r)?)))
-                .await?;
-            eprintln!("deleted rule {r}");
-            Ok(())
+            delete(
+                &c,
+                &format!("/alert-rules/{}", id(&r)?),
+                format!("deleted rule {r}"),
+            )
+            .await
         }
     }
 }
@@ -947,10 +962,12 @@ pub async fn webhooks(cmd: WebhooksCmd, g: &Global) -> Result<(), Failure> {
             )
         }
         WebhooksCmd::Rm { id: w } => {
-            c.send(c.request(Method::DELETE, &format!("/webhooks/{}", id(&w)?)))
-                .await?;
-            eprintln!("deleted webhook {w}");
-            Ok(())
+            delete(
+                &c,
+                &format!("/webhooks/{}", id(&w)?),
+                format!("deleted webhook {w}"),
+            )
+            .await
         }
     }
 }
@@ -1029,17 +1046,7 @@ pub async fn evidence(cmd: EvidenceRemote, g: &Global) -> Result<(), Failure> {
 /// Streams `GET path` into `out` (written beside, then renamed), with a progress bar on a
 /// terminal; the bytes written.
 async fn download(c: &Client, path: &str, out: &std::path::Path) -> Result<u64, Failure> {
-    let mut resp = c
-        .request(Method::GET, path)
-        .send()
-        .await
-        .map_err(|e| Failure::error(format!("cannot reach the hub: {e}")))?;
-    if !resp.status().is_success() {
-        return Err(client::answer(resp)
-            .await
-            .err()
-            .unwrap_or_else(|| Failure::error("refused")));
-    }
+    let mut resp = c.fetch(path).await?;
     let bar = indicatif::ProgressBar::with_draw_target(
         resp.content_length(),
         indicatif::ProgressDrawTarget::stderr(),
@@ -1103,23 +1110,16 @@ pub async fn cve(cmd: CveRemote, g: &Global) -> Result<(), Failure> {
             let mut items: Vec<Value> = Vec::new();
             let mut cursor: Option<String> = None;
             loop {
-                let mut q = vec![("limit", "500".to_owned())];
-                if let Some(s) = &severity {
-                    q.push(("severity", s.clone()));
-                }
-                if let Some(s) = &status {
-                    q.push(("status", s.clone()));
-                }
-                if let Some(cur) = &cursor {
-                    q.push(("cursor", cur.clone()));
-                }
-                let query: Vec<String> = q
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", encode(v)))
-                    .collect();
-                let page = c
-                    .get(&format!("/inventory/cves?{}", query.join("&")))
-                    .await?;
+                let path = with_query(
+                    "/inventory/cves",
+                    &[
+                        ("limit", Some("500".to_owned())),
+                        ("severity", severity.clone()),
+                        ("status", status.clone()),
+                        ("cursor", cursor.clone()),
+                    ],
+                );
+                let page = c.get(&path).await?;
                 items.extend(page["items"].as_array().cloned().unwrap_or_default());
                 match page["next_cursor"].as_str() {
                     Some(next) => cursor = Some(next.to_owned()),
