@@ -67,6 +67,20 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::AppsCmd,
     },
+    /// Agents' client certificates, the hub's CA and integrity anomalies.
+    Certs {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::certs::CertsCmd,
+    },
+    /// Signed actions sent to hosts and what they answered.
+    Actions {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::ActionsCmd,
+    },
     /// Alerts.
     Alerts {
         #[command(flatten)]
@@ -744,6 +758,8 @@ async fn hub_main() -> ExitCode {
         Command::Agents { g, cmd } => Some(remote::agents(cmd, &g).await),
         Command::Apps { g, cmd } => Some(remote::apps(cmd, &g).await),
         Command::Alerts { g, cmd } => Some(remote::alerts(cmd, &g).await),
+        Command::Actions { g, cmd } => Some(remote::actions(cmd, &g).await),
+        Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),
         Command::Rules { g, cmd } => Some(remote::rules(cmd, &g).await),

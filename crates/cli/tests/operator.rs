@@ -733,6 +733,54 @@ fn completions_are_generated_for_each_shell_and_bash_reads_its_script() {
 
 /// The prompts as a person meets them, through a pseudo-terminal (util-linux `script`): the
 /// password is not echoed, and a user with TOTP on is asked for the code.
+/// Turns TOTP on for the signed-in user through the API; its secret.
+async fn totp_on(http: &reqwest::Client, base: &str, session: &str) -> Vec<u8> {
+    let setup = post_json(http, format!("{base}/auth/totp/setup"), session, json!({})).await;
+    let secret =
+        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("secret"))
+            .expect("base32");
+    // A code far from the step's end, so the next one is still fresh when it is typed.
+    while unix_now() % 30 > 20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    post_json(
+        http,
+        format!("{base}/auth/totp/verify"),
+        session,
+        json!({"code": trusthub_core::totp::code_at(&secret, unix_now())}),
+    )
+    .await;
+    secret
+}
+
+fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// `trusthub <args>` on a pseudo-terminal (util-linux `script`), `typed` lines entered as a
+/// person would, once asked; the exit status and everything the screen showed.
+fn on_a_terminal(config: &Path, args: &str, typed: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{BIN} {args}"), "/dev/null"])
+        .env("XDG_CONFIG_HOME", config)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in typed {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("type");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    (out.status, format!("{}{}", text(&out), err(&out)))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_prompts_on_a_terminal_hide_the_password_and_ask_for_the_totp_code() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -742,56 +790,16 @@ async fn login_prompts_on_a_terminal_hide_the_password_and_ask_for_the_totp_code
     let mut hub = Hub::start(&data, &[]);
     let url = hub.base.trim_end_matches("/api/v1").to_owned();
     let password = initial_password(&data);
-    // TOTP on for the owner, through the API.
     let http = reqwest::Client::new();
     let session = admin_session(&http, &hub.base, &password).await;
-    let setup = post_json(
-        &http,
-        format!("{}/auth/totp/setup", hub.base),
-        &session,
-        json!({}),
-    )
-    .await;
-    let secret =
-        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("secret"))
-            .expect("base32");
-    let now = || time::OffsetDateTime::now_utc().unix_timestamp();
-    // A code far from the step's end, so the next one is still fresh at login.
-    while now() % 30 > 20 {
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-    post_json(
-        &http,
-        format!("{}/auth/totp/verify", hub.base),
-        &session,
-        json!({"code": trusthub_core::totp::code_at(&secret, now())}),
-    )
-    .await;
-    let next = trusthub_core::totp::code_at(&secret, now() + 30);
-    let command = format!("{BIN} login {url} --email admin@trusthub.local --context tty");
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("XDG_CONFIG_HOME", &config)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux)");
-    let mut stdin = child.stdin.take().expect("stdin");
-    // Typed as a person would: the password once asked, then the code.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    stdin
-        .write_all(format!("{password}\n").as_bytes())
-        .expect("password");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    stdin
-        .write_all(format!("{next}\n").as_bytes())
-        .expect("code");
-    drop(stdin);
-    let out = child.wait_with_output().expect("wait");
-    let screen = format!("{}{}", text(&out), err(&out));
-    assert!(out.status.success(), "{screen}");
+    let secret = totp_on(&http, &hub.base, &session).await;
+    let next = trusthub_core::totp::code_at(&secret, unix_now() + 30);
+    let (status, screen) = on_a_terminal(
+        &config,
+        &format!("login {url} --email admin@trusthub.local --context tty"),
+        &[&password, &next],
+    );
+    assert!(status.success(), "{screen}");
     assert!(screen.contains("Password:"), "{screen}");
     assert!(
         !screen.contains(&password),
@@ -801,5 +809,298 @@ async fn login_prompts_on_a_terminal_hide_the_password_and_ask_for_the_totp_code
     assert!(screen.contains("logged in to"), "{screen}");
     let me = json_of(&cli(&config, &["whoami", "-o", "json"], "", &[]));
     assert_eq!(me["user"]["totp_enabled"], true, "{me}");
+    hub.terminate();
+}
+
+/// A running agent on this host: a restart typed at a terminal (the TOTP code asked for) runs
+/// on it and its output comes back; its packages are scanned against advisory data imported
+/// from the terminal, a finding fails the CI gate until acknowledged; its certificates are
+/// listed and revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_runs_on_a_live_agent_and_findings_gate_ci_until_acknowledged() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let config = dir.0.join("config");
+    let mut hub = Hub::start(&data, &[("TRUSTHUB_CVE_SCAN_CHECK_SECS", "1")]);
+    let url = hub.base.trim_end_matches("/api/v1").to_owned();
+    let password = initial_password(&data);
+    let http = reqwest::Client::new();
+    let session = admin_session(&http, &hub.base, &password).await;
+    let secret = totp_on(&http, &hub.base, &session).await;
+    // Enrolling spent this step's code: login takes the previous step's (still valid), the
+    // restart the next step's.
+    let step = unix_now() / 30;
+    let login_step = step - 1;
+    let (status, screen) = on_a_terminal(
+        &config,
+        &format!("login {url} --email admin@trusthub.local"),
+        &[
+            &password,
+            &trusthub_core::totp::code_at(&secret, login_step * 30),
+        ],
+    );
+    assert!(status.success(), "{screen}");
+
+    // The agent, as the install script leaves it: the multi-call binary, running.
+    let token = post_json(
+        &http,
+        format!("{}/agents/enrollment-tokens", hub.base),
+        &session,
+        json!({}),
+    )
+    .await["token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    let agent_bin = dir.0.join("trusthub-agent");
+    std::os::unix::fs::symlink(BIN, &agent_bin).expect("symlink");
+    let mut agent = Command::new(&agent_bin)
+        .args(["run", "--hub", &url, "--enroll", &token, "--state-dir"])
+        .arg(dir.0.join("agent"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("agent");
+    let mut agents = Value::Null;
+    for _ in 0..100 {
+        agents = json_of(&cli(&config, &["agents", "ls", "-o", "json"], "", &[]));
+        if agents[0]["connected"] == true {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(agents[0]["connected"], true, "{agents}");
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+
+    // A process on it, restarted by a script that leaves a mark.
+    let marker = dir.0.join("restarted.txt");
+    let script = dir.0.join("restart.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho restarted >> {}\necho done\n",
+            marker.display()
+        ),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let app = json_of(&cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--agent",
+            &agent_id,
+            "--name",
+            "demo",
+            "--type",
+            "process",
+            "--identifier",
+            "/bin/sleep",
+            "--restart-command",
+            &script.display().to_string(),
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    let app_id = app["id"].as_str().expect("app").to_owned();
+    let code_at = (step + 1) * 30;
+    let (status, screen) = on_a_terminal(
+        &config,
+        &format!("apps restart {app_id} --reason 'from the terminal'"),
+        &[&trusthub_core::totp::code_at(&secret, code_at)],
+    );
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains("TOTP code"), "{screen}");
+    assert!(
+        screen.contains("restart_app") && screen.contains("succeeded"),
+        "{screen}"
+    );
+    assert!(screen.contains("--- stdout\r\ndone"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "restarted\n"
+    );
+    let actions = json_of(&cli(&config, &["actions", "ls", "-o", "json"], "", &[]));
+    assert_eq!(actions[0]["status"], "succeeded", "{actions}");
+    assert_eq!(actions[0]["reason"], "from the terminal");
+    let jti = actions[0]["jti"].as_str().expect("jti").to_owned();
+    let one = ok(&cli(&config, &["actions", "get", &jti], "", &[]));
+    assert!(one.starts_with("ACTION") && one.contains(&jti), "{one}");
+    // A wrong code is refused (4) and nothing runs.
+    let o = cli(
+        &config,
+        &[
+            "apps", "restart", &app_id, "--reason", "x", "--totp", "000000",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "restarted\n"
+    );
+
+    // An advisory for a package this host has (by dpkg), fixed in a version no one has yet.
+    let release = std::fs::read_to_string("/etc/os-release").expect("os-release");
+    let version_id = release
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION_ID="))
+        .expect("VERSION_ID")
+        .trim_matches('"')
+        .to_owned();
+    let osv = dir.0.join("osv");
+    std::fs::create_dir_all(&osv).expect("osv");
+    std::fs::write(
+        osv.join("DSA-9999-1.json"),
+        json!({"id": "DSA-9999-1", "modified": "2026-01-01T00:00:00Z", "summary": "bash: test advisory",
+            "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"}],
+            "affected": [{"package": {"ecosystem": format!("Debian:{version_id}"), "name": "bash"},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "99:1"}]}]}]})
+        .to_string(),
+    )
+    .expect("record");
+    // The context login saved is named after the hub's host and port.
+    let context = url.trim_start_matches("http://").to_owned();
+    ok(&cli(
+        &config,
+        &[
+            "cve",
+            "import",
+            &osv.display().to_string(),
+            "--context",
+            &context,
+        ],
+        "",
+        &[],
+    ));
+    let mut findings = Value::Null;
+    for _ in 0..150 {
+        findings = json_of(&cli(&config, &["cve", "ls", "-o", "json"], "", &[]));
+        if findings.as_array().is_some_and(|f| !f.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(findings[0]["package"], "bash", "{findings}");
+    assert_eq!(findings[0]["severity"], "HIGH", "{findings}");
+    let o = cli(&config, &["cve", "ls", "--fail-on", "HIGH"], "", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("1 open finding at or above HIGH"),
+        "{}",
+        err(&o)
+    );
+    ok(&cli(
+        &config,
+        &["cve", "ls", "--fail-on", "CRITICAL"],
+        "",
+        &[],
+    ));
+    let finding_id = findings[0]["id"].as_str().expect("finding").to_owned();
+    let acked = json_of(&cli(
+        &config,
+        &[
+            "cve",
+            "ack",
+            &finding_id,
+            "--reason",
+            "bash is never reachable from the network here",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(acked["status"], "acknowledged", "{acked}");
+    ok(&cli(&config, &["cve", "ls", "--fail-on", "HIGH"], "", &[]));
+
+    // A client certificate issued to it (as the agent asks for one on a TLS hub): listed;
+    // the CA printed; revoked, it is in the list as revoked and the CRL grows.
+    let registration: Value = serde_json::from_slice(
+        &std::fs::read(dir.0.join("agent/registration.json")).expect("registration"),
+    )
+    .expect("json");
+    let issued = http
+        .post(format!("{}/agents/issue-client-cert", hub.base))
+        .bearer_auth(registration["agent_token"].as_str().expect("token"))
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("issue");
+    assert_eq!(issued.status(), 201, "{:?}", issued.text().await);
+    let certs = json_of(&cli(
+        &config,
+        &["certs", "ls", &agent_id, "-o", "json"],
+        "",
+        &[],
+    ));
+    let serial = certs[0]["serial"].as_str().expect("serial").to_owned();
+    let ca = ok(&cli(&config, &["certs", "ca"], "", &[]));
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    let crl = dir.0.join("ca.crl");
+    ok(&cli(
+        &config,
+        &["certs", "ca", "--crl", "--out", &crl.display().to_string()],
+        "",
+        &[],
+    ));
+    let before = std::fs::metadata(&crl).expect("crl").len();
+    let revoked = json_of(&cli(
+        &config,
+        &[
+            "certs",
+            "revoke",
+            &agent_id,
+            &serial,
+            "--reason",
+            "lost laptop",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(revoked["revoke_reason"], "lost laptop", "{revoked}");
+    ok(&cli(
+        &config,
+        &["certs", "ca", "--crl", "--out", &crl.display().to_string()],
+        "",
+        &[],
+    ));
+    assert!(
+        std::fs::metadata(&crl).expect("crl").len() > before,
+        "the CRL lists the serial now"
+    );
+    let table = ok(&cli(&config, &["certs", "ls", &agent_id], "", &[]));
+    assert!(
+        table.starts_with("SERIAL") && table.contains("lost laptop"),
+        "{table}"
+    );
+    assert_eq!(
+        cli(
+            &config,
+            &["certs", "revoke", &agent_id, "zz", "--reason", "x"],
+            "",
+            &[]
+        )
+        .status
+        .code(),
+        Some(3)
+    );
+    let anomalies = json_of(&cli(
+        &config,
+        &["certs", "anomalies", "--all", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert!(anomalies.is_array(), "{anomalies}");
+    let _ = agent.kill();
+    let _ = agent.wait();
     hub.terminate();
 }

@@ -503,8 +503,70 @@ impl<P: Purpose> TotpProof<P> {
 impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let forbidden = StatusCode::FORBIDDEN;
         let p = resolve(parts, state).await?;
+        let meta = Meta::from_request_parts(parts, state).await?;
+        let offer = TotpOffer::of(&parts.headers);
+        TotpProof::from_offer(state, &meta, p, &offer).await
+    }
+}
+
+/// The TOTP a request offers (`X-TOTP-Code` or `X-TOTP-Token`), not checked yet: for
+/// operations that need TOTP only sometimes (turning auto-patch on, not off), checked with
+/// [`TotpProof::from_offer`] when they do.
+#[derive(Debug, Clone, Default)]
+pub struct TotpOffer {
+    code: Option<String>,
+    token: Option<String>,
+}
+
+impl TotpOffer {
+    fn of(headers: &axum::http::HeaderMap) -> TotpOffer {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        TotpOffer {
+            code: header("x-totp-code"),
+            token: header("x-totp-token"),
+        }
+    }
+
+    /// A code typed in a dashboard form.
+    pub fn code(code: &str) -> TotpOffer {
+        TotpOffer {
+            code: Some(code.trim().to_owned()).filter(|c| !c.is_empty()),
+            token: None,
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for TotpOffer {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        Ok(TotpOffer::of(&parts.headers))
+    }
+}
+
+impl trusthub_platform::openapi::Documented for TotpOffer {
+    fn document(d: &mut trusthub_platform::openapi::OpDoc) {
+        d.errors(&[403]);
+    }
+}
+
+impl<P: Purpose> TotpProof<P> {
+    /// Checks what `offer` carries for `p`: a login session with TOTP enrolled, and a fresh
+    /// code or a challenge token of purpose `P`.
+    pub async fn from_offer(
+        state: &AppState,
+        meta: &Meta,
+        p: Principal,
+        offer: &TotpOffer,
+    ) -> Result<Self, ApiError> {
+        let forbidden = StatusCode::FORBIDDEN;
         if !matches!(p.credential, Credential::Session { .. }) {
             return Err(ApiError::Totp {
                 status: forbidden,
@@ -519,33 +581,23 @@ impl<P: Purpose> FromRequestParts<AppState> for TotpProof<P> {
                 detail: "this operation needs TOTP; set it up with /auth/totp/setup first".into(),
             });
         }
-        let meta = Meta::from_request_parts(parts, state).await?;
-        let header = |name: &str| {
-            parts
-                .headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned)
-        };
-        if let Some(code) = header("x-totp-code") {
-            check_code(state, &meta, &p.user, &code, forbidden).await?;
-        } else if let Some(token) = header("x-totp-token") {
+        if let Some(code) = &offer.code {
+            check_code(state, meta, &p.user, code, forbidden).await?;
+        } else if let Some(token) = &offer.token {
             refuse_if_locked(state, &p.user).await?;
             let mut tx = state.db.begin().await?;
             let ok = crate::store::totp::consume_challenge(
                 &mut tx,
                 p.tenant(),
                 p.user.id,
-                &token_hash(&token),
+                &token_hash(token),
                 P::PURPOSE,
                 now(),
             )
             .await?;
             tx.commit().await?;
             if !ok {
-                totp_failed(state, &p.user, &meta, "challenge_token").await?;
+                totp_failed(state, &p.user, meta, "challenge_token").await?;
                 return Err(ApiError::Totp {
                     status: forbidden,
                     code: "totp_invalid",

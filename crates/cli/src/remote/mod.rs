@@ -3,6 +3,7 @@
 //! people and `-o json|yaml|csv` for scripts. Exit codes: 0 ok, 1 error, 2 usage (clap), 3
 //! not found, 4 refused (401, 403, TOTP).
 
+pub mod certs;
 pub mod client;
 pub mod config;
 pub mod output;
@@ -108,6 +109,9 @@ pub enum AppsCmd {
         /// An http check's body must contain this.
         #[arg(long)]
         keyword: Option<String>,
+        /// What the host runs to restart it (default: by its type, e.g. `systemctl restart`).
+        #[arg(long)]
+        restart_command: Option<String>,
     },
     /// Stop tracking an app.
     Rm {
@@ -132,6 +136,31 @@ pub enum AppsCmd {
         /// The TOTP code; asked for when not given.
         #[arg(long)]
         totp: Option<String>,
+        /// Print the action's id and return at once instead of waiting for the host's
+        /// answer (follow it with `trusthub actions get`).
+        #[arg(long)]
+        no_wait: bool,
+    },
+}
+
+/// `trusthub actions …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ActionsCmd {
+    /// Signed actions sent to hosts (restarts, patches), newest first.
+    Ls {
+        /// Only this agent's.
+        #[arg(long)]
+        agent: Option<String>,
+        /// How many rows (1 to 500).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        #[command(flatten)]
+        watch: Watch,
+    },
+    /// One action and what the host answered.
+    Get {
+        /// The action's id (its token's jti).
+        jti: String,
     },
 }
 
@@ -547,10 +576,17 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             retries,
             timeout,
             keyword,
+            restart_command,
         } => {
             let check = matches!(kind.as_str(), "http" | "tcp" | "tls");
             let mut body = json!({"name": name});
             if check {
+                if restart_command.is_some() {
+                    return Err(Failure {
+                        code: 2,
+                        message: "--restart-command: a check has nothing to restart".into(),
+                    });
+                }
                 body["type"] = json!(kind);
                 body["endpoint"] = json!(endpoint.or(identifier));
                 for (field, value) in [
@@ -568,6 +604,9 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             } else {
                 body["app_type"] = json!(kind);
                 body["identifier"] = json!(identifier);
+                if let Some(r) = restart_command {
+                    body["restart_command"] = json!(r);
+                }
             }
             if let Some(a) = agent {
                 body["agent_id"] = json!(a);
@@ -597,6 +636,7 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             id: a,
             reason,
             totp,
+            no_wait,
         } => {
             let path = format!("/apps/{}/restart", id(&a)?);
             let code = match totp {
@@ -610,8 +650,87 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
                         .json(&json!({"reason": reason})),
                 )
                 .await?;
-            print(&v, &[("action", "/jti"), ("status", "/status")], g.output)
+            if no_wait {
+                return print(&v, &[("action", "/jti"), ("status", "/status")], g.output);
+            }
+            let jti = v["jti"].as_str().unwrap_or_default().to_owned();
+            eprintln!("dispatched {jti}; waiting for the host's answer…");
+            finished(&c, &jti, g).await
         }
+    }
+}
+
+const ACTIONS: &[Column] = &[
+    ("action", "/jti"),
+    ("act", "/act"),
+    ("agent", "/agent_id"),
+    ("status", "/status"),
+    ("exit", "/exit_code"),
+    ("requested", "/created_at"),
+    ("reason", "/reason"),
+];
+
+/// Follows an action until the host answers or its token expires, prints it (with the host's
+/// output on a table), and fails unless it succeeded.
+async fn finished(c: &Client, jti: &str, g: &Global) -> Result<(), Failure> {
+    let path = format!("/actions/{}", encode(jti));
+    let action = loop {
+        let a = c.get(&path).await?;
+        if a["status"] != "dispatched" {
+            break a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    print(&action, ACTIONS, g.output)?;
+    if g.output == Format::Table {
+        for (name, stream) in [("stdout", "/stdout"), ("stderr", "/stderr")] {
+            if let Some(t) = action.pointer(stream).and_then(Value::as_str)
+                && !t.is_empty()
+            {
+                eprintln!("--- {name}\n{}", t.trim_end());
+            }
+        }
+    }
+    match action["status"].as_str() {
+        Some("succeeded") => Ok(()),
+        Some("refused") => Err(Failure {
+            code: 4,
+            message: format!(
+                "the host refused it: {}",
+                action["refused_reason"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+            ),
+        }),
+        other => Err(Failure::error(format!(
+            "the action {} (exit code {})",
+            other.unwrap_or("failed"),
+            action["exit_code"]
+        ))),
+    }
+}
+
+/// `trusthub actions …`.
+pub async fn actions(cmd: ActionsCmd, g: &Global) -> Result<(), Failure> {
+    let c = client(g)?;
+    match cmd {
+        ActionsCmd::Ls {
+            agent,
+            limit,
+            watch,
+        } => {
+            let agent = agent.map(|a| id(&a)).transpose()?;
+            let path = with_query(
+                "/actions",
+                &[("agent_id", agent), ("limit", Some(limit.to_string()))],
+            );
+            list(&c, &path, ACTIONS, g, watch.watch).await
+        }
+        ActionsCmd::Get { jti } => print(
+            &c.get(&format!("/actions/{}", encode(&jti))).await?,
+            ACTIONS,
+            g.output,
+        ),
     }
 }
 
