@@ -816,13 +816,17 @@ async fn login_prompts_on_a_terminal_hide_the_password_and_ask_for_the_totp_code
 /// on it and its output comes back; its packages are scanned against advisory data imported
 /// from the terminal, a finding fails the CI gate until acknowledged; its certificates are
 /// listed and revoked.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_runs_on_a_live_agent_and_findings_gate_ci_until_acknowledged() {
+async fn live_agent_verbs(db_url: Option<&str>) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = TempDir::new();
     let data = dir.0.join("data");
     let config = dir.0.join("config");
-    let mut hub = Hub::start(&data, &[("TRUSTHUB_CVE_SCAN_CHECK_SECS", "1")]);
+    let key = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    let mut envs = vec![("TRUSTHUB_CVE_SCAN_CHECK_SECS", "1")];
+    if let Some(u) = db_url {
+        envs.extend([("TRUSTHUB_DATABASE_URL", u), ("CLOUD_ENCRYPTION_KEY", key)]);
+    }
+    let mut hub = Hub::start(&data, &envs);
     let url = hub.base.trim_end_matches("/api/v1").to_owned();
     let password = initial_password(&data);
     let http = reqwest::Client::new();
@@ -1103,4 +1107,18 @@ async fn a_restart_runs_on_a_live_agent_and_findings_gate_ci_until_acknowledged(
     let _ = agent.kill();
     let _ = agent.wait();
     hub.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_runs_on_a_live_agent_and_findings_gate_ci_until_acknowledged_sqlite() {
+    live_agent_verbs(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_runs_on_a_live_agent_and_findings_gate_ci_until_acknowledged_postgres() {
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
+    live_agent_verbs(Some(&url)).await;
+    drop_pg_database(&name).await;
 }

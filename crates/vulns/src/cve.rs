@@ -491,6 +491,7 @@ pub async fn scan_agent(
     hostname: &str,
     inventory_id: i64,
     index: &NameIndex,
+    generation: &Generation,
     now: OffsetDateTime,
 ) -> Result<ScanOutcome, StoreError> {
     use crate::rules::scan;
@@ -658,6 +659,7 @@ pub async fn scan_agent(
         agent,
         &seen,
         inventory_id,
+        &crate::store::cve::generation_key(generation),
         targets.len() as i64,
         &serde_json::to_string(&not_covered).unwrap_or_else(|_| "[]".into()),
         now,

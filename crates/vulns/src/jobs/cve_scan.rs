@@ -30,17 +30,17 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
             crate::store::osv::generation(&mut c).await?,
         )
     };
-    let newest_import = generation.0;
+    let current = crate::store::cve::generation_key(&generation);
     let every = time::Duration::seconds(state.settings.cve_scan_interval_secs.max(1) as i64);
     let mut index = None;
     let mut scanned = 0;
     for (tenant, agent, hostname, inventory_id) in hosts {
         let due = match last.get(&agent) {
             None => true,
-            Some(&(scanned_at, seen_inventory)) => {
-                inventory_id > seen_inventory
-                    || scanned_at + every <= now
-                    || newest_import.is_some_and(|i| i > scanned_at)
+            Some(scan) => {
+                inventory_id > scan.inventory_id
+                    || scan.scanned_at + every <= now
+                    || scan.advisories != current
             }
         };
         if !due {
@@ -53,9 +53,17 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
         let Some(names) = index.as_deref() else {
             continue;
         };
-        let outcome =
-            crate::cve::scan_agent(state, tenant, agent, &hostname, inventory_id, names, now)
-                .await?;
+        let outcome = crate::cve::scan_agent(
+            state,
+            tenant,
+            agent,
+            &hostname,
+            inventory_id,
+            names,
+            &generation,
+            now,
+        )
+        .await?;
         tracing::debug!(%agent, packages = outcome.packages, findings = outcome.findings, new = outcome.new, "host scanned");
         scanned += 1;
     }

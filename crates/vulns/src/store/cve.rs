@@ -98,14 +98,47 @@ fn binary_names(json: &str) -> Vec<String> {
     binaries(json).into_iter().map(|b| b.name).collect()
 }
 
-/// Every host's last scan: agent -> `(scanned_at, id of the inventory snapshot it read)`.
+/// What a host's last scan read.
+#[derive(Debug, Clone)]
+pub struct LastScan {
+    /// When.
+    pub scanned_at: OffsetDateTime,
+    /// The inventory snapshot's id.
+    pub inventory_id: i64,
+    /// The advisory data's generation (`osv::generation`, as [`generation_key`] writes it).
+    pub advisories: String,
+}
+
+/// An advisory data generation as stored with scans.
+pub fn generation_key(g: &(Option<OffsetDateTime>, i64)) -> String {
+    format!(
+        "{}|{}",
+        g.0.map(|t| t.unix_timestamp().to_string())
+            .unwrap_or_default(),
+        g.1
+    )
+}
+
+/// Every host's last scan.
 pub async fn last_scans(
     ex: &mut impl Exec,
-) -> StoreResult<std::collections::HashMap<Uuid, (OffsetDateTime, i64)>> {
-    let rows: Vec<(Uuid, OffsetDateTime, i64)> = on!(ex, c => sqlx::query_as(
-        "SELECT agent_id, scanned_at, inventory_id FROM cve_scans")
+) -> StoreResult<std::collections::HashMap<Uuid, LastScan>> {
+    let rows: Vec<(Uuid, OffsetDateTime, i64, String)> = on!(ex, c => sqlx::query_as(
+        "SELECT agent_id, scanned_at, inventory_id, advisories FROM cve_scans")
         .fetch_all(&mut *c).await?);
-    Ok(rows.into_iter().map(|(a, t, i)| (a, (t, i))).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(a, scanned_at, inventory_id, advisories)| {
+            (
+                a,
+                LastScan {
+                    scanned_at,
+                    inventory_id,
+                    advisories,
+                },
+            )
+        })
+        .collect())
 }
 
 /// The last scan of each host of the tenant: `(agent, scanned_at, packages looked at, JSON
@@ -128,6 +161,7 @@ pub async fn record_scan(
     agent: Uuid,
     seen: &[Seen],
     inventory_id: i64,
+    advisories: &str,
     packages: i64,
     not_covered: &str,
     now: OffsetDateTime,
@@ -207,9 +241,9 @@ pub async fn record_scan(
     }
     on!(ex, c => {
         sqlx::query("DELETE FROM cve_scans WHERE agent_id = $1").bind(agent).execute(&mut *c).await?;
-        sqlx::query("INSERT INTO cve_scans (agent_id, tenant_id, scanned_at, inventory_id, packages, not_covered) \
-             VALUES ($1, $2, $3, $4, $5, $6)")
-            .bind(agent).bind(tenant.0).bind(now).bind(inventory_id).bind(packages).bind(not_covered)
+        sqlx::query("INSERT INTO cve_scans (agent_id, tenant_id, scanned_at, inventory_id, packages, not_covered, advisories) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(agent).bind(tenant.0).bind(now).bind(inventory_id).bind(packages).bind(not_covered).bind(advisories)
             .execute(&mut *c).await?;
     });
     Ok(new)
