@@ -484,6 +484,7 @@ pub struct ScanOutcome {
 /// Scans one host's latest inventory against the advisories the tenant sees, records the
 /// findings (new, still there, fixed) and raises one alert for the new ones at or above
 /// `TRUSTHUB_CVE_ALERT_MIN_SEVERITY`.
+#[allow(clippy::too_many_arguments)]
 pub async fn scan_agent(
     state: &crate::state::AppState,
     tenant: uuid::Uuid,
