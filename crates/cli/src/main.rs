@@ -67,75 +67,12 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::AppsCmd,
     },
-    /// Agents' client certificates, the hub's CA and integrity anomalies.
-    Certs {
-        #[command(flatten)]
-        g: remote::Global,
-        #[command(subcommand)]
-        cmd: remote::certs::CertsCmd,
-    },
-    /// Signed actions sent to hosts and what they answered.
-    Actions {
-        #[command(flatten)]
-        g: remote::Global,
-        #[command(subcommand)]
-        cmd: remote::ActionsCmd,
-    },
     /// Alerts.
     Alerts {
         #[command(flatten)]
         g: remote::Global,
         #[command(subcommand)]
         cmd: remote::AlertsCmd,
-    },
-    /// API tokens.
-    Tokens {
-        #[command(flatten)]
-        g: remote::Global,
-        #[command(subcommand)]
-        cmd: remote::TokensCmd,
-    },
-    /// The audit log.
-    Audit {
-        #[command(flatten)]
-        g: remote::Global,
-        #[command(subcommand)]
-        cmd: remote::AuditCmd,
-    },
-    /// Shell completion: `trusthub completion bash > /etc/bash_completion.d/trusthub`.
-    Completion {
-        /// bash, zsh, fish, elvish or powershell.
-        shell: clap_complete::Shell,
-    },
-    /// Write the man pages (trusthub.1, trusthub-agents.1, …) into a folder.
-    Man {
-        /// The folder (made if missing), e.g. /usr/local/share/man/man1.
-        #[arg(long)]
-        out: std::path::PathBuf,
-    },
-    /// Run the hub.
-    Serve(Box<Settings>),
-    /// Run the hub on its embedded default with an agent watching this host (one process).
-    Up(Box<UpArgs>),
-    /// Administer the hub's database.
-    #[command(subcommand)]
-    Admin(AdminCommand),
-    /// The transparency log.
-    #[command(subcommand)]
-    Transparency(TransparencyCommand),
-    /// Evidence packs: create and download from a hub, verify offline.
-    Evidence {
-        #[command(flatten)]
-        g: remote::Global,
-        #[command(subcommand)]
-        cmd: EvidenceCommand,
-    },
-    /// Vulnerabilities: findings and advisories from a hub; import advisory data.
-    Cve {
-        #[command(flatten)]
-        g: remote::Global,
-        #[command(subcommand)]
-        cmd: CveCommand,
     },
     /// Alert rules.
     Rules {
@@ -157,6 +94,69 @@ enum Command {
         g: remote::Global,
         #[command(subcommand)]
         cmd: remote::SloCmd,
+    },
+    /// Vulnerabilities: findings and advisories from a hub; import advisory data.
+    Cve {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: CveCommand,
+    },
+    /// Agents' client certificates, the hub's CA and integrity anomalies.
+    Certs {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::certs::CertsCmd,
+    },
+    /// Signed actions sent to hosts and what they answered.
+    Actions {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::ActionsCmd,
+    },
+    /// Evidence packs: create and download from a hub, verify offline.
+    Evidence {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: EvidenceCommand,
+    },
+    /// API tokens.
+    Tokens {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::TokensCmd,
+    },
+    /// The audit log.
+    Audit {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::AuditCmd,
+    },
+    /// Run the hub on its embedded default with an agent watching this host (one process).
+    Up(Box<UpArgs>),
+    /// Run the hub.
+    Serve(Box<Settings>),
+    /// Administer the hub's database.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+    /// The transparency log.
+    #[command(subcommand)]
+    Transparency(TransparencyCommand),
+    /// Shell completion: `trusthub completion bash > /etc/bash_completion.d/trusthub`.
+    Completion {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (trusthub.1, trusthub-agents.1, …) into a folder.
+    Man {
+        /// The folder (made if missing), e.g. /usr/local/share/man/man1.
+        #[arg(long)]
+        out: std::path::PathBuf,
     },
 }
 
