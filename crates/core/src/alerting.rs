@@ -52,6 +52,8 @@ pub mod source {
     pub const SUPPLY_CHAIN: &str = "supply_chain";
     /// An SLO's error budget burns too fast (CONTRACT 16).
     pub const SLO: &str = "slo";
+    /// Auto-patch dispatched or rolled back a patch (CONTRACT 19).
+    pub const AUTO_PATCH: &str = "auto_patch";
 }
 
 /// A rule's comparison (CONTRACT 10: `> >= < <= == !=`).

@@ -127,3 +127,7 @@ pub const ACTION_RESULT: &str = "action_result";
 pub const AI_PRICES_CHANGED: &str = "ai_prices_changed";
 /// An evidence pack was built.
 pub const EVIDENCE_PACK_CREATED: &str = "evidence_pack_created";
+/// A host's auto-patch settings changed (CONTRACT 19).
+pub const AUTO_PATCH_SETTINGS_CHANGED: &str = "auto_patch_settings_changed";
+/// An auto-patch run was started by hand (CONTRACT 19).
+pub const AUTO_PATCH_RUN_REQUESTED: &str = "auto_patch_run_requested";

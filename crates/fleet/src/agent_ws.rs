@@ -102,6 +102,9 @@ enum FromAgent {
         stdout: String,
         #[serde(default)]
         stderr: String,
+        /// What the agent says of the outcome (`rolled back: <reason>`).
+        #[serde(default)]
+        note: Option<String>,
     },
     Refused {
         jti: String,
@@ -209,12 +212,17 @@ async fn on_message(
         return Ok(());
     };
     let now = now();
+    let note = match &msg {
+        FromAgent::Result { note, .. } => note.as_deref().map(bounded),
+        FromAgent::Refused { .. } => None,
+    };
     let (jti, outcome) = match &msg {
         FromAgent::Result {
             jti,
             exit_code,
             stdout,
             stderr,
+            ..
         } => (
             jti,
             Outcome {
@@ -284,5 +292,69 @@ async fn on_message(
         now,
     )
     .await?;
+    let result = ActionResult {
+        tenant,
+        jti: action.jti.clone(),
+        act: action.act.clone(),
+        agent_id,
+        status: outcome.status.to_owned(),
+        exit_code: outcome.exit_code,
+        stdout: outcome.stdout.map(str::to_owned),
+        stderr: outcome.stderr.map(str::to_owned),
+        refused_reason: outcome.refused_reason.map(str::to_owned),
+        note: note.map(str::to_owned),
+    };
+    for (act, hook) in &state.part::<ActionHooks>().0 {
+        if *act == result.act {
+            hook(state, &mut tx, &result, now).await?;
+        }
+    }
     tx.commit().await
 }
+
+/// An action's result as the capability that asked for it sees it.
+#[derive(Debug, Clone)]
+pub struct ActionResult {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The token's nonce.
+    pub jti: String,
+    /// Its kind (`install_package`, ...).
+    pub act: String,
+    /// The agent.
+    pub agent_id: Uuid,
+    /// `succeeded` or `failed`.
+    pub status: String,
+    /// The exit code (none when refused).
+    pub exit_code: Option<i64>,
+    /// Output.
+    pub stdout: Option<String>,
+    /// Errors.
+    pub stderr: Option<String>,
+    /// Why the agent refused it.
+    pub refused_reason: Option<String>,
+    /// The agent's note of the outcome (`rolled back: <reason>`).
+    pub note: Option<String>,
+}
+
+/// What runs, in the result's transaction, when an agent answers an action of a kind: the
+/// capabilities that send actions (auto-patch) follow their own this way. A part of the
+/// state the composition root installs.
+#[derive(Default)]
+pub struct ActionHooks(pub Vec<(&'static str, ActionHook)>);
+
+impl std::fmt::Debug for ActionHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(act, _)| act))
+            .finish()
+    }
+}
+
+/// The signature of an [`ActionHooks`] entry.
+pub type ActionHook = for<'a> fn(
+    &'a AppState,
+    &'a mut trusthub_store::Tx,
+    &'a ActionResult,
+    time::OffsetDateTime,
+) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;

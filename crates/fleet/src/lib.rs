@@ -10,7 +10,9 @@
 //!   [`inventory`], [`processes`]: hosts, their typed inventory and process list for the
 //!   capabilities built on them (apps, vulnerabilities); [`fleet_minutes`], [`window_sums`],
 //!   [`metric_names`], [`metric_known`] and [`unix_ms`]: metric reads for the overview and the
-//!   alert rules; [`append_log`] writes the transparency log;
+//!   alert rules; [`append_log`] writes the transparency log, [`log_of_subject`] reads one
+//!   subject's entries; [`agent_ws::ActionHooks`]: how a capability follows the results of
+//!   the actions it sent;
 //!   [`maintenance`] is what the composition root runs at start and on its retention tick;
 //! - [`host_names`]: host names of a tenant's agents, the lookup other capabilities are
 //!   given instead of this crate's tables;
@@ -65,7 +67,7 @@ pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashM
         .collect())
 }
 
-pub use store::actions::append_log;
+pub use store::actions::{append_log, log_of_subject};
 pub use store::agents::{Agent, get as agent, ingest_intervals, list as agents};
 pub use store::telemetry::{
     SeriesWindow, fleet_minutes, metric_known, metric_names, unix_ms, window_sums,

@@ -48,6 +48,7 @@ pub fn capabilities() -> Vec<trusthub_platform::capability::Capability> {
         trusthub_monitors::capability(),
         trusthub_slo::capability(),
         trusthub_vulns::capability(),
+        trusthub_autopatch::capability(),
     ]
 }
 

@@ -210,6 +210,9 @@ impl Server {
                     .insert(prices)
                     .insert(ingest)
                     .insert(crate::agent_ws::Connections::default())
+                    .insert(trusthub_fleet::agent_ws::ActionHooks(
+                        trusthub_autopatch::action_hooks(),
+                    ))
                     .insert(agent_download)
                     .insert(trusthub_platform::names::Namers(
                         crate::capabilities()

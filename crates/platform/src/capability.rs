@@ -16,6 +16,8 @@ pub struct Job {
     pub name: &'static str,
     /// Seconds between ticks under these settings.
     pub interval: fn(&Settings) -> u64,
+    /// Seconds from the start to the first tick (a warm-up), when not one interval.
+    pub first: Option<fn(&Settings) -> u64>,
     /// One run.
     pub tick: Tick,
 }
@@ -62,6 +64,24 @@ impl Capability {
         self.jobs.push(Job {
             name,
             interval,
+            first: None,
+            tick,
+        });
+        self
+    }
+
+    /// Adds a periodic job whose first tick comes `first` seconds after the start.
+    pub fn job_after(
+        mut self,
+        name: &'static str,
+        first: fn(&Settings) -> u64,
+        interval: fn(&Settings) -> u64,
+        tick: Tick,
+    ) -> Self {
+        self.jobs.push(Job {
+            name,
+            interval,
+            first: Some(first),
             tick,
         });
         self

@@ -13,10 +13,18 @@ pub type Tick = fn(
     OffsetDateTime,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = StoreResult<()>> + Send>>;
 
-/// Runs `tick` every `every_secs` while this process holds the lease `name`.
-pub async fn periodic(state: AppState, name: &'static str, every_secs: u64, tick: Tick) {
+/// Runs `tick` every `every_secs`, the first time `first_secs` after now, while this process
+/// holds the lease `name`.
+pub async fn periodic(
+    state: AppState,
+    name: &'static str,
+    first_secs: u64,
+    every_secs: u64,
+    tick: Tick,
+) {
     let every = Duration::from_secs(every_secs);
-    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let first = Duration::from_secs(first_secs);
+    let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + first, every);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         timer.tick().await;

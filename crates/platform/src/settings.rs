@@ -221,6 +221,15 @@ pub struct Settings {
         hide = true
     )]
     pub supply_chain_check_secs: u64,
+    /// Seconds after the start before the first auto-patch cycle (120).
+    #[arg(long, env = "TRUSTHUB_AUTOPATCH_WARMUP_SECS", default_value_t = 120)]
+    pub autopatch_warmup_secs: u64,
+    /// Seconds between auto-patch cycles (1800).
+    #[arg(long, env = "TRUSTHUB_AUTOPATCH_CYCLE_SECS", default_value_t = 1800)]
+    pub autopatch_cycle_secs: u64,
+    /// Seconds that must pass between two auto-patch runs of one host (1500).
+    #[arg(long, env = "TRUSTHUB_AUTOPATCH_MIN_GAP_SECS", default_value_t = 1500)]
+    pub autopatch_min_gap_secs: u64,
     /// Waits before each webhook retry (`10s,60s,5m`).
     #[arg(long, env = "TRUSTHUB_WEBHOOK_RETRY_SCHEDULE", default_value = "10s,60s,5m", value_parser = parse_schedule)]
     pub webhook_retry_schedule: Schedule,
@@ -345,6 +354,9 @@ impl Settings {
             supply_chain_interval_secs: 86_400,
             npm_registry_requests_per_minute: 60,
             supply_chain_check_secs: 60,
+            autopatch_warmup_secs: 120,
+            autopatch_cycle_secs: 1800,
+            autopatch_min_gap_secs: 1500,
             webhook_retry_schedule: Schedule(vec![
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_secs(60),

@@ -6,11 +6,14 @@
 //! What it offers:
 //! - [`cve::CveIndex`]: the advisory name index, a part of the state;
 //! - [`cve`]: importing advisories (the API, the pull and `trusthub cve import` share it);
+//! - [`patching`]: a host's unfixed findings, what auto-patch chooses from;
+//! - [`rules::version::Scheme`]: each ecosystem's version order;
 //! - [`api`], [`osv_api`], [`web::pages`], [`jobs`]: what the composition root mounts and
 //!   schedules.
 
 pub mod cve;
 pub mod jobs;
+pub mod patching;
 pub mod routes;
 pub mod rules;
 mod store;

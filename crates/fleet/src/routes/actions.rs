@@ -86,6 +86,34 @@ pub struct ActionRequest<'a> {
     pub reason: &'a str,
     /// The audit entry's subject (`app:<id>`).
     pub subject: String,
+    /// The token's nonce, when the caller chose it; else a new one.
+    pub jti: Option<String>,
+}
+
+/// Who asks for an action.
+#[derive(Debug, Clone, Copy)]
+pub enum Requester<'a> {
+    /// A user, through a request.
+    User(&'a Meta, &'a crate::auth::Principal),
+    /// The hub itself for a tenant (auto-patch): `actor` as the audit log names it
+    /// (`system:auto_patch`).
+    Hub(TenantId, &'a str),
+}
+
+impl Requester<'_> {
+    fn tenant(&self) -> TenantId {
+        match self {
+            Requester::User(_, p) => p.tenant(),
+            Requester::Hub(t, _) => *t,
+        }
+    }
+
+    fn by(&self) -> String {
+        match self {
+            Requester::User(_, p) => format!("user:{}", p.user.id),
+            Requester::Hub(_, actor) => (*actor).to_owned(),
+        }
+    }
 }
 
 /// Dispatches `req` as `p` (CONTRACT 5): 409 when the agent is not connected to any hub
@@ -98,24 +126,40 @@ pub async fn dispatch(
     req: ActionRequest<'_>,
     now: OffsetDateTime,
 ) -> ApiResult<Dispatched> {
-    if !state
-        .part::<crate::agent_ws::Connections>()
-        .is_local(req.agent_id)
-    {
-        let mut c = state.db.conn().await?;
-        let elsewhere = actions::connected_instance(&mut c, req.agent_id).await?;
-        if elsewhere.is_none() {
-            return Err(ApiError::Conflict(
-                "the agent is not connected; nothing was sent".into(),
-            ));
-        }
+    dispatch_as(state, Requester::User(meta, p), req, now).await
+}
+
+/// Whether `agent` holds a WebSocket with some hub process (an action can reach it).
+pub async fn reachable(state: &AppState, agent: Uuid) -> ApiResult<bool> {
+    if state.part::<crate::agent_ws::Connections>().is_local(agent) {
+        return Ok(true);
     }
-    let jti = Uuid::new_v4().simple().to_string();
+    let mut c = state.db.conn().await?;
+    Ok(actions::connected_instance(&mut c, agent).await?.is_some())
+}
+
+/// [`dispatch`] for any [`Requester`]; `req.jti` names the token when the caller recorded
+/// its own side first (so a fast answer finds it).
+pub async fn dispatch_as(
+    state: &AppState,
+    who: Requester<'_>,
+    req: ActionRequest<'_>,
+    now: OffsetDateTime,
+) -> ApiResult<Dispatched> {
+    if !reachable(state, req.agent_id).await? {
+        return Err(ApiError::Conflict(
+            "the agent is not connected; nothing was sent".into(),
+        ));
+    }
+    let jti = req
+        .jti
+        .clone()
+        .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
     let exp = now + time::Duration::seconds(eat::MAX_LIFETIME_SECS);
     let claims = Claims {
         iss: eat::ISSUER.into(),
         sub: req.agent_id,
-        tid: p.tenant().0,
+        tid: who.tenant().0,
         jti: jti.clone(),
         iat: now.unix_timestamp(),
         exp: exp.unix_timestamp(),
@@ -125,11 +169,11 @@ pub async fn dispatch(
     };
     let token = eat::sign(&state.part::<crate::routes::actions::EatKey>().0, &claims)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let by = format!("user:{}", p.user.id);
+    let by = who.by();
     let mut tx = state.db.begin().await?;
     actions::insert(
         &mut tx,
-        p.tenant(),
+        who.tenant(),
         &jti,
         req.agent_id,
         req.app_id,
@@ -140,14 +184,36 @@ pub async fn dispatch(
         exp,
     )
     .await?;
-    meta.record(
-        &mut tx,
-        p,
-        trusthub_core::audit::ACTION_REQUESTED,
-        req.subject,
-        json!({"jti": jti, "act": req.act, "agent_id": req.agent_id, "reason": req.reason}),
-    )
-    .await?;
+    let details =
+        json!({"jti": jti, "act": req.act, "agent_id": req.agent_id, "reason": req.reason});
+    match who {
+        Requester::User(meta, p) => {
+            meta.record(
+                &mut tx,
+                p,
+                trusthub_core::audit::ACTION_REQUESTED,
+                req.subject,
+                details,
+            )
+            .await?
+        }
+        Requester::Hub(tenant, actor) => {
+            trusthub_store::audit::append(
+                &mut tx,
+                tenant,
+                &trusthub_store::audit::NewEntry {
+                    event_type: trusthub_core::audit::ACTION_REQUESTED,
+                    actor: actor.to_owned(),
+                    subject: req.subject,
+                    details,
+                    ip: None,
+                    request_id: None,
+                },
+                now,
+            )
+            .await?;
+        }
+    }
     tx.commit().await?;
     let frame = json!({"type": "eat", "token": token}).to_string();
     if !crate::routing::deliver(state, req.agent_id, frame).await? {
@@ -297,7 +363,7 @@ pub(crate) async fn list_actions(
 }
 
 /// A transparency-log entry (CONTRACT 5a).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct LogEntryView {
     /// Position, from 1.
     pub seq: i64,

@@ -273,6 +273,22 @@ pub async fn log_since(
     Ok(rows.into_iter().map(LogEntry::from).collect())
 }
 
+/// The tenant's entries whose kind starts with `kind_prefix`, about `subject_ref` when
+/// given, oldest first.
+pub async fn log_of_subject(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    subject_ref: Option<&str>,
+    kind_prefix: &str,
+) -> StoreResult<Vec<LogEntry>> {
+    let rows = on!(ex, c => sqlx::query_as::<_, Row>(
+        "SELECT seq, kind, subject_ref, payload, prev_hash, entry_hash, created_at FROM transparency_log \
+         WHERE tenant_id = $1 AND ($2 IS NULL OR subject_ref = $2) AND substr(kind, 1, $3) = $4 ORDER BY seq")
+        .bind(tenant.0).bind(subject_ref).bind(kind_prefix.len() as i64).bind(kind_prefix)
+        .fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().map(LogEntry::from).collect())
+}
+
 /// The tenant's newest entry.
 pub async fn log_head(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Option<LogEntry>> {
     let row = on!(ex, c => sqlx::query_as::<_, Row>(

@@ -37,9 +37,11 @@ pub fn spawn(state: &AppState) -> Vec<tokio::task::JoinHandle<()>> {
     for c in crate::capabilities() {
         for job in &c.jobs {
             let every = (job.interval)(&state.settings);
+            let first = job.first.map_or(every, |f| f(&state.settings));
             handles.push(tokio::spawn(periodic(
                 state.clone(),
                 job.name,
+                first,
                 every,
                 job.tick,
             )));

@@ -133,6 +133,7 @@ pub async fn restart_by(
                 "restart_command": app.restart_command, "reason": reason}),
             reason,
             subject: format!("app:{}", app.id),
+            jti: None,
         },
         now,
     )

@@ -1,0 +1,82 @@
+//! What auto-patch reads of a host's vulnerabilities (CONTRACT 19): its unfixed findings with
+//! their fixes, acknowledgement and suppression, in the advisory's words. Auto-patch decides
+//! what to install; this module only tells it what the scan found.
+
+use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId};
+use uuid::Uuid;
+
+/// A finding of one host, open, acknowledged or suppressed (not fixed).
+#[derive(Debug, Clone)]
+pub struct HostFinding {
+    /// The finding.
+    pub id: Uuid,
+    /// OSV ecosystem (`Debian:12`, `npm`).
+    pub ecosystem: String,
+    /// The package the advisory names: the source package of OS packages.
+    pub package: String,
+    /// The binary packages of an OS source package installed on the host, `(name,
+    /// version)`; empty for application dependencies.
+    pub binaries: Vec<(String, String)>,
+    /// The lockfile's folder of an application dependency; `""` for OS packages.
+    pub project_path: String,
+    /// The advisory.
+    pub vuln_id: String,
+    /// The installed version (the source package's for OS packages).
+    pub installed_version: String,
+    /// Versions that fix it.
+    pub fixed_versions: Vec<String>,
+    /// `CRITICAL`, `HIGH`, ...
+    pub severity: String,
+    /// 0 (unknown) to 4 (critical).
+    pub severity_rank: i64,
+    /// An operator acknowledged it.
+    pub acknowledged: bool,
+    /// The suppression in force that matches it: `(id, reason)`.
+    pub suppression: Option<(Uuid, String)>,
+}
+
+/// Every unfixed finding of `agent`, as at `now` (a suppression applies until it expires).
+pub async fn unfixed_findings(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Uuid,
+    now: OffsetDateTime,
+) -> StoreResult<Vec<HostFinding>> {
+    let filter = crate::store::cve::Filter {
+        agent_id: Some(agent),
+        status: Some("unfixed".into()),
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = crate::store::cve::list(&mut *ex, tenant, &filter, cursor, 1000, now).await?;
+        let full = page.len() == 1000;
+        cursor = page.last().map(|f| (f.seen.severity_rank, f.id));
+        out.extend(page.into_iter().map(|f| {
+            HostFinding {
+                id: f.id,
+                binaries: crate::store::cve::binaries(&f.seen.binaries)
+                    .into_iter()
+                    .map(|b| (b.name, b.version))
+                    .collect(),
+                fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
+                acknowledged: f.acknowledged_at.is_some(),
+                suppression: f
+                    .suppression_id
+                    .map(|id| (id, f.suppression_reason.unwrap_or_default())),
+                ecosystem: f.seen.ecosystem,
+                package: f.seen.package,
+                project_path: f.seen.project_path,
+                vuln_id: f.seen.vuln_id,
+                installed_version: f.seen.installed_version,
+                severity: f.seen.severity,
+                severity_rank: f.seen.severity_rank,
+            }
+        }));
+        if !full {
+            return Ok(out);
+        }
+    }
+}
