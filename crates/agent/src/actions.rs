@@ -62,6 +62,9 @@ pub enum Answer {
         stdout: String,
         /// Errors, bounded.
         stderr: String,
+        /// How it ended, in words (`rolled back: <reason>`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
         /// RFC 3339.
         finished_at: String,
     },
@@ -173,25 +176,41 @@ pub async fn restart(args: &Value) -> (i64, String, String) {
     }
 }
 
-/// Handles one `{type: "eat", token}` frame: the answer to send back.
-pub async fn handle(
+/// Checks a token now: its claims to run, or the refusal to send back at once.
+pub fn accept(
     token: &str,
     hub_key: &ed25519_dalek::VerifyingKey,
     agent_id: Uuid,
     allowed: &[String],
     seen: &mut SeenJtis,
-) -> Answer {
+) -> Result<Claims, Answer> {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let claims = match check(token, hub_key, agent_id, allowed, seen, now) {
-        Ok(c) => c,
-        Err(refusal) => {
-            tracing::warn!(?refusal, "action token refused");
-            return refusal;
-        }
-    };
+    check(token, hub_key, agent_id, allowed, seen, now).inspect_err(|refusal| {
+        tracing::warn!(?refusal, "action token refused");
+    })
+}
+
+/// What running an action may use.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The host's allowlist (patch managers and project folders).
+    pub allowed: crate::allow::Allowlist,
+    /// The agent's state dir (patch snapshots).
+    pub state_dir: PathBuf,
+}
+
+/// Runs an accepted action: its answer.
+pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
     tracing::info!(jti = %claims.jti, act = %claims.act, "running an action");
-    let (exit_code, stdout, stderr) = match claims.act.as_str() {
-        "restart_app" => restart(&claims.args).await,
+    let (exit_code, stdout, stderr, note) = match claims.act.as_str() {
+        "restart_app" => {
+            let (c, o, e) = restart(&claims.args).await;
+            (c, o, e, None)
+        }
+        "install_package" => {
+            let o = crate::patch::install_package(&claims.args, &ctx.allowed, &ctx.state_dir, &claims.jti).await;
+            (o.exit_code, o.stdout, o.stderr, o.note)
+        }
         other => {
             return Answer::Refused {
                 jti: claims.jti,
@@ -199,14 +218,42 @@ pub async fn handle(
             };
         }
     };
+    tracing::info!(jti = %claims.jti, exit_code, ?note, "action finished");
     Answer::Result {
         jti: claims.jti,
         exit_code,
-        stdout,
-        stderr,
+        stdout: bounded_tail(&stdout),
+        stderr: bounded_tail(&stderr),
+        note,
         finished_at: time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default(),
+    }
+}
+
+/// The last [`MAX_OUTPUT`] bytes of `s` (a transcript's end says how it ended).
+fn bounded_tail(s: &str) -> String {
+    if s.len() <= MAX_OUTPUT {
+        return s.to_owned();
+    }
+    let mut start = s.len() - MAX_OUTPUT;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_owned()
+}
+
+/// Handles one `{type: "eat", token}` frame to the end: the answer to send back.
+pub async fn handle(
+    token: &str,
+    hub_key: &ed25519_dalek::VerifyingKey,
+    agent_id: Uuid,
+    ctx: &Context,
+    seen: &mut SeenJtis,
+) -> Answer {
+    match accept(token, hub_key, agent_id, &ctx.allowed.kinds, seen) {
+        Ok(claims) => execute(claims, ctx).await,
+        Err(refusal) => refusal,
     }
 }
 

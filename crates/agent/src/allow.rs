@@ -3,7 +3,7 @@
 //! may push. Default: every kind but `console_open`.
 
 use serde::Deserialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Every action kind (CONTRACT 5).
 pub const KINDS: [&str; 5] = [
@@ -18,29 +18,84 @@ pub const KINDS: [&str; 5] = [
 #[serde(deny_unknown_fields)]
 struct File {
     allow: Vec<String>,
+    /// Package managers patches may use (default: every one).
+    patch_managers: Option<Vec<String>>,
+    /// Folders under which `update_packages` may change a project (default: any project this
+    /// agent reports).
+    project_paths: Option<Vec<PathBuf>>,
+}
+
+/// Package managers the agent knows.
+pub const MANAGERS: [&str; 9] = [
+    "apt", "dnf", "apk", "zypper", "npm", "pip", "composer", "bundler", "go",
+];
+
+/// What this host lets any hub do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowlist {
+    /// Action kinds.
+    pub kinds: Vec<String>,
+    /// Package managers patches may use; `None`: all.
+    pub managers: Option<Vec<String>>,
+    /// Folders projects must be under; `None`: anywhere.
+    pub project_paths: Option<Vec<PathBuf>>,
+}
+
+impl Allowlist {
+    /// Whether the action kind is allowed.
+    pub fn kind(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|k| k == kind)
+    }
+
+    /// Whether patches may use `manager`.
+    pub fn manager(&self, manager: &str) -> bool {
+        MANAGERS.contains(&manager)
+            && self
+                .managers
+                .as_ref()
+                .is_none_or(|m| m.iter().any(|x| x == manager))
+    }
+
+    /// Whether `update_packages` may change the project at `path` (absolute, no `..`).
+    pub fn project(&self, path: &Path) -> bool {
+        path.is_absolute()
+            && !path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            && self
+                .project_paths
+                .as_ref()
+                .is_none_or(|roots| roots.iter().any(|r| path.starts_with(r)))
+    }
 }
 
 /// The kinds this host accepts.
 pub fn load(state_dir: &Path, flag: Option<&str>) -> Result<Vec<String>, String> {
+    load_all(state_dir, flag).map(|a| a.kinds)
+}
+
+/// The host's whole allowlist: `--allow-actions` sets the kinds; `actions.toml` sets the
+/// kinds (when no flag does) and the patch rules.
+pub fn load_all(state_dir: &Path, flag: Option<&str>) -> Result<Allowlist, String> {
+    let path = state_dir.join("actions.toml");
+    let file = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(toml::from_str::<File>(&text).map_err(|e| format!("{}: {e}", path.display()))?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
     let list: Vec<String> = if let Some(flag) = flag {
         flag.split(',')
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect()
     } else {
-        let path = state_dir.join("actions.toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                toml::from_str::<File>(&text)
-                    .map_err(|e| format!("{}: {e}", path.display()))?
-                    .allow
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => KINDS
+        match &file {
+            Some(f) => f.allow.clone(),
+            None => KINDS
                 .iter()
                 .filter(|k| **k != "console_open")
                 .map(|k| (*k).to_owned())
                 .collect(),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
         }
     };
     if let Some(bad) = list.iter().find(|k| !KINDS.contains(&k.as_str())) {
@@ -49,7 +104,31 @@ pub fn load(state_dir: &Path, flag: Option<&str>) -> Result<Vec<String>, String>
             KINDS.join(", ")
         ));
     }
-    Ok(list)
+    let managers = file.as_ref().and_then(|f| f.patch_managers.clone());
+    if let Some(bad) = managers
+        .iter()
+        .flatten()
+        .find(|m| !MANAGERS.contains(&m.as_str()))
+    {
+        return Err(format!(
+            "{}: unknown package manager `{bad}` (known: {})",
+            path.display(),
+            MANAGERS.join(", ")
+        ));
+    }
+    let project_paths = file.and_then(|f| f.project_paths);
+    if let Some(bad) = project_paths.iter().flatten().find(|p| !p.is_absolute()) {
+        return Err(format!(
+            "{}: project_paths must be absolute, not `{}`",
+            path.display(),
+            bad.display()
+        ));
+    }
+    Ok(Allowlist {
+        kinds: list,
+        managers,
+        project_paths,
+    })
 }
 
 #[cfg(test)]
@@ -79,6 +158,30 @@ mod tests {
         assert!(load(&dir, Some("reboot")).is_err());
         std::fs::write(dir.join("actions.toml"), "allow = \"all\"\n").expect("write");
         assert!(load(&dir, None).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn patch_rules_limit_managers_and_project_folders() {
+        let dir =
+            std::env::temp_dir().join(format!("allow-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let all = load_all(&dir, None).expect("default");
+        assert!(all.manager("apt") && all.manager("npm") && !all.manager("curl"));
+        assert!(all.project(Path::new("/srv/app")) && !all.project(Path::new("srv/app")));
+        assert!(!all.project(Path::new("/srv/../etc")));
+        std::fs::write(
+            dir.join("actions.toml"),
+            "allow = [\"install_package\"]\npatch_managers = [\"apt\"]\nproject_paths = [\"/srv\"]\n",
+        )
+        .expect("write");
+        let some = load_all(&dir, None).expect("file");
+        assert!(some.kind("install_package") && !some.kind("restart_app"));
+        assert!(some.manager("apt") && !some.manager("npm"));
+        assert!(some.project(Path::new("/srv/app")) && !some.project(Path::new("/opt/app")));
+        std::fs::write(dir.join("actions.toml"), "allow = []\npatch_managers = [\"yum\"]\n")
+            .expect("write");
+        assert!(load_all(&dir, None).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -36,6 +36,20 @@ enum Command {
         #[arg(long, default_value = "/usr/local/bin/trusthub-agent")]
         binary: PathBuf,
     },
+    /// Patch this host now, as an auto-patch action would: snapshot, install, verify, roll
+    /// back when it does not verify (the host's actions.toml applies). Prints the commands'
+    /// transcript and the outcome; exits with the patch's exit code.
+    Patch {
+        /// The package manager (apt).
+        #[arg(long)]
+        manager: String,
+        /// `name=version`: the package and the version to reach, one or more.
+        #[arg(required = true)]
+        packages: Vec<String>,
+        /// State dir (snapshots are kept under it; default: the global `--state-dir`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
     /// Print what the agent knows: registration, spool, allowlist. Only reads: creates no
     /// directory and no key.
     Status {
@@ -219,6 +233,43 @@ fn install(
     ))
 }
 
+/// `trusthub-agent patch`: one `install_package` run here, its transcript and outcome.
+async fn patch(manager: &str, packages: &[String], state_dir: &std::path::Path) -> ExitCode {
+    let mut list = Vec::new();
+    for p in packages {
+        let Some((name, version)) = p.split_once('=') else {
+            eprintln!("trusthub-agent: `{p}`: give name=version");
+            return ExitCode::from(2);
+        };
+        list.push(serde_json::json!({"name": name, "version": version}));
+    }
+    let allowed = match crate::allow::load_all(state_dir, None) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("trusthub-agent: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(state_dir) {
+        eprintln!("trusthub-agent: {}: {e}", state_dir.display());
+        return ExitCode::FAILURE;
+    }
+    let jti = format!("manual-{}", uuid::Uuid::new_v4().simple());
+    let args = serde_json::json!({"manager": manager, "packages": list});
+    let o = crate::patch::install_package(&args, &allowed, state_dir, &jti).await;
+    print!("{}", o.stdout);
+    eprint!("{}", o.stderr);
+    println!(
+        "exit code {}{}",
+        o.exit_code,
+        o.note.map(|n| format!(": {n}")).unwrap_or_default()
+    );
+    match o.exit_code {
+        0 => ExitCode::SUCCESS,
+        c => ExitCode::from(u8::try_from(c).ok().filter(|c| *c != 0).unwrap_or(1)),
+    }
+}
+
 /// The agent's command line: parses the arguments, runs the command, and says how it went.
 pub fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -254,6 +305,18 @@ async fn cli() -> ExitCode {
             unit_dir,
             binary,
         }) => install(&state_dir.unwrap_or(cli.opts.state_dir), &unit_dir, &binary),
+        Some(Command::Patch {
+            manager,
+            packages,
+            state_dir,
+        }) => {
+            return patch(
+                &manager,
+                &packages,
+                &state_dir.unwrap_or(cli.opts.state_dir),
+            )
+            .await;
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@ pub mod client;
 pub mod collect;
 pub mod inventory;
 pub mod mtls;
+pub mod patch;
 pub mod spool;
 pub mod state;
 pub mod ws;
@@ -205,7 +206,8 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let dir = StateDir::open(&opts.state_dir).map_err(|e| e.to_string())?;
     let key = dir.signing_key().map_err(|e| e.to_string())?;
     let reg = ensure_registered(&opts, &dir).await?;
-    let allowed = allow::load(dir.path(), opts.allow_actions.as_deref())?;
+    let allowlist = allow::load_all(dir.path(), opts.allow_actions.as_deref())?;
+    let allowed = allowlist.kinds.clone();
     if let Err(e) = ensure_client_cert(&opts, &dir, &reg, false).await {
         tracing::warn!(error = %e, "cannot renew the client certificate now; retried at the next check");
     }
@@ -231,7 +233,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         "agent running"
     );
 
-    let socket = ws::Socket::new(&reg, dir.path(), allowed.clone(), ca.as_deref())?;
+    let socket = ws::Socket::new(&reg, dir.path(), allowlist, ca.as_deref())?;
     let action_socket = tokio::spawn(socket.run());
     let checks = checks::Checks::default();
     let checker = tokio::spawn(checks.clone().run());

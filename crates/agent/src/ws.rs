@@ -26,8 +26,14 @@ pub struct Socket {
     token: String,
     agent_id: Uuid,
     hub_key: ed25519_dalek::VerifyingKey,
-    allowed: Vec<String>,
+    allowed: crate::allow::Allowlist,
     seen: SeenJtis,
+    state_dir: std::path::PathBuf,
+    /// Answers of actions still running or not sent yet: they survive a redial.
+    answers: (
+        tokio::sync::mpsc::Sender<actions::Answer>,
+        tokio::sync::mpsc::Receiver<actions::Answer>,
+    ),
 }
 
 impl Socket {
@@ -35,7 +41,7 @@ impl Socket {
     pub fn new(
         reg: &Registration,
         state_dir: &std::path::Path,
-        allowed: Vec<String>,
+        allowed: crate::allow::Allowlist,
         ca_pem: Option<&[u8]>,
     ) -> Result<Socket, String> {
         let agent_id = Uuid::parse_str(&reg.agent_id).map_err(|e| e.to_string())?;
@@ -75,6 +81,8 @@ impl Socket {
             hub_key,
             allowed,
             seen: SeenJtis::load(state_dir),
+            state_dir: state_dir.to_owned(),
+            answers: tokio::sync::mpsc::channel(64),
         })
     }
 
@@ -121,35 +129,53 @@ impl Socket {
             .await
             .map_err(|e| e.to_string())?;
         tracing::info!("connected to the hub's action socket");
-        while let Some(msg) = tokio::time::timeout(Duration::from_secs(60), ws.next())
-            .await
-            .map_err(|_| "the hub went silent for 60 s".to_owned())?
-        {
-            match msg.map_err(|e| e.to_string())? {
-                Message::Text(text) => {
-                    let v: serde_json::Value =
-                        serde_json::from_str(text.as_str()).unwrap_or_default();
-                    if v["type"] == "eat"
-                        && let Some(token) = v["token"].as_str()
-                    {
-                        let answer = actions::handle(
-                            token,
-                            &self.hub_key,
-                            self.agent_id,
-                            &self.allowed,
-                            &mut self.seen,
-                        )
-                        .await;
-                        ws.send(Message::Text(actions::frame(&answer).into()))
-                            .await
-                            .map_err(|e| e.to_string())?;
+        // Actions run beside the socket, which keeps answering pings while a patch takes
+        // minutes; their answers come back through `answers`.
+        loop {
+            tokio::select! {
+                msg = tokio::time::timeout(Duration::from_secs(60), ws.next()) => {
+                    let Some(msg) = msg.map_err(|_| "the hub went silent for 60 s".to_owned())? else {
+                        return Ok(());
+                    };
+                    match msg.map_err(|e| e.to_string())? {
+                        Message::Text(text) => {
+                            let v: serde_json::Value =
+                                serde_json::from_str(text.as_str()).unwrap_or_default();
+                            if v["type"] == "eat"
+                                && let Some(token) = v["token"].as_str()
+                            {
+                                match actions::accept(token, &self.hub_key, self.agent_id, &self.allowed.kinds, &mut self.seen) {
+                                    Ok(claims) => {
+                                        let ctx = actions::Context {
+                                            allowed: self.allowed.clone(),
+                                            state_dir: self.state_dir.clone(),
+                                        };
+                                        let out = self.answers.0.clone();
+                                        tokio::spawn(async move {
+                                            let _ = out.send(actions::execute(claims, &ctx).await).await;
+                                        });
+                                    }
+                                    Err(refusal) => {
+                                        ws.send(Message::Text(actions::frame(&refusal).into()))
+                                            .await
+                                            .map_err(|e| e.to_string())?;
+                                    }
+                                }
+                            }
+                        }
+                        Message::Close(_) => return Ok(()),
+                        _ => {}
                     }
                 }
-                Message::Close(_) => return Ok(()),
-                _ => {}
+                Some(answer) = self.answers.1.recv() => {
+                    if let Err(e) = ws.send(Message::Text(actions::frame(&answer).into())).await {
+                        // Sent again on the next connection.
+                        let _ = self.answers.0.try_send(answer);
+                        return Err(e.to_string());
+                    }
+                }
             }
         }
-        Ok(())
     }
 
     /// Holds the socket open forever, redialling with backoff and jitter.

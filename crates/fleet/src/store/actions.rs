@@ -163,8 +163,9 @@ pub struct Outcome<'a> {
     pub refused_reason: Option<&'a str>,
 }
 
-/// Records the result of a dispatched action of `agent_id`; `None` when there is no such
-/// dispatched action (unknown, another agent's, or already finished).
+/// Records the result of a dispatched action of `agent_id` — also past its token's expiry:
+/// the agent checked the token when it started, and a patch may outlast it; `None` when
+/// there is no such action waiting (unknown, another agent's, or already finished).
 pub async fn finish(
     ex: &mut impl Exec,
     agent_id: Uuid,
@@ -174,7 +175,7 @@ pub async fn finish(
 ) -> StoreResult<Option<Action>> {
     let sql = format!(
         "UPDATE actions SET status = $3, exit_code = $4, stdout = $5, stderr = $6, refused_reason = $7, finished_at = $8 \
-         WHERE agent_id = $1 AND jti = $2 AND status = 'dispatched' RETURNING {COLUMNS}"
+         WHERE agent_id = $1 AND jti = $2 AND status IN ('dispatched', 'expired') RETURNING {COLUMNS}"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, Action>(sqlx::AssertSqlSafe(sql))

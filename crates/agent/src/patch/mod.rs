@@ -1,0 +1,191 @@
+//! Patching on this host (CONTRACT 19): `install_package` through the distribution's manager
+//! and `update_packages` of a project's dependencies. Every patch takes a snapshot first,
+//! installs, verifies that each package is at (or past) its target and that the package
+//! database is consistent, and restores the snapshot when verification fails; a failed
+//! install that changed nothing is reported as it is. Programs run without a shell, with a
+//! time limit, their output bounded.
+
+pub mod apt;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Longest one package-manager command may take.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// What a patch reports: the hub records it as the action's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// 0 when every package is at its target.
+    pub exit_code: i64,
+    /// What the commands printed (bounded by the caller).
+    pub stdout: String,
+    /// Their errors.
+    pub stderr: String,
+    /// `rolled back: <reason>` after a restore, `not installed: <reason>` when nothing changed.
+    pub note: Option<String>,
+}
+
+impl Outcome {
+    fn refused(code: i64, note: String) -> Outcome {
+        Outcome {
+            exit_code: code,
+            stdout: String::new(),
+            stderr: note.clone(),
+            note: Some(note),
+        }
+    }
+}
+
+/// A package and its target, as the token names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Package name.
+    pub name: String,
+    /// Version to reach (the manager may install a newer candidate).
+    pub version: String,
+}
+
+/// The packages of a token's `args.packages`, each name and version checked to be one word
+/// of the characters package managers use (nothing reaches a shell, and nothing can pass
+/// for an option).
+pub fn targets(args: &Value) -> Result<Vec<Target>, String> {
+    let list = args["packages"]
+        .as_array()
+        .filter(|l| !l.is_empty() && l.len() <= 100)
+        .ok_or("`packages` must be a list of 1 to 100 {name, version}")?;
+    let word = |s: &str, extra: &[u8]| {
+        !s.is_empty()
+            && s.len() <= 200
+            && !s.starts_with('-')
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+.-_~:".contains(&b) || extra.contains(&b))
+    };
+    list.iter()
+        .map(|p| {
+            let name = p["name"].as_str().unwrap_or_default();
+            let version = p["version"].as_str().unwrap_or_default();
+            if !word(name, b"@/") {
+                return Err(format!("`{name}` is not a package name"));
+            }
+            if !word(version, b"") {
+                return Err(format!("`{version}` is not a version"));
+            }
+            Ok(Target {
+                name: name.to_owned(),
+                version: version.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Runs `program args` with `envs`, in `dir` when given: `(exit code, stdout, stderr)`;
+/// -1 when it cannot start or overruns [`COMMAND_TIMEOUT`].
+pub async fn run(
+    program: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    dir: Option<&Path>,
+) -> (i64, String, String) {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(envs.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    match tokio::time::timeout(COMMAND_TIMEOUT, cmd.output()).await {
+        Ok(Ok(out)) => (
+            i64::from(out.status.code().unwrap_or(-1)),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+        Ok(Err(e)) => (-1, String::new(), format!("cannot run {program}: {e}")),
+        Err(_) => (
+            -1,
+            String::new(),
+            format!("{program} did not finish within {} s", COMMAND_TIMEOUT.as_secs()),
+        ),
+    }
+}
+
+/// A transcript of the commands a patch ran, for the result's output.
+#[derive(Debug, Default)]
+pub struct Log {
+    out: String,
+    err: String,
+}
+
+impl Log {
+    /// Runs a command and keeps its output under a `$ command` line.
+    pub async fn run(
+        &mut self,
+        program: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        dir: Option<&Path>,
+    ) -> (i64, String) {
+        let (code, out, err) = run(program, args, envs, dir).await;
+        self.out
+            .push_str(&format!("$ {program} {}\n{out}", args.join(" ")));
+        if !err.is_empty() {
+            self.err
+                .push_str(&format!("$ {program} {}\n{err}", args.join(" ")));
+        }
+        (code, out)
+    }
+
+    /// The outcome with this transcript.
+    pub fn outcome(self, exit_code: i64, note: Option<String>) -> Outcome {
+        Outcome {
+            exit_code,
+            stdout: self.out,
+            stderr: self.err,
+            note,
+        }
+    }
+}
+
+/// Where a patch keeps its snapshot: `<state dir>/patches/<jti>`.
+pub fn snapshot_dir(state_dir: &Path, jti: &str) -> Result<PathBuf, String> {
+    if jti.is_empty() || !jti.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err("bad token id".into());
+    }
+    let dir = state_dir.join("patches").join(jti);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// `install_package` (CONTRACT 19): `args.manager` with `args.packages`; managers this host
+/// does not allow (`patch_managers` in actions.toml) are refused.
+pub async fn install_package(
+    args: &Value,
+    allowed: &crate::allow::Allowlist,
+    state_dir: &Path,
+    jti: &str,
+) -> Outcome {
+    let manager = args["manager"].as_str().unwrap_or_default();
+    if !allowed.manager(manager) {
+        return Outcome::refused(
+            1,
+            format!("not installed: `{manager}` is not on this host's patch_managers"),
+        );
+    }
+    let targets = match targets(args) {
+        Ok(t) => t,
+        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+    };
+    let dir = match snapshot_dir(state_dir, jti) {
+        Ok(d) => d,
+        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+    };
+    match manager {
+        "apt" => apt::install(&targets, &dir).await,
+        other => Outcome::refused(
+            1,
+            format!("not installed: this agent cannot patch with `{other}` yet"),
+        ),
+    }
+}
