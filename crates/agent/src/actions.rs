@@ -78,6 +78,7 @@ pub enum Answer {
 }
 
 /// Checks a token; the claims, or the refusal to send back.
+#[allow(clippy::result_large_err)]
 pub fn check(
     token: &str,
     hub_key: &ed25519_dalek::VerifyingKey,
@@ -177,6 +178,7 @@ pub async fn restart(args: &Value) -> (i64, String, String) {
 }
 
 /// Checks a token now: its claims to run, or the refusal to send back at once.
+#[allow(clippy::result_large_err)]
 pub fn accept(
     token: &str,
     hub_key: &ed25519_dalek::VerifyingKey,
@@ -208,7 +210,13 @@ pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
             (c, o, e, None)
         }
         "install_package" => {
-            let o = crate::patch::install_package(&claims.args, &ctx.allowed, &ctx.state_dir, &claims.jti).await;
+            let o = crate::patch::install_package(
+                &claims.args,
+                &ctx.allowed,
+                &ctx.state_dir,
+                &claims.jti,
+            )
+            .await;
             (o.exit_code, o.stdout, o.stderr, o.note)
         }
         other => {

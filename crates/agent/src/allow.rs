@@ -79,7 +79,9 @@ pub fn load(state_dir: &Path, flag: Option<&str>) -> Result<Vec<String>, String>
 pub fn load_all(state_dir: &Path, flag: Option<&str>) -> Result<Allowlist, String> {
     let path = state_dir.join("actions.toml");
     let file = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(toml::from_str::<File>(&text).map_err(|e| format!("{}: {e}", path.display()))?),
+        Ok(text) => {
+            Some(toml::from_str::<File>(&text).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
@@ -179,8 +181,11 @@ mod tests {
         assert!(some.kind("install_package") && !some.kind("restart_app"));
         assert!(some.manager("apt") && !some.manager("npm"));
         assert!(some.project(Path::new("/srv/app")) && !some.project(Path::new("/opt/app")));
-        std::fs::write(dir.join("actions.toml"), "allow = []\npatch_managers = [\"yum\"]\n")
-            .expect("write");
+        std::fs::write(
+            dir.join("actions.toml"),
+            "allow = []\npatch_managers = [\"yum\"]\n",
+        )
+        .expect("write");
         assert!(load_all(&dir, None).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }

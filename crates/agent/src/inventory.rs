@@ -34,7 +34,45 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
         "ssh_keys": ssh_keys(&users),
         "backups": backups(),
         "listening": listening,
+        "patching": patching().await,
     })
+}
+
+/// The package managers this host has, and whether it waits for a reboot
+/// (`/var/run/reboot-required` on Debian and Ubuntu with the packages that asked for it,
+/// `needs-restarting -r` on dnf hosts).
+async fn patching() -> Value {
+    let on_path = |program: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+    };
+    let managers: Vec<&str> = [
+        ("apt", "apt-get"),
+        ("dnf", "dnf"),
+        ("apk", "apk"),
+        ("zypper", "zypper"),
+    ]
+    .into_iter()
+    .filter(|(_, program)| on_path(program))
+    .map(|(m, _)| m)
+    .collect();
+    let mut reboot_required = Path::new("/var/run/reboot-required").exists();
+    let packages: Vec<String> = read("/var/run/reboot-required.pkgs")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if !reboot_required && on_path("needs-restarting") {
+        // Exit 1: a reboot is needed; 0: it is not.
+        reboot_required = tokio::process::Command::new("needs-restarting")
+            .arg("-r")
+            .kill_on_drop(true)
+            .status()
+            .await
+            .is_ok_and(|s| s.code() == Some(1));
+    }
+    json!({"managers": managers, "reboot_required": reboot_required, "reboot_required_packages": packages})
 }
 
 /// What runs now, for the hub's liveness check (sent with every batch): the systemd
@@ -351,7 +389,9 @@ pub fn processes(names: &HashMap<u32, String>) -> Vec<Proc> {
 }
 
 async fn packages() -> Value {
-    let mut out = dpkg_packages(&read("/var/lib/dpkg/status"));
+    // dpkg's database where dpkg itself looks (`DPKG_ADMINDIR`, as dpkg honours it).
+    let admindir = std::env::var("DPKG_ADMINDIR").unwrap_or_else(|_| "/var/lib/dpkg".into());
+    let mut out = dpkg_packages(&read(Path::new(&admindir).join("status")));
     out.extend(apk_packages(&read("/lib/apk/db/installed")));
     if Path::new("/var/lib/rpm").exists()
         && let Some(list) = run(

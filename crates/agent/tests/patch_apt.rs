@@ -39,7 +39,13 @@ fn sh(cmd: &mut Command) -> Output {
 
 /// A package `name` at `version`: one file, and a postinst exiting `postinst_exit` when given;
 /// `depends` as its Depends field.
-fn package(rig: &Rig, name: &str, version: &str, postinst_exit: Option<i32>, depends: Option<&str>) {
+fn package(
+    rig: &Rig,
+    name: &str,
+    version: &str,
+    postinst_exit: Option<i32>,
+    depends: Option<&str>,
+) {
     let build = rig.dir.join("build").join(format!("{name}-{version}"));
     std::fs::create_dir_all(build.join("DEBIAN")).expect("debian");
     std::fs::create_dir_all(build.join(format!("usr/share/{name}"))).expect("share");
@@ -76,9 +82,15 @@ fn index(rig: &Rig) {
 
 fn envs(rig: &Rig) -> Vec<(String, String)> {
     vec![
-        ("APT_CONFIG".into(), rig.root.join("apt.conf").display().to_string()),
+        (
+            "APT_CONFIG".into(),
+            rig.root.join("apt.conf").display().to_string(),
+        ),
         ("DPKG_ROOT".into(), rig.root.display().to_string()),
-        ("DPKG_ADMINDIR".into(), rig.root.join("var/lib/dpkg").display().to_string()),
+        (
+            "DPKG_ADMINDIR".into(),
+            rig.root.join("var/lib/dpkg").display().to_string(),
+        ),
     ]
 }
 
@@ -189,7 +201,15 @@ fn apt_patches_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure(
     apt_get(&rig, &["update", "-q"]);
     apt_get(
         &rig,
-        &["install", "-y", "-q", "demo=1.0-1", "broken=1.0", "pinned=1.0", "needy=1.0"],
+        &[
+            "install",
+            "-y",
+            "-q",
+            "demo=1.0-1",
+            "broken=1.0",
+            "pinned=1.0",
+            "needy=1.0",
+        ],
     );
     assert_eq!(installed_file(&rig, "demo"), "1.0-1");
 
@@ -197,7 +217,11 @@ fn apt_patches_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure(
     let (code, out) = patch(&rig, &["demo=1.0-2"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("exit code 0"), "{out}");
-    assert!(database(&rig).contains("demo 1.1-1 ii"), "{}", database(&rig));
+    assert!(
+        database(&rig).contains("demo 1.1-1 ii"),
+        "{}",
+        database(&rig)
+    );
     assert_eq!(installed_file(&rig, "demo"), "1.1-1");
     // The snapshot kept the installed .deb and the states before.
     let snapshots: Vec<PathBuf> = std::fs::read_dir(rig.dir.join("agent/patches"))
@@ -206,7 +230,11 @@ fn apt_patches_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure(
         .map(|e| e.path())
         .collect();
     assert_eq!(snapshots.len(), 1);
-    assert!(snapshots[0].join("demo_1.0-1_all.deb").exists(), "{}", root_path(&snapshots[0]));
+    assert!(
+        snapshots[0].join("demo_1.0-1_all.deb").exists(),
+        "{}",
+        root_path(&snapshots[0])
+    );
     assert!(
         std::fs::read_to_string(snapshots[0].join("status-before.txt"))
             .expect("states")
@@ -221,18 +249,28 @@ fn apt_patches_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure(
     assert_eq!(database(&rig), before, "the package database is as it was");
     assert_eq!(installed_file(&rig, "broken"), "1.0");
     let audit = sh(Command::new("dpkg").arg("--audit").envs(envs(&rig)));
-    assert!(audit.stdout.is_empty(), "{}", String::from_utf8_lossy(&audit.stdout));
+    assert!(
+        audit.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&audit.stdout)
+    );
 
     // A target the repository does not have: nothing changes, the exit code says so.
     let (code, out) = patch(&rig, &["pinned=2.0"]);
     assert_eq!(code, 100, "{out}");
-    assert!(out.contains("not installed: pinned 2.0 is not available"), "{out}");
+    assert!(
+        out.contains("not installed: pinned 2.0 is not available"),
+        "{out}"
+    );
     assert_eq!(database(&rig), before);
 
     // An upgrade apt cannot resolve (a dependency no repository has): nothing changes.
     let (code, out) = patch(&rig, &["needy=2.0"]);
     assert_ne!(code, 0, "{out}");
-    assert!(out.contains("not installed: apt cannot resolve the upgrade"), "{out}");
+    assert!(
+        out.contains("not installed: apt cannot resolve the upgrade"),
+        "{out}"
+    );
     assert_eq!(database(&rig), before);
 
     // Names that could pass for options are refused before anything runs.

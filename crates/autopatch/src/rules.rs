@@ -222,9 +222,7 @@ pub fn plan(findings: &[HostFinding], scope: Scope, blocked: &HashSet<String>) -
             .push(f);
     }
     let mut out = Plan::default();
-    let mut os: Vec<Dispatch> = Vec::new();
-    // Per (ecosystem, project): the dependencies to update together.
-    let mut projects: BTreeMap<(String, String), Vec<(Dispatch, Vec<Change>)>> = BTreeMap::new();
+    let mut candidates: Vec<Dispatch> = Vec::new();
     for ((ecosystem, project, package), fs) in groups {
         let Some((category, manager)) = manager_of(&ecosystem) else {
             continue;
@@ -350,34 +348,19 @@ pub fn plan(findings: &[HostFinding], scope: Scope, blocked: &HashSet<String>) -
         if blocked.contains(&format!("{key}|{}", vuln_ids.join(","))) || blocked.contains(&key) {
             continue;
         }
-        let d = Dispatch {
+        candidates.push(Dispatch {
             category,
             manager,
             ecosystem: ecosystem.clone(),
             project_path: project.clone(),
-            packages: changes.clone(),
+            packages: changes,
             severity,
             severity_rank: worst,
             key,
             advisories: vuln_ids,
-        };
-        match category {
-            Category::OsPackages => os.push(d),
-            Category::AppDeps => projects
-                .entry((ecosystem, project))
-                .or_default()
-                .push((d, changes)),
-        }
+        });
     }
     // Worst first; the cap counts packages (an OS source package counts once).
-    let mut candidates: Vec<Dispatch> = os;
-    for ((_, _), deps) in projects {
-        let mut deps = deps;
-        deps.sort_by(|a, b| b.0.severity_rank.cmp(&a.0.severity_rank));
-        for (d, _) in deps {
-            candidates.push(d);
-        }
-    }
     candidates.sort_by(|a, b| {
         b.severity_rank
             .cmp(&a.severity_rank)

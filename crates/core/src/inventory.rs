@@ -40,6 +40,23 @@ pub struct Inventory {
     /// Listening sockets.
     #[serde(default)]
     pub listening: Option<Vec<Listening>>,
+    /// Package managers and the reboot-required state (CONTRACT 19).
+    #[serde(default)]
+    pub patching: Option<Patching>,
+}
+
+/// What patching finds on the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Patching {
+    /// The package managers present (`apt`, `dnf`, `apk`, `zypper`).
+    #[serde(default)]
+    pub managers: Vec<String>,
+    /// The host waits for a reboot (`/var/run/reboot-required`, `needs-restarting -r`).
+    #[serde(default)]
+    pub reboot_required: bool,
+    /// The packages that asked for it, where the host says.
+    #[serde(default)]
+    pub reboot_required_packages: Vec<String>,
 }
 
 /// The OS release, as os-release names it.

@@ -36,7 +36,11 @@ async fn states(log: &mut Log) -> Result<States, String> {
     let (code, out) = log
         .run(
             "dpkg-query",
-            &["-W", "-f", "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"],
+            &[
+                "-W",
+                "-f",
+                "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n",
+            ],
             ENV,
             None,
         )
@@ -155,7 +159,10 @@ async fn audit(log: &mut Log) -> String {
 pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
     let mut log = Log::default();
     let not_installed = |log: Log, code: i64, why: String| {
-        log.outcome(if code == 0 { 1 } else { code }, Some(format!("not installed: {why}")))
+        log.outcome(
+            if code == 0 { 1 } else { code },
+            Some(format!("not installed: {why}")),
+        )
     };
     // Fresh lists, as unattended-upgrades has; a failure leaves the lists there were.
     log.run("apt-get", &["update", "-q"], ENV, None).await;
@@ -164,7 +171,7 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
         Err(e) => return not_installed(log, 1, e),
     };
     for t in targets {
-        if !before.get(&t.name).is_some_and(|(_, s)| s == "ii") {
+        if before.get(&t.name).is_none_or(|(_, s)| s != "ii") {
             return not_installed(log, 1, format!("{} is not installed", t.name));
         }
         let (_, policy) = log
@@ -176,11 +183,18 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
                 return not_installed(
                     log,
                     100,
-                    format!("{} {} is not available (the candidate is {c})", t.name, t.version),
+                    format!(
+                        "{} {} is not available (the candidate is {c})",
+                        t.name, t.version
+                    ),
                 );
             }
             None => {
-                return not_installed(log, 100, format!("{} has no installation candidate", t.name));
+                return not_installed(
+                    log,
+                    100,
+                    format!("{} has no installation candidate", t.name),
+                );
             }
         }
     }
@@ -218,7 +232,9 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
                     return not_installed(
                         log,
                         1,
-                        format!("no snapshot: the installed {name} {old} cannot be fetched again or found in apt's cache"),
+                        format!(
+                            "no snapshot: the installed {name} {old} cannot be fetched again or found in apt's cache"
+                        ),
                     );
                 }
             }
@@ -287,7 +303,11 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
             exit,
             Some(format!(
                 "rollback failed: {why}; still different: {}",
-                if differ.is_empty() { "dpkg --audit".to_owned() } else { differ.join(", ") }
+                if differ.is_empty() {
+                    "dpkg --audit".to_owned()
+                } else {
+                    differ.join(", ")
+                }
             )),
         )
     }
@@ -309,8 +329,16 @@ mod tests {
         assert_eq!(
             changes,
             vec![
-                ("libssl3".into(), Some("3.0.11-1~deb12u2".into()), "3.0.11-1~deb12u3".into()),
-                ("openssl".into(), Some("3.0.11-1~deb12u2".into()), "3.0.11-1~deb12u3".into()),
+                (
+                    "libssl3".into(),
+                    Some("3.0.11-1~deb12u2".into()),
+                    "3.0.11-1~deb12u3".into()
+                ),
+                (
+                    "openssl".into(),
+                    Some("3.0.11-1~deb12u2".into()),
+                    "3.0.11-1~deb12u3".into()
+                ),
                 ("libnew1".into(), None, "1.0-1".into()),
             ]
         );
@@ -319,7 +347,10 @@ mod tests {
             parse_candidate("demo:\n  Installed: 1.0\n  Candidate: 1.1\n  Version table:\n"),
             Some("1.1".into())
         );
-        assert_eq!(parse_candidate("x:\n  Installed: (none)\n  Candidate: (none)\n"), None);
+        assert_eq!(
+            parse_candidate("x:\n  Installed: (none)\n  Candidate: (none)\n"),
+            None
+        );
         let s = parse_states("demo\t1.0\tii \nbroken\t2.0\tiF \n");
         assert_eq!(s["demo"], ("1.0".into(), "ii".into()));
         assert_eq!(s["broken"], ("2.0".into(), "iF".into()));

@@ -106,7 +106,10 @@ pub async fn run(
         Err(_) => (
             -1,
             String::new(),
-            format!("{program} did not finish within {} s", COMMAND_TIMEOUT.as_secs()),
+            format!(
+                "{program} did not finish within {} s",
+                COMMAND_TIMEOUT.as_secs()
+            ),
         ),
     }
 }

@@ -284,7 +284,7 @@ pub async fn log_of_subject(
 ) -> StoreResult<Vec<LogEntry>> {
     let rows = on!(ex, c => sqlx::query_as::<_, Row>(
         "SELECT seq, kind, subject_ref, payload, prev_hash, entry_hash, created_at FROM transparency_log \
-         WHERE tenant_id = $1 AND ($2 IS NULL OR subject_ref = $2) AND substr(kind, 1, $3) = $4 ORDER BY seq")
+         WHERE tenant_id = $1 AND ($2 IS NULL OR subject_ref = $2) AND substr(kind, 1, CAST($3 AS INTEGER)) = $4 ORDER BY seq")
         .bind(tenant.0).bind(subject_ref).bind(kind_prefix.len() as i64).bind(kind_prefix)
         .fetch_all(&mut *c).await?);
     Ok(rows.into_iter().map(LogEntry::from).collect())

@@ -15,7 +15,7 @@ crate::dual!(
 );
 
 /// Turns TOTP on for `auth`; the raw secret.
-async fn enrol(app: &TestApp, auth: &Auth) -> Vec<u8> {
+pub(crate) async fn enrol(app: &TestApp, auth: &Auth) -> Vec<u8> {
     let setup = body(
         app.req(Method::POST, "/auth/totp/setup", auth)
             .send()

@@ -27,6 +27,8 @@ mod apps;
 mod audit_log;
 #[path = "../../../identity/tests/api/auth.rs"]
 mod auth;
+#[path = "../../../autopatch/tests/api/auto_patch.rs"]
+mod auto_patch;
 mod browser;
 mod browser_pages;
 #[path = "../../../alerts/tests/api/channels.rs"]
