@@ -12,6 +12,8 @@ use trusthub_hub::{Server, Settings};
 #[path = "../../hub/tests/api/webdriver.rs"]
 mod webdriver;
 
+mod apt_rig;
+
 const AGENT: &str = env!("CARGO_BIN_EXE_trusthub-agent");
 
 struct TempDir(PathBuf);
@@ -34,7 +36,11 @@ impl Drop for TempDir {
 struct Agent(Child);
 impl Agent {
     fn start(state: &Path, extra: &[&str]) -> Agent {
+        Agent::start_with_env(state, extra, &[])
+    }
+    fn start_with_env(state: &Path, extra: &[&str], envs: &[(String, String)]) -> Agent {
         let mut cmd = Command::new(AGENT);
+        cmd.envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         cmd.args(["run", "--state-dir"])
             .arg(state)
             .args(["--interval-secs", "1"]);
@@ -1306,5 +1312,268 @@ async fn a_process_app_killed_for_a_while_spends_its_slo_budget_in_the_status_an
     let _ = proc_.kill();
     let _ = proc_.wait();
     agent.stop();
+    f.hub.stop().await;
+}
+
+/// Auto-patch end to end (CONTRACT 19): a real agent on a package root of its own with two
+/// vulnerable packages, advisory data imported, auto-patch turned on with TOTP; the hub's
+/// worker scans, plans and sends signed `install_package` actions; apt upgrades one, the
+/// other's postinst fails and the agent restores it; the attempts, alerts and the
+/// attestation chain say so, and every entry's hash recomputes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_patch_upgrades_a_vulnerable_package_rolls_back_a_broken_one_and_attests_both() {
+    use apt_rig::*;
+    let rig = rig();
+    package(&rig, "demo", "1.0-1", None, None);
+    package(&rig, "demo", "1.1-1", None, None);
+    package(&rig, "broken", "1.0", None, None);
+    package(&rig, "broken", "2.0", Some(1), None);
+    index(&rig);
+    apt_get(&rig, &["update", "-q"]);
+    apt_get(&rig, &["install", "-y", "-q", "demo=1.0-1", "broken=1.0"]);
+    let f = fixture_with(|s| {
+        s.cve_scan_check_secs = 1;
+        s.autopatch_warmup_secs = 1;
+        s.autopatch_cycle_secs = 1;
+        s.autopatch_min_gap_secs = 1;
+    })
+    .await;
+    // Advisories for both, in this host's distribution release.
+    let release = std::fs::read_to_string("/etc/os-release").expect("os-release");
+    let version_id = release
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION_ID="))
+        .expect("VERSION_ID")
+        .trim_matches('"')
+        .to_owned();
+    let ecosystem = format!("Debian:{version_id}");
+    let high =
+        json!([{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N"}]);
+    let record = |id: &str, name: &str, fixed: &str| {
+        json!({"id": id, "modified": "2026-01-01T00:00:00Z", "severity": high, "summary": format!("{name}: test"),
+            "affected": [{"package": {"ecosystem": ecosystem, "name": name},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": fixed}]}]}]})
+    };
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for r in [
+        record("DSA-9101-1", "demo", "1.0-2"),
+        record("DSA-9102-1", "broken", "2.0"),
+    ] {
+        zip.start_file(
+            format!("{}.json", r["id"].as_str().expect("id")),
+            zip::write::SimpleFileOptions::default(),
+        )
+        .expect("entry");
+        std::io::Write::write_all(&mut zip, r.to_string().as_bytes()).expect("write");
+    }
+    let zipped = zip.finish().expect("zip").into_inner();
+    let r = f
+        .client
+        .post(format!("{}/api/v1/cve/sources/import", f.base))
+        .header("cookie", &f.cookie)
+        .header("content-type", "application/zip")
+        .body(zipped)
+        .send()
+        .await
+        .expect("import");
+    assert_eq!(r.status(), 200);
+
+    let state = TempDir::new();
+    let _agent = Agent::start_with_env(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+            "--inventory-interval-secs",
+            "2",
+        ],
+        &envs(&rig),
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let found = wait_until(&f, "/inventory/cves", 30, "both findings", |v| {
+        v["items"].as_array().is_some_and(|i| i.len() == 2)
+    })
+    .await;
+    assert!(
+        found["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .all(|i| i["agent_id"] == agent_id.as_str()),
+        "{found}"
+    );
+
+    // Auto-patch on for OS packages, with TOTP.
+    let secret = enrol_totp(&f).await;
+    let now = fresh_totp_window().await;
+    let r = f
+        .client
+        .patch(format!("{}/api/v1/agents/{agent_id}/auto-patch", f.base))
+        .header("cookie", &f.cookie)
+        .header(
+            "x-totp-code",
+            trusthub_core::totp::code_at(&secret, now + 30),
+        )
+        .json(&json!({"os_packages": true}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(r.status(), 200);
+
+    let runs = wait_until(
+        &f,
+        &format!("/agents/{agent_id}/auto-patch/runs"),
+        90,
+        "both attempts answered",
+        |v| {
+            v.as_array()
+                .is_some_and(|a| a.len() == 2 && a.iter().all(|x| x["status"] != "proposed"))
+        },
+    )
+    .await;
+    let by_package = |name: &str| {
+        runs.as_array()
+            .expect("runs")
+            .iter()
+            .find(|a| a["packages"][0]["name"] == name)
+            .cloned()
+            .expect("attempt")
+    };
+    let demo = by_package("demo");
+    assert_eq!(demo["status"], "applied", "{runs}");
+    assert_eq!(demo["exit_code"], 0);
+    assert_eq!(demo["category"], "os_packages");
+    assert_eq!(demo["manager"], "apt");
+    assert_eq!(
+        demo["packages"],
+        json!([{"name": "demo", "from": "1.0-1", "to": "1.0-2", "vuln_ids": ["DSA-9101-1"]}])
+    );
+    let broken = by_package("broken");
+    assert_eq!(broken["status"], "rolled_back", "{runs}");
+    assert_ne!(broken["exit_code"], 0);
+    assert!(
+        broken["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("rolled back:")),
+        "{broken}"
+    );
+    // On the host: demo is at the distribution's candidate; broken is as it was.
+    assert_eq!(installed_file(&rig, "demo"), "1.1-1");
+    assert_eq!(installed_file(&rig, "broken"), "1.0");
+    let db = database(&rig);
+    assert!(
+        db.contains("demo 1.1-1 ii") && db.contains("broken 1.0 ii"),
+        "{db}"
+    );
+
+    // Alerts: one info per package sent, one warning for the rollback.
+    let alerts = get(&f.client, &f.base, &f.cookie, "/alerts").await;
+    let titles: Vec<(String, String)> = alerts
+        .as_array()
+        .expect("alerts")
+        .iter()
+        .filter(|a| a["source"] == "auto_patch")
+        .map(|a| {
+            (
+                a["severity"].as_str().unwrap_or_default().to_owned(),
+                a["title"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        titles.contains(&("info".into(), "Auto-patch dispatched: demo -> 1.0-2".into())),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&("info".into(), "Auto-patch dispatched: broken -> 2.0".into())),
+        "{titles:?}"
+    );
+    assert!(
+        titles.contains(&("warning".into(), "Auto-patch rolled back".into())),
+        "{titles:?}"
+    );
+
+    // The chain: the flag, both proposals, each with its result.
+    let chains = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        &format!("/attestations?agent_id={agent_id}"),
+    )
+    .await;
+    assert_eq!(chains.as_array().map(Vec::len), Some(1), "{chains}");
+    let chain = &chains[0];
+    assert_eq!(chain["flag_set"]["kind"], "remediation.auto_flag_set");
+    assert_eq!(chain["flag_set"]["payload"]["turned_on"], true);
+    let attempts = chain["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{chain}");
+    for a in attempts {
+        let p = &a["proposed"]["payload"];
+        assert_eq!(p["flag_set_at"], chain["flag_set"]["created_at"]);
+        assert_eq!(p["severity"], "HIGH");
+        let result = &a["result"];
+        assert_eq!(result["payload"]["eat_nonce"], p["eat_nonce"]);
+        let expected = if p["package"] == "demo" {
+            "remediation.auto_applied"
+        } else {
+            "remediation.auto_rolled_back"
+        };
+        assert_eq!(result["kind"], expected, "{a}");
+    }
+    // Every entry's hash recomputes, and the whole log verifies against the signed head.
+    for e in attempts
+        .iter()
+        .flat_map(|a| [a["proposed"].clone(), a["result"].clone()])
+        .chain([chain["flag_set"].clone()])
+    {
+        let entry: trusthub_core::canonical::LogEntry =
+            serde_json::from_value(e.clone()).expect("entry");
+        assert_eq!(
+            trusthub_core::canonical::entry_hash(
+                entry.seq,
+                &entry.kind,
+                &entry.subject_ref,
+                &entry.payload,
+                &entry.prev_hash,
+                &entry.created_at
+            ),
+            entry.entry_hash
+        );
+    }
+    let log = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/transparency-log?limit=1000",
+    )
+    .await;
+    let head = get(&f.client, &f.base, &f.cookie, "/transparency-log/head").await;
+    let entries: Vec<trusthub_core::canonical::LogEntry> =
+        serde_json::from_value(log).expect("entries");
+    trusthub_core::canonical::verify_log(
+        &entries,
+        head["seq"].as_i64().expect("seq"),
+        head["entry_hash"].as_str().expect("h"),
+        head["signature"].as_str().expect("s"),
+        head["public_key_hex"].as_str().expect("k"),
+    )
+    .expect("the log verifies");
+
+    // The rolled-back target is not sent again while its advisories stay the same.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let again = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        &format!("/agents/{agent_id}/auto-patch/runs"),
+    )
+    .await;
+    assert_eq!(again.as_array().map(Vec::len), Some(2), "{again}");
     f.hub.stop().await;
 }

@@ -345,7 +345,14 @@ pub fn plan(findings: &[HostFinding], scope: Scope, blocked: &HashSet<String>) -
                 .collect()
         };
         let key = format!("{ecosystem}|{project}|{package}");
-        if blocked.contains(&format!("{key}|{}", vuln_ids.join(","))) || blocked.contains(&key) {
+        let advisories = vuln_ids.join(",");
+        let applied_already = changes
+            .iter()
+            .all(|c| blocked.contains(&format!("{key}|{advisories}|{}", c.from)));
+        if blocked.contains(&format!("{key}|{advisories}"))
+            || blocked.contains(&key)
+            || applied_already
+        {
             continue;
         }
         candidates.push(Dispatch {
@@ -564,9 +571,14 @@ mod tests {
         let c = plan(&findings, critical, &HashSet::new());
         assert_eq!(c.dispatch.len(), 1);
         assert_eq!(c.dispatch[0].packages[0].name, "jinja2");
-        // A rolled-back target is not sent again for the same advisories.
+        // A rolled-back target is not sent again for the same advisories; an applied one
+        // not while the installed version is the one it upgraded.
         let blocked: HashSet<String> = [format!("{}|{}", c.dispatch[0].key, "GHSA-6")].into();
         assert!(plan(&findings, critical, &blocked).dispatch.is_empty());
+        let applied: HashSet<String> = [format!("{}|GHSA-6|3.1.2", c.dispatch[0].key)].into();
+        assert!(plan(&findings, critical, &applied).dispatch.is_empty());
+        let elsewhere: HashSet<String> = [format!("{}|GHSA-6|3.1.1", c.dispatch[0].key)].into();
+        assert_eq!(plan(&findings, critical, &elsewhere).dispatch.len(), 1);
         // 30 OS packages: 25 sent, 5 skipped for the cap.
         let many: Vec<HostFinding> = (0..30)
             .map(|i| {

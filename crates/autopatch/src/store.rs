@@ -189,9 +189,10 @@ pub async fn finish(
         == 1)
 }
 
-/// The keys a host's next cycle must not send: attempts in flight (by package key), and
+/// The keys a host's next cycle must not send: attempts in flight (by package key),
 /// rolled-back ones (by package key and advisories) unless `retry_rolled_back` (a forced
-/// run).
+/// run), and applied ones while the installed version is still the one they upgraded (by
+/// package key, advisories and that version).
 pub async fn blocked(
     ex: &mut impl Exec,
     agent: Uuid,
@@ -200,7 +201,7 @@ pub async fn blocked(
 ) -> StoreResult<std::collections::HashSet<String>> {
     let rows: Vec<(String, String, String, OffsetDateTime)> = on!(ex, c => sqlx::query_as(
         "SELECT package_key, packages, status, expires_at FROM auto_patch_attempts WHERE agent_id = $1 \
-         AND (status = 'proposed' OR status = 'rolled_back')")
+         AND status IN ('proposed', 'rolled_back', 'applied')")
         .bind(agent).fetch_all(&mut *c).await?);
     let mut out = std::collections::HashSet::new();
     for (key, packages, status, expires_at) in rows {
@@ -214,6 +215,21 @@ pub async fn blocked(
                 for c in changes {
                     let package = c.source.unwrap_or(c.name);
                     out.insert(format!("{prefix}|{package}|{}", c.vuln_ids.join(",")));
+                }
+            }
+            // Applied, and the host's inventory still shows the version it had before:
+            // the next scan will see the fix; sending it again would do nothing.
+            "applied" => {
+                let prefix = key.rsplit_once('|').map(|(p, _)| p).unwrap_or_default();
+                let changes: Vec<crate::rules::Change> =
+                    serde_json::from_str(&packages).unwrap_or_default();
+                for c in changes {
+                    let from = c.from.clone();
+                    let package = c.source.unwrap_or(c.name);
+                    out.insert(format!(
+                        "{prefix}|{package}|{}|{from}",
+                        c.vuln_ids.join(",")
+                    ));
                 }
             }
             _ => {}

@@ -9,11 +9,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const ENV: &[(&str, &str)] = &[("DEBIAN_FRONTEND", "noninteractive"), ("LC_ALL", "C")];
-const KEEP_CONFIG: [&str; 4] = [
+/// Keep changed configuration files, and wait for dpkg's lock (unattended-upgrades may
+/// hold it) rather than fail at once.
+const KEEP_CONFIG: [&str; 6] = [
     "-o",
     "Dpkg::Options::=--force-confdef",
     "-o",
     "Dpkg::Options::=--force-confold",
+    "-o",
+    "DPkg::Lock::Timeout=300",
 ];
 
 /// Every package dpkg knows: name -> (version, status abbreviation such as `ii`).
@@ -254,7 +258,11 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
     for t in targets {
         match after.get(&t.name) {
             Some((v, s)) if s == "ii" && compare(v, "ge", &t.version).await => {}
-            Some((v, s)) => problems.push(format!("{} is {v} ({s}), not {}", t.name, t.version)),
+            Some((v, s)) if s != "ii" => problems.push(format!(
+                "{} {v} is left in dpkg state {s}, not installed",
+                t.name
+            )),
+            Some((v, _)) => problems.push(format!("{} is {v}, below {}", t.name, t.version)),
             None => problems.push(format!("{} is gone", t.name)),
         }
     }

@@ -161,8 +161,13 @@ pub fn snapshot_dir(state_dir: &Path, jti: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// One patch at a time on this host: package managers hold a lock of their own, and a
+/// snapshot is only true while nothing else changes the packages.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `install_package` (CONTRACT 19): `args.manager` with `args.packages`; managers this host
-/// does not allow (`patch_managers` in actions.toml) are refused.
+/// does not allow (`patch_managers` in actions.toml) are refused. Patches run one after
+/// another.
 pub async fn install_package(
     args: &Value,
     allowed: &crate::allow::Allowlist,
@@ -184,6 +189,7 @@ pub async fn install_package(
         Ok(d) => d,
         Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
     };
+    let _turn = ONE_AT_A_TIME.lock().await;
     match manager {
         "apt" => apt::install(&targets, &dir).await,
         other => Outcome::refused(
