@@ -13,6 +13,7 @@ pub mod routes;
 pub mod rules;
 pub mod service;
 mod store;
+pub mod web;
 
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -29,7 +30,7 @@ pub const JOB: &str = "auto_patch";
 
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("auto-patch", api, axum::Router::new).job_after(
+    trusthub_platform::capability::Capability::new("auto-patch", api, web::pages).job_after(
         JOB,
         |s| s.autopatch_warmup_secs.max(1),
         |s| s.autopatch_cycle_secs.max(1),

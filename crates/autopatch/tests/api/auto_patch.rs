@@ -15,6 +15,7 @@ use trusthub_core::totp;
 crate::dual!(
     settings_need_totp_to_turn_on_and_each_change_is_attested,
     the_worker_skips_what_it_must_not_patch_once_and_keeps_its_gap,
+    an_admin_turns_auto_patch_on_in_the_browser_with_a_totp_code_and_reads_the_chain,
 );
 
 fn settings_path(host: &Host) -> String {
@@ -455,4 +456,83 @@ async fn the_worker_skips_what_it_must_not_patch_once_and_keeps_its_gap(b: Backe
     )
     .await;
     assert_eq!(inv["patching"]["reboot_required"], true, "{inv}");
+}
+
+async fn an_admin_turns_auto_patch_on_in_the_browser_with_a_totp_code_and_reads_the_chain(
+    b: Backend,
+) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = crate::webdriver::Browser::start(&format!("auto-patch-{b:?}")).await else {
+        return;
+    };
+    let host = register(&app).await;
+    let r = send(
+        &app,
+        &host,
+        &serde_json::to_vec(&inventory()).expect("json"),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let (admin, _) = app
+        .invite_and_accept(&app.owner, "patcher@example.com", "admin")
+        .await;
+    browser
+        .sign_in(&app.base, "patcher@example.com", "a fine password")
+        .await;
+    let now = fresh_totp_window().await;
+    let secret = enrol(&app, &admin).await;
+    // The host page links to it.
+    browser
+        .goto(&format!("{}/ui/agents/{}", app.base, host.id))
+        .await;
+    browser
+        .click(&format!("a[href='/ui/agents/{}/auto-patch']", host.id))
+        .await;
+    let page = browser.wait_text("Patching was never turned on").await;
+    assert!(
+        page.contains("yes, for linux-image-6.1.0-26-amd64"),
+        "the reboot state: {page}"
+    );
+    let form = "form#auto-patch-settings";
+    // Without a code, turning on is refused and nothing changes.
+    browser
+        .click(&format!("{form} input[name=os_packages]"))
+        .await;
+    browser.click(&format!("{form} button[type=submit]")).await;
+    let page = browser.wait_text("TOTP").await;
+    assert!(
+        page.contains("role=\"alert\"") || page.contains("class=\"error\""),
+        "{page}"
+    );
+    let api = body(app.get(&settings_path(&host), &app.owner).await).await;
+    assert_eq!(api["os_packages"], false);
+    // With the code: on, and the chain begins.
+    browser
+        .click(&format!("{form} input[name=os_packages]"))
+        .await;
+    browser
+        .type_into(
+            &format!("{form} input[name=code]"),
+            &totp::code_at(&secret, now + 30),
+        )
+        .await;
+    browser.click(&format!("{form} button[type=submit]")).await;
+    let page = browser.wait_text("Saved.").await;
+    assert!(page.contains("turned on: OS packages true"), "{page}");
+    assert!(page.contains("by patcher@example.com"), "{page}");
+    browser.screenshot("auto-patch").await;
+    let api = body(app.get(&settings_path(&host), &app.owner).await).await;
+    assert_eq!(api["os_packages"], true);
+    assert_eq!(api["app_deps"], false);
+    // Off again needs no code.
+    browser
+        .click(&format!("{form} input[name=os_packages]"))
+        .await;
+    browser.click(&format!("{form} button[type=submit]")).await;
+    browser.wait_text("Saved.").await;
+    let api = body(app.get(&settings_path(&host), &app.owner).await).await;
+    assert_eq!(api["os_packages"], false);
+    browser.assert_no_js_errors().await;
 }

@@ -1,0 +1,317 @@
+//! The auto-patch page of a host (CONTRACT 17, 19): its settings (turning on asks for a TOTP
+//! code), the reboot-required state, the attempts and what the host answered, a run now, and
+//! the attestation chain as a timeline — through the same services as the API.
+
+use crate::service::{self, SettingsPatch};
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use trusthub_core::Role;
+use trusthub_identity::auth::purpose::AgentAutoPatch;
+use trusthub_identity::auth::{Admin, TotpOffer, TotpProof, Viewer};
+use trusthub_identity::web::{UserBar, WebUser, allowed};
+use trusthub_platform::AppState;
+use trusthub_platform::error::{ApiError, ApiResult};
+use trusthub_platform::extract::Meta;
+use trusthub_platform::page::{ASSETS, Assets, Flash, ago, html, outcome};
+use uuid::Uuid;
+
+/// The pages (merged at the root by the composition root, which adds the page layers).
+pub fn pages() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/ui/agents/{id}/auto-patch", get(show).post(save))
+        .route("/ui/agents/{id}/auto-patch/run", post(run))
+}
+
+/// One attempt as a table row.
+struct Row {
+    nonce: String,
+    when: String,
+    packages: String,
+    status: String,
+    class: &'static str,
+    note: String,
+}
+
+/// One step of the chain's timeline.
+struct Step {
+    when: String,
+    what: String,
+    class: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "auto_patch.html")]
+struct Page<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_edit: bool,
+    totp_enabled: bool,
+    agent_id: String,
+    hostname: String,
+    os_packages: bool,
+    app_deps: bool,
+    min_severity: String,
+    enabled: String,
+    last_run: String,
+    reboot: String,
+    rows: Vec<Row>,
+    chains: Vec<(String, Vec<Step>)>,
+    flash: Flash,
+}
+
+fn status_class(s: &str) -> &'static str {
+    match s {
+        "applied" => "online",
+        "rolled_back" => "critical",
+        "expired" => "unknown",
+        _ => "warning",
+    }
+}
+
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    agent: Uuid,
+    flash: Flash,
+    code: StatusCode,
+) -> Response {
+    let built: ApiResult<Page> = async {
+        let p = &user.principal;
+        let viewer = Viewer::of(p)?;
+        let settings = service::get_settings(state, &viewer, agent).await?;
+        let now = trusthub_platform::state::now();
+        let (hostname, inventory) = {
+            let mut c = state.db.conn().await?;
+            let host = trusthub_fleet::agent(&mut c, p.tenant(), agent)
+                .await?
+                .ok_or(ApiError::NotFound("agent"))?;
+            (
+                host.hostname,
+                trusthub_fleet::latest_inventory(&mut c, p.tenant(), agent).await?,
+            )
+        };
+        let reboot = match inventory.and_then(|i| i.inventory.patching) {
+            Some(pt) if pt.reboot_required && pt.reboot_required_packages.is_empty() => {
+                "yes".into()
+            }
+            Some(pt) if pt.reboot_required => {
+                format!("yes, for {}", pt.reboot_required_packages.join(", "))
+            }
+            Some(_) => "no".into(),
+            None => "not reported".into(),
+        };
+        let names = trusthub_platform::names::resolve(
+            state,
+            p.tenant(),
+            settings
+                .enabled_by
+                .map(|u| format!("user:{u}"))
+                .iter()
+                .map(String::as_str),
+        )
+        .await;
+        let enabled = match (settings.enabled_by, settings.enabled_at) {
+            (Some(by), Some(at)) => format!(
+                "by {} {}",
+                names
+                    .get(&format!("user:{by}"))
+                    .map_or(by.to_string(), |n| n.name.clone()),
+                ago(Some(at), now)
+            ),
+            _ => "never".into(),
+        };
+        let rows = service::runs(state, &viewer, agent, 100)
+            .await?
+            .into_iter()
+            .map(|a| Row {
+                class: status_class(&a.status),
+                nonce: a.eat_nonce,
+                when: ago(Some(a.created_at), now),
+                packages: a
+                    .packages
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{} {} → {} ({})",
+                            c.name,
+                            c.from,
+                            c.to,
+                            c.vuln_ids.join(", ")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                status: a.status.replace('_', " "),
+                note: a.note.unwrap_or_default(),
+            })
+            .collect();
+        let chains = service::attestations(state, &viewer, Some(agent))
+            .await?
+            .into_iter()
+            .map(|c| {
+                let f = &c.flag_set;
+                let head = format!(
+                    "#{} {} — turned on: OS packages {}, dependencies {}, {} and above",
+                    f.seq,
+                    f.created_at,
+                    f.payload["os_packages"],
+                    f.payload["app_deps"],
+                    f.payload["min_severity"].as_str().unwrap_or_default()
+                );
+                let mut steps = Vec::new();
+                for a in c.attempts {
+                    let pp = &a.proposed.payload;
+                    steps.push(Step {
+                        when: format!("#{} {}", a.proposed.seq, a.proposed.created_at),
+                        what: format!(
+                            "proposed {} → {} ({}, {})",
+                            pp["package"].as_str().unwrap_or_default(),
+                            pp["target_version"].as_str().unwrap_or_default(),
+                            pp["cve_id"].as_str().unwrap_or_default(),
+                            pp["severity"].as_str().unwrap_or_default()
+                        ),
+                        class: "warning",
+                    });
+                    if let Some(r) = a.result {
+                        let applied = r.kind == service::kind::APPLIED;
+                        steps.push(Step {
+                            when: format!("#{} {}", r.seq, r.created_at),
+                            what: format!(
+                                "{} (exit code {}){}",
+                                if applied { "applied" } else { "rolled back" },
+                                r.payload["exit_code"],
+                                r.payload["note"]
+                                    .as_str()
+                                    .map(|n| format!(": {n}"))
+                                    .unwrap_or_default()
+                            ),
+                            class: if applied { "online" } else { "critical" },
+                        });
+                    }
+                }
+                (head, steps)
+            })
+            .collect();
+        Ok(Page {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_edit: p.has_role(Role::Admin),
+            totp_enabled: p.user.totp_enabled,
+            agent_id: agent.to_string(),
+            hostname,
+            os_packages: settings.os_packages,
+            app_deps: settings.app_deps,
+            min_severity: settings.min_severity,
+            enabled,
+            last_run: ago(settings.last_run_at, now),
+            reboot,
+            rows,
+            chains,
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(p) => html(p.render(), code),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/agents/{id}/auto-patch`.
+pub async fn show(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    page(&state, &user, id, Flash::default(), StatusCode::OK).await
+}
+
+/// The settings form; `code` is needed only when turning a flag on.
+#[derive(Debug, Deserialize)]
+pub struct SettingsForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    os_packages: Option<String>,
+    #[serde(default)]
+    app_deps: Option<String>,
+    #[serde(default)]
+    min_severity: String,
+    #[serde(default)]
+    code: String,
+}
+
+/// `POST /ui/agents/{id}/auto-patch` (admin, CSRF; TOTP when turning on).
+pub async fn save(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<SettingsForm>,
+) -> Response {
+    let result = async {
+        let admin = user.act(Admin::of, Some(&f.csrf))?;
+        service::patch_settings(
+            &state,
+            &meta,
+            &admin,
+            &TotpOffer::code(&f.code),
+            id,
+            SettingsPatch {
+                os_packages: Some(f.os_packages.is_some()),
+                app_deps: Some(f.app_deps.is_some()),
+                min_severity: Some(f.min_severity.clone()),
+            },
+        )
+        .await
+    }
+    .await;
+    match outcome(result, "Saved.", StatusCode::OK) {
+        Ok((flash, code)) => page(&state, &user, id, flash, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The run-now form.
+#[derive(Debug, Deserialize)]
+pub struct RunForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    code: String,
+}
+
+/// `POST /ui/agents/{id}/auto-patch/run` (admin, CSRF, TOTP).
+pub async fn run(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<RunForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
+        return e.into_response();
+    }
+    let result = async {
+        let proof =
+            TotpProof::<AgentAutoPatch>::from_code(&state, &meta, user.principal.clone(), &f.code)
+                .await?;
+        service::run_now(&state, &meta, &proof, id).await
+    }
+    .await;
+    let notice = match &result {
+        Ok(sent) if sent.is_empty() => "Ran: nothing to send now.".to_owned(),
+        Ok(sent) => format!("Ran: {} action(s) sent.", sent.len()),
+        Err(_) => String::new(),
+    };
+    match outcome(result, &notice, StatusCode::OK) {
+        Ok((flash, code)) => page(&state, &user, id, flash, code).await,
+        Err(e) => e.into_response(),
+    }
+}
