@@ -102,6 +102,13 @@ enum Command {
         #[command(subcommand)]
         cmd: CveCommand,
     },
+    /// Auto-patch of a host: settings, attempts, a run now.
+    Autopatch {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::autopatch::AutopatchCmd,
+    },
     /// Agents' client certificates, the hub's CA and integrity anomalies.
     Certs {
         #[command(flatten)]
@@ -759,6 +766,7 @@ async fn hub_main() -> ExitCode {
         Command::Apps { g, cmd } => Some(remote::apps(cmd, &g).await),
         Command::Alerts { g, cmd } => Some(remote::alerts(cmd, &g).await),
         Command::Actions { g, cmd } => Some(remote::actions(cmd, &g).await),
+        Command::Autopatch { g, cmd } => Some(remote::autopatch::autopatch(cmd, &g).await),
         Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),

@@ -346,6 +346,62 @@ async fn every_verb_against(db_url: Option<&str>) {
     assert_eq!(o.status.code(), Some(1));
     assert!(err(&o).contains("severity"), "{}", err(&o));
 
+    // Auto-patch of the host: its defaults; turning on needs TOTP, which this owner has not
+    // set up (refused, 4); the minimum severity changes without; no attempts yet.
+    assert_eq!(
+        ok(&cli(&config, &["autopatch", "get", &agent_id], "", &[])),
+        format!(
+            "AGENT{}  OS PACKAGES  APP DEPS  MIN SEVERITY  ENABLED AT  LAST RUN\n{agent_id}  false        false     HIGH          -           -\n",
+            " ".repeat(agent_id.len() - 5)
+        )
+    );
+    let o = cli(
+        &config,
+        &[
+            "autopatch",
+            "set",
+            &agent_id,
+            "--os-packages",
+            "on",
+            "--totp",
+            "123456",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", err(&o));
+    assert!(err(&o).contains("TOTP"), "{}", err(&o));
+    let critical = json_of(&cli(
+        &config,
+        &[
+            "autopatch",
+            "set",
+            &agent_id,
+            "--min-severity",
+            "CRITICAL",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(critical["min_severity"], "CRITICAL");
+    assert_eq!(
+        cli(&config, &["autopatch", "set", &agent_id], "", &[])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        json_of(&cli(
+            &config,
+            &["autopatch", "runs", &agent_id, "-o", "json"],
+            "",
+            &[]
+        )),
+        json!([])
+    );
+
     // Rules and webhooks: added, listed, deleted.
     let rule = json_of(&cli(
         &config,
@@ -935,6 +991,33 @@ async fn live_agent_verbs(db_url: Option<&str>) {
     let jti = actions[0]["jti"].as_str().expect("jti").to_owned();
     let one = ok(&cli(&config, &["actions", "get", &jti], "", &[]));
     assert!(one.starts_with("ACTION") && one.contains(&jti), "{one}");
+    // Auto-patch on for the host: the hub asks for TOTP, the CLI asks the terminal. The
+    // next step's code is valid once the clock is past the restart's step.
+    while unix_now() / 30 < step + 1 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (status, screen) = on_a_terminal(
+        &config,
+        &format!("autopatch set {agent_id} --os-packages on"),
+        &[&trusthub_core::totp::code_at(&secret, (step + 2) * 30)],
+    );
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains("TOTP code (agent_auto_patch)"), "{screen}");
+    let settings = json_of(&cli(
+        &config,
+        &["autopatch", "get", &agent_id, "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(settings["os_packages"], true, "{settings}");
+    assert!(settings["enabled_at"].is_string(), "{settings}");
+    // Off needs no code.
+    ok(&cli(
+        &config,
+        &["autopatch", "set", &agent_id, "--os-packages", "off"],
+        "",
+        &[],
+    ));
     // A wrong code is refused (4) and nothing runs.
     let o = cli(
         &config,

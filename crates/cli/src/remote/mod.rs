@@ -3,6 +3,7 @@
 //! people and `-o json|yaml|csv` for scripts. Exit codes: 0 ok, 1 error, 2 usage (clap), 3
 //! not found, 4 refused (401, 403, TOTP).
 
+pub mod autopatch;
 pub mod certs;
 pub mod client;
 pub mod config;
