@@ -50,3 +50,8 @@ pub fn action_hooks() -> Vec<(&'static str, trusthub_fleet::agent_ws::ActionHook
     }
     vec![("install_package", hook), ("update_packages", hook)]
 }
+
+/// The settings table below the services (the auto-patch benchmark turns hosts on directly).
+pub mod raw {
+    pub use crate::store::{Settings, put};
+}

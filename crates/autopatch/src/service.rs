@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use trusthub_core::severity::Severity;
 use trusthub_fleet::agent_ws::ActionResult;
-use trusthub_fleet::routes::actions::{ActionRequest, LogEntryView, Requester, dispatch_as};
+use trusthub_fleet::routes::actions::{ActionRequest, LogEntryView, Requester, prepare};
 use trusthub_identity::auth::purpose::AgentAutoPatch;
 use trusthub_identity::auth::{Admin, TotpOffer, TotpProof, Viewer};
 use trusthub_platform::AppState;
@@ -319,24 +319,42 @@ pub async fn run_now(
         tx.commit().await?;
     }
     let now = trusthub_platform::state::now();
-    let sent = run_host(state, &settings, now, true).await?;
+    let read = {
+        let mut c = state.db.conn().await?;
+        Read {
+            findings: trusthub_vulns::patching::unfixed_findings(&mut c, p.tenant(), agent, now)
+                .await?,
+            blocked: store::blocked(&mut c, agent, now, true).await?,
+        }
+    };
+    let sent = run_host(state, &settings, now, read).await?;
     Ok(sent.into_iter().map(|a| AttemptView::of(a, now)).collect())
 }
 
 /// The worker's cycle at `now`: every host with a flag on whose last run is at least
-/// `TRUSTHUB_AUTOPATCH_MIN_GAP_SECS` old. How many hosts ran.
+/// `TRUSTHUB_AUTOPATCH_MIN_GAP_SECS` old. Findings and past attempts are read for all of them
+/// at once, before any host is written. How many hosts ran.
 pub async fn cycle(state: &AppState, now: OffsetDateTime) -> StoreResult<usize> {
-    let hosts = {
-        let mut c = state.db.conn().await?;
-        store::enabled(&mut c).await?
-    };
     let gap = time::Duration::seconds(state.settings.autopatch_min_gap_secs as i64);
+    let (due, mut findings, mut blocked) = {
+        let mut c = state.db.conn().await?;
+        let due: Vec<store::Settings> = store::enabled(&mut c)
+            .await?
+            .into_iter()
+            .filter(|s| s.last_run_at.is_none_or(|t| t + gap <= now))
+            .collect();
+        let ids: Vec<Uuid> = due.iter().map(|s| s.agent_id).collect();
+        let findings = trusthub_vulns::patching::unfixed_findings_of(&mut c, &ids, now).await?;
+        let blocked = store::blocked_all(&mut c, now).await?;
+        (due, findings, blocked)
+    };
     let mut ran = 0;
-    for s in hosts {
-        if s.last_run_at.is_some_and(|t| t + gap > now) {
-            continue;
-        }
-        match run_host(state, &s, now, false).await {
+    for s in due {
+        let read = Read {
+            findings: findings.remove(&s.agent_id).unwrap_or_default(),
+            blocked: blocked.remove(&s.agent_id).unwrap_or_default(),
+        };
+        match run_host(state, &s, now, read).await {
             Ok(_) => ran += 1,
             Err(e) => {
                 tracing::warn!(agent = %s.agent_id, error = %e, "auto-patch run failed; the next cycle tries again")
@@ -344,6 +362,12 @@ pub async fn cycle(state: &AppState, now: OffsetDateTime) -> StoreResult<usize> 
         }
     }
     Ok(ran)
+}
+
+/// What a host's run plans from.
+struct Read {
+    findings: Vec<trusthub_vulns::patching::HostFinding>,
+    blocked: std::collections::HashSet<String>,
 }
 
 fn scope(s: &store::Settings) -> Scope {
@@ -362,17 +386,11 @@ async fn run_host(
     state: &AppState,
     s: &store::Settings,
     now: OffsetDateTime,
-    forced: bool,
+    read: Read,
 ) -> ApiResult<Vec<store::Attempt>> {
     let tenant = TenantId(s.tenant_id);
     let agent = s.agent_id;
-    let (findings, blocked) = {
-        let mut c = state.db.conn().await?;
-        (
-            trusthub_vulns::patching::unfixed_findings(&mut c, tenant, agent, now).await?,
-            store::blocked(&mut c, agent, now, forced).await?,
-        )
-    };
+    let Read { findings, blocked } = read;
     let Plan { dispatch, skipped } = rules::plan(&findings, scope(s), &blocked);
     let mut tx = state.db.begin().await?;
     for skip in &skipped {
@@ -380,9 +398,8 @@ async fn run_host(
     }
     store::ran(&mut tx, agent, now).await?;
     tx.commit().await?;
-    let mut sent = Vec::new();
     if dispatch.is_empty() || !trusthub_fleet::routes::actions::reachable(state, agent).await? {
-        return Ok(sent);
+        return Ok(Vec::new());
     }
     let hostname = {
         let mut c = state.db.conn().await?;
@@ -391,6 +408,12 @@ async fn run_host(
             .map(|a| a.hostname)
             .unwrap_or_default()
     };
+    // One transaction for the host: its attempts, their attestations and alerts, and the
+    // signed actions; sent once it commits, so an answer always finds its attempt.
+    let who = Requester::Hub(tenant, ACTOR);
+    let mut notifier = trusthub_alerts::alerting::Notifier::default();
+    let mut tx = state.db.begin().await?;
+    let mut prepared = Vec::new();
     for d in dispatch {
         let jti = Uuid::new_v4().simple().to_string();
         let attempt = store::Attempt {
@@ -411,24 +434,28 @@ async fn run_host(
             expires_at: now + time::Duration::seconds(trusthub_core::eat::MAX_LIFETIME_SECS),
             finished_at: None,
         };
-        let mut tx = state.db.begin().await?;
         store::insert_attempt(&mut tx, &attempt).await?;
+        let subject = agent.to_string();
+        let entries: Vec<(&str, &str, serde_json::Value)> = d
+            .packages
+            .iter()
+            .map(|c| {
+                (
+                    kind::PROPOSED,
+                    subject.as_str(),
+                    json!({"category": d.category.as_str(), "package": c.name, "source": c.source,
+                        "target_version": c.to, "from_version": c.from,
+                        "cve_id": c.vuln_ids.first(), "vuln_ids": c.vuln_ids,
+                        "severity": d.severity, "eat_nonce": jti, "flag_set_by": s.enabled_by,
+                        "flag_set_at": s.enabled_at.map(trusthub_platform::state::rfc3339),
+                        "flag_set_seq": s.flag_seq}),
+                )
+            })
+            .collect();
+        trusthub_fleet::append_logs(&mut tx, tenant, &entries, now).await?;
         for c in &d.packages {
-            trusthub_fleet::append_log(
-                &mut tx,
-                tenant,
-                kind::PROPOSED,
-                &agent.to_string(),
-                &json!({"category": d.category.as_str(), "package": c.name, "source": c.source,
-                    "target_version": c.to, "from_version": c.from,
-                    "cve_id": c.vuln_ids.first(), "vuln_ids": c.vuln_ids,
-                    "severity": d.severity, "eat_nonce": jti, "flag_set_by": s.enabled_by,
-                    "flag_set_at": s.enabled_at.map(trusthub_platform::state::rfc3339),
-                    "flag_set_seq": s.flag_seq}),
-                now,
-            )
-            .await?;
             alert(
+                &mut notifier,
                 &mut tx,
                 tenant,
                 agent,
@@ -440,17 +467,19 @@ async fn run_host(
             )
             .await?;
         }
-        tx.commit().await?;
+        let packages: Vec<serde_json::Value> = d
+            .packages
+            .iter()
+            .map(|c| json!({"name": c.name, "version": c.to}))
+            .collect();
         let (act, args) = match d.category {
             Category::OsPackages => (
                 "install_package",
-                json!({"manager": d.manager,
-                    "packages": d.packages.iter().map(|c| json!({"name": c.name, "version": c.to})).collect::<Vec<_>>()}),
+                json!({"manager": d.manager, "packages": packages}),
             ),
             Category::AppDeps => (
                 "update_packages",
-                json!({"ecosystem": d.manager, "project_path": d.project_path,
-                    "packages": d.packages.iter().map(|c| json!({"name": c.name, "version": c.to})).collect::<Vec<_>>()}),
+                json!({"ecosystem": d.manager, "project_path": d.project_path, "packages": packages}),
             ),
         };
         let reason = format!(
@@ -461,41 +490,58 @@ async fn run_host(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let req = ActionRequest {
-            agent_id: agent,
-            app_id: None,
-            act,
-            args,
-            reason: &reason,
-            subject: format!("agent:{agent}"),
-            jti: Some(jti.clone()),
-        };
-        match dispatch_as(state, Requester::Hub(tenant, ACTOR), req, now).await {
-            Ok(_) => sent.push(attempt),
-            Err(ApiError::Conflict(why)) => {
-                // The host left between the plan and the send: nothing reached it.
-                let mut tx = state.db.begin().await?;
-                store::finish(
-                    &mut tx,
-                    agent,
-                    &jti,
-                    "expired",
-                    None,
-                    Some(&format!("not delivered: {why}")),
-                    now,
-                )
-                .await?;
-                tx.commit().await?;
-                break;
+        let p = prepare(
+            state,
+            who,
+            ActionRequest {
+                agent_id: agent,
+                app_id: None,
+                act,
+                args,
+                reason: &reason,
+                subject: format!("agent:{agent}"),
+                jti: Some(jti),
+            },
+            now,
+        )?;
+        p.record(&mut tx, who, now).await?;
+        prepared.push((p, attempt));
+    }
+    tx.commit().await?;
+    let mut sent = Vec::new();
+    let mut gone: Option<String> = None;
+    for (p, attempt) in prepared {
+        if gone.is_none() {
+            match p.send(state).await {
+                Ok(_) => {
+                    sent.push(attempt);
+                    continue;
+                }
+                Err(ApiError::Conflict(why)) => gone = Some(why),
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
+        // The host left while its actions were recorded: nothing more reaches it.
+        let why = gone.as_deref().unwrap_or("the agent is not connected");
+        let mut tx = state.db.begin().await?;
+        store::finish(
+            &mut tx,
+            agent,
+            &attempt.eat_nonce,
+            "expired",
+            None,
+            Some(&format!("not delivered: {why}")),
+            now,
+        )
+        .await?;
+        tx.commit().await?;
     }
     Ok(sent)
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn alert(
+    notifier: &mut trusthub_alerts::alerting::Notifier,
     tx: &mut Tx,
     tenant: TenantId,
     agent: Uuid,
@@ -509,7 +555,7 @@ async fn alert(
         "warning" => trusthub_core::alerting::Severity::Warning,
         _ => trusthub_core::alerting::Severity::Info,
     };
-    trusthub_alerts::alerting::Notifier::default()
+    notifier
         .raise(
             tx,
             tenant,
@@ -633,6 +679,7 @@ pub async fn on_result(
             .map(|c| format!("{} -> {}", c.name, c.to))
             .collect();
         alert(
+            &mut trusthub_alerts::alerting::Notifier::default(),
             tx,
             r.tenant,
             r.agent_id,

@@ -199,34 +199,59 @@ pub async fn blocked(
     now: OffsetDateTime,
     retry_rolled_back: bool,
 ) -> StoreResult<std::collections::HashSet<String>> {
-    let rows: Vec<(String, String, String, OffsetDateTime)> = on!(ex, c => sqlx::query_as(
-        "SELECT package_key, packages, status, expires_at FROM auto_patch_attempts WHERE agent_id = $1 \
-         AND status IN ('proposed', 'rolled_back', 'applied')")
-        .bind(agent).fetch_all(&mut *c).await?);
-    let mut out = std::collections::HashSet::new();
-    for (key, packages, status, expires_at) in rows {
+    Ok(blocked_of(ex, Some(agent), now, retry_rolled_back)
+        .await?
+        .remove(&agent)
+        .unwrap_or_default())
+}
+
+/// [`blocked`] for every host at once (one cycle reads it once).
+pub async fn blocked_all(
+    ex: &mut impl Exec,
+    now: OffsetDateTime,
+) -> StoreResult<std::collections::HashMap<Uuid, std::collections::HashSet<String>>> {
+    blocked_of(ex, None, now, false).await
+}
+
+/// How long an applied attempt holds back its package: until the host's next inventory
+/// shows the new version, which is hours at most; a week covers a host that was away.
+const APPLIED_HOLD_DAYS: i64 = 7;
+
+async fn blocked_of(
+    ex: &mut impl Exec,
+    agent: Option<Uuid>,
+    now: OffsetDateTime,
+    retry_rolled_back: bool,
+) -> StoreResult<std::collections::HashMap<Uuid, std::collections::HashSet<String>>> {
+    let rows: Vec<(Uuid, String, String, String, OffsetDateTime)> = on!(ex, c => sqlx::query_as(
+        "SELECT agent_id, package_key, packages, status, expires_at FROM auto_patch_attempts \
+         WHERE ($1 IS NULL OR agent_id = $1) AND ((status = 'proposed' AND expires_at > $2) \
+         OR status = 'rolled_back' OR (status = 'applied' AND created_at > $3))")
+        .bind(agent).bind(now).bind(now - time::Duration::days(APPLIED_HOLD_DAYS))
+        .fetch_all(&mut *c).await?);
+    let mut out: std::collections::HashMap<Uuid, std::collections::HashSet<String>> =
+        Default::default();
+    for (agent, key, packages, status, _) in rows {
+        let set = out.entry(agent).or_default();
+        let prefix = key.rsplit_once('|').map(|(p, _)| p).unwrap_or_default();
+        let changes =
+            || -> Vec<crate::rules::Change> { serde_json::from_str(&packages).unwrap_or_default() };
         match status.as_str() {
             // Keys of merged dependency actions name the packages after the first with `+`.
-            "proposed" if expires_at > now => out.extend(split_key(&key)),
+            "proposed" => set.extend(split_key(&key)),
             "rolled_back" if !retry_rolled_back => {
-                let prefix = key.rsplit_once('|').map(|(p, _)| p).unwrap_or_default();
-                let changes: Vec<crate::rules::Change> =
-                    serde_json::from_str(&packages).unwrap_or_default();
-                for c in changes {
+                for c in changes() {
                     let package = c.source.unwrap_or(c.name);
-                    out.insert(format!("{prefix}|{package}|{}", c.vuln_ids.join(",")));
+                    set.insert(format!("{prefix}|{package}|{}", c.vuln_ids.join(",")));
                 }
             }
             // Applied, and the host's inventory still shows the version it had before:
             // the next scan will see the fix; sending it again would do nothing.
             "applied" => {
-                let prefix = key.rsplit_once('|').map(|(p, _)| p).unwrap_or_default();
-                let changes: Vec<crate::rules::Change> =
-                    serde_json::from_str(&packages).unwrap_or_default();
-                for c in changes {
+                for c in changes() {
                     let from = c.from.clone();
                     let package = c.source.unwrap_or(c.name);
-                    out.insert(format!(
+                    set.insert(format!(
                         "{prefix}|{package}|{}|{from}",
                         c.vuln_ids.join(",")
                     ));

@@ -67,7 +67,7 @@ pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashM
         .collect())
 }
 
-pub use store::actions::{append_log, log_of_subject};
+pub use store::actions::{append_log, append_logs, log_of_subject};
 pub use store::agents::{Agent, get as agent, ingest_intervals, list as agents};
 pub use store::telemetry::{
     SeriesWindow, fleet_minutes, metric_known, metric_names, unix_ms, window_sums,

@@ -43,40 +43,49 @@ pub async fn unfixed_findings(
     agent: Uuid,
     now: OffsetDateTime,
 ) -> StoreResult<Vec<HostFinding>> {
-    let filter = crate::store::cve::Filter {
-        agent_id: Some(agent),
-        status: Some("unfixed".into()),
-        ..Default::default()
-    };
-    let mut out = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = crate::store::cve::list(&mut *ex, tenant, &filter, cursor, 1000, now).await?;
-        let full = page.len() == 1000;
-        cursor = page.last().map(|f| (f.seen.severity_rank, f.id));
-        out.extend(page.into_iter().map(|f| {
-            HostFinding {
-                id: f.id,
-                binaries: crate::store::cve::binaries(&f.seen.binaries)
-                    .into_iter()
-                    .map(|b| (b.name, b.version))
-                    .collect(),
-                fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
-                acknowledged: f.acknowledged_at.is_some(),
-                suppression: f
-                    .suppression_id
-                    .map(|id| (id, f.suppression_reason.unwrap_or_default())),
-                ecosystem: f.seen.ecosystem,
-                package: f.seen.package,
-                project_path: f.seen.project_path,
-                vuln_id: f.seen.vuln_id,
-                installed_version: f.seen.installed_version,
-                severity: f.seen.severity,
-                severity_rank: f.seen.severity_rank,
-            }
-        }));
-        if !full {
-            return Ok(out);
+    Ok(crate::store::cve::unfixed_of_agent(ex, tenant, agent, now)
+        .await?
+        .into_iter()
+        .map(HostFinding::from)
+        .collect())
+}
+
+/// The unfixed findings of each of `agents` (of any tenant; each finding is its host's
+/// tenant's), read in a few queries: what one auto-patch cycle plans from.
+pub async fn unfixed_findings_of(
+    ex: &mut impl Exec,
+    agents: &[Uuid],
+    now: OffsetDateTime,
+) -> StoreResult<std::collections::HashMap<Uuid, Vec<HostFinding>>> {
+    let mut out: std::collections::HashMap<Uuid, Vec<HostFinding>> = Default::default();
+    for chunk in agents.chunks(500) {
+        for f in crate::store::cve::unfixed_of_agents(&mut *ex, chunk, now).await? {
+            out.entry(f.agent_id).or_default().push(f.into());
+        }
+    }
+    Ok(out)
+}
+
+impl From<crate::store::cve::Finding> for HostFinding {
+    fn from(f: crate::store::cve::Finding) -> Self {
+        HostFinding {
+            id: f.id,
+            binaries: crate::store::cve::binaries(&f.seen.binaries)
+                .into_iter()
+                .map(|b| (b.name, b.version))
+                .collect(),
+            fixed_versions: serde_json::from_str(&f.seen.fixed_versions).unwrap_or_default(),
+            acknowledged: f.acknowledged_at.is_some(),
+            suppression: f
+                .suppression_id
+                .map(|id| (id, f.suppression_reason.unwrap_or_default())),
+            ecosystem: f.seen.ecosystem,
+            package: f.seen.package,
+            project_path: f.seen.project_path,
+            vuln_id: f.seen.vuln_id,
+            installed_version: f.seen.installed_version,
+            severity: f.seen.severity,
+            severity_rank: f.seen.severity_rank,
         }
     }
 }

@@ -151,6 +151,125 @@ pub async fn dispatch_as(
             "the agent is not connected; nothing was sent".into(),
         ));
     }
+    let mut tx = state.db.begin().await?;
+    let prepared = prepare(state, who, req, now)?;
+    prepared.record(&mut tx, who, now).await?;
+    tx.commit().await?;
+    prepared.send(state).await
+}
+
+/// A signed action, recorded in a caller's transaction and sent once it commits: a
+/// capability that records its own side with it (auto-patch's attempts) does both in one
+/// transaction.
+#[derive(Debug)]
+pub struct Prepared {
+    agent_id: Uuid,
+    app_id: Option<Uuid>,
+    jti: String,
+    act: &'static str,
+    reason: String,
+    subject: String,
+    exp: OffsetDateTime,
+    frame: String,
+}
+
+impl Prepared {
+    /// The token's nonce.
+    pub fn jti(&self) -> &str {
+        &self.jti
+    }
+
+    /// Records the action and its `action_requested` audit row in `tx`.
+    pub async fn record(
+        &self,
+        tx: &mut trusthub_store::Tx,
+        who: Requester<'_>,
+        now: OffsetDateTime,
+    ) -> ApiResult<()> {
+        actions::insert(
+            &mut *tx,
+            who.tenant(),
+            &self.jti,
+            self.agent_id,
+            self.app_id,
+            self.act,
+            &who.by(),
+            &self.reason,
+            now,
+            self.exp,
+        )
+        .await?;
+        let details = json!({"jti": self.jti, "act": self.act, "agent_id": self.agent_id, "reason": self.reason});
+        match who {
+            Requester::User(meta, p) => {
+                meta.record(
+                    tx,
+                    p,
+                    trusthub_core::audit::ACTION_REQUESTED,
+                    self.subject.clone(),
+                    details,
+                )
+                .await?
+            }
+            Requester::Hub(tenant, actor) => {
+                trusthub_store::audit::append(
+                    tx,
+                    tenant,
+                    &trusthub_store::audit::NewEntry {
+                        event_type: trusthub_core::audit::ACTION_REQUESTED,
+                        actor: actor.to_owned(),
+                        subject: self.subject.clone(),
+                        details,
+                        ip: None,
+                        request_id: None,
+                    },
+                    now,
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the token (after the transaction that recorded it committed); 409 when the
+    /// agent is gone, and the action is marked failed.
+    pub async fn send(self, state: &AppState) -> ApiResult<Dispatched> {
+        if !crate::routing::deliver(state, self.agent_id, self.frame).await? {
+            let mut tx = state.db.begin().await?;
+            actions::finish(
+                &mut tx,
+                self.agent_id,
+                &self.jti,
+                &actions::Outcome {
+                    status: actions::status::FAILED,
+                    exit_code: None,
+                    stdout: None,
+                    stderr: None,
+                    refused_reason: Some("the agent disconnected before the token could be sent"),
+                },
+                now(),
+            )
+            .await?;
+            tx.commit().await?;
+            return Err(ApiError::Conflict(
+                "the agent is not connected; nothing was sent".into(),
+            ));
+        }
+        Ok(Dispatched {
+            jti: self.jti,
+            status: actions::status::DISPATCHED.into(),
+        })
+    }
+}
+
+/// Signs `req` as an EAT (level 2, 5 minutes) for `who`; record it with
+/// [`Prepared::record`] in a transaction, then [`Prepared::send`] it.
+pub fn prepare(
+    state: &AppState,
+    who: Requester<'_>,
+    req: ActionRequest<'_>,
+    now: OffsetDateTime,
+) -> ApiResult<Prepared> {
     let jti = req
         .jti
         .clone()
@@ -169,77 +288,15 @@ pub async fn dispatch_as(
     };
     let token = eat::sign(&state.part::<crate::routes::actions::EatKey>().0, &claims)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let by = who.by();
-    let mut tx = state.db.begin().await?;
-    actions::insert(
-        &mut tx,
-        who.tenant(),
-        &jti,
-        req.agent_id,
-        req.app_id,
-        req.act,
-        &by,
-        req.reason,
-        now,
-        exp,
-    )
-    .await?;
-    let details =
-        json!({"jti": jti, "act": req.act, "agent_id": req.agent_id, "reason": req.reason});
-    match who {
-        Requester::User(meta, p) => {
-            meta.record(
-                &mut tx,
-                p,
-                trusthub_core::audit::ACTION_REQUESTED,
-                req.subject,
-                details,
-            )
-            .await?
-        }
-        Requester::Hub(tenant, actor) => {
-            trusthub_store::audit::append(
-                &mut tx,
-                tenant,
-                &trusthub_store::audit::NewEntry {
-                    event_type: trusthub_core::audit::ACTION_REQUESTED,
-                    actor: actor.to_owned(),
-                    subject: req.subject,
-                    details,
-                    ip: None,
-                    request_id: None,
-                },
-                now,
-            )
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    let frame = json!({"type": "eat", "token": token}).to_string();
-    if !crate::routing::deliver(state, req.agent_id, frame).await? {
-        let mut tx = state.db.begin().await?;
-        actions::finish(
-            &mut tx,
-            req.agent_id,
-            &jti,
-            &actions::Outcome {
-                status: actions::status::FAILED,
-                exit_code: None,
-                stdout: None,
-                stderr: None,
-                refused_reason: Some("the agent disconnected before the token could be sent"),
-            },
-            now,
-        )
-        .await?;
-        tx.commit().await?;
-        return Err(ApiError::Conflict(
-            "the agent is not connected; nothing was sent".into(),
-        ));
-    }
-    Ok(Dispatched {
+    Ok(Prepared {
+        agent_id: req.agent_id,
+        app_id: req.app_id,
         jti,
-        status: actions::status::DISPATCHED.into(),
+        act: req.act,
+        reason: req.reason.to_owned(),
+        subject: req.subject,
+        exp,
+        frame: json!({"type": "eat", "token": token}).to_string(),
     })
 }
 

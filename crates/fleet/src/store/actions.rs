@@ -260,6 +260,71 @@ pub async fn append_log(
     })
 }
 
+/// Appends several entries about one subject in order, reading the chain's end once (call
+/// it in the transaction of what they record).
+pub async fn append_logs(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    entries: &[(&str, &str, serde_json::Value)],
+    now: OffsetDateTime,
+) -> StoreResult<Vec<LogEntry>> {
+    let Some(((kind, subject, payload), rest)) = entries.split_first() else {
+        return Ok(Vec::new());
+    };
+    // The first through `append_log` (it takes the tenant's lock on PostgreSQL).
+    let first = append_log(&mut *ex, tenant, kind, subject, payload, now).await?;
+    let created_at = first.created_at.clone();
+    let mut out = vec![first];
+    for (kind, subject, payload) in rest {
+        let prev = out
+            .last()
+            .map(|e| (e.seq, e.entry_hash.clone()))
+            .unwrap_or_default();
+        let seq = prev.0 + 1;
+        let hash = entry_hash(seq, kind, subject, payload, &prev.1, &created_at);
+        out.push(LogEntry {
+            seq,
+            kind: (*kind).to_owned(),
+            subject_ref: (*subject).to_owned(),
+            payload: payload.clone(),
+            prev_hash: prev.1,
+            created_at: created_at.clone(),
+            entry_hash: hash,
+        });
+    }
+    for chunk in out[1..].chunks(100) {
+        let mut sql = String::from(
+            "INSERT INTO transparency_log (tenant_id, seq, kind, subject_ref, payload, prev_hash, entry_hash, created_at) VALUES ",
+        );
+        for (i, _) in chunk.iter().enumerate() {
+            let b = i * 8;
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5,
+                b + 6,
+                b + 7,
+                b + 8
+            ));
+        }
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for e in chunk {
+                q = q.bind(tenant.0).bind(e.seq).bind(&e.kind).bind(&e.subject_ref)
+                    .bind(e.payload.to_string()).bind(&e.prev_hash).bind(&e.entry_hash).bind(&e.created_at);
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
+    Ok(out)
+}
+
 /// The tenant's entries after `since_seq`, oldest first, at most `limit`.
 pub async fn log_since(
     ex: &mut impl Exec,
