@@ -209,6 +209,10 @@ pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
             let (c, o, e) = restart(&claims.args).await;
             (c, o, e, None)
         }
+        "emergency" => {
+            let (c, o, e) = crate::emergency::run(&claims.args, &ctx.allowed).await;
+            (c, o, e, None)
+        }
         "install_package" => {
             let o = crate::patch::install_package(
                 &claims.args,

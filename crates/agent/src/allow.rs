@@ -23,6 +23,8 @@ struct File {
     /// Folders under which `update_packages` may change a project (default: any project this
     /// agent reports).
     project_paths: Option<Vec<PathBuf>>,
+    /// Emergency actions any hub may ask for (default: every one).
+    emergency_actions: Option<Vec<String>>,
 }
 
 /// Package managers the agent knows.
@@ -39,6 +41,8 @@ pub struct Allowlist {
     pub managers: Option<Vec<String>>,
     /// Folders projects must be under; `None`: anywhere.
     pub project_paths: Option<Vec<PathBuf>>,
+    /// Emergency actions allowed; `None`: all.
+    pub emergency_actions: Option<Vec<String>>,
 }
 
 impl Allowlist {
@@ -54,6 +58,16 @@ impl Allowlist {
                 .managers
                 .as_ref()
                 .is_none_or(|m| m.iter().any(|x| x == manager))
+    }
+
+    /// Whether an `emergency` token may run `action`.
+    pub fn emergency(&self, action: &str) -> bool {
+        self.kind("emergency")
+            && crate::emergency::ACTIONS.contains(&action)
+            && self
+                .emergency_actions
+                .as_ref()
+                .is_none_or(|a| a.iter().any(|x| x == action))
     }
 
     /// Whether `update_packages` may change the project at `path` (absolute, no `..`).
@@ -118,6 +132,18 @@ pub fn load_all(state_dir: &Path, flag: Option<&str>) -> Result<Allowlist, Strin
             MANAGERS.join(", ")
         ));
     }
+    let emergency_actions = file.as_ref().and_then(|f| f.emergency_actions.clone());
+    if let Some(bad) = emergency_actions
+        .iter()
+        .flatten()
+        .find(|a| !crate::emergency::ACTIONS.contains(&a.as_str()))
+    {
+        return Err(format!(
+            "{}: unknown emergency action `{bad}` (known: {})",
+            path.display(),
+            crate::emergency::ACTIONS.join(", ")
+        ));
+    }
     let project_paths = file.and_then(|f| f.project_paths);
     if let Some(bad) = project_paths.iter().flatten().find(|p| !p.is_absolute()) {
         return Err(format!(
@@ -130,6 +156,7 @@ pub fn load_all(state_dir: &Path, flag: Option<&str>) -> Result<Allowlist, Strin
         kinds: list,
         managers,
         project_paths,
+        emergency_actions,
     })
 }
 

@@ -42,10 +42,7 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
 /// (`/var/run/reboot-required` on Debian and Ubuntu with the packages that asked for it,
 /// `needs-restarting -r` on dnf hosts).
 async fn patching() -> Value {
-    let on_path = |program: &str| {
-        std::env::var_os("PATH")
-            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
-    };
+    let on_path = crate::patch::on_path;
     let managers: Vec<&str> = [
         ("apt", "apt-get"),
         ("dnf", "dnf"),
@@ -916,6 +913,20 @@ pub async fn docker_restart(names: &[String]) -> (i64, String, String) {
         }
     }
     (code, out, err)
+}
+
+/// Stops a container by name or id (10 s before Docker kills it).
+pub async fn docker_stop(name: &str) -> (i64, String, String) {
+    match docker_post(&docker_socket(), &format!("/containers/{name}/stop?t=10")).await {
+        Ok(204) => (0, format!("stopped {name}\n"), String::new()),
+        Ok(304) => (0, format!("{name} was already stopped\n"), String::new()),
+        Ok(status) => (
+            1,
+            String::new(),
+            format!("{name}: Docker answered {status}\n"),
+        ),
+        Err(e) => (1, String::new(), format!("{name}: {e}\n")),
+    }
 }
 
 /// Restarts the containers of a compose service.

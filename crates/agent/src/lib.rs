@@ -11,6 +11,7 @@ pub mod checks;
 pub mod cli;
 pub mod client;
 pub mod collect;
+pub mod emergency;
 pub mod inventory;
 pub mod mtls;
 pub mod patch;

@@ -1577,3 +1577,105 @@ async fn auto_patch_upgrades_a_vulnerable_package_rolls_back_a_broken_one_and_at
     assert_eq!(again.as_array().map(Vec::len), Some(2), "{again}");
     f.hub.stop().await;
 }
+
+/// Emergency actions end to end (CONTRACT 19): a runaway process on this host killed through
+/// a TOTP-gated signed action, and an action the host's own allowlist forbids refused by the
+/// agent, both reported back and recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emergency_kills_a_process_and_the_host_refuses_what_its_allowlist_forbids() {
+    let state = TempDir::new();
+    let f = fixture().await;
+    std::fs::create_dir_all(&state.0).expect("state");
+    std::fs::write(
+        state.0.join("actions.toml"),
+        "allow = [\"emergency\"]\nemergency_actions = [\"kill_process\"]\n",
+    )
+    .expect("actions.toml");
+    let mut runaway = Command::new("sleep").arg("300").spawn().expect("sleep");
+    let _agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+            "--allow-actions",
+            "emergency",
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 20, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let secret = enrol_totp(&f).await;
+    let now = fresh_totp_window().await;
+    let send = |body: Value, code: String| {
+        let f = &f;
+        let agent_id = agent_id.clone();
+        async move {
+            f.client
+                .post(format!("{}/api/v1/agents/{agent_id}/emergency", f.base))
+                .header("cookie", &f.cookie)
+                .header("x-totp-code", code)
+                .json(&body)
+                .send()
+                .await
+                .expect("emergency")
+        }
+    };
+    let r = send(
+        json!({"action": "kill_process", "target": runaway.id().to_string(), "reason": "runaway job"}),
+        trusthub_core::totp::code_at(&secret, now + 30),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let jti = r.json::<Value>().await.expect("json")["jti"]
+        .as_str()
+        .expect("jti")
+        .to_owned();
+    let action = wait_until(&f, &format!("/actions/{jti}"), 20, "the result", |v| {
+        v["status"] != "dispatched"
+    })
+    .await;
+    assert_eq!(action["status"], "succeeded", "{action}");
+    assert_eq!(action["act"], "emergency");
+    assert!(
+        action["stdout"]
+            .as_str()
+            .is_some_and(|o| o.contains("ended after SIGTERM")),
+        "{action}"
+    );
+    let status = runaway.wait().expect("wait");
+    assert!(!status.success(), "the process was killed: {status:?}");
+    // block_ip is not on this host's emergency_actions: the agent refuses it.
+    let r = send(
+        json!({"action": "block_ip", "target": "203.0.113.7", "reason": "scanner"}),
+        trusthub_core::totp::code_at(&secret, now - 30),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let jti = r.json::<Value>().await.expect("json")["jti"]
+        .as_str()
+        .expect("jti")
+        .to_owned();
+    let action = wait_until(&f, &format!("/actions/{jti}"), 20, "the result", |v| {
+        v["status"] != "dispatched"
+    })
+    .await;
+    assert_eq!(action["status"], "failed", "{action}");
+    assert!(
+        action["stderr"]
+            .as_str()
+            .is_some_and(|o| o.contains("not on this host's emergency_actions")),
+        "{action}"
+    );
+    let log = get(&f.client, &f.base, &f.cookie, "/transparency-log").await;
+    let kinds: Vec<&str> = log
+        .as_array()
+        .expect("log")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, vec!["emergency_result", "emergency_result"]);
+}

@@ -23,6 +23,7 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::auto_patch::router())
         .merge(routes::attestations::router())
+        .merge(routes::emergency::router())
 }
 
 /// The worker's lease.

@@ -24,6 +24,10 @@ pub fn pages() -> axum::Router<AppState> {
     axum::Router::new()
         .route("/ui/agents/{id}/auto-patch", get(show).post(save))
         .route("/ui/agents/{id}/auto-patch/run", post(run))
+        .route(
+            "/ui/agents/{id}/emergency",
+            get(emergency_form).post(emergency),
+        )
 }
 
 /// One attempt as a table row.
@@ -313,5 +317,137 @@ pub async fn run(
     match outcome(result, &notice, StatusCode::OK) {
         Ok((flash, code)) => page(&state, &user, id, flash, code).await,
         Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "emergency.html")]
+struct EmergencyPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_edit: bool,
+    totp_enabled: bool,
+    agent_id: String,
+    hostname: String,
+    action: String,
+    target: String,
+    reason: String,
+    flash: Flash,
+}
+
+async fn emergency_page(
+    state: &AppState,
+    user: &WebUser,
+    agent: Uuid,
+    form: (String, String, String),
+    flash: Flash,
+    code: StatusCode,
+) -> Response {
+    let p = &user.principal;
+    let hostname = async {
+        let mut c = state.db.conn().await?;
+        trusthub_fleet::agent(&mut c, p.tenant(), agent)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))
+            .map(|a| a.hostname)
+    }
+    .await;
+    let hostname = match hostname {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    html(
+        EmergencyPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_edit: p.has_role(Role::Admin),
+            totp_enabled: p.user.totp_enabled,
+            agent_id: agent.to_string(),
+            hostname,
+            action: form.0,
+            target: form.1,
+            reason: form.2,
+            flash,
+        }
+        .render(),
+        code,
+    )
+}
+
+/// `GET /ui/agents/{id}/emergency`: the emergency menu.
+pub async fn emergency_form(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    emergency_page(
+        &state,
+        &user,
+        id,
+        ("kill_process".into(), String::new(), String::new()),
+        Flash::default(),
+        StatusCode::OK,
+    )
+    .await
+}
+
+/// The emergency form.
+#[derive(Debug, Deserialize)]
+pub struct EmergencyForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    action: String,
+    #[serde(default)]
+    target: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    code: String,
+}
+
+/// `POST /ui/agents/{id}/emergency` (admin, CSRF, TOTP): the answer is the action's page.
+pub async fn emergency(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+    axum::Form(f): axum::Form<EmergencyForm>,
+) -> Response {
+    let result = async {
+        let admin = user.act(Admin::of, Some(&f.csrf))?;
+        crate::routes::emergency::emergency_by(
+            &state,
+            &meta,
+            &admin,
+            &TotpOffer::code(&f.code),
+            id,
+            crate::routes::emergency::EmergencyRequest {
+                action: f.action.clone(),
+                target: f.target.clone(),
+                reason: f.reason.clone(),
+            },
+        )
+        .await
+    }
+    .await;
+    match result {
+        Ok(d) => axum::response::Redirect::to(&format!("/ui/actions/{}", d.jti)).into_response(),
+        Err(e) => match trusthub_platform::page::form_error(e) {
+            Ok((status, m)) => {
+                emergency_page(
+                    &state,
+                    &user,
+                    id,
+                    (f.action, f.target, f.reason),
+                    Flash::error(m),
+                    status,
+                )
+                .await
+            }
+            Err(e) => e.into_response(),
+        },
     }
 }

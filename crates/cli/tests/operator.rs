@@ -672,6 +672,47 @@ async fn every_verb_against(db_url: Option<&str>) {
         .matches(&format!("\"id\": \"{agent_id}\""))
         .count();
     assert!(listings >= 2, "listed {listings} times in 3.5 s");
+    // An emergency for a host whose agent is not running: checked, then refused (409 -> 1)
+    // before any code is looked at; a bad target is the hub's 422, word for word.
+    let o = cli(
+        &config,
+        &[
+            "agents",
+            "emergency",
+            &agent_id,
+            "--action",
+            "kill_process",
+            "--target",
+            "4242",
+            "--reason",
+            "runaway",
+            "--totp",
+            "123456",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("not connected"), "{}", err(&o));
+    let o = cli(
+        &config,
+        &[
+            "agents",
+            "emergency",
+            &agent_id,
+            "--action",
+            "block_ip",
+            "--target",
+            "10.0.0.0/8",
+            "--reason",
+            "scanner",
+            "--totp",
+            "123456",
+        ],
+        "",
+        &[],
+    );
+    assert!(err(&o).contains("IPv4 or IPv6 address"), "{}", err(&o));
     // A new agent token, shown once.
     let rotated = json_of(&cli(
         &config,

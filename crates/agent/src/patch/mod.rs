@@ -11,6 +11,12 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Whether `program` is on `PATH`.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+}
+
 /// Longest one package-manager command may take.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 

@@ -1,4 +1,5 @@
-//! The auto-patch API (CONTRACT 19).
+//! The auto-patch and emergency API (CONTRACT 19).
 
 pub mod attestations;
 pub mod auto_patch;
+pub mod emergency;

@@ -68,6 +68,23 @@ pub enum AgentsCmd {
         /// Agent id.
         id: String,
     },
+    /// Stop something on a host now (admin; asks for a TOTP code) and wait for its answer.
+    Emergency {
+        /// Agent id.
+        id: String,
+        /// kill_process, stop_unit, stop_container, lock_user or block_ip.
+        #[arg(long, value_parser = ["kill_process", "stop_unit", "stop_container", "lock_user", "block_ip"])]
+        action: String,
+        /// A pid, a unit, a container, a login name or an IP address.
+        #[arg(long)]
+        target: String,
+        /// Why (kept in the audit log and the signed action).
+        #[arg(long)]
+        reason: String,
+        /// The TOTP code; asked for when not given.
+        #[arg(long)]
+        totp: Option<String>,
+    },
 }
 
 /// `trusthub apps …`.
@@ -545,6 +562,29 @@ pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
                 format!("deleted agent {a}"),
             )
             .await
+        }
+        AgentsCmd::Emergency {
+            id: a,
+            action,
+            target,
+            reason,
+            totp,
+        } => {
+            let path = format!("/agents/{}/emergency", id(&a)?);
+            let code = match totp {
+                Some(t) => t,
+                None => prompt("TOTP code (agent_emergency): ", false)?,
+            };
+            let v = c
+                .send(
+                    c.request(Method::POST, &path)
+                        .header("x-totp-code", code.trim())
+                        .json(&json!({"action": action, "target": target, "reason": reason})),
+                )
+                .await?;
+            let jti = v["jti"].as_str().unwrap_or_default().to_owned();
+            eprintln!("dispatched {jti}; waiting for the host's answer…");
+            finished(&c, &jti, g).await
         }
         AgentsCmd::RotateToken { id: a } => {
             let v = c

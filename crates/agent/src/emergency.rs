@@ -1,0 +1,248 @@
+//! Emergency actions (CONTRACT 19): stop what is hurting the host now — a process, a systemd
+//! unit, a container, a login, an address. Each target is checked before anything runs,
+//! programs run without a shell, and the host's `actions.toml` may forbid any of them
+//! (`emergency_actions = ["kill_process"]`).
+
+use serde_json::Value;
+use std::time::Duration;
+
+/// The emergency actions this agent knows.
+pub const ACTIONS: [&str; 5] = [
+    "kill_process",
+    "stop_unit",
+    "stop_container",
+    "lock_user",
+    "block_ip",
+];
+
+/// A checked emergency action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Emergency {
+    /// SIGTERM, then SIGKILL after 5 s.
+    KillProcess(u32),
+    /// `systemctl stop`.
+    StopUnit(String),
+    /// The Docker Engine API's stop.
+    StopContainer(String),
+    /// `usermod -L -e 1`: password locked and the account expired (SSH keys stop too).
+    LockUser(String),
+    /// A drop rule for the address (nftables, else iptables).
+    BlockIp(std::net::IpAddr),
+}
+
+/// Reads and checks a token's `{action, target}`.
+pub fn parse(args: &Value) -> Result<Emergency, String> {
+    let action = args["action"].as_str().unwrap_or_default();
+    let target = args["target"].as_str().unwrap_or_default().trim();
+    let word = |extra: &[u8]| {
+        !target.is_empty()
+            && target.len() <= 256
+            && !target.starts_with('-')
+            && target
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+    };
+    match action {
+        "kill_process" => match target.parse::<u32>() {
+            Ok(pid) if pid > 1 && pid != std::process::id() => Ok(Emergency::KillProcess(pid)),
+            _ => Err(format!(
+                "`{target}` is not a process id this agent may kill"
+            )),
+        },
+        "stop_unit" if word(b"@._:-\\") => Ok(Emergency::StopUnit(target.to_owned())),
+        "stop_container" if word(b"_.-") => Ok(Emergency::StopContainer(target.to_owned())),
+        "lock_user" if word(b"_.-") && target != "root" => {
+            Ok(Emergency::LockUser(target.to_owned()))
+        }
+        "block_ip" => target
+            .parse::<std::net::IpAddr>()
+            .map(Emergency::BlockIp)
+            .map_err(|_| format!("`{target}` is not an IP address")),
+        "stop_unit" | "stop_container" | "lock_user" => {
+            Err(format!("`{target}` is not a valid target for {action}"))
+        }
+        other => Err(format!("unknown emergency action `{other}`")),
+    }
+}
+
+/// The commands an action runs (the Docker stop is an API call, not a command).
+pub fn commands(e: &Emergency, nft: bool) -> Vec<Vec<String>> {
+    let v = |args: &[&str]| args.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    match e {
+        Emergency::KillProcess(pid) => vec![v(&["kill", "-TERM", &pid.to_string()])],
+        Emergency::StopUnit(unit) => vec![v(&["systemctl", "stop", "--", unit])],
+        Emergency::StopContainer(_) => Vec::new(),
+        Emergency::LockUser(user) => vec![v(&["usermod", "-L", "-e", "1", "--", user])],
+        Emergency::BlockIp(ip) if nft => {
+            let family = if ip.is_ipv4() { "ip" } else { "ip6" };
+            vec![
+                v(&["nft", "add", "table", "inet", "trusthub"]),
+                v(&[
+                    "nft",
+                    "add chain inet trusthub input { type filter hook input priority -10 ; policy accept ; }",
+                ]),
+                v(&[
+                    "nft",
+                    "add",
+                    "rule",
+                    "inet",
+                    "trusthub",
+                    "input",
+                    family,
+                    "saddr",
+                    &ip.to_string(),
+                    "drop",
+                ]),
+            ]
+        }
+        Emergency::BlockIp(ip) => {
+            let tool = if ip.is_ipv4() {
+                "iptables"
+            } else {
+                "ip6tables"
+            };
+            vec![v(&[
+                tool,
+                "-I",
+                "INPUT",
+                "-s",
+                &ip.to_string(),
+                "-j",
+                "DROP",
+            ])]
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has no more to kill.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Runs an emergency action: `(exit code, stdout, stderr)`.
+pub async fn run(args: &Value, allowed: &crate::allow::Allowlist) -> (i64, String, String) {
+    let action = args["action"].as_str().unwrap_or_default();
+    if !allowed.emergency(action) {
+        return (
+            1,
+            String::new(),
+            format!("`{action}` is not on this host's emergency_actions"),
+        );
+    }
+    let e = match parse(args) {
+        Ok(e) => e,
+        Err(why) => return (1, String::new(), why),
+    };
+    let nft = crate::patch::on_path("nft");
+    let mut out = String::new();
+    let mut err = String::new();
+    if let Emergency::StopContainer(name) = &e {
+        let (code, o, e) = crate::inventory::docker_stop(name).await;
+        return (code, o, e);
+    }
+    for cmd in commands(&e, nft) {
+        let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
+        // The chain's definition is one nft argument list.
+        let args: Vec<&str> = if cmd[0] == "nft" && args.len() == 1 {
+            args[0].split(' ').collect()
+        } else {
+            args
+        };
+        let (code, o, e) = crate::patch::run(&cmd[0], &args, &[], None).await;
+        out.push_str(&o);
+        err.push_str(&e);
+        if code != 0 {
+            return (code, out, err);
+        }
+    }
+    if let Emergency::KillProcess(pid) = e {
+        for _ in 0..50 {
+            if !alive(pid) {
+                out.push_str(&format!("process {pid} ended after SIGTERM\n"));
+                return (0, out, err);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (code, o, e) = crate::patch::run("kill", &["-KILL", &pid.to_string()], &[], None).await;
+        out.push_str(&o);
+        err.push_str(&e);
+        if code != 0 {
+            return (code, out, err);
+        }
+        out.push_str(&format!("process {pid} killed with SIGKILL after 5 s\n"));
+    }
+    (0, out, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn targets_are_checked_and_commands_built_without_a_shell() {
+        let p = |a: &str, t: &str| parse(&json!({"action": a, "target": t}));
+        assert_eq!(p("kill_process", "4242"), Ok(Emergency::KillProcess(4242)));
+        assert!(p("kill_process", "1").is_err());
+        assert!(p("kill_process", "-1").is_err());
+        assert!(p("kill_process", "12 34").is_err());
+        assert_eq!(
+            p("stop_unit", "nginx.service"),
+            Ok(Emergency::StopUnit("nginx.service".into()))
+        );
+        assert!(p("stop_unit", "--now").is_err());
+        assert!(p("stop_unit", "a;b").is_err());
+        assert!(p("stop_container", "web_1").is_ok());
+        assert!(p("lock_user", "root").is_err());
+        assert_eq!(
+            p("lock_user", "mallory"),
+            Ok(Emergency::LockUser("mallory".into()))
+        );
+        assert!(p("block_ip", "203.0.113.7").is_ok());
+        assert!(p("block_ip", "2001:db8::1").is_ok());
+        assert!(p("block_ip", "203.0.113.0/24").is_err());
+        assert!(p("reboot", "now").is_err());
+        let ip: std::net::IpAddr = "203.0.113.7".parse().expect("ip");
+        assert_eq!(
+            commands(&Emergency::BlockIp(ip), false),
+            vec![vec![
+                "iptables",
+                "-I",
+                "INPUT",
+                "-s",
+                "203.0.113.7",
+                "-j",
+                "DROP"
+            ]]
+        );
+        let nft = commands(&Emergency::BlockIp(ip), true);
+        assert_eq!(nft.len(), 3);
+        assert_eq!(
+            nft[2],
+            vec![
+                "nft",
+                "add",
+                "rule",
+                "inet",
+                "trusthub",
+                "input",
+                "ip",
+                "saddr",
+                "203.0.113.7",
+                "drop"
+            ]
+        );
+        let v6: std::net::IpAddr = "2001:db8::1".parse().expect("ip");
+        assert_eq!(commands(&Emergency::BlockIp(v6), false)[0][0], "ip6tables");
+        assert_eq!(
+            commands(&Emergency::LockUser("mallory".into()), false),
+            vec![vec!["usermod", "-L", "-e", "1", "--", "mallory"]]
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! `POST /agents/{id}/emergency` (CONTRACT 19): stop a process, a unit, a container, a login
+//! or an address on a host now, through a signed action.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+use trusthub_fleet::routes::actions::{
+    ActionRequest, Dispatched, Requester, dispatch_as, reachable,
+};
+use trusthub_identity::auth::purpose::AgentEmergency;
+use trusthub_identity::auth::{Admin, TotpOffer, TotpProof};
+use trusthub_platform::AppState;
+use trusthub_platform::error::{ApiError, ApiResult, Problem};
+use trusthub_platform::extract::{Json, Meta, Path};
+use trusthub_platform::openapi::api_routes;
+use trusthub_platform::ratelimit;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(api_routes!(emergency))
+}
+
+/// What to stop, and why.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmergencyRequest {
+    /// `kill_process` (target: a pid), `stop_unit` (a systemd unit), `stop_container` (a
+    /// container name or id), `lock_user` (a login name, not root: password locked and the
+    /// account expired), `block_ip` (an IPv4 or IPv6 address, dropped with nftables, else
+    /// iptables).
+    #[schema(pattern = "^(kill_process|stop_unit|stop_container|lock_user|block_ip)$")]
+    pub action: String,
+    /// Always a string, checked for the action.
+    #[schema(min_length = 1, max_length = 256)]
+    pub target: String,
+    /// 1 to 500 characters; kept in the action, the audit log and the token.
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+}
+
+/// Checks `req` as the agent will: the action's target in its own form.
+pub fn check(req: &EmergencyRequest) -> Result<(), ApiError> {
+    let t = req.target.trim();
+    let word = |extra: &[u8]| {
+        !t.is_empty()
+            && t.len() <= 256
+            && !t.starts_with('-')
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+    };
+    let target_ok = match req.action.as_str() {
+        "kill_process" => t.parse::<u32>().is_ok_and(|p| p > 1),
+        "stop_unit" => word(b"@._:-\\"),
+        "stop_container" => word(b"_.-"),
+        "lock_user" => word(b"_.-") && t != "root",
+        "block_ip" => t.parse::<std::net::IpAddr>().is_ok(),
+        _ => {
+            return Err(ApiError::invalid(
+                "action",
+                "must be kill_process, stop_unit, stop_container, lock_user or block_ip",
+            ));
+        }
+    };
+    if !target_ok {
+        return Err(ApiError::invalid(
+            "target",
+            match req.action.as_str() {
+                "kill_process" => "must be a process id above 1",
+                "block_ip" => "must be an IPv4 or IPv6 address",
+                "lock_user" => "must be a login name (not root)",
+                _ => "must be a name of letters, digits and . _ - (not starting with -)",
+            },
+        ));
+    }
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));
+    }
+    Ok(())
+}
+
+/// An emergency action on a host (admin, a login session and a TOTP code for purpose
+/// `agent_emergency`; API tokens never can). The target is checked before the code is looked
+/// at, and the host must be connected (409 otherwise; nothing is queued). Limited to 5
+/// accepted calls per hour per user, app restarts included (429). The hub signs an EAT
+/// (`act: emergency`, args `{action, target, reason}`) and pushes it to the agent, which
+/// refuses actions its own allowlist forbids (`emergency_actions` in actions.toml); the
+/// result is at `GET /actions/{jti}`, with an `action_requested`/`action_result` audit pair
+/// and an `emergency_result` transparency-log entry.
+#[utoipa::path(post, path = "/agents/{id}/emergency", tag = "actions",
+    params(("id" = Uuid, Path, description = "Agent id"),
+        ("X-TOTP-Code" = Option<String>, Header, description = "The current TOTP code (purpose agent_emergency)")),
+    request_body = EmergencyRequest,
+    responses((status = 202, body = Dispatched), (status = 403, body = Problem), (status = 404, body = Problem),
+        (status = 409, description = "The agent is not connected", body = Problem),
+        (status = 422, body = Problem), (status = 429, body = Problem)))]
+pub(crate) async fn emergency(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Admin,
+    offer: TotpOffer,
+    Path(id): Path<Uuid>,
+    Json(req): Json<EmergencyRequest>,
+) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
+    let d = emergency_by(&state, &meta, &by, &offer, id, req).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(d)))
+}
+
+/// The service behind [`emergency`], for the API and the dashboard alike.
+pub async fn emergency_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    offer: &TotpOffer,
+    agent: Uuid,
+    req: EmergencyRequest,
+) -> ApiResult<Dispatched> {
+    let p = &by.0;
+    {
+        let mut c = state.db.conn().await?;
+        trusthub_fleet::agent(&mut c, p.tenant(), agent)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?;
+    }
+    check(&req)?;
+    if !reachable(state, agent).await? {
+        return Err(ApiError::Conflict(
+            "the agent is not connected; nothing was sent".into(),
+        ));
+    }
+    let proof = TotpProof::<AgentEmergency>::from_offer(state, meta, p.clone(), offer).await?;
+    let now = trusthub_platform::state::now();
+    state
+        .limiter
+        .hit(
+            ratelimit::EMERGENCY,
+            &proof.principal.user.id.to_string(),
+            now.unix_timestamp(),
+        )
+        .await?;
+    let target = req.target.trim();
+    let reason = req.reason.trim();
+    dispatch_as(
+        state,
+        Requester::User(meta, &proof.principal),
+        ActionRequest {
+            agent_id: agent,
+            app_id: None,
+            act: "emergency",
+            args: json!({"action": req.action, "target": target, "reason": reason}),
+            reason,
+            subject: format!("agent:{agent}"),
+            jti: None,
+        },
+        now,
+    )
+    .await
+}

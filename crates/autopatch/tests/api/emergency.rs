@@ -1,0 +1,99 @@
+//! Emergency actions, hub side (CONTRACT 19): who may ask, what is checked before any TOTP
+//! code is looked at, and a host that is not connected. The agent side and the round trip
+//! are in crates/agent/tests/end_to_end.rs, with the real agent.
+
+use crate::agents::register;
+use crate::harness::*;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+crate::dual!(emergencies_are_checked_before_the_code_and_refused_for_a_host_not_connected);
+
+async fn emergency(app: &TestApp, auth: &Auth, agent: &str, body: Value) -> reqwest::Response {
+    app.req(Method::POST, &format!("/agents/{agent}/emergency"), auth)
+        .json(&body)
+        .send()
+        .await
+        .expect("emergency")
+}
+
+async fn emergencies_are_checked_before_the_code_and_refused_for_a_host_not_connected(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let (operator, _) = app.user_with_role("operator").await;
+    let kill = json!({"action": "kill_process", "target": "4242", "reason": "runaway"});
+    assert_problem(
+        emergency(&app, &operator, &host.id, kill.clone()).await,
+        403,
+        "forbidden",
+    )
+    .await;
+    let other = app.other_tenant().await;
+    assert_problem(
+        emergency(&app, &other, &host.id, kill.clone()).await,
+        404,
+        "not_found",
+    )
+    .await;
+    for (body, field) in [
+        (
+            json!({"action": "reboot", "target": "now", "reason": "x"}),
+            "action",
+        ),
+        (
+            json!({"action": "kill_process", "target": "1", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "kill_process", "target": "12 34", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "block_ip", "target": "203.0.113.0/24", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "lock_user", "target": "root", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "stop_unit", "target": "--now", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "stop_container", "target": "web", "reason": ""}),
+            "reason",
+        ),
+        (
+            json!({"action": "kill_process", "target": 4242, "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "kill_process", "target": "4242", "reason": "x", "force": true}),
+            "force",
+        ),
+    ] {
+        let p = assert_problem(
+            emergency(&app, &app.owner, &host.id, body.clone()).await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(names_field(&p, field), "{body}: {p}");
+    }
+    // A valid one to a host without its socket: 409, nothing signed or recorded, and no
+    // code was needed to learn it.
+    let p = assert_problem(
+        emergency(&app, &app.owner, &host.id, kill).await,
+        409,
+        "conflict",
+    )
+    .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("not connected")),
+        "{p}"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM actions").await, 0);
+}
