@@ -7,7 +7,10 @@ use crate::harness::*;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-crate::dual!(emergencies_are_checked_before_the_code_and_refused_for_a_host_not_connected);
+crate::dual!(
+    emergencies_are_checked_before_the_code_and_refused_for_a_host_not_connected,
+    an_admin_opens_the_emergency_menu_and_reads_why_a_host_cannot_be_reached,
+);
 
 async fn emergency(app: &TestApp, auth: &Auth, agent: &str, body: Value) -> reqwest::Response {
     app.req(Method::POST, &format!("/agents/{agent}/emergency"), auth)
@@ -96,4 +99,50 @@ async fn emergencies_are_checked_before_the_code_and_refused_for_a_host_not_conn
         "{p}"
     );
     assert_eq!(app.count("SELECT COUNT(*) FROM actions").await, 0);
+}
+
+async fn an_admin_opens_the_emergency_menu_and_reads_why_a_host_cannot_be_reached(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = crate::webdriver::Browser::start(&format!("emergency-{b:?}")).await else {
+        return;
+    };
+    let host = register(&app).await;
+    let (admin, _) = app
+        .invite_and_accept(&app.owner, "responder@example.com", "admin")
+        .await;
+    browser
+        .sign_in(&app.base, "responder@example.com", "a fine password")
+        .await;
+    // Without TOTP the menu says what is missing.
+    browser
+        .goto(&format!("{}/ui/agents/{}/emergency", app.base, host.id))
+        .await;
+    browser.wait_text("Emergency actions need TOTP").await;
+    crate::actions::enrol(&app, &admin).await;
+    // From the host page's tab; a bad target is refused with the field's reason, then a
+    // valid one for a host whose agent is not connected.
+    browser
+        .goto(&format!("{}/ui/agents/{}", app.base, host.id))
+        .await;
+    browser
+        .click(&format!("a[href='/ui/agents/{}/emergency']", host.id))
+        .await;
+    browser.wait_text("Run it now").await;
+    browser
+        .eval("document.querySelector('#emergency select[name=action]').value = 'block_ip'")
+        .await;
+    browser.type_into("#emergency input[name=target]", "10.0.0.0/8").await;
+    browser.type_into("#emergency input[name=reason]", "a scanner").await;
+    browser.type_into("#emergency input[name=code]", "123456").await;
+    browser.click("#emergency button[type=submit]").await;
+    let page = browser.wait_text("IPv4 or IPv6 address").await;
+    assert!(page.contains("a scanner"), "the form keeps what was typed: {page}");
+    browser
+        .set_value("#emergency input[name=target]", "203.0.113.7")
+        .await;
+    browser.type_into("#emergency input[name=code]", "123456").await;
+    browser.click("#emergency button[type=submit]").await;
+    browser.wait_text("not connected").await;
+    assert_eq!(app.count("SELECT COUNT(*) FROM actions").await, 0);
+    browser.assert_no_js_errors().await;
 }
