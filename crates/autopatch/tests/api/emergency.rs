@@ -131,16 +131,27 @@ async fn an_admin_opens_the_emergency_menu_and_reads_why_a_host_cannot_be_reache
     browser
         .eval("document.querySelector('#emergency select[name=action]').value = 'block_ip'")
         .await;
-    browser.type_into("#emergency input[name=target]", "10.0.0.0/8").await;
-    browser.type_into("#emergency input[name=reason]", "a scanner").await;
-    browser.type_into("#emergency input[name=code]", "123456").await;
+    browser
+        .type_into("#emergency input[name=target]", "10.0.0.0/8")
+        .await;
+    browser
+        .type_into("#emergency input[name=reason]", "a scanner")
+        .await;
+    browser
+        .type_into("#emergency input[name=code]", "123456")
+        .await;
     browser.click("#emergency button[type=submit]").await;
     let page = browser.wait_text("IPv4 or IPv6 address").await;
-    assert!(page.contains("a scanner"), "the form keeps what was typed: {page}");
+    assert!(
+        page.contains("a scanner"),
+        "the form keeps what was typed: {page}"
+    );
     browser
         .set_value("#emergency input[name=target]", "203.0.113.7")
         .await;
-    browser.type_into("#emergency input[name=code]", "123456").await;
+    browser
+        .type_into("#emergency input[name=code]", "123456")
+        .await;
     browser.click("#emergency button[type=submit]").await;
     browser.wait_text("not connected").await;
     assert_eq!(app.count("SELECT COUNT(*) FROM actions").await, 0);
