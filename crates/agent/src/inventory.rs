@@ -917,7 +917,12 @@ pub async fn docker_restart(names: &[String]) -> (i64, String, String) {
 
 /// Stops a container by name or id (10 s before Docker kills it).
 pub async fn docker_stop(name: &str) -> (i64, String, String) {
-    match docker_post(&docker_socket(), &format!("/containers/{name}/stop?t=10")).await {
+    docker_stop_at(&docker_socket(), name).await
+}
+
+/// [`docker_stop`] through the Docker Engine API at `socket`.
+pub async fn docker_stop_at(socket: &Path, name: &str) -> (i64, String, String) {
+    match docker_post(socket, &format!("/containers/{name}/stop?t=10")).await {
         Ok(204) => (0, format!("stopped {name}\n"), String::new()),
         Ok(304) => (0, format!("{name} was already stopped\n"), String::new()),
         Ok(status) => (
@@ -1186,6 +1191,54 @@ mod tests {
             containers_at(&dir.join("absent.sock")).await,
             json!([]),
             "no socket: an empty list, not an error"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn an_emergency_stops_a_container_through_the_docker_engine_api() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir =
+            std::env::temp_dir().join(format!("docker-stop-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sock = dir.join("docker.sock");
+        let listener = tokio::net::UnixListener::bind(&sock).expect("bind");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                let line = req.lines().next().unwrap_or_default().to_owned();
+                // The Engine API: 204 stopped, 304 already stopped, 404 no such container.
+                let status = match line.as_str() {
+                    "POST /containers/web/stop?t=10 HTTP/1.0" => "204 No Content",
+                    "POST /containers/idle/stop?t=10 HTTP/1.0" => "304 Not Modified",
+                    _ => "404 Not Found",
+                };
+                if let Ok(mut l) = log.lock() {
+                    l.push(line);
+                }
+                let _ = s
+                    .write_all(format!("HTTP/1.0 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes())
+                    .await;
+            }
+        });
+        assert_eq!(
+            docker_stop_at(&sock, "web").await,
+            (0, "stopped web\n".into(), String::new())
+        );
+        assert_eq!(docker_stop_at(&sock, "idle").await.0, 0);
+        let (code, _, err) = docker_stop_at(&sock, "ghost").await;
+        assert_eq!(code, 1);
+        assert!(err.contains("404"), "{err}");
+        let (code, _, err) = docker_stop_at(&dir.join("absent.sock"), "web").await;
+        assert_eq!(code, 1);
+        assert!(err.contains("Docker socket"), "{err}");
+        assert_eq!(
+            seen.lock().expect("log").first().map(String::as_str),
+            Some("POST /containers/web/stop?t=10 HTTP/1.0")
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
