@@ -65,11 +65,13 @@ pub fn parse(args: &Value) -> Result<Emergency, String> {
     }
 }
 
-/// The commands an action runs (the Docker stop is an API call, not a command).
+/// The commands an action runs (a kill is a signal and the Docker stop an API call: no
+/// command).
 pub fn commands(e: &Emergency, nft: bool) -> Vec<Vec<String>> {
     let v = |args: &[&str]| args.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     match e {
-        Emergency::KillProcess(pid) => vec![v(&["kill", "-TERM", &pid.to_string()])],
+        // Signalled directly (see `kill`).
+        Emergency::KillProcess(_) => Vec::new(),
         Emergency::StopUnit(unit) => vec![v(&["systemctl", "stop", "--", unit])],
         Emergency::StopContainer(_) => Vec::new(),
         Emergency::LockUser(user) => vec![v(&["usermod", "-L", "-e", "1", "--", user])],
@@ -125,6 +127,40 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|zombie| !zombie)
 }
 
+/// SIGTERM, then SIGKILL when the process is still there after 5 s (signals sent directly,
+/// no `kill` program needed).
+async fn kill(pid: u32) -> (i64, String, String) {
+    use rustix::process::{Pid, Signal, kill_process};
+    let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return (1, String::new(), format!("`{pid}` is not a process id"));
+    };
+    if let Err(e) = kill_process(p, Signal::TERM) {
+        return (
+            1,
+            String::new(),
+            format!("cannot signal process {pid}: {e}"),
+        );
+    }
+    for _ in 0..50 {
+        if !alive(pid) {
+            return (
+                0,
+                format!("process {pid} ended after SIGTERM\n"),
+                String::new(),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    match kill_process(p, Signal::KILL) {
+        Ok(()) => (
+            0,
+            format!("process {pid} killed with SIGKILL after 5 s\n"),
+            String::new(),
+        ),
+        Err(e) => (1, String::new(), format!("cannot kill process {pid}: {e}")),
+    }
+}
+
 /// Runs an emergency action: `(exit code, stdout, stderr)`.
 pub async fn run(args: &Value, allowed: &crate::allow::Allowlist) -> (i64, String, String) {
     let action = args["action"].as_str().unwrap_or_default();
@@ -146,6 +182,9 @@ pub async fn run(args: &Value, allowed: &crate::allow::Allowlist) -> (i64, Strin
         let (code, o, e) = crate::inventory::docker_stop(name).await;
         return (code, o, e);
     }
+    if let Emergency::KillProcess(pid) = e {
+        return kill(pid).await;
+    }
     for cmd in commands(&e, nft) {
         let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
         // The chain's definition is one nft argument list.
@@ -160,22 +199,6 @@ pub async fn run(args: &Value, allowed: &crate::allow::Allowlist) -> (i64, Strin
         if code != 0 {
             return (code, out, err);
         }
-    }
-    if let Emergency::KillProcess(pid) = e {
-        for _ in 0..50 {
-            if !alive(pid) {
-                out.push_str(&format!("process {pid} ended after SIGTERM\n"));
-                return (0, out, err);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let (code, o, e) = crate::patch::run("kill", &["-KILL", &pid.to_string()], &[], None).await;
-        out.push_str(&o);
-        err.push_str(&e);
-        if code != 0 {
-            return (code, out, err);
-        }
-        out.push_str(&format!("process {pid} killed with SIGKILL after 5 s\n"));
     }
     (0, out, err)
 }
