@@ -115,32 +115,8 @@ pub fn check(
     }
 }
 
-fn bounded(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&b[..b.len().min(MAX_OUTPUT)]);
-    s.into_owned()
-}
-
 async fn run(program: &str, args: &[&str]) -> (i64, String, String) {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    match tokio::time::timeout(RESTART_TIMEOUT, cmd.output()).await {
-        Ok(Ok(out)) => (
-            i64::from(out.status.code().unwrap_or(-1)),
-            bounded(&out.stdout),
-            bounded(&out.stderr),
-        ),
-        Ok(Err(e)) => (-1, String::new(), format!("cannot run {program}: {e}")),
-        Err(_) => (
-            -1,
-            String::new(),
-            format!(
-                "{program} did not finish within {} s",
-                RESTART_TIMEOUT.as_secs()
-            ),
-        ),
-    }
+    crate::patch::run_for(program, args, &[], None, RESTART_TIMEOUT).await
 }
 
 /// Restarts what a `restart_app` token names: a systemd unit, a container, a compose

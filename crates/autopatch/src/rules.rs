@@ -421,6 +421,7 @@ mod tests {
     ) -> HostFinding {
         HostFinding {
             id: uuid::Uuid::new_v4(),
+            tenant: trusthub_store::TenantId(uuid::Uuid::nil()),
             ecosystem: eco.into(),
             package: package.into(),
             binaries: Vec::new(),

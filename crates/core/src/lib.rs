@@ -12,6 +12,7 @@ pub mod auth;
 pub mod canonical;
 pub mod csv;
 pub mod eat;
+pub mod emergency;
 pub mod evidence;
 pub mod inventory;
 pub mod json_guard;

@@ -11,6 +11,8 @@ use uuid::Uuid;
 pub struct HostFinding {
     /// The finding.
     pub id: Uuid,
+    /// Its tenant (the host's).
+    pub tenant: TenantId,
     /// OSV ecosystem (`Debian:12`, `npm`).
     pub ecosystem: String,
     /// The package the advisory names: the source package of OS packages.
@@ -36,17 +38,20 @@ pub struct HostFinding {
     pub suppression: Option<(Uuid, String)>,
 }
 
-/// Every unfixed finding of `agent`, as at `now` (a suppression applies until it expires).
+/// Every unfixed finding of `tenant`'s `agent`, as at `now` (a suppression applies until it
+/// expires).
 pub async fn unfixed_findings(
     ex: &mut impl Exec,
     tenant: TenantId,
     agent: Uuid,
     now: OffsetDateTime,
 ) -> StoreResult<Vec<HostFinding>> {
-    Ok(crate::store::cve::unfixed_of_agent(ex, tenant, agent, now)
-        .await?
+    let mut all = unfixed_findings_of(ex, &[agent], now).await?;
+    Ok(all
+        .remove(&agent)
+        .unwrap_or_default()
         .into_iter()
-        .map(HostFinding::from)
+        .filter(|f| f.tenant == tenant)
         .collect())
 }
 
@@ -70,6 +75,7 @@ impl From<crate::store::cve::Finding> for HostFinding {
     fn from(f: crate::store::cve::Finding) -> Self {
         HostFinding {
             id: f.id,
+            tenant: TenantId(f.tenant_id),
             binaries: crate::store::cve::binaries(&f.seen.binaries)
                 .into_iter()
                 .map(|b| (b.name, b.version))

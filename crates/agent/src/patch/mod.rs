@@ -94,6 +94,18 @@ pub async fn run(
     envs: &[(&str, &str)],
     dir: Option<&Path>,
 ) -> (i64, String, String) {
+    run_for(program, args, envs, dir, COMMAND_TIMEOUT).await
+}
+
+/// [`run`] with its own time limit: every command an action runs goes through here (no
+/// shell, no stdin, killed when dropped). Output is bounded where the answer is built.
+pub async fn run_for(
+    program: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    dir: Option<&Path>,
+    limit: Duration,
+) -> (i64, String, String) {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .envs(envs.iter().copied())
@@ -102,7 +114,7 @@ pub async fn run(
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
-    match tokio::time::timeout(COMMAND_TIMEOUT, cmd.output()).await {
+    match tokio::time::timeout(limit, cmd.output()).await {
         Ok(Ok(out)) => (
             i64::from(out.status.code().unwrap_or(-1)),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -112,10 +124,7 @@ pub async fn run(
         Err(_) => (
             -1,
             String::new(),
-            format!(
-                "{program} did not finish within {} s",
-                COMMAND_TIMEOUT.as_secs()
-            ),
+            format!("{program} did not finish within {} s", limit.as_secs()),
         ),
     }
 }

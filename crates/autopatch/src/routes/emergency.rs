@@ -41,40 +41,11 @@ pub struct EmergencyRequest {
     pub reason: String,
 }
 
-/// Checks `req` as the agent will: the action's target in its own form.
+/// Checks `req` by the rule the agent checks again (`trusthub_core::emergency`), and its
+/// reason.
 pub fn check(req: &EmergencyRequest) -> Result<(), ApiError> {
-    let t = req.target.trim();
-    let word = |extra: &[u8]| {
-        !t.is_empty()
-            && t.len() <= 256
-            && !t.starts_with('-')
-            && t.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
-    };
-    let target_ok = match req.action.as_str() {
-        "kill_process" => t.parse::<u32>().is_ok_and(|p| p > 1),
-        "stop_unit" => word(b"@._:-\\"),
-        "stop_container" => word(b"_.-"),
-        "lock_user" => word(b"_.-") && t != "root",
-        "block_ip" => t.parse::<std::net::IpAddr>().is_ok(),
-        _ => {
-            return Err(ApiError::invalid(
-                "action",
-                "must be kill_process, stop_unit, stop_container, lock_user or block_ip",
-            ));
-        }
-    };
-    if !target_ok {
-        return Err(ApiError::invalid(
-            "target",
-            match req.action.as_str() {
-                "kill_process" => "must be a process id above 1",
-                "block_ip" => "must be an IPv4 or IPv6 address",
-                "lock_user" => "must be a login name (not root)",
-                _ => "must be a name of letters, digits and . _ - (not starting with -)",
-            },
-        ));
-    }
+    trusthub_core::emergency::parse(&req.action, &req.target)
+        .map_err(|r| ApiError::invalid(r.field, r.message))?;
     let reason = req.reason.trim();
     if reason.is_empty() || reason.chars().count() > 500 {
         return Err(ApiError::invalid("reason", "must be 1 to 500 characters"));

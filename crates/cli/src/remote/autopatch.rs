@@ -1,10 +1,10 @@
 //! `trusthub autopatch …` (CONTRACT 19, 28): a host's auto-patch settings, its attempts, a
 //! run now. TOTP is asked for when the hub needs it (turning patching on, a run).
 
-use super::{Global, Watch, client, id, list, print, prompt};
-use crate::remote::client::{Client, Failure};
+use super::{Global, Watch, client, id, list, print, with_totp};
+use crate::remote::client::Failure;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -76,36 +76,6 @@ const ATTEMPTS: &[super::Column] = &[
     ("note", "/note"),
 ];
 
-/// Sends `req`; when the hub asks for TOTP and none was given, asks and sends it again.
-async fn with_totp(
-    c: &Client,
-    method: Method,
-    path: &str,
-    body: Option<&Value>,
-    totp: Option<String>,
-) -> Result<Value, Failure> {
-    let send = |code: Option<&str>| {
-        let mut r = c.request(method.clone(), path);
-        if let Some(b) = body {
-            r = r.json(b);
-        }
-        if let Some(code) = code {
-            r = r.header("x-totp-code", code.trim());
-        }
-        c.send(r)
-    };
-    match totp {
-        Some(code) => send(Some(&code)).await,
-        None => match send(None).await {
-            Err(f) if f.code == 4 && f.message.contains("X-TOTP-Code") => {
-                let code = prompt("TOTP code (agent_auto_patch): ", false)?;
-                send(Some(&code)).await
-            }
-            other => other,
-        },
-    }
-}
-
 /// `trusthub autopatch …`.
 pub async fn autopatch(cmd: AutopatchCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
@@ -141,12 +111,20 @@ pub async fn autopatch(cmd: AutopatchCmd, g: &Global) -> Result<(), Failure> {
                 });
             }
             let path = format!("/agents/{}/auto-patch", id(&agent)?);
-            let v = with_totp(&c, Method::PATCH, &path, Some(&body), totp).await?;
+            let v = with_totp(
+                &c,
+                Method::PATCH,
+                &path,
+                Some(&body),
+                totp,
+                "agent_auto_patch",
+            )
+            .await?;
             print(&v, SETTINGS, g.output)
         }
         AutopatchCmd::Run { agent, totp } => {
             let path = format!("/agents/{}/auto-patch/run", id(&agent)?);
-            let v = with_totp(&c, Method::POST, &path, None, totp).await?;
+            let v = with_totp(&c, Method::POST, &path, None, totp, "agent_auto_patch").await?;
             if v.as_array().is_some_and(Vec::is_empty) {
                 eprintln!(
                     "nothing to send now (no patchable finding, or the host is not connected)"

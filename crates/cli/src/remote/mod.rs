@@ -377,6 +377,41 @@ fn prompt(question: &str, secret: bool) -> Result<String, Failure> {
     Ok(line.trim_end_matches(['\n', '\r']).to_owned())
 }
 
+/// Sends `method path` (with `body`) and its TOTP code: `totp` when given; else first without
+/// one, and when the hub answers that the operation needs TOTP (of `purpose`), asks the
+/// terminal and sends again — so a request refused for another reason (a host not
+/// connected, a bad target) asks for nothing.
+async fn with_totp(
+    c: &Client,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    totp: Option<String>,
+    purpose: &str,
+) -> Result<Value, Failure> {
+    let send = |code: Option<&str>| {
+        let mut r = c.request(method.clone(), path);
+        if let Some(b) = body {
+            r = r.json(b);
+        }
+        if let Some(code) = code {
+            r = r.header("x-totp-code", code.trim());
+        }
+        c.send(r)
+    };
+    match totp {
+        Some(code) => send(Some(&code)).await,
+        None => match send(None).await {
+            // The hub's totp_required problem names the header to send.
+            Err(f) if f.code == 4 && f.message.contains("X-TOTP-Code") => {
+                let code = prompt(&format!("TOTP code ({purpose}): "), false)?;
+                send(Some(&code)).await
+            }
+            other => other,
+        },
+    }
+}
+
 /// The context name a URL gets by default: its host (and port).
 fn default_name(url: &str) -> String {
     let rest = url.split("://").nth(1).unwrap_or(url);
@@ -571,17 +606,16 @@ pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
             totp,
         } => {
             let path = format!("/agents/{}/emergency", id(&a)?);
-            let code = match totp {
-                Some(t) => t,
-                None => prompt("TOTP code (agent_emergency): ", false)?,
-            };
-            let v = c
-                .send(
-                    c.request(Method::POST, &path)
-                        .header("x-totp-code", code.trim())
-                        .json(&json!({"action": action, "target": target, "reason": reason})),
-                )
-                .await?;
+            let body = json!({"action": action, "target": target, "reason": reason});
+            let v = with_totp(
+                &c,
+                Method::POST,
+                &path,
+                Some(&body),
+                totp,
+                "agent_emergency",
+            )
+            .await?;
             let jti = v["jti"].as_str().unwrap_or_default().to_owned();
             eprintln!("dispatched {jti}; waiting for the host's answer…");
             finished(&c, &jti, g).await
@@ -680,17 +714,8 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             no_wait,
         } => {
             let path = format!("/apps/{}/restart", id(&a)?);
-            let code = match totp {
-                Some(t) => t,
-                None => prompt("TOTP code (app_restart): ", false)?,
-            };
-            let v = c
-                .send(
-                    c.request(Method::POST, &path)
-                        .header("x-totp-code", code.trim())
-                        .json(&json!({"reason": reason})),
-                )
-                .await?;
+            let body = json!({"reason": reason});
+            let v = with_totp(&c, Method::POST, &path, Some(&body), totp, "app_restart").await?;
             if no_wait {
                 return print(&v, &[("action", "/jti"), ("status", "/status")], g.output);
             }

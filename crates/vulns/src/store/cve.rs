@@ -389,21 +389,6 @@ pub async fn list(
     }))
 }
 
-/// One host's unfixed findings (open, acknowledged or suppressed), statuses as at `now`: by
-/// the host's own index, in no particular order.
-pub async fn unfixed_of_agent(
-    ex: &mut impl Exec,
-    tenant: TenantId,
-    agent: Uuid,
-    now: OffsetDateTime,
-) -> StoreResult<Vec<Finding>> {
-    let sql = format!("{SELECT} WHERE f.agent_id = $3 AND f.tenant_id = $1 AND f.fixed_at IS NULL");
-    Ok(
-        on!(ex, c => sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql))
-        .bind(tenant.0).bind(now).bind(agent).fetch_all(&mut *c).await?),
-    )
-}
-
 /// The unfixed findings of several hosts (at most 500 ids), statuses as at `now`.
 pub async fn unfixed_of_agents(
     ex: &mut impl Exec,
@@ -413,13 +398,15 @@ pub async fn unfixed_of_agents(
     if agents.is_empty() {
         return Ok(Vec::new());
     }
-    let list: Vec<String> = (0..agents.len()).map(|i| format!("${}", i + 3)).collect();
+    // `SELECT` names its instant `$2`; here it is the only parameter before the ids.
+    let list: Vec<String> = (0..agents.len()).map(|i| format!("${}", i + 2)).collect();
     let sql = format!(
-        "{SELECT} WHERE $1 = $1 AND f.fixed_at IS NULL AND f.agent_id IN ({})",
+        "{} WHERE f.fixed_at IS NULL AND f.agent_id IN ({})",
+        SELECT.replace("$2", "$1"),
         list.join(", ")
     );
     Ok(on!(ex, c => {
-        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql.clone())).bind(0_i64).bind(now);
+        let mut q = sqlx::query_as::<_, Finding>(sqlx::AssertSqlSafe(sql.clone())).bind(now);
         for a in agents {
             q = q.bind(*a);
         }
