@@ -199,6 +199,16 @@ pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
             .await;
             (o.exit_code, o.stdout, o.stderr, o.note)
         }
+        "update_packages" => {
+            let o = crate::patch::update_packages(
+                &claims.args,
+                &ctx.allowed,
+                &ctx.state_dir,
+                &claims.jti,
+            )
+            .await;
+            (o.exit_code, o.stdout, o.stderr, o.note)
+        }
         other => {
             return Answer::Refused {
                 jti: claims.jti,

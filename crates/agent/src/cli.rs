@@ -40,9 +40,12 @@ enum Command {
     /// back when it does not verify (the host's actions.toml applies). Prints the commands'
     /// transcript and the outcome; exits with the patch's exit code.
     Patch {
-        /// The package manager (apt).
+        /// The package manager (apt), or with `--project` the ecosystem (npm, pip).
         #[arg(long)]
         manager: String,
+        /// Update this project's dependencies (`update_packages`) instead of the system's.
+        #[arg(long)]
+        project: Option<PathBuf>,
         /// `name=version`: the package and the version to reach, one or more.
         #[arg(required = true)]
         packages: Vec<String>,
@@ -233,8 +236,14 @@ fn install(
     ))
 }
 
-/// `trusthub-agent patch`: one `install_package` run here, its transcript and outcome.
-async fn patch(manager: &str, packages: &[String], state_dir: &std::path::Path) -> ExitCode {
+/// `trusthub-agent patch`: one `install_package` (or with a project, `update_packages`) run
+/// here, its transcript and outcome.
+async fn patch(
+    manager: &str,
+    project: Option<&std::path::Path>,
+    packages: &[String],
+    state_dir: &std::path::Path,
+) -> ExitCode {
     let mut list = Vec::new();
     for p in packages {
         let Some((name, version)) = p.split_once('=') else {
@@ -255,8 +264,17 @@ async fn patch(manager: &str, packages: &[String], state_dir: &std::path::Path) 
         return ExitCode::FAILURE;
     }
     let jti = format!("manual-{}", uuid::Uuid::new_v4().simple());
-    let args = serde_json::json!({"manager": manager, "packages": list});
-    let o = crate::patch::install_package(&args, &allowed, state_dir, &jti).await;
+    let o = match project {
+        Some(p) => {
+            let args =
+                serde_json::json!({"ecosystem": manager, "project_path": p, "packages": list});
+            crate::patch::update_packages(&args, &allowed, state_dir, &jti).await
+        }
+        None => {
+            let args = serde_json::json!({"manager": manager, "packages": list});
+            crate::patch::install_package(&args, &allowed, state_dir, &jti).await
+        }
+    };
     print!("{}", o.stdout);
     eprint!("{}", o.stderr);
     println!(
@@ -307,11 +325,13 @@ async fn cli() -> ExitCode {
         }) => install(&state_dir.unwrap_or(cli.opts.state_dir), &unit_dir, &binary),
         Some(Command::Patch {
             manager,
+            project,
             packages,
             state_dir,
         }) => {
             return patch(
                 &manager,
+                project.as_deref(),
                 &packages,
                 &state_dir.unwrap_or(cli.opts.state_dir),
             )

@@ -6,6 +6,7 @@
 //! time limit, their output bounded.
 
 pub mod apt;
+pub mod deps;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -212,4 +213,70 @@ pub async fn install_package(
             format!("not installed: this agent cannot patch with `{other}` yet"),
         ),
     }
+}
+
+/// `update_packages` (CONTRACT 19): `args.ecosystem` in `args.project_path` with
+/// `args.packages`; ecosystems this host does not allow (`patch_managers`) and projects
+/// outside its `project_paths` are refused. Patches run one after another.
+pub async fn update_packages(
+    args: &Value,
+    allowed: &crate::allow::Allowlist,
+    state_dir: &Path,
+    jti: &str,
+) -> Outcome {
+    let ecosystem = args["ecosystem"].as_str().unwrap_or_default();
+    // The allowlist names managers by their program: bundler and go for RubyGems and Go.
+    let manager = match ecosystem {
+        "RubyGems" => "bundler",
+        "Go" => "go",
+        other => other,
+    };
+    if !allowed.manager(manager) {
+        return Outcome::refused(
+            1,
+            format!("not installed: `{ecosystem}` is not on this host's patch_managers"),
+        );
+    }
+    let path = Path::new(args["project_path"].as_str().unwrap_or_default());
+    if !allowed.project(path) {
+        return Outcome::refused(
+            1,
+            format!(
+                "not installed: `{}` is not under this host's project_paths",
+                path.display()
+            ),
+        );
+    }
+    // The folder as the file system resolves it: a symbolic link cannot lead outside.
+    let project = match std::fs::canonicalize(path) {
+        Err(e) => {
+            return Outcome::refused(1, format!("not installed: `{}`: {e}", path.display()));
+        }
+        Ok(p) if !allowed.project(&p) => {
+            return Outcome::refused(
+                1,
+                format!(
+                    "not installed: `{}` leads outside this host's project_paths",
+                    p.display()
+                ),
+            );
+        }
+        Ok(p) if !p.is_dir() => {
+            return Outcome::refused(
+                1,
+                format!("not installed: `{}` is not a folder", path.display()),
+            );
+        }
+        Ok(p) => p,
+    };
+    let targets = match targets(args) {
+        Ok(t) => t,
+        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+    };
+    let dir = match snapshot_dir(state_dir, jti) {
+        Ok(d) => d,
+        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+    };
+    let _turn = ONE_AT_A_TIME.lock().await;
+    deps::update(ecosystem, &project, &targets, &dir).await
 }
