@@ -13,6 +13,7 @@ pub mod routes;
 pub mod rules;
 pub mod service;
 mod store;
+pub mod update_all;
 pub mod web;
 
 use trusthub_platform::AppState;
@@ -24,6 +25,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(routes::auto_patch::router())
         .merge(routes::attestations::router())
         .merge(routes::emergency::router())
+        .merge(routes::update_all::router())
 }
 
 /// The worker's lease.

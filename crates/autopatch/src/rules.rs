@@ -176,6 +176,8 @@ pub struct Dispatch {
 pub struct Skip {
     /// The package.
     pub package: String,
+    /// Its OSV ecosystem.
+    pub ecosystem: String,
     /// The advisories.
     pub vuln_ids: Vec<String>,
     /// `suppressed`, `acknowledged`, `kernel`, `no_fix` or `cap`.
@@ -244,6 +246,7 @@ pub fn plan(findings: &[HostFinding], scope: Scope, blocked: &HashSet<String>) -
         let mut skip = |reason: &'static str, which: &[&&HostFinding]| {
             out.skipped.push(Skip {
                 package: package.clone(),
+                ecosystem: ecosystem.clone(),
                 vuln_ids: which.iter().map(|f| f.vuln_id.clone()).collect(),
                 reason,
                 suppression: which.first().and_then(|f| f.suppression.clone()),
@@ -380,6 +383,7 @@ pub fn plan(findings: &[HostFinding], scope: Scope, blocked: &HashSet<String>) -
         } else {
             out.skipped.push(Skip {
                 package: d.key.rsplit('|').next().unwrap_or_default().to_owned(),
+                ecosystem: d.ecosystem.clone(),
                 vuln_ids: d.advisories.clone(),
                 reason: "cap",
                 suppression: None,

@@ -398,6 +398,41 @@ async fn run_host(
     }
     store::ran(&mut tx, agent, now).await?;
     tx.commit().await?;
+    let origin = Origin {
+        who: Requester::Hub(tenant, ACTOR),
+        by: s.enabled_by.map(|u| u.to_string()),
+        at: s.enabled_at,
+        seq: s.flag_seq,
+        trigger: "auto_patch",
+    };
+    send(state, tenant, agent, dispatch, &origin, now).await
+}
+
+/// What authorised a dispatch: the host's flag (the worker, `/run`) or an admin's
+/// auto-update-all request; the proposals link to it.
+pub(crate) struct Origin<'a> {
+    /// Who signs the actions.
+    pub who: Requester<'a>,
+    /// Who turned the flag on, or asked.
+    pub by: Option<String>,
+    /// When.
+    pub at: Option<OffsetDateTime>,
+    /// The transparency entry the proposals link to (`flag_set_seq`).
+    pub seq: Option<i64>,
+    /// `auto_patch` or `auto_update_all`.
+    pub trigger: &'static str,
+}
+
+/// Records and sends `dispatch` to one host while it is reachable: attempts, their
+/// attestations and alerts, and the signed actions in one transaction, sent once it commits.
+pub(crate) async fn send(
+    state: &AppState,
+    tenant: TenantId,
+    agent: Uuid,
+    dispatch: Vec<rules::Dispatch>,
+    origin: &Origin<'_>,
+    now: OffsetDateTime,
+) -> ApiResult<Vec<store::Attempt>> {
     if dispatch.is_empty() || !trusthub_fleet::routes::actions::reachable(state, agent).await? {
         return Ok(Vec::new());
     }
@@ -410,7 +445,7 @@ async fn run_host(
     };
     // One transaction for the host: its attempts, their attestations and alerts, and the
     // signed actions; sent once it commits, so an answer always finds its attempt.
-    let who = Requester::Hub(tenant, ACTOR);
+    let who = origin.who;
     let mut notifier = trusthub_alerts::alerting::Notifier::default();
     let mut tx = state.db.begin().await?;
     let mut prepared = Vec::new();
@@ -446,9 +481,9 @@ async fn run_host(
                     json!({"category": d.category.as_str(), "package": c.name, "source": c.source,
                         "target_version": c.to, "from_version": c.from,
                         "cve_id": c.vuln_ids.first(), "vuln_ids": c.vuln_ids,
-                        "severity": d.severity, "eat_nonce": jti, "flag_set_by": s.enabled_by,
-                        "flag_set_at": s.enabled_at.map(trusthub_platform::state::rfc3339),
-                        "flag_set_seq": s.flag_seq}),
+                        "severity": d.severity, "eat_nonce": jti, "flag_set_by": origin.by,
+                        "flag_set_at": origin.at.map(trusthub_platform::state::rfc3339),
+                        "flag_set_seq": origin.seq, "trigger": origin.trigger}),
                 )
             })
             .collect();
@@ -578,7 +613,7 @@ async fn alert(
 }
 
 /// Records a skip once per (package, advisory, reason, suppression) with its attestation.
-async fn record_skip(
+pub(crate) async fn record_skip(
     tx: &mut Tx,
     tenant: TenantId,
     agent: Uuid,
@@ -742,7 +777,8 @@ pub async fn attestations(
     let mut flags: HashMap<i64, usize> = HashMap::new();
     for e in entries {
         match e.kind.as_str() {
-            kind::FLAG_SET if e.payload["turned_on"] == true => {
+            // A flag turned on, or an auto-update-all request on the host, heads a chain.
+            kind::FLAG_SET | crate::update_all::KIND if e.payload["turned_on"] == true => {
                 flags.insert(e.seq, chains.len());
                 chains.push(Chain {
                     flag_set: e.into(),

@@ -213,6 +213,15 @@ pub async fn blocked_all(
     blocked_of(ex, None, now, false).await
 }
 
+/// [`blocked`] for every host, keeping only what is in flight or just applied (an
+/// auto-update-all request tries rolled-back targets again).
+pub async fn in_flight_all(
+    ex: &mut impl Exec,
+    now: OffsetDateTime,
+) -> StoreResult<std::collections::HashMap<Uuid, std::collections::HashSet<String>>> {
+    blocked_of(ex, None, now, true).await
+}
+
 /// How long an applied attempt holds back its package: until the host's next inventory
 /// shows the new version, which is hours at most; a week covers a host that was away.
 const APPLIED_HOLD_DAYS: i64 = 7;

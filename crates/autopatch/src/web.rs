@@ -28,6 +28,10 @@ pub fn pages() -> axum::Router<AppState> {
             "/ui/agents/{id}/emergency",
             get(emergency_form).post(emergency),
         )
+        .route(
+            "/ui/vulnerabilities/update-all",
+            get(update_all_plan).post(update_all_send),
+        )
 }
 
 /// One attempt as a table row.
@@ -446,6 +450,195 @@ pub async fn emergency(
                     status,
                 )
                 .await
+            }
+            Err(e) => e.into_response(),
+        },
+    }
+}
+
+/// One action of an update-all plan or answer.
+struct UpdateRow {
+    agent_id: Uuid,
+    hostname: String,
+    project: String,
+    ecosystem: String,
+    packages: String,
+    nonce: String,
+}
+
+/// One skip of it.
+struct SkipRow {
+    hostname: String,
+    package: String,
+    ecosystem: String,
+    why: String,
+    advisories: String,
+}
+
+#[derive(Template)]
+#[template(path = "update_all.html")]
+struct UpdateAllPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    can_edit: bool,
+    totp_enabled: bool,
+    sent: bool,
+    actions: Vec<UpdateRow>,
+    skipped: Vec<SkipRow>,
+    capped: bool,
+    flash: Flash,
+}
+
+async fn update_all_page(
+    state: &AppState,
+    user: &WebUser,
+    view: crate::update_all::UpdateAllView,
+    flash: Flash,
+    code: StatusCode,
+) -> Response {
+    let p = &user.principal;
+    let names = trusthub_fleet::host_names(state, p.tenant())
+        .await
+        .unwrap_or_default();
+    let why =
+        |s: &crate::update_all::UpdateAllSkip| match (s.reason.as_str(), &s.suppression_reason) {
+            ("suppressed", Some(r)) => format!("suppressed: {r}"),
+            ("not_connected", _) => "not connected: nothing was sent".into(),
+            ("no_fix", _) => "no fixed version".into(),
+            ("cap", _) => "over the cap: next time".into(),
+            (other, _) => other.to_owned(),
+        };
+    html(
+        UpdateAllPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            can_edit: p.has_role(Role::Admin),
+            totp_enabled: p.user.totp_enabled,
+            sent: !view.dry_run,
+            actions: view
+                .dispatched
+                .iter()
+                .map(|a| UpdateRow {
+                    agent_id: a.agent_id,
+                    hostname: a.hostname.clone(),
+                    project: a.project_path.clone(),
+                    ecosystem: a.ecosystem.clone(),
+                    packages: a
+                        .packages
+                        .iter()
+                        .map(|c| format!("{} {} → {}", c.name, c.from, c.to))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    nonce: a.eat_nonce.clone().unwrap_or_default(),
+                })
+                .collect(),
+            skipped: view
+                .skipped
+                .iter()
+                .map(|s| SkipRow {
+                    hostname: names.get(&s.agent_id).cloned().unwrap_or_default(),
+                    package: s.package.clone(),
+                    ecosystem: s.ecosystem.clone(),
+                    why: why(s),
+                    advisories: s.vuln_ids.join(", "),
+                })
+                .collect(),
+            capped: view.capped,
+            flash,
+        }
+        .render(),
+        code,
+    )
+}
+
+/// `GET /ui/vulnerabilities/update-all`: the plan (a dry run), and the form that sends it.
+pub async fn update_all_plan(State(state): State<AppState>, meta: Meta, user: WebUser) -> Response {
+    let result = async {
+        let admin = user.act(Admin::of, None)?;
+        let req = crate::update_all::UpdateAllRequest {
+            dry_run: true,
+            ..Default::default()
+        };
+        crate::update_all::update_all(
+            &state,
+            &meta,
+            &admin.0,
+            &req,
+            trusthub_platform::state::now(),
+        )
+        .await
+    }
+    .await;
+    match result {
+        Ok(view) => update_all_page(&state, &user, view, Flash::default(), StatusCode::OK).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The send form.
+#[derive(Debug, Deserialize)]
+pub struct UpdateAllForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    code: String,
+}
+
+/// `POST /ui/vulnerabilities/update-all` (admin, CSRF, TOTP `auto_update_all`): sends it and
+/// shows what went.
+pub async fn update_all_send(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::Form(f): axum::Form<UpdateAllForm>,
+) -> Response {
+    let now = trusthub_platform::state::now();
+    let result = async {
+        let admin = user.act(Admin::of, Some(&f.csrf))?;
+        admin.0.may_change()?;
+        TotpProof::<trusthub_identity::auth::purpose::AutoUpdateAll>::from_code(
+            &state,
+            &meta,
+            admin.0.clone(),
+            &f.code,
+        )
+        .await?;
+        crate::update_all::update_all(
+            &state,
+            &meta,
+            &admin.0,
+            &crate::update_all::UpdateAllRequest::default(),
+            now,
+        )
+        .await
+    }
+    .await;
+    match result {
+        Ok(view) => {
+            let n = view.dispatched.len();
+            update_all_page(
+                &state,
+                &user,
+                view,
+                Flash::notice(format!("Sent {n} action(s).")),
+                StatusCode::OK,
+            )
+            .await
+        }
+        Err(e) => match trusthub_platform::page::form_error(e) {
+            Ok((status, m)) => {
+                // The plan again, with what went wrong.
+                let req = crate::update_all::UpdateAllRequest {
+                    dry_run: true,
+                    ..Default::default()
+                };
+                match crate::update_all::update_all(&state, &meta, &user.principal, &req, now).await
+                {
+                    Ok(view) => update_all_page(&state, &user, view, Flash::error(m), status).await,
+                    Err(e) => e.into_response(),
+                }
             }
             Err(e) => e.into_response(),
         },

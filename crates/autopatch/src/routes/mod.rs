@@ -3,3 +3,4 @@
 pub mod attestations;
 pub mod auto_patch;
 pub mod emergency;
+pub mod update_all;
