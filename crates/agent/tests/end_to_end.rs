@@ -13,6 +13,7 @@ use trusthub_hub::{Server, Settings};
 mod webdriver;
 
 mod apt_rig;
+mod npm_rig;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_trusthub-agent");
 
@@ -1085,6 +1086,20 @@ async fn a_restart_from_the_dashboard_asks_for_totp_and_shows_the_result_as_it_a
     f.hub.stop().await;
 }
 
+/// Imports a zip of OSV records over the API, as an operator would.
+async fn import_osv(f: &Fixture, zip: Vec<u8>) {
+    let r = f
+        .client
+        .post(format!("{}/api/v1/cve/sources/import", f.base))
+        .header("cookie", &f.cookie)
+        .header("content-type", "application/zip")
+        .body(zip)
+        .send()
+        .await
+        .expect("import");
+    assert_eq!(r.status(), 200);
+}
+
 /// A zip of OSV records made by Python's zipfile (what `POST /cve/sources/import` takes).
 fn osv_zip(dir: &Path, records: &[Value]) -> Vec<u8> {
     let src = dir.join("osv");
@@ -1136,16 +1151,7 @@ async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upg
                 "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
         ],
     );
-    let r = f
-        .client
-        .post(format!("{}/api/v1/cve/sources/import", f.base))
-        .header("cookie", &f.cookie)
-        .header("content-type", "application/zip")
-        .body(zip)
-        .send()
-        .await
-        .expect("import");
-    assert_eq!(r.status(), 200);
+    import_osv(&f, zip).await;
     let token = f.enrollment_token(json!([])).await;
     let project_path = project.0.display().to_string();
     let agent = Agent::start(
@@ -1367,16 +1373,7 @@ async fn auto_patch_upgrades_a_vulnerable_package_rolls_back_a_broken_one_and_at
         std::io::Write::write_all(&mut zip, r.to_string().as_bytes()).expect("write");
     }
     let zipped = zip.finish().expect("zip").into_inner();
-    let r = f
-        .client
-        .post(format!("{}/api/v1/cve/sources/import", f.base))
-        .header("cookie", &f.cookie)
-        .header("content-type", "application/zip")
-        .body(zipped)
-        .send()
-        .await
-        .expect("import");
-    assert_eq!(r.status(), 200);
+    import_osv(&f, zipped).await;
 
     let state = TempDir::new();
     let _agent = Agent::start_with_env(
@@ -1678,4 +1675,234 @@ async fn an_emergency_kills_a_process_and_the_host_refuses_what_its_allowlist_fo
         .filter_map(|e| e["kind"].as_str())
         .collect();
     assert_eq!(kinds, vec!["emergency_result", "emergency_result"]);
+}
+
+/// Auto-update-all end to end (CONTRACT 19): a real agent watching an npm project whose
+/// transitive dependency is vulnerable; an admin's TOTP-gated request sends one signed
+/// `update_packages` action, the agent forces the fixed version with `overrides` against a
+/// local verdaccio, verifies the tree and reports; the attempt is applied, the chain starts at
+/// the request and every hash recomputes, and the next inventory shows the finding fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_update_all_updates_a_live_agents_npm_project_and_attests_it() {
+    let registry_dir = TempDir::new();
+    let reg = npm_rig::verdaccio(&registry_dir.0);
+    let pkgs = registry_dir.0.join("packages");
+    npm_rig::publish(&reg, &pkgs, "th-c", "1.0.1", "");
+    npm_rig::publish(&reg, &pkgs, "th-c", "1.0.2", "");
+    npm_rig::publish(
+        &reg,
+        &pkgs,
+        "th-a",
+        "1.0.0",
+        r#","dependencies":{"th-c":"^1.0.0"}"#,
+    );
+    let project = TempDir::new();
+    std::fs::write(
+        project.0.join("package.json"),
+        "{\n  \"name\": \"web\",\n  \"version\": \"1.0.0\",\n  \"dependencies\": {\n    \"th-a\": \"1.0.0\"\n  }\n}\n",
+    )
+    .expect("manifest");
+    std::fs::write(project.0.join(".npmrc"), format!("registry={}\n", reg.url)).expect("npmrc");
+    // th-c 1.0.2 is published, so a fresh install would take it; pin 1.0.1 as the lockfile had.
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "th-c@1.0.1",
+            "--no-save",
+        ])
+        .current_dir(&project.0)
+        .output()
+        .expect("npm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund"])
+        .current_dir(&project.0)
+        .output()
+        .expect("npm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lock_c = || {
+        let lock: Value = serde_json::from_slice(
+            &std::fs::read(project.0.join("package-lock.json")).expect("lock"),
+        )
+        .expect("json");
+        lock["packages"]["node_modules/th-c"]["version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(lock_c(), "1.0.1");
+
+    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let state = TempDir::new();
+    let zip = osv_zip(
+        &state.0,
+        &[
+            json!({"id": "GHSA-th-c-0001", "modified": "2026-01-01T00:00:00Z",
+            "summary": "th-c: test advisory",
+            "affected": [{"package": {"ecosystem": "npm", "name": "th-c"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "1.0.2"}]}]}]}),
+        ],
+    );
+    import_osv(&f, zip).await;
+    let project_path = project.0.display().to_string();
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+            "--project-path",
+            &project_path,
+            "--inventory-interval-secs",
+            "2",
+            "--allow-actions",
+            "update_packages",
+        ],
+    );
+    wait_until(&f, "/agents", 20, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let page = wait_until(&f, "/inventory/cves", 60, "the th-c finding", |p| {
+        p["items"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|x| x["package"] == "th-c"))
+    })
+    .await;
+    let finding = page["items"][0].clone();
+    let agent_id = finding["agent_id"].as_str().expect("agent").to_owned();
+
+    // The plan, then the request with a TOTP code.
+    let plan: Value = f
+        .client
+        .post(format!("{}/api/v1/cve/auto-update-all", f.base))
+        .header("cookie", &f.cookie)
+        .json(&json!({"dry_run": true}))
+        .send()
+        .await
+        .expect("plan")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        plan["dispatched"][0]["packages"],
+        json!([{"name": "th-c", "from": "1.0.1", "to": "1.0.2", "vuln_ids": ["GHSA-th-c-0001"]}]),
+        "{plan}"
+    );
+    let secret = enrol_totp(&f).await;
+    let now = fresh_totp_window().await;
+    let r = f
+        .client
+        .post(format!("{}/api/v1/cve/auto-update-all", f.base))
+        .header("cookie", &f.cookie)
+        .header(
+            "x-totp-code",
+            trusthub_core::totp::code_at(&secret, now + 30),
+        )
+        .json(&json!({"ecosystems": ["npm"]}))
+        .send()
+        .await
+        .expect("update all");
+    assert_eq!(r.status(), 202);
+    let sent: Value = r.json().await.expect("json");
+    let nonce = sent["dispatched"][0]["eat_nonce"]
+        .as_str()
+        .expect("sent")
+        .to_owned();
+    assert_eq!(sent["dispatched"][0]["project_path"], project_path.as_str());
+
+    let runs = wait_until(
+        &f,
+        &format!("/agents/{agent_id}/auto-patch/runs"),
+        120,
+        "the attempt answered",
+        |v| v[0]["status"] != "proposed" && v[0]["status"].is_string(),
+    )
+    .await;
+    assert_eq!(runs[0]["status"], "applied", "{runs}");
+    assert_eq!(runs[0]["eat_nonce"], nonce.as_str());
+    assert_eq!(runs[0]["category"], "app_deps");
+    // On the host: the lockfile and the manifest moved, the tree is consistent.
+    assert_eq!(lock_c(), "1.0.2");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(project.0.join("package.json")).expect("read"))
+            .expect("json");
+    assert_eq!(manifest["overrides"]["th-c"], "1.0.2");
+    let ls = Command::new("npm")
+        .args(["ls", "--all"])
+        .current_dir(&project.0)
+        .output()
+        .expect("npm ls");
+    assert!(
+        ls.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ls.stdout)
+    );
+
+    // The chain: the request heads it, the proposal links to it, the result to the proposal.
+    let chains = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        &format!("/attestations?agent_id={agent_id}"),
+    )
+    .await;
+    let chain = &chains[0];
+    assert_eq!(
+        chain["flag_set"]["kind"], "remediation.auto_update_all",
+        "{chains}"
+    );
+    let attempt = &chain["attempts"][0];
+    assert_eq!(attempt["proposed"]["payload"]["eat_nonce"], nonce.as_str());
+    assert_eq!(attempt["proposed"]["payload"]["trigger"], "auto_update_all");
+    assert_eq!(
+        attempt["proposed"]["payload"]["flag_set_seq"],
+        chain["flag_set"]["seq"]
+    );
+    assert_eq!(attempt["result"]["kind"], "remediation.auto_applied");
+    for e in [
+        chain["flag_set"].clone(),
+        attempt["proposed"].clone(),
+        attempt["result"].clone(),
+    ] {
+        let entry: trusthub_core::canonical::LogEntry = serde_json::from_value(e).expect("entry");
+        assert_eq!(
+            trusthub_core::canonical::entry_hash(
+                entry.seq,
+                &entry.kind,
+                &entry.subject_ref,
+                &entry.payload,
+                &entry.prev_hash,
+                &entry.created_at
+            ),
+            entry.entry_hash
+        );
+    }
+    // The next inventory reads the new lockfile: the finding is fixed.
+    let id = finding["id"].as_str().expect("id").to_owned();
+    wait_until(
+        &f,
+        "/inventory/cves?status=fixed",
+        60,
+        "the finding fixed",
+        |p| {
+            p["items"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|x| x["id"] == id.as_str()))
+        },
+    )
+    .await;
+    agent.stop();
+    f.hub.stop().await;
 }

@@ -11,12 +11,12 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+mod npm_rig;
+use npm_rig::{publish, sh, verdaccio};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_trusthub-agent");
-/// Where `.ci/run` installs verdaccio.
-const VERDACCIO: &str =
-    "/usr/local/share/trusthub-validators/verdaccio/node_modules/.bin/verdaccio";
 
 struct Scratch(PathBuf);
 
@@ -31,17 +31,6 @@ fn scratch(name: &str) -> Scratch {
         std::env::temp_dir().join(format!("trusthub-{name}-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).expect("scratch");
     Scratch(dir)
-}
-
-fn sh(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("run");
-    assert!(
-        out.status.success(),
-        "{cmd:?}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Every file under `paths` (relative name -> bytes; links as their target): the state a
@@ -92,69 +81,6 @@ fn patch(state: &Path, manager: &str, project: &Path, packages: &[&str]) -> (i32
             String::from_utf8_lossy(&out.stderr)
         ),
     )
-}
-
-struct Verdaccio {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Verdaccio {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn verdaccio(dir: &Path) -> Verdaccio {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
-    std::fs::write(
-        dir.join("config.yaml"),
-        "storage: ./storage\nauth:\n  htpasswd:\n    file: ./htpasswd\n    max_users: -1\nuplinks: {}\npackages:\n  '**':\n    access: $all\n    publish: $anonymous\nlog: { type: stdout, format: pretty, level: warn }\n",
-    )
-    .expect("config");
-    let mut child = Command::new(VERDACCIO)
-        .args(["--config", "config.yaml", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("verdaccio (installed by .ci/run)");
-    let url = format!("http://127.0.0.1:{port}/");
-    for _ in 0..300 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Verdaccio { child, url };
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("verdaccio did not listen on {port}");
-}
-
-/// Publishes `name@version` with `extra` fields to the registry with `npm publish`.
-fn publish(reg: &Verdaccio, work: &Path, name: &str, version: &str, extra: &str) {
-    let dir = work.join(format!("{name}-{version}"));
-    std::fs::create_dir_all(&dir).expect("package");
-    std::fs::write(
-        dir.join("package.json"),
-        format!(r#"{{"name":"{name}","version":"{version}","license":"MIT"{extra}}}"#),
-    )
-    .expect("package.json");
-    std::fs::write(
-        dir.join("index.js"),
-        format!("module.exports = '{version}';\n"),
-    )
-    .expect("index");
-    let host = reg.url.trim_start_matches("http:");
-    sh(Command::new("npm")
-        .args(["publish", "--registry", &reg.url])
-        .arg(format!("--{host}:_authToken=anonymous"))
-        .current_dir(&dir));
 }
 
 fn lock_version(project: &Path, key: &str) -> String {

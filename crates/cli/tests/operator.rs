@@ -462,6 +462,29 @@ async fn every_verb_against(db_url: Option<&str>) {
             .code(),
         Some(3)
     );
+    // Update all: the plan is empty; an unknown ecosystem is the hub's 422, said plainly.
+    let o = cli(&config, &["cve", "update-all", "--dry-run"], "", &[]);
+    ok(&o);
+    assert!(
+        err(&o).contains("would send 0 action(s); 0 skipped"),
+        "{}",
+        err(&o)
+    );
+    let plan = json_of(&cli(
+        &config,
+        &["cve", "update-all", "--dry-run", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(plan["dry_run"], true, "{plan}");
+    let o = cli(
+        &config,
+        &["cve", "update-all", "--dry-run", "--ecosystem", "cargo"],
+        "",
+        &[],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    assert!(err(&o).contains("`cargo` is not one of"), "{}", err(&o));
 
     // Advisory data over the API with a context: a folder of OSV records, zipped and sent.
     let osv = dir.0.join("osv/npm");

@@ -1052,6 +1052,23 @@ pub enum CveRemote {
         #[arg(long)]
         until: String,
     },
+    /// Update every application dependency with a known fix on every host (admin; asks for a
+    /// TOTP code): one signed action per host per project and ecosystem, 25 at a time.
+    /// `--dry-run` prints the plan and sends nothing.
+    UpdateAll {
+        /// Print what would be sent; send nothing (no TOTP code needed).
+        #[arg(long)]
+        dry_run: bool,
+        /// Only this host (repeatable).
+        #[arg(long = "agent")]
+        agents: Vec<String>,
+        /// Only this ecosystem: npm, pip, composer, RubyGems, Go (repeatable).
+        #[arg(long = "ecosystem")]
+        ecosystems: Vec<String>,
+        /// The TOTP code; asked for when not given.
+        #[arg(long)]
+        totp: Option<String>,
+    },
     /// Acknowledge a finding with a reason (operator).
     Ack {
         /// Finding id.
@@ -1385,6 +1402,91 @@ pub async fn cve(cmd: CveRemote, g: &Global) -> Result<(), Failure> {
                 ],
                 g.output,
             )
+        }
+        CveRemote::UpdateAll {
+            dry_run,
+            agents,
+            ecosystems,
+            totp,
+        } => {
+            let mut body = json!({"dry_run": dry_run});
+            if !agents.is_empty() {
+                let ids: Result<Vec<String>, Failure> = agents.iter().map(|a| id(a)).collect();
+                body["agent_ids"] = json!(ids?);
+            }
+            if !ecosystems.is_empty() {
+                body["ecosystems"] = json!(ecosystems);
+            }
+            let v = if dry_run {
+                c.json(Method::POST, "/cve/auto-update-all", &body).await?
+            } else {
+                with_totp(
+                    &c,
+                    Method::POST,
+                    "/cve/auto-update-all",
+                    Some(&body),
+                    totp,
+                    "auto_update_all",
+                )
+                .await?
+            };
+            if matches!(g.output, Format::Json | Format::Yaml) {
+                return print(&v, &[], g.output);
+            }
+            // A row per package, then what was skipped and why.
+            let mut rows = Vec::new();
+            for a in v["dispatched"].as_array().into_iter().flatten() {
+                for p in a["packages"].as_array().into_iter().flatten() {
+                    rows.push(json!({"host": a["hostname"], "project": a["project_path"],
+                        "ecosystem": a["ecosystem"], "package": p["name"], "from": p["from"],
+                        "to": p["to"], "action": a["eat_nonce"]}));
+                }
+            }
+            let skipped = v["skipped"].as_array().cloned().unwrap_or_default();
+            eprintln!(
+                "{} {} action(s); {} skipped{}",
+                if dry_run { "would send" } else { "sent" },
+                v["dispatched"].as_array().map_or(0, Vec::len),
+                skipped.len(),
+                if v["capped"] == true {
+                    "; more are due: run it again"
+                } else {
+                    ""
+                }
+            );
+            print(
+                &Value::Array(rows),
+                &[
+                    ("host", "/host"),
+                    ("project", "/project"),
+                    ("ecosystem", "/ecosystem"),
+                    ("package", "/package"),
+                    ("from", "/from"),
+                    ("to", "/to"),
+                    ("action", "/action"),
+                ],
+                g.output,
+            )?;
+            if !skipped.is_empty() {
+                eprintln!("skipped:");
+                for s in skipped {
+                    eprintln!(
+                        "  {} {} ({}): {}",
+                        s["package"].as_str().unwrap_or_default(),
+                        s["vuln_ids"]
+                            .as_array()
+                            .map(|v| v
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join(","))
+                            .unwrap_or_default(),
+                        s["ecosystem"].as_str().unwrap_or_default(),
+                        s["reason"].as_str().unwrap_or_default()
+                    );
+                }
+            }
+            Ok(())
         }
         CveRemote::Ack { id: f, reason } => {
             let v = c
