@@ -7,6 +7,7 @@
 
 pub mod apt;
 pub mod deps;
+pub mod dnf;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -146,6 +147,18 @@ impl Log {
         envs: &[(&str, &str)],
         dir: Option<&Path>,
     ) -> (i64, String) {
+        let (code, out, _) = self.run_full(program, args, envs, dir).await;
+        (code, out)
+    }
+
+    /// [`Log::run`], answering the errors too.
+    pub async fn run_full(
+        &mut self,
+        program: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        dir: Option<&Path>,
+    ) -> (i64, String, String) {
         let (code, out, err) = run(program, args, envs, dir).await;
         self.out
             .push_str(&format!("$ {program} {}\n{out}", args.join(" ")));
@@ -153,7 +166,7 @@ impl Log {
             self.err
                 .push_str(&format!("$ {program} {}\n{err}", args.join(" ")));
         }
-        (code, out)
+        (code, out, err)
     }
 
     /// The outcome with this transcript.
@@ -208,6 +221,7 @@ pub async fn install_package(
     let _turn = ONE_AT_A_TIME.lock().await;
     match manager {
         "apt" => apt::install(&targets, &dir).await,
+        "dnf" => dnf::install(&targets, &dir).await,
         other => Outcome::refused(
             1,
             format!("not installed: this agent cannot patch with `{other}` yet"),
