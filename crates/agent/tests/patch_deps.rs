@@ -330,3 +330,393 @@ fn pip_projects_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure
     assert_eq!(code, 1);
     assert!(out.contains("has no virtualenv at .venv or venv"), "{out}");
 }
+
+/// A module version in a `file://` GOPROXY: `@v/list`, `.info`, `.mod` and the zip.
+fn go_module(proxy: &Path, module: &str, version: &str, source: &str) {
+    let dir = proxy.join(module).join("@v");
+    std::fs::create_dir_all(&dir).expect("proxy dir");
+    let go_mod = format!("module {module}\n\ngo 1.19\n");
+    std::fs::write(dir.join(format!("{version}.mod")), &go_mod).expect("mod");
+    std::fs::write(
+        dir.join(format!("{version}.info")),
+        format!(r#"{{"Version":"{version}","Time":"2024-01-01T00:00:00Z"}}"#),
+    )
+    .expect("info");
+    let mut z = zip::ZipWriter::new(
+        std::fs::File::create(dir.join(format!("{version}.zip"))).expect("zip"),
+    );
+    let opts = zip::write::SimpleFileOptions::default();
+    for (name, body) in [("go.mod", go_mod.as_str()), ("lib.go", source)] {
+        z.start_file(format!("{module}@{version}/{name}"), opts)
+            .expect("entry");
+        z.write_all(body.as_bytes()).expect("write");
+    }
+    z.finish().expect("zip");
+    let mut list = std::fs::read_to_string(dir.join("list")).unwrap_or_default();
+    list.push_str(&format!("{version}\n"));
+    std::fs::write(dir.join("list"), list).expect("list");
+}
+
+#[test]
+fn go_modules_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure() {
+    let work = scratch("go");
+    let proxy = work.0.join("proxy");
+    let lib = "example.com/thlib";
+    go_module(
+        &proxy,
+        lib,
+        "v1.0.0",
+        "package thlib\n\nfunc Hello() string { return \"1.0.0\" }\n",
+    );
+    go_module(
+        &proxy,
+        lib,
+        "v1.0.1",
+        "package thlib\n\nfunc Hello() string { return \"1.0.1\" }\n",
+    );
+    // 1.1.0 renames Hello: the project no longer builds with it.
+    go_module(
+        &proxy,
+        lib,
+        "v1.1.0",
+        "package thlib\n\nfunc Greet() string { return \"1.1.0\" }\n",
+    );
+    let project = work.0.join("srv/svc");
+    std::fs::create_dir_all(&project).expect("project");
+    std::fs::write(
+        project.join("go.mod"),
+        format!("module example.com/svc\n\ngo 1.19\n\nrequire {lib} v1.0.0\n"),
+    )
+    .expect("go.mod");
+    std::fs::write(
+        project.join("main.go"),
+        format!("package main\n\nimport (\n\t\"fmt\"\n\n\t\"{lib}\"\n)\n\nfunc main() {{ fmt.Println(thlib.Hello()) }}\n"),
+    )
+    .expect("main.go");
+    // Go's own settings, as a host would have them: the proxy, no checksum database, caches
+    // of the test's own (writable, so they can be removed).
+    let env = [
+        ("GOPROXY", format!("file://{}", proxy.display())),
+        ("GOSUMDB", "off".to_owned()),
+        ("GOFLAGS", "-modcacherw".to_owned()),
+        ("GOPATH", work.0.join("gopath").display().to_string()),
+        ("GOCACHE", work.0.join("gocache").display().to_string()),
+    ];
+    let go = |args: &[&str]| {
+        sh(Command::new("go")
+            .args(args)
+            .current_dir(&project)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str()))))
+    };
+    go(&["mod", "download"]);
+    go(&["mod", "tidy"]);
+    go(&["build", "./..."]);
+    let state = work.0.join("agent");
+    let items = ["go.mod", "go.sum"];
+    let patch_go = |packages: &[&str]| {
+        let out = Command::new(AGENT)
+            .args(["patch", "--manager", "go", "--project"])
+            .arg(&project)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(packages)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .expect("agent");
+        (
+            out.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+
+    // A broken upgrade: go get takes 1.1.0, the build fails, go.mod and go.sum come back.
+    let before = tree(&project, &items);
+    let (code, out) = patch_go(&[&format!("{lib}=1.1.0")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rolled back: go build ./... exited 2"),
+        "{out}"
+    );
+    assert_eq!(
+        tree(&project, &items),
+        before,
+        "the rollback restores every byte"
+    );
+    go(&["build", "./..."]);
+
+    // A version the proxy does not have: nothing changes.
+    let (code, out) = patch_go(&[&format!("{lib}=9.9.9")]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("not installed: go get exited"), "{out}");
+    assert_eq!(tree(&project, &items), before);
+
+    // The upgrade: go.mod names 1.0.1, go.sum has its hashes, it verifies and builds.
+    let (code, out) = patch_go(&[&format!("{lib}=1.0.1")]);
+    assert_eq!(code, 0, "{out}");
+    let go_mod = std::fs::read_to_string(project.join("go.mod")).expect("go.mod");
+    assert!(
+        go_mod.contains(&format!("require {lib} v1.0.1")),
+        "{go_mod}"
+    );
+    let go_sum = std::fs::read_to_string(project.join("go.sum")).expect("go.sum");
+    assert!(go_sum.contains(&format!("{lib} v1.0.1 h1:")), "{go_sum}");
+    go(&["mod", "verify"]);
+    let built = go(&["run", "."]);
+    assert_eq!(built.trim(), "1.0.1");
+}
+
+/// Builds gem `name` `version` (with `extra` gemspec lines) into `repo/gems` with `gem build`.
+fn gem(work: &Path, repo: &Path, name: &str, version: &str, extra: &str) {
+    let src = work.join("gem-src").join(format!("{name}-{version}"));
+    std::fs::create_dir_all(src.join("lib")).expect("gem src");
+    std::fs::write(
+        src.join(format!("lib/{name}.rb")),
+        format!("module Th; VERSION = \"{version}\"; end\n"),
+    )
+    .expect("lib");
+    std::fs::write(
+        src.join(format!("{name}.gemspec")),
+        format!(
+            "Gem::Specification.new do |s|\n  s.name = \"{name}\"\n  s.version = \"{version}\"\n  s.summary = \"test gem\"\n  s.authors = [\"Trusthub tests\"]\n  s.license = \"MIT\"\n  s.files = [\"lib/{name}.rb\"]\n  {extra}\nend\n"
+        ),
+    )
+    .expect("gemspec");
+    sh(Command::new("gem")
+        .args(["build", "-q", &format!("{name}.gemspec")])
+        .current_dir(&src));
+    std::fs::create_dir_all(repo.join("gems")).expect("gems");
+    let file = format!("{name}-{version}.gem");
+    std::fs::rename(src.join(&file), repo.join("gems").join(&file)).expect("move gem");
+}
+
+#[test]
+fn bundler_projects_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure() {
+    let work = scratch("gems");
+    let repo = work.0.join("repo");
+    gem(&work.0, &repo, "thc", "1.0.0", "");
+    gem(
+        &work.0,
+        &repo,
+        "tha",
+        "1.0.0",
+        "s.add_dependency \"thc\", \"~> 1.0\"",
+    );
+    gem(&work.0, &repo, "thb", "1.0.0", "");
+    sh(Command::new("gem")
+        .args(["generate_index", "-q", "-d"])
+        .arg(&repo));
+    let project = work.0.join("srv/shop");
+    std::fs::create_dir_all(project.join(".bundle")).expect("project");
+    std::fs::write(
+        project.join("Gemfile"),
+        format!(
+            "source \"file://{}\"\n\ngem \"tha\", \"1.0.0\"\ngem 'thb', '= 1.0.0'\n",
+            repo.display()
+        ),
+    )
+    .expect("Gemfile");
+    std::fs::write(
+        project.join(".bundle/config"),
+        "---\nBUNDLE_PATH: \"vendor/bundle\"\n",
+    )
+    .expect("config");
+    let home = work.0.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let bundle = |args: &[&str]| {
+        sh(Command::new("bundle")
+            .args(args)
+            .current_dir(&project)
+            .env("HOME", &home))
+    };
+    bundle(&["install", "--quiet"]);
+    // Newer versions arrive in the source after the project locked its gems.
+    gem(&work.0, &repo, "thc", "1.0.1", "");
+    gem(&work.0, &repo, "thc", "2.0.0", "");
+    gem(&work.0, &repo, "thb", "1.1.0", "");
+    sh(Command::new("gem")
+        .args(["generate_index", "-q", "-d"])
+        .arg(&repo));
+    let state = work.0.join("agent");
+    let items = ["Gemfile", "Gemfile.lock", "vendor/bundle"];
+    let patch_gems = |packages: &[&str]| {
+        let out = Command::new(AGENT)
+            .args(["patch", "--manager", "bundler", "--project"])
+            .arg(&project)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(packages)
+            .env("HOME", &home)
+            .output()
+            .expect("agent");
+        (
+            out.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let locked = || std::fs::read_to_string(project.join("Gemfile.lock")).expect("lock");
+    assert!(locked().contains("    thc (1.0.0)"), "{}", locked());
+
+    // thc 2.0.0 breaks tha's `~> 1.0`: bundler moves thc only to 1.0.1, which is not the
+    // target; the change is undone.
+    let before = tree(&project, &items);
+    let (code, out) = patch_gems(&["thc=2.0.0"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rolled back: thc is 1.0.1, not 2.0.0"),
+        "{out}"
+    );
+    assert_eq!(
+        tree(&project, &items),
+        before,
+        "the rollback restores every byte"
+    );
+
+    // A version the source does not have: bundler fails, nothing changes.
+    let (code, out) = patch_gems(&["thb=9.9.9"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("not installed: bundle update exited"), "{out}");
+    assert_eq!(tree(&project, &items), before);
+
+    // The upgrade: the exact pin moves (its style kept), the transitive gem within tha's range.
+    let (code, out) = patch_gems(&["thb=1.1.0", "thc=1.0.1"]);
+    assert_eq!(code, 0, "{out}");
+    let gemfile = std::fs::read_to_string(project.join("Gemfile")).expect("Gemfile");
+    assert!(
+        gemfile.contains("gem 'thb', '= 1.1.0'") && gemfile.contains("gem \"tha\", \"1.0.0\""),
+        "{gemfile}"
+    );
+    let lock = locked();
+    assert!(
+        lock.contains("    thb (1.1.0)") && lock.contains("    thc (1.0.1)"),
+        "{lock}"
+    );
+    bundle(&["check"]);
+}
+
+/// A package zip for a Composer artifact repository: its composer.json and one source file.
+fn composer_package(artifacts: &Path, name: &str, version: &str, extra: &str) {
+    std::fs::create_dir_all(artifacts).expect("artifacts");
+    let file = artifacts.join(format!("{}-{version}.zip", name.replace('/', "-")));
+    let mut z = zip::ZipWriter::new(std::fs::File::create(file).expect("zip"));
+    let opts = zip::write::SimpleFileOptions::default();
+    z.start_file("composer.json", opts).expect("entry");
+    z.write_all(
+        format!(r#"{{"name":"{name}","version":"{version}","type":"library","license":"MIT","description":"test package"{extra}}}"#)
+            .as_bytes(),
+    )
+    .expect("write");
+    z.start_file("src/Version.php", opts).expect("entry");
+    z.write_all(format!("<?php\nreturn '{version}';\n").as_bytes())
+        .expect("write");
+    z.finish().expect("zip");
+}
+
+#[test]
+fn composer_projects_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure() {
+    let work = scratch("composer");
+    let artifacts = work.0.join("artifacts");
+    composer_package(&artifacts, "th/c", "1.0.0", "");
+    composer_package(&artifacts, "th/a", "1.0.0", r#","require":{"th/c":"^1.0"}"#);
+    composer_package(&artifacts, "th/b", "1.0.0", "");
+    let project = work.0.join("srv/portal");
+    std::fs::create_dir_all(&project).expect("project");
+    std::fs::write(
+        project.join("composer.json"),
+        format!(
+            "{{\n    \"name\": \"th/portal\",\n    \"description\": \"portal\",\n    \"license\": \"MIT\",\n    \"repositories\": [{{\"type\": \"artifact\", \"url\": \"{}\"}}, {{\"packagist.org\": false}}],\n    \"require\": {{\n        \"th/a\": \"^1.0\",\n        \"th/b\": \"1.0.0\"\n    }}\n}}\n",
+            artifacts.display()
+        ),
+    )
+    .expect("composer.json");
+    let env = [
+        ("COMPOSER_HOME", work.0.join("composer-home")),
+        ("COMPOSER_CACHE_DIR", work.0.join("composer-cache")),
+    ];
+    sh(Command::new("composer")
+        .args(["install", "--no-interaction", "--no-progress"])
+        .current_dir(&project)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str()))));
+    // Newer versions arrive after the project locked its packages.
+    composer_package(&artifacts, "th/c", "1.0.1", "");
+    composer_package(&artifacts, "th/c", "2.0.0", "");
+    composer_package(&artifacts, "th/b", "1.1.0", "");
+    let state = work.0.join("agent");
+    let items = ["composer.json", "composer.lock", "vendor"];
+    let patch_composer = |packages: &[&str]| {
+        let out = Command::new(AGENT)
+            .args(["patch", "--manager", "composer", "--project"])
+            .arg(&project)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(packages)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+            .output()
+            .expect("agent");
+        (
+            out.status.code().unwrap_or(-1),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let locked = |name: &str| {
+        let lock: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(project.join("composer.lock")).expect("lock"))
+                .expect("json");
+        lock["packages"]
+            .as_array()
+            .and_then(|p| p.iter().find(|x| x["name"] == name))
+            .and_then(|x| x["version"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(locked("th/c"), "1.0.0");
+
+    // th/c 2.0.0 breaks th/a's `^1.0`: composer moves th/c only to 1.0.1, not the target; undone.
+    let before = tree(&project, &items);
+    let (code, out) = patch_composer(&["th/c=2.0.0"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rolled back: th/c is 1.0.1, not 2.0.0"),
+        "{out}"
+    );
+    assert_eq!(
+        tree(&project, &items),
+        before,
+        "the rollback restores every byte"
+    );
+
+    // A version no repository has: composer fails, nothing changes.
+    let (code, out) = patch_composer(&["th/b=9.9.9"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("not installed: composer update exited"),
+        "{out}"
+    );
+    assert_eq!(tree(&project, &items), before);
+
+    // The upgrade: the exact pin moves, the transitive package within th/a's range.
+    let (code, out) = patch_composer(&["th/b=1.1.0", "th/c=1.0.1"]);
+    assert_eq!(code, 0, "{out}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(project.join("composer.json")).expect("read"))
+            .expect("json");
+    assert_eq!(manifest["require"]["th/b"], "1.1.0");
+    assert_eq!(manifest["require"]["th/a"], "^1.0");
+    assert_eq!(locked("th/b"), "1.1.0");
+    assert_eq!(locked("th/c"), "1.0.1");
+    assert_eq!(
+        std::fs::read_to_string(project.join("vendor/th/c/src/Version.php")).expect("installed"),
+        "<?php\nreturn '1.0.1';\n"
+    );
+}
