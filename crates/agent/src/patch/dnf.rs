@@ -48,7 +48,7 @@ pub fn parse_history_id(text: &str) -> u64 {
         .unwrap_or(0)
 }
 
-async fn states(log: &mut Log) -> Result<BTreeMap<String, Vec<String>>, String> {
+pub(super) async fn states(log: &mut Log) -> Result<BTreeMap<String, Vec<String>>, String> {
     let (code, out) = log
         .run(
             "rpm",
@@ -71,7 +71,7 @@ async fn vercmp(a: &str, b: &str) -> Option<i32> {
     (code == 0).then(|| out.trim().parse().ok()).flatten()
 }
 
-async fn at_least(have: &str, want: &str) -> bool {
+pub(super) async fn at_least(have: &str, want: &str) -> bool {
     // A target without an epoch means epoch 0, as rpm reads it.
     let want = if want.contains(':') {
         want.to_owned()

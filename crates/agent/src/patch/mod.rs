@@ -5,9 +5,11 @@
 //! install that changed nothing is reported as it is. Programs run without a shell, with a
 //! time limit, their output bounded.
 
+pub mod apk;
 pub mod apt;
 pub mod deps;
 pub mod dnf;
+pub mod zypper;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -222,6 +224,8 @@ pub async fn install_package(
     match manager {
         "apt" => apt::install(&targets, &dir).await,
         "dnf" => dnf::install(&targets, &dir).await,
+        "zypper" => zypper::install(&targets, &dir).await,
+        "apk" => apk::install(&targets, &dir).await,
         other => Outcome::refused(
             1,
             format!("not installed: this agent cannot patch with `{other}` yet"),

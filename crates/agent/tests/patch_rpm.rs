@@ -1,9 +1,9 @@
-//! `install_package` with dnf, against the real dnf and rpm of this machine (CONTRACT 19): a
-//! local repository of packages built with `rpmbuild` and indexed with `createrepo_c`, used
-//! through an installroot of its own. The `dnf` and `rpm` the agent finds on its `PATH` are
-//! two-line wrappers adding `--installroot`/`--root` and the rig's configuration (how an
-//! operator would point them at a chroot), so the host is never touched. Scriptlets are Lua,
-//! run by rpm itself (no shell in the root).
+//! `install_package` with dnf and with zypper, against the real dnf, zypper and rpm of this
+//! machine (CONTRACT 19): a local repository of packages built with `rpmbuild` and indexed
+//! with `createrepo_c`, used through a root of its own. The `dnf`, `zypper` and `rpm` the
+//! agent finds on its `PATH` are two-line wrappers adding `--installroot`/`--root` and the
+//! rig's configuration (how an operator would point them at a chroot), so the host is never
+//! touched. Scriptlets are Lua, run by rpm itself (no shell in the root).
 //!
 //! Cases, through the agent's `patch` command: an upgrade to the repository's newest version,
 //! a broken upgrade (its %post fails) rolled back with `dnf history rollback` to exactly the
@@ -97,6 +97,13 @@ fn rig() -> Rig {
             dir.join("root").display()
         ),
     );
+    wrap(
+        "zypper",
+        format!(
+            "exec /usr/bin/zypper --root {} \"$@\"",
+            dir.join("root").display()
+        ),
+    );
     Rig { dir }
 }
 
@@ -154,8 +161,12 @@ fn database(rig: &Rig) -> String {
 }
 
 fn patch(rig: &Rig, packages: &[&str]) -> (i32, String) {
+    patch_with(rig, "dnf", packages)
+}
+
+fn patch_with(rig: &Rig, manager: &str, packages: &[&str]) -> (i32, String) {
     let out = Command::new(AGENT)
-        .args(["patch", "--manager", "dnf", "--state-dir"])
+        .args(["patch", "--manager", manager, "--state-dir"])
         .arg(rig.dir.join("agent"))
         .args(packages)
         .env("PATH", path_env(rig))
@@ -234,6 +245,71 @@ fn dnf_patches_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure(
 
     // The upgrade: demo reaches 1.0-2's target with the newest version, 1.1.
     let (code, out) = patch(&rig, &["demo=1.0-2"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(installed_file(&rig, "demo"), "1.1");
+    assert_eq!(database(&rig), "broken 1.0-1\ndemo 1.1-1\nneedy 1.0-1");
+}
+
+#[test]
+fn zypper_patches_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure() {
+    let rig = rig();
+    package(&rig, "demo", "1.0", false, None);
+    package(&rig, "demo", "1.1", false, None);
+    package(&rig, "broken", "1.0", false, None);
+    package(&rig, "broken", "2.0", true, None);
+    package(&rig, "needy", "1.0", false, None);
+    package(&rig, "needy", "2.0", false, Some("not-in-any-repository"));
+    sh(Command::new("createrepo_c")
+        .arg("-q")
+        .arg(rig.dir.join("repo")));
+    let zypper = |args: &[&str]| {
+        sh(Command::new(rig.dir.join("bin/zypper"))
+            .args(["--non-interactive"])
+            .args(args)
+            .env("PATH", path_env(&rig)))
+    };
+    zypper(&[
+        "addrepo",
+        "--no-gpgcheck",
+        &format!("file://{}", rig.dir.join("repo").display()),
+        "local",
+    ]);
+    zypper(&["refresh"]);
+    zypper(&["install", "demo-1.0", "broken-1.0", "needy-1.0"]);
+    let start = database(&rig);
+    assert_eq!(start, "broken 1.0-1\ndemo 1.0-1\nneedy 1.0-1");
+
+    // A broken upgrade: broken 2.0's %post fails; the previous version goes back.
+    let (code, out) = patch_with(&rig, "zypper", &["broken=2.0-1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rolled back: zypper update: error: lua script failed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("install --oldpackage --force broken=1.0-1"),
+        "{out}"
+    );
+    assert_eq!(database(&rig), start, "exactly the previous package list");
+    assert_eq!(installed_file(&rig, "broken"), "1.0");
+
+    // The newest version does not reach the target: nothing changes.
+    let (code, out) = patch_with(&rig, "zypper", &["demo=9.9-1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("not installed: demo's newest version 1.1-1 does not reach 9.9-1"),
+        "{out}"
+    );
+    assert_eq!(database(&rig), start);
+
+    // zypper cannot resolve needy 2.0: nothing changes.
+    let (code, out) = patch_with(&rig, "zypper", &["needy=2.0-1"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("not installed:"), "{out}");
+    assert_eq!(database(&rig), start);
+
+    // The upgrade: demo reaches 1.0-2's target with the newest version, 1.1.
+    let (code, out) = patch_with(&rig, "zypper", &["demo=1.0-2"]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(installed_file(&rig, "demo"), "1.1");
     assert_eq!(database(&rig), "broken 1.0-1\ndemo 1.1-1\nneedy 1.0-1");
