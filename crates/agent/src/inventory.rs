@@ -896,11 +896,15 @@ async fn docker_post(socket: &Path, path: &str) -> Result<u16, String> {
 
 /// Restarts containers by name or id: `(exit code, stdout, stderr)` like a command.
 pub async fn docker_restart(names: &[String]) -> (i64, String, String) {
-    let socket = docker_socket();
+    docker_restart_at(&docker_socket(), names).await
+}
+
+/// [`docker_restart`] through the Docker Engine API at `socket`.
+pub async fn docker_restart_at(socket: &Path, names: &[String]) -> (i64, String, String) {
     let (mut out, mut err) = (String::new(), String::new());
     let mut code = 0;
     for n in names {
-        match docker_post(&socket, &format!("/containers/{n}/restart?t=10")).await {
+        match docker_post(socket, &format!("/containers/{n}/restart?t=10")).await {
             Ok(204) => out.push_str(&format!("restarted {n}\n")),
             Ok(status) => {
                 code = 1;
@@ -1151,96 +1155,6 @@ mod tests {
             (v[1]["active_state"].clone(), v[1]["enabled"].clone()),
             (json!("failed"), json!(false))
         );
-    }
-
-    /// A local server speaking the Docker Engine API over a Unix socket (HTTP/1.0).
-    #[tokio::test]
-    async fn containers_come_from_the_docker_engine_api_with_compose_labels_and_restarts() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let dir =
-            std::env::temp_dir().join(format!("docker-test-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let sock = dir.join("docker.sock");
-        let listener = tokio::net::UnixListener::bind(&sock).expect("bind");
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 4096];
-                let n = s.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
-                let body = if req.starts_with("GET /containers/json?all=1 ") {
-                    json!([{"Id": "abc123", "Names": ["/shop-db-1"], "Image": "postgres:16", "State": "running",
-                            "Labels": {"com.docker.compose.project": "shop", "com.docker.compose.service": "db"}},
-                           {"Id": "def456", "Names": ["/lonely"], "Image": "nginx", "State": "exited", "Labels": {}}])
-                } else if req.starts_with("GET /containers/abc123/json ") {
-                    json!({"Id": "abc123", "RestartCount": 3})
-                } else {
-                    json!({"Id": "def456", "RestartCount": 0})
-                };
-                let text = body.to_string();
-                let _ = s.write_all(format!("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{text}", text.len()).as_bytes()).await;
-            }
-        });
-        let v = containers_at(&sock).await;
-        assert_eq!(
-            v[0],
-            json!({"id": "abc123", "name": "shop-db-1", "image": "postgres:16", "state": "running", "restart_count": 3, "compose_project": "shop", "compose_service": "db"})
-        );
-        assert_eq!(v[1]["compose_project"], Value::Null);
-        assert_eq!(v[1]["state"], "exited");
-        assert_eq!(
-            containers_at(&dir.join("absent.sock")).await,
-            json!([]),
-            "no socket: an empty list, not an error"
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn an_emergency_stops_a_container_through_the_docker_engine_api() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let dir =
-            std::env::temp_dir().join(format!("docker-stop-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let sock = dir.join("docker.sock");
-        let listener = tokio::net::UnixListener::bind(&sock).expect("bind");
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = seen.clone();
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 4096];
-                let n = s.read(&mut buf).await.unwrap_or(0);
-                let req = String::from_utf8_lossy(&buf[..n]).to_string();
-                let line = req.lines().next().unwrap_or_default().to_owned();
-                // The Engine API: 204 stopped, 304 already stopped, 404 no such container.
-                let status = match line.as_str() {
-                    "POST /containers/web/stop?t=10 HTTP/1.0" => "204 No Content",
-                    "POST /containers/idle/stop?t=10 HTTP/1.0" => "304 Not Modified",
-                    _ => "404 Not Found",
-                };
-                if let Ok(mut l) = log.lock() {
-                    l.push(line);
-                }
-                let _ = s
-                    .write_all(format!("HTTP/1.0 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes())
-                    .await;
-            }
-        });
-        assert_eq!(
-            docker_stop_at(&sock, "web").await,
-            (0, "stopped web\n".into(), String::new())
-        );
-        assert_eq!(docker_stop_at(&sock, "idle").await.0, 0);
-        let (code, _, err) = docker_stop_at(&sock, "ghost").await;
-        assert_eq!(code, 1);
-        assert!(err.contains("404"), "{err}");
-        let (code, _, err) = docker_stop_at(&dir.join("absent.sock"), "web").await;
-        assert_eq!(code, 1);
-        assert!(err.contains("Docker socket"), "{err}");
-        assert_eq!(
-            seen.lock().expect("log").first().map(String::as_str),
-            Some("POST /containers/web/stop?t=10 HTTP/1.0")
-        );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
