@@ -53,6 +53,20 @@ enum Command {
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
+    /// Run an emergency action here now, as a hub's emergency action would (the host's
+    /// actions.toml applies): kill_process, stop_unit, stop_container, lock_user, block_ip.
+    /// Prints what it did; exits with the action's exit code.
+    Emergency {
+        /// The action.
+        #[arg(long)]
+        action: String,
+        /// Its target: a pid, a unit, a container, a login, an address.
+        #[arg(long)]
+        target: String,
+        /// State dir (its actions.toml; default: the global `--state-dir`).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
     /// Print what the agent knows: registration, spool, allowlist. Only reads: creates no
     /// directory and no key.
     Status {
@@ -288,6 +302,25 @@ async fn patch(
     }
 }
 
+/// `trusthub-agent emergency`: one emergency action run here, its output and exit code.
+async fn emergency(action: &str, target: &str, state_dir: &std::path::Path) -> ExitCode {
+    let allowed = match crate::allow::load_all(state_dir, None) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("trusthub-agent: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let args = serde_json::json!({"action": action, "target": target});
+    let (code, out, err) = crate::emergency::run(&args, &allowed).await;
+    print!("{out}");
+    eprint!("{err}");
+    match code {
+        0 => ExitCode::SUCCESS,
+        c => ExitCode::from(u8::try_from(c).ok().filter(|c| *c != 0).unwrap_or(1)),
+    }
+}
+
 /// The agent's command line: parses the arguments, runs the command, and says how it went.
 pub fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -323,6 +356,13 @@ async fn cli() -> ExitCode {
             unit_dir,
             binary,
         }) => install(&state_dir.unwrap_or(cli.opts.state_dir), &unit_dir, &binary),
+        Some(Command::Emergency {
+            action,
+            target,
+            state_dir,
+        }) => {
+            return emergency(&action, &target, &state_dir.unwrap_or(cli.opts.state_dir)).await;
+        }
         Some(Command::Patch {
             manager,
             project,
