@@ -245,6 +245,25 @@ impl Notifier {
         Ok(Some(view))
     }
 
+    /// Raises many alerts at once (a cycle of auto-patch raises hundreds) and queues
+    /// `alert.created` for each new one; the new ones.
+    pub async fn raise_many(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        alerts: &[NewAlert<'_>],
+        now: OffsetDateTime,
+    ) -> StoreResult<Vec<AlertView>> {
+        let mut out = Vec::new();
+        for alert in alerts::raise_many(tx, tenant, alerts, now).await? {
+            let view = AlertView::from(alert);
+            self.enqueue_event(tx, tenant, ALERT_CREATED, &view, now)
+                .await?;
+            out.push(view);
+        }
+        Ok(out)
+    }
+
     /// Resolves an open alert and queues `alert.resolved`; `None` when it was not open.
     pub async fn resolve(
         &mut self,

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use trusthub_core::severity::Severity;
 use trusthub_fleet::agent_ws::ActionResult;
-use trusthub_fleet::routes::actions::{ActionRequest, LogEntryView, Requester, prepare};
+use trusthub_fleet::routes::actions::{ActionRequest, LogEntryView, Prepared, Requester, prepare};
 use trusthub_identity::auth::purpose::AgentAutoPatch;
 use trusthub_identity::auth::{Admin, TotpOffer, TotpProof, Viewer};
 use trusthub_platform::AppState;
@@ -446,12 +446,15 @@ pub(crate) async fn send(
     // One transaction for the host: its attempts, their attestations and alerts, and the
     // signed actions; sent once it commits, so an answer always finds its attempt.
     let who = origin.who;
-    let mut notifier = trusthub_alerts::alerting::Notifier::default();
-    let mut tx = state.db.begin().await?;
+    let subject = agent.to_string();
+    let mut attempts = Vec::new();
+    let mut entries: Vec<(&str, &str, serde_json::Value)> = Vec::new();
+    // Each alert's title, detail and fingerprint.
+    let mut alerts: Vec<(String, String, String)> = Vec::new();
     let mut prepared = Vec::new();
     for d in dispatch {
         let jti = Uuid::new_v4().simple().to_string();
-        let attempt = store::Attempt {
+        attempts.push(store::Attempt {
             eat_nonce: jti.clone(),
             tenant_id: tenant.0,
             agent_id: agent,
@@ -468,39 +471,23 @@ pub(crate) async fn send(
             created_at: now,
             expires_at: now + time::Duration::seconds(trusthub_core::eat::MAX_LIFETIME_SECS),
             finished_at: None,
-        };
-        store::insert_attempt(&mut tx, &attempt).await?;
-        let subject = agent.to_string();
-        let entries: Vec<(&str, &str, serde_json::Value)> = d
-            .packages
-            .iter()
-            .map(|c| {
-                (
-                    kind::PROPOSED,
-                    subject.as_str(),
-                    json!({"category": d.category.as_str(), "package": c.name, "source": c.source,
-                        "target_version": c.to, "from_version": c.from,
-                        "cve_id": c.vuln_ids.first(), "vuln_ids": c.vuln_ids,
-                        "severity": d.severity, "eat_nonce": jti, "flag_set_by": origin.by,
-                        "flag_set_at": origin.at.map(trusthub_platform::state::rfc3339),
-                        "flag_set_seq": origin.seq, "trigger": origin.trigger}),
-                )
-            })
-            .collect();
-        trusthub_fleet::append_logs(&mut tx, tenant, &entries, now).await?;
+        });
         for c in &d.packages {
-            alert(
-                &mut notifier,
-                &mut tx,
-                tenant,
-                agent,
-                "info",
-                &format!("Auto-patch dispatched: {} -> {}", c.name, c.to),
-                &format!("{} on {hostname}: {}", d.manager, c.vuln_ids.join(", ")),
-                &format!("auto_patch:{jti}:{}", c.name),
-                now,
-            )
-            .await?;
+            entries.push((
+                kind::PROPOSED,
+                subject.as_str(),
+                json!({"category": d.category.as_str(), "package": c.name, "source": c.source,
+                    "target_version": c.to, "from_version": c.from,
+                    "cve_id": c.vuln_ids.first(), "vuln_ids": c.vuln_ids,
+                    "severity": d.severity, "eat_nonce": jti, "flag_set_by": origin.by,
+                    "flag_set_at": origin.at.map(trusthub_platform::state::rfc3339),
+                    "flag_set_seq": origin.seq, "trigger": origin.trigger}),
+            ));
+            alerts.push((
+                format!("Auto-patch dispatched: {} -> {}", c.name, c.to),
+                format!("{} on {hostname}: {}", d.manager, c.vuln_ids.join(", ")),
+                format!("auto_patch:{jti}:{}", c.name),
+            ));
         }
         let packages: Vec<serde_json::Value> = d
             .packages
@@ -525,7 +512,7 @@ pub(crate) async fn send(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let p = prepare(
+        prepared.push(prepare(
             state,
             who,
             ActionRequest {
@@ -538,14 +525,38 @@ pub(crate) async fn send(
                 jti: Some(jti),
             },
             now,
-        )?;
-        p.record(&mut tx, who, now).await?;
-        prepared.push((p, attempt));
+        )?);
     }
+    // One transaction for the host, a few multi-row statements: its attempts, their
+    // attestations and alerts, and the signed actions; sent once it commits, so an answer
+    // always finds its attempt.
+    let info = trusthub_core::alerting::Severity::Info;
+    let new_alerts: Vec<trusthub_alerts::NewAlert<'_>> = alerts
+        .iter()
+        .map(|(title, detail, fingerprint)| trusthub_alerts::NewAlert {
+            severity: info.as_str(),
+            severity_rank: info.rank(),
+            category: "remediation",
+            title,
+            detail: Some(detail),
+            source: trusthub_core::alerting::source::AUTO_PATCH,
+            fingerprint,
+            agent_id: Some(agent),
+            app_id: None,
+            rule_id: None,
+        })
+        .collect();
+    let mut tx = state.db.begin().await?;
+    store::insert_attempts(&mut tx, &attempts).await?;
+    trusthub_fleet::append_logs(&mut tx, tenant, &entries, now).await?;
+    trusthub_alerts::alerting::Notifier::default()
+        .raise_many(&mut tx, tenant, &new_alerts, now)
+        .await?;
+    Prepared::record_all(&prepared, &mut tx, who, now).await?;
     tx.commit().await?;
     let mut sent = Vec::new();
     let mut gone: Option<String> = None;
-    for (p, attempt) in prepared {
+    for (p, attempt) in prepared.into_iter().zip(attempts) {
         if gone.is_none() {
             match p.send(state).await {
                 Ok(_) => {

@@ -131,16 +131,23 @@ pub struct Attempt {
 const ATTEMPT: &str = "eat_nonce, tenant_id, agent_id, category, manager, ecosystem, project_path, package_key, \
     advisories, packages, status, exit_code, note, created_at, expires_at, finished_at";
 
-/// Records an attempt.
-pub async fn insert_attempt(ex: &mut impl Exec, a: &Attempt) -> StoreResult<()> {
-    let sql = format!(
-        "INSERT INTO auto_patch_attempts ({ATTEMPT}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
-    );
-    on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&a.eat_nonce).bind(a.tenant_id).bind(a.agent_id).bind(&a.category).bind(&a.manager)
-        .bind(&a.ecosystem).bind(&a.project_path).bind(&a.package_key).bind(&a.advisories).bind(&a.packages)
-        .bind(&a.status).bind(a.exit_code).bind(&a.note).bind(a.created_at).bind(a.expires_at).bind(a.finished_at)
-        .execute(&mut *c).await?.rows_affected());
+/// Records attempts (one statement per hundred).
+pub async fn insert_attempts(ex: &mut impl Exec, all: &[Attempt]) -> StoreResult<()> {
+    for chunk in all.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO auto_patch_attempts ({ATTEMPT}) VALUES {}",
+            trusthub_store::values(chunk.len(), 16)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for a in chunk {
+                q = q.bind(&a.eat_nonce).bind(a.tenant_id).bind(a.agent_id).bind(&a.category).bind(&a.manager)
+                    .bind(&a.ecosystem).bind(&a.project_path).bind(&a.package_key).bind(&a.advisories).bind(&a.packages)
+                    .bind(&a.status).bind(a.exit_code).bind(&a.note).bind(a.created_at).bind(a.expires_at).bind(a.finished_at);
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
     Ok(())
 }
 

@@ -60,6 +60,30 @@ pub async fn append(
     Ok(())
 }
 
+/// [`append`] for many rows at once (one statement per [`crate::ROWS_PER_INSERT`]).
+pub async fn append_many(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    entries: &[NewEntry<'_>],
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    for chunk in entries.chunks(crate::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO audit_log (tenant_id, event_type, actor, subject, details, ip, request_id, created_at) VALUES {}",
+            crate::values(chunk.len(), 8)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for e in chunk {
+                q = q.bind(tenant.0).bind(e.event_type).bind(&e.actor).bind(&e.subject).bind(Json(&e.details))
+                    .bind(e.ip.as_deref()).bind(e.request_id.as_deref()).bind(now);
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
 /// Filters for [`list`].
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

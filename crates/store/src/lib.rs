@@ -43,3 +43,36 @@ macro_rules! on {
         }
     };
 }
+
+/// The `VALUES` list of a multi-row insert: `rows` tuples of `cols` numbered placeholders,
+/// `($1, $2), ($3, $4)` — the same text on both engines.
+pub fn values(rows: usize, cols: usize) -> String {
+    let mut sql = String::with_capacity(rows * cols * 5);
+    for r in 0..rows {
+        if r > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for c in 0..cols {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", r * cols + c + 1));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Most rows one multi-row insert carries (SQLite allows 32,766 parameters; PostgreSQL 65,535).
+pub const ROWS_PER_INSERT: usize = 100;
+
+#[cfg(test)]
+mod values_tests {
+    #[test]
+    fn placeholders_are_numbered_row_by_row() {
+        assert_eq!(super::values(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(super::values(1, 1), "($1)");
+        assert_eq!(super::values(0, 4), "");
+    }
+}

@@ -83,19 +83,67 @@ pub async fn raise(
     a: &NewAlert<'_>,
     now: OffsetDateTime,
 ) -> StoreResult<Option<Alert>> {
-    let id = Uuid::now_v7();
-    let n = on!(ex, c => sqlx::query(
-        "INSERT INTO alerts (id, tenant_id, severity, severity_rank, category, title, detail, source, fingerprint, \
-         agent_id, agent_hostname, app_id, rule_id, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, (SELECT hostname FROM alert_hosts WHERE agent_id = $10), $11, $12, $13) \
-         ON CONFLICT DO NOTHING")
-        .bind(id).bind(tenant.0).bind(a.severity).bind(a.severity_rank).bind(a.category).bind(a.title)
-        .bind(a.detail).bind(a.source).bind(a.fingerprint).bind(a.agent_id).bind(a.app_id).bind(a.rule_id).bind(now)
-        .execute(&mut *c).await?.rows_affected());
-    if n == 0 {
-        return Ok(None);
+    Ok(raise_many(ex, tenant, std::slice::from_ref(a), now)
+        .await?
+        .pop())
+}
+
+/// [`raise`] for many alerts at once: one insert per hundred (each skipped while an alert with
+/// its fingerprint is open) and one read of the new ones; the new alerts in `alerts` order.
+pub async fn raise_many(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    alerts: &[NewAlert<'_>],
+    now: OffsetDateTime,
+) -> StoreResult<Vec<Alert>> {
+    let mut out = Vec::new();
+    for chunk in alerts.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let ids: Vec<Uuid> = chunk.iter().map(|_| Uuid::now_v7()).collect();
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let b = r * 13;
+                let p: Vec<String> = (1..=13).map(|i| format!("${}", b + i)).collect();
+                format!(
+                    "({}, (SELECT hostname FROM alert_hosts WHERE agent_id = {}), {})",
+                    p[..10].join(", "),
+                    p[9],
+                    p[10..].join(", ")
+                )
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO alerts (id, tenant_id, severity, severity_rank, category, title, detail, source, fingerprint, \
+             agent_id, agent_hostname, app_id, rule_id, created_at) VALUES {} ON CONFLICT DO NOTHING RETURNING id",
+            rows.join(", ")
+        );
+        let inserted: Vec<(Uuid,)> = on!(ex, c => {
+            let mut q = sqlx::query_as::<_, (Uuid,)>(sqlx::AssertSqlSafe(sql.clone()));
+            for (id, a) in ids.iter().zip(chunk) {
+                q = q.bind(id).bind(tenant.0).bind(a.severity).bind(a.severity_rank).bind(a.category).bind(a.title)
+                    .bind(a.detail).bind(a.source).bind(a.fingerprint).bind(a.agent_id).bind(a.app_id).bind(a.rule_id).bind(now);
+            }
+            q.fetch_all(&mut *c).await?
+        });
+        if inserted.is_empty() {
+            continue;
+        }
+        let sql = format!(
+            "{SELECT} WHERE a.tenant_id = $1 AND a.id IN ({}) ORDER BY a.id",
+            (2..inserted.len() + 2)
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let read: Vec<Alert> = on!(ex, c => {
+            let mut q = sqlx::query_as::<_, Alert>(sqlx::AssertSqlSafe(sql.clone())).bind(tenant.0);
+            for (id,) in &inserted {
+                q = q.bind(id);
+            }
+            q.fetch_all(&mut *c).await?
+        });
+        out.extend(read);
     }
-    get(ex, tenant, id).await
+    Ok(out)
 }
 
 /// One alert of the tenant.

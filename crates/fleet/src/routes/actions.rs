@@ -186,48 +186,53 @@ impl Prepared {
         who: Requester<'_>,
         now: OffsetDateTime,
     ) -> ApiResult<()> {
-        actions::insert(
-            &mut *tx,
-            who.tenant(),
-            &self.jti,
-            self.agent_id,
-            self.app_id,
-            self.act,
-            &who.by(),
-            &self.reason,
-            now,
-            self.exp,
-        )
-        .await?;
-        let details = json!({"jti": self.jti, "act": self.act, "agent_id": self.agent_id, "reason": self.reason});
-        match who {
-            Requester::User(meta, p) => {
-                meta.record(
-                    tx,
-                    p,
-                    trusthub_core::audit::ACTION_REQUESTED,
-                    self.subject.clone(),
-                    details,
-                )
-                .await?
-            }
-            Requester::Hub(tenant, actor) => {
-                trusthub_store::audit::append(
-                    tx,
-                    tenant,
-                    &trusthub_store::audit::NewEntry {
+        Prepared::record_all(std::slice::from_ref(self), tx, who, now).await
+    }
+
+    /// Records actions of one requester and their audit rows in `tx`: two multi-row
+    /// statements (a cycle of auto-patch records hundreds at once).
+    pub async fn record_all(
+        all: &[Prepared],
+        tx: &mut trusthub_store::Tx,
+        who: Requester<'_>,
+        now: OffsetDateTime,
+    ) -> ApiResult<()> {
+        let rows: Vec<actions::NewAction<'_>> = all
+            .iter()
+            .map(|p| actions::NewAction {
+                jti: &p.jti,
+                agent_id: p.agent_id,
+                app_id: p.app_id,
+                act: p.act,
+                reason: &p.reason,
+                expires_at: p.exp,
+            })
+            .collect();
+        actions::insert_many(&mut *tx, who.tenant(), &rows, &who.by(), now).await?;
+        let entries: Vec<trusthub_store::audit::NewEntry<'_>> = all
+            .iter()
+            .map(|p| {
+                let details =
+                    json!({"jti": p.jti, "act": p.act, "agent_id": p.agent_id, "reason": p.reason});
+                match who {
+                    Requester::User(meta, principal) => meta.audit(
+                        trusthub_core::audit::ACTION_REQUESTED,
+                        trusthub_platform::extract::Actor::actor(principal),
+                        p.subject.clone(),
+                        details,
+                    ),
+                    Requester::Hub(_, actor) => trusthub_store::audit::NewEntry {
                         event_type: trusthub_core::audit::ACTION_REQUESTED,
                         actor: actor.to_owned(),
-                        subject: self.subject.clone(),
+                        subject: p.subject.clone(),
                         details,
                         ip: None,
                         request_id: None,
                     },
-                    now,
-                )
-                .await?;
-            }
-        }
+                }
+            })
+            .collect();
+        trusthub_store::audit::append_many(&mut *tx, who.tenant(), &entries, now).await?;
         Ok(())
     }
 

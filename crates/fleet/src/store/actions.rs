@@ -100,25 +100,45 @@ pub struct Action {
 const COLUMNS: &str = "jti, tenant_id, agent_id, app_id, act, status, requested_by, reason, exit_code, stdout, stderr, \
     refused_reason, created_at, expires_at, finished_at";
 
-/// Records a dispatched action.
-#[allow(clippy::too_many_arguments)]
-pub async fn insert(
+/// A new action row for [`insert_many`].
+#[derive(Debug)]
+pub struct NewAction<'a> {
+    /// The token's nonce.
+    pub jti: &'a str,
+    /// The host.
+    pub agent_id: Uuid,
+    /// The app, for restarts.
+    pub app_id: Option<Uuid>,
+    /// The action kind.
+    pub act: &'a str,
+    /// Why.
+    pub reason: &'a str,
+    /// The token's expiry.
+    pub expires_at: OffsetDateTime,
+}
+
+/// Inserts actions of one requester, `dispatched` (one statement per hundred).
+pub async fn insert_many(
     ex: &mut impl Exec,
     tenant: TenantId,
-    jti: &str,
-    agent_id: Uuid,
-    app_id: Option<Uuid>,
-    act: &str,
+    rows: &[NewAction<'_>],
     requested_by: &str,
-    reason: &str,
     now: OffsetDateTime,
-    expires_at: OffsetDateTime,
 ) -> StoreResult<()> {
-    on!(ex, c => sqlx::query(
-        "INSERT INTO actions (jti, tenant_id, agent_id, app_id, act, status, requested_by, reason, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, 'dispatched', $6, $7, $8, $9)")
-        .bind(jti).bind(tenant.0).bind(agent_id).bind(app_id).bind(act).bind(requested_by).bind(reason)
-        .bind(now).bind(expires_at).execute(&mut *c).await?.rows_affected());
+    for chunk in rows.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO actions (jti, tenant_id, agent_id, app_id, act, status, requested_by, reason, created_at, expires_at) VALUES {}",
+            trusthub_store::values(chunk.len(), 10)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for r in chunk {
+                q = q.bind(r.jti).bind(tenant.0).bind(r.agent_id).bind(r.app_id).bind(r.act).bind("dispatched")
+                    .bind(requested_by).bind(r.reason).bind(now).bind(r.expires_at);
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
     Ok(())
 }
 
