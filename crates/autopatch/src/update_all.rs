@@ -32,14 +32,56 @@ pub const KIND: &str = "remediation.auto_update_all";
 #[serde(deny_unknown_fields)]
 pub struct UpdateAllRequest {
     /// Only these hosts (1 to 1000 ids of this tenant).
+    #[schema(min_items = 1, max_items = 1000)]
     pub agent_ids: Option<Vec<Uuid>>,
-    /// Only these ecosystems: `npm`, `pip` (or `PyPI`), `composer` (or `Packagist`),
-    /// `RubyGems`, `Go`.
-    pub ecosystems: Option<Vec<String>>,
+    /// Only these ecosystems (1 to 10).
+    #[schema(min_items = 1, max_items = 10)]
+    pub ecosystems: Option<Vec<EcosystemName>>,
     /// Plan only: answer what would be sent (200), send nothing, record nothing; needs no
     /// TOTP code.
     #[serde(default)]
     pub dry_run: bool,
+}
+
+/// An ecosystem, by its manager's name or its OSV name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub enum EcosystemName {
+    /// npm.
+    #[serde(rename = "npm")]
+    Npm,
+    /// pip.
+    #[serde(rename = "pip")]
+    Pip,
+    /// PyPI (pip).
+    PyPI,
+    /// composer.
+    #[serde(rename = "composer")]
+    Composer,
+    /// Packagist (composer).
+    Packagist,
+    /// RubyGems (bundler).
+    RubyGems,
+    /// bundler.
+    #[serde(rename = "bundler")]
+    Bundler,
+    /// Go.
+    Go,
+    /// go.
+    #[serde(rename = "go")]
+    GoLower,
+}
+
+impl EcosystemName {
+    /// The OSV ecosystem findings carry.
+    pub fn osv(self) -> &'static str {
+        match self {
+            EcosystemName::Npm => "npm",
+            EcosystemName::Pip | EcosystemName::PyPI => "PyPI",
+            EcosystemName::Composer | EcosystemName::Packagist => "Packagist",
+            EcosystemName::RubyGems | EcosystemName::Bundler => "RubyGems",
+            EcosystemName::Go | EcosystemName::GoLower => "Go",
+        }
+    }
 }
 
 /// One package an action moves.
@@ -110,8 +152,8 @@ pub struct UpdateAllView {
     pub dry_run: bool,
 }
 
-/// The ecosystems asked for, as the OSV names findings carry; unknown names are refused.
-fn ecosystems(asked: Option<&[String]>) -> ApiResult<Option<HashSet<&'static str>>> {
+/// The ecosystems asked for, as the OSV names findings carry.
+fn ecosystems(asked: Option<&[EcosystemName]>) -> ApiResult<Option<HashSet<&'static str>>> {
     let Some(list) = asked else {
         return Ok(None);
     };
@@ -121,24 +163,7 @@ fn ecosystems(asked: Option<&[String]>) -> ApiResult<Option<HashSet<&'static str
             "must list 1 to 10 ecosystems",
         ));
     }
-    let mut out = HashSet::new();
-    for e in list {
-        let osv = match e.as_str() {
-            "npm" => "npm",
-            "pip" | "PyPI" => "PyPI",
-            "composer" | "Packagist" => "Packagist",
-            "RubyGems" | "bundler" => "RubyGems",
-            "Go" | "go" => "Go",
-            other => {
-                return Err(ApiError::invalid(
-                    "ecosystems",
-                    format!("`{other}` is not one of npm, pip, composer, RubyGems, Go"),
-                ));
-            }
-        };
-        out.insert(osv);
-    }
-    Ok(Some(out))
+    Ok(Some(list.iter().map(|e| e.osv()).collect()))
 }
 
 fn skip_view(agent: Uuid, s: &rules::Skip) -> UpdateAllSkip {

@@ -484,7 +484,11 @@ async fn every_verb_against(db_url: Option<&str>) {
         &[],
     );
     assert_ne!(o.status.code(), Some(0));
-    assert!(err(&o).contains("`cargo` is not one of"), "{}", err(&o));
+    assert!(
+        err(&o).contains("cargo") && err(&o).contains("ecosystems"),
+        "{}",
+        err(&o)
+    );
 
     // Advisory data over the API with a context: a folder of OSV records, zipped and sent.
     let osv = dir.0.join("osv/npm");
