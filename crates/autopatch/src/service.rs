@@ -392,12 +392,6 @@ async fn run_host(
     let agent = s.agent_id;
     let Read { findings, blocked } = read;
     let Plan { dispatch, skipped } = rules::plan(&findings, scope(s), &blocked);
-    let mut tx = state.db.begin().await?;
-    for skip in &skipped {
-        record_skip(&mut tx, tenant, agent, skip, now).await?;
-    }
-    store::ran(&mut tx, agent, now).await?;
-    tx.commit().await?;
     let origin = Origin {
         who: Requester::Hub(tenant, ACTOR),
         by: s.enabled_by.map(|u| u.to_string()),
@@ -405,7 +399,38 @@ async fn run_host(
         seq: s.flag_seq,
         trigger: "auto_patch",
     };
-    send(state, tenant, agent, dispatch, &origin, now).await
+    let book = Bookkeeping {
+        skipped: &skipped,
+        ran: true,
+    };
+    send(state, tenant, agent, dispatch, book, &origin, now).await
+}
+
+/// What a run writes whether or not it sends anything: its skips (once each) and the
+/// host's `last_run_at`; in the same transaction as the actions when there are some.
+pub(crate) struct Bookkeeping<'a> {
+    /// The skips to record.
+    pub skipped: &'a [rules::Skip],
+    /// Mark the host's run (the worker and `/run`; not an auto-update-all).
+    pub ran: bool,
+}
+
+impl Bookkeeping<'_> {
+    async fn write(
+        &self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        agent: Uuid,
+        now: OffsetDateTime,
+    ) -> StoreResult<()> {
+        for skip in self.skipped {
+            record_skip(&mut *tx, tenant, agent, skip, now).await?;
+        }
+        if self.ran {
+            store::ran(&mut *tx, agent, now).await?;
+        }
+        Ok(())
+    }
 }
 
 /// What authorised a dispatch: the host's flag (the worker, `/run`) or an admin's
@@ -425,15 +450,22 @@ pub(crate) struct Origin<'a> {
 
 /// Records and sends `dispatch` to one host while it is reachable: attempts, their
 /// attestations and alerts, and the signed actions in one transaction, sent once it commits.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn send(
     state: &AppState,
     tenant: TenantId,
     agent: Uuid,
     dispatch: Vec<rules::Dispatch>,
+    book: Bookkeeping<'_>,
     origin: &Origin<'_>,
     now: OffsetDateTime,
 ) -> ApiResult<Vec<store::Attempt>> {
     if dispatch.is_empty() || !trusthub_fleet::routes::actions::reachable(state, agent).await? {
+        if book.ran || !book.skipped.is_empty() {
+            let mut tx = state.db.begin().await?;
+            book.write(&mut tx, tenant, agent, now).await?;
+            tx.commit().await?;
+        }
         return Ok(Vec::new());
     }
     let hostname = {
@@ -547,6 +579,7 @@ pub(crate) async fn send(
         })
         .collect();
     let mut tx = state.db.begin().await?;
+    book.write(&mut tx, tenant, agent, now).await?;
     store::insert_attempts(&mut tx, &attempts).await?;
     trusthub_fleet::append_logs(&mut tx, tenant, &entries, now).await?;
     trusthub_alerts::alerting::Notifier::default()

@@ -340,7 +340,11 @@ pub async fn update_all(
             seq: Some(seq),
             trigger: "auto_update_all",
         };
-        let sent = send(state, tenant, agent, plan.dispatch, &origin, now).await?;
+        let book = crate::service::Bookkeeping {
+            skipped: &[],
+            ran: false,
+        };
+        let sent = send(state, tenant, agent, plan.dispatch, book, &origin, now).await?;
         let nonces: HashMap<(String, String), String> = sent
             .into_iter()
             .map(|a| ((a.ecosystem, a.project_path), a.eat_nonce))
