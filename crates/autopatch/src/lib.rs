@@ -54,6 +54,28 @@ pub fn action_hooks() -> Vec<(&'static str, trusthub_fleet::agent_ws::ActionHook
     vec![("install_package", hook), ("update_packages", hook)]
 }
 
+/// The tenant's attempts rolled back since an instant, as `(nonce, agent, "name from -> to, …")`
+/// (the Trust Score reads them).
+pub async fn rolled_back_since(
+    ex: &mut impl trusthub_store::Exec,
+    tenant: trusthub_store::TenantId,
+    since: time::OffsetDateTime,
+) -> trusthub_store::StoreResult<Vec<(String, uuid::Uuid, String)>> {
+    Ok(store::rolled_back_since(ex, tenant, since)
+        .await?
+        .into_iter()
+        .map(|(nonce, agent, packages)| {
+            let changes: Vec<rules::Change> = serde_json::from_str(&packages).unwrap_or_default();
+            let text = changes
+                .iter()
+                .map(|c| format!("{} {} -> {}", c.name, c.from, c.to))
+                .collect::<Vec<_>>()
+                .join(", ");
+            (nonce, agent, text)
+        })
+        .collect())
+}
+
 /// The settings table below the services (the auto-patch benchmark turns hosts on directly).
 pub mod raw {
     pub use crate::store::{Settings, put};

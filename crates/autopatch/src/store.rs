@@ -151,6 +151,18 @@ pub async fn insert_attempts(ex: &mut impl Exec, all: &[Attempt]) -> StoreResult
     Ok(())
 }
 
+/// The tenant's attempts rolled back at or after `since`: `(nonce, agent, packages JSON)`.
+pub async fn rolled_back_since(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    since: OffsetDateTime,
+) -> StoreResult<Vec<(String, Uuid, String)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (String, Uuid, String)>(
+        "SELECT eat_nonce, agent_id, packages FROM auto_patch_attempts \
+         WHERE tenant_id = $1 AND status = 'rolled_back' AND finished_at >= $2 ORDER BY eat_nonce")
+        .bind(tenant.0).bind(since).fetch_all(&mut *c).await?))
+}
+
 /// A host's attempts, newest first.
 pub async fn attempts(
     ex: &mut impl Exec,

@@ -54,3 +54,5 @@ pub use store::client_certs;
 
 /// Open integrity anomalies of a tenant (the overview).
 pub use store::anomalies::open_count as open_anomalies;
+/// The tenant's anomalies, newest first (the Trust Score reads the open ones).
+pub use store::anomalies::{Anomaly, list as anomalies};

@@ -131,5 +131,7 @@ pub const EVIDENCE_PACK_CREATED: &str = "evidence_pack_created";
 pub const AUTO_PATCH_SETTINGS_CHANGED: &str = "auto_patch_settings_changed";
 /// An auto-patch run was started by hand (CONTRACT 19).
 pub const AUTO_PATCH_RUN_REQUESTED: &str = "auto_patch_run_requested";
+/// The owner changed tenant settings (the public Trust Score badge; CONTRACT 21).
+pub const TENANT_SETTINGS_CHANGED: &str = "tenant_settings_changed";
 /// An admin asked for every application dependency to be updated (CONTRACT 19).
 pub const AUTO_UPDATE_ALL_REQUESTED: &str = "auto_update_all_requested";

@@ -92,5 +92,5 @@ pub mod maintenance {
 
 /// The identity tables below the services: what benchmarks and tests set up directly.
 pub mod raw {
-    pub use crate::store::{tenants, users};
+    pub use crate::store::{tenants, tokens, users};
 }

@@ -38,6 +38,9 @@ pub fn capability() -> trusthub_platform::capability::Capability {
 /// overview).
 pub use store::slo::summary_counts;
 
+/// Each SLO of the tenant (by app) with its last state (the Trust Score reads it).
+pub use store::slo::states as slo_states;
+
 /// The SLO table below the services (the SLO benchmark drives it directly).
 pub mod raw {
     pub use crate::store::slo::{Slo, put};

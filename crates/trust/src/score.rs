@@ -126,7 +126,7 @@ pub struct Token {
 }
 
 /// Why points were lost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Reason {
     /// A stable code (`open_critical`, `no_client_certificate`, …).
     pub code: String,
@@ -140,7 +140,7 @@ pub struct Reason {
 }
 
 /// One component.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Component {
     /// `vulnerabilities`, `agent_health`, …
     pub id: String,

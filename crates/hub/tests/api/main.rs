@@ -67,6 +67,8 @@ mod supply_chain;
 mod suppressions;
 #[path = "../../../identity/tests/api/totp.rs"]
 mod totp;
+#[path = "../../../trust/tests/api/trust.rs"]
+mod trust;
 #[path = "../../../autopatch/tests/api/update_all.rs"]
 mod update_all;
 #[path = "../../../identity/tests/api/users.rs"]

@@ -43,6 +43,14 @@ pub async fn get(ex: &mut impl Exec, id: TenantId) -> StoreResult<Option<Tenant>
     )
 }
 
+/// Every tenant (the jobs that run per tenant).
+pub async fn list(ex: &mut impl Exec) -> StoreResult<Vec<Tenant>> {
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Tenant>("SELECT id, name, created_at FROM tenants ORDER BY id")
+        .fetch_all(&mut *c).await?),
+    )
+}
+
 /// One tenant by name.
 pub async fn find_by_name(ex: &mut impl Exec, name: &str) -> StoreResult<Option<Tenant>> {
     Ok(

@@ -61,6 +61,14 @@ pub async fn list(ex: &mut impl Exec, tenant: Option<TenantId>) -> StoreResult<V
     })
 }
 
+/// Each SLO of the tenant (by its app) with its last evaluated state (`ok`, `burning`,
+/// `exhausted`; `unknown` before the first evaluation).
+pub async fn states(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<(Uuid, String)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, String)>(
+        "SELECT app_id, COALESCE(last_state, 'unknown') FROM app_slos WHERE tenant_id = $1 ORDER BY app_id")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
 /// Deletes an app's SLO; whether there was one.
 pub async fn delete(ex: &mut impl Exec, tenant: TenantId, app: Uuid) -> StoreResult<bool> {
     Ok(

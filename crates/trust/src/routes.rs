@@ -1,0 +1,99 @@
+//! `/trust-score/v12/tenant` (the score, its history) and `PATCH /tenant` (the badge switch).
+
+use crate::service::{self, HistoryPoint, ScoreView};
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use trusthub_identity::auth::{Owner, Viewer};
+use trusthub_platform::AppState;
+use trusthub_platform::error::{ApiError, ApiResult, Problem};
+use trusthub_platform::extract::{Json, Meta, Query};
+use trusthub_platform::openapi::api_routes;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(api_routes!(get_score))
+        .routes(api_routes!(get_history))
+        .routes(api_routes!(patch_tenant))
+}
+
+/// The tenant's Trust Score v12 (SPEC 1.8, CONTRACT 21), computed now from what every
+/// capability knows: each component with its effective weight and every lost point with its
+/// reason; `inputs_sha256` identifies the inputs (the same inputs always give the same
+/// score). A history point is recorded when the inputs changed or the last one is 30
+/// minutes old. Drift has no inputs until configuration drift is watched.
+#[utoipa::path(get, path = "/trust-score/v12/tenant", tag = "trust",
+    responses((status = 200, body = ScoreView)))]
+pub(crate) async fn get_score(
+    State(state): State<AppState>,
+    by: Viewer,
+) -> ApiResult<axum::Json<ScoreView>> {
+    service::compute(&state, by.0.tenant(), trusthub_platform::state::now())
+        .await
+        .map(axum::Json)
+}
+
+/// The history's window.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// Days back, 1 to 365 (default 30).
+    #[param(minimum = 1, maximum = 365)]
+    pub days: Option<i64>,
+}
+
+/// The score's history, oldest first: one point per recomputation (every 30 minutes, and
+/// whenever its inputs changed).
+#[utoipa::path(get, path = "/trust-score/v12/tenant/history", tag = "trust",
+    params(HistoryQuery),
+    responses((status = 200, body = Vec<HistoryPoint>), (status = 422, body = Problem)))]
+pub(crate) async fn get_history(
+    State(state): State<AppState>,
+    by: Viewer,
+    Query(q): Query<HistoryQuery>,
+) -> ApiResult<axum::Json<Vec<HistoryPoint>>> {
+    let days = q.days.unwrap_or(30);
+    if !(1..=365).contains(&days) {
+        return Err(ApiError::invalid("days", "must be 1 to 365"));
+    }
+    Ok(axum::Json(
+        service::history(&state, by.0.tenant(), days, trusthub_platform::state::now()).await?,
+    ))
+}
+
+/// Tenant settings the owner changes.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantPatch {
+    /// Whether `/badge/{tenant_id}.svg` and `.json` answer (default true); off, they answer 404.
+    pub badge_public: bool,
+}
+
+/// The tenant's settings.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantView {
+    /// The tenant.
+    pub tenant_id: Uuid,
+    /// Its name.
+    pub name: String,
+    /// Whether the Trust Score badge is public.
+    pub badge_public: bool,
+}
+
+/// Change the tenant's settings (owner): the public Trust Score badge on or off. Audited.
+#[utoipa::path(patch, path = "/tenant", tag = "trust",
+    request_body = TenantPatch,
+    responses((status = 200, body = TenantView), (status = 422, body = Problem)))]
+pub(crate) async fn patch_tenant(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Owner,
+    Json(req): Json<TenantPatch>,
+) -> ApiResult<axum::Json<TenantView>> {
+    service::set_badge_public(&state, &meta, &by.0, req.badge_public)
+        .await
+        .map(axum::Json)
+}

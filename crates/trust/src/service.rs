@@ -1,0 +1,283 @@
+//! The Trust Score services, called by the API, the dashboard, the badge and the job alike:
+//! the inputs read from every capability (through their `lib.rs`), the score, its history
+//! (a point whenever the inputs changed and at least every 30 minutes) and the badge.
+
+use crate::score::{self, Inputs};
+use crate::store;
+use serde::Serialize;
+use time::{Duration, OffsetDateTime};
+use trusthub_core::severity::Severity;
+use trusthub_platform::AppState;
+use trusthub_platform::error::ApiResult;
+use trusthub_store::{StoreResult, TenantId};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// How often a history point is recorded at the least (and the badge refreshed).
+pub const REFRESH: Duration = Duration::minutes(30);
+
+/// The score as the API answers it (CONTRACT 21).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ScoreView {
+    /// `v12`.
+    pub version: String,
+    /// The tenant.
+    pub tenant_id: Uuid,
+    /// 0..100, one decimal.
+    pub final_score: f64,
+    /// `red` (below 50), `orange` (50 up to 70), `green` (70 up to and including 85),
+    /// `darkgreen` (above 85).
+    pub band: String,
+    /// When it was computed.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub computed_at: OffsetDateTime,
+    /// SHA-256 (hex) of the canonical JSON (RFC 8785) of the inputs the formula read.
+    pub inputs_sha256: String,
+    /// `vulnerabilities` 30, `agent_health` 20, `patching` 15, `drift` 10, `slo` 10,
+    /// `integrity` 10, `access` 5; a component without inputs is null with weight 0 and its
+    /// weight spread over the others.
+    pub components: Vec<score::Component>,
+}
+
+/// One history point.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HistoryPoint {
+    /// When.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub computed_at: OffsetDateTime,
+    /// The score then.
+    pub final_score: f64,
+}
+
+/// What the formula reads for `tenant` at `now`.
+pub async fn inputs(
+    state: &AppState,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> StoreResult<Inputs> {
+    let mut c = state.db.conn().await?;
+    let agents = trusthub_fleet::agents(&mut c, tenant).await?;
+    let certs = trusthub_certs::client_certs::active_by_agent(&mut c, tenant, now).await?;
+    let ids: Vec<Uuid> = agents.iter().map(|a| a.id).collect();
+    let mut findings = trusthub_vulns::patching::unfixed_findings_of(&mut c, &ids, now).await?;
+    let ranks = [
+        Severity::Critical.rank(),
+        Severity::High.rank(),
+        Severity::Medium.rank(),
+        Severity::Low.rank(),
+    ];
+    let mut hosts = Vec::new();
+    for a in &agents {
+        let mut counts = [0u32; 4];
+        for f in findings.remove(&a.id).unwrap_or_default() {
+            if f.tenant != tenant || f.acknowledged || f.suppression.is_some() {
+                continue;
+            }
+            if let Some(k) = ranks.iter().position(|r| *r == f.severity_rank) {
+                counts[k] += 1;
+            }
+        }
+        let reboot_required = trusthub_fleet::latest_inventory(&mut c, tenant, a.id)
+            .await?
+            .and_then(|i| i.inventory.patching)
+            .is_some_and(|p| p.reboot_required);
+        let silence = Duration::seconds((3 * a.ingest_interval_secs).max(900));
+        hosts.push(score::Host {
+            id: a.id.to_string(),
+            hostname: a.hostname.clone(),
+            findings: counts,
+            client_certificate: certs.contains_key(&a.id),
+            reporting: a.last_seen_at.is_some_and(|t| now - t <= silence),
+            reboot_required,
+        });
+    }
+    let rolled_back =
+        trusthub_autopatch::rolled_back_since(&mut c, tenant, now - Duration::days(7))
+            .await?
+            .into_iter()
+            .map(|(nonce, agent, packages)| score::RolledBack {
+                eat_nonce: nonce,
+                agent_id: agent.to_string(),
+                packages,
+            })
+            .collect();
+    let names = trusthub_monitors::app_names(&mut c, tenant).await?;
+    let slos = trusthub_slo::slo_states(&mut c, tenant)
+        .await?
+        .into_iter()
+        .map(|(app, state)| score::Slo {
+            id: app.to_string(),
+            name: names.get(&app).cloned().unwrap_or_else(|| app.to_string()),
+            state,
+        })
+        .collect();
+    let anomalies = trusthub_certs::anomalies(&mut c, tenant, false, 10_000)
+        .await?
+        .into_iter()
+        .map(|a| score::Anomaly {
+            id: a.id.to_string(),
+            kind: a.kind,
+        })
+        .collect();
+    let admins = trusthub_identity::raw::users::list(&mut c, tenant)
+        .await?
+        .into_iter()
+        .filter(|u| u.role >= trusthub_core::Role::Admin)
+        .map(|u| score::Admin {
+            id: u.id.to_string(),
+            email: u.email,
+            totp: u.totp_enabled,
+        })
+        .collect();
+    let old_tokens = trusthub_identity::raw::tokens::list(&mut c, tenant, None)
+        .await?
+        .into_iter()
+        .filter(|t| t.expires_at.is_none() && now - t.created_at > Duration::days(90))
+        .map(|t| score::Token {
+            id: t.id.to_string(),
+            name: t.name,
+            age_days: (now - t.created_at).whole_days(),
+        })
+        .collect();
+    Ok(Inputs {
+        hosts,
+        rolled_back,
+        // Configuration drift is not watched yet: the component has no inputs.
+        drift: None,
+        slos,
+        anomalies,
+        admins,
+        old_tokens,
+    })
+}
+
+/// Computes the tenant's score at `now` and records a history point when the inputs changed
+/// or the last point is at least [`REFRESH`] old.
+pub async fn compute(
+    state: &AppState,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> ApiResult<ScoreView> {
+    let inputs = inputs(state, tenant, now).await?;
+    let s = score::v12(&inputs);
+    // The writer's connection (SQLite's readers are read-only).
+    let mut tx = state.db.begin().await?;
+    let last = store::last(&mut tx, tenant).await?;
+    if last
+        .as_ref()
+        .is_none_or(|l| l.inputs_sha256 != s.inputs_sha256 || now - l.computed_at >= REFRESH)
+    {
+        store::record(
+            &mut tx,
+            tenant,
+            &store::Point {
+                computed_at: now,
+                final_score: s.final_score,
+                band: s.band.clone(),
+                inputs_sha256: s.inputs_sha256.clone(),
+            },
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(ScoreView {
+        version: s.version,
+        tenant_id: tenant.0,
+        final_score: s.final_score,
+        band: s.band,
+        computed_at: now,
+        inputs_sha256: s.inputs_sha256,
+        components: s.components,
+    })
+}
+
+/// The tenant's points of the last `days` days, oldest first.
+pub async fn history(
+    state: &AppState,
+    tenant: TenantId,
+    days: i64,
+    now: OffsetDateTime,
+) -> StoreResult<Vec<HistoryPoint>> {
+    let mut c = state.db.conn().await?;
+    Ok(store::since(&mut c, tenant, now - Duration::days(days))
+        .await?
+        .into_iter()
+        .map(|p| HistoryPoint {
+            computed_at: p.computed_at,
+            final_score: p.final_score,
+        })
+        .collect())
+}
+
+/// What the badge shows for a tenant: its latest point (computed first when it has none or
+/// the latest is older than [`REFRESH`]); `None` for an unknown tenant or a badge turned off.
+pub async fn badge_point(
+    state: &AppState,
+    tenant: Uuid,
+    now: OffsetDateTime,
+) -> ApiResult<Option<store::Point>> {
+    {
+        let mut c = state.db.conn().await?;
+        if trusthub_identity::tenant(&mut c, TenantId(tenant))
+            .await?
+            .is_none()
+            || !store::badge_public(&mut c, tenant).await?
+        {
+            return Ok(None);
+        }
+        if let Some(p) = store::last(&mut c, TenantId(tenant)).await?
+            && now - p.computed_at < REFRESH
+        {
+            return Ok(Some(p));
+        }
+    }
+    compute(state, TenantId(tenant), now).await?;
+    let mut c = state.db.conn().await?;
+    Ok(store::last(&mut c, TenantId(tenant)).await?)
+}
+
+/// The job: every tenant's score, every 30 minutes (a history point each time).
+pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
+    let tenants = {
+        let mut c = state.db.conn().await?;
+        trusthub_identity::raw::tenants::list(&mut c).await?
+    };
+    for t in tenants {
+        if let Err(e) = compute(state, t.tenant_id(), now).await {
+            tracing::warn!(tenant = %t.id, error = %e, "trust score not computed; the next tick tries again");
+        }
+    }
+    Ok(())
+}
+
+/// Turns the public badge on or off (the owner; audited).
+pub async fn set_badge_public(
+    state: &AppState,
+    meta: &trusthub_platform::extract::Meta,
+    p: &trusthub_identity::auth::Principal,
+    on: bool,
+) -> ApiResult<crate::routes::TenantView> {
+    p.may_change()?;
+    let mut tx = state.db.begin().await?;
+    store::set_badge_public(&mut tx, p.tenant(), on).await?;
+    meta.record(
+        &mut tx,
+        p,
+        trusthub_core::audit::TENANT_SETTINGS_CHANGED,
+        format!("tenant:{}", p.tenant().0),
+        serde_json::json!({"badge_public": on}),
+    )
+    .await?;
+    let name = trusthub_identity::tenant(&mut tx, p.tenant())
+        .await?
+        .map(|t| t.name)
+        .unwrap_or_default();
+    tx.commit().await?;
+    Ok(crate::routes::TenantView {
+        tenant_id: p.tenant().0,
+        name,
+        badge_public: on,
+    })
+}
