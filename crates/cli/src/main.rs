@@ -109,6 +109,13 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::autopatch::AutopatchCmd,
     },
+    /// The tenant's Trust Score: components, reasons, a gate for scripts.
+    Trust {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::trust::TrustCmd,
+    },
     /// Agents' client certificates, the hub's CA and integrity anomalies.
     Certs {
         #[command(flatten)]
@@ -768,6 +775,7 @@ async fn hub_main() -> ExitCode {
         Command::Actions { g, cmd } => Some(remote::actions(cmd, &g).await),
         Command::Autopatch { g, cmd } => Some(remote::autopatch::autopatch(cmd, &g).await),
         Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
+        Command::Trust { g, cmd } => Some(remote::trust::trust(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),
         Command::Rules { g, cmd } => Some(remote::rules(cmd, &g).await),

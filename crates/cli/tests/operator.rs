@@ -462,6 +462,22 @@ async fn every_verb_against(db_url: Option<&str>) {
             .code(),
         Some(3)
     );
+    // The Trust Score: a row per lost point; the gate passes, fails below, refuses nonsense.
+    let o = cli(&config, &["trust", "get"], "", &[]);
+    assert!(ok(&o).contains("access"), "{}", text(&o));
+    assert!(err(&o).contains("trust score"), "{}", err(&o));
+    let score = json_of(&cli(&config, &["trust", "get", "-o", "json"], "", &[]));
+    assert_eq!(score["version"], "v12", "{score}");
+    ok(&cli(&config, &["trust", "check", "--min", "10"], "", &[]));
+    let o = cli(&config, &["trust", "check", "--min", "99.9"], "", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("is below 99.9"), "{}", err(&o));
+    assert_eq!(
+        cli(&config, &["trust", "check", "--min", "200"], "", &[])
+            .status
+            .code(),
+        Some(2)
+    );
     // Update all: the plan is empty; an unknown ecosystem is the hub's 422, said plainly.
     let o = cli(&config, &["cve", "update-all", "--dry-run"], "", &[]);
     ok(&o);

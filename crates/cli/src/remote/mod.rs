@@ -8,6 +8,7 @@ pub mod certs;
 pub mod client;
 pub mod config;
 pub mod output;
+pub mod trust;
 
 use client::{Client, Failure};
 use config::{Config, Context};
