@@ -151,9 +151,6 @@ impl Notifier {
                 e.insert(webhooks::list(tx, tenant).await?)
             }
         };
-        if hooks.is_empty() {
-            return Ok(0);
-        }
         let rank = Severity::parse(&alert.severity).map_or(0, Severity::rank);
         let body = event_body(event, alert, tenant, now);
         let mut queued = 0;
