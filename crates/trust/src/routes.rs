@@ -74,7 +74,7 @@ pub struct TenantPatch {
 
 /// The tenant's settings.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TenantView {
+pub struct TenantSettings {
     /// The tenant.
     pub tenant_id: Uuid,
     /// Its name.
@@ -86,13 +86,13 @@ pub struct TenantView {
 /// Change the tenant's settings (owner): the public Trust Score badge on or off. Audited.
 #[utoipa::path(patch, path = "/tenant", tag = "trust",
     request_body = TenantPatch,
-    responses((status = 200, body = TenantView), (status = 422, body = Problem)))]
+    responses((status = 200, body = TenantSettings), (status = 422, body = Problem)))]
 pub(crate) async fn patch_tenant(
     State(state): State<AppState>,
     meta: Meta,
     by: Owner,
     Json(req): Json<TenantPatch>,
-) -> ApiResult<axum::Json<TenantView>> {
+) -> ApiResult<axum::Json<TenantSettings>> {
     service::set_badge_public(&state, &meta, &by.0, req.badge_public)
         .await
         .map(axum::Json)

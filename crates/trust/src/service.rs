@@ -258,7 +258,7 @@ pub async fn set_badge_public(
     meta: &trusthub_platform::extract::Meta,
     p: &trusthub_identity::auth::Principal,
     on: bool,
-) -> ApiResult<crate::routes::TenantView> {
+) -> ApiResult<crate::routes::TenantSettings> {
     p.may_change()?;
     let mut tx = state.db.begin().await?;
     store::set_badge_public(&mut tx, p.tenant(), on).await?;
@@ -275,7 +275,7 @@ pub async fn set_badge_public(
         .map(|t| t.name)
         .unwrap_or_default();
     tx.commit().await?;
-    Ok(crate::routes::TenantView {
+    Ok(crate::routes::TenantSettings {
         tenant_id: p.tenant().0,
         name,
         badge_public: on,
