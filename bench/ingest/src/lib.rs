@@ -63,6 +63,18 @@ pub async fn insert_host(
     h: usize,
     now: time::OffsetDateTime,
 ) -> Result<uuid::Uuid, trusthub_store::StoreError> {
+    insert_host_with(tx, tenant, h, &format!("hash-{h}"), &[], now).await
+}
+
+/// [`insert_host`] with its agent token's hash and the action kinds it allows.
+pub async fn insert_host_with(
+    tx: &mut trusthub_store::Tx,
+    tenant: trusthub_store::TenantId,
+    h: usize,
+    token_hash: &str,
+    actions: &[String],
+    now: time::OffsetDateTime,
+) -> Result<uuid::Uuid, trusthub_store::StoreError> {
     trusthub_fleet::raw::insert_agent(
         tx,
         tenant,
@@ -75,12 +87,51 @@ pub async fn insert_host(
             signing_pubkey: "00",
             tags: &[],
         },
-        &format!("hash-{h}"),
-        &[],
+        token_hash,
+        actions,
         now,
     )
     .await
 }
+
+/// The findings shape of the auto-patch and Trust Score benchmarks: OSV records in `osv` for
+/// `os` Debian 12 packages (`lib<k>` 1.0-1, fixed in 1.0-2, CVSS `os_cvss`) and `deps` npm
+/// dependencies (`dep<k>` 1.0.0, fixed in 1.0.1, CVSS `deps_cvss`); the host inventory they
+/// match (every host has them all; one npm project, `/srv/app`).
+pub fn findings_shape(
+    osv: &std::path::Path,
+    os: usize,
+    deps: usize,
+    os_cvss: &str,
+    deps_cvss: &str,
+) -> std::io::Result<serde_json::Value> {
+    use serde_json::json;
+    for k in 0..os {
+        let r = json!({"id": format!("DSA-{k}"), "modified": "2026-01-01T00:00:00Z",
+            "severity": [{"type": "CVSS_V3", "score": os_cvss}],
+            "affected": [{"package": {"ecosystem": "Debian:12", "name": format!("lib{k}")},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.0-2"}]}]}]});
+        std::fs::write(osv.join(format!("DSA-{k}.json")), r.to_string())?;
+    }
+    for k in 0..deps {
+        let r = json!({"id": format!("GHSA-{k}"), "modified": "2026-01-01T00:00:00Z",
+            "severity": [{"type": "CVSS_V3", "score": deps_cvss}],
+            "affected": [{"package": {"ecosystem": "npm", "name": format!("dep{k}")},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "1.0.1"}]}]}]});
+        std::fs::write(osv.join(format!("GHSA-{k}.json")), r.to_string())?;
+    }
+    Ok(
+        json!({"collected_at": "2026-11-26T00:00:00Z", "os": {"id": "debian", "version": "12"},
+        "packages": (0..os).map(|k| json!({"manager": "dpkg", "name": format!("lib{k}"), "version": "1.0-1"})).collect::<Vec<_>>(),
+        "app_dependencies": (0..deps).map(|k| json!({"project_path": "/srv/app", "ecosystem": "npm",
+            "name": format!("dep{k}"), "version": "1.0.0"})).collect::<Vec<_>>()}),
+    )
+}
+
+/// CVSS 3.1 vectors of the benchmarks' findings.
+pub const CVSS_CRITICAL: &str = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H";
+/// A HIGH one.
+pub const CVSS_HIGH: &str = "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:N/A:N";
 
 /// Signs the first-start owner in at `api` (`http://host/api/v1`); the session cookie
 /// (`name=value`) to send with later requests.

@@ -65,12 +65,24 @@ fn tree(root: &Path, paths: &[&str]) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn patch(state: &Path, manager: &str, project: &Path, packages: &[&str]) -> (i32, String) {
+    patch_with(state, manager, project, packages, &[])
+}
+
+/// The agent's `patch --project` run with the tool's own environment (`GOPROXY`, `HOME`, …).
+fn patch_with(
+    state: &Path,
+    manager: &str,
+    project: &Path,
+    packages: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (i32, String) {
     let out = Command::new(AGENT)
         .args(["patch", "--manager", manager, "--project"])
         .arg(project)
         .arg("--state-dir")
         .arg(state)
         .args(packages)
+        .envs(env.iter().copied())
         .output()
         .expect("agent");
     (
@@ -414,23 +426,11 @@ fn go_modules_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_failure()
     let state = work.0.join("agent");
     let items = ["go.mod", "go.sum"];
     let patch_go = |packages: &[&str]| {
-        let out = Command::new(AGENT)
-            .args(["patch", "--manager", "go", "--project"])
-            .arg(&project)
-            .arg("--state-dir")
-            .arg(&state)
-            .args(packages)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .output()
-            .expect("agent");
-        (
-            out.status.code().unwrap_or(-1),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        let env: Vec<(&str, &std::ffi::OsStr)> = env
+            .iter()
+            .map(|(k, v)| (*k, std::ffi::OsStr::new(v.as_str())))
+            .collect();
+        patch_with(&state, "go", &project, packages, &env)
     };
 
     // A broken upgrade: go get takes 1.1.0, the build fails, go.mod and go.sum come back.
@@ -543,23 +543,8 @@ fn bundler_projects_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_fai
     let state = work.0.join("agent");
     let items = ["Gemfile", "Gemfile.lock", "vendor/bundle"];
     let patch_gems = |packages: &[&str]| {
-        let out = Command::new(AGENT)
-            .args(["patch", "--manager", "bundler", "--project"])
-            .arg(&project)
-            .arg("--state-dir")
-            .arg(&state)
-            .args(packages)
-            .env("HOME", &home)
-            .output()
-            .expect("agent");
-        (
-            out.status.code().unwrap_or(-1),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        let env: Vec<(&str, &std::ffi::OsStr)> = vec![("HOME", home.as_os_str())];
+        patch_with(&state, "bundler", &project, packages, &env)
     };
     let locked = || std::fs::read_to_string(project.join("Gemfile.lock")).expect("lock");
     assert!(locked().contains("    thc (1.0.0)"), "{}", locked());
@@ -651,23 +636,9 @@ fn composer_projects_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_fa
     let state = work.0.join("agent");
     let items = ["composer.json", "composer.lock", "vendor"];
     let patch_composer = |packages: &[&str]| {
-        let out = Command::new(AGENT)
-            .args(["patch", "--manager", "composer", "--project"])
-            .arg(&project)
-            .arg("--state-dir")
-            .arg(&state)
-            .args(packages)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
-            .output()
-            .expect("agent");
-        (
-            out.status.code().unwrap_or(-1),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        let env: Vec<(&str, &std::ffi::OsStr)> =
+            env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+        patch_with(&state, "composer", &project, packages, &env)
     };
     let locked = |name: &str| {
         let lock: serde_json::Value =

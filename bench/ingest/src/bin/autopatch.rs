@@ -10,12 +10,13 @@
 
 use clap::Parser;
 use futures_util::StreamExt;
-use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use trusthub_bench_ingest::{owner_tenant, proc_mib, quiet_settings};
+use trusthub_bench_ingest::{
+    CVSS_CRITICAL, findings_shape, insert_host_with, owner_tenant, proc_mib, quiet_settings,
+};
 use trusthub_hub::Server;
 
 #[derive(Debug, Parser)]
@@ -39,20 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&osv)?;
     let os = args.findings / 2;
     let deps = args.findings - os;
-    let critical =
-        json!([{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}]);
-    for k in 0..os {
-        let r = json!({"id": format!("DSA-{k}"), "modified": "2026-01-01T00:00:00Z", "severity": critical,
-            "affected": [{"package": {"ecosystem": "Debian:12", "name": format!("lib{k}")},
-                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": "1.0-2"}]}]}]});
-        std::fs::write(osv.join(format!("DSA-{k}.json")), r.to_string())?;
-    }
-    for k in 0..deps {
-        let r = json!({"id": format!("GHSA-{k}"), "modified": "2026-01-01T00:00:00Z", "severity": critical,
-            "affected": [{"package": {"ecosystem": "npm", "name": format!("dep{k}")},
-                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "1.0.1"}]}]}]});
-        std::fs::write(osv.join(format!("GHSA-{k}.json")), r.to_string())?;
-    }
+    let inventory = findings_shape(&osv, os, deps, CVSS_CRITICAL, CVSS_CRITICAL)?;
     let mut settings = quiet_settings(dir.clone(), args.database_url.clone());
     settings.autopatch_warmup_secs = 86_400;
     settings.rate_limits = "off".into();
@@ -75,27 +63,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .map_err(|e| e.message())?;
     let tenant = owner_tenant(&db).await?;
     let now = trusthub_hub::state::now();
-    let inventory = json!({"collected_at": "2026-11-26T00:00:00Z", "os": {"id": "debian", "version": "12"},
-        "packages": (0..os).map(|k| json!({"manager": "dpkg", "name": format!("lib{k}"), "version": "1.0-1"})).collect::<Vec<_>>(),
-        "app_dependencies": (0..deps).map(|k| json!({"project_path": "/srv/app", "ecosystem": "npm",
-            "name": format!("dep{k}"), "version": "1.0.0"})).collect::<Vec<_>>()});
     let setup = Instant::now();
     let mut hosts = Vec::new();
     let mut tx = db.begin().await?;
     for h in 0..args.hosts {
         let token = format!("{}bench-{h}", trusthub_core::agent::AGENT_TOKEN_PREFIX);
-        let id = trusthub_fleet::raw::insert_agent(
+        let id = insert_host_with(
             &mut tx,
             tenant,
-            &trusthub_fleet::raw::Registration {
-                machine_id: &format!("m{h}"),
-                hostname: &format!("host-{h}"),
-                os: "Debian GNU/Linux 12",
-                arch: "x86_64",
-                agent_version: "bench",
-                signing_pubkey: "00",
-                tags: &[],
-            },
+            h,
             &trusthub_core::secret::token_hash(&token),
             &["install_package".to_owned(), "update_packages".to_owned()],
             now,

@@ -214,11 +214,7 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
     if !previous.is_empty() {
         apk(&mut log, commands::add_exact(&previous)).await;
     }
-    let fresh: Vec<&str> = after
-        .keys()
-        .filter(|n| !before.contains_key(*n))
-        .map(String::as_str)
-        .collect();
+    let fresh = super::fresh(&before, &after);
     if !fresh.is_empty() {
         apk(&mut log, commands::del(&fresh)).await;
     }
@@ -226,23 +222,7 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
         let _ = std::fs::write(WORLD, w);
     }
     let restored = states(&mut log).await.unwrap_or_default();
-    if restored == before {
-        log.outcome(exit, Some(format!("rolled back: {why}")))
-    } else {
-        let differ: Vec<String> = before
-            .iter()
-            .filter(|(n, v)| restored.get(*n) != Some(*v))
-            .map(|(n, v)| format!("{n} (was {v})"))
-            .take(10)
-            .collect();
-        log.outcome(
-            exit,
-            Some(format!(
-                "rollback failed: {why}; still different: {}",
-                differ.join(", ")
-            )),
-        )
-    }
+    super::rollback_verdict(log, exit, &why, &before, &restored, String::clone, None)
 }
 
 #[cfg(test)]

@@ -286,11 +286,7 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
         args.extend(paths.iter().map(String::as_str));
         log.run("dpkg", &args, ENV, None).await;
     }
-    let fresh: Vec<&str> = after
-        .keys()
-        .filter(|n| !before.contains_key(*n))
-        .map(String::as_str)
-        .collect();
+    let fresh = super::fresh(&before, &after);
     if !fresh.is_empty() {
         let mut args = vec!["--purge"];
         args.extend(&fresh);
@@ -298,27 +294,16 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
     }
     let restored = states(&mut log).await.unwrap_or_default();
     let audited = audit(&mut log).await;
-    if restored == before && audited.is_empty() {
-        log.outcome(exit, Some(format!("rolled back: {why}")))
-    } else {
-        let differ: Vec<String> = before
-            .iter()
-            .filter(|(n, s)| restored.get(*n) != Some(s))
-            .map(|(n, (v, _))| format!("{n} (was {v})"))
-            .take(10)
-            .collect();
-        log.outcome(
-            exit,
-            Some(format!(
-                "rollback failed: {why}; still different: {}",
-                if differ.is_empty() {
-                    "dpkg --audit".to_owned()
-                } else {
-                    differ.join(", ")
-                }
-            )),
-        )
-    }
+    let audit = (!audited.is_empty()).then_some("dpkg --audit");
+    super::rollback_verdict(
+        log,
+        exit,
+        &why,
+        &before,
+        &restored,
+        |(v, _)| v.clone(),
+        audit,
+    )
 }
 
 #[cfg(test)]

@@ -193,23 +193,7 @@ pub async fn install(targets: &[Target], _dir: &Path) -> Outcome {
     log.run("dnf", &["-y", "history", "rollback", &id], ENV, None)
         .await;
     let restored = states(&mut log).await.unwrap_or_default();
-    if restored == before {
-        log.outcome(exit, Some(format!("rolled back: {why}")))
-    } else {
-        let differ: Vec<String> = before
-            .iter()
-            .filter(|(n, v)| restored.get(*n) != Some(v))
-            .map(|(n, v)| format!("{n} (was {})", v.join(", ")))
-            .take(10)
-            .collect();
-        log.outcome(
-            exit,
-            Some(format!(
-                "rollback failed: {why}; still different: {}",
-                differ.join(", ")
-            )),
-        )
-    }
+    super::rollback_verdict(log, exit, &why, &before, &restored, |v| v.join(", "), None)
 }
 
 #[cfg(test)]

@@ -182,6 +182,51 @@ impl Log {
     }
 }
 
+/// The packages an upgrade installed that were not there before (what a rollback removes).
+pub fn fresh<'a, V>(
+    before: &std::collections::BTreeMap<String, V>,
+    after: &'a std::collections::BTreeMap<String, V>,
+) -> Vec<&'a str> {
+    after
+        .keys()
+        .filter(|n| !before.contains_key(*n))
+        .map(String::as_str)
+        .collect()
+}
+
+/// How a rollback ended, as every OS manager reports it: `rolled back: <why>` when the
+/// package database is back to `before` (and `audit`, a database check's complaint, is
+/// empty), else `rollback failed: <why>; still different: ` up to ten packages with what
+/// they were (`show`), or the check's name when only it complains.
+pub fn rollback_verdict<V: PartialEq>(
+    log: Log,
+    exit: i64,
+    why: &str,
+    before: &std::collections::BTreeMap<String, V>,
+    restored: &std::collections::BTreeMap<String, V>,
+    show: impl Fn(&V) -> String,
+    audit: Option<&str>,
+) -> Outcome {
+    if restored == before && audit.is_none() {
+        return log.outcome(exit, Some(format!("rolled back: {why}")));
+    }
+    let differ: Vec<String> = before
+        .iter()
+        .filter(|(n, v)| restored.get(*n) != Some(*v))
+        .map(|(n, v)| format!("{n} (was {})", show(v)))
+        .take(10)
+        .collect();
+    let still = if differ.is_empty() {
+        audit.unwrap_or_default().to_owned()
+    } else {
+        differ.join(", ")
+    };
+    log.outcome(
+        exit,
+        Some(format!("rollback failed: {why}; still different: {still}")),
+    )
+}
+
 /// Where a patch keeps its snapshot: `<state dir>/patches/<jti>`.
 pub fn snapshot_dir(state_dir: &Path, jti: &str) -> Result<PathBuf, String> {
     if jti.is_empty() || !jti.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {

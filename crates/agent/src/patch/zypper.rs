@@ -151,11 +151,7 @@ pub async fn install(targets: &[Target], _dir: &Path) -> Outcome {
         args.extend(previous.iter().map(String::as_str));
         log.run("zypper", &args, ENV, None).await;
     }
-    let fresh: Vec<&str> = after
-        .keys()
-        .filter(|n| !before.contains_key(*n))
-        .map(String::as_str)
-        .collect();
+    let fresh = super::fresh(&before, &after);
     if !fresh.is_empty() {
         let mut args = QUIET.to_vec();
         args.push("remove");
@@ -163,23 +159,7 @@ pub async fn install(targets: &[Target], _dir: &Path) -> Outcome {
         log.run("zypper", &args, ENV, None).await;
     }
     let restored = states(&mut log).await.unwrap_or_default();
-    if restored == before {
-        log.outcome(exit, Some(format!("rolled back: {why}")))
-    } else {
-        let differ: Vec<String> = before
-            .iter()
-            .filter(|(n, v)| restored.get(*n) != Some(v))
-            .map(|(n, v)| format!("{n} (was {})", v.join(", ")))
-            .take(10)
-            .collect();
-        log.outcome(
-            exit,
-            Some(format!(
-                "rollback failed: {why}; still different: {}",
-                differ.join(", ")
-            )),
-        )
-    }
+    super::rollback_verdict(log, exit, &why, &before, &restored, |v| v.join(", "), None)
 }
 
 #[cfg(test)]

@@ -254,6 +254,28 @@ async fn settings_need_totp_to_turn_on_and_each_change_is_attested(b: Backend) {
     .await;
 }
 
+/// Acknowledges the open finding of `package` with `reason` (as the owner).
+pub(crate) async fn acknowledge(app: &TestApp, package: &str, reason: &str) {
+    let findings = body(app.get("/inventory/cves?limit=100", &app.owner).await).await;
+    let id = findings["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|f| f["package"] == package)
+        .expect("finding")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let r = app
+        .post(
+            &format!("/cve-findings/{id}/acknowledge"),
+            &app.owner,
+            json!({"reason": reason}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+}
+
 /// A Debian 12 host with OS packages (one a kernel) and npm dependencies.
 fn inventory() -> Value {
     let now = time::OffsetDateTime::now_utc();
@@ -334,24 +356,7 @@ async fn the_worker_skips_what_it_must_not_patch_once_and_keeps_its_gap(b: Backe
         .await;
     assert_eq!(s.status(), 201);
     let suppression = body(s).await;
-    let findings = body(app.get("/inventory/cves?limit=100", &app.owner).await).await;
-    let minimist = findings["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|f| f["package"] == "minimist")
-        .expect("minimist")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let r = app
-        .post(
-            &format!("/cve-findings/{minimist}/acknowledge"),
-            &app.owner,
-            json!({"reason": "only used at build time"}),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    acknowledge(&app, "minimist", "only used at build time").await;
     // Both flags on (TOTP), HIGH and above.
     let now = fresh_totp_window().await;
     let secret = enrol(&app, &app.owner).await;

@@ -79,24 +79,7 @@ async fn fleet(app: &TestApp) -> Host {
     trusthub_hub::workers::cve_scan::scan_due(&app.state, time::OffsetDateTime::now_utc())
         .await
         .expect("scan");
-    let findings = body(app.get("/inventory/cves?limit=100", &app.owner).await).await;
-    let minimist = findings["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|f| f["package"] == "minimist")
-        .expect("minimist")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let r = app
-        .post(
-            &format!("/cve-findings/{minimist}/acknowledge"),
-            &app.owner,
-            json!({"reason": "only used at build time"}),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
+    crate::auto_patch::acknowledge(app, "minimist", "only used at build time").await;
     host
 }
 
