@@ -122,6 +122,21 @@ pub async fn latest_inventory(
     }))
 }
 
+/// The patching state of each of a tenant's agents from its latest inventory (agents without
+/// one, or whose inventory says nothing of patching, are absent), in one read.
+pub async fn patching_states(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<HashMap<Uuid, trusthub_core::inventory::Patching>> {
+    let mut out = HashMap::new();
+    for (agent, snapshot) in store::telemetry::latest_snapshots(ex, tenant).await? {
+        if let Some(p) = read_inventory(&snapshot.0)?.patching {
+            out.insert(agent, p);
+        }
+    }
+    Ok(out)
+}
+
 /// Every agent with an inventory: `(tenant, agent, host name, latest snapshot id)`.
 pub async fn inventories(ex: &mut impl Exec) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
     store::telemetry::agents_with_inventory(ex).await

@@ -62,6 +62,7 @@ pub async fn inputs(
     let certs = trusthub_certs::client_certs::active_by_agent(&mut c, tenant, now).await?;
     let ids: Vec<Uuid> = agents.iter().map(|a| a.id).collect();
     let mut findings = trusthub_vulns::patching::unfixed_findings_of(&mut c, &ids, now).await?;
+    let patching = trusthub_fleet::patching_states(&mut c, tenant).await?;
     let ranks = [
         Severity::Critical.rank(),
         Severity::High.rank(),
@@ -79,10 +80,7 @@ pub async fn inputs(
                 counts[k] += 1;
             }
         }
-        let reboot_required = trusthub_fleet::latest_inventory(&mut c, tenant, a.id)
-            .await?
-            .and_then(|i| i.inventory.patching)
-            .is_some_and(|p| p.reboot_required);
+        let reboot_required = patching.get(&a.id).is_some_and(|p| p.reboot_required);
         let silence = Duration::seconds((3 * a.ingest_interval_secs).max(900));
         hosts.push(score::Host {
             id: a.id.to_string(),

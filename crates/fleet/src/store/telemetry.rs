@@ -508,6 +508,17 @@ pub async fn latest_inventory(
         .bind(tenant.0).bind(agent_id).fetch_optional(&mut *c).await?))
 }
 
+/// The latest snapshot of each of a tenant's agents, in one query: `(agent, snapshot)`.
+pub async fn latest_snapshots(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, Json<serde_json::Value>)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT s.agent_id, s.snapshot FROM inventory_snapshots s JOIN agents a ON a.id = s.agent_id \
+         WHERE a.tenant_id = $1 AND s.id = (SELECT MAX(i.id) FROM inventory_snapshots i WHERE i.agent_id = s.agent_id)")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
 /// The process list of a tenant's agent.
 pub async fn processes(
     ex: &mut impl Exec,

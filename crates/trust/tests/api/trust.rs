@@ -111,6 +111,36 @@ async fn the_score_follows_the_tenants_facts_and_the_badge_shows_it(b: Backend) 
         "a misspelt parameter is refused"
     );
 
+    // The host reports, waiting for a reboot: no longer silent, and patching says so.
+    let now = time::OffsetDateTime::now_utc();
+    let inv = json!({"batch_id": uuid::Uuid::new_v4(), "sent_at": crate::agents::ts(now), "metrics": [],
+        "inventory": {"collected_at": crate::agents::ts(now), "os": {"id": "debian", "version": "12"},
+            "packages": [], "patching": {"managers": ["apt"], "reboot_required": true, "reboot_required_packages": []}}});
+    let r = crate::agents::send(
+        &app,
+        &host,
+        &serde_json::to_vec(&inv).expect("json"),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    let s = body(app.get(SCORE, &app.owner).await).await;
+    let patching = component(&s, "patching");
+    assert_eq!(patching["score"], 95.0, "{patching}");
+    assert_eq!(patching["reasons"][0]["code"], "reboot_required");
+    assert_eq!(
+        patching["reasons"][0]["subject_ref"],
+        format!("agent:{}", host.id)
+    );
+    let codes: Vec<&str> = component(&s, "agent_health")["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(|r| r["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["no_client_certificate"]);
+
     // TOTP for the owner: the access component is whole again.
     enrol(&app, &app.owner).await;
     let s = body(app.get(SCORE, &app.owner).await).await;
