@@ -33,8 +33,10 @@ pub const ALERT_CREATED: &str = "alert.created";
 pub const ALERT_RESOLVED: &str = "alert.resolved";
 /// The test ping's event name.
 pub const WEBHOOK_TEST: &str = "webhook.test";
-/// Events an endpoint may subscribe to (SPEC 6.1).
-pub const EVENTS: [&str; 2] = [ALERT_CREATED, ALERT_RESOLVED];
+/// `drift.ticket` (CONTRACT 20): a file drifted within 7 days after a human rebase.
+pub const DRIFT_TICKET: &str = "drift.ticket";
+/// Events an endpoint may subscribe to (SPEC 6.1, CONTRACT 20).
+pub const EVENTS: [&str; 3] = [ALERT_CREATED, ALERT_RESOLVED, DRIFT_TICKET];
 
 /// The agent of an alert.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -219,6 +221,60 @@ impl Notifier {
                     alert_id: Some(alert.id),
                     payload: &body,
                     status: webhooks::status::PENDING,
+                },
+                now,
+            )
+            .await?;
+            queued += 1;
+        }
+        Ok(queued)
+    }
+
+    /// Queues an event that is not about an alert (`drift.ticket`) for every webhook
+    /// endpoint of the tenant subscribed to it whose `agent_filter.tag` the host carries:
+    /// the body is signed and retried like alerts. It ranks as `warning` for
+    /// `min_severity`. Notification channels render alerts only and are not sent it.
+    pub async fn enqueue_payload(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        event: &str,
+        body: &serde_json::Value,
+        host_tags: &[String],
+        now: OffsetDateTime,
+    ) -> StoreResult<usize> {
+        let hooks = match self.hooks.entry(tenant) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(webhooks::list(tx, tenant).await?)
+            }
+        };
+        let rank = Severity::Warning.rank();
+        let body = body.to_string();
+        let mut queued = 0;
+        for w in hooks.iter() {
+            let subscribed = w.events.0.iter().any(|e| e == event);
+            let tag_ok = w
+                .agent_filter_tag
+                .as_ref()
+                .is_none_or(|tag| host_tags.iter().any(|t| t == tag));
+            if !subscribed || rank < w.min_severity_rank || !tag_ok {
+                continue;
+            }
+            webhooks::enqueue(
+                tx,
+                tenant,
+                Uuid::now_v7(),
+                &NewDelivery {
+                    webhook_id: Some(w.id),
+                    rule_id: None,
+                    channel_id: None,
+                    target_url: &w.url,
+                    target_url_sealed: w.url_sealed.as_deref(),
+                    event,
+                    alert_id: None,
+                    payload: &body,
+                    status: webhooks::initial_status(w.cooldown_until, now),
                 },
                 now,
             )

@@ -121,6 +121,10 @@ pub struct Batch {
     /// Results of the HTTP checks the hub asked for.
     #[serde(default)]
     pub app_checks: Vec<AppCheck>,
+    /// A full scan of the watched configuration files (CONTRACT 20), when one ran since the
+    /// last batch: every path the patterns name or match, content never included.
+    #[serde(default)]
+    pub config_hashes: Option<Vec<crate::drift::ConfigHash>>,
 }
 
 /// One HTTP check of an `http` app, run by the agent.

@@ -135,3 +135,5 @@ pub const AUTO_PATCH_RUN_REQUESTED: &str = "auto_patch_run_requested";
 pub const TENANT_SETTINGS_CHANGED: &str = "tenant_settings_changed";
 /// An admin asked for every application dependency to be updated (CONTRACT 19).
 pub const AUTO_UPDATE_ALL_REQUESTED: &str = "auto_update_all_requested";
+/// An operator adopted the current state of watched files as their new baseline (CONTRACT 20).
+pub const CONFIG_REBASED: &str = "config_rebased";

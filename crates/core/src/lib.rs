@@ -11,6 +11,7 @@ pub mod audit;
 pub mod auth;
 pub mod canonical;
 pub mod csv;
+pub mod drift;
 pub mod eat;
 pub mod emergency;
 pub mod evidence;

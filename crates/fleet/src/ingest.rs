@@ -37,8 +37,49 @@ pub struct Job {
     pub observed: Option<trusthub_core::apps::ObservedMap>,
     /// HTTP check results.
     pub checks: Vec<trusthub_core::apps::CheckResult>,
+    /// A configuration scan, when the batch carried one (taken out of the batch).
+    pub config: Option<ConfigScan>,
     /// The hub's clock at arrival.
     pub now: OffsetDateTime,
+}
+
+/// A configuration scan an agent reported (CONTRACT 20), with what the drift capability
+/// needs to know about the host.
+#[derive(Debug, Clone)]
+pub struct ConfigScan {
+    /// The tenant.
+    pub tenant: trusthub_store::TenantId,
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its host name.
+    pub hostname: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The watched patterns in force.
+    pub patterns: Vec<String>,
+    /// Every path the scan saw.
+    pub hashes: Vec<trusthub_core::drift::ConfigHash>,
+}
+
+/// What the drift capability does with a configuration scan, in the batch's own
+/// transaction: a typed event from the fleet to drift.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigReports(pub ConfigReportsFn);
+
+/// The signature of [`ConfigReports`].
+pub type ConfigReportsFn = for<'a> fn(
+    &'a mut trusthub_store::Tx,
+    &'a ConfigScan,
+    OffsetDateTime,
+) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
+
+/// The typed events ingest raises in its transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Hooks {
+    /// To the apps capability.
+    pub apps: AppReports,
+    /// To the drift capability.
+    pub config: ConfigReports,
 }
 
 type Reply = oneshot::Sender<StoreResult<bool>>;
@@ -66,7 +107,7 @@ pub struct Ingest {
 
 impl Ingest {
     /// Starts the writer task.
-    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: AppReports) -> Ingest {
+    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: Hooks) -> Ingest {
         let (tx, rx) = mpsc::channel(1024);
         let repeated = Arc::new(AtomicU64::new(0));
         let counter = repeated.clone();
@@ -116,7 +157,7 @@ impl Ingest {
 async fn writer(
     db: Db,
     cache: Arc<SeriesCache>,
-    apps: AppReports,
+    apps: Hooks,
     mut rx: mpsc::Receiver<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
 ) {
@@ -157,7 +198,7 @@ async fn writer(
 pub async fn commit_group(
     db: &Db,
     cache: &SeriesCache,
-    apps: AppReports,
+    apps: Hooks,
     jobs: &[Job],
 ) -> StoreResult<(Vec<bool>, u64)> {
     let now = jobs
@@ -199,7 +240,7 @@ pub async fn commit_group(
                 telemetry::set_processes(&mut tx, job.agent_id, p, job.now).await?;
             }
             if job.observed.is_some() || !job.checks.is_empty() {
-                (apps.0)(
+                (apps.apps.0)(
                     &mut tx,
                     job.agent_id,
                     job.observed.as_ref(),
@@ -207,6 +248,9 @@ pub async fn commit_group(
                     job.now,
                 )
                 .await?;
+            }
+            if let Some(scan) = &job.config {
+                (apps.config.0)(&mut tx, scan, job.now).await?;
             }
         }
         flags.push(fresh);

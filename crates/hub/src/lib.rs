@@ -49,6 +49,7 @@ pub fn capabilities() -> Vec<trusthub_platform::capability::Capability> {
         trusthub_slo::capability(),
         trusthub_vulns::capability(),
         trusthub_autopatch::capability(),
+        trusthub_drift::capability(),
         trusthub_trust::capability(),
     ]
 }

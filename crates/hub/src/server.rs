@@ -183,11 +183,16 @@ impl Server {
         let ingest = crate::ingest::Ingest::new(
             db.clone(),
             Default::default(),
-            trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
-                Box::pin(crate::routes::apps::on_agent_reports(
-                    tx, agent, observed, checks, now,
-                ))
-            }),
+            trusthub_fleet::ingest::Hooks {
+                apps: trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
+                    Box::pin(crate::routes::apps::on_agent_reports(
+                        tx, agent, observed, checks, now,
+                    ))
+                }),
+                config: trusthub_fleet::ingest::ConfigReports(|tx, scan, now| {
+                    Box::pin(trusthub_drift::on_config_scan(tx, scan, now))
+                }),
+            },
         );
         let state = AppState(Arc::new(App {
             limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),

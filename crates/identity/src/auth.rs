@@ -39,6 +39,8 @@ pub enum Credential {
         token_id: Uuid,
         /// Its scope.
         scope: TokenScope,
+        /// `infrastructure` for a service account's token (CONTRACT 20).
+        service: Option<String>,
     },
 }
 
@@ -168,6 +170,7 @@ pub async fn resolve(parts: &mut Parts, state: &AppState) -> Result<Principal, A
             credential: Credential::Token {
                 token_id: tok.id,
                 scope: tok.scope,
+                service: tok.service.clone(),
             },
             user,
         }

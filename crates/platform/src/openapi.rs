@@ -341,7 +341,9 @@ string_schema! {
     /// A printable label of up to 100 characters.
     Label = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$", 100;
     /// A webhook event.
-    EventName = r"^(alert\.created|alert\.resolved)$", 64;
+    EventName = r"^(alert\.created|alert\.resolved|drift\.ticket)$", 64;
+    /// An event a notification channel renders (alerts only).
+    AlertEventName = r"^(alert\.created|alert\.resolved)$", 64;
     /// An action kind an EAT may carry.
     ActionName = r"^(restart_app|install_package|update_packages|console_open|emergency)$", 64;
 }

@@ -48,7 +48,7 @@ pub struct NewChannel {
     #[schema(value_type = Object)]
     pub config: Value,
     /// `alert.created` and/or `alert.resolved` (default both).
-    #[schema(value_type = Option<Vec<crate::openapi::EventName>>, min_items = 1)]
+    #[schema(value_type = Option<Vec<crate::openapi::AlertEventName>>, min_items = 1)]
     pub events: Option<Vec<String>>,
     /// Lowest severity sent: `info`, `warning` (default) or `critical`.
     #[schema(pattern = r"^(info|warning|critical)$")]
@@ -69,7 +69,7 @@ pub struct ChannelPatch {
     #[schema(value_type = Option<Object>)]
     pub config: Option<Value>,
     /// New events.
-    #[schema(value_type = Option<Vec<crate::openapi::EventName>>, min_items = 1)]
+    #[schema(value_type = Option<Vec<crate::openapi::AlertEventName>>, min_items = 1)]
     pub events: Option<Vec<String>>,
     /// New lowest severity.
     #[schema(pattern = r"^(info|warning|critical)$")]
@@ -177,6 +177,10 @@ async fn checked(
         }
     }
     let (events, min_severity, rank, tag) = crate::routes::webhooks::subscription(
+        &[
+            crate::alerting::ALERT_CREATED,
+            crate::alerting::ALERT_RESOLVED,
+        ],
         req.events.as_deref(),
         req.min_severity.as_deref(),
         req.agent_filter.as_ref(),

@@ -58,7 +58,7 @@ pub struct NewWebhookRequest {
         max_length = 256
     )]
     pub secret: Option<String>,
-    /// `alert.created` and/or `alert.resolved` (default both).
+    /// `alert.created`, `alert.resolved` and/or `drift.ticket` (default all three).
     #[schema(value_type = Option<Vec<crate::openapi::EventName>>, min_items = 1)]
     pub events: Option<Vec<String>>,
     /// Lowest severity delivered: `info`, `warning` (default) or `critical`.
@@ -184,6 +184,7 @@ pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResul
         None => None,
     };
     let (events, min_severity, rank, tag) = subscription(
+        &EVENTS,
         req.events.as_deref(),
         req.min_severity.as_deref(),
         req.agent_filter.as_ref(),
@@ -206,6 +207,7 @@ pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResul
 /// lowest severity (default `warning`) and agent tag — checked, every bad field added to
 /// `errors`: `(events, min_severity, its rank, tag)`.
 pub(crate) fn subscription(
+    allowed: &[&str],
     events: Option<&[String]>,
     min_severity: Option<&str>,
     filter: Option<&AgentFilter>,
@@ -222,17 +224,17 @@ pub(crate) fn subscription(
         Some([]) => err("events", "must name at least one event".into()),
         Some(list) => {
             for (i, e) in list.iter().enumerate() {
-                if !EVENTS.contains(&e.as_str()) {
+                if !allowed.contains(&e.as_str()) {
                     err(
                         &format!("events[{i}]"),
-                        format!("must be one of {}", EVENTS.join(", ")),
+                        format!("must be one of {}", allowed.join(", ")),
                     );
                 } else if !chosen.contains(e) {
                     chosen.push(e.clone());
                 }
             }
         }
-        None => chosen = EVENTS.iter().map(|e| (*e).to_owned()).collect(),
+        None => chosen = allowed.iter().map(|e| (*e).to_owned()).collect(),
     }
     let min_severity = min_severity.unwrap_or("warning").to_owned();
     let rank = match Severity::parse(&min_severity) {

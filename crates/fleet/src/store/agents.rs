@@ -83,10 +83,28 @@ pub struct Agent {
     pub allowed_actions: Json<Vec<String>>,
     /// Action kinds the host's own allowlist accepts, as the agent last reported them.
     pub reported_actions: Option<Json<Vec<String>>>,
+    /// Watched configuration paths and globs (`None`: the default list, CONTRACT 20).
+    pub config_paths: Option<Json<Vec<String>>>,
+    /// Seconds between two configuration scans.
+    pub config_scan_interval_secs: i64,
+}
+
+impl Agent {
+    /// The watched paths in force: governance's, or the default list.
+    pub fn watched_paths(&self) -> Vec<String> {
+        match &self.config_paths {
+            Some(p) => p.0.clone(),
+            None => trusthub_core::drift::DEFAULT_CONFIG_PATHS
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect(),
+        }
+    }
 }
 
 const COLUMNS: &str = "id, tenant_id, machine_id, hostname, os, arch, agent_version, tags, signing_pubkey, created_at, \
-    last_seen_at, last_heartbeat, ingest_interval_secs, inventory_interval_secs, allowed_actions, reported_actions";
+    last_seen_at, last_heartbeat, ingest_interval_secs, inventory_interval_secs, allowed_actions, reported_actions, \
+    config_paths, config_scan_interval_secs";
 
 /// What a registration says about the host.
 #[derive(Debug, Clone)]
@@ -226,6 +244,10 @@ pub struct Governance {
     pub tags: Vec<String>,
     /// Action kinds the hub may push.
     pub allowed_actions: Vec<String>,
+    /// Watched configuration paths (`None`: the default list).
+    pub config_paths: Option<Vec<String>>,
+    /// Seconds between configuration scans.
+    pub config_scan_interval_secs: i64,
 }
 
 /// Replaces the governed settings.
@@ -236,10 +258,10 @@ pub async fn set_governance(
     g: &Governance,
 ) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query(
-        "UPDATE agents SET ingest_interval_secs = $1, inventory_interval_secs = $2, tags = $3, allowed_actions = $4 \
-         WHERE tenant_id = $5 AND id = $6")
+        "UPDATE agents SET ingest_interval_secs = $1, inventory_interval_secs = $2, tags = $3, allowed_actions = $4, \
+         config_paths = $7, config_scan_interval_secs = $8 WHERE tenant_id = $5 AND id = $6")
         .bind(g.ingest_interval_secs).bind(g.inventory_interval_secs).bind(Json(&g.tags)).bind(Json(&g.allowed_actions))
-        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+        .bind(tenant.0).bind(id).bind(g.config_paths.as_ref().map(Json)).bind(g.config_scan_interval_secs).execute(&mut *c).await?.rows_affected());
     if n == 1
         && let Some(a) = get(ex, tenant, id).await?
     {

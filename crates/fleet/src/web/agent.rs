@@ -4,7 +4,7 @@
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{CsrfForm, UserBar, ago};
-use crate::auth::{Admin, Viewer};
+use crate::auth::{Admin, Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::routes::agents::{self as api, ACTION_KINDS, governance::GovernanceIn};
@@ -226,8 +226,11 @@ struct AdminPage<'a> {
     user: Option<UserBar>,
     csrf: String,
     can_edit: bool,
+    can_govern: bool,
     id: String,
     hostname: String,
+    config_paths: String,
+    config_scan: i64,
     ingest: i64,
     inventory: i64,
     tags: String,
@@ -273,6 +276,9 @@ async fn admin_page(
             user: Some(UserBar::from(user)),
             csrf: user.csrf.clone(),
             can_edit: p.has_role(Role::Admin),
+            can_govern: p.has_role(Role::Operator),
+            config_paths: g.config_paths.join("\n"),
+            config_scan: g.config_scan_interval_secs,
             id: id.to_string(),
             hostname: agent.hostname,
             pinned: agent.signing_pubkey.is_some(),
@@ -349,7 +355,7 @@ pub async fn governance(
         Err(e) => return e.into_response(),
     };
     let field = |name: &str| form.get(name);
-    let by = match user.act(Admin::of, Some(&field("csrf"))) {
+    let by = match user.act(Operator::of, Some(&field("csrf"))) {
         Ok(by) => by,
         Err(e) => return e.into_response(),
     };
@@ -366,6 +372,7 @@ pub async fn governance(
     };
     let ingest = number("ingest_interval_secs");
     let inventory = number("inventory_interval_secs");
+    let scan = number("config_scan_interval_secs");
     if !errors.is_empty() {
         return refused(&state, &user, id, ApiError::Validation(errors)).await;
     }
@@ -379,6 +386,17 @@ pub async fn governance(
             .map(str::to_owned)
             .collect(),
         allowed_actions: form.all("actions"),
+        config_paths: {
+            let paths: Vec<String> = field("config_paths")
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect();
+            // The default list as shown stays "the default" (it follows new releases).
+            (paths != trusthub_core::drift::DEFAULT_CONFIG_PATHS.map(String::from)).then_some(paths)
+        },
+        config_scan_interval_secs: Some(scan),
         host_allowed_actions: None,
         effective_actions: None,
     };

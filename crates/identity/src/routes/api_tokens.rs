@@ -42,6 +42,11 @@ pub struct NewApiToken {
     #[serde(default, with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub expires_at: Option<OffsetDateTime>,
+    /// `infrastructure` makes it a service account's token for configuration management
+    /// (Ansible, Puppet, Terraform): a drift rebase it makes raises no ticket (CONTRACT 20).
+    #[serde(default)]
+    #[schema(pattern = r"^infrastructure$")]
+    pub service: Option<String>,
 }
 
 /// A token as listed (never the secret).
@@ -69,6 +74,8 @@ pub struct ApiTokenView {
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub last_used_at: Option<OffsetDateTime>,
+    /// `infrastructure` for a service account's token, else null.
+    pub service: Option<String>,
 }
 
 impl From<ApiToken> for ApiTokenView {
@@ -82,6 +89,7 @@ impl From<ApiToken> for ApiTokenView {
             created_at: t.created_at,
             expires_at: t.expires_at,
             last_used_at: t.last_used_at,
+            service: t.service,
         }
     }
 }
@@ -105,6 +113,8 @@ pub struct CreatedApiToken {
     /// Created.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// `infrastructure` or null.
+    pub service: Option<String>,
 }
 
 /// The service behind [`create`], for the API and the dashboard alike.
@@ -135,6 +145,16 @@ pub async fn create_by(
             })
         })
         .ok();
+    if req
+        .service
+        .as_deref()
+        .is_some_and(|s| s != "infrastructure")
+    {
+        errors.push(FieldError {
+            field: "service".into(),
+            message: "must be infrastructure (or absent)".into(),
+        });
+    }
     if req.expires_at.is_some_and(|e| e <= now) {
         errors.push(FieldError {
             field: "expires_at".into(),
@@ -162,6 +182,7 @@ pub async fn create_by(
             token_hash: &token_hash(&token),
             token_hint: &hint,
             expires_at,
+            service: req.service.as_deref(),
         },
         now,
     )
@@ -171,7 +192,7 @@ pub async fn create_by(
         &p,
         ev::API_TOKEN_CREATED,
         format!("api_token:{}", stored.id),
-        json!({"name": name, "scope": scope}),
+        json!({"name": name, "scope": scope, "service": req.service}),
     )
     .await?;
     tx.commit().await?;
@@ -182,6 +203,7 @@ pub async fn create_by(
         token,
         expires_at,
         created_at: now,
+        service: req.service,
     })
 }
 

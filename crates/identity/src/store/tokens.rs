@@ -27,6 +27,9 @@ pub struct ApiToken {
     pub expires_at: Option<OffsetDateTime>,
     /// Last use, updated at most once a minute.
     pub last_used_at: Option<OffsetDateTime>,
+    /// The service it is for: `infrastructure` (Ansible, Puppet, Terraform runs, CONTRACT
+    /// 20), or none.
+    pub service: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -40,6 +43,7 @@ struct Row {
     created_at: OffsetDateTime,
     expires_at: Option<OffsetDateTime>,
     last_used_at: Option<OffsetDateTime>,
+    service: Option<String>,
 }
 
 impl TryFrom<Row> for ApiToken {
@@ -58,12 +62,13 @@ impl TryFrom<Row> for ApiToken {
             created_at: r.created_at,
             expires_at: r.expires_at,
             last_used_at: r.last_used_at,
+            service: r.service,
         })
     }
 }
 
 const TOKEN_COLUMNS: &str = "api_tokens.id, api_tokens.tenant_id, api_tokens.user_id, api_tokens.name, \
-    api_tokens.scope, api_tokens.token_hint, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at";
+    api_tokens.scope, api_tokens.token_hint, api_tokens.created_at, api_tokens.expires_at, api_tokens.last_used_at, api_tokens.service";
 
 /// What to store for a new token.
 #[derive(Debug)]
@@ -80,6 +85,8 @@ pub struct NewToken<'a> {
     pub token_hint: &'a str,
     /// Optional expiry.
     pub expires_at: Option<OffsetDateTime>,
+    /// `infrastructure` or none.
+    pub service: Option<&'a str>,
 }
 
 /// Stores a new token.
@@ -91,10 +98,10 @@ pub async fn insert(
 ) -> StoreResult<ApiToken> {
     let id = Uuid::now_v7();
     on!(ex, c => sqlx::query(
-        "INSERT INTO api_tokens (id, tenant_id, user_id, name, scope, token_hash, token_hint, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+        "INSERT INTO api_tokens (id, tenant_id, user_id, name, scope, token_hash, token_hint, created_at, expires_at, service) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
         .bind(id).bind(tenant.0).bind(t.user_id).bind(t.name).bind(t.scope.as_str()).bind(t.token_hash)
-        .bind(t.token_hint).bind(now).bind(t.expires_at).execute(&mut *c).await?.rows_affected());
+        .bind(t.token_hint).bind(now).bind(t.expires_at).bind(t.service).execute(&mut *c).await?.rows_affected());
     Ok(ApiToken {
         id,
         tenant_id: tenant,
@@ -105,6 +112,7 @@ pub async fn insert(
         created_at: now,
         expires_at: t.expires_at,
         last_used_at: None,
+        service: t.service.map(str::to_owned),
     })
 }
 
@@ -145,6 +153,7 @@ struct PrincipalRow {
     t_created_at: OffsetDateTime,
     t_expires_at: Option<OffsetDateTime>,
     t_last_used_at: Option<OffsetDateTime>,
+    t_service: Option<String>,
     #[sqlx(flatten)]
     user: UserRow,
 }
@@ -159,7 +168,7 @@ pub async fn find(
         "SELECT api_tokens.id AS t_id, api_tokens.tenant_id AS t_tenant_id, api_tokens.user_id AS t_user_id, \
          api_tokens.name AS t_name, api_tokens.scope AS t_scope, api_tokens.token_hint AS t_token_hint, \
          api_tokens.created_at AS t_created_at, api_tokens.expires_at AS t_expires_at, \
-         api_tokens.last_used_at AS t_last_used_at, {COLUMNS} \
+         api_tokens.last_used_at AS t_last_used_at, api_tokens.service AS t_service, {COLUMNS} \
          FROM api_tokens JOIN users ON users.id = api_tokens.user_id \
          WHERE api_tokens.token_hash = $1 AND (api_tokens.expires_at IS NULL OR api_tokens.expires_at > $2)"
     );
@@ -175,6 +184,7 @@ pub async fn find(
         created_at: r.t_created_at,
         expires_at: r.t_expires_at,
         last_used_at: r.t_last_used_at,
+        service: r.t_service,
     })?;
     Ok(Some((token, User::try_from(r.user)?)))
 }

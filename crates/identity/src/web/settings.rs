@@ -330,6 +330,7 @@ pub async fn create_token(
         name: f.name,
         scope: f.scope,
         expires_at,
+        service: None,
     };
     match api_tokens::create_by(&state, &meta, &SessionUser(user.principal.clone()), req).await {
         Ok(t) => {

@@ -20,6 +20,17 @@ pub struct GovernanceIn {
     /// `console_open`, `emergency`.
     #[schema(value_type = Vec<crate::openapi::ActionName>)]
     pub allowed_actions: Vec<String>,
+    /// Watched configuration files (CONTRACT 20): absolute paths and globs (`*`, `?`,
+    /// `[...]` within a segment, `**` for any depth), at most 256. Absent or null: the
+    /// default list of security-relevant files.
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    pub config_paths: Option<Vec<String>>,
+    /// Seconds between configuration scans, 10 to 86400 (default 3600); the agent also
+    /// scans when inotify sees a change under `/etc`.
+    #[serde(default)]
+    #[schema(minimum = 10, maximum = 86_400)]
+    pub config_scan_interval_secs: Option<i64>,
     /// Read-only (ignored).
     #[serde(default)]
     #[schema(read_only, value_type = Option<Vec<String>>)]
@@ -42,6 +53,10 @@ pub struct GovernanceView {
     /// Action kinds the hub may push: `restart_app`, `install_package`, `update_packages`,
     /// `console_open`, `emergency`.
     pub allowed_actions: Vec<String>,
+    /// Watched configuration paths and globs in force (the default list unless set).
+    pub config_paths: Vec<String>,
+    /// Seconds between configuration scans.
+    pub config_scan_interval_secs: i64,
     /// What the host's own allowlist accepts, as the agent last reported it (read-only; the
     /// host operator's veto).
     pub host_allowed_actions: Option<Vec<String>>,
@@ -64,6 +79,8 @@ impl GovernanceView {
             inventory_interval_secs: a.inventory_interval_secs,
             tags: a.tags.0.clone(),
             allowed_actions: a.allowed_actions.0.clone(),
+            config_paths: a.watched_paths(),
+            config_scan_interval_secs: a.config_scan_interval_secs,
             host_allowed_actions: host,
             effective_actions: effective,
         }
@@ -95,7 +112,7 @@ pub(crate) async fn get_governance(
 pub async fn put_governance_by(
     state: &AppState,
     meta: &Meta,
-    by: &Admin,
+    by: &Operator,
     id: Uuid,
     req: GovernanceIn,
 ) -> ApiResult<GovernanceView> {
@@ -131,6 +148,23 @@ pub async fn put_governance_by(
             message: format!("unknown action kind `{bad}`"),
         });
     }
+    if let Some(paths) = &req.config_paths
+        && let Err(m) = trusthub_core::drift::check_config_paths(paths)
+    {
+        errors.push(FieldError {
+            field: "config_paths".into(),
+            message: m,
+        });
+    }
+    let scan = req
+        .config_scan_interval_secs
+        .unwrap_or(trusthub_core::drift::DEFAULT_SCAN_INTERVAL_SECS);
+    if !(10..=86_400).contains(&scan) {
+        errors.push(FieldError {
+            field: "config_scan_interval_secs".into(),
+            message: "must be between 10 and 86400".into(),
+        });
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -145,12 +179,17 @@ pub async fn put_governance_by(
         inventory_interval_secs: req.inventory_interval_secs,
         tags,
         allowed_actions: allowed,
+        config_paths: req.config_paths.map(|mut p| {
+            p.dedup();
+            p
+        }),
+        config_scan_interval_secs: scan,
     };
     let mut tx = state.db.begin().await?;
     if !agents::set_governance(&mut tx, p.tenant(), id, &g).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    meta.record(&mut tx, p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions})).await?;
+    meta.record(&mut tx, p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions, "config_paths": g.config_paths, "config_scan_interval_secs": g.config_scan_interval_secs})).await?;
     let agent = agents::get(&mut tx, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("agent"))?;
@@ -158,14 +197,14 @@ pub async fn put_governance_by(
     Ok(GovernanceView::of(&agent))
 }
 
-/// Replace an agent's governed settings (admin): intervals, tags and the action kinds the
-/// hub may push. The host's own allowlist still vetoes.
+/// Replace an agent's governed settings (operator): intervals, tags, the action kinds the
+/// hub may push (the host's own allowlist still vetoes) and the watched configuration files.
 #[utoipa::path(put, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
     request_body = GovernanceIn, responses((status = 200, body = GovernanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn put_governance(
     State(state): State<AppState>,
     meta: Meta,
-    by: Admin,
+    by: Operator,
     Path(id): Path<Uuid>,
     Json(req): Json<GovernanceIn>,
 ) -> ApiResult<axum::Json<GovernanceView>> {

@@ -18,6 +18,10 @@ pub struct IngestAccepted {
     pub ingest_interval_secs: i64,
     /// The inventory interval the hub's governance asks for now.
     pub inventory_interval_secs: i64,
+    /// The configuration files to watch (CONTRACT 20): paths and globs.
+    pub config_paths: Vec<String>,
+    /// Seconds between configuration scans.
+    pub config_scan_interval_secs: i64,
     /// The HTTP checks of this agent's `http` apps: `{app_id, endpoint, interval_seconds}`;
     /// results go back in `app_checks` of later batches.
     #[schema(value_type = Vec<Object>)]
@@ -49,7 +53,7 @@ pub(crate) async fn ingest(
             now.unix_timestamp(),
         )
         .await?;
-    let batch: Batch = parse_json(&body.json)?;
+    let mut batch: Batch = parse_json(&body.json)?;
     let skew = (batch.sent_at - now).whole_seconds().abs();
     if skew > wire::REPLAY_WINDOW_SECS {
         return Err(ApiError::invalid(
@@ -93,9 +97,46 @@ pub(crate) async fn ingest(
         }
         (read.len() == list.len()).then_some(read)
     });
+    let config_hashes = batch.config_hashes.take();
+    if let Some(list) = &config_hashes {
+        if list.len() > trusthub_core::drift::MAX_REPORTED_FILES {
+            errors.push(FieldError {
+                field: "config_hashes".into(),
+                message: format!(
+                    "at most {} entries",
+                    trusthub_core::drift::MAX_REPORTED_FILES
+                ),
+            });
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, h) in list.iter().enumerate() {
+            if let Err(m) = h.check() {
+                errors.push(FieldError {
+                    field: format!("config_hashes[{i}]"),
+                    message: m,
+                });
+            } else if !seen.insert(h.path.as_str()) {
+                errors.push(FieldError {
+                    field: format!("config_hashes[{i}]"),
+                    message: format!("{} is reported twice", h.path),
+                });
+            }
+            if errors.len() >= 20 {
+                break;
+            }
+        }
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let config = config_hashes.map(|hashes| crate::ingest::ConfigScan {
+        tenant: TenantId(agent.tenant_id),
+        agent_id: agent.id,
+        hostname: agent.hostname.clone(),
+        tags: agent.tags.0.clone(),
+        patterns: agent.watched_paths(),
+        hashes,
+    });
     let inventory_at = inventory.as_ref().map(|i| {
         i.collected_at
             .to_offset(time::UtcOffset::UTC)
@@ -134,6 +175,7 @@ pub(crate) async fn ingest(
             reported_actions,
             observed,
             checks,
+            config,
             now,
         })
         .await?;
@@ -157,6 +199,8 @@ pub(crate) async fn ingest(
             server_time: now,
             ingest_interval_secs: agent.ingest_interval_secs,
             inventory_interval_secs: agent.inventory_interval_secs,
+            config_paths: agent.watched_paths(),
+            config_scan_interval_secs: agent.config_scan_interval_secs,
             http_checks,
         }),
     ))

@@ -2,7 +2,7 @@
 //! idempotent ingest, the agent records and what they reported, and token/key rotation.
 
 use crate::agent_auth::AgentAuth;
-use crate::auth::{Admin, Viewer};
+use crate::auth::{Admin, Operator, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query, SignedBody, parse_json};
 use crate::openapi::api_routes;
