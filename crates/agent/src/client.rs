@@ -28,6 +28,8 @@ pub struct Ack {
     pub intervals: Option<(u64, u64)>,
     /// The HTTP checks of this host's `http` apps.
     pub http_checks: Option<Vec<trusthub_core::agent::HttpCheck>>,
+    /// The watched configuration paths and the scan interval (seconds).
+    pub config: Option<(Vec<String>, u64)>,
 }
 
 /// What the hub said to a push.
@@ -204,9 +206,13 @@ impl HubClient {
                 .as_u64()
                 .zip(ack["inventory_interval_secs"].as_u64());
             let http_checks = serde_json::from_value(ack["http_checks"].clone()).ok();
+            let config = serde_json::from_value::<Vec<String>>(ack["config_paths"].clone())
+                .ok()
+                .zip(ack["config_scan_interval_secs"].as_u64());
             return PushOutcome::Stored(Ack {
                 intervals,
                 http_checks,
+                config,
             });
         }
         let detail = resp.text().await.unwrap_or_default();

@@ -11,6 +11,7 @@ pub mod checks;
 pub mod cli;
 pub mod client;
 pub mod collect;
+pub mod drift;
 pub mod emergency;
 pub mod inventory;
 pub mod mtls;
@@ -25,6 +26,7 @@ use spool::Spool;
 use state::{Registration, StateDir};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
@@ -71,6 +73,10 @@ pub struct Options {
         hide = true
     )]
     pub cert_check_secs: u64,
+    /// dpkg's database directory for configuration scans (a chroot's or a test root's;
+    /// default the host's).
+    #[arg(long, env = "TRUSTHUB_AGENT_DPKG_ADMINDIR", hide = true)]
+    pub dpkg_admindir: Option<PathBuf>,
 }
 
 /// Facts about this host for registration.
@@ -246,11 +252,30 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let mut next_inventory = Instant::now();
     let mut next_send = Instant::now();
     let mut backoff = Duration::from_secs(1);
+    // Configuration scans start once the hub said what to watch (its first answer).
+    let mut config: Option<(Vec<String>, Duration)> = None;
+    let mut next_config_scan = Instant::now();
+    let config_wake = Arc::new(tokio::sync::Notify::new());
+    let watcher = drift::Watcher::start(config_wake.clone());
+    let package_db = drift::PackageDb {
+        dpkg_admindir: opts.dpkg_admindir.clone(),
+    };
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             _ = tokio::time::sleep_until(next_collect.min(next_send).min(next_cert_check)) => {}
+            _ = config_wake.notified() => {
+                // A change in a watched directory: scan with the next batch, soon (a burst
+                // of writes is one scan).
+                tracing::debug!(watching = config.is_some(), "a watched directory changed");
+                if config.is_some() {
+                    let soon = Instant::now() + Duration::from_secs(2);
+                    next_config_scan = next_config_scan.min(soon);
+                    next_collect = next_collect.min(soon);
+                }
+                continue;
+            }
         }
         let now = Instant::now();
         if now >= next_cert_check {
@@ -285,6 +310,22 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 batch["live"] = live;
                 batch["processes"] = processes;
             }
+            if let Some((patterns, every)) = config.clone().filter(|_| now >= next_config_scan) {
+                next_config_scan = now + every;
+                let db = package_db.clone();
+                let w = watcher.clone();
+                let scanned = tokio::task::spawn_blocking(move || {
+                    drift::scan_watching(&patterns, &db, Some(&w))
+                })
+                .await;
+                match scanned {
+                    Ok(files) => {
+                        tracing::debug!(files = files.len(), "configuration scanned");
+                        batch["config_hashes"] = json!(files);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "configuration scan failed"),
+                }
+            }
             let results = checks.take_results();
             if !results.is_empty() {
                 batch["app_checks"] = json!(results);
@@ -304,6 +345,19 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 Ok(ack) => {
                     if let Some(wanted) = ack.as_ref().and_then(|a| a.http_checks.clone()) {
                         checks.set(wanted);
+                    }
+                    if let Some((paths, secs)) = ack.as_ref().and_then(|a| a.config.clone()) {
+                        let every = Duration::from_secs(secs.max(10));
+                        let changed = config.as_ref().is_none_or(|(p, _)| *p != paths);
+                        if changed {
+                            // New patterns: scan with the next batch.
+                            next_config_scan = Instant::now();
+                            next_collect =
+                                next_collect.min(Instant::now() + Duration::from_secs(1));
+                        } else if config.as_ref().is_some_and(|(_, e)| *e != every) {
+                            next_config_scan = next_config_scan.min(Instant::now() + every);
+                        }
+                        config = Some((paths, every));
                     }
                     // Flags given on the command line win over the hub's governance.
                     if let Some((push, inv)) = ack.and_then(|a| a.intervals) {

@@ -13,6 +13,7 @@ use trusthub_hub::{Server, Settings};
 mod webdriver;
 
 mod apt_rig;
+mod dpkg_rig;
 mod npm_rig;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_trusthub-agent");
@@ -50,9 +51,16 @@ impl Agent {
         }
         let child = cmd
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env(
+                "RUST_LOG",
+                std::env::var("AGENT_LOG").unwrap_or("warn".into()),
+            )
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(if std::env::var_os("AGENT_LOG").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .spawn()
             .expect("agent starts");
         Agent(child)
@@ -610,14 +618,16 @@ async fn wait_until(
     what: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
+    let mut last = Value::Null;
     for _ in 0..secs * 5 {
         let v = get(&f.client, &f.base, &f.cookie, path).await;
         if done(&v) {
             return v;
         }
+        last = v;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    panic!("timed out waiting for {what}");
+    panic!("timed out waiting for {what}; last answer: {last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1905,4 +1915,127 @@ async fn auto_update_all_updates_a_live_agents_npm_project_and_attests_it() {
     .await;
     agent.stop();
     f.hub.stop().await;
+}
+
+/// Configuration drift with the real agent (CONTRACT 20): governance names a glob, the agent
+/// reports the files with their dpkg facts, an upgrade of the owning package is explained,
+/// a change by hand is seen by inotify at once and alerts, and a rebase adopts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_drift_is_explained_by_a_package_upgrade_and_a_change_by_hand_alerts_at_once() {
+    let state = TempDir::new();
+    let files = TempDir::new();
+    let rig = dpkg_rig::DpkgRig::new(&files.0);
+    let conf = files.0.join("etc/thapp/app.conf");
+    let v1 = rig.build("thapp", "1.0-1", &[(&conf, "port = 80\n")], true);
+    let v2 = rig.build("thapp", "1.1-1", &[(&conf, "port = 8080\n")], true);
+    rig.install(&v1);
+    let f = fixture().await;
+    let token = f.enrollment_token(json!([])).await;
+    let admindir = rig.admindir.display().to_string();
+    let _agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &token,
+            "--dpkg-admindir",
+            &admindir,
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent", |v| {
+        v.as_array().is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let glob = format!("{}/etc/thapp/*", files.0.display());
+    let r = f
+        .client
+        .put(format!("{}/api/v1/agents/{id}/governance", f.base))
+        .header("cookie", &f.cookie)
+        .json(
+            &json!({"ingest_interval_secs": 60, "inventory_interval_secs": 3600, "tags": [],
+            "allowed_actions": [], "config_paths": [glob], "config_scan_interval_secs": 3600}),
+        )
+        .send()
+        .await
+        .expect("governance");
+    assert_eq!(r.status(), 200);
+    let path = format!("/agents/{id}/config-hashes");
+    let conf_s = conf.display().to_string();
+    let row = |v: &Value| -> Option<Value> {
+        v.as_array()?
+            .iter()
+            .find(|r| r["path"] == conf_s.as_str())
+            .cloned()
+    };
+    let base = wait_until(&f, &path, 30, "the first scan", |v| row(v).is_some()).await;
+    let b = row(&base).expect("row");
+    assert_eq!(b["status"], "ok");
+    assert_eq!(b["baseline"]["package"], "thapp");
+    assert_eq!(b["baseline"]["package_version"], "1.0-1");
+    let sha = Command::new("sha256sum")
+        .arg(&conf)
+        .output()
+        .expect("sha256sum");
+    let sha = String::from_utf8_lossy(&sha.stdout);
+    assert_eq!(
+        b["baseline"]["sha256"],
+        sha.split_whitespace().next().unwrap_or_default()
+    );
+
+    // The package upgrade: inotify wakes a scan (the schedule says an hour); explained.
+    rig.install(&v2);
+    let up = wait_until(&f, &path, 30, "the upgrade explained", |v| {
+        row(v).is_some_and(|r| r["explained_by"]["to_version"] == "1.1-1")
+    })
+    .await;
+    let u = row(&up).expect("row");
+    assert_eq!(u["status"], "drifted");
+    assert_eq!(u["explained_by"]["from_version"], "1.0-1");
+    let alerts = get(&f.client, &f.base, &f.cookie, "/alerts?is_resolved=false").await;
+    assert!(
+        !alerts.to_string().contains("\"source\":\"drift\""),
+        "an explained drift raises no alert: {alerts}"
+    );
+
+    // A change by hand: unexplained, and an alert.
+    std::fs::write(&conf, "port = 8080\nbind = 0.0.0.0\n").expect("edit");
+    let hand = wait_until(&f, &path, 30, "the change by hand", |v| {
+        row(v).is_some_and(|r| {
+            r["explained_by"].is_null() && r["current"]["package_verified"] == false
+        })
+    })
+    .await;
+    assert_eq!(row(&hand).expect("row")["status"], "drifted");
+    let alerts = wait_until(
+        &f,
+        "/alerts?is_resolved=false",
+        10,
+        "the drift alert",
+        |v| v.to_string().contains("\"source\":\"drift\""),
+    )
+    .await;
+    assert!(alerts.to_string().contains("app.conf"), "{alerts}");
+
+    // The rebase adopts it; the alert resolves.
+    let r = f
+        .client
+        .post(format!(
+            "{}/api/v1/agents/{id}/config-hashes/rebase",
+            f.base
+        ))
+        .header("cookie", &f.cookie)
+        .json(&json!({"paths": [conf_s], "reason": "bind on all interfaces, change 7"}))
+        .send()
+        .await
+        .expect("rebase");
+    assert_eq!(r.status(), 200);
+    let after = get(&f.client, &f.base, &f.cookie, &path).await;
+    assert_eq!(row(&after).expect("row")["status"], "ok");
+    let alerts = get(&f.client, &f.base, &f.cookie, "/alerts?is_resolved=false").await;
+    assert!(
+        !alerts.to_string().contains("\"source\":\"drift\""),
+        "{alerts}"
+    );
 }

@@ -417,6 +417,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         spool_max_bytes: 256 * 1024 * 1024,
         ca_cert,
         cert_check_secs: 86_400,
+        dpkg_admindir: None,
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",

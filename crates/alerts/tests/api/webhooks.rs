@@ -60,7 +60,10 @@ async fn deliveries_are_signed_and_carry_the_alert(b: Backend) {
     let secret = "a-shared-secret-of-some-length";
     let w1 = create_hook(&app, json!({"url": plain.url, "secret": secret})).await;
     assert_eq!(w1["secret"], secret);
-    assert_eq!(w1["events"], json!(["alert.created", "alert.resolved"]));
+    assert_eq!(
+        w1["events"],
+        json!(["alert.created", "alert.resolved", "drift.ticket"])
+    );
     assert_eq!(w1["min_severity"], "warning");
     let w2 = create_hook(&app, json!({"url": standard.url})).await;
     let generated = w2["secret"].as_str().expect("secret").to_owned();

@@ -40,6 +40,8 @@ mod client_certs;
 mod contract;
 #[path = "../../../vulns/tests/api/cve.rs"]
 mod cve;
+#[path = "../../../drift/tests/api/drift.rs"]
+mod drift;
 #[path = "../../../autopatch/tests/api/emergency.rs"]
 mod emergency;
 mod errors;

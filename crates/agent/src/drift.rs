@@ -1,0 +1,466 @@
+//! Configuration scans (CONTRACT 20): the watched paths and globs expanded on this host,
+//! each file's SHA-256 and attributes, its owning package and whether the package database
+//! still vouches for it (`dpkg -S`/`dpkg --verify`, `rpm -qf`/`rpm -V`). Content never
+//! leaves the host. [`Watcher`] wakes a scan when inotify sees a change in a watched
+//! directory.
+
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use time::OffsetDateTime;
+use trusthub_core::drift::{self, ConfigHash, Kind, MAX_REPORTED_FILES};
+
+/// Where the package database is (a test root or a chroot's; `None`: the host's).
+#[derive(Debug, Clone, Default)]
+pub struct PackageDb {
+    /// `dpkg --admindir`.
+    pub dpkg_admindir: Option<PathBuf>,
+}
+
+/// Scans the watched patterns: every literal path (as `missing` when absent) and every
+/// file or symlink a glob matches, sorted by path, at most [`MAX_REPORTED_FILES`].
+pub fn scan(patterns: &[String], db: &PackageDb) -> Vec<ConfigHash> {
+    scan_watching(patterns, db, None)
+}
+
+/// [`scan`], with `watcher` set to the scanned directories before the files are read (a
+/// change right after the scan is not missed).
+pub fn scan_watching(
+    patterns: &[String],
+    db: &PackageDb,
+    watcher: Option<&Watcher>,
+) -> Vec<ConfigHash> {
+    let paths = expand(patterns);
+    if let Some(w) = watcher {
+        w.set(watched_dirs(patterns, &paths));
+    }
+    let mut out: Vec<ConfigHash> = paths.iter().filter_map(|p| stat(p)).collect();
+    attach_packages(&mut out, db);
+    out
+}
+
+/// The paths the patterns name: literal ones as they are, globs expanded (files and
+/// symlinks only; symlinked directories are not followed).
+pub fn expand(patterns: &[String]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for p in patterns {
+        if !drift::is_glob(p) {
+            out.insert(PathBuf::from(p));
+            continue;
+        }
+        let segments: Vec<&str> = p.split('/').collect();
+        let literal = segments
+            .iter()
+            .take_while(|s| !drift::is_glob(s))
+            .copied()
+            .collect::<Vec<_>>()
+            .join("/");
+        let base = if literal.is_empty() {
+            "/".to_owned()
+        } else {
+            literal
+        };
+        let depth = if p.contains("**") {
+            32
+        } else {
+            segments.len() - base.split('/').count()
+        };
+        walk(Path::new(&base), depth, p, &mut out);
+        if out.len() >= MAX_REPORTED_FILES {
+            tracing::warn!(pattern = %p, "the watched patterns match more than {MAX_REPORTED_FILES} files; the rest is not reported");
+            break;
+        }
+    }
+    out.into_iter().take(MAX_REPORTED_FILES).collect()
+}
+
+fn walk(dir: &Path, depth: usize, pattern: &str, out: &mut BTreeSet<PathBuf>) {
+    if depth == 0 || out.len() >= MAX_REPORTED_FILES {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let Some(s) = path.to_str() else { continue };
+        if meta.is_dir() {
+            walk(&path, depth - 1, pattern, out);
+        } else if (meta.is_file() || meta.file_type().is_symlink()) && drift::matches(pattern, s) {
+            out.insert(path);
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One path's hash and attributes (`None` for what is neither a file, a symlink nor absent:
+/// a directory or a socket named literally).
+pub fn stat(path: &Path) -> Option<ConfigHash> {
+    let p = path.to_str()?.to_owned();
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(_) => {
+            return Some(ConfigHash {
+                path: p,
+                sha256: None,
+                size: None,
+                mode: None,
+                uid: None,
+                gid: None,
+                mtime: None,
+                kind: Kind::Missing,
+                link_target: None,
+                package: None,
+                package_version: None,
+                package_verified: None,
+            });
+        }
+    };
+    let (kind, sha, target) = if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path)
+            .ok()?
+            .to_string_lossy()
+            .into_owned();
+        (
+            Kind::Symlink,
+            hex(&Sha256::digest(target.as_bytes())),
+            Some(target),
+        )
+    } else if meta.is_file() {
+        let mut f = std::fs::File::open(path).ok()?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => h.update(&buf[..n]),
+                Err(_) => return None,
+            }
+        }
+        (Kind::File, hex(&h.finalize()), None)
+    } else {
+        return None;
+    };
+    Some(ConfigHash {
+        path: p,
+        sha256: Some(sha),
+        size: Some(meta.len()),
+        mode: Some(format!("{:04o}", meta.mode() & 0o7777)),
+        uid: Some(meta.uid()),
+        gid: Some(meta.gid()),
+        mtime: OffsetDateTime::from_unix_timestamp(meta.mtime()).ok(),
+        kind,
+        link_target: target,
+        package: None,
+        package_version: None,
+        package_verified: None,
+    })
+}
+
+fn run(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn dpkg(db: &PackageDb, tool: &str) -> Command {
+    let mut c = Command::new(tool);
+    if let Some(dir) = &db.dpkg_admindir {
+        c.arg(format!("--admindir={}", dir.display()));
+    }
+    c.env("LC_ALL", "C");
+    c
+}
+
+fn have(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()))
+}
+
+/// Fills `package`, `package_version` and `package_verified` from dpkg (or rpm).
+pub fn attach_packages(files: &mut [ConfigHash], db: &PackageDb) {
+    let present: Vec<&str> = files
+        .iter()
+        .filter(|f| f.kind != Kind::Missing)
+        .map(|f| f.path.as_str())
+        .collect();
+    if present.is_empty() {
+        return;
+    }
+    let (owners, versions, failing) = if have("dpkg-query") {
+        dpkg_facts(&present, db)
+    } else if have("rpm") {
+        rpm_facts(&present)
+    } else {
+        return;
+    };
+    for f in files.iter_mut() {
+        if let Some(pkg) = owners.get(&f.path) {
+            f.package_version = versions.get(pkg).cloned();
+            f.package_verified = Some(!failing.contains(&f.path));
+            f.package = Some(pkg.clone());
+        }
+    }
+}
+
+type Facts = (
+    HashMap<String, String>,
+    HashMap<String, String>,
+    HashSet<String>,
+);
+
+/// Owners from `dpkg-query -S`, versions from `dpkg-query -W`, files that fail
+/// `dpkg --verify`.
+fn dpkg_facts(paths: &[&str], db: &PackageDb) -> Facts {
+    let mut owners = HashMap::new();
+    for chunk in paths.chunks(200) {
+        let Some(out) = run(dpkg(db, "dpkg-query").arg("-S").args(chunk)) else {
+            continue;
+        };
+        for (pkg, path) in parse_owners(&out) {
+            owners.insert(path, pkg);
+        }
+    }
+    let packages: BTreeSet<&String> = owners.values().collect();
+    let mut versions = HashMap::new();
+    let mut failing = HashSet::new();
+    if packages.is_empty() {
+        return (owners, versions, failing);
+    }
+    let list: Vec<&String> = packages.into_iter().collect();
+    if let Some(out) = run(dpkg(db, "dpkg-query")
+        .args(["-W", "-f", "${Package}\t${Version}\n"])
+        .args(&list))
+    {
+        for l in out.lines() {
+            if let Some((p, v)) = l.split_once('\t') {
+                versions.insert(p.to_owned(), v.to_owned());
+            }
+        }
+    }
+    if let Some(out) = run(dpkg(db, "dpkg").arg("--verify").args(&list)) {
+        failing = parse_verify(&out);
+    }
+    (owners, versions, failing)
+}
+
+/// The same from `rpm -qf`, `rpm -q` and `rpm -V`.
+fn rpm_facts(paths: &[&str]) -> Facts {
+    let mut owners = HashMap::new();
+    for chunk in paths.chunks(200) {
+        let Some(out) = run(Command::new("rpm")
+            .env("LC_ALL", "C")
+            .args(["-qf", "--queryformat", "%{NAME}\n"])
+            .args(chunk))
+        else {
+            continue;
+        };
+        // One line per path, in order ("file ... is not owned by any package" for others).
+        for (line, path) in out.lines().zip(chunk) {
+            if !line.contains(' ') && !line.is_empty() {
+                owners.insert((*path).to_owned(), line.to_owned());
+            }
+        }
+    }
+    let list: BTreeSet<&String> = owners.values().collect();
+    let mut versions = HashMap::new();
+    let mut failing = HashSet::new();
+    if !list.is_empty() {
+        if let Some(out) = run(Command::new("rpm")
+            .args(["-q", "--queryformat", "%{NAME}\t%{VERSION}-%{RELEASE}\n"])
+            .args(&list))
+        {
+            for l in out.lines() {
+                if let Some((p, v)) = l.split_once('\t') {
+                    versions.insert(p.to_owned(), v.to_owned());
+                }
+            }
+        }
+        if let Some(out) = run(Command::new("rpm").env("LC_ALL", "C").arg("-V").args(&list)) {
+            failing = parse_verify(&out);
+        }
+    }
+    (owners, versions, failing)
+}
+
+/// `dpkg-query -S` lines: `pkg[:arch][, pkg2]: /path` (diversions skipped).
+pub fn parse_owners(out: &str) -> Vec<(String, String)> {
+    out.lines()
+        .filter(|l| !l.starts_with("diversion by"))
+        .filter_map(|l| {
+            let (pkgs, path) = l.split_once(": /")?;
+            let first = pkgs.split(',').next()?.trim();
+            let name = first.split(':').next()?.to_owned();
+            Some((name, format!("/{path}")))
+        })
+        .collect()
+}
+
+/// The files `dpkg --verify` or `rpm -V` report: `??5?????? c /etc/x`, `S.5....T.  c /etc/x`,
+/// `missing   c /etc/x`.
+pub fn parse_verify(out: &str) -> HashSet<String> {
+    out.lines()
+        .filter_map(|l| l.find(" /").map(|i| l[i + 1..].to_owned()))
+        .collect()
+}
+
+/// The directories whose changes should wake a scan: each literal path's parent and every
+/// directory a glob walks.
+pub fn watched_dirs(patterns: &[String], paths: &BTreeSet<PathBuf>) -> BTreeSet<PathBuf> {
+    let mut dirs = BTreeSet::new();
+    for f in paths {
+        if let Some(parent) = f.parent().filter(|p| p.is_dir()) {
+            dirs.insert(parent.to_path_buf());
+        }
+    }
+    for p in patterns {
+        let literal: Vec<&str> = p.split('/').take_while(|s| !drift::is_glob(s)).collect();
+        let base = literal.join("/");
+        let dir = if drift::is_glob(p) {
+            PathBuf::from(if base.is_empty() { "/".into() } else { base })
+        } else {
+            Path::new(p)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default()
+        };
+        if dir.is_dir() {
+            dirs.insert(dir);
+        }
+    }
+    dirs
+}
+
+/// Wakes a scan when inotify sees a change in a watched directory (where inotify exists;
+/// elsewhere the schedule alone drives scans).
+#[derive(Debug, Clone)]
+pub struct Watcher {
+    inner: Option<Arc<Inner>>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    fd: std::os::fd::OwnedFd,
+    watching: Mutex<BTreeMap<PathBuf, i32>>,
+}
+
+impl Watcher {
+    /// Starts the watching thread; `wake` is notified (coalesced) after changes.
+    pub fn start(wake: Arc<tokio::sync::Notify>) -> Watcher {
+        use rustix::fs::inotify;
+        let fd = match inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
+        {
+            Ok(fd) => fd,
+            Err(e) => {
+                tracing::info!(error = %e, "no inotify here; configuration scans follow the schedule only");
+                return Watcher { inner: None };
+            }
+        };
+        let inner = Arc::new(Inner {
+            fd,
+            watching: Mutex::new(BTreeMap::new()),
+        });
+        let shared = inner.clone();
+        let started = std::thread::Builder::new()
+            .name("config-watch".into())
+            .spawn(move || watch_loop(&shared, &wake));
+        match started {
+            Ok(_) => Watcher { inner: Some(inner) },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the configuration watcher; scans follow the schedule only");
+                Watcher { inner: None }
+            }
+        }
+    }
+
+    /// The directories to watch from now on (watches are in place when this returns).
+    pub fn set(&self, dirs: BTreeSet<PathBuf>) {
+        use rustix::fs::inotify;
+        let Some(inner) = &self.inner else { return };
+        let Ok(mut watching) = inner.watching.lock() else {
+            return;
+        };
+        for (dir, wd) in watching.clone() {
+            if !dirs.contains(&dir) {
+                let _ = inotify::remove_watch(&inner.fd, wd);
+                watching.remove(&dir);
+            }
+        }
+        for dir in dirs {
+            if watching.contains_key(&dir) {
+                continue;
+            }
+            let flags = inotify::WatchFlags::CLOSE_WRITE
+                | inotify::WatchFlags::MOVED_TO
+                | inotify::WatchFlags::MOVED_FROM
+                | inotify::WatchFlags::CREATE
+                | inotify::WatchFlags::DELETE
+                | inotify::WatchFlags::ATTRIB
+                | inotify::WatchFlags::ONLYDIR;
+            match inotify::add_watch(&inner.fd, &dir, flags) {
+                Ok(wd) => {
+                    watching.insert(dir, wd);
+                }
+                Err(e) => tracing::debug!(dir = %dir.display(), error = %e, "cannot watch"),
+            }
+        }
+    }
+}
+
+fn watch_loop(inner: &Inner, wake: &tokio::sync::Notify) {
+    use rustix::fs::inotify;
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
+    loop {
+        let mut changed = false;
+        let mut reader = inotify::Reader::new(&inner.fd, &mut buf);
+        while reader.next().is_ok() {
+            changed = true;
+        }
+        if changed {
+            wake.notify_one();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpkg_and_rpm_outputs_are_read() {
+        let owners = parse_owners(
+            "diversion by dash from: /bin/sh\nopenssh-server: /etc/ssh/sshd_config\nlibc6:amd64, libc6:i386: /etc/ld.so.conf.d/x.conf\n",
+        );
+        assert_eq!(
+            owners,
+            [
+                (
+                    "openssh-server".to_owned(),
+                    "/etc/ssh/sshd_config".to_owned()
+                ),
+                ("libc6".to_owned(), "/etc/ld.so.conf.d/x.conf".to_owned())
+            ]
+        );
+        let failing = parse_verify(
+            "??5?????? c /etc/app/app.conf\n??5??????   /usr/share/x\nS.5....T.  c /etc/rpm.conf\nmissing     /etc/gone\n",
+        );
+        for p in [
+            "/etc/app/app.conf",
+            "/usr/share/x",
+            "/etc/rpm.conf",
+            "/etc/gone",
+        ] {
+            assert!(failing.contains(p), "{p}");
+        }
+    }
+}
