@@ -342,6 +342,8 @@ string_schema! {
     Label = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$", 100;
     /// A webhook event.
     EventName = r"^(alert\.created|alert\.resolved|drift\.ticket)$", 64;
+    /// A watched configuration path or glob: absolute, no `.` or `..` segment.
+    ConfigPath = r"^(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f-\x9f]*)+$", 4096;
     /// An event a notification channel renders (alerts only).
     AlertEventName = r"^(alert\.created|alert\.resolved)$", 64;
     /// An action kind an EAT may carry.

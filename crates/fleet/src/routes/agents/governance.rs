@@ -24,7 +24,7 @@ pub struct GovernanceIn {
     /// `[...]` within a segment, `**` for any depth), at most 256. Absent or null: the
     /// default list of security-relevant files.
     #[serde(default)]
-    #[schema(max_items = 256)]
+    #[schema(value_type = Option<Vec<crate::openapi::ConfigPath>>, max_items = 256)]
     pub config_paths: Option<Vec<String>>,
     /// Seconds between configuration scans, 10 to 86400 (default 3600); the agent also
     /// scans when inotify sees a change under `/etc`.
