@@ -5,7 +5,8 @@
 //! rebase.
 //!
 //! What it offers: [`on_config_scan`] (the fleet's `ConfigReports` event, installed by the
-//! composition root), [`service::summaries`] (per-host drift for the Trust Score),
+//! composition root), [`service::unexplained`] (the tenant's unexplained drift, for the
+//! Trust Score),
 //! [`rules::evaluate`] (the pure evaluation, for the benchmark), and [`capability`].
 //!
 //! Architecture invariant: it reads other capabilities only through their `lib.rs` (fleet

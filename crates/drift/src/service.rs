@@ -346,29 +346,22 @@ pub async fn list(
         .collect())
 }
 
-/// Per host: how many watched paths are ok, drifted (unexplained), explained.
-#[derive(Debug, Clone, Default)]
-pub struct HostSummary {
-    /// Watched paths.
-    pub watched: i64,
-    /// Paths not ok and not explained.
-    pub unexplained: i64,
-}
-
-/// The drift summary of each of a tenant's hosts that reported a scan (for the Trust Score).
-pub async fn summaries(
+/// The tenant's drifted files that no package update explains, `(host, path)` by host and
+/// path; `None` while no host of the tenant reported a scan (for the Trust Score: no inputs).
+pub async fn unexplained(
     ex: &mut impl trusthub_store::Exec,
     tenant: TenantId,
-) -> StoreResult<std::collections::BTreeMap<Uuid, HostSummary>> {
-    let mut out = std::collections::BTreeMap::<Uuid, HostSummary>::new();
-    for r in store::list(ex, tenant, None, None).await? {
-        let s = out.entry(r.agent_id).or_default();
-        s.watched += 1;
-        if rules::unexplained(&r) {
-            s.unexplained += 1;
-        }
+) -> StoreResult<Option<Vec<(Uuid, String)>>> {
+    let all = store::list(ex, tenant, None, None).await?;
+    if all.is_empty() {
+        return Ok(None);
     }
-    Ok(out)
+    Ok(Some(
+        all.into_iter()
+            .filter(rules::unexplained)
+            .map(|r| (r.agent_id, r.path))
+            .collect(),
+    ))
 }
 
 /// Who rebased (CONTRACT 20).

@@ -7,7 +7,7 @@
 //! endpoint JSON), [`service`] (the score of a tenant now), and [`capability`].
 //!
 //! Architecture invariant: it reads other capabilities only through their `lib.rs`
-//! (fleet, certs, vulns, slo, monitors, auto-patch, identity).
+//! (fleet, certs, vulns, slo, monitors, auto-patch, drift, identity).
 
 pub mod badge;
 pub mod routes;

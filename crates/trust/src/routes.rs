@@ -23,7 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 /// capability knows: each component with its effective weight and every lost point with its
 /// reason; `inputs_sha256` identifies the inputs (the same inputs always give the same
 /// score). A history point is recorded when the inputs changed or the last one is 30
-/// minutes old. Drift has no inputs until configuration drift is watched.
+/// minutes old. Drift has no inputs until a host of the tenant reported a configuration scan.
 #[utoipa::path(get, path = "/trust-score/v12/tenant", tag = "trust",
     responses((status = 200, body = ScoreView)))]
 pub(crate) async fn get_score(

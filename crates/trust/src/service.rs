@@ -101,6 +101,16 @@ pub async fn inputs(
                 packages,
             })
             .collect();
+    let drift = trusthub_drift::service::unexplained(&mut c, tenant)
+        .await?
+        .map(|list| {
+            list.into_iter()
+                .map(|(agent, path)| score::Drift {
+                    agent_id: agent.to_string(),
+                    path,
+                })
+                .collect()
+        });
     let names = trusthub_monitors::app_names(&mut c, tenant).await?;
     let slos = trusthub_slo::slo_states(&mut c, tenant)
         .await?
@@ -142,8 +152,7 @@ pub async fn inputs(
     Ok(Inputs {
         hosts,
         rolled_back,
-        // Configuration drift is not watched yet: the component has no inputs.
-        drift: None,
+        drift,
         slos,
         anomalies,
         admins,

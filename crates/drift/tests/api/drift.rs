@@ -249,6 +249,20 @@ async fn scans_drift_explanations_rebases_and_tickets(b: Backend) {
     )
     .await;
     assert_eq!(drift_alerts(&app).await.len(), 1);
+    // The Trust Score's drift component loses 10 points for the unexplained file only.
+    let score = body(app.get("/trust-score/v12/tenant", &app.owner).await).await;
+    let d = score["components"]
+        .as_array()
+        .and_then(|c| c.iter().find(|x| x["id"] == "drift"))
+        .expect("drift component");
+    assert_eq!(d["score"], 90.0, "{d}");
+    assert_eq!(d["reasons"][0]["code"], "unexplained_drift");
+    assert!(
+        d["reasons"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/etc/app.d/x.conf"))
+    );
+    assert_eq!(d["reasons"][0]["subject_ref"], format!("agent:{}", host.id));
     let got = eventually(15, "a drift.ticket delivery", || async {
         let t = tickets(&hook);
         (!t.is_empty()).then_some(t)
