@@ -109,6 +109,13 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::autopatch::AutopatchCmd,
     },
+    /// Configuration drift: watched files not as in their baseline, and rebases.
+    Drift {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::drift::DriftCmd,
+    },
     /// The tenant's Trust Score: components, reasons, a gate for scripts.
     Trust {
         #[command(flatten)]
@@ -776,6 +783,7 @@ async fn hub_main() -> ExitCode {
         Command::Actions { g, cmd } => Some(remote::actions(cmd, &g).await),
         Command::Autopatch { g, cmd } => Some(remote::autopatch::autopatch(cmd, &g).await),
         Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
+        Command::Drift { g, cmd } => Some(remote::drift::drift(cmd, &g).await),
         Command::Trust { g, cmd } => Some(remote::trust::trust(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),

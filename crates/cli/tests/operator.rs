@@ -478,6 +478,71 @@ async fn every_verb_against(db_url: Option<&str>) {
             .code(),
         Some(2)
     );
+    // Drift: the real agent runs until its first configuration scan of this host (the
+    // default watch list) reached the hub; nothing drifted; a rebase adopts a file, an
+    // unwatched path is refused naming it.
+    let mut running = Command::new(&agent)
+        .args(["run", "--interval-secs", "1", "--state-dir"])
+        .arg(dir.0.join("agent"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("agent runs");
+    let mut scanned = serde_json::Value::Null;
+    for _ in 0..150 {
+        scanned = json_of(&cli(
+            &config,
+            &["drift", "ls", "--status", "all", "-o", "json"],
+            "",
+            &[],
+        ));
+        if scanned.as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = running.kill();
+    let _ = running.wait();
+    assert!(
+        scanned.as_array().is_some_and(|a| a
+            .iter()
+            .any(|r| r["path"] == "/etc/passwd" && r["status"] == "ok")),
+        "{scanned}"
+    );
+    let o = cli(&config, &["drift", "ls"], "", &[]);
+    assert!(
+        ok(&o).trim().is_empty() || !ok(&o).contains("/etc/passwd"),
+        "{}",
+        text(&o)
+    );
+    let rb = json_of(&cli(
+        &config,
+        &[
+            "drift",
+            "rebase",
+            &agent_id,
+            "--path",
+            "/etc/passwd",
+            "--reason",
+            "cli test",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(rb["paths"][0]["path"], "/etc/passwd", "{rb}");
+    assert_eq!(rb["by"]["type"], "user");
+    let o = cli(
+        &config,
+        &[
+            "drift", "rebase", &agent_id, "--path", "/nowhere", "--reason", "x",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("/nowhere is not watched"), "{}", err(&o));
     // Update all: the plan is empty; an unknown ecosystem is the hub's 422, said plainly.
     let o = cli(&config, &["cve", "update-all", "--dry-run"], "", &[]);
     ok(&o);
