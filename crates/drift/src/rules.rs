@@ -111,13 +111,7 @@ pub fn evaluate(
                 out.inserts.push(row);
             }
             Some(old) => {
-                let same_report = old.current.as_ref().is_some_and(|c| {
-                    c.same_as(h)
-                        && c.package == h.package
-                        && c.package_version == h.package_version
-                        && c.package_verified == h.package_verified
-                });
-                if same_report {
+                if old.current.as_ref() == Some(h) {
                     continue;
                 }
                 let status = drift::status(old.baseline.as_ref(), Some(h));
@@ -322,7 +316,7 @@ mod tests {
         );
         assert!(c.raise.is_empty());
         assert_eq!(
-            c.updates[0].explained.as_ref().unwrap()["from_version"],
+            c.updates[0].explained.as_ref().expect("explained")["from_version"],
             "1.0"
         );
         let mut hand = v2;

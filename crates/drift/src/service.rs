@@ -37,12 +37,31 @@ pub async fn on_config_scan(
     scan: &ConfigScan,
     now: OffsetDateTime,
 ) -> StoreResult<()> {
-    let held = store::of_agent(&mut *tx, scan.tenant, scan.agent_id).await?;
     let known: HashSet<String> = store::patterns(&mut *tx, scan.agent_id)
         .await?
         .into_iter()
         .map(|(p, _)| p)
         .collect();
+    // Almost every scan reports what the hub holds: compare the stored text first and read
+    // no row in full when nothing changed.
+    if scan.patterns.iter().all(|p| known.contains(p)) {
+        let stored: std::collections::HashMap<String, Option<String>> =
+            store::reported(&mut *tx, scan.tenant, scan.agent_id)
+                .await?
+                .into_iter()
+                .collect();
+        let reported = stored.values().filter(|c| c.is_some()).count();
+        let same = reported == scan.hashes.len()
+            && scan.hashes.iter().all(|h| {
+                stored
+                    .get(&h.path)
+                    .is_some_and(|c| c.as_deref() == Some(store::report_json(h).as_str()))
+            });
+        if same {
+            return Ok(());
+        }
+    }
+    let held = store::of_agent(&mut *tx, scan.tenant, scan.agent_id).await?;
     let changes = rules::evaluate(
         scan.agent_id,
         &held,

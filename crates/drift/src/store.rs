@@ -72,7 +72,7 @@ const COLUMNS: &str =
     "agent_id, path, status, baseline, baseline_at, current, reported_at, changed_at, explained";
 
 fn json(h: Option<&ConfigHash>) -> Option<String> {
-    h.map(|h| serde_json::to_string(h).unwrap_or_default())
+    h.map(report_json)
 }
 
 /// Every watched path of a host, by path.
@@ -86,6 +86,23 @@ pub async fn of_agent(
     );
     let rows = on!(ex, c => sqlx::query_as::<_, Raw>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(agent).fetch_all(&mut *c).await?);
     rows.into_iter().map(FileRow::try_from).collect()
+}
+
+/// A host's reported state as stored, unparsed: `(path, current JSON)` — what a steady scan
+/// is compared with before any row is read in full.
+pub async fn reported(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Uuid,
+) -> StoreResult<Vec<(String, Option<String>)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (String, Option<String>)>(
+        "SELECT path, current FROM drift_files WHERE tenant_id = $1 AND agent_id = $2 ORDER BY path")
+        .bind(tenant.0).bind(agent).fetch_all(&mut *c).await?))
+}
+
+/// The JSON a report is stored as (deterministic: the same report, the same text).
+pub fn report_json(h: &ConfigHash) -> String {
+    serde_json::to_string(h).unwrap_or_default()
 }
 
 /// The tenant's watched paths, optionally of one host and in one state.

@@ -30,6 +30,9 @@ pub fn pages() -> axum::Router<AppState> {
 /// One attribute of a path: its name, baseline value, current value, whether they differ.
 type Cell = (&'static str, String, String, bool);
 
+/// How an attribute is shown.
+type Show = fn(&Attributes) -> Option<String>;
+
 /// A path as the pages show it.
 struct Row {
     agent_id: String,
@@ -43,8 +46,8 @@ struct Row {
 
 fn cells(b: Option<&Attributes>, c: Option<&Attributes>) -> Vec<Cell> {
     let show = |v: Option<String>| v.unwrap_or_else(|| "—".into());
-    let pick = |f: fn(&Attributes) -> Option<String>| (show(b.and_then(f)), show(c.and_then(f)));
-    let attrs: [(&'static str, fn(&Attributes) -> Option<String>); 8] = [
+    let pick = |f: Show| (show(b.and_then(f)), show(c.and_then(f)));
+    let attrs: [(&'static str, Show); 8] = [
         ("sha256", |a| a.sha256.clone()),
         ("kind", |a| Some(a.kind.clone())),
         ("size", |a| a.size.map(|s| s.to_string())),

@@ -17,7 +17,7 @@ CREATE TABLE drift_files (
     explained TEXT,
     PRIMARY KEY (agent_id, path)
 );
-CREATE INDEX drift_files_tenant ON drift_files (tenant_id, status);
+CREATE INDEX drift_files_tenant ON drift_files (tenant_id, agent_id);
 CREATE TABLE drift_patterns (
     agent_id UUID NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
     pattern TEXT NOT NULL,
