@@ -19,6 +19,8 @@ use trusthub_core::drift::{self, ConfigHash, Kind, MAX_REPORTED_FILES};
 pub struct PackageDb {
     /// `dpkg --admindir`.
     pub dpkg_admindir: Option<PathBuf>,
+    /// `rpm --dbpath` (set: rpm is asked even where dpkg exists).
+    pub rpm_dbpath: Option<PathBuf>,
 }
 
 /// Scans the watched patterns: every literal path (as `missing` when absent) and every
@@ -196,10 +198,10 @@ pub fn attach_packages(files: &mut [ConfigHash], db: &PackageDb) {
     if present.is_empty() {
         return;
     }
-    let (owners, versions, failing) = if have("dpkg-query") {
+    let (owners, versions, failing) = if db.rpm_dbpath.is_none() && have("dpkg-query") {
         dpkg_facts(&present, db)
     } else if have("rpm") {
-        rpm_facts(&present)
+        rpm_facts(&present, db)
     } else {
         return;
     };
@@ -253,21 +255,46 @@ fn dpkg_facts(paths: &[&str], db: &PackageDb) -> Facts {
     (owners, versions, failing)
 }
 
+fn rpm(db: &PackageDb) -> Command {
+    let mut c = Command::new("rpm");
+    if let Some(dir) = &db.rpm_dbpath {
+        c.arg("--dbpath").arg(dir);
+    }
+    c.env("LC_ALL", "C");
+    c
+}
+
 /// The same from `rpm -qf`, `rpm -q` and `rpm -V`.
-fn rpm_facts(paths: &[&str]) -> Facts {
+fn rpm_facts(paths: &[&str], db: &PackageDb) -> Facts {
     let mut owners = HashMap::new();
     for chunk in paths.chunks(200) {
-        let Some(out) = run(Command::new("rpm")
-            .env("LC_ALL", "C")
+        let Some(out) = run(rpm(db)
             .args(["-qf", "--queryformat", "%{NAME}\n"])
             .args(chunk))
         else {
             continue;
         };
-        // One line per path, in order ("file ... is not owned by any package" for others).
-        for (line, path) in out.lines().zip(chunk) {
+        // One line per path, in order ("file ... is not owned by any package" for others); a
+        // file gone meanwhile is said on stderr, and then each path is asked alone.
+        let lines: Vec<&str> = out.lines().collect();
+        let answers: Vec<(String, &str)> = if lines.len() == chunk.len() {
+            lines
+                .iter()
+                .zip(chunk)
+                .map(|(l, p)| ((*l).to_owned(), *p))
+                .collect()
+        } else {
+            chunk
+                .iter()
+                .filter_map(|p| {
+                    let one = run(rpm(db).args(["-qf", "--queryformat", "%{NAME}\n"]).arg(p))?;
+                    Some((one.lines().next().unwrap_or_default().to_owned(), *p))
+                })
+                .collect()
+        };
+        for (line, path) in answers {
             if !line.contains(' ') && !line.is_empty() {
-                owners.insert((*path).to_owned(), line.to_owned());
+                owners.insert(path.to_owned(), line);
             }
         }
     }
@@ -275,7 +302,7 @@ fn rpm_facts(paths: &[&str]) -> Facts {
     let mut versions = HashMap::new();
     let mut failing = HashSet::new();
     if !list.is_empty() {
-        if let Some(out) = run(Command::new("rpm")
+        if let Some(out) = run(rpm(db)
             .args(["-q", "--queryformat", "%{NAME}\t%{VERSION}-%{RELEASE}\n"])
             .args(&list))
         {
@@ -285,7 +312,7 @@ fn rpm_facts(paths: &[&str]) -> Facts {
                 }
             }
         }
-        if let Some(out) = run(Command::new("rpm").env("LC_ALL", "C").arg("-V").args(&list)) {
+        if let Some(out) = run(rpm(db).arg("-V").args(&list)) {
             failing = parse_verify(&out);
         }
     }

@@ -77,6 +77,9 @@ pub struct Options {
     /// default the host's).
     #[arg(long, env = "TRUSTHUB_AGENT_DPKG_ADMINDIR", hide = true)]
     pub dpkg_admindir: Option<PathBuf>,
+    /// rpm's database directory for configuration scans (asks rpm even where dpkg exists).
+    #[arg(long, env = "TRUSTHUB_AGENT_RPM_DBPATH", hide = true)]
+    pub rpm_dbpath: Option<PathBuf>,
 }
 
 /// Facts about this host for registration.
@@ -259,6 +262,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let watcher = drift::Watcher::start(config_wake.clone());
     let package_db = drift::PackageDb {
         dpkg_admindir: opts.dpkg_admindir.clone(),
+        rpm_dbpath: opts.rpm_dbpath.clone(),
     };
     tokio::pin!(shutdown);
     loop {

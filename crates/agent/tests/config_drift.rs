@@ -174,6 +174,7 @@ fn the_dpkg_database_owns_verifies_and_explains_an_upgrade() {
     rig.install(&v1);
     let db = PackageDb {
         dpkg_admindir: Some(rig.admindir.clone()),
+        rpm_dbpath: None,
     };
     let patterns = vec![format!("{}/etc/thdrift/*", t.0.display())];
     let base = scan(&patterns, &db);
@@ -212,6 +213,100 @@ fn the_dpkg_database_owns_verifies_and_explains_an_upgrade() {
         Some(true),
         "the other file still verifies"
     );
+}
+
+/// An rpm package built with `rpmbuild` whose file lives in the test directory.
+fn rpm_package(t: &Path, version: &str, conf: &Path) -> PathBuf {
+    let top = t.join("rpmbuild");
+    std::fs::create_dir_all(top.join("SPECS")).expect("dirs");
+    let spec = top.join(format!("SPECS/thrpm-{version}.spec"));
+    std::fs::write(
+        &spec,
+        format!(
+            "Name: thrpm\nVersion: {version}\nRelease: 1\nSummary: drift test\nLicense: MIT\nBuildArch: noarch\n\
+             %description\ndrift test\n%install\nmkdir -p %{{buildroot}}{dir}\necho \"port = {version}\" > %{{buildroot}}{conf}\n\
+             %files\n%config {conf}\n",
+            dir = conf.parent().expect("dir").display(),
+            conf = conf.display()
+        ),
+    )
+    .expect("spec");
+    let out = Command::new("rpmbuild")
+        .args(["-bb", "--quiet", "--define"])
+        .arg(format!("_topdir {}", top.display()))
+        .arg(&spec)
+        .output()
+        .expect("rpmbuild");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    top.join(format!("RPMS/noarch/thrpm-{version}-1.noarch.rpm"))
+}
+
+fn rpm(dbpath: &Path, args: &[&str], file: &Path) {
+    let out = Command::new("rpm")
+        .arg("--dbpath")
+        .arg(dbpath)
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("rpm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_rpm_database_owns_verifies_and_explains_an_upgrade() {
+    let t = TempDir::new();
+    let dbpath = t.0.join("rpmdb");
+    std::fs::create_dir_all(&dbpath).expect("db");
+    let out = Command::new("rpm")
+        .arg("--dbpath")
+        .arg(&dbpath)
+        .arg("--initdb")
+        .output()
+        .expect("rpm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let conf = t.0.join("etc/thrpm/app.conf");
+    let v1 = rpm_package(&t.0, "1.0", &conf);
+    let v2 = rpm_package(&t.0, "1.1", &conf);
+    rpm(&dbpath, &["-i", "--nodeps", "--noscripts"], &v1);
+    let db = PackageDb {
+        dpkg_admindir: None,
+        rpm_dbpath: Some(dbpath.clone()),
+    };
+    // A file no package owns is asked about too (rpm answers on stdout for it).
+    std::fs::write(t.0.join("etc/thrpm/local.conf"), "x\n").expect("w");
+    let patterns = vec![format!("{}/etc/thrpm/*", t.0.display())];
+    let base = scan(&patterns, &db);
+    let b = find(&base, &conf).clone();
+    assert_eq!(b.package.as_deref(), Some("thrpm"));
+    assert_eq!(b.package_version.as_deref(), Some("1.0-1"));
+    assert_eq!(b.package_verified, Some(true));
+    assert_eq!(find(&base, &t.0.join("etc/thrpm/local.conf")).package, None);
+    rpm(&dbpath, &["-U", "--nodeps", "--noscripts"], &v2);
+    let up = scan(&patterns, &db);
+    let u = find(&up, &conf);
+    assert_eq!(u.package_version.as_deref(), Some("1.1-1"));
+    assert_eq!(u.package_verified, Some(true));
+    assert!(drift::explain(&b, u).is_some_and(|e| e.to_version == "1.1-1"));
+    std::fs::write(&conf, "port = 1.1\nbind = 0.0.0.0\n").expect("edit");
+    let hand = scan(&patterns, &db);
+    assert_eq!(
+        find(&hand, &conf).package_verified,
+        Some(false),
+        "rpm -V flags it"
+    );
+    assert_eq!(drift::explain(&b, find(&hand, &conf)), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -425,6 +425,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         ca_cert,
         cert_check_secs: 86_400,
         dpkg_admindir: None,
+        rpm_dbpath: None,
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",
