@@ -11,6 +11,7 @@ pub mod checks;
 pub mod cli;
 pub mod client;
 pub mod collect;
+pub mod console;
 pub mod drift;
 pub mod emergency;
 pub mod inventory;
@@ -80,6 +81,12 @@ pub struct Options {
     /// rpm's database directory for configuration scans (asks rpm even where dpkg exists).
     #[arg(long, env = "TRUSTHUB_AGENT_RPM_DBPATH", hide = true)]
     pub rpm_dbpath: Option<PathBuf>,
+    /// Accept emergency console sessions (a recorded shell opened by an admin from the hub).
+    #[arg(long, env = "TRUSTHUB_AGENT_ALLOW_CONSOLE")]
+    pub allow_console: bool,
+    /// The user whose login shell a console runs.
+    #[arg(long, env = "TRUSTHUB_AGENT_CONSOLE_USER", default_value = "root")]
+    pub console_user: String,
 }
 
 /// Facts about this host for registration.
@@ -216,7 +223,14 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let dir = StateDir::open(&opts.state_dir).map_err(|e| e.to_string())?;
     let key = dir.signing_key().map_err(|e| e.to_string())?;
     let reg = ensure_registered(&opts, &dir).await?;
-    let allowlist = allow::load_all(dir.path(), opts.allow_actions.as_deref())?;
+    let mut allowlist = allow::load_all(dir.path(), opts.allow_actions.as_deref())?;
+    // Consoles only with --allow-console (CONTRACT 22): else the hub's session fails.
+    allowlist
+        .kinds
+        .retain(|k| k != "console_open" || opts.allow_console);
+    if opts.allow_console && !allowlist.kinds.iter().any(|k| k == "console_open") {
+        allowlist.kinds.push("console_open".into());
+    }
     let allowed = allowlist.kinds.clone();
     if let Err(e) = ensure_client_cert(&opts, &dir, &reg, false).await {
         tracing::warn!(error = %e, "cannot renew the client certificate now; retried at the next check");
@@ -243,7 +257,13 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         "agent running"
     );
 
-    let socket = ws::Socket::new(&reg, dir.path(), allowlist, ca.as_deref())?;
+    let socket = ws::Socket::new(
+        &reg,
+        dir.path(),
+        allowlist,
+        ca.as_deref(),
+        &opts.console_user,
+    )?;
     let action_socket = tokio::spawn(socket.run());
     let checks = checks::Checks::default();
     let checker = tokio::spawn(checks.clone().run());

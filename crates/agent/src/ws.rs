@@ -29,6 +29,14 @@ pub struct Socket {
     allowed: crate::allow::Allowlist,
     seen: SeenJtis,
     state_dir: std::path::PathBuf,
+    /// Console sessions (CONTRACT 22) and the user their shells run as.
+    consoles: crate::console::Consoles,
+    console_user: String,
+    /// Console frames for the hub (output, exits).
+    console_out: (
+        tokio::sync::mpsc::Sender<String>,
+        tokio::sync::mpsc::Receiver<String>,
+    ),
     /// Answers of actions still running or not sent yet: they survive a redial.
     answers: (
         tokio::sync::mpsc::Sender<actions::Answer>,
@@ -43,6 +51,7 @@ impl Socket {
         state_dir: &std::path::Path,
         allowed: crate::allow::Allowlist,
         ca_pem: Option<&[u8]>,
+        console_user: &str,
     ) -> Result<Socket, String> {
         let agent_id = Uuid::parse_str(&reg.agent_id).map_err(|e| e.to_string())?;
         let hub_key = trusthub_core::agent::parse_public_key(&reg.hub_eat_public_key)
@@ -82,6 +91,9 @@ impl Socket {
             allowed,
             seen: SeenJtis::load(state_dir),
             state_dir: state_dir.to_owned(),
+            consoles: crate::console::Consoles::default(),
+            console_user: console_user.to_owned(),
+            console_out: tokio::sync::mpsc::channel(256),
             answers: tokio::sync::mpsc::channel(64),
         })
     }
@@ -141,10 +153,19 @@ impl Socket {
                         Message::Text(text) => {
                             let v: serde_json::Value =
                                 serde_json::from_str(text.as_str()).unwrap_or_default();
+                            if self.consoles.on_frame(&v) {
+                                continue;
+                            }
                             if v["type"] == "eat"
                                 && let Some(token) = v["token"].as_str()
                             {
                                 match actions::accept(token, &self.hub_key, self.agent_id, &self.allowed.kinds, &mut self.seen) {
+                                    Ok(claims) if claims.act == "console_open" => {
+                                        let answer = self.open_console(&claims);
+                                        ws.send(Message::Text(actions::frame(&answer).into()))
+                                            .await
+                                            .map_err(|e| e.to_string())?;
+                                    }
                                     Ok(claims) => {
                                         let ctx = actions::Context {
                                             allowed: self.allowed.clone(),
@@ -167,6 +188,10 @@ impl Socket {
                         _ => {}
                     }
                 }
+                Some(out) = self.console_out.1.recv() => {
+                    // Console output is live: a frame lost with the connection is not resent.
+                    ws.send(Message::Text(out.into())).await.map_err(|e| e.to_string())?;
+                }
                 Some(answer) = self.answers.1.recv() => {
                     if let Err(e) = ws.send(Message::Text(actions::frame(&answer).into())).await {
                         // Sent again on the next connection.
@@ -175,6 +200,41 @@ impl Socket {
                     }
                 }
             }
+        }
+    }
+
+    /// Opens the console an accepted `console_open` token asks for (its `args`: `session_id`,
+    /// `cols`, `rows`); the action's answer says whether the shell started.
+    fn open_console(&self, claims: &trusthub_core::eat::Claims) -> actions::Answer {
+        let session = claims.args["session_id"].as_str().unwrap_or_default();
+        let cols = claims.args["cols"].as_u64().unwrap_or(80).clamp(1, 1000) as u16;
+        let rows = claims.args["rows"].as_u64().unwrap_or(24).clamp(1, 1000) as u16;
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        match self.consoles.open(
+            session,
+            cols,
+            rows,
+            &self.console_user,
+            self.console_out.0.clone(),
+        ) {
+            Ok(shell) => actions::Answer::Result {
+                jti: claims.jti.clone(),
+                exit_code: 0,
+                stdout: serde_json::json!({"user": self.console_user, "shell": shell}).to_string(),
+                stderr: String::new(),
+                note: None,
+                finished_at: now,
+            },
+            Err(e) => actions::Answer::Result {
+                jti: claims.jti.clone(),
+                exit_code: -1,
+                stdout: String::new(),
+                stderr: e,
+                note: None,
+                finished_at: now,
+            },
         }
     }
 

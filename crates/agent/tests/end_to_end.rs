@@ -2039,3 +2039,405 @@ async fn config_drift_is_explained_by_a_package_upgrade_and_a_change_by_hand_ale
         "{alerts}"
     );
 }
+
+/// A console's WebSocket from the test, as a browser of the hub would open it.
+struct Term {
+    ws: tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
+    seen: String,
+}
+
+impl Term {
+    async fn open(f: &Fixture, ws_url: &str) -> Term {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut req = ws_url.into_client_request().expect("request");
+        req.headers_mut()
+            .insert("cookie", f.cookie.parse().expect("cookie"));
+        req.headers_mut()
+            .insert("origin", f.base.parse().expect("origin"));
+        let addr = f.base.trim_start_matches("http://").to_owned();
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("tcp");
+        let (ws, _) = tokio_tungstenite::client_async(req, tcp)
+            .await
+            .expect("the console socket opens");
+        Term {
+            ws,
+            seen: String::new(),
+        }
+    }
+
+    async fn send(&mut self, v: Value) {
+        use futures_util::SinkExt;
+        self.ws
+            .send(tokio_tungstenite::tungstenite::Message::Text(
+                v.to_string().into(),
+            ))
+            .await
+            .expect("send");
+    }
+
+    async fn type_line(&mut self, line: &str) {
+        self.send(json!({"type": "input", "data": format!("{line}\n")}))
+            .await;
+    }
+
+    /// Reads output until `want` shows (panics after 20 s); `Some(code)` when the session
+    /// exited first.
+    async fn until(&mut self, want: &str) -> Option<Option<i64>> {
+        self.until_fn(want, |s| s.contains(want)).await
+    }
+
+    async fn until_fn(&mut self, want: &str, done: impl Fn(&str) -> bool) -> Option<Option<i64>> {
+        use futures_util::StreamExt;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !done(&self.seen) {
+            let msg = tokio::time::timeout_at(deadline, self.ws.next())
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("`{want}` never came; the terminal shows: {}", self.seen)
+                });
+            let Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) = msg else {
+                return Some(None);
+            };
+            let v: Value = serde_json::from_str(t.as_str()).expect("json frame");
+            match v["type"].as_str() {
+                Some("output") => self.seen.push_str(v["data"].as_str().unwrap_or_default()),
+                Some("exit") => return Some(v["code"].as_i64()),
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+async fn console_start(f: &Fixture, agent: &str, code: String) -> reqwest::Response {
+    f.client
+        .post(format!("{}/api/v1/agents/{agent}/console/start", f.base))
+        .header("cookie", &f.cookie)
+        .header("x-totp-code", code)
+        .json(&json!({"reason": "disk full on /var", "cols": 80, "rows": 24}))
+        .send()
+        .await
+        .expect("start")
+}
+
+/// Checks an asciicast v2 file line by line: the header's keys, non-decreasing times, event
+/// codes; answers the events.
+fn check_cast(cast: &str) -> Vec<Value> {
+    let mut lines = cast.lines();
+    let header: Value = serde_json::from_str(lines.next().expect("header")).expect("header json");
+    assert_eq!(header["version"], 2, "{header}");
+    for k in ["width", "height", "timestamp"] {
+        assert!(header[k].as_i64().is_some(), "{k} in {header}");
+    }
+    assert!(
+        header["title"]
+            .as_str()
+            .is_some_and(|t| t.contains(": disk full on /var")),
+        "{header}"
+    );
+    assert_eq!(header["env"]["TERM"], "xterm-256color");
+    assert!(
+        header["env"]["SHELL"]
+            .as_str()
+            .is_some_and(|s| s.starts_with('/')),
+        "{header}"
+    );
+    let mut last = 0.0;
+    let mut events = Vec::new();
+    for l in lines {
+        let e: Value = serde_json::from_str(l).expect("event json");
+        let t = e[0].as_f64().expect("time");
+        assert!(t >= last, "times go forward: {l}");
+        last = t;
+        assert!(
+            ["o", "r", "i"].contains(&e[1].as_str().unwrap_or_default()),
+            "{l}"
+        );
+        assert!(e[2].is_string(), "{l}");
+        events.push(e);
+    }
+    events
+}
+
+/// The emergency console with the real agent on a real PTY (CONTRACT 22): a typed command and
+/// its output, a resize `stty size` sees, a terminate that kills a background child, an exit
+/// code, the recording checked line by line and its hash; a host without `--allow-console`
+/// fails the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_runs_a_real_shell_records_it_and_a_terminate_kills_its_background_jobs() {
+    let state = TempDir::new();
+    let f = fixture().await;
+    let token = f.enrollment_token(json!([])).await;
+    let _agent = Agent::start(
+        &state.0,
+        &["--hub", &f.base, "--enroll", &token, "--allow-console"],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let t = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    let code = |dt: i64| trusthub_core::totp::code_at(&secret, t + dt);
+
+    // No code, no console.
+    let r = f
+        .client
+        .post(format!("{}/api/v1/agents/{id}/console/start", f.base))
+        .header("cookie", &f.cookie)
+        .json(&json!({"reason": "x"}))
+        .send()
+        .await
+        .expect("start");
+    assert_eq!(r.status(), 403);
+
+    let r = console_start(&f, &id, code(-30)).await;
+    assert_eq!(r.status(), 201);
+    let s: Value = r.json().await.expect("json");
+    let session = s["session_id"].as_str().expect("session").to_owned();
+    let mut term = Term::open(&f, s["ws_url"].as_str().expect("ws_url")).await;
+    // A second connection is refused.
+    let again = f
+        .client
+        .get(
+            s["ws_url"]
+                .as_str()
+                .expect("url")
+                .replace("ws://", "http://"),
+        )
+        .header("cookie", &f.cookie)
+        .header("connection", "upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .send()
+        .await
+        .expect("second");
+    assert_eq!(again.status(), 409);
+    term.type_line("echo hello-$((6*7))").await;
+    assert_eq!(term.until("hello-42").await, None);
+    term.type_line("stty size").await;
+    assert_eq!(term.until("24 80").await, None);
+    term.send(json!({"type": "resize", "cols": 100, "rows": 30}))
+        .await;
+    term.type_line("stty size").await;
+    assert_eq!(term.until("30 100").await, None);
+    // The pid printed as 10000000 + pid, so the echoed command line cannot match.
+    term.type_line("sleep 1000 & echo BG$((10000000+$!))").await;
+    let pid_of = |s: &str| -> Option<i32> {
+        let rest = s.rsplit_once("BG1")?.1;
+        let (digits, _) = rest.split_once("\r\n")?;
+        digits.parse::<i32>().ok()
+    };
+    assert_eq!(
+        term.until_fn("the background pid", |s| pid_of(s).is_some())
+            .await,
+        None
+    );
+    let bg = pid_of(&term.seen).expect("the background pid");
+    assert!(Path::new(&format!("/proc/{bg}")).exists());
+    let list = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/console/sessions?status=active",
+    )
+    .await;
+    assert_eq!(list[0]["id"], session.as_str(), "{list}");
+
+    // Terminate: every process of the console's session dies, the background job too.
+    let r = f
+        .client
+        .delete(format!("{}/api/v1/console/sessions/{session}", f.base))
+        .header("cookie", &f.cookie)
+        .send()
+        .await
+        .expect("terminate");
+    assert_eq!(r.status(), 200);
+    let ended: Value = r.json().await.expect("json");
+    assert_eq!(ended["status"], "terminated");
+    assert_eq!(ended["end_reason"], "admin");
+    for _ in 0..50 {
+        if !Path::new(&format!("/proc/{bg}")).exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !Path::new(&format!("/proc/{bg}")).exists(),
+        "the background sleep was killed"
+    );
+
+    // A second session exits with a code; its recording is checked line by line.
+    let r = console_start(&f, &id, code(30)).await;
+    assert_eq!(r.status(), 201);
+    let s: Value = r.json().await.expect("json");
+    let session = s["session_id"].as_str().expect("session").to_owned();
+    let mut term = Term::open(&f, s["ws_url"].as_str().expect("ws_url")).await;
+    term.type_line("echo recorded-line").await;
+    assert_eq!(term.until("recorded-line\r\n").await, None);
+    term.type_line("exit 3").await;
+    assert_eq!(term.until("never printed").await, Some(Some(3)));
+    let done = wait_until(
+        &f,
+        &format!("/console/sessions?agent_id={id}&status=ended"),
+        10,
+        "the ended session",
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+    )
+    .await;
+    assert_eq!(done[0]["exit_code"], 3);
+    assert_eq!(done[0]["end_reason"], "exit");
+    let cast = f
+        .client
+        .get(format!(
+            "{}/api/v1/console/sessions/{session}/recording",
+            f.base
+        ))
+        .header("cookie", &f.cookie)
+        .send()
+        .await
+        .expect("recording");
+    assert_eq!(cast.headers()["content-type"], "application/x-asciicast");
+    let cast = cast.text().await.expect("text");
+    let events = check_cast(&cast);
+    assert!(
+        events
+            .iter()
+            .any(|e| e[2].as_str().is_some_and(|d| d.contains("recorded-line")))
+    );
+    use sha2::Digest;
+    let sha: String = sha2::Sha256::digest(cast.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(done[0]["recording_sha256"], sha.as_str());
+    assert_eq!(done[0]["recording_bytes"], cast.len());
+    let audit = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/audit-log?event_type=console_session_ended",
+    )
+    .await;
+    assert!(audit.to_string().contains(&session), "{audit}");
+}
+
+async fn wait_session(f: &Fixture, session: &str, what: &str) -> Value {
+    let list = wait_until(f, "/console/sessions", 20, what, |v| {
+        v.as_array().is_some_and(|a| {
+            a.iter()
+                .any(|s| s["id"] == session && !s["ended_at"].is_null())
+        })
+    })
+    .await;
+    list.as_array()
+        .and_then(|a| a.iter().find(|s| s["id"] == session).cloned())
+        .expect("session")
+}
+
+/// A host started without `--allow-console` fails the session (`console_disabled`); an idle
+/// session ends by itself and its shell goes with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_fails_on_a_host_that_refuses_it_and_ends_when_idle() {
+    let state = TempDir::new();
+    let f = fixture_with(|s| s.console_idle_secs = 2).await;
+    let token = f.enrollment_token(json!([])).await;
+    let agent = Agent::start(&state.0, &["--hub", &f.base, "--enroll", &token]);
+    let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let t = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    let code = |dt: i64| trusthub_core::totp::code_at(&secret, t + dt);
+    let r = console_start(&f, &id, code(-30)).await;
+    assert_eq!(
+        r.status(),
+        201,
+        "a start answers 201 whatever the host says"
+    );
+    let s: Value = r.json().await.expect("json");
+    let refused = wait_session(&f, s["session_id"].as_str().expect("id"), "the refusal").await;
+    assert_eq!(refused["status"], "failed");
+    assert_eq!(refused["end_reason"], "console_disabled");
+
+    agent.stop();
+    let _agent = Agent::start(&state.0, &["--allow-console"]);
+    wait_until(&f, "/agents", 30, "the agent back", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    // The reconnection may take a moment to be routable.
+    let mut started = None;
+    for _ in 0..20 {
+        let r = console_start(&f, &id, code(30)).await;
+        if r.status() == 201 {
+            started = Some(r.json::<Value>().await.expect("json"));
+            break;
+        }
+        assert_eq!(r.status(), 409, "only 'not connected' is worth a retry");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let s = started.expect("a session on the host that allows it");
+    let session = s["session_id"].as_str().expect("id").to_owned();
+    let mut term = Term::open(&f, s["ws_url"].as_str().expect("url")).await;
+    term.type_line("echo $$ > /dev/null; echo SH$((10000000+$$))")
+        .await;
+    let pid_of = |s: &str| -> Option<i32> {
+        let rest = s.rsplit_once("SH1")?.1;
+        rest.split_once("\r\n")?.0.parse().ok()
+    };
+    assert_eq!(
+        term.until_fn("the shell's pid", |s| pid_of(s).is_some())
+            .await,
+        None
+    );
+    let shell = pid_of(&term.seen).expect("pid");
+    // No more input: the idle time (2 s) ends it.
+    assert_eq!(term.until("never printed").await, Some(None));
+    let ended = wait_session(&f, &session, "the idle end").await;
+    assert_eq!(ended["status"], "ended");
+    assert_eq!(ended["end_reason"], "idle");
+    for _ in 0..50 {
+        if !Path::new(&format!("/proc/{shell}")).exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !Path::new(&format!("/proc/{shell}")).exists(),
+        "the idle shell was killed"
+    );
+}
+
+/// Strict recording: when the recording cannot be written, there is no session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_whose_recording_cannot_be_written_fails() {
+    let state = TempDir::new();
+    let blocker = TempDir::new();
+    let file = blocker.0.join("not-a-directory");
+    std::fs::write(&file, "x").expect("file");
+    let dir = file.join("console");
+    let f = fixture_with(move |s| s.console_recording_dir = Some(dir)).await;
+    let token = f.enrollment_token(json!([])).await;
+    let _agent = Agent::start(
+        &state.0,
+        &["--hub", &f.base, "--enroll", &token, "--allow-console"],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let t = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    let r = console_start(&f, &id, trusthub_core::totp::code_at(&secret, t - 30)).await;
+    assert_eq!(r.status(), 201);
+    let s: Value = r.json().await.expect("json");
+    let failed = wait_session(&f, s["session_id"].as_str().expect("id"), "the failure").await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["end_reason"], "recording_failed");
+}

@@ -426,6 +426,8 @@ async fn up(args: UpArgs) -> Result<(), String> {
         cert_check_secs: 86_400,
         dpkg_admindir: None,
         rpm_dbpath: None,
+        allow_console: false,
+        console_user: "root".into(),
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",

@@ -137,3 +137,9 @@ pub const TENANT_SETTINGS_CHANGED: &str = "tenant_settings_changed";
 pub const AUTO_UPDATE_ALL_REQUESTED: &str = "auto_update_all_requested";
 /// An operator adopted the current state of watched files as their new baseline (CONTRACT 20).
 pub const CONFIG_REBASED: &str = "config_rebased";
+/// An admin opened an emergency console on a host (CONTRACT 22).
+pub const CONSOLE_SESSION_STARTED: &str = "console_session_started";
+/// A console session ended (exit, idle, maximum duration, recording failure).
+pub const CONSOLE_SESSION_ENDED: &str = "console_session_ended";
+/// An admin terminated a console session.
+pub const CONSOLE_SESSION_TERMINATED_BY_ADMIN: &str = "console_session_terminated_by_admin";

@@ -207,6 +207,19 @@ async fn on_message(
     tenant: TenantId,
     text: &str,
 ) -> StoreResult<()> {
+    if text.contains("\"type\":\"console_") {
+        // A console's frames (CONTRACT 22) belong to the console capability.
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(text)
+            && v["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("console_"))
+        {
+            if let Some(hook) = state.parts.get::<ConsoleFrames>() {
+                (hook.0)(state, agent_id, tenant, &v).await;
+            }
+            return Ok(());
+        }
+    }
     let Ok(msg) = serde_json::from_str::<FromAgent>(text) else {
         tracing::warn!(%agent_id, "unreadable message from an agent ignored");
         return Ok(());
@@ -311,6 +324,19 @@ async fn on_message(
     }
     tx.commit().await
 }
+
+/// What the console capability does with a console frame from an agent (`console_output`,
+/// `console_exit`): a part the composition root installs.
+#[derive(Debug)]
+pub struct ConsoleFrames(pub ConsoleFramesFn);
+
+/// The signature of [`ConsoleFrames`].
+pub type ConsoleFramesFn = for<'a> fn(
+    &'a AppState,
+    Uuid,
+    TenantId,
+    &'a serde_json::Value,
+) -> trusthub_platform::BoxFuture<'a, ()>;
 
 /// An action's result as the capability that asked for it sees it.
 #[derive(Debug, Clone)]

@@ -215,9 +215,23 @@ impl Server {
                     .insert(prices)
                     .insert(ingest)
                     .insert(crate::agent_ws::Connections::default())
-                    .insert(trusthub_fleet::agent_ws::ActionHooks(
-                        trusthub_autopatch::action_hooks(),
+                    .insert(trusthub_fleet::agent_ws::ActionHooks({
+                        let mut hooks = trusthub_autopatch::action_hooks();
+                        hooks.push(("console_open", |state, tx, result, now| {
+                            Box::pin(trusthub_console::service::on_open_result(
+                                state, tx, result, now,
+                            ))
+                        }));
+                        hooks
+                    }))
+                    .insert(trusthub_fleet::agent_ws::ConsoleFrames(
+                        |state, agent, tenant, frame| {
+                            Box::pin(trusthub_console::service::on_agent_frame(
+                                state, agent, tenant, frame,
+                            ))
+                        },
                     ))
+                    .insert(trusthub_console::live::Live::default())
                     .insert(agent_download)
                     .insert(trusthub_platform::names::Namers(
                         crate::capabilities()

@@ -106,6 +106,7 @@ crate::documented! {
     axum::http::HeaderMap => |_d| {};
     axum::extract::State<crate::state::AppState> => |_d| {};
     axum::extract::WebSocketUpgrade => |d| d.errors(&[400]);
+    Result<axum::extract::WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection> => |d| d.errors(&[400]);
 }
 
 impl<T> Documented for crate::extract::Json<T> {

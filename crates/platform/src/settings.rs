@@ -148,6 +148,18 @@ pub struct Settings {
     /// Seconds between evaluations of the SLO burn alerts (60).
     #[arg(long, env = "TRUSTHUB_SLO_EVAL_INTERVAL_SECS", default_value_t = 60)]
     pub slo_eval_interval_secs: u64,
+    /// A console session without input this long ends (900).
+    #[arg(long, env = "TRUSTHUB_CONSOLE_IDLE_SECS", default_value_t = 900)]
+    pub console_idle_secs: u64,
+    /// A console session ends after this long whatever happens (3600).
+    #[arg(long, env = "TRUSTHUB_CONSOLE_MAX_SECS", default_value_t = 3600)]
+    pub console_max_secs: u64,
+    /// Record what the operator types too (`"i"` events), not only what the host shows.
+    #[arg(long, env = "TRUSTHUB_CONSOLE_RECORD_INPUT")]
+    pub console_record_input: bool,
+    /// Where console recordings are written (default `<data dir>/console`).
+    #[arg(long, env = "TRUSTHUB_CONSOLE_RECORDING_DIR")]
+    pub console_recording_dir: Option<std::path::PathBuf>,
     /// Seconds after which every host is scanned again for vulnerabilities (3600); a host whose inventory changed, and every host after an import, sooner.
     #[arg(long, env = "TRUSTHUB_CVE_SCAN_INTERVAL_SECS", default_value_t = 3600)]
     pub cve_scan_interval_secs: u64,
@@ -341,6 +353,10 @@ impl Settings {
             probe_tick_secs: 1,
             rule_eval_interval_secs: 30,
             slo_eval_interval_secs: 60,
+            console_idle_secs: 900,
+            console_max_secs: 3600,
+            console_record_input: false,
+            console_recording_dir: None,
             cve_scan_interval_secs: 3600,
             cve_scan_check_secs: 30,
             cve_alert_min_severity: "HIGH".into(),

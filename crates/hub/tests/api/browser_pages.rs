@@ -286,7 +286,7 @@ async fn an_admin_edits_tests_redelivers_and_deletes_a_webhook(b: Backend) {
     browser.wait_text("Saved.").await;
     let w = body(app.get(&format!("/webhooks/{id}"), &app.owner).await).await;
     assert_eq!(w["min_severity"], "critical", "{w}");
-    assert_eq!(w["events"], json!(["alert.created"]), "{w}");
+    assert_eq!(w["events"], json!(["alert.created", "drift.ticket"]), "{w}");
     assert_eq!(w["agent_filter"]["tag"], "env:prod", "{w}");
     // A bad URL changes nothing.
     browser.set_value("input[name=url]", "ftp://nowhere").await;
