@@ -2441,3 +2441,87 @@ async fn a_console_whose_recording_cannot_be_written_fails() {
     assert_eq!(failed["status"], "failed");
     assert_eq!(failed["end_reason"], "recording_failed");
 }
+
+/// The console from the dashboard (CONTRACT 22): the start form asks for the TOTP code, the
+/// xterm.js terminal shows the real shell and takes keys, the sessions page lists it and
+/// terminates it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_opens_a_console_in_the_browser_types_in_it_and_terminates_it() {
+    let state = TempDir::new();
+    let f = fixture().await;
+    let Some(browser) = webdriver::Browser::start("agent-console").await else {
+        return;
+    };
+    let _agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &f.enrollment_token(json!([])).await,
+            "--allow-console",
+        ],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    // Signed in before TOTP is on (the session stays valid once it is).
+    browser
+        .sign_in(&f.base, "admin@trusthub.local", "agent test password")
+        .await;
+    let now = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    browser.goto(&format!("{}/ui/agents/{id}", f.base)).await;
+    browser
+        .click(&format!("a[href='/ui/agents/{id}/console']"))
+        .await;
+    browser
+        .type_into(
+            "form#console-start input[name=reason]",
+            "nginx will not start",
+        )
+        .await;
+    browser
+        .type_into(
+            "form#console-start input[name=code]",
+            &trusthub_core::totp::code_at(&secret, now + 30),
+        )
+        .await;
+    browser
+        .click("form#console-start button[type=submit]")
+        .await;
+    browser
+        .wait_text("Connected: everything shown here is recorded.")
+        .await;
+    browser.find("#console .xterm-rows").await;
+    browser
+        .type_into(".xterm-helper-textarea", "echo browser-$((6*7))\u{E007}")
+        .await;
+    browser.wait_text("browser-42").await;
+    browser.screenshot("console").await;
+    let live = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/console/sessions?status=active",
+    )
+    .await;
+    let session = live[0]["id"].as_str().expect("session").to_owned();
+    browser.goto(&format!("{}/ui/console", f.base)).await;
+    browser.wait_text("nginx will not start").await;
+    browser
+        .click(&format!(
+            "form[action='/ui/console/{session}/terminate'] button"
+        ))
+        .await;
+    browser.wait_text("Terminated: the host killed").await;
+    let s = get(&f.client, &f.base, &f.cookie, "/console/sessions").await;
+    assert_eq!(s[0]["status"], "terminated", "{s}");
+    assert!(
+        s[0]["recording_bytes"].as_i64().is_some_and(|b| b > 0),
+        "{s}"
+    );
+    browser.assert_no_js_errors().await;
+}

@@ -19,6 +19,9 @@ const ICON: &str = include_str!("../assets/icon.svg");
 const JS: &str = include_str!("../assets/app.js");
 const UPLOT: &str = include_str!("../assets/uPlot-1.6.32.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../assets/uPlot-1.6.32.min.css");
+const XTERM: &str = include_str!("../assets/xterm-5.5.0.js");
+const XTERM_CSS: &str = include_str!("../assets/xterm-5.5.0.css");
+const CONSOLE_JS: &str = include_str!("../assets/console.js");
 
 /// The embedded assets' URLs, each with a content hash in its name.
 #[derive(Debug)]
@@ -35,6 +38,12 @@ pub struct Assets {
     pub uplot: String,
     /// uPlot's stylesheet.
     pub uplot_css: String,
+    /// xterm.js 5.5.0 (MIT, `assets/xterm-LICENSE.txt`), for the console.
+    pub xterm: String,
+    /// Its stylesheet.
+    pub xterm_css: String,
+    /// The console page's own script.
+    pub console_js: String,
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -49,6 +58,9 @@ pub static ASSETS: LazyLock<Assets> = LazyLock::new(|| Assets {
     js: format!("/assets/app-{}.js", short_hash(JS.as_bytes())),
     uplot: format!("/assets/uplot-{}.js", short_hash(UPLOT.as_bytes())),
     uplot_css: format!("/assets/uplot-{}.css", short_hash(UPLOT_CSS.as_bytes())),
+    xterm: format!("/assets/xterm-{}.js", short_hash(XTERM.as_bytes())),
+    xterm_css: format!("/assets/xterm-{}.css", short_hash(XTERM_CSS.as_bytes())),
+    console_js: format!("/assets/console-{}.js", short_hash(CONSOLE_JS.as_bytes())),
 });
 
 /// What the layout shows of the signed-in user.
@@ -90,6 +102,12 @@ pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Re
         (UPLOT.as_bytes(), "text/javascript; charset=utf-8")
     } else if path == ASSETS.uplot_css {
         (UPLOT_CSS.as_bytes(), "text/css; charset=utf-8")
+    } else if path == ASSETS.xterm {
+        (XTERM.as_bytes(), "text/javascript; charset=utf-8")
+    } else if path == ASSETS.xterm_css {
+        (XTERM_CSS.as_bytes(), "text/css; charset=utf-8")
+    } else if path == ASSETS.console_js {
+        (CONSOLE_JS.as_bytes(), "text/javascript; charset=utf-8")
     } else {
         return ApiError::NotFound("asset").into_response();
     };
@@ -186,14 +204,26 @@ pub fn not_found_page() -> Response {
     resp
 }
 
+/// The console terminal's policy: xterm.js's renderer writes its own `<style>` elements, so
+/// that page (only) allows inline styles; scripts stay the hub's own.
+pub const CONSOLE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+    img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+    frame-ancestors 'none'";
+
 fn page_headers(h: &mut axum::http::HeaderMap) {
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-             object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-        ),
-    );
+    // A page that set a narrower exception of its own keeps it (the console's terminal).
+    if h.get(header::CONTENT_SECURITY_POLICY)
+        .and_then(|v| v.to_str().ok())
+        != Some(CONSOLE_CSP)
+    {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                 object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            ),
+        );
+    }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
