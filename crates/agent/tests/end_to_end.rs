@@ -2523,5 +2523,13 @@ async fn an_admin_opens_a_console_in_the_browser_types_in_it_and_terminates_it()
         s[0]["recording_bytes"].as_i64().is_some_and(|b| b > 0),
         "{s}"
     );
+    // The recording plays in asciinema-player: what was typed shows again.
+    browser.goto(&format!("{}/ui/console", f.base)).await;
+    browser
+        .click(&format!("a[href='/ui/console/{session}/recording']"))
+        .await;
+    browser.find("#player .ap-player").await;
+    browser.wait_text("browser-42").await;
+    browser.screenshot("console-recording").await;
     browser.assert_no_js_errors().await;
 }

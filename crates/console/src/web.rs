@@ -16,7 +16,7 @@ use trusthub_identity::web::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, CONSOLE_CSP, Flash, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, CONSOLE_CSP, Flash, PLAYER_CSP, html, outcome};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -25,6 +25,7 @@ pub fn pages() -> axum::Router<AppState> {
         .route("/ui/agents/{id}/console", get(show).post(open))
         .route("/ui/console", get(sessions))
         .route("/ui/console/{id}/terminate", post(terminate))
+        .route("/ui/console/{id}/recording", get(play))
 }
 
 #[derive(Template)]
@@ -310,6 +311,55 @@ pub async fn terminate(
         StatusCode::OK,
     ) {
         Ok((flash, code)) => sessions_page(&state, &user, flash, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console_play.html")]
+struct PlayPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    id: String,
+    hostname: String,
+    reason: String,
+    started: String,
+    status: String,
+    sha: String,
+}
+
+/// `GET /ui/console/{id}/recording`: the recording in asciinema-player.
+pub async fn play(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Path(id): axum::extract::Path<Uuid>,
+) -> Response {
+    let built: ApiResult<PlayPage> = async {
+        let p = &user.principal;
+        Viewer::of(p)?;
+        let s = service::get(&state, p.tenant(), id).await?;
+        let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
+        Ok(PlayPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            id: id.to_string(),
+            hostname: names.get(&s.agent_id).cloned().unwrap_or_default(),
+            reason: s.reason,
+            started: trusthub_platform::state::rfc3339(s.started_at),
+            status: s.status,
+            sha: s.recording_sha256.unwrap_or_default(),
+        })
+    }
+    .await;
+    match built {
+        Ok(page) => {
+            let mut resp = html(page.render(), StatusCode::OK);
+            resp.headers_mut().insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(PLAYER_CSP),
+            );
+            resp
+        }
         Err(e) => e.into_response(),
     }
 }

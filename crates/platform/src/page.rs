@@ -22,6 +22,9 @@ const UPLOT_CSS: &str = include_str!("../assets/uPlot-1.6.32.min.css");
 const XTERM: &str = include_str!("../assets/xterm-5.5.0.js");
 const XTERM_CSS: &str = include_str!("../assets/xterm-5.5.0.css");
 const CONSOLE_JS: &str = include_str!("../assets/console.js");
+const PLAYER: &str = include_str!("../assets/asciinema-player-3.10.0.min.js");
+const PLAYER_CSS: &str = include_str!("../assets/asciinema-player-3.10.0.css");
+const PLAYER_JS: &str = include_str!("../assets/player.js");
 
 /// The embedded assets' URLs, each with a content hash in its name.
 #[derive(Debug)]
@@ -44,6 +47,12 @@ pub struct Assets {
     pub xterm_css: String,
     /// The console page's own script.
     pub console_js: String,
+    /// asciinema-player 3.10.0 (Apache-2.0, `assets/asciinema-player-LICENSE.txt`).
+    pub player: String,
+    /// Its stylesheet.
+    pub player_css: String,
+    /// The recording page's own script.
+    pub player_js: String,
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -61,6 +70,9 @@ pub static ASSETS: LazyLock<Assets> = LazyLock::new(|| Assets {
     xterm: format!("/assets/xterm-{}.js", short_hash(XTERM.as_bytes())),
     xterm_css: format!("/assets/xterm-{}.css", short_hash(XTERM_CSS.as_bytes())),
     console_js: format!("/assets/console-{}.js", short_hash(CONSOLE_JS.as_bytes())),
+    player: format!("/assets/player-{}.js", short_hash(PLAYER.as_bytes())),
+    player_css: format!("/assets/player-{}.css", short_hash(PLAYER_CSS.as_bytes())),
+    player_js: format!("/assets/play-{}.js", short_hash(PLAYER_JS.as_bytes())),
 });
 
 /// What the layout shows of the signed-in user.
@@ -108,6 +120,12 @@ pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Re
         (XTERM_CSS.as_bytes(), "text/css; charset=utf-8")
     } else if path == ASSETS.console_js {
         (CONSOLE_JS.as_bytes(), "text/javascript; charset=utf-8")
+    } else if path == ASSETS.player {
+        (PLAYER.as_bytes(), "text/javascript; charset=utf-8")
+    } else if path == ASSETS.player_css {
+        (PLAYER_CSS.as_bytes(), "text/css; charset=utf-8")
+    } else if path == ASSETS.player_js {
+        (PLAYER_JS.as_bytes(), "text/javascript; charset=utf-8")
     } else {
         return ApiError::NotFound("asset").into_response();
     };
@@ -210,12 +228,20 @@ pub const CONSOLE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 
     img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
     frame-ancestors 'none'";
 
+/// The recording player's policy: asciinema-player runs WebAssembly and writes inline
+/// styles; that page (only) allows both, scripts stay the hub's own.
+pub const PLAYER_CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+    style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
+    base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 fn page_headers(h: &mut axum::http::HeaderMap) {
-    // A page that set a narrower exception of its own keeps it (the console's terminal).
-    if h.get(header::CONTENT_SECURITY_POLICY)
+    // A page that set a narrower exception of its own keeps it (the console's terminal, the
+    // recording player).
+    let own = h
+        .get(header::CONTENT_SECURITY_POLICY)
         .and_then(|v| v.to_str().ok())
-        != Some(CONSOLE_CSP)
-    {
+        .is_some_and(|v| v == CONSOLE_CSP || v == PLAYER_CSP);
+    if !own {
         h.insert(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(
