@@ -109,6 +109,19 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::autopatch::AutopatchCmd,
     },
+    /// An emergency console on a host (admin, TOTP): a recorded shell in this terminal.
+    Console {
+        #[command(flatten)]
+        g: remote::Global,
+        /// Agent id.
+        agent: String,
+        /// Why (in the audit log and the recording's title).
+        #[arg(long)]
+        reason: String,
+        /// The TOTP code; asked for when not given.
+        #[arg(long)]
+        totp: Option<String>,
+    },
     /// Configuration drift: watched files not as in their baseline, and rebases.
     Drift {
         #[command(flatten)]
@@ -787,6 +800,12 @@ async fn hub_main() -> ExitCode {
         Command::Autopatch { g, cmd } => Some(remote::autopatch::autopatch(cmd, &g).await),
         Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
         Command::Drift { g, cmd } => Some(remote::drift::drift(cmd, &g).await),
+        Command::Console {
+            g,
+            agent,
+            reason,
+            totp,
+        } => Some(remote::console::console(agent, reason, totp, &g).await),
         Command::Trust { g, cmd } => Some(remote::trust::trust(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),

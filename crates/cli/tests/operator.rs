@@ -1065,7 +1065,15 @@ async fn live_agent_verbs(db_url: Option<&str>) {
     let agent_bin = dir.0.join("trusthub-agent");
     std::os::unix::fs::symlink(BIN, &agent_bin).expect("symlink");
     let mut agent = Command::new(&agent_bin)
-        .args(["run", "--hub", &url, "--enroll", &token, "--state-dir"])
+        .args([
+            "run",
+            "--allow-console",
+            "--hub",
+            &url,
+            "--enroll",
+            &token,
+            "--state-dir",
+        ])
         .arg(dir.0.join("agent"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -1181,6 +1189,37 @@ async fn live_agent_verbs(db_url: Option<&str>) {
         std::fs::read_to_string(&marker).expect("marker"),
         "restarted\n"
     );
+
+    // The console in this terminal (a PTY under `script`): raw mode, a command and its
+    // output, the shell's exit code; the session recorded on the hub.
+    while unix_now() / 30 < step + 2 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (status, screen) = on_a_terminal(
+        &config,
+        &format!(
+            "console {agent_id} --reason 'from the terminal' --totp {}",
+            trusthub_core::totp::code_at(&secret, (step + 3) * 30)
+        ),
+        &["echo cli-$((6*7))", "exit 5"],
+    );
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains("cli-42"), "{screen}");
+    assert!(
+        screen.contains("the session ended (exit code 5)"),
+        "{screen}"
+    );
+    let recorded: Value = http
+        .get(format!("{}/console/sessions", hub.base))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("sessions")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(recorded[0]["exit_code"], 5, "{recorded}");
+    assert_eq!(recorded[0]["reason"], "from the terminal");
 
     // An advisory for a package this host has (by dpkg), fixed in a version no one has yet.
     let release = std::fs::read_to_string("/etc/os-release").expect("os-release");

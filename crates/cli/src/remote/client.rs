@@ -73,6 +73,23 @@ impl Client {
     }
 
     /// A request to `/api/v1{path}` with the context's credential.
+    /// The hub's base URL (no `/api/v1`).
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The credential header this context sends: `(name, value)`.
+    pub fn auth_header(&self) -> Option<(&'static str, String)> {
+        if let Some(t) = &self.ctx.token {
+            Some(("authorization", format!("Bearer {t}")))
+        } else {
+            self.ctx
+                .session
+                .as_ref()
+                .map(|s| ("cookie", format!("trusthub_session={s}")))
+        }
+    }
+
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut req = self
             .http

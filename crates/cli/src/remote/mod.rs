@@ -7,6 +7,7 @@ pub mod autopatch;
 pub mod certs;
 pub mod client;
 pub mod config;
+pub mod console;
 pub mod drift;
 pub mod output;
 pub mod trust;
