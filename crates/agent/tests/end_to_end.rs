@@ -2442,6 +2442,37 @@ async fn a_console_whose_recording_cannot_be_written_fails() {
     assert_eq!(failed["end_reason"], "recording_failed");
 }
 
+/// A session whose host's socket goes away ends at once (`agent_lost`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_ends_when_its_agent_goes_away() {
+    let state = TempDir::new();
+    let f = fixture().await;
+    let token = f.enrollment_token(json!([])).await;
+    let agent = Agent::start(
+        &state.0,
+        &["--hub", &f.base, "--enroll", &token, "--allow-console"],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let t = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    let r = console_start(&f, &id, trusthub_core::totp::code_at(&secret, t - 30)).await;
+    assert_eq!(r.status(), 201);
+    let s: Value = r.json().await.expect("json");
+    let session = s["session_id"].as_str().expect("id").to_owned();
+    let mut term = Term::open(&f, s["ws_url"].as_str().expect("url")).await;
+    term.type_line("echo up-$((1+1))").await;
+    assert_eq!(term.until("up-2").await, None);
+    agent.stop();
+    assert_eq!(term.until("never printed").await, Some(None));
+    let lost = wait_session(&f, &session, "the lost session").await;
+    assert_eq!(lost["status"], "failed");
+    assert_eq!(lost["end_reason"], "agent_lost");
+}
+
 /// The console from the dashboard (CONTRACT 22): the start form asks for the TOTP code, the
 /// xterm.js terminal shows the real shell and takes keys, the sessions page lists it and
 /// terminates it.

@@ -71,6 +71,19 @@ impl Live {
             .map(|e| (e.tenant, e.agent))
     }
 
+    /// The live sessions of a host.
+    pub fn of_agent(&self, agent: Uuid) -> Vec<Uuid> {
+        self.sessions
+            .lock()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, e)| e.agent == agent)
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Writes the cast's header line.
     pub fn header(&self, id: Uuid, header: &serde_json::Value) -> Result<(), RecordingFailed> {
         let mut m = self

@@ -296,6 +296,15 @@ async fn failed_recording(state: &AppState, id: Uuid, e: RecordingFailed) {
 
 /// A console frame from an agent (the fleet's `ConsoleFrames` event).
 pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: &Value) {
+    if v["type"] == "console_agent_lost" {
+        // The agent's socket closed: its live sessions cannot go on.
+        for id in state.part::<Live>().of_agent(agent) {
+            if let Err(e) = end(state, id, "failed", "agent_lost", None, None).await {
+                tracing::warn!(error = %e, %id, "cannot end a console session");
+            }
+        }
+        return;
+    }
     let Some(id) = v["session_id"]
         .as_str()
         .and_then(|s| Uuid::parse_str(s).ok())

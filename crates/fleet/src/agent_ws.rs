@@ -184,9 +184,20 @@ pub async fn serve(state: AppState, agent_id: Uuid, tenant: TenantId, mut socket
     if state
         .part::<crate::agent_ws::Connections>()
         .remove(agent_id, conn)
-        && let Err(e) = mark(&state, agent_id, false).await
     {
-        tracing::warn!(error = %e, %agent_id, "cannot clear the agent connection");
+        if let Err(e) = mark(&state, agent_id, false).await {
+            tracing::warn!(error = %e, %agent_id, "cannot clear the agent connection");
+        }
+        // The consoles this socket carried are gone with it.
+        if let Some(hook) = state.parts.get::<ConsoleFrames>() {
+            (hook.0)(
+                &state,
+                agent_id,
+                tenant,
+                &serde_json::json!({"type": "console_agent_lost"}),
+            )
+            .await;
+        }
     }
     tracing::info!(%agent_id, "agent disconnected");
 }
