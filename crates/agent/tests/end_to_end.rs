@@ -1615,6 +1615,7 @@ async fn an_emergency_kills_a_process_and_the_host_refuses_what_its_allowlist_fo
     })
     .await;
     let agent_id = agents[0]["id"].as_str().expect("id").to_owned();
+    let enrolled = time::OffsetDateTime::now_utc().unix_timestamp();
     let secret = enrol_totp(&f).await;
     let now = fresh_totp_window().await;
     let send = |body: Value, code: String| {
@@ -1656,9 +1657,17 @@ async fn an_emergency_kills_a_process_and_the_host_refuses_what_its_allowlist_fo
     let status = runaway.wait().expect("wait");
     assert!(!status.success(), "the process was killed: {status:?}");
     // block_ip is not on this host's emergency_actions: the agent refuses it.
+    // A step whose code is valid now and was not spent (the kill may have run past the
+    // step's end on a busy machine).
+    let spent = [enrolled / 30, (enrolled + 2) / 30, now / 30 + 1];
+    let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
+    let step = [current + 1, current, current - 1]
+        .into_iter()
+        .find(|s| !spent.contains(s))
+        .expect("an unspent step");
     let r = send(
         json!({"action": "block_ip", "target": "203.0.113.7", "reason": "scanner"}),
-        trusthub_core::totp::code_at(&secret, now - 30),
+        trusthub_core::totp::code_at(&secret, step * 30),
     )
     .await;
     assert_eq!(r.status(), 202);
