@@ -147,46 +147,12 @@ impl Notifier {
         alert: &AlertView,
         now: OffsetDateTime,
     ) -> StoreResult<usize> {
-        let hooks = match self.hooks.entry(tenant) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(webhooks::list(tx, tenant).await?)
-            }
-        };
         let rank = Severity::parse(&alert.severity).map_or(0, Severity::rank);
         let body = event_body(event, alert, tenant, now);
-        let mut queued = 0;
-        for w in hooks.iter() {
-            let subscribed = w.events.0.iter().any(|e| e == event);
-            let tag_ok = w.agent_filter_tag.as_ref().is_none_or(|tag| {
-                alert
-                    .agent
-                    .as_ref()
-                    .is_some_and(|a| a.tags.iter().any(|t| t == tag))
-            });
-            if !subscribed || rank < w.min_severity_rank || !tag_ok {
-                continue;
-            }
-            webhooks::enqueue(
-                tx,
-                tenant,
-                Uuid::now_v7(),
-                &NewDelivery {
-                    webhook_id: Some(w.id),
-                    rule_id: None,
-                    channel_id: None,
-                    target_url: &w.url,
-                    target_url_sealed: w.url_sealed.as_deref(),
-                    event,
-                    alert_id: Some(alert.id),
-                    payload: &body,
-                    status: webhooks::initial_status(w.cooldown_until, now),
-                },
-                now,
-            )
+        let tags = alert.agent.as_ref().map(|a| a.tags.as_slice());
+        let mut queued = self
+            .queue_webhooks(tx, tenant, event, &body, rank, tags, Some(alert.id), now)
             .await?;
-            queued += 1;
-        }
         // Notification channels (CONTRACT 27): the same event body, rendered for each
         // service when it is sent.
         let channels = match self.channels.entry(tenant) {
@@ -243,21 +209,48 @@ impl Notifier {
         host_tags: &[String],
         now: OffsetDateTime,
     ) -> StoreResult<usize> {
+        let rank = Severity::Warning.rank();
+        self.queue_webhooks(
+            tx,
+            tenant,
+            event,
+            &body.to_string(),
+            rank,
+            Some(host_tags),
+            None,
+            now,
+        )
+        .await
+    }
+
+    /// Queues `body` for every webhook endpoint of the tenant subscribed to `event`, whose
+    /// `min_severity` `rank` reaches and whose `agent_filter.tag` the host's `tags` carry;
+    /// during an endpoint's cooldown the delivery is recorded as skipped.
+    #[allow(clippy::too_many_arguments)]
+    async fn queue_webhooks(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        event: &str,
+        body: &str,
+        rank: i64,
+        tags: Option<&[String]>,
+        alert_id: Option<Uuid>,
+        now: OffsetDateTime,
+    ) -> StoreResult<usize> {
         let hooks = match self.hooks.entry(tenant) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(webhooks::list(tx, tenant).await?)
             }
         };
-        let rank = Severity::Warning.rank();
-        let body = body.to_string();
         let mut queued = 0;
         for w in hooks.iter() {
             let subscribed = w.events.0.iter().any(|e| e == event);
             let tag_ok = w
                 .agent_filter_tag
                 .as_ref()
-                .is_none_or(|tag| host_tags.iter().any(|t| t == tag));
+                .is_none_or(|tag| tags.is_some_and(|t| t.iter().any(|x| x == tag)));
             if !subscribed || rank < w.min_severity_rank || !tag_ok {
                 continue;
             }
@@ -272,8 +265,8 @@ impl Notifier {
                     target_url: &w.url,
                     target_url_sealed: w.url_sealed.as_deref(),
                     event,
-                    alert_id: None,
-                    payload: &body,
+                    alert_id,
+                    payload: body,
                     status: webhooks::initial_status(w.cooldown_until, now),
                 },
                 now,

@@ -179,7 +179,7 @@ pub async fn start(
     if let Err(e) = sent {
         // Not connected: the session never started; it does not count as opened.
         let mut tx = state.db.begin().await?;
-        sqlx_delete(&mut tx, id).await?;
+        store::delete(&mut tx, id).await?;
         tx.commit().await?;
         state.part::<Live>().finish(id, None);
         return Err(e);
@@ -194,12 +194,6 @@ pub async fn start(
         ws_url: format!("{ws}/api/v1/ws/console/{id}"),
         expires_at: rfc3339(now + time::Duration::seconds(state.settings.console_max_secs as i64)),
     })
-}
-
-async fn sqlx_delete(tx: &mut trusthub_store::Tx, id: Uuid) -> StoreResult<()> {
-    trusthub_store::on!(tx, c => sqlx::query("DELETE FROM console_sessions WHERE id = $1")
-        .bind(id).execute(&mut *c).await?.rows_affected());
-    Ok(())
 }
 
 /// Ends the session at its idle or maximum duration.

@@ -54,6 +54,13 @@ pub async fn insert(ex: &mut impl Exec, s: &Session) -> StoreResult<()> {
     Ok(())
 }
 
+/// Forgets a session that never started (its agent was not connected).
+pub async fn delete(ex: &mut impl Exec, id: Uuid) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("DELETE FROM console_sessions WHERE id = $1")
+        .bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
 /// A tenant's session.
 pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<Option<Session>> {
     let sql = format!("SELECT {COLUMNS} FROM console_sessions WHERE tenant_id = $1 AND id = $2");

@@ -384,7 +384,7 @@ pub async fn unexplained(
 }
 
 /// Who rebased (CONTRACT 20).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
 pub struct RebasedBy {
     /// `user` or `api_token`.
     #[serde(rename = "type")]
@@ -396,7 +396,7 @@ pub struct RebasedBy {
 }
 
 /// One path a rebase adopted.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
 pub struct RebasedPath {
     /// The path.
     pub path: String,
@@ -592,30 +592,13 @@ pub async fn rebases(
         .map(|r| RebaseView {
             rebase_id: r.id,
             agent_id: r.agent_id,
-            paths: serde_json::from_str::<Vec<Value>>(&r.paths)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|v| RebasedPath {
-                    path: v["path"].as_str().unwrap_or_default().to_owned(),
-                    previous_sha256: v["previous_sha256"].as_str().map(str::to_owned),
-                    sha256: v["sha256"].as_str().map(str::to_owned),
-                })
-                .collect(),
-            by: serde_json::from_str::<Value>(&r.by_actor)
-                .ok()
-                .map(|v| RebasedBy {
-                    kind: v["type"].as_str().unwrap_or_default().to_owned(),
-                    id: v["id"]
-                        .as_str()
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or_default(),
-                    email: v["email"].as_str().map(str::to_owned),
-                })
-                .unwrap_or(RebasedBy {
-                    kind: String::new(),
-                    id: Uuid::nil(),
-                    email: None,
-                }),
+            // Written by `rebase` from these same types.
+            paths: serde_json::from_str(&r.paths).unwrap_or_default(),
+            by: serde_json::from_str(&r.by_actor).unwrap_or(RebasedBy {
+                kind: String::new(),
+                id: Uuid::nil(),
+                email: None,
+            }),
             reason: r.reason,
             at: rfc3339(r.at),
         })
