@@ -800,93 +800,204 @@ fn data_encoding_free_b64(bytes: &[u8]) -> String {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_once() {
-    let Some((name, url)) = pg_database().await else {
-        return;
-    };
-    let (d1, d2, state) = (TempDir::new(), TempDir::new(), TempDir::new());
-    let envs = [
-        ("TRUSTHUB_ADMIN_PASSWORD", "route password"),
-        ("TRUSTHUB_RATE_LIMITS", "off"),
-        ("CLOUD_ENCRYPTION_KEY", KEY),
-        ("TRUSTHUB_DATABASE_URL", url.as_str()),
-    ];
-    let a = Hub::start(&d1.0, &envs);
-    let b = Hub::start(&d2.0, &envs);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::new();
-    let session = admin_session(&client, &a.base, "route password").await;
-    let setup = post_json(
-        &client,
-        format!("{}/auth/totp/setup", a.base),
-        &session,
-        json!({}),
-    )
-    .await;
-    let secret =
-        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("b32"))
-            .expect("s");
-    let t0 = time::OffsetDateTime::now_utc().unix_timestamp();
-    post_json(
-        &client,
-        format!("{}/auth/totp/verify", a.base),
-        &session,
-        json!({"code": trusthub_core::totp::code_at(&secret, t0)}),
-    )
-    .await;
-    let enroll = post_json(
-        &client,
-        format!("{}/agents/enrollment-tokens", a.base),
-        &session,
-        json!({}),
-    )
-    .await;
+/// Two hub processes on one PostgreSQL database and the real agent (in this process)
+/// connected to hub A; an admin session with TOTP.
+struct TwoHubs {
+    a: Hub,
+    b: Hub,
+    client: reqwest::Client,
+    session: String,
+    secret: Vec<u8>,
+    /// TOTP steps spent so far.
+    spent: Vec<i64>,
+    agent_id: String,
+    state: TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    agent: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    name: String,
+    _dirs: (TempDir, TempDir),
+}
 
-    // The real agent (in this process), connected to hub A.
-    #[derive(clap::Parser)]
-    struct AgentCli {
-        #[command(flatten)]
-        o: trusthub_agent::Options,
+impl TwoHubs {
+    async fn start(agent_args: &[&str]) -> Option<TwoHubs> {
+        let (name, url) = pg_database().await?;
+        let (d1, d2, state) = (TempDir::new(), TempDir::new(), TempDir::new());
+        let envs = [
+            ("TRUSTHUB_ADMIN_PASSWORD", "route password"),
+            ("TRUSTHUB_RATE_LIMITS", "off"),
+            ("CLOUD_ENCRYPTION_KEY", KEY),
+            ("TRUSTHUB_DATABASE_URL", url.as_str()),
+        ];
+        let a = Hub::start(&d1.0, &envs);
+        let b = Hub::start(&d2.0, &envs);
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::new();
+        let session = admin_session(&client, &a.base, "route password").await;
+        let setup = post_json(
+            &client,
+            format!("{}/auth/totp/setup", a.base),
+            &session,
+            json!({}),
+        )
+        .await;
+        let secret =
+            trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("b32"))
+                .expect("s");
+        let t0 = time::OffsetDateTime::now_utc().unix_timestamp();
+        post_json(
+            &client,
+            format!("{}/auth/totp/verify", a.base),
+            &session,
+            json!({"code": trusthub_core::totp::code_at(&secret, t0)}),
+        )
+        .await;
+        let enroll = post_json(
+            &client,
+            format!("{}/agents/enrollment-tokens", a.base),
+            &session,
+            json!({}),
+        )
+        .await;
+        #[derive(clap::Parser)]
+        struct AgentCli {
+            #[command(flatten)]
+            o: trusthub_agent::Options,
+        }
+        let hub = a.base.trim_end_matches("/api/v1").to_owned();
+        let token = enroll["token"].as_str().expect("t").to_owned();
+        let dir = state.0.to_str().expect("p").to_owned();
+        let mut args = vec![
+            "agent",
+            "--hub",
+            &hub,
+            "--enroll",
+            &token,
+            "--state-dir",
+            &dir,
+            "--interval-secs",
+            "1",
+        ];
+        args.extend_from_slice(agent_args);
+        let opts = <AgentCli as clap::Parser>::parse_from(args).o;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let agent = tokio::spawn(trusthub_agent::run(opts, async move {
+            let _ = stopped.await;
+        }));
+        let mut agent_id = String::new();
+        for _ in 0..100 {
+            let list: Value = client
+                .get(format!("{}/agents", b.base))
+                .header("cookie", &session)
+                .send()
+                .await
+                .expect("get")
+                .json()
+                .await
+                .expect("json");
+            if list[0]["connected"] == true {
+                agent_id = list[0]["id"].as_str().expect("id").to_owned();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(!agent_id.is_empty(), "the agent connected");
+        Some(TwoHubs {
+            a,
+            b,
+            client,
+            session,
+            secret,
+            spent: vec![t0.div_euclid(30)],
+            agent_id,
+            state,
+            stop: Some(stop),
+            agent: Some(agent),
+            name,
+            _dirs: (d1, d2),
+        })
     }
-    let opts = <AgentCli as clap::Parser>::parse_from([
-        "agent",
-        "--hub",
-        a.base.trim_end_matches("/api/v1"),
-        "--enroll",
-        enroll["token"].as_str().expect("t"),
-        "--state-dir",
-        state.0.to_str().expect("p"),
-        "--interval-secs",
-        "1",
-        "--allow-actions",
-        "restart_app",
-    ])
-    .o;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let agent = tokio::spawn(trusthub_agent::run(opts, async move {
-        let _ = stopped.await;
-    }));
-    let mut agent_id = String::new();
-    for _ in 0..100 {
-        let list: Value = client
-            .get(format!("{}/agents", b.base))
-            .header("cookie", &session)
+
+    /// A TOTP code of a step not spent yet (the next step first), not in the last seconds of
+    /// the current step.
+    async fn code(&mut self) -> String {
+        let mut now = time::OffsetDateTime::now_utc().unix_timestamp();
+        while now.rem_euclid(30) >= 26 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            now = time::OffsetDateTime::now_utc().unix_timestamp();
+        }
+        let t = [now + 30, now, now - 30]
+            .into_iter()
+            .find(|t| !self.spent.contains(&t.div_euclid(30)))
+            .expect("a spare step");
+        self.spent.push(t.div_euclid(30));
+        trusthub_core::totp::code_at(&self.secret, t)
+    }
+
+    async fn get(&self, base: &str, path: &str) -> Value {
+        self.client
+            .get(format!("{base}{path}"))
+            .header("cookie", &self.session)
             .send()
             .await
             .expect("get")
             .json()
             .await
-            .expect("json");
-        if list[0]["connected"] == true {
-            agent_id = list[0]["id"].as_str().expect("id").to_owned();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+            .expect("json")
     }
-    assert!(!agent_id.is_empty(), "the agent connected");
-    let marker = state.0.join("restarted.txt");
-    let script = state.0.join("restart.sh");
+
+    /// Starts a console on the hub at `base`; its session id.
+    async fn console_start(&mut self, base: &str, reason: &str) -> String {
+        let code = self.code().await;
+        let started = self
+            .client
+            .post(format!("{base}/agents/{}/console/start", self.agent_id))
+            .header("cookie", &self.session)
+            .header("x-totp-code", code)
+            .json(&json!({"reason": reason, "cols": 100, "rows": 30}))
+            .send()
+            .await
+            .expect("start");
+        assert_eq!(started.status(), 201);
+        started.json::<Value>().await.expect("json")["session_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    }
+
+    /// The newest console session once its recording is closed (hashed), as `base` lists it.
+    async fn closed_session(&self, base: &str) -> Value {
+        let mut row = Value::Null;
+        for _ in 0..50 {
+            let path = format!("/console/sessions?agent_id={}", self.agent_id);
+            row = self.get(base, &path).await[0].clone();
+            if row["recording_sha256"].is_string() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        row
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(agent) = self.agent.take() {
+            let _ = agent.await;
+        }
+        let name = self.name.clone();
+        drop(self);
+        drop_pg_database(&name).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_once() {
+    let Some(mut h) = TwoHubs::start(&["--allow-actions", "restart_app"]).await else {
+        return;
+    };
+    let marker = h.state.0.join("restarted.txt");
+    let script = h.state.0.join("restart.sh");
     std::fs::write(
         &script,
         format!("#!/bin/sh\necho once >> {}\n", marker.display()),
@@ -894,26 +1005,20 @@ async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_onc
     .expect("script");
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let app = post_json(&client, format!("{}/apps", b.base), &session, json!({"agent_id": agent_id, "name": "w",
+    let app = post_json(&h.client, format!("{}/apps", h.b.base), &h.session, json!({"agent_id": h.agent_id, "name": "w",
         "app_type": "process", "identifier": "/opt/w/bin/w", "restart_command": script.to_str().expect("p")})).await;
 
     // Entered on hub B.
-    let mut now = time::OffsetDateTime::now_utc().unix_timestamp();
-    while now.rem_euclid(30) >= 22 {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        now = time::OffsetDateTime::now_utc().unix_timestamp();
-    }
-    let r = client
+    let code = h.code().await;
+    let r = h
+        .client
         .post(format!(
             "{}/apps/{}/restart",
-            b.base,
+            h.b.base,
             app["id"].as_str().expect("id")
         ))
-        .header("cookie", &session)
-        .header(
-            "x-totp-code",
-            trusthub_core::totp::code_at(&secret, now + 30),
-        )
+        .header("cookie", &h.session)
+        .header("x-totp-code", code)
         .json(&json!({"reason": "routing test"}))
         .send()
         .await
@@ -925,15 +1030,7 @@ async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_onc
         .to_owned();
     let mut status = Value::Null;
     for _ in 0..100 {
-        let v: Value = client
-            .get(format!("{}/actions/{jti}", b.base))
-            .header("cookie", &session)
-            .send()
-            .await
-            .expect("get")
-            .json()
-            .await
-            .expect("json");
+        let v = h.get(&h.b.base, &format!("/actions/{jti}")).await;
         if v["status"] != "dispatched" {
             status = v["status"].clone();
             break;
@@ -947,10 +1044,167 @@ async fn a_restart_entered_on_one_hub_reaches_the_agent_connected_to_another_onc
         "once\n",
         "executed exactly once"
     );
-    let _ = stop.send(());
-    let _ = agent.await;
-    drop((a, b));
-    drop_pg_database(&name).await;
+    h.stop().await;
+}
+
+/// A console socket opened on `base` (as the hub's own page would: its cookie and Origin).
+async fn console_socket(
+    base: &str,
+    cookie: &str,
+    session_id: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio::net::TcpStream> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let root = base.trim_end_matches("/api/v1");
+    let url = format!(
+        "{}/api/v1/ws/console/{session_id}",
+        root.replacen("http://", "ws://", 1)
+    );
+    let mut req = url.into_client_request().expect("request");
+    req.headers_mut()
+        .insert("cookie", cookie.parse().expect("cookie"));
+    req.headers_mut()
+        .insert("origin", root.parse().expect("origin"));
+    let tcp = tokio::net::TcpStream::connect(root.trim_start_matches("http://"))
+        .await
+        .expect("tcp");
+    tokio_tungstenite::client_async(req, tcp)
+        .await
+        .expect("the console socket opens")
+        .0
+}
+
+/// Reads a console socket until `want` shows in the output or the session exits; answers
+/// the output and the exit frame's code (`None` while it has not exited).
+async fn console_read(
+    ws: &mut tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
+    want: &str,
+) -> (String, Option<Value>) {
+    use futures_util::StreamExt;
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while want.is_empty() || !seen.contains(want) {
+        let msg = tokio::time::timeout_at(deadline, ws.next())
+            .await
+            .unwrap_or_else(|_| panic!("`{want}` never came; the terminal shows: {seen}"));
+        let Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) = msg else {
+            break;
+        };
+        let v: Value = serde_json::from_str(t.as_str()).expect("json frame");
+        match v["type"].as_str() {
+            Some("output") => seen.push_str(v["data"].as_str().unwrap_or_default()),
+            Some("exit") => return (seen, Some(v["code"].clone())),
+            _ => {}
+        }
+    }
+    (seen, None)
+}
+
+async fn console_send(
+    ws: &mut tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
+    v: Value,
+) {
+    use futures_util::SinkExt;
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(
+        v.to_string().into(),
+    ))
+    .await
+    .expect("send");
+}
+
+/// A console whose start, host socket and browser socket are on different hub processes
+/// (CONTRACT 11, 22): the owner records, output larger than one routed message arrives
+/// whole, the exit code comes back; a terminate entered on the other hub ends the owner's
+/// session, tells the browser and closes the recording.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_works_when_its_start_agent_and_browser_are_on_different_hubs() {
+    let Some(mut h) = TwoHubs::start(&["--allow-console"]).await else {
+        return;
+    };
+    // Started on B (the owner); the agent is on A; the browser on A.
+    let id = h.console_start(&h.b.base.clone(), "routing check").await;
+    let mut ws = console_socket(&h.a.base, &h.session, &id).await;
+    console_send(&mut ws, json!({"type": "resize", "cols": 120, "rows": 40})).await;
+    // 30,000 characters of output in one go: more than one routed message holds.
+    console_send(
+        &mut ws,
+        json!({"type": "input", "data": "stty size; head -c 30000 /dev/zero | tr '\\0' x; echo; echo routed-$((6*7))\n"}),
+    )
+    .await;
+    let (seen, exit) = console_read(&mut ws, "routed-42").await;
+    assert!(exit.is_none(), "{seen}");
+    assert!(
+        seen.contains("40 120"),
+        "the resize reached the PTY: {seen}"
+    );
+    assert!(seen.contains(&"x".repeat(30000)), "all the output came");
+    console_send(&mut ws, json!({"type": "input", "data": "exit 3\n"})).await;
+    let (_, exit) = console_read(&mut ws, "").await;
+    assert_eq!(exit, Some(json!(3)));
+    let row = h.closed_session(&h.a.base).await;
+    assert_eq!(row["status"], "ended", "{row}");
+    assert_eq!(row["exit_code"], 3, "{row}");
+    // The owner wrote the recording: every output event, the resize.
+    let cast = h
+        .client
+        .get(format!("{}/console/sessions/{id}/recording", h.b.base))
+        .header("cookie", &h.session)
+        .send()
+        .await
+        .expect("cast")
+        .text()
+        .await
+        .expect("text");
+    assert_eq!(
+        cast.len() as i64,
+        row["recording_bytes"].as_i64().expect("n")
+    );
+    let mut output = String::new();
+    for l in cast.lines().skip(1) {
+        let e: Value = serde_json::from_str(l).expect("event");
+        if e[1] == "o" {
+            output.push_str(e[2].as_str().expect("data"));
+        }
+    }
+    assert!(output.contains(&"x".repeat(30000)) && output.contains("routed-42"));
+    assert!(cast.contains(r#""r","120x40""#), "{}", &cast[..200]);
+
+    // Started on A (the owner, with the agent); the browser on B; terminated on B.
+    let id = h.console_start(&h.a.base.clone(), "terminate across").await;
+    let mut ws = console_socket(&h.b.base, &h.session, &id).await;
+    console_send(
+        &mut ws,
+        json!({"type": "input", "data": "echo across-$((2+3))\n"}),
+    )
+    .await;
+    console_read(&mut ws, "across-5").await;
+    let r = h
+        .client
+        .delete(format!("{}/console/sessions/{id}", h.b.base))
+        .header("cookie", &h.session)
+        .send()
+        .await
+        .expect("terminate");
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.json::<Value>().await.expect("json")["status"],
+        "terminated"
+    );
+    let (_, exit) = console_read(&mut ws, "").await;
+    assert!(exit.is_some(), "the browser is told the session ended");
+    let row = h.closed_session(&h.b.base).await;
+    assert_eq!(row["end_reason"], "admin", "{row}");
+    assert!(
+        row["recording_sha256"].is_string(),
+        "the owner closed the recording: {row}"
+    );
+    let audit = h
+        .get(
+            &h.a.base,
+            "/audit-log?event_type=console_session_terminated_by_admin",
+        )
+        .await;
+    assert!(audit.to_string().contains(&id), "one audit row: {audit}");
+    h.stop().await;
 }
 
 /// First start as a new user meets it: a busy port creates nothing (the generated password

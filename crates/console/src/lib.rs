@@ -5,11 +5,14 @@
 //!
 //! What it offers: [`service::on_agent_frame`] (the fleet's `ConsoleFrames` event) and
 //! [`service::on_open_result`] (an action hook for `console_open`), installed by the
-//! composition root; [`live::Live`] (the part holding live sessions); [`capability`].
+//! composition root; [`live::Live`] (the part holding live sessions) and [`bus::Browsers`]
+//! (browser sockets for sessions another hub process owns); [`capability`] (with the task
+//! that carries sessions between hub processes, [`bus::listen`]).
 //!
 //! Architecture invariant: it reads other capabilities only through their `lib.rs` (fleet
 //! for hosts, dispatch and frame routing; identity for the caller).
 
+pub mod bus;
 pub mod live;
 pub mod routes;
 pub mod service;
@@ -27,4 +30,5 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("console", api, web::pages)
+        .task(|state| Box::pin(bus::listen(state)))
 }

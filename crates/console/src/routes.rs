@@ -1,6 +1,7 @@
 //! `/agents/{id}/console/start`, `/ws/console/{session_id}` (the browser's or CLI's socket),
 //! `/console/sessions` (list, recording, terminate).
 
+use crate::bus::{self, Browsers, Msg};
 use crate::live::Live;
 use crate::service::{self, SessionView, Started};
 use axum::extract::State;
@@ -8,7 +9,7 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use trusthub_core::Role;
 use trusthub_identity::auth::purpose::ConsoleStart;
 use trusthub_identity::auth::{Admin, TotpProof, Viewer};
@@ -125,7 +126,12 @@ pub(crate) async fn socket(
     }
     // Checked after the session, so an unknown one answers 404 whatever the request.
     let ws = ws.map_err(|e| ApiError::BadRequest(format!("a WebSocket upgrade is needed: {e}")))?;
-    if s.ended_at.is_some() || state.part::<Live>().of(session_id).is_none() {
+    // Live in this process, or owned by another hub process on the same database.
+    let here = state.part::<Live>().of(session_id).is_some();
+    let elsewhere = !here
+        && s.instance != state.instance
+        && matches!(state.db, trusthub_store::Db::Postgres(_));
+    if s.ended_at.is_some() || !(here || elsewhere) {
         return Err(ApiError::Conflict(format!("the session is {}", s.status)));
     }
     {
@@ -138,22 +144,43 @@ pub(crate) async fn socket(
             ));
         }
     }
-    let agent = s.agent_id;
+    let owner = (!here).then_some(s.instance);
     Ok(ws
         .max_message_size(256 * 1024)
-        .on_upgrade(move |socket| serve(state, session_id, agent, socket)))
+        .on_upgrade(move |socket| serve(state, session_id, owner, socket)))
 }
 
-async fn serve(state: AppState, id: Uuid, agent: Uuid, mut socket: WebSocket) {
-    let Some(mut out) = state.part::<Live>().attach(id) else {
-        let _ = socket.send(Message::Close(None)).await;
-        return;
+/// Carries the browser's socket: the session's frames to it, its input and resizes to the
+/// session, here or through the owning hub process.
+async fn serve(state: AppState, id: Uuid, owner: Option<String>, mut socket: WebSocket) {
+    let mut out = match &owner {
+        None => match state.part::<Live>().attach(id) {
+            Some(out) => out,
+            None => {
+                let _ = socket.send(Message::Close(None)).await;
+                return;
+            }
+        },
+        Some(owner) => {
+            let out = state.part::<Browsers>().add(id);
+            let attach = Msg::Attach {
+                at: state.instance.clone(),
+            };
+            if let Err(e) = bus::send(&state, owner, id, attach).await {
+                tracing::warn!(%id, error = %e, "cannot reach the console's hub");
+                state.part::<Browsers>().remove(id);
+                let _ = socket.send(Message::Close(None)).await;
+                return;
+            }
+            out
+        }
     };
     loop {
         tokio::select! {
             frame = out.recv() => {
                 let Some(frame) = frame else { break };
-                if socket.send(Message::Text(frame.into())).await.is_err() {
+                let last = frame.contains("\"type\":\"exit\"");
+                if socket.send(Message::Text(frame.into())).await.is_err() || last {
                     break;
                 }
             }
@@ -161,33 +188,19 @@ async fn serve(state: AppState, id: Uuid, agent: Uuid, mut socket: WebSocket) {
                 let Some(Ok(msg)) = msg else { break };
                 let Message::Text(text) = msg else { continue };
                 let v: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
-                let to_agent = match v["type"].as_str() {
-                    Some("input") => {
-                        let data = v["data"].as_str().unwrap_or_default();
-                        if let Err(e) = state.part::<Live>().input(id, data) {
-                            tracing::error!(%id, error = %e.0, "cannot record console input");
-                            let _ = service::end(&state, id, "failed", "recording_failed", None, None).await;
-                            continue;
+                match &owner {
+                    None => service::browser_frame(&state, id, &v).await,
+                    Some(owner) => {
+                        if let Err(e) = bus::send(&state, owner, id, Msg::Browser { frame: v }).await {
+                            tracing::warn!(%id, error = %e, "cannot forward console input");
                         }
-                        json!({"type": "console_input", "session_id": id, "data": data})
                     }
-                    Some("resize") => {
-                        let cols = v["cols"].as_u64().unwrap_or(80).clamp(10, 1000) as u16;
-                        let rows = v["rows"].as_u64().unwrap_or(24).clamp(5, 1000) as u16;
-                        if let Err(e) = state.part::<Live>().resize(id, cols, rows) {
-                            tracing::error!(%id, error = %e.0, "cannot record a resize");
-                            let _ = service::end(&state, id, "failed", "recording_failed", None, None).await;
-                            continue;
-                        }
-                        json!({"type": "console_resize", "session_id": id, "cols": cols, "rows": rows})
-                    }
-                    _ => continue,
-                };
-                if let Err(e) = trusthub_fleet::routing::deliver(&state, agent, to_agent.to_string()).await {
-                    tracing::warn!(%id, error = %e, "cannot forward console input");
                 }
             }
         }
+    }
+    if owner.is_some() {
+        state.part::<Browsers>().remove(id);
     }
     let _ = socket.send(Message::Close(None)).await;
 }

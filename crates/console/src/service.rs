@@ -2,6 +2,7 @@
 //! frames and the `console_open` answer, the end of a session (exit, idle, max, admin,
 //! recording failure), the list and the recording.
 
+use crate::bus::{self, Msg};
 use crate::live::{Live, RecordingFailed, cast_path};
 use crate::store::{self, Session};
 use serde::Serialize;
@@ -139,6 +140,7 @@ pub async fn start(
         exit_code: None,
         recording_bytes: 0,
         recording_sha256: None,
+        instance: state.instance.clone(),
     };
     {
         let mut tx = state.db.begin().await?;
@@ -244,7 +246,31 @@ pub async fn end(
     }
     let path = state.part::<Live>().finish(id, exit_code);
     let mut tx = state.db.begin().await?;
-    let ended = store::end(&mut tx, id, status, why, exit_code, now).await?;
+    let ended = end_row(&mut tx, tenant, agent, id, status, why, exit_code, by, now).await?;
+    if let Some(path) = path
+        && let Ok(bytes) = std::fs::read(&path)
+    {
+        let sha = trusthub_core::secret::hex(&sha2::Sha256::digest(&bytes));
+        store::set_recording(&mut tx, id, bytes.len() as i64, &sha, exit_code).await?;
+    }
+    tx.commit().await?;
+    Ok(ended)
+}
+
+/// Ends the session's row, with its audit entry; false when it had ended.
+#[allow(clippy::too_many_arguments)]
+async fn end_row(
+    tx: &mut trusthub_store::Tx,
+    tenant: TenantId,
+    agent: Uuid,
+    id: Uuid,
+    status: &str,
+    why: &str,
+    exit_code: Option<i64>,
+    by: Option<&Principal>,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let ended = store::end(&mut *tx, id, status, why, exit_code, now).await?;
     if ended {
         let (event, actor) = match by {
             Some(p) => (
@@ -257,7 +283,7 @@ pub async fn end(
             ),
         };
         audit::append(
-            &mut tx,
+            &mut *tx,
             tenant,
             &audit::NewEntry {
                 event_type: event,
@@ -271,13 +297,6 @@ pub async fn end(
         )
         .await?;
     }
-    if let Some(path) = path
-        && let Ok(bytes) = std::fs::read(&path)
-    {
-        let sha = trusthub_core::secret::hex(&sha2::Sha256::digest(&bytes));
-        store::set_recording(&mut tx, id, bytes.len() as i64, &sha, exit_code).await?;
-    }
-    tx.commit().await?;
     Ok(ended)
 }
 
@@ -288,13 +307,28 @@ async fn failed_recording(state: &AppState, id: Uuid, e: RecordingFailed) {
     }
 }
 
-/// A console frame from an agent (the fleet's `ConsoleFrames` event).
+/// A console frame from an agent (the fleet's `ConsoleFrames` event). A session another
+/// hub process owns gets the frame through that process.
 pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: &Value) {
     if v["type"] == "console_agent_lost" {
         // The agent's socket closed: its live sessions cannot go on.
         for id in state.part::<Live>().of_agent(agent) {
             if let Err(e) = end(state, id, "failed", "agent_lost", None, None).await {
                 tracing::warn!(error = %e, %id, "cannot end a console session");
+            }
+        }
+        let elsewhere = match state.db.conn().await {
+            Ok(mut c) => store::open_elsewhere(&mut c, agent, &state.instance).await,
+            Err(e) => Err(e),
+        };
+        for s in elsewhere.unwrap_or_default() {
+            let msg = Msg::Agent {
+                agent,
+                tenant: tenant.0,
+                frame: v.clone(),
+            };
+            if let Err(e) = bus::send(state, &s.instance, s.id, msg).await {
+                tracing::warn!(error = %e, id = %s.id, "cannot tell a console's hub its agent left");
             }
         }
         return;
@@ -305,8 +339,13 @@ pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: 
     else {
         return;
     };
+    let here = state.part::<Live>().of(id);
+    if here.is_none() {
+        route_to_owner(state, agent, tenant, id, v).await;
+        return;
+    }
     // Only the session's own host speaks for it.
-    if state.part::<Live>().of(id) != Some((tenant, agent)) {
+    if here != Some((tenant, agent)) {
         return;
     }
     match v["type"].as_str() {
@@ -326,6 +365,74 @@ pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: 
     }
 }
 
+/// Sends a host's frame for a session owned by another hub process to it.
+async fn route_to_owner(state: &AppState, agent: Uuid, tenant: TenantId, id: Uuid, v: &Value) {
+    let owner = match state.db.conn().await {
+        Ok(mut c) => store::open(&mut c, id).await,
+        Err(e) => Err(e),
+    };
+    let Ok(Some(s)) = owner else {
+        return;
+    };
+    if s.tenant_id != tenant.0 || s.agent_id != agent || s.instance == state.instance {
+        return;
+    }
+    let msg = Msg::Agent {
+        agent,
+        tenant: tenant.0,
+        frame: v.clone(),
+    };
+    if let Err(e) = bus::send(state, &s.instance, id, msg).await {
+        tracing::warn!(error = %e, %id, "cannot route a console frame to its hub");
+    }
+}
+
+/// The recording's header, once the host opened the shell; strict: a header that cannot be
+/// written ends the session.
+pub async fn header(state: &AppState, id: Uuid, header: &Value) {
+    if let Err(e) = state.part::<Live>().header(id, header) {
+        tracing::error!(%id, error = %e.0, "cannot create the console recording");
+        failed_recording(state, id, e).await;
+    }
+}
+
+/// A frame of the browser's socket: input (restarts the idle clock; recorded when asked
+/// for) or a resize (recorded), then on to the host. Input is cut into pieces small enough
+/// to cross between hub processes.
+pub async fn browser_frame(state: &AppState, id: Uuid, v: &Value) {
+    let Some((_, agent)) = state.part::<Live>().of(id) else {
+        return;
+    };
+    let frames = match v["type"].as_str() {
+        Some("input") => {
+            let data = v["data"].as_str().unwrap_or_default();
+            if let Err(e) = state.part::<Live>().input(id, data) {
+                failed_recording(state, id, e).await;
+                return;
+            }
+            bus::pieces(data, 3000)
+                .into_iter()
+                .map(|d| json!({"type": "console_input", "session_id": id, "data": d}))
+                .collect()
+        }
+        Some("resize") => {
+            let cols = v["cols"].as_u64().unwrap_or(80).clamp(10, 1000) as u16;
+            let rows = v["rows"].as_u64().unwrap_or(24).clamp(5, 1000) as u16;
+            if let Err(e) = state.part::<Live>().resize(id, cols, rows) {
+                failed_recording(state, id, e).await;
+                return;
+            }
+            vec![json!({"type": "console_resize", "session_id": id, "cols": cols, "rows": rows})]
+        }
+        _ => return,
+    };
+    for f in frames {
+        if let Err(e) = trusthub_fleet::routing::deliver(state, agent, f.to_string()).await {
+            tracing::warn!(%id, error = %e, "cannot forward console input");
+        }
+    }
+}
+
 /// The host's answer to `console_open` (an action hook, in the result's transaction): the
 /// session becomes `active` with its recording's header written, or `failed`.
 pub async fn on_open_result(
@@ -337,6 +444,7 @@ pub async fn on_open_result(
     let Some(s) = store::by_jti(&mut *tx, &r.jti).await? else {
         return Ok(());
     };
+    let here = s.instance == state.instance;
     if r.refused_reason.is_some() || r.exit_code != Some(0) {
         let why = if r
             .refused_reason
@@ -348,7 +456,11 @@ pub async fn on_open_result(
             "agent_lost"
         };
         store::end(&mut *tx, s.id, "failed", why, None, now()).await?;
-        state.part::<Live>().finish(s.id, None);
+        if here {
+            state.part::<Live>().finish(s.id, None);
+        } else {
+            bus::send(state, &s.instance, s.id, Msg::Refused).await?;
+        }
         return Ok(());
     }
     let opened: Value = r
@@ -370,17 +482,16 @@ pub async fn on_open_result(
         "title": format!("{hostname}: {}", s.reason),
         "env": {"TERM": "xterm-256color", "SHELL": opened["shell"].as_str().unwrap_or("/bin/sh")},
     });
-    match state.part::<Live>().header(s.id, &header) {
-        Ok(()) => {
-            store::set_status(&mut *tx, s.id, "active").await?;
-        }
-        Err(e) => {
-            // Strict recording: no recording, no session.
-            tracing::error!(id = %s.id, error = %e.0, "cannot create the console recording");
-            let state = state.clone();
-            let id = s.id;
+    store::set_status(&mut *tx, s.id, "active").await?;
+    if here {
+        let (state, id) = (state.clone(), s.id);
+        // Strict recording: no recording, no session (ended once this result is stored).
+        if let Err(e) = state.part::<Live>().header(id, &header) {
+            tracing::error!(%id, error = %e.0, "cannot create the console recording");
             tokio::spawn(async move { failed_recording(&state, id, e).await });
         }
+    } else {
+        bus::send(state, &s.instance, s.id, Msg::Opened { header }).await?;
     }
     Ok(())
 }
@@ -417,13 +528,35 @@ pub async fn terminate(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<S
             s.status
         )));
     }
-    if !end(state, id, "terminated", "admin", None, Some(p)).await? {
-        // Not live in this process (a restart lost it): end the row and kill on the host.
+    if state.part::<Live>().of(id).is_none() {
+        // Owned by another hub process (or by one that restarted): the row ends here, the
+        // host kills the session's processes, and the owner closes the recording.
         let frame = json!({"type": "console_kill", "session_id": id}).to_string();
         trusthub_fleet::routing::deliver(state, s.agent_id, frame).await?;
         let mut tx = state.db.begin().await?;
-        store::end(&mut tx, id, "terminated", "admin", None, now()).await?;
+        let tenant = p.tenant();
+        end_row(
+            &mut tx,
+            tenant,
+            s.agent_id,
+            id,
+            "terminated",
+            "admin",
+            None,
+            Some(p),
+            now(),
+        )
+        .await?;
         tx.commit().await?;
+        let ended = Msg::Ended {
+            status: "terminated".into(),
+            why: "admin".into(),
+        };
+        if s.instance != state.instance {
+            bus::send(state, &s.instance, id, ended).await?;
+        }
+    } else {
+        end(state, id, "terminated", "admin", None, Some(p)).await?;
     }
     Ok(SessionView::from(get(state, p.tenant(), id).await?))
 }

@@ -39,18 +39,20 @@ pub struct Session {
     pub recording_bytes: i64,
     /// Its SHA-256.
     pub recording_sha256: Option<String>,
+    /// The hub process that owns it (writes the recording, keeps the clocks).
+    pub instance: String,
 }
 
 const COLUMNS: &str = "id, tenant_id, agent_id, user_id, reason, status, end_reason, cols, rows, jti, attached, \
-    started_at, ended_at, exit_code, recording_bytes, recording_sha256";
+    started_at, ended_at, exit_code, recording_bytes, recording_sha256, instance";
 
 /// Records a new session (`starting`).
 pub async fn insert(ex: &mut impl Exec, s: &Session) -> StoreResult<()> {
     on!(ex, c => sqlx::query(
-        "INSERT INTO console_sessions (id, tenant_id, agent_id, user_id, reason, status, cols, rows, jti, started_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+        "INSERT INTO console_sessions (id, tenant_id, agent_id, user_id, reason, status, cols, rows, jti, started_at, instance) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
         .bind(s.id).bind(s.tenant_id).bind(s.agent_id).bind(s.user_id).bind(&s.reason).bind(&s.status)
-        .bind(s.cols).bind(s.rows).bind(&s.jti).bind(s.started_at).execute(&mut *c).await?.rows_affected());
+        .bind(s.cols).bind(s.rows).bind(&s.jti).bind(s.started_at).bind(&s.instance).execute(&mut *c).await?.rows_affected());
     Ok(())
 }
 
@@ -66,6 +68,28 @@ pub async fn get(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<
     let sql = format!("SELECT {COLUMNS} FROM console_sessions WHERE tenant_id = $1 AND id = $2");
     Ok(
         on!(ex, c => sqlx::query_as::<_, Session>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// A session that has not ended, whatever its tenant (for frames routed by session id).
+pub async fn open(ex: &mut impl Exec, id: Uuid) -> StoreResult<Option<Session>> {
+    let sql = format!("SELECT {COLUMNS} FROM console_sessions WHERE id = $1 AND ended_at IS NULL");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Session>(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// The sessions of a host that have not ended and that another process owns.
+pub async fn open_elsewhere(
+    ex: &mut impl Exec,
+    agent: Uuid,
+    here: &str,
+) -> StoreResult<Vec<Session>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM console_sessions WHERE agent_id = $1 AND ended_at IS NULL AND instance <> $2"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Session>(sqlx::AssertSqlSafe(sql)).bind(agent).bind(here).fetch_all(&mut *c).await?),
     )
 }
 

@@ -28,9 +28,9 @@ pub async fn deliver(state: &AppState, agent_id: Uuid, frame: String) -> StoreRe
     {
         return Ok(true);
     }
-    let Db::Postgres(pool) = &state.db else {
+    if !matches!(state.db, Db::Postgres(_)) {
         return Ok(false);
-    };
+    }
     let mut c = state.db.conn().await?;
     let Some(instance) = actions::connected_instance(&mut c, agent_id).await? else {
         return Ok(false);
@@ -44,52 +44,25 @@ pub async fn deliver(state: &AppState, agent_id: Uuid, frame: String) -> StoreRe
         frame,
     })
     .unwrap_or_default();
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(CHANNEL)
-        .bind(payload)
-        .execute(pool)
-        .await?;
+    trusthub_platform::notify::publish(&state.db, CHANNEL, &payload).await?;
     Ok(true)
 }
 
 /// On PostgreSQL, forwards frames routed to this process until the task is aborted.
 pub async fn listen(state: AppState) {
-    let Db::Postgres(pool) = &state.db else {
-        return;
-    };
-    loop {
-        let mut listener = match sqlx::postgres::PgListener::connect_with(pool).await {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for routed agent frames; retrying");
-                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-                continue;
+    trusthub_platform::notify::listen(state, CHANNEL, |state, payload| {
+        Box::pin(async move {
+            let Ok(r) = serde_json::from_str::<Routed>(&payload) else {
+                return;
+            };
+            if r.instance == state.instance
+                && !state
+                    .part::<crate::agent_ws::Connections>()
+                    .send(r.agent_id, r.frame)
+            {
+                tracing::warn!(agent_id = %r.agent_id, "a frame routed here found no socket");
             }
-        };
-        if let Err(e) = listener.listen(CHANNEL).await {
-            tracing::warn!(error = %e, "cannot listen for routed agent frames; retrying");
-            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-            continue;
-        }
-        loop {
-            match listener.recv().await {
-                Ok(n) => {
-                    let Ok(r) = serde_json::from_str::<Routed>(n.payload()) else {
-                        continue;
-                    };
-                    if r.instance == state.instance
-                        && !state
-                            .part::<crate::agent_ws::Connections>()
-                            .send(r.agent_id, r.frame)
-                    {
-                        tracing::warn!(agent_id = %r.agent_id, "a frame routed here found no socket");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "routed-frame listener lost; reconnecting");
-                    break;
-                }
-            }
-        }
-    }
+        })
+    })
+    .await;
 }

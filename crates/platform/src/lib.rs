@@ -10,7 +10,8 @@
 //!   guards; [`tls`]: listeners and client certificates;
 //! - [`outbound`]: the one HTTP client for calls the hub makes, with its address policy;
 //! - [`archive`]: bounded reading of uploaded and pulled archives;
-//! - [`scheduler`]: cluster-wide periodic jobs under a lease;
+//! - [`scheduler`]: cluster-wide periodic jobs under a lease; [`notify`]: messages between
+//!   the hub processes on one PostgreSQL database;
 //! - [`page`], [`chart`], [`qr`]: the dashboard's shell, charts and QR codes;
 //! - [`settings`], [`mail`], [`metrics`]: configuration, SMTP, request figures.
 
@@ -24,6 +25,7 @@ pub mod mail;
 pub mod metrics;
 pub mod middleware;
 pub mod names;
+pub mod notify;
 pub mod openapi;
 pub mod outbound;
 pub mod page;
