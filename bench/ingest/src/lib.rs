@@ -155,3 +155,57 @@ pub async fn owner_cookie(
         .unwrap_or_default()
         .to_owned())
 }
+
+/// A new admin of the owner's tenant (invited by `owner`, the owner's cookie) with TOTP
+/// enrolled: their session cookie, their TOTP secret and the unix time whose step the
+/// enrolment spent (a gated request sends the code of the next step).
+pub async fn admin_with_totp(
+    http: &reqwest::Client,
+    api: &str,
+    owner: &str,
+) -> Result<(String, Vec<u8>, i64), Box<dyn std::error::Error>> {
+    use serde_json::{Value, json};
+    let email = format!("a-{}@bench.example", uuid::Uuid::new_v4().simple());
+    let inv: Value = http
+        .post(format!("{api}/invitations"))
+        .header("cookie", owner)
+        .json(&json!({"email": email, "role": "admin"}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let acc = http
+        .post(format!("{api}/auth/accept-invite"))
+        .json(&json!({"token": inv["token"], "password": "bench password 1"}))
+        .send()
+        .await?;
+    let user = acc
+        .headers()
+        .get("set-cookie")
+        .ok_or("accept-invite set no cookie")?
+        .to_str()?
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let setup: Value = http
+        .post(format!("{api}/auth/totp/setup"))
+        .header("cookie", &user)
+        .json(&json!({}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let secret = trusthub_core::totp::secret_from_base32(
+        setup["secret_base32"].as_str().unwrap_or_default(),
+    )
+    .ok_or("no TOTP secret")?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    http.post(format!("{api}/auth/totp/verify"))
+        .header("cookie", &user)
+        .json(&json!({"code": trusthub_core::totp::code_at(&secret, now)}))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok((user, secret, now))
+}

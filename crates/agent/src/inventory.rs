@@ -35,7 +35,101 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
         "backups": backups(),
         "listening": listening,
         "patching": patching().await,
+        "network": {"interfaces": interfaces().await},
+        "cloud": cloud_identity(),
     })
+}
+
+/// The host's network interfaces and their addresses (CONTRACT 23: a cloud resource is
+/// matched to this host by a private address): `ip -j addr`, else `/proc/net` (IPv4 from the
+/// routing trie's local entries, without interface names; IPv6 from `if_inet6`).
+async fn interfaces() -> Value {
+    let out = tokio::process::Command::new("ip")
+        .args(["-j", "addr", "show"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .await;
+    if let Ok(out) = out
+        && out.status.success()
+        && let Ok(Value::Array(links)) = serde_json::from_slice::<Value>(&out.stdout)
+    {
+        return links
+            .iter()
+            .map(|l| {
+                let addrs: Vec<&str> = l["addr_info"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|i| i["local"].as_str()).collect())
+                    .unwrap_or_default();
+                json!({"name": l["ifname"], "addrs": addrs})
+            })
+            .collect();
+    }
+    let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
+    let v4 = fib_trie_locals(&read("/proc/net/fib_trie"));
+    if !v4.is_empty() {
+        by_name.push(("ipv4".into(), v4));
+    }
+    for l in read("/proc/net/if_inet6").lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (Some(hex), Some(name)) = (f.first(), f.last()) else {
+            continue;
+        };
+        let Ok(n) = u128::from_str_radix(hex, 16) else {
+            continue;
+        };
+        let addr = std::net::Ipv6Addr::from(n).to_string();
+        match by_name.iter_mut().find(|(n, _)| n == name) {
+            Some((_, a)) => a.push(addr),
+            None => by_name.push(((*name).to_owned(), vec![addr])),
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, addrs)| json!({"name": name, "addrs": addrs}))
+        .collect()
+}
+
+/// The host's own IPv4 addresses in `/proc/net/fib_trie` (`/32 host LOCAL` entries).
+fn fib_trie_locals(trie: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut last = "";
+    for l in trie.lines() {
+        let t = l.trim_start();
+        if let Some(ip) = t.strip_prefix("|-- ").or_else(|| t.strip_prefix("+-- ")) {
+            last = ip.split('/').next().unwrap_or_default();
+        } else if t.contains("/32 host LOCAL") && !out.iter().any(|o| o == last) {
+            out.push(last.to_owned());
+        }
+    }
+    out
+}
+
+/// Which cloud this host runs in and its instance id, where the firmware tells (no network
+/// call): AWS Nitro's board asset tag (`i-…`), Azure's VM id (the SMBIOS UUID of a
+/// `Microsoft Corporation` machine with Azure's chassis tag), else the vendor alone.
+fn cloud_identity() -> Value {
+    let dmi = |f: &str| read(format!("/sys/class/dmi/id/{f}")).trim().to_owned();
+    let (vendor, asset, chassis) = (
+        dmi("sys_vendor"),
+        dmi("board_asset_tag"),
+        dmi("chassis_asset_tag"),
+    );
+    if asset.starts_with("i-") && (vendor.contains("Amazon") || vendor.is_empty()) {
+        return json!({"provider": "aws", "instance_id": asset});
+    }
+    if vendor == "Microsoft Corporation" && chassis == "7783-7084-3265-9085-8269-3286-77" {
+        return json!({"provider": "azure", "instance_id": dmi("product_uuid").to_lowercase()});
+    }
+    let provider = match vendor.as_str() {
+        "Hetzner" => "hetzner",
+        "DigitalOcean" => "digitalocean",
+        "Scaleway" => "scaleway",
+        "Google" => "gcp",
+        "OpenStack Foundation" | "OVH" => "ovh",
+        _ => return Value::Null,
+    };
+    json!({"provider": provider, "instance_id": null})
 }
 
 /// The package managers this host has, and whether it waits for a reboot
@@ -961,6 +1055,12 @@ pub async fn compose_restart(project: &str, service: &str) -> (i64, String, Stri
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_routing_trie_gives_the_hosts_own_addresses() {
+        let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 0.0.0.0\n        /0 universe UNICAST\n     +-- 10.0.0.0/24 2 0 2\n        |-- 10.0.0.7\n           /32 host LOCAL\n        |-- 10.0.0.255\n           /32 link BROADCAST\nLocal:\n        |-- 10.0.0.7\n           /32 host LOCAL\n";
+        assert_eq!(super::fib_trie_locals(trie), vec!["10.0.0.7".to_owned()]);
+    }
+
     use super::*;
 
     /// A process started through a symlink by a relative name, and a script run by an
@@ -1175,9 +1275,18 @@ mod tests {
             "ssh_keys",
             "backups",
             "listening",
+            "network",
         ] {
             assert!(inv.get(key).is_some(), "{key}");
         }
+        // This host's loopback at least.
+        assert!(
+            inv["network"]["interfaces"]
+                .to_string()
+                .contains("127.0.0.1"),
+            "{}",
+            inv["network"]
+        );
         assert!(!inv["os"]["kernel"].as_str().unwrap_or_default().is_empty());
         // os-release ID and VERSION_ID, what distribution advisories are keyed by.
         if std::path::Path::new("/etc/os-release").exists() {

@@ -43,6 +43,42 @@ pub struct Inventory {
     /// Package managers and the reboot-required state (CONTRACT 19).
     #[serde(default)]
     pub patching: Option<Patching>,
+    /// The network interfaces (CONTRACT 23: cloud resources are matched by address).
+    #[serde(default)]
+    pub network: Option<Network>,
+    /// The cloud the host runs in, where the agent could read it.
+    #[serde(default)]
+    pub cloud: Option<CloudIdentity>,
+}
+
+/// The host's network.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Network {
+    /// Its interfaces.
+    #[serde(default)]
+    pub interfaces: Vec<Interface>,
+}
+
+/// One network interface.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interface {
+    /// `eth0`, …
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its addresses, without prefix length.
+    #[serde(default)]
+    pub addrs: Vec<String>,
+}
+
+/// The cloud a host runs in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CloudIdentity {
+    /// `aws`, `azure`, `hetzner`, …
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The provider's id of the instance, when the host can tell.
+    #[serde(default)]
+    pub instance_id: Option<String>,
 }
 
 /// What patching finds on the host.

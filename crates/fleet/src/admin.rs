@@ -19,12 +19,15 @@ pub async fn local_enrollment_token(db: &Db, tenant: &str) -> Result<String, Adm
     let hash = trusthub_core::secret::token_hash(&token);
     let id = crate::store::agents::insert_enrollment_token(
         &mut tx,
-        t.tenant_id(),
-        &hash,
-        &["local".to_owned()],
-        None,
-        now,
-        now + time::Duration::hours(1),
+        &crate::store::agents::NewEnrollmentToken {
+            tenant: t.tenant_id(),
+            token_hash: &hash,
+            tags: &["local".to_owned()],
+            created_by: None,
+            now,
+            expires_at: now + time::Duration::hours(1),
+            single_use: false,
+        },
     )
     .await?;
     audit::append(

@@ -15,7 +15,8 @@
 //!   the actions it sent;
 //!   [`maintenance`] is what the composition root runs at start and on its retention tick;
 //! - [`host_names`]: host names of a tenant's agents, the lookup other capabilities are
-//!   given instead of this crate's tables;
+//!   given instead of this crate's tables; [`host_keys`]: what a cloud resource is matched
+//!   to a host by; [`install_command`]: a single-use enrollment token and its install line;
 //! - [`api`], [`web::pages`], [`connections::refresh_connections`], [`routing::listen`]: what
 //!   the composition root mounts and starts.
 
@@ -135,6 +136,55 @@ pub async fn patching_states(
         }
     }
     Ok(out)
+}
+
+/// A fresh single-use enrollment token made by `p` (audited) and the one-line install
+/// command that uses it: `(token, expires_at, command)`.
+pub async fn install_command(
+    state: &AppState,
+    meta: &extract::Meta,
+    p: &auth::Principal,
+) -> error::ApiResult<(String, time::OffsetDateTime, String)> {
+    let created = routes::agents::enrollment::new_enrollment_token(
+        state,
+        meta,
+        p,
+        routes::agents::enrollment::NewEnrollmentToken {
+            expires_at: None,
+            tags: vec!["cloud".into()],
+            single_use: true,
+        },
+    )
+    .await?;
+    let command = web::install::one_liner(&state.public_url, &created.token);
+    Ok((created.token, created.expires_at, command))
+}
+
+/// A host as cloud discovery matches it (CONTRACT 23).
+#[derive(Debug, Clone)]
+pub struct HostKeys {
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its host name.
+    pub hostname: String,
+    /// Every address of its interfaces (latest inventory).
+    pub addrs: Vec<String>,
+    /// Its cloud instance id, where the host could tell.
+    pub instance_id: Option<String>,
+}
+
+/// A tenant's hosts with what a cloud resource is matched by.
+pub async fn host_keys(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<HostKeys>> {
+    Ok(store::telemetry::host_keys(ex, tenant)
+        .await?
+        .into_iter()
+        .map(|(agent_id, hostname, addrs, instance_id)| HostKeys {
+            agent_id,
+            hostname,
+            addrs: addrs.0,
+            instance_id,
+        })
+        .collect())
 }
 
 /// Every agent with an inventory: `(tenant, agent, host name, latest snapshot id)`.

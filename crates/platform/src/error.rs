@@ -76,6 +76,15 @@ pub enum ApiError {
     /// 422: well-formed values that are not allowed.
     #[error("the request has invalid fields")]
     Validation(Vec<FieldError>),
+    /// 422 with its own code: a request that is well-formed but that something outside the
+    /// hub refused (`credentials_rejected`: a provider refused the credentials).
+    #[error("{detail}")]
+    Refused {
+        /// The CONTRACT code.
+        code: &'static str,
+        /// For a human: the outside party's own message.
+        detail: String,
+    },
     /// 401: no or bad credentials.
     #[error("{0}")]
     Unauthenticated(String),
@@ -141,7 +150,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Validation(_) | ApiError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             ApiError::Totp { status, .. } => *status,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -158,7 +167,7 @@ impl ApiError {
     /// The CONTRACT 1 code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::Totp { code, .. } => code,
+            ApiError::Totp { code, .. } | ApiError::Refused { code, .. } => code,
             ApiError::TotpLocked(_) => "totp_locked",
             other => code_for_status(other.status()),
         }

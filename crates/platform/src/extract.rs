@@ -58,6 +58,21 @@ where
     serde::Deserialize::deserialize(d).map(Some)
 }
 
+/// A query flag: `true`, `false`, `1` or `0` (anything else is refused).
+pub fn flag<'de, D>(d: D) -> Result<Option<bool>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let s: String = serde::Deserialize::deserialize(d)?;
+    match s.as_str() {
+        "true" | "1" => Ok(Some(true)),
+        "false" | "0" => Ok(Some(false)),
+        other => Err(serde::de::Error::custom(format!(
+            "`{other}` is not a flag: use true, false, 1 or 0"
+        ))),
+    }
+}
+
 /// Most bytes a compressed body may expand to.
 pub const MAX_DECOMPRESSED_BYTES: u64 = 64 * 1024 * 1024;
 

@@ -347,6 +347,8 @@ string_schema! {
     ConfigPath = r"^(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f-\x9f]*)+$", 4096;
     /// An event a notification channel renders (alerts only).
     AlertEventName = r"^(alert\.created|alert\.resolved)$", 64;
+    /// A cloud region or location (`eu-central-1`, `fsn1`).
+    RegionName = r"^[A-Za-z0-9_-]+$", 64;
     /// An action kind an EAT may carry.
     ActionName = r"^(restart_app|install_package|update_packages|console_open|emergency)$", 64;
 }

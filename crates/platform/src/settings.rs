@@ -148,6 +148,13 @@ pub struct Settings {
     /// Seconds between evaluations of the SLO burn alerts (60).
     #[arg(long, env = "TRUSTHUB_SLO_EVAL_INTERVAL_SECS", default_value_t = 60)]
     pub slo_eval_interval_secs: u64,
+    /// Seconds between the discovery runs of each cloud account (3600).
+    #[arg(
+        long,
+        env = "TRUSTHUB_CLOUD_DISCOVER_INTERVAL_SECS",
+        default_value_t = 3600
+    )]
+    pub cloud_discover_interval_secs: u64,
     /// A console session without input this long ends (900).
     #[arg(long, env = "TRUSTHUB_CONSOLE_IDLE_SECS", default_value_t = 900)]
     pub console_idle_secs: u64,
@@ -353,6 +360,7 @@ impl Settings {
             probe_tick_secs: 1,
             rule_eval_interval_secs: 30,
             slo_eval_interval_secs: 60,
+            cloud_discover_interval_secs: 3600,
             console_idle_secs: 900,
             console_max_secs: 3600,
             console_record_input: false,

@@ -210,33 +210,9 @@ async fn main() -> Result<(), String> {
     // K admins with TOTP, one restart each.
     let mut lat = Vec::new();
     for (i, (agent_id, _)) in registered.iter().take(args.restarts).enumerate() {
-        let inv: Value = post(&http, format!("{api}/invitations"), &owner, json!({"email": format!("a{i}-{}@bench.example", uuid::Uuid::new_v4().simple()), "role": "admin"}))
-            .await?.json().await.map_err(|e| e.to_string())?;
-        let acc = post(
-            &http,
-            format!("{api}/auth/accept-invite"),
-            "",
-            json!({"token": inv["token"], "password": "bench password 1"}),
-        )
-        .await?;
-        let user = cookie_of(&acc);
-        let setup: Value = post(&http, format!("{api}/auth/totp/setup"), &user, json!({}))
-            .await?
-            .json()
+        let (user, secret, now) = trusthub_bench_ingest::admin_with_totp(&http, &api, &owner)
             .await
             .map_err(|e| e.to_string())?;
-        let secret = trusthub_core::totp::secret_from_base32(
-            setup["secret_base32"].as_str().unwrap_or_default(),
-        )
-        .ok_or("b32")?;
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        post(
-            &http,
-            format!("{api}/auth/totp/verify"),
-            &user,
-            json!({"code": trusthub_core::totp::code_at(&secret, now)}),
-        )
-        .await?;
         let app: Value = post(
             &http,
             format!("{api}/apps"),

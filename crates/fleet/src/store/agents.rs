@@ -15,24 +15,40 @@ pub struct EnrollmentToken {
     pub tenant_id: Uuid,
     /// Tags given to those agents.
     pub tags: Json<Vec<String>>,
+    /// It enrols one host only.
+    pub single_use: bool,
+}
+
+/// An enrollment token to store.
+#[derive(Debug)]
+pub struct NewEnrollmentToken<'a> {
+    /// The tenant its agents join.
+    pub tenant: TenantId,
+    /// The token's hash.
+    pub token_hash: &'a str,
+    /// Tags its agents get.
+    pub tags: &'a [String],
+    /// Who made it.
+    pub created_by: Option<Uuid>,
+    /// When.
+    pub now: OffsetDateTime,
+    /// Until when it enrols.
+    pub expires_at: OffsetDateTime,
+    /// It enrols one host only.
+    pub single_use: bool,
 }
 
 /// Stores an enrollment token (its hash).
 pub async fn insert_enrollment_token(
     ex: &mut impl Exec,
-    tenant: TenantId,
-    token_hash: &str,
-    tags: &[String],
-    created_by: Option<Uuid>,
-    now: OffsetDateTime,
-    expires_at: OffsetDateTime,
+    t: &NewEnrollmentToken<'_>,
 ) -> StoreResult<Uuid> {
     let id = Uuid::now_v7();
     on!(ex, c => sqlx::query(
-        "INSERT INTO enrollment_tokens (id, tenant_id, token_hash, tags, created_by, created_at, expires_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)")
-        .bind(id).bind(tenant.0).bind(token_hash).bind(Json(tags)).bind(created_by).bind(now).bind(expires_at)
-        .execute(&mut *c).await?.rows_affected());
+        "INSERT INTO enrollment_tokens (id, tenant_id, token_hash, tags, created_by, created_at, expires_at, single_use) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+        .bind(id).bind(t.tenant.0).bind(t.token_hash).bind(Json(t.tags)).bind(t.created_by).bind(t.now).bind(t.expires_at)
+        .bind(t.single_use).execute(&mut *c).await?.rows_affected());
     Ok(id)
 }
 
@@ -43,8 +59,20 @@ pub async fn find_enrollment_token(
     now: OffsetDateTime,
 ) -> StoreResult<Option<EnrollmentToken>> {
     Ok(on!(ex, c => sqlx::query_as::<_, EnrollmentToken>(
-        "SELECT id, tenant_id, tags FROM enrollment_tokens WHERE token_hash = $1 AND expires_at > $2")
+        "SELECT id, tenant_id, tags, single_use FROM enrollment_tokens WHERE token_hash = $1 AND expires_at > $2 \
+         AND used_at IS NULL")
         .bind(token_hash).bind(now).fetch_optional(&mut *c).await?))
+}
+
+/// Spends a single-use enrollment token; false when another registration spent it first.
+pub async fn spend_enrollment_token(
+    ex: &mut impl Exec,
+    id: Uuid,
+    now: OffsetDateTime,
+) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("UPDATE enrollment_tokens SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
+        .bind(now).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
 }
 
 /// An agent as stored.

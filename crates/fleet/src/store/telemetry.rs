@@ -468,7 +468,31 @@ pub async fn insert_inventory(
 ) -> StoreResult<()> {
     on!(ex, c => sqlx::query("INSERT INTO inventory_snapshots (agent_id, collected_at, received_at, snapshot) VALUES ($1, $2, $3, $4)")
         .bind(agent_id).bind(collected_at).bind(now).bind(Json(snapshot)).execute(&mut *c).await?.rows_affected());
+    // What cloud discovery matches a host by (CONTRACT 23), kept beside the host.
+    let addrs: Vec<&str> = snapshot["network"]["interfaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|i| i["addrs"].as_array().into_iter().flatten())
+        .filter_map(|a| a.as_str())
+        .collect();
+    let instance = snapshot["cloud"]["instance_id"].as_str();
+    on!(ex, c => sqlx::query("UPDATE agents SET net_addrs = $1, cloud_instance_id = $2 WHERE id = $3")
+        .bind(Json(&addrs)).bind(instance).bind(agent_id).execute(&mut *c).await?.rows_affected());
     Ok(())
+}
+
+/// A tenant's hosts with what cloud discovery matches them by: id, host name, addresses,
+/// cloud instance id.
+pub async fn host_keys(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, String, Json<Vec<String>>, Option<String>)>> {
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, (Uuid, String, Json<Vec<String>>, Option<String>)>(
+        "SELECT id, hostname, net_addrs, cloud_instance_id FROM agents WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_all(&mut *c).await?),
+    )
 }
 
 /// Replaces the agent's process list.

@@ -89,6 +89,7 @@ pub async fn create_enrollment(
     let req = crate::routes::agents::enrollment::NewEnrollmentToken {
         expires_at: None,
         tags: form.tags.split_whitespace().map(str::to_owned).collect(),
+        single_use: false,
     };
     match crate::routes::agents::enrollment::new_enrollment_token(
         &state,

@@ -37,6 +37,8 @@ mod channels;
 mod checks;
 #[path = "../../../certs/tests/api/client_certs.rs"]
 mod client_certs;
+#[path = "../../../cloud/tests/api/cloud.rs"]
+mod cloud;
 mod contract;
 #[path = "../../../vulns/tests/api/cve.rs"]
 mod cve;

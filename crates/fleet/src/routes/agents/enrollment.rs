@@ -14,6 +14,10 @@ pub struct NewEnrollmentToken {
     #[serde(default)]
     #[schema(value_type = Vec<crate::openapi::Tag>, max_items = 32)]
     pub tags: Vec<String>,
+    /// It enrols one host only (spent by the first registration), as the install command
+    /// of a cloud machine without an agent uses.
+    #[serde(default)]
+    pub single_use: bool,
 }
 
 /// A created enrollment token, shown once.
@@ -31,7 +35,8 @@ pub struct CreatedEnrollmentToken {
 }
 
 /// Create an enrollment token (admin). It enrols any number of hosts until it expires
-/// (default 24 h); stored hashed.
+/// (default 24 h), or one host with `single_use`; stored hashed. A spent single-use token
+/// is refused like an expired one (401).
 #[utoipa::path(post, path = "/agents/enrollment-tokens", tag = "agents", request_body = NewEnrollmentToken,
     responses((status = 201, body = CreatedEnrollmentToken), (status = 422, body = Problem)))]
 pub(crate) async fn create_enrollment_token(
@@ -70,12 +75,15 @@ pub(crate) async fn new_enrollment_token(
     let mut tx = state.db.begin().await?;
     let id = agents::insert_enrollment_token(
         &mut tx,
-        p.tenant(),
-        &token_hash(&token),
-        &tags,
-        Some(p.user.id),
-        now,
-        expires_at,
+        &agents::NewEnrollmentToken {
+            tenant: p.tenant(),
+            token_hash: &token_hash(&token),
+            tags: &tags,
+            created_by: Some(p.user.id),
+            now,
+            expires_at,
+            single_use: req.single_use,
+        },
     )
     .await?;
     meta.record(
@@ -83,7 +91,7 @@ pub(crate) async fn new_enrollment_token(
         p,
         ev::ENROLLMENT_TOKEN_CREATED,
         format!("enrollment_token:{id}"),
-        json!({"tags": tags, "expires_at": trusthub_platform::state::rfc3339(expires_at)}),
+        json!({"tags": tags, "expires_at": trusthub_platform::state::rfc3339(expires_at), "single_use": req.single_use}),
     )
     .await?;
     tx.commit().await?;

@@ -128,6 +128,12 @@ pub(crate) async fn register(
         new_token(AGENT_TOKEN_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
     let now = now();
     let mut tx = state.db.begin().await?;
+    if enrollment.single_use && !agents::spend_enrollment_token(&mut tx, enrollment.id, now).await?
+    {
+        return Err(ApiError::Unauthenticated(
+            "unknown or expired enrollment token".into(),
+        ));
+    }
     // SPEC 6.4: a version the hub has not seen for this agent is a checkpoint; a change on a
     // known agent is an integrity anomaly until an operator resolves it (an upgrade, or not).
     let mut version_changed: Option<(Agent, String)> = None;

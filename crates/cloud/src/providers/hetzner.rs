@@ -1,0 +1,191 @@
+//! Hetzner Cloud (API v1, bearer token): servers (every page, `meta.pagination.next_page`)
+//! and the firewalls applied to them. A server without a firewall has every port open to
+//! the world; with one, only what its inbound rules from `0.0.0.0/0` or `::/0` let in.
+//! `endpoint` replaces `https://api.hetzner.cloud/v1`.
+
+use super::{Discovery, Facts, Found, Http, Target};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+fn base(t: &Target) -> String {
+    t.endpoint
+        .as_deref()
+        .unwrap_or("https://api.hetzner.cloud/v1")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+async fn get(http: &Http, t: &Target, path: &str) -> Result<Value, String> {
+    let url = format!("{}{path}", base(t));
+    let token = t.cred("token").to_owned();
+    http.json(|c| c.get(&url).bearer_auth(&token)).await
+}
+
+/// Every page of a list (`key` holds the items).
+async fn all(http: &Http, t: &Target, path: &str, key: &str) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    let mut page = 1u64;
+    loop {
+        let v = get(http, t, &format!("{path}?page={page}&per_page=50")).await?;
+        out.extend(v[key].as_array().cloned().unwrap_or_default());
+        match v["meta"]["pagination"]["next_page"].as_u64() {
+            Some(next) if next > page => page = next,
+            _ => return Ok(out),
+        }
+    }
+}
+
+/// The check: one `GET /servers?per_page=1`.
+pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
+    get(http, t, "/servers?per_page=1").await.map(|_| ())
+}
+
+/// Inbound TCP ports a firewall opens to the world; `None` for all of them.
+fn world_ports(fw: &Value) -> Option<Vec<u16>> {
+    let mut ports = Vec::new();
+    for r in fw["rules"].as_array().into_iter().flatten() {
+        let world = r["source_ips"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s == "0.0.0.0/0" || s == "::/0");
+        if r["direction"] != "in" || !world || r["protocol"] != "tcp" {
+            continue;
+        }
+        let spec = r["port"].as_str().unwrap_or("any");
+        if spec == "any" {
+            return None;
+        }
+        let (from, to) = match spec.split_once('-') {
+            Some((a, b)) => (a.parse().unwrap_or(0u16), b.parse().unwrap_or(0u16)),
+            None => {
+                let p = spec.parse().unwrap_or(0u16);
+                (p, p)
+            }
+        };
+        if from <= 1 && to == 65535 {
+            return None;
+        }
+        ports.extend(
+            [22u16, 3389]
+                .into_iter()
+                .filter(|p| (from..=to).contains(p)),
+        );
+    }
+    Some(ports)
+}
+
+/// Lists the project's servers.
+pub async fn discover(http: &Http, t: &Target) -> Discovery {
+    let mut d = Discovery::default();
+    let firewalls: HashMap<u64, Option<Vec<u16>>> =
+        match all(http, t, "/firewalls", "firewalls").await {
+            Ok(f) => f
+                .iter()
+                .filter_map(|f| Some((f["id"].as_u64()?, world_ports(f))))
+                .collect(),
+            Err(e) => {
+                d.errors.push(("firewalls".into(), e));
+                HashMap::new()
+            }
+        };
+    let servers = match all(http, t, "/servers", "servers").await {
+        Ok(s) => s,
+        Err(e) => {
+            d.errors.push((String::new(), e));
+            return d;
+        }
+    };
+    let firewalls_read = d.errors.is_empty();
+    for s in servers {
+        // `location` (the datacenter's location in API versions before it).
+        let region = s["location"]["name"]
+            .as_str()
+            .or_else(|| s["datacenter"]["location"]["name"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        if !t.regions.is_empty() && !t.regions.contains(&region) {
+            continue;
+        }
+        let mut public_ips = Vec::new();
+        if let Some(ip) = s["public_net"]["ipv4"]["ip"].as_str() {
+            public_ips.push(ip.to_owned());
+        }
+        if let Some(net) = s["public_net"]["ipv6"]["ip"].as_str() {
+            // The server's address in its /64 is the first one.
+            let prefix = net.split('/').next().unwrap_or(net);
+            public_ips.push(if prefix.ends_with("::") {
+                format!("{prefix}1")
+            } else {
+                prefix.to_owned()
+            });
+        }
+        let private_ips = s["private_net"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n["ip"].as_str().map(str::to_owned))
+            .collect();
+        let applied: Vec<u64> = s["public_net"]["firewalls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["id"].as_u64())
+            .collect();
+        let mut open: Option<Vec<u16>> = if applied.is_empty() {
+            None
+        } else {
+            Some(Vec::new())
+        };
+        for id in &applied {
+            match (firewalls.get(id), &mut open) {
+                (Some(None), _) => open = None,
+                (Some(Some(p)), Some(o)) => o.extend(p.iter().copied()),
+                _ => {}
+            }
+        }
+        let tags: BTreeMap<String, String> = s["labels"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let state = s["status"].as_str().unwrap_or("unknown").to_owned();
+        d.found.push(Found {
+            kind: "vm".into(),
+            provider_id: s["id"].as_u64().map(|i| i.to_string()).unwrap_or_default(),
+            name: s["name"].as_str().unwrap_or_default().to_owned(),
+            region,
+            gone: state == "deleting",
+            state,
+            public_ips,
+            private_ips,
+            tags,
+            facts: Facts {
+                open_to_world: open,
+                firewall_known: firewalls_read,
+                unencrypted_disks: Vec::new(),
+            },
+        });
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn firewall_rules_open_ports_to_the_world_only_from_everywhere() {
+        let fw = json!({"rules": [
+            {"direction": "in", "protocol": "tcp", "port": "22", "source_ips": ["0.0.0.0/0", "::/0"]},
+            {"direction": "in", "protocol": "tcp", "port": "3380-3390", "source_ips": ["10.0.0.0/8"]},
+            {"direction": "in", "protocol": "udp", "port": "53", "source_ips": ["0.0.0.0/0"]},
+        ]});
+        assert_eq!(super::world_ports(&fw), Some(vec![22]));
+        let all = json!({"rules": [{"direction": "in", "protocol": "tcp", "port": "1-65535", "source_ips": ["::/0"]}]});
+        assert_eq!(super::world_ports(&all), None);
+    }
+}

@@ -1,0 +1,684 @@
+//! Cloud discovery over the API (CONTRACT 23), both engines: AWS against `moto_server` (the
+//! EC2 emulator, IAM authentication on: every call signed with SigV4 and checked), Hetzner
+//! Cloud against a local server held true by Hetzner's own `hcloud` library; accounts checked
+//! live and refused with `credentials_rejected`, runs (every region, two pages, a 429),
+//! resources matched to an agent by address, findings opening and resolving, a terminated
+//! instance removed, install commands with a single-use token, credentials never in clear,
+//! validation that stores nothing, tenants apart.
+
+#[path = "../fakes/hetzner.rs"]
+pub(crate) mod hetzner;
+#[path = "../fakes/moto.rs"]
+pub(crate) mod moto;
+
+use crate::agents::{Host, register, send, ts};
+use crate::harness::*;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+crate::dual!(
+    aws_accounts_are_checked_live_discovered_in_every_region_and_kept_current,
+    hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewalls,
+    accounts_are_validated_stored_sealed_and_kept_apart,
+);
+
+/// Waits for the account's newest run to finish; the run.
+pub(crate) async fn finished_run(app: &TestApp, account: &str) -> Value {
+    for _ in 0..300 {
+        let runs = body(
+            app.get(&format!("/cloud/runs?account_id={account}"), &app.owner)
+                .await,
+        )
+        .await;
+        if let Some(r) = runs.as_array().and_then(|a| a.first())
+            && r["status"] != "running"
+        {
+            return r.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the run of {account} did not finish in 30 s");
+}
+
+/// Sends an inventory whose interfaces hold `addrs`, and waits until it is stored.
+pub(crate) async fn report_addrs(app: &TestApp, host: &Host, addrs: &[&str]) {
+    let inv = json!({"collected_at": ts(OffsetDateTime::now_utc()),
+        "network": {"interfaces": [{"name": "lo", "addrs": ["127.0.0.1"]}, {"name": "eth0", "addrs": addrs}]}});
+    let b = json!({"batch_id": Uuid::new_v4(), "sent_at": ts(OffsetDateTime::now_utc()), "inventory": inv});
+    let r = send(app, host, b.to_string().as_bytes(), None, true).await;
+    assert_eq!(r.status(), 202);
+    for _ in 0..100 {
+        let v = body(
+            app.get(&format!("/agents/{}/inventory", host.id), &app.owner)
+                .await,
+        )
+        .await;
+        if v.to_string().contains(addrs[0]) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the inventory was not stored");
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    let mut v: Vec<String> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|r| r["provider_id"].as_str().expect("id").to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+async fn aws_accounts_are_checked_live_discovered_in_every_region_and_kept_current(b: Backend) {
+    if !moto::available() {
+        return;
+    }
+    let m = moto::Moto::start().await;
+    let app = TestApp::spawn(b).await;
+    let creds = |secret: &str| {
+        json!({"provider": "aws", "name": "prod", "endpoint": m.url,
+            "credentials": {"access_key_id": m.access_key_id, "secret_access_key": secret}})
+    };
+    // A wrong secret: moto's IAM refuses the signature; nothing is stored.
+    let r = app
+        .post("/cloud/accounts", &app.owner, creds("wrong secret"))
+        .await;
+    assert_eq!(r.status(), 422);
+    let p = body(r).await;
+    assert_eq!(p["code"], "credentials_rejected", "{p}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("AuthFailure"),
+        "{p}"
+    );
+    assert_eq!(
+        body(app.get("/cloud/accounts", &app.owner).await).await,
+        json!([])
+    );
+    // An unreachable endpoint is refused the same way.
+    let mut down = creds(&m.secret_access_key);
+    down["endpoint"] = json!("http://127.0.0.1:9");
+    let r = app.post("/cloud/accounts", &app.owner, down).await;
+    assert_eq!(body(r).await["code"], "credentials_rejected");
+
+    // The host of one instance runs an agent: its private address is on its interface.
+    let host = register(&app).await;
+    let r = app
+        .post("/cloud/accounts", &app.owner, creds(&m.secret_access_key))
+        .await;
+    assert_eq!(r.status(), 201);
+    let account = body(r).await;
+    assert!(!account.to_string().contains(&m.secret_access_key));
+    assert_eq!(account["provider"], "aws");
+    let id = account["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["resources_seen"], 5, "every region read: {run}");
+    assert_eq!(run["added"], 5);
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    let mut want: Vec<String> = ["us-east-1", "eu-west-1"]
+        .iter()
+        .flat_map(|r| m.instances[r].as_array().expect("ids").iter())
+        .map(|i| i.as_str().expect("id").to_owned())
+        .collect();
+    want.sort();
+    assert_eq!(ids(&all), want);
+    let first = m.instances["us-east-1"][0].as_str().expect("id");
+    let vm = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["provider_id"] == first)
+        .expect("the instance")
+        .clone();
+    assert_eq!(vm["name"], "us-east-1-vm-0", "the Name tag names it");
+    assert_eq!(vm["region"], "us-east-1");
+    assert_eq!(vm["type"], "vm");
+    assert_eq!(vm["state"], "running");
+    assert_eq!(vm["tags"]["team"], "ops");
+    assert_eq!(vm["is_public"], true);
+    assert_eq!(vm["has_agent"], false);
+    let private = vm["private_ips"][0]
+        .as_str()
+        .expect("private ip")
+        .to_owned();
+    report_addrs(&app, &host, &[&private]).await;
+    let vm = body(
+        app.get(
+            &format!("/cloud/resources/{}", vm["id"].as_str().expect("id")),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        vm["has_agent"], true,
+        "matched by its private address: {vm}"
+    );
+    assert_eq!(vm["agent_id"], json!(host.id));
+    let covered = body(app.get("/cloud/resources?has_agent=1", &app.owner).await).await;
+    assert_eq!(ids(&covered), vec![first.to_owned()]);
+
+    // Findings: SSH open to the world in us-east-1, unencrypted disks there, no agent.
+    let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
+    let count = |rule: &str| {
+        findings
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .count()
+    };
+    assert_eq!(count("ssh_open_to_world"), 3, "{findings}");
+    assert_eq!(
+        count("unencrypted_disk"),
+        3,
+        "eu-west-1's disks are encrypted: {findings}"
+    );
+    assert_eq!(
+        count("no_agent"),
+        5,
+        "the agent appeared after the run: {findings}"
+    );
+    assert_eq!(count("rdp_open_to_world"), 0);
+    // The next run sees the agent: its machine's no_agent finding resolves.
+    let r = app
+        .post(
+            &format!("/cloud/accounts/{id}/discover"),
+            &app.owner,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    let run = finished_run(&app, &id).await;
+    assert_eq!(
+        (
+            run["added"].clone(),
+            run["changed"].clone(),
+            run["removed"].clone()
+        ),
+        (json!(0), json!(0), json!(0)),
+        "{run}"
+    );
+    let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
+    assert_eq!(
+        findings
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|f| f["rule"] == "no_agent")
+            .count(),
+        4
+    );
+
+    // A terminated instance counts as removed; its findings resolve.
+    let gone = m.instances["eu-west-1"][1].as_str().expect("id");
+    m.terminate("eu-west-1", gone).await;
+    app.post(
+        &format!("/cloud/accounts/{id}/discover"),
+        &app.owner,
+        json!({}),
+    )
+    .await;
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["removed"], 1, "{run}");
+    let live = body(app.get("/cloud/resources", &app.owner).await).await;
+    assert!(!ids(&live).contains(&gone.to_owned()));
+    let with_removed = body(
+        app.get("/cloud/resources?include_removed=1", &app.owner)
+            .await,
+    )
+    .await;
+    let removed = with_removed
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["provider_id"] == gone)
+        .expect("kept");
+    assert!(removed["removed_at"].is_string(), "{removed}");
+    let resolved = body(app.get("/cloud/findings?status=resolved", &app.owner).await).await;
+    assert!(
+        resolved
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|f| f["resource_id"] == removed["id"]),
+        "{resolved}"
+    );
+    let summary = body(app.get("/cloud/summary", &app.owner).await).await;
+    assert_eq!(summary["resources"], 4, "{summary}");
+    assert_eq!(summary["with_agent"], 1);
+    assert_eq!(summary["without_agent"], 3);
+    assert_eq!(summary["coverage_percent"], 25.0);
+    assert_eq!(
+        summary["by_provider"]["aws"],
+        json!({"resources": 4, "with_agent": 1})
+    );
+    assert_eq!(
+        summary["open_findings"]["HIGH"], 6,
+        "3 ssh + 3 public without agent: {summary}"
+    );
+
+    // The install command of an uncovered machine: a single-use token.
+    let other = live
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["has_agent"] == false)
+        .expect("uncovered");
+    let inst = body(
+        app.get(
+            &format!(
+                "/cloud/resources/{}/install",
+                other["id"].as_str().expect("id")
+            ),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    let token = inst["enrollment_token"].as_str().expect("token");
+    assert!(
+        inst["commands"]["shell"]
+            .as_str()
+            .expect("shell")
+            .contains(&format!("--enroll {token}")),
+        "{inst}"
+    );
+    assert!(
+        inst["commands"]["cloud_init"]
+            .as_str()
+            .expect("ci")
+            .starts_with("#cloud-config\nruncmd:"),
+        "{inst}"
+    );
+    let key = crate::agents::key();
+    let r = crate::agents::register_raw(&app, token, &key, &key, "cloud-machine-1").await;
+    assert_eq!(r.status(), 201);
+    let r = crate::agents::register_raw(&app, token, &key, &key, "cloud-machine-2").await;
+    assert_eq!(r.status(), 401, "a spent single-use token");
+
+    // The secret is nowhere in clear: not in the account row, the audit log, any answer.
+    let secret = m.secret_access_key.as_str();
+    let audit = app
+        .get("/audit-log?limit=200", &app.owner)
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(!audit.contains(secret) && audit.contains("cloud_account_added"));
+    let accounts = app
+        .get("/cloud/accounts", &app.owner)
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(!accounts.contains(secret));
+    let sealed: Vec<Vec<u8>> = match &app.db {
+        trusthub_store::Db::Sqlite { read, .. } => {
+            sqlx::query_scalar("SELECT credentials_sealed FROM cloud_accounts")
+                .fetch_all(read)
+                .await
+                .expect("read")
+        }
+        trusthub_store::Db::Postgres(pool) => {
+            sqlx::query_scalar("SELECT credentials_sealed FROM cloud_accounts")
+                .fetch_all(pool)
+                .await
+                .expect("read")
+        }
+    };
+    assert_eq!(sealed.len(), 1);
+    assert!(
+        !sealed[0]
+            .windows(secret.len())
+            .any(|w| w == secret.as_bytes()),
+        "sealed at rest"
+    );
+    let sql =
+        format!("SELECT COUNT(*) FROM cloud_runs WHERE CAST(errors AS TEXT) LIKE '%{secret}%'");
+    assert_eq!(app.count(&sql).await, 0, "{sql}");
+    assert_eq!(
+        app.count(&format!(
+            "SELECT COUNT(*) FROM audit_log WHERE CAST(details AS TEXT) LIKE '%{secret}%'"
+        ))
+        .await,
+        0
+    );
+
+    // Deleting the account takes its resources with it.
+    let r = app
+        .delete(&format!("/cloud/accounts/{id}"), &app.owner)
+        .await;
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        body(
+            app.get("/cloud/resources?include_removed=1", &app.owner)
+                .await
+        )
+        .await,
+        json!([])
+    );
+}
+
+async fn hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewalls(b: Backend) {
+    let (servers, firewalls) = hetzner::fleet();
+    let fake = hetzner::Hetzner::start(servers.clone(), firewalls).await;
+    let app = TestApp::spawn(b).await;
+    let r = app
+        .post(
+            "/cloud/accounts",
+            &app.owner,
+            json!({"provider": "hetzner", "name": "fsn",
+            "endpoint": fake.url, "credentials": {"token": "not the token"}}),
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    let p = body(r).await;
+    assert_eq!(p["code"], "credentials_rejected");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unable to authenticate"),
+        "{p}"
+    );
+    fake.throttle_once();
+    let r = app
+        .post(
+            "/cloud/accounts",
+            &app.owner,
+            json!({"provider": "hetzner", "name": "fsn",
+            "endpoint": fake.url, "credentials": {"token": fake.token}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["resources_seen"], 60, "both pages: {run}");
+    assert_eq!(fake.throttled(), 1, "the 429 was waited out");
+    let all = body(
+        app.get(
+            &format!("/cloud/resources?account_id={id}&type=vm"),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    let one = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["provider_id"] == "1001")
+        .expect("server 1001");
+    assert_eq!(one["name"], "hz-1");
+    assert_eq!(one["region"], "fsn1");
+    assert_eq!(one["private_ips"], json!(["10.0.0.1"]));
+    assert_eq!(
+        one["public_ips"],
+        json!(["203.0.113.1", "2a01:4f8:c0c:3e9::1"])
+    );
+    assert_eq!(one["tags"], json!({"env": "prod", "team": "ops"}));
+    // SSH open to the world: no firewall (i % 3 == 0) or the ssh-open one (i % 3 == 1).
+    let findings = body(
+        app.get("/cloud/findings?severity=HIGH&status=open", &app.owner)
+            .await,
+    )
+    .await;
+    let ssh = findings
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter(|f| f["rule"] == "ssh_open_to_world")
+        .count();
+    assert_eq!(ssh, 40, "web-only servers do not count");
+    let rdp = body(
+        app.get("/cloud/findings?severity=CRITICAL", &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(
+        rdp.as_array().map(Vec::len),
+        Some(20),
+        "no firewall: RDP too"
+    );
+    // A server deleted at Hetzner is removed at the next run.
+    fake.set_servers(servers[1..].to_vec());
+    app.post(
+        &format!("/cloud/accounts/{id}/discover"),
+        &app.owner,
+        json!({}),
+    )
+    .await;
+    let run = finished_run(&app, &id).await;
+    assert_eq!(
+        (run["resources_seen"].clone(), run["removed"].clone()),
+        (json!(59), json!(1)),
+        "{run}"
+    );
+}
+
+async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
+    let (servers, firewalls) = hetzner::fleet();
+    let fake = hetzner::Hetzner::start(servers, firewalls).await;
+    let app = TestApp::spawn(b).await;
+    let bad = [
+        (
+            json!({"provider": "vultr", "name": "x", "credentials": {"token": "t"}}),
+            "provider",
+        ),
+        (
+            json!({"provider": "azure", "name": "x", "credentials": {"tenant_id": "t", "client_id": "c",
+            "client_secret": "s", "subscription_id": "s"}}),
+            "provider",
+        ),
+        (
+            json!({"provider": "hetzner", "name": "x", "credentials": {}}),
+            "credentials.token",
+        ),
+        (
+            json!({"provider": "hetzner", "name": "x", "credentials": {"token": "t", "tokn": "t"}}),
+            "credentials.tokn",
+        ),
+        (
+            json!({"provider": "hetzner", "name": "", "credentials": {"token": "t"}}),
+            "name",
+        ),
+        (
+            json!({"provider": "hetzner", "name": "x", "credentials": {"token": "t"}, "regions": ["fsn 1"]}),
+            "regions[0]",
+        ),
+        (
+            json!({"provider": "hetzner", "name": "x", "credentials": {"token": "t"}, "endpoint": "ftp://x"}),
+            "endpoint",
+        ),
+    ];
+    for (req, field) in bad {
+        let r = app.post("/cloud/accounts", &app.owner, req.clone()).await;
+        assert_eq!(r.status(), 422, "{req}");
+        let p = body(r).await;
+        assert!(
+            p["errors"].to_string().contains(&format!("\"{field}\"")),
+            "{req}: {p}"
+        );
+    }
+    let r = app
+        .post("/cloud/accounts", &app.owner, json!({"provider": "hetzner", "name": "x", "credentials": {"token": "t"}, "regoins": []}))
+        .await;
+    assert_eq!(r.status(), 422, "a misspelt field is refused");
+    assert_eq!(
+        body(app.get("/cloud/accounts", &app.owner).await).await,
+        json!([])
+    );
+    for q in [
+        "/cloud/resources?has_agent=maybe",
+        "/cloud/resources?type=vps",
+        "/cloud/findings?severity=high",
+        "/cloud/runs?acount_id=x",
+    ] {
+        let r = app.get(q, &app.owner).await;
+        assert!(
+            r.status() == 400 || r.status() == 422,
+            "{q}: {}",
+            r.status()
+        );
+    }
+    // Roles: a viewer reads, an operator discovers, only an admin adds.
+    let (viewer, _) = app.user_with_role("viewer").await;
+    let (operator, _) = app.user_with_role("operator").await;
+    let req = json!({"provider": "hetzner", "name": "fsn", "endpoint": fake.url, "credentials": {"token": fake.token}});
+    assert_eq!(
+        app.post("/cloud/accounts", &viewer, req.clone())
+            .await
+            .status(),
+        403
+    );
+    assert_eq!(
+        app.post("/cloud/accounts", &operator, req.clone())
+            .await
+            .status(),
+        403
+    );
+    let r = app.post("/cloud/accounts", &app.owner, req).await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    finished_run(&app, &id).await;
+    let r = app
+        .post(
+            &format!("/cloud/accounts/{id}/discover"),
+            &operator,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    finished_run(&app, &id).await;
+    assert_eq!(app.get("/cloud/summary", &viewer).await.status(), 200);
+    let resource = body(app.get("/cloud/resources", &viewer).await).await[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(
+        app.get(&format!("/cloud/resources/{resource}/install"), &operator)
+            .await
+            .status(),
+        403
+    );
+    // Another tenant sees none of it.
+    let other = app.other_tenant().await;
+    assert_eq!(
+        body(app.get("/cloud/accounts", &other).await).await,
+        json!([])
+    );
+    assert_eq!(
+        app.get(&format!("/cloud/resources/{resource}"), &other)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.delete(&format!("/cloud/accounts/{id}"), &other)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.post(&format!("/cloud/accounts/{id}/discover"), &other, json!({}))
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        body(app.get("/cloud/summary", &other).await).await["resources"],
+        0
+    );
+}
+
+/// The Hetzner fake held true: Hetzner's official Python library (`hcloud`) lists every
+/// server over both pages, reads their addresses, location, labels and firewalls, reads the
+/// firewalls' rules, and takes a wrong token as Hetzner's `unauthorized` error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hetzner_fake_speaks_the_api_hetzners_own_library_reads() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import hcloud"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "hcloud is required in CI (pip install hcloud)"
+        );
+        eprintln!("hcloud is not installed: skipping");
+        return;
+    }
+    let (servers, firewalls) = hetzner::fleet();
+    let fake = hetzner::Hetzner::start(servers, firewalls).await;
+    let script = r#"
+import json, sys
+from hcloud import Client, APIException
+url, token = sys.argv[1], sys.argv[2]
+c = Client(token=token, api_endpoint=url)
+out = {"servers": [], "firewalls": []}
+for s in c.servers.get_all():
+    out["servers"].append({"id": s.id, "name": s.name, "status": s.status,
+        "ipv4": s.public_net.ipv4.ip, "ipv6": s.public_net.ipv6.ip,
+        "private": [n.ip for n in s.private_net], "location": s.location.name,
+        "labels": s.labels, "firewalls": [f.firewall.id for f in s.public_net.firewalls],
+        "type": s.server_type.name, "image": s.image.name})
+for f in c.firewalls.get_all():
+    out["firewalls"].append({"id": f.id, "rules": [[r.direction, r.protocol, r.port, r.source_ips] for r in f.rules],
+        "applied": [a.server.id for a in f.applied_to]})
+try:
+    Client(token="wrong", api_endpoint=url).servers.get_all()
+    out["wrong"] = None
+except APIException as e:
+    out["wrong"] = e.code
+print(json.dumps(out))
+"#;
+    let out = tokio::process::Command::new("python3")
+        .args(["-c", script, &fake.url, &fake.token])
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let servers = v["servers"].as_array().expect("servers");
+    assert_eq!(servers.len(), 60, "both pages");
+    let s = servers
+        .iter()
+        .find(|s| s["id"] == 1003)
+        .expect("server 1003");
+    assert_eq!(s["name"], "hz-3");
+    assert_eq!(s["status"], "running");
+    assert_eq!(s["ipv4"], "203.0.113.3");
+    assert_eq!(s["ipv6"], "2a01:4f8:c0c:3eb::/64");
+    assert_eq!(s["private"], json!(["10.0.0.3"]));
+    assert_eq!(s["location"], "fsn1");
+    assert_eq!(s["labels"], json!({"env": "prod", "team": "ops"}));
+    assert_eq!(s["firewalls"], json!([]));
+    assert_eq!(s["type"], "cx22");
+    assert_eq!(s["image"], "ubuntu-24.04");
+    let s1 = servers
+        .iter()
+        .find(|s| s["id"] == 1001)
+        .expect("server 1001");
+    assert_eq!(s1["firewalls"], json!([1]));
+    let fw = v["firewalls"].as_array().expect("firewalls");
+    assert_eq!(fw.len(), 2);
+    assert_eq!(
+        fw[0]["rules"][0],
+        json!(["in", "tcp", "22", ["0.0.0.0/0", "::/0"]])
+    );
+    assert_eq!(fw[0]["applied"].as_array().map(Vec::len), Some(20));
+    assert_eq!(v["wrong"], "unauthorized");
+}
