@@ -31,7 +31,7 @@ target/release/trusthub-agent --hub http://127.0.0.1:$PORT --enroll "$token" --s
   --allow-console >"$dir/agent.log" 2>&1 &
 agent=$!
 target/release/console --hub http://127.0.0.1:$PORT --password 'bench password' --hub-pid $hub \
-  --agent-pid $agent --sessions "${SESSIONS:-50}" --bytes "${BYTES:-1048576}" || { tail -5 "$dir/hub.log" "$dir/agent.log"; }
+  --agent-pid $agent --sessions "${SESSIONS:-50}" --bytes "${BYTES:-1048576}" || tail -n 5 "$dir/hub.log" "$dir/agent.log"
 echo "recordings: $(du -sh "$dir/hub/console" | cut -f1)"
 kill -TERM $agent $hub; wait $agent $hub || true
 rm -rf "$dir"

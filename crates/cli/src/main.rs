@@ -122,6 +122,13 @@ enum Command {
         #[arg(long)]
         totp: Option<String>,
     },
+    /// Cloud discovery: accounts, runs, resources and their agent coverage, findings.
+    Cloud {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::cloud::CloudCmd,
+    },
     /// Configuration drift: watched files not as in their baseline, and rebases.
     Drift {
         #[command(flatten)]
@@ -800,6 +807,7 @@ async fn hub_main() -> ExitCode {
         Command::Autopatch { g, cmd } => Some(remote::autopatch::autopatch(cmd, &g).await),
         Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
         Command::Drift { g, cmd } => Some(remote::drift::drift(cmd, &g).await),
+        Command::Cloud { g, cmd } => Some(remote::cloud::cloud(cmd, &g).await),
         Command::Console {
             g,
             agent,

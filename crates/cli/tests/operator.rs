@@ -4,6 +4,8 @@
 //! compared as printed; JSON is the API's; exit codes are CONTRACT 28's.
 
 mod common;
+#[path = "../../cloud/tests/fakes/hetzner.rs"]
+mod hetzner;
 
 use common::*;
 use serde_json::{Value, json};
@@ -1392,4 +1394,113 @@ async fn a_restart_runs_on_a_live_agent_and_findings_gate_ci_until_acknowledged_
     };
     live_agent_verbs(Some(&url)).await;
     drop_pg_database(&name).await;
+}
+
+/// `trusthub cloud …` against a hub and a local Hetzner Cloud API (held true by `hcloud` in
+/// the cloud tests): the token from `HCLOUD_TOKEN`, a refusal said plainly, a discovery
+/// waited for, coverage, findings, the install command of an uncovered machine, removal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cloud_verbs_add_discover_list_and_install() {
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let config = dir.0.join("config");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut hub = Hub::start(&data, &[]);
+    let url = hub.base.trim_end_matches("/api/v1").to_owned();
+    let password = initial_password(&data);
+    ok(&cli(
+        &config,
+        &["login", &url, "--email", "admin@trusthub.local"],
+        &format!("{password}\n"),
+        &[],
+    ));
+    let (servers, firewalls) = hetzner::fleet();
+    let fake = hetzner::Hetzner::start(servers, firewalls).await;
+    let add = |token: &str| {
+        cli(
+            &config,
+            &[
+                "cloud",
+                "add",
+                "hetzner",
+                "--name",
+                "fsn",
+                "--endpoint",
+                &fake.url,
+                "-o",
+                "json",
+            ],
+            "",
+            &[("HCLOUD_TOKEN", token)],
+        )
+    };
+    let o = add("not the token");
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(
+        err(&o).contains("refused the credentials") && err(&o).contains("unable to authenticate"),
+        "{}",
+        err(&o)
+    );
+    let account = json_of(&add(&fake.token));
+    assert_eq!(account["provider"], "hetzner");
+    let id = account["id"].as_str().expect("id").to_owned();
+    // The first run started with the account; wait for it, then run again and wait.
+    for _ in 0..100 {
+        let runs = json_of(&cli(
+            &config,
+            &["cloud", "runs", "--account", &id, "-o", "json"],
+            "",
+            &[],
+        ));
+        if runs[0]["status"] != "running" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let run = json_of(&cli(
+        &config,
+        &["cloud", "discover", &id, "--wait", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["resources_seen"], 60);
+    let bare = json_of(&cli(
+        &config,
+        &["cloud", "resources", "--without-agent", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(bare.as_array().map(Vec::len), Some(60));
+    let summary = ok(&cli(&config, &["cloud", "summary"], "", &[]));
+    assert!(
+        summary.starts_with("ACCOUNTS") && summary.contains("0.0"),
+        "{summary}"
+    );
+    let rdp = json_of(&cli(
+        &config,
+        &["cloud", "findings", "--severity", "CRITICAL", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(rdp.as_array().map(Vec::len), Some(20));
+    let o = cli(
+        &config,
+        &["cloud", "install", bare[0]["id"].as_str().expect("id")],
+        "",
+        &[],
+    );
+    let line = ok(&o);
+    assert!(
+        line.starts_with("curl -fsSL ") && line.contains("--enroll the_"),
+        "{line}"
+    );
+    assert!(err(&o).contains("single-use"), "{}", err(&o));
+    let o = cli(&config, &["cloud", "rm", &id], "", &[]);
+    ok(&o);
+    assert_eq!(
+        json_of(&cli(&config, &["cloud", "accounts", "-o", "json"], "", &[])),
+        json!([])
+    );
+    hub.terminate();
 }

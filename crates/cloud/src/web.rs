@@ -1,9 +1,402 @@
-//! The dashboard's cloud pages.
+//! The cloud pages — coverage ("47 of 52 machines have an agent") with the uncovered
+//! machines and their install command, accounts with a form per provider (checked live on
+//! submit), resources with filters, findings, runs — through the same services as the API.
 
-use axum::Router;
+use crate::service::{self, AccountView, NewAccount, ResourceFilter, ResourceView, Summary};
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use trusthub_core::Role;
+use trusthub_identity::auth::Viewer;
+use trusthub_identity::web::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
+use trusthub_platform::error::{ApiError, ApiResult};
+use trusthub_platform::extract::Meta;
+use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, html, outcome};
+use uuid::Uuid;
 
-/// The pages.
-pub fn pages() -> Router<AppState> {
-    Router::new()
+/// The pages (merged at the root by the composition root, which adds the page layers).
+pub fn pages() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route("/ui/cloud", get(overview))
+        .route("/ui/cloud/accounts", post(add_account))
+        .route("/ui/cloud/accounts/{id}/discover", post(discover))
+        .route("/ui/cloud/accounts/{id}/delete", post(delete))
+        .route("/ui/cloud/resources", get(resources))
+        .route("/ui/cloud/resources/{id}/install", post(install))
+        .route("/ui/cloud/findings", get(findings))
+        .route("/ui/cloud/runs", get(runs))
+}
+
+/// An install command shown after the admin asked for it.
+struct Shown {
+    name: String,
+    shell: String,
+    cloud_init: String,
+    expires: String,
+}
+
+#[derive(Template)]
+#[template(path = "cloud.html")]
+struct OverviewPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    admin: bool,
+    operator: bool,
+    summary: Summary,
+    vms: u64,
+    vms_with: u64,
+    accounts: Vec<AccountView>,
+    uncovered: Vec<ResourceView>,
+    install: Option<Shown>,
+    flash: Flash,
+}
+
+async fn overview_page(
+    state: &AppState,
+    user: &WebUser,
+    flash: Flash,
+    install: Option<Shown>,
+    code: StatusCode,
+) -> Response {
+    let built: ApiResult<OverviewPage> = async {
+        let p = &user.principal;
+        Viewer::of(p)?;
+        let all = service::resources(state, p.tenant(), &ResourceFilter::default()).await?;
+        let vms: Vec<&ResourceView> = all.iter().filter(|r| r.kind == "vm").collect();
+        Ok(OverviewPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(user)),
+            csrf: user.csrf.clone(),
+            admin: p.has_role(Role::Admin),
+            operator: p.has_role(Role::Operator),
+            summary: service::summary(state, p.tenant()).await?,
+            vms: vms.len() as u64,
+            vms_with: vms.iter().filter(|r| r.has_agent).count() as u64,
+            accounts: service::accounts(state, p.tenant()).await?,
+            uncovered: vms.into_iter().filter(|r| !r.has_agent).cloned().collect(),
+            install,
+            flash,
+        })
+    }
+    .await;
+    match built {
+        Ok(page) => html(page.render(), code),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /ui/cloud`.
+pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response {
+    overview_page(&state, &user, Flash::default(), None, StatusCode::OK).await
+}
+
+/// The credential fields of the form, by provider: `(form field, credential name)`.
+const FORM_CREDENTIALS: [(&str, &str, &str); 4] = [
+    ("aws", "aws_access_key_id", "access_key_id"),
+    ("aws", "aws_secret_access_key", "secret_access_key"),
+    ("aws", "aws_session_token", "session_token"),
+    ("hetzner", "hetzner_token", "token"),
+];
+
+/// `POST /ui/cloud/accounts` (admin, CSRF): the provider's form, checked live like the API.
+pub async fn add_account(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    axum::extract::RawForm(raw): axum::extract::RawForm,
+) -> Response {
+    let form = match FormPairs::parse(&raw) {
+        Ok(f) => f,
+        Err(e) => return e.into_response(),
+    };
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.get("csrf"))) {
+        return e.into_response();
+    }
+    let provider = form.get("provider");
+    let mut credentials = Map::new();
+    for (p, field, name) in FORM_CREDENTIALS {
+        let v = form.get(field);
+        if p == provider && !v.is_empty() {
+            credentials.insert(name.to_owned(), Value::String(v));
+        }
+    }
+    let optional = |k: &str| Some(form.get(k)).filter(|v| !v.is_empty());
+    let req = NewAccount {
+        provider,
+        name: form.get("name"),
+        credentials: Value::Object(credentials),
+        regions: form
+            .get("regions")
+            .split([',', ' '])
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        endpoint: optional("endpoint"),
+        ca_pem: optional("ca_pem"),
+    };
+    let done = service::create(&state, &meta, &user.principal, req).await;
+    match outcome(
+        done,
+        "Account added: the credentials were accepted and a first discovery runs now.",
+        StatusCode::CREATED,
+    ) {
+        Ok((flash, code)) => overview_page(&state, &user, flash, None, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The CSRF token of a button form.
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /ui/cloud/accounts/{id}/discover` (operator, CSRF).
+pub async fn discover(
+    State(state): State<AppState>,
+    user: WebUser,
+    Path(id): Path<Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Operator, Some(&form.csrf)) {
+        return e.into_response();
+    }
+    let done = service::discover(&state, user.principal.tenant(), id).await;
+    match outcome(done, "Discovery started.", StatusCode::ACCEPTED) {
+        Ok((flash, code)) => overview_page(&state, &user, flash, None, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/cloud/accounts/{id}/delete` (admin, CSRF).
+pub async fn delete(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    Path(id): Path<Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+        return e.into_response();
+    }
+    let done = service::delete(&state, &meta, &user.principal, id).await;
+    match outcome(
+        done,
+        "Account deleted with what was discovered through it.",
+        StatusCode::OK,
+    ) {
+        Ok((flash, code)) => overview_page(&state, &user, flash, None, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/cloud/resources/{id}/install` (admin, CSRF): the machine's install commands
+/// with a fresh single-use enrollment token.
+pub async fn install(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+    Path(id): Path<Uuid>,
+    axum::Form(form): axum::Form<CsrfForm>,
+) -> Response {
+    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
+        return e.into_response();
+    }
+    let shown = async {
+        let r = service::resource(&state, user.principal.tenant(), id).await?;
+        let i = service::install(&state, &meta, &user.principal, id).await?;
+        Ok::<_, ApiError>(Shown {
+            name: r.name,
+            shell: i.commands.shell,
+            cloud_init: i.commands.cloud_init,
+            expires: i.expires_at,
+        })
+    }
+    .await;
+    match shown {
+        Ok(s) => overview_page(&state, &user, Flash::default(), Some(s), StatusCode::OK).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "cloud_resources.html")]
+struct ResourcesPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    rows: Vec<ResourceView>,
+    accounts: Vec<AccountView>,
+    q: ResourceForm,
+}
+
+/// The resource filters of the page (empty: any).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceForm {
+    #[serde(default)]
+    account_id: String,
+    #[serde(default, rename = "type")]
+    kind: String,
+    #[serde(default)]
+    has_agent: String,
+    #[serde(default)]
+    is_public: String,
+}
+
+fn flag(field: &str, v: &str) -> ApiResult<Option<bool>> {
+    match v {
+        "" => Ok(None),
+        "true" | "1" => Ok(Some(true)),
+        "false" | "0" => Ok(Some(false)),
+        _ => Err(ApiError::invalid(field, "must be true or false")),
+    }
+}
+
+/// `GET /ui/cloud/resources`.
+pub async fn resources(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Query(q): axum::extract::Query<ResourceForm>,
+) -> Response {
+    let built: ApiResult<ResourcesPage> = async {
+        let p = &user.principal;
+        Viewer::of(p)?;
+        let account_id = match q.account_id.as_str() {
+            "" => None,
+            s => Some(
+                Uuid::parse_str(s)
+                    .map_err(|_| ApiError::invalid("account_id", "must be a UUID"))?,
+            ),
+        };
+        let f = ResourceFilter {
+            account_id,
+            kind: Some(q.kind.clone()).filter(|k| !k.is_empty()),
+            has_agent: flag("has_agent", &q.has_agent)?,
+            is_public: flag("is_public", &q.is_public)?,
+            include_removed: false,
+        };
+        Ok(ResourcesPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            rows: service::resources(&state, p.tenant(), &f).await?,
+            accounts: service::accounts(&state, p.tenant()).await?,
+            q,
+        })
+    }
+    .await;
+    match built {
+        Ok(page) => html(page.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "cloud_findings.html")]
+struct FindingsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    rows: Vec<(service::FindingView, String)>,
+    status: String,
+}
+
+/// The findings filter of the page.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindingForm {
+    #[serde(default)]
+    status: String,
+}
+
+/// `GET /ui/cloud/findings`: open ones unless `?status=resolved`.
+pub async fn findings(
+    State(state): State<AppState>,
+    user: WebUser,
+    axum::extract::Query(q): axum::extract::Query<FindingForm>,
+) -> Response {
+    let built: ApiResult<FindingsPage> = async {
+        let p = &user.principal;
+        Viewer::of(p)?;
+        let status = match q.status.as_str() {
+            "" | "open" => "open",
+            "resolved" => "resolved",
+            _ => return Err(ApiError::invalid("status", "must be open or resolved")),
+        };
+        let names: std::collections::HashMap<Uuid, String> = service::resources(
+            &state,
+            p.tenant(),
+            &ResourceFilter {
+                include_removed: true,
+                ..ResourceFilter::default()
+            },
+        )
+        .await?
+        .into_iter()
+        .map(|r| (r.id, format!("{} ({})", r.name, r.provider_id)))
+        .collect();
+        let rows = service::findings(&state, p.tenant(), None, Some(status))
+            .await?
+            .into_iter()
+            .map(|f| {
+                let n = names.get(&f.resource_id).cloned().unwrap_or_default();
+                (f, n)
+            })
+            .collect();
+        Ok(FindingsPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            rows,
+            status: status.to_owned(),
+        })
+    }
+    .await;
+    match built {
+        Ok(page) => html(page.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "cloud_runs.html")]
+struct RunsPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    rows: Vec<(service::RunView, String)>,
+}
+
+/// `GET /ui/cloud/runs`.
+pub async fn runs(State(state): State<AppState>, user: WebUser) -> Response {
+    let built: ApiResult<RunsPage> = async {
+        let p = &user.principal;
+        Viewer::of(p)?;
+        let names: std::collections::HashMap<Uuid, String> = service::accounts(&state, p.tenant())
+            .await?
+            .into_iter()
+            .map(|a| (a.id, format!("{} ({})", a.name, a.provider)))
+            .collect();
+        let rows = service::runs(&state, p.tenant(), None)
+            .await?
+            .into_iter()
+            .map(|r| {
+                let n = names.get(&r.account_id).cloned().unwrap_or_default();
+                (r, n)
+            })
+            .collect();
+        Ok(RunsPage {
+            assets: &ASSETS,
+            user: Some(UserBar::from(&user)),
+            rows,
+        })
+    }
+    .await;
+    match built {
+        Ok(page) => html(page.render(), StatusCode::OK),
+        Err(e) => e.into_response(),
+    }
 }

@@ -323,6 +323,7 @@ impl Flash {
 pub fn form_error(e: ApiError) -> Result<(StatusCode, String), ApiError> {
     match e {
         ApiError::Validation(errors) => Ok((StatusCode::UNPROCESSABLE_ENTITY, refusal(&errors))),
+        ApiError::Refused { detail, .. } => Ok((StatusCode::UNPROCESSABLE_ENTITY, detail)),
         ApiError::Totp { status, detail, .. } => Ok((status, detail)),
         ApiError::Conflict(m) => Ok((StatusCode::CONFLICT, m)),
         ApiError::Forbidden(m) => Ok((StatusCode::FORBIDDEN, m)),

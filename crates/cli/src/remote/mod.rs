@@ -6,6 +6,7 @@
 pub mod autopatch;
 pub mod certs;
 pub mod client;
+pub mod cloud;
 pub mod config;
 pub mod console;
 pub mod drift;

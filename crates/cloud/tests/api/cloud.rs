@@ -21,6 +21,7 @@ crate::dual!(
     aws_accounts_are_checked_live_discovered_in_every_region_and_kept_current,
     hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewalls,
     accounts_are_validated_stored_sealed_and_kept_apart,
+    an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
 
 /// Waits for the account's newest run to finish; the run.
@@ -681,4 +682,108 @@ print(json.dumps(out))
     );
     assert_eq!(fw[0]["applied"].as_array().map(Vec::len), Some(20));
     assert_eq!(v["wrong"], "unauthorized");
+}
+
+async fn an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages(
+    b: Backend,
+) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = crate::webdriver::Browser::start(&format!("cloud-{b:?}")).await else {
+        return;
+    };
+    let (servers, firewalls) = hetzner::fleet();
+    let fake = hetzner::Hetzner::start(servers, firewalls).await;
+    // One server's address is on an agent's interface.
+    let host = register(&app).await;
+    report_addrs(&app, &host, &["10.0.0.7"]).await;
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.goto(&format!("{}/", app.base)).await;
+    browser.click("a[href='/ui/cloud']").await;
+    browser.wait_text("No cloud account yet").await;
+    let add = |token: String| {
+        let browser = &browser;
+        let url = fake.url.clone();
+        async move {
+            browser.click("details#add-hetzner summary").await;
+            browser
+                .type_into("details#add-hetzner input[name=name]", "Falkenstein")
+                .await;
+            browser
+                .type_into("details#add-hetzner input[name=hetzner_token]", &token)
+                .await;
+            browser
+                .type_into("details#add-hetzner input[name=endpoint]", &url)
+                .await;
+            browser
+                .click("details#add-hetzner button[type=submit]")
+                .await;
+        }
+    };
+    add("a wrong token".into()).await;
+    let page = browser.wait_text("refused the credentials").await;
+    assert!(page.contains("unable to authenticate"), "{page}");
+    add(fake.token.clone()).await;
+    browser.wait_text("Account added").await;
+    let id = body(app.get("/cloud/accounts", &app.owner).await).await[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    finished_run(&app, &id).await;
+    browser.goto(&format!("{}/ui/cloud", app.base)).await;
+    let page = browser.wait_text("machines have an agent").await;
+    assert!(page.contains("1 of 60"), "{page}");
+    assert!(
+        !page.contains("hz-7 "),
+        "the covered machine is not in the list: {page}"
+    );
+    browser.screenshot("cloud-coverage").await;
+    browser
+        .click("table#uncovered tbody tr:first-child button[type=submit]")
+        .await;
+    let page = browser.wait_text("Install the agent on").await;
+    let shell = browser.text("#install-shell").await;
+    assert!(
+        shell.contains("install.sh | sh -s -- --enroll the_"),
+        "{shell}: {page}"
+    );
+    // The token it shows enrols exactly one machine.
+    let token = shell.rsplit(' ').next().expect("token").trim().to_owned();
+    let key = crate::agents::key();
+    assert_eq!(
+        crate::agents::register_raw(&app, &token, &key, &key, "from-page-1")
+            .await
+            .status(),
+        201
+    );
+    assert_eq!(
+        crate::agents::register_raw(&app, &token, &key, &key, "from-page-2")
+            .await
+            .status(),
+        401
+    );
+    browser.click("table#accounts button[type=submit]").await;
+    browser.wait_text("Discovery started").await;
+    finished_run(&app, &id).await;
+    browser
+        .goto(&format!("{}/ui/cloud/resources?has_agent=true", app.base))
+        .await;
+    let page = browser.text("table#resources").await;
+    assert!(page.contains("hz-7") && !page.contains("hz-8"), "{page}");
+    browser
+        .goto(&format!("{}/ui/cloud/findings", app.base))
+        .await;
+    let page = browser.text("table#findings").await;
+    assert!(
+        page.contains("ssh_open_to_world") && page.contains("rdp_open_to_world"),
+        "{page}"
+    );
+    browser.goto(&format!("{}/ui/cloud/runs", app.base)).await;
+    let page = browser.text("table#runs").await;
+    assert!(
+        page.contains("succeeded") && page.contains("Falkenstein"),
+        "{page}"
+    );
+    browser.assert_no_js_errors().await;
 }
