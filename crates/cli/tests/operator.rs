@@ -1415,7 +1415,7 @@ async fn cloud_verbs_add_discover_list_and_install() {
         &[],
     ));
     let (servers, firewalls) = hetzner::fleet();
-    let fake = hetzner::Hetzner::start(servers, firewalls).await;
+    let fake = hetzner::Hetzner::start(servers.clone(), firewalls).await;
     let add = |token: &str| {
         cli(
             &config,
@@ -1457,6 +1457,9 @@ async fn cloud_verbs_add_discover_list_and_install() {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // A run that meets a 429 waits it out; a server deleted at Hetzner is removed.
+    fake.throttle_once();
+    fake.set_servers(servers[..59].to_vec());
     let run = json_of(&cli(
         &config,
         &["cloud", "discover", &id, "--wait", "-o", "json"],
@@ -1464,14 +1467,19 @@ async fn cloud_verbs_add_discover_list_and_install() {
         &[],
     ));
     assert_eq!(run["status"], "succeeded", "{run}");
-    assert_eq!(run["resources_seen"], 60);
+    assert_eq!(
+        (run["resources_seen"].clone(), run["removed"].clone()),
+        (json!(59), json!(1)),
+        "{run}"
+    );
+    assert_eq!(fake.throttled(), 1);
     let bare = json_of(&cli(
         &config,
         &["cloud", "resources", "--without-agent", "-o", "json"],
         "",
         &[],
     ));
-    assert_eq!(bare.as_array().map(Vec::len), Some(60));
+    assert_eq!(bare.as_array().map(Vec::len), Some(59));
     let summary = ok(&cli(&config, &["cloud", "summary"], "", &[]));
     assert!(
         summary.starts_with("ACCOUNTS") && summary.contains("0.0"),
@@ -1483,7 +1491,11 @@ async fn cloud_verbs_add_discover_list_and_install() {
         "",
         &[],
     ));
-    assert_eq!(rdp.as_array().map(Vec::len), Some(20));
+    assert_eq!(
+        rdp.as_array().map(Vec::len),
+        Some(19),
+        "the removed server's finding resolved"
+    );
     let o = cli(
         &config,
         &["cloud", "install", bare[0]["id"].as_str().expect("id")],

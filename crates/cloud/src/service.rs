@@ -32,15 +32,16 @@ struct Sealed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
-    /// `aws` or `hetzner` (the providers this hub speaks to now; `azure`, `gcp`, `proxmox`,
-    /// `digitalocean`, `scaleway`, `ovh` and `ionos` are refused with 422 until they are).
+    /// `aws`, `hetzner` or `digitalocean` (the providers this hub speaks to now; `azure`,
+    /// `gcp`, `proxmox`, `scaleway`, `ovh` and `ionos` are refused with 422 until they are).
     #[schema(pattern = "^(aws|azure|gcp|hetzner|proxmox|digitalocean|scaleway|ovh|ionos)$")]
     pub provider: String,
     /// A name (1 to 100 characters).
     #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     /// The provider's own credential names: aws `access_key_id`, `secret_access_key`,
-    /// `session_token?`; hetzner `token`. Checked live, stored sealed, never returned.
+    /// `session_token?`; hetzner and digitalocean `token`. Checked live, stored sealed,
+    /// never returned.
     #[schema(value_type = Object)]
     pub credentials: Value,
     /// Regions to read (AWS regions, Hetzner locations); none: every region.

@@ -67,8 +67,9 @@ struct Seen {
     lat: Vec<f64>,
 }
 
-/// Types `%` every 100 ms until `marker` shows in the output (after `command` was sent, if
-/// any) or `keys` keys were typed; times each key's echo.
+/// Types `%` (one key at a time: the next 100 ms after the previous one's echo) until
+/// `marker` shows in the output (after `command` was sent, if any) or `keys` keys were typed
+/// and echoed; times each key's echo (the first `%` in the output after it was sent).
 async fn drive(
     ws: &mut Ws,
     command: Option<&str>,
@@ -79,17 +80,19 @@ async fn drive(
         send(ws, json!({"type": "input", "data": c})).await?;
     }
     let mut out = String::new();
-    let (mut bytes, mut echoed, mut sent) = (0usize, 0usize, Vec::<Instant>::new());
+    let (mut bytes, mut typed) = (0usize, 0usize);
+    let mut pending: Option<Instant> = None;
     let mut lat = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                if sent.len() < keys {
+                if pending.is_none() && typed < keys {
                     send(ws, json!({"type": "input", "data": "%"})).await?;
-                    sent.push(Instant::now());
-                } else if marker.is_empty() && echoed >= sent.len() {
+                    pending = Some(Instant::now());
+                    typed += 1;
+                } else if pending.is_none() && marker.is_empty() {
                     break;
                 }
                 if Instant::now() > deadline {
@@ -103,11 +106,8 @@ async fn drive(
                 let v: Value = serde_json::from_str(t.as_str()).unwrap_or_default();
                 let Some(d) = v["data"].as_str() else { continue };
                 bytes += d.len();
-                for _ in d.matches('%') {
-                    if let Some(at) = sent.get(echoed) {
-                        lat.push(at.elapsed().as_secs_f64() * 1000.0);
-                    }
-                    echoed += 1;
+                if d.contains('%') && let Some(at) = pending.take() {
+                    lat.push(at.elapsed().as_secs_f64() * 1000.0);
                 }
                 if !marker.is_empty() {
                     out.push_str(d);

@@ -1,7 +1,8 @@
 //! `trusthub cloud …` (CONTRACT 23, 28): cloud accounts, discovery runs, resources with
 //! their agent coverage, findings, the summary, and the install command of a machine no
 //! agent watches. Credentials come from the provider's own environment variables
-//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `HCLOUD_TOKEN`) or
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `HCLOUD_TOKEN`,
+//! `DIGITALOCEAN_TOKEN`) or
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
 
@@ -17,8 +18,8 @@ pub enum CloudCmd {
     Accounts,
     /// Add an account (admin): its credentials are checked live by the provider first.
     Add {
-        /// `aws` or `hetzner`.
-        #[arg(value_parser = ["aws", "hetzner"])]
+        /// `aws`, `hetzner` or `digitalocean`.
+        #[arg(value_parser = ["aws", "hetzner", "digitalocean"])]
         provider: String,
         /// A name for it.
         #[arg(long)]
@@ -153,11 +154,12 @@ const SUMMARY: &[super::Column] = &[
 ];
 
 /// Where a provider's credential comes from when not given: `(name, env var, secret)`.
-const FROM_ENV: [(&str, &str, &str, bool); 4] = [
+const FROM_ENV: [(&str, &str, &str, bool); 5] = [
     ("aws", "access_key_id", "AWS_ACCESS_KEY_ID", false),
     ("aws", "secret_access_key", "AWS_SECRET_ACCESS_KEY", true),
     ("aws", "session_token", "AWS_SESSION_TOKEN", true),
     ("hetzner", "token", "HCLOUD_TOKEN", true),
+    ("digitalocean", "token", "DIGITALOCEAN_TOKEN", true),
 ];
 
 fn credentials(provider: &str, given: &[String]) -> Result<Value, Failure> {

@@ -5,6 +5,7 @@
 //! and 429 / `Retry-After` handled the same way everywhere.
 
 pub mod aws;
+pub mod digitalocean;
 pub mod hetzner;
 mod sigv4;
 mod xml;
@@ -28,7 +29,7 @@ pub const PROVIDERS: [&str; 9] = [
 ];
 
 /// The providers this hub speaks to now.
-pub const BUILT: [&str; 2] = ["aws", "hetzner"];
+pub const BUILT: [&str; 3] = ["aws", "hetzner", "digitalocean"];
 
 /// The credential fields each provider takes: `(name, required)`.
 pub fn credential_fields(provider: &str) -> &'static [(&'static str, bool)] {
@@ -252,6 +253,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
     match t.provider.as_str() {
         "aws" => aws::check(http, t).await,
         "hetzner" => hetzner::check(http, t).await,
+        "digitalocean" => digitalocean::check(http, t).await,
         p => Err(format!("{p} is not spoken to yet")),
     }
 }
@@ -261,6 +263,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
     match t.provider.as_str() {
         "aws" => aws::discover(http, t).await,
         "hetzner" => hetzner::discover(http, t).await,
+        "digitalocean" => digitalocean::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("{p} is not spoken to yet"))],
