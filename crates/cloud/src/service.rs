@@ -32,23 +32,24 @@ struct Sealed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
-    /// `aws`, `hetzner` or `digitalocean` (the providers this hub speaks to now; `azure`,
-    /// `gcp`, `proxmox`, `scaleway`, `ovh` and `ionos` are refused with 422 until they are).
+    /// `aws`, `hetzner`, `digitalocean` or `proxmox` (the providers this hub speaks to now;
+    /// `azure`, `gcp`, `scaleway`, `ovh` and `ionos` are refused with 422 until they are).
     #[schema(pattern = "^(aws|azure|gcp|hetzner|proxmox|digitalocean|scaleway|ovh|ionos)$")]
     pub provider: String,
     /// A name (1 to 100 characters).
     #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     /// The provider's own credential names: aws `access_key_id`, `secret_access_key`,
-    /// `session_token?`; hetzner and digitalocean `token`. Checked live, stored sealed,
-    /// never returned.
+    /// `session_token?`; hetzner and digitalocean `token`; proxmox `token_id`
+    /// (`user@realm!name`), `token_secret`. Checked live, stored sealed, never returned.
     #[schema(value_type = Object)]
     pub credentials: Value,
     /// Regions to read (AWS regions, Hetzner locations); none: every region.
     #[serde(default)]
     #[schema(value_type = Vec<trusthub_platform::openapi::RegionName>, max_items = 50)]
     pub regions: Vec<String>,
-    /// The API base URL when not the provider's own (the URL its official SDK takes).
+    /// The API base URL when not the provider's own (the URL its official SDK takes);
+    /// required for Proxmox (`https://host:8006`).
     #[serde(default)]
     #[schema(max_length = 2048)]
     pub endpoint: Option<String>,
@@ -117,6 +118,12 @@ fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError
                 req.provider,
                 providers::BUILT.join(", ")
             ),
+        );
+    }
+    if req.provider == "proxmox" && req.endpoint.is_none() {
+        bad(
+            "endpoint",
+            "a Proxmox account needs the cluster's URL (https://host:8006)".into(),
         );
     }
     let name = req.name.trim();

@@ -97,12 +97,14 @@ pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response 
 }
 
 /// The credential fields of the form, by provider: `(form field, credential name)`.
-const FORM_CREDENTIALS: [(&str, &str, &str); 5] = [
+const FORM_CREDENTIALS: [(&str, &str, &str); 7] = [
     ("aws", "aws_access_key_id", "access_key_id"),
     ("aws", "aws_secret_access_key", "secret_access_key"),
     ("aws", "aws_session_token", "session_token"),
     ("hetzner", "hetzner_token", "token"),
     ("digitalocean", "do_token", "token"),
+    ("proxmox", "pve_token_id", "token_id"),
+    ("proxmox", "pve_token_secret", "token_secret"),
 ];
 
 /// `POST /ui/cloud/accounts` (admin, CSRF): the provider's form, checked live like the API.

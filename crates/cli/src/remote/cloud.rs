@@ -2,7 +2,7 @@
 //! their agent coverage, findings, the summary, and the install command of a machine no
 //! agent watches. Credentials come from the provider's own environment variables
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `HCLOUD_TOKEN`,
-//! `DIGITALOCEAN_TOKEN`) or
+//! `DIGITALOCEAN_TOKEN`, `PM_API_TOKEN_ID`, `PM_API_TOKEN_SECRET`) or
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
 
@@ -18,8 +18,8 @@ pub enum CloudCmd {
     Accounts,
     /// Add an account (admin): its credentials are checked live by the provider first.
     Add {
-        /// `aws`, `hetzner` or `digitalocean`.
-        #[arg(value_parser = ["aws", "hetzner", "digitalocean"])]
+        /// `aws`, `hetzner`, `digitalocean` or `proxmox`.
+        #[arg(value_parser = ["aws", "hetzner", "digitalocean", "proxmox"])]
         provider: String,
         /// A name for it.
         #[arg(long)]
@@ -154,12 +154,14 @@ const SUMMARY: &[super::Column] = &[
 ];
 
 /// Where a provider's credential comes from when not given: `(name, env var, secret)`.
-const FROM_ENV: [(&str, &str, &str, bool); 5] = [
+const FROM_ENV: [(&str, &str, &str, bool); 7] = [
     ("aws", "access_key_id", "AWS_ACCESS_KEY_ID", false),
     ("aws", "secret_access_key", "AWS_SECRET_ACCESS_KEY", true),
     ("aws", "session_token", "AWS_SESSION_TOKEN", true),
     ("hetzner", "token", "HCLOUD_TOKEN", true),
     ("digitalocean", "token", "DIGITALOCEAN_TOKEN", true),
+    ("proxmox", "token_id", "PM_API_TOKEN_ID", false),
+    ("proxmox", "token_secret", "PM_API_TOKEN_SECRET", true),
 ];
 
 fn credentials(provider: &str, given: &[String]) -> Result<Value, Failure> {

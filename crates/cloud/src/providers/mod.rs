@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod digitalocean;
 pub mod hetzner;
+pub mod proxmox;
 mod sigv4;
 mod xml;
 
@@ -29,7 +30,7 @@ pub const PROVIDERS: [&str; 9] = [
 ];
 
 /// The providers this hub speaks to now.
-pub const BUILT: [&str; 3] = ["aws", "hetzner", "digitalocean"];
+pub const BUILT: [&str; 4] = ["aws", "hetzner", "digitalocean", "proxmox"];
 
 /// The credential fields each provider takes: `(name, required)`.
 pub fn credential_fields(provider: &str) -> &'static [(&'static str, bool)] {
@@ -254,6 +255,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
         "aws" => aws::check(http, t).await,
         "hetzner" => hetzner::check(http, t).await,
         "digitalocean" => digitalocean::check(http, t).await,
+        "proxmox" => proxmox::check(http, t).await,
         p => Err(format!("{p} is not spoken to yet")),
     }
 }
@@ -264,6 +266,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
         "aws" => aws::discover(http, t).await,
         "hetzner" => hetzner::discover(http, t).await,
         "digitalocean" => digitalocean::discover(http, t).await,
+        "proxmox" => proxmox::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("{p} is not spoken to yet"))],

@@ -12,6 +12,8 @@ pub(crate) mod digitalocean;
 pub(crate) mod hetzner;
 #[path = "../fakes/moto.rs"]
 pub(crate) mod moto;
+#[path = "../fakes/proxmox.rs"]
+pub(crate) mod proxmox;
 #[path = "../fakes/serve.rs"]
 pub(crate) mod serve;
 
@@ -25,6 +27,7 @@ crate::dual!(
     aws_accounts_are_checked_live_discovered_in_every_region_and_kept_current,
     hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewalls,
     digitalocean_droplets_are_listed_over_https_with_the_accounts_ca,
+    proxmox_guests_are_listed_with_their_agents_and_containers_addresses,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -949,5 +952,165 @@ print(json.dumps(out))
         v["firewalls"][1],
         json!(["open-ssh", [5001], [], ["0.0.0.0/0", "::/0"]])
     );
+    assert_eq!(v["wrong"], 401);
+}
+
+async fn proxmox_guests_are_listed_with_their_agents_and_containers_addresses(b: Backend) {
+    let fake = proxmox::Proxmox::start().await;
+    let app = TestApp::spawn(b).await;
+    let req = |secret: &str, endpoint: bool| {
+        let mut r = json!({"provider": "proxmox", "name": "lab", "ca_pem": fake.served.ca_pem,
+            "credentials": {"token_id": fake.token_id, "token_secret": secret}});
+        if endpoint {
+            r["endpoint"] = json!(format!("{}/", fake.served.base));
+        }
+        r
+    };
+    let r = app
+        .post("/cloud/accounts", &app.owner, req(&fake.secret, false))
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(body(r).await["errors"].to_string().contains("\"endpoint\""));
+    let r = app
+        .post("/cloud/accounts", &app.owner, req("not-the-secret", true))
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        body(r).await["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("HTTP 401")
+    );
+    let r = app
+        .post("/cloud/accounts", &app.owner, req(&fake.secret, true))
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        run["resources_seen"], 31,
+        "20 + 1 VMs and 10 containers, not the template: {run}"
+    );
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    let by = |pid: &str| {
+        all.as_array()
+            .expect("list")
+            .iter()
+            .find(|r| r["provider_id"] == pid)
+            .unwrap_or_else(|| panic!("{pid} in {all}"))
+            .clone()
+    };
+    let vm = by("qemu/102");
+    assert_eq!(
+        (
+            vm["name"].clone(),
+            vm["region"].clone(),
+            vm["state"].clone()
+        ),
+        (json!("vm-102"), json!("pve1"), json!("running"))
+    );
+    assert_eq!(vm["private_ips"], json!(["192.168.1.12"]));
+    assert_eq!(vm["public_ips"], json!(["203.0.113.12"]));
+    assert_eq!(vm["tags"], json!({"prod": "", "web": ""}));
+    assert_eq!(
+        by("qemu/103")["private_ips"],
+        json!([]),
+        "no guest agent, no addresses"
+    );
+    assert_eq!(by("qemu/120")["state"], "stopped");
+    let ct = by("lxc/203");
+    assert_eq!(ct["type"], "vm");
+    assert_eq!(ct["private_ips"], json!(["10.10.0.24", "fd00:10::15"]));
+    // The container's host runs an agent: matched by its address.
+    let host = register(&app).await;
+    report_addrs(&app, &host, &["10.10.0.24"]).await;
+    let covered = body(app.get("/cloud/resources?has_agent=true", &app.owner).await).await;
+    assert_eq!(ids(&covered), vec!["lxc/203".to_owned()]);
+}
+
+/// The Proxmox fake held true: `proxmoxer` (the Python client Proxmox users script with)
+/// reads the version, the guests, a VM's guest-agent interfaces and a container's, over
+/// HTTPS with an API token, and a wrong secret is its 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxmox_fake_speaks_the_api_proxmoxer_reads() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import proxmoxer, requests"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "proxmoxer is required in CI (pip install proxmoxer requests)"
+        );
+        eprintln!("proxmoxer is not installed: skipping");
+        return;
+    }
+    let fake = proxmox::Proxmox::start().await;
+    let script = r#"
+import json, sys
+from proxmoxer import ProxmoxAPI
+from proxmoxer.core import ResourceException
+port, token_id, secret, ca = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+user, name = token_id.split("!")
+px = ProxmoxAPI("localhost", port=int(port), user=user, token_name=name, token_value=secret, verify_ssl=ca)
+out = {"version": px.version.get()["version"]}
+guests = px.cluster.resources.get(type="vm")
+out["guests"] = len(guests)
+out["first"] = {k: guests[0][k] for k in ("id", "type", "vmid", "name", "node", "status", "template", "tags")}
+out["agent"] = [[i["name"], [a["ip-address"] for a in i["ip-addresses"]]]
+    for i in px.nodes("pve1").qemu(102).agent("network-get-interfaces").get()["result"]]
+out["lxc"] = [[i["name"], i.get("inet")] for i in px.nodes("pve2").lxc(203).interfaces.get()]
+try:
+    px.nodes("pve1").qemu(103).agent("network-get-interfaces").get()
+    out["no_agent"] = None
+except ResourceException as e:
+    out["no_agent"] = e.status_code
+try:
+    ProxmoxAPI("localhost", port=int(port), user=user, token_name=name, token_value="wrong", verify_ssl=ca).version.get()
+    out["wrong"] = None
+except ResourceException as e:
+    out["wrong"] = e.status_code
+print(json.dumps(out))
+"#;
+    let port = fake
+        .served
+        .base
+        .rsplit(':')
+        .next()
+        .expect("port")
+        .to_owned();
+    let ca = fake.served.ca_file.as_ref().expect("ca");
+    let out = tokio::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &port,
+            &fake.token_id,
+            &fake.secret,
+            ca.to_str().expect("path"),
+        ])
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["version"], "8.2.4");
+    assert_eq!(v["guests"], 32);
+    assert_eq!(
+        v["first"],
+        json!({"id": "qemu/100", "type": "qemu", "vmid": 100, "name": "vm-100", "node": "pve1",
+            "status": "running", "template": 0, "tags": "prod;web"})
+    );
+    assert_eq!(
+        v["agent"][1],
+        json!(["eth0", ["192.168.1.12", "fe80::be24:11ff:fe00:1"]])
+    );
+    assert_eq!(v["lxc"][1], json!(["eth0", "10.10.0.24/24"]));
+    assert_eq!(v["no_agent"], 500);
     assert_eq!(v["wrong"], 401);
 }
