@@ -21,16 +21,24 @@ async fn get(http: &Http, t: &Target, path: &str) -> Result<Value, String> {
     http.json(|c| c.get(&url).bearer_auth(&token)).await
 }
 
-/// Every page of a list (`key` holds the items).
-async fn all(http: &Http, t: &Target, path: &str, key: &str) -> Result<Vec<Value>, String> {
-    let mut out = Vec::new();
+/// Hands every item of every page of a list (`key` holds them) to `each`, a page at a time
+/// (a large project is never held whole as JSON).
+async fn each(
+    http: &Http,
+    t: &Target,
+    path: &str,
+    key: &str,
+    mut each: impl FnMut(&Value),
+) -> Result<(), String> {
     let mut page = 1u64;
     loop {
         let v = get(http, t, &format!("{path}?page={page}&per_page=50")).await?;
-        out.extend(v[key].as_array().cloned().unwrap_or_default());
+        for item in v[key].as_array().into_iter().flatten() {
+            each(item);
+        }
         match v["meta"]["pagination"]["next_page"].as_u64() {
             Some(next) if next > page => page = next,
-            _ => return Ok(out),
+            _ => return Ok(()),
         }
     }
 }
@@ -78,99 +86,113 @@ fn world_ports(fw: &Value) -> Option<Vec<u16>> {
 /// Lists the project's servers.
 pub async fn discover(http: &Http, t: &Target) -> Discovery {
     let mut d = Discovery::default();
-    let firewalls: HashMap<u64, Option<Vec<u16>>> =
-        match all(http, t, "/firewalls", "firewalls").await {
-            Ok(f) => f
-                .iter()
-                .filter_map(|f| Some((f["id"].as_u64()?, world_ports(f))))
-                .collect(),
-            Err(e) => {
-                d.errors.push(("firewalls".into(), e));
-                HashMap::new()
-            }
-        };
-    let servers = match all(http, t, "/servers", "servers").await {
-        Ok(s) => s,
+    let mut firewalls: HashMap<u64, Option<Vec<u16>>> = HashMap::new();
+    let read = each(http, t, "/firewalls", "firewalls", |f| {
+        if let Some(id) = f["id"].as_u64() {
+            firewalls.insert(id, world_ports(f));
+        }
+    })
+    .await;
+    let firewalls_read = match read {
+        Ok(()) => true,
         Err(e) => {
-            d.errors.push((String::new(), e));
-            return d;
+            d.errors.push(("firewalls".into(), e));
+            false
         }
     };
-    let firewalls_read = d.errors.is_empty();
-    for s in servers {
-        // `location` (the datacenter's location in API versions before it).
-        let region = s["location"]["name"]
-            .as_str()
-            .or_else(|| s["datacenter"]["location"]["name"].as_str())
-            .unwrap_or_default()
-            .to_owned();
-        if !t.regions.is_empty() && !t.regions.contains(&region) {
-            continue;
+    let mut found = Vec::new();
+    let listed = each(http, t, "/servers", "servers", |s| {
+        if let Some(f) = server(s, t, &firewalls, firewalls_read) {
+            found.push(f);
         }
-        let mut public_ips = Vec::new();
-        if let Some(ip) = s["public_net"]["ipv4"]["ip"].as_str() {
-            public_ips.push(ip.to_owned());
-        }
-        if let Some(net) = s["public_net"]["ipv6"]["ip"].as_str() {
-            // The server's address in its /64 is the first one.
-            let prefix = net.split('/').next().unwrap_or(net);
-            public_ips.push(if prefix.ends_with("::") {
-                format!("{prefix}1")
-            } else {
-                prefix.to_owned()
-            });
-        }
-        let private_ips = s["private_net"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|n| n["ip"].as_str().map(str::to_owned))
-            .collect();
-        let applied: Vec<u64> = s["public_net"]["firewalls"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f["id"].as_u64())
-            .collect();
-        let mut open: Option<Vec<u16>> = if applied.is_empty() {
-            None
+    })
+    .await;
+    if let Err(e) = listed {
+        d.errors.push((String::new(), e));
+        return d;
+    }
+    d.found = found;
+    d
+}
+
+/// A server as a resource (`None` outside the account's locations).
+fn server(
+    s: &Value,
+    t: &Target,
+    firewalls: &HashMap<u64, Option<Vec<u16>>>,
+    firewalls_read: bool,
+) -> Option<Found> {
+    // `location` (the datacenter's location in API versions before it).
+    let region = s["location"]["name"]
+        .as_str()
+        .or_else(|| s["datacenter"]["location"]["name"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    if !t.regions.is_empty() && !t.regions.contains(&region) {
+        return None;
+    }
+    let mut public_ips = Vec::new();
+    if let Some(ip) = s["public_net"]["ipv4"]["ip"].as_str() {
+        public_ips.push(ip.to_owned());
+    }
+    if let Some(net) = s["public_net"]["ipv6"]["ip"].as_str() {
+        // The server's address in its /64 is the first one.
+        let prefix = net.split('/').next().unwrap_or(net);
+        public_ips.push(if prefix.ends_with("::") {
+            format!("{prefix}1")
         } else {
-            Some(Vec::new())
-        };
-        for id in &applied {
-            match (firewalls.get(id), &mut open) {
-                (Some(None), _) => open = None,
-                (Some(Some(p)), Some(o)) => o.extend(p.iter().copied()),
-                _ => {}
-            }
-        }
-        let tags: BTreeMap<String, String> = s["labels"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let state = s["status"].as_str().unwrap_or("unknown").to_owned();
-        d.found.push(Found {
-            kind: "vm".into(),
-            provider_id: s["id"].as_u64().map(|i| i.to_string()).unwrap_or_default(),
-            name: s["name"].as_str().unwrap_or_default().to_owned(),
-            region,
-            gone: state == "deleting",
-            state,
-            public_ips,
-            private_ips,
-            tags,
-            facts: Facts {
-                open_to_world: open,
-                firewall_known: firewalls_read,
-                unencrypted_disks: Vec::new(),
-            },
+            prefix.to_owned()
         });
     }
-    d
+    let private_ips = s["private_net"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["ip"].as_str().map(str::to_owned))
+        .collect();
+    let applied: Vec<u64> = s["public_net"]["firewalls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["id"].as_u64())
+        .collect();
+    let mut open: Option<Vec<u16>> = if applied.is_empty() {
+        None
+    } else {
+        Some(Vec::new())
+    };
+    for id in &applied {
+        match (firewalls.get(id), &mut open) {
+            (Some(None), _) => open = None,
+            (Some(Some(p)), Some(o)) => o.extend(p.iter().copied()),
+            _ => {}
+        }
+    }
+    let tags: BTreeMap<String, String> = s["labels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let state = s["status"].as_str().unwrap_or("unknown").to_owned();
+    Some(Found {
+        kind: "vm".into(),
+        provider_id: s["id"].as_u64().map(|i| i.to_string()).unwrap_or_default(),
+        name: s["name"].as_str().unwrap_or_default().to_owned(),
+        region,
+        gone: state == "deleting",
+        state,
+        public_ips,
+        private_ips,
+        tags,
+        facts: Facts {
+            open_to_world: open,
+            firewall_known: firewalls_read,
+            unencrypted_disks: Vec::new(),
+        },
+    })
 }
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ async fn list_servers(
         )
             .into_response();
     }
-    let servers = inner.servers.lock().expect("lock").clone();
+    let servers = inner.servers.lock().expect("lock");
     page(&servers, "servers", &q)
 }
 
