@@ -32,8 +32,8 @@ struct Sealed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
-    /// `aws`, `hetzner`, `digitalocean` or `proxmox` (the providers this hub speaks to now;
-    /// `azure`, `gcp`, `scaleway`, `ovh` and `ionos` are refused with 422 until they are).
+    /// `aws`, `hetzner`, `digitalocean`, `proxmox` or `ovh` (the providers this hub speaks
+    /// to now; `azure`, `gcp`, `scaleway` and `ionos` are refused with 422 until they are).
     #[schema(pattern = "^(aws|azure|gcp|hetzner|proxmox|digitalocean|scaleway|ovh|ionos)$")]
     pub provider: String,
     /// A name (1 to 100 characters).
@@ -41,7 +41,8 @@ pub struct NewAccount {
     pub name: String,
     /// The provider's own credential names: aws `access_key_id`, `secret_access_key`,
     /// `session_token?`; hetzner and digitalocean `token`; proxmox `token_id`
-    /// (`user@realm!name`), `token_secret`. Checked live, stored sealed, never returned.
+    /// (`user@realm!name`), `token_secret`; ovh `application_key`, `application_secret`,
+    /// `consumer_key`, `project_id`. Checked live, stored sealed, never returned.
     #[schema(value_type = Object)]
     pub credentials: Value,
     /// Regions to read (AWS regions, Hetzner locations); none: every region.

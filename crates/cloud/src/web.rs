@@ -97,7 +97,7 @@ pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response 
 }
 
 /// The credential fields of the form, by provider: `(form field, credential name)`.
-const FORM_CREDENTIALS: [(&str, &str, &str); 7] = [
+const FORM_CREDENTIALS: [(&str, &str, &str); 11] = [
     ("aws", "aws_access_key_id", "access_key_id"),
     ("aws", "aws_secret_access_key", "secret_access_key"),
     ("aws", "aws_session_token", "session_token"),
@@ -105,6 +105,10 @@ const FORM_CREDENTIALS: [(&str, &str, &str); 7] = [
     ("digitalocean", "do_token", "token"),
     ("proxmox", "pve_token_id", "token_id"),
     ("proxmox", "pve_token_secret", "token_secret"),
+    ("ovh", "ovh_application_key", "application_key"),
+    ("ovh", "ovh_application_secret", "application_secret"),
+    ("ovh", "ovh_consumer_key", "consumer_key"),
+    ("ovh", "ovh_project_id", "project_id"),
 ];
 
 /// `POST /ui/cloud/accounts` (admin, CSRF): the provider's form, checked live like the API.

@@ -2,7 +2,8 @@
 //! their agent coverage, findings, the summary, and the install command of a machine no
 //! agent watches. Credentials come from the provider's own environment variables
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `HCLOUD_TOKEN`,
-//! `DIGITALOCEAN_TOKEN`, `PM_API_TOKEN_ID`, `PM_API_TOKEN_SECRET`) or
+//! `DIGITALOCEAN_TOKEN`, `PM_API_TOKEN_ID`, `PM_API_TOKEN_SECRET`, `OVH_APPLICATION_KEY`,
+//! `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`, `OVH_CLOUD_PROJECT_SERVICE`) or
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
 
@@ -18,8 +19,8 @@ pub enum CloudCmd {
     Accounts,
     /// Add an account (admin): its credentials are checked live by the provider first.
     Add {
-        /// `aws`, `hetzner`, `digitalocean` or `proxmox`.
-        #[arg(value_parser = ["aws", "hetzner", "digitalocean", "proxmox"])]
+        /// `aws`, `hetzner`, `digitalocean`, `proxmox` or `ovh`.
+        #[arg(value_parser = ["aws", "hetzner", "digitalocean", "proxmox", "ovh"])]
         provider: String,
         /// A name for it.
         #[arg(long)]
@@ -154,7 +155,7 @@ const SUMMARY: &[super::Column] = &[
 ];
 
 /// Where a provider's credential comes from when not given: `(name, env var, secret)`.
-const FROM_ENV: [(&str, &str, &str, bool); 7] = [
+const FROM_ENV: [(&str, &str, &str, bool); 11] = [
     ("aws", "access_key_id", "AWS_ACCESS_KEY_ID", false),
     ("aws", "secret_access_key", "AWS_SECRET_ACCESS_KEY", true),
     ("aws", "session_token", "AWS_SESSION_TOKEN", true),
@@ -162,6 +163,10 @@ const FROM_ENV: [(&str, &str, &str, bool); 7] = [
     ("digitalocean", "token", "DIGITALOCEAN_TOKEN", true),
     ("proxmox", "token_id", "PM_API_TOKEN_ID", false),
     ("proxmox", "token_secret", "PM_API_TOKEN_SECRET", true),
+    ("ovh", "application_key", "OVH_APPLICATION_KEY", false),
+    ("ovh", "application_secret", "OVH_APPLICATION_SECRET", true),
+    ("ovh", "consumer_key", "OVH_CONSUMER_KEY", true),
+    ("ovh", "project_id", "OVH_CLOUD_PROJECT_SERVICE", false),
 ];
 
 fn credentials(provider: &str, given: &[String]) -> Result<Value, Failure> {

@@ -7,6 +7,7 @@
 pub mod aws;
 pub mod digitalocean;
 pub mod hetzner;
+pub mod ovh;
 pub mod proxmox;
 mod sigv4;
 mod xml;
@@ -30,7 +31,7 @@ pub const PROVIDERS: [&str; 9] = [
 ];
 
 /// The providers this hub speaks to now.
-pub const BUILT: [&str; 4] = ["aws", "hetzner", "digitalocean", "proxmox"];
+pub const BUILT: [&str; 5] = ["aws", "hetzner", "digitalocean", "proxmox", "ovh"];
 
 /// The credential fields each provider takes: `(name, required)`.
 pub fn credential_fields(provider: &str) -> &'static [(&'static str, bool)] {
@@ -256,6 +257,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
         "hetzner" => hetzner::check(http, t).await,
         "digitalocean" => digitalocean::check(http, t).await,
         "proxmox" => proxmox::check(http, t).await,
+        "ovh" => ovh::check(http, t).await,
         p => Err(format!("{p} is not spoken to yet")),
     }
 }
@@ -267,6 +269,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
         "hetzner" => hetzner::discover(http, t).await,
         "digitalocean" => digitalocean::discover(http, t).await,
         "proxmox" => proxmox::discover(http, t).await,
+        "ovh" => ovh::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("{p} is not spoken to yet"))],

@@ -12,6 +12,8 @@ pub(crate) mod digitalocean;
 pub(crate) mod hetzner;
 #[path = "../fakes/moto.rs"]
 pub(crate) mod moto;
+#[path = "../fakes/ovh.rs"]
+pub(crate) mod ovh;
 #[path = "../fakes/proxmox.rs"]
 pub(crate) mod proxmox;
 #[path = "../fakes/serve.rs"]
@@ -28,6 +30,7 @@ crate::dual!(
     hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewalls,
     digitalocean_droplets_are_listed_over_https_with_the_accounts_ca,
     proxmox_guests_are_listed_with_their_agents_and_containers_addresses,
+    ovh_instances_are_listed_with_signed_requests_on_ovhs_clock,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -1113,4 +1116,119 @@ print(json.dumps(out))
     assert_eq!(v["lxc"][1], json!(["eth0", "10.10.0.24/24"]));
     assert_eq!(v["no_agent"], 500);
     assert_eq!(v["wrong"], 401);
+}
+
+async fn ovh_instances_are_listed_with_signed_requests_on_ovhs_clock(b: Backend) {
+    let fake = ovh::Ovh::start().await;
+    let app = TestApp::spawn(b).await;
+    let req = |secret: &str| {
+        json!({"provider": "ovh", "name": "gra", "endpoint": fake.url, "credentials": {
+            "application_key": fake.application_key, "application_secret": secret,
+            "consumer_key": fake.consumer_key, "project_id": fake.project}})
+    };
+    let r = app
+        .post("/cloud/accounts", &app.owner, req("not the secret"))
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        body(r).await["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Invalid signature")
+    );
+    let r = app
+        .post("/cloud/accounts", &app.owner, req(&fake.application_secret))
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        (run["resources_seen"].clone(), run["added"].clone()),
+        (json!(12), json!(11)),
+        "one is being deleted: {run}"
+    );
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    assert_eq!(all.as_array().map(Vec::len), Some(11));
+    let one = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["name"] == "ovh-2")
+        .expect("ovh-2");
+    assert_eq!(one["region"], "SBG5");
+    assert_eq!(
+        one["public_ips"],
+        json!(["51.75.0.3", "2001:41d0:304:200::2"])
+    );
+    assert_eq!(one["private_ips"], json!(["10.1.0.3"]));
+    assert_eq!(one["state"], "ACTIVE");
+}
+
+/// The OVH fake held true: OVHcloud's own Python library (`ovh`) reads OVH's clock, signs
+/// its calls, and the fake takes them — so the signature the fake checks (and the hub's
+/// client must make) is OVH's; a wrong secret is its signature error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ovh_fake_checks_the_signature_ovhs_own_library_makes() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import ovh"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "ovh is required in CI (pip install ovh)"
+        );
+        eprintln!("ovh is not installed: skipping");
+        return;
+    }
+    let fake = ovh::Ovh::start().await;
+    let script = r#"
+import json, sys
+import ovh, ovh.client
+url, ak, secret, ck, project = sys.argv[1:6]
+ovh.client.ENDPOINTS["trusthub-test"] = url
+c = ovh.Client(endpoint="trusthub-test", application_key=ak, application_secret=secret, consumer_key=ck)
+out = {"project": c.get(f"/cloud/project/{project}")["status"]}
+out["instances"] = [[i["name"], i["region"], i["status"], [a["ip"] for a in i["ipAddresses"] if a["type"] == "private"]]
+    for i in c.get(f"/cloud/project/{project}/instance")]
+try:
+    ovh.Client(endpoint="trusthub-test", application_key=ak, application_secret="wrong", consumer_key=ck).get(f"/cloud/project/{project}")
+    out["wrong"] = None
+except ovh.exceptions.APIError as e:
+    out["wrong"] = str(e).split(" \n")[0]
+print(json.dumps(out))
+"#;
+    let out = tokio::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &fake.url,
+            &fake.application_key,
+            &fake.application_secret,
+            &fake.consumer_key,
+            &fake.project,
+        ])
+        .env_remove("OVH_ENDPOINT")
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["project"], "ok");
+    assert_eq!(v["instances"].as_array().map(Vec::len), Some(12));
+    assert_eq!(
+        v["instances"][1],
+        json!(["ovh-2", "SBG5", "ACTIVE", ["10.1.0.3"]])
+    );
+    assert!(
+        v["wrong"]
+            .as_str()
+            .is_some_and(|w| w.contains("Invalid signature")),
+        "{v}"
+    );
 }
