@@ -32,8 +32,8 @@ struct Sealed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
-    /// `aws`, `hetzner`, `digitalocean`, `proxmox` or `ovh` (the providers this hub speaks
-    /// to now; `azure`, `gcp`, `scaleway` and `ionos` are refused with 422 until they are).
+    /// `aws`, `gcp`, `hetzner`, `digitalocean`, `proxmox` or `ovh` (the providers this hub
+    /// speaks to now; `azure`, `scaleway` and `ionos` are refused with 422 until they are).
     #[schema(pattern = "^(aws|azure|gcp|hetzner|proxmox|digitalocean|scaleway|ovh|ionos)$")]
     pub provider: String,
     /// A name (1 to 100 characters).
@@ -42,7 +42,8 @@ pub struct NewAccount {
     /// The provider's own credential names: aws `access_key_id`, `secret_access_key`,
     /// `session_token?`; hetzner and digitalocean `token`; proxmox `token_id`
     /// (`user@realm!name`), `token_secret`; ovh `application_key`, `application_secret`,
-    /// `consumer_key`, `project_id`. Checked live, stored sealed, never returned.
+    /// `consumer_key`, `project_id`; gcp `service_account_json` (the key file's content;
+    /// its `token_uri` is called). Checked live, stored sealed, never returned.
     #[schema(value_type = Object)]
     pub credentials: Value,
     /// Regions to read (AWS regions, Hetzner locations); none: every region.

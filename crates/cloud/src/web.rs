@@ -97,7 +97,7 @@ pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response 
 }
 
 /// The credential fields of the form, by provider: `(form field, credential name)`.
-const FORM_CREDENTIALS: [(&str, &str, &str); 11] = [
+const FORM_CREDENTIALS: [(&str, &str, &str); 12] = [
     ("aws", "aws_access_key_id", "access_key_id"),
     ("aws", "aws_secret_access_key", "secret_access_key"),
     ("aws", "aws_session_token", "session_token"),
@@ -109,6 +109,7 @@ const FORM_CREDENTIALS: [(&str, &str, &str); 11] = [
     ("ovh", "ovh_application_secret", "application_secret"),
     ("ovh", "ovh_consumer_key", "consumer_key"),
     ("ovh", "ovh_project_id", "project_id"),
+    ("gcp", "gcp_service_account_json", "service_account_json"),
 ];
 
 /// `POST /ui/cloud/accounts` (admin, CSRF): the provider's form, checked live like the API.

@@ -3,7 +3,8 @@
 //! agent watches. Credentials come from the provider's own environment variables
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `HCLOUD_TOKEN`,
 //! `DIGITALOCEAN_TOKEN`, `PM_API_TOKEN_ID`, `PM_API_TOKEN_SECRET`, `OVH_APPLICATION_KEY`,
-//! `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`, `OVH_CLOUD_PROJECT_SERVICE`) or
+//! `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`, `OVH_CLOUD_PROJECT_SERVICE`; for GCP the key
+//! file `GOOGLE_APPLICATION_CREDENTIALS` names) or
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
 
@@ -19,8 +20,8 @@ pub enum CloudCmd {
     Accounts,
     /// Add an account (admin): its credentials are checked live by the provider first.
     Add {
-        /// `aws`, `hetzner`, `digitalocean`, `proxmox` or `ovh`.
-        #[arg(value_parser = ["aws", "hetzner", "digitalocean", "proxmox", "ovh"])]
+        /// `aws`, `gcp`, `hetzner`, `digitalocean`, `proxmox` or `ovh`.
+        #[arg(value_parser = ["aws", "gcp", "hetzner", "digitalocean", "proxmox", "ovh"])]
         provider: String,
         /// A name for it.
         #[arg(long)]
@@ -177,6 +178,16 @@ fn credentials(provider: &str, given: &[String]) -> Result<Value, Failure> {
             message: format!("--credential `{c}`: expected name=value"),
         })?;
         out.insert(k.to_owned(), Value::String(v.to_owned()));
+    }
+    // GCP: the key file `GOOGLE_APPLICATION_CREDENTIALS` names.
+    if provider == "gcp" && !out.contains_key("service_account_json") {
+        let path = match std::env::var("GOOGLE_APPLICATION_CREDENTIALS") {
+            Ok(p) if !p.is_empty() => p,
+            _ => prompt("service account key file: ", false)?,
+        };
+        let json =
+            std::fs::read_to_string(&path).map_err(|e| Failure::error(format!("{path}: {e}")))?;
+        out.insert("service_account_json".into(), Value::String(json));
     }
     for (p, name, env, secret) in FROM_ENV {
         if p != provider || out.contains_key(name) {

@@ -6,6 +6,7 @@
 
 pub mod aws;
 pub mod digitalocean;
+pub mod gcp;
 pub mod hetzner;
 pub mod ovh;
 pub mod proxmox;
@@ -31,7 +32,7 @@ pub const PROVIDERS: [&str; 9] = [
 ];
 
 /// The providers this hub speaks to now.
-pub const BUILT: [&str; 5] = ["aws", "hetzner", "digitalocean", "proxmox", "ovh"];
+pub const BUILT: [&str; 6] = ["aws", "hetzner", "digitalocean", "proxmox", "ovh", "gcp"];
 
 /// The credential fields each provider takes: `(name, required)`.
 pub fn credential_fields(provider: &str) -> &'static [(&'static str, bool)] {
@@ -258,6 +259,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
         "digitalocean" => digitalocean::check(http, t).await,
         "proxmox" => proxmox::check(http, t).await,
         "ovh" => ovh::check(http, t).await,
+        "gcp" => gcp::check(http, t).await,
         p => Err(format!("{p} is not spoken to yet")),
     }
 }
@@ -270,6 +272,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
         "digitalocean" => digitalocean::discover(http, t).await,
         "proxmox" => proxmox::discover(http, t).await,
         "ovh" => ovh::discover(http, t).await,
+        "gcp" => gcp::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("{p} is not spoken to yet"))],

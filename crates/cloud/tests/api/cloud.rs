@@ -8,6 +8,8 @@
 
 #[path = "../fakes/digitalocean.rs"]
 pub(crate) mod digitalocean;
+#[path = "../fakes/gcp.rs"]
+pub(crate) mod gcp;
 #[path = "../fakes/hetzner.rs"]
 pub(crate) mod hetzner;
 #[path = "../fakes/moto.rs"]
@@ -31,6 +33,7 @@ crate::dual!(
     digitalocean_droplets_are_listed_over_https_with_the_accounts_ca,
     proxmox_guests_are_listed_with_their_agents_and_containers_addresses,
     ovh_instances_are_listed_with_signed_requests_on_ovhs_clock,
+    gcp_instances_are_listed_with_a_service_accounts_token,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -1229,6 +1232,183 @@ print(json.dumps(out))
         v["wrong"]
             .as_str()
             .is_some_and(|w| w.contains("Invalid signature")),
+        "{v}"
+    );
+}
+
+async fn gcp_instances_are_listed_with_a_service_accounts_token(b: Backend) {
+    let fake = gcp::Gcp::start().await;
+    let app = TestApp::spawn(b).await;
+    // A key that is not the service account's: its assertion is refused at the token endpoint.
+    let mut other: Value = serde_json::from_str(&fake.key_json).expect("key");
+    let second = gcp::Gcp::start().await;
+    other["private_key"] =
+        serde_json::from_str::<Value>(&second.key_json).expect("key")["private_key"].clone();
+    let r = app
+        .post(
+            "/cloud/accounts",
+            &app.owner,
+            json!({"provider": "gcp", "name": "prod", "endpoint": fake.url,
+            "credentials": {"service_account_json": other.to_string()}}),
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        body(r).await["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Invalid JWT Signature")
+    );
+    let r = app
+        .post(
+            "/cloud/accounts",
+            &app.owner,
+            json!({"provider": "gcp", "name": "prod", "endpoint": fake.url,
+            "credentials": {"service_account_json": fake.key_json}, "regions": ["europe-west1"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        run["resources_seen"], 400,
+        "europe-west1's zones only, over both pages: {run}"
+    );
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    let one = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["name"] == "gce-2")
+        .expect("gce-2");
+    assert_eq!(one["region"], "europe-west1-b");
+    assert_eq!(one["provider_id"], "7000000000000000002");
+    assert_eq!(one["private_ips"], json!(["10.132.0.4"]));
+    assert_eq!(one["public_ips"], json!(["34.76.0.4"]));
+    assert_eq!(one["tags"], json!({"env": "prod"}));
+    let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
+    let count = |rule: &str| {
+        findings
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .count()
+    };
+    assert_eq!(count("ssh_open_to_world"), 200, "the ssh tag's instances");
+    assert_eq!(
+        count("rdp_open_to_world"),
+        0,
+        "a disabled rule opens nothing"
+    );
+    // The key is sealed: its private key is in no answer or audit row.
+    let audit = app
+        .get("/audit-log?limit=100", &app.owner)
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(!audit.contains("PRIVATE KEY"));
+}
+
+/// The GCP fake held true: Google's own `google-cloud-compute` (with `google-auth` making
+/// and exchanging the service account's assertion) reads the project, pages through every
+/// zone's instances and lists the firewalls; a key that is not the account's is refused at
+/// the token endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gcp_fake_speaks_the_api_google_cloud_compute_reads() {
+    let ok = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import google.cloud.compute_v1, google.oauth2.service_account",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "google-cloud-compute is required in CI"
+        );
+        eprintln!("google-cloud-compute is not installed: skipping");
+        return;
+    }
+    let fake = gcp::Gcp::start().await;
+    let other = gcp::Gcp::start().await;
+    let script = r#"
+import json, sys
+from google.cloud import compute_v1
+from google.api_core.client_options import ClientOptions
+from google.oauth2 import service_account
+url, key, other_key = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+scopes = ["https://www.googleapis.com/auth/compute.readonly"]
+creds = service_account.Credentials.from_service_account_info(key, scopes=scopes)
+opts = ClientOptions(api_endpoint=url)
+project = key["project_id"]
+# The OAuth 2.0 JWT bearer exchange at the key's token_uri, as google-auth makes it.
+import google.auth.transport.requests
+creds.refresh(google.auth.transport.requests.Request())
+out_token = creds.token
+creds = service_account.Credentials.from_service_account_info(key, scopes=scopes)
+out = {"project": compute_v1.ProjectsClient(credentials=creds, client_options=opts, transport="rest").get(project=project).name,
+    "token": out_token}
+zones = {}
+for zone, scoped in compute_v1.InstancesClient(credentials=creds, client_options=opts, transport="rest").aggregated_list(
+        request={"project": project, "max_results": 500}):
+    for i in scoped.instances:
+        zones.setdefault(zone, []).append(i)
+out["zones"] = {z: len(v) for z, v in zones.items()}
+i = zones["zones/europe-west1-b"][1]
+out["second"] = [i.name, str(i.id), i.status, i.network_interfaces[0].network_i_p,
+    i.network_interfaces[0].access_configs[0].nat_i_p, list(i.tags.items), dict(i.labels)]
+out["firewalls"] = [[f.name, list(f.source_ranges), list(f.target_tags), [[a.I_p_protocol, list(a.ports)] for a in f.allowed], f.disabled]
+    for f in compute_v1.FirewallsClient(credentials=creds, client_options=opts, transport="rest").list(project=project)]
+other_key["project_id"] = project
+other_key["client_email"] = key["client_email"]
+other_key["token_uri"] = key["token_uri"]
+bad = service_account.Credentials.from_service_account_info(other_key, scopes=scopes)
+try:
+    bad.refresh(google.auth.transport.requests.Request())
+    out["wrong"] = None
+except Exception as e:
+    out["wrong"] = str(e)
+print(json.dumps(out))
+"#;
+    let out = tokio::process::Command::new("python3")
+        .args(["-c", script, &fake.url, &fake.key_json, &other.key_json])
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["project"], fake.project.as_str());
+    assert_eq!(
+        v["zones"],
+        json!({"zones/europe-west1-b": 400, "zones/us-central1-a": 220})
+    );
+    assert_eq!(
+        v["second"],
+        json!(["gce-2", "7000000000000000002", "RUNNING", "10.132.0.4", "34.76.0.4", ["ssh", "web"], {"env": "prod"}])
+    );
+    assert_eq!(
+        v["firewalls"][0],
+        json!([
+            "allow-ssh-world",
+            ["0.0.0.0/0"],
+            ["ssh"],
+            [["tcp", ["22"]]],
+            false
+        ])
+    );
+    assert_eq!(v["firewalls"][2][4], true);
+    assert!(
+        v["wrong"]
+            .as_str()
+            .is_some_and(|w| w.contains("Invalid JWT Signature")),
         "{v}"
     );
 }
