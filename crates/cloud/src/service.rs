@@ -434,13 +434,14 @@ pub async fn record(
             want.insert((*id, rule.to_owned()), (severity, detail));
         }
     }
-    for f in store::findings(&mut tx, tenant, Some(a.id), None, Some("open")).await? {
-        if unreadable.contains(&f.resource_id) {
-            want.remove(&(f.resource_id, f.rule.clone()));
+    for (finding, resource, rule) in store::open_findings(&mut tx, a.id).await? {
+        let key = (resource, rule);
+        if unreadable.contains(&resource) {
+            want.remove(&key);
             continue;
         }
-        if want.remove(&(f.resource_id, f.rule.clone())).is_none() {
-            store::resolve_finding(&mut tx, f.id, now).await?;
+        if want.remove(&key).is_none() {
+            store::resolve_finding(&mut tx, finding, now).await?;
         }
     }
     for ((resource, rule), (severity, detail)) in &want {
@@ -818,12 +819,17 @@ pub async fn summary(state: &AppState, tenant: TenantId) -> ApiResult<Summary> {
         }
     }
     let mut open = SeverityCounts::default();
-    for f in findings(state, tenant, None, Some("open")).await? {
-        match f.severity.as_str() {
-            "CRITICAL" => open.CRITICAL += 1,
-            "HIGH" => open.HIGH += 1,
-            "MEDIUM" => open.MEDIUM += 1,
-            _ => open.LOW += 1,
+    let counts = {
+        let mut c = state.db.conn().await?;
+        store::open_by_severity(&mut c, tenant).await?
+    };
+    for (severity, n) in counts {
+        let n = n.max(0) as u64;
+        match severity.as_str() {
+            "CRITICAL" => open.CRITICAL += n,
+            "HIGH" => open.HIGH += n,
+            "MEDIUM" => open.MEDIUM += n,
+            _ => open.LOW += n,
         }
     }
     let coverage = if vms == 0 {

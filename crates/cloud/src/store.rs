@@ -355,6 +355,26 @@ pub async fn findings(
     )
 }
 
+/// Every open finding of an account: `(id, resource, rule)` (what a run reconciles).
+pub async fn open_findings(
+    ex: &mut impl Exec,
+    account: Uuid,
+) -> StoreResult<Vec<(Uuid, Uuid, String)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, Uuid, String)>(
+        "SELECT id, resource_id, rule FROM cloud_findings WHERE account_id = $1 AND status = 'open'")
+        .bind(account).fetch_all(&mut *c).await?))
+}
+
+/// A tenant's open findings counted by severity.
+pub async fn open_by_severity(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(String, i64)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (String, i64)>(
+        "SELECT severity, COUNT(*) FROM cloud_findings WHERE tenant_id = $1 AND status = 'open' GROUP BY severity")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
 /// Opens a finding.
 pub async fn open_finding(
     ex: &mut impl Exec,

@@ -149,6 +149,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first_s = t.elapsed().as_secs_f64();
     let after_first = proc_mib(None, "VmRSS").unwrap_or(0);
     let added: i64 = first.iter().map(|r| r["added"].as_i64().unwrap_or(0)).sum();
+    let summary = |http: reqwest::Client, api: String, cookie: String| async move {
+        http.get(format!("{api}/cloud/summary"))
+            .header("cookie", &cookie)
+            .send()
+            .await?
+            .json::<Value>()
+            .await
+    };
+    let after_first_findings =
+        summary(http.clone(), api.clone(), cookie.clone()).await?["open_findings"].clone();
 
     // A steady run of every account at once: nothing changed.
     let t = Instant::now();
@@ -166,13 +176,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let unchanged = steady
         .iter()
         .all(|r| r["added"] == 0 && r["changed"] == 0 && r["removed"] == 0);
-    let summary: Value = http
-        .get(format!("{api}/cloud/summary"))
-        .header("cookie", &cookie)
-        .send()
-        .await?
-        .json()
-        .await?;
+    let summary = summary(http.clone(), api.clone(), cookie.clone()).await?;
     println!(
         "{} machines over {} accounts ({seen} read by the plain client in {ceiling:.2} s)",
         args.instances, args.accounts
