@@ -194,8 +194,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         after_first.saturating_sub(idle)
     );
     println!(
-        "summary: {} resources, {} open findings HIGH",
-        summary["resources"], summary["open_findings"]["HIGH"]
+        "summary: {} resources; open findings after the first run {} and after the steady one {}",
+        summary["resources"], after_first_findings, summary["open_findings"]
     );
     let _ = stop.send(());
     let _ = serving.await;
