@@ -1515,4 +1515,11 @@ async fn cloud_verbs_add_discover_list_and_install() {
         json!([])
     );
     hub.terminate();
+    // The hub's log (JSON lines on stderr, at the default level) never holds the token.
+    let log: Vec<String> = hub.stderr.try_iter().collect();
+    assert!(!log.is_empty(), "the hub logged");
+    assert!(
+        !log.iter().any(|l| l.contains(&fake.token)),
+        "the token is not in the log"
+    );
 }
