@@ -97,7 +97,7 @@ pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response 
 }
 
 /// The credential fields of the form, by provider: `(form field, credential name)`.
-const FORM_CREDENTIALS: [(&str, &str, &str); 12] = [
+const FORM_CREDENTIALS: [(&str, &str, &str); 16] = [
     ("aws", "aws_access_key_id", "access_key_id"),
     ("aws", "aws_secret_access_key", "secret_access_key"),
     ("aws", "aws_session_token", "session_token"),
@@ -110,6 +110,10 @@ const FORM_CREDENTIALS: [(&str, &str, &str); 12] = [
     ("ovh", "ovh_consumer_key", "consumer_key"),
     ("ovh", "ovh_project_id", "project_id"),
     ("gcp", "gcp_service_account_json", "service_account_json"),
+    ("azure", "azure_tenant_id", "tenant_id"),
+    ("azure", "azure_client_id", "client_id"),
+    ("azure", "azure_client_secret", "client_secret"),
+    ("azure", "azure_subscription_id", "subscription_id"),
 ];
 
 /// `POST /ui/cloud/accounts` (admin, CSRF): the provider's form, checked live like the API.

@@ -5,6 +5,7 @@
 //! and 429 / `Retry-After` handled the same way everywhere.
 
 pub mod aws;
+pub mod azure;
 pub mod digitalocean;
 pub mod gcp;
 pub mod hetzner;
@@ -32,7 +33,15 @@ pub const PROVIDERS: [&str; 9] = [
 ];
 
 /// The providers this hub speaks to now.
-pub const BUILT: [&str; 6] = ["aws", "hetzner", "digitalocean", "proxmox", "ovh", "gcp"];
+pub const BUILT: [&str; 7] = [
+    "aws",
+    "azure",
+    "gcp",
+    "hetzner",
+    "digitalocean",
+    "proxmox",
+    "ovh",
+];
 
 /// The credential fields each provider takes: `(name, required)`.
 pub fn credential_fields(provider: &str) -> &'static [(&'static str, bool)] {
@@ -47,6 +56,7 @@ pub fn credential_fields(provider: &str) -> &'static [(&'static str, bool)] {
             ("client_id", true),
             ("client_secret", true),
             ("subscription_id", true),
+            ("authority_host", false),
         ],
         "gcp" => &[("service_account_json", true)],
         "hetzner" | "digitalocean" | "ionos" => &[("token", true)],
@@ -260,6 +270,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
         "proxmox" => proxmox::check(http, t).await,
         "ovh" => ovh::check(http, t).await,
         "gcp" => gcp::check(http, t).await,
+        "azure" => azure::check(http, t).await,
         p => Err(format!("{p} is not spoken to yet")),
     }
 }
@@ -273,6 +284,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
         "proxmox" => proxmox::discover(http, t).await,
         "ovh" => ovh::discover(http, t).await,
         "gcp" => gcp::discover(http, t).await,
+        "azure" => azure::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("{p} is not spoken to yet"))],

@@ -6,6 +6,8 @@
 //! instance removed, install commands with a single-use token, credentials never in clear,
 //! validation that stores nothing, tenants apart.
 
+#[path = "../fakes/azure.rs"]
+pub(crate) mod azure;
 #[path = "../fakes/digitalocean.rs"]
 pub(crate) mod digitalocean;
 #[path = "../fakes/gcp.rs"]
@@ -34,6 +36,7 @@ crate::dual!(
     proxmox_guests_are_listed_with_their_agents_and_containers_addresses,
     ovh_instances_are_listed_with_signed_requests_on_ovhs_clock,
     gcp_instances_are_listed_with_a_service_accounts_token,
+    azure_vms_are_listed_with_a_service_principal,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -490,8 +493,8 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
             "provider",
         ),
         (
-            json!({"provider": "azure", "name": "x", "credentials": {"tenant_id": "t", "client_id": "c",
-            "client_secret": "s", "subscription_id": "s"}}),
+            json!({"provider": "scaleway", "name": "x", "credentials": {"access_key": "a", "secret_key": "s",
+            "project_id": "p"}}),
             "provider",
         ),
         (
@@ -1411,4 +1414,158 @@ print(json.dumps(out))
             .is_some_and(|w| w.contains("Invalid JWT Signature")),
         "{v}"
     );
+}
+
+async fn azure_vms_are_listed_with_a_service_principal(b: Backend) {
+    let fake = azure::Azure::start().await;
+    let app = TestApp::spawn(b).await;
+    let req = |secret: &str| {
+        json!({"provider": "azure", "name": "prod", "endpoint": fake.served.base, "ca_pem": fake.served.ca_pem,
+            "credentials": {"tenant_id": fake.tenant, "client_id": fake.client_id, "client_secret": secret,
+                "subscription_id": fake.subscription, "authority_host": fake.served.base}})
+    };
+    let r = app
+        .post("/cloud/accounts", &app.owner, req("not the secret"))
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        body(r).await["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("AADSTS7000215")
+    );
+    let r = app
+        .post("/cloud/accounts", &app.owner, req(&fake.secret))
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["resources_seen"], 60, "two pages: {run}");
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    let vm = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["name"] == "vm-6")
+        .expect("vm-6");
+    assert_eq!(
+        vm["provider_id"], "6a3b5c2e-0000-4000-8000-000000000006",
+        "the vmId"
+    );
+    assert_eq!(vm["region"], "westeurope");
+    assert_eq!(vm["state"], "running");
+    assert_eq!(vm["private_ips"], json!(["10.0.0.10"]));
+    assert_eq!(vm["public_ips"], json!(["20.71.0.7"]));
+    let stopped = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["name"] == "vm-10")
+        .expect("vm-10");
+    assert_eq!(stopped["state"], "deallocated");
+    let findings = body(app.get("/cloud/findings?rule=x", &app.owner).await).await;
+    assert!(
+        findings["status"] == 400 || findings["status"] == 422,
+        "an unknown filter is refused"
+    );
+    let findings = body(app.get("/cloud/findings?severity=HIGH", &app.owner).await).await;
+    let ssh = findings
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter(|f| f["rule"] == "ssh_open_to_world")
+        .count();
+    assert_eq!(ssh, 10, "public and behind the ssh-open group");
+}
+
+/// The Azure fake held true: Microsoft's own `azure-identity` (MSAL inside) gets a token
+/// with the client secret, `azure-mgmt-compute` and `azure-mgmt-network` page through the
+/// subscription's VMs, NICs, public addresses and security groups; a wrong secret is
+/// Entra ID's `invalid_client`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_azure_fake_speaks_the_api_azures_own_libraries_read() {
+    let ok = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import azure.identity, azure.mgmt.compute, azure.mgmt.network",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "azure-identity, azure-mgmt-compute and azure-mgmt-network are required in CI"
+        );
+        eprintln!("the Azure libraries are not installed: skipping");
+        return;
+    }
+    let fake = azure::Azure::start().await;
+    let script = r#"
+import json, sys
+from azure.identity import ClientSecretCredential
+from azure.core.exceptions import ClientAuthenticationError
+from azure.mgmt.compute import ComputeManagementClient
+from azure.mgmt.network import NetworkManagementClient
+url, tenant, client, secret, sub = sys.argv[1:6]
+cred = ClientSecretCredential(tenant, client, secret, authority=url, disable_instance_discovery=True)
+scopes = [url + "/.default"]
+compute = ComputeManagementClient(cred, sub, base_url=url, credential_scopes=scopes)
+vms = list(compute.virtual_machines.list_all(status_only="true"))
+v = vms[5]
+out = {"vms": len(vms), "vm": [v.name, v.vm_id, v.location, v.network_profile.network_interfaces[0].id.rsplit("/", 1)[1],
+    [s.code for s in v.instance_view.statuses], v.tags]}
+network = NetworkManagementClient(cred, sub, base_url=url, credential_scopes=scopes)
+nics = list(network.network_interfaces.list_all())
+n = nics[5]
+out["nics"] = len(nics)
+out["nic"] = [n.name, n.ip_configurations[0].private_ip_address, n.ip_configurations[0].public_ip_address.id.rsplit("/", 1)[1],
+    n.network_security_group.id.rsplit("/", 1)[1]]
+out["pips"] = sorted(p.ip_address for p in network.public_ip_addresses.list_all())[:2]
+out["nsgs"] = [[g.name, [[r.direction, r.access, r.protocol, r.source_address_prefix, r.destination_port_range] for r in g.security_rules]]
+    for g in network.network_security_groups.list_all()]
+try:
+    ClientSecretCredential(tenant, client, "wrong", authority=url, disable_instance_discovery=True).get_token(scopes[0])
+    out["wrong"] = None
+except ClientAuthenticationError as e:
+    out["wrong"] = "AADSTS7000215" in str(e)
+print(json.dumps(out))
+"#;
+    let ca = fake.served.ca_file.as_ref().expect("ca");
+    let out = tokio::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &fake.served.base,
+            &fake.tenant,
+            &fake.client_id,
+            &fake.secret,
+            &fake.subscription,
+        ])
+        .env("REQUESTS_CA_BUNDLE", ca)
+        .env("SSL_CERT_FILE", ca)
+        .env_remove("AZURE_AUTHORITY_HOST")
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["vms"], 60, "both pages");
+    assert_eq!(
+        v["vm"],
+        json!(["vm-6", "6a3b5c2e-0000-4000-8000-000000000006", "westeurope", "nic-6",
+            ["ProvisioningState/succeeded", "PowerState/running"], {"env": "prod"}])
+    );
+    assert_eq!(v["nics"], 60);
+    assert_eq!(v["nic"], json!(["nic-6", "10.0.0.10", "pip-6", "ssh-open"]));
+    assert_eq!(v["pips"], json!(["20.71.0.11", "20.71.0.13"]));
+    assert_eq!(
+        v["nsgs"][0],
+        json!(["ssh-open", [["Inbound", "Allow", "Tcp", "Internet", "22"]]])
+    );
+    assert_eq!(v["wrong"], true);
 }
