@@ -162,8 +162,8 @@ fn vm(sub: &str, i: u64) -> Value {
             "provisioningState": "Succeeded",
             "instanceView": {"statuses": [
                 {"code": "ProvisioningState/succeeded", "level": "Info", "displayStatus": "Provisioning succeeded"},
-                {"code": if i % 10 == 0 { "PowerState/deallocated" } else { "PowerState/running" }, "level": "Info",
-                    "displayStatus": if i % 10 == 0 { "VM deallocated" } else { "VM running" }}]},
+                {"code": if i.is_multiple_of(10) { "PowerState/deallocated" } else { "PowerState/running" }, "level": "Info",
+                    "displayStatus": if i.is_multiple_of(10) { "VM deallocated" } else { "VM running" }}]},
             "timeCreated": "2026-01-05T10:00:00.0000000+00:00",
         },
     })
@@ -173,7 +173,7 @@ fn nic(sub: &str, i: u64) -> Value {
     let mut ip = json!({"privateIPAddress": format!("10.0.{}.{}", i / 250, i % 250 + 4), "privateIPAllocationMethod": "Dynamic",
         "subnet": {"id": format!("{}/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default", rg(sub))},
         "primary": true, "privateIPAddressVersion": "IPv4", "provisioningState": "Succeeded"});
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         ip["publicIPAddress"] = json!({"id": format!("{}/providers/Microsoft.Network/publicIPAddresses/pip-{i}", rg(sub))});
     }
     let mut props = json!({"provisioningState": "Succeeded", "ipConfigurations": [{"name": "ipconfig1",
@@ -246,7 +246,7 @@ async fn list(
         ("Microsoft.Compute", "virtualMachines") => (1..=VMS).map(|i| vm(&sub, i)).collect(),
         ("Microsoft.Network", "networkInterfaces") => (1..=VMS).map(|i| nic(&sub, i)).collect(),
         ("Microsoft.Network", "publicIPAddresses") => (1..=VMS)
-            .filter(|i| i % 2 == 0)
+            .filter(|i| i.is_multiple_of(2))
             .map(|i| pip(&sub, i))
             .collect(),
         ("Microsoft.Network", "networkSecurityGroups") => vec![
