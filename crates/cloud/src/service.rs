@@ -32,8 +32,8 @@ struct Sealed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
-    /// `aws`, `azure`, `gcp`, `hetzner`, `digitalocean`, `proxmox` or `ovh` (the providers
-    /// this hub speaks to now; `scaleway` and `ionos` are refused with 422 until they are).
+    /// `aws`, `azure`, `gcp`, `hetzner`, `digitalocean`, `proxmox`, `scaleway` or `ovh` (the
+    /// providers this hub speaks to now; `ionos` is refused with 422 until it is).
     #[schema(pattern = "^(aws|azure|gcp|hetzner|proxmox|digitalocean|scaleway|ovh|ionos)$")]
     pub provider: String,
     /// A name (1 to 100 characters).
@@ -44,7 +44,8 @@ pub struct NewAccount {
     /// (`user@realm!name`), `token_secret`; ovh `application_key`, `application_secret`,
     /// `consumer_key`, `project_id`; gcp `service_account_json` (the key file's content;
     /// its `token_uri` is called); azure `tenant_id`, `client_id`, `client_secret`,
-    /// `subscription_id`, `authority_host?`. Checked live, stored sealed, never returned.
+    /// `subscription_id`, `authority_host?`; scaleway `access_key`, `secret_key`,
+    /// `project_id`. Checked live, stored sealed, never returned.
     #[schema(value_type = Object)]
     pub credentials: Value,
     /// Regions to read (AWS regions, Hetzner locations); none: every region.

@@ -4,7 +4,8 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `HCLOUD_TOKEN`,
 //! `DIGITALOCEAN_TOKEN`, `PM_API_TOKEN_ID`, `PM_API_TOKEN_SECRET`, `OVH_APPLICATION_KEY`,
 //! `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`, `OVH_CLOUD_PROJECT_SERVICE`, `AZURE_TENANT_ID`,
-//! `AZURE_CLIENT_ID`, `AZURE_CLIENT_SECRET`, `AZURE_SUBSCRIPTION_ID`; for GCP the key
+//! `AZURE_CLIENT_ID`, `AZURE_CLIENT_SECRET`, `AZURE_SUBSCRIPTION_ID`, `SCW_ACCESS_KEY`,
+//! `SCW_SECRET_KEY`, `SCW_DEFAULT_PROJECT_ID`; for GCP the key
 //! file `GOOGLE_APPLICATION_CREDENTIALS` names) or
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
@@ -21,8 +22,8 @@ pub enum CloudCmd {
     Accounts,
     /// Add an account (admin): its credentials are checked live by the provider first.
     Add {
-        /// `aws`, `azure`, `gcp`, `hetzner`, `digitalocean`, `proxmox` or `ovh`.
-        #[arg(value_parser = ["aws", "azure", "gcp", "hetzner", "digitalocean", "proxmox", "ovh"])]
+        /// `aws`, `azure`, `gcp`, `hetzner`, `digitalocean`, `proxmox`, `scaleway` or `ovh`.
+        #[arg(value_parser = ["aws", "azure", "gcp", "hetzner", "digitalocean", "proxmox", "scaleway", "ovh"])]
         provider: String,
         /// A name for it.
         #[arg(long)]
@@ -157,7 +158,7 @@ const SUMMARY: &[super::Column] = &[
 ];
 
 /// Where a provider's credential comes from when not given: `(name, env var, secret)`.
-const FROM_ENV: [(&str, &str, &str, bool); 15] = [
+const FROM_ENV: [(&str, &str, &str, bool); 18] = [
     ("aws", "access_key_id", "AWS_ACCESS_KEY_ID", false),
     ("aws", "secret_access_key", "AWS_SECRET_ACCESS_KEY", true),
     ("aws", "session_token", "AWS_SESSION_TOKEN", true),
@@ -173,6 +174,9 @@ const FROM_ENV: [(&str, &str, &str, bool); 15] = [
     ("azure", "client_id", "AZURE_CLIENT_ID", false),
     ("azure", "client_secret", "AZURE_CLIENT_SECRET", true),
     ("azure", "subscription_id", "AZURE_SUBSCRIPTION_ID", false),
+    ("scaleway", "access_key", "SCW_ACCESS_KEY", false),
+    ("scaleway", "secret_key", "SCW_SECRET_KEY", true),
+    ("scaleway", "project_id", "SCW_DEFAULT_PROJECT_ID", false),
 ];
 
 fn credentials(provider: &str, given: &[String]) -> Result<Value, Failure> {

@@ -11,6 +11,7 @@ pub mod gcp;
 pub mod hetzner;
 pub mod ovh;
 pub mod proxmox;
+pub mod scaleway;
 mod sigv4;
 mod xml;
 
@@ -33,13 +34,14 @@ pub const PROVIDERS: [&str; 9] = [
 ];
 
 /// The providers this hub speaks to now.
-pub const BUILT: [&str; 7] = [
+pub const BUILT: [&str; 8] = [
     "aws",
     "azure",
     "gcp",
     "hetzner",
     "digitalocean",
     "proxmox",
+    "scaleway",
     "ovh",
 ];
 
@@ -271,6 +273,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
         "ovh" => ovh::check(http, t).await,
         "gcp" => gcp::check(http, t).await,
         "azure" => azure::check(http, t).await,
+        "scaleway" => scaleway::check(http, t).await,
         p => Err(format!("{p} is not spoken to yet")),
     }
 }
@@ -285,6 +288,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
         "ovh" => ovh::discover(http, t).await,
         "gcp" => gcp::discover(http, t).await,
         "azure" => azure::discover(http, t).await,
+        "scaleway" => scaleway::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("{p} is not spoken to yet"))],

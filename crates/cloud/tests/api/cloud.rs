@@ -20,6 +20,8 @@ pub(crate) mod moto;
 pub(crate) mod ovh;
 #[path = "../fakes/proxmox.rs"]
 pub(crate) mod proxmox;
+#[path = "../fakes/scaleway.rs"]
+pub(crate) mod scaleway;
 #[path = "../fakes/serve.rs"]
 pub(crate) mod serve;
 
@@ -37,6 +39,7 @@ crate::dual!(
     ovh_instances_are_listed_with_signed_requests_on_ovhs_clock,
     gcp_instances_are_listed_with_a_service_accounts_token,
     azure_vms_are_listed_with_a_service_principal,
+    scaleway_servers_are_listed_in_every_zone_with_their_security_groups,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -493,8 +496,7 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
             "provider",
         ),
         (
-            json!({"provider": "scaleway", "name": "x", "credentials": {"access_key": "a", "secret_key": "s",
-            "project_id": "p"}}),
+            json!({"provider": "ionos", "name": "x", "credentials": {"token": "t"}}),
             "provider",
         ),
         (
@@ -1568,4 +1570,152 @@ print(json.dumps(out))
         json!(["ssh-open", [["Inbound", "Allow", "Tcp", "Internet", "22"]]])
     );
     assert_eq!(v["wrong"], true);
+}
+
+async fn scaleway_servers_are_listed_in_every_zone_with_their_security_groups(b: Backend) {
+    let fake = scaleway::Scaleway::start().await;
+    let app = TestApp::spawn(b).await;
+    let req = |secret: &str| {
+        json!({"provider": "scaleway", "name": "par", "endpoint": fake.url,
+            "credentials": {"access_key": "SCWAAAAAAAAAAAAAAAAA", "secret_key": secret, "project_id": fake.project}})
+    };
+    let r = app
+        .post(
+            "/cloud/accounts",
+            &app.owner,
+            req("00000000-0000-4000-8000-000000000000"),
+        )
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        body(r).await["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("authentication is denied")
+    );
+    let r = app
+        .post("/cloud/accounts", &app.owner, req(&fake.secret))
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        run["resources_seen"], 180,
+        "every zone, two pages in fr-par-1: {run}"
+    );
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    let s = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["name"] == "scw-151")
+        .expect("scw-151");
+    assert_eq!(s["region"], "nl-ams-1");
+    assert_eq!(s["public_ips"], json!(["51.15.0.152"]));
+    assert_eq!(s["tags"], json!({"env": "prod", "web": ""}));
+    let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
+    let count = |rule: &str| {
+        findings
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .count()
+    };
+    assert_eq!(
+        count("ssh_open_to_world"),
+        120,
+        "the open group and the ssh group"
+    );
+    assert_eq!(
+        count("rdp_open_to_world"),
+        60,
+        "the open group only: a drop rule comes first in the locked one"
+    );
+}
+
+/// The Scaleway fake held true: Scaleway's own Python SDK (`scaleway`) pages through a zone's
+/// servers by `total_count`, lists the security groups and a group's rules, and a wrong
+/// secret is its 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scaleway_fake_speaks_the_api_scaleways_own_sdk_reads() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import scaleway.instance.v1"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the scaleway SDK is required in CI (pip install scaleway)"
+        );
+        eprintln!("scaleway is not installed: skipping");
+        return;
+    }
+    let fake = scaleway::Scaleway::start().await;
+    let script = r#"
+import json, sys
+from scaleway import Client, ScalewayException
+from scaleway.instance.v1 import InstanceV1API
+url, secret, project = sys.argv[1:4]
+def client(secret):
+    return Client(access_key="SCWAAAAAAAAAAAAAAAAA", secret_key=secret, default_project_id=project,
+        default_organization_id=project, default_region="fr-par", default_zone="fr-par-1", api_url=url)
+api = InstanceV1API(client(secret))
+servers = api.list_servers_all(zone="fr-par-1", project=project)
+s = servers[0]
+out = {"servers": len(servers), "first": [s.id, s.name, str(s.state), [ip.address for ip in s.public_ips], s.tags,
+    s.security_group.id, s.zone],
+    "ams": len(api.list_servers_all(zone="nl-ams-1", project=project))}
+groups = api.list_security_groups(zone="fr-par-1", project=project).security_groups
+out["groups"] = [[g.id, str(g.inbound_default_policy)] for g in groups]
+rules = api.list_security_group_rules(zone="fr-par-1", security_group_id="sg-locked").rules
+out["rules"] = [[str(r.direction), str(r.action), str(r.protocol), r.ip_range, r.dest_port_from, r.position] for r in rules]
+try:
+    InstanceV1API(client("00000000-0000-4000-8000-000000000000")).list_servers(zone="fr-par-1")
+    out["wrong"] = None
+except ScalewayException as e:
+    out["wrong"] = e.status_code
+print(json.dumps(out))
+"#;
+    let out = tokio::process::Command::new("python3")
+        .args(["-c", script, &fake.url, &fake.secret, &fake.project])
+        .env_remove("SCW_ACCESS_KEY")
+        .env_remove("SCW_SECRET_KEY")
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["servers"], 150, "both pages");
+    assert_eq!(v["ams"], 30);
+    assert_eq!(
+        v["first"],
+        json!([
+            "11111111-2222-4333-8444-000000000001",
+            "scw-1",
+            "running",
+            ["51.15.0.2"],
+            ["env=prod", "web"],
+            "sg-locked",
+            "fr-par-1"
+        ])
+    );
+    assert_eq!(
+        v["groups"],
+        json!([
+            ["sg-open", "accept"],
+            ["sg-locked", "accept"],
+            ["sg-ssh", "drop"]
+        ])
+    );
+    assert_eq!(
+        v["rules"][0],
+        json!(["inbound", "drop", "TCP", "0.0.0.0/0", 22, 1])
+    );
+    assert_eq!(v["wrong"], 401);
 }
