@@ -32,15 +32,15 @@ struct Sealed {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAccount {
-    /// `aws`, `azure`, `gcp`, `hetzner`, `digitalocean`, `proxmox`, `scaleway` or `ovh` (the
-    /// providers this hub speaks to now; `ionos` is refused with 422 until it is).
+    /// `aws`, `azure`, `gcp`, `hetzner`, `proxmox`, `digitalocean`, `scaleway`, `ovh` or
+    /// `ionos`.
     #[schema(pattern = "^(aws|azure|gcp|hetzner|proxmox|digitalocean|scaleway|ovh|ionos)$")]
     pub provider: String,
     /// A name (1 to 100 characters).
     #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     /// The provider's own credential names: aws `access_key_id`, `secret_access_key`,
-    /// `session_token?`; hetzner and digitalocean `token`; proxmox `token_id`
+    /// `session_token?`; hetzner, digitalocean and ionos `token`; proxmox `token_id`
     /// (`user@realm!name`), `token_secret`; ovh `application_key`, `application_secret`,
     /// `consumer_key`, `project_id`; gcp `service_account_json` (the key file's content;
     /// its `token_uri` is called); azure `tenant_id`, `client_id`, `client_secret`,
@@ -113,15 +113,6 @@ fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError
         bad(
             "provider",
             format!("must be one of {}", providers::PROVIDERS.join(", ")),
-        );
-    } else if !providers::BUILT.contains(&req.provider.as_str()) {
-        bad(
-            "provider",
-            format!(
-                "{} is not supported by this hub yet; it speaks to {}",
-                req.provider,
-                providers::BUILT.join(", ")
-            ),
         );
     }
     if req.provider == "proxmox" && req.endpoint.is_none() {

@@ -97,7 +97,7 @@ pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response 
 }
 
 /// The credential fields of the form, by provider: `(form field, credential name)`.
-const FORM_CREDENTIALS: [(&str, &str, &str); 19] = [
+const FORM_CREDENTIALS: [(&str, &str, &str); 20] = [
     ("aws", "aws_access_key_id", "access_key_id"),
     ("aws", "aws_secret_access_key", "secret_access_key"),
     ("aws", "aws_session_token", "session_token"),
@@ -117,6 +117,7 @@ const FORM_CREDENTIALS: [(&str, &str, &str); 19] = [
     ("scaleway", "scw_access_key", "access_key"),
     ("scaleway", "scw_secret_key", "secret_key"),
     ("scaleway", "scw_project_id", "project_id"),
+    ("ionos", "ionos_token", "token"),
 ];
 
 /// `POST /ui/cloud/accounts` (admin, CSRF): the provider's form, checked live like the API.

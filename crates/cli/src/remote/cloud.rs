@@ -5,7 +5,7 @@
 //! `DIGITALOCEAN_TOKEN`, `PM_API_TOKEN_ID`, `PM_API_TOKEN_SECRET`, `OVH_APPLICATION_KEY`,
 //! `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`, `OVH_CLOUD_PROJECT_SERVICE`, `AZURE_TENANT_ID`,
 //! `AZURE_CLIENT_ID`, `AZURE_CLIENT_SECRET`, `AZURE_SUBSCRIPTION_ID`, `SCW_ACCESS_KEY`,
-//! `SCW_SECRET_KEY`, `SCW_DEFAULT_PROJECT_ID`; for GCP the key
+//! `SCW_SECRET_KEY`, `SCW_DEFAULT_PROJECT_ID`, `IONOS_TOKEN`; for GCP the key
 //! file `GOOGLE_APPLICATION_CREDENTIALS` names) or
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
@@ -22,8 +22,9 @@ pub enum CloudCmd {
     Accounts,
     /// Add an account (admin): its credentials are checked live by the provider first.
     Add {
-        /// `aws`, `azure`, `gcp`, `hetzner`, `digitalocean`, `proxmox`, `scaleway` or `ovh`.
-        #[arg(value_parser = ["aws", "azure", "gcp", "hetzner", "digitalocean", "proxmox", "scaleway", "ovh"])]
+        /// `aws`, `azure`, `gcp`, `hetzner`, `proxmox`, `digitalocean`, `scaleway`, `ovh` or
+        /// `ionos`.
+        #[arg(value_parser = ["aws", "azure", "gcp", "hetzner", "proxmox", "digitalocean", "scaleway", "ovh", "ionos"])]
         provider: String,
         /// A name for it.
         #[arg(long)]
@@ -158,7 +159,7 @@ const SUMMARY: &[super::Column] = &[
 ];
 
 /// Where a provider's credential comes from when not given: `(name, env var, secret)`.
-const FROM_ENV: [(&str, &str, &str, bool); 18] = [
+const FROM_ENV: [(&str, &str, &str, bool); 19] = [
     ("aws", "access_key_id", "AWS_ACCESS_KEY_ID", false),
     ("aws", "secret_access_key", "AWS_SECRET_ACCESS_KEY", true),
     ("aws", "session_token", "AWS_SESSION_TOKEN", true),
@@ -177,6 +178,7 @@ const FROM_ENV: [(&str, &str, &str, bool); 18] = [
     ("scaleway", "access_key", "SCW_ACCESS_KEY", false),
     ("scaleway", "secret_key", "SCW_SECRET_KEY", true),
     ("scaleway", "project_id", "SCW_DEFAULT_PROJECT_ID", false),
+    ("ionos", "token", "IONOS_TOKEN", true),
 ];
 
 fn credentials(provider: &str, given: &[String]) -> Result<Value, Failure> {

@@ -9,6 +9,7 @@ pub mod azure;
 pub mod digitalocean;
 pub mod gcp;
 pub mod hetzner;
+pub mod ionos;
 pub mod ovh;
 pub mod proxmox;
 pub mod scaleway;
@@ -31,18 +32,6 @@ pub const PROVIDERS: [&str; 9] = [
     "scaleway",
     "ovh",
     "ionos",
-];
-
-/// The providers this hub speaks to now.
-pub const BUILT: [&str; 8] = [
-    "aws",
-    "azure",
-    "gcp",
-    "hetzner",
-    "digitalocean",
-    "proxmox",
-    "scaleway",
-    "ovh",
 ];
 
 /// The credential fields each provider takes: `(name, required)`.
@@ -274,7 +263,8 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
         "gcp" => gcp::check(http, t).await,
         "azure" => azure::check(http, t).await,
         "scaleway" => scaleway::check(http, t).await,
-        p => Err(format!("{p} is not spoken to yet")),
+        "ionos" => ionos::check(http, t).await,
+        p => Err(format!("no provider named {p}")),
     }
 }
 
@@ -289,9 +279,10 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
         "gcp" => gcp::discover(http, t).await,
         "azure" => azure::discover(http, t).await,
         "scaleway" => scaleway::discover(http, t).await,
+        "ionos" => ionos::discover(http, t).await,
         p => Discovery {
             found: Vec::new(),
-            errors: vec![(String::new(), format!("{p} is not spoken to yet"))],
+            errors: vec![(String::new(), format!("no provider named {p}"))],
         },
     }
 }

@@ -14,6 +14,8 @@ pub(crate) mod digitalocean;
 pub(crate) mod gcp;
 #[path = "../fakes/hetzner.rs"]
 pub(crate) mod hetzner;
+#[path = "../fakes/ionos.rs"]
+pub(crate) mod ionos;
 #[path = "../fakes/moto.rs"]
 pub(crate) mod moto;
 #[path = "../fakes/ovh.rs"]
@@ -40,6 +42,7 @@ crate::dual!(
     gcp_instances_are_listed_with_a_service_accounts_token,
     azure_vms_are_listed_with_a_service_principal,
     scaleway_servers_are_listed_in_every_zone_with_their_security_groups,
+    ionos_servers_are_listed_in_every_data_center_with_their_nic_firewalls,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -496,8 +499,8 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
             "provider",
         ),
         (
-            json!({"provider": "ionos", "name": "x", "credentials": {"token": "t"}}),
-            "provider",
+            json!({"provider": "ionos", "name": "x", "credentials": {"token": ""}}),
+            "credentials.token",
         ),
         (
             json!({"provider": "hetzner", "name": "x", "credentials": {}}),
@@ -1717,5 +1720,142 @@ print(json.dumps(out))
         v["rules"][0],
         json!(["inbound", "drop", "TCP", "0.0.0.0/0", 22, 1])
     );
+    assert_eq!(v["wrong"], 401);
+}
+
+async fn ionos_servers_are_listed_in_every_data_center_with_their_nic_firewalls(b: Backend) {
+    let fake = ionos::Ionos::start().await;
+    let app = TestApp::spawn(b).await;
+    let req = |token: &str| json!({"provider": "ionos", "name": "fra", "endpoint": fake.url, "credentials": {"token": token}});
+    let r = app
+        .post("/cloud/accounts", &app.owner, req("not the token"))
+        .await;
+    assert_eq!(r.status(), 422);
+    assert!(
+        body(r).await["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("HTTP 401")
+    );
+    let r = app
+        .post("/cloud/accounts", &app.owner, req(&fake.token))
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(&app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(
+        run["resources_seen"], 130,
+        "both data centers, two pages in de/fra: {run}"
+    );
+    let all = body(app.get("/cloud/resources", &app.owner).await).await;
+    let s = all
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|r| r["name"] == "ionos-121")
+        .expect("ionos-121");
+    assert_eq!(s["region"], "de/txl");
+    assert_eq!(s["public_ips"], json!(["85.215.0.122"]));
+    assert_eq!(s["private_ips"], json!(["10.7.0.122"]));
+    assert_eq!(
+        all.as_array()
+            .expect("list")
+            .iter()
+            .find(|r| r["name"] == "ionos-11")
+            .expect("11")["state"],
+        "SHUTOFF"
+    );
+    let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
+    let count = |rule: &str| {
+        findings
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter(|f| f["rule"] == rule)
+            .count()
+    };
+    assert_eq!(
+        count("ssh_open_to_world"),
+        87,
+        "firewall off, or SSH allowed"
+    );
+    assert_eq!(count("rdp_open_to_world"), 43, "firewall off");
+}
+
+/// The IONOS fake held true: IONOS's own Python SDK (`ionoscloud`) reads the data centers,
+/// a data center's LANs and its servers with their NICs and firewall rules, page by page,
+/// and a wrong token is its 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ionos_fake_speaks_the_api_ionos_own_sdk_reads() {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import ionoscloud"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "ionoscloud is required in CI (pip install ionoscloud)"
+        );
+        eprintln!("ionoscloud is not installed: skipping");
+        return;
+    }
+    let fake = ionos::Ionos::start().await;
+    let script = r#"
+import json, sys
+import ionoscloud
+from ionoscloud.rest import ApiException
+url, token = sys.argv[1:3]
+def client(token):
+    return ionoscloud.ApiClient(ionoscloud.Configuration(host=url, token=token))
+c = client(token)
+dcs = ionoscloud.DataCentersApi(c).datacenters_get(depth=1)
+dc = dcs.items[0]
+out = {"dcs": [[d.id, d.properties.location] for d in dcs.items]}
+servers, offset = [], 0
+while True:
+    page = ionoscloud.ServersApi(c).datacenters_servers_get(dc.id, depth=3, offset=offset, limit=100)
+    servers += page.items
+    if page.links is None or page.links.next is None:
+        break
+    offset += len(page.items)
+s = servers[0]
+nic = s.entities.nics.items[0]
+out["servers"] = len(servers)
+out["first"] = [s.properties.name, s.properties.vm_state, nic.properties.ips, nic.properties.lan, nic.properties.firewall_active,
+    [[r.properties.protocol, r.properties.port_range_start, r.properties.source_ip] for r in nic.entities.firewallrules.items]]
+out["lans"] = [[l.id, l.properties.public] for l in ionoscloud.LANsApi(c).datacenters_lans_get(dc.id, depth=1).items]
+try:
+    ionoscloud.DataCentersApi(client("wrong")).datacenters_get()
+    out["wrong"] = None
+except ApiException as e:
+    out["wrong"] = e.status
+print(json.dumps(out))
+"#;
+    let out = tokio::process::Command::new("python3")
+        .args(["-c", script, &fake.url, &fake.token])
+        .output()
+        .await
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["dcs"][1][1], "de/txl");
+    assert_eq!(v["servers"], 120, "both pages");
+    assert_eq!(
+        v["first"],
+        json!([
+            "ionos-1",
+            "RUNNING",
+            ["85.215.0.2"],
+            1,
+            true,
+            [["TCP", 22, null], ["TCP", 443, null]]
+        ])
+    );
+    assert_eq!(v["lans"], json!([["1", true], ["2", false]]));
     assert_eq!(v["wrong"], 401);
 }
