@@ -43,6 +43,7 @@ crate::dual!(
     azure_vms_are_listed_with_a_service_principal,
     scaleway_servers_are_listed_in_every_zone_with_their_security_groups,
     ionos_servers_are_listed_in_every_data_center_with_their_nic_firewalls,
+    accounts_are_discovered_again_on_their_interval,
     accounts_are_validated_stored_sealed_and_kept_apart,
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
@@ -1858,4 +1859,50 @@ print(json.dumps(out))
     );
     assert_eq!(v["lans"], json!([["1", true], ["2", false]]));
     assert_eq!(v["wrong"], 401);
+}
+
+/// The periodic job (under the cluster lease): every account is discovered again once its
+/// last run is `TRUSTHUB_CLOUD_DISCOVER_INTERVAL_SECS` old, without anyone asking.
+async fn accounts_are_discovered_again_on_their_interval(b: Backend) {
+    let (servers, firewalls) = hetzner::fleet();
+    let fake = hetzner::Hetzner::start(servers.clone(), firewalls).await;
+    let app = TestApp::spawn_with(b, |s| s.cloud_discover_interval_secs = 2).await;
+    let r = app
+        .post(
+            "/cloud/accounts",
+            &app.owner,
+            json!({"provider": "hetzner", "name": "fsn",
+            "endpoint": fake.url, "credentials": {"token": fake.token}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    finished_run(&app, &id).await;
+    // The next runs come by themselves; one of them sees the servers Hetzner deleted.
+    fake.set_servers(servers[..50].to_vec());
+    let mut runs = Value::Null;
+    for _ in 0..200 {
+        runs = body(
+            app.get(&format!("/cloud/runs?account_id={id}"), &app.owner)
+                .await,
+        )
+        .await;
+        if runs
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["removed"] == 10))
+        {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let list = runs.as_array().expect("runs");
+    assert!(list.len() >= 2, "{runs}");
+    assert!(
+        list.iter().any(|r| r["removed"] == 10),
+        "a periodic run saw the deletions: {runs}"
+    );
+    assert_eq!(
+        body(app.get("/cloud/summary", &app.owner).await).await["resources"],
+        50
+    );
 }
