@@ -28,6 +28,10 @@ struct Entry {
     last_input: Instant,
     browser: Option<mpsc::Sender<String>>,
     backlog: Vec<String>,
+    /// Events that came before the host's confirmation (between hub processes, the host's
+    /// output and the browser's resizes can overtake it): written once the header is, and
+    /// output forwarded then.
+    early: Vec<(f64, &'static str, String)>,
     record_input: bool,
 }
 
@@ -56,6 +60,7 @@ impl Live {
                     last_input: now,
                     browser: None,
                     backlog: Vec::new(),
+                    early: Vec::new(),
                     record_input,
                 },
             );
@@ -103,11 +108,16 @@ impl Live {
             .map_err(|err| RecordingFailed(format!("{}: {err}", e.path.display())))?;
         writeln!(f, "{header}").map_err(|err| RecordingFailed(err.to_string()))?;
         e.file = Some(f);
+        for (t, code, data) in std::mem::take(&mut e.early) {
+            Self::write(e, t, code, &data)?;
+            if code == "o" {
+                Self::forward(e, &data);
+            }
+        }
         Ok(())
     }
 
-    fn record(e: &mut Entry, code: &str, data: &str) -> Result<(), RecordingFailed> {
-        let t = e.started.elapsed().as_secs_f64();
+    fn write(e: &mut Entry, t: f64, code: &str, data: &str) -> Result<(), RecordingFailed> {
         let line = json!([(t * 1_000_000.0).round() / 1_000_000.0, code, data]).to_string();
         let f = e
             .file
@@ -117,7 +127,28 @@ impl Live {
             .map_err(|err| RecordingFailed(err.to_string()))
     }
 
-    /// Output of the host: recorded, then forwarded to the browser (or kept until it comes).
+    /// Records an event (kept for the header when it has not been written yet).
+    fn record(e: &mut Entry, code: &'static str, data: &str) -> Result<(), RecordingFailed> {
+        let t = e.started.elapsed().as_secs_f64();
+        if e.file.is_none() {
+            e.early.push((t, code, data.to_owned()));
+            return Ok(());
+        }
+        Self::write(e, t, code, data)
+    }
+
+    fn forward(e: &mut Entry, data: &str) {
+        let frame = json!({"type": "output", "data": data}).to_string();
+        match &e.browser {
+            Some(b) => {
+                let _ = b.try_send(frame);
+            }
+            None => e.backlog.push(frame),
+        }
+    }
+
+    /// Output of the host: recorded, then forwarded to the browser (or kept until it comes);
+    /// before the recording's header, kept until it is written.
     pub fn output(&self, id: Uuid, data: &str) -> Result<(), RecordingFailed> {
         let mut m = self
             .sessions
@@ -126,13 +157,10 @@ impl Live {
         let Some(e) = m.get_mut(&id) else {
             return Ok(());
         };
+        let early = e.file.is_none();
         Self::record(e, "o", data)?;
-        let frame = json!({"type": "output", "data": data}).to_string();
-        match &e.browser {
-            Some(b) => {
-                let _ = b.try_send(frame);
-            }
-            None => e.backlog.push(frame),
+        if !early {
+            Self::forward(e, data);
         }
         Ok(())
     }
