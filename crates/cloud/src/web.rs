@@ -91,6 +91,20 @@ async fn overview_page(
     }
 }
 
+/// The overview after a form: its notice, or its refusal in words.
+async fn after<T>(
+    state: &AppState,
+    user: &WebUser,
+    done: ApiResult<T>,
+    notice: &str,
+    status: StatusCode,
+) -> Response {
+    match outcome(done, notice, status) {
+        Ok((flash, code)) => overview_page(state, user, flash, None, code).await,
+        Err(e) => e.into_response(),
+    }
+}
+
 /// `GET /ui/cloud`.
 pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response {
     overview_page(&state, &user, Flash::default(), None, StatusCode::OK).await
@@ -157,14 +171,14 @@ pub async fn add_account(
         ca_pem: optional("ca_pem"),
     };
     let done = service::create(&state, &meta, &user.principal, req).await;
-    match outcome(
+    after(
+        &state,
+        &user,
         done,
         "Account added: the credentials were accepted and a first discovery runs now.",
         StatusCode::CREATED,
-    ) {
-        Ok((flash, code)) => overview_page(&state, &user, flash, None, code).await,
-        Err(e) => e.into_response(),
-    }
+    )
+    .await
 }
 
 /// The CSRF token of a button form.
@@ -185,10 +199,14 @@ pub async fn discover(
         return e.into_response();
     }
     let done = service::discover(&state, user.principal.tenant(), id).await;
-    match outcome(done, "Discovery started.", StatusCode::ACCEPTED) {
-        Ok((flash, code)) => overview_page(&state, &user, flash, None, code).await,
-        Err(e) => e.into_response(),
-    }
+    after(
+        &state,
+        &user,
+        done,
+        "Discovery started.",
+        StatusCode::ACCEPTED,
+    )
+    .await
 }
 
 /// `POST /ui/cloud/accounts/{id}/delete` (admin, CSRF).
@@ -203,14 +221,14 @@ pub async fn delete(
         return e.into_response();
     }
     let done = service::delete(&state, &meta, &user.principal, id).await;
-    match outcome(
+    after(
+        &state,
+        &user,
         done,
         "Account deleted with what was discovered through it.",
         StatusCode::OK,
-    ) {
-        Ok((flash, code)) => overview_page(&state, &user, flash, None, code).await,
-        Err(e) => e.into_response(),
-    }
+    )
+    .await
 }
 
 /// `POST /ui/cloud/resources/{id}/install` (admin, CSRF): the machine's install commands

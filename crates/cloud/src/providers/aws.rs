@@ -189,14 +189,7 @@ fn group_world_ports(g: &El) -> Option<Vec<u16>> {
         }
         let from: u16 = p.text_at(&["fromPort"]).parse().unwrap_or(0);
         let to: u16 = p.text_at(&["toPort"]).parse().unwrap_or(from);
-        if from == 0 && to == 65535 {
-            return None;
-        }
-        for port in [22u16, 3389] {
-            if (from..=to).contains(&port) {
-                ports.push(port);
-            }
-        }
+        ports.extend(super::opened_range(from, to)?);
     }
     Some(ports)
 }

@@ -11,7 +11,7 @@
 
 use super::{Discovery, Facts, Found, Http, Target};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 const COMPUTE: &str = "2024-07-01";
 const NETWORK: &str = "2024-05-01";
@@ -138,21 +138,7 @@ fn nsg_world_ports(nsg: &Value) -> Option<Vec<u16>> {
             if r == "*" {
                 return None;
             }
-            let (from, to) = match r.split_once('-') {
-                Some((a, b)) => (a.parse().unwrap_or(0u16), b.parse().unwrap_or(0u16)),
-                None => {
-                    let n = r.parse().unwrap_or(0u16);
-                    (n, n)
-                }
-            };
-            if from <= 1 && to == 65535 {
-                return None;
-            }
-            ports.extend(
-                [22u16, 3389]
-                    .into_iter()
-                    .filter(|x| (from..=to).contains(x)),
-            );
+            ports.extend(super::opened(r)?);
         }
     }
     Some(ports)
@@ -262,14 +248,7 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
                     .unwrap_or("unknown")
             })
             .to_owned();
-        let tags: BTreeMap<String, String> = vm["tags"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tags = super::string_map(&vm["tags"]);
         d.found.push(Found {
             kind: "vm".into(),
             provider_id: vm["properties"]["vmId"]

@@ -59,21 +59,7 @@ fn world_ports(fw: &Value) -> Option<Vec<u16>> {
         if spec == "all" || spec == "0" {
             return None;
         }
-        let (from, to) = match spec.split_once('-') {
-            Some((a, b)) => (a.parse().unwrap_or(0u16), b.parse().unwrap_or(0u16)),
-            None => {
-                let p = spec.parse().unwrap_or(0u16);
-                (p, p)
-            }
-        };
-        if from <= 1 && to == 65535 {
-            return None;
-        }
-        ports.extend(
-            [22u16, 3389]
-                .into_iter()
-                .filter(|p| (from..=to).contains(p)),
-        );
+        ports.extend(super::opened(spec)?);
     }
     Some(ports)
 }

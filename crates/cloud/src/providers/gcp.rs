@@ -8,7 +8,6 @@
 
 use super::{Discovery, Facts, Found, Http, Target};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// The scope asked for.
 const SCOPE: &str = "https://www.googleapis.com/auth/compute.readonly";
@@ -175,19 +174,10 @@ fn world_rule(f: &Value) -> Option<Rule> {
             break;
         };
         for p in list.iter().filter_map(Value::as_str) {
-            let (from, to) = match p.split_once('-') {
-                Some((a, b)) => (a.parse().unwrap_or(0u16), b.parse().unwrap_or(0u16)),
-                None => {
-                    let n = p.parse().unwrap_or(0u16);
-                    (n, n)
-                }
-            };
-            if let Some(v) = ports.as_mut() {
-                v.extend(
-                    [22u16, 3389]
-                        .into_iter()
-                        .filter(|x| (from..=to).contains(x)),
-                );
+            match (super::opened(p), ports.as_mut()) {
+                (None, _) => ports = None,
+                (Some(o), Some(v)) => v.extend(o),
+                (Some(_), None) => {}
             }
         }
     }
@@ -307,14 +297,7 @@ fn instance(i: &Value, t: &Target, rules: &[Rule], firewall_known: bool) -> Opti
             (Some(_), None) => {}
         }
     }
-    let labels: BTreeMap<String, String> = i["labels"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = super::string_map(&i["labels"]);
     Some(Found {
         kind: "vm".into(),
         provider_id: i["id"]

@@ -5,7 +5,7 @@
 
 use super::{Discovery, Facts, Found, Http, Target};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 fn base(t: &Target) -> String {
     t.endpoint
@@ -64,21 +64,7 @@ fn world_ports(fw: &Value) -> Option<Vec<u16>> {
         if spec == "any" {
             return None;
         }
-        let (from, to) = match spec.split_once('-') {
-            Some((a, b)) => (a.parse().unwrap_or(0u16), b.parse().unwrap_or(0u16)),
-            None => {
-                let p = spec.parse().unwrap_or(0u16);
-                (p, p)
-            }
-        };
-        if from <= 1 && to == 65535 {
-            return None;
-        }
-        ports.extend(
-            [22u16, 3389]
-                .into_iter()
-                .filter(|p| (from..=to).contains(p)),
-        );
+        ports.extend(super::opened(spec)?);
     }
     Some(ports)
 }
@@ -168,14 +154,7 @@ fn server(
             _ => {}
         }
     }
-    let tags: BTreeMap<String, String> = s["labels"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let tags = super::string_map(&s["labels"]);
     let state = s["status"].as_str().unwrap_or("unknown").to_owned();
     Some(Found {
         kind: "vm".into(),

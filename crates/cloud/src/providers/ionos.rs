@@ -54,7 +54,7 @@ pub async fn check(http: &Http, t: &Target) -> Result<(), String> {
 /// Inbound TCP ports of `[22, 3389]` a NIC lets in from anywhere.
 fn nic_open(nic: &Value) -> Vec<u16> {
     if nic["properties"]["firewallActive"] != true {
-        return vec![22, 3389];
+        return super::WATCHED.to_vec();
     }
     let mut open = Vec::new();
     for r in nic["entities"]["firewallrules"]["items"]
@@ -69,13 +69,9 @@ fn nic_open(nic: &Value) -> Vec<u16> {
         if !(ingress && any_source && tcp) {
             continue;
         }
-        let from = p["portRangeStart"].as_u64().unwrap_or(1);
-        let to = p["portRangeEnd"].as_u64().unwrap_or(65535);
-        open.extend(
-            [22u16, 3389]
-                .into_iter()
-                .filter(|x| (from..=to).contains(&u64::from(*x))),
-        );
+        let port = |k: &str, d: u16| p[k].as_u64().map_or(d, |n| n.min(65535) as u16);
+        let range = super::opened_range(port("portRangeStart", 1), port("portRangeEnd", 65535));
+        open.extend(range.unwrap_or_else(|| super::WATCHED.to_vec()));
     }
     open
 }

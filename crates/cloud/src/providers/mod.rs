@@ -87,6 +87,46 @@ impl Target {
     }
 }
 
+/// The ports the exposure findings judge: SSH and RDP.
+pub const WATCHED: [u16; 2] = [22, 3389];
+
+/// What a rule letting TCP `from..=to` in from the world opens: `None` for every port,
+/// else the watched ports in the range.
+pub fn opened_range(from: u16, to: u16) -> Option<Vec<u16>> {
+    if from <= 1 && to == 65535 {
+        return None;
+    }
+    Some(
+        WATCHED
+            .into_iter()
+            .filter(|p| (from..=to).contains(p))
+            .collect(),
+    )
+}
+
+/// The same for a port as firewalls write it: `22` or `1000-2000`.
+pub fn opened(spec: &str) -> Option<Vec<u16>> {
+    let (from, to) = match spec.split_once('-') {
+        Some((a, b)) => (a.trim().parse().unwrap_or(0), b.trim().parse().unwrap_or(0)),
+        None => {
+            let p = spec.trim().parse().unwrap_or(0);
+            (p, p)
+        }
+    };
+    opened_range(from, to)
+}
+
+/// A JSON object of strings (labels, tags) as a map; other values as empty strings.
+pub fn string_map(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A resource as a provider lists it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Found {
@@ -284,5 +324,17 @@ pub async fn discover(http: &Http, t: &Target) -> Discovery {
             found: Vec::new(),
             errors: vec![(String::new(), format!("no provider named {p}"))],
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn port_specs_open_the_watched_ports_they_cover() {
+        assert_eq!(super::opened("22"), Some(vec![22]));
+        assert_eq!(super::opened("20-3390"), Some(vec![22, 3389]));
+        assert_eq!(super::opened("443"), Some(vec![]));
+        assert_eq!(super::opened("1-65535"), None);
+        assert_eq!(super::opened_range(0, 65535), None);
     }
 }

@@ -136,7 +136,7 @@ async fn zone_servers(http: &Http, t: &Target, zone: &str) -> Result<Vec<Found>,
             .as_array()
             .cloned()
             .unwrap_or_default();
-        let open = [22u16, 3389]
+        let open = super::WATCHED
             .into_iter()
             .filter(|p| reaches(&g, &rules, *p))
             .collect();

@@ -48,6 +48,20 @@ crate::dual!(
     an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_from_the_pages,
 );
 
+/// Whether Python can `import` (a provider's official library); required in CI (`needed`
+/// says what to install), elsewhere the test says it skips.
+fn python_has(import: &str, needed: &str) -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", import])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok || std::env::var_os("CI").is_none(), "{needed}");
+    if !ok {
+        eprintln!("`{import}` fails: skipping ({needed})");
+    }
+    ok
+}
+
 /// Waits for the account's newest run to finish; the run.
 pub(crate) async fn finished_run(app: &TestApp, account: &str) -> Value {
     for _ in 0..300 {
@@ -629,16 +643,10 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
 /// firewalls' rules, and takes a wrong token as Hetzner's `unauthorized` error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hetzner_fake_speaks_the_api_hetzners_own_library_reads() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import hcloud"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "hcloud is required in CI (pip install hcloud)"
-        );
-        eprintln!("hcloud is not installed: skipping");
+    if !python_has(
+        "import hcloud",
+        "hcloud is required in CI (pip install hcloud)",
+    ) {
         return;
     }
     let (servers, firewalls) = hetzner::fleet();
@@ -892,16 +900,7 @@ async fn digitalocean_droplets_are_listed_over_https_with_the_accounts_ca(b: Bac
 /// token as a 401 — over HTTPS with the fake's certificate trusted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_digitalocean_fake_speaks_the_api_pydo_reads() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import pydo"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "pydo is required in CI (pip install pydo)"
-        );
-        eprintln!("pydo is not installed: skipping");
+    if !python_has("import pydo", "pydo is required in CI (pip install pydo)") {
         return;
     }
     let fake = digitalocean::DigitalOcean::start().await;
@@ -1049,16 +1048,10 @@ async fn proxmox_guests_are_listed_with_their_agents_and_containers_addresses(b:
 /// HTTPS with an API token, and a wrong secret is its 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxmox_fake_speaks_the_api_proxmoxer_reads() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import proxmoxer, requests"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "proxmoxer is required in CI (pip install proxmoxer requests)"
-        );
-        eprintln!("proxmoxer is not installed: skipping");
+    if !python_has(
+        "import proxmoxer, requests",
+        "proxmoxer is required in CI (pip install proxmoxer requests)",
+    ) {
         return;
     }
     let fake = proxmox::Proxmox::start().await;
@@ -1182,16 +1175,7 @@ async fn ovh_instances_are_listed_with_signed_requests_on_ovhs_clock(b: Backend)
 /// client must make) is OVH's; a wrong secret is its signature error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ovh_fake_checks_the_signature_ovhs_own_library_makes() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import ovh"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "ovh is required in CI (pip install ovh)"
-        );
-        eprintln!("ovh is not installed: skipping");
+    if !python_has("import ovh", "ovh is required in CI (pip install ovh)") {
         return;
     }
     let fake = ovh::Ovh::start().await;
@@ -1327,19 +1311,10 @@ async fn gcp_instances_are_listed_with_a_service_accounts_token(b: Backend) {
 /// the token endpoint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gcp_fake_speaks_the_api_google_cloud_compute_reads() {
-    let ok = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import google.cloud.compute_v1, google.oauth2.service_account",
-        ])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "google-cloud-compute is required in CI"
-        );
-        eprintln!("google-cloud-compute is not installed: skipping");
+    if !python_has(
+        "import google.cloud.compute_v1, google.oauth2.service_account",
+        "google-cloud-compute is required in CI",
+    ) {
         return;
     }
     let fake = gcp::Gcp::start().await;
@@ -1491,19 +1466,10 @@ async fn azure_vms_are_listed_with_a_service_principal(b: Backend) {
 /// Entra ID's `invalid_client`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_azure_fake_speaks_the_api_azures_own_libraries_read() {
-    let ok = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import azure.identity, azure.mgmt.compute, azure.mgmt.network",
-        ])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "azure-identity, azure-mgmt-compute and azure-mgmt-network are required in CI"
-        );
-        eprintln!("the Azure libraries are not installed: skipping");
+    if !python_has(
+        "import azure.identity, azure.mgmt.compute, azure.mgmt.network",
+        "azure-identity, azure-mgmt-compute and azure-mgmt-network are required in CI",
+    ) {
         return;
     }
     let fake = azure::Azure::start().await;
@@ -1644,16 +1610,10 @@ async fn scaleway_servers_are_listed_in_every_zone_with_their_security_groups(b:
 /// secret is its 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scaleway_fake_speaks_the_api_scaleways_own_sdk_reads() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import scaleway.instance.v1"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the scaleway SDK is required in CI (pip install scaleway)"
-        );
-        eprintln!("scaleway is not installed: skipping");
+    if !python_has(
+        "import scaleway.instance.v1",
+        "the scaleway SDK is required in CI (pip install scaleway)",
+    ) {
         return;
     }
     let fake = scaleway::Scaleway::start().await;
@@ -1789,16 +1749,10 @@ async fn ionos_servers_are_listed_in_every_data_center_with_their_nic_firewalls(
 /// and a wrong token is its 401.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ionos_fake_speaks_the_api_ionos_own_sdk_reads() {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import ionoscloud"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "ionoscloud is required in CI (pip install ionoscloud)"
-        );
-        eprintln!("ionoscloud is not installed: skipping");
+    if !python_has(
+        "import ionoscloud",
+        "ionoscloud is required in CI (pip install ionoscloud)",
+    ) {
         return;
     }
     let fake = ionos::Ionos::start().await;
