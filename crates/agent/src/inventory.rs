@@ -2,7 +2,8 @@
 //! services, Docker containers (through the Docker socket; none when it is absent),
 //! processes, installed packages (dpkg, rpm, apk), application dependencies from lockfiles
 //! under configured project paths, users, sudo rules, SSH authorized keys (fingerprints
-//! only), backup jobs and listening sockets. Every part degrades to an empty list when the
+//! only), backup jobs, listening sockets and established connections with their processes
+//! ([`crate::sockets`]). Every part degrades to an empty list when the
 //! host does not have it or the agent may not read it.
 
 use serde_json::{Value, json};
@@ -20,7 +21,7 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
     let users = passwd();
     let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
     let procs = processes(&names);
-    let listening = listening(&procs);
+    let (listening, connections) = crate::sockets::report(&procs);
     json!({
         "collected_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
         "os": os(),
@@ -34,6 +35,7 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
         "ssh_keys": ssh_keys(&users),
         "backups": backups(),
         "listening": listening,
+        "connections": connections,
         "patching": patching().await,
         "network": {"interfaces": interfaces().await},
         "cloud": cloud_identity(),
@@ -894,67 +896,6 @@ fn backups() -> Value {
     Value::Array(out)
 }
 
-/// Listening TCP sockets and bound UDP sockets, with the owning pid when visible.
-fn listening(procs: &[Proc]) -> Value {
-    let mut inode_pid: HashMap<u64, u32> = HashMap::new();
-    for p in procs {
-        if let Ok(fds) = std::fs::read_dir(format!("/proc/{}/fd", p.pid)) {
-            for fd in fds.filter_map(Result::ok) {
-                if let Ok(target) = std::fs::read_link(fd.path())
-                    && let Some(inode) = target
-                        .to_str()
-                        .and_then(|t| t.strip_prefix("socket:["))
-                        .and_then(|t| t.strip_suffix(']'))
-                        .and_then(|t| t.parse().ok())
-                {
-                    inode_pid.insert(inode, p.pid);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (file, proto, state) in [
-        ("tcp", "tcp", "0A"),
-        ("tcp6", "tcp6", "0A"),
-        ("udp", "udp", "07"),
-        ("udp6", "udp6", "07"),
-    ] {
-        for l in read(format!("/proc/net/{file}")).lines().skip(1) {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 10 || f[3] != state {
-                continue;
-            }
-            let Some((addr_hex, port_hex)) = f[1].split_once(':') else {
-                continue;
-            };
-            let port = u16::from_str_radix(port_hex, 16).unwrap_or(0);
-            let inode: u64 = f[9].parse().unwrap_or(0);
-            out.push(json!({"proto": proto, "addr": decode_addr(addr_hex), "port": port, "pid": inode_pid.get(&inode)}));
-        }
-    }
-    Value::Array(out)
-}
-
-fn decode_addr(hex: &str) -> String {
-    let bytes: Vec<u8> = (0..hex.len() / 2)
-        .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
-        .collect();
-    match bytes.len() {
-        4 => std::net::Ipv4Addr::new(bytes[3], bytes[2], bytes[1], bytes[0]).to_string(),
-        16 => {
-            // Four little-endian 32-bit words.
-            let mut b = [0u8; 16];
-            for w in 0..4 {
-                for i in 0..4 {
-                    b[w * 4 + i] = bytes[w * 4 + 3 - i];
-                }
-            }
-            std::net::Ipv6Addr::from(b).to_string()
-        }
-        _ => hex.to_owned(),
-    }
-}
-
 fn docker_socket() -> PathBuf {
     std::env::var_os("DOCKER_SOCKET")
         .map(PathBuf::from)
@@ -1235,12 +1176,6 @@ mod tests {
     }
 
     #[test]
-    fn proc_net_addresses_decode() {
-        assert_eq!(decode_addr("0100007F"), "127.0.0.1");
-        assert_eq!(decode_addr("00000000000000000000000001000000"), "::1");
-    }
-
-    #[test]
     fn systemctl_output_parses() {
         let units = "nginx.service loaded active running A high performance web server\n\
                      ● ssh.service loaded failed failed OpenBSD Secure Shell server\n";
@@ -1275,6 +1210,7 @@ mod tests {
             "ssh_keys",
             "backups",
             "listening",
+            "connections",
             "network",
         ] {
             assert!(inv.get(key).is_some(), "{key}");

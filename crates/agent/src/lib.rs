@@ -17,6 +17,7 @@ pub mod emergency;
 pub mod inventory;
 pub mod mtls;
 pub mod patch;
+pub mod sockets;
 pub mod spool;
 pub mod state;
 pub mod ws;

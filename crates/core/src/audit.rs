@@ -149,3 +149,9 @@ pub const CLOUD_ACCOUNT_ADDED: &str = "cloud_account_added";
 pub const CLOUD_ACCOUNT_DELETED: &str = "cloud_account_deleted";
 /// A cloud discovery run finished (its counts).
 pub const CLOUD_DISCOVERY_FINISHED: &str = "cloud_discovery_finished";
+/// An operator promoted a detected node or edge into the topology (CONTRACT 24).
+pub const TOPOLOGY_PROMOTED: &str = "topology_promoted";
+/// An operator shared a diagram by a public link.
+pub const DIAGRAM_SHARED: &str = "diagram_shared";
+/// An operator ended a diagram's public link.
+pub const DIAGRAM_UNSHARED: &str = "diagram_unshared";

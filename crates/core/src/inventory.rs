@@ -40,6 +40,9 @@ pub struct Inventory {
     /// Listening sockets.
     #[serde(default)]
     pub listening: Option<Vec<Listening>>,
+    /// Established connections (CONTRACT 24).
+    #[serde(default)]
+    pub connections: Option<Vec<Connection>>,
     /// Package managers and the reboot-required state (CONTRACT 19).
     #[serde(default)]
     pub patching: Option<Patching>,
@@ -256,6 +259,41 @@ pub struct Listening {
     /// The owning process, when the agent could see it.
     #[serde(default)]
     pub pid: Option<u64>,
+    /// The owning process's name.
+    #[serde(default)]
+    pub process: Option<String>,
+}
+
+/// Established TCP connections of one kind (CONTRACT 24), aggregated by the agent: outgoing
+/// ones by `(remote address, remote port, process)`, incoming ones by `(local port, remote
+/// address, process)`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Connection {
+    /// `tcp`.
+    #[serde(default)]
+    pub proto: Option<String>,
+    /// `out` (this host connected) or `in` (to a port this host listens on).
+    #[serde(default)]
+    pub direction: Option<String>,
+    /// This host's address.
+    #[serde(default)]
+    pub local_addr: Option<String>,
+    /// The other side's address.
+    #[serde(default)]
+    pub remote_addr: Option<String>,
+    /// The service's port: the remote port of an outgoing connection, the local port of an
+    /// incoming one.
+    #[serde(default)]
+    pub port: Option<u64>,
+    /// The owning process, when the agent could see it.
+    #[serde(default)]
+    pub pid: Option<u64>,
+    /// Its name.
+    #[serde(default)]
+    pub process: Option<String>,
+    /// How many connections this entry stands for.
+    #[serde(default)]
+    pub count: Option<u64>,
 }
 
 /// What runs now, sent with every batch for the liveness check (`live` of a batch).
@@ -293,6 +331,11 @@ impl Inventory {
     /// The listening sockets (empty when not reported).
     pub fn listening(&self) -> &[Listening] {
         self.listening.as_deref().unwrap_or_default()
+    }
+
+    /// The established connections (empty when not reported).
+    pub fn connections(&self) -> &[Connection] {
+        self.connections.as_deref().unwrap_or_default()
     }
 
     /// The systemd units (empty when not reported).

@@ -16,7 +16,7 @@
 //!   [`maintenance`] is what the composition root runs at start and on its retention tick;
 //! - [`host_names`]: host names of a tenant's agents, the lookup other capabilities are
 //!   given instead of this crate's tables; [`host_keys`]: what a cloud resource is matched
-//!   to a host by; [`install_command`]: a single-use enrollment token and its install line;
+//!   to a host by; [`sockets`]: each host's listening sockets and connections (topology); [`install_command`]: a single-use enrollment token and its install line;
 //! - [`api`], [`web::pages`], [`connections::refresh_connections`], [`routing::listen`]: what
 //!   the composition root mounts and starts.
 
@@ -186,6 +186,40 @@ pub async fn host_keys(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<
         })
         .collect())
 }
+
+/// The sockets of each of a tenant's agents from its latest inventory (CONTRACT 24):
+/// `(listening, connections)`; agents without an inventory are absent.
+pub async fn sockets(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<HashMap<Uuid, SocketLists>> {
+    #[derive(serde::Deserialize)]
+    struct Sockets {
+        #[serde(default)]
+        listening: Option<Vec<trusthub_core::inventory::Listening>>,
+        #[serde(default)]
+        connections: Option<Vec<trusthub_core::inventory::Connection>>,
+    }
+    let mut out = HashMap::new();
+    for (agent, snapshot) in store::telemetry::latest_snapshots(ex, tenant).await? {
+        let s = <Sockets as serde::Deserialize>::deserialize(&snapshot.0)
+            .map_err(|_| StoreError::Corrupt("inventory_snapshots.snapshot"))?;
+        out.insert(
+            agent,
+            (
+                s.listening.unwrap_or_default(),
+                s.connections.unwrap_or_default(),
+            ),
+        );
+    }
+    Ok(out)
+}
+
+/// An agent's listening sockets and established connections.
+pub type SocketLists = (
+    Vec<trusthub_core::inventory::Listening>,
+    Vec<trusthub_core::inventory::Connection>,
+);
 
 /// Every agent with an inventory: `(tenant, agent, host name, latest snapshot id)`.
 pub async fn inventories(ex: &mut impl Exec) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {

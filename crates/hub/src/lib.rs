@@ -51,6 +51,7 @@ pub fn capabilities() -> Vec<trusthub_platform::capability::Capability> {
         trusthub_autopatch::capability(),
         trusthub_drift::capability(),
         trusthub_cloud::capability(),
+        trusthub_topology::capability(),
         trusthub_trust::capability(),
         trusthub_console::capability(),
     ]

@@ -32,7 +32,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(routes::rules::router())
 }
 
-pub use store::apps::{App, get as app, state_counts};
+pub use store::apps::{App, get as app, list as apps, state_counts};
 pub use store::timeline;
 
 /// The apps table below the services: what the liveness benchmark drives directly.

@@ -25,6 +25,10 @@ const CONSOLE_JS: &str = include_str!("../assets/console.js");
 const PLAYER: &str = include_str!("../assets/asciinema-player-3.10.0.min.js");
 const PLAYER_CSS: &str = include_str!("../assets/asciinema-player-3.10.0.css");
 const PLAYER_JS: &str = include_str!("../assets/player.js");
+/// Mermaid 12.3.0's browser bundle (MIT, `assets/mermaid-LICENSE.txt`), stored gzipped
+/// (5.5 MB as text, 1.6 MB so) and sent as it is to browsers that accept gzip.
+const MERMAID_GZ: &[u8] = include_bytes!("../assets/mermaid-12.3.0.min.js.gz");
+const DIAGRAM_JS: &str = include_str!("../assets/diagram.js");
 
 /// The embedded assets' URLs, each with a content hash in its name.
 #[derive(Debug)]
@@ -53,6 +57,10 @@ pub struct Assets {
     pub player_css: String,
     /// The recording page's own script.
     pub player_js: String,
+    /// Mermaid 12.3.0 (MIT), for the topology and diagram pages.
+    pub mermaid: String,
+    /// The diagram pages' own script (renders `pre.mermaid`).
+    pub diagram_js: String,
 }
 
 fn short_hash(bytes: &[u8]) -> String {
@@ -73,6 +81,8 @@ pub static ASSETS: LazyLock<Assets> = LazyLock::new(|| Assets {
     player: format!("/assets/player-{}.js", short_hash(PLAYER.as_bytes())),
     player_css: format!("/assets/player-{}.css", short_hash(PLAYER_CSS.as_bytes())),
     player_js: format!("/assets/play-{}.js", short_hash(PLAYER_JS.as_bytes())),
+    mermaid: format!("/assets/mermaid-{}.js", short_hash(MERMAID_GZ)),
+    diagram_js: format!("/assets/diagram-{}.js", short_hash(DIAGRAM_JS.as_bytes())),
 });
 
 /// What the layout shows of the signed-in user.
@@ -100,8 +110,14 @@ pub fn refusal(errors: &[crate::error::FieldError]) -> String {
 }
 
 /// Serves an embedded asset by its hashed name.
-pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Response {
+pub async fn asset(
+    headers: axum::http::HeaderMap,
+    axum::extract::Path(name): axum::extract::Path<String>,
+) -> Response {
     let path = format!("/assets/{name}");
+    if path == ASSETS.mermaid {
+        return mermaid(&headers);
+    }
     let (body, kind): (&'static [u8], &str) = if path == ASSETS.css {
         (CSS.as_bytes(), "text/css; charset=utf-8")
     } else if path == ASSETS.htmx {
@@ -126,6 +142,8 @@ pub async fn asset(axum::extract::Path(name): axum::extract::Path<String>) -> Re
         (PLAYER_CSS.as_bytes(), "text/css; charset=utf-8")
     } else if path == ASSETS.player_js {
         (PLAYER_JS.as_bytes(), "text/javascript; charset=utf-8")
+    } else if path == ASSETS.diagram_js {
+        (DIAGRAM_JS.as_bytes(), "text/javascript; charset=utf-8")
     } else {
         return ApiError::NotFound("asset").into_response();
     };
@@ -221,6 +239,40 @@ pub fn not_found_page() -> Response {
     page_headers(resp.headers_mut());
     resp
 }
+
+/// Mermaid, gzipped as stored to a browser that accepts gzip, else unpacked.
+fn mermaid(headers: &axum::http::HeaderMap) -> Response {
+    let gzip = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|e| {
+            let mut parts = e.split(';');
+            let name = parts.next().unwrap_or_default().trim();
+            let q0 = parts.any(|p| p.trim().replace(' ', "") == "q=0");
+            (name == "gzip" || name == "*") && !q0
+        });
+    let common = [
+        (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+        (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+        (header::VARY, "Accept-Encoding"),
+    ];
+    if gzip {
+        return (common, [(header::CONTENT_ENCODING, "gzip")], MERMAID_GZ).into_response();
+    }
+    let mut text = Vec::with_capacity(6 << 20);
+    match std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(MERMAID_GZ), &mut text) {
+        Ok(_) => (common, text).into_response(),
+        Err(e) => {
+            ApiError::Internal(format!("the embedded Mermaid does not unpack: {e}")).into_response()
+        }
+    }
+}
+
+/// The diagram pages' policy: Mermaid writes its SVG's `<style>` and inline styles, so those
+/// pages (only) allow inline styles, as the console's; scripts stay the hub's own.
+pub const DIAGRAM_CSP: &str = CONSOLE_CSP;
 
 /// The console terminal's policy: xterm.js's renderer writes its own `<style>` elements, so
 /// that page (only) allows inline styles; scripts stay the hub's own.

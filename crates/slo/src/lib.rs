@@ -41,6 +41,10 @@ pub use store::slo::summary_counts;
 /// Each SLO of the tenant (by app) with its last state (the Trust Score reads it).
 pub use store::slo::states as slo_states;
 
+/// Each SLO of the tenant with its last status and budget, least budget left first (the
+/// topology's blast radius reads it).
+pub use store::slo::{Summary as SloSummary, summaries as slo_summaries};
+
 /// The SLO table below the services (the SLO benchmark drives it directly).
 pub mod raw {
     pub use crate::store::slo::{Slo, put};

@@ -69,6 +69,8 @@ mod slo;
 mod supply_chain;
 #[path = "../../../vulns/tests/api/suppressions.rs"]
 mod suppressions;
+#[path = "../../../topology/tests/api/topology.rs"]
+mod topology;
 #[path = "../../../identity/tests/api/totp.rs"]
 mod totp;
 #[path = "../../../trust/tests/api/trust.rs"]

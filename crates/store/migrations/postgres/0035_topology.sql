@@ -1,0 +1,65 @@
+-- Topology (CONTRACT 24): zones, nodes and edges kept by people (promoted from what agents
+-- and cloud discovery detect, or entered), frozen snapshots, and Mermaid diagrams with their
+-- public share links (the token hashed for lookup, sealed with the hub key to show again).
+CREATE TABLE topology_zones (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    parent_id UUID REFERENCES topology_zones(id) ON DELETE SET NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX topology_zones_tenant ON topology_zones (tenant_id);
+
+CREATE TABLE topology_nodes (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    agent_id UUID,
+    cloud_resource_id UUID,
+    zone_id UUID REFERENCES topology_zones(id) ON DELETE SET NULL,
+    tags JSONB NOT NULL,
+    attributes JSONB NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX topology_nodes_tenant ON topology_nodes (tenant_id);
+CREATE UNIQUE INDEX topology_nodes_agent ON topology_nodes (tenant_id, agent_id) WHERE agent_id IS NOT NULL;
+CREATE UNIQUE INDEX topology_nodes_cloud ON topology_nodes (tenant_id, cloud_resource_id) WHERE cloud_resource_id IS NOT NULL;
+
+CREATE TABLE topology_edges (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    source_id UUID NOT NULL REFERENCES topology_nodes(id) ON DELETE CASCADE,
+    target_id UUID NOT NULL REFERENCES topology_nodes(id) ON DELETE CASCADE,
+    protocol TEXT,
+    port INTEGER,
+    label TEXT,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX topology_edges_tenant ON topology_edges (tenant_id);
+
+CREATE TABLE topology_snapshots (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    created_at TIMESTAMPTZ NOT NULL,
+    graph JSONB NOT NULL,
+    node_count BIGINT NOT NULL,
+    edge_count BIGINT NOT NULL,
+    sha256 TEXT NOT NULL
+);
+CREATE INDEX topology_snapshots_tenant ON topology_snapshots (tenant_id, created_at);
+
+CREATE TABLE diagrams (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    share_hash TEXT UNIQUE,
+    share_sealed BYTEA
+);
+CREATE INDEX diagrams_tenant ON diagrams (tenant_id);

@@ -1,0 +1,313 @@
+//! The topology tables: zones, nodes, edges, snapshots and diagrams.
+
+use serde_json::Value;
+use sqlx::types::Json;
+use time::OffsetDateTime;
+use trusthub_store::{Exec, StoreResult, TenantId, on};
+use uuid::Uuid;
+
+/// A zone as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Zone {
+    /// Id.
+    pub id: Uuid,
+    /// Name.
+    pub name: String,
+    /// `network`, `trust`, `region`, `site`.
+    pub kind: String,
+    /// The zone it is part of.
+    pub parent_id: Option<Uuid>,
+    /// When.
+    pub created_at: OffsetDateTime,
+}
+
+/// A node as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Node {
+    /// Id.
+    pub id: Uuid,
+    /// Name.
+    pub name: String,
+    /// Kind.
+    pub kind: String,
+    /// The host it is.
+    pub agent_id: Option<Uuid>,
+    /// The cloud resource it is.
+    pub cloud_resource_id: Option<Uuid>,
+    /// Its zone.
+    pub zone_id: Option<Uuid>,
+    /// Tags.
+    pub tags: Json<Vec<String>>,
+    /// Free attributes (an object).
+    pub attributes: Json<Value>,
+    /// When.
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    pub updated_at: OffsetDateTime,
+}
+
+/// An edge as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Edge {
+    /// Id.
+    pub id: Uuid,
+    /// The dependent.
+    pub source_id: Uuid,
+    /// What it depends on.
+    pub target_id: Uuid,
+    /// Protocol.
+    pub protocol: Option<String>,
+    /// Port.
+    pub port: Option<i32>,
+    /// Label.
+    pub label: Option<String>,
+    /// When.
+    pub created_at: OffsetDateTime,
+}
+
+/// A diagram as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Diagram {
+    /// Id.
+    pub id: Uuid,
+    /// Name.
+    pub name: String,
+    /// `mermaid`.
+    pub kind: String,
+    /// Its text.
+    pub source: String,
+    /// When.
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    pub updated_at: OffsetDateTime,
+    /// The share token, sealed (none: not shared).
+    pub share_sealed: Option<Vec<u8>>,
+}
+
+const ZONE: &str = "id, name, kind, parent_id, created_at";
+const NODE: &str = "id, name, kind, agent_id, cloud_resource_id, zone_id, tags, attributes, created_at, updated_at";
+const EDGE: &str = "id, source_id, target_id, protocol, port, label, created_at";
+const DIAGRAM: &str = "id, name, kind, source, created_at, updated_at, share_sealed";
+
+/// Stores a zone.
+pub async fn insert_zone(ex: &mut impl Exec, tenant: TenantId, z: &Zone) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("INSERT INTO topology_zones (id, tenant_id, name, kind, parent_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
+        .bind(z.id).bind(tenant.0).bind(&z.name).bind(&z.kind).bind(z.parent_id).bind(z.created_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// A tenant's zones, by name.
+pub async fn zones(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Zone>> {
+    let sql = format!("SELECT {ZONE} FROM topology_zones WHERE tenant_id = $1 ORDER BY name, id");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Zone>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).fetch_all(&mut *c).await?),
+    )
+}
+
+/// Deletes a zone: its nodes leave it, its zones move up to its parent.
+pub async fn delete_zone(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    parent: Option<Uuid>,
+) -> StoreResult<bool> {
+    on!(ex, c => sqlx::query("UPDATE topology_nodes SET zone_id = NULL WHERE tenant_id = $1 AND zone_id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    on!(ex, c => sqlx::query("UPDATE topology_zones SET parent_id = $3 WHERE tenant_id = $1 AND parent_id = $2")
+        .bind(tenant.0).bind(id).bind(parent).execute(&mut *c).await?.rows_affected());
+    let n = on!(ex, c => sqlx::query("DELETE FROM topology_zones WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Stores a node.
+pub async fn insert_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO topology_nodes (id, tenant_id, name, kind, agent_id, cloud_resource_id, zone_id, tags, attributes, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
+        .bind(n.id).bind(tenant.0).bind(&n.name).bind(&n.kind).bind(n.agent_id).bind(n.cloud_resource_id)
+        .bind(n.zone_id).bind(&n.tags).bind(&n.attributes).bind(n.created_at).bind(n.updated_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Rewrites a node's fields.
+pub async fn update_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "UPDATE topology_nodes SET name = $3, kind = $4, agent_id = $5, cloud_resource_id = $6, zone_id = $7, tags = $8, \
+         attributes = $9, updated_at = $10 WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(n.id).bind(&n.name).bind(&n.kind).bind(n.agent_id).bind(n.cloud_resource_id)
+        .bind(n.zone_id).bind(&n.tags).bind(&n.attributes).bind(n.updated_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// A tenant's nodes, by name.
+pub async fn nodes(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Node>> {
+    let sql = format!("SELECT {NODE} FROM topology_nodes WHERE tenant_id = $1 ORDER BY name, id");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Node>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).fetch_all(&mut *c).await?),
+    )
+}
+
+/// Deletes a node with its edges.
+pub async fn delete_node(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND (source_id = $2 OR target_id = $2)")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    let n = on!(ex, c => sqlx::query("DELETE FROM topology_nodes WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// Stores an edge.
+pub async fn insert_edge(ex: &mut impl Exec, tenant: TenantId, e: &Edge) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO topology_edges (id, tenant_id, source_id, target_id, protocol, port, label, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+        .bind(e.id).bind(tenant.0).bind(e.source_id).bind(e.target_id).bind(&e.protocol).bind(e.port).bind(&e.label)
+        .bind(e.created_at).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// A tenant's edges, oldest first.
+pub async fn edges(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Edge>> {
+    let sql =
+        format!("SELECT {EDGE} FROM topology_edges WHERE tenant_id = $1 ORDER BY created_at, id");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Edge>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).fetch_all(&mut *c).await?),
+    )
+}
+
+/// Only the endpoints of a tenant's edges: `(id, source, target)` — what blast radius walks.
+pub async fn edge_ends(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, Uuid, Uuid)>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, Uuid, Uuid)>(
+        "SELECT id, source_id, target_id FROM topology_edges WHERE tenant_id = $1 ORDER BY created_at, id")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
+/// Deletes an edge.
+pub async fn delete_edge(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
+
+/// A snapshot as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Snapshot {
+    /// Id.
+    pub id: Uuid,
+    /// When.
+    pub created_at: OffsetDateTime,
+    /// `{nodes, edges}` as frozen.
+    pub graph: Json<Value>,
+    /// Nodes in it.
+    pub node_count: i64,
+    /// Edges in it.
+    pub edge_count: i64,
+    /// SHA-256 of the canonical JSON of the graph.
+    pub sha256: String,
+}
+
+/// Stores a snapshot.
+pub async fn insert_snapshot(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    s: &Snapshot,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO topology_snapshots (id, tenant_id, created_at, graph, node_count, edge_count, sha256) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .bind(s.id).bind(tenant.0).bind(s.created_at).bind(&s.graph).bind(s.node_count).bind(s.edge_count).bind(&s.sha256)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// A tenant's snapshots without their graphs, newest first: `(id, created_at, nodes, edges, sha256)`.
+pub async fn snapshots(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, OffsetDateTime, i64, i64, String)>> {
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, (Uuid, OffsetDateTime, i64, i64, String)>(
+        "SELECT id, created_at, node_count, edge_count, sha256 FROM topology_snapshots WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC")
+        .bind(tenant.0).fetch_all(&mut *c).await?),
+    )
+}
+
+/// A tenant's snapshot.
+pub async fn snapshot(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<Option<Snapshot>> {
+    Ok(on!(ex, c => sqlx::query_as::<_, Snapshot>(
+        "SELECT id, created_at, graph, node_count, edge_count, sha256 FROM topology_snapshots WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).fetch_optional(&mut *c).await?))
+}
+
+/// Stores a diagram.
+pub async fn insert_diagram(ex: &mut impl Exec, tenant: TenantId, d: &Diagram) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO diagrams (id, tenant_id, name, kind, source, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        .bind(d.id).bind(tenant.0).bind(&d.name).bind(&d.kind).bind(&d.source).bind(d.created_at).bind(d.updated_at)
+        .execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// A tenant's diagrams, by name.
+pub async fn diagrams(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Diagram>> {
+    let sql = format!("SELECT {DIAGRAM} FROM diagrams WHERE tenant_id = $1 ORDER BY name, id");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Diagram>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).fetch_all(&mut *c).await?),
+    )
+}
+
+/// A tenant's diagram.
+pub async fn diagram(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<Option<Diagram>> {
+    let sql = format!("SELECT {DIAGRAM} FROM diagrams WHERE tenant_id = $1 AND id = $2");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Diagram>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(id).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// The diagram a share token's hash opens (any tenant's: the token is the key).
+pub async fn shared(ex: &mut impl Exec, hash: &str) -> StoreResult<Option<Diagram>> {
+    let sql = format!("SELECT {DIAGRAM} FROM diagrams WHERE share_hash = $1");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Diagram>(sqlx::AssertSqlSafe(sql)).bind(hash).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// Rewrites a diagram's name and text.
+pub async fn update_diagram(ex: &mut impl Exec, tenant: TenantId, d: &Diagram) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE diagrams SET name = $3, source = $4, updated_at = $5 WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(d.id).bind(&d.name).bind(&d.source).bind(d.updated_at).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Sets or clears (`None`) a diagram's share token: its hash and its sealed form.
+pub async fn set_share(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    share: Option<(String, Vec<u8>)>,
+) -> StoreResult<()> {
+    let (hash, sealed) = share.unzip();
+    on!(ex, c => sqlx::query("UPDATE diagrams SET share_hash = $3, share_sealed = $4 WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).bind(hash).bind(sealed).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Deletes a diagram (its share link with it).
+pub async fn delete_diagram(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    let n = on!(ex, c => sqlx::query("DELETE FROM diagrams WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
+    Ok(n == 1)
+}
