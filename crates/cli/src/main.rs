@@ -129,6 +129,27 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::cloud::CloudCmd,
     },
+    /// Topology: nodes, edges and zones, what agents detected, snapshots, the Mermaid export.
+    Topology {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::topology::TopologyCmd,
+    },
+    /// Diagrams: generated from the topology or from templates, shared by link.
+    Diagrams {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::topology::DiagramsCmd,
+    },
+    /// What fails with a topology node or a host (agent id): dependents, apps, SLOs.
+    BlastRadius {
+        #[command(flatten)]
+        g: remote::Global,
+        /// Node id or agent id.
+        id: String,
+    },
     /// Configuration drift: watched files not as in their baseline, and rebases.
     Drift {
         #[command(flatten)]
@@ -808,6 +829,9 @@ async fn hub_main() -> ExitCode {
         Command::Certs { g, cmd } => Some(remote::certs::certs(cmd, &g).await),
         Command::Drift { g, cmd } => Some(remote::drift::drift(cmd, &g).await),
         Command::Cloud { g, cmd } => Some(remote::cloud::cloud(cmd, &g).await),
+        Command::Topology { g, cmd } => Some(remote::topology::topology(cmd, &g).await),
+        Command::Diagrams { g, cmd } => Some(remote::topology::diagrams(cmd, &g).await),
+        Command::BlastRadius { g, id } => Some(remote::topology::blast_radius(&id, &g).await),
         Command::Console {
             g,
             agent,

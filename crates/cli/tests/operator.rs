@@ -1523,3 +1523,148 @@ async fn cloud_verbs_add_discover_list_and_install() {
         "the token is not in the log"
     );
 }
+
+/// `trusthub topology …`, `diagrams …` and `blast-radius` against a real hub: nodes, an
+/// edge, a zone, the Mermaid export, a snapshot, a diagram shared and unshared, what fails
+/// with a node, and a refusal's exit code.
+#[test]
+fn topology_diagrams_and_blast_radius_verbs() {
+    let dir = TempDir::new();
+    let data = dir.0.join("data");
+    let config = dir.0.join("config");
+    let hub = Hub::start(&data, &[]);
+    let url = hub.base.trim_end_matches("/api/v1").to_owned();
+    let password = initial_password(&data);
+    ok(&cli(
+        &config,
+        &["login", &url, "--email", "admin@trusthub.local"],
+        &format!("{password}\n"),
+        &[],
+    ));
+    let run = |args: &[&str]| cli(&config, args, "", &[]);
+    let zone = json_of(&run(&[
+        "topology",
+        "add-zone",
+        "prod \"eu\"",
+        "--kind",
+        "region",
+        "-o",
+        "json",
+    ]));
+    let zid = zone["id"].as_str().expect("id").to_owned();
+    let db = json_of(&run(&[
+        "topology", "add-node", "db #1", "--kind", "database", "--zone", &zid, "-o", "json",
+    ]));
+    let web = json_of(&run(&[
+        "topology", "add-node", "web", "--tag", "tier:web", "-o", "json",
+    ]));
+    let (dbid, webid) = (
+        db["id"].as_str().expect("id").to_owned(),
+        web["id"].as_str().expect("id").to_owned(),
+    );
+    let edge = json_of(&run(&[
+        "topology",
+        "add-edge",
+        &webid,
+        &dbid,
+        "--protocol",
+        "tcp",
+        "--port",
+        "5432",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(edge["port"], 5432);
+    let table = ok(&run(&["topology", "nodes"]));
+    assert!(
+        table.contains("db #1") && table.contains("tier:web"),
+        "{table}"
+    );
+    let export = ok(&run(&["topology", "export"]));
+    assert!(export.starts_with("flowchart LR\n"), "{export}");
+    assert!(
+        export.contains("subgraph z1[\"prod #quot;eu#quot;\"]")
+            && export.contains("[(\"db #35;1\")]"),
+        "{export}"
+    );
+    assert!(export.contains("-->|\"tcp/5432\"|"), "{export}");
+    let snap = json_of(&run(&["topology", "snapshot", "-o", "json"]));
+    assert_eq!(
+        (snap["node_count"].clone(), snap["edge_count"].clone()),
+        (json!(2), json!(1))
+    );
+    assert_eq!(snap["sha256"].as_str().map(str::len), Some(64));
+    let shown: Value = serde_json::from_str(&ok(&run(&[
+        "topology",
+        "show-snapshot",
+        snap["id"].as_str().expect("id"),
+    ])))
+    .expect("json");
+    assert_eq!(shown["sha256"], snap["sha256"]);
+    // What fails with db: web.
+    let br = json_of(&run(&["blast-radius", &dbid, "-o", "json"]));
+    assert_eq!(br["impacted"][0]["name"], "web");
+    let text = run(&["blast-radius", &dbid]);
+    assert!(
+        ok(&text).contains("web") && err(&text).contains("if db #1 fails, 1 node(s) are affected"),
+        "{}",
+        err(&text)
+    );
+    // Diagrams.
+    let d = json_of(&run(&[
+        "diagrams", "generate", "--name", "Prod", "-o", "json",
+    ]));
+    let did = d["id"].as_str().expect("id").to_owned();
+    assert_eq!(ok(&run(&["diagrams", "show", &did])), export);
+    let tpl = json_of(&run(&["diagrams", "templates", "-o", "json"]));
+    let t = json_of(&run(&[
+        "diagrams",
+        "from-template",
+        tpl[0]["id"].as_str().expect("id"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(t["name"], tpl[0]["name"]);
+    let file = dir.0.join("d.mmd");
+    std::fs::write(&file, "flowchart LR\n  a --> b\n").expect("write");
+    let edited = json_of(&run(&[
+        "diagrams",
+        "edit",
+        &did,
+        "--file",
+        file.to_str().expect("path"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(
+        (edited["name"].clone(), edited["source"].clone()),
+        (json!("Prod"), json!("flowchart LR\n  a --> b\n"))
+    );
+    let shared = json_of(&run(&["diagrams", "share", &did, "-o", "json"]));
+    let link = shared["url"].as_str().expect("url").to_owned();
+    assert!(link.contains("/api/v1/diagrams/share/thd_"), "{link}");
+    let public = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &link])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&public.stdout), "200");
+    ok(&run(&["diagrams", "unshare", &did]));
+    let public = std::process::Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &link])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&public.stdout), "404");
+    // Refusals: a self-loop is 1, an unknown node is 3.
+    let o = run(&["topology", "add-edge", &webid, &webid]);
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("target_id"), "{}", err(&o));
+    let o = run(&["topology", "rm-node", &uuid::Uuid::new_v4().to_string()]);
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    ok(&run(&["topology", "rm-node", &dbid]));
+    assert_eq!(
+        json_of(&run(&["topology", "edges", "-o", "json"])),
+        json!([])
+    );
+    ok(&run(&["diagrams", "rm", &did]));
+    drop(hub);
+}

@@ -20,6 +20,11 @@ pub mod web;
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
+/// The topology tables below the services (the benchmark fills a large graph directly).
+pub mod raw {
+    pub use crate::store::{Edge, Node, Zone, insert_edge, insert_node, insert_zone};
+}
+
 /// The API routes, relative to `/api/v1`.
 pub fn api() -> OpenApiRouter<AppState> {
     routes::router()

@@ -485,25 +485,15 @@ pub async fn create_edge(state: &AppState, p: &Principal, req: NewEdge) -> ApiRe
 }
 
 async fn insert_edge(tx: &mut trusthub_store::Tx, tenant: TenantId, e: &Edge) -> ApiResult<()> {
-    let nodes: HashSet<Uuid> = store::nodes(&mut *tx, tenant)
-        .await?
-        .iter()
-        .map(|n| n.id)
-        .collect();
-    for (field, id) in [("source_id", e.source_id), ("target_id", e.target_id)] {
-        if !nodes.contains(&id) {
+    let exist = store::nodes_exist(&mut *tx, tenant, [e.source_id, e.target_id]).await?;
+    for (field, ok) in [("source_id", exist[0]), ("target_id", exist[1])] {
+        if !ok {
             return Err(ApiError::invalid(field, "no such node"));
         }
     }
-    if let Some(d) = store::edges(&mut *tx, tenant).await?.iter().find(|x| {
-        x.source_id == e.source_id
-            && x.target_id == e.target_id
-            && x.protocol == e.protocol
-            && x.port == e.port
-    }) {
+    if let Some(d) = store::same_edge(&mut *tx, tenant, e).await? {
         return Err(ApiError::Conflict(format!(
-            "edge {} is already this dependency",
-            d.id
+            "edge {d} is already this dependency"
         )));
     }
     store::insert_edge(&mut *tx, tenant, e).await?;

@@ -188,6 +188,31 @@ pub async fn edge_ends(
         .bind(tenant.0).fetch_all(&mut *c).await?))
 }
 
+/// Which of `ids` are the tenant's nodes.
+pub async fn nodes_exist(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    ids: [Uuid; 2],
+) -> StoreResult<[bool; 2]> {
+    let found: Vec<Uuid> = on!(ex, c => sqlx::query_scalar::<_, Uuid>(
+        "SELECT id FROM topology_nodes WHERE tenant_id = $1 AND (id = $2 OR id = $3)")
+        .bind(tenant.0).bind(ids[0]).bind(ids[1]).fetch_all(&mut *c).await?);
+    Ok([found.contains(&ids[0]), found.contains(&ids[1])])
+}
+
+/// The edge that already is this dependency (same ends, protocol and port), if any.
+pub async fn same_edge(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    e: &Edge,
+) -> StoreResult<Option<Uuid>> {
+    Ok(on!(ex, c => sqlx::query_scalar::<_, Uuid>(
+        "SELECT id FROM topology_edges WHERE tenant_id = $1 AND source_id = $2 AND target_id = $3 \
+         AND COALESCE(protocol, '') = COALESCE($4, '') AND COALESCE(port, -1) = COALESCE($5, -1)")
+        .bind(tenant.0).bind(e.source_id).bind(e.target_id).bind(&e.protocol).bind(e.port)
+        .fetch_optional(&mut *c).await?))
+}
+
 /// Deletes an edge.
 pub async fn delete_edge(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND id = $2")

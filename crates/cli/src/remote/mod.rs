@@ -11,6 +11,7 @@ pub mod config;
 pub mod console;
 pub mod drift;
 pub mod output;
+pub mod topology;
 pub mod trust;
 
 use client::{Client, Failure};

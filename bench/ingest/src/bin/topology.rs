@@ -1,0 +1,275 @@
+//! Topology benchmark (issue 35): the Mermaid export of `--export-nodes` nodes (in 20
+//! zones, three edges each) and the blast radius of a graph of `--nodes` nodes and
+//! `--edges` edges, each through the hub's API on a port (`GET /topology/export/mermaid`,
+//! `GET /blast-radius/{id}`), `--runs` requests each, p50 and p99. The graph is a layered
+//! service map — each node depends on random nodes of the next layers, as real maps are
+//! (most things depend on a few shared databases and queues) — written straight into the
+//! tables. Ceiling in the same run: the same rules in process, without the hub
+//! (`graph::mermaid`, `graph::blast_radius` on the edges already in memory).
+//!
+//! `cargo run --release -p trusthub-bench-ingest --bin topology`
+//! (add `--database-url postgres://...` for PostgreSQL; the database must be empty).
+
+use clap::Parser;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use trusthub_bench_ingest::{owner_cookie, owner_tenant, quiet_settings};
+use trusthub_hub::Server;
+use trusthub_topology::graph;
+use trusthub_topology::raw::{Edge, Node, Zone, insert_edge, insert_node, insert_zone};
+use uuid::Uuid;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Nodes of the blast-radius graph.
+    #[arg(long, default_value_t = 10_000)]
+    nodes: usize,
+    /// Its edges.
+    #[arg(long, default_value_t = 50_000)]
+    edges: usize,
+    /// Nodes of the exported graph (made first, part of the same tenant's graph).
+    #[arg(long, default_value_t = 1_000)]
+    export_nodes: usize,
+    /// Requests per measure.
+    #[arg(long, default_value_t = 50)]
+    runs: usize,
+    /// Database (default: SQLite in a temporary data dir).
+    #[arg(long)]
+    database_url: Option<String>,
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn pct(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// A layered map of `n` nodes and `m` edges: node i depends on nodes after it.
+fn edges_of(ids: &[Uuid], m: usize, rng: &mut Rng) -> Vec<(Uuid, Uuid, Uuid)> {
+    let n = ids.len() as u64;
+    let mut out = Vec::with_capacity(m);
+    let mut seen = std::collections::HashSet::new();
+    while out.len() < m {
+        let s = rng.next() % (n - 1);
+        // Mostly near (the next tier), sometimes far (a shared database).
+        let span = if rng.next() % 4 == 0 {
+            n - s - 1
+        } else {
+            (n / 20).min(n - s - 1).max(1)
+        };
+        let t = s + 1 + rng.next() % span;
+        if seen.insert((s, t)) {
+            out.push((Uuid::now_v7(), ids[s as usize], ids[t as usize]));
+        }
+    }
+    out
+}
+
+async fn fill(
+    db: &trusthub_store::Db,
+    tenant: trusthub_store::TenantId,
+    n: usize,
+    m: usize,
+    zones: usize,
+    rng: &mut Rng,
+) -> Result<
+    (
+        Vec<Uuid>,
+        Vec<(Uuid, Uuid, Uuid)>,
+        Vec<graph::Node>,
+        Vec<graph::Zone>,
+    ),
+    Box<dyn std::error::Error>,
+> {
+    let now = trusthub_hub::state::now();
+    let mut tx = db.begin().await?;
+    let mut zs = Vec::new();
+    for z in 0..zones {
+        let zone = Zone {
+            id: Uuid::now_v7(),
+            name: format!("zone \"{z}\" <dc>"),
+            kind: "network".into(),
+            parent_id: None,
+            created_at: now,
+        };
+        insert_zone(&mut tx, tenant, &zone).await?;
+        zs.push(graph::Zone {
+            id: zone.id,
+            name: zone.name,
+            parent: None,
+        });
+    }
+    let mut ids = Vec::with_capacity(n);
+    let mut gn = Vec::with_capacity(n);
+    for i in 0..n {
+        let node = Node {
+            id: Uuid::now_v7(),
+            name: format!("svc-{i} #{}", i % 7),
+            kind: ["host", "service", "database", "queue"][i % 4].into(),
+            agent_id: None,
+            cloud_resource_id: None,
+            zone_id: (!zs.is_empty()).then(|| zs[i % zs.len()].id),
+            tags: sqlx::types::Json(vec![format!("tier:{}", i % 5)]),
+            attributes: sqlx::types::Json(json!({"owner": "team-a"})),
+            created_at: now,
+            updated_at: now,
+        };
+        insert_node(&mut tx, tenant, &node).await?;
+        ids.push(node.id);
+        gn.push(graph::Node {
+            id: node.id,
+            name: node.name,
+            kind: node.kind,
+            zone_id: node.zone_id,
+        });
+    }
+    let edges = edges_of(&ids, m, rng);
+    for (id, s, t) in &edges {
+        let e = Edge {
+            id: *id,
+            source_id: *s,
+            target_id: *t,
+            protocol: Some("tcp".into()),
+            port: Some(5432),
+            label: None,
+            created_at: now,
+        };
+        insert_edge(&mut tx, tenant, &e).await?;
+    }
+    tx.commit().await?;
+    Ok((ids, edges, gn, zs))
+}
+
+async fn timed(
+    http: &reqwest::Client,
+    url: &str,
+    cookie: &str,
+    runs: usize,
+) -> Result<(Vec<f64>, usize), Box<dyn std::error::Error>> {
+    let mut times = Vec::with_capacity(runs);
+    let mut size = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = http.get(url).header("cookie", cookie).send().await?;
+        if !r.status().is_success() {
+            return Err(format!("{url}: {}", r.status()).into());
+        }
+        size = r.bytes().await?.len();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((times, size))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let dir = std::env::temp_dir().join(format!("th-topology-{}", Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir)?;
+    let server = Server::build(quiet_settings(dir.clone(), args.database_url.clone())).await?;
+    let db = server.state().db.clone();
+    let tenant = owner_tenant(&db).await?;
+    let api = format!("http://{}/api/v1", server.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::new();
+    let cookie = owner_cookie(&http, &api, "bench password").await?;
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+
+    // The export of a 1,000-node map in 20 zones.
+    let (_, e1, gn, gz) = fill(
+        &db,
+        tenant,
+        args.export_nodes,
+        args.export_nodes * 3,
+        20,
+        &mut rng,
+    )
+    .await?;
+    let ge: Vec<graph::Edge> = e1
+        .iter()
+        .map(|(id, s, t)| graph::Edge {
+            id: *id,
+            source: *s,
+            target: *t,
+            label: Some("tcp/5432".into()),
+        })
+        .collect();
+    let mut raw = Vec::new();
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        std::hint::black_box(graph::mermaid(&gn, &ge, &gz));
+        raw.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (export, bytes) = timed(
+        &http,
+        &format!("{api}/topology/export/mermaid"),
+        &cookie,
+        args.runs,
+    )
+    .await?;
+    println!(
+        "mermaid export of {} nodes, {} edges, 20 zones ({bytes} bytes): API p50 {:.1} ms p99 {:.1} ms; in process p50 {:.2} ms",
+        args.export_nodes,
+        e1.len(),
+        pct(export.clone(), 0.5),
+        pct(export, 0.99),
+        pct(raw, 0.5)
+    );
+
+    // The blast radius of a 10,000-node, 50,000-edge map (the 1,000 above are part of it:
+    // the rest is added, then the edges).
+    let rest = args.nodes.saturating_sub(args.export_nodes);
+    let (ids, e2, _, _) = fill(
+        &db,
+        tenant,
+        rest,
+        args.edges.saturating_sub(e1.len()),
+        0,
+        &mut rng,
+    )
+    .await?;
+    let all: Vec<(Uuid, Uuid, Uuid)> = e1.iter().chain(&e2).copied().collect();
+    // Roots far down the layers: the most dependents.
+    let roots: Vec<Uuid> = (0..args.runs)
+        .map(|i| ids[ids.len() - 1 - (i * 37) % (ids.len() / 10)])
+        .collect();
+    let mut raw = Vec::new();
+    let mut impacted = Vec::new();
+    for r in &roots {
+        let t = Instant::now();
+        let got = graph::blast_radius(*r, &all);
+        raw.push(t.elapsed().as_secs_f64() * 1000.0);
+        impacted.push(got.len() as f64);
+    }
+    let mut api_t = Vec::new();
+    for r in &roots {
+        let (t, _) = timed(&http, &format!("{api}/blast-radius/{r}"), &cookie, 1).await?;
+        api_t.extend(t);
+    }
+    println!(
+        "blast radius on {} nodes, {} edges (impacted per root p50 {:.0}, max {:.0}): API p50 {:.1} ms p99 {:.1} ms; in process p50 {:.2} ms p99 {:.2} ms",
+        args.export_nodes + rest,
+        all.len(),
+        pct(impacted.clone(), 0.5),
+        pct(impacted, 1.0),
+        pct(api_t.clone(), 0.5),
+        pct(api_t, 0.99),
+        pct(raw.clone(), 0.5),
+        pct(raw, 0.99)
+    );
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(5), serving).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
