@@ -249,6 +249,26 @@ async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and
     .await;
     assert!(!inv["os"]["kernel"].as_str().unwrap_or_default().is_empty());
     assert!(inv["processes"].as_array().is_some_and(|p| p.len() > 3));
+    // Sockets with their processes (CONTRACT 24): the hub's own listener, owned by the hub.
+    let hub_port: u64 = base
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let listener = inv["listening"]
+        .as_array()
+        .and_then(|l| {
+            l.iter()
+                .find(|s| s["port"] == hub_port && s["proto"] == "tcp")
+        })
+        .unwrap_or_else(|| panic!("the hub's listener: {}", inv["listening"]));
+    assert!(
+        listener["pid"].as_u64().is_some()
+            && !listener["process"].as_str().unwrap_or_default().is_empty(),
+        "{listener}"
+    );
+    assert!(inv["connections"].is_array(), "{}", inv["connections"]);
     let mem = get(
         &client,
         &base,

@@ -232,6 +232,7 @@ impl Server {
                         },
                     ))
                     .insert(trusthub_console::live::Live::default())
+                    .insert(trusthub_topology::service::GraphCache::default())
                     .insert(trusthub_console::bus::Browsers::default())
                     .insert(agent_download)
                     .insert(trusthub_platform::names::Namers(

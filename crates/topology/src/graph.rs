@@ -57,68 +57,103 @@ pub struct Impact {
 /// the edges' order): a breadth-first search over the edges reversed, each node reached
 /// once by one shortest path.
 pub fn blast_radius(root: Uuid, edges: &[(Uuid, Uuid, Uuid)]) -> Vec<Impact> {
-    // Dense indices, then the reversed adjacency as one array (CSR): a 50,000-edge graph
-    // is walked without a map lookup per step.
-    let mut index: HashMap<Uuid, u32> = HashMap::with_capacity(edges.len());
-    let mut ids: Vec<Uuid> = Vec::new();
-    let mut idx = |u: Uuid| {
-        *index.entry(u).or_insert_with(|| {
-            ids.push(u);
-            (ids.len() - 1) as u32
-        })
-    };
-    let pairs: Vec<(u32, u32)> = edges.iter().map(|e| (idx(e.1), idx(e.2))).collect();
-    let Some(&r) = index.get(&root) else {
-        return Vec::new();
-    };
-    let n = ids.len();
-    let mut start = vec![0u32; n + 1];
-    for &(_, t) in &pairs {
-        start[t as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    // (dependent, edge index) per target.
-    let mut adj = vec![(0u32, 0u32); pairs.len()];
-    for (e, &(s, t)) in pairs.iter().enumerate() {
-        adj[fill[t as usize] as usize] = (s, e as u32);
-        fill[t as usize] += 1;
-    }
-    const NONE: u32 = u32::MAX;
-    let mut via = vec![NONE; n]; // the edge a node was reached by
-    let mut dist = vec![NONE; n];
-    dist[r as usize] = 0;
-    let mut order = Vec::new();
-    let mut queue = VecDeque::from([r]);
-    while let Some(t) = queue.pop_front() {
-        for &(s, e) in &adj[start[t as usize] as usize..start[t as usize + 1] as usize] {
-            if dist[s as usize] == NONE {
-                dist[s as usize] = dist[t as usize] + 1;
-                via[s as usize] = e;
-                order.push(s);
-                queue.push_back(s);
-            }
+    Reverse::new(edges).walk(root)
+}
+
+/// A graph's edges reversed, ready to walk from any root: dense indices and one flat
+/// adjacency array (CSR), so a 50,000-edge graph is walked without a map lookup per step.
+#[derive(Debug, Clone, Default)]
+pub struct Reverse {
+    index: HashMap<Uuid, u32>,
+    ids: Vec<Uuid>,
+    /// Each edge's id and its (source, target) indices.
+    edges: Vec<(Uuid, u32, u32)>,
+    /// Where each target's dependents start in `adj`.
+    start: Vec<u32>,
+    /// (dependent, edge index), grouped by target.
+    adj: Vec<(u32, u32)>,
+}
+
+impl Reverse {
+    /// Builds it from `(id, source, target)` edges.
+    pub fn new(edges: &[(Uuid, Uuid, Uuid)]) -> Reverse {
+        let mut index: HashMap<Uuid, u32> = HashMap::with_capacity(edges.len());
+        let mut ids: Vec<Uuid> = Vec::new();
+        let mut idx = |u: Uuid| {
+            *index.entry(u).or_insert_with(|| {
+                ids.push(u);
+                (ids.len() - 1) as u32
+            })
+        };
+        let edges: Vec<(Uuid, u32, u32)> =
+            edges.iter().map(|e| (e.0, idx(e.1), idx(e.2))).collect();
+        let n = ids.len();
+        let mut start = vec![0u32; n + 1];
+        for &(_, _, t) in &edges {
+            start[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut adj = vec![(0u32, 0u32); edges.len()];
+        for (e, &(_, s, t)) in edges.iter().enumerate() {
+            adj[fill[t as usize] as usize] = (s, e as u32);
+            fill[t as usize] += 1;
+        }
+        Reverse {
+            index,
+            ids,
+            edges,
+            start,
+            adj,
         }
     }
-    order
-        .into_iter()
-        .map(|s| {
-            let mut path = Vec::with_capacity(dist[s as usize] as usize);
-            let mut at = s;
-            while at != r {
-                let e = via[at as usize];
-                path.push(edges[e as usize].0);
-                at = pairs[e as usize].1;
+
+    /// Everything that depends on `root` (see [`blast_radius`]).
+    pub fn walk(&self, root: Uuid) -> Vec<Impact> {
+        let Some(&r) = self.index.get(&root) else {
+            return Vec::new();
+        };
+        const NONE: u32 = u32::MAX;
+        let n = self.ids.len();
+        let mut via = vec![NONE; n]; // the edge a node was reached by
+        let mut dist = vec![NONE; n];
+        dist[r as usize] = 0;
+        let mut order = Vec::new();
+        let mut queue = VecDeque::from([r]);
+        while let Some(t) = queue.pop_front() {
+            let (a, b) = (
+                self.start[t as usize] as usize,
+                self.start[t as usize + 1] as usize,
+            );
+            for &(s, e) in &self.adj[a..b] {
+                if dist[s as usize] == NONE {
+                    dist[s as usize] = dist[t as usize] + 1;
+                    via[s as usize] = e;
+                    order.push(s);
+                    queue.push_back(s);
+                }
             }
-            Impact {
-                id: ids[s as usize],
-                distance: dist[s as usize],
-                path,
-            }
-        })
-        .collect()
+        }
+        order
+            .into_iter()
+            .map(|s| {
+                let mut path = Vec::with_capacity(dist[s as usize] as usize);
+                let mut at = s;
+                while at != r {
+                    let (id, _, t) = self.edges[via[at as usize] as usize];
+                    path.push(id);
+                    at = t;
+                }
+                Impact {
+                    id: self.ids[s as usize],
+                    distance: dist[s as usize],
+                    path,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Text as a Mermaid quoted string shows it exactly: `"`, `#`, `<`, `>`, `&` and the

@@ -23,6 +23,7 @@ use utoipa_axum::router::OpenApiRouter;
 /// The topology tables below the services (the benchmark fills a large graph directly).
 pub mod raw {
     pub use crate::store::{Edge, Node, Zone, insert_edge, insert_node, insert_zone};
+    pub use sqlx::types::Json;
 }
 
 /// The API routes, relative to `/api/v1`.

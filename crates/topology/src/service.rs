@@ -1538,46 +1538,93 @@ pub struct BlastRadius {
     pub slos_at_risk: Vec<SloAtRisk>,
 }
 
+/// The graph blast radius walks, as of a stamp of the tenant's graph.
+#[derive(Debug)]
+struct Walkable {
+    stamp: Uuid,
+    /// id → (name, kind, agent).
+    nodes: HashMap<Uuid, (String, String, Option<Uuid>)>,
+    /// agent → its node.
+    by_agent: HashMap<Uuid, Uuid>,
+    reverse: graph::Reverse,
+}
+
+/// Each tenant's walkable graph, kept until its stamp changes (a write of a node or an edge
+/// in any hub process makes a new stamp): a blast radius reads one row, not the whole graph.
+#[derive(Debug, Default)]
+pub struct GraphCache(std::sync::Mutex<HashMap<Uuid, std::sync::Arc<Walkable>>>);
+
+async fn walkable(state: &AppState, tenant: TenantId) -> ApiResult<std::sync::Arc<Walkable>> {
+    let cache = state.part::<GraphCache>();
+    let mut c = state.db.conn().await?;
+    let stamp = store::stamp(&mut c, tenant).await?;
+    let cached = cache.0.lock().ok().and_then(|m| m.get(&tenant.0).cloned());
+    if let Some(w) = cached.filter(|w| w.stamp == stamp) {
+        return Ok(w);
+    }
+    // Read as of the stamp: a write between the two reads makes a newer stamp, so the next
+    // request reads again.
+    let nodes = store::nodes(&mut c, tenant).await?;
+    let ends = store::edge_ends(&mut c, tenant).await?;
+    drop(c);
+    let w = std::sync::Arc::new(Walkable {
+        stamp,
+        by_agent: nodes
+            .iter()
+            .filter_map(|n| Some((n.agent_id?, n.id)))
+            .collect(),
+        nodes: nodes
+            .into_iter()
+            .map(|n| (n.id, (n.name, n.kind, n.agent_id)))
+            .collect(),
+        reverse: graph::Reverse::new(&ends),
+    });
+    if let Ok(mut m) = cache.0.lock() {
+        m.insert(tenant.0, w.clone());
+    }
+    Ok(w)
+}
+
 /// The blast radius of a node, or of the host node of an agent.
 pub async fn blast_radius(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<BlastRadius> {
-    let mut c = state.db.conn().await?;
-    let nodes = store::nodes(&mut c, tenant).await?;
-    let root = match nodes.iter().find(|n| n.id == id) {
-        Some(n) => n,
-        None => match nodes.iter().find(|n| n.agent_id == Some(id)) {
-            Some(n) => n,
-            None if trusthub_fleet::agent(&mut c, tenant, id).await?.is_some() => {
-                return Err(ApiError::NotFound(
-                    "topology node of this agent (promote it from /topology/detected)",
-                ));
-            }
-            None => return Err(ApiError::NotFound("node or agent")),
-        },
+    let g = walkable(state, tenant).await?;
+    let root_id = match (g.nodes.contains_key(&id), g.by_agent.get(&id)) {
+        (true, _) => id,
+        (false, Some(n)) => *n,
+        (false, None) => {
+            let mut c = state.db.conn().await?;
+            return Err(
+                if trusthub_fleet::agent(&mut c, tenant, id).await?.is_some() {
+                    ApiError::NotFound(
+                        "topology node of this agent (promote it from /topology/detected)",
+                    )
+                } else {
+                    ApiError::NotFound("node or agent")
+                },
+            );
+        }
     };
-    let ends = store::edge_ends(&mut c, tenant).await?;
-    let impacts = graph::blast_radius(root.id, &ends);
-    let by_id: HashMap<Uuid, &Node> = nodes.iter().map(|n| (n.id, n)).collect();
+    let (root_name, root_kind, root_agent) = g.nodes.get(&root_id).cloned().unwrap_or_default();
+    let impacts = g.reverse.walk(root_id);
+    let by_id = &g.nodes;
     let impacted: Vec<ImpactView> = impacts
         .into_iter()
         .filter_map(|i| {
             let n = by_id.get(&i.id)?;
             Some(ImpactView {
                 id: i.id,
-                name: n.name.clone(),
-                kind: n.kind.clone(),
+                name: n.0.clone(),
+                kind: n.1.clone(),
                 distance: i.distance,
                 path: i.path,
             })
         })
         .collect();
-    let hosts: HashSet<Uuid> = std::iter::once(root.agent_id)
-        .chain(
-            impacted
-                .iter()
-                .map(|i| by_id.get(&i.id).and_then(|n| n.agent_id)),
-        )
+    let hosts: HashSet<Uuid> = std::iter::once(root_agent)
+        .chain(impacted.iter().map(|i| by_id.get(&i.id).and_then(|n| n.2)))
         .flatten()
         .collect();
+    let mut c = state.db.conn().await?;
     let apps: Vec<AppAtRisk> = if hosts.is_empty() {
         Vec::new()
     } else {
@@ -1608,9 +1655,9 @@ pub async fn blast_radius(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRe
     };
     Ok(BlastRadius {
         root: RootView {
-            id: root.id,
-            name: root.name.clone(),
-            kind: root.kind.clone(),
+            id: root_id,
+            name: root_name,
+            kind: root_kind,
         },
         depth: impacted.iter().map(|i| i.distance).max().unwrap_or(0),
         impacted,

@@ -84,6 +84,21 @@ pub struct Diagram {
     pub share_sealed: Option<Vec<u8>>,
 }
 
+/// Marks the tenant's graph changed (every write of a node or an edge calls it).
+pub async fn touch(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "INSERT INTO topology_stamps (tenant_id, stamp) VALUES ($1, $2) ON CONFLICT (tenant_id) DO UPDATE SET stamp = $2")
+        .bind(tenant.0).bind(Uuid::now_v7()).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The stamp of the tenant's graph as it is now (nil before the first write).
+pub async fn stamp(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Uuid> {
+    let s: Option<Uuid> = on!(ex, c => sqlx::query_scalar::<_, Uuid>("SELECT stamp FROM topology_stamps WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_optional(&mut *c).await?);
+    Ok(s.unwrap_or_default())
+}
+
 const ZONE: &str = "id, name, kind, parent_id, created_at";
 const NODE: &str = "id, name, kind, agent_id, cloud_resource_id, zone_id, tags, attributes, created_at, updated_at";
 const EDGE: &str = "id, source_id, target_id, protocol, port, label, created_at";
@@ -112,6 +127,7 @@ pub async fn delete_zone(
     id: Uuid,
     parent: Option<Uuid>,
 ) -> StoreResult<bool> {
+    touch(ex, tenant).await?;
     on!(ex, c => sqlx::query("UPDATE topology_nodes SET zone_id = NULL WHERE tenant_id = $1 AND zone_id = $2")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     on!(ex, c => sqlx::query("UPDATE topology_zones SET parent_id = $3 WHERE tenant_id = $1 AND parent_id = $2")
@@ -123,6 +139,7 @@ pub async fn delete_zone(
 
 /// Stores a node.
 pub async fn insert_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<()> {
+    touch(ex, tenant).await?;
     on!(ex, c => sqlx::query(
         "INSERT INTO topology_nodes (id, tenant_id, name, kind, agent_id, cloud_resource_id, zone_id, tags, attributes, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
@@ -134,6 +151,7 @@ pub async fn insert_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> Stor
 
 /// Rewrites a node's fields.
 pub async fn update_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<()> {
+    touch(ex, tenant).await?;
     on!(ex, c => sqlx::query(
         "UPDATE topology_nodes SET name = $3, kind = $4, agent_id = $5, cloud_resource_id = $6, zone_id = $7, tags = $8, \
          attributes = $9, updated_at = $10 WHERE tenant_id = $1 AND id = $2")
@@ -153,6 +171,7 @@ pub async fn nodes(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Node
 
 /// Deletes a node with its edges.
 pub async fn delete_node(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    touch(ex, tenant).await?;
     on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND (source_id = $2 OR target_id = $2)")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     let n = on!(ex, c => sqlx::query("DELETE FROM topology_nodes WHERE tenant_id = $1 AND id = $2")
@@ -162,6 +181,7 @@ pub async fn delete_node(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> Stor
 
 /// Stores an edge.
 pub async fn insert_edge(ex: &mut impl Exec, tenant: TenantId, e: &Edge) -> StoreResult<()> {
+    touch(ex, tenant).await?;
     on!(ex, c => sqlx::query(
         "INSERT INTO topology_edges (id, tenant_id, source_id, target_id, protocol, port, label, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
         .bind(e.id).bind(tenant.0).bind(e.source_id).bind(e.target_id).bind(&e.protocol).bind(e.port).bind(&e.label)
@@ -215,6 +235,7 @@ pub async fn same_edge(
 
 /// Deletes an edge.
 pub async fn delete_edge(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
+    touch(ex, tenant).await?;
     let n = on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     Ok(n == 1)

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use trusthub_bench_ingest::{owner_cookie, owner_tenant, quiet_settings};
 use trusthub_hub::Server;
 use trusthub_topology::graph;
-use trusthub_topology::raw::{Edge, Node, Zone, insert_edge, insert_node, insert_zone};
+use trusthub_topology::raw::{Edge, Json, Node, Zone, insert_edge, insert_node, insert_zone};
 use uuid::Uuid;
 
 #[derive(Debug, Parser)]
@@ -118,8 +118,8 @@ async fn fill(
             agent_id: None,
             cloud_resource_id: None,
             zone_id: (!zs.is_empty()).then(|| zs[i % zs.len()].id),
-            tags: sqlx::types::Json(vec![format!("tier:{}", i % 5)]),
-            attributes: sqlx::types::Json(json!({"owner": "team-a"})),
+            tags: Json(vec![format!("tier:{}", i % 5)]),
+            attributes: Json(json!({"owner": "team-a"})),
             created_at: now,
             updated_at: now,
         };
@@ -172,6 +172,7 @@ async fn timed(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = std::env::temp_dir().join(format!("th-topology-{}", Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir)?;
     let server = Server::build(quiet_settings(dir.clone(), args.database_url.clone())).await?;
@@ -257,14 +258,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (t, _) = timed(&http, &format!("{api}/blast-radius/{r}"), &cookie, 1).await?;
         api_t.extend(t);
     }
+    // The first request after a change reads the graph; the others walk the kept one.
+    let cold = api_t[0];
+    let warm = api_t[1..].to_vec();
     println!(
-        "blast radius on {} nodes, {} edges (impacted per root p50 {:.0}, max {:.0}): API p50 {:.1} ms p99 {:.1} ms; in process p50 {:.2} ms p99 {:.2} ms",
+        "blast radius on {} nodes, {} edges (impacted per root p50 {:.0}, max {:.0}): API first after a change {:.1} ms, then p50 {:.1} ms p99 {:.1} ms; in process p50 {:.2} ms p99 {:.2} ms",
         args.export_nodes + rest,
         all.len(),
         pct(impacted.clone(), 0.5),
         pct(impacted, 1.0),
-        pct(api_t.clone(), 0.5),
-        pct(api_t, 0.99),
+        cold,
+        pct(warm.clone(), 0.5),
+        pct(warm, 0.99),
         pct(raw.clone(), 0.5),
         pct(raw, 0.99)
     );

@@ -63,3 +63,10 @@ CREATE TABLE diagrams (
     share_sealed BLOB
 );
 CREATE INDEX diagrams_tenant ON diagrams (tenant_id);
+
+-- A new stamp with every change of a tenant's nodes or edges: a hub process keeps the graph
+-- blast radius walks until the stamp changes (several processes share the database).
+CREATE TABLE topology_stamps (
+    tenant_id BLOB PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,
+    stamp BLOB NOT NULL
+);

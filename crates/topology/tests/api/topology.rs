@@ -430,6 +430,14 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
         Some(2),
         "its edge went with it"
     );
+    // The walk follows the change at once (the graph kept for it is stamped).
+    let br = body(
+        app.get(&format!("/blast-radius/{}", db.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(br["impacted"].as_array().map(Vec::len), Some(1), "{br}");
+    assert_eq!(br["depth"], 1);
     let again = body(
         app.get(
             &format!("/topology/snapshots/{}", s["id"].as_str().expect("id")),
