@@ -61,7 +61,7 @@ fn edges_of(ids: &[Uuid], m: usize, rng: &mut Rng) -> Vec<(Uuid, Uuid, Uuid)> {
     while out.len() < m {
         let s = rng.next() % (n - 1);
         // Mostly near (the next tier), sometimes far (a shared database).
-        let span = if rng.next() % 4 == 0 {
+        let span = if rng.next().is_multiple_of(4) {
             n - s - 1
         } else {
             (n / 20).min(n - s - 1).max(1)

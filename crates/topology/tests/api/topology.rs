@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 crate::dual!(
     detected_connections_are_promoted_and_blast_radius_follows_them,
+    cloud_machines_without_an_agent_are_detected_and_joined_by_connections,
     nodes_edges_and_zones_are_validated_and_tenants_apart,
     diagrams_are_generated_shared_and_unshared,
 );
@@ -82,7 +83,7 @@ pub(crate) async fn three_hosts(app: &TestApp) -> (Host, Host, Host) {
     inventory(
         app,
         &web,
-        &["10.0.0.5/24", "127.0.0.1/8"],
+        &["10.0.0.5", "127.0.0.1"],
         json!([listen(443, "nginx")]),
         json!([
             out("10.0.0.9", 5432, "gunicorn", 12),
@@ -94,7 +95,7 @@ pub(crate) async fn three_hosts(app: &TestApp) -> (Host, Host, Host) {
     inventory(
         app,
         &db,
-        &["10.0.0.9/24"],
+        &["10.0.0.9"],
         json!([listen(5432, "postgres")]),
         json!([inc("10.0.0.5", 5432, "postgres")]),
     )
@@ -103,7 +104,7 @@ pub(crate) async fn three_hosts(app: &TestApp) -> (Host, Host, Host) {
     inventory(
         app,
         &cache,
-        &["10.0.0.7/24"],
+        &["10.0.0.7"],
         json!([listen(6379, "redis-server")]),
         json!([inc("10.0.0.5", 6379, "redis-server")]),
     )
@@ -522,6 +523,111 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
         .await;
     assert_problem(r, 422, "validation_failed").await;
     assert_eq!(app.count("SELECT COUNT(*) FROM topology_nodes").await, 3);
+}
+
+async fn cloud_machines_without_an_agent_are_detected_and_joined_by_connections(b: Backend) {
+    use crate::cloud::hetzner;
+    // Two machines at Hetzner: db's (its private address is the db host's) and a legacy one
+    // no agent watches, which web talks to.
+    let servers = vec![
+        hetzner::server(
+            7001,
+            "db-vm",
+            "203.0.113.9",
+            Some("10.0.0.9"),
+            &[],
+            "running",
+        ),
+        hetzner::server(
+            7002,
+            "legacy-vm",
+            "203.0.113.42",
+            Some("10.0.0.42"),
+            &[],
+            "running",
+        ),
+    ];
+    let fake = hetzner::Hetzner::start(servers, Vec::new()).await;
+    let app = TestApp::spawn(b).await;
+    let (web, db, _) = three_hosts(&app).await;
+    inventory(
+        &app,
+        &web,
+        &["10.0.0.5"],
+        json!([]),
+        json!([
+            out("10.0.0.9", 5432, "gunicorn", 2),
+            out("10.0.0.42", 8080, "java", 1)
+        ]),
+    )
+    .await;
+    let r = app
+        .post("/cloud/accounts", &app.owner, json!({"provider": "hetzner", "name": "fsn", "endpoint": fake.url, "credentials": {"token": fake.token}}))
+        .await;
+    assert_eq!(r.status(), 201);
+    let account = body(r).await["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        crate::cloud::finished_run(&app, &account).await["status"],
+        "succeeded"
+    );
+    let d = body(app.get("/topology/detected", &app.owner).await).await;
+    let legacy = find(&d, |x| x["kind"] == "node" && x["source"] == "cloud");
+    assert_eq!(legacy["name"], "legacy-vm");
+    assert!(
+        legacy["agent_id"].is_null() && legacy["cloud_resource_id"].is_string(),
+        "{legacy}"
+    );
+    assert_eq!(
+        d.as_array()
+            .expect("l")
+            .iter()
+            .filter(|x| x["source"] == "cloud")
+            .count(),
+        1,
+        "db-vm has an agent: {d}"
+    );
+    // The db host's node carries its cloud machine.
+    let db_vm = find(&d, |x| x["agent_id"] == db.id.as_str());
+    assert!(db_vm["cloud_resource_id"].is_string(), "{db_vm}");
+    let to_legacy = find(&d, |x| x["kind"] == "edge" && x["port"] == 8080);
+    assert_eq!(to_legacy["target_ref"], legacy["id"]);
+    assert_eq!(to_legacy["label"], "java → ? (tcp/8080)");
+    let r = app
+        .req(
+            reqwest::Method::POST,
+            &format!(
+                "/topology/detected/{}/promote",
+                to_legacy["id"].as_str().expect("id")
+            ),
+            &app.owner,
+        )
+        .send()
+        .await
+        .expect("p");
+    assert_eq!(r.status(), 201);
+    let p = body(r).await;
+    let made = find(&p["created_nodes"], |n| n["kind"] == "cloud_resource");
+    assert_eq!(
+        (made["name"].clone(), made["cloud_resource_id"].clone()),
+        (json!("legacy-vm"), legacy["cloud_resource_id"].clone())
+    );
+    // What fails with the legacy machine: web.
+    let br = body(
+        app.get(
+            &format!("/blast-radius/{}", made["id"].as_str().expect("id")),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(br["impacted"][0]["name"], "web", "{br}");
+    assert_eq!(
+        body(app.get("/topology/detected?unmatched=1", &app.owner).await)
+            .await
+            .as_array()
+            .map(|l| l.iter().any(|x| x["id"] == legacy["id"])),
+        Some(false)
+    );
 }
 
 async fn nodes_edges_and_zones_are_validated_and_tenants_apart(b: Backend) {
