@@ -11,6 +11,7 @@ pub mod checks;
 pub mod cli;
 pub mod client;
 pub mod collect;
+pub mod compliance;
 pub mod console;
 pub mod drift;
 pub mod emergency;

@@ -530,9 +530,9 @@ pub async fn terminate(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<S
     }
     if state.part::<Live>().of(id).is_none() {
         // Owned by another hub process (or by one that restarted): the row ends here, the
-        // host kills the session's processes, and the owner closes the recording.
-        let frame = json!({"type": "console_kill", "session_id": id}).to_string();
-        trusthub_fleet::routing::deliver(state, s.agent_id, frame).await?;
+        // host kills the session's processes, and the owner closes the recording. The row
+        // ends first: the kill makes the shell exit, and the owner would otherwise record
+        // that exit as the end before this terminate lands (a full run caught it).
         let mut tx = state.db.begin().await?;
         let tenant = p.tenant();
         end_row(
@@ -548,6 +548,11 @@ pub async fn terminate(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<S
         )
         .await?;
         tx.commit().await?;
+        let frame = json!({"type": "console_kill", "session_id": id}).to_string();
+        if let Err(e) = trusthub_fleet::routing::deliver(state, s.agent_id, frame).await {
+            // Ended here all the same; a host that is not connected has no shell to kill.
+            tracing::warn!(session = %id, error = %e, "console kill not delivered");
+        }
         let ended = Msg::Ended {
             status: "terminated".into(),
             why: "admin".into(),

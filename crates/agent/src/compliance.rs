@@ -1,0 +1,1223 @@
+//! Host compliance checks (CONTRACT 25): the twenty-one checks of SSH, accounts, file modes,
+//! auditing, kernel settings and mounts that CIS Debian, ISO 27001, SOC 2 and NIS2 controls
+//! map to, each read from the host under a root directory (`/` on a host; a fixture tree in
+//! tests) and answering `pass`, `fail`, `not_applicable` or `error` with the evidence it saw
+//! and what to do about it.
+//!
+//! sshd's settings are its effective ones: `sshd -T` on the host itself, else the
+//! configuration files read as sshd reads them (the first value of a keyword wins, `Include`
+//! files in place, nothing after the first `Match`), over OpenSSH's defaults. The file-system
+//! walks (world-writable files, sticky bits, unowned files) are bounded in depth and count.
+
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// A check's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The setting is as the control wants it.
+    Pass,
+    /// It is not.
+    Fail,
+    /// The host does not have what the check looks at (no sshd).
+    NotApplicable,
+    /// The check could not read what it needs.
+    Error,
+}
+
+impl Status {
+    /// As the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::NotApplicable => "not_applicable",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The check (CONTRACT 25's id).
+    pub check_id: &'static str,
+    /// Its verdict.
+    pub status: Status,
+    /// What was seen.
+    pub evidence: String,
+    /// What to do about a failure.
+    pub remediation: &'static str,
+}
+
+/// The host as the checks read it.
+pub struct Host {
+    root: PathBuf,
+    sshd: Option<BTreeMap<String, String>>,
+    sshd_source: String,
+}
+
+/// At most this many entries are looked at by a file-system walk, this deep.
+const WALK_LIMIT: usize = 200_000;
+const WALK_DEPTH: usize = 12;
+
+impl Host {
+    /// The host under `root` (`/` for this host: sshd's settings from `sshd -T`).
+    pub fn new(root: &Path) -> Host {
+        let mut h = Host {
+            root: root.to_owned(),
+            sshd: None,
+            sshd_source: String::new(),
+        };
+        if root == Path::new("/")
+            && let Some(t) = sshd_t()
+        {
+            h.sshd = Some(t);
+            h.sshd_source = "sshd -T".into();
+        } else if h.path("etc/ssh/sshd_config").is_file() {
+            let mut seen = BTreeMap::new();
+            read_sshd_config(&h.root, &h.path("etc/ssh/sshd_config"), &mut seen, 0);
+            h.sshd = Some(seen);
+            h.sshd_source = "/etc/ssh/sshd_config".into();
+        }
+        h
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel.trim_start_matches('/'))
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(rel)).ok()
+    }
+
+    /// An effective sshd setting (lower-case keyword), with OpenSSH's default.
+    fn sshd(&self, key: &str) -> Option<String> {
+        let s = self.sshd.as_ref()?;
+        let default = match key {
+            "permitrootlogin" => "prohibit-password",
+            "passwordauthentication" => "yes",
+            "maxauthtries" => "6",
+            "x11forwarding" => "no",
+            _ => "",
+        };
+        Some(s.get(key).cloned().unwrap_or_else(|| default.to_owned()))
+    }
+}
+
+/// `sshd -T`'s effective settings, when sshd is installed and can tell.
+fn sshd_t() -> Option<BTreeMap<String, String>> {
+    let out = std::process::Command::new("sshd")
+        .arg("-T")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut map = BTreeMap::new();
+    for l in text.lines() {
+        if let Some((k, v)) = l.split_once(' ') {
+            map.entry(k.to_ascii_lowercase())
+                .or_insert_with(|| v.trim().to_owned());
+        }
+    }
+    (!map.is_empty()).then_some(map)
+}
+
+/// Reads an sshd configuration file as sshd does: the first value of a keyword wins,
+/// `Include` (relative to `/etc/ssh`, globs allowed) read in place, nothing after `Match`.
+/// Returns whether a `Match` ended the global part.
+fn read_sshd_config(
+    root: &Path,
+    file: &Path,
+    seen: &mut BTreeMap<String, String>,
+    depth: usize,
+) -> bool {
+    if depth > 8 {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return false;
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = match line.split_once(|c: char| c.is_whitespace() || c == '=') {
+            Some((k, v)) => (
+                k.to_ascii_lowercase(),
+                v.trim_start_matches([' ', '\t', '=']).trim().to_owned(),
+            ),
+            None => (line.to_ascii_lowercase(), String::new()),
+        };
+        match key.as_str() {
+            "match" => return true,
+            "include" => {
+                for pattern in value.split_whitespace() {
+                    let rel = if pattern.starts_with('/') {
+                        pattern.to_owned()
+                    } else {
+                        format!("/etc/ssh/{pattern}")
+                    };
+                    let mut files = glob(root, &rel);
+                    files.sort();
+                    for f in files {
+                        if read_sshd_config(root, &f, seen, depth + 1) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            _ => {
+                seen.entry(key).or_insert(value.to_ascii_lowercase());
+            }
+        }
+    }
+    false
+}
+
+/// The files under `root` a pattern with `*` in its last part names.
+fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let full = root.join(pattern.trim_start_matches('/'));
+    let (Some(dir), Some(name)) = (full.parent(), full.file_name().and_then(|n| n.to_str())) else {
+        return Vec::new();
+    };
+    if !name.contains('*') {
+        return if full.is_file() {
+            vec![full]
+        } else {
+            Vec::new()
+        };
+    }
+    let (pre, post) = name.split_once('*').unwrap_or((name, ""));
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.is_file()
+                        && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                            n.starts_with(pre)
+                                && n.ends_with(post)
+                                && n.len() >= pre.len() + post.len()
+                        })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+type Run = fn(&Host) -> (Status, String);
+
+/// The checks: `(id, title, remediation, run)`.
+pub const CHECKS: [(&str, &str, &str, Run); 21] = [
+    (
+        "ssh_permit_root_login",
+        "SSH root login is disabled or key-only",
+        "Set `PermitRootLogin no` (or `prohibit-password`) in /etc/ssh/sshd_config and reload sshd.",
+        permit_root_login,
+    ),
+    (
+        "ssh_password_authentication",
+        "SSH password authentication is disabled",
+        "Set `PasswordAuthentication no` in /etc/ssh/sshd_config (keys only) and reload sshd.",
+        password_authentication,
+    ),
+    (
+        "ssh_max_auth_tries",
+        "SSH allows at most 4 authentication attempts",
+        "Set `MaxAuthTries 4` (or fewer) in /etc/ssh/sshd_config and reload sshd.",
+        max_auth_tries,
+    ),
+    (
+        "ssh_x11_forwarding",
+        "SSH X11 forwarding is disabled",
+        "Set `X11Forwarding no` in /etc/ssh/sshd_config and reload sshd.",
+        x11_forwarding,
+    ),
+    (
+        "sshd_config_mode",
+        "sshd_config is readable by root only",
+        "chown root:root /etc/ssh/sshd_config && chmod 600 /etc/ssh/sshd_config",
+        sshd_config_mode,
+    ),
+    (
+        "passwd_mode",
+        "/etc/passwd is not writable by group or others",
+        "chown root:root /etc/passwd && chmod 644 /etc/passwd",
+        passwd_mode,
+    ),
+    (
+        "shadow_mode",
+        "/etc/shadow is readable by root and the shadow group only",
+        "chown root:shadow /etc/shadow && chmod 640 /etc/shadow",
+        shadow_mode,
+    ),
+    (
+        "pass_max_days",
+        "Passwords expire within 365 days",
+        "Set `PASS_MAX_DAYS 365` (or less) in /etc/login.defs and `chage --maxdays 365 <user>` for existing users.",
+        pass_max_days,
+    ),
+    (
+        "pass_min_days",
+        "Passwords cannot be changed again within a day",
+        "Set `PASS_MIN_DAYS 1` in /etc/login.defs and `chage --mindays 1 <user>` for existing users.",
+        pass_min_days,
+    ),
+    (
+        "pwquality",
+        "Passwords are at least 14 characters (pam_pwquality)",
+        "Install libpam-pwquality and set `minlen = 14` in /etc/security/pwquality.conf.",
+        pwquality,
+    ),
+    (
+        "empty_passwords",
+        "No account has an empty password",
+        "Lock each listed account (`passwd -l <user>`) or give it a password.",
+        empty_passwords,
+    ),
+    (
+        "uid0_only_root",
+        "Only root has UID 0",
+        "Remove the other UID 0 accounts or give them their own UID (`usermod -u <uid> <user>`).",
+        uid0_only_root,
+    ),
+    (
+        "world_writable_files",
+        "No world-writable files in system directories",
+        "Remove write permission for others (`chmod o-w <file>`) from each listed file.",
+        world_writable_files,
+    ),
+    (
+        "sticky_bits",
+        "World-writable directories have the sticky bit",
+        "Set the sticky bit on each listed directory (`chmod +t <dir>`).",
+        sticky_bits,
+    ),
+    (
+        "unowned_files",
+        "Every file in system directories has a known owner and group",
+        "Give each listed file an existing owner and group (`chown root:root <file>`), or remove it.",
+        unowned_files,
+    ),
+    (
+        "auditd",
+        "auditd is installed",
+        "apt-get install auditd audispd-plugins && systemctl enable --now auditd",
+        auditd,
+    ),
+    (
+        "audit_rules",
+        "Audit rules watch the identity files",
+        "Add `-w /etc/passwd -p wa -k identity`, `-w /etc/shadow -p wa -k identity` and `-w /etc/group -p wa -k identity` to /etc/audit/rules.d/50-identity.rules, then `augenrules --load`.",
+        audit_rules,
+    ),
+    (
+        "sysctl_network",
+        "IP forwarding and ICMP redirects are off",
+        "Set net.ipv4.ip_forward = 0, net.ipv4.conf.all.accept_redirects = 0 and net.ipv4.conf.all.send_redirects = 0 in /etc/sysctl.d/60-net.conf, then `sysctl --system`.",
+        sysctl_network,
+    ),
+    (
+        "sysctl_aslr",
+        "Address space layout randomisation is full",
+        "Set kernel.randomize_va_space = 2 in /etc/sysctl.d/60-aslr.conf, then `sysctl --system`.",
+        sysctl_aslr,
+    ),
+    (
+        "unused_filesystems",
+        "Unused file-system modules cannot be loaded",
+        "For each listed module add `install <module> /bin/false` and `blacklist <module>` to /etc/modprobe.d/<module>.conf and unload it (`modprobe -r <module>`).",
+        unused_filesystems,
+    ),
+    (
+        "tmp_mount",
+        "/tmp is its own mount with nodev, nosuid and noexec",
+        "Mount /tmp separately (systemd's tmp.mount or an fstab line) with `nodev,nosuid,noexec`.",
+        tmp_mount,
+    ),
+];
+
+/// Runs every check.
+pub fn run(root: &Path) -> Vec<Outcome> {
+    let host = Host::new(root);
+    CHECKS
+        .iter()
+        .map(|(id, _, remediation, f)| {
+            let (status, evidence) = f(&host);
+            Outcome {
+                check_id: id,
+                status,
+                evidence,
+                remediation,
+            }
+        })
+        .collect()
+}
+
+fn ssh_setting(h: &Host, key: &str, ok: impl Fn(&str) -> bool) -> (Status, String) {
+    match h.sshd(key) {
+        None => (
+            Status::NotApplicable,
+            "sshd is not installed (no sshd_config)".into(),
+        ),
+        Some(v) => (
+            if ok(&v) { Status::Pass } else { Status::Fail },
+            format!(
+                "{key} {v} ({}{})",
+                h.sshd_source,
+                if h.sshd.as_ref().is_some_and(|s| s.contains_key(key)) {
+                    ""
+                } else {
+                    ", OpenSSH's default"
+                }
+            ),
+        ),
+    }
+}
+
+fn permit_root_login(h: &Host) -> (Status, String) {
+    ssh_setting(h, "permitrootlogin", |v| {
+        matches!(v, "no" | "prohibit-password" | "without-password")
+    })
+}
+
+fn password_authentication(h: &Host) -> (Status, String) {
+    ssh_setting(h, "passwordauthentication", |v| v == "no")
+}
+
+fn max_auth_tries(h: &Host) -> (Status, String) {
+    ssh_setting(h, "maxauthtries", |v| {
+        v.parse::<u32>().is_ok_and(|n| n <= 4)
+    })
+}
+
+fn x11_forwarding(h: &Host) -> (Status, String) {
+    ssh_setting(h, "x11forwarding", |v| v == "no")
+}
+
+/// A file's mode is at most `max` (no bit outside it) and it is owned by root.
+fn mode_at_most(h: &Host, rel: &str, max: u32, applicable_without: bool) -> (Status, String) {
+    match std::fs::metadata(h.path(rel)) {
+        Err(_) if applicable_without => (Status::Error, format!("{rel} cannot be read")),
+        Err(_) => (Status::NotApplicable, format!("{rel} does not exist")),
+        Ok(m) => {
+            let mode = m.mode() & 0o7777;
+            let ok = mode & !max == 0 && m.uid() == 0;
+            (
+                if ok { Status::Pass } else { Status::Fail },
+                format!(
+                    "{rel} mode {mode:04o} owner uid {} gid {} (at most {max:04o}, owned by root)",
+                    m.uid(),
+                    m.gid()
+                ),
+            )
+        }
+    }
+}
+
+fn sshd_config_mode(h: &Host) -> (Status, String) {
+    mode_at_most(h, "/etc/ssh/sshd_config", 0o600, false)
+}
+
+fn passwd_mode(h: &Host) -> (Status, String) {
+    mode_at_most(h, "/etc/passwd", 0o644, true)
+}
+
+fn shadow_mode(h: &Host) -> (Status, String) {
+    mode_at_most(h, "/etc/shadow", 0o640, true)
+}
+
+/// A `KEY value` of /etc/login.defs.
+fn login_defs(h: &Host, key: &str) -> Option<Option<i64>> {
+    let text = h.read("/etc/login.defs")?;
+    Some(
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with('#'))
+            .find_map(|l| {
+                let mut w = l.split_whitespace();
+                (w.next() == Some(key))
+                    .then(|| w.next().and_then(|v| v.parse().ok()))
+                    .flatten()
+            }),
+    )
+}
+
+fn pass_max_days(h: &Host) -> (Status, String) {
+    match login_defs(h, "PASS_MAX_DAYS") {
+        None => (Status::Error, "/etc/login.defs cannot be read".into()),
+        Some(None) => (
+            Status::Fail,
+            "PASS_MAX_DAYS is not set (passwords never expire)".into(),
+        ),
+        Some(Some(d)) => (
+            if (1..=365).contains(&d) {
+                Status::Pass
+            } else {
+                Status::Fail
+            },
+            format!("PASS_MAX_DAYS {d} (/etc/login.defs)"),
+        ),
+    }
+}
+
+fn pass_min_days(h: &Host) -> (Status, String) {
+    match login_defs(h, "PASS_MIN_DAYS") {
+        None => (Status::Error, "/etc/login.defs cannot be read".into()),
+        Some(None) => (Status::Fail, "PASS_MIN_DAYS is not set (0)".into()),
+        Some(Some(d)) => (
+            if d >= 1 { Status::Pass } else { Status::Fail },
+            format!("PASS_MIN_DAYS {d} (/etc/login.defs)"),
+        ),
+    }
+}
+
+fn pwquality(h: &Host) -> (Status, String) {
+    // pwquality.conf, then its .d files (later files win, as libpwquality reads them).
+    let mut files = vec![h.path("/etc/security/pwquality.conf")];
+    let mut more = glob(&h.root, "/etc/security/pwquality.conf.d/*.conf");
+    more.sort();
+    files.extend(more);
+    let mut minlen: Option<(i64, String)> = None;
+    for f in &files {
+        for l in std::fs::read_to_string(f).unwrap_or_default().lines() {
+            let l = l.trim();
+            if let Some((k, v)) = l.split_once('=')
+                && !l.starts_with('#')
+                && k.trim() == "minlen"
+                && let Ok(n) = v.trim().parse::<i64>()
+            {
+                let shown = f
+                    .strip_prefix(&h.root)
+                    .map(|p| format!("/{}", p.display()))
+                    .unwrap_or_default();
+                minlen = Some((n, shown));
+            }
+        }
+    }
+    let pam = [
+        "/etc/pam.d/common-password",
+        "/etc/pam.d/system-auth",
+        "/etc/pam.d/password-auth",
+    ]
+    .iter()
+    .filter_map(|f| h.read(f))
+    .any(|t| {
+        t.lines()
+            .any(|l| !l.trim_start().starts_with('#') && l.contains("pam_pwquality.so"))
+    });
+    match (minlen, pam) {
+        (_, false) => (
+            Status::Fail,
+            "pam_pwquality is not in the PAM password stack".into(),
+        ),
+        (None, true) => (
+            Status::Fail,
+            "pam_pwquality is used with its default minlen 8".into(),
+        ),
+        (Some((n, f)), true) => (
+            if n >= 14 { Status::Pass } else { Status::Fail },
+            format!("minlen = {n} ({f})"),
+        ),
+    }
+}
+
+fn empty_passwords(h: &Host) -> (Status, String) {
+    let Some(shadow) = h.read("/etc/shadow") else {
+        return (Status::Error, "/etc/shadow cannot be read".into());
+    };
+    let empty: Vec<&str> = shadow
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            let user = f.next()?;
+            f.next()?.is_empty().then_some(user)
+        })
+        .collect();
+    if empty.is_empty() {
+        (
+            Status::Pass,
+            format!(
+                "{} account(s), none with an empty password",
+                shadow.lines().filter(|l| l.contains(':')).count()
+            ),
+        )
+    } else {
+        (
+            Status::Fail,
+            format!("empty password: {}", empty.join(", ")),
+        )
+    }
+}
+
+/// `/etc/passwd` as `(name, uid)`.
+fn users(h: &Host) -> Option<Vec<(String, u32)>> {
+    Some(
+        h.read("/etc/passwd")?
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                Some((f.first()?.to_string(), f.get(2)?.parse().ok()?))
+            })
+            .collect(),
+    )
+}
+
+fn uid0_only_root(h: &Host) -> (Status, String) {
+    let Some(u) = users(h) else {
+        return (Status::Error, "/etc/passwd cannot be read".into());
+    };
+    let zero: Vec<&str> = u
+        .iter()
+        .filter(|(_, id)| *id == 0)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    (
+        if zero == ["root"] {
+            Status::Pass
+        } else {
+            Status::Fail
+        },
+        format!(
+            "UID 0: {}",
+            if zero.is_empty() {
+                "none".into()
+            } else {
+                zero.join(", ")
+            }
+        ),
+    )
+}
+
+/// The system directories the walks look in.
+const SYSTEM_DIRS: [&str; 9] = [
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/opt", "/var", "/srv", "/root",
+];
+
+/// Walks the system directories (not into other file systems' pseudo trees, not following
+/// links), calling `f` with each entry's path relative to the root and metadata; whether
+/// the walk was cut short by its bounds.
+fn walk(h: &Host, mut f: impl FnMut(&str, &std::fs::Metadata)) -> bool {
+    let mut seen = 0usize;
+    let mut stack: Vec<(PathBuf, usize)> = SYSTEM_DIRS.iter().map(|d| (h.path(d), 0)).collect();
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            seen += 1;
+            if seen > WALK_LIMIT {
+                return true;
+            }
+            let p = e.path();
+            let Ok(m) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            let rel = p
+                .strip_prefix(&h.root)
+                .map(|r| format!("/{}", r.display()))
+                .unwrap_or_default();
+            if rel.starts_with("/var/lib/docker") || rel.starts_with("/var/lib/containers") {
+                continue;
+            }
+            f(&rel, &m);
+            if m.is_dir() && depth < WALK_DEPTH {
+                stack.push((p, depth + 1));
+            }
+        }
+    }
+    false
+}
+
+fn listed(what: &str, found: &[String], cut: bool) -> (Status, String) {
+    let more = if cut {
+        " (the walk stopped at its bound)"
+    } else {
+        ""
+    };
+    if found.is_empty() {
+        (
+            Status::Pass,
+            format!("no {what} under {}{more}", SYSTEM_DIRS.join(" ")),
+        )
+    } else {
+        let shown: Vec<&str> = found.iter().take(20).map(String::as_str).collect();
+        let rest = found.len().saturating_sub(20);
+        (
+            Status::Fail,
+            format!(
+                "{} {what}: {}{}{more}",
+                found.len(),
+                shown.join(", "),
+                if rest > 0 {
+                    format!(" and {rest} more")
+                } else {
+                    String::new()
+                }
+            ),
+        )
+    }
+}
+
+fn world_writable_files(h: &Host) -> (Status, String) {
+    let mut found = Vec::new();
+    let cut = walk(h, |rel, m| {
+        if m.is_file() && m.mode() & 0o002 != 0 {
+            found.push(rel.to_owned());
+        }
+    });
+    listed("world-writable file(s)", &found, cut)
+}
+
+fn sticky_bits(h: &Host) -> (Status, String) {
+    let mut found = Vec::new();
+    let mut dirs = vec![];
+    for d in ["/tmp", "/var/tmp", "/dev/shm"] {
+        if let Ok(m) = std::fs::symlink_metadata(h.path(d)) {
+            dirs.push((d.to_owned(), m));
+        }
+    }
+    let cut = walk(h, |rel, m| {
+        if m.is_dir() && m.mode() & 0o002 != 0 && m.mode() & 0o1000 == 0 {
+            found.push(rel.to_owned());
+        }
+    });
+    for (d, m) in dirs {
+        if m.is_dir() && m.mode() & 0o002 != 0 && m.mode() & 0o1000 == 0 && !found.contains(&d) {
+            found.push(d);
+        }
+    }
+    listed(
+        "world-writable director(ies) without the sticky bit",
+        &found,
+        cut,
+    )
+}
+
+fn unowned_files(h: &Host) -> (Status, String) {
+    let (Some(u), Some(groups)) = (users(h), h.read("/etc/group")) else {
+        return (
+            Status::Error,
+            "/etc/passwd or /etc/group cannot be read".into(),
+        );
+    };
+    let uids: HashSet<u32> = u.iter().map(|(_, id)| *id).collect();
+    let gids: HashSet<u32> = groups
+        .lines()
+        .filter_map(|l| l.split(':').nth(2)?.parse().ok())
+        .collect();
+    let mut found = Vec::new();
+    let cut = walk(h, |rel, m| {
+        if !uids.contains(&m.uid()) || !gids.contains(&m.gid()) {
+            found.push(format!("{rel} ({}:{})", m.uid(), m.gid()));
+        }
+    });
+    listed("file(s) without a known owner or group", &found, cut)
+}
+
+fn auditd(h: &Host) -> (Status, String) {
+    match ["/sbin/auditd", "/usr/sbin/auditd"]
+        .iter()
+        .find(|p| h.path(p).is_file())
+    {
+        Some(p) => (Status::Pass, format!("{p} is installed")),
+        None => (Status::Fail, "auditd is not installed".into()),
+    }
+}
+
+fn audit_rules(h: &Host) -> (Status, String) {
+    let mut files = glob(&h.root, "/etc/audit/rules.d/*.rules");
+    files.push(h.path("/etc/audit/audit.rules"));
+    let text: String = files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let watched = |file: &str| {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with('#'))
+            .any(|l| {
+                (l.starts_with(&format!("-w {file} ")) && l.contains("-p") && l.contains('w'))
+                    || (l.contains(&format!("path={file}"))
+                        && l.contains("-F perm=")
+                        && l.contains('w'))
+            })
+    };
+    let missing: Vec<&str> = ["/etc/passwd", "/etc/shadow", "/etc/group"]
+        .into_iter()
+        .filter(|f| !watched(f))
+        .collect();
+    if missing.is_empty() {
+        (
+            Status::Pass,
+            "writes to /etc/passwd, /etc/shadow and /etc/group are audited".into(),
+        )
+    } else {
+        (
+            Status::Fail,
+            format!("no audit rule watches writes to {}", missing.join(", ")),
+        )
+    }
+}
+
+fn sysctl(h: &Host, name: &str) -> Option<String> {
+    h.read(&format!("/proc/sys/{}", name.replace('.', "/")))
+        .map(|v| v.trim().to_owned())
+}
+
+fn sysctl_network(h: &Host) -> (Status, String) {
+    let mut seen = Vec::new();
+    let mut ok = true;
+    for k in [
+        "net.ipv4.ip_forward",
+        "net.ipv4.conf.all.accept_redirects",
+        "net.ipv4.conf.all.send_redirects",
+    ] {
+        match sysctl(h, k) {
+            Some(v) => {
+                ok &= v == "0";
+                seen.push(format!("{k} = {v}"));
+            }
+            None => return (Status::Error, format!("{k} cannot be read")),
+        }
+    }
+    (
+        if ok { Status::Pass } else { Status::Fail },
+        seen.join(", "),
+    )
+}
+
+fn sysctl_aslr(h: &Host) -> (Status, String) {
+    match sysctl(h, "kernel.randomize_va_space") {
+        Some(v) => (
+            if v == "2" { Status::Pass } else { Status::Fail },
+            format!("kernel.randomize_va_space = {v}"),
+        ),
+        None => (
+            Status::Error,
+            "kernel.randomize_va_space cannot be read".into(),
+        ),
+    }
+}
+
+fn unused_filesystems(h: &Host) -> (Status, String) {
+    const MODULES: [&str; 6] = ["cramfs", "freevxfs", "jffs2", "hfs", "hfsplus", "udf"];
+    let mut conf = String::new();
+    for pattern in [
+        "/etc/modprobe.d/*.conf",
+        "/lib/modprobe.d/*.conf",
+        "/usr/lib/modprobe.d/*.conf",
+    ] {
+        for f in glob(&h.root, pattern) {
+            conf.push_str(&std::fs::read_to_string(f).unwrap_or_default());
+            conf.push('\n');
+        }
+    }
+    let loaded: HashSet<String> = h
+        .read("/proc/modules")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
+    let disabled = |m: &str| {
+        conf.lines().map(str::trim).any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() >= 3
+                && w[0] == "install"
+                && w[1] == m
+                && (w[2].ends_with("/false") || w[2].ends_with("/true"))
+        })
+    };
+    let bad: Vec<String> = MODULES
+        .iter()
+        .filter_map(|m| match (disabled(m), loaded.contains(*m)) {
+            (_, true) => Some(format!("{m} (loaded)")),
+            (false, false) => Some(format!("{m} (loadable)")),
+            (true, false) => None,
+        })
+        .collect();
+    if bad.is_empty() {
+        (
+            Status::Pass,
+            format!("{} cannot be loaded", MODULES.join(", ")),
+        )
+    } else {
+        (Status::Fail, bad.join(", "))
+    }
+}
+
+fn tmp_mount(h: &Host) -> (Status, String) {
+    let Some(mounts) = h
+        .read("/proc/mounts")
+        .or_else(|| h.read("/proc/self/mounts"))
+    else {
+        return (Status::Error, "/proc/mounts cannot be read".into());
+    };
+    // The last mount on /tmp is the one in effect.
+    let Some(line) = mounts
+        .lines()
+        .rfind(|l| l.split_whitespace().nth(1) == Some("/tmp"))
+    else {
+        return (Status::Fail, "/tmp is not a separate mount".into());
+    };
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let opts: HashSet<&str> = f.get(3).map(|o| o.split(',').collect()).unwrap_or_default();
+    let missing: Vec<&str> = ["nodev", "nosuid", "noexec"]
+        .into_iter()
+        .filter(|o| !opts.contains(o))
+        .collect();
+    let seen = format!(
+        "/tmp: {} {}",
+        f.get(2).unwrap_or(&"?"),
+        f.get(3).unwrap_or(&"?")
+    );
+    if missing.is_empty() {
+        (Status::Pass, seen)
+    } else {
+        (
+            Status::Fail,
+            format!("{seen} (missing {})", missing.join(", ")),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Tree(PathBuf);
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    impl Tree {
+        fn put(&self, rel: &str, text: &str, mode: u32) {
+            let p = self.0.join(rel.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+            std::fs::write(&p, text).expect("write");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("mode");
+        }
+        fn mkdir(&self, rel: &str, mode: u32) {
+            let p = self.0.join(rel.trim_start_matches('/'));
+            std::fs::create_dir_all(&p).expect("dir");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("mode");
+        }
+        fn check(&self, id: &str) -> (Status, String) {
+            let o = run(&self.0)
+                .into_iter()
+                .find(|o| o.check_id == id)
+                .expect("check");
+            (o.status, o.evidence)
+        }
+    }
+
+    /// A host that passes every check.
+    fn good() -> Tree {
+        let t = Tree(
+            std::env::temp_dir().join(format!("compliance-{}", uuid::Uuid::new_v4().simple())),
+        );
+        t.put("/etc/ssh/sshd_config", "# hardened\nInclude /etc/ssh/sshd_config.d/*.conf\nPermitRootLogin no\nPasswordAuthentication no\nMaxAuthTries 3\nX11Forwarding no\nMatch User backup\n  PasswordAuthentication yes\n", 0o600);
+        t.put("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\nalice:x:1000:1000::/home/alice:/bin/bash\n", 0o644);
+        t.put(
+            "/etc/group",
+            "root:x:0:\ndaemon:x:1:\nshadow:x:42:\nalice:x:1000:\n",
+            0o644,
+        );
+        t.put("/etc/shadow", "root:!:19000:1:365:7:::\ndaemon:*:19000:0:99999:7:::\nalice:$y$j9T$abc:19000:1:365:7:::\n", 0o640);
+        t.put(
+            "/etc/login.defs",
+            "# login.defs\nPASS_MAX_DAYS\t365\nPASS_MIN_DAYS 1\nPASS_WARN_AGE 7\n",
+            0o644,
+        );
+        t.put(
+            "/etc/security/pwquality.conf",
+            "# minlen = 8\nminlen = 12\n",
+            0o644,
+        );
+        t.put(
+            "/etc/security/pwquality.conf.d/50-cis.conf",
+            "minlen = 14\n",
+            0o644,
+        );
+        t.put("/etc/pam.d/common-password", "password requisite pam_pwquality.so retry=3\npassword [success=1 default=ignore] pam_unix.so obscure yescrypt\n", 0o644);
+        t.put("/usr/sbin/auditd", "", 0o755);
+        t.put("/etc/audit/rules.d/50-identity.rules", "-w /etc/passwd -p wa -k identity\n-w /etc/shadow -p wa -k identity\n-a always,exit -F path=/etc/group -F perm=wa -k identity\n", 0o640);
+        for (k, v) in [
+            ("net/ipv4/ip_forward", "0"),
+            ("net/ipv4/conf/all/accept_redirects", "0"),
+            ("net/ipv4/conf/all/send_redirects", "0"),
+            ("kernel/randomize_va_space", "2"),
+        ] {
+            t.put(&format!("/proc/sys/{k}"), &format!("{v}\n"), 0o644);
+        }
+        let mut modprobe = String::new();
+        for m in ["cramfs", "freevxfs", "jffs2", "hfs", "hfsplus", "udf"] {
+            modprobe.push_str(&format!("install {m} /bin/false\nblacklist {m}\n"));
+        }
+        t.put("/etc/modprobe.d/cis.conf", &modprobe, 0o644);
+        t.put(
+            "/proc/modules",
+            "ext4 1007616 1 - Live 0x0000000000000000\n",
+            0o444,
+        );
+        t.put("/proc/mounts", "/dev/sda1 / ext4 rw,relatime 0 0\ntmpfs /tmp tmpfs rw,nosuid,nodev,noexec,relatime 0 0\n", 0o444);
+        t.mkdir("/tmp", 0o1777);
+        t.mkdir("/var/tmp", 0o1777);
+        t.put("/usr/bin/tool", "#!/bin/sh\n", 0o755);
+        t
+    }
+
+    fn root_owned(t: &Tree) -> bool {
+        std::fs::metadata(t.0.join("etc/passwd")).is_ok_and(|m| m.uid() == 0)
+    }
+
+    #[test]
+    fn a_hardened_host_passes_every_check() {
+        let t = good();
+        let out = run(&t.0);
+        assert_eq!(out.len(), 21);
+        for o in &out {
+            let mode_check =
+                ["sshd_config_mode", "passwd_mode", "shadow_mode"].contains(&o.check_id);
+            if mode_check && !root_owned(&t) {
+                continue;
+            }
+            assert_eq!(o.status, Status::Pass, "{}: {}", o.check_id, o.evidence);
+            assert!(!o.evidence.is_empty() && !o.remediation.is_empty());
+        }
+        assert_eq!(
+            t.check("pwquality").1,
+            "minlen = 14 (/etc/security/pwquality.conf.d/50-cis.conf)"
+        );
+        assert_eq!(
+            t.check("ssh_permit_root_login").1,
+            "permitrootlogin no (/etc/ssh/sshd_config)"
+        );
+    }
+
+    /// Each check fails on its own setting made wrong (a fresh good tree each time).
+    #[test]
+    fn every_check_fails_when_its_setting_is_wrong() {
+        type Break = fn(&Tree);
+        let cases: [(&str, Break); 21] = [
+            // An included file comes first: its value wins.
+            ("ssh_permit_root_login", |t| {
+                t.put(
+                    "/etc/ssh/sshd_config.d/10-root.conf",
+                    "PermitRootLogin yes\n",
+                    0o600,
+                )
+            }),
+            // Absent: OpenSSH's default (yes) applies. The Match block's value never counts.
+            ("ssh_password_authentication", |t| {
+                t.put(
+                    "/etc/ssh/sshd_config",
+                    "PermitRootLogin no\nMaxAuthTries 3\n",
+                    0o600,
+                )
+            }),
+            ("ssh_max_auth_tries", |t| {
+                t.put("/etc/ssh/sshd_config.d/20.conf", "MaxAuthTries=6\n", 0o600)
+            }),
+            ("ssh_x11_forwarding", |t| {
+                t.put(
+                    "/etc/ssh/sshd_config.d/30.conf",
+                    "X11Forwarding yes\n",
+                    0o600,
+                )
+            }),
+            ("sshd_config_mode", |t| {
+                std::fs::set_permissions(
+                    t.0.join("etc/ssh/sshd_config"),
+                    std::fs::Permissions::from_mode(0o644),
+                )
+                .expect("mode")
+            }),
+            ("passwd_mode", |t| {
+                std::fs::set_permissions(
+                    t.0.join("etc/passwd"),
+                    std::fs::Permissions::from_mode(0o664),
+                )
+                .expect("mode")
+            }),
+            ("shadow_mode", |t| {
+                std::fs::set_permissions(
+                    t.0.join("etc/shadow"),
+                    std::fs::Permissions::from_mode(0o644),
+                )
+                .expect("mode")
+            }),
+            ("pass_max_days", |t| {
+                t.put(
+                    "/etc/login.defs",
+                    "PASS_MAX_DAYS 99999\nPASS_MIN_DAYS 1\n",
+                    0o644,
+                )
+            }),
+            ("pass_min_days", |t| {
+                t.put(
+                    "/etc/login.defs",
+                    "PASS_MAX_DAYS 365\nPASS_MIN_DAYS 0\n",
+                    0o644,
+                )
+            }),
+            ("pwquality", |t| {
+                t.put(
+                    "/etc/security/pwquality.conf.d/50-cis.conf",
+                    "minlen = 10\n",
+                    0o644,
+                )
+            }),
+            ("empty_passwords", |t| {
+                t.put(
+                    "/etc/shadow",
+                    "root:!:19000:1:365:7:::\nalice::19000:1:365:7:::\n",
+                    0o640,
+                )
+            }),
+            ("uid0_only_root", |t| {
+                t.put(
+                    "/etc/passwd",
+                    "root:x:0:0::/root:/bin/bash\ntoor:x:0:0::/root:/bin/sh\n",
+                    0o644,
+                )
+            }),
+            ("world_writable_files", |t| {
+                t.put("/usr/bin/tool", "#!/bin/sh\n", 0o777)
+            }),
+            ("sticky_bits", |t| t.mkdir("/var/tmp", 0o777)),
+            ("unowned_files", |t| {
+                t.put("/opt/app/stray", "x", 0o644);
+                std::os::unix::fs::chown(t.0.join("opt/app/stray"), Some(4242), Some(4242)).ok();
+            }),
+            ("auditd", |t| {
+                std::fs::remove_file(t.0.join("usr/sbin/auditd")).expect("rm")
+            }),
+            ("audit_rules", |t| {
+                t.put(
+                    "/etc/audit/rules.d/50-identity.rules",
+                    "-w /etc/passwd -p wa -k identity\n# -w /etc/shadow -p wa\n",
+                    0o640,
+                )
+            }),
+            ("sysctl_network", |t| {
+                t.put("/proc/sys/net/ipv4/ip_forward", "1\n", 0o644)
+            }),
+            ("sysctl_aslr", |t| {
+                t.put("/proc/sys/kernel/randomize_va_space", "1\n", 0o644)
+            }),
+            ("unused_filesystems", |t| {
+                t.put("/proc/modules", "udf 139264 0 - Live 0x0\n", 0o444)
+            }),
+            ("tmp_mount", |t| {
+                t.put(
+                    "/proc/mounts",
+                    "tmpfs /tmp tmpfs rw,nosuid,nodev 0 0\n",
+                    0o444,
+                )
+            }),
+        ];
+        for (id, broken) in cases {
+            let t = good();
+            let needs_root = [
+                "sshd_config_mode",
+                "passwd_mode",
+                "shadow_mode",
+                "unowned_files",
+            ]
+            .contains(&id);
+            if needs_root && !root_owned(&t) {
+                continue;
+            }
+            assert_eq!(
+                t.check(id).0,
+                Status::Pass,
+                "{id} passes first: {}",
+                t.check(id).1
+            );
+            broken(&t);
+            let (status, evidence) = t.check(id);
+            assert_eq!(status, Status::Fail, "{id}: {evidence}");
+            // The others are not disturbed by this one's setting.
+            let others: Vec<Outcome> = run(&t.0)
+                .into_iter()
+                .filter(|o| o.check_id != id && o.status == Status::Fail)
+                .collect();
+            assert!(others.is_empty(), "{id} broke {others:?}");
+        }
+    }
+
+    #[test]
+    fn evidence_names_what_is_wrong() {
+        let t = good();
+        t.put(
+            "/etc/shadow",
+            "root:!:1::::::\nbob::1::::::\neve::1::::::\n",
+            0o640,
+        );
+        assert_eq!(t.check("empty_passwords").1, "empty password: bob, eve");
+        t.put("/proc/mounts", "tmpfs /tmp tmpfs rw,nosuid 0 0\n", 0o444);
+        assert_eq!(
+            t.check("tmp_mount").1,
+            "/tmp: tmpfs rw,nosuid (missing nodev, noexec)"
+        );
+        t.put("/proc/modules", "", 0o444);
+        t.put(
+            "/etc/modprobe.d/cis.conf",
+            "install cramfs /bin/false\n",
+            0o644,
+        );
+        assert_eq!(
+            t.check("unused_filesystems").1,
+            "freevxfs (loadable), jffs2 (loadable), hfs (loadable), hfsplus (loadable), udf (loadable)"
+        );
+    }
+
+    #[test]
+    fn without_sshd_the_ssh_checks_do_not_apply() {
+        let t = good();
+        std::fs::remove_dir_all(t.0.join("etc/ssh")).expect("rm");
+        for id in [
+            "ssh_permit_root_login",
+            "ssh_password_authentication",
+            "ssh_max_auth_tries",
+            "ssh_x11_forwarding",
+            "sshd_config_mode",
+        ] {
+            assert_eq!(t.check(id).0, Status::NotApplicable, "{id}");
+        }
+        // Unreadable essentials are errors, not passes.
+        std::fs::remove_file(t.0.join("etc/login.defs")).expect("rm");
+        assert_eq!(t.check("pass_max_days").0, Status::Error);
+    }
+
+    /// This host, as it is: every check answers, with evidence.
+    #[test]
+    fn this_host_is_checked() {
+        let out = run(Path::new("/"));
+        assert_eq!(out.len(), 21);
+        for o in &out {
+            assert!(!o.evidence.is_empty(), "{}", o.check_id);
+        }
+        let aslr = out
+            .iter()
+            .find(|o| o.check_id == "sysctl_aslr")
+            .expect("aslr");
+        let real =
+            std::fs::read_to_string("/proc/sys/kernel/randomize_va_space").unwrap_or_default();
+        assert_eq!(
+            aslr.evidence,
+            format!("kernel.randomize_va_space = {}", real.trim())
+        );
+    }
+}
