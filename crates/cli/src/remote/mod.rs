@@ -846,8 +846,8 @@ fn with_query(path: &str, pairs: &[(&str, Option<String>)]) -> String {
     }
 }
 
-/// Percent-encodes one path segment (an advisory id).
-fn encode(v: &str) -> String {
+/// Percent-encodes one path segment (an advisory id, a template id).
+pub(crate) fn encode(v: &str) -> String {
     v.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

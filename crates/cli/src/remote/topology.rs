@@ -368,7 +368,7 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
                 Some(n) => json!({"name": n}),
                 None => json!({}),
             };
-            let path = format!("/diagrams/from-template/{}", urlencode(&template));
+            let path = format!("/diagrams/from-template/{}", super::encode(&template));
             print(
                 &c.json(Method::POST, &path, &body).await?,
                 DIAGRAMS,
@@ -437,17 +437,6 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
             Ok(())
         }
     }
-}
-
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            b => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// `trusthub blast-radius ID`: what fails with a node or a host.

@@ -112,6 +112,13 @@ pub(crate) async fn three_hosts(app: &TestApp) -> (Host, Host, Host) {
     (web, db, cache)
 }
 
+/// `POST path` answered 201; the record made.
+async fn made(app: &TestApp, auth: &Auth, path: &str, req: Value) -> Value {
+    let r = app.post(path, auth, req.clone()).await;
+    assert_eq!(r.status(), 201, "{path} {req}");
+    body(r).await
+}
+
 fn find(list: &Value, f: impl Fn(&Value) -> bool) -> &Value {
     list.as_array()
         .and_then(|l| l.iter().find(|x| f(x)))
@@ -270,13 +277,11 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
     );
 
     // A hand-made front: the load balancer depends on web; a zone holds web and db.
-    let lb = body(
-        app.post(
-            "/topology/nodes",
-            &operator,
-            json!({"name": "lb", "kind": "external", "tags": ["edge"]}),
-        )
-        .await,
+    let lb = made(
+        &app,
+        &operator,
+        "/topology/nodes",
+        json!({"name": "lb", "kind": "external", "tags": ["edge"]}),
     )
     .await;
     let r = app
@@ -288,13 +293,11 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
         .await;
     assert_eq!(r.status(), 201);
     let lb_edge = body(r).await;
-    let zone = body(
-        app.post(
-            "/topology/zones",
-            &operator,
-            json!({"name": "prod", "kind": "network"}),
-        )
-        .await,
+    let zone = made(
+        &app,
+        &operator,
+        "/topology/zones",
+        json!({"name": "prod", "kind": "network"}),
     )
     .await;
     for n in [&web_node, &db_node] {
@@ -636,13 +639,11 @@ async fn nodes_edges_and_zones_are_validated_and_tenants_apart(b: Backend) {
     let (operator, _) = app.user_with_role("operator").await;
     let (viewer, _) = app.user_with_role("viewer").await;
     let other = app.other_tenant().await;
-    let other_zone = body(
-        app.post(
-            "/topology/zones",
-            &other,
-            json!({"name": "theirs", "kind": "site"}),
-        )
-        .await,
+    let other_zone = made(
+        &app,
+        &other,
+        "/topology/zones",
+        json!({"name": "theirs", "kind": "site"}),
     )
     .await;
     let before = app.count("SELECT COUNT(*) FROM topology_nodes").await;
@@ -695,13 +696,11 @@ async fn nodes_edges_and_zones_are_validated_and_tenants_apart(b: Backend) {
         "nothing stored"
     );
 
-    let a = body(
-        app.post(
-            "/topology/nodes",
-            &operator,
-            json!({"name": "a", "kind": "host", "agent_id": host.id}),
-        )
-        .await,
+    let a = made(
+        &app,
+        &operator,
+        "/topology/nodes",
+        json!({"name": "a", "kind": "host", "agent_id": host.id}),
     )
     .await;
     assert_eq!(a["agent_id"], host.id.as_str());
@@ -718,13 +717,11 @@ async fn nodes_edges_and_zones_are_validated_and_tenants_apart(b: Backend) {
         "conflict",
     )
     .await;
-    let bn = body(
-        app.post(
-            "/topology/nodes",
-            &operator,
-            json!({"name": "b", "kind": "database", "attributes": {"engine": "pg"}}),
-        )
-        .await,
+    let bn = made(
+        &app,
+        &operator,
+        "/topology/nodes",
+        json!({"name": "b", "kind": "database", "attributes": {"engine": "pg"}}),
     )
     .await;
     let (aid, bid) = (a["id"].clone(), bn["id"].clone());
@@ -794,22 +791,18 @@ async fn nodes_edges_and_zones_are_validated_and_tenants_apart(b: Backend) {
         .await;
         assert!(names_field(&p, field), "{body_} -> {p}");
     }
-    let outer = body(
-        app.post(
-            "/topology/zones",
-            &operator,
-            json!({"name": "eu", "kind": "region"}),
-        )
-        .await,
+    let outer = made(
+        &app,
+        &operator,
+        "/topology/zones",
+        json!({"name": "eu", "kind": "region"}),
     )
     .await;
-    let inner = body(
-        app.post(
-            "/topology/zones",
-            &operator,
-            json!({"name": "dc1", "kind": "site", "parent_id": outer["id"]}),
-        )
-        .await,
+    let inner = made(
+        &app,
+        &operator,
+        "/topology/zones",
+        json!({"name": "dc1", "kind": "site", "parent_id": outer["id"]}),
     )
     .await;
     let path = format!("/topology/nodes/{}", aid.as_str().expect("id"));
@@ -891,40 +884,32 @@ async fn diagrams_are_generated_shared_and_unshared(b: Backend) {
     let (operator, _) = app.user_with_role("operator").await;
     let (viewer, _) = app.user_with_role("viewer").await;
     let host = register(&app).await;
-    let zone = body(
-        app.post(
-            "/topology/zones",
-            &operator,
-            json!({"name": "dmz", "kind": "trust"}),
-        )
-        .await,
+    let zone = made(
+        &app,
+        &operator,
+        "/topology/zones",
+        json!({"name": "dmz", "kind": "trust"}),
     )
     .await;
-    let a = body(
-        app.post(
-            "/topology/nodes",
-            &operator,
-            json!({"name": "proxy", "kind": "service", "zone_id": zone["id"]}),
-        )
-        .await,
+    let a = made(
+        &app,
+        &operator,
+        "/topology/nodes",
+        json!({"name": "proxy", "kind": "service", "zone_id": zone["id"]}),
     )
     .await;
-    let bn = body(
-        app.post(
-            "/topology/nodes",
-            &operator,
-            json!({"name": "app", "kind": "host"}),
-        )
-        .await,
+    let bn = made(
+        &app,
+        &operator,
+        "/topology/nodes",
+        json!({"name": "app", "kind": "host"}),
     )
     .await;
-    let c = body(
-        app.post(
-            "/topology/nodes",
-            &operator,
-            json!({"name": "unrelated", "kind": "host"}),
-        )
-        .await,
+    let c = made(
+        &app,
+        &operator,
+        "/topology/nodes",
+        json!({"name": "unrelated", "kind": "host"}),
     )
     .await;
     assert_eq!(
