@@ -5,9 +5,12 @@
 //! - [`api`] and [`web::pages`]: its API and dashboard pages, mounted by the composition root;
 //! - [`evidence::EvidenceKey`]: the signing key, a part of the state the root installs;
 //! - [`routes::ai::base_prices`]: the price table the root loads at start;
-//! - [`evidence::purge`]: the retention job's step for expired packs.
+//! - [`evidence::purge`]: the retention job's step for expired packs;
+//! - [`explain`]: the built-in explanations of common log lines (English, German) and the
+//!   redaction a line goes through before it may reach a language model.
 
 pub mod evidence;
+pub mod explain;
 pub mod otlp;
 pub mod routes;
 mod store;
