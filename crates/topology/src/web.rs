@@ -97,11 +97,15 @@ async fn topology_page(
             zones.iter().map(|z| (z.id, z.name.clone())).collect();
         let node_names: HashMap<Uuid, String> =
             nodes.iter().map(|n| (n.id, n.name.clone())).collect();
-        let detected = service::detected(state, t, true).await?;
-        let dnames: HashMap<Uuid, String> = service::detected(state, t, false)
-            .await?
-            .into_iter()
-            .filter_map(|d| Some((d.id, d.name?)))
+        // One detection: every item names the nodes; the table lists those not held yet.
+        let all_detected = service::detected(state, t, false).await?;
+        let dnames: HashMap<Uuid, String> = all_detected
+            .iter()
+            .filter_map(|d| Some((d.id, d.name.clone()?)))
+            .collect();
+        let detected: Vec<&service::DetectedView> = all_detected
+            .iter()
+            .filter(|d| d.matched_id.is_none())
             .collect();
         let show = |id: Option<Uuid>| {
             id.and_then(|i| dnames.get(&i).cloned())

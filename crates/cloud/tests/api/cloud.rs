@@ -80,6 +80,33 @@ pub(crate) async fn finished_run(app: &TestApp, account: &str) -> Value {
     panic!("the run of {account} did not finish in 30 s");
 }
 
+/// Adds the account `req` (201): its id and its first run, finished and succeeded.
+async fn added(app: &TestApp, req: Value) -> (String, Value) {
+    let r = app.post("/cloud/accounts", &app.owner, req).await;
+    assert_eq!(r.status(), 201);
+    let id = body(r).await["id"].as_str().expect("id").to_owned();
+    let run = finished_run(app, &id).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    (id, run)
+}
+
+/// The entry of a list whose `key` is `value`.
+fn entry<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {
+    list.as_array()
+        .and_then(|l| l.iter().find(|r| r[key] == value))
+        .unwrap_or_else(|| panic!("{key} {value} in {list}"))
+}
+
+/// How many findings of a list are of `rule`.
+fn of_rule(findings: &Value, rule: &str) -> usize {
+    findings
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter(|f| f["rule"] == rule)
+        .count()
+}
+
 /// Sends an inventory whose interfaces hold `addrs`, and waits until it is stored.
 pub(crate) async fn report_addrs(app: &TestApp, host: &Host, addrs: &[&str]) {
     let inv = json!({"collected_at": ts(OffsetDateTime::now_utc()),
@@ -206,14 +233,7 @@ async fn aws_accounts_are_checked_live_discovered_in_every_region_and_kept_curre
 
     // Findings: SSH open to the world in us-east-1, unencrypted disks there, no agent.
     let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
-    let count = |rule: &str| {
-        findings
-            .as_array()
-            .expect("list")
-            .iter()
-            .filter(|f| f["rule"] == rule)
-            .count()
-    };
+    let count = |rule: &str| of_rule(&findings, rule);
     assert_eq!(count("ssh_open_to_world"), 3, "{findings}");
     assert_eq!(
         count("unencrypted_disk"),
@@ -429,18 +449,12 @@ async fn hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewall
         "{p}"
     );
     fake.throttle_once();
-    let r = app
-        .post(
-            "/cloud/accounts",
-            &app.owner,
-            json!({"provider": "hetzner", "name": "fsn",
+    let (id, run) = added(
+        &app,
+        json!({"provider": "hetzner", "name": "fsn",
             "endpoint": fake.url, "credentials": {"token": fake.token}}),
-        )
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    )
+    .await;
     assert_eq!(run["resources_seen"], 60, "both pages: {run}");
     assert_eq!(fake.throttled(), 1, "the 429 was waited out");
     let all = body(
@@ -451,12 +465,7 @@ async fn hetzner_servers_are_listed_over_pages_through_a_429_with_their_firewall
         .await,
     )
     .await;
-    let one = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["provider_id"] == "1001")
-        .expect("server 1001");
+    let one = entry(&all, "provider_id", "1001");
     assert_eq!(one["name"], "hz-1");
     assert_eq!(one["region"], "fsn1");
     assert_eq!(one["private_ips"], json!(["10.0.0.1"]));
@@ -855,21 +864,10 @@ async fn digitalocean_droplets_are_listed_over_https_with_the_accounts_ca(b: Bac
             .contains("Unable to authenticate you"),
         "{p}"
     );
-    let r = app
-        .post("/cloud/accounts", &app.owner, req(&fake.token, true))
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, run) = added(&app, req(&fake.token, true)).await;
     assert_eq!(run["resources_seen"], 250, "two pages of 200: {run}");
     let one = body(app.get("/cloud/resources?is_public=true", &app.owner).await).await;
-    let d = one
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["provider_id"] == "5002")
-        .expect("droplet 5002");
+    let d = entry(&one, "provider_id", "5002");
     assert_eq!(d["name"], "do-2");
     assert_eq!(d["region"], "fra1");
     assert_eq!(d["private_ips"], json!(["10.114.0.3"]));
@@ -879,14 +877,7 @@ async fn digitalocean_droplets_are_listed_over_https_with_the_accounts_ca(b: Bac
     );
     assert_eq!(d["tags"], json!({"env": "prod", "web": ""}));
     let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
-    let count = |rule: &str| {
-        findings
-            .as_array()
-            .expect("list")
-            .iter()
-            .filter(|f| f["rule"] == rule)
-            .count()
-    };
+    let count = |rule: &str| of_rule(&findings, rule);
     assert_eq!(
         count("ssh_open_to_world"),
         125,
@@ -995,13 +986,7 @@ async fn proxmox_guests_are_listed_with_their_agents_and_containers_addresses(b:
             .unwrap_or_default()
             .contains("HTTP 401")
     );
-    let r = app
-        .post("/cloud/accounts", &app.owner, req(&fake.secret, true))
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, run) = added(&app, req(&fake.secret, true)).await;
     assert_eq!(
         run["resources_seen"], 31,
         "20 + 1 VMs and 10 containers, not the template: {run}"
@@ -1141,13 +1126,7 @@ async fn ovh_instances_are_listed_with_signed_requests_on_ovhs_clock(b: Backend)
             .unwrap_or_default()
             .contains("Invalid signature")
     );
-    let r = app
-        .post("/cloud/accounts", &app.owner, req(&fake.application_secret))
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, run) = added(&app, req(&fake.application_secret)).await;
     assert_eq!(
         (run["resources_seen"].clone(), run["added"].clone()),
         (json!(12), json!(11)),
@@ -1155,12 +1134,7 @@ async fn ovh_instances_are_listed_with_signed_requests_on_ovhs_clock(b: Backend)
     );
     let all = body(app.get("/cloud/resources", &app.owner).await).await;
     assert_eq!(all.as_array().map(Vec::len), Some(11));
-    let one = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["name"] == "ovh-2")
-        .expect("ovh-2");
+    let one = entry(&all, "name", "ovh-2");
     assert_eq!(one["region"], "SBG5");
     assert_eq!(
         one["public_ips"],
@@ -1252,43 +1226,25 @@ async fn gcp_instances_are_listed_with_a_service_accounts_token(b: Backend) {
             .unwrap_or_default()
             .contains("Invalid JWT Signature")
     );
-    let r = app
-        .post(
-            "/cloud/accounts",
-            &app.owner,
-            json!({"provider": "gcp", "name": "prod", "endpoint": fake.url,
+    let (_, run) = added(
+        &app,
+        json!({"provider": "gcp", "name": "prod", "endpoint": fake.url,
             "credentials": {"service_account_json": fake.key_json}, "regions": ["europe-west1"]}),
-        )
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    )
+    .await;
     assert_eq!(
         run["resources_seen"], 400,
         "europe-west1's zones only, over both pages: {run}"
     );
     let all = body(app.get("/cloud/resources", &app.owner).await).await;
-    let one = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["name"] == "gce-2")
-        .expect("gce-2");
+    let one = entry(&all, "name", "gce-2");
     assert_eq!(one["region"], "europe-west1-b");
     assert_eq!(one["provider_id"], "7000000000000000002");
     assert_eq!(one["private_ips"], json!(["10.132.0.4"]));
     assert_eq!(one["public_ips"], json!(["34.76.0.4"]));
     assert_eq!(one["tags"], json!({"env": "prod"}));
     let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
-    let count = |rule: &str| {
-        findings
-            .as_array()
-            .expect("list")
-            .iter()
-            .filter(|f| f["rule"] == rule)
-            .count()
-    };
+    let count = |rule: &str| of_rule(&findings, rule);
     assert_eq!(count("ssh_open_to_world"), 200, "the ssh tag's instances");
     assert_eq!(
         count("rdp_open_to_world"),
@@ -1415,21 +1371,10 @@ async fn azure_vms_are_listed_with_a_service_principal(b: Backend) {
             .unwrap_or_default()
             .contains("AADSTS7000215")
     );
-    let r = app
-        .post("/cloud/accounts", &app.owner, req(&fake.secret))
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, run) = added(&app, req(&fake.secret)).await;
     assert_eq!(run["resources_seen"], 60, "two pages: {run}");
     let all = body(app.get("/cloud/resources", &app.owner).await).await;
-    let vm = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["name"] == "vm-6")
-        .expect("vm-6");
+    let vm = entry(&all, "name", "vm-6");
     assert_eq!(
         vm["provider_id"], "6a3b5c2e-0000-4000-8000-000000000006",
         "the vmId"
@@ -1438,12 +1383,7 @@ async fn azure_vms_are_listed_with_a_service_principal(b: Backend) {
     assert_eq!(vm["state"], "running");
     assert_eq!(vm["private_ips"], json!(["10.0.0.10"]));
     assert_eq!(vm["public_ips"], json!(["20.71.0.7"]));
-    let stopped = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["name"] == "vm-10")
-        .expect("vm-10");
+    let stopped = entry(&all, "name", "vm-10");
     assert_eq!(stopped["state"], "deallocated");
     let findings = body(app.get("/cloud/findings?rule=x", &app.owner).await).await;
     assert!(
@@ -1563,36 +1503,18 @@ async fn scaleway_servers_are_listed_in_every_zone_with_their_security_groups(b:
             .unwrap_or_default()
             .contains("authentication is denied")
     );
-    let r = app
-        .post("/cloud/accounts", &app.owner, req(&fake.secret))
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, run) = added(&app, req(&fake.secret)).await;
     assert_eq!(
         run["resources_seen"], 180,
         "every zone, two pages in fr-par-1: {run}"
     );
     let all = body(app.get("/cloud/resources", &app.owner).await).await;
-    let s = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["name"] == "scw-151")
-        .expect("scw-151");
+    let s = entry(&all, "name", "scw-151");
     assert_eq!(s["region"], "nl-ams-1");
     assert_eq!(s["public_ips"], json!(["51.15.0.152"]));
     assert_eq!(s["tags"], json!({"env": "prod", "web": ""}));
     let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
-    let count = |rule: &str| {
-        findings
-            .as_array()
-            .expect("list")
-            .iter()
-            .filter(|f| f["rule"] == rule)
-            .count()
-    };
+    let count = |rule: &str| of_rule(&findings, rule);
     assert_eq!(
         count("ssh_open_to_world"),
         120,
@@ -1698,24 +1620,13 @@ async fn ionos_servers_are_listed_in_every_data_center_with_their_nic_firewalls(
             .unwrap_or_default()
             .contains("HTTP 401")
     );
-    let r = app
-        .post("/cloud/accounts", &app.owner, req(&fake.token))
-        .await;
-    assert_eq!(r.status(), 201);
-    let id = body(r).await["id"].as_str().expect("id").to_owned();
-    let run = finished_run(&app, &id).await;
-    assert_eq!(run["status"], "succeeded", "{run}");
+    let (_, run) = added(&app, req(&fake.token)).await;
     assert_eq!(
         run["resources_seen"], 130,
         "both data centers, two pages in de/fra: {run}"
     );
     let all = body(app.get("/cloud/resources", &app.owner).await).await;
-    let s = all
-        .as_array()
-        .expect("list")
-        .iter()
-        .find(|r| r["name"] == "ionos-121")
-        .expect("ionos-121");
+    let s = entry(&all, "name", "ionos-121");
     assert_eq!(s["region"], "de/txl");
     assert_eq!(s["public_ips"], json!(["85.215.0.122"]));
     assert_eq!(s["private_ips"], json!(["10.7.0.122"]));
@@ -1728,14 +1639,7 @@ async fn ionos_servers_are_listed_in_every_data_center_with_their_nic_firewalls(
         "SHUTOFF"
     );
     let findings = body(app.get("/cloud/findings?status=open", &app.owner).await).await;
-    let count = |rule: &str| {
-        findings
-            .as_array()
-            .expect("list")
-            .iter()
-            .filter(|f| f["rule"] == rule)
-            .count()
-    };
+    let count = |rule: &str| of_rule(&findings, rule);
     assert_eq!(
         count("ssh_open_to_world"),
         87,
