@@ -30,6 +30,12 @@ pub struct Ack {
     pub http_checks: Option<Vec<trusthub_core::agent::HttpCheck>>,
     /// The watched configuration paths and the scan interval (seconds).
     pub config: Option<(Vec<String>, u64)>,
+    /// Seconds between compliance runs.
+    pub compliance_interval: Option<u64>,
+    /// The honeypots to watch.
+    pub honeypots: Option<Vec<trusthub_core::compliance::Honeypot>>,
+    /// A compliance run the hub asks for now.
+    pub compliance_run: Option<uuid::Uuid>,
 }
 
 /// What the hub said to a push.
@@ -213,6 +219,11 @@ impl HubClient {
                 intervals,
                 http_checks,
                 config,
+                compliance_interval: ack["compliance_interval_secs"].as_u64(),
+                honeypots: serde_json::from_value(ack["honeypots"].clone()).ok(),
+                compliance_run: ack["compliance_run_id"]
+                    .as_str()
+                    .and_then(|s| s.parse().ok()),
             });
         }
         let detail = resp.text().await.unwrap_or_default();

@@ -214,148 +214,43 @@ fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
 
 type Run = fn(&Host) -> (Status, String);
 
-/// The checks: `(id, title, remediation, run)`.
-pub const CHECKS: [(&str, &str, &str, Run); 21] = [
-    (
-        "ssh_permit_root_login",
-        "SSH root login is disabled or key-only",
-        "Set `PermitRootLogin no` (or `prohibit-password`) in /etc/ssh/sshd_config and reload sshd.",
-        permit_root_login,
-    ),
-    (
-        "ssh_password_authentication",
-        "SSH password authentication is disabled",
-        "Set `PasswordAuthentication no` in /etc/ssh/sshd_config (keys only) and reload sshd.",
-        password_authentication,
-    ),
-    (
-        "ssh_max_auth_tries",
-        "SSH allows at most 4 authentication attempts",
-        "Set `MaxAuthTries 4` (or fewer) in /etc/ssh/sshd_config and reload sshd.",
-        max_auth_tries,
-    ),
-    (
-        "ssh_x11_forwarding",
-        "SSH X11 forwarding is disabled",
-        "Set `X11Forwarding no` in /etc/ssh/sshd_config and reload sshd.",
-        x11_forwarding,
-    ),
-    (
-        "sshd_config_mode",
-        "sshd_config is readable by root only",
-        "chown root:root /etc/ssh/sshd_config && chmod 600 /etc/ssh/sshd_config",
-        sshd_config_mode,
-    ),
-    (
-        "passwd_mode",
-        "/etc/passwd is not writable by group or others",
-        "chown root:root /etc/passwd && chmod 644 /etc/passwd",
-        passwd_mode,
-    ),
-    (
-        "shadow_mode",
-        "/etc/shadow is readable by root and the shadow group only",
-        "chown root:shadow /etc/shadow && chmod 640 /etc/shadow",
-        shadow_mode,
-    ),
-    (
-        "pass_max_days",
-        "Passwords expire within 365 days",
-        "Set `PASS_MAX_DAYS 365` (or less) in /etc/login.defs and `chage --maxdays 365 <user>` for existing users.",
-        pass_max_days,
-    ),
-    (
-        "pass_min_days",
-        "Passwords cannot be changed again within a day",
-        "Set `PASS_MIN_DAYS 1` in /etc/login.defs and `chage --mindays 1 <user>` for existing users.",
-        pass_min_days,
-    ),
-    (
-        "pwquality",
-        "Passwords are at least 14 characters (pam_pwquality)",
-        "Install libpam-pwquality and set `minlen = 14` in /etc/security/pwquality.conf.",
-        pwquality,
-    ),
-    (
-        "empty_passwords",
-        "No account has an empty password",
-        "Lock each listed account (`passwd -l <user>`) or give it a password.",
-        empty_passwords,
-    ),
-    (
-        "uid0_only_root",
-        "Only root has UID 0",
-        "Remove the other UID 0 accounts or give them their own UID (`usermod -u <uid> <user>`).",
-        uid0_only_root,
-    ),
-    (
-        "world_writable_files",
-        "No world-writable files in system directories",
-        "Remove write permission for others (`chmod o-w <file>`) from each listed file.",
-        world_writable_files,
-    ),
-    (
-        "sticky_bits",
-        "World-writable directories have the sticky bit",
-        "Set the sticky bit on each listed directory (`chmod +t <dir>`).",
-        sticky_bits,
-    ),
-    (
-        "unowned_files",
-        "Every file in system directories has a known owner and group",
-        "Give each listed file an existing owner and group (`chown root:root <file>`), or remove it.",
-        unowned_files,
-    ),
-    (
-        "auditd",
-        "auditd is installed",
-        "apt-get install auditd audispd-plugins && systemctl enable --now auditd",
-        auditd,
-    ),
-    (
-        "audit_rules",
-        "Audit rules watch the identity files",
-        "Add `-w /etc/passwd -p wa -k identity`, `-w /etc/shadow -p wa -k identity` and `-w /etc/group -p wa -k identity` to /etc/audit/rules.d/50-identity.rules, then `augenrules --load`.",
-        audit_rules,
-    ),
-    (
-        "sysctl_network",
-        "IP forwarding and ICMP redirects are off",
-        "Set net.ipv4.ip_forward = 0, net.ipv4.conf.all.accept_redirects = 0 and net.ipv4.conf.all.send_redirects = 0 in /etc/sysctl.d/60-net.conf, then `sysctl --system`.",
-        sysctl_network,
-    ),
-    (
-        "sysctl_aslr",
-        "Address space layout randomisation is full",
-        "Set kernel.randomize_va_space = 2 in /etc/sysctl.d/60-aslr.conf, then `sysctl --system`.",
-        sysctl_aslr,
-    ),
-    (
-        "unused_filesystems",
-        "Unused file-system modules cannot be loaded",
-        "For each listed module add `install <module> /bin/false` and `blacklist <module>` to /etc/modprobe.d/<module>.conf and unload it (`modprobe -r <module>`).",
-        unused_filesystems,
-    ),
-    (
-        "tmp_mount",
-        "/tmp is its own mount with nodev, nosuid and noexec",
-        "Mount /tmp separately (systemd's tmp.mount or an fstab line) with `nodev,nosuid,noexec`.",
-        tmp_mount,
-    ),
+/// The checks' code, in [`trusthub_core::compliance::CHECKS`]'s order: `(id, run)`.
+pub const RUNS: [(&str, Run); 21] = [
+    ("ssh_permit_root_login", permit_root_login),
+    ("ssh_password_authentication", password_authentication),
+    ("ssh_max_auth_tries", max_auth_tries),
+    ("ssh_x11_forwarding", x11_forwarding),
+    ("sshd_config_mode", sshd_config_mode),
+    ("passwd_mode", passwd_mode),
+    ("shadow_mode", shadow_mode),
+    ("pass_max_days", pass_max_days),
+    ("pass_min_days", pass_min_days),
+    ("pwquality", pwquality),
+    ("empty_passwords", empty_passwords),
+    ("uid0_only_root", uid0_only_root),
+    ("world_writable_files", world_writable_files),
+    ("sticky_bits", sticky_bits),
+    ("unowned_files", unowned_files),
+    ("auditd", auditd),
+    ("audit_rules", audit_rules),
+    ("sysctl_network", sysctl_network),
+    ("sysctl_aslr", sysctl_aslr),
+    ("unused_filesystems", unused_filesystems),
+    ("tmp_mount", tmp_mount),
 ];
 
 /// Runs every check.
 pub fn run(root: &Path) -> Vec<Outcome> {
     let host = Host::new(root);
-    CHECKS
-        .iter()
-        .map(|(id, _, remediation, f)| {
+    RUNS.iter()
+        .zip(trusthub_core::compliance::CHECKS.iter())
+        .map(|((id, f), meta)| {
             let (status, evidence) = f(&host);
             Outcome {
                 check_id: id,
                 status,
                 evidence,
-                remediation,
+                remediation: meta.remediation,
             }
         })
         .collect()

@@ -3,7 +3,8 @@
 //! the hub sees when another machine answers with this agent's identity. The boot id is
 //! reported beside it and changes with every boot, so it is not part of the hash.
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use trusthub_core::compliance::{Dna, DnaParts};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
@@ -39,24 +40,25 @@ pub fn collect(root: &Path, exe: &Path) -> Value {
     let agent_sha256 = std::fs::read(exe)
         .map(|b| trusthub_core::secret::hex(&Sha256::digest(&b)))
         .unwrap_or_default();
-    let stable = json!({
-        "machine_id": read("etc/machine-id"),
-        "kernel": read("proc/sys/kernel/osrelease"),
-        "os": os,
-        "ssh_host_keys": keys,
-        "agent_sha256": agent_sha256,
-    });
-    let fingerprint = trusthub_core::secret::hex(&Sha256::digest(
-        trusthub_core::canonical::canonical_json(&stable).as_bytes(),
-    ));
-    let mut parts = stable;
-    parts["boot_id"] = json!(read("proc/sys/kernel/random/boot_id"));
-    json!({"fingerprint_sha256": fingerprint, "parts": parts})
+    let parts = DnaParts {
+        machine_id: read("etc/machine-id"),
+        boot_id: read("proc/sys/kernel/random/boot_id"),
+        kernel: read("proc/sys/kernel/osrelease"),
+        os,
+        ssh_host_keys: keys,
+        agent_sha256,
+    };
+    let dna = Dna {
+        fingerprint_sha256: parts.fingerprint(),
+        parts,
+    };
+    serde_json::to_value(dna).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn tree() -> std::path::PathBuf {
         let t = std::env::temp_dir().join(format!("dna-{}", uuid::Uuid::new_v4().simple()));

@@ -16,6 +16,7 @@ pub mod console;
 pub mod dna;
 pub mod drift;
 pub mod emergency;
+pub mod honeypot;
 pub mod inventory;
 pub mod mtls;
 pub mod patch;
@@ -90,6 +91,13 @@ pub struct Options {
     /// The user whose login shell a console runs.
     #[arg(long, env = "TRUSTHUB_AGENT_CONSOLE_USER", default_value = "root")]
     pub console_user: String,
+    /// The auth log user honeypots are read from (default /var/log/auth.log or
+    /// /var/log/secure, whichever exists).
+    #[arg(long, env = "TRUSTHUB_AGENT_AUTH_LOG", hide = true)]
+    pub auth_log: Option<PathBuf>,
+    /// The root the compliance checks read the host under (a chroot's or a test tree's).
+    #[arg(long, env = "TRUSTHUB_AGENT_COMPLIANCE_ROOT", default_value = "/", hide = true)]
+    pub compliance_root: PathBuf,
 }
 
 /// Facts about this host for registration.
@@ -283,6 +291,20 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let mut next_config_scan = Instant::now();
     let config_wake = Arc::new(tokio::sync::Notify::new());
     let watcher = drift::Watcher::start(config_wake.clone());
+    let honeypots = honeypot::Honeypots::new(
+        opts.auth_log.clone().or_else(honeypot::default_auth_log),
+    );
+    // Compliance runs: the agent's own every `compliance_every` (the first soon after the
+    // start), and those the hub asks for by id; each runs on a blocking thread and its
+    // report goes with the next batch.
+    let mut compliance_every = Duration::from_secs(
+        trusthub_core::compliance::DEFAULT_INTERVAL_SECS as u64,
+    );
+    let mut next_compliance = Instant::now() + Duration::from_secs(5);
+    let mut asked_run: Option<uuid::Uuid> = None;
+    let compliance_report: Arc<std::sync::Mutex<Option<Value>>> = Arc::default();
+    let compliance_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let exe = std::env::current_exe().unwrap_or_default();
     let package_db = drift::PackageDb {
         dpkg_admindir: opts.dpkg_admindir.clone(),
         rpm_dbpath: opts.rpm_dbpath.clone(),
@@ -332,6 +354,8 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 let inv = inventory::collect(&opts.project_paths, ts).await;
                 batch["processes"] = inv["processes"].clone();
                 batch["inventory"] = inv;
+                let _quiet = honeypots.quiet();
+                batch["dna"] = dna::collect(std::path::Path::new("/"), &exe);
             } else {
                 let (live, processes) = inventory::live().await;
                 batch["live"] = live;
@@ -341,7 +365,9 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 next_config_scan = now + every;
                 let db = package_db.clone();
                 let w = watcher.clone();
+                let quiet = honeypots.quiet();
                 let scanned = tokio::task::spawn_blocking(move || {
+                    let _quiet = quiet;
                     drift::scan_watching(&patterns, &db, Some(&w))
                 })
                 .await;
@@ -357,6 +383,13 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             if !results.is_empty() {
                 batch["app_checks"] = json!(results);
             }
+            if let Some(report) = compliance_report.lock().ok().and_then(|mut r| r.take()) {
+                batch["compliance"] = report;
+            }
+            let touched = honeypots.take();
+            if !touched.is_empty() {
+                batch["honeypot_events"] = json!(touched);
+            }
             let id = batch["batch_id"].as_str().unwrap_or_default().to_owned();
             match serde_json::to_vec(&batch) {
                 Ok(bytes) => {
@@ -367,9 +400,49 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 Err(e) => tracing::error!(error = %e, "cannot serialise a batch"),
             }
         }
+        if Instant::now() >= next_compliance
+            && !compliance_running.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            next_compliance = Instant::now() + compliance_every;
+            start_compliance(
+                opts.compliance_root.clone(),
+                None,
+                honeypots.quiet(),
+                compliance_report.clone(),
+                compliance_running.clone(),
+            );
+        }
         if Instant::now() >= next_send {
             match drain(&client, &reg, &key, &spool).await {
                 Ok(ack) => {
+                    if let Some(a) = &ack {
+                        if let Some(list) = &a.honeypots {
+                            honeypots.set(list);
+                        }
+                        if let Some(secs) = a.compliance_interval.filter(|s| *s >= 60) {
+                            let every = Duration::from_secs(secs);
+                            if every != compliance_every {
+                                next_compliance = next_compliance.min(Instant::now() + every);
+                                compliance_every = every;
+                            }
+                        }
+                        if let Some(run) = a.compliance_run
+                            && asked_run != Some(run)
+                            && !compliance_running.swap(true, std::sync::atomic::Ordering::SeqCst)
+                        {
+                            tracing::info!(%run, "the hub asked for a compliance run");
+                            asked_run = Some(run);
+                            start_compliance(
+                                opts.compliance_root.clone(),
+                                Some(run),
+                                honeypots.quiet(),
+                                compliance_report.clone(),
+                                compliance_running.clone(),
+                            );
+                            // The results go with a batch soon after the run ends.
+                            next_collect = next_collect.min(Instant::now() + Duration::from_secs(2));
+                        }
+                    }
                     if let Some(wanted) = ack.as_ref().and_then(|a| a.http_checks.clone()) {
                         checks.set(wanted);
                     }
@@ -425,6 +498,45 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         "agent stopped; spooled batches go out at the next start"
     );
     Ok(())
+}
+
+/// Runs the compliance checks under `root` on a blocking thread; the report (answering
+/// `run`, if the hub asked) is left in `slot` for the next batch.
+fn start_compliance(
+    root: PathBuf,
+    run: Option<uuid::Uuid>,
+    quiet: honeypot::Quiet,
+    slot: Arc<std::sync::Mutex<Option<Value>>>,
+    running: Arc<std::sync::atomic::AtomicBool>,
+) {
+    tokio::task::spawn_blocking(move || {
+        let checked_at = OffsetDateTime::now_utc();
+        let outcomes = {
+            let _quiet = quiet;
+            compliance::run(&root)
+        };
+        let results: Vec<Value> = outcomes
+            .iter()
+            .map(|o| {
+                json!({"check_id": o.check_id, "status": o.status.as_str(), "evidence": o.evidence,
+                       "remediation": o.remediation})
+            })
+            .collect();
+        let failed = outcomes
+            .iter()
+            .filter(|o| o.status == compliance::Status::Fail)
+            .count();
+        tracing::info!(checks = results.len(), failed, run = ?run, "compliance checks ran");
+        let report = json!({
+            "run_id": run,
+            "checked_at": checked_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+            "results": results,
+        });
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(report);
+        }
+        running.store(false, std::sync::atomic::Ordering::SeqCst);
+    });
 }
 
 fn time_ms(t: OffsetDateTime) -> i64 {

@@ -469,6 +469,8 @@ async fn up(args: UpArgs) -> Result<(), String> {
         rpm_dbpath: None,
         allow_console: false,
         console_user: "root".into(),
+        auth_log: None,
+        compliance_root: "/".into(),
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",

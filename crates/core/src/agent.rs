@@ -125,6 +125,15 @@ pub struct Batch {
     /// last batch: every path the patterns name or match, content never included.
     #[serde(default)]
     pub config_hashes: Option<Vec<crate::drift::ConfigHash>>,
+    /// A run of the host compliance checks (CONTRACT 25), when one ran since the last batch.
+    #[serde(default)]
+    pub compliance: Option<crate::compliance::Report>,
+    /// The host's DNA (CONTRACT 25), sent with each inventory.
+    #[serde(default)]
+    pub dna: Option<crate::compliance::Dna>,
+    /// Honeypots touched since the last batch.
+    #[serde(default)]
+    pub honeypot_events: Vec<crate::compliance::HoneypotEvent>,
 }
 
 /// One HTTP check of an `http` app, run by the agent.

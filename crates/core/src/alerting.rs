@@ -54,6 +54,8 @@ pub mod source {
     pub const SLO: &str = "slo";
     /// Auto-patch dispatched or rolled back a patch (CONTRACT 19).
     pub const AUTO_PATCH: &str = "auto_patch";
+    /// A honeypot was touched (CONTRACT 25).
+    pub const HONEYPOT: &str = "honeypot";
 }
 
 /// A rule's comparison (CONTRACT 10: `> >= < <= == !=`).

@@ -153,5 +153,7 @@ pub const CLOUD_DISCOVERY_FINISHED: &str = "cloud_discovery_finished";
 pub const TOPOLOGY_PROMOTED: &str = "topology_promoted";
 /// An operator shared a diagram by a public link.
 pub const DIAGRAM_SHARED: &str = "diagram_shared";
+/// An admin asked hosts to run the compliance checks now (CONTRACT 25).
+pub const COMPLIANCE_RUN_REQUESTED: &str = "compliance_run_requested";
 /// An operator ended a diagram's public link.
 pub const DIAGRAM_UNSHARED: &str = "diagram_unshared";

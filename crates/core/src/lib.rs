@@ -10,6 +10,7 @@ pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod canonical;
+pub mod compliance;
 pub mod csv;
 pub mod drift;
 pub mod eat;

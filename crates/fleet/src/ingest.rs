@@ -39,6 +39,9 @@ pub struct Job {
     pub checks: Vec<trusthub_core::apps::CheckResult>,
     /// A configuration scan, when the batch carried one (taken out of the batch).
     pub config: Option<ConfigScan>,
+    /// Compliance results, DNA and honeypot events, when the batch carried any (taken out of
+    /// the batch).
+    pub security: Option<SecurityReport>,
     /// The hub's clock at arrival.
     pub now: OffsetDateTime,
 }
@@ -73,6 +76,36 @@ pub type ConfigReportsFn = for<'a> fn(
     OffsetDateTime,
 ) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
 
+/// What an agent reported about its host's integrity (CONTRACT 25), with what the compliance
+/// capability needs to know about the host.
+#[derive(Debug, Clone)]
+pub struct SecurityReport {
+    /// The tenant.
+    pub tenant: trusthub_store::TenantId,
+    /// The agent.
+    pub agent_id: Uuid,
+    /// Its host name.
+    pub hostname: String,
+    /// A run of the compliance checks.
+    pub compliance: Option<trusthub_core::compliance::Report>,
+    /// The host's DNA.
+    pub dna: Option<trusthub_core::compliance::Dna>,
+    /// Honeypots touched.
+    pub honeypot_events: Vec<trusthub_core::compliance::HoneypotEvent>,
+}
+
+/// What the compliance capability does with a [`SecurityReport`], in the batch's own
+/// transaction: a typed event from the fleet to compliance.
+#[derive(Debug, Clone, Copy)]
+pub struct SecurityReports(pub SecurityReportsFn);
+
+/// The signature of [`SecurityReports`].
+pub type SecurityReportsFn = for<'a> fn(
+    &'a mut trusthub_store::Tx,
+    &'a SecurityReport,
+    OffsetDateTime,
+) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
+
 /// The typed events ingest raises in its transaction.
 #[derive(Debug, Clone, Copy)]
 pub struct Hooks {
@@ -80,6 +113,8 @@ pub struct Hooks {
     pub apps: AppReports,
     /// To the drift capability.
     pub config: ConfigReports,
+    /// To the compliance capability.
+    pub security: SecurityReports,
 }
 
 type Reply = oneshot::Sender<StoreResult<bool>>;
@@ -251,6 +286,9 @@ pub async fn commit_group(
             }
             if let Some(scan) = &job.config {
                 (apps.config.0)(&mut tx, scan, job.now).await?;
+            }
+            if let Some(report) = &job.security {
+                (apps.security.0)(&mut tx, report, job.now).await?;
             }
         }
         flags.push(fresh);

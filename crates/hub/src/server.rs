@@ -192,6 +192,9 @@ impl Server {
                 config: trusthub_fleet::ingest::ConfigReports(|tx, scan, now| {
                     Box::pin(trusthub_drift::on_config_scan(tx, scan, now))
                 }),
+                security: trusthub_fleet::ingest::SecurityReports(|tx, report, now| {
+                    Box::pin(trusthub_compliance::on_report(tx, report, now))
+                }),
             },
         );
         let state = AppState(Arc::new(App {
@@ -241,6 +244,9 @@ impl Server {
                             .flat_map(|c| c.names)
                             .collect(),
                     ))
+                    .insert(trusthub_fleet::ComplianceRuns(|state, tenant, agent| {
+                        Box::pin(trusthub_compliance::service::pending_run(state, tenant, agent))
+                    }))
                     .insert(trusthub_fleet::HttpChecks(|state, agent| {
                         Box::pin(crate::routes::apps::http_checks_of(state, agent))
                     }))

@@ -27,6 +27,7 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::ai::router())
         .merge(routes::evidence::router())
+        .merge(routes::explain::router())
 }
 
 /// This capability, as the composition root mounts, schedules and starts it.

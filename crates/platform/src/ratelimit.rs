@@ -69,6 +69,12 @@ pub const EMERGENCY: Limit = Limit {
     max: 5,
     window_secs: 3600,
 };
+/// `POST /compliance/run`: 10 per hour per user (accepted runs only).
+pub const COMPLIANCE_RUN: Limit = Limit {
+    name: "compliance_run",
+    max: 10,
+    window_secs: 3600,
+};
 /// Every other user endpoint: 1000 per minute per IP.
 pub const GENERAL: Limit = Limit {
     name: "general",

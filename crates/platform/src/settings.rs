@@ -287,6 +287,30 @@ pub struct Settings {
     /// the end.
     #[arg(long, env = "TRUSTHUB_CLIENT_CERT_DAYS", default_value_t = 365)]
     pub client_cert_days: i64,
+    /// An OpenAI-compatible chat-completions API for `/ai/explain` (Ollama, llama.cpp, vLLM),
+    /// as its base ending in `/v1` (e.g. `http://127.0.0.1:11434/v1`); the hub posts the
+    /// redacted log line to `<url>/chat/completions`. Unset: the built-in rules explain.
+    #[arg(long, env = "TRUSTHUB_LLM_URL", value_parser = parse_llm_url)]
+    pub llm_url: Option<String>,
+    /// The model `/ai/explain` asks for.
+    #[arg(long, env = "TRUSTHUB_LLM_MODEL", default_value = "llama3.2")]
+    pub llm_model: String,
+    /// A bearer token for the LLM API, when it wants one.
+    #[arg(long, env = "TRUSTHUB_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+}
+
+fn parse_llm_url(s: &str) -> Result<String, String> {
+    let u = reqwest::Url::parse(s).map_err(|e| format!("`{s}` is not a URL: {e}"))?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return Err(format!("`{s}`: an http(s) URL is needed"));
+    }
+    if !u.path().trim_end_matches('/').ends_with("/v1") || u.query().is_some() {
+        return Err(format!(
+            "`{s}`: give the API's base ending in /v1 (e.g. http://127.0.0.1:11434/v1)"
+        ));
+    }
+    Ok(s.trim_end_matches('/').to_owned())
 }
 
 /// A webhook retry schedule: the wait before each retry.
@@ -398,6 +422,9 @@ impl Settings {
             tls_self: false,
             trusted_proxies: Vec::new(),
             client_cert_days: 365,
+            llm_url: None,
+            llm_model: "llama3.2".into(),
+            llm_api_key: None,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,
         }

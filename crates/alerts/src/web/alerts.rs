@@ -23,6 +23,8 @@ struct AlertRow {
     host: String,
     raised: String,
     resolved: bool,
+    /// The query of the alert's "explain" link (its title and detail, its host).
+    explain: String,
 }
 
 #[derive(Template)]
@@ -94,6 +96,20 @@ pub async fn alerts(
                 alerts: list
                     .into_iter()
                     .map(|a| AlertRow {
+                        explain: serde_urlencoded::to_string([
+                            (
+                                "log",
+                                match &a.detail {
+                                    Some(d) => format!("{}: {d}", a.title),
+                                    None => a.title.clone(),
+                                },
+                            ),
+                            (
+                                "agent_id",
+                                a.agent.as_ref().map(|g| g.id.to_string()).unwrap_or_default(),
+                            ),
+                        ])
+                        .unwrap_or_default(),
                         id: a.id.to_string(),
                         mark: match a.severity.as_str() {
                             "critical" => "✕",

@@ -51,18 +51,37 @@ pub async fn record(
     evidence: Value,
     once: bool,
 ) -> ApiResult<()> {
-    let now = now();
-    let t = TenantId(tenant);
     let mut tx = state.db.begin().await?;
-    if once && anomalies::open_exists(&mut tx, t, agent.id, kind).await? {
+    let agent = AgentRef {
+        tenant_id: tenant,
+        ..agent
+    };
+    record_in(&mut tx, agent, kind, detail, evidence, once, now()).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// [`record`] inside the caller's transaction (an ingest hook's); `agent.tenant_id` is the
+/// tenant.
+pub async fn record_in(
+    tx: &mut trusthub_store::Tx,
+    agent: AgentRef<'_>,
+    kind: &str,
+    detail: &str,
+    evidence: Value,
+    once: bool,
+    now: OffsetDateTime,
+) -> trusthub_store::StoreResult<()> {
+    let t = TenantId(agent.tenant_id);
+    if once && anomalies::open_exists(&mut *tx, t, agent.id, kind).await? {
         return Ok(());
     }
     let id = Uuid::now_v7();
     anomalies::insert(
-        &mut tx,
+        &mut *tx,
         &Anomaly {
             id,
-            tenant_id: tenant,
+            tenant_id: agent.tenant_id,
             agent_id: Some(agent.id),
             kind: kind.to_owned(),
             detail: detail.to_owned(),
@@ -76,7 +95,7 @@ pub async fn record(
     let title = format!("Integrity anomaly on {}: {kind}", agent.hostname);
     Notifier::default()
         .raise(
-            &mut tx,
+            &mut *tx,
             t,
             &alerts::NewAlert {
                 severity: Severity::Warning.as_str(),
@@ -93,7 +112,6 @@ pub async fn record(
             now,
         )
         .await?;
-    tx.commit().await?;
     Ok(())
 }
 
@@ -103,7 +121,7 @@ pub struct AnomalyView {
     /// Id.
     pub id: Uuid,
     /// `cert_cn_mismatch`, `unknown_cert`, `revoked_cert_used`, `expired_cert_used`,
-    /// `bad_ingest_signature`.
+    /// `bad_ingest_signature`, `dna_changed`.
     pub kind: String,
     /// The agent concerned.
     pub agent_id: Option<Uuid>,

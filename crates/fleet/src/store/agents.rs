@@ -115,6 +115,10 @@ pub struct Agent {
     pub config_paths: Option<Json<Vec<String>>>,
     /// Seconds between two configuration scans.
     pub config_scan_interval_secs: i64,
+    /// Seconds between two compliance runs of the agent's own (CONTRACT 25).
+    pub compliance_interval_secs: i64,
+    /// Canary files, users and ports the agent watches.
+    pub honeypots: Json<Vec<trusthub_core::compliance::Honeypot>>,
 }
 
 impl Agent {
@@ -132,7 +136,7 @@ impl Agent {
 
 const COLUMNS: &str = "id, tenant_id, machine_id, hostname, os, arch, agent_version, tags, signing_pubkey, created_at, \
     last_seen_at, last_heartbeat, ingest_interval_secs, inventory_interval_secs, allowed_actions, reported_actions, \
-    config_paths, config_scan_interval_secs";
+    config_paths, config_scan_interval_secs, compliance_interval_secs, honeypots";
 
 /// What a registration says about the host.
 #[derive(Debug, Clone)]
@@ -276,6 +280,10 @@ pub struct Governance {
     pub config_paths: Option<Vec<String>>,
     /// Seconds between configuration scans.
     pub config_scan_interval_secs: i64,
+    /// Seconds between compliance runs.
+    pub compliance_interval_secs: i64,
+    /// Honeypots.
+    pub honeypots: Vec<trusthub_core::compliance::Honeypot>,
 }
 
 /// Replaces the governed settings.
@@ -287,9 +295,10 @@ pub async fn set_governance(
 ) -> StoreResult<bool> {
     let n = on!(ex, c => sqlx::query(
         "UPDATE agents SET ingest_interval_secs = $1, inventory_interval_secs = $2, tags = $3, allowed_actions = $4, \
-         config_paths = $7, config_scan_interval_secs = $8 WHERE tenant_id = $5 AND id = $6")
+         config_paths = $7, config_scan_interval_secs = $8, compliance_interval_secs = $9, honeypots = $10 WHERE tenant_id = $5 AND id = $6")
         .bind(g.ingest_interval_secs).bind(g.inventory_interval_secs).bind(Json(&g.tags)).bind(Json(&g.allowed_actions))
-        .bind(tenant.0).bind(id).bind(g.config_paths.as_ref().map(Json)).bind(g.config_scan_interval_secs).execute(&mut *c).await?.rows_affected());
+        .bind(tenant.0).bind(id).bind(g.config_paths.as_ref().map(Json)).bind(g.config_scan_interval_secs)
+        .bind(g.compliance_interval_secs).bind(Json(&g.honeypots)).execute(&mut *c).await?.rows_affected());
     if n == 1
         && let Some(a) = get(ex, tenant, id).await?
     {

@@ -231,6 +231,8 @@ struct AdminPage<'a> {
     hostname: String,
     config_paths: String,
     config_scan: i64,
+    compliance: i64,
+    honeypots: String,
     ingest: i64,
     inventory: i64,
     tags: String,
@@ -279,6 +281,13 @@ async fn admin_page(
             can_govern: p.has_role(Role::Operator),
             config_paths: g.config_paths.join("\n"),
             config_scan: g.config_scan_interval_secs,
+            compliance: g.compliance_interval_secs,
+            honeypots: g
+                .honeypots
+                .iter()
+                .map(|h| format!("{} {}", h.kind, h.target))
+                .collect::<Vec<_>>()
+                .join("\n"),
             id: id.to_string(),
             hostname: agent.hostname,
             pinned: agent.signing_pubkey.is_some(),
@@ -373,6 +382,25 @@ pub async fn governance(
     let ingest = number("ingest_interval_secs");
     let inventory = number("inventory_interval_secs");
     let scan = number("config_scan_interval_secs");
+    let compliance = number("compliance_interval_secs");
+    let mut honeypots = Vec::new();
+    for (i, line) in field("honeypots")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
+        match line.split_once(char::is_whitespace) {
+            Some((kind, target)) => honeypots.push(trusthub_core::compliance::Honeypot {
+                kind: kind.to_owned(),
+                target: target.trim().to_owned(),
+            }),
+            None => errors.push(crate::error::FieldError {
+                field: "honeypots".into(),
+                message: format!("line {}: write `<file|user|port> <target>`", i + 1),
+            }),
+        }
+    }
     if !errors.is_empty() {
         return refused(&state, &user, id, ApiError::Validation(errors)).await;
     }
@@ -397,6 +425,8 @@ pub async fn governance(
             (paths != trusthub_core::drift::DEFAULT_CONFIG_PATHS.map(String::from)).then_some(paths)
         },
         config_scan_interval_secs: Some(scan),
+        compliance_interval_secs: Some(compliance),
+        honeypots: Some(honeypots),
         host_allowed_actions: None,
         effective_actions: None,
     };

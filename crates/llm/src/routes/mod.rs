@@ -2,3 +2,4 @@
 
 pub mod ai;
 pub mod evidence;
+pub mod explain;

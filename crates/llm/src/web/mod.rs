@@ -2,6 +2,7 @@
 
 pub mod ai;
 pub mod evidence;
+pub mod explain;
 
 pub use trusthub_identity::web::{WebUser, allowed};
 pub use trusthub_platform::page::*;
@@ -19,6 +20,7 @@ pub fn pages() -> Router<AppState> {
             get(evidence::evidence).post(evidence::create_pack),
         )
         .route("/ui/ai", get(ai::teams))
+        .route("/ui/explain", get(explain::explain))
         .route("/ui/ai/teams/{team}", get(ai::team))
         .route("/ui/ai/prices", get(ai::prices).post(ai::set_price))
 }

@@ -31,6 +31,18 @@ pub struct GovernanceIn {
     #[serde(default)]
     #[schema(minimum = 10, maximum = 86_400)]
     pub config_scan_interval_secs: Option<i64>,
+    /// Seconds between the agent's own runs of the compliance checks (CONTRACT 25), 300 to
+    /// 604800 (default 43200).
+    #[serde(default)]
+    #[schema(minimum = 300, maximum = 604_800)]
+    pub compliance_interval_secs: Option<i64>,
+    /// Honeypots (CONTRACT 25), at most 32: `file` (an absolute path no one should open,
+    /// change or remove), `user` (an account no one should try to log in as, read from the
+    /// auth log), `port` (a TCP port the agent listens on that no one should connect to).
+    /// A touch raises a critical alert. Absent or null: none.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<HoneypotSchema>>, max_items = 32)]
+    pub honeypots: Option<Vec<trusthub_core::compliance::Honeypot>>,
     /// Read-only (ignored).
     #[serde(default)]
     #[schema(read_only, value_type = Option<Vec<String>>)]
@@ -39,6 +51,19 @@ pub struct GovernanceIn {
     #[serde(default)]
     #[schema(read_only, value_type = Option<Vec<String>>)]
     pub effective_actions: Option<serde_json::Value>,
+}
+
+/// A honeypot (CONTRACT 25).
+#[derive(ToSchema)]
+#[schema(as = Honeypot)]
+#[allow(dead_code)]
+pub struct HoneypotSchema {
+    /// `file`, `user` or `port`.
+    #[schema(pattern = "^(file|user|port)$")]
+    kind: String,
+    /// An absolute path, a user name or a TCP port (1 to 65535).
+    #[schema(min_length = 1, max_length = 1024)]
+    target: String,
 }
 
 /// The settings the hub governs for an agent.
@@ -57,6 +82,11 @@ pub struct GovernanceView {
     pub config_paths: Vec<String>,
     /// Seconds between configuration scans.
     pub config_scan_interval_secs: i64,
+    /// Seconds between the agent's own compliance runs.
+    pub compliance_interval_secs: i64,
+    /// Honeypots the agent watches.
+    #[schema(value_type = Vec<HoneypotSchema>)]
+    pub honeypots: Vec<trusthub_core::compliance::Honeypot>,
     /// What the host's own allowlist accepts, as the agent last reported it (read-only; the
     /// host operator's veto).
     pub host_allowed_actions: Option<Vec<String>>,
@@ -81,6 +111,8 @@ impl GovernanceView {
             allowed_actions: a.allowed_actions.0.clone(),
             config_paths: a.watched_paths(),
             config_scan_interval_secs: a.config_scan_interval_secs,
+            compliance_interval_secs: a.compliance_interval_secs,
+            honeypots: a.honeypots.0.clone(),
             host_allowed_actions: host,
             effective_actions: effective,
         }
@@ -165,6 +197,22 @@ pub async fn put_governance_by(
             message: "must be between 10 and 86400".into(),
         });
     }
+    let compliance = req
+        .compliance_interval_secs
+        .unwrap_or(trusthub_core::compliance::DEFAULT_INTERVAL_SECS);
+    if !(300..=604_800).contains(&compliance) {
+        errors.push(FieldError {
+            field: "compliance_interval_secs".into(),
+            message: "must be between 300 and 604800".into(),
+        });
+    }
+    let honeypots = req.honeypots.unwrap_or_default();
+    if let Err(m) = trusthub_core::compliance::check_honeypots(&honeypots) {
+        errors.push(FieldError {
+            field: "honeypots".into(),
+            message: m,
+        });
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -184,12 +232,14 @@ pub async fn put_governance_by(
             p
         }),
         config_scan_interval_secs: scan,
+        compliance_interval_secs: compliance,
+        honeypots,
     };
     let mut tx = state.db.begin().await?;
     if !agents::set_governance(&mut tx, p.tenant(), id, &g).await? {
         return Err(ApiError::NotFound("agent"));
     }
-    meta.record(&mut tx, p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions, "config_paths": g.config_paths, "config_scan_interval_secs": g.config_scan_interval_secs})).await?;
+    meta.record(&mut tx, p, ev::AGENT_GOVERNANCE_CHANGED, format!("agent:{id}"), json!({"ingest_interval_secs": g.ingest_interval_secs, "inventory_interval_secs": g.inventory_interval_secs, "tags": g.tags, "allowed_actions": g.allowed_actions, "config_paths": g.config_paths, "config_scan_interval_secs": g.config_scan_interval_secs, "compliance_interval_secs": g.compliance_interval_secs, "honeypots": g.honeypots})).await?;
     let agent = agents::get(&mut tx, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("agent"))?;

@@ -26,6 +26,14 @@ pub struct IngestAccepted {
     /// results go back in `app_checks` of later batches.
     #[schema(value_type = Vec<Object>)]
     pub http_checks: Vec<wire::HttpCheck>,
+    /// Seconds between the agent's own compliance runs (CONTRACT 25).
+    pub compliance_interval_secs: i64,
+    /// The honeypots to watch: `{kind, target}`.
+    #[schema(value_type = Vec<Object>)]
+    pub honeypots: Vec<trusthub_core::compliance::Honeypot>,
+    /// A compliance run the hub asks for now (`POST /compliance/run`): the agent runs its
+    /// checks and sends the results with this id.
+    pub compliance_run_id: Option<Uuid>,
 }
 
 /// Push a batch (CONTRACT 4): `Authorization: Bearer <agent token>`, `X-Service-Signature`
@@ -126,6 +134,7 @@ pub(crate) async fn ingest(
             }
         }
     }
+    let security = security_report(&mut batch, &agent, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -176,6 +185,7 @@ pub(crate) async fn ingest(
             observed,
             checks,
             config,
+            security,
             now,
         })
         .await?;
@@ -202,8 +212,81 @@ pub(crate) async fn ingest(
             config_paths: agent.watched_paths(),
             config_scan_interval_secs: agent.config_scan_interval_secs,
             http_checks,
+            compliance_interval_secs: agent.compliance_interval_secs,
+            honeypots: agent.honeypots.0.clone(),
+            compliance_run_id: (state.part::<crate::ComplianceRuns>().0)(
+                &state,
+                TenantId(agent.tenant_id),
+                agent.id,
+            )
+            .await?,
         }),
     ))
+}
+
+/// The batch's compliance results, DNA and honeypot events, taken out of it and checked
+/// (CONTRACT 18: each problem named by its path).
+fn security_report(
+    batch: &mut Batch,
+    agent: &crate::Agent,
+    errors: &mut Vec<FieldError>,
+) -> Option<crate::ingest::SecurityReport> {
+    let compliance = batch.compliance.take();
+    let dna = batch.dna.take();
+    let events = std::mem::take(&mut batch.honeypot_events);
+    let mut problems: Vec<(String, String)> = Vec::new();
+    if let Some(c) = &compliance {
+        problems.extend(
+            c.problems()
+                .into_iter()
+                .map(|(f, m)| (format!("compliance.{f}"), m)),
+        );
+    }
+    if let Some(d) = &dna {
+        problems.extend(d.problems());
+    }
+    if events.len() > trusthub_core::compliance::MAX_EVENTS {
+        problems.push((
+            "honeypot_events".into(),
+            format!("at most {} events", trusthub_core::compliance::MAX_EVENTS),
+        ));
+    }
+    for (i, e) in events.iter().enumerate() {
+        if !["file", "user", "port"].contains(&e.kind.as_str()) {
+            problems.push((
+                format!("honeypot_events[{i}].kind"),
+                "must be file, user or port".into(),
+            ));
+        }
+        if e.target.is_empty() || e.target.chars().count() > 1024 {
+            problems.push((
+                format!("honeypot_events[{i}].target"),
+                "must be 1 to 1024 characters".into(),
+            ));
+        }
+        if e.detail.chars().count() > 2000 {
+            problems.push((
+                format!("honeypot_events[{i}].detail"),
+                "at most 2000 characters".into(),
+            ));
+        }
+    }
+    errors.extend(
+        problems
+            .into_iter()
+            .take(20)
+            .map(|(field, message)| FieldError { field, message }),
+    );
+    (compliance.is_some() || dna.is_some() || !events.is_empty()).then(|| {
+        crate::ingest::SecurityReport {
+            tenant: TenantId(agent.tenant_id),
+            agent_id: agent.id,
+            hostname: agent.hostname.clone(),
+            compliance,
+            dna,
+            honeypot_events: events,
+        }
+    })
 }
 
 /// One of the agent's own documents in a batch, when it is a JSON object or list (else the

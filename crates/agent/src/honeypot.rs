@@ -1,0 +1,440 @@
+//! Honeypots (CONTRACT 25): canary files, users and ports governance sets, which no one has a
+//! reason to touch. Files are watched by inotify (opened, read, changed, removed), users in
+//! the auth log (a login attempt naming them), ports by listening on them (a connection).
+//! What was touched is kept until the next batch takes it.
+//!
+//! inotify does not say who opened a file: the agent's own reading (its configuration,
+//! compliance and DNA scans) is not told apart by the kernel, so events that arrive while the
+//! agent itself reads the host ([`Honeypots::quiet`]) are dropped.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use time::OffsetDateTime;
+use trusthub_core::compliance::{Honeypot, HoneypotEvent};
+
+/// Watches the governed honeypots.
+#[derive(Clone)]
+pub struct Honeypots {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    events: Mutex<Vec<HoneypotEvent>>,
+    set: Mutex<Vec<Honeypot>>,
+    ports: Mutex<BTreeMap<u16, tokio::task::JoinHandle<()>>>,
+    files: Mutex<BTreeMap<PathBuf, i32>>,
+    inotify: Option<std::os::fd::OwnedFd>,
+    quiet: AtomicUsize,
+    auth_log: Option<PathBuf>,
+    auth_offset: Mutex<Option<u64>>,
+}
+
+/// While held, file events are the agent's own reading and are dropped.
+pub struct Quiet(Arc<Inner>);
+
+impl Drop for Quiet {
+    fn drop(&mut self) {
+        // Events already queued by the kernel during the scan are read (and dropped) before
+        // the guard goes.
+        drain_files(&self.0, true);
+        self.0.quiet.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Most events kept between two batches (the oldest go first).
+const MAX_KEPT: usize = 100;
+
+impl Honeypots {
+    /// Starts watching nothing; `auth_log` is the log user honeypots are read from.
+    pub fn new(auth_log: Option<PathBuf>) -> Honeypots {
+        use rustix::fs::inotify;
+        let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
+            .map_err(|e| tracing::info!(error = %e, "no inotify here; file honeypots are not watched"))
+            .ok();
+        Honeypots {
+            inner: Arc::new(Inner {
+                events: Mutex::new(Vec::new()),
+                set: Mutex::new(Vec::new()),
+                ports: Mutex::new(BTreeMap::new()),
+                files: Mutex::new(BTreeMap::new()),
+                inotify: fd,
+                quiet: AtomicUsize::new(0),
+                auth_log,
+                auth_offset: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The honeypots to watch from now on.
+    pub fn set(&self, wanted: &[Honeypot]) {
+        let Ok(mut set) = self.inner.set.lock() else {
+            return;
+        };
+        if set.as_slice() == wanted {
+            return;
+        }
+        *set = wanted.to_vec();
+        drop(set);
+        let ports: HashSet<u16> = wanted
+            .iter()
+            .filter(|h| h.kind == "port")
+            .filter_map(|h| h.target.parse().ok())
+            .collect();
+        if let Ok(mut open) = self.inner.ports.lock() {
+            open.retain(|p, task| {
+                let keep = ports.contains(p);
+                if !keep {
+                    task.abort();
+                }
+                keep
+            });
+            for p in ports {
+                if !open.contains_key(&p) {
+                    open.insert(p, tokio::spawn(listen(self.inner.clone(), p)));
+                }
+            }
+        }
+        self.watch_files();
+    }
+
+    /// Adds inotify watches for file honeypots that exist now (a missing one is retried at
+    /// each [`poll`](Self::poll)).
+    fn watch_files(&self) {
+        use rustix::fs::inotify;
+        let Some(fd) = &self.inner.inotify else { return };
+        let wanted: Vec<PathBuf> = self
+            .inner
+            .set
+            .lock()
+            .map(|s| {
+                s.iter()
+                    .filter(|h| h.kind == "file")
+                    .map(|h| PathBuf::from(&h.target))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Ok(mut files) = self.inner.files.lock() else {
+            return;
+        };
+        files.retain(|p, wd| {
+            let keep = wanted.contains(p);
+            if !keep {
+                let _ = inotify::remove_watch(fd, *wd);
+            }
+            keep
+        });
+        for p in wanted {
+            if files.contains_key(&p) {
+                continue;
+            }
+            let flags = inotify::WatchFlags::OPEN
+                | inotify::WatchFlags::ACCESS
+                | inotify::WatchFlags::MODIFY
+                | inotify::WatchFlags::ATTRIB
+                | inotify::WatchFlags::DELETE_SELF
+                | inotify::WatchFlags::MOVE_SELF;
+            if let Ok(wd) = inotify::add_watch(fd, &p, flags) {
+                files.insert(p, wd);
+            }
+        }
+    }
+
+    /// While the returned guard lives, file events are the agent's own reading.
+    pub fn quiet(&self) -> Quiet {
+        self.inner.quiet.fetch_add(1, Ordering::SeqCst);
+        Quiet(self.inner.clone())
+    }
+
+    /// Reads what happened to files and the auth log since the last call.
+    pub fn poll(&self) {
+        drain_files(&self.inner, false);
+        self.watch_files();
+        self.read_auth_log();
+    }
+
+    /// The events since the last batch (taken).
+    pub fn take(&self) -> Vec<HoneypotEvent> {
+        self.poll();
+        self.inner
+            .events
+            .lock()
+            .map(|mut e| std::mem::take(&mut *e))
+            .unwrap_or_default()
+    }
+
+    fn read_auth_log(&self) {
+        let users: Vec<String> = self
+            .inner
+            .set
+            .lock()
+            .map(|s| {
+                s.iter()
+                    .filter(|h| h.kind == "user")
+                    .map(|h| h.target.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some(path) = &self.inner.auth_log else { return };
+        let Ok(mut offset) = self.inner.auth_offset.lock() else {
+            return;
+        };
+        let Ok(mut f) = std::fs::File::open(path) else {
+            return;
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        // The first read starts at the end: what was logged before the agent watched is not
+        // a touch it saw. A shorter file was rotated: read it from the start.
+        let start = match *offset {
+            None => len,
+            Some(o) if o > len => 0,
+            Some(o) => o,
+        };
+        let mut text = String::new();
+        if f.seek(SeekFrom::Start(start)).is_ok() {
+            let _ = f.take(4 * 1024 * 1024).read_to_string(&mut text);
+        }
+        // Only whole lines are read; a partly written last line waits.
+        let whole = text.rfind('\n').map(|i| i + 1).unwrap_or(0);
+        *offset = Some(start + whole as u64);
+        if users.is_empty() {
+            return;
+        }
+        for line in text[..whole].lines() {
+            for u in &users {
+                if names_user(line, u) {
+                    push(
+                        &self.inner,
+                        HoneypotEvent {
+                            kind: "user".into(),
+                            target: u.clone(),
+                            at: OffsetDateTime::now_utc(),
+                            detail: line.chars().take(1000).collect(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Whether an auth log line is a login attempt naming `user` (sshd, login, su, sudo, PAM).
+pub fn names_user(line: &str, user: &str) -> bool {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is = |w: &str| w == user || w.strip_suffix(':') == Some(user);
+    words.iter().enumerate().any(|(i, w)| {
+        if let Some((k, v)) = w.split_once('=') {
+            return ["user", "ruser", "USER", "acct", "logname"].contains(&k) && v == user;
+        }
+        let prev = |n: usize| i.checked_sub(n).map(|j| words[j]).unwrap_or_default();
+        is(w) && matches!(prev(1), "user" | "for" | "FOR" | "(to" | "to")
+    })
+}
+
+fn push(inner: &Inner, e: HoneypotEvent) {
+    if let Ok(mut events) = inner.events.lock() {
+        if events.len() >= MAX_KEPT {
+            events.remove(0);
+        }
+        tracing::warn!(kind = %e.kind, target = %e.target, detail = %e.detail, "a honeypot was touched");
+        events.push(e);
+    }
+}
+
+fn drain_files(inner: &Inner, dropping: bool) {
+    use rustix::fs::inotify;
+    let Some(fd) = &inner.inotify else { return };
+    let files: BTreeMap<i32, PathBuf> = inner
+        .files
+        .lock()
+        .map(|f| f.iter().map(|(p, wd)| (*wd, p.clone())).collect())
+        .unwrap_or_default();
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut reader = inotify::Reader::new(fd, &mut buf);
+    let mut gone = Vec::new();
+    while let Ok(ev) = reader.next() {
+        let Some(path) = files.get(&ev.wd()) else { continue };
+        let m = ev.events();
+        if m.contains(inotify::ReadFlags::IGNORED) || m.intersects(inotify::ReadFlags::DELETE_SELF | inotify::ReadFlags::MOVE_SELF) {
+            gone.push(path.clone());
+        }
+        if dropping || inner.quiet.load(Ordering::SeqCst) > 0 || m.contains(inotify::ReadFlags::IGNORED) {
+            continue;
+        }
+        let what = if m.contains(inotify::ReadFlags::DELETE_SELF) {
+            "removed"
+        } else if m.contains(inotify::ReadFlags::MOVE_SELF) {
+            "moved away"
+        } else if m.contains(inotify::ReadFlags::MODIFY) {
+            "written"
+        } else if m.contains(inotify::ReadFlags::ATTRIB) {
+            "attributes changed"
+        } else if m.contains(inotify::ReadFlags::ACCESS) {
+            "read"
+        } else {
+            "opened"
+        };
+        push(
+            inner,
+            HoneypotEvent {
+                kind: "file".into(),
+                target: path.display().to_string(),
+                at: OffsetDateTime::now_utc(),
+                detail: format!("{} was {what}", path.display()),
+            },
+        );
+    }
+    if !gone.is_empty()
+        && let Ok(mut f) = inner.files.lock()
+    {
+        for p in gone {
+            f.remove(&p);
+        }
+    }
+}
+
+/// Listens on a port honeypot: every connection is a touch (closed at once).
+async fn listen(inner: Arc<Inner>, port: u16) {
+    let listener = match tokio::net::TcpListener::bind(("::", port)).await {
+        Ok(l) => l,
+        Err(_) => match tokio::net::TcpListener::bind(("0.0.0.0", port)).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(port, error = %e, "cannot listen on a honeypot port");
+                return;
+            }
+        },
+    };
+    tracing::info!(port, "honeypot port listening");
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                drop(stream);
+                let ip = trusthub_core::apps::canonical_ip(peer.ip());
+                push(
+                    &inner,
+                    HoneypotEvent {
+                        kind: "port".into(),
+                        target: port.to_string(),
+                        at: OffsetDateTime::now_utc(),
+                        detail: format!("connection to port {port} from {ip}:{}", peer.port()),
+                    },
+                );
+            }
+            Err(e) => {
+                tracing::debug!(port, error = %e, "honeypot accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+/// The auth log of this host: `/var/log/auth.log` (Debian) or `/var/log/secure` (RHEL).
+pub fn default_auth_log() -> Option<PathBuf> {
+    ["/var/log/auth.log", "/var/log/secure"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
+        .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pot(kind: &str, target: &str) -> Honeypot {
+        Honeypot {
+            kind: kind.into(),
+            target: target.into(),
+        }
+    }
+
+    #[test]
+    fn auth_log_lines_name_users_as_sshd_su_and_pam_write_them() {
+        for line in [
+            "Nov 27 10:01:02 web sshd[1]: Failed password for invalid user oracle from 203.0.113.9 port 5 ssh2",
+            "Nov 27 10:01:02 web sshd[1]: Failed password for oracle from 203.0.113.9 port 5 ssh2",
+            "Nov 27 10:01:02 web sshd[1]: Invalid user oracle from 203.0.113.9 port 5",
+            "Nov 27 10:01:02 web su[2]: pam_unix(su:auth): authentication failure; logname=bob uid=1000 euid=0 tty=pts/0 ruser=bob rhost=  user=oracle",
+            "Nov 27 10:01:02 web sshd[1]: Accepted publickey for oracle from 10.0.0.2 port 5 ssh2",
+        ] {
+            assert!(names_user(line, "oracle"), "{line}");
+        }
+        for line in [
+            "Nov 27 10:01:02 web sshd[1]: Failed password for oracle2 from 203.0.113.9 port 5 ssh2",
+            "Nov 27 10:01:02 web CRON[3]: pam_unix(cron:session): session opened for user root by (uid=0)",
+            "oracle database started",
+        ] {
+            assert!(!names_user(line, "oracle"), "{line}");
+        }
+    }
+
+    #[tokio::test]
+    async fn files_users_and_ports_are_watched() {
+        let dir = std::env::temp_dir().join(format!("honeypot-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let canary = dir.join("backup-keys.txt");
+        std::fs::write(&canary, "nothing here").expect("write");
+        let log = dir.join("auth.log");
+        std::fs::write(&log, "Nov 27 09:00:00 web sshd[1]: Failed password for oracle from 203.0.113.1 port 1 ssh2\n").expect("write");
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let h = Honeypots::new(Some(log.clone()));
+        h.set(&[
+            pot("file", &canary.display().to_string()),
+            pot("user", "oracle"),
+            pot("port", &port.to_string()),
+        ]);
+        h.poll();
+        assert!(h.take().is_empty(), "nothing touched yet (the old log line is not a touch)");
+        // The agent's own reading is not a touch.
+        {
+            let _q = h.quiet();
+            let _ = std::fs::read(&canary).expect("read");
+        }
+        assert!(h.take().is_empty(), "the agent's own read is dropped");
+        let _ = std::fs::read(&canary).expect("read");
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| f.write_all(b"Nov 27 10:00:00 web sshd[1]: Failed password for invalid user oracle from 198.51.100.4 port 2 ssh2\npartial line for oracle"))
+            .expect("append");
+        let mut stream = None;
+        for _ in 0..50 {
+            match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+        assert!(stream.is_some(), "the honeypot port listens");
+        let mut events = Vec::new();
+        for _ in 0..50 {
+            events.extend(h.take());
+            if events.iter().any(|e| e.kind == "port") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let of = |k: &str| events.iter().filter(|e| e.kind == k).collect::<Vec<_>>();
+        assert!(of("file").iter().any(|e| e.detail.ends_with("was opened") || e.detail.ends_with("was read")), "{events:?}");
+        assert_eq!(of("user").len(), 1, "{events:?}");
+        assert!(of("user")[0].detail.contains("198.51.100.4"));
+        assert!(of("port")[0].detail.starts_with(&format!("connection to port {port} from 127.0.0.1:")), "{events:?}");
+        // Removing the canary is seen too.
+        std::fs::remove_file(&canary).expect("rm");
+        let gone = h.take();
+        assert!(gone.iter().any(|e| e.detail.ends_with("was removed")), "{gone:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

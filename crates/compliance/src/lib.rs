@@ -1,0 +1,38 @@
+//! Compliance and the security view (CONTRACT 25; SPEC 4.2, 4.5): the host checks agents run,
+//! kept as the latest result per host and check and mapped to CIS Debian, ISO 27001, SOC 2
+//! and NIS2 controls; runs asked for by admins; exports for OSCAL tools, Vanta, trustos and
+//! CyberDay; touched honeypots, each host's DNA and silent agents.
+//!
+//! What it offers: [`on_report`] (the fleet's `SecurityReports` event) and
+//! [`service::pending_run`] (the fleet's `ComplianceRuns` lookup), both installed by the
+//! composition root; [`frameworks`] (the mappings and exports, pure); [`capability`].
+//!
+//! Architecture invariant: it reads other capabilities only through their `lib.rs` — fleet
+//! (hosts, their governance), certs (integrity anomalies), alerts (the notifier), identity
+//! (the caller).
+
+pub mod frameworks;
+pub mod routes;
+pub mod service;
+mod store;
+pub mod web;
+
+pub use service::on_report;
+
+use trusthub_platform::AppState;
+use utoipa_axum::router::OpenApiRouter;
+
+/// The compliance tables below the services (the benchmark fills a large fleet directly).
+pub mod raw {
+    pub use crate::store::put_results;
+}
+
+/// The API routes, relative to `/api/v1`.
+pub fn api() -> OpenApiRouter<AppState> {
+    routes::router()
+}
+
+/// This capability, as the composition root mounts it.
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("compliance", api, web::pages)
+}

@@ -1,0 +1,63 @@
+-- Compliance, security view (CONTRACT 25): governance's compliance interval and honeypots,
+-- runs asked for by people and the hosts each still owes, the latest result per host and
+-- check, a per-run summary for pass/fail over time, touched honeypots, each host's DNA.
+ALTER TABLE agents ADD COLUMN compliance_interval_secs BIGINT NOT NULL DEFAULT 43200;
+ALTER TABLE agents ADD COLUMN honeypots JSONB NOT NULL DEFAULT '[]';
+CREATE TABLE compliance_runs (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    agent_id UUID REFERENCES agents(id) ON DELETE CASCADE,
+    requested_by TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX compliance_runs_tenant ON compliance_runs (tenant_id, created_at);
+CREATE TABLE compliance_run_hosts (
+    run_id UUID NOT NULL REFERENCES compliance_runs(id) ON DELETE CASCADE,
+    agent_id UUID NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    done_at TIMESTAMPTZ,
+    PRIMARY KEY (run_id, agent_id)
+);
+CREATE INDEX compliance_run_hosts_agent ON compliance_run_hosts (agent_id, done_at);
+CREATE TABLE compliance_results (
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    agent_id UUID NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    check_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    remediation TEXT NOT NULL,
+    checked_at TIMESTAMPTZ NOT NULL,
+    run_id UUID,
+    PRIMARY KEY (tenant_id, agent_id, check_id)
+);
+CREATE TABLE compliance_history (
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    agent_id UUID NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    checked_at TIMESTAMPTZ NOT NULL,
+    run_id UUID,
+    passed BIGINT NOT NULL,
+    failed BIGINT NOT NULL,
+    not_applicable BIGINT NOT NULL,
+    errors BIGINT NOT NULL,
+    PRIMARY KEY (agent_id, checked_at)
+);
+CREATE INDEX compliance_history_tenant ON compliance_history (tenant_id, checked_at);
+CREATE TABLE honeypot_events (
+    id UUID PRIMARY KEY,
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    agent_id UUID NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    triggered_at TIMESTAMPTZ NOT NULL,
+    detail TEXT NOT NULL,
+    received_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX honeypot_events_latest ON honeypot_events (tenant_id, agent_id, kind, target, triggered_at);
+CREATE TABLE host_dna (
+    tenant_id UUID NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
+    agent_id UUID PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+    fingerprint_sha256 TEXT NOT NULL,
+    parts JSONB NOT NULL,
+    seen_at TIMESTAMPTZ NOT NULL,
+    changed_at TIMESTAMPTZ,
+    previous TEXT
+);
