@@ -231,10 +231,36 @@ pub fn explain(line: &str, lang: &str) -> Option<Explanation> {
     None
 }
 
+/// Where the host name of a syslog line is: after `Nov 27 10:01:02` (BSD syslog, a day
+/// padded with a space too) or after an RFC 3339 time stamp (rsyslog's precise format).
+fn syslog_host(words: &[&str]) -> Option<usize> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let clock = |w: &str| {
+        w.len() == 8 && w.bytes().enumerate().all(|(i, b)| if i == 2 || i == 5 { b == b':' } else { b.is_ascii_digit() })
+    };
+    let filled: Vec<(usize, &str)> = words.iter().copied().enumerate().filter(|(_, w)| !w.is_empty()).collect();
+    let first = filled.first()?.1;
+    let at = if MONTHS.contains(&first)
+        && filled.get(1).is_some_and(|(_, d)| d.len() <= 2 && d.bytes().all(|b| b.is_ascii_digit()))
+        && filled.get(2).is_some_and(|(_, t)| clock(t))
+    {
+        3
+    } else if first.len() >= 19 && first.as_bytes().get(10) == Some(&b'T') && first[..4].bytes().all(|b| b.is_ascii_digit()) {
+        1
+    } else {
+        return None;
+    };
+    let (i, host) = filled.get(at)?;
+    // A program tag (`sshd[1]:`) is not a host.
+    (!host.ends_with(':')).then_some(*i)
+}
+
 /// A log line as it may leave the hub: the SDKs' redaction (e-mail and IP addresses, tokens,
 /// API keys, card numbers, IBANs, phone numbers) and user names where log lines name them
 /// (`for [invalid user] <name>`, `user=<name>`, `ruser=<name>`, `user <name>`,
-/// `for user <name>`, `by <name>(uid=…)`, `USER=<name>`).
+/// `for user <name>`, `by <name>(uid=…)`, `USER=<name>`), and the host name of a syslog line.
 pub fn redact_line(line: &str) -> String {
     let text = trusthub_core::redact::redact(line).text;
     let words: Vec<&str> = text.split(' ').collect();
@@ -244,9 +270,14 @@ pub fn redact_line(line: &str) -> String {
         format!("[USER]{}", &w[cut..])
     };
     let named = |w: &str| !w.is_empty() && !w.starts_with('[') && !w.starts_with('(');
+    let host_at = syslog_host(&words);
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut next_is_user = false;
     for (i, w) in words.iter().enumerate() {
+        if Some(i) == host_at {
+            out.push("[HOST]".into());
+            continue;
+        }
         if next_is_user && named(w) {
             out.push(user(w));
             next_is_user = false;
@@ -381,5 +412,17 @@ mod tests {
             ),
             "{r}"
         );
+        // The host name of a syslog line, in both formats syslog daemons write.
+        for (line, want) in [
+            ("Nov 27 10:01:02 payroll-db-7 sshd[1]: x", "Nov 27 10:01:02 [HOST] sshd[1]: x"),
+            ("Nov  7 10:01:02 payroll-db-7 kernel: x", "Nov  7 10:01:02 [HOST] kernel: x"),
+            (
+                "2026-11-27T10:01:02.123456+00:00 payroll-db-7 sshd[1]: x",
+                "2026-11-27T10:01:02.123456+00:00 [HOST] sshd[1]: x",
+            ),
+            ("Nov 27 10:01:02 sshd[1]: no host here", "Nov 27 10:01:02 sshd[1]: no host here"),
+        ] {
+            assert_eq!(redact_line(line), want);
+        }
     }
 }

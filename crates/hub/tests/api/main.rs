@@ -11,6 +11,8 @@ mod harness;
 
 #[path = "../../../fleet/tests/api/actions.rs"]
 mod actions;
+#[path = "../../../compliance/tests/api/compliance.rs"]
+mod compliance;
 #[path = "../../../fleet/tests/api/agents.rs"]
 mod agents;
 #[path = "../../../llm/tests/api/ai.rs"]

@@ -126,7 +126,13 @@ pub async fn explain_by(
         .as_ref()
         .map(|a| format!("The host runs {} on {}.", a.os, a.arch))
         .unwrap_or_else(|| "The host is a Linux server.".into());
-    match ask_model(state, url, lang, &context, &explain::redact_line(log)).await {
+    let mut line = explain::redact_line(log);
+    if let Some(a) = &host
+        && a.hostname.len() >= 3
+    {
+        line = line.replace(&a.hostname, "[HOST]");
+    }
+    match ask_model(state, url, lang, &context, &line).await {
         Ok(text) => Ok(Explained {
             explanation: text,
             lang: lang.to_owned(),
@@ -162,7 +168,7 @@ async fn ask_model(
             {"role": "system", "content": format!(
                 "You explain Linux server log lines to the operators of the server. Answer in the language `{lang}`, \
                  in at most four sentences: what happened, whether it is dangerous, and what to do. \
-                 Placeholders in square brackets such as [EMAIL], [IP] or [USER] stand for redacted values.")},
+                 Placeholders in square brackets such as [EMAIL], [IP], [USER] or [HOST] stand for redacted values.")},
             {"role": "user", "content": format!("{context}\nLog line: {line}")},
         ],
         "temperature": 0.2,
