@@ -17,12 +17,12 @@ use uuid::Uuid;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(api_routes!(list))
-        .routes(api_routes!(run))
-        .routes(api_routes!(runs))
-        .routes(api_routes!(history))
-        .routes(api_routes!(export))
-        .routes(api_routes!(security))
+        .routes(api_routes!(list_compliance))
+        .routes(api_routes!(run_compliance))
+        .routes(api_routes!(compliance_runs))
+        .routes(api_routes!(compliance_history))
+        .routes(api_routes!(export_compliance))
+        .routes(api_routes!(security_view))
 }
 
 /// The listing's filters.
@@ -55,7 +55,7 @@ impl From<ListQuery> for Filter {
 /// `compliance_interval_secs` of governance (default 12 h) and on `POST /compliance/run`.
 #[utoipa::path(get, path = "/compliance", tag = "compliance", params(ListQuery),
     responses((status = 200, body = Vec<ResultView>), (status = 404, body = Problem), (status = 422, body = Problem)))]
-pub(crate) async fn list(
+pub(crate) async fn list_compliance(
     State(state): State<AppState>,
     by: Viewer,
     Query(q): Query<ListQuery>,
@@ -80,7 +80,7 @@ pub struct RunRequest {
 #[utoipa::path(post, path = "/compliance/run", tag = "compliance", request_body = RunRequest,
     responses((status = 202, body = RunAccepted), (status = 404, body = Problem), (status = 422, body = Problem),
         (status = 429, body = Problem)))]
-pub(crate) async fn run(
+pub(crate) async fn run_compliance(
     State(state): State<AppState>,
     meta: Meta,
     by: Admin,
@@ -94,7 +94,7 @@ pub(crate) async fn run(
 /// The tenant's 50 latest runs asked for, newest first, with how many hosts answered.
 #[utoipa::path(get, path = "/compliance/runs", tag = "compliance",
     responses((status = 200, body = Vec<RunView>)))]
-pub(crate) async fn runs(
+pub(crate) async fn compliance_runs(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<RunView>>> {
@@ -136,7 +136,7 @@ pub struct HistoryView {
 /// Pass/fail over time: each run of the checks on each host, oldest first.
 #[utoipa::path(get, path = "/compliance/history", tag = "compliance", params(HistoryQuery),
     responses((status = 200, body = Vec<HistoryView>), (status = 422, body = Problem)))]
-pub(crate) async fn history(
+pub(crate) async fn compliance_history(
     State(state): State<AppState>,
     by: Viewer,
     Query(q): Query<HistoryQuery>,
@@ -177,6 +177,7 @@ pub struct ExportQuery {
     pub status: Option<String>,
     /// `vanta` only: the id of the custom resource type made in the Vanta app (default
     /// `trusthub-host-compliance`).
+    #[param(min_length = 1, max_length = 128)]
     pub resource_id: Option<String>,
 }
 
@@ -189,10 +190,10 @@ pub struct ExportQuery {
 /// control id. Sent as an attachment.
 #[utoipa::path(get, path = "/compliance/export/{tool}", tag = "compliance",
     params(("tool" = String, Path, description = "trustos, vanta, cyberday or generic", pattern = "^(trustos|vanta|cyberday|generic)$"), ExportQuery),
-    responses((status = 200, content_type = "application/json", body = Object),
-        (status = 200, content_type = "text/csv", body = String),
+    responses((status = 200, description = "The export: JSON for generic and vanta, CSV for trustos and cyberday",
+            content((Object = "application/json"), (String = "text/csv"))),
         (status = 404, body = Problem), (status = 422, body = Problem)))]
-pub(crate) async fn export(
+pub(crate) async fn export_compliance(
     State(state): State<AppState>,
     by: Viewer,
     Path(tool): Path<String>,
@@ -228,7 +229,7 @@ pub fn attachment(e: service::Export) -> Response {
 /// integrity anomaly), and hosts not heard from for three push intervals.
 #[utoipa::path(get, path = "/security", tag = "security",
     responses((status = 200, body = SecurityView)))]
-pub(crate) async fn security(
+pub(crate) async fn security_view(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<SecurityView>> {
