@@ -4,9 +4,9 @@
 //! reported beside it and changes with every boot, so it is not part of the hash.
 
 use serde_json::Value;
-use trusthub_core::compliance::{Dna, DnaParts};
 use sha2::{Digest, Sha256};
 use std::path::Path;
+use trusthub_core::compliance::{Dna, DnaParts};
 
 /// The parts and the fingerprint, read under `root` (`/` on a host), the agent binary at
 /// `exe`: `{fingerprint_sha256, parts: {machine_id, boot_id, kernel, os, ssh_host_keys[],

@@ -52,7 +52,9 @@ impl Honeypots {
     pub fn new(auth_log: Option<PathBuf>) -> Honeypots {
         use rustix::fs::inotify;
         let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
-            .map_err(|e| tracing::info!(error = %e, "no inotify here; file honeypots are not watched"))
+            .map_err(
+                |e| tracing::info!(error = %e, "no inotify here; file honeypots are not watched"),
+            )
             .ok();
         Honeypots {
             inner: Arc::new(Inner {
@@ -104,7 +106,9 @@ impl Honeypots {
     /// each [`poll`](Self::poll)).
     fn watch_files(&self) {
         use rustix::fs::inotify;
-        let Some(fd) = &self.inner.inotify else { return };
+        let Some(fd) = &self.inner.inotify else {
+            return;
+        };
         let wanted: Vec<PathBuf> = self
             .inner
             .set
@@ -177,7 +181,9 @@ impl Honeypots {
                     .collect()
             })
             .unwrap_or_default();
-        let Some(path) = &self.inner.auth_log else { return };
+        let Some(path) = &self.inner.auth_log else {
+            return;
+        };
         let Ok(mut offset) = self.inner.auth_offset.lock() else {
             return;
         };
@@ -258,12 +264,19 @@ fn drain_files(inner: &Inner, dropping: bool) {
     let mut reader = inotify::Reader::new(fd, &mut buf);
     let mut gone = Vec::new();
     while let Ok(ev) = reader.next() {
-        let Some(path) = files.get(&ev.wd()) else { continue };
+        let Some(path) = files.get(&ev.wd()) else {
+            continue;
+        };
         let m = ev.events();
-        if m.contains(inotify::ReadFlags::IGNORED) || m.intersects(inotify::ReadFlags::DELETE_SELF | inotify::ReadFlags::MOVE_SELF) {
+        if m.contains(inotify::ReadFlags::IGNORED)
+            || m.intersects(inotify::ReadFlags::DELETE_SELF | inotify::ReadFlags::MOVE_SELF)
+        {
             gone.push(path.clone());
         }
-        if dropping || inner.quiet.load(Ordering::SeqCst) > 0 || m.contains(inotify::ReadFlags::IGNORED) {
+        if dropping
+            || inner.quiet.load(Ordering::SeqCst) > 0
+            || m.contains(inotify::ReadFlags::IGNORED)
+        {
             continue;
         }
         let what = if m.contains(inotify::ReadFlags::DELETE_SELF) {
@@ -393,7 +406,10 @@ mod tests {
             pot("port", &port.to_string()),
         ]);
         h.poll();
-        assert!(h.take().is_empty(), "nothing touched yet (the old log line is not a touch)");
+        assert!(
+            h.take().is_empty(),
+            "nothing touched yet (the old log line is not a touch)"
+        );
         // The agent's own reading is not a touch.
         {
             let _q = h.quiet();
@@ -427,14 +443,27 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         let of = |k: &str| events.iter().filter(|e| e.kind == k).collect::<Vec<_>>();
-        assert!(of("file").iter().any(|e| e.detail.ends_with("was opened") || e.detail.ends_with("was read")), "{events:?}");
+        assert!(
+            of("file")
+                .iter()
+                .any(|e| e.detail.ends_with("was opened") || e.detail.ends_with("was read")),
+            "{events:?}"
+        );
         assert_eq!(of("user").len(), 1, "{events:?}");
         assert!(of("user")[0].detail.contains("198.51.100.4"));
-        assert!(of("port")[0].detail.starts_with(&format!("connection to port {port} from 127.0.0.1:")), "{events:?}");
+        assert!(
+            of("port")[0]
+                .detail
+                .starts_with(&format!("connection to port {port} from 127.0.0.1:")),
+            "{events:?}"
+        );
         // Removing the canary is seen too.
         std::fs::remove_file(&canary).expect("rm");
         let gone = h.take();
-        assert!(gone.iter().any(|e| e.detail.ends_with("was removed")), "{gone:?}");
+        assert!(
+            gone.iter().any(|e| e.detail.ends_with("was removed")),
+            "{gone:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -96,7 +96,12 @@ pub struct Options {
     #[arg(long, env = "TRUSTHUB_AGENT_AUTH_LOG", hide = true)]
     pub auth_log: Option<PathBuf>,
     /// The root the compliance checks read the host under (a chroot's or a test tree's).
-    #[arg(long, env = "TRUSTHUB_AGENT_COMPLIANCE_ROOT", default_value = "/", hide = true)]
+    #[arg(
+        long,
+        env = "TRUSTHUB_AGENT_COMPLIANCE_ROOT",
+        default_value = "/",
+        hide = true
+    )]
     pub compliance_root: PathBuf,
 }
 
@@ -291,15 +296,13 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let mut next_config_scan = Instant::now();
     let config_wake = Arc::new(tokio::sync::Notify::new());
     let watcher = drift::Watcher::start(config_wake.clone());
-    let honeypots = honeypot::Honeypots::new(
-        opts.auth_log.clone().or_else(honeypot::default_auth_log),
-    );
+    let honeypots =
+        honeypot::Honeypots::new(opts.auth_log.clone().or_else(honeypot::default_auth_log));
     // Compliance runs: the agent's own every `compliance_every` (the first soon after the
     // start), and those the hub asks for by id; each runs on a blocking thread and its
     // report goes with the next batch.
-    let mut compliance_every = Duration::from_secs(
-        trusthub_core::compliance::DEFAULT_INTERVAL_SECS as u64,
-    );
+    let mut compliance_every =
+        Duration::from_secs(trusthub_core::compliance::DEFAULT_INTERVAL_SECS as u64);
     let mut next_compliance = Instant::now() + Duration::from_secs(5);
     let mut asked_run: Option<uuid::Uuid> = None;
     let compliance_report: Arc<std::sync::Mutex<Option<Value>>> = Arc::default();
@@ -440,7 +443,8 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                                 compliance_running.clone(),
                             );
                             // The results go with a batch soon after the run ends.
-                            next_collect = next_collect.min(Instant::now() + Duration::from_secs(2));
+                            next_collect =
+                                next_collect.min(Instant::now() + Duration::from_secs(2));
                         }
                     }
                     if let Some(wanted) = ack.as_ref().and_then(|a| a.http_checks.clone()) {

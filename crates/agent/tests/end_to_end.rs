@@ -2593,3 +2593,183 @@ async fn an_admin_opens_a_console_in_the_browser_types_in_it_and_terminates_it()
     browser.screenshot("console-recording").await;
     browser.assert_no_js_errors().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_checks_this_host_reports_its_dna_and_sees_its_honeypots_touched() {
+    let state = TempDir::new();
+    let canaries = TempDir::new();
+    let canary = canaries.0.join("backup-keys.txt");
+    std::fs::write(&canary, "no secrets here\n").expect("canary");
+    let auth_log = canaries.0.join("auth.log");
+    std::fs::write(&auth_log, "").expect("auth log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
+    let f = fixture().await;
+    let token = f.enrollment_token(json!([])).await;
+    let log_arg = auth_log.display().to_string();
+    let _agent = Agent::start(
+        &state.0,
+        &["--hub", &f.base, "--enroll", &token, "--auth-log", &log_arg],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent", |v| {
+        v.as_array().is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+
+    // The agent's own first run of the checks on this host (soon after its start).
+    let list = wait_until(
+        &f,
+        &format!("/compliance?framework=cis-debian&agent_id={id}"),
+        120,
+        "the first run",
+        |v| v.as_array().is_some_and(|a| a.len() == 21),
+    )
+    .await;
+    for r in list.as_array().expect("list") {
+        assert!(
+            ["pass", "fail", "not_applicable", "error"]
+                .contains(&r["status"].as_str().unwrap_or_default()),
+            "{r}"
+        );
+        assert!(
+            !r["evidence"].as_str().unwrap_or_default().is_empty(),
+            "{r}"
+        );
+    }
+    // What this host really has: /etc/passwd is not group- or world-writable here.
+    let passwd = list
+        .as_array()
+        .expect("l")
+        .iter()
+        .find(|r| r["check_id"] == "passwd_mode")
+        .expect("passwd_mode");
+    let mode = mode(Path::new("/etc/passwd")) & 0o7777;
+    let root_owned =
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/etc/passwd").expect("passwd"))
+            == 0;
+    assert_eq!(
+        passwd["status"],
+        if mode & !0o644 == 0 && root_owned {
+            "pass"
+        } else {
+            "fail"
+        },
+        "{passwd}"
+    );
+    assert!(
+        passwd["evidence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("{mode:04o}")),
+        "{passwd}"
+    );
+
+    // The DNA arrives with the inventory: this host's machine id and kernel.
+    let sec = wait_until(&f, "/security", 30, "the DNA", |v| {
+        v["dna"].as_array().is_some_and(|d| !d.is_empty())
+    })
+    .await;
+    let dna = &sec["dna"][0];
+    let machine_id = std::fs::read_to_string("/etc/machine-id").unwrap_or_default();
+    assert_eq!(dna["parts"]["machine_id"], machine_id.trim());
+    assert_eq!(
+        dna["parts"]["kernel"],
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+    );
+    assert_eq!(dna["fingerprint_sha256"].as_str().map(str::len), Some(64));
+
+    // A run asked for is answered.
+    let r = f
+        .client
+        .post(format!("{}/api/v1/compliance/run", f.base))
+        .header("cookie", &f.cookie)
+        .json(&json!({"agent_id": id}))
+        .send()
+        .await
+        .expect("run");
+    assert_eq!(r.status(), 202);
+    let run: Value = r.json().await.expect("json");
+    wait_until(&f, "/compliance/runs", 120, "the run's answer", |v| {
+        v[0]["id"] == run["run_id"] && v[0]["done"] == 1
+    })
+    .await;
+
+    // Honeypots: a canary file, a user in the auth log, a port.
+    let pots = json!([{"kind": "file", "target": canary.display().to_string()}, {"kind": "user", "target": "oracle"}, {"kind": "port", "target": port.to_string()}]);
+    let r = f
+        .client
+        .put(format!("{}/api/v1/agents/{id}/governance", f.base))
+        .header("cookie", &f.cookie)
+        .json(&json!({"ingest_interval_secs": 60, "inventory_interval_secs": 3600, "tags": [], "allowed_actions": [], "honeypots": pots}))
+        .send()
+        .await
+        .expect("governance");
+    assert_eq!(r.status(), 200);
+    // Armed once the port listens (the agent heard the governance in an ingest answer).
+    let mut connected = false;
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            connected = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(connected, "the honeypot port listens");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = std::fs::read(&canary).expect("read the canary");
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&auth_log)
+        .and_then(|mut l| l.write_all(b"Nov 27 10:00:00 web sshd[77]: Failed password for invalid user oracle from 198.51.100.23 port 4242 ssh2\n"))
+        .expect("auth log");
+    let sec = wait_until(&f, "/security", 30, "three touches", |v| {
+        v["honeypots"]
+            .as_array()
+            .is_some_and(|h| h.len() == 3 && h.iter().all(|p| p["triggered_at"].is_string()))
+    })
+    .await;
+    let by_kind = |k: &str| {
+        sec["honeypots"]
+            .as_array()
+            .expect("h")
+            .iter()
+            .find(|h| h["kind"] == k)
+            .cloned()
+            .expect("kind")
+    };
+    assert!(
+        by_kind("port")["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("from 127.0.0.1:")
+    );
+    assert!(
+        by_kind("user")["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("198.51.100.23")
+    );
+    assert!(
+        by_kind("file")["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("backup-keys.txt was")
+    );
+    let alerts = get(&f.client, &f.base, &f.cookie, "/alerts").await;
+    let critical: Vec<&Value> = alerts
+        .as_array()
+        .expect("a")
+        .iter()
+        .filter(|a| a["source"] == "honeypot" && a["severity"] == "critical")
+        .collect();
+    assert_eq!(critical.len(), 3, "{alerts}");
+}

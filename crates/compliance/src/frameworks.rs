@@ -47,33 +47,119 @@ const G: &str = "Art.21(2)(g)";
 const I: &str = "Art.21(2)(i)";
 
 const MAP: [Row; 21] = [
-    ("ssh_permit_root_login", &["5.1.20"], &["A.8.2", "A.8.5"], &["CC6.1"], &[I]),
-    ("ssh_password_authentication", &[], &["A.5.17", "A.8.5"], &["CC6.1"], &[I]),
-    ("ssh_max_auth_tries", &["5.1.16"], &["A.8.5"], &["CC6.1"], &[I]),
-    ("ssh_x11_forwarding", &["5.1.8"], &["A.8.9", "A.8.20"], &["CC6.6"], &[G]),
+    (
+        "ssh_permit_root_login",
+        &["5.1.20"],
+        &["A.8.2", "A.8.5"],
+        &["CC6.1"],
+        &[I],
+    ),
+    (
+        "ssh_password_authentication",
+        &[],
+        &["A.5.17", "A.8.5"],
+        &["CC6.1"],
+        &[I],
+    ),
+    (
+        "ssh_max_auth_tries",
+        &["5.1.16"],
+        &["A.8.5"],
+        &["CC6.1"],
+        &[I],
+    ),
+    (
+        "ssh_x11_forwarding",
+        &["5.1.8"],
+        &["A.8.9", "A.8.20"],
+        &["CC6.6"],
+        &[G],
+    ),
     ("sshd_config_mode", &["5.1.1"], &["A.8.9"], &["CC6.1"], &[I]),
     ("passwd_mode", &["7.1.1"], &["A.8.3"], &["CC6.1"], &[I]),
-    ("shadow_mode", &["7.1.5"], &["A.5.17", "A.8.3"], &["CC6.1"], &[I]),
+    (
+        "shadow_mode",
+        &["7.1.5"],
+        &["A.5.17", "A.8.3"],
+        &["CC6.1"],
+        &[I],
+    ),
     ("pass_max_days", &["5.4.1.1"], &["A.5.17"], &["CC6.1"], &[I]),
     ("pass_min_days", &["5.4.1.2"], &["A.5.17"], &["CC6.1"], &[I]),
-    ("pwquality", &["5.3.2.3", "5.3.3.2.2"], &["A.5.17", "A.8.5"], &["CC6.1"], &[G, I]),
-    ("empty_passwords", &["7.2.2"], &["A.5.17", "A.8.5"], &["CC6.1"], &[I]),
+    (
+        "pwquality",
+        &["5.3.2.3", "5.3.3.2.2"],
+        &["A.5.17", "A.8.5"],
+        &["CC6.1"],
+        &[G, I],
+    ),
+    (
+        "empty_passwords",
+        &["7.2.2"],
+        &["A.5.17", "A.8.5"],
+        &["CC6.1"],
+        &[I],
+    ),
     ("uid0_only_root", &["5.4.2.1"], &["A.8.2"], &["CC6.3"], &[I]),
-    ("world_writable_files", &["7.1.11"], &["A.8.3", "A.8.9"], &["CC6.1"], &[G]),
+    (
+        "world_writable_files",
+        &["7.1.11"],
+        &["A.8.3", "A.8.9"],
+        &["CC6.1"],
+        &[G],
+    ),
     ("sticky_bits", &["7.1.11"], &["A.8.3"], &["CC6.1"], &[G]),
-    ("unowned_files", &["7.1.12"], &["A.5.9", "A.8.9"], &["CC6.1"], &[I]),
-    ("auditd", &["6.2.1.1", "6.2.1.2"], &["A.8.15"], &["CC7.2"], &[B]),
-    ("audit_rules", &["6.2.3.8"], &["A.8.15", "A.8.16"], &["CC7.2"], &[B]),
-    ("sysctl_network", &["3.3.1", "3.3.2", "3.3.5"], &["A.8.20"], &["CC6.6"], &[E]),
-    ("sysctl_aslr", &["1.5.1"], &["A.8.7", "A.8.9"], &["CC6.8"], &[E]),
+    (
+        "unowned_files",
+        &["7.1.12"],
+        &["A.5.9", "A.8.9"],
+        &["CC6.1"],
+        &[I],
+    ),
+    (
+        "auditd",
+        &["6.2.1.1", "6.2.1.2"],
+        &["A.8.15"],
+        &["CC7.2"],
+        &[B],
+    ),
+    (
+        "audit_rules",
+        &["6.2.3.8"],
+        &["A.8.15", "A.8.16"],
+        &["CC7.2"],
+        &[B],
+    ),
+    (
+        "sysctl_network",
+        &["3.3.1", "3.3.2", "3.3.5"],
+        &["A.8.20"],
+        &["CC6.6"],
+        &[E],
+    ),
+    (
+        "sysctl_aslr",
+        &["1.5.1"],
+        &["A.8.7", "A.8.9"],
+        &["CC6.8"],
+        &[E],
+    ),
     (
         "unused_filesystems",
-        &["1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4", "1.1.1.5", "1.1.1.8"],
+        &[
+            "1.1.1.1", "1.1.1.2", "1.1.1.3", "1.1.1.4", "1.1.1.5", "1.1.1.8",
+        ],
         &["A.8.9"],
         &["CC6.8"],
         &[G],
     ),
-    ("tmp_mount", &["1.1.2.1.1", "1.1.2.1.2", "1.1.2.1.3", "1.1.2.1.4"], &["A.8.9"], &["CC6.8"], &[A, G]),
+    (
+        "tmp_mount",
+        &["1.1.2.1.1", "1.1.2.1.2", "1.1.2.1.3", "1.1.2.1.4"],
+        &["A.8.9"],
+        &["CC6.8"],
+        &[A, G],
+    ),
 ];
 
 /// The controls of `framework` a check maps to (none for an unknown check or framework).
@@ -122,9 +208,8 @@ pub fn title(check_id: &str) -> String {
 /// status,evidence,checked_at`, one row per control id of each result in the frameworks
 /// asked for.
 pub fn csv(results: &[Result], frameworks: &[&str]) -> String {
-    let mut out = String::from(
-        "framework,control_id,check_id,title,hostname,status,evidence,checked_at\r\n",
-    );
+    let mut out =
+        String::from("framework,control_id,check_id,title,hostname,status,evidence,checked_at\r\n");
     for f in frameworks {
         for r in results {
             for c in controls(&r.check_id, f) {
@@ -138,10 +223,8 @@ pub fn csv(results: &[Result], frameworks: &[&str]) -> String {
                     &r.evidence,
                     &rfc3339(r.checked_at),
                 ];
-                let line: Vec<String> = fields
-                    .iter()
-                    .map(|v| trusthub_core::csv::cell(v))
-                    .collect();
+                let line: Vec<String> =
+                    fields.iter().map(|v| trusthub_core::csv::cell(v)).collect();
                 out.push_str(&line.join(","));
                 out.push_str("\r\n");
             }
@@ -220,7 +303,10 @@ pub fn oscal(results: &[Result], frameworks: &[&str], tenant: Uuid, now: OffsetD
     let ns = "https://trusthub.dev/ns/oscal";
     let stamp = rfc3339(now);
     let doc_uuid = Uuid::new_v4().to_string();
-    let mut hosts: Vec<(Uuid, &str)> = results.iter().map(|r| (r.agent_id, r.hostname.as_str())).collect();
+    let mut hosts: Vec<(Uuid, &str)> = results
+        .iter()
+        .map(|r| (r.agent_id, r.hostname.as_str()))
+        .collect();
     hosts.sort();
     hosts.dedup();
     let items: Vec<Value> = hosts
@@ -339,7 +425,10 @@ mod tests {
 
     #[test]
     fn oscal_control_ids_are_tokens() {
-        assert_eq!(oscal_control_id("cis-debian", "5.1.20"), "cis-debian_5.1.20");
+        assert_eq!(
+            oscal_control_id("cis-debian", "5.1.20"),
+            "cis-debian_5.1.20"
+        );
         assert_eq!(oscal_control_id("nis2", "Art.21(2)(i)"), "nis2_art.21.2.i");
         assert_eq!(oscal_control_id("iso27001", "A.8.5"), "iso27001_a.8.5");
         assert_eq!(oscal_control_id("soc2", "CC6.1"), "soc2_cc6.1");

@@ -143,7 +143,10 @@ pub(crate) async fn compliance_history(
 ) -> ApiResult<axum::Json<Vec<HistoryView>>> {
     let days = q.days.unwrap_or(30);
     if !(1..=365).contains(&days) {
-        return Err(trusthub_platform::error::ApiError::invalid("days", "must be between 1 and 365"));
+        return Err(trusthub_platform::error::ApiError::invalid(
+            "days",
+            "must be between 1 and 365",
+        ));
     }
     Ok(axum::Json(
         service::history(&state, by.0.tenant(), q.agent_id, days)

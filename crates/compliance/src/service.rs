@@ -48,7 +48,10 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
                 detail: e.detail.clone(),
             };
             store::insert_event(&mut *tx, r.tenant, &row, now).await?;
-            let title = format!("Honeypot touched on {}: {} {}", r.hostname, e.kind, e.target);
+            let title = format!(
+                "Honeypot touched on {}: {} {}",
+                r.hostname, e.kind, e.target
+            );
             notifier
                 .raise(
                     tx,
@@ -110,7 +113,11 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
 
 /// The run `agent` owes now, if any (the fleet's `ComplianceRuns` lookup, answered with
 /// each batch).
-pub async fn pending_run(state: &AppState, tenant: TenantId, agent: Uuid) -> StoreResult<Option<Uuid>> {
+pub async fn pending_run(
+    state: &AppState,
+    tenant: TenantId,
+    agent: Uuid,
+) -> StoreResult<Option<Uuid>> {
     let mut c = state.db.conn().await?;
     store::pending_run(&mut c, tenant, agent).await
 }
@@ -150,12 +157,19 @@ pub async fn run(
         }
     };
     if hosts.is_empty() {
-        return Err(ApiError::invalid("agent_id", "the tenant has no agents to run the checks on"));
+        return Err(ApiError::invalid(
+            "agent_id",
+            "the tenant has no agents to run the checks on",
+        ));
     }
     let now = trusthub_platform::state::now();
     state
         .limiter
-        .hit(ratelimit::COMPLIANCE_RUN, &p.user.id.to_string(), now.unix_timestamp())
+        .hit(
+            ratelimit::COMPLIANCE_RUN,
+            &p.user.id.to_string(),
+            now.unix_timestamp(),
+        )
         .await?;
     let id = Uuid::now_v7();
     let mut tx = state.db.begin().await?;
@@ -169,7 +183,10 @@ pub async fn run(
     )
     .await?;
     tx.commit().await?;
-    Ok(RunAccepted { run_id: id, agents: hosts })
+    Ok(RunAccepted {
+        run_id: id,
+        agents: hosts,
+    })
 }
 
 /// A result as served: the latest of a check on a host, in one framework.
@@ -218,12 +235,18 @@ impl Filter {
         if let Some(f) = &self.framework
             && !FRAMEWORKS.contains(&f.as_str())
         {
-            return Err(ApiError::invalid("framework", "must be cis-debian, iso27001, soc2 or nis2"));
+            return Err(ApiError::invalid(
+                "framework",
+                "must be cis-debian, iso27001, soc2 or nis2",
+            ));
         }
         if let Some(s) = &self.status
             && !trusthub_core::compliance::STATUSES.contains(&s.as_str())
         {
-            return Err(ApiError::invalid("status", "must be pass, fail, not_applicable or error"));
+            return Err(ApiError::invalid(
+                "status",
+                "must be pass, fail, not_applicable or error",
+            ));
         }
         Ok(())
     }
@@ -327,27 +350,42 @@ pub async fn export(
         return Err(ApiError::NotFound("export tool"));
     }
     if resource_id.is_some() && tool != "vanta" {
-        return Err(ApiError::invalid("resource_id", "is for the vanta export only"));
+        return Err(ApiError::invalid(
+            "resource_id",
+            "is for the vanta export only",
+        ));
     }
     if let Some(r) = resource_id
         && (r.is_empty() || r.len() > 128 || r.chars().any(char::is_control))
     {
-        return Err(ApiError::invalid("resource_id", "must be 1 to 128 printable characters"));
+        return Err(ApiError::invalid(
+            "resource_id",
+            "must be 1 to 128 printable characters",
+        ));
     }
-    let rows: Vec<frameworks::Result> = results(state, tenant, f).await?.into_iter().map(|(r, _)| r).collect();
+    let rows: Vec<frameworks::Result> = results(state, tenant, f)
+        .await?
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
     let fws = f.frameworks();
     let date = trusthub_platform::state::now().date();
     Ok(match tool {
         "generic" => Export {
             content_type: "application/json",
             filename: format!("trusthub-oscal-assessment-results-{date}.json"),
-            body: frameworks::oscal(&rows, &fws, tenant.0, trusthub_platform::state::now()).to_string(),
+            body: frameworks::oscal(&rows, &fws, tenant.0, trusthub_platform::state::now())
+                .to_string(),
         },
         "vanta" => Export {
             content_type: "application/json",
             filename: format!("trusthub-vanta-custom-resources-{date}.json"),
-            body: frameworks::vanta(&rows, resource_id.unwrap_or("trusthub-host-compliance"), &state.public_url)
-                .to_string(),
+            body: frameworks::vanta(
+                &rows,
+                resource_id.unwrap_or("trusthub-host-compliance"),
+                &state.public_url,
+            )
+            .to_string(),
         },
         other => Export {
             content_type: "text/csv; charset=utf-8",
@@ -417,7 +455,10 @@ pub struct HoneypotView {
     /// The path, user name or port.
     pub target: String,
     /// When it was last touched (absent: never).
-    #[serde(with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub triggered_at: Option<OffsetDateTime>,
     /// What happened then.
@@ -433,7 +474,10 @@ pub struct DnaView {
     /// SHA-256 of the canonical JSON of the stable parts.
     pub fingerprint_sha256: String,
     /// When it last changed (absent: never since first seen).
-    #[serde(with = "time::serde::rfc3339::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub changed_at: Option<OffsetDateTime>,
     /// The fingerprint before that change.
@@ -499,7 +543,9 @@ pub async fn security(state: &AppState, tenant: TenantId) -> ApiResult<SecurityV
     for e in &events {
         if !governed.contains(&(e.agent_id, e.kind.as_str(), e.target.as_str()))
             && agents.iter().any(|a| a.id == e.agent_id)
-            && latest.get(&(e.agent_id, e.kind.as_str(), e.target.as_str())).is_some_and(|l| std::ptr::eq(*l, e))
+            && latest
+                .get(&(e.agent_id, e.kind.as_str(), e.target.as_str()))
+                .is_some_and(|l| std::ptr::eq(*l, e))
         {
             honeypots.push(HoneypotView {
                 agent_id: e.agent_id,

@@ -68,7 +68,9 @@ pub async fn results(
     const SQL: &str = "SELECT agent_id, check_id, status, evidence, remediation, checked_at, run_id \
         FROM compliance_results WHERE tenant_id = $1 AND ($2 IS NULL OR agent_id = $2) AND ($3 IS NULL OR status = $3) \
         ORDER BY agent_id, check_id";
-    Ok(on!(ex, c => sqlx::query_as(SQL).bind(tenant.0).bind(agent).bind(status).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as(SQL).bind(tenant.0).bind(agent).bind(status).fetch_all(&mut *c).await?),
+    )
 }
 
 /// One run's summary on one host.
@@ -99,7 +101,9 @@ pub async fn history(
 ) -> StoreResult<Vec<HistoryRow>> {
     const SQL: &str = "SELECT agent_id, checked_at, run_id, passed, failed, not_applicable, errors FROM compliance_history \
         WHERE tenant_id = $1 AND ($2 IS NULL OR agent_id = $2) AND checked_at >= $3 ORDER BY checked_at, agent_id";
-    Ok(on!(ex, c => sqlx::query_as(SQL).bind(tenant.0).bind(agent).bind(since).fetch_all(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_as(SQL).bind(tenant.0).bind(agent).bind(since).fetch_all(&mut *c).await?),
+    )
 }
 
 /// Records a run and the hosts it asks.
@@ -130,7 +134,9 @@ pub async fn pending_run(
 ) -> StoreResult<Option<Uuid>> {
     const SQL: &str = "SELECT h.run_id FROM compliance_run_hosts h JOIN compliance_runs r ON r.id = h.run_id \
         WHERE h.agent_id = $1 AND r.tenant_id = $2 AND h.done_at IS NULL ORDER BY r.created_at LIMIT 1";
-    Ok(on!(ex, c => sqlx::query_scalar(SQL).bind(agent).bind(tenant.0).fetch_optional(&mut *c).await?))
+    Ok(
+        on!(ex, c => sqlx::query_scalar(SQL).bind(agent).bind(tenant.0).fetch_optional(&mut *c).await?),
+    )
 }
 
 /// A run with how many hosts answered.

@@ -112,26 +112,45 @@ struct CompliancePage<'a> {
     flash: Flash,
 }
 
-async fn page(state: &AppState, user: &WebUser, q: &PageQuery, flash: Flash, code: StatusCode) -> Response {
+async fn page(
+    state: &AppState,
+    user: &WebUser,
+    q: &PageQuery,
+    flash: Flash,
+    code: StatusCode,
+) -> Response {
     let built: ApiResult<CompliancePage> = async {
         let p = &user.principal;
         Viewer::of(p)?;
         let mut f = q.filter()?;
-        let framework = f.framework.clone().unwrap_or_else(|| "cis-debian".to_owned());
+        let framework = f
+            .framework
+            .clone()
+            .unwrap_or_else(|| "cis-debian".to_owned());
         f.framework = Some(framework.clone());
-        let results = service::results(state, p.tenant(), &Filter { status: None, ..f.clone() }).await?;
+        let results = service::results(
+            state,
+            p.tenant(),
+            &Filter {
+                status: None,
+                ..f.clone()
+            },
+        )
+        .await?;
         let names = trusthub_fleet::host_names(state, p.tenant()).await?;
         let mut hosts: BTreeMap<(String, Uuid), HostRow> = BTreeMap::new();
         for (r, _) in &results {
-            let h = hosts.entry((r.hostname.clone(), r.agent_id)).or_insert_with(|| HostRow {
-                agent_id: r.agent_id.to_string(),
-                hostname: r.hostname.clone(),
-                passed: 0,
-                failed: 0,
-                not_applicable: 0,
-                errors: 0,
-                checked_at: String::new(),
-            });
+            let h = hosts
+                .entry((r.hostname.clone(), r.agent_id))
+                .or_insert_with(|| HostRow {
+                    agent_id: r.agent_id.to_string(),
+                    hostname: r.hostname.clone(),
+                    passed: 0,
+                    failed: 0,
+                    not_applicable: 0,
+                    errors: 0,
+                    checked_at: String::new(),
+                });
             match r.status.as_str() {
                 "pass" => h.passed += 1,
                 "fail" => h.failed += 1,
@@ -160,7 +179,11 @@ async fn page(state: &AppState, user: &WebUser, q: &PageQuery, flash: Flash, cod
             .collect();
         // Failures first, then by host and check.
         rows.sort_by(|a, b| {
-            (a.status != "fail", &a.hostname, &a.check_id).cmp(&(b.status != "fail", &b.hostname, &b.check_id))
+            (a.status != "fail", &a.hostname, &a.check_id).cmp(&(
+                b.status != "fail",
+                &b.hostname,
+                &b.check_id,
+            ))
         });
         let history = service::history(state, p.tenant(), f.agent_id, 30)
             .await?
@@ -192,7 +215,10 @@ async fn page(state: &AppState, user: &WebUser, q: &PageQuery, flash: Flash, cod
             .collect();
         let query = serde_urlencoded::to_string([
             ("framework", framework.as_str()),
-            ("agent_id", &f.agent_id.map(|a| a.to_string()).unwrap_or_default()),
+            (
+                "agent_id",
+                &f.agent_id.map(|a| a.to_string()).unwrap_or_default(),
+            ),
         ])
         .unwrap_or_default();
         Ok(CompliancePage {
@@ -201,7 +227,10 @@ async fn page(state: &AppState, user: &WebUser, q: &PageQuery, flash: Flash, cod
             csrf: user.csrf.clone(),
             can_run: p.has_role(Role::Admin),
             framework_title: frameworks::framework_title(&framework),
-            frameworks: FRAMEWORKS.into_iter().map(|x| (x, x == framework)).collect(),
+            frameworks: FRAMEWORKS
+                .into_iter()
+                .map(|x| (x, x == framework))
+                .collect(),
             framework,
             agent_id: f.agent_id.map(|a| a.to_string()).unwrap_or_default(),
             statuses: trusthub_core::compliance::STATUSES
@@ -355,7 +384,9 @@ pub async fn security(State(state): State<AppState>, user: WebUser) -> Response 
                     (
                         s.agent_id.to_string(),
                         s.hostname.clone(),
-                        s.last_seen_at.map(rfc3339).unwrap_or_else(|| "never".into()),
+                        s.last_seen_at
+                            .map(rfc3339)
+                            .unwrap_or_else(|| "never".into()),
                         s.expected_every_secs,
                     )
                 })

@@ -130,7 +130,8 @@ pub const CHECKS: [Check; 21] = [
 fn is_check_id(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
-        && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
+        && s.bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
 }
 
 /// The check of `id`.
@@ -195,13 +196,19 @@ impl Report {
                 out.push((at("check_id"), format!("{} is reported twice", r.check_id)));
             }
             if !STATUSES.contains(&r.status.as_str()) {
-                out.push((at("status"), "must be pass, fail, not_applicable or error".into()));
+                out.push((
+                    at("status"),
+                    "must be pass, fail, not_applicable or error".into(),
+                ));
             }
             if r.evidence.chars().count() > MAX_EVIDENCE {
                 out.push((at("evidence"), format!("at most {MAX_EVIDENCE} characters")));
             }
             if r.remediation.chars().count() > MAX_REMEDIATION {
-                out.push((at("remediation"), format!("at most {MAX_REMEDIATION} characters")));
+                out.push((
+                    at("remediation"),
+                    format!("at most {MAX_REMEDIATION} characters"),
+                ));
             }
         }
         out
@@ -247,7 +254,9 @@ impl DnaParts {
             "agent_sha256": self.agent_sha256,
         });
         use sha2::{Digest, Sha256};
-        crate::secret::hex(&Sha256::digest(crate::canonical::canonical_json(&stable).as_bytes()))
+        crate::secret::hex(&Sha256::digest(
+            crate::canonical::canonical_json(&stable).as_bytes(),
+        ))
     }
 
     /// The names of the stable parts that differ from `other`'s.
@@ -341,7 +350,9 @@ pub fn check_honeypots(list: &[Honeypot]) -> Result<(), String> {
                     && b.len() <= 32
                     && (b[0].is_ascii_lowercase() || b[0] == b'_')
                     && b.iter().all(|c| {
-                        c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'_' | b'-' | b'.')
+                        c.is_ascii_lowercase()
+                            || c.is_ascii_digit()
+                            || matches!(c, b'_' | b'-' | b'.')
                     })
             }
             "port" => h.target.parse::<u16>().is_ok_and(|p| p > 0) && !h.target.starts_with('0'),
@@ -473,7 +484,14 @@ mod tests {
         };
         let p = report.problems();
         let fields: Vec<&str> = p.iter().map(|(f, _)| f.as_str()).collect();
-        assert_eq!(fields, ["results[1].check_id", "results[2].check_id", "results[2].status"]);
+        assert_eq!(
+            fields,
+            [
+                "results[1].check_id",
+                "results[2].check_id",
+                "results[2].status"
+            ]
+        );
         assert_eq!(CHECKS.len(), 21);
         assert!(check("tmp_mount").is_some() && check("nope").is_none());
     }

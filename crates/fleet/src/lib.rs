@@ -64,11 +64,12 @@ pub type HttpChecksFn =
 pub struct ComplianceRuns(pub ComplianceRunsFn);
 
 /// The signature of [`ComplianceRuns`].
-pub type ComplianceRunsFn = for<'a> fn(
-    &'a AppState,
-    TenantId,
-    Uuid,
-) -> trusthub_platform::BoxFuture<'a, StoreResult<Option<Uuid>>>;
+pub type ComplianceRunsFn =
+    for<'a> fn(
+        &'a AppState,
+        TenantId,
+        Uuid,
+    ) -> trusthub_platform::BoxFuture<'a, StoreResult<Option<Uuid>>>;
 
 /// The host name of each of `tenant`'s agents.
 pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashMap<Uuid, String>> {

@@ -245,7 +245,9 @@ impl Server {
                             .collect(),
                     ))
                     .insert(trusthub_fleet::ComplianceRuns(|state, tenant, agent| {
-                        Box::pin(trusthub_compliance::service::pending_run(state, tenant, agent))
+                        Box::pin(trusthub_compliance::service::pending_run(
+                            state, tenant, agent,
+                        ))
                     }))
                     .insert(trusthub_fleet::HttpChecks(|state, agent| {
                         Box::pin(crate::routes::apps::http_checks_of(state, agent))

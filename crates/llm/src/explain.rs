@@ -238,16 +238,33 @@ fn syslog_host(words: &[&str]) -> Option<usize> {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let clock = |w: &str| {
-        w.len() == 8 && w.bytes().enumerate().all(|(i, b)| if i == 2 || i == 5 { b == b':' } else { b.is_ascii_digit() })
+        w.len() == 8
+            && w.bytes().enumerate().all(|(i, b)| {
+                if i == 2 || i == 5 {
+                    b == b':'
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
     };
-    let filled: Vec<(usize, &str)> = words.iter().copied().enumerate().filter(|(_, w)| !w.is_empty()).collect();
+    let filled: Vec<(usize, &str)> = words
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
     let first = filled.first()?.1;
     let at = if MONTHS.contains(&first)
-        && filled.get(1).is_some_and(|(_, d)| d.len() <= 2 && d.bytes().all(|b| b.is_ascii_digit()))
+        && filled
+            .get(1)
+            .is_some_and(|(_, d)| d.len() <= 2 && d.bytes().all(|b| b.is_ascii_digit()))
         && filled.get(2).is_some_and(|(_, t)| clock(t))
     {
         3
-    } else if first.len() >= 19 && first.as_bytes().get(10) == Some(&b'T') && first[..4].bytes().all(|b| b.is_ascii_digit()) {
+    } else if first.len() >= 19
+        && first.as_bytes().get(10) == Some(&b'T')
+        && first[..4].bytes().all(|b| b.is_ascii_digit())
+    {
         1
     } else {
         return None;
@@ -414,13 +431,22 @@ mod tests {
         );
         // The host name of a syslog line, in both formats syslog daemons write.
         for (line, want) in [
-            ("Nov 27 10:01:02 payroll-db-7 sshd[1]: x", "Nov 27 10:01:02 [HOST] sshd[1]: x"),
-            ("Nov  7 10:01:02 payroll-db-7 kernel: x", "Nov  7 10:01:02 [HOST] kernel: x"),
+            (
+                "Nov 27 10:01:02 payroll-db-7 sshd[1]: x",
+                "Nov 27 10:01:02 [HOST] sshd[1]: x",
+            ),
+            (
+                "Nov  7 10:01:02 payroll-db-7 kernel: x",
+                "Nov  7 10:01:02 [HOST] kernel: x",
+            ),
             (
                 "2026-11-27T10:01:02.123456+00:00 payroll-db-7 sshd[1]: x",
                 "2026-11-27T10:01:02.123456+00:00 [HOST] sshd[1]: x",
             ),
-            ("Nov 27 10:01:02 sshd[1]: no host here", "Nov 27 10:01:02 sshd[1]: no host here"),
+            (
+                "Nov 27 10:01:02 sshd[1]: no host here",
+                "Nov 27 10:01:02 sshd[1]: no host here",
+            ),
         ] {
             assert_eq!(redact_line(line), want);
         }

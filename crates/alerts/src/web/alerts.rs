@@ -106,7 +106,10 @@ pub async fn alerts(
                             ),
                             (
                                 "agent_id",
-                                a.agent.as_ref().map(|g| g.id.to_string()).unwrap_or_default(),
+                                a.agent
+                                    .as_ref()
+                                    .map(|g| g.id.to_string())
+                                    .unwrap_or_default(),
                             ),
                         ])
                         .unwrap_or_default(),

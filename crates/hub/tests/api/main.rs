@@ -11,8 +11,6 @@ mod harness;
 
 #[path = "../../../fleet/tests/api/actions.rs"]
 mod actions;
-#[path = "../../../compliance/tests/api/compliance.rs"]
-mod compliance;
 #[path = "../../../fleet/tests/api/agents.rs"]
 mod agents;
 #[path = "../../../llm/tests/api/ai.rs"]
@@ -41,6 +39,8 @@ mod checks;
 mod client_certs;
 #[path = "../../../cloud/tests/api/cloud.rs"]
 mod cloud;
+#[path = "../../../compliance/tests/api/compliance.rs"]
+mod compliance;
 mod contract;
 #[path = "../../../vulns/tests/api/cve.rs"]
 mod cve;

@@ -67,7 +67,9 @@ fn valid_lang(l: &str) -> bool {
     };
     (2..=3).contains(&main.len())
         && main.bytes().all(|b| b.is_ascii_lowercase())
-        && region.is_none_or(|r| (2..=8).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+        && region.is_none_or(|r| {
+            (2..=8).contains(&r.len()) && r.bytes().all(|b| b.is_ascii_alphanumeric())
+        })
 }
 
 /// The service behind [`explain_line`], for the API and the dashboard alike.
@@ -80,7 +82,10 @@ pub async fn explain_by(
 ) -> ApiResult<Explained> {
     let lang = lang.unwrap_or("en");
     if !valid_lang(lang) {
-        return Err(ApiError::invalid("lang", "must be a language code such as en, de or pt-BR"));
+        return Err(ApiError::invalid(
+            "lang",
+            "must be a language code such as en, de or pt-BR",
+        ));
     }
     let chars = log.chars().count();
     if chars == 0 || chars > 4000 || log.trim().is_empty() {
@@ -143,7 +148,9 @@ pub async fn explain_by(
         }),
         Err(why) => {
             tracing::warn!(error = %why, "the language model did not explain a line; the built-in rules answer");
-            rules(Some(format!("the language model did not answer ({why}); the built-in rules answered")))
+            rules(Some(format!(
+                "the language model did not answer ({why}); the built-in rules answered"
+            )))
         }
     }
 }
@@ -178,12 +185,18 @@ async fn ask_model(
     if let Some(key) = &state.settings.llm_api_key {
         req = req.bearer_auth(key);
     }
-    let resp = req.send().await.map_err(|e| format!("cannot reach it: {e}"))?;
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach it: {e}"))?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("it answered {status}"));
     }
-    let v: Value = resp.json().await.map_err(|e| format!("its answer is not JSON: {e}"))?;
+    let v: Value = resp
+        .json()
+        .await
+        .map_err(|e| format!("its answer is not JSON: {e}"))?;
     v["choices"][0]["message"]["content"]
         .as_str()
         .map(str::trim)

@@ -52,7 +52,8 @@ pub async fn explain(
         let agent_id = match some(&q.agent_id) {
             None => None,
             Some(a) => Some(
-                Uuid::parse_str(&a).map_err(|_| ApiError::invalid("agent_id", "must be an agent id"))?,
+                Uuid::parse_str(&a)
+                    .map_err(|_| ApiError::invalid("agent_id", "must be an agent id"))?,
             ),
         };
         let lang = some(&q.lang).unwrap_or_else(|| "en".into());
