@@ -150,6 +150,34 @@ enum Command {
         /// Node id or agent id.
         id: String,
     },
+    /// Compliance: host check results per framework (CIS Debian, ISO 27001, SOC 2, NIS2),
+    /// runs, exports for OSCAL tools, Vanta, trustos and CyberDay.
+    Compliance {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::compliance::ComplianceCmd,
+    },
+    /// The security view: honeypots, host DNA, silent agents.
+    Security {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::compliance::SecurityCmd,
+    },
+    /// Explain a log line (the hub's language model, or its built-in rules in en and de).
+    Explain {
+        #[command(flatten)]
+        g: remote::Global,
+        /// The log line.
+        line: String,
+        /// The host it comes from (agent id): its OS is given as context.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The language to answer in (`en`, `de`, …).
+        #[arg(long)]
+        lang: Option<String>,
+    },
     /// Configuration drift: watched files not as in their baseline, and rebases.
     Drift {
         #[command(flatten)]
@@ -832,6 +860,14 @@ async fn hub_main() -> ExitCode {
         Command::Drift { g, cmd } => Some(remote::drift::drift(cmd, &g).await),
         Command::Cloud { g, cmd } => Some(remote::cloud::cloud(cmd, &g).await),
         Command::Topology { g, cmd } => Some(remote::topology::topology(cmd, &g).await),
+        Command::Compliance { g, cmd } => Some(remote::compliance::compliance(cmd, &g).await),
+        Command::Security { g, cmd } => Some(remote::compliance::security(cmd, &g).await),
+        Command::Explain {
+            g,
+            line,
+            agent,
+            lang,
+        } => Some(remote::compliance::explain(&line, agent, lang, &g).await),
         Command::Diagrams { g, cmd } => Some(remote::topology::diagrams(cmd, &g).await),
         Command::BlastRadius { g, id } => Some(remote::topology::blast_radius(&id, &g).await),
         Command::Console {

@@ -1377,6 +1377,109 @@ async fn live_agent_verbs(db_url: Option<&str>) {
         &[],
     ));
     assert!(anomalies.is_array(), "{anomalies}");
+
+    // Compliance: the agent's own first run of the checks on this host, a run asked for,
+    // the exports; the security view; a line explained by the built-in rules.
+    let run = |args: &[&str]| cli(&config, args, "", &[]);
+    let mut results = Value::Null;
+    for _ in 0..240 {
+        results = json_of(&run(&[
+            "compliance",
+            "ls",
+            "--framework",
+            "cis-debian",
+            "--agent",
+            &agent_id,
+            "-o",
+            "json",
+        ]));
+        if results.as_array().is_some_and(|a| a.len() == 21) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert_eq!(results.as_array().map(Vec::len), Some(21), "{results}");
+    let table = ok(&run(&[
+        "compliance",
+        "ls",
+        "--framework",
+        "soc2",
+        "--agent",
+        &agent_id,
+    ]));
+    assert!(
+        table.starts_with("HOST") && table.contains("CC6.1"),
+        "{table}"
+    );
+    let asked = json_of(&run(&[
+        "compliance",
+        "run",
+        "--agent",
+        &agent_id,
+        "-o",
+        "json",
+    ]));
+    assert_eq!(asked["hosts"], 1, "{asked}");
+    let runs = json_of(&run(&["compliance", "runs", "-o", "json"]));
+    assert_eq!(runs[0]["id"], asked["id"]);
+    let csv = dir.0.join("cyberday.csv");
+    ok(&run(&[
+        "compliance",
+        "export",
+        "cyberday",
+        "--framework",
+        "nis2",
+        "--out",
+        csv.to_str().expect("p"),
+    ]));
+    let text = std::fs::read_to_string(&csv).expect("csv");
+    assert!(
+        text.starts_with("framework,control_id,check_id,")
+            && text.contains("\r\nnis2,Art.21(2)(i),"),
+        "{text}"
+    );
+    let oscal = dir.0.join("oscal.json");
+    ok(&run(&[
+        "compliance",
+        "export",
+        "generic",
+        "--out",
+        oscal.to_str().expect("p"),
+    ]));
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&oscal).expect("oscal")).expect("json");
+    assert_eq!(
+        doc["assessment-results"]["metadata"]["oscal-version"],
+        "1.1.2"
+    );
+    let o = run(&["compliance", "export", "excel", "--out", "x"]);
+    assert_eq!(o.status.code(), Some(2), "clap refuses an unknown tool");
+    let dna = json_of(&run(&["security", "dna", "-o", "json"]));
+    let dna = dna.as_array().cloned().unwrap_or_default();
+    assert!(
+        dna.iter().any(|d| d["agent_id"] == agent_id.as_str()),
+        "{dna:?}"
+    );
+    assert!(
+        !ok(&run(&["security", "silent"])).contains(agent_id.as_str()),
+        "the live agent is not silent"
+    );
+    let explained = json_of(&run(&[
+        "explain",
+        "kernel: Out of memory: Killed process 9 (java)",
+        "--lang",
+        "de",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(explained["source"], "rules");
+    assert!(
+        explained["explanation"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("java"),
+        "{explained}"
+    );
     let _ = agent.kill();
     let _ = agent.wait();
     hub.terminate();

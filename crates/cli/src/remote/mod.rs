@@ -7,6 +7,7 @@ pub mod autopatch;
 pub mod certs;
 pub mod client;
 pub mod cloud;
+pub mod compliance;
 pub mod config;
 pub mod console;
 pub mod drift;
@@ -835,7 +836,7 @@ pub async fn alerts(cmd: AlertsCmd, g: &Global) -> Result<(), Failure> {
 }
 
 /// `path?k=v&…` with the pairs that have a value, form-encoded.
-fn with_query(path: &str, pairs: &[(&str, Option<String>)]) -> String {
+pub(crate) fn with_query(path: &str, pairs: &[(&str, Option<String>)]) -> String {
     let given: Vec<(&str, &str)> = pairs
         .iter()
         .filter_map(|(k, v)| v.as_deref().map(|v| (*k, v)))
@@ -1252,7 +1253,11 @@ pub async fn evidence(cmd: EvidenceRemote, g: &Global) -> Result<(), Failure> {
 
 /// Streams `GET path` into `out` (written beside, then renamed), with a progress bar on a
 /// terminal; the bytes written.
-async fn download(c: &Client, path: &str, out: &std::path::Path) -> Result<u64, Failure> {
+pub(crate) async fn download(
+    c: &Client,
+    path: &str,
+    out: &std::path::Path,
+) -> Result<u64, Failure> {
     let mut resp = c.fetch(path).await?;
     let bar = indicatif::ProgressBar::with_draw_target(
         resp.content_length(),
