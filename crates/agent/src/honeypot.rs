@@ -94,9 +94,8 @@ impl Honeypots {
                 keep
             });
             for p in ports {
-                if !open.contains_key(&p) {
-                    open.insert(p, tokio::spawn(listen(self.inner.clone(), p)));
-                }
+                open.entry(p)
+                    .or_insert_with(|| tokio::spawn(listen(self.inner.clone(), p)));
             }
         }
         self.watch_files();

@@ -556,7 +556,7 @@ pub async fn security(state: &AppState, tenant: TenantId) -> ApiResult<SecurityV
             });
         }
     }
-    honeypots.sort_by(|a, b| b.triggered_at.cmp(&a.triggered_at));
+    honeypots.sort_by_key(|h| std::cmp::Reverse(h.triggered_at));
     let dna = store::dnas(&mut c, tenant)
         .await?
         .into_iter()
