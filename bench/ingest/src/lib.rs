@@ -209,3 +209,31 @@ pub async fn admin_with_totp(
         .error_for_status()?;
     Ok((user, secret, now))
 }
+
+/// The `p` quantile (0 to 1) of `v`, nearest rank.
+pub fn pct(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[((v.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// `runs` GETs of `url` with the session `cookie`: each one's milliseconds, and the size of
+/// the last answer (an answer that is not 2xx is an error).
+pub async fn timed_get(
+    http: &reqwest::Client,
+    url: &str,
+    cookie: &str,
+    runs: usize,
+) -> Result<(Vec<f64>, usize), Box<dyn std::error::Error>> {
+    let mut times = Vec::with_capacity(runs);
+    let mut size = 0;
+    for _ in 0..runs {
+        let t = std::time::Instant::now();
+        let r = http.get(url).header("cookie", cookie).send().await?;
+        if !r.status().is_success() {
+            return Err(format!("{url}: {}", r.status()).into());
+        }
+        size = r.bytes().await?.len();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((times, size))
+}

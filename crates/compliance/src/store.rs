@@ -8,7 +8,7 @@ use trusthub_store::{Exec, StoreResult, TenantId, on};
 use uuid::Uuid;
 
 /// A host's latest result of a check.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct ResultRow {
     /// The host.
     pub agent_id: Uuid,
@@ -26,7 +26,22 @@ pub struct ResultRow {
     pub run_id: Option<Uuid>,
 }
 
-/// Stores a host's results (the latest per check) and the run's summary.
+/// One check's result as the host's document keeps it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept<'a> {
+    #[serde(borrow)]
+    check_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    status: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    evidence: std::borrow::Cow<'a, str>,
+    /// Left out when it is the check's own text.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    remediation: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Stores a host's results (the latest run replaces an older one, never a newer) and the
+/// run's summary.
 pub async fn put_results(
     ex: &mut impl Exec,
     tenant: TenantId,
@@ -35,15 +50,25 @@ pub async fn put_results(
     at: OffsetDateTime,
     results: &[CheckResult],
 ) -> StoreResult<()> {
-    for r in results {
-        on!(ex, c => sqlx::query(
-            "INSERT INTO compliance_results (tenant_id, agent_id, check_id, status, evidence, remediation, checked_at, run_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (tenant_id, agent_id, check_id) DO UPDATE SET \
-             status = excluded.status, evidence = excluded.evidence, remediation = excluded.remediation, \
-             checked_at = excluded.checked_at, run_id = excluded.run_id WHERE compliance_results.checked_at <= excluded.checked_at")
-            .bind(tenant.0).bind(agent).bind(&r.check_id).bind(&r.status).bind(&r.evidence).bind(&r.remediation)
-            .bind(at).bind(run).execute(&mut *c).await?.rows_affected());
-    }
+    let kept: Vec<Kept<'_>> = results
+        .iter()
+        .map(|r| Kept {
+            check_id: r.check_id.as_str().into(),
+            status: r.status.as_str().into(),
+            evidence: r.evidence.as_str().into(),
+            remediation: match trusthub_core::compliance::check(&r.check_id) {
+                Some(c) if c.remediation == r.remediation => None,
+                _ => Some(r.remediation.as_str().into()),
+            },
+        })
+        .collect();
+    let doc = serde_json::to_string(&kept)
+        .map_err(|_| trusthub_store::StoreError::Corrupt("compliance_results.results"))?;
+    on!(ex, c => sqlx::query(
+        "INSERT INTO compliance_results (tenant_id, agent_id, checked_at, run_id, results) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (agent_id) DO UPDATE SET checked_at = excluded.checked_at, run_id = excluded.run_id, \
+         results = excluded.results WHERE compliance_results.checked_at <= excluded.checked_at")
+        .bind(tenant.0).bind(agent).bind(at).bind(run).bind(&doc).execute(&mut *c).await?.rows_affected());
     let count = |s: &str| results.iter().filter(|r| r.status == s).count() as i64;
     on!(ex, c => sqlx::query(
         "INSERT INTO compliance_history (tenant_id, agent_id, checked_at, run_id, passed, failed, not_applicable, errors) \
@@ -58,19 +83,52 @@ pub async fn put_results(
     Ok(())
 }
 
-/// The tenant's latest results (one host, or all), by host and check.
+#[derive(sqlx::FromRow)]
+struct DocRow {
+    agent_id: Uuid,
+    checked_at: OffsetDateTime,
+    run_id: Option<Uuid>,
+    results: String,
+}
+
+/// The tenant's latest results (one host, or all; one verdict, or all), by host and check.
 pub async fn results(
     ex: &mut impl Exec,
     tenant: TenantId,
     agent: Option<Uuid>,
     status: Option<&str>,
 ) -> StoreResult<Vec<ResultRow>> {
-    const SQL: &str = "SELECT agent_id, check_id, status, evidence, remediation, checked_at, run_id \
-        FROM compliance_results WHERE tenant_id = $1 AND ($2 IS NULL OR agent_id = $2) AND ($3 IS NULL OR status = $3) \
-        ORDER BY agent_id, check_id";
-    Ok(
-        on!(ex, c => sqlx::query_as(SQL).bind(tenant.0).bind(agent).bind(status).fetch_all(&mut *c).await?),
-    )
+    const SQL: &str = "SELECT agent_id, checked_at, run_id, results FROM compliance_results \
+        WHERE tenant_id = $1 AND ($2 IS NULL OR agent_id = $2) ORDER BY agent_id";
+    let docs: Vec<DocRow> =
+        on!(ex, c => sqlx::query_as(SQL).bind(tenant.0).bind(agent).fetch_all(&mut *c).await?);
+    let mut out = Vec::with_capacity(docs.len() * trusthub_core::compliance::CHECKS.len());
+    for d in &docs {
+        let mut kept: Vec<Kept<'_>> = serde_json::from_str(&d.results)
+            .map_err(|_| trusthub_store::StoreError::Corrupt("compliance_results.results"))?;
+        kept.sort_by(|a, b| a.check_id.cmp(&b.check_id));
+        for k in kept {
+            if status.is_some_and(|s| s != k.status) {
+                continue;
+            }
+            let remediation = match k.remediation {
+                Some(r) => r.into_owned(),
+                None => trusthub_core::compliance::check(&k.check_id)
+                    .map(|c| c.remediation.to_owned())
+                    .unwrap_or_default(),
+            };
+            out.push(ResultRow {
+                agent_id: d.agent_id,
+                check_id: k.check_id.into_owned(),
+                status: k.status.into_owned(),
+                evidence: k.evidence.into_owned(),
+                remediation,
+                checked_at: d.checked_at,
+                run_id: d.run_id,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// One run's summary on one host.

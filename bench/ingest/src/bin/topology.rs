@@ -13,7 +13,7 @@
 use clap::Parser;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use trusthub_bench_ingest::{owner_cookie, owner_tenant, quiet_settings};
+use trusthub_bench_ingest::{owner_cookie, owner_tenant, pct, quiet_settings, timed_get};
 use trusthub_hub::Server;
 use trusthub_topology::graph;
 use trusthub_topology::raw::{Edge, Json, Node, Zone, insert_edge, insert_node, insert_zone};
@@ -46,11 +46,6 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0
     }
-}
-
-fn pct(mut v: Vec<f64>, p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// A layered map of `n` nodes and `m` edges: node i depends on nodes after it.
@@ -149,26 +144,6 @@ async fn fill(
     Ok((ids, edges, gn, zs))
 }
 
-async fn timed(
-    http: &reqwest::Client,
-    url: &str,
-    cookie: &str,
-    runs: usize,
-) -> Result<(Vec<f64>, usize), Box<dyn std::error::Error>> {
-    let mut times = Vec::with_capacity(runs);
-    let mut size = 0;
-    for _ in 0..runs {
-        let t = Instant::now();
-        let r = http.get(url).header("cookie", cookie).send().await?;
-        if !r.status().is_success() {
-            return Err(format!("{url}: {}", r.status()).into());
-        }
-        size = r.bytes().await?.len();
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-    }
-    Ok((times, size))
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
@@ -212,7 +187,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::hint::black_box(graph::mermaid(&gn, &ge, &gz));
         raw.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    let (export, bytes) = timed(
+    let (export, bytes) = timed_get(
         &http,
         &format!("{api}/topology/export/mermaid"),
         &cookie,
@@ -255,7 +230,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut api_t = Vec::new();
     for r in &roots {
-        let (t, _) = timed(&http, &format!("{api}/blast-radius/{r}"), &cookie, 1).await?;
+        let (t, _) = timed_get(&http, &format!("{api}/blast-radius/{r}"), &cookie, 1).await?;
         api_t.extend(t);
     }
     // The first request after a change reads the graph; the others walk the kept one.

@@ -1,6 +1,6 @@
 -- Compliance, security view (CONTRACT 25): governance's compliance interval and honeypots,
 -- runs asked for by people and the hosts each still owes, the latest result per host and
--- check, a per-run summary for pass/fail over time, touched honeypots, each host's DNA.
+-- check (one document per host), a per-run summary for pass/fail over time, touched honeypots, each host's DNA.
 ALTER TABLE agents ADD COLUMN compliance_interval_secs BIGINT NOT NULL DEFAULT 43200;
 ALTER TABLE agents ADD COLUMN honeypots TEXT NOT NULL DEFAULT '[]';
 CREATE TABLE compliance_runs (
@@ -18,17 +18,17 @@ CREATE TABLE compliance_run_hosts (
     PRIMARY KEY (run_id, agent_id)
 );
 CREATE INDEX compliance_run_hosts_agent ON compliance_run_hosts (agent_id, done_at);
+-- The latest run's results of a host, as one document (a JSON array of {check_id, status,
+-- evidence, remediation?}; remediation left out when it is the check's own text): listings
+-- read one row per host, not one per check (bench/RESULTS.md).
 CREATE TABLE compliance_results (
     tenant_id BLOB NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
-    agent_id BLOB NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
-    check_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    evidence TEXT NOT NULL,
-    remediation TEXT NOT NULL,
+    agent_id BLOB PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
     checked_at TEXT NOT NULL,
     run_id BLOB,
-    PRIMARY KEY (tenant_id, agent_id, check_id)
+    results TEXT NOT NULL
 );
+CREATE INDEX compliance_results_tenant ON compliance_results (tenant_id);
 CREATE TABLE compliance_history (
     tenant_id BLOB NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
     agent_id BLOB NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
