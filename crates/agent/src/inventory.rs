@@ -578,14 +578,6 @@ pub fn rpm_packages(list: &str) -> Vec<Value> {
 
 /// Lockfiles found under the project paths (at most 4 levels deep, skipping vendored trees).
 fn lockfiles(roots: &[PathBuf]) -> Vec<PathBuf> {
-    const NAMES: [&str; 6] = [
-        "package-lock.json",
-        "requirements.txt",
-        "poetry.lock",
-        "composer.lock",
-        "Gemfile.lock",
-        "go.sum",
-    ];
     let mut found = Vec::new();
     let mut stack: Vec<(PathBuf, usize)> = roots.iter().map(|r| (r.clone(), 0)).collect();
     while let Some((dir, depth)) = stack.pop() {
@@ -606,7 +598,9 @@ fn lockfiles(roots: &[PathBuf]) -> Vec<PathBuf> {
                 {
                     stack.push((path, depth + 1));
                 }
-                Ok(t) if t.is_file() && NAMES.contains(&name.as_str()) => found.push(path),
+                Ok(t) if t.is_file() && crate::deps::lockfile_format(&name).is_some() => {
+                    found.push(path)
+                }
                 _ => {}
             }
         }
@@ -615,8 +609,9 @@ fn lockfiles(roots: &[PathBuf]) -> Vec<PathBuf> {
     found
 }
 
-/// Dependencies declared by one lockfile: `(ecosystem, name, version)`; why not, when the
-/// file is not what its name says (a corrupt lockfile is reported, never read as empty).
+/// Dependencies declared by a `composer.lock`, `Gemfile.lock` or `go.sum` (the other
+/// formats are read in [`crate::deps`]): `(ecosystem, name, version)`; why not, when the file
+/// is not what its name says (a corrupt lockfile is reported, never read as empty).
 pub fn parse_lockfile(
     path: &Path,
     text: &str,
@@ -627,55 +622,6 @@ pub fn parse_lockfile(
         .unwrap_or_default();
     let mut out = Vec::new();
     match name {
-        "package-lock.json" => {
-            let v: Value =
-                serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-            if let Some(pkgs) = v["packages"].as_object() {
-                for (k, p) in pkgs {
-                    if let (Some(n), Some(ver)) = (
-                        k.rsplit("node_modules/").next().filter(|_| !k.is_empty()),
-                        p["version"].as_str(),
-                    ) {
-                        out.push(("npm", n.to_owned(), ver.to_owned()));
-                    }
-                }
-            } else if let Some(deps) = v["dependencies"].as_object() {
-                for (n, p) in deps {
-                    if let Some(ver) = p["version"].as_str() {
-                        out.push(("npm", n.clone(), ver.to_owned()));
-                    }
-                }
-            }
-        }
-        "requirements.txt" => {
-            for l in text
-                .lines()
-                .map(|l| l.split('#').next().unwrap_or_default().trim())
-            {
-                if let Some((n, ver)) = l.split_once("==") {
-                    let n = n.split('[').next().unwrap_or(n).trim();
-                    out.push((
-                        "pip",
-                        n.to_owned(),
-                        ver.split(';').next().unwrap_or(ver).trim().to_owned(),
-                    ));
-                }
-            }
-        }
-        "poetry.lock" => {
-            let v = toml::from_str::<toml::Table>(text)
-                .map_err(|e| format!("not valid TOML: {}", e.message()))?;
-            if let Some(pkgs) = v.get("package").and_then(|p| p.as_array()) {
-                for p in pkgs {
-                    if let (Some(n), Some(ver)) = (
-                        p.get("name").and_then(|x| x.as_str()),
-                        p.get("version").and_then(|x| x.as_str()),
-                    ) {
-                        out.push(("pip", n.to_owned(), ver.to_owned()));
-                    }
-                }
-            }
-        }
         "composer.lock" => {
             let v: Value =
                 serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
@@ -745,18 +691,25 @@ fn app_dependencies(roots: &[PathBuf]) -> Value {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let source = file.display().to_string();
         let text = match std::fs::read_to_string(&file) {
             Ok(t) => Ok(t),
             Err(e) => Err(format!("unreadable: {e}")),
         };
-        match text.and_then(|t| parse_lockfile(&file, &t)) {
-            Ok(deps) => {
-                for (eco, name, version) in deps {
-                    out.push(json!({"project_path": project, "lockfile": lockfile, "ecosystem": eco, "name": name, "version": version}));
+        match text.and_then(|t| crate::deps::parse_lockfile(&file, &t)) {
+            Ok((format, deps)) => {
+                for d in deps {
+                    out.push(json!({"project_path": project, "lockfile": lockfile, "source": source,
+                        "source_kind": "lockfile", "format": format, "ecosystem": d.ecosystem, "name": d.name,
+                        "version": d.version}));
                 }
             }
             Err(error) => {
-                out.push(json!({"project_path": project, "lockfile": lockfile, "error": error}));
+                let format = crate::deps::lockfile_format(&lockfile).unwrap_or_default();
+                out.push(
+                    json!({"project_path": project, "lockfile": lockfile, "source": source,
+                    "source_kind": "lockfile", "format": format, "error": error}),
+                );
             }
         }
     }
@@ -1106,16 +1059,23 @@ mod tests {
     #[test]
     fn lockfiles_of_each_ecosystem_parse() {
         let npm = r#"{"lockfileVersion":3,"packages":{"":{"name":"app"},"node_modules/lodash":{"version":"4.17.21"},"node_modules/a/node_modules/b":{"version":"1.0.0"}}}"#;
+        let read = |name: &str, text: &str| {
+            crate::deps::parse_lockfile(Path::new(name), text).map(|(_, d)| {
+                d.into_iter()
+                    .map(|d| (d.ecosystem, d.name, d.version))
+                    .collect::<Vec<_>>()
+            })
+        };
         assert_eq!(
-            parse_lockfile(Path::new("package-lock.json"), npm),
+            read("package-lock.json", npm),
             Ok(vec![
                 ("npm", "b".into(), "1.0.0".into()),
                 ("npm", "lodash".into(), "4.17.21".into())
             ])
         );
         assert_eq!(
-            parse_lockfile(
-                Path::new("requirements.txt"),
+            read(
+                "requirements.txt",
                 "Django==4.2.1 # web\nrequests[socks]==2.31.0\n-e .\n"
             ),
             Ok(vec![
@@ -1124,8 +1084,8 @@ mod tests {
             ])
         );
         assert_eq!(
-            parse_lockfile(
-                Path::new("poetry.lock"),
+            read(
+                "poetry.lock",
                 "[[package]]\nname = \"flask\"\nversion = \"3.0.0\"\n"
             ),
             Ok(vec![("pip", "flask".into(), "3.0.0".into())])
@@ -1156,7 +1116,10 @@ mod tests {
             ("composer.lock", "<html>"),
             ("poetry.lock", "[[package]\nname ="),
         ] {
-            assert!(parse_lockfile(Path::new(name), text).is_err(), "{name}");
+            assert!(
+                crate::deps::parse_lockfile(Path::new(name), text).is_err(),
+                "{name}"
+            );
         }
     }
 

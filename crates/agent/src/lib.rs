@@ -13,6 +13,7 @@ pub mod client;
 pub mod collect;
 pub mod compliance;
 pub mod console;
+pub mod deps;
 pub mod dna;
 pub mod drift;
 pub mod emergency;

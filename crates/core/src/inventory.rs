@@ -230,6 +230,16 @@ pub struct AppDependency {
     /// The lockfile's name.
     #[serde(default)]
     pub lockfile: Option<String>,
+    /// Where the package was read (CONTRACT 29): the lockfile path, the installed tree's
+    /// root, or the binary.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// `lockfile`, `installed` or `binary`.
+    #[serde(default)]
+    pub source_kind: Option<String>,
+    /// The source's format (`package-lock`, `yarn-v1`, `uv-lock`, …).
+    #[serde(default)]
+    pub format: Option<String>,
     /// The lockfile's ecosystem (`npm`, `pip`, …).
     #[serde(default)]
     pub ecosystem: Option<String>,

@@ -1,0 +1,243 @@
+//! Dependency sources (CONTRACT 29): the lockfiles of the five ecosystems, each read by a
+//! parser for the format its tool writes, named by `format` in the inventory so a finding
+//! says where a package came from. A file that cannot be read is reported with the reason,
+//! never as a project without dependencies.
+
+pub mod npm;
+pub mod python;
+
+use std::path::Path;
+
+/// One package a source names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dep {
+    /// `npm`, `pip`, `composer`, `RubyGems`, `Go` (the inventory's ecosystem names).
+    pub ecosystem: &'static str,
+    /// The package.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+impl Dep {
+    /// A package; Python's ecosystem is written `pip` in the inventory.
+    pub fn new(ecosystem: &'static str, name: &str, version: &str) -> Dep {
+        Dep {
+            ecosystem: if ecosystem == "PyPI" {
+                "pip"
+            } else {
+                ecosystem
+            },
+            name: name.to_owned(),
+            version: version.to_owned(),
+        }
+    }
+}
+
+/// The format of a lockfile by its name (`yarn.lock` is told apart by its content).
+pub fn lockfile_format(file_name: &str) -> Option<&'static str> {
+    Some(match file_name {
+        "package-lock.json" => "package-lock",
+        "npm-shrinkwrap.json" => "npm-shrinkwrap",
+        "yarn.lock" => "yarn",
+        "pnpm-lock.yaml" => "pnpm-lock",
+        "bun.lock" => "bun-lock",
+        "requirements.txt" => "requirements",
+        "Pipfile.lock" => "pipfile-lock",
+        "poetry.lock" => "poetry-lock",
+        "pdm.lock" => "pdm-lock",
+        "uv.lock" => "uv-lock",
+        "composer.lock" => "composer-lock",
+        "Gemfile.lock" | "gems.locked" => "gemfile-lock",
+        "go.sum" => "go-sum",
+        n if n == "pylock.toml" || (n.starts_with("pylock.") && n.ends_with(".toml")) => "pylock",
+        _ => return None,
+    })
+}
+
+/// Reads a lockfile: its format (yarn's resolved to `yarn-v1` or `yarn-berry`) and packages,
+/// sorted and without repeats; the reason when it cannot be read.
+pub fn parse_lockfile(path: &Path, text: &str) -> Result<(&'static str, Vec<Dep>), String> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let format = lockfile_format(name).ok_or_else(|| format!("{name} is not a known lockfile"))?;
+    let (format, mut deps) = match format {
+        "package-lock" | "npm-shrinkwrap" => (format, npm::package_lock(text)?),
+        "yarn" => npm::yarn_lock(text)?,
+        "pnpm-lock" => (format, npm::pnpm_lock(text)?),
+        "bun-lock" => (format, npm::bun_lock(text)?),
+        "requirements" => (format, python::requirements(text)?),
+        "pipfile-lock" => (format, python::pipfile_lock(text)?),
+        "poetry-lock" | "pdm-lock" | "uv-lock" => (format, python::package_tables(text)?),
+        "pylock" => (format, python::pylock(text)?),
+        _ => (
+            format,
+            crate::inventory::parse_lockfile(path, text)?
+                .into_iter()
+                .map(|(eco, name, version)| Dep::new(eco, &name, &version))
+                .collect(),
+        ),
+    };
+    deps.sort();
+    deps.dedup();
+    Ok((format, deps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(name: &str) -> String {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/deps")
+            .join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    fn names(deps: &[Dep]) -> Vec<String> {
+        deps.iter()
+            .map(|d| format!("{}@{}", d.name, d.version))
+            .collect()
+    }
+
+    /// Lockfiles written by the real tools (npm 11, yarn 1.22.22 and 4.5.3 through corepack,
+    /// pnpm 9.15.0; uv and pipenv) for one small project each.
+    #[test]
+    fn lockfiles_written_by_the_real_tools_are_read() {
+        let npm_project = ["@types/minimist@1.2.2", "lodash@4.17.20", "minimist@1.2.5"];
+        for (dir, file, format) in [
+            ("npm", "package-lock.json", "package-lock"),
+            ("yarn1", "yarn.lock", "yarn-v1"),
+            ("berry", "yarn.lock", "yarn-berry"),
+            ("pnpm", "pnpm-lock.yaml", "pnpm-lock"),
+        ] {
+            let (f, deps) =
+                parse_lockfile(Path::new(file), &read(&format!("{dir}/{file}"))).expect(dir);
+            assert_eq!(f, format, "{dir}");
+            assert_eq!(names(&deps), npm_project, "{dir}");
+            assert!(deps.iter().all(|d| d.ecosystem == "npm"));
+        }
+        let py_project = [
+            "certifi@2026.10.19.post1",
+            "chardet@3.0.4",
+            "idna@2.10",
+            "jinja2@2.11.2",
+            "markupsafe@3.0.4",
+            "requests@2.25.0",
+            "urllib3@1.26.20",
+        ];
+        for (file, format) in [
+            ("uv.lock", "uv-lock"),
+            ("pylock.toml", "pylock"),
+            ("Pipfile.lock", "pipfile-lock"),
+        ] {
+            let (f, deps) =
+                parse_lockfile(Path::new(file), &read(&format!("py/{file}"))).expect(file);
+            assert_eq!(f, format);
+            let got: Vec<String> = names(&deps).into_iter().map(|n| n.to_lowercase()).collect();
+            assert_eq!(got, py_project, "{file}");
+            assert!(deps.iter().all(|d| d.ecosystem == "pip"));
+        }
+    }
+
+    #[test]
+    fn older_formats_are_read() {
+        // package-lock v1: nested `dependencies`.
+        let v1 = r#"{"lockfileVersion": 1, "dependencies": {"a": {"version": "1.0.0", "dependencies": {"b": {"version": "2.0.0"}}}, "local": {"version": "file:../x"}}}"#;
+        assert_eq!(
+            names(&npm::package_lock(v1).expect("v1")),
+            ["a@1.0.0", "b@2.0.0"]
+        );
+        // pnpm v5 and v6 keys, with peer suffixes.
+        let v5 = "lockfileVersion: 5.4\n\npackages:\n\n  /lodash/4.17.20:\n    resolution: {integrity: x}\n\n  /@babel/core/7.1.0_react@18.0.0:\n    dev: true\n";
+        assert_eq!(
+            names(&npm::pnpm_lock(v5).expect("v5")),
+            ["lodash@4.17.20", "@babel/core@7.1.0"]
+        );
+        let v6 = "lockfileVersion: '6.0'\n\npackages:\n\n  /lodash@4.17.20:\n    resolution: {integrity: x}\n\n  /@types/react@18.0.0(react@18.0.0):\n    dev: true\n";
+        assert_eq!(
+            names(&npm::pnpm_lock(v6).expect("v6")),
+            ["lodash@4.17.20", "@types/react@18.0.0"]
+        );
+        // bun.lock, trailing commas and all.
+        let bun = "{\n  \"lockfileVersion\": 1,\n  \"workspaces\": {\"\": {\"name\": \"app\",},},\n  \"packages\": {\n    \"lodash\": [\"lodash@4.17.20\", \"\", {}, \"sha512-x\"],\n    \"@types/minimist\": [\"@types/minimist@1.2.2\", \"\", {}, \"sha512-y\"],\n  },\n}\n";
+        assert_eq!(
+            names(&npm::bun_lock(bun).expect("bun")),
+            ["@types/minimist@1.2.2", "lodash@4.17.20"]
+        );
+        // requirements with extras, markers, options.
+        let req = "-r base.txt\n--index-url https://x\nrequests[socks]==2.25.0 ; python_version > '3'\nflask>=2\n# c\n";
+        assert_eq!(
+            names(&python::requirements(req).expect("req")),
+            ["requests@2.25.0"]
+        );
+    }
+
+    #[test]
+    fn unreadable_lockfiles_say_why_and_never_read_as_empty() {
+        for (file, text, says) in [
+            ("package-lock.json", "{\"packages\": ", "not valid JSON"),
+            ("package-lock.json", "[]", "top level"),
+            (
+                "yarn.lock",
+                "lodash@^4.0.0\n  version \"4.17.20\"\n",
+                "line 1",
+            ),
+            (
+                "yarn.lock",
+                "lodash@^4.0.0:\n  resolved \"x\"\n",
+                "has no version",
+            ),
+            (
+                "pnpm-lock.yaml",
+                "packages:\n  /a/1.0.0:\n",
+                "lockfileVersion",
+            ),
+            (
+                "pnpm-lock.yaml",
+                "lockfileVersion: '9.0'\npackages:\n  lodash\n",
+                "line 3",
+            ),
+            ("bun.lock", "{\"packages\": {\"a\": [1]}}", "first element"),
+            (
+                "requirements.txt",
+                "requests==2.25.0\nthis is not a requirement\n",
+                "line 2",
+            ),
+            ("Pipfile.lock", "{\"default\": {}}", "_meta"),
+            ("uv.lock", "[[package]\nname =", "not valid TOML"),
+            (
+                "pylock.toml",
+                "[[packages]]\nname = \"a\"\nversion = \"1\"\n",
+                "lock-version",
+            ),
+        ] {
+            let e = parse_lockfile(Path::new(file), text).expect_err(file);
+            assert!(e.contains(says), "{file}: {e}");
+        }
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_or_a_reading_never_a_panic() {
+        // Every prefix of every real file: a parser either reads it or says why.
+        for (dir, file) in [
+            ("npm", "package-lock.json"),
+            ("yarn1", "yarn.lock"),
+            ("berry", "yarn.lock"),
+            ("pnpm", "pnpm-lock.yaml"),
+            ("py", "uv.lock"),
+            ("py", "Pipfile.lock"),
+        ] {
+            let text = read(&format!("{dir}/{file}"));
+            let mut cut = 0;
+            while cut < text.len() {
+                if text.is_char_boundary(cut) {
+                    let _ = parse_lockfile(Path::new(file), &text[..cut]);
+                }
+                cut += 97;
+            }
+        }
+    }
+}
