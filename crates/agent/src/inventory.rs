@@ -681,35 +681,66 @@ pub fn parse_lockfile(
 }
 
 fn app_dependencies(roots: &[PathBuf]) -> Value {
+    use std::collections::{BTreeMap, HashSet};
     let mut out = Vec::new();
+    let mut lockfiles_of: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
     for file in lockfiles(roots) {
-        let project = file
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
-        let lockfile = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let source = file.display().to_string();
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => Ok(t),
-            Err(e) => Err(format!("unreadable: {e}")),
-        };
-        match text.and_then(|t| crate::deps::parse_lockfile(&file, &t)) {
-            Ok((format, deps)) => {
-                for d in deps {
-                    out.push(json!({"project_path": project, "lockfile": lockfile, "source": source,
-                        "source_kind": "lockfile", "format": format, "ecosystem": d.ecosystem, "name": d.name,
-                        "version": d.version}));
+        let project = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        lockfiles_of.entry(project).or_default().push(file);
+    }
+    for (project, files) in lockfiles_of {
+        let project_s = project.display().to_string();
+        // What is installed wins over what a lockfile claims: a package found in an installed
+        // tree of the project is reported from there (CONTRACT 29).
+        let mut installed: HashSet<(&'static str, String)> = HashSet::new();
+        for (format, root) in crate::deps::installed::trees_of(&project) {
+            let source = root.display().to_string();
+            let read = match format {
+                "node-modules" => crate::deps::installed::node_modules(&root),
+                _ => crate::deps::installed::site_packages(&root),
+            };
+            match read {
+                Ok(mut deps) => {
+                    deps.sort();
+                    deps.dedup();
+                    for d in deps {
+                        installed.insert((d.ecosystem, d.name.to_ascii_lowercase()));
+                        out.push(json!({"project_path": project_s, "source": source, "source_kind": "installed",
+                            "format": format, "ecosystem": d.ecosystem, "name": d.name, "version": d.version}));
+                    }
                 }
+                Err(error) => out.push(json!({"project_path": project_s, "source": source,
+                    "source_kind": "installed", "format": format, "error": error})),
             }
-            Err(error) => {
-                let format = crate::deps::lockfile_format(&lockfile).unwrap_or_default();
-                out.push(
-                    json!({"project_path": project, "lockfile": lockfile, "source": source,
-                    "source_kind": "lockfile", "format": format, "error": error}),
-                );
+        }
+        for file in files {
+            let lockfile = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let source = file.display().to_string();
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => Ok(t),
+                Err(e) => Err(format!("unreadable: {e}")),
+            };
+            match text.and_then(|t| crate::deps::parse_lockfile(&file, &t)) {
+                Ok((format, deps)) => {
+                    for d in deps {
+                        if installed.contains(&(d.ecosystem, d.name.to_ascii_lowercase())) {
+                            continue;
+                        }
+                        out.push(json!({"project_path": project_s, "lockfile": lockfile, "source": source,
+                            "source_kind": "lockfile", "format": format, "ecosystem": d.ecosystem, "name": d.name,
+                            "version": d.version}));
+                    }
+                }
+                Err(error) => {
+                    let format = crate::deps::lockfile_format(&lockfile).unwrap_or_default();
+                    out.push(
+                        json!({"project_path": project_s, "lockfile": lockfile, "source": source,
+                        "source_kind": "lockfile", "format": format, "error": error}),
+                    );
+                }
             }
         }
     }

@@ -2773,3 +2773,107 @@ async fn the_agent_checks_this_host_reports_its_dna_and_sees_its_honeypots_touch
         .collect();
     assert_eq!(critical.len(), 3, "{alerts}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_is_installed_wins_over_what_the_lockfile_claims() {
+    let state = TempDir::new();
+    let project = TempDir::new();
+    // The tree pnpm installed (its `.pnpm` store and links, as in tests/data), and a lockfile
+    // that claims the fixed lodash: the host runs the vulnerable one.
+    let tree =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deps/installed/pnpm/node_modules");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&tree)
+        .arg(&project.0)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    std::fs::write(
+        project.0.join("package-lock.json"),
+        serde_json::to_vec(&json!({"name": "web", "lockfileVersion": 3, "packages": {
+            "": {"name": "web"}, "node_modules/lodash": {"version": "4.17.21"}, "node_modules/left-pad": {"version": "1.3.0"}}}))
+        .expect("json"),
+    )
+    .expect("lockfile");
+    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let zip = osv_zip(
+        &state.0,
+        &[
+            json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2021-23337"],
+            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
+        ],
+    );
+    import_osv(&f, zip).await;
+    let token = f.enrollment_token(json!([])).await;
+    let project_path = project.0.display().to_string();
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &token,
+            "--project-path",
+            &project_path,
+        ],
+    );
+    let page = wait_until(
+        &f,
+        "/inventory/cves",
+        60,
+        "the installed lodash's finding",
+        |p| {
+            p["items"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|x| x["package"] == "lodash"))
+        },
+    )
+    .await;
+    let finding = page["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|x| x["package"] == "lodash").cloned())
+        .expect("lodash");
+    assert_eq!(
+        finding["installed_version"], "4.17.20",
+        "the installed version, not the lockfile's"
+    );
+    // The inventory says where each package was read.
+    let agents = get(&f.client, &f.base, &f.cookie, "/agents").await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let inv = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        &format!("/agents/{id}/inventory"),
+    )
+    .await;
+    let deps = inv["inventory"]["app_dependencies"]
+        .as_array()
+        .or_else(|| inv["app_dependencies"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let lodash: Vec<&Value> = deps.iter().filter(|d| d["name"] == "lodash").collect();
+    assert_eq!(lodash.len(), 1, "{deps:?}");
+    assert_eq!(lodash[0]["source_kind"], "installed");
+    assert_eq!(lodash[0]["format"], "node-modules");
+    assert_eq!(lodash[0]["source"], format!("{project_path}/node_modules"));
+    let left_pad = deps
+        .iter()
+        .find(|d| d["name"] == "left-pad")
+        .expect("left-pad, only in the lockfile");
+    assert_eq!(
+        (
+            left_pad["source_kind"].as_str(),
+            left_pad["format"].as_str()
+        ),
+        (Some("lockfile"), Some("package-lock"))
+    );
+    assert_eq!(
+        left_pad["source"],
+        format!("{project_path}/package-lock.json")
+    );
+    agent.stop();
+    f.hub.stop().await;
+}

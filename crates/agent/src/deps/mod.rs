@@ -3,6 +3,7 @@
 //! says where a package came from. A file that cannot be read is reported with the reason,
 //! never as a project without dependencies.
 
+pub mod installed;
 pub mod npm;
 pub mod python;
 
@@ -140,6 +141,45 @@ mod tests {
             assert_eq!(got, py_project, "{file}");
             assert!(deps.iter().all(|d| d.ecosystem == "pip"));
         }
+    }
+
+    /// Trees the real tools installed (npm 11, pnpm 9 with its `.pnpm` store and links, pip
+    /// into a virtualenv), package metadata files only.
+    #[test]
+    fn installed_trees_are_read_as_the_tools_left_them() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deps/installed");
+        let npm_project = ["@types/minimist@1.2.2", "lodash@4.17.20", "minimist@1.2.5"];
+        for tool in ["npm", "pnpm"] {
+            let mut deps =
+                installed::node_modules(&base.join(tool).join("node_modules")).expect(tool);
+            deps.sort();
+            assert_eq!(
+                names(&deps),
+                npm_project,
+                "{tool}: each package once, links not followed"
+            );
+        }
+        let trees = installed::trees_of(&base.join("py"));
+        assert_eq!(trees.len(), 1);
+        assert_eq!(trees[0].0, "python-dist-info");
+        let mut deps = installed::site_packages(&trees[0].1).expect("site-packages");
+        deps.sort();
+        let got: Vec<String> = names(&deps);
+        for want in [
+            "Jinja2@2.11.2",
+            "requests@2.25.0",
+            "urllib3@1.26.20",
+            "MarkupSafe@3.0.4",
+            "pip@23.2.1",
+        ] {
+            assert!(got.contains(&want.to_owned()), "{want} in {got:?}");
+        }
+        assert!(deps.iter().all(|d| d.ecosystem == "pip"));
+        assert_eq!(
+            installed::metadata("Metadata-Version: 2.1\nName: a\n\nVersion: 1"),
+            None,
+            "headers end at the blank line"
+        );
     }
 
     #[test]

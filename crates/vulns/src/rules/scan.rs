@@ -133,11 +133,16 @@ pub fn targets(inventory: &Inventory) -> (Vec<Target>, Vec<String>) {
         // A lockfile the agent could not read (CONTRACT 18): not covered, with the reason,
         // never zero dependencies.
         if let Some(error) = &d.error {
-            not_covered.push(format!(
-                "{}/{}: cannot be read: {error}",
-                d.project_path.as_deref().unwrap_or_default(),
-                d.lockfile.as_deref().unwrap_or_default()
-            ));
+            // The source (CONTRACT 29) when the agent names it; older agents name the
+            // project and the lockfile.
+            let source = d.source.clone().unwrap_or_else(|| {
+                format!(
+                    "{}/{}",
+                    d.project_path.as_deref().unwrap_or_default(),
+                    d.lockfile.as_deref().unwrap_or_default()
+                )
+            });
+            not_covered.push(format!("{source}: cannot be read: {error}"));
             continue;
         }
         let raw = d.ecosystem.as_deref().unwrap_or_default();
