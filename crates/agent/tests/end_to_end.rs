@@ -1153,6 +1153,37 @@ fn osv_zip(dir: &Path, records: &[Value]) -> Vec<u8> {
     std::fs::read(out).expect("zip")
 }
 
+/// A hub scanning every second, with the lodash advisory (fixed in 4.17.21) imported.
+async fn hub_with_the_lodash_advisory(dir: &Path) -> Fixture {
+    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let zip = osv_zip(
+        dir,
+        &[
+            json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
+            "aliases": ["CVE-2021-23337"], "summary": "Command injection in lodash",
+            "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:H/UI:N/S:U/C:H/I:H/A:H"}],
+            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
+        ],
+    );
+    import_osv(&f, zip).await;
+    f
+}
+
+/// Waits for the lodash finding and returns it.
+async fn lodash_finding(f: &Fixture) -> Value {
+    let page = wait_until(f, "/inventory/cves", 60, "the lodash finding", |p| {
+        p["items"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|x| x["package"] == "lodash"))
+    })
+    .await;
+    page["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|x| x["package"] == "lodash").cloned())
+        .expect("lodash")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upgrade_fixes_it() {
     let state = TempDir::new();
@@ -1170,18 +1201,7 @@ async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upg
     )
     .expect("lockfile");
     // Scans checked every second (the schedule is the product's; only its period is short).
-    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
-    let zip = osv_zip(
-        &state.0,
-        &[
-            json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
-            "aliases": ["CVE-2021-23337"], "summary": "Command injection in lodash",
-            "severity": [{"type": "CVSS_V3", "score": "CVSS:3.1/AV:N/AC:L/PR:H/UI:N/S:U/C:H/I:H/A:H"}],
-            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
-                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
-        ],
-    );
-    import_osv(&f, zip).await;
+    let f = hub_with_the_lodash_advisory(&state.0).await;
     let token = f.enrollment_token(json!([])).await;
     let project_path = project.0.display().to_string();
     let agent = Agent::start(
@@ -1197,16 +1217,7 @@ async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upg
             "1",
         ],
     );
-    let page = wait_until(&f, "/inventory/cves", 60, "the lodash finding", |p| {
-        p["items"]
-            .as_array()
-            .is_some_and(|i| i.iter().any(|x| x["package"] == "lodash"))
-    })
-    .await;
-    let finding = page["items"]
-        .as_array()
-        .and_then(|i| i.iter().find(|x| x["package"] == "lodash").cloned())
-        .expect("lodash");
+    let finding = lodash_finding(&f).await;
     assert_eq!(finding["vuln_id"], "GHSA-35jh-r3h4-6jhm");
     assert_eq!(finding["installed_version"], "4.17.20");
     assert_eq!(finding["project_path"], project_path.as_str());
@@ -2796,16 +2807,7 @@ async fn what_is_installed_wins_over_what_the_lockfile_claims() {
         .expect("json"),
     )
     .expect("lockfile");
-    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
-    let zip = osv_zip(
-        &state.0,
-        &[
-            json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z", "aliases": ["CVE-2021-23337"],
-            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
-                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
-        ],
-    );
-    import_osv(&f, zip).await;
+    let f = hub_with_the_lodash_advisory(&state.0).await;
     let token = f.enrollment_token(json!([])).await;
     let project_path = project.0.display().to_string();
     let agent = Agent::start(
@@ -2819,22 +2821,7 @@ async fn what_is_installed_wins_over_what_the_lockfile_claims() {
             &project_path,
         ],
     );
-    let page = wait_until(
-        &f,
-        "/inventory/cves",
-        60,
-        "the installed lodash's finding",
-        |p| {
-            p["items"]
-                .as_array()
-                .is_some_and(|i| i.iter().any(|x| x["package"] == "lodash"))
-        },
-    )
-    .await;
-    let finding = page["items"]
-        .as_array()
-        .and_then(|i| i.iter().find(|x| x["package"] == "lodash").cloned())
-        .expect("lodash");
+    let finding = lodash_finding(&f).await;
     assert_eq!(
         finding["installed_version"], "4.17.20",
         "the installed version, not the lockfile's"
