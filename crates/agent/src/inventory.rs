@@ -17,11 +17,19 @@ fn read(path: impl AsRef<Path>) -> String {
 }
 
 /// Collects a full snapshot.
-pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
+pub async fn collect(
+    project_paths: &[PathBuf],
+    binary_paths: &[PathBuf],
+    now: OffsetDateTime,
+) -> Value {
     let users = passwd();
     let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
     let procs = processes(&names);
     let (listening, connections) = crate::sockets::report(&procs);
+    let mut deps = app_dependencies(project_paths);
+    if let Value::Array(list) = &mut deps {
+        list.extend(go_binaries(binary_paths));
+    }
     json!({
         "collected_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
         "os": os(),
@@ -29,7 +37,7 @@ pub async fn collect(project_paths: &[PathBuf], now: OffsetDateTime) -> Value {
         "containers": containers().await,
         "processes": processes_json(&procs),
         "packages": packages().await,
-        "app_dependencies": app_dependencies(project_paths),
+        "app_dependencies": deps,
         "users": users.iter().map(|u| json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": u.shell})).collect::<Vec<_>>(),
         "sudo": sudo(),
         "ssh_keys": ssh_keys(&users),
@@ -747,6 +755,55 @@ fn app_dependencies(roots: &[PathBuf]) -> Value {
     Value::Array(out)
 }
 
+/// The directories searched for Go binaries when none are given.
+pub const DEFAULT_BINARY_PATHS: [&str; 2] = ["/usr/local/bin", "/opt"];
+
+/// The modules of the Go binaries under `dirs` (3 levels deep, at most 5,000 executables):
+/// one entry per module with the binary as its source (CONTRACT 29); a binary whose build
+/// info cannot be read is reported with the reason.
+pub fn go_binaries(dirs: &[PathBuf]) -> Vec<Value> {
+    use std::os::unix::fs::PermissionsExt;
+    let defaults: Vec<PathBuf> = DEFAULT_BINARY_PATHS.iter().map(PathBuf::from).collect();
+    let roots = if dirs.is_empty() { &defaults[..] } else { dirs };
+    let mut out = Vec::new();
+    let mut seen = 0usize;
+    let mut stack: Vec<(PathBuf, usize)> = roots.iter().map(|r| (r.clone(), 0)).collect();
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let Ok(t) = e.file_type() else { continue };
+            let path = e.path();
+            if t.is_dir() && depth < 3 {
+                stack.push((path, depth + 1));
+                continue;
+            }
+            let executable = t.is_file()
+                && e.metadata()
+                    .is_ok_and(|m| m.permissions().mode() & 0o111 != 0 && m.len() > 64);
+            if !executable || seen >= 5_000 {
+                continue;
+            }
+            seen += 1;
+            let source = path.display().to_string();
+            let folder = dir.display().to_string();
+            match crate::deps::gobinary::read_file(&path) {
+                Ok(Some(info)) => {
+                    for d in info.deps() {
+                        out.push(json!({"project_path": folder, "source": source, "source_kind": "binary",
+                            "format": "go-binary", "ecosystem": d.ecosystem, "name": d.name, "version": d.version}));
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => out.push(json!({"project_path": folder, "source": source,
+                    "source_kind": "binary", "format": "go-binary", "error": error})),
+            }
+        }
+    }
+    out
+}
+
 /// A local account.
 #[derive(Debug, Clone)]
 pub struct User {
@@ -1191,7 +1248,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("inv-test-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(dir.join("app")).expect("dir");
         std::fs::write(dir.join("app/requirements.txt"), "flask==3.0.0\n").expect("write");
-        let inv = collect(std::slice::from_ref(&dir), OffsetDateTime::now_utc()).await;
+        let here = std::slice::from_ref(&dir);
+        let inv = collect(here, here, OffsetDateTime::now_utc()).await;
+        let flask = &inv["app_dependencies"][0];
+        assert_eq!(
+            (
+                flask["name"].as_str(),
+                flask["source_kind"].as_str(),
+                flask["format"].as_str()
+            ),
+            (Some("flask"), Some("lockfile"), Some("requirements"))
+        );
         for key in [
             "os",
             "systemd",

@@ -65,6 +65,10 @@ pub struct Options {
     /// Directories to search for lockfiles (repeatable).
     #[arg(long = "project-path")]
     pub project_paths: Vec<PathBuf>,
+    /// Directories to search for Go binaries, whose embedded module lists are reported
+    /// (repeatable; default /usr/local/bin and /opt).
+    #[arg(long = "binary-path")]
+    pub binary_paths: Vec<PathBuf>,
     /// Largest spool, in bytes (oldest batches are dropped past it).
     #[arg(long, env = "TRUSTHUB_AGENT_SPOOL_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
     pub spool_max_bytes: u64,
@@ -355,7 +359,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             });
             if now >= next_inventory {
                 next_inventory = now + inventory_every;
-                let inv = inventory::collect(&opts.project_paths, ts).await;
+                let inv = inventory::collect(&opts.project_paths, &opts.binary_paths, ts).await;
                 batch["processes"] = inv["processes"].clone();
                 batch["inventory"] = inv;
                 let _quiet = honeypots.quiet();

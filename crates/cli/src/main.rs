@@ -490,6 +490,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         inventory_interval_secs: None,
         allow_actions: None,
         project_paths: args.project_paths,
+        binary_paths: Vec::new(),
         spool_max_bytes: 256 * 1024 * 1024,
         ca_cert,
         cert_check_secs: 86_400,

@@ -3,6 +3,7 @@
 //! says where a package came from. A file that cannot be read is reported with the reason,
 //! never as a project without dependencies.
 
+pub mod gobinary;
 pub mod installed;
 pub mod npm;
 pub mod python;
