@@ -645,7 +645,7 @@ pub fn parse_lockfile(
                 }
             }
         }
-        "Gemfile.lock" => {
+        "Gemfile.lock" | "gems.locked" => {
             let mut in_specs = false;
             for l in text.lines() {
                 if l.trim() == "specs:" {
@@ -681,7 +681,7 @@ pub fn parse_lockfile(
                 }
             }
         }
-        _ => {}
+        other => return Err(format!("{other} is not read here")),
     }
     out.sort();
     out.dedup();

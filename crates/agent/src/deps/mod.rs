@@ -208,6 +208,13 @@ mod tests {
             names(&npm::bun_lock(bun).expect("bun")),
             ["@types/minimist@1.2.2", "lodash@4.17.20"]
         );
+        // Bundler's gems.locked is a Gemfile.lock by another name.
+        let gems = "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack (3.0.8)\n\nPLATFORMS\n  ruby\n";
+        let (f, deps) = parse_lockfile(Path::new("gems.locked"), gems).expect("gems.locked");
+        assert_eq!(
+            (f, names(&deps)),
+            ("gemfile-lock", vec!["rack@3.0.8".to_owned()])
+        );
         // requirements with extras, markers, options.
         let req = "-r base.txt\n--index-url https://x\nrequests[socks]==2.25.0 ; python_version > '3'\nflask>=2\n# c\n";
         assert_eq!(
