@@ -721,7 +721,13 @@ fn app_dependencies(roots: &[PathBuf]) -> Value {
                     "source_kind": "installed", "format": format, "error": error})),
             }
         }
+        // go.sum holds every version the module graph ever considered; go.mod the ones the
+        // build selects: with both, go.mod is read.
+        let has_go_mod = files.iter().any(|f| f.ends_with("go.mod"));
         for file in files {
+            if has_go_mod && file.ends_with("go.sum") {
+                continue;
+            }
             let lockfile = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -1209,6 +1215,36 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn with_go_mod_and_go_sum_the_selected_versions_are_reported() {
+        let dir = std::env::temp_dir().join(format!("gomodsum-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(
+            dir.join("go.mod"),
+            "module example.com/app\n\ngo 1.21\n\nrequire golang.org/x/net v0.17.0\n",
+        )
+        .expect("go.mod");
+        std::fs::write(
+            dir.join("go.sum"),
+            "golang.org/x/net v0.10.0 h1:a=\ngolang.org/x/net v0.10.0/go.mod h1:b=\ngolang.org/x/net v0.17.0 h1:c=\n",
+        )
+        .expect("go.sum");
+        let deps = app_dependencies(std::slice::from_ref(&dir));
+        let got: Vec<(String, String)> = deps
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|d| {
+                (
+                    d["version"].as_str().unwrap_or_default().to_owned(),
+                    d["format"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(got, [("0.17.0".to_owned(), "go-mod".to_owned())]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

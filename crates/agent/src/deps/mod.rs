@@ -4,6 +4,7 @@
 //! never as a project without dependencies.
 
 pub mod gobinary;
+pub mod golang;
 pub mod installed;
 pub mod npm;
 pub mod python;
@@ -52,6 +53,7 @@ pub fn lockfile_format(file_name: &str) -> Option<&'static str> {
         "composer.lock" => "composer-lock",
         "Gemfile.lock" | "gems.locked" => "gemfile-lock",
         "go.sum" => "go-sum",
+        "go.mod" => "go-mod",
         n if n == "pylock.toml" || (n.starts_with("pylock.") && n.ends_with(".toml")) => "pylock",
         _ => return None,
     })
@@ -74,6 +76,7 @@ pub fn parse_lockfile(path: &Path, text: &str) -> Result<(&'static str, Vec<Dep>
         "pipfile-lock" => (format, python::pipfile_lock(text)?),
         "poetry-lock" | "pdm-lock" | "uv-lock" => (format, python::package_tables(text)?),
         "pylock" => (format, python::pylock(text)?),
+        "go-mod" => (format, golang::go_mod(text)?),
         _ => (
             format,
             crate::inventory::parse_lockfile(path, text)?
@@ -221,6 +224,68 @@ mod tests {
             names(&python::requirements(req).expect("req")),
             ["requests@2.25.0"]
         );
+    }
+
+    /// A `go.mod` the real toolchain wrote (`go mod init`, `go mod edit -require/-replace`).
+    #[test]
+    fn a_go_mod_written_by_go_is_read() {
+        use std::process::Command;
+        if Command::new("go").arg("version").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "go is required in CI");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("gomod-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let go = |args: &[&str]| {
+            let o = Command::new("go")
+                .args(args)
+                .current_dir(&dir)
+                .env("GOFLAGS", "-mod=mod")
+                .env("GOPROXY", "off")
+                .output()
+                .expect("go");
+            assert!(
+                o.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        go(&["mod", "init", "example.com/app"]);
+        go(&[
+            "mod",
+            "edit",
+            "-require=golang.org/x/net@v0.17.0",
+            "-require=github.com/gin-gonic/gin@v1.9.0",
+        ]);
+        go(&[
+            "mod",
+            "edit",
+            "-replace=github.com/gin-gonic/gin@v1.9.0=github.com/gin-gonic/gin@v1.9.1",
+        ]);
+        let text = std::fs::read_to_string(dir.join("go.mod")).expect("go.mod");
+        let (f, deps) = parse_lockfile(&dir.join("go.mod"), &text).expect("go.mod");
+        assert_eq!(f, "go-mod");
+        assert_eq!(
+            names(&deps),
+            ["github.com/gin-gonic/gin@1.9.1", "golang.org/x/net@0.17.0"],
+            "{text}"
+        );
+        // The toolchain (Go 1.21+ writes it) is the standard library's version; a `go`
+        // directive without a patch level says none.
+        let newer = format!("{text}\ntoolchain go1.22.3\n");
+        let (_, deps) = parse_lockfile(&dir.join("go.mod"), &newer).expect("go.mod");
+        assert!(names(&deps).contains(&"stdlib@1.22.3".to_owned()));
+        assert!(
+            golang::go_mod("module a\nrequire (\n  x\n)\n")
+                .expect_err("bad")
+                .contains("line 3")
+        );
+        assert!(
+            golang::go_mod("require x v1.0.0\n")
+                .expect_err("no module")
+                .contains("module")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
