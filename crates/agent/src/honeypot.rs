@@ -359,13 +359,6 @@ pub fn default_auth_log() -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn pot(kind: &str, target: &str) -> Honeypot {
-        Honeypot {
-            kind: kind.into(),
-            target: target.into(),
-        }
-    }
-
     #[test]
     fn auth_log_lines_name_users_as_sshd_su_and_pam_write_them() {
         for line in [
@@ -400,9 +393,9 @@ mod tests {
         };
         let h = Honeypots::new(Some(log.clone()));
         h.set(&[
-            pot("file", &canary.display().to_string()),
-            pot("user", "oracle"),
-            pot("port", &port.to_string()),
+            Honeypot::new("file", &canary.display().to_string()),
+            Honeypot::new("user", "oracle"),
+            Honeypot::new("port", &port.to_string()),
         ]);
         h.poll();
         assert!(

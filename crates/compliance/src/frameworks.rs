@@ -284,12 +284,10 @@ pub fn oscal_control_id(framework: &str, control: &str) -> String {
 
 /// Deterministic UUIDs inside one document (v4-shaped, from a hash of the names).
 fn uuid_of(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(parts.join("\u{1f}").as_bytes());
     let mut bytes = [0u8; 16];
-    let joined = parts.join("\u{1f}");
-    let digest = trusthub_core::secret::token_hash(&joined);
-    for (i, b) in bytes.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&digest[2 * i..2 * i + 2], 16).unwrap_or(0);
-    }
+    bytes.copy_from_slice(&digest[..16]);
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     Uuid::from_bytes(bytes).to_string()

@@ -326,6 +326,16 @@ pub struct Honeypot {
     pub target: String,
 }
 
+impl Honeypot {
+    /// A honeypot of `kind` on `target` (checked by [`check_honeypots`]).
+    pub fn new(kind: &str, target: &str) -> Honeypot {
+        Honeypot {
+            kind: kind.to_owned(),
+            target: target.to_owned(),
+        }
+    }
+}
+
 /// Most honeypots per agent.
 pub const MAX_HONEYPOTS: usize = 32;
 
@@ -402,38 +412,31 @@ pub const MAX_EVENTS: usize = 100;
 mod tests {
     use super::*;
 
-    fn pot(kind: &str, target: &str) -> Honeypot {
-        Honeypot {
-            kind: kind.into(),
-            target: target.into(),
-        }
-    }
-
     #[test]
     fn honeypots_are_checked_naming_the_bad_one() {
         assert!(
             check_honeypots(&[
-                pot("file", "/etc/backup-keys.txt"),
-                pot("user", "oracle"),
-                pot("port", "2323")
+                Honeypot::new("file", "/etc/backup-keys.txt"),
+                Honeypot::new("user", "oracle"),
+                Honeypot::new("port", "2323")
             ])
             .is_ok()
         );
         for (bad, says) in [
-            (pot("dir", "/x"), "kind `dir`"),
-            (pot("file", "etc/x"), "absolute path"),
-            (pot("file", "/etc/../x"), "absolute path"),
-            (pot("user", "Root"), "user name"),
-            (pot("user", ""), "user name"),
-            (pot("port", "0"), "TCP port"),
-            (pot("port", "65536"), "TCP port"),
-            (pot("port", "022"), "TCP port"),
+            (Honeypot::new("dir", "/x"), "kind `dir`"),
+            (Honeypot::new("file", "etc/x"), "absolute path"),
+            (Honeypot::new("file", "/etc/../x"), "absolute path"),
+            (Honeypot::new("user", "Root"), "user name"),
+            (Honeypot::new("user", ""), "user name"),
+            (Honeypot::new("port", "0"), "TCP port"),
+            (Honeypot::new("port", "65536"), "TCP port"),
+            (Honeypot::new("port", "022"), "TCP port"),
         ] {
             let e = check_honeypots(&[bad]).expect_err(says);
             assert!(e.contains(says), "{e}");
         }
         assert!(
-            check_honeypots(&[pot("port", "2323"), pot("port", "2323")])
+            check_honeypots(&[Honeypot::new("port", "2323"), Honeypot::new("port", "2323")])
                 .expect_err("twice")
                 .contains("twice")
         );

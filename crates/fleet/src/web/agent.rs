@@ -391,10 +391,10 @@ pub async fn governance(
         .enumerate()
     {
         match line.split_once(char::is_whitespace) {
-            Some((kind, target)) => honeypots.push(trusthub_core::compliance::Honeypot {
-                kind: kind.to_owned(),
-                target: target.trim().to_owned(),
-            }),
+            Some((kind, target)) => honeypots.push(trusthub_core::compliance::Honeypot::new(
+                kind,
+                target.trim(),
+            )),
             None => errors.push(crate::error::FieldError {
                 field: "honeypots".into(),
                 message: format!("line {}: write `<file|user|port> <target>`", i + 1),
