@@ -651,6 +651,21 @@ async fn every_verb_against(db_url: Option<&str>) {
         &[],
     ));
     assert_eq!(advisory["id"], "GHSA-35jh-r3h4-6jhm", "{advisory}");
+    // Coverage per source: a list (one row per source of every scanned host); the hub's
+    // refusal of a state it does not know, by field; an id that is not one is 3.
+    let coverage = json_of(&cli(&config, &["cve", "coverage", "-o", "json"], "", &[]));
+    assert!(coverage.is_array(), "{coverage}");
+    for row in coverage.as_array().into_iter().flatten() {
+        assert!(
+            row["status"] == "covered" || row["status"] == "not_covered",
+            "{row}"
+        );
+    }
+    let o = cli(&config, &["cve", "coverage", "--status", "clean"], "", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("status"), "{}", err(&o));
+    let o = cli(&config, &["cve", "coverage", "--agent", "web-1"], "", &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
 
     // Evidence: a pack of a past period, downloaded, verified offline against the hub's key.
     let pack = json_of(&cli(

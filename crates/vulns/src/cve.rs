@@ -510,12 +510,21 @@ pub async fn scan_agent(
     if snapshot.packages.is_none() && snapshot.app_dependencies.is_none() {
         return Ok(ScanOutcome::default());
     }
-    let (targets, mut not_covered) = scan::targets(&snapshot);
+    let scan::Plan {
+        targets,
+        mut not_covered,
+        mut sources,
+    } = scan::targets(&snapshot);
     // Ecosystems of this host without any advisory data: not checked, and said so.
     let mut uncovered: std::collections::BTreeMap<&str, usize> = Default::default();
     for t in &targets {
         if !index.covers(&scope, &t.ecosystem) {
             *uncovered.entry(t.ecosystem.as_str()).or_default() += 1;
+        }
+    }
+    for source in &mut sources {
+        if uncovered.contains_key(source.ecosystem.as_str()) {
+            source.not_covered(&format!("no advisory data loaded for {}", source.ecosystem));
         }
     }
     for (eco, n) in &uncovered {
@@ -555,6 +564,10 @@ pub async fn scan_agent(
             let before = unevaluable.len();
             let result = scan::affecting(target, &cache[&key], &mut unevaluable);
             for note in unevaluable.iter_mut().skip(before) {
+                sources[target.source].not_covered(&format!(
+                    "{} {}: advisory {note}",
+                    target.package, target.installed_version
+                ));
                 *note = format!("{} {}: advisory {note}", target.ecosystem, target.package);
             }
             match result {
@@ -563,6 +576,14 @@ pub async fn scan_agent(
                     // names, and what a suppression of `curl` means), with the binaries
                     // installed from it; a dependency by itself.
                     let os = target.ecosystem.contains(':');
+                    // Findings of application dependencies name their source (CONTRACT
+                    // 29); OS packages' are the package database, named by no finding.
+                    let (source, source_kind) = if os {
+                        (String::new(), String::new())
+                    } else {
+                        let s = &sources[target.source];
+                        (s.source.clone(), s.source_kind.clone())
+                    };
                     let (package, version, binaries) = if os {
                         (
                             target.lookup.clone(),
@@ -586,6 +607,8 @@ pub async fn scan_agent(
                             binaries: serde_json::to_string(&binaries)
                                 .unwrap_or_else(|_| "[]".into()),
                             project_path: target.project_path.clone().unwrap_or_default(),
+                            source: source.clone(),
+                            source_kind: source_kind.clone(),
                             vuln_id: m.vuln_id,
                             aliases: serde_json::to_string(&m.aliases)
                                 .unwrap_or_else(|_| "[]".into()),
@@ -600,6 +623,10 @@ pub async fn scan_agent(
                     }
                 }
                 Err(why) => {
+                    sources[target.source].not_covered(&format!(
+                        "{} {}: {why}",
+                        target.package, target.installed_version
+                    ));
                     let note = format!("{} {}: {why}", target.ecosystem, target.package);
                     if not_covered.len() < 50 {
                         not_covered.push(note);
@@ -618,28 +645,11 @@ pub async fn scan_agent(
         ));
         not_covered.extend(unevaluable.into_iter().take(49));
     }
-    // The same package may be installed twice (two projects, two architectures), and one
-    // source package gives several binaries: one row per key, naming every binary.
-    seen.sort_by(|a, b| {
-        (&a.ecosystem, &a.package, &a.project_path, &a.vuln_id).cmp(&(
-            &b.ecosystem,
-            &b.package,
-            &b.project_path,
-            &b.vuln_id,
-        ))
-    });
+    // The same package may be installed twice (two architectures), and one source package
+    // gives several binaries: one row per key, naming every binary.
+    seen.sort_by_key(|s| s.key());
     seen.dedup_by(|later, kept| {
-        let same = (
-            &later.ecosystem,
-            &later.package,
-            &later.project_path,
-            &later.vuln_id,
-        ) == (
-            &kept.ecosystem,
-            &kept.package,
-            &kept.project_path,
-            &kept.vuln_id,
-        );
+        let same = later.key() == kept.key();
         if same {
             let mut all = crate::store::cve::binaries(&kept.binaries);
             all.extend(crate::store::cve::binaries(&later.binaries));
@@ -663,6 +673,7 @@ pub async fn scan_agent(
         &crate::store::cve::generation_key(generation),
         targets.len() as i64,
         &serde_json::to_string(&not_covered).unwrap_or_else(|_| "[]".into()),
+        &serde_json::to_string(&sources).unwrap_or_else(|_| "[]".into()),
         now,
     )
     .await?;

@@ -149,10 +149,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut c = db.conn().await?;
         let scope = tenant.0.to_string();
         for h in 0..args.hosts {
-            let (targets, _) = trusthub_vulns::rules::scan::targets(
+            let targets = trusthub_vulns::rules::scan::targets(
                 &trusthub_core::inventory::Inventory::parse(&inventory(h, false))
                     .expect("inventory"),
-            );
+            )
+            .targets;
             let mut seen = std::collections::HashSet::new();
             for t in targets {
                 if index.contains(&scope, &t.ecosystem, &t.lookup)

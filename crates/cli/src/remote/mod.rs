@@ -1083,7 +1083,27 @@ pub enum CveRemote {
         #[arg(long)]
         reason: String,
     },
+    /// Where each host's packages were read (lockfiles, installed trees, binaries, the OS
+    /// package database) and what its last scan could check of each.
+    Coverage {
+        /// One host (its id).
+        #[arg(long)]
+        agent: Option<String>,
+        /// covered or not_covered.
+        #[arg(long)]
+        status: Option<String>,
+    },
 }
+
+const COVERAGE: &[Column] = &[
+    ("host", "/hostname"),
+    ("source", "/source"),
+    ("kind", "/source_kind"),
+    ("format", "/format"),
+    ("packages", "/packages"),
+    ("status", "/status"),
+    ("reason", "/reason"),
+];
 
 const RULES: &[Column] = &[
     ("id", "/id"),
@@ -1115,6 +1135,7 @@ const FINDINGS: &[Column] = &[
     ("package", "/package"),
     ("installed", "/installed_version"),
     ("fixed in", "/fixed_versions"),
+    ("source", "/source"),
     ("status", "/status"),
 ];
 
@@ -1507,6 +1528,14 @@ pub async fn cve(cmd: CveRemote, g: &Global) -> Result<(), Failure> {
                 )
                 .await?;
             print(&v, FINDINGS, g.output)
+        }
+        CveRemote::Coverage { agent, status } => {
+            let agent = agent.as_deref().map(id).transpose()?;
+            let path = with_query(
+                "/inventory/cves/coverage",
+                &[("agent_id", agent), ("status", status)],
+            );
+            print(&c.get(&path).await?, COVERAGE, g.output)
         }
     }
 }

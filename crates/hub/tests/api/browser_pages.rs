@@ -930,6 +930,16 @@ async fn an_operator_suppresses_a_finding_from_its_row_and_reads_the_host_covera
     );
     assert!(page.contains("1 suppressed"), "{page}");
     assert!(page.contains("sbom.cdx.json"), "{page}");
+    // Each source with its format, packages and state: the package database and the
+    // Packagist project are not covered, with why.
+    let sources = browser.text("table.sources").await;
+    assert!(sources.contains("/var/lib/dpkg/status"), "{sources}");
+    assert!(sources.contains("/srv/php/"), "{sources}");
+    assert!(sources.contains("not covered"), "{sources}");
+    assert!(
+        sources.contains("no advisory data loaded for Packagist"),
+        "{sources}"
+    );
     browser.screenshot("host-vulnerabilities").await;
     // Delete the suppression: the finding is open again.
     browser

@@ -190,6 +190,8 @@ pub(crate) fn view(
         cvss_score: f.seen.cvss_score,
         summary: f.seen.summary,
         project_path: Some(f.seen.project_path).filter(|p| !p.is_empty()),
+        source: Some(f.seen.source).filter(|p| !p.is_empty()),
+        source_kind: Some(f.seen.source_kind).filter(|p| !p.is_empty()),
         first_seen_at: f.first_seen_at,
         last_seen_at: f.last_seen_at,
         fixed_at: f.fixed_at,
@@ -270,9 +272,20 @@ pub struct FindingView {
     pub cvss_score: Option<f64>,
     /// One line.
     pub summary: String,
-    /// The lockfile's folder for an application dependency.
+    /// The project's folder for an application dependency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_path: Option<String>,
+    /// Where the dependency was read (CONTRACT 29): the lockfile, the installed tree's root
+    /// (`node_modules`, `site-packages`, the gem home) or the binary. Absent for OS
+    /// packages. The same package at the same version in two sources of a project is two
+    /// findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// `lockfile`, `installed` or `binary` (what was installed wins over what a lockfile
+    /// claims: a package in both is reported from the installed tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(lockfile|installed|binary)$")]
+    pub source_kind: Option<String>,
     /// `fixed` (the installed version moved past the fix, or the package is gone), else
     /// `suppressed` (a suppression in force matches it), else `acknowledged`, else `open`.
     pub status: String,
@@ -622,49 +635,50 @@ pub(crate) async fn advisory(
 }
 
 /// What the last scan of a host could check.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug)]
 pub struct CoverageView {
     /// Host.
     pub agent_id: Uuid,
     /// Its name.
     pub hostname: String,
     /// The last scan (absent: not scanned yet — no inventory, or the scan has not run).
-    #[serde(
-        with = "time::serde::rfc3339::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub scanned_at: Option<OffsetDateTime>,
-    /// Packages it looked at (OS packages and lockfile dependencies).
+    /// Packages it looked at (OS packages and application dependencies).
     pub packages: i64,
-    /// What it could not check, and why: an OS release the advisory data does not map, an
-    /// ecosystem without any advisory loaded, a lockfile ecosystem whose versions the hub
-    /// cannot order, a version that could not be read. Empty: everything was checked.
+    /// What it could not check, and why, as sentences.
     pub not_covered: Vec<String>,
+    /// Each source of its packages.
+    pub sources: Vec<crate::rules::scan::SourceCoverage>,
 }
 
-/// The service behind `coverage`, for the API and the dashboard alike.
+/// The service behind `coverage`, for the API and the dashboard alike: every host of the
+/// tenant with what its last scan could check.
 pub async fn coverage_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<CoverageView>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
-    let scans: std::collections::HashMap<Uuid, (OffsetDateTime, i64, String)> =
+    let mut scans: std::collections::HashMap<Uuid, (OffsetDateTime, i64, String, String)> =
         crate::store::cve::coverage(&mut c, p.tenant())
             .await?
             .into_iter()
-            .map(|(a, t, n, nc)| (a, (t, n, nc)))
+            .map(|(a, t, n, nc, s)| (a, (t, n, nc, s)))
             .collect();
     let mut out: Vec<CoverageView> = trusthub_fleet::agents(&mut c, p.tenant())
         .await?
         .into_iter()
         .map(|a| {
-            let scan = scans.get(&a.id);
+            let scan = scans.remove(&a.id);
             CoverageView {
                 agent_id: a.id,
                 hostname: a.hostname,
-                scanned_at: scan.map(|s| s.0),
-                packages: scan.map_or(0, |s| s.1),
+                scanned_at: scan.as_ref().map(|s| s.0),
+                packages: scan.as_ref().map_or(0, |s| s.1),
                 not_covered: scan
+                    .as_ref()
                     .and_then(|s| serde_json::from_str(&s.2).ok())
+                    .unwrap_or_default(),
+                sources: scan
+                    .as_ref()
+                    .and_then(|s| serde_json::from_str(&s.3).ok())
                     .unwrap_or_default(),
             }
         })
@@ -677,13 +691,111 @@ pub async fn coverage_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<Coverag
     Ok(out)
 }
 
-/// Per host of the tenant (viewer), what the last vulnerability scan could check: a host
-/// with no finding is only clean for what is not listed in `not_covered`.
-#[utoipa::path(get, path = "/inventory/cves/coverage", tag = "cve",
-    responses((status = 200, body = Vec<CoverageView>)))]
+/// One source of a host's packages and what the host's last scan could check of it
+/// (CONTRACT 29).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceView {
+    /// Host.
+    pub agent_id: Uuid,
+    /// Its name.
+    pub hostname: String,
+    /// The scan.
+    #[serde(with = "time::serde::rfc3339")]
+    pub scanned_at: OffsetDateTime,
+    /// The lockfile, the installed tree's root (`node_modules`, `site-packages`, the gem
+    /// home), the binary, or the OS package database (`/var/lib/dpkg/status`).
+    pub source: String,
+    /// `lockfile`, `installed` or `binary` (the OS package database is `installed`).
+    #[schema(pattern = "^(lockfile|installed|binary)$")]
+    pub source_kind: String,
+    /// `package-lock`, `yarn-v1`, `uv-lock`, `node-modules`, `go-binary`, … (CONTRACT 29);
+    /// `dpkg`, `rpm` or `apk` for the OS package database.
+    pub format: String,
+    /// The OSV ecosystem its packages are looked up in (`npm`, `Debian:12`, …; the agent's
+    /// name for an ecosystem the hub does not know).
+    pub ecosystem: String,
+    /// Packages read from it.
+    pub packages: i64,
+    /// `covered`, or `not_covered` when any of it could not be checked: the agent could not
+    /// read it (a line it cannot read makes the whole file not covered), no advisory data is
+    /// loaded for its ecosystem, the hub cannot order its versions, an OS release without
+    /// advisory mapping, a version or an advisory that could not be evaluated.
+    #[schema(pattern = "^(covered|not_covered)$")]
+    pub status: String,
+    /// Why it is not covered (reasons separated by `; `, with the line number when the agent
+    /// gave one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Filters of the coverage.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CoverageQuery {
+    /// One host.
+    pub agent_id: Option<Uuid>,
+    /// `covered` or `not_covered`.
+    #[param(pattern = "^(covered|not_covered)$")]
+    pub status: Option<String>,
+}
+
+/// The service behind `coverage`'s flat list, for the API and the CLI alike.
+pub async fn sources_of(
+    state: &AppState,
+    by: &Viewer,
+    q: &CoverageQuery,
+) -> ApiResult<Vec<SourceView>> {
+    if let Some(s) = q.status.as_deref()
+        && !matches!(s, "covered" | "not_covered")
+    {
+        return Err(ApiError::invalid("status", "use covered or not_covered"));
+    }
+    let hosts = coverage_by(state, by).await?;
+    if let Some(id) = q.agent_id
+        && !hosts.iter().any(|h| h.agent_id == id)
+    {
+        return Err(ApiError::NotFound("agent"));
+    }
+    let mut out = Vec::new();
+    for h in hosts {
+        if q.agent_id.is_some_and(|id| id != h.agent_id) {
+            continue;
+        }
+        let Some(scanned_at) = h.scanned_at else {
+            continue;
+        };
+        for s in h.sources {
+            if q.status.as_deref().is_some_and(|w| w != s.status) {
+                continue;
+            }
+            out.push(SourceView {
+                agent_id: h.agent_id,
+                hostname: h.hostname.clone(),
+                scanned_at,
+                source: s.source,
+                source_kind: s.source_kind,
+                format: s.format,
+                ecosystem: s.ecosystem,
+                packages: s.packages,
+                status: s.status,
+                reason: s.reason,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Every source of every host's packages (viewer) and what the host's last vulnerability
+/// scan could check of it (CONTRACT 29), by host name then in the order the agent reported
+/// them (the OS package database first). A host with no finding is only clean for the
+/// sources listed here as `covered`; a host not scanned yet has no rows.
+#[utoipa::path(get, path = "/inventory/cves/coverage", tag = "cve", params(CoverageQuery),
+    responses((status = 200, body = Vec<SourceView>), (status = 404, body = Problem)))]
 pub(crate) async fn coverage(
     State(state): State<AppState>,
     by: Viewer,
-) -> ApiResult<axum::Json<Vec<CoverageView>>> {
-    coverage_by(&state, &by).await.map(axum::Json)
+    Query(q): Query<CoverageQuery>,
+) -> ApiResult<axum::Json<Vec<SourceView>>> {
+    sources_of(&state, &by, &q).await.map(axum::Json)
 }

@@ -23,6 +23,8 @@ pub struct Target {
     pub installed_version: String,
     /// The project (lockfile folder) of an application dependency.
     pub project_path: Option<String>,
+    /// Its source: an index into [`Plan::sources`].
+    pub source: usize,
 }
 
 /// The OSV ecosystem of a host's OS release (`os.id`, `os.version` of os-release), or why
@@ -88,25 +90,120 @@ pub fn normalize_name(ecosystem: &str, name: &str) -> String {
     }
 }
 
-/// The packages of an inventory snapshot to look up, and the ecosystems that cannot be
-/// (with why): an OS release without advisory data mapping, a package manager that does not
-/// belong to the release, a lockfile ecosystem the hub cannot order.
-pub fn targets(inventory: &Inventory) -> (Vec<Target>, Vec<String>) {
-    let mut out = Vec::new();
-    let mut not_covered = Vec::new();
+/// One place a host's packages were read from (CONTRACT 29) and what the scan could check
+/// of it: a lockfile, an installed tree, a binary, or the OS package database.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SourceCoverage {
+    /// The lockfile path, the installed tree's root, the binary, or the package database.
+    pub source: String,
+    /// `lockfile`, `installed` or `binary` (the OS package database is `installed`).
+    pub source_kind: String,
+    /// Its format (`package-lock`, `go-binary`, …; `dpkg`, `rpm`, `apk` for OS packages).
+    pub format: String,
+    /// The OSV ecosystem its packages are looked up in (`""` when it has none).
+    pub ecosystem: String,
+    /// Packages read from it.
+    pub packages: i64,
+    /// `covered` or `not_covered`.
+    pub status: String,
+    /// Why it is not (or not wholly) covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl SourceCoverage {
+    /// Marks the source as not covered for `why` (reasons are kept in order, at most ten
+    /// written out).
+    pub fn not_covered(&mut self, why: &str) {
+        self.status = "not_covered".into();
+        let reason = self.reason.get_or_insert_with(String::new);
+        let listed = if reason.is_empty() {
+            0
+        } else {
+            reason.matches("; ").count() + 1
+        };
+        if reason.split("; ").any(|r| r == why) {
+            return;
+        }
+        match listed {
+            0 => reason.push_str(why),
+            1..10 => {
+                reason.push_str("; ");
+                reason.push_str(why);
+            }
+            10 => reason.push_str("; and more"),
+            _ => {}
+        }
+    }
+}
+
+/// What a host's inventory asks of the advisory data: the packages to look up, each
+/// source they came from, and what cannot be looked up at all (for the host's notes).
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The packages.
+    pub targets: Vec<Target>,
+    /// Their sources (a target's `source` indexes this).
+    pub sources: Vec<SourceCoverage>,
+    /// Why parts of the host cannot be checked, as sentences.
+    pub not_covered: Vec<String>,
+}
+
+/// Where an OS package manager keeps what is installed.
+fn package_database(manager: &str) -> String {
+    match manager {
+        "dpkg" => "/var/lib/dpkg/status".into(),
+        "apk" => "/lib/apk/db/installed".into(),
+        "rpm" => "/var/lib/rpm".into(),
+        "pacman" => "/var/lib/pacman/local".into(),
+        other => format!("{other} packages"),
+    }
+}
+
+/// The packages of an inventory snapshot to look up with their sources, and what cannot be
+/// looked up (with why): an OS release without advisory data mapping, a source the agent
+/// could not read, a lockfile ecosystem the hub cannot order. Packages of a manager that
+/// does not belong to the release are not looked up.
+pub fn targets(inventory: &Inventory) -> Plan {
+    let mut plan = Plan::default();
     let packages = inventory.packages();
     if !packages.is_empty() {
-        match os_ecosystem(inventory.os.as_ref()) {
+        let os = os_ecosystem(inventory.os.as_ref());
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for p in packages {
+            *counts
+                .entry(p.manager.as_deref().unwrap_or_default())
+                .or_default() += 1;
+        }
+        let manager = match os
+            .as_deref()
+            .map(|e| e.split(':').next().unwrap_or_default())
+        {
+            Ok("Debian" | "Ubuntu") => "dpkg",
+            Ok("Alpine") => "apk",
+            Ok(_) => "rpm",
+            // Without a release, the manager the agent saw most.
+            Err(_) => counts
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .map_or("", |(m, _)| *m),
+        };
+        let of_manager = packages
+            .iter()
+            .filter(|p| p.manager.as_deref() == Some(manager));
+        let index = plan.sources.len();
+        plan.sources.push(SourceCoverage {
+            source: package_database(manager),
+            source_kind: "installed".into(),
+            format: manager.to_owned(),
+            ecosystem: os.clone().unwrap_or_default(),
+            packages: of_manager.clone().count() as i64,
+            status: "covered".into(),
+            reason: None,
+        });
+        match os {
             Ok(eco) => {
-                let manager = match eco.split(':').next().unwrap_or_default() {
-                    "Debian" | "Ubuntu" => "dpkg",
-                    "Alpine" => "apk",
-                    _ => "rpm",
-                };
-                for p in packages {
-                    if p.manager.as_deref() != Some(manager) {
-                        continue;
-                    }
+                for p in of_manager {
                     let (Some(name), Some(version)) = (p.name.as_deref(), p.version.as_deref())
                     else {
                         continue;
@@ -116,59 +213,86 @@ pub fn targets(inventory: &Inventory) -> (Vec<Target>, Vec<String>) {
                     }
                     let source = p.source.as_deref().unwrap_or(name);
                     let source_version = p.source_version.as_deref().unwrap_or(version);
-                    out.push(Target {
+                    plan.targets.push(Target {
                         ecosystem: eco.clone(),
                         package: name.to_owned(),
                         lookup: source.to_owned(),
                         version: source_version.to_owned(),
                         installed_version: version.to_owned(),
                         project_path: None,
+                        source: index,
                     });
                 }
             }
-            Err(why) => not_covered.push(format!("OS packages: {why}")),
+            Err(why) => {
+                plan.sources[index].not_covered(&why);
+                plan.not_covered.push(format!("OS packages: {why}"));
+            }
         }
     }
+    let mut by_source: std::collections::HashMap<String, usize> = Default::default();
     for d in inventory.app_dependencies() {
-        // A lockfile the agent could not read (CONTRACT 18): not covered, with the reason,
+        // The source (CONTRACT 29) when the agent names it; older agents name the project
+        // and the lockfile.
+        let source = d.source.clone().unwrap_or_else(|| {
+            format!(
+                "{}/{}",
+                d.project_path.as_deref().unwrap_or_default(),
+                d.lockfile.as_deref().unwrap_or_default()
+            )
+        });
+        let raw = d.ecosystem.as_deref().unwrap_or_default();
+        let eco = app_ecosystem(raw);
+        let index = *by_source.entry(source.clone()).or_insert_with(|| {
+            plan.sources.push(SourceCoverage {
+                source: source.clone(),
+                source_kind: d.source_kind.clone().unwrap_or_else(|| "lockfile".into()),
+                format: d
+                    .format
+                    .clone()
+                    .or_else(|| d.lockfile.clone())
+                    .unwrap_or_default(),
+                ecosystem: eco.unwrap_or(raw).to_owned(),
+                packages: 0,
+                status: "covered".into(),
+                reason: None,
+            });
+            plan.sources.len() - 1
+        });
+        // A source the agent could not read (CONTRACT 18): not covered, with the reason,
         // never zero dependencies.
         if let Some(error) = &d.error {
-            // The source (CONTRACT 29) when the agent names it; older agents name the
-            // project and the lockfile.
-            let source = d.source.clone().unwrap_or_else(|| {
-                format!(
-                    "{}/{}",
-                    d.project_path.as_deref().unwrap_or_default(),
-                    d.lockfile.as_deref().unwrap_or_default()
-                )
-            });
-            not_covered.push(format!("{source}: cannot be read: {error}"));
+            plan.sources[index].not_covered(&format!("cannot be read: {error}"));
+            plan.not_covered
+                .push(format!("{source}: cannot be read: {error}"));
             continue;
         }
-        let raw = d.ecosystem.as_deref().unwrap_or_default();
         let (Some(name), Some(version)) = (d.name.as_deref(), d.version.as_deref()) else {
             continue;
         };
-        match app_ecosystem(raw) {
+        plan.sources[index].packages += 1;
+        match eco {
             Some(eco) if crate::rules::version::Scheme::of_ecosystem(eco).is_some() => {
-                out.push(Target {
+                plan.targets.push(Target {
                     ecosystem: eco.to_owned(),
                     package: name.to_owned(),
                     lookup: normalize_name(eco, name),
                     version: version.to_owned(),
                     installed_version: version.to_owned(),
                     project_path: d.project_path.clone(),
+                    source: index,
                 });
             }
             other => {
                 let why = format!("{}: version order not implemented", other.unwrap_or(raw));
-                if !not_covered.contains(&why) {
-                    not_covered.push(why);
+                plan.sources[index].not_covered(&why);
+                if !plan.not_covered.contains(&why) {
+                    plan.not_covered.push(why);
                 }
             }
         }
     }
-    (out, not_covered)
+    plan
 }
 
 /// One vulnerability affecting a target.
@@ -299,14 +423,29 @@ mod tests {
             {"project_path": "/srv/app", "lockfile": "package-lock.json", "error": "not valid JSON: EOF"},
             {"project_path": "/srv/b", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"}
         ]});
-        let (targets, not_covered) = targets(&inventory(inv));
-        assert_eq!(targets.len(), 1);
+        let plan = targets(&inventory(inv));
+        assert_eq!(plan.targets.len(), 1);
         assert!(
-            not_covered
+            plan.not_covered
                 .iter()
                 .any(|n| n.contains("/srv/app/package-lock.json") && n.contains("not valid JSON")),
-            "{not_covered:?}"
+            "{:?}",
+            plan.not_covered
         );
+        assert_eq!(plan.sources.len(), 2, "{:?}", plan.sources);
+        assert_eq!(plan.sources[0].source, "/srv/app/package-lock.json");
+        assert_eq!(plan.sources[0].status, "not_covered");
+        assert_eq!(plan.sources[0].packages, 0);
+        assert!(
+            plan.sources[0]
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("not valid JSON")
+        );
+        assert_eq!(plan.sources[1].status, "covered");
+        assert_eq!(plan.sources[1].packages, 1);
+        assert_eq!(plan.targets[0].source, 1);
     }
 
     #[test]
@@ -326,7 +465,8 @@ mod tests {
                 {"project_path": "/srv/rs", "ecosystem": "cargo", "name": "serde", "version": "1.0.0"},
             ],
         });
-        let (targets, not_covered) = targets(&inventory(inv));
+        let plan = targets(&inventory(inv));
+        let (targets, not_covered) = (&plan.targets, &plan.not_covered);
         assert_eq!(targets.len(), 5, "{targets:?}");
         assert_eq!(
             targets[0],
@@ -337,16 +477,43 @@ mod tests {
                 version: "3.0.15-1~deb12u1".into(),
                 installed_version: "3.0.15-1~deb12u1+b1".into(),
                 project_path: None,
+                source: 0,
             }
+        );
+        // The package database, then one source per project (named by the project and
+        // lockfile when an older agent does not name it): the cargo one cannot be ordered.
+        let sources: Vec<_> = plan
+            .sources
+            .iter()
+            .map(|s| {
+                (
+                    s.source.as_str(),
+                    s.format.as_str(),
+                    s.packages,
+                    s.status.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sources,
+            [
+                ("/var/lib/dpkg/status", "dpkg", 2, "covered"),
+                ("/srv/app/", "", 2, "covered"),
+                ("/srv/web/", "", 1, "covered"),
+                ("/srv/rs/", "", 1, "not_covered"),
+            ]
         );
         assert_eq!(targets[2].ecosystem, "PyPI");
         assert_eq!(targets[2].lookup, "jinja2");
         assert_eq!(targets[3].ecosystem, "Packagist");
-        assert_eq!(not_covered, ["cargo: version order not implemented"]);
-        let (_, none) = super::targets(&inventory(
+        assert_eq!(*not_covered, ["cargo: version order not implemented"]);
+        let none = super::targets(&inventory(
             json!({"os": {"id": "arch"}, "packages": [{"manager": "pacman", "name": "x", "version": "1"}]}),
         ));
-        assert_eq!(none.len(), 1, "{none:?}");
+        assert_eq!(none.not_covered.len(), 1, "{:?}", none.not_covered);
+        assert_eq!(none.sources[0].status, "not_covered");
+        assert_eq!(none.sources[0].source, "/var/lib/pacman/local");
+        assert_eq!(none.sources[0].packages, 1);
         assert_eq!(
             os_ecosystem(os(json!({"id": "alpine", "version": "3.19.1"})).as_ref()),
             Ok("Alpine:v3.19".into())
@@ -370,6 +537,7 @@ mod tests {
             version: "3.0.15-1~deb12u1".into(),
             installed_version: "3.0.15-1~deb12u1".into(),
             project_path: None,
+            source: 0,
         };
         // Upstream would call 3.0.15 vulnerable before 3.0.16; Debian fixed it in its own
         // build 3.0.15-1~deb12u1.
@@ -417,6 +585,7 @@ mod tests {
             version: "7.81.0-1ubuntu1.14".into(),
             installed_version: "7.81.0-1ubuntu1.14".into(),
             project_path: None,
+            source: 0,
         };
         let usn = record(json!({"id": "USN-1", "modified": "2024-01-01T00:00:00Z",
             "affected": [{"package": {"ecosystem": "Ubuntu:22.04:LTS", "name": "curl"},

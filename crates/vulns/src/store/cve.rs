@@ -40,10 +40,11 @@ pub struct Finding {
 
 const INSERT_COLUMNS: &str = "id, tenant_id, agent_id, ecosystem, package, project_path, vuln_id, aliases, \
     installed_version, fixed_versions, severity, severity_rank, cvss_score, summary, first_seen_at, \
-    last_seen_at, fixed_at, acknowledged_at, acknowledged_by, ack_reason, binaries";
+    last_seen_at, fixed_at, acknowledged_at, acknowledged_by, ack_reason, binaries, source, source_kind";
 
 /// A finding with the suppression applying to it at `$2` (the query's `now`).
-const SELECT: &str = "SELECT f.id, f.tenant_id, f.agent_id, f.ecosystem, f.package, f.binaries, f.project_path, f.vuln_id, \
+const SELECT: &str = "SELECT f.id, f.tenant_id, f.agent_id, f.ecosystem, f.package, f.binaries, f.project_path, \
+    f.source, f.source_kind, f.vuln_id, \
     f.aliases, f.installed_version, f.fixed_versions, f.severity, f.severity_rank, f.cvss_score, f.summary, \
     f.first_seen_at, f.last_seen_at, f.fixed_at, f.acknowledged_at, f.acknowledged_by, f.ack_reason, \
     s.id AS suppression_id, s.reason AS suppression_reason, s.expires_at AS suppression_expires_at \
@@ -62,6 +63,11 @@ pub struct Seen {
     pub binaries: String,
     /// Lockfile folder or `""`.
     pub project_path: String,
+    /// Where the package was read (CONTRACT 29): the lockfile, the installed tree's root or
+    /// the binary; `""` for OS packages.
+    pub source: String,
+    /// `lockfile`, `installed`, `binary`; `""` for OS packages.
+    pub source_kind: String,
     /// Advisory id.
     pub vuln_id: String,
     /// JSON array.
@@ -78,6 +84,48 @@ pub struct Seen {
     pub cvss_score: Option<f64>,
     /// Summary.
     pub summary: String,
+}
+
+/// A finding's identity in a host's scan: ecosystem, package, project, source, version and
+/// vulnerability (CONTRACT 29: one finding per project, package, version and source). OS
+/// packages (no source) are keyed without their version, so an upgrade that does not fix
+/// keeps the finding and its history.
+type Key = (String, String, String, String, String, String);
+
+fn key(
+    ecosystem: &str,
+    package: &str,
+    project_path: &str,
+    source: &str,
+    version: &str,
+    vuln_id: &str,
+) -> Key {
+    (
+        ecosystem.to_owned(),
+        package.to_owned(),
+        project_path.to_owned(),
+        source.to_owned(),
+        if source.is_empty() {
+            String::new()
+        } else {
+            version.to_owned()
+        },
+        vuln_id.to_owned(),
+    )
+}
+
+impl Seen {
+    /// Its identity among a scan's findings.
+    pub fn key(&self) -> Key {
+        key(
+            &self.ecosystem,
+            &self.package,
+            &self.project_path,
+            &self.source,
+            &self.installed_version,
+            &self.vuln_id,
+        )
+    }
 }
 
 /// One binary package of a source package's finding.
@@ -142,13 +190,13 @@ pub async fn last_scans(
 }
 
 /// The last scan of each host of the tenant: `(agent, scanned_at, packages looked at, JSON
-/// array of what could not be checked)`.
+/// array of what could not be checked, JSON array of its sources)`.
 pub async fn coverage(
     ex: &mut impl Exec,
     tenant: TenantId,
-) -> StoreResult<Vec<(Uuid, OffsetDateTime, i64, String)>> {
+) -> StoreResult<Vec<(Uuid, OffsetDateTime, i64, String, String)>> {
     Ok(on!(ex, c => sqlx::query_as(
-        "SELECT agent_id, scanned_at, packages, not_covered FROM cve_scans WHERE tenant_id = $1")
+        "SELECT agent_id, scanned_at, packages, not_covered, sources FROM cve_scans WHERE tenant_id = $1")
         .bind(tenant.0).fetch_all(&mut *c).await?))
 }
 
@@ -164,34 +212,49 @@ pub async fn record_scan(
     advisories: &str,
     packages: i64,
     not_covered: &str,
+    sources: &str,
     now: OffsetDateTime,
 ) -> StoreResult<Vec<Seen>> {
-    type Key = (String, String, String, String);
-    let existing: Vec<(Uuid, String, String, String, String, Option<OffsetDateTime>)> = on!(ex, c => sqlx::query_as(
-        "SELECT id, ecosystem, package, project_path, vuln_id, fixed_at FROM cve_findings WHERE agent_id = $1")
+    /// id, ecosystem, package, project_path, source, installed_version, vuln_id, fixed_at.
+    type Row = (
+        Uuid,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<OffsetDateTime>,
+    );
+    let existing: Vec<Row> = on!(ex, c => sqlx::query_as(
+        "SELECT id, ecosystem, package, project_path, source, installed_version, vuln_id, fixed_at FROM cve_findings WHERE agent_id = $1")
         .bind(agent).fetch_all(&mut *c).await?);
     let mut known: std::collections::HashMap<Key, (Uuid, bool)> = existing
         .into_iter()
-        .map(|(id, e, p, pp, v, fixed)| ((e, p, pp, v), (id, fixed.is_some())))
+        .map(|(id, e, p, pp, src, v, vuln, fixed)| {
+            (key(&e, &p, &pp, &src, &v, &vuln), (id, fixed.is_some()))
+        })
         .collect();
     let mut new = Vec::new();
     for s in seen {
-        let key = (
-            s.ecosystem.clone(),
-            s.package.clone(),
-            s.project_path.clone(),
-            s.vuln_id.clone(),
-        );
-        // A row of the former shape (one per binary package) becomes the source package's
-        // row, keeping its history and acknowledgement; the group's other rows merge into it.
+        let key = s.key();
+        // A row of a former shape becomes this one, keeping its history and
+        // acknowledgement: one written before findings named their source (the first source
+        // finding the same package and vulnerability in the project adopts it), and one
+        // per binary package (merged into the source package's row).
         let mut found = known.remove(&key);
+        if found.is_none() && !s.source.is_empty() {
+            found = known.remove(&self::key(
+                &s.ecosystem,
+                &s.package,
+                &s.project_path,
+                "",
+                "",
+                &s.vuln_id,
+            ));
+        }
         for b in binary_names(&s.binaries) {
-            let old = (
-                s.ecosystem.clone(),
-                b,
-                s.project_path.clone(),
-                s.vuln_id.clone(),
-            );
+            let old = self::key(&s.ecosystem, &b, &s.project_path, "", "", &s.vuln_id);
             if old == key {
                 continue;
             }
@@ -209,10 +272,10 @@ pub async fn record_scan(
                 on!(ex, c => sqlx::query(
                     "UPDATE cve_findings SET aliases = $1, installed_version = $2, fixed_versions = $3, severity = $4, \
                      severity_rank = $5, cvss_score = $6, summary = $7, last_seen_at = $8, fixed_at = NULL, \
-                     package = $9, binaries = $10 WHERE id = $11")
+                     package = $9, binaries = $10, source = $11, source_kind = $12 WHERE id = $13")
                     .bind(&s.aliases).bind(&s.installed_version).bind(&s.fixed_versions).bind(&s.severity)
                     .bind(s.severity_rank).bind(s.cvss_score).bind(&s.summary).bind(now)
-                    .bind(&s.package).bind(&s.binaries).bind(id)
+                    .bind(&s.package).bind(&s.binaries).bind(&s.source).bind(&s.source_kind).bind(id)
                     .execute(&mut *c).await?.rows_affected());
                 if was_fixed {
                     new.push(s.clone());
@@ -220,13 +283,13 @@ pub async fn record_scan(
             }
             None => {
                 let sql = format!(
-                    "INSERT INTO cve_findings ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL, $16)"
+                    "INSERT INTO cve_findings ({INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, NULL, NULL, NULL, NULL, $16, $17, $18)"
                 );
                 on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(Uuid::now_v7()).bind(tenant.0).bind(agent).bind(&s.ecosystem).bind(&s.package)
                     .bind(&s.project_path).bind(&s.vuln_id).bind(&s.aliases).bind(&s.installed_version)
                     .bind(&s.fixed_versions).bind(&s.severity).bind(s.severity_rank).bind(s.cvss_score)
-                    .bind(&s.summary).bind(now).bind(&s.binaries)
+                    .bind(&s.summary).bind(now).bind(&s.binaries).bind(&s.source).bind(&s.source_kind)
                     .execute(&mut *c).await?.rows_affected());
                 new.push(s.clone());
             }
@@ -241,9 +304,9 @@ pub async fn record_scan(
     }
     on!(ex, c => {
         sqlx::query("DELETE FROM cve_scans WHERE agent_id = $1").bind(agent).execute(&mut *c).await?;
-        sqlx::query("INSERT INTO cve_scans (agent_id, tenant_id, scanned_at, inventory_id, packages, not_covered, advisories) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)")
-            .bind(agent).bind(tenant.0).bind(now).bind(inventory_id).bind(packages).bind(not_covered).bind(advisories)
+        sqlx::query("INSERT INTO cve_scans (agent_id, tenant_id, scanned_at, inventory_id, packages, not_covered, advisories, sources) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+            .bind(agent).bind(tenant.0).bind(now).bind(inventory_id).bind(packages).bind(not_covered).bind(advisories).bind(sources)
             .execute(&mut *c).await?;
     });
     Ok(new)

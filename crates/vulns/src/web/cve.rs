@@ -29,6 +29,10 @@ struct Host {
     scanned: String,
     packages: i64,
     not_covered: Vec<String>,
+    /// Sources of its packages.
+    sources: usize,
+    /// Those not (wholly) covered.
+    sources_not_covered: usize,
 }
 
 #[derive(Template)]
@@ -95,6 +99,8 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
                     .unwrap_or_else(|| "not yet".into()),
                 packages: c.packages,
                 not_covered: c.not_covered,
+                sources: c.sources.len(),
+                sources_not_covered: c.sources.iter().filter(|s| s.status != "covered").count(),
             })
             .collect(),
         assets: &ASSETS,

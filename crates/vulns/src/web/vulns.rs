@@ -79,7 +79,10 @@ pub(super) fn row(f: FindingView, now: time::OffsetDateTime) -> Row {
             .collect::<Vec<_>>()
             .join(", "),
         package: f.package,
-        where_: f.project_path.unwrap_or_else(|| f.ecosystem.clone()),
+        where_: match (f.source, f.source_kind) {
+            (Some(s), Some(k)) => format!("{s} ({k})"),
+            _ => f.project_path.unwrap_or_else(|| f.ecosystem.clone()),
+        },
         installed: f.installed_version,
         fixed: if f.fixed_versions.is_empty() {
             "no fix published".into()
@@ -364,6 +367,7 @@ struct HostPage<'a> {
     scanned: String,
     packages: i64,
     not_covered: Vec<String>,
+    sources: Vec<crate::rules::scan::SourceCoverage>,
     counts: (usize, usize, usize, usize),
     suppressed: usize,
     can_ack: bool,
@@ -427,6 +431,7 @@ pub async fn host(
                 .map(|t| ago(Some(t), now))
                 .unwrap_or_default(),
             packages: cov.as_ref().map_or(0, |c| c.packages),
+            sources: cov.as_ref().map(|c| c.sources.clone()).unwrap_or_default(),
             not_covered: cov.map(|c| c.not_covered).unwrap_or_default(),
             counts,
             suppressed,

@@ -11,6 +11,7 @@ crate::dual!(
     osv_zips_are_imported_by_id_and_modified_and_listed_per_ecosystem,
     bad_uploads_are_refused_and_tenants_see_only_their_own_uploads,
     a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_fix,
+    findings_name_their_source_and_the_coverage_lists_every_source,
 );
 
 pub(crate) fn record(id: &str, modified: &str, ecosystem: &str, name: &str, extra: Value) -> Value {
@@ -290,6 +291,23 @@ async fn bad_uploads_are_refused_and_tenants_see_only_their_own_uploads(b: Backe
 
 /// An inventory batch of a Debian 12 host with these lockfile dependencies.
 pub(crate) fn inventory(lodash: &str) -> Value {
+    batch(
+        json!([
+            {"manager": "dpkg", "name": "libssl3", "version": "3.0.11-1~deb12u2",
+             "source": "openssl"},
+            {"manager": "dpkg", "name": "openssl", "version": "3.0.11-1~deb12u2"},
+            {"manager": "dpkg", "name": "curl", "version": "7.88.1-10+deb12u8"},
+        ]),
+        json!([
+            {"project_path": "/srv/web", "ecosystem": "npm", "name": "lodash", "version": lodash},
+            {"project_path": "/srv/api", "ecosystem": "pip", "name": "Jinja2", "version": "3.1.2"},
+            {"project_path": "/srv/php", "ecosystem": "composer", "name": "monolog/monolog", "version": "3.5.0"},
+        ]),
+    )
+}
+
+/// A batch of a Debian 12 host's inventory: these OS packages and dependencies.
+fn batch(packages: Value, app_dependencies: Value) -> Value {
     let now = time::OffsetDateTime::now_utc();
     json!({
         "batch_id": uuid::Uuid::new_v4(),
@@ -298,17 +316,8 @@ pub(crate) fn inventory(lodash: &str) -> Value {
         "inventory": {
             "collected_at": crate::agents::ts(now),
             "os": {"name": "Debian GNU/Linux", "id": "debian", "version": "12"},
-            "packages": [
-                {"manager": "dpkg", "name": "libssl3", "version": "3.0.11-1~deb12u2",
-                 "source": "openssl"},
-                {"manager": "dpkg", "name": "openssl", "version": "3.0.11-1~deb12u2"},
-                {"manager": "dpkg", "name": "curl", "version": "7.88.1-10+deb12u8"},
-            ],
-            "app_dependencies": [
-                {"project_path": "/srv/web", "ecosystem": "npm", "name": "lodash", "version": lodash},
-                {"project_path": "/srv/api", "ecosystem": "pip", "name": "Jinja2", "version": "3.1.2"},
-                {"project_path": "/srv/php", "ecosystem": "composer", "name": "monolog/monolog", "version": "3.5.0"},
-            ],
+            "packages": packages,
+            "app_dependencies": app_dependencies,
         },
     })
 }
@@ -640,4 +649,268 @@ async fn a_scan_finds_packages_by_source_and_lockfiles_and_follows_them_to_the_f
         "not_found",
     )
     .await;
+}
+
+/// An inventory whose dependencies name their sources (CONTRACT 29).
+fn inventory_with_sources(deps: Value) -> Value {
+    batch(
+        json!([{"manager": "dpkg", "name": "curl", "version": "7.88.1-10+deb12u8"}]),
+        deps,
+    )
+}
+
+async fn findings_name_their_source_and_the_coverage_lists_every_source(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = crate::agents::register(&app).await;
+    let send = |inv: Value| {
+        let app = &app;
+        let host = &host;
+        async move {
+            let r = crate::agents::send(
+                app,
+                host,
+                &serde_json::to_vec(&inv).expect("json"),
+                None,
+                true,
+            )
+            .await;
+            assert_eq!(r.status(), 202);
+        }
+    };
+    upload_records(
+        &app,
+        &[json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
+            "aliases": ["CVE-2021-23337"], "summary": "Command injection in lodash",
+            "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]})],
+    )
+    .await;
+    let now = time::OffsetDateTime::now_utc();
+    let scan = |at: time::OffsetDateTime| trusthub_hub::workers::cve_scan::scan_due(&app.state, at);
+    // An older agent names no source; its finding is acknowledged.
+    send(inventory_with_sources(json!([
+        {"project_path": "/srv/web", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"}
+    ])))
+    .await;
+    assert_eq!(scan(now).await.expect("scan"), 1);
+    let page = body(app.get("/inventory/cves", &app.owner).await).await;
+    let old_id = page["items"][0]["id"].as_str().expect("id").to_owned();
+    // Named by its project and lockfile.
+    assert_eq!(
+        page["items"][0]["source"], "/srv/web/package-lock.json",
+        "{page}"
+    );
+    assert_eq!(page["items"][0]["source_kind"], "lockfile");
+    // As a row written before findings named their source (migration 0037) would be.
+    app.execute("UPDATE cve_findings SET source = '', source_kind = ''")
+        .await;
+    let r = app
+        .post(
+            &format!("/cve-findings/{old_id}/acknowledge"),
+            &app.owner,
+            json!({"reason": "reviewed"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+
+    // The upgraded agent: the installed tree has lodash twice (a nested older copy), the
+    // lockfile of another project the same version, a binary, and sources that cannot be
+    // checked for three different reasons.
+    let nm = "/srv/web/node_modules";
+    send(inventory_with_sources(json!([
+        {"project_path": "/srv/web", "source": nm, "source_kind": "installed", "format": "node-modules",
+         "ecosystem": "npm", "name": "lodash", "version": "4.17.20"},
+        {"project_path": "/srv/web", "source": nm, "source_kind": "installed", "format": "node-modules",
+         "ecosystem": "npm", "name": "lodash", "version": "4.17.15"},
+        {"project_path": "/srv/web", "source": nm, "source_kind": "installed", "format": "node-modules",
+         "ecosystem": "npm", "name": "express", "version": "4.21.2"},
+        {"project_path": "/srv/admin", "lockfile": "yarn.lock", "source": "/srv/admin/yarn.lock",
+         "source_kind": "lockfile", "format": "yarn-v1", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"},
+        {"project_path": "/srv/api", "lockfile": "uv.lock", "source": "/srv/api/uv.lock",
+         "source_kind": "lockfile", "format": "uv-lock", "ecosystem": "pip", "name": "jinja2", "version": "3.1.2"},
+        {"project_path": "/srv/broken", "lockfile": "pnpm-lock.yaml", "source": "/srv/broken/pnpm-lock.yaml",
+         "source_kind": "lockfile", "format": "pnpm-lock", "error": "line 3: not a package key"},
+        {"project_path": "/srv/rs", "lockfile": "Cargo.lock", "source": "/srv/rs/Cargo.lock",
+         "source_kind": "lockfile", "format": "cargo-lock", "ecosystem": "cargo", "name": "serde", "version": "1.0.0"},
+    ])))
+    .await;
+    assert_eq!(
+        scan(now + time::Duration::seconds(3601))
+            .await
+            .expect("scan"),
+        1
+    );
+    let page = body(app.get("/inventory/cves?status=unfixed", &app.owner).await).await;
+    let mut found: Vec<(String, String, String, String)> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|f| {
+            (
+                f["source"].as_str().unwrap_or_default().to_owned(),
+                f["source_kind"].as_str().unwrap_or_default().to_owned(),
+                f["installed_version"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                f["project_path"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    // One finding per (project, package, version, source).
+    assert_eq!(
+        found,
+        [
+            (
+                "/srv/admin/yarn.lock".into(),
+                "lockfile".into(),
+                "4.17.20".into(),
+                "/srv/admin".into()
+            ),
+            (
+                nm.into(),
+                "installed".into(),
+                "4.17.15".into(),
+                "/srv/web".into()
+            ),
+            (
+                nm.into(),
+                "installed".into(),
+                "4.17.20".into(),
+                "/srv/web".into()
+            ),
+        ],
+        "{page}"
+    );
+    // The finding written before sources were named is adopted by the first source that
+    // finds the same package in the project, keeping its history and acknowledgement.
+    let adopted: Vec<&Value> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|f| f["id"] == old_id.as_str())
+        .collect();
+    assert_eq!(adopted.len(), 1, "{page}");
+    assert_eq!(adopted[0]["source"], nm);
+    assert_eq!(adopted[0]["status"], "acknowledged");
+    assert_eq!(adopted[0]["ack_reason"], "reviewed");
+
+    // The coverage: every source with its format, packages and state.
+    let cov = body(app.get("/inventory/cves/coverage", &app.owner).await).await;
+    let rows: Vec<(String, String, String, i64, String)> = cov
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|s| {
+            assert_eq!(s["agent_id"], host.id.as_str());
+            assert!(s["scanned_at"].is_string());
+            (
+                s["source"].as_str().unwrap_or_default().to_owned(),
+                s["source_kind"].as_str().unwrap_or_default().to_owned(),
+                s["format"].as_str().unwrap_or_default().to_owned(),
+                s["packages"].as_i64().unwrap_or(-1),
+                s["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let row = |a: &str, b: &str, c: &str, n: i64, st: &str| {
+        (a.to_owned(), b.to_owned(), c.to_owned(), n, st.to_owned())
+    };
+    assert_eq!(
+        rows,
+        [
+            row(
+                "/var/lib/dpkg/status",
+                "installed",
+                "dpkg",
+                1,
+                "not_covered"
+            ),
+            row(nm, "installed", "node-modules", 3, "covered"),
+            row("/srv/admin/yarn.lock", "lockfile", "yarn-v1", 1, "covered"),
+            row("/srv/api/uv.lock", "lockfile", "uv-lock", 1, "not_covered"),
+            row(
+                "/srv/broken/pnpm-lock.yaml",
+                "lockfile",
+                "pnpm-lock",
+                0,
+                "not_covered"
+            ),
+            row(
+                "/srv/rs/Cargo.lock",
+                "lockfile",
+                "cargo-lock",
+                1,
+                "not_covered"
+            ),
+        ],
+        "{cov}"
+    );
+    let reason = |i: usize| cov[i]["reason"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        reason(0).contains("no advisory data loaded for Debian:12"),
+        "{cov}"
+    );
+    assert!(cov[1].get("reason").is_none(), "{cov}");
+    assert!(
+        reason(3).contains("no advisory data loaded for PyPI"),
+        "{cov}"
+    );
+    assert!(reason(4).contains("line 3: not a package key"), "{cov}");
+    assert!(reason(5).contains("version order not implemented"), "{cov}");
+    // Filters: one host, one state; misspelt or unknown values are refused by name.
+    let bad = body(
+        app.get(
+            &format!(
+                "/inventory/cves/coverage?status=not_covered&agent_id={}",
+                host.id
+            ),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(bad.as_array().map(Vec::len), Some(4), "{bad}");
+    let r = app
+        .get("/inventory/cves/coverage?state=covered", &app.owner)
+        .await;
+    assert_problem(r, 400, "bad_request").await;
+    let r = app
+        .get("/inventory/cves/coverage?status=clean", &app.owner)
+        .await;
+    let p = assert_problem(r, 422, "validation_failed").await;
+    assert!(names_field(&p, "status"), "{p}");
+    let r = app
+        .get(
+            &format!("/inventory/cves/coverage?agent_id={}", uuid::Uuid::now_v7()),
+            &app.owner,
+        )
+        .await;
+    assert_problem(r, 404, "not_found").await;
+    // The dashboard's host page lists the sources with their state.
+    let page = app
+        .get(
+            &format!("//ui/agents/{}/vulnerabilities", host.id),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.expect("html");
+    assert!(html.contains("/srv/broken/pnpm-lock.yaml"), "{html}");
+    assert!(html.contains("line 3: not a package key"));
+    assert!(html.contains("node-modules"));
+    // Another tenant sees none of it, and this host is not theirs.
+    let other = app.other_tenant().await;
+    assert_eq!(
+        body(app.get("/inventory/cves/coverage", &other).await).await,
+        json!([])
+    );
+    let r = app
+        .get(
+            &format!("/inventory/cves/coverage?agent_id={}", host.id),
+            &other,
+        )
+        .await;
+    assert_problem(r, 404, "not_found").await;
 }
