@@ -67,6 +67,23 @@ enum Command {
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
+    /// Print the dependencies the agent would report, one JSON object per line (as in the
+    /// inventory's `app_dependencies`), then a summary per source on stderr: what
+    /// `--project-path`, `--binary-path` and process discovery find on this host now.
+    Dependencies {
+        /// Directories to search for projects (repeatable).
+        #[arg(long = "project-path")]
+        project_paths: Vec<PathBuf>,
+        /// Directories to search for Go binaries (repeatable; default /usr/local/bin, /opt).
+        #[arg(long = "binary-path")]
+        binary_paths: Vec<PathBuf>,
+        /// Leave out running processes' working directories and executables.
+        #[arg(long)]
+        no_process_discovery: bool,
+        /// Leave out trees npm, pip and gem installed machine-wide.
+        #[arg(long)]
+        no_system: bool,
+    },
     /// Print what the agent knows: registration, spool, allowlist. Only reads: creates no
     /// directory and no key.
     Status {
@@ -85,6 +102,36 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {},
         _ = term.recv() => {},
     }
+}
+
+/// `trusthub-agent dependencies`: every entry on stdout, a count per source on stderr.
+fn dependencies(d: &crate::deps::discover::Discovery) {
+    use std::io::Write as _;
+    let found = crate::deps::discover::dependencies(d);
+    let mut per_source: std::collections::BTreeMap<String, (String, usize, Option<String>)> =
+        Default::default();
+    let mut out = std::io::stdout().lock();
+    for e in &found {
+        let _ = writeln!(out, "{e}");
+        let s = per_source
+            .entry(e["source"].as_str().unwrap_or_default().to_owned())
+            .or_insert_with(|| (e["format"].as_str().unwrap_or_default().to_owned(), 0, None));
+        match e["error"].as_str() {
+            Some(err) => s.2 = Some(err.to_owned()),
+            None => s.1 += 1,
+        }
+    }
+    for (source, (format, n, error)) in &per_source {
+        match error {
+            Some(err) => eprintln!("{source} ({format}): cannot be read: {err}"),
+            None => eprintln!("{source} ({format}): {n} packages"),
+        }
+    }
+    eprintln!(
+        "{} packages from {} sources",
+        found.iter().filter(|e| e.get("error").is_none()).count(),
+        per_source.len()
+    );
 }
 
 fn status(state_dir: &std::path::Path) -> Result<(), String> {
@@ -351,6 +398,21 @@ async fn cli() -> ExitCode {
         Some(Command::Run(opts)) => crate::run(*opts, shutdown_signal()).await,
         Some(Command::Enroll(opts)) => enroll(&opts).await,
         Some(Command::Status { state_dir }) => status(&state_dir.unwrap_or(cli.opts.state_dir)),
+        Some(Command::Dependencies {
+            project_paths,
+            binary_paths,
+            no_process_discovery,
+            no_system,
+        }) => {
+            dependencies(&crate::deps::discover::Discovery {
+                project_paths,
+                binary_paths,
+                processes: !no_process_discovery,
+                system: !no_system,
+                root: PathBuf::from("/"),
+            });
+            Ok(())
+        }
         Some(Command::Install {
             state_dir,
             unit_dir,

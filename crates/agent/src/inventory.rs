@@ -17,19 +17,23 @@ fn read(path: impl AsRef<Path>) -> String {
 }
 
 /// Collects a full snapshot.
-pub async fn collect(
-    project_paths: &[PathBuf],
-    binary_paths: &[PathBuf],
-    now: OffsetDateTime,
-) -> Value {
+pub async fn collect(discovery: &crate::deps::discover::Discovery, now: OffsetDateTime) -> Value {
     let users = passwd();
     let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
     let procs = processes(&names);
     let (listening, connections) = crate::sockets::report(&procs);
-    let mut deps = app_dependencies(project_paths);
-    if let Value::Array(list) = &mut deps {
-        list.extend(go_binaries(binary_paths));
-    }
+    // Walks of project trees and reads of binaries: off the async threads.
+    let deps = {
+        let d = discovery.clone();
+        tokio::task::spawn_blocking(move || crate::deps::discover::dependencies(&d))
+            .await
+            .map(Value::Array)
+            // Never "no dependencies": the hub shows the discovery as not covered.
+            .unwrap_or_else(|e| {
+                json!([{"source": "dependency discovery", "source_kind": "installed",
+                    "error": format!("the discovery stopped: {e}")}])
+            })
+    };
     json!({
         "collected_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
         "os": os(),
@@ -584,39 +588,6 @@ pub fn rpm_packages(list: &str) -> Vec<Value> {
     out
 }
 
-/// Lockfiles found under the project paths (at most 4 levels deep, skipping vendored trees).
-fn lockfiles(roots: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack: Vec<(PathBuf, usize)> = roots.iter().map(|r| (r.clone(), 0)).collect();
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.filter_map(Result::ok) {
-            let path = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            match e.file_type() {
-                Ok(t)
-                    if t.is_dir()
-                        && depth < 4
-                        && !matches!(
-                            name.as_str(),
-                            "node_modules" | ".git" | "vendor" | ".venv" | "venv"
-                        ) =>
-                {
-                    stack.push((path, depth + 1));
-                }
-                Ok(t) if t.is_file() && crate::deps::lockfile_format(&name).is_some() => {
-                    found.push(path)
-                }
-                _ => {}
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
 /// Dependencies declared by a `composer.lock`, `Gemfile.lock` or `go.sum` (the other
 /// formats are read in [`crate::deps`]): `(ecosystem, name, version)`; why not, when the file
 /// is not what its name says (a corrupt lockfile is reported, never read as empty).
@@ -686,128 +657,6 @@ pub fn parse_lockfile(
     out.sort();
     out.dedup();
     Ok(out)
-}
-
-fn app_dependencies(roots: &[PathBuf]) -> Value {
-    use std::collections::{BTreeMap, HashSet};
-    let mut out = Vec::new();
-    let mut lockfiles_of: BTreeMap<PathBuf, Vec<PathBuf>> = BTreeMap::new();
-    for file in lockfiles(roots) {
-        let project = file.parent().map(Path::to_path_buf).unwrap_or_default();
-        lockfiles_of.entry(project).or_default().push(file);
-    }
-    for (project, files) in lockfiles_of {
-        let project_s = project.display().to_string();
-        // What is installed wins over what a lockfile claims: a package found in an installed
-        // tree of the project is reported from there (CONTRACT 29).
-        let mut installed: HashSet<(&'static str, String)> = HashSet::new();
-        for (format, root) in crate::deps::installed::trees_of(&project) {
-            let source = root.display().to_string();
-            let read = match format {
-                "node-modules" => crate::deps::installed::node_modules(&root),
-                _ => crate::deps::installed::site_packages(&root),
-            };
-            match read {
-                Ok(mut deps) => {
-                    deps.sort();
-                    deps.dedup();
-                    for d in deps {
-                        installed.insert((d.ecosystem, d.name.to_ascii_lowercase()));
-                        out.push(json!({"project_path": project_s, "source": source, "source_kind": "installed",
-                            "format": format, "ecosystem": d.ecosystem, "name": d.name, "version": d.version}));
-                    }
-                }
-                Err(error) => out.push(json!({"project_path": project_s, "source": source,
-                    "source_kind": "installed", "format": format, "error": error})),
-            }
-        }
-        // go.sum holds every version the module graph ever considered; go.mod the ones the
-        // build selects: with both, go.mod is read.
-        let has_go_mod = files.iter().any(|f| f.ends_with("go.mod"));
-        for file in files {
-            if has_go_mod && file.ends_with("go.sum") {
-                continue;
-            }
-            let lockfile = file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let source = file.display().to_string();
-            let text = match std::fs::read_to_string(&file) {
-                Ok(t) => Ok(t),
-                Err(e) => Err(format!("unreadable: {e}")),
-            };
-            match text.and_then(|t| crate::deps::parse_lockfile(&file, &t)) {
-                Ok((format, deps)) => {
-                    for d in deps {
-                        if installed.contains(&(d.ecosystem, d.name.to_ascii_lowercase())) {
-                            continue;
-                        }
-                        out.push(json!({"project_path": project_s, "lockfile": lockfile, "source": source,
-                            "source_kind": "lockfile", "format": format, "ecosystem": d.ecosystem, "name": d.name,
-                            "version": d.version}));
-                    }
-                }
-                Err(error) => {
-                    let format = crate::deps::lockfile_format(&lockfile).unwrap_or_default();
-                    out.push(
-                        json!({"project_path": project_s, "lockfile": lockfile, "source": source,
-                        "source_kind": "lockfile", "format": format, "error": error}),
-                    );
-                }
-            }
-        }
-    }
-    Value::Array(out)
-}
-
-/// The directories searched for Go binaries when none are given.
-pub const DEFAULT_BINARY_PATHS: [&str; 2] = ["/usr/local/bin", "/opt"];
-
-/// The modules of the Go binaries under `dirs` (3 levels deep, at most 5,000 executables):
-/// one entry per module with the binary as its source (CONTRACT 29); a binary whose build
-/// info cannot be read is reported with the reason.
-pub fn go_binaries(dirs: &[PathBuf]) -> Vec<Value> {
-    use std::os::unix::fs::PermissionsExt;
-    let defaults: Vec<PathBuf> = DEFAULT_BINARY_PATHS.iter().map(PathBuf::from).collect();
-    let roots = if dirs.is_empty() { &defaults[..] } else { dirs };
-    let mut out = Vec::new();
-    let mut seen = 0usize;
-    let mut stack: Vec<(PathBuf, usize)> = roots.iter().map(|r| (r.clone(), 0)).collect();
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.filter_map(Result::ok) {
-            let Ok(t) = e.file_type() else { continue };
-            let path = e.path();
-            if t.is_dir() && depth < 3 {
-                stack.push((path, depth + 1));
-                continue;
-            }
-            let executable = t.is_file()
-                && e.metadata()
-                    .is_ok_and(|m| m.permissions().mode() & 0o111 != 0 && m.len() > 64);
-            if !executable || seen >= 5_000 {
-                continue;
-            }
-            seen += 1;
-            let source = path.display().to_string();
-            let folder = dir.display().to_string();
-            match crate::deps::gobinary::read_file(&path) {
-                Ok(Some(info)) => {
-                    for d in info.deps() {
-                        out.push(json!({"project_path": folder, "source": source, "source_kind": "binary",
-                            "format": "go-binary", "ecosystem": d.ecosystem, "name": d.name, "version": d.version}));
-                    }
-                }
-                Ok(None) => {}
-                Err(error) => out.push(json!({"project_path": folder, "source": source,
-                    "source_kind": "binary", "format": "go-binary", "error": error})),
-            }
-        }
-    }
-    out
 }
 
 /// A local account.
@@ -1231,7 +1080,12 @@ mod tests {
             "golang.org/x/net v0.10.0 h1:a=\ngolang.org/x/net v0.10.0/go.mod h1:b=\ngolang.org/x/net v0.17.0 h1:c=\n",
         )
         .expect("go.sum");
-        let deps = app_dependencies(std::slice::from_ref(&dir));
+        let deps = Value::Array(crate::deps::discover::dependencies(
+            &crate::deps::discover::Discovery::only(
+                std::slice::from_ref(&dir),
+                &[dir.join("no-binaries")],
+            ),
+        ));
         let got: Vec<(String, String)> = deps
             .as_array()
             .expect("list")
@@ -1285,7 +1139,11 @@ mod tests {
         std::fs::create_dir_all(dir.join("app")).expect("dir");
         std::fs::write(dir.join("app/requirements.txt"), "flask==3.0.0\n").expect("write");
         let here = std::slice::from_ref(&dir);
-        let inv = collect(here, here, OffsetDateTime::now_utc()).await;
+        let inv = collect(
+            &crate::deps::discover::Discovery::only(here, here),
+            OffsetDateTime::now_utc(),
+        )
+        .await;
         let flask = &inv["app_dependencies"][0];
         assert_eq!(
             (

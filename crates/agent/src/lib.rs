@@ -69,6 +69,10 @@ pub struct Options {
     /// (repeatable; default /usr/local/bin and /opt).
     #[arg(long = "binary-path")]
     pub binary_paths: Vec<PathBuf>,
+    /// Do not look for projects in running processes' working directories, nor for Go
+    /// binaries among their executables (only `--project-path` and `--binary-path`).
+    #[arg(long)]
+    pub no_process_discovery: bool,
     /// Largest spool, in bytes (oldest batches are dropped past it).
     #[arg(long, env = "TRUSTHUB_AGENT_SPOOL_MAX_BYTES", default_value_t = 256 * 1024 * 1024)]
     pub spool_max_bytes: u64,
@@ -294,6 +298,13 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let started = std::time::Instant::now();
     let mut next_collect = Instant::now() + Duration::from_secs(1).min(interval);
     let mut next_inventory = Instant::now();
+    let discovery = deps::discover::Discovery {
+        project_paths: opts.project_paths.clone(),
+        binary_paths: opts.binary_paths.clone(),
+        processes: !opts.no_process_discovery,
+        system: true,
+        root: PathBuf::from("/"),
+    };
     let mut next_send = Instant::now();
     let mut backoff = Duration::from_secs(1);
     // Configuration scans start once the hub said what to watch (its first answer).
@@ -359,7 +370,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             });
             if now >= next_inventory {
                 next_inventory = now + inventory_every;
-                let inv = inventory::collect(&opts.project_paths, &opts.binary_paths, ts).await;
+                let inv = inventory::collect(&discovery, ts).await;
                 batch["processes"] = inv["processes"].clone();
                 batch["inventory"] = inv;
                 let _quiet = honeypots.quiet();

@@ -2864,3 +2864,279 @@ async fn what_is_installed_wins_over_what_the_lockfile_claims() {
     agent.stop();
     f.hub.stop().await;
 }
+
+/// Copies `from` (a file or a folder) to `to`, as `cp -a` does.
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().expect("parent")).expect("dir");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp");
+    assert!(status.success(), "cp {}", from.display());
+}
+
+/// Runs a tool that must be there (installed by .ci/run) and must succeed.
+fn tool(program: &str, args: &[&str], dir: &Path, envs: &[(&str, &Path)]) {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_os_str())))
+        .output()
+        .unwrap_or_else(|e| panic!("{program} (installed by .ci/run): {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// CONTRACT 29 end to end: the real agent reads every kind of source — lockfiles the real
+/// tools wrote (npm, yarn 1, yarn 4, pnpm, uv's uv.lock and pylock.toml, pipenv), others in
+/// their documented shapes (requirements.txt, Gemfile.lock, go.mod), installed trees without
+/// a lockfile (node_modules npm installed, a virtualenv pip filled), a gem home the real
+/// `gem` tool installed in a project found only because a process runs there, and a Go
+/// binary the real toolchain built — and each vulnerable package becomes a finding naming
+/// its source, with every source covered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_source_is_read_and_each_finding_names_its_source() {
+    let state = TempDir::new();
+    let projects = TempDir::new();
+    let elsewhere = TempDir::new();
+    let bins = TempDir::new();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deps");
+    let p = |rel: &str| projects.0.join(rel);
+    let ps = |rel: &str| p(rel).display().to_string();
+    for (from, to) in [
+        ("npm/package-lock.json", "npm/package-lock.json"),
+        ("yarn1/yarn.lock", "yarn1/yarn.lock"),
+        ("berry/yarn.lock", "berry/yarn.lock"),
+        ("pnpm/pnpm-lock.yaml", "pnpm/pnpm-lock.yaml"),
+        ("py/uv.lock", "uv/uv.lock"),
+        ("py/pylock.toml", "pylock/pylock.toml"),
+        ("py/Pipfile.lock", "pipenv/Pipfile.lock"),
+        ("installed/py/.venv", "pyapp/.venv"),
+        ("installed/npm/node_modules", "nm/node_modules"),
+    ] {
+        copy(&data.join(from), &p(to));
+    }
+    let write = |rel: &str, text: &str| {
+        std::fs::create_dir_all(p(rel).parent().expect("parent")).expect("dir");
+        std::fs::write(p(rel), text).expect("write");
+    };
+    write("req/requirements.txt", "Jinja2==2.11.2\n");
+    write(
+        "ruby/Gemfile.lock",
+        "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack (2.2.3)\n\nPLATFORMS\n  ruby\n\n\
+         DEPENDENCIES\n  rack\n\nBUNDLED WITH\n   2.3.15\n",
+    );
+    write(
+        "gomod/go.mod",
+        "module example.com/app\n\ngo 1.19\n\nrequire example.com/dep v1.2.3\n",
+    );
+    // A gem home the real gem tool installed, in a project no --project-path names.
+    let app = elsewhere.0.join("app");
+    std::fs::create_dir_all(&app).expect("app");
+    std::fs::write(
+        elsewhere.0.join("rack.gemspec"),
+        "Gem::Specification.new do |s|\n  s.name = \"rack\"\n  s.version = \"2.2.3\"\n  \
+         s.summary = \"a local stand-in\"\n  s.authors = [\"t\"]\n  s.files = []\nend\n",
+    )
+    .expect("gemspec");
+    tool("gem", &["build", "rack.gemspec"], &elsewhere.0, &[]);
+    let home = app.join("vendor/bundle/ruby/3.1.0");
+    let home_s = home.display().to_string();
+    tool(
+        "gem",
+        &[
+            "install",
+            "--local",
+            "--no-document",
+            "--install-dir",
+            &home_s,
+            "rack-2.2.3.gem",
+        ],
+        &elsewhere.0,
+        &[],
+    );
+    // A Go binary built offline with a dependency replaced by a local folder.
+    let go = bins.0.join("src");
+    for (rel, text) in [
+        ("dep/go.mod", "module example.com/dep\n\ngo 1.19\n"),
+        (
+            "dep/dep.go",
+            "package dep\n\nfunc Hello() string { return \"hi\" }\n",
+        ),
+        (
+            "app/go.mod",
+            "module example.com/app\n\ngo 1.19\n\nrequire example.com/dep v1.2.3\n\nreplace example.com/dep => ../dep\n",
+        ),
+        (
+            "app/main.go",
+            "package main\n\nimport (\n\t\"fmt\"\n\t\"example.com/dep\"\n)\n\nfunc main() { fmt.Println(dep.Hello()) }\n",
+        ),
+    ] {
+        std::fs::create_dir_all(go.join(rel).parent().expect("parent")).expect("dir");
+        std::fs::write(go.join(rel), text).expect("write");
+    }
+    let bin_dir = bins.0.join("bin");
+    std::fs::create_dir_all(&bin_dir).expect("bin");
+    let svc = bin_dir.join("svc");
+    tool(
+        "go",
+        &["build", "-o", &svc.display().to_string(), "."],
+        &go.join("app"),
+        &[
+            ("GOCACHE", &bins.0.join("cache")),
+            ("GOPATH", &bins.0.join("gopath")),
+        ],
+    );
+    // The process whose working directory leads to the gem home.
+    let mut sleeper = Command::new("sleep")
+        .arg("300")
+        .current_dir(&app)
+        .spawn()
+        .expect("sleep");
+
+    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let fixed = |eco: &str, name: &str, id: &str, fix: &str| {
+        json!({"id": id, "modified": "2024-01-01T00:00:00Z", "summary": format!("{name} is vulnerable"),
+            "affected": [{"package": {"ecosystem": eco, "name": name},
+                "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": fix}]}]}]})
+    };
+    let zip = osv_zip(
+        &state.0,
+        &[
+            json!({"id": "GHSA-35jh-r3h4-6jhm", "modified": "2024-01-01T00:00:00Z",
+                "affected": [{"package": {"ecosystem": "npm", "name": "lodash"},
+                    "ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, {"fixed": "4.17.21"}]}]}]}),
+            fixed("PyPI", "jinja2", "GHSA-h5c8-rqwp-cp95", "3.1.3"),
+            fixed("RubyGems", "rack", "GHSA-65f5-mfpf-vfhj", "2.2.6.2"),
+            fixed("Go", "example.com/dep", "GO-2026-0001", "1.2.4"),
+        ],
+    );
+    import_osv(&f, zip).await;
+    let token = f.enrollment_token(json!([])).await;
+    let agent = Agent::start(
+        &state.0,
+        &[
+            "--hub",
+            &f.base,
+            "--enroll",
+            &token,
+            "--project-path",
+            &projects.0.display().to_string(),
+            "--binary-path",
+            &bin_dir.display().to_string(),
+        ],
+    );
+    let ours = |s: &str| {
+        s.starts_with(&projects.0.display().to_string())
+            || s.starts_with(&elsewhere.0.display().to_string())
+            || s.starts_with(&bins.0.display().to_string())
+    };
+    let venv = ps("pyapp/.venv/lib/python3.11/site-packages");
+    let want: Vec<(String, &str, &str)> = vec![
+        (ps("npm/package-lock.json"), "lockfile", "lodash"),
+        (ps("yarn1/yarn.lock"), "lockfile", "lodash"),
+        (ps("berry/yarn.lock"), "lockfile", "lodash"),
+        (ps("pnpm/pnpm-lock.yaml"), "lockfile", "lodash"),
+        (ps("nm/node_modules"), "installed", "lodash"),
+        (ps("uv/uv.lock"), "lockfile", "jinja2"),
+        (ps("pylock/pylock.toml"), "lockfile", "jinja2"),
+        (ps("pipenv/Pipfile.lock"), "lockfile", "jinja2"),
+        (ps("req/requirements.txt"), "lockfile", "Jinja2"),
+        (venv.clone(), "installed", "Jinja2"),
+        (ps("ruby/Gemfile.lock"), "lockfile", "rack"),
+        (home_s.clone(), "installed", "rack"),
+        (ps("gomod/go.mod"), "lockfile", "example.com/dep"),
+        (svc.display().to_string(), "binary", "example.com/dep"),
+    ];
+    let page = wait_until(
+        &f,
+        "/inventory/cves?limit=500",
+        90,
+        "a finding per source",
+        |p| {
+            p["items"].as_array().is_some_and(|i| {
+                i.iter()
+                    .filter(|x| x["source"].as_str().is_some_and(ours))
+                    .count()
+                    >= want.len()
+            })
+        },
+    )
+    .await;
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let mut got: Vec<(String, String, String)> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|x| x["source"].as_str().is_some_and(ours))
+        .map(|x| {
+            (
+                x["source"].as_str().unwrap_or_default().to_owned(),
+                x["source_kind"].as_str().unwrap_or_default().to_owned(),
+                x["package"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(String, String, String)> = want
+        .into_iter()
+        .map(|(s, k, n)| (s, k.to_owned(), n.to_owned()))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    // The coverage names every one of these sources, covered, with its format.
+    let coverage = get(&f.client, &f.base, &f.cookie, "/inventory/cves/coverage").await;
+    let formats: std::collections::BTreeMap<String, (String, String)> = coverage
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["source"].as_str().is_some_and(ours))
+        .map(|r| {
+            (
+                r["source"].as_str().unwrap_or_default().to_owned(),
+                (
+                    r["format"].as_str().unwrap_or_default().to_owned(),
+                    r["status"].as_str().unwrap_or_default().to_owned(),
+                ),
+            )
+        })
+        .collect();
+    for (source, format) in [
+        ("npm/package-lock.json", "package-lock"),
+        ("yarn1/yarn.lock", "yarn-v1"),
+        ("berry/yarn.lock", "yarn-berry"),
+        ("pnpm/pnpm-lock.yaml", "pnpm-lock"),
+        ("nm/node_modules", "node-modules"),
+        ("uv/uv.lock", "uv-lock"),
+        ("pylock/pylock.toml", "pylock"),
+        ("pipenv/Pipfile.lock", "pipfile-lock"),
+        ("req/requirements.txt", "requirements"),
+        ("ruby/Gemfile.lock", "gemfile-lock"),
+        ("gomod/go.mod", "go-mod"),
+    ] {
+        assert_eq!(
+            formats.get(&ps(source)),
+            Some(&(format.to_owned(), "covered".to_owned())),
+            "{source}: {coverage}"
+        );
+    }
+    for (source, format) in [
+        (venv.as_str(), "python-dist-info"),
+        (home_s.as_str(), "gemspec"),
+        (&svc.display().to_string(), "go-binary"),
+    ] {
+        assert_eq!(
+            formats.get(source),
+            Some(&(format.to_owned(), "covered".to_owned())),
+            "{source}: {coverage}"
+        );
+    }
+    agent.stop();
+    f.hub.stop().await;
+}

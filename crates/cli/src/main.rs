@@ -491,6 +491,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         allow_actions: None,
         project_paths: args.project_paths,
         binary_paths: Vec::new(),
+        no_process_discovery: false,
         spool_max_bytes: 256 * 1024 * 1024,
         ca_cert,
         cert_check_secs: 86_400,

@@ -229,7 +229,8 @@ mod tests {
             ),
             (
                 "app/main.go",
-                "package main\n\nimport (\n\t\"fmt\"\n\t\"example.com/dep\"\n)\n\nfunc main() { fmt.Println(dep.Hello()) }\n",
+                "package main\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"time\"\n\t\"example.com/dep\"\n)\n\n\
+                 func main() {\n\tfmt.Println(dep.Hello())\n\tif len(os.Args) > 1 {\n\t\ttime.Sleep(60 * time.Second)\n\t}\n}\n",
             ),
         ];
         for (rel, text) in files {
@@ -282,7 +283,7 @@ mod tests {
             [format!("stdlib@{go}"), "example.com/dep@1.2.3".to_owned()]
         );
         // As the inventory reports it: the binary is the source of each module.
-        let listed = crate::inventory::go_binaries(&[dir.join("app")]);
+        let listed = crate::deps::discover::go_binaries(&[dir.join("app")], &[]);
         let names: Vec<(&str, &str, &str)> = listed
             .iter()
             .map(|e| {
@@ -304,6 +305,33 @@ mod tests {
             listed
                 .iter()
                 .all(|e| e["source"] == bin.display().to_string())
+        );
+        // Running from a folder no `--binary-path` names: found through the process's
+        // executable (process discovery), named by where it runs from.
+        let elsewhere = dir.join("run/svc");
+        std::fs::create_dir_all(elsewhere.parent().expect("parent")).expect("dir");
+        std::fs::copy(&bin, &elsewhere).expect("copy");
+        let mut child = Command::new(&elsewhere)
+            .arg("wait")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run the binary");
+        let discovery = crate::deps::discover::Discovery {
+            processes: true,
+            ..crate::deps::discover::Discovery::only(&[], &[dir.join("cache")])
+        };
+        let found = crate::deps::discover::dependencies(&discovery);
+        let _ = child.kill();
+        let _ = child.wait();
+        let svc: Vec<&serde_json::Value> = found
+            .iter()
+            .filter(|e| e["source"] == elsewhere.display().to_string())
+            .collect();
+        assert_eq!(svc.len(), 2, "{found:?}");
+        assert_eq!(svc[1]["name"], "example.com/dep");
+        assert_eq!(
+            svc[1]["project_path"],
+            dir.join("run").display().to_string()
         );
         // Not a Go binary: nothing; a cut file: an error, never a panic.
         assert_eq!(read_file(Path::new("/bin/sh")), Ok(None));

@@ -1,7 +1,8 @@
 //! Installed trees (CONTRACT 29): what is really on disk, which wins over what a lockfile
 //! claims. `node_modules` (nested, scoped, and pnpm's `.pnpm` store; symlinks not followed,
-//! so a package pnpm links is read once) and Python's `site-packages` (`*.dist-info/METADATA`,
-//! `*.egg-info/PKG-INFO`). Walks are bounded in depth and in packages.
+//! so a package pnpm links is read once), Python's `site-packages` (`*.dist-info/METADATA`,
+//! `*.egg-info/PKG-INFO`) and gem homes (`specifications/*.gemspec`, as RubyGems writes them).
+//! Walks are bounded in depth and in packages.
 
 use super::Dep;
 use std::path::{Path, PathBuf};
@@ -122,13 +123,86 @@ pub fn metadata(text: &str) -> Option<(String, String)> {
         .filter(|(n, v)| !n.is_empty() && !v.is_empty())
 }
 
-/// The installed trees of a project directory: its `node_modules`, and the `site-packages` of
-/// its virtualenvs (`.venv`, `venv`, `env`): `(format, tree root)`.
+/// The gems installed in a gem home (the parent of `specifications/`): each gemspec's name and
+/// version, from the `# stub:` line RubyGems writes first, else its `s.name =` and
+/// `s.version =` lines (older RubyGems wrote no stub line and `%q{…}` strings).
+pub fn gem_home(home: &Path) -> Result<Vec<Dep>, String> {
+    let specs = home.join("specifications");
+    let entries = std::fs::read_dir(&specs).map_err(|e| format!("unreadable: {e}"))?;
+    let mut out = Vec::new();
+    for e in entries.filter_map(Result::ok).take(MAX_PACKAGES) {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "gemspec") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Err(format!("{}: unreadable", path.display()));
+        };
+        match gemspec(&text) {
+            Some((n, v)) => out.push(Dep::new("RubyGems", &n, &v)),
+            None => return Err(format!("{}: no name and version", path.display())),
+        }
+    }
+    Ok(out)
+}
+
+/// Name and version of an installed gemspec.
+pub fn gemspec(text: &str) -> Option<(String, String)> {
+    let mut name = None;
+    let mut version = None;
+    for line in text.lines().take(200) {
+        let l = line.trim();
+        if let Some(stub) = l.strip_prefix("# stub: ") {
+            let mut f = stub.split(' ');
+            if let (Some(n), Some(v)) = (f.next(), f.next())
+                && !n.is_empty()
+                && v.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Some((n.to_owned(), v.to_owned()));
+            }
+        }
+        let quoted = |rest: &str| -> Option<String> {
+            let rest = rest.trim_start().strip_prefix('=')?.trim_start();
+            let rest = rest.strip_prefix("Gem::Version.new(").unwrap_or(rest);
+            // `"rack"`, `'rack'`, or older RubyGems' `%q{rack}`.
+            let (body, close) = match rest.strip_prefix("%q{") {
+                Some(b) => (b, '}'),
+                None => {
+                    let q = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+                    (&rest[1..], q)
+                }
+            };
+            let end = body.find(close)?;
+            Some(body[..end].to_owned())
+        };
+        if let Some(rest) = l.strip_prefix("s.name") {
+            name = name.or_else(|| quoted(rest));
+        } else if let Some(rest) = l.strip_prefix("s.version") {
+            version = version.or_else(|| quoted(rest));
+        }
+    }
+    name.zip(version)
+        .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+}
+
+/// The installed trees of a project directory: its `node_modules`, its Bundler gem homes
+/// (`vendor/bundle/ruby/*`), and the `site-packages` of its virtualenvs (`.venv`, `venv`,
+/// `env`): `(format, tree root)`.
 pub fn trees_of(project: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut out = Vec::new();
     let nm = project.join("node_modules");
     if nm.is_dir() {
         out.push(("node-modules", nm));
+    }
+    // Bundler's deployment folder: `vendor/bundle/ruby/<version>/` is a gem home.
+    for ruby in std::fs::read_dir(project.join("vendor/bundle/ruby"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+    {
+        if ruby.path().join("specifications").is_dir() {
+            out.push(("gemspec", ruby.path()));
+        }
     }
     for venv in [".venv", "venv", "env"] {
         let lib = project.join(venv).join("lib");
@@ -140,6 +214,59 @@ pub fn trees_of(project: &Path) -> Vec<(&'static str, PathBuf)> {
             let sp = py.path().join("site-packages");
             if py.file_name().to_string_lossy().starts_with("python") && sp.is_dir() {
                 out.push(("python-dist-info", sp));
+            }
+        }
+    }
+    out
+}
+
+/// Trees installed for the whole machine by a language's own tool rather than the
+/// distribution's: npm's global `node_modules` (`/usr/local/lib/node_modules`), pip's
+/// `/usr/local/lib/python3*/{site,dist}-packages` and gem homes (`/var/lib/gems/*`,
+/// `/usr/local/lib/ruby/gems/*`). What the distribution installed (`/usr/lib/python3`,
+/// `/usr/share/rubygems-integration`) is already reported as OS packages and is left out.
+pub fn system_trees(root: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut out = Vec::new();
+    let local = root.join("usr/local/lib");
+    let nm = local.join("node_modules");
+    if nm.is_dir() {
+        out.push(("node-modules", nm));
+    }
+    let children = |dir: PathBuf| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v
+    };
+    for py in children(local.clone()) {
+        if !py
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("python3"))
+        {
+            continue;
+        }
+        for sp in ["site-packages", "dist-packages"] {
+            let dir = py.join(sp);
+            let has_dist = std::fs::read_dir(&dir).into_iter().flatten().any(|e| {
+                e.is_ok_and(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.ends_with(".dist-info") || n.ends_with(".egg-info")
+                })
+            });
+            if has_dist {
+                out.push(("python-dist-info", dir));
+            }
+        }
+    }
+    for base in [root.join("var/lib/gems"), local.join("ruby/gems")] {
+        for home in children(base) {
+            if home.join("specifications").is_dir() {
+                out.push(("gemspec", home));
             }
         }
     }

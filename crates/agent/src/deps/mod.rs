@@ -3,6 +3,7 @@
 //! says where a package came from. A file that cannot be read is reported with the reason,
 //! never as a project without dependencies.
 
+pub mod discover;
 pub mod gobinary;
 pub mod golang;
 pub mod installed;
@@ -184,6 +185,63 @@ mod tests {
             None,
             "headers end at the blank line"
         );
+    }
+
+    /// Gem homes as RubyGems writes them: the saved fixture (two gemspecs `gem install` wrote,
+    /// one of a platform gem, and one in the older style without a stub line), then a gem
+    /// home the real `gem` tool fills in this test (`gem build` + `gem install --local`).
+    #[test]
+    fn installed_gems_are_read_as_rubygems_wrote_them() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deps/installed/gems");
+        let mut deps = installed::gem_home(&base).expect("gem home");
+        deps.sort();
+        assert_eq!(
+            names(&deps),
+            ["nokogiri@1.13.9", "rack@2.2.3", "rake@0.8.7"]
+        );
+        assert!(deps.iter().all(|d| d.ecosystem == "RubyGems"));
+        assert_eq!(installed::gemspec("s.summary = \"x\"\n"), None);
+
+        let dir = std::env::temp_dir().join(format!("gems-{}", uuid::Uuid::new_v4().simple()));
+        let project = dir.join("app");
+        std::fs::create_dir_all(&project).expect("dir");
+        std::fs::write(
+            dir.join("a.gemspec"),
+            "Gem::Specification.new do |s|\n  s.name = \"json-demo_x\"\n  s.version = \"2.0.0.rc1\"\n  \
+             s.summary = \"s\"\n  s.authors = [\"t\"]\n  s.files = []\nend\n",
+        )
+        .expect("gemspec");
+        let gem = |args: &[&str]| {
+            let out = std::process::Command::new("gem")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .expect("the gem tool (installed by .ci/run)");
+            assert!(
+                out.status.success(),
+                "gem {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        gem(&["build", "a.gemspec"]);
+        let home = project.join("vendor/bundle/ruby/3.1.0");
+        gem(&[
+            "install",
+            "--local",
+            "--no-document",
+            "--install-dir",
+            &home.display().to_string(),
+            "json-demo_x-2.0.0.rc1.gem",
+        ]);
+        let trees = installed::trees_of(&project);
+        assert_eq!(trees, [("gemspec", home.clone())]);
+        let deps = installed::gem_home(&home).expect("gem home");
+        assert_eq!(names(&deps), ["json-demo_x@2.0.0.rc1"]);
+        // A gemspec without a name or version is the tree's error, never zero gems.
+        std::fs::write(home.join("specifications/broken.gemspec"), "# nothing\n").expect("write");
+        let err = installed::gem_home(&home).expect_err("broken");
+        assert!(err.contains("broken.gemspec"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
