@@ -122,3 +122,53 @@ fn enroll_without_a_hub_or_token_says_what_it_needs() {
     assert_eq!(code, 1);
     assert!(err.contains("--hub") && err.contains("--enroll"), "{err}");
 }
+
+#[test]
+fn dependencies_prints_what_the_inventory_would_report_with_a_count_per_source() {
+    let tmp = Dir::new("deps");
+    let project = tmp.0.join("web");
+    std::fs::create_dir_all(&project).expect("dir");
+    std::fs::write(
+        project.join("requirements.txt"),
+        "flask==3.0.0\nsphinx>=4\n",
+    )
+    .expect("req");
+    std::fs::write(project.join("yarn.lock"), "not a yarn lockfile at all\n").expect("yarn");
+    let (code, out, err) = run(agent()
+        .args(["dependencies", "--project-path"])
+        .arg(&tmp.0)
+        .args([
+            "--binary-path",
+            "/nonexistent",
+            "--no-process-discovery",
+            "--no-system",
+        ]));
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let flask = lines.iter().find(|e| e["name"] == "flask").expect("flask");
+    assert_eq!(flask["version"], "3.0.0");
+    assert_eq!(flask["format"], "requirements");
+    let sphinx = lines
+        .iter()
+        .find(|e| e["name"] == "sphinx")
+        .expect("sphinx");
+    assert_eq!(sphinx["version"], "", "unpinned: no version");
+    let yarn = lines
+        .iter()
+        .find(|e| {
+            e["source"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("yarn.lock"))
+        })
+        .expect("the yarn.lock");
+    assert!(yarn["error"].is_string(), "{yarn}");
+    assert!(
+        err.contains("requirements.txt (requirements): 2 packages"),
+        "{err}"
+    );
+    assert!(err.contains("yarn.lock (yarn): cannot be read"), "{err}");
+    assert!(err.ends_with("2 packages from 2 sources\n"), "{err}");
+}

@@ -56,6 +56,8 @@ pub fn lockfile_format(file_name: &str) -> Option<&'static str> {
         "go.sum" => "go-sum",
         "go.mod" => "go-mod",
         n if n == "pylock.toml" || (n.starts_with("pylock.") && n.ends_with(".toml")) => "pylock",
+        // `requirements-dev.txt`, `requirements_docs.txt`, as pip users name them.
+        n if n.starts_with("requirements") && n.ends_with(".txt") => "requirements",
         _ => return None,
     })
 }
@@ -187,6 +189,60 @@ mod tests {
         );
     }
 
+    /// Lockfiles of public projects (tests/data/corpus, licences in its LICENSES.md) read as
+    /// OSV-Scanner reads them (`osv-scanner.json`, recorded by bench/osv_compare.py with
+    /// PyPI's osvpy): the same packages per file and, where the file pins one, the same
+    /// version. Deliberate differences: an unpinned requirement (`sphinx>=4.0.0`) has no
+    /// version here (OSV-Scanner takes the bound), and uv's entry for the project itself
+    /// (its `editable`/`virtual` source) is not a dependency.
+    #[test]
+    fn public_lockfiles_read_as_osv_scanner_reads_them() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus");
+        let osv: std::collections::BTreeMap<String, Vec<String>> = serde_json::from_str(
+            &std::fs::read_to_string(base.join("osv-scanner.json")).expect("osv-scanner.json"),
+        )
+        .expect("json");
+        assert!(osv.len() >= 17, "{}", osv.len());
+        for (source, found) in &osv {
+            let path = base.join(source);
+            let (_, deps) = parse_lockfile(&path, &std::fs::read_to_string(&path).expect(source))
+                .expect(source);
+            let ours: std::collections::BTreeSet<(String, String)> = deps
+                .iter()
+                .map(|d| (d.name.to_lowercase(), d.version.clone()))
+                .collect();
+            let theirs: std::collections::BTreeSet<(String, String)> = found
+                .iter()
+                .map(|p| {
+                    let (n, v) = p.rsplit_once('@').expect("name@version");
+                    (n.to_owned(), v.to_owned())
+                })
+                .collect();
+            let project = source.split("--").next().unwrap_or_default().to_owned();
+            let names = |s: &std::collections::BTreeSet<(String, String)>| {
+                s.iter()
+                    .map(|(n, _)| n.clone())
+                    .collect::<std::collections::BTreeSet<_>>()
+            };
+            let missing: Vec<String> = names(&theirs).difference(&names(&ours)).cloned().collect();
+            let own = source.ends_with("uv.lock") && missing == [project.clone()];
+            assert!(missing.is_empty() || own, "{source}: not read: {missing:?}");
+            assert!(
+                names(&ours).is_subset(&names(&theirs)),
+                "{source}: read but not by OSV-Scanner: {:?}",
+                names(&ours).difference(&names(&theirs)).collect::<Vec<_>>()
+            );
+            for (n, v) in &ours {
+                if !v.is_empty() {
+                    assert!(
+                        theirs.contains(&(n.clone(), v.clone())),
+                        "{source}: {n}@{v}"
+                    );
+                }
+            }
+        }
+    }
+
     /// Gem homes as RubyGems writes them: the saved fixture (two gemspecs `gem install` wrote,
     /// one of a platform gem, and one in the older style without a stub line), then a gem
     /// home the real `gem` tool fills in this test (`gem build` + `gem install --local`).
@@ -276,11 +332,11 @@ mod tests {
             (f, names(&deps)),
             ("gemfile-lock", vec!["rack@3.0.8".to_owned()])
         );
-        // requirements with extras, markers, options.
+        // requirements with extras, markers, options; an unpinned one without a version.
         let req = "-r base.txt\n--index-url https://x\nrequests[socks]==2.25.0 ; python_version > '3'\nflask>=2\n# c\n";
         assert_eq!(
             names(&python::requirements(req).expect("req")),
-            ["requests@2.25.0"]
+            ["requests@2.25.0", "flask@"]
         );
     }
 

@@ -9,8 +9,8 @@ fn dep(name: &str, version: &str) -> Dep {
     Dep::new("PyPI", name, version)
 }
 
-/// `requirements.txt`: `name==version` lines (extras and markers cut); options, comments and
-/// unpinned lines carry no version and are skipped; a line that is none of these makes the
+/// `requirements.txt`: `name==version` lines (extras and markers cut), unpinned lines with an
+/// empty version; options and comments are skipped; a line that is none of these makes the
 /// file unreadable.
 pub fn requirements(text: &str) -> Result<Vec<Dep>, String> {
     let mut out = Vec::new();
@@ -34,7 +34,8 @@ pub fn requirements(text: &str) -> Result<Vec<Dep>, String> {
             out.push(dep(n, v));
         } else {
             // An unpinned requirement (`flask>=2`, `flask`, `pkg @ https://…`) has no version
-            // to match; anything else is not a requirement.
+            // to match: it is reported without one (the hub says it cannot be checked);
+            // anything else is not a requirement.
             let name = spec
                 .split(|c: char| "<>=!~[(@; ".contains(c))
                 .next()
@@ -45,6 +46,7 @@ pub fn requirements(text: &str) -> Result<Vec<Dep>, String> {
             {
                 return Err(format!("line {}: `{l}` is not a requirement", i + 1));
             }
+            out.push(dep(name, ""));
         }
     }
     Ok(out)
@@ -98,10 +100,14 @@ fn toml_packages(text: &str, key: &str) -> Result<Vec<Dep>, String> {
         if own {
             continue;
         }
-        // A VCS or directory package may have no version: nothing to match.
-        if let Some(v) = p.get("version").and_then(|x| x.as_str()) {
-            out.push(dep(name, v));
-        }
+        // A VCS or directory package may have no version: reported without one (nothing
+        // to match; the hub says it cannot be checked).
+        out.push(dep(
+            name,
+            p.get("version")
+                .and_then(|x| x.as_str())
+                .unwrap_or_default(),
+        ));
     }
     Ok(out)
 }

@@ -295,9 +295,13 @@ pub(crate) fn cyclonedx(
             "type": "library",
             "bom-ref": bom_ref,
             "name": name,
-            "version": version,
         });
-        if let Some(purl) = crate::rules::purl::of(eco, name, Some(version)) {
+        // An unpinned requirement has no version: the component is listed without one.
+        let pinned = Some(version.as_str()).filter(|v| !v.is_empty());
+        if let Some(v) = pinned {
+            c["version"] = json!(v);
+        }
+        if let Some(purl) = crate::rules::purl::of(eco, name, pinned) {
             c["purl"] = json!(purl);
         }
         let mut props = vec![json!({"name": "trusthub:ecosystem", "value": eco})];

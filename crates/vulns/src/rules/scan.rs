@@ -271,6 +271,11 @@ pub fn targets(inventory: &Inventory) -> Plan {
             continue;
         };
         plan.sources[index].packages += 1;
+        // An unpinned requirement, a VCS or folder package: no version to match.
+        if version.trim().is_empty() {
+            plan.sources[index].not_covered(&format!("{name}: no pinned version"));
+            continue;
+        }
         match eco {
             Some(eco) if crate::rules::version::Scheme::of_ecosystem(eco).is_some() => {
                 plan.targets.push(Target {
@@ -421,7 +426,9 @@ mod tests {
     fn a_lockfile_the_agent_could_not_read_is_not_covered() {
         let inv = json!({"app_dependencies": [
             {"project_path": "/srv/app", "lockfile": "package-lock.json", "error": "not valid JSON: EOF"},
-            {"project_path": "/srv/b", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"}
+            {"project_path": "/srv/b", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"},
+            {"project_path": "/srv/docs", "source": "/srv/docs/requirements.txt", "format": "requirements",
+             "ecosystem": "pip", "name": "sphinx", "version": ""}
         ]});
         let plan = targets(&inventory(inv));
         assert_eq!(plan.targets.len(), 1);
@@ -432,7 +439,14 @@ mod tests {
             "{:?}",
             plan.not_covered
         );
-        assert_eq!(plan.sources.len(), 2, "{:?}", plan.sources);
+        assert_eq!(plan.sources.len(), 3, "{:?}", plan.sources);
+        // An unpinned requirement is counted and cannot be checked.
+        assert_eq!(plan.sources[2].packages, 1);
+        assert_eq!(plan.sources[2].status, "not_covered");
+        assert_eq!(
+            plan.sources[2].reason.as_deref(),
+            Some("sphinx: no pinned version")
+        );
         assert_eq!(plan.sources[0].source, "/srv/app/package-lock.json");
         assert_eq!(plan.sources[0].status, "not_covered");
         assert_eq!(plan.sources[0].packages, 0);
