@@ -161,6 +161,14 @@ def registry(blobs, manifest):
     return server
 
 
+def key(name, ecosystem):
+    """A package name as both sides compare it: lowercase, PEP 503 for Python."""
+    name = name.lower()
+    if ecosystem in ("PyPI", "pip"):
+        name = "-".join(p for p in name.replace("_", "-").replace(".", "-").split("-") if p)
+    return name
+
+
 def osv_counts(folder):
     raw, gz = layer(folder)
     config = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
@@ -181,7 +189,7 @@ def osv_counts(folder):
     for path, name, version, _eco in occurrences:
         # Paths are the image's: /corpus/<relative>.
         rel = (path or "").lstrip("/").removeprefix("corpus/")
-        counts.setdefault(rel, set()).add((name.lower(), version))
+        counts.setdefault(rel, set()).add((key(name, _eco), version))
     return status, diagnostics, counts
 
 
@@ -195,7 +203,10 @@ def agent_counts(folder, agent):
         if "error" in e:
             errors[rel] = e["error"]
             continue
-        counts.setdefault(rel, set()).add((e["name"].lower(), e["version"]))
+        if "name" not in e:  # a source without packages
+            counts.setdefault(rel, set())
+            continue
+        counts.setdefault(rel, set()).add((key(e["name"], e["ecosystem"]), e["version"]))
     return counts, errors
 
 

@@ -118,7 +118,9 @@ fn dependencies(d: &crate::deps::discover::Discovery) {
             .or_insert_with(|| (e["format"].as_str().unwrap_or_default().to_owned(), 0, None));
         match e["error"].as_str() {
             Some(err) => s.2 = Some(err.to_owned()),
-            None => s.1 += 1,
+            None if e.get("name").is_some() => s.1 += 1,
+            // A source without packages.
+            None => {}
         }
     }
     for (source, (format, n, error)) in &per_source {
@@ -129,7 +131,7 @@ fn dependencies(d: &crate::deps::discover::Discovery) {
     }
     eprintln!(
         "{} packages from {} sources",
-        found.iter().filter(|e| e.get("error").is_none()).count(),
+        found.iter().filter(|e| e.get("name").is_some()).count(),
         per_source.len()
     );
 }

@@ -632,10 +632,13 @@ pub fn parse_lockfile(
                     && !l.starts_with("     ")
                     && let Some((n, rest)) = l.trim().split_once(" (")
                 {
+                    // `1.15.5-java`, `1.13.1-x86_64-linux`: the platform follows the version
+                    // (RubyGems writes no `-` in versions themselves).
+                    let version = rest.trim_end_matches(')');
                     out.push((
                         "RubyGems",
                         n.to_owned(),
-                        rest.trim_end_matches(')').to_owned(),
+                        version.split('-').next().unwrap_or(version).to_owned(),
                     ));
                 }
             }

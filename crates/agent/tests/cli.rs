@@ -134,6 +134,9 @@ fn dependencies_prints_what_the_inventory_would_report_with_a_count_per_source()
     )
     .expect("req");
     std::fs::write(project.join("yarn.lock"), "not a yarn lockfile at all\n").expect("yarn");
+    // A go.mod without requirements: a source with no package, still listed.
+    std::fs::create_dir_all(tmp.0.join("tool")).expect("tool");
+    std::fs::write(tmp.0.join("tool/go.mod"), "module example.com/tool\n").expect("go.mod");
     let (code, out, err) = run(agent()
         .args(["dependencies", "--project-path"])
         .arg(&tmp.0)
@@ -170,5 +173,14 @@ fn dependencies_prints_what_the_inventory_would_report_with_a_count_per_source()
         "{err}"
     );
     assert!(err.contains("yarn.lock (yarn): cannot be read"), "{err}");
-    assert!(err.ends_with("2 packages from 2 sources\n"), "{err}");
+    assert!(err.contains("go.mod (go-mod): 0 packages"), "{err}");
+    let gomod = lines
+        .iter()
+        .find(|e| e["source"].as_str().is_some_and(|s| s.ends_with("go.mod")))
+        .expect("the go.mod");
+    assert!(
+        gomod.get("name").is_none() && gomod.get("error").is_none(),
+        "{gomod}"
+    );
+    assert!(err.ends_with("2 packages from 3 sources\n"), "{err}");
 }

@@ -310,6 +310,14 @@ fn read_project(
         let text = std::fs::read_to_string(file).map_err(|e| format!("unreadable: {e}"));
         match text.and_then(|t| super::parse_lockfile(file, &t)) {
             Ok((format, deps)) => {
+                // A lockfile without dependencies is still a source the host has (listed,
+                // with no package).
+                if deps.is_empty() {
+                    out.push(
+                        json!({"project_path": project_s, "lockfile": lockfile, "source": source,
+                        "source_kind": "lockfile", "format": format}),
+                    );
+                }
                 for d in deps {
                     if installed_names.contains(&(d.ecosystem, compare_key(d.ecosystem, &d.name))) {
                         continue;

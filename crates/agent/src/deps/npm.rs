@@ -23,14 +23,12 @@ pub fn package_lock(text: &str) -> Result<Vec<Dep>, String> {
             if k.is_empty() || p["link"].as_bool() == Some(true) {
                 continue;
             }
-            // `node_modules/a/node_modules/@s/b` → `@s/b`; a workspace path has no
-            // `node_modules/` and names itself in `name`.
-            let name = match k.rfind("node_modules/") {
-                Some(i) => k[i + "node_modules/".len()..].to_owned(),
-                None => match p["name"].as_str() {
-                    Some(n) => n.to_owned(),
-                    None => continue,
-                },
+            // `node_modules/a/node_modules/@s/b` → `@s/b`; an alias (`wrap-ansi-cjs` installed
+            // from `npm:wrap-ansi@7.0.0`) and a workspace path name the package in `name`.
+            let name = match (p["name"].as_str(), k.rfind("node_modules/")) {
+                (Some(n), _) => n.to_owned(),
+                (None, Some(i)) => k[i + "node_modules/".len()..].to_owned(),
+                (None, None) => continue,
             };
             if let Some(ver) = p["version"].as_str() {
                 out.push(dep(&name, ver));
@@ -46,7 +44,14 @@ pub fn package_lock(text: &str) -> Result<Vec<Dep>, String> {
                     && !ver.starts_with("file:")
                     && !ver.starts_with("link:")
                 {
-                    out.push(dep(n, ver));
+                    // An alias: `"wrap-ansi-cjs": {"version": "npm:wrap-ansi@7.0.0"}`.
+                    match ver.strip_prefix("npm:").and_then(|a| {
+                        let at = a[1..].find('@')? + 1;
+                        Some((&a[..at], &a[at + 1..]))
+                    }) {
+                        Some((real, v)) => out.push(dep(real, v)),
+                        None => out.push(dep(n, ver)),
+                    }
                 }
                 if let Some(nested) = p["dependencies"].as_object() {
                     stack.push(nested);
@@ -157,14 +162,22 @@ pub fn pnpm_lock(text: &str) -> Result<Vec<Dep>, String> {
         };
         let key = unquote(key);
         let key = key.split('(').next().unwrap_or(key);
-        let key = key.strip_prefix('/').unwrap_or(key);
+        let key = match key.strip_prefix('/') {
+            Some(k) => k,
+            // A package of another registry is keyed by the registry's host first
+            // (`registry.npmjs.org/@types/node/14.0.22`).
+            None => match key.split_once('/') {
+                Some((host, rest)) if host.contains('.') && !host.starts_with('@') => rest,
+                _ => key,
+            },
+        };
         let scoped = usize::from(key.starts_with('@'));
         let (name, version) = if major < 6 {
-            // `name/1.2.3_peer@1` or `@scope/name/1.2.3`: the version follows the last `/`
-            // before the peer suffix.
-            let plain = key.split('_').next().unwrap_or(key);
-            match plain.rfind('/').filter(|at| *at > scoped) {
-                Some(at) => (&key[..at], &plain[at + 1..]),
+            // `name/1.2.3_peer@1` or `@scope/name/1.2.3`: the version follows the name's
+            // `/` (the second one for a scoped name); names may hold `_` (`string_decoder`,
+            // `@types/babel__core`), versions end at the peer suffix's `_`.
+            match key.match_indices('/').nth(scoped) {
+                Some((at, _)) => (&key[..at], &key[at + 1..]),
                 None => return Err(format!("line {}: no version in `{key}`", i + 1)),
             }
         } else {

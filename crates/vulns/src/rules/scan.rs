@@ -428,7 +428,8 @@ mod tests {
             {"project_path": "/srv/app", "lockfile": "package-lock.json", "error": "not valid JSON: EOF"},
             {"project_path": "/srv/b", "lockfile": "package-lock.json", "ecosystem": "npm", "name": "lodash", "version": "4.17.20"},
             {"project_path": "/srv/docs", "source": "/srv/docs/requirements.txt", "format": "requirements",
-             "ecosystem": "pip", "name": "sphinx", "version": ""}
+             "ecosystem": "pip", "name": "sphinx", "version": ""},
+            {"project_path": "/srv/tool", "source": "/srv/tool/go.mod", "format": "go-mod", "source_kind": "lockfile"}
         ]});
         let plan = targets(&inventory(inv));
         assert_eq!(plan.targets.len(), 1);
@@ -439,7 +440,12 @@ mod tests {
             "{:?}",
             plan.not_covered
         );
-        assert_eq!(plan.sources.len(), 3, "{:?}", plan.sources);
+        assert_eq!(plan.sources.len(), 4, "{:?}", plan.sources);
+        // A source without any package is listed, covered.
+        assert_eq!(
+            (plan.sources[3].packages, plan.sources[3].status.as_str()),
+            (0, "covered")
+        );
         // An unpinned requirement is counted and cannot be checked.
         assert_eq!(plan.sources[2].packages, 1);
         assert_eq!(plan.sources[2].status, "not_covered");
