@@ -2893,8 +2893,9 @@ fn tool(program: &str, args: &[&str], dir: &Path, envs: &[(&str, &Path)]) {
 }
 
 /// CONTRACT 29 end to end: the real agent reads every kind of source — lockfiles the real
-/// tools wrote (npm, yarn 1, yarn 4, pnpm, uv's uv.lock and pylock.toml, pipenv), others in
-/// their documented shapes (requirements.txt, Gemfile.lock, go.mod), installed trees without
+/// tools wrote (npm, yarn 1, yarn 4, pnpm, uv's uv.lock and pylock.toml, pipenv here;
+/// poetry, pdm, composer and an npm-shrinkwrap.json by public projects), others in their
+/// documented shapes (requirements.txt, Gemfile.lock, go.mod), installed trees without
 /// a lockfile (node_modules npm installed, a virtualenv pip filled), a gem home the real
 /// `gem` tool installed in a project found only because a process runs there, and a Go
 /// binary the real toolchain built — and each vulnerable package becomes a finding naming
@@ -2918,6 +2919,20 @@ async fn every_kind_of_source_is_read_and_each_finding_names_its_source() {
         ("py/Pipfile.lock", "pipenv/Pipfile.lock"),
         ("installed/py/.venv", "pyapp/.venv"),
         ("installed/npm/node_modules", "nm/node_modules"),
+        // Public projects' lockfiles their own tools wrote (tests/data/corpus).
+        (
+            "../corpus/python-stomp--root/poetry.lock",
+            "poetry/poetry.lock",
+        ),
+        ("../corpus/python-asv-runner--root/pdm.lock", "pdm/pdm.lock"),
+        (
+            "../corpus/php-sql-formatter--vendor-bin-phpstan/composer.lock",
+            "composer/composer.lock",
+        ),
+        (
+            "../corpus/hapi--root/npm-shrinkwrap.json",
+            "shrinkwrap/npm-shrinkwrap.json",
+        ),
     ] {
         copy(&data.join(from), &p(to));
     }
@@ -3014,6 +3029,10 @@ async fn every_kind_of_source_is_read_and_each_finding_names_its_source() {
             fixed("PyPI", "jinja2", "GHSA-h5c8-rqwp-cp95", "3.1.3"),
             fixed("RubyGems", "rack", "GHSA-65f5-mfpf-vfhj", "2.2.6.2"),
             fixed("Go", "example.com/dep", "GO-2026-0001", "1.2.4"),
+            fixed("PyPI", "atomicwrites", "PYSEC-2026-0001", "99"),
+            fixed("PyPI", "cli-ui", "PYSEC-2026-0002", "99"),
+            fixed("Packagist", "phpstan/phpstan", "GHSA-2026-0003", "99"),
+            fixed("npm", "ammo", "GHSA-2026-0004", "99.0.0"),
         ],
     );
     import_osv(&f, zip).await;
@@ -3052,6 +3071,10 @@ async fn every_kind_of_source_is_read_and_each_finding_names_its_source() {
         (home_s.clone(), "installed", "rack"),
         (ps("gomod/go.mod"), "lockfile", "example.com/dep"),
         (svc.display().to_string(), "binary", "example.com/dep"),
+        (ps("poetry/poetry.lock"), "lockfile", "atomicwrites"),
+        (ps("pdm/pdm.lock"), "lockfile", "cli-ui"),
+        (ps("composer/composer.lock"), "lockfile", "phpstan/phpstan"),
+        (ps("shrinkwrap/npm-shrinkwrap.json"), "lockfile", "ammo"),
     ];
     let page = wait_until(
         &f,
@@ -3119,6 +3142,10 @@ async fn every_kind_of_source_is_read_and_each_finding_names_its_source() {
         ("req/requirements.txt", "requirements"),
         ("ruby/Gemfile.lock", "gemfile-lock"),
         ("gomod/go.mod", "go-mod"),
+        ("poetry/poetry.lock", "poetry-lock"),
+        ("pdm/pdm.lock", "pdm-lock"),
+        ("composer/composer.lock", "composer-lock"),
+        ("shrinkwrap/npm-shrinkwrap.json", "npm-shrinkwrap"),
     ] {
         assert_eq!(
             formats.get(&ps(source)),
