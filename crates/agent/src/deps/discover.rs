@@ -199,7 +199,7 @@ fn excluded(dir: &Path) -> bool {
 }
 
 /// The working directories (searchable ones) and executables of running processes, each
-/// once, this agent's own left out.
+/// once; this agent's own and those of processes in containers (another root) left out.
 fn running(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let me = std::process::id();
     let mut dirs = BTreeMap::new();
@@ -213,6 +213,11 @@ fn running(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
             continue;
         };
         if pid == me {
+            continue;
+        }
+        // A process in a container sees another root: its paths are not this host's (the
+        // container's own files are not read from outside it).
+        if std::fs::read_link(e.path().join("root")).is_ok_and(|r| r != Path::new("/")) {
             continue;
         }
         if let Ok(cwd) = std::fs::read_link(e.path().join("cwd"))
