@@ -23,6 +23,13 @@ impl Drop for Receiver {
     }
 }
 
+/// An HTTP client (reqwest's TLS is built without a crypto provider in this workspace: ring
+/// is installed first, as the hub and agent do).
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -38,7 +45,7 @@ fn temp(name: &str) -> PathBuf {
 }
 
 async fn up(mut r: Receiver, ready: &str) -> Receiver {
-    let client = reqwest::Client::new();
+    let client = client();
     for _ in 0..300 {
         if client
             .get(format!("{}{ready}", r.base))
@@ -113,7 +120,7 @@ async fn prometheus() -> Receiver {
 }
 
 async fn write(base: &str, path: &str, series: &[Series]) {
-    let mut req = reqwest::Client::new()
+    let mut req = client()
         .post(format!("{base}{path}"))
         .header("user-agent", "trusthub-test")
         .body(encode(series));
@@ -184,7 +191,7 @@ async fn victoria_metrics_stores_what_was_written() {
     let vm = victoria_metrics().await;
     let now = now_ms();
     write(&vm.base, "/api/v1/write", &sample_series(now)).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let mut rows: Vec<Value> = Vec::new();
     for _ in 0..100 {
         let _ = client
@@ -245,7 +252,7 @@ async fn prometheus_stores_what_was_written() {
     let prom = prometheus().await;
     let now = now_ms();
     write(&prom.base, "/api/v1/write", &sample_series(now)).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let answer: Value = client
         .get(format!(
             "{}/api/v1/query?query={}&time={}",
