@@ -2793,13 +2793,7 @@ async fn what_is_installed_wins_over_what_the_lockfile_claims() {
     // that claims the fixed lodash: the host runs the vulnerable one.
     let tree =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/deps/installed/pnpm/node_modules");
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(&tree)
-        .arg(&project.0)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy(&tree, &project.0.join("node_modules"));
     std::fs::write(
         project.0.join("package-lock.json"),
         serde_json::to_vec(&json!({"name": "web", "lockfileVersion": 3, "packages": {

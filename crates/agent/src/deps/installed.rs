@@ -83,23 +83,50 @@ fn read_package_json(path: &Path) -> Option<(String, String)> {
 
 /// The distributions installed in a `site-packages` directory.
 pub fn site_packages(dir: &Path) -> Result<Vec<Dep>, String> {
+    read_each(
+        dir,
+        "PyPI",
+        |name| {
+            if name.ends_with(".dist-info") {
+                Some("METADATA")
+            } else if name.ends_with(".egg-info") {
+                Some("PKG-INFO")
+            } else {
+                None
+            }
+        },
+        metadata,
+        "no Name and Version headers",
+    )
+}
+
+/// The packages of a tree whose entries each hold one metadata file: for each entry of
+/// `dir` that `file` names (the entry itself when it names `""`), the file read by `parse`;
+/// a file that cannot be read or parsed is the tree's error (never a package dropped).
+fn read_each(
+    dir: &Path,
+    ecosystem: &'static str,
+    file: impl Fn(&str) -> Option<&'static str>,
+    parse: fn(&str) -> Option<(String, String)>,
+    unparsed: &str,
+) -> Result<Vec<Dep>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("unreadable: {e}"))?;
     let mut out = Vec::new();
     for e in entries.filter_map(Result::ok).take(MAX_PACKAGES) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let meta = if name.ends_with(".dist-info") {
-            e.path().join("METADATA")
-        } else if name.ends_with(".egg-info") {
-            e.path().join("PKG-INFO")
-        } else {
+        let Some(inner) = file(&e.file_name().to_string_lossy()) else {
             continue;
+        };
+        let meta = if inner.is_empty() {
+            e.path()
+        } else {
+            e.path().join(inner)
         };
         let Ok(text) = std::fs::read_to_string(&meta) else {
             return Err(format!("{}: unreadable", meta.display()));
         };
-        match metadata(&text) {
-            Some((n, v)) => out.push(Dep::new("PyPI", &n, &v)),
-            None => return Err(format!("{}: no Name and Version headers", meta.display())),
+        match parse(&text) {
+            Some((n, v)) => out.push(Dep::new(ecosystem, &n, &v)),
+            None => return Err(format!("{}: {unparsed}", meta.display())),
         }
     }
     Ok(out)
@@ -127,23 +154,13 @@ pub fn metadata(text: &str) -> Option<(String, String)> {
 /// version, from the `# stub:` line RubyGems writes first, else its `s.name =` and
 /// `s.version =` lines (older RubyGems wrote no stub line and `%q{…}` strings).
 pub fn gem_home(home: &Path) -> Result<Vec<Dep>, String> {
-    let specs = home.join("specifications");
-    let entries = std::fs::read_dir(&specs).map_err(|e| format!("unreadable: {e}"))?;
-    let mut out = Vec::new();
-    for e in entries.filter_map(Result::ok).take(MAX_PACKAGES) {
-        let path = e.path();
-        if path.extension().is_none_or(|x| x != "gemspec") {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            return Err(format!("{}: unreadable", path.display()));
-        };
-        match gemspec(&text) {
-            Some((n, v)) => out.push(Dep::new("RubyGems", &n, &v)),
-            None => return Err(format!("{}: no name and version", path.display())),
-        }
-    }
-    Ok(out)
+    read_each(
+        &home.join("specifications"),
+        "RubyGems",
+        |name| name.ends_with(".gemspec").then_some(""),
+        gemspec,
+        "no name and version",
+    )
 }
 
 /// Name and version of an installed gemspec.
