@@ -141,8 +141,9 @@ pub struct Ingest {
 }
 
 impl Ingest {
-    /// Starts the writer task.
-    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: Hooks) -> Ingest {
+    /// Starts the writer task. With `log`, the keys of stored points are appended to the
+    /// metric log for forwarding (CONTRACT 26).
+    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: Hooks, log: bool) -> Ingest {
         let (tx, rx) = mpsc::channel(1024);
         let repeated = Arc::new(AtomicU64::new(0));
         let counter = repeated.clone();
@@ -157,7 +158,7 @@ impl Ingest {
                 let started = runtime.and_then(|rt| {
                     std::thread::Builder::new()
                         .name("ingest-writer".into())
-                        .spawn(move || rt.block_on(writer(db, cache, apps, rx, counter)))
+                        .spawn(move || rt.block_on(writer(db, cache, apps, log, rx, counter)))
                 });
                 if let Err(e) = started {
                     // The queue is closed with `rx`: every submit answers an error.
@@ -165,7 +166,7 @@ impl Ingest {
                 }
             }
             trusthub_store::Backend::Postgres => {
-                tokio::spawn(writer(db, cache, apps, rx, counter));
+                tokio::spawn(writer(db, cache, apps, log, rx, counter));
             }
         }
         Ingest {
@@ -193,6 +194,7 @@ async fn writer(
     db: Db,
     cache: Arc<SeriesCache>,
     apps: Hooks,
+    log: bool,
     mut rx: mpsc::Receiver<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
 ) {
@@ -205,7 +207,7 @@ async fn writer(
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
-        match commit_group(&db, &cache, apps, &jobs).await {
+        match commit_group(&db, &cache, apps, log, &jobs).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
                 for (reply, fresh) in replies.into_iter().zip(flags) {
@@ -215,7 +217,7 @@ async fn writer(
             Err(e) => {
                 tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
                 for (job, reply) in jobs.into_iter().zip(replies) {
-                    let one = commit_group(&db, &cache, apps, std::slice::from_ref(&job))
+                    let one = commit_group(&db, &cache, apps, log, std::slice::from_ref(&job))
                         .await
                         .map(|(f, again)| {
                             repeated.fetch_add(again, Ordering::Relaxed);
@@ -229,11 +231,13 @@ async fn writer(
 }
 
 /// Commits a group of batches in one transaction; answers, per batch, whether it was new,
-/// and how many samples of the new batches repeated a stored point.
+/// and how many samples of the new batches repeated a stored point. With `log`, the stored
+/// points' keys go to the metric log in the same transaction.
 pub async fn commit_group(
     db: &Db,
     cache: &SeriesCache,
     apps: Hooks,
+    log: bool,
     jobs: &[Job],
 ) -> StoreResult<(Vec<bool>, u64)> {
     let now = jobs
@@ -294,7 +298,8 @@ pub async fn commit_group(
         flags.push(fresh);
         last_of_agent.insert(job.agent_id, job);
     }
-    let stored = telemetry::insert_points(&mut tx, &rows).await?;
+    let stored =
+        telemetry::insert_points(&mut tx, &rows, log.then(|| telemetry::unix_ms(now))).await?;
     let repeated = (rows.series.len() as u64).saturating_sub(stored);
     let seen: Vec<agents::Seen<'_>> = last_of_agent
         .into_iter()

@@ -94,6 +94,14 @@ pub mod raw {
     pub use crate::store::telemetry::{Inserted, SeriesCache, insert_inventory, insert_samples};
 }
 
+/// The order in which metric points were stored, for forwarding them (CONTRACT 26).
+pub mod metric_log {
+    pub use crate::store::metric_log::{
+        AgentLabels, LogEntry, LogPosition, SeriesInfo, StoredPoint, agent_labels, clear, last,
+        oldest_after, oldest_ts, points_at, prune_through, read_after, series_info,
+    };
+}
+
 /// What the composition root runs at start and on its retention tick.
 pub mod maintenance {
     pub use crate::store::actions::{clear_all_connections, clear_instance};

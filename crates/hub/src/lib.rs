@@ -55,6 +55,7 @@ pub fn capabilities() -> Vec<trusthub_platform::capability::Capability> {
         trusthub_compliance::capability(),
         trusthub_trust::capability(),
         trusthub_console::capability(),
+        trusthub_remotewrite::capability(),
     ]
 }
 
@@ -142,6 +143,8 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             state.db.pool_stats(),
             backend,
             state.part::<crate::ingest::Ingest>().repeated_points(),
-        ),
+        ) + &state
+            .part::<trusthub_remotewrite::RemoteWrite>()
+            .exposition(),
     )
 }

@@ -74,6 +74,11 @@ impl Server {
                 settings.listen
             ))
         })?;
+        let remote_write = trusthub_remotewrite::RemoteWrite::from_settings(
+            &settings.remote_write_urls,
+            settings.remote_write_bearer.as_deref(),
+        )
+        .map_err(StartError::Config)?;
         let data_dir = settings.db.data_dir.clone();
         create_private_dir(&data_dir)?;
         let agent_download = trusthub_fleet::web::install::AgentDownload::locate(&settings);
@@ -196,6 +201,7 @@ impl Server {
                     Box::pin(trusthub_compliance::on_report(tx, report, now))
                 }),
             },
+            remote_write.enabled(),
         );
         let state = AppState(Arc::new(App {
             limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),
@@ -217,6 +223,7 @@ impl Server {
                     .insert(crate::cve::CveIndex::default())
                     .insert(prices)
                     .insert(ingest)
+                    .insert(remote_write)
                     .insert(crate::agent_ws::Connections::default())
                     .insert(trusthub_fleet::agent_ws::ActionHooks({
                         let mut hooks = trusthub_autopatch::action_hooks();
@@ -391,9 +398,19 @@ async fn housekeeping(state: AppState) {
             )
             .await?;
             let ms = trusthub_fleet::unix_ms(now);
+            let mut raw_before = ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000;
+            if state.part::<trusthub_remotewrite::RemoteWrite>().enabled() {
+                // Points a receiver has not accepted yet are kept past the raw retention.
+                if let Some(ts) = trusthub_fleet::metric_log::oldest_ts(&mut tx).await? {
+                    raw_before = raw_before.min(ts);
+                }
+            } else {
+                // Forwarding is off: nothing reads the log.
+                trusthub_fleet::metric_log::clear(&mut tx).await?;
+            }
             trusthub_fleet::maintenance::purge_points(
                 &mut tx,
-                ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000,
+                raw_before,
                 ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
             )
             .await?;

@@ -125,6 +125,19 @@ pub struct Settings {
     /// served from rollups after that.
     #[arg(long, env = "TRUSTHUB_METRICS_RAW_RETENTION_HOURS", default_value_t = 7 * 24)]
     pub metrics_raw_retention_hours: i64,
+    /// Prometheus remote-write 1.0 receivers (comma-separated URLs; VictoriaMetrics,
+    /// Prometheus, Mimir, Thanos) every stored sample is sent to, at least once, from a
+    /// position kept in the database (CONTRACT 26). Basic auth from a URL's userinfo.
+    #[arg(
+        long = "remote-write-url",
+        env = "TRUSTHUB_REMOTE_WRITE_URL",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub remote_write_urls: Vec<String>,
+    /// Bearer token sent to remote-write receivers whose URL has no userinfo.
+    #[arg(long, env = "TRUSTHUB_REMOTE_WRITE_BEARER", hide_env_values = true)]
+    pub remote_write_bearer: Option<String>,
     /// Days per-minute rollups are kept (per-hour rollups are kept for good).
     #[arg(
         long,
@@ -427,6 +440,8 @@ impl Settings {
             llm_api_key: None,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,
+            remote_write_urls: Vec::new(),
+            remote_write_bearer: None,
         }
     }
 }

@@ -1,9 +1,34 @@
-//! Metrics past one machine (CONTRACT 26): what the hub sends to a Prometheus remote-write
-//! 1.0 receiver (VictoriaMetrics, Prometheus, Mimir, Thanos). This part is the wire: series
-//! named and labelled as the contract says, encoded as the protobuf `WriteRequest` and
-//! compressed with snappy's block format, with the headers a receiver expects. Its own small
-//! encoder (prost's derive, the `snap` crate) rather than a client library.
+//! Metrics past one machine (CONTRACT 26): every sample the hub stores is forwarded to
+//! Prometheus remote-write 1.0 receivers (VictoriaMetrics, Prometheus, Mimir, Thanos).
+//!
+//! - [`wire`]: series named and labelled as the contract says, the protobuf `WriteRequest`
+//!   written by hand (labels encoded once per series) and compressed with snappy's block
+//!   format, the headers a receiver expects.
+//! - [`sender`]: one loop per receiver reading the fleet's metric log after the receiver's
+//!   stored position; at least once, retries with backoff, figures for `//metrics`.
+//! - `GET /remote-write` and the "Metrics storage" page: each receiver's lag and counts.
+//!
+//! Architecture invariant: it reads stored points only through `trusthub_fleet`'s lib
+//! (`metric_log`); its own table is `remote_write_positions`.
 
+pub mod routes;
+pub mod sender;
+pub mod service;
+mod store;
+pub mod web;
 pub mod wire;
 
+pub use sender::RemoteWrite;
 pub use wire::{HEADERS, Series, encode, metric_name, tag_label};
+
+/// The API routes, relative to `/api/v1`.
+pub fn api() -> utoipa_axum::router::OpenApiRouter<trusthub_platform::AppState> {
+    routes::router()
+}
+
+/// This capability, as the composition root mounts it: its routes, its page and the
+/// forwarding task every hub process runs (each receiver sent to by the lease holder).
+pub fn capability() -> trusthub_platform::capability::Capability {
+    trusthub_platform::capability::Capability::new("remotewrite", api, web::pages)
+        .task(sender::task)
+}

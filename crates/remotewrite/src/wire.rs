@@ -2,44 +2,12 @@
 //! remote.proto of Prometheus: `TimeSeries{labels = 1, samples = 2}`, `Label{name = 1,
 //! value = 2}`, `Sample{value = 1, timestamp = 2}`), snappy block compression.
 
-use prost::Message;
-
 /// The headers of a remote-write request (besides authorisation and the User-Agent).
 pub const HEADERS: [(&str, &str); 3] = [
     ("content-type", "application/x-protobuf"),
     ("content-encoding", "snappy"),
     ("x-prometheus-remote-write-version", "0.1.0"),
 ];
-
-#[derive(Clone, PartialEq, Message)]
-struct WriteRequest {
-    #[prost(message, repeated, tag = "1")]
-    timeseries: Vec<TimeSeries>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct TimeSeries {
-    #[prost(message, repeated, tag = "1")]
-    labels: Vec<Label>,
-    #[prost(message, repeated, tag = "2")]
-    samples: Vec<Sample>,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct Label {
-    #[prost(string, tag = "1")]
-    name: String,
-    #[prost(string, tag = "2")]
-    value: String,
-}
-
-#[derive(Clone, PartialEq, Message)]
-struct Sample {
-    #[prost(double, tag = "1")]
-    value: f64,
-    #[prost(int64, tag = "2")]
-    timestamp: i64,
-}
 
 /// One series and its samples, as the hub stored them.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,50 +53,180 @@ pub fn tag_label(tag: &str) -> (String, String) {
     )
 }
 
-/// The request body: the series as a `WriteRequest`, snappy-compressed.
+/// A series' labels, ready for the wire: `__name__` and the labels sanitised, sorted by
+/// name, each name once (the first value kept), empty values left out, each encoded as the
+/// `labels` field of a `TimeSeries`. Made once per series and reused for every request.
+pub fn label_bytes(name: &str, labels: &[(String, String)]) -> Vec<u8> {
+    let mut all: Vec<(String, &str)> = labels
+        .iter()
+        .filter(|(n, v)| !v.is_empty() && !n.is_empty() && n != "__name__")
+        .map(|(n, v)| (metric_name(n).replace(':', "_"), v.as_str()))
+        .collect();
+    let name = metric_name(name);
+    all.push(("__name__".into(), &name));
+    // Sorted by name, each once (a stable sort keeps the first value).
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all.dedup_by(|later, kept| later.0 == kept.0);
+    let mut out = Vec::with_capacity(all.iter().map(|(n, v)| n.len() + v.len() + 8).sum());
+    for (n, v) in all {
+        // Label{name = 1, value = 2}, as field 1 of TimeSeries.
+        let len =
+            1 + varint_len(n.len() as u64) + n.len() + 1 + varint_len(v.len() as u64) + v.len();
+        out.push(0x0a);
+        varint(&mut out, len as u64);
+        out.push(0x0a);
+        varint(&mut out, n.len() as u64);
+        out.extend_from_slice(n.as_bytes());
+        out.push(0x12);
+        varint(&mut out, v.len() as u64);
+        out.extend_from_slice(v.as_bytes());
+    }
+    out
+}
+
+/// A `WriteRequest` being written: series appended one by one, then compressed.
+#[derive(Debug, Default)]
+pub struct Request {
+    raw: Vec<u8>,
+    samples: usize,
+}
+
+impl Request {
+    /// Appends a series: its [`label_bytes`] and its samples (`(unix ms, value)`, in
+    /// timestamp order).
+    pub fn push(&mut self, labels: &[u8], samples: &[(i64, f64)]) {
+        // Sample{value = 1 (double), timestamp = 2 (int64)}, as field 2 of TimeSeries.
+        let sample_len = |t: i64| 9 + 1 + varint_len(t as u64);
+        let len = labels.len()
+            + samples
+                .iter()
+                .map(|(t, _)| 1 + varint_len(sample_len(*t) as u64) + sample_len(*t))
+                .sum::<usize>();
+        // TimeSeries as field 1 of WriteRequest.
+        self.raw.push(0x0a);
+        varint(&mut self.raw, len as u64);
+        self.raw.extend_from_slice(labels);
+        for (t, v) in samples {
+            self.raw.push(0x12);
+            varint(&mut self.raw, sample_len(*t) as u64);
+            self.raw.push(0x09);
+            self.raw.extend_from_slice(&v.to_le_bytes());
+            self.raw.push(0x10);
+            varint(&mut self.raw, *t as u64);
+        }
+        self.samples += samples.len();
+    }
+
+    /// Samples appended so far.
+    pub fn samples(&self) -> usize {
+        self.samples
+    }
+
+    /// The request body: the `WriteRequest`, snappy-compressed (block format).
+    pub fn finish(self) -> Vec<u8> {
+        snap::raw::Encoder::new()
+            .compress_vec(&self.raw)
+            .unwrap_or_default()
+    }
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// The request body of these series: a `WriteRequest`, snappy-compressed.
 pub fn encode(series: &[Series]) -> Vec<u8> {
-    let request = WriteRequest {
-        timeseries: series
-            .iter()
-            .map(|s| {
-                let mut labels: Vec<Label> = s
-                    .labels
-                    .iter()
-                    .filter(|(n, v)| !v.is_empty() && !n.is_empty() && n != "__name__")
-                    .map(|(n, v)| Label {
-                        name: metric_name(n).replace(':', "_"),
-                        value: v.clone(),
-                    })
-                    .collect();
-                labels.push(Label {
-                    name: "__name__".into(),
-                    value: metric_name(&s.name),
-                });
-                // Sorted by name, each once (a stable sort keeps the first value).
-                labels.sort_by(|a, b| a.name.cmp(&b.name));
-                labels.dedup_by(|later, kept| later.name == kept.name);
-                let mut samples: Vec<Sample> = s
-                    .samples
-                    .iter()
-                    .map(|(t, v)| Sample {
-                        value: *v,
-                        timestamp: *t,
-                    })
-                    .collect();
-                samples.sort_by_key(|x| x.timestamp);
-                TimeSeries { labels, samples }
-            })
-            .collect(),
-    };
-    let raw = request.encode_to_vec();
-    snap::raw::Encoder::new()
-        .compress_vec(&raw)
-        .unwrap_or_default()
+    let mut request = Request::default();
+    for s in series {
+        let mut samples = s.samples.clone();
+        samples.sort_by_key(|x| x.0);
+        request.push(&label_bytes(&s.name, &s.labels), &samples);
+    }
+    request.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prost::Message;
+
+    // Prometheus' types.proto and remote.proto, decoded by prost to check the hand-written
+    // encoder.
+    #[derive(Clone, PartialEq, Message)]
+    struct WriteRequest {
+        #[prost(message, repeated, tag = "1")]
+        timeseries: Vec<TimeSeries>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    struct TimeSeries {
+        #[prost(message, repeated, tag = "1")]
+        labels: Vec<Label>,
+        #[prost(message, repeated, tag = "2")]
+        samples: Vec<Sample>,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    struct Label {
+        #[prost(string, tag = "1")]
+        name: String,
+        #[prost(string, tag = "2")]
+        value: String,
+    }
+
+    #[derive(Clone, PartialEq, Message)]
+    struct Sample {
+        #[prost(double, tag = "1")]
+        value: f64,
+        #[prost(int64, tag = "2")]
+        timestamp: i64,
+    }
+
+    #[test]
+    fn varints_and_negative_timestamps_decode_as_protobuf() {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            varint(&mut out, v);
+            assert_eq!(out.len(), varint_len(v), "{v}");
+        }
+        let body = encode(&[Series {
+            name: "x".into(),
+            labels: vec![("a".repeat(200), "b".repeat(300))],
+            samples: vec![(-5, 0.0), (0, -1.0), (1_764_000_000_000, f64::MAX)],
+        }]);
+        let raw = snap::raw::Decoder::new()
+            .decompress_vec(&body)
+            .expect("snappy");
+        let back = WriteRequest::decode(raw.as_slice()).expect("protobuf");
+        let samples: Vec<(i64, f64)> = back.timeseries[0]
+            .samples
+            .iter()
+            .map(|s| (s.timestamp, s.value))
+            .collect();
+        assert_eq!(
+            samples,
+            [(-5, 0.0), (0, -1.0), (1_764_000_000_000, f64::MAX)]
+        );
+        assert_eq!(back.timeseries[0].labels[1].value, "b".repeat(300));
+    }
 
     #[test]
     fn names_and_tags_follow_the_contract() {

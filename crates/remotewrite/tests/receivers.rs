@@ -1,123 +1,12 @@
 //! The encoder against real receivers (CONTRACT 26): VictoriaMetrics and Prometheus (its
-//! remote-write receiver on), from Debian's packages, each started once for this binary.
-//! What is written is read back through their own APIs — VictoriaMetrics' `/api/v1/export`,
+//! remote-write receiver on), from Debian's packages, each started by its test. What is
+//! written is read back through their own APIs — VictoriaMetrics' `/api/v1/export`,
 //! Prometheus' `/api/v1/query` — with the names, labels, values and timestamps sent.
 
-use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+mod rig;
+
+use rig::{client, now_ms, prom_query, prometheus, victoria_metrics};
 use trusthub_remotewrite::{HEADERS, Series, encode, tag_label};
-
-struct Receiver {
-    child: Child,
-    dir: PathBuf,
-    base: String,
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// An HTTP client (reqwest's TLS is built without a crypto provider in this workspace: ring
-/// is installed first, as the hub and agent do).
-fn client() -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::new()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port")
-}
-
-fn temp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("th-rw-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("dir");
-    d
-}
-
-async fn up(mut r: Receiver, ready: &str) -> Receiver {
-    let client = client();
-    for _ in 0..300 {
-        if client
-            .get(format!("{}{ready}", r.base))
-            .send()
-            .await
-            .is_ok_and(|x| x.status().is_success())
-        {
-            return r;
-        }
-        if let Ok(Some(status)) = r.child.try_wait() {
-            panic!("{} exited: {status}", r.base);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{} did not come up", r.base);
-}
-
-async fn victoria_metrics() -> Receiver {
-    let dir = temp("vm");
-    let port = free_port();
-    let child = Command::new("victoria-metrics")
-        .arg(format!("-storageDataPath={}", dir.display()))
-        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
-        .arg("-retentionPeriod=100y")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("victoria-metrics (Debian's package, installed by .ci/run)");
-    up(
-        Receiver {
-            child,
-            dir,
-            base: format!("http://127.0.0.1:{port}"),
-        },
-        "/health",
-    )
-    .await
-}
-
-async fn prometheus() -> Receiver {
-    let dir = temp("prom");
-    let port = free_port();
-    std::fs::write(
-        dir.join("prometheus.yml"),
-        "global:\n  scrape_interval: 1h\n",
-    )
-    .expect("config");
-    let child = Command::new("prometheus")
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--web.enable-remote-write-receiver")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus (Debian's package, installed by .ci/run)");
-    up(
-        Receiver {
-            child,
-            dir,
-            base: format!("http://127.0.0.1:{port}"),
-        },
-        "/-/ready",
-    )
-    .await
-}
 
 async fn write(base: &str, path: &str, series: &[Series]) {
     let mut req = client()
@@ -166,65 +55,12 @@ fn sample_series(now_ms: i64) -> Vec<Series> {
     ]
 }
 
-/// A query parameter, percent-encoded.
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn victoria_metrics_stores_what_was_written() {
     let vm = victoria_metrics().await;
     let now = now_ms();
     write(&vm.base, "/api/v1/write", &sample_series(now)).await;
-    let client = client();
-    let mut rows: Vec<Value> = Vec::new();
-    for _ in 0..100 {
-        let _ = client
-            .get(format!("{}/internal/force_flush", vm.base))
-            .send()
-            .await;
-        let text = client
-            .get(format!(
-                "{}/api/v1/export?{}={}&start=0&end={}",
-                vm.base,
-                enc("match[]"),
-                enc("{tenant_id=\"t-1\"}"),
-                now / 1000 + 60
-            ))
-            .send()
-            .await
-            .expect("export")
-            .text()
-            .await
-            .expect("text");
-        rows = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let samples: usize = rows
-            .iter()
-            .map(|r| r["values"].as_array().map_or(0, Vec::len))
-            .sum();
-        if samples == 4 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let mut rows = vm.wait_for_samples("{tenant_id=\"t-1\"}", 4, 20).await;
     rows.sort_by_key(|r| {
         r["metric"]["__name__"]
             .as_str()
@@ -252,20 +88,7 @@ async fn prometheus_stores_what_was_written() {
     let prom = prometheus().await;
     let now = now_ms();
     write(&prom.base, "/api/v1/write", &sample_series(now)).await;
-    let client = client();
-    let answer: Value = client
-        .get(format!(
-            "{}/api/v1/query?query={}&time={}",
-            prom.base,
-            enc("cpu_percent{tenant_id=\"t-1\"}[1m]"),
-            enc(&format!("{:.3}", now as f64 / 1000.0))
-        ))
-        .send()
-        .await
-        .expect("query")
-        .json()
-        .await
-        .expect("json");
+    let answer = prom_query(&prom.base, "cpu_percent{tenant_id=\"t-1\"}[1m]", now).await;
     let result = &answer["data"]["result"];
     assert_eq!(result.as_array().map(Vec::len), Some(1), "{answer}");
     assert_eq!(

@@ -3,4 +3,5 @@
 
 pub mod actions;
 pub mod agents;
+pub mod metric_log;
 pub mod telemetry;

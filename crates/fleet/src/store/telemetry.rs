@@ -212,12 +212,18 @@ pub async fn insert_samples(
 ) -> StoreResult<Inserted> {
     let mut rows = PointRows::default();
     let learned = resolve_series(ex, agent_id, samples, cache, &mut rows).await?;
-    let points = insert_points(ex, &rows).await?;
+    let points = insert_points(ex, &rows, None).await?;
     Ok(Inserted { points, learned })
 }
 
-/// Inserts points and folds the new ones into the rollups; returns how many were new.
-pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<u64> {
+/// Inserts points and folds the new ones into the rollups; returns how many were new. With
+/// `log_at` (forwarding is on: unix milliseconds of now), the new points' keys are appended
+/// to the metric log in the same transaction.
+pub async fn insert_points(
+    ex: &mut impl Exec,
+    rows: &PointRows,
+    log_at: Option<i64>,
+) -> StoreResult<u64> {
     let (agents, series, ts, values) = (&rows.agents, &rows.series, &rows.ts, &rows.values);
     if series.is_empty() {
         return Ok(0);
@@ -312,6 +318,11 @@ pub async fn insert_points(ex: &mut impl Exec, rows: &PointRows) -> StoreResult<
         }
     };
     let inserted = new_points.len() as u64;
+    if let Some(at) = log_at {
+        let keys: std::collections::BTreeSet<(i64, i64)> =
+            new_points.iter().map(|(a, _, t, _)| (*a, *t)).collect();
+        crate::store::metric_log::append(ex, &keys, at).await?;
+    }
     for table in &ROLLUP_TABLES {
         upsert_rollup(ex, table, &rollup(&new_points, table.width)).await?;
     }

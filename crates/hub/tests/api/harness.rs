@@ -142,6 +142,8 @@ pub struct TestApp {
     pub state: AppState,
     pub owner: Auth,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    settings: Settings,
     pg_db: Option<String>,
     _dir: TempDir,
 }
@@ -204,6 +206,7 @@ impl TestApp {
             (None, true) => Some(settings.db.data_dir.join("hub-ca.pem")),
             (None, false) => None,
         };
+        let kept = settings.clone();
         let server = Server::build_with(settings, extra)
             .await
             .expect("hub starts");
@@ -212,9 +215,13 @@ impl TestApp {
         let db = server.state().db.clone();
         let state = server.state().clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(server.run(async move {
-            let _ = rx.await;
-        }));
+        let running = tokio::spawn(async move {
+            let _ = server
+                .run(async move {
+                    let _ = rx.await;
+                })
+                .await;
+        });
         let (client, scheme) = match tls {
             None => (http_client(), "http"),
             Some(pem) => (
@@ -238,11 +245,40 @@ impl TestApp {
             state,
             owner: Auth::None,
             shutdown: Some(tx),
+            server: Some(running),
+            settings: kept,
             pg_db,
             _dir: dir,
         };
         app.owner = app.login(OWNER_EMAIL, OWNER_PASSWORD).await;
         app
+    }
+
+    /// Stops the hub (as SIGTERM does) and starts it again on the same database and data
+    /// directory, `configure` applied to its settings; sessions stay valid. Plain HTTP only.
+    pub async fn restart(&mut self, configure: impl FnOnce(&mut Settings)) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(running) = self.server.take() {
+            let _ = running.await;
+        }
+        configure(&mut self.settings);
+        let server = Server::build_with(self.settings.clone(), OpenApiRouter::new())
+            .await
+            .expect("hub restarts");
+        self.base = format!("http://{}", server.local_addr());
+        self.db = server.state().db.clone();
+        self.state = server.state().clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        self.server = Some(tokio::spawn(async move {
+            let _ = server
+                .run(async move {
+                    let _ = rx.await;
+                })
+                .await;
+        }));
+        self.shutdown = Some(tx);
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -65,6 +65,10 @@ mod osv_api;
 mod osv_pull;
 #[path = "../../../llm/tests/api/otlp.rs"]
 mod otlp;
+#[path = "../../../remotewrite/tests/api/remote_write.rs"]
+mod remote_write;
+#[path = "../../../remotewrite/tests/rig/mod.rs"]
+mod rw_rig;
 #[path = "../../../slo/tests/api/slo.rs"]
 mod slo;
 #[path = "../../../vulns/tests/api/supply_chain.rs"]

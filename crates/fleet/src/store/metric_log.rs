@@ -1,0 +1,251 @@
+//! The order in which metric points were stored (CONTRACT 26), for whoever forwards them:
+//! one `metric_log` row per (agent, timestamp) a transaction stored points at, written in
+//! the ingest transaction while forwarding is on. The points stay in `metric_points`; a
+//! reader takes log rows after its position and reads the points by that key prefix.
+//!
+//! On PostgreSQL a row's id is taken when it is inserted, not when its transaction commits,
+//! so a reader only takes rows of transactions older than every one still running
+//! (`pg_snapshot_xmin`), in (txid, id) order: a late commit is never skipped. SQLite has one
+//! writer; there txid is 0 and ids are in commit order.
+
+use sqlx::types::Json;
+use std::collections::{BTreeMap, BTreeSet};
+use trusthub_store::{Exec, Handle, StoreResult, on};
+use uuid::Uuid;
+
+/// A place in the log: everything up to and including (txid, id) was taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LogPosition {
+    /// The transaction id (0 on SQLite).
+    pub txid: i64,
+    /// The row id.
+    pub id: i64,
+}
+
+/// One log row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct LogEntry {
+    /// The transaction id (0 on SQLite).
+    pub txid: i64,
+    /// The row id.
+    pub id: i64,
+    /// The agent's number (`agents.seq`).
+    pub agent_seq: i64,
+    /// The points' timestamp, unix milliseconds.
+    pub ts: i64,
+    /// When they were stored, unix milliseconds.
+    pub stored_at: i64,
+}
+
+impl LogEntry {
+    /// Its place in the log.
+    pub fn position(&self) -> LogPosition {
+        LogPosition {
+            txid: self.txid,
+            id: self.id,
+        }
+    }
+}
+
+/// Appends the keys of newly stored points, in the storing transaction.
+pub(crate) async fn append(
+    ex: &mut impl Exec,
+    keys: &BTreeSet<(i64, i64)>,
+    stored_at: i64,
+) -> StoreResult<()> {
+    let keys: Vec<&(i64, i64)> = keys.iter().collect();
+    for chunk in keys.chunks(4_000) {
+        on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new("INSERT INTO metric_log (agent_seq, ts, stored_at) ");
+            qb.push_values(chunk, |mut b, (agent, ts)| {
+                b.push_bind(*agent).push_bind(*ts).push_bind(stored_at);
+            });
+            qb.build().execute(&mut *c).await?;
+        });
+    }
+    Ok(())
+}
+
+/// Up to `limit` committed rows after `after`, in log order.
+pub async fn read_after(
+    ex: &mut impl Exec,
+    after: LogPosition,
+    limit: i64,
+) -> StoreResult<Vec<LogEntry>> {
+    Ok(match ex.handle() {
+        Handle::Postgres(c) => {
+            sqlx::query_as(
+                "SELECT txid, id, agent_seq, ts, stored_at FROM metric_log \
+                 WHERE (txid, id) > ($1, $2) \
+                 AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint \
+                 ORDER BY txid, id LIMIT $3",
+            )
+            .bind(after.txid)
+            .bind(after.id)
+            .bind(limit)
+            .fetch_all(&mut *c)
+            .await?
+        }
+        Handle::Sqlite(c) => {
+            sqlx::query_as(
+                "SELECT txid, id, agent_seq, ts, stored_at FROM metric_log \
+                 WHERE (txid, id) > ($1, $2) ORDER BY txid, id LIMIT $3",
+            )
+            .bind(after.txid)
+            .bind(after.id)
+            .bind(limit)
+            .fetch_all(&mut *c)
+            .await?
+        }
+    })
+}
+
+/// When the oldest row after `after` was stored (unix milliseconds), if there is one.
+pub async fn oldest_after(ex: &mut impl Exec, after: LogPosition) -> StoreResult<Option<i64>> {
+    Ok(
+        on!(ex, c => sqlx::query_scalar("SELECT MIN(stored_at) FROM metric_log WHERE (txid, id) > ($1, $2)")
+            .bind(after.txid).bind(after.id).fetch_one(&mut *c).await?),
+    )
+}
+
+/// The last row of the log, if any (where a new reader that wants only what comes next
+/// starts).
+pub async fn last(ex: &mut impl Exec) -> StoreResult<Option<LogPosition>> {
+    let row: Option<(i64, i64)> = on!(ex, c => sqlx::query_as(
+        "SELECT txid, id FROM metric_log ORDER BY txid DESC, id DESC LIMIT 1")
+        .fetch_optional(&mut *c).await?);
+    Ok(row.map(|(txid, id)| LogPosition { txid, id }))
+}
+
+/// Forgets rows up to and including `through` (every reader has taken them).
+pub async fn prune_through(ex: &mut impl Exec, through: LogPosition) -> StoreResult<u64> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM metric_log WHERE (txid, id) <= ($1, $2)")
+            .bind(through.txid).bind(through.id).execute(&mut *c).await?.rows_affected()),
+    )
+}
+
+/// Forgets the whole log (forwarding was turned off).
+pub async fn clear(ex: &mut impl Exec) -> StoreResult<u64> {
+    Ok(on!(ex, c => sqlx::query("DELETE FROM metric_log").execute(&mut *c).await?.rows_affected()))
+}
+
+/// The oldest point timestamp the log still names: raw points from there on must be kept
+/// until the log is read.
+pub async fn oldest_ts(ex: &mut impl Exec) -> StoreResult<Option<i64>> {
+    Ok(
+        on!(ex, c => sqlx::query_scalar("SELECT MIN(ts) FROM metric_log")
+            .fetch_one(&mut *c).await?),
+    )
+}
+
+/// One stored point: agent number, series id, unix milliseconds, value.
+pub type StoredPoint = (i64, i64, i64, f64);
+
+/// The points stored at each (agent number, timestamp).
+pub async fn points_at(ex: &mut impl Exec, keys: &[(i64, i64)]) -> StoreResult<Vec<StoredPoint>> {
+    let mut out = Vec::new();
+    if keys.is_empty() {
+        return Ok(out);
+    }
+    match ex.handle() {
+        Handle::Postgres(c) => {
+            let (agents, ts): (Vec<i64>, Vec<i64>) = keys.iter().copied().unzip();
+            out = sqlx::query_as(
+                "SELECT p.agent_seq, p.series_id, p.ts, p.value FROM metric_points p \
+                 JOIN UNNEST($1::BIGINT[], $2::BIGINT[]) AS k(a, t) ON p.agent_seq = k.a AND p.ts = k.t",
+            )
+            .bind(agents)
+            .bind(ts)
+            .fetch_all(&mut *c)
+            .await?;
+        }
+        Handle::Sqlite(c) => {
+            for chunk in keys.chunks(4_000) {
+                let mut qb = sqlx::QueryBuilder::new(
+                    "SELECT agent_seq, series_id, ts, value FROM metric_points WHERE (agent_seq, ts) IN (VALUES ",
+                );
+                let mut list = qb.separated(", ");
+                for (a, t) in chunk {
+                    list.push("(");
+                    list.push_bind_unseparated(*a);
+                    list.push_unseparated(", ");
+                    list.push_bind_unseparated(*t);
+                    list.push_unseparated(")");
+                }
+                qb.push(")");
+                let rows: Vec<StoredPoint> = qb.build_query_as().fetch_all(&mut *c).await?;
+                out.extend(rows);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What a series is: its metric name and own labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesInfo {
+    /// The series id.
+    pub id: i64,
+    /// The metric name as stored.
+    pub name: String,
+    /// Its own labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The series of these ids (ids of deleted agents' series are absent).
+pub async fn series_info(ex: &mut impl Exec, ids: &[i64]) -> StoreResult<Vec<SeriesInfo>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(4_000) {
+        let rows: Vec<(i64, String, String)> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new("SELECT id, name, labels FROM metric_series WHERE id IN (");
+            let mut list = qb.separated(", ");
+            for id in chunk {
+                list.push_bind(*id);
+            }
+            qb.push(")");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        for (id, name, labels) in rows {
+            out.push(SeriesInfo {
+                id,
+                name,
+                labels: serde_json::from_str(&labels).unwrap_or_default(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Who an agent is, for labelling its series.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct AgentLabels {
+    /// The agent's number.
+    pub seq: i64,
+    /// Its id.
+    pub id: Uuid,
+    /// Its tenant.
+    pub tenant_id: Uuid,
+    /// Its host name.
+    pub hostname: String,
+    /// Its tags.
+    pub tags: Json<Vec<String>>,
+}
+
+/// The agents of these numbers (deleted ones are absent).
+pub async fn agent_labels(ex: &mut impl Exec, seqs: &[i64]) -> StoreResult<Vec<AgentLabels>> {
+    let mut out = Vec::with_capacity(seqs.len());
+    for chunk in seqs.chunks(4_000) {
+        let rows: Vec<AgentLabels> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new("SELECT seq, id, tenant_id, hostname, tags FROM agents WHERE seq IN (");
+            let mut list = qb.separated(", ");
+            for s in chunk {
+                list.push_bind(*s);
+            }
+            qb.push(")");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        out.extend(rows);
+    }
+    Ok(out)
+}

@@ -1,0 +1,601 @@
+//! Forwarding (CONTRACT 26): one loop per receiver that reads the metric log after the
+//! receiver's stored position, sends what was stored there as remote-write requests, and
+//! moves the position only when the receiver accepted them (or refused them for good).
+//!
+//! At least once: a request is sent before its position is saved, so a hub stopped between
+//! the two sends it again. 5xx, 429 and network errors are retried with backoff (1 s,
+//! doubling, capped at 60 s) without moving on; another 4xx drops the request (counted and
+//! logged) and moves on. With several hub processes, the one holding the receiver's lease
+//! sends; another takes over when it stops renewing.
+
+use crate::store;
+use crate::wire::{Request, label_bytes, tag_label};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use trusthub_fleet::metric_log::{self, AgentLabels, LogPosition};
+use trusthub_platform::AppState;
+use trusthub_store::StoreResult;
+
+/// Samples in one request at most.
+pub const MAX_SAMPLES_PER_REQUEST: usize = 10_000;
+/// Log rows read in one round at most.
+const ROUND_ROWS: i64 = 256;
+/// Longest wait between retries.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Wait between looks at the log when everything was sent.
+const IDLE: Duration = Duration::from_millis(250);
+/// A lease is renewed this often, and held for three times as long.
+const LEASE_RENEW: Duration = Duration::from_secs(5);
+
+/// The receivers of this hub (empty: forwarding is off), a part of the state.
+#[derive(Debug, Default)]
+pub struct RemoteWrite {
+    /// Each configured receiver, in the order given.
+    pub receivers: Vec<Arc<Receiver>>,
+}
+
+/// How a receiver is authenticated.
+#[derive(Debug, Clone, PartialEq)]
+enum Auth {
+    None,
+    Bearer(String),
+    Basic(String, Option<String>),
+}
+
+/// One receiver and what this process did with it.
+#[derive(Debug)]
+pub struct Receiver {
+    /// Its URL without userinfo: the `url` label and the key of its position.
+    pub label: String,
+    auth: Auth,
+    /// What was sent, retried and dropped, and the lag.
+    pub figures: Figures,
+}
+
+/// A receiver's figures in this process.
+#[derive(Debug, Default)]
+pub struct Figures {
+    /// Samples the receiver accepted.
+    pub sent: AtomicU64,
+    /// Samples of requests that failed and will be sent again.
+    pub retried: AtomicU64,
+    /// Samples of requests the receiver refused for good (a 4xx other than 429).
+    pub dropped: AtomicU64,
+    /// Age of the oldest stored sample it has not accepted yet, in milliseconds.
+    pub lag_ms: AtomicI64,
+    /// When it last accepted a request (unix milliseconds; 0: not yet).
+    pub last_sent_at: AtomicI64,
+    /// Whether this process is the one sending to it (holds its lease).
+    pub sending: AtomicBool,
+    /// The last failure, cleared by the next success.
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl Figures {
+    fn fail(&self, why: String) {
+        if let Ok(mut e) = self.last_error.lock() {
+            *e = Some(why);
+        }
+    }
+
+    /// The last failure, if the last request failed.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().ok().and_then(|e| e.clone())
+    }
+}
+
+impl RemoteWrite {
+    /// The receivers of `TRUSTHUB_REMOTE_WRITE_URL` and `TRUSTHUB_REMOTE_WRITE_BEARER`:
+    /// `http`/`https` URLs; a URL's userinfo is its basic auth and wins over the bearer.
+    pub fn from_settings(urls: &[String], bearer: Option<&str>) -> Result<RemoteWrite, String> {
+        let mut receivers: Vec<Arc<Receiver>> = Vec::new();
+        for raw in urls.iter().map(|u| u.trim()).filter(|u| !u.is_empty()) {
+            let mut url = reqwest::Url::parse(raw).map_err(|e| {
+                format!(
+                    "TRUSTHUB_REMOTE_WRITE_URL: `{}` is not a URL: {e}",
+                    redact(raw)
+                )
+            })?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(format!(
+                    "TRUSTHUB_REMOTE_WRITE_URL: `{}` is not an http or https URL with a host",
+                    redact(raw)
+                ));
+            }
+            let auth = if !url.username().is_empty() || url.password().is_some() {
+                Auth::Basic(
+                    percent_decode(url.username()),
+                    url.password().map(percent_decode),
+                )
+            } else {
+                match bearer.map(str::trim).filter(|b| !b.is_empty()) {
+                    Some(b) => Auth::Bearer(b.to_owned()),
+                    None => Auth::None,
+                }
+            };
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            let label = url.to_string();
+            if receivers.iter().any(|r| r.label == label) {
+                return Err(format!("TRUSTHUB_REMOTE_WRITE_URL names {label} twice"));
+            }
+            receivers.push(Arc::new(Receiver {
+                label,
+                auth,
+                figures: Figures::default(),
+            }));
+        }
+        Ok(RemoteWrite { receivers })
+    }
+
+    /// Whether anything is forwarded.
+    pub fn enabled(&self) -> bool {
+        !self.receivers.is_empty()
+    }
+
+    /// The Prometheus exposition of the figures, for `//metrics`.
+    pub fn exposition(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        if !self.enabled() {
+            return out;
+        }
+        out.push_str(
+            "# HELP trusthub_remote_write_samples_total Samples forwarded to remote-write receivers, by result (sent, retried, dropped).\n\
+             # TYPE trusthub_remote_write_samples_total counter\n",
+        );
+        for r in &self.receivers {
+            let url = escape(&r.label);
+            let f = &r.figures;
+            for (result, n) in [
+                ("sent", &f.sent),
+                ("retried", &f.retried),
+                ("dropped", &f.dropped),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "trusthub_remote_write_samples_total{{url=\"{url}\",result=\"{result}\"}} {}",
+                    n.load(Ordering::Relaxed)
+                );
+            }
+        }
+        out.push_str(
+            "# HELP trusthub_remote_write_lag_seconds Wall-clock age of the oldest stored sample a receiver has not accepted yet (0 when none).\n\
+             # TYPE trusthub_remote_write_lag_seconds gauge\n",
+        );
+        for r in &self.receivers {
+            let _ = writeln!(
+                out,
+                "trusthub_remote_write_lag_seconds{{url=\"{}\"}} {}",
+                escape(&r.label),
+                r.figures.lag_ms.load(Ordering::Relaxed) as f64 / 1000.0
+            );
+        }
+        out
+    }
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A URL as logs and errors show it: without its userinfo.
+fn redact(raw: &str) -> String {
+    match reqwest::Url::parse(raw) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => "(unparsable)".into(),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The task every hub process runs: one forwarding loop per receiver.
+pub fn task(state: AppState) -> trusthub_platform::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        let receivers = state.part::<RemoteWrite>().receivers.clone();
+        let loops: Vec<_> = receivers
+            .into_iter()
+            .map(|r| tokio::spawn(forward(state.clone(), r)))
+            .collect();
+        for l in loops {
+            let _ = l.await;
+        }
+    })
+}
+
+fn now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// Labels of series and agents already looked up, and each series' encoded labels.
+#[derive(Default)]
+struct Labels {
+    series: HashMap<i64, Arc<SeriesLabels>>,
+    agents: HashMap<i64, (u64, AgentLabels)>,
+    encoded: HashMap<i64, (u64, Arc<Vec<u8>>)>,
+}
+
+struct SeriesLabels {
+    name: String,
+    own: BTreeMap<String, String>,
+}
+
+fn fingerprint(a: &AgentLabels) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (a.id, a.tenant_id, &a.hostname, &a.tags.0).hash(&mut h);
+    h.finish()
+}
+
+/// One round: the log rows read, and the requests their points make.
+struct Round {
+    last: Option<LogPosition>,
+    requests: Vec<Request>,
+}
+
+impl Labels {
+    /// Reads the log after `pos` and builds the requests of what was stored there.
+    async fn round(&mut self, state: &AppState, pos: LogPosition) -> StoreResult<Round> {
+        let mut c = state.db.conn().await?;
+        let entries = metric_log::read_after(&mut c, pos, ROUND_ROWS).await?;
+        let Some(last) = entries.last().map(|e| e.position()) else {
+            return Ok(Round {
+                last: None,
+                requests: Vec::new(),
+            });
+        };
+        let mut keys: Vec<(i64, i64)> = entries.iter().map(|e| (e.agent_seq, e.ts)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let points = metric_log::points_at(&mut c, &keys).await?;
+        // The agents, read each round (tags and host names change).
+        let mut seqs: Vec<i64> = keys.iter().map(|k| k.0).collect();
+        seqs.dedup();
+        if self.agents.len() > 100_000 {
+            self.agents.clear();
+        }
+        for a in metric_log::agent_labels(&mut c, &seqs).await? {
+            self.agents.insert(a.seq, (fingerprint(&a), a));
+        }
+        let mut by_series: BTreeMap<i64, (i64, Vec<(i64, f64)>)> = BTreeMap::new();
+        for (agent, series, ts, value) in points {
+            by_series
+                .entry(series)
+                .or_insert_with(|| (agent, Vec::new()))
+                .1
+                .push((ts, value));
+        }
+        let unknown: Vec<i64> = by_series
+            .keys()
+            .filter(|id| !self.series.contains_key(id))
+            .copied()
+            .collect();
+        if self.series.len() + unknown.len() > 2_000_000 {
+            self.series.clear();
+            self.encoded.clear();
+        }
+        for s in metric_log::series_info(&mut c, &unknown).await? {
+            self.series.insert(
+                s.id,
+                Arc::new(SeriesLabels {
+                    name: s.name,
+                    own: s.labels,
+                }),
+            );
+        }
+        drop(c);
+        let mut requests = Vec::new();
+        let mut request = Request::default();
+        for (series, (agent, mut samples)) in by_series {
+            let (Some((fp, a)), Some(s)) = (self.agents.get(&agent), self.series.get(&series))
+            else {
+                // The agent was deleted after storing these: its data went with it.
+                continue;
+            };
+            let labels = match self.encoded.get(&series) {
+                Some((known, bytes)) if known == fp => bytes.clone(),
+                _ => {
+                    let bytes = Arc::new(encode_labels(a, s));
+                    self.encoded.insert(series, (*fp, bytes.clone()));
+                    bytes
+                }
+            };
+            samples.sort_by_key(|x| x.0);
+            samples.dedup_by_key(|x| x.0);
+            request.push(&labels, &samples);
+            if request.samples() >= MAX_SAMPLES_PER_REQUEST {
+                requests.push(std::mem::take(&mut request));
+            }
+        }
+        if request.samples() > 0 {
+            requests.push(request);
+        }
+        Ok(Round {
+            last: Some(last),
+            requests,
+        })
+    }
+}
+
+/// A series' labels: `tenant_id`, `agent_id`, `hostname` first (they win over a metric's
+/// own label of the same name), then its own labels, then its agent's tags.
+fn encode_labels(a: &AgentLabels, s: &SeriesLabels) -> Vec<u8> {
+    let mut labels: Vec<(String, String)> = vec![
+        ("tenant_id".into(), a.tenant_id.to_string()),
+        ("agent_id".into(), a.id.to_string()),
+        ("hostname".into(), a.hostname.clone()),
+    ];
+    labels.extend(s.own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    labels.extend(a.tags.0.iter().map(|t| tag_label(t)));
+    label_bytes(&s.name, &labels)
+}
+
+/// What a receiver made of a request.
+enum Outcome {
+    Accepted,
+    Retry(String),
+    Refused(String),
+}
+
+async fn send(client: &reqwest::Client, r: &Receiver, body: Vec<u8>) -> Outcome {
+    let mut req = client.post(&r.label).body(body);
+    for (name, value) in crate::wire::HEADERS {
+        req = req.header(name, value);
+    }
+    req = match &r.auth {
+        Auth::None => req,
+        Auth::Bearer(t) => req.bearer_auth(t),
+        Auth::Basic(u, p) => req.basic_auth(u, p.as_deref()),
+    };
+    match req.send().await {
+        Ok(resp) => {
+            let status = resp.status();
+            if status.is_success() {
+                return Outcome::Accepted;
+            }
+            let text = resp.text().await.unwrap_or_default();
+            let text: String = text.trim().chars().take(300).collect();
+            let why = format!("HTTP {}: {text}", status.as_u16());
+            if status.is_server_error() || status.as_u16() == 429 {
+                Outcome::Retry(why)
+            } else {
+                Outcome::Refused(why)
+            }
+        }
+        Err(e) => Outcome::Retry(format!("{e}")),
+    }
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("trusthub/", env!("CARGO_PKG_VERSION")))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap_or_default()
+}
+
+async fn take_lease(state: &AppState, name: &str) -> StoreResult<bool> {
+    let now = trusthub_platform::state::now();
+    let until = now + time::Duration::seconds(LEASE_RENEW.as_secs() as i64 * 3);
+    let mut tx = state.db.begin().await?;
+    let held = trusthub_store::leases::acquire(&mut tx, name, &state.instance, now, until).await?;
+    tx.commit().await?;
+    Ok(held)
+}
+
+/// The lag from the database: the age of the oldest log row after the stored position.
+async fn lag_ms(state: &AppState, label: &str) -> StoreResult<i64> {
+    let mut c = state.db.conn().await?;
+    let pos = store::position(&mut c, label).await?.unwrap_or_default();
+    Ok(metric_log::oldest_after(&mut c, pos)
+        .await?
+        .map(|at| (now_ms() - at).max(0))
+        .unwrap_or(0))
+}
+
+/// Saves the position and, every so often, forgets log rows every receiver has taken.
+async fn advance(state: &AppState, label: &str, to: LogPosition, prune: bool) -> StoreResult<()> {
+    let mut tx = state.db.begin().await?;
+    store::save(&mut tx, label, to, now_ms()).await?;
+    if prune {
+        let labels: Vec<String> = state
+            .part::<RemoteWrite>()
+            .receivers
+            .iter()
+            .map(|r| r.label.clone())
+            .collect();
+        let positions = store::all(&mut tx).await?;
+        let taken: Option<LogPosition> = labels
+            .iter()
+            .map(|l| positions.iter().find(|p| &p.url == l).map(|p| p.position))
+            .collect::<Option<Vec<_>>>()
+            .and_then(|v| v.into_iter().min());
+        if let Some(through) = taken {
+            metric_log::prune_through(&mut tx, through).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The loop of one receiver, for as long as the hub serves.
+async fn forward(state: AppState, r: Arc<Receiver>) {
+    let client = client();
+    let lease = format!("remote_write:{}", r.label);
+    let mut labels = Labels::default();
+    let mut pos: Option<LogPosition> = None;
+    let mut renewed: Option<Instant> = None;
+    let mut backoff = Duration::from_secs(1);
+    let mut pruned = Instant::now();
+    loop {
+        if renewed.is_none_or(|t| t.elapsed() >= LEASE_RENEW) {
+            match take_lease(&state, &lease).await {
+                Ok(true) => renewed = Some(Instant::now()),
+                Ok(false) | Err(_) => {
+                    // Another process sends; keep the lag figure true from the database.
+                    r.figures.sending.store(false, Ordering::Relaxed);
+                    renewed = None;
+                    pos = None;
+                    if let Ok(lag) = lag_ms(&state, &r.label).await {
+                        r.figures.lag_ms.store(lag, Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(LEASE_RENEW).await;
+                    continue;
+                }
+            }
+            r.figures.sending.store(true, Ordering::Relaxed);
+        }
+        let from = match pos {
+            Some(p) => p,
+            None => {
+                let loaded = async {
+                    let mut c = state.db.conn().await?;
+                    store::position(&mut c, &r.label).await
+                }
+                .await;
+                match loaded {
+                    Ok(p) => {
+                        let p = p.unwrap_or_default();
+                        pos = Some(p);
+                        p
+                    }
+                    Err(e) => {
+                        tracing::warn!(url = %r.label, error = %e, "remote write: cannot read the position");
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        continue;
+                    }
+                }
+            }
+        };
+        let round = match labels.round(&state, from).await {
+            Ok(round) => round,
+            Err(e) => {
+                tracing::warn!(url = %r.label, error = %e, "remote write: cannot read the metric log");
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                continue;
+            }
+        };
+        let Some(last) = round.last else {
+            r.figures.lag_ms.store(0, Ordering::Relaxed);
+            tokio::time::sleep(IDLE).await;
+            continue;
+        };
+        let mut retry = None;
+        for request in round.requests {
+            let n = request.samples() as u64;
+            match send(&client, &r, request.finish()).await {
+                Outcome::Accepted => {
+                    r.figures.sent.fetch_add(n, Ordering::Relaxed);
+                    r.figures.last_sent_at.store(now_ms(), Ordering::Relaxed);
+                    if let Ok(mut e) = r.figures.last_error.lock() {
+                        *e = None;
+                    }
+                }
+                Outcome::Refused(why) => {
+                    r.figures.dropped.fetch_add(n, Ordering::Relaxed);
+                    tracing::warn!(url = %r.label, samples = n, error = %why, "remote write: the receiver refused a request; its samples are dropped");
+                    r.figures.fail(why);
+                }
+                Outcome::Retry(why) => {
+                    r.figures.retried.fetch_add(n, Ordering::Relaxed);
+                    retry = Some(why);
+                    break;
+                }
+            }
+        }
+        if let Some(why) = retry {
+            tracing::warn!(url = %r.label, error = %why, retry_in_secs = backoff.as_secs(), "remote write: sending failed; retrying");
+            r.figures.fail(why);
+            if let Ok(lag) = lag_ms(&state, &r.label).await {
+                r.figures.lag_ms.store(lag, Ordering::Relaxed);
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            continue;
+        }
+        backoff = Duration::from_secs(1);
+        let prune = pruned.elapsed() >= Duration::from_secs(10);
+        match advance(&state, &r.label, last, prune).await {
+            Ok(()) => {
+                pos = Some(last);
+                if prune {
+                    pruned = Instant::now();
+                }
+            }
+            Err(e) => {
+                // Sent but not recorded: sent again from the stored position.
+                tracing::warn!(url = %r.label, error = %e, "remote write: cannot save the position");
+                pos = None;
+            }
+        }
+        if let Ok(lag) = lag_ms(&state, &r.label).await {
+            r.figures.lag_ms.store(lag, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receivers_take_basic_auth_from_userinfo_and_never_show_it() {
+        let rw = RemoteWrite::from_settings(
+            &[
+                "http://user:p%40ss@127.0.0.1:8428/api/v1/write".into(),
+                " https://vm.example/api/v1/write ".into(),
+            ],
+            Some("tok"),
+        )
+        .expect("valid");
+        assert_eq!(rw.receivers[0].label, "http://127.0.0.1:8428/api/v1/write");
+        assert_eq!(
+            rw.receivers[0].auth,
+            Auth::Basic("user".into(), Some("p@ss".into()))
+        );
+        assert_eq!(rw.receivers[1].auth, Auth::Bearer("tok".into()));
+        assert!(!rw.exposition().contains("p%40ss"));
+        let bad =
+            RemoteWrite::from_settings(&["ftp://u:secret@x/".into()], None).expect_err("not http");
+        assert!(!bad.contains("secret"), "{bad}");
+        assert!(RemoteWrite::from_settings(&["nope".into()], None).is_err());
+        assert!(
+            RemoteWrite::from_settings(&["http://a/w".into(), "http://u:p@a/w".into()], None)
+                .is_err()
+        );
+        assert!(
+            !RemoteWrite::from_settings(&[], None)
+                .expect("off")
+                .enabled()
+        );
+    }
+}
