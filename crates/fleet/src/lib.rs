@@ -25,6 +25,7 @@ pub mod agent_auth;
 pub mod agent_ws;
 pub mod connections;
 pub mod ingest;
+pub mod ranges;
 pub mod routes;
 pub mod routing;
 mod store;

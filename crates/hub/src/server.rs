@@ -79,6 +79,10 @@ impl Server {
             settings.remote_write_bearer.as_deref(),
         )
         .map_err(StartError::Config)?;
+        let metrics_store = trusthub_remotewrite::MetricsStore::from_settings(
+            settings.metrics_query_url.as_deref(),
+        )
+        .map_err(StartError::Config)?;
         let data_dir = settings.db.data_dir.clone();
         create_private_dir(&data_dir)?;
         let agent_download = trusthub_fleet::web::install::AgentDownload::locate(&settings);
@@ -224,6 +228,12 @@ impl Server {
                     .insert(prices)
                     .insert(ingest)
                     .insert(remote_write)
+                    .insert(trusthub_fleet::ranges::MetricRanges(
+                        metrics_store
+                            .enabled()
+                            .then_some(trusthub_remotewrite::query::ranges as _),
+                    ))
+                    .insert(metrics_store)
                     .insert(crate::agent_ws::Connections::default())
                     .insert(trusthub_fleet::agent_ws::ActionHooks({
                         let mut hooks = trusthub_autopatch::action_hooks();

@@ -138,6 +138,11 @@ pub struct Settings {
     /// Bearer token sent to remote-write receivers whose URL has no userinfo.
     #[arg(long, env = "TRUSTHUB_REMOTE_WRITE_BEARER", hide_env_values = true)]
     pub remote_write_bearer: Option<String>,
+    /// A Prometheus-compatible query API (its root, e.g. `http://vm:8428`; basic auth from
+    /// the userinfo) the agent metrics API and the dashboard charts read ranges from, so the
+    /// hub's raw retention can be short (CONTRACT 26).
+    #[arg(long, env = "TRUSTHUB_METRICS_QUERY_URL", hide_env_values = true)]
+    pub metrics_query_url: Option<String>,
     /// Days per-minute rollups are kept (per-hour rollups are kept for good).
     #[arg(
         long,
@@ -442,6 +447,7 @@ impl Settings {
             metrics_minute_retention_days: 30,
             remote_write_urls: Vec::new(),
             remote_write_bearer: None,
+            metrics_query_url: None,
         }
     }
 }

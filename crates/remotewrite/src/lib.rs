@@ -6,11 +6,14 @@
 //!   format, the headers a receiver expects.
 //! - [`sender`]: one loop per receiver reading the fleet's metric log after the receiver's
 //!   stored position; at least once, retries with backoff, figures for `//metrics`.
+//! - [`query`]: ranges read back from a Prometheus-compatible query API
+//!   (`TRUSTHUB_METRICS_QUERY_URL`) for the agent metrics API and the charts.
 //! - `GET /remote-write` and the "Metrics storage" page: each receiver's lag and counts.
 //!
 //! Architecture invariant: it reads stored points only through `trusthub_fleet`'s lib
 //! (`metric_log`); its own table is `remote_write_positions`.
 
+pub mod query;
 pub mod routes;
 pub mod sender;
 pub mod service;
@@ -18,6 +21,7 @@ mod store;
 pub mod web;
 pub mod wire;
 
+pub use query::MetricsStore;
 pub use sender::RemoteWrite;
 pub use wire::{HEADERS, Series, encode, metric_name, tag_label};
 

@@ -94,32 +94,13 @@ impl RemoteWrite {
     pub fn from_settings(urls: &[String], bearer: Option<&str>) -> Result<RemoteWrite, String> {
         let mut receivers: Vec<Arc<Receiver>> = Vec::new();
         for raw in urls.iter().map(|u| u.trim()).filter(|u| !u.is_empty()) {
-            let mut url = reqwest::Url::parse(raw).map_err(|e| {
-                format!(
-                    "TRUSTHUB_REMOTE_WRITE_URL: `{}` is not a URL: {e}",
-                    redact(raw)
-                )
-            })?;
-            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-                return Err(format!(
-                    "TRUSTHUB_REMOTE_WRITE_URL: `{}` is not an http or https URL with a host",
-                    redact(raw)
-                ));
-            }
-            let auth = if !url.username().is_empty() || url.password().is_some() {
-                Auth::Basic(
-                    percent_decode(url.username()),
-                    url.password().map(percent_decode),
-                )
-            } else {
-                match bearer.map(str::trim).filter(|b| !b.is_empty()) {
-                    Some(b) => Auth::Bearer(b.to_owned()),
-                    None => Auth::None,
-                }
+            let (label, basic) =
+                split_userinfo(raw).map_err(|e| format!("TRUSTHUB_REMOTE_WRITE_URL: {e}"))?;
+            let auth = match (basic, bearer.map(str::trim).filter(|b| !b.is_empty())) {
+                (Some((user, password)), _) => Auth::Basic(user, password),
+                (None, Some(b)) => Auth::Bearer(b.to_owned()),
+                (None, None) => Auth::None,
             };
-            let _ = url.set_username("");
-            let _ = url.set_password(None);
-            let label = url.to_string();
             if receivers.iter().any(|r| r.label == label) {
                 return Err(format!("TRUSTHUB_REMOTE_WRITE_URL names {label} twice"));
             }
@@ -177,6 +158,31 @@ impl RemoteWrite {
         }
         out
     }
+}
+
+/// Basic-auth user and password.
+pub(crate) type Credentials = (String, Option<String>);
+
+/// An `http`/`https` URL with a host, split into the URL without userinfo and the userinfo
+/// (user and password, percent-decoded); errors never show the userinfo.
+pub(crate) fn split_userinfo(raw: &str) -> Result<(String, Option<Credentials>), String> {
+    let mut url =
+        reqwest::Url::parse(raw).map_err(|e| format!("`{}` is not a URL: {e}", redact(raw)))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!(
+            "`{}` is not an http or https URL with a host",
+            redact(raw)
+        ));
+    }
+    let basic = (!url.username().is_empty() || url.password().is_some()).then(|| {
+        (
+            percent_decode(url.username()),
+            url.password().map(percent_decode),
+        )
+    });
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    Ok((url.to_string(), basic))
 }
 
 fn escape(v: &str) -> String {
@@ -393,7 +399,9 @@ async fn send(client: &reqwest::Client, r: &Receiver, body: Vec<u8>) -> Outcome 
     }
 }
 
-fn client() -> reqwest::Client {
+/// The HTTP client of outside metrics stores: rustls with the system's roots, the hub's
+/// User-Agent, no redirects, 30 s per request.
+pub(crate) fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

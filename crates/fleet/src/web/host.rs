@@ -83,8 +83,10 @@ async fn agent_page<'a>(
     // Buckets aligned to their width, so averages come from the rollups.
     let to = (now_ms / bucket + 1) * bucket;
     let from = to - span;
-    let mut c = state.db.conn().await?;
-    let all = crate::store::telemetry::series(&mut c, tenant, id, None).await?;
+    let all = {
+        let mut c = state.db.conn().await?;
+        crate::store::telemetry::series(&mut c, tenant, id, None).await?
+    };
     let mut charts = Vec::new();
     for (title, names, max, unit) in [
         ("CPU %", &["cpu.percent"][..], Some(100.0), " %"),
@@ -113,8 +115,21 @@ async fn agent_page<'a>(
             if lines.len() == 4 {
                 break;
             }
-            let points =
-                crate::store::telemetry::points(&mut c, s, from, to, Some(bucket), 2_000).await?;
+            let points = crate::ranges::points_of(
+                state,
+                tenant,
+                id,
+                &[s],
+                crate::ranges::Window {
+                    from_ms: from,
+                    to_ms: to,
+                    bucket_ms: Some(bucket),
+                },
+                2_000,
+            )
+            .await?
+            .pop()
+            .unwrap_or_default();
             let suffix: Vec<String> = labels.values().cloned().collect();
             let direction = match s.name.as_str() {
                 "net.rx_bytes_per_sec" => " in",

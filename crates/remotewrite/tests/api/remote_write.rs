@@ -16,6 +16,8 @@ crate::dual!(
     a_receiver_down_for_a_while_gets_everything_when_back,
     a_hub_restarted_mid_stream_loses_nothing_and_resumes_from_its_position,
     a_receiver_refusing_a_request_drops_it_and_moves_on,
+    ranges_and_charts_are_read_from_victoria_metrics,
+    ranges_and_charts_are_read_from_prometheus,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -475,4 +477,163 @@ async fn postgres_late_commit(b: Backend) {
             ("0".to_owned(), ms(at(base, 20)), 2.0)
         ]
     );
+}
+
+async fn ranges_and_charts_are_read_from_victoria_metrics(b: Backend) {
+    let mut vm = rw_rig::victoria_metrics().await;
+    let (app, host) = ranges_read_from(b, &vm).await;
+    // The store down: the answer says so (503), it does not pretend there is no data.
+    vm.kill();
+    let p = assert_problem(
+        app.get(&format!("/agents/{}/metrics", host.id), &app.owner)
+            .await,
+        503,
+        "unavailable",
+    )
+    .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("TRUSTHUB_METRICS_QUERY_URL")),
+        "{p}"
+    );
+}
+
+async fn ranges_and_charts_are_read_from_prometheus(b: Backend) {
+    let prom = rw_rig::prometheus().await;
+    ranges_read_from(b, &prom).await;
+}
+
+/// With `TRUSTHUB_METRICS_QUERY_URL`, `GET /agents/:id/metrics` and the host page's charts
+/// answer from the store (the hub's own points deleted, as a short raw retention does),
+/// in CONTRACT 4's shape: raw points in [from, to), averages per bucket labelled with its
+/// start and holding [start, start + interval), each series matched by its own labels.
+async fn ranges_read_from(b: Backend, store: &rw_rig::Receiver) -> (TestApp, Host) {
+    let (write, query) = (store.write_url(), store.base.clone());
+    let app = TestApp::spawn_with(b, move |s| {
+        s.remote_write_urls = vec![write];
+        s.metrics_query_url = Some(query);
+        s.metrics_raw_retention_hours = 1;
+    })
+    .await;
+    let host = register(&app).await;
+    // Whole minutes two hours ago, and ten minutes ago for the host page's last hour.
+    let now = OffsetDateTime::now_utc();
+    let t0 =
+        OffsetDateTime::from_unix_timestamp((now.unix_timestamp() - 7200) / 60 * 60).expect("t0");
+    let recent = OffsetDateTime::from_unix_timestamp((now.unix_timestamp() - 600) / 60 * 60)
+        .expect("recent");
+    let mut metrics = Vec::new();
+    for (secs, v) in [(0, 10.0), (30, 20.0), (60, 30.0), (90, 50.0), (120, 70.0)] {
+        metrics.push(json!({"name": "cpu.percent", "ts": ts(at(t0, secs)), "value": v, "labels": {"cpu": "total"}}));
+    }
+    for (mount, v) in [("/", 40.0), ("/home", 60.0)] {
+        metrics.push(json!({"name": "disk.used_percent", "ts": ts(at(t0, 30)), "value": v, "labels": {"mount": mount}}));
+    }
+    metrics.push(json!({"name": "cpu.percent", "ts": ts(recent), "value": 37.25, "labels": {"cpu": "total"}}));
+    let batch = json!({"batch_id": Uuid::new_v4(), "sent_at": ts(now), "metrics": metrics});
+    let r = send(&app, &host, batch.to_string().as_bytes(), None, true).await;
+    assert_eq!(r.status(), 202);
+    eventually(30, "everything was accepted", || async {
+        (status_of(&app).await["receivers"][0]["lag_seconds"] == 0.0).then_some(())
+    })
+    .await;
+    // Prometheus makes written samples queryable at once, VictoriaMetrics within a second.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // The hub keeps nothing of its own any more.
+    for table in ["metric_points", "metric_rollup_1m", "metric_rollup_1h"] {
+        app.execute(&format!("DELETE FROM {table}")).await;
+    }
+    let url = |q: &str| format!("/agents/{}/metrics?{q}", host.id);
+    let from = ts(t0);
+    // Raw: [from, to) — the sample at `to` is left out.
+    let raw = body(
+        app.get(
+            &url(&format!(
+                "name=cpu.percent&from={}&to={}",
+                rw_rig::enc(&from),
+                rw_rig::enc(&ts(at(t0, 120)))
+            )),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        raw,
+        json!({"series": [{"name": "cpu.percent", "labels": {"cpu": "total"}, "points": [
+            [ts(t0), 10.0], [ts(at(t0, 30)), 20.0], [ts(at(t0, 60)), 30.0], [ts(at(t0, 90)), 50.0]
+        ]}]})
+    );
+    // Averages per minute, labelled with each minute's start.
+    let avg = body(
+        app.get(
+            &url(&format!(
+                "name=cpu.percent&interval=60s&from={}&to={}",
+                rw_rig::enc(&from),
+                rw_rig::enc(&ts(at(t0, 180)))
+            )),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        avg["series"][0]["points"],
+        json!([
+            [ts(t0), 15.0],
+            [ts(at(t0, 60)), 40.0],
+            [ts(at(t0, 120)), 70.0]
+        ]),
+        "{avg}"
+    );
+    // Two series of one metric, each matched by its labels.
+    let disks = body(
+        app.get(
+            &url(&format!(
+                "name=disk.used_percent&from={}&to={}",
+                rw_rig::enc(&from),
+                rw_rig::enc(&ts(at(t0, 60)))
+            )),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        disks,
+        json!({"series": [
+            {"name": "disk.used_percent", "labels": {"mount": "/"}, "points": [[ts(at(t0, 30)), 40.0]]},
+            {"name": "disk.used_percent", "labels": {"mount": "/home"}, "points": [[ts(at(t0, 30)), 60.0]]}
+        ]})
+    );
+    // The host page's CPU chart over the last hour, from the store.
+    let page = app
+        .get(&format!("//ui/agents/{}", host.id), &app.owner)
+        .await
+        .text()
+        .await
+        .expect("page");
+    let data = page
+        .split("class=\"chart-data\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</script>").next())
+        .expect("chart data");
+    let chart: Value = serde_json::from_str(data).expect("json");
+    let ys: Vec<f64> = chart["y"][0]
+        .as_array()
+        .expect("y")
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    assert_eq!(ys, [37.25], "{chart}");
+    // Another tenant's host is still 404 (checked by the hub before asking the store).
+    let other = app.other_tenant().await;
+    assert_problem(
+        app.get(&url("name=cpu.percent"), &other).await,
+        404,
+        "not_found",
+    )
+    .await;
+    (app, host)
 }

@@ -57,9 +57,13 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
     n.checked_mul(unit_ms)
 }
 
-/// Metric series of an agent over a range (CONTRACT 4), raw or averaged per `interval`.
+/// Metric series of an agent over a range (CONTRACT 4), raw or averaged per `interval` (a
+/// bucket is labelled with its start and holds [start, start + interval)). With
+/// `TRUSTHUB_METRICS_QUERY_URL` (CONTRACT 26) the points are read from that
+/// Prometheus-compatible store (averages through `avg_over_time`, raw samples through a
+/// range selector), in the same shape; 503 when it does not answer.
 #[utoipa::path(get, path = "/agents/{id}/metrics", tag = "agents", params(("id" = Uuid, Path, description = "Agent id"), MetricsQuery),
-    responses((status = 200, body = MetricsView), (status = 400, body = Problem), (status = 404, body = Problem)))]
+    responses((status = 200, body = MetricsView), (status = 400, body = Problem), (status = 404, body = Problem), (status = 503, body = Problem)))]
 pub(crate) async fn metrics(
     State(state): State<AppState>,
     Viewer(p): Viewer,
@@ -93,11 +97,21 @@ pub(crate) async fn metrics(
         ));
     }
     load(&state, p.tenant(), id).await?;
-    let mut c = state.db.conn().await?;
+    let all = {
+        let mut c = state.db.conn().await?;
+        telemetry::series(&mut c, p.tenant(), id, q.name.as_deref()).await?
+    };
+    let window = crate::ranges::Window {
+        from_ms,
+        to_ms,
+        bucket_ms: bucket,
+    };
+    let refs: Vec<&telemetry::Series> = all.iter().collect();
+    let ranges =
+        crate::ranges::points_of(&state, p.tenant(), id, &refs, window, MAX_POINTS + 1).await?;
     let mut out = Vec::new();
     let mut budget = MAX_POINTS;
-    for s in telemetry::series(&mut c, p.tenant(), id, q.name.as_deref()).await? {
-        let pts = telemetry::points(&mut c, &s, from_ms, to_ms, bucket, budget + 1).await?;
+    for (s, pts) in all.into_iter().zip(ranges) {
         budget -= pts.len() as i64;
         if budget < 0 {
             return Err(ApiError::BadRequest(format!(
