@@ -192,6 +192,13 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::trust::TrustCmd,
     },
+    /// Where the hub forwards metrics (Prometheus remote write): lag and counts.
+    RemoteWrite {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::remote_write::RemoteWriteCmd,
+    },
     /// Agents' client certificates, the hub's CA and integrity anomalies.
     Certs {
         #[command(flatten)]
@@ -879,6 +886,7 @@ async fn hub_main() -> ExitCode {
             totp,
         } => Some(remote::console::console(agent, reason, totp, &g).await),
         Command::Trust { g, cmd } => Some(remote::trust::trust(cmd, &g).await),
+        Command::RemoteWrite { g, cmd } => Some(remote::remote_write::remote_write(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),
         Command::Rules { g, cmd } => Some(remote::rules(cmd, &g).await),

@@ -480,6 +480,16 @@ async fn every_verb_against(db_url: Option<&str>) {
             .code(),
         Some(2)
     );
+    // Forwarding is off on this hub: the status says so, and JSON shows no receiver.
+    let o = cli(&config, &["remote-write", "status"], "", &[]);
+    assert!(err(&o).contains("TRUSTHUB_REMOTE_WRITE_URL"), "{}", err(&o));
+    let rw = json_of(&cli(
+        &config,
+        &["remote-write", "status", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(rw, serde_json::json!({"enabled": false, "receivers": []}));
     // Drift: the real agent runs until its first configuration scan of this host (the
     // default watch list) reached the hub; nothing drifted; a rebase adopts a file, an
     // unwatched path is refused naming it.

@@ -299,36 +299,7 @@ async fn crash_during_ingest_loses_no_acknowledged_batch(db_url: Option<&str>) {
     let client = reqwest::Client::new();
     let session =
         cookie(&login(&client, &hub.base, "admin@trusthub.local", "crash password").await);
-    let enroll: Value = client
-        .post(format!("{}/agents/enrollment-tokens", hub.base))
-        .header("cookie", &session)
-        .json(&json!({}))
-        .send()
-        .await
-        .expect("e")
-        .json()
-        .await
-        .expect("j");
-    let key = ed25519_dalek::SigningKey::from_bytes(
-        &trusthub_core::secret::random_bytes::<32>().expect("rand"),
-    );
-    let reg_body = json!({"machine_id": "crash", "hostname": "crash", "os": "t", "arch": "t", "agent_version": "t", "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())}).to_string();
-    let reg: Value = client
-        .post(format!("{}/agents/register", hub.base))
-        .bearer_auth(enroll["token"].as_str().expect("t"))
-        .header("content-type", "application/json")
-        .header(
-            "x-service-signature",
-            trusthub_core::agent::sign_header(&key, reg_body.as_bytes()),
-        )
-        .body(reg_body)
-        .send()
-        .await
-        .expect("register")
-        .json()
-        .await
-        .expect("json");
-    let token = reg["agent_token"].as_str().expect("token").to_owned();
+    let agent = std::sync::Arc::new(register_agent(&client, &hub.base, &session, "crash").await);
     let base_ts = time::OffsetDateTime::now_utc();
     let make = move |i: u64| {
         let metrics: Vec<Value> = (0..10)
@@ -336,38 +307,15 @@ async fn crash_during_ingest_loses_no_acknowledged_batch(db_url: Option<&str>) {
             .collect();
         (uuid::Uuid::new_v4(), metrics)
     };
-    let send = |client: reqwest::Client,
-                url: String,
-                token: String,
-                key: ed25519_dalek::SigningKey,
-                id: uuid::Uuid,
-                metrics: Vec<Value>| async move {
-        let body = json!({"batch_id": id, "sent_at": time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).expect("fmt"), "metrics": metrics}).to_string();
-        let r = client
-            .post(url)
-            .bearer_auth(token)
-            .header("content-type", "application/json")
-            .header(
-                "x-service-signature",
-                trusthub_core::agent::sign_header(&key, body.as_bytes()),
-            )
-            .body(body)
-            .send()
-            .await
-            .ok()?;
-        (r.status().as_u16() == 202).then_some(())?;
-        r.json::<Value>().await.ok()
-    };
     let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut senders = Vec::new();
     for _ in 0..8 {
-        let (client, url, token, key, acked, stop, counter) = (
+        let (client, base, agent, acked, stop, counter) = (
             client.clone(),
-            format!("{}/ingest", hub.base),
-            token.clone(),
-            key.clone(),
+            hub.base.clone(),
+            agent.clone(),
             acked.clone(),
             stop.clone(),
             counter.clone(),
@@ -376,16 +324,9 @@ async fn crash_during_ingest_loses_no_acknowledged_batch(db_url: Option<&str>) {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let (id, metrics) = make(i);
-                if send(
-                    client.clone(),
-                    url.clone(),
-                    token.clone(),
-                    key.clone(),
-                    id,
-                    metrics.clone(),
-                )
-                .await
-                .is_some()
+                if send_batch(&client, &base, &agent, id, &metrics)
+                    .await
+                    .is_some()
                 {
                     acked.lock().expect("lock").push((id, metrics));
                 }
@@ -448,16 +389,9 @@ async fn crash_during_ingest_loses_no_acknowledged_batch(db_url: Option<&str>) {
     );
     // Every acknowledged batch, sent again, is recognised as stored: nothing twice.
     for (id, metrics) in &acked {
-        let ans = send(
-            client.clone(),
-            format!("{}/ingest", hub.base),
-            token.clone(),
-            key.clone(),
-            *id,
-            metrics.clone(),
-        )
-        .await
-        .expect("202");
+        let ans = send_batch(&client, &hub.base, &agent, *id, metrics)
+            .await
+            .expect("202");
         assert_eq!(
             ans["duplicate"], true,
             "batch {id} was stored before the crash"
@@ -1573,4 +1507,224 @@ async fn the_install_one_liner_installs_and_enrolls_a_real_agent() {
     assert_eq!(seen[0]["status"], "online", "{seen}");
     assert_eq!(seen[0]["tags"], json!(["env:install"]), "{seen}");
     hub.terminate();
+}
+
+#[path = "../../remotewrite/tests/rig/mod.rs"]
+mod rw_rig;
+
+/// README "Scaling out", as written there: two hubs on one PostgreSQL database forwarding to
+/// VictoriaMetrics and reading ranges back from it. Batches go to both hubs; the hub that
+/// is sending to VictoriaMetrics is killed (-9) mid-stream; the other takes the receiver's
+/// lease over and every acknowledged sample arrives. Ranges read through the survivor come
+/// from VictoriaMetrics (the hub's own points deleted); the CLI shows the receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scaling_out_two_hubs_on_postgres_forward_to_victoria_metrics_and_read_from_it() {
+    let Some((name, url)) = pg_database().await else {
+        return;
+    };
+    let vm = rw_rig::victoria_metrics().await;
+    let (dir_a, dir_b) = (TempDir::new(), TempDir::new());
+    let (write, query) = (vm.write_url(), vm.base.clone());
+    let envs = [
+        ("TRUSTHUB_DATABASE_URL", url.as_str()),
+        ("CLOUD_ENCRYPTION_KEY", KEY),
+        ("TRUSTHUB_ADMIN_PASSWORD", "scale password"),
+        ("TRUSTHUB_RATE_LIMITS", "off"),
+        ("TRUSTHUB_REMOTE_WRITE_URL", write.as_str()),
+        ("TRUSTHUB_METRICS_QUERY_URL", query.as_str()),
+        ("TRUSTHUB_METRICS_RAW_RETENTION_HOURS", "2"),
+    ];
+    let mut hubs = vec![Hub::start(&dir_a.0, &envs), Hub::start(&dir_b.0, &envs)];
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let session = admin_session(&client, &hubs[0].base, "scale password").await;
+    let agent =
+        std::sync::Arc::new(register_agent(&client, &hubs[0].base, &session, "scale").await);
+    // An agent's shape: many series, one sample each, a new timestamp per batch.
+    let t0 = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("ns")
+        - time::Duration::minutes(30);
+    let make = move |i: i64| -> Vec<Value> {
+        let at = (t0 + time::Duration::milliseconds(i * 100))
+            .format(&time::format_description::well_known::Rfc3339)
+            .expect("fmt");
+        (0..20)
+            .map(|j| json!({"name": "scale.test", "ts": at, "value": (i * 100 + j) as f64, "labels": {"j": j.to_string()}}))
+            .collect()
+    };
+    let bases: Vec<String> = hubs.iter().map(|h| h.base.clone()).collect();
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<i64>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counter = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let mut senders = Vec::new();
+    for _ in 0..4 {
+        let (client, bases, agent, acked, stop, counter) = (
+            client.clone(),
+            bases.clone(),
+            agent.clone(),
+            acked.clone(),
+            stop.clone(),
+            counter.clone(),
+        );
+        senders.push(tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let i = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let batch = make(i);
+                // Each batch to one hub, the other when that one is gone.
+                for k in 0..2 {
+                    let base = &bases[(i as usize + k) % 2];
+                    if send_batch(&client, base, &agent, uuid::Uuid::new_v4(), &batch)
+                        .await
+                        .is_some()
+                    {
+                        acked.lock().expect("lock").push(i);
+                        break;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }));
+    }
+    let status = |base: String| {
+        let (client, session) = (client.clone(), session.clone());
+        async move {
+            client
+                .get(format!("{base}/remote-write"))
+                .header("cookie", session)
+                .send()
+                .await
+                .ok()?
+                .json::<Value>()
+                .await
+                .ok()
+        }
+    };
+    // Mid-stream: the hub that sends is killed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let sender = loop {
+        let mut found = None;
+        for (k, b) in bases.iter().enumerate() {
+            let s = status(b.clone()).await;
+            if s.as_ref().is_some_and(|s| {
+                s["receivers"][0]["sending"] == true
+                    && s["receivers"][0]["samples_sent"].as_u64().unwrap_or(0) > 0
+            }) {
+                found = Some(k);
+            }
+        }
+        if let Some(k) = found
+            && acked.lock().expect("lock").len() > 30
+        {
+            break k;
+        }
+        assert!(std::time::Instant::now() < deadline, "no hub forwards");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    hubs[sender].child.kill().expect("kill -9");
+    let _ = hubs[sender].child.wait();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in senders {
+        let _ = s.await;
+    }
+    let mut acked: Vec<i64> = acked.lock().expect("lock").clone();
+    acked.sort_unstable();
+    let survivor = &bases[1 - sender];
+    // Every acknowledged sample arrives (the survivor takes the lease over within 15 s).
+    let selector = format!("{{agent_id=\"{}\"}}", agent.id);
+    let rows = vm.wait_for_samples(&selector, acked.len() * 20, 120).await;
+    let mut points: Vec<(String, i64)> = rows
+        .iter()
+        .flat_map(|r| {
+            let j = r["metric"]["j"].as_str().unwrap_or_default().to_owned();
+            r["timestamps"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |t| (j.clone(), t.as_i64().unwrap_or_default()))
+        })
+        .collect();
+    points.sort();
+    points.dedup();
+    for i in &acked {
+        let t = (t0 + time::Duration::milliseconds(i * 100)).unix_timestamp_nanos() / 1_000_000;
+        for j in [0, 19] {
+            assert!(
+                points.binary_search(&(j.to_string(), t as i64)).is_ok(),
+                "batch {i}, series {j} arrived"
+            );
+        }
+    }
+    assert!(
+        points.len() >= acked.len() * 20,
+        "{} < {}",
+        points.len(),
+        acked.len() * 20
+    );
+    let s = status(survivor.clone()).await.expect("status");
+    assert_eq!(s["receivers"][0]["sending"], true, "{s}");
+
+    // Ranges come from VictoriaMetrics: the hub's own points are gone.
+    let db = Db::connect(&url, &DbOptions::default()).await.expect("db");
+    let Db::Postgres(pool) = &db else { panic!() };
+    sqlx::query("DELETE FROM metric_points")
+        .execute(pool)
+        .await
+        .expect("delete");
+    db.close().await;
+    let from = t0
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("fmt");
+    let to = (t0 + time::Duration::minutes(10))
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("fmt");
+    let ranges: Value = client
+        .get(format!(
+            "{survivor}/agents/{}/metrics?name=scale.test&from={}&to={}",
+            agent.id,
+            rw_rig::enc(&from),
+            rw_rig::enc(&to)
+        ))
+        .header("cookie", &session)
+        .send()
+        .await
+        .expect("metrics")
+        .json()
+        .await
+        .expect("json");
+    let series = ranges["series"].as_array().expect("series");
+    assert_eq!(series.len(), 20, "{ranges}");
+    let total: usize = series
+        .iter()
+        .map(|s| s["points"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(total, points.len(), "every sample, read back once");
+
+    // The operator CLI shows the receiver (an API token, TRUSTHUB_URL/TRUSTHUB_TOKEN).
+    let token = post_json(
+        &client,
+        format!("{survivor}/api-tokens"),
+        &session,
+        json!({"name": "ops", "scope": "write"}),
+    )
+    .await;
+    let out = Command::new(BIN)
+        .args(["remote-write", "status", "-o", "json"])
+        .env("TRUSTHUB_URL", survivor.trim_end_matches("/api/v1"))
+        .env("TRUSTHUB_TOKEN", token["token"].as_str().expect("token"))
+        .env("XDG_CONFIG_HOME", dir_a.0.join("config"))
+        .output()
+        .expect("cli");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cli: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(cli["receivers"][0]["url"], write.as_str());
+    assert_eq!(cli["receivers"][0]["lag_seconds"], 0.0);
+    drop(hubs);
+    drop_pg_database(&name).await;
 }

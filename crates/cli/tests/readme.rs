@@ -169,8 +169,9 @@ fn every_shell_example_of_the_readme_runs_against_a_hub() {
             b.line
         );
     }
-    // Only what cannot run here is skipped.
-    assert!(skipped.len() <= 5, "{skipped:#?}");
+    // Only what cannot run here is skipped (the two repository commands, another host, a pip
+    // install, the multi-process "Scaling out" setup that processes.rs runs instead).
+    assert!(skipped.len() <= 6, "{skipped:#?}");
 
     let dir = TempDir(
         std::env::temp_dir().join(format!("trusthub-readme-{}", uuid::Uuid::new_v4().simple())),

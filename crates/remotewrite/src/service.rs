@@ -46,7 +46,7 @@ pub struct ReceiverStatus {
 
 fn rfc3339_ms(ms: i64) -> Option<String> {
     (ms > 0)
-        .then(|| time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).ok())
+        .then(|| time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)).ok())
         .flatten()
         .map(trusthub_platform::state::rfc3339)
 }

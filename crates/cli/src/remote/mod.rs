@@ -12,6 +12,7 @@ pub mod config;
 pub mod console;
 pub mod drift;
 pub mod output;
+pub mod remote_write;
 pub mod topology;
 pub mod trust;
 

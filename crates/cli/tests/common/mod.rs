@@ -211,3 +211,75 @@ pub async fn post_json(client: &reqwest::Client, url: String, session: &str, bod
     assert!(r.status().is_success(), "{}", r.status());
     r.json().await.expect("json")
 }
+
+/// A simulated agent registered on a hub: its id, token and signing key.
+pub struct TestAgent {
+    pub id: String,
+    pub token: String,
+    pub key: ed25519_dalek::SigningKey,
+}
+
+/// Enrolls and registers a simulated agent (`machine_id`) with an admin session.
+pub async fn register_agent(
+    client: &reqwest::Client,
+    base: &str,
+    session: &str,
+    machine_id: &str,
+) -> TestAgent {
+    let enroll = post_json(
+        client,
+        format!("{base}/agents/enrollment-tokens"),
+        session,
+        json!({}),
+    )
+    .await;
+    let key = ed25519_dalek::SigningKey::from_bytes(
+        &trusthub_core::secret::random_bytes::<32>().expect("rand"),
+    );
+    let reg_body = json!({"machine_id": machine_id, "hostname": machine_id, "os": "t", "arch": "t", "agent_version": "t", "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())}).to_string();
+    let reg: Value = client
+        .post(format!("{base}/agents/register"))
+        .bearer_auth(enroll["token"].as_str().expect("t"))
+        .header("content-type", "application/json")
+        .header(
+            "x-service-signature",
+            trusthub_core::agent::sign_header(&key, reg_body.as_bytes()),
+        )
+        .body(reg_body)
+        .send()
+        .await
+        .expect("register")
+        .json()
+        .await
+        .expect("json");
+    TestAgent {
+        id: reg["agent_id"].as_str().expect("id").to_owned(),
+        token: reg["agent_token"].as_str().expect("token").to_owned(),
+        key,
+    }
+}
+
+/// Posts one signed batch of `metrics`; its answer when it was acknowledged (202).
+pub async fn send_batch(
+    client: &reqwest::Client,
+    base: &str,
+    agent: &TestAgent,
+    id: uuid::Uuid,
+    metrics: &[Value],
+) -> Option<Value> {
+    let body = json!({"batch_id": id, "sent_at": time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).expect("fmt"), "metrics": metrics}).to_string();
+    let r = client
+        .post(format!("{base}/ingest"))
+        .bearer_auth(&agent.token)
+        .header("content-type", "application/json")
+        .header(
+            "x-service-signature",
+            trusthub_core::agent::sign_header(&agent.key, body.as_bytes()),
+        )
+        .body(body)
+        .send()
+        .await
+        .ok()?;
+    (r.status().as_u16() == 202).then_some(())?;
+    r.json::<Value>().await.ok()
+}

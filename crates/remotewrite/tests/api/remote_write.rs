@@ -21,6 +21,45 @@ crate::dual!(
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_reads_the_metrics_storage_page_in_a_browser() {
+    let vm = rw_rig::victoria_metrics().await;
+    let app = forwarding_hub(Backend::Sqlite, &[vm.write_url()]).await;
+    let Some(browser) = crate::webdriver::Browser::start("remote-write").await else {
+        return;
+    };
+    let host = register(&app).await;
+    push(
+        &app,
+        &host,
+        OffsetDateTime::now_utc().replace_nanosecond(0).expect("ns"),
+        7,
+        1.0,
+    )
+    .await;
+    eventually(30, "the samples were sent", || async {
+        (status_of(&app).await["receivers"][0]["samples_sent"] == 7).then_some(())
+    })
+    .await;
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.goto(&format!("{}/", app.base)).await;
+    browser.click("a[href='/ui/remote-write']").await;
+    browser.wait_text("Metrics storage").await;
+    let row = browser.text("#receivers tr.receiver").await;
+    assert!(row.contains(&vm.write_url()), "{row}");
+    assert_eq!(browser.text("#receivers tr.receiver td.sent").await, "7");
+    assert!(
+        browser
+            .text("#receivers tr.receiver td.lag")
+            .await
+            .ends_with(" s")
+    );
+    browser.screenshot("remote-write").await;
+    browser.assert_no_js_errors().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_transaction_committing_late_is_not_skipped() {
     if !require_postgres().await {
         return;
