@@ -1,7 +1,9 @@
 //! Ingest benchmark (issue 3): N simulated agents, registered for real, push signed batches of
 //! S samples with concurrency C for D seconds against a running hub; then the same rows go
 //! straight into the same storage engine without the hub (the raw ceiling), and the ratio is
-//! printed. Run by hand (`bench/ingest.sh`); loopback only; bounded by `--duration-secs`.
+//! printed. Run by hand (`bench/ingest.sh`, `bench/remote_write.sh`); loopback only; bounded
+//! by `--duration-secs`. `--vm` pushes the same batches to VictoriaMetrics' JSON import in the
+//! same run (a peer); `--watch-lag` samples the hub's remote-write lag while it runs.
 
 use clap::Parser;
 use ed25519_dalek::SigningKey;
@@ -75,6 +77,14 @@ struct Args {
     /// and presents it on every request (mTLS; the hub cross-checks each request).
     #[arg(long)]
     client_certs: bool,
+    /// Skip the hub: push the same batches (same agents, series, samples, concurrency) to
+    /// this VictoriaMetrics' `/api/v1/import` as JSON lines, one line per series.
+    #[arg(long)]
+    vm_only: Option<String>,
+    /// Sample the hub's `trusthub_remote_write_lag_seconds` every 250 ms during the phase and
+    /// after it until the lag is 0 again; print its p50, p99 and maximum and the drain time.
+    #[arg(long)]
+    watch_lag: bool,
 }
 
 /// A client as one agent has: its own connection pool, the hub's CA, its certificate.
@@ -262,6 +272,9 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         agents.push((key, token, client));
     }
     let agents = Arc::new(agents);
+    let watching = args
+        .watch_lag
+        .then(|| tokio::spawn(watch_lag(args.hub.trim_end_matches('/').to_owned())));
     let start = Instant::now();
     let warmup = Duration::from_secs(args.warmup_secs);
     let deadline = start + warmup + Duration::from_secs(args.duration_secs);
@@ -362,6 +375,164 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     }
     if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
         println!("hub peak RSS: {rss} MiB");
+    }
+    if let Some(w) = watching {
+        let loaded = Instant::now();
+        w.abort();
+        // After the load: how long until everything stored was accepted.
+        let http = reqwest::Client::new();
+        let mut drained = None;
+        while loaded.elapsed() < Duration::from_secs(600) {
+            if lag_now(&http, args.hub.trim_end_matches('/')).await == Some(0.0) {
+                drained = Some(loaded.elapsed());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let samples = LAG.lock().map(|l| l.clone()).unwrap_or_default();
+        let mut sorted = samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = |p: f64| {
+            sorted
+                .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+                .copied()
+                .unwrap_or_default()
+        };
+        println!(
+            "remote-write lag during the load ({} readings every 250 ms): p50 {:.2} s, p99 {:.2} s, max {:.2} s; after the load, 0 again in {}",
+            sorted.len(),
+            at(0.5),
+            at(0.99),
+            at(1.0),
+            drained
+                .map(|d| format!("{:.1} s", d.as_secs_f64()))
+                .unwrap_or_else(|| "more than 600 s".into())
+        );
+    }
+    Ok(rate)
+}
+
+/// Lag readings of the current phase.
+static LAG: std::sync::Mutex<Vec<f64>> = std::sync::Mutex::new(Vec::new());
+
+async fn lag_now(http: &reqwest::Client, hub: &str) -> Option<f64> {
+    let text = http
+        .get(format!("{hub}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find(|l| l.starts_with("trusthub_remote_write_lag_seconds{"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+async fn watch_lag(hub: String) {
+    let http = reqwest::Client::new();
+    if let Ok(mut l) = LAG.lock() {
+        l.clear();
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        if let Some(v) = lag_now(&http, &hub).await
+            && let Ok(mut l) = LAG.lock()
+        {
+            l.push(v);
+        }
+    }
+}
+
+/// The batches of [`hub_phase`] pushed to VictoriaMetrics' JSON import instead: one line per
+/// series (`{"metric": {...}, "values": [v], "timestamps": [ms]}`), the agent as labels.
+async fn vm_phase(args: &Args, vm: &str) -> Result<f64, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let shape = Shape::parse(&args.shape)?;
+    let clients: Vec<reqwest::Client> = (0..args.agents)
+        .map(|_| agent_client(args, None))
+        .collect::<Result<_, _>>()?;
+    let clients = Arc::new(clients);
+    let url = format!("{}/api/v1/import", vm.trim_end_matches('/'));
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(args.duration_secs);
+    let seq = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..args.concurrency {
+        let (url, clients, seq, errors) =
+            (url.clone(), clients.clone(), seq.clone(), errors.clone());
+        let n = args.samples;
+        let pace = args
+            .rate
+            .map(|rate| Duration::from_secs_f64(n as f64 / rate.max(1.0)));
+        tasks.push(tokio::spawn(async move {
+            use std::fmt::Write;
+            let mut lat = Vec::new();
+            let mut body = String::new();
+            let mut i = w;
+            loop {
+                let s = seq.fetch_add(1, Ordering::Relaxed);
+                let scheduled = pace.map(|pace| start + pace.mul_f64(s as f64));
+                if scheduled.unwrap_or_else(Instant::now) >= deadline {
+                    break;
+                }
+                let agent = i % clients.len();
+                i += 1;
+                body.clear();
+                for m in samples(n, s, shape) {
+                    let _ = write!(
+                        body,
+                        r#"{{"metric":{{"__name__":"{}","agent_id":"bench-{agent}","hostname":"bench-{agent}"{}}},"values":[{}],"timestamps":[{}]}}"#,
+                        m.name.replace('.', "_"),
+                        m.labels
+                            .get("shard")
+                            .map(|s| format!(r#","shard":"{s}""#))
+                            .unwrap_or_default(),
+                        m.value,
+                        m.ts.unix_timestamp_nanos() / 1_000_000
+                    );
+                    body.push('\n');
+                }
+                let due = match scheduled {
+                    Some(at) => {
+                        tokio::time::sleep_until(at.into()).await;
+                        at
+                    }
+                    None => Instant::now(),
+                };
+                match clients[agent].post(&url).body(body.clone()).send().await {
+                    Ok(r) if r.status().is_success() => lat.push(due.elapsed().as_micros() as u64),
+                    _ => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            lat
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.map_err(|e| e.to_string())?);
+    }
+    lat.sort_unstable();
+    let rate = lat.len() as f64 * args.samples as f64 / args.duration_secs.max(1) as f64;
+    println!(
+        "vm:   {} batches ({} samples each) in {} s = {rate:.0} samples/s{}; p50 {:.1} ms, p99 {:.1} ms; errors {}",
+        lat.len(),
+        args.samples,
+        args.duration_secs,
+        args.rate
+            .map(|r| format!(" (offered {r:.0}, latency from the scheduled start)"))
+            .unwrap_or_default(),
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        errors.load(Ordering::Relaxed)
+    );
+    if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
+        println!("vm peak RSS: {rss} MiB");
     }
     Ok(rate)
 }
@@ -502,6 +673,10 @@ async fn main() -> Result<(), String> {
         },
         args.duration_secs
     );
+    if let Some(vm) = &args.vm_only {
+        vm_phase(&args, vm).await?;
+        return Ok(());
+    }
     let hub = hub_phase(&args).await?;
     if let Some(url) = &args.raw_db {
         let raw = raw_phase(&args, url).await?;

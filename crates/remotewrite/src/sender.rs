@@ -28,6 +28,10 @@ const ROUND_ROWS: i64 = 256;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Wait between looks at the log when everything was sent.
 const IDLE: Duration = Duration::from_millis(250);
+/// The position is saved at most this often while sending (and whenever the receiver has
+/// caught up): each save is a write transaction beside the ingest writer's. A hub stopped
+/// between two saves sends at most this much again.
+const SAVE_EVERY: Duration = Duration::from_secs(1);
 /// A lease is renewed this often, and held for three times as long.
 const LEASE_RENEW: Duration = Duration::from_secs(5);
 
@@ -290,19 +294,16 @@ impl Labels {
         for a in metric_log::agent_labels(&mut c, &seqs).await? {
             self.agents.insert(a.seq, (fingerprint(&a), a));
         }
-        let mut by_series: BTreeMap<i64, (i64, Vec<(i64, f64)>)> = BTreeMap::new();
-        for (agent, series, ts, value) in points {
-            by_series
-                .entry(series)
-                .or_insert_with(|| (agent, Vec::new()))
-                .1
-                .push((ts, value));
-        }
-        let unknown: Vec<i64> = by_series
-            .keys()
+        // Grouped by series, each series' samples in time order: one sort, no map of vectors.
+        let mut points = points;
+        points.sort_unstable_by_key(|p| (p.1, p.2));
+        points.dedup_by_key(|p| (p.1, p.2));
+        let mut unknown: Vec<i64> = points
+            .iter()
+            .map(|p| p.1)
             .filter(|id| !self.series.contains_key(id))
-            .copied()
             .collect();
+        unknown.dedup();
         if self.series.len() + unknown.len() > 2_000_000 {
             self.series.clear();
             self.encoded.clear();
@@ -319,7 +320,9 @@ impl Labels {
         drop(c);
         let mut requests = Vec::new();
         let mut request = Request::default();
-        for (series, (agent, mut samples)) in by_series {
+        let mut samples: Vec<(i64, f64)> = Vec::new();
+        for group in points.chunk_by(|x, y| x.1 == y.1) {
+            let (agent, series) = (group[0].0, group[0].1);
             let (Some((fp, a)), Some(s)) = (self.agents.get(&agent), self.series.get(&series))
             else {
                 // The agent was deleted after storing these: its data went with it.
@@ -333,8 +336,8 @@ impl Labels {
                     bytes
                 }
             };
-            samples.sort_by_key(|x| x.0);
-            samples.dedup_by_key(|x| x.0);
+            samples.clear();
+            samples.extend(group.iter().map(|p| (p.2, p.3)));
             request.push(&labels, &samples);
             if request.samples() >= MAX_SAMPLES_PER_REQUEST {
                 requests.push(std::mem::take(&mut request));
@@ -420,10 +423,13 @@ async fn take_lease(state: &AppState, name: &str) -> StoreResult<bool> {
     Ok(held)
 }
 
-/// The lag from the database: the age of the oldest log row after the stored position.
-async fn lag_ms(state: &AppState, label: &str) -> StoreResult<i64> {
+/// The lag: the age of the oldest log row after `pos` (the stored position when `None`).
+async fn lag_ms(state: &AppState, label: &str, pos: Option<LogPosition>) -> StoreResult<i64> {
     let mut c = state.db.conn().await?;
-    let pos = store::position(&mut c, label).await?.unwrap_or_default();
+    let pos = match pos {
+        Some(p) => p,
+        None => store::position(&mut c, label).await?.unwrap_or_default(),
+    };
     Ok(metric_log::oldest_after(&mut c, pos)
         .await?
         .map(|at| (now_ms() - at).max(0))
@@ -461,6 +467,9 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
     let lease = format!("remote_write:{}", r.label);
     let mut labels = Labels::default();
     let mut pos: Option<LogPosition> = None;
+    // What the database holds, and when it was written.
+    let mut saved: Option<LogPosition> = None;
+    let mut saved_at = Instant::now();
     let mut renewed: Option<Instant> = None;
     let mut backoff = Duration::from_secs(1);
     let mut pruned = Instant::now();
@@ -473,7 +482,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                     r.figures.sending.store(false, Ordering::Relaxed);
                     renewed = None;
                     pos = None;
-                    if let Ok(lag) = lag_ms(&state, &r.label).await {
+                    if let Ok(lag) = lag_ms(&state, &r.label, None).await {
                         r.figures.lag_ms.store(lag, Ordering::Relaxed);
                     }
                     tokio::time::sleep(LEASE_RENEW).await;
@@ -494,6 +503,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                     Ok(p) => {
                         let p = p.unwrap_or_default();
                         pos = Some(p);
+                        saved = Some(p);
                         p
                     }
                     Err(e) => {
@@ -513,7 +523,25 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
             }
         };
         let Some(last) = round.last else {
-            r.figures.lag_ms.store(0, Ordering::Relaxed);
+            // Caught up: what was accepted is recorded before waiting.
+            let prune = pruned.elapsed() >= Duration::from_secs(10);
+            if saved != Some(from) || prune {
+                match advance(&state, &r.label, from, prune).await {
+                    Ok(()) => {
+                        saved = Some(from);
+                        saved_at = Instant::now();
+                        if prune {
+                            pruned = Instant::now();
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(url = %r.label, error = %e, "remote write: cannot save the position");
+                    }
+                }
+            }
+            if let Ok(lag) = lag_ms(&state, &r.label, Some(from)).await {
+                r.figures.lag_ms.store(lag, Ordering::Relaxed);
+            }
             tokio::time::sleep(IDLE).await;
             continue;
         };
@@ -543,7 +571,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         if let Some(why) = retry {
             tracing::warn!(url = %r.label, error = %why, retry_in_secs = backoff.as_secs(), "remote write: sending failed; retrying");
             r.figures.fail(why);
-            if let Ok(lag) = lag_ms(&state, &r.label).await {
+            if let Ok(lag) = lag_ms(&state, &r.label, Some(from)).await {
                 r.figures.lag_ms.store(lag, Ordering::Relaxed);
             }
             tokio::time::sleep(backoff).await;
@@ -551,21 +579,25 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
             continue;
         }
         backoff = Duration::from_secs(1);
-        let prune = pruned.elapsed() >= Duration::from_secs(10);
-        match advance(&state, &r.label, last, prune).await {
-            Ok(()) => {
-                pos = Some(last);
-                if prune {
-                    pruned = Instant::now();
+        pos = Some(last);
+        if saved_at.elapsed() >= SAVE_EVERY {
+            let prune = pruned.elapsed() >= Duration::from_secs(10);
+            match advance(&state, &r.label, last, prune).await {
+                Ok(()) => {
+                    saved = Some(last);
+                    saved_at = Instant::now();
+                    if prune {
+                        pruned = Instant::now();
+                    }
+                }
+                Err(e) => {
+                    // Sent but not recorded: the next save records it, or a successor sends
+                    // it again from the stored position.
+                    tracing::warn!(url = %r.label, error = %e, "remote write: cannot save the position");
                 }
             }
-            Err(e) => {
-                // Sent but not recorded: sent again from the stored position.
-                tracing::warn!(url = %r.label, error = %e, "remote write: cannot save the position");
-                pos = None;
-            }
         }
-        if let Ok(lag) = lag_ms(&state, &r.label).await {
+        if let Ok(lag) = lag_ms(&state, &r.label, Some(last)).await {
             r.figures.lag_ms.store(lag, Ordering::Relaxed);
         }
     }

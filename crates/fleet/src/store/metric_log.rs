@@ -86,12 +86,12 @@ pub async fn read_after(
             .fetch_all(&mut *c)
             .await?
         }
+        // txid is always 0 here: the id alone is the order (and a search of the row id).
         Handle::Sqlite(c) => {
             sqlx::query_as(
                 "SELECT txid, id, agent_seq, ts, stored_at FROM metric_log \
-                 WHERE (txid, id) > ($1, $2) ORDER BY txid, id LIMIT $3",
+                 WHERE id > $1 ORDER BY id LIMIT $2",
             )
-            .bind(after.txid)
             .bind(after.id)
             .bind(limit)
             .fetch_all(&mut *c)
@@ -102,10 +102,21 @@ pub async fn read_after(
 
 /// When the oldest row after `after` was stored (unix milliseconds), if there is one.
 pub async fn oldest_after(ex: &mut impl Exec, after: LogPosition) -> StoreResult<Option<i64>> {
-    Ok(
-        on!(ex, c => sqlx::query_scalar("SELECT MIN(stored_at) FROM metric_log WHERE (txid, id) > ($1, $2)")
-            .bind(after.txid).bind(after.id).fetch_one(&mut *c).await?),
-    )
+    Ok(match ex.handle() {
+        Handle::Postgres(c) => {
+            sqlx::query_scalar("SELECT MIN(stored_at) FROM metric_log WHERE (txid, id) > ($1, $2)")
+                .bind(after.txid)
+                .bind(after.id)
+                .fetch_one(&mut *c)
+                .await?
+        }
+        Handle::Sqlite(c) => {
+            sqlx::query_scalar("SELECT MIN(stored_at) FROM metric_log WHERE id > $1")
+                .bind(after.id)
+                .fetch_one(&mut *c)
+                .await?
+        }
+    })
 }
 
 /// The last row of the log, if any (where a new reader that wants only what comes next
@@ -119,10 +130,19 @@ pub async fn last(ex: &mut impl Exec) -> StoreResult<Option<LogPosition>> {
 
 /// Forgets rows up to and including `through` (every reader has taken them).
 pub async fn prune_through(ex: &mut impl Exec, through: LogPosition) -> StoreResult<u64> {
-    Ok(
-        on!(ex, c => sqlx::query("DELETE FROM metric_log WHERE (txid, id) <= ($1, $2)")
-            .bind(through.txid).bind(through.id).execute(&mut *c).await?.rows_affected()),
-    )
+    Ok(match ex.handle() {
+        Handle::Postgres(c) => sqlx::query("DELETE FROM metric_log WHERE (txid, id) <= ($1, $2)")
+            .bind(through.txid)
+            .bind(through.id)
+            .execute(&mut *c)
+            .await?
+            .rows_affected(),
+        Handle::Sqlite(c) => sqlx::query("DELETE FROM metric_log WHERE id <= $1")
+            .bind(through.id)
+            .execute(&mut *c)
+            .await?
+            .rows_affected(),
+    })
 }
 
 /// Forgets the whole log (forwarding was turned off).
@@ -162,8 +182,10 @@ pub async fn points_at(ex: &mut impl Exec, keys: &[(i64, i64)]) -> StoreResult<V
         }
         Handle::Sqlite(c) => {
             for chunk in keys.chunks(4_000) {
+                // The keys drive the join (CROSS JOIN keeps that order): each is one search of
+                // the primary key. `(agent_seq, ts) IN (VALUES ...)` would scan the table.
                 let mut qb = sqlx::QueryBuilder::new(
-                    "SELECT agent_seq, series_id, ts, value FROM metric_points WHERE (agent_seq, ts) IN (VALUES ",
+                    "SELECT p.agent_seq, p.series_id, p.ts, p.value FROM (VALUES ",
                 );
                 let mut list = qb.separated(", ");
                 for (a, t) in chunk {
@@ -173,7 +195,9 @@ pub async fn points_at(ex: &mut impl Exec, keys: &[(i64, i64)]) -> StoreResult<V
                     list.push_bind_unseparated(*t);
                     list.push_unseparated(")");
                 }
-                qb.push(")");
+                qb.push(
+                    ") AS k CROSS JOIN metric_points p ON p.agent_seq = k.column1 AND p.ts = k.column2",
+                );
                 let rows: Vec<StoredPoint> = qb.build_query_as().fetch_all(&mut *c).await?;
                 out.extend(rows);
             }
