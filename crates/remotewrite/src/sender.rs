@@ -467,12 +467,13 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
     let lease = format!("remote_write:{}", r.label);
     let mut labels = Labels::default();
     let mut pos: Option<LogPosition> = None;
-    // What the database holds, and when it was written.
-    let mut saved: Option<LogPosition> = None;
-    let mut saved_at = Instant::now();
+    let mut saves = Saves {
+        saved: None,
+        saved_at: Instant::now(),
+        pruned: Instant::now(),
+    };
     let mut renewed: Option<Instant> = None;
     let mut backoff = Duration::from_secs(1);
-    let mut pruned = Instant::now();
     loop {
         if renewed.is_none_or(|t| t.elapsed() >= LEASE_RENEW) {
             match take_lease(&state, &lease).await {
@@ -503,7 +504,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                     Ok(p) => {
                         let p = p.unwrap_or_default();
                         pos = Some(p);
-                        saved = Some(p);
+                        saves.saved = Some(p);
                         p
                     }
                     Err(e) => {
@@ -524,24 +525,10 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         };
         let Some(last) = round.last else {
             // Caught up: what was accepted is recorded before waiting.
-            let prune = pruned.elapsed() >= Duration::from_secs(10);
-            if saved != Some(from) || prune {
-                match advance(&state, &r.label, from, prune).await {
-                    Ok(()) => {
-                        saved = Some(from);
-                        saved_at = Instant::now();
-                        if prune {
-                            pruned = Instant::now();
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(url = %r.label, error = %e, "remote write: cannot save the position");
-                    }
-                }
+            if saves.saved != Some(from) || saves.prune_due() {
+                saves.save(&state, &r.label, from).await;
             }
-            if let Ok(lag) = lag_ms(&state, &r.label, Some(from)).await {
-                r.figures.lag_ms.store(lag, Ordering::Relaxed);
-            }
+            refresh_lag(&state, &r, from).await;
             tokio::time::sleep(IDLE).await;
             continue;
         };
@@ -571,35 +558,54 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         if let Some(why) = retry {
             tracing::warn!(url = %r.label, error = %why, retry_in_secs = backoff.as_secs(), "remote write: sending failed; retrying");
             r.figures.fail(why);
-            if let Ok(lag) = lag_ms(&state, &r.label, Some(from)).await {
-                r.figures.lag_ms.store(lag, Ordering::Relaxed);
-            }
+            refresh_lag(&state, &r, from).await;
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
             continue;
         }
         backoff = Duration::from_secs(1);
         pos = Some(last);
-        if saved_at.elapsed() >= SAVE_EVERY {
-            let prune = pruned.elapsed() >= Duration::from_secs(10);
-            match advance(&state, &r.label, last, prune).await {
-                Ok(()) => {
-                    saved = Some(last);
-                    saved_at = Instant::now();
-                    if prune {
-                        pruned = Instant::now();
-                    }
-                }
-                Err(e) => {
-                    // Sent but not recorded: the next save records it, or a successor sends
-                    // it again from the stored position.
-                    tracing::warn!(url = %r.label, error = %e, "remote write: cannot save the position");
+        if saves.saved_at.elapsed() >= SAVE_EVERY {
+            saves.save(&state, &r.label, last).await;
+        }
+        refresh_lag(&state, &r, last).await;
+    }
+}
+
+/// When a receiver's position was last written, and the log last pruned.
+struct Saves {
+    saved: Option<LogPosition>,
+    saved_at: Instant,
+    pruned: Instant,
+}
+
+impl Saves {
+    fn prune_due(&self) -> bool {
+        self.pruned.elapsed() >= Duration::from_secs(10)
+    }
+
+    /// Writes the position (and prunes when due). A failure is logged: what was sent but
+    /// not recorded is recorded by the next save, or sent again by a successor.
+    async fn save(&mut self, state: &AppState, label: &str, to: LogPosition) {
+        let prune = self.prune_due();
+        match advance(state, label, to, prune).await {
+            Ok(()) => {
+                self.saved = Some(to);
+                self.saved_at = Instant::now();
+                if prune {
+                    self.pruned = Instant::now();
                 }
             }
+            Err(e) => {
+                tracing::warn!(url = %label, error = %e, "remote write: cannot save the position");
+            }
         }
-        if let Ok(lag) = lag_ms(&state, &r.label, Some(last)).await {
-            r.figures.lag_ms.store(lag, Ordering::Relaxed);
-        }
+    }
+}
+
+async fn refresh_lag(state: &AppState, r: &Receiver, pos: LogPosition) {
+    if let Ok(lag) = lag_ms(state, &r.label, Some(pos)).await {
+        r.figures.lag_ms.store(lag, Ordering::Relaxed);
     }
 }
 
