@@ -415,8 +415,10 @@ async fn housekeeping(state: AppState) {
                     raw_before = raw_before.min(ts);
                 }
             } else {
-                // Forwarding is off: nothing reads the log.
-                trusthub_fleet::metric_log::clear(&mut tx).await?;
+                // Forwarding is off here: log rows whose points the raw retention removes
+                // go with them (a process with forwarding on keeps what it has not sent;
+                // every hub process of one database should have the same receivers).
+                trusthub_fleet::metric_log::forget_before(&mut tx, raw_before).await?;
             }
             trusthub_fleet::maintenance::purge_points(
                 &mut tx,

@@ -119,15 +119,6 @@ pub async fn oldest_after(ex: &mut impl Exec, after: LogPosition) -> StoreResult
     })
 }
 
-/// The last row of the log, if any (where a new reader that wants only what comes next
-/// starts).
-pub async fn last(ex: &mut impl Exec) -> StoreResult<Option<LogPosition>> {
-    let row: Option<(i64, i64)> = on!(ex, c => sqlx::query_as(
-        "SELECT txid, id FROM metric_log ORDER BY txid DESC, id DESC LIMIT 1")
-        .fetch_optional(&mut *c).await?);
-    Ok(row.map(|(txid, id)| LogPosition { txid, id }))
-}
-
 /// Forgets rows up to and including `through` (every reader has taken them).
 pub async fn prune_through(ex: &mut impl Exec, through: LogPosition) -> StoreResult<u64> {
     Ok(match ex.handle() {
@@ -145,9 +136,12 @@ pub async fn prune_through(ex: &mut impl Exec, through: LogPosition) -> StoreRes
     })
 }
 
-/// Forgets the whole log (forwarding was turned off).
-pub async fn clear(ex: &mut impl Exec) -> StoreResult<u64> {
-    Ok(on!(ex, c => sqlx::query("DELETE FROM metric_log").execute(&mut *c).await?.rows_affected()))
+/// Forgets rows naming points older than `ts_ms` (forwarding is off in this process and the
+/// raw retention removes those points).
+pub async fn forget_before(ex: &mut impl Exec, ts_ms: i64) -> StoreResult<u64> {
+    Ok(
+        on!(ex, c => sqlx::query("DELETE FROM metric_log WHERE ts < $1").bind(ts_ms).execute(&mut *c).await?.rows_affected()),
+    )
 }
 
 /// The oldest point timestamp the log still names: raw points from there on must be kept

@@ -132,7 +132,9 @@ async fn liveness_writes_the_timeline_and_an_slo_reports_budget_history_and_main
     // Thirty days of verdicts with ten minutes down two days ago: 43.2 budget minutes, 33.2 left.
     let now = hub_now();
     let start = now - Duration::days(30);
-    let outage = now - Duration::days(2);
+    // At noon two days ago: the ten minutes fall within one UTC day whenever the test runs.
+    let outage =
+        (now - Duration::days(2)).replace_time(time::Time::from_hms(12, 0, 0).expect("noon"));
     let (_, other) = nginx_app(&app, "api").await;
     spans(
         &app,
