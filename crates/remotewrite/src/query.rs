@@ -117,17 +117,9 @@ fn quoted(s: &str) -> String {
     out
 }
 
-/// A query parameter, percent-encoded.
-fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+/// A query string of these parameters, percent-encoded.
+fn params(pairs: &[(&str, &str)]) -> String {
+    serde_urlencoded::to_string(pairs).unwrap_or_default()
 }
 
 /// Unix milliseconds as the API's seconds.
@@ -210,9 +202,11 @@ impl Store {
                 let range = w.to_ms - w.from_ms + 1;
                 let rows = self
                     .get(&format!(
-                        "/api/v1/query?query={}&time={}",
-                        enc(&format!("{selector}[{range}ms]")),
-                        secs(w.to_ms - 1)
+                        "/api/v1/query?{}",
+                        params(&[
+                            ("query", &format!("{selector}[{range}ms]")),
+                            ("time", &secs(w.to_ms - 1)),
+                        ])
                     ))
                     .await?;
                 take(rows, 0);
@@ -223,16 +217,19 @@ impl Store {
             Some(b) => {
                 let first = w.from_ms.div_euclid(b) * b;
                 let last = (w.to_ms - 1).div_euclid(b) * b;
-                let query = enc(&format!("avg_over_time({selector}[{b}ms])"));
+                let query = format!("avg_over_time({selector}[{b}ms])");
                 let mut start = first;
                 while start <= last {
                     let end = (start + (MAX_STEPS - 1) * b).min(last);
                     let rows = self
                         .get(&format!(
-                            "/api/v1/query_range?query={query}&start={}&end={}&step={}",
-                            secs(start + b - 1),
-                            secs(end + b - 1),
-                            secs(b)
+                            "/api/v1/query_range?{}",
+                            params(&[
+                                ("query", &query),
+                                ("start", &secs(start + b - 1)),
+                                ("end", &secs(end + b - 1)),
+                                ("step", &secs(b)),
+                            ])
                         ))
                         .await?;
                     // Each step's time is its bucket's start + b - 1 ms.
