@@ -1690,12 +1690,19 @@ async fn an_emergency_kills_a_process_and_the_host_refuses_what_its_allowlist_fo
     // block_ip is not on this host's emergency_actions: the agent refuses it.
     // A step whose code is valid now and was not spent (the kill may have run past the
     // step's end on a busy machine).
+    // When all three acceptable steps are spent (verify crossed a step boundary and the kill
+    // ran into the next one), the next step boundary brings a fresh one.
     let spent = [enrolled / 30, (enrolled + 2) / 30, now / 30 + 1];
-    let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
-    let step = [current + 1, current, current - 1]
-        .into_iter()
-        .find(|s| !spent.contains(s))
-        .expect("an unspent step");
+    let step = loop {
+        let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
+        if let Some(step) = [current + 1, current, current - 1]
+            .into_iter()
+            .find(|s| !spent.contains(s))
+        {
+            break step;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
     let r = send(
         json!({"action": "block_ip", "target": "203.0.113.7", "reason": "scanner"}),
         trusthub_core::totp::code_at(&secret, step * 30),
