@@ -9,6 +9,7 @@
 //! batches are retried one per transaction, so one bad batch cannot fail its neighbours.
 
 use crate::store::agents;
+use crate::store::metric_log::Handoff;
 use crate::store::telemetry::{self, PointRows, SeriesCache};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -141,9 +142,10 @@ pub struct Ingest {
 }
 
 impl Ingest {
-    /// Starts the writer task. With `log`, the keys of stored points are appended to the
-    /// metric log for forwarding (CONTRACT 26).
-    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: Hooks, log: bool) -> Ingest {
+    /// Starts the writer task. With `log` (forwarding is on, CONTRACT 26), the keys of stored
+    /// points are appended to the metric log, and what each transaction stored is handed to
+    /// it after the commit.
+    pub fn new(db: Db, cache: Arc<SeriesCache>, apps: Hooks, log: Option<Handoff>) -> Ingest {
         let (tx, rx) = mpsc::channel(1024);
         let repeated = Arc::new(AtomicU64::new(0));
         let counter = repeated.clone();
@@ -194,7 +196,7 @@ async fn writer(
     db: Db,
     cache: Arc<SeriesCache>,
     apps: Hooks,
-    log: bool,
+    log: Option<Handoff>,
     mut rx: mpsc::Receiver<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
 ) {
@@ -207,7 +209,7 @@ async fn writer(
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
-        match commit_group(&db, &cache, apps, log, &jobs).await {
+        match commit_group(&db, &cache, apps, log.as_ref(), &jobs).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
                 for (reply, fresh) in replies.into_iter().zip(flags) {
@@ -217,12 +219,13 @@ async fn writer(
             Err(e) => {
                 tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
                 for (job, reply) in jobs.into_iter().zip(replies) {
-                    let one = commit_group(&db, &cache, apps, log, std::slice::from_ref(&job))
-                        .await
-                        .map(|(f, again)| {
-                            repeated.fetch_add(again, Ordering::Relaxed);
-                            f[0]
-                        });
+                    let one =
+                        commit_group(&db, &cache, apps, log.as_ref(), std::slice::from_ref(&job))
+                            .await
+                            .map(|(f, again)| {
+                                repeated.fetch_add(again, Ordering::Relaxed);
+                                f[0]
+                            });
                     let _ = reply.send(one);
                 }
             }
@@ -232,12 +235,13 @@ async fn writer(
 
 /// Commits a group of batches in one transaction; answers, per batch, whether it was new,
 /// and how many samples of the new batches repeated a stored point. With `log`, the stored
-/// points' keys go to the metric log in the same transaction.
+/// points' keys go to the metric log in the same transaction, and the points to `log` after
+/// the commit (when the log's ids are in commit order: SQLite).
 pub async fn commit_group(
     db: &Db,
     cache: &SeriesCache,
     apps: Hooks,
-    log: bool,
+    log: Option<&Handoff>,
     jobs: &[Job],
 ) -> StoreResult<(Vec<bool>, u64)> {
     let now = jobs
@@ -298,8 +302,12 @@ pub async fn commit_group(
         flags.push(fresh);
         last_of_agent.insert(job.agent_id, job);
     }
-    let stored =
-        telemetry::insert_points(&mut tx, &rows, log.then(|| telemetry::unix_ms(now))).await?;
+    let (stored, committed) = telemetry::insert_points(
+        &mut tx,
+        &rows,
+        log.is_some().then(|| telemetry::unix_ms(now)),
+    )
+    .await?;
     let repeated = (rows.series.len() as u64).saturating_sub(stored);
     let seen: Vec<agents::Seen<'_>> = last_of_agent
         .into_iter()
@@ -311,6 +319,9 @@ pub async fn commit_group(
         .collect();
     agents::seen_many(&mut tx, &seen, now).await?;
     tx.commit().await?;
+    if let (Some(handoff), Some(committed)) = (log, committed) {
+        handoff(Arc::new(committed));
+    }
     for (agent, l) in learned {
         cache.learn(agent, l);
     }

@@ -98,8 +98,9 @@ pub mod raw {
 /// The order in which metric points were stored, for forwarding them (CONTRACT 26).
 pub mod metric_log {
     pub use crate::store::metric_log::{
-        AgentLabels, LogEntry, LogPosition, SeriesInfo, StoredPoint, agent_labels, forget_before,
-        oldest_after, oldest_ts, points_at, prune_through, read_after, series_info,
+        AgentLabels, Committed, Handoff, LogEntry, LogPosition, SeriesInfo, StoredPoint,
+        agent_labels, forget_before, oldest_after, oldest_ts, points_at, prune_through, read_after,
+        read_between, series_info,
     };
 }
 

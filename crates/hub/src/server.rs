@@ -205,7 +205,7 @@ impl Server {
                     Box::pin(trusthub_compliance::on_report(tx, report, now))
                 }),
             },
-            remote_write.enabled(),
+            remote_write.handoff(),
         );
         let state = AppState(Arc::new(App {
             limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),

@@ -10,13 +10,14 @@
 
 use crate::store;
 use crate::wire::{Request, label_bytes, tag_label};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use trusthub_fleet::metric_log::{self, AgentLabels, LogPosition};
+use tokio::sync::mpsc;
+use trusthub_fleet::metric_log::{self, AgentLabels, Committed, Handoff, LogPosition, StoredPoint};
 use trusthub_platform::AppState;
 use trusthub_store::StoreResult;
 
@@ -26,14 +27,20 @@ pub const MAX_SAMPLES_PER_REQUEST: usize = 10_000;
 const ROUND_ROWS: i64 = 256;
 /// Longest wait between retries.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// Wait between looks at the log when everything was sent.
+/// Longest wait for the ingest writer's next commit (then the log is looked at) when
+/// everything was sent.
 const IDLE: Duration = Duration::from_millis(250);
-/// The position is saved at most this often while sending (and whenever the receiver has
-/// caught up): each save is a write transaction beside the ingest writer's. A hub stopped
-/// between two saves sends at most this much again.
+/// The position is saved at most this often while sending (and when nothing came to send
+/// for [`IDLE`] after catching up, or a request failed): each save is a write transaction
+/// beside the ingest writer's. A hub stopped between two saves sends at most this much again.
 const SAVE_EVERY: Duration = Duration::from_secs(1);
 /// A lease is renewed this often, and held for three times as long.
 const LEASE_RENEW: Duration = Duration::from_secs(5);
+/// Points handed over in memory and not sent yet, per receiver, at most (≈ 32 bytes each).
+/// Past that, handed-over points are dropped and read back from the log instead.
+const MAX_QUEUED_POINTS: usize = 1_000_000;
+/// Transactions handed over in memory and not sent yet, per receiver, at most.
+const MAX_QUEUED: usize = 256;
 
 /// The receivers of this hub (empty: forwarding is off), a part of the state.
 #[derive(Debug, Default)]
@@ -58,6 +65,38 @@ pub struct Receiver {
     auth: Auth,
     /// What was sent, retried and dropped, and the lag.
     pub figures: Figures,
+    queue: Queue,
+}
+
+/// What the ingest writer handed over in memory (SQLite): the points of each committed
+/// transaction, so that the sender need not read them back. The log stays the truth: a
+/// transaction dropped here (queue full, or this process not sending) is read from the log.
+#[derive(Debug)]
+struct Queue {
+    tx: mpsc::Sender<Arc<Committed>>,
+    rx: Mutex<Option<mpsc::Receiver<Arc<Committed>>>>,
+    /// Points in the queue and not sent yet.
+    points: AtomicUsize,
+}
+
+impl Queue {
+    fn new() -> Queue {
+        let (tx, rx) = mpsc::channel(MAX_QUEUED);
+        Queue {
+            tx,
+            rx: Mutex::new(Some(rx)),
+            points: AtomicUsize::new(0),
+        }
+    }
+
+    fn offer(&self, c: &Arc<Committed>) {
+        let n = c.points.len();
+        if self.points.fetch_add(n, Ordering::Relaxed) + n > MAX_QUEUED_POINTS
+            || self.tx.try_send(c.clone()).is_err()
+        {
+            self.points.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A receiver's figures in this process.
@@ -73,6 +112,10 @@ pub struct Figures {
     pub lag_ms: AtomicI64,
     /// When it last accepted a request (unix milliseconds; 0: not yet).
     pub last_sent_at: AtomicI64,
+    /// Samples taken for sending as the ingest writer handed them over in memory.
+    pub from_memory: AtomicU64,
+    /// Samples taken for sending by reading them back from the metric log.
+    pub from_log: AtomicU64,
     /// Whether this process is the one sending to it (holds its lease).
     pub sending: AtomicBool,
     /// The last failure, cleared by the next success.
@@ -112,6 +155,7 @@ impl RemoteWrite {
                 label,
                 auth,
                 figures: Figures::default(),
+                queue: Queue::new(),
             }));
         }
         Ok(RemoteWrite { receivers })
@@ -120,6 +164,22 @@ impl RemoteWrite {
     /// Whether anything is forwarded.
     pub fn enabled(&self) -> bool {
         !self.receivers.is_empty()
+    }
+
+    /// Where the ingest writer hands what it committed (None: forwarding is off). Each
+    /// receiver this process sends to queues it; the others ignore it.
+    pub fn handoff(&self) -> Option<Handoff> {
+        if !self.enabled() {
+            return None;
+        }
+        let receivers = self.receivers.clone();
+        Some(Arc::new(move |c: Arc<Committed>| {
+            for r in &receivers {
+                if r.figures.sending.load(Ordering::Relaxed) {
+                    r.queue.offer(&c);
+                }
+            }
+        }))
     }
 
     /// The Prometheus exposition of the figures, for `//metrics`.
@@ -144,6 +204,21 @@ impl RemoteWrite {
                 let _ = writeln!(
                     out,
                     "trusthub_remote_write_samples_total{{url=\"{url}\",result=\"{result}\"}} {}",
+                    n.load(Ordering::Relaxed)
+                );
+            }
+        }
+        out.push_str(
+            "# HELP trusthub_remote_write_samples_source_total Samples taken for forwarding, by where they were taken from: handed over in memory after the commit, or read back from the metric log.\n\
+             # TYPE trusthub_remote_write_samples_source_total counter\n",
+        );
+        for r in &self.receivers {
+            let url = escape(&r.label);
+            let f = &r.figures;
+            for (source, n) in [("memory", &f.from_memory), ("log", &f.from_log)] {
+                let _ = writeln!(
+                    out,
+                    "trusthub_remote_write_samples_source_total{{url=\"{url}\",source=\"{source}\"}} {}",
                     n.load(Ordering::Relaxed)
                 );
             }
@@ -271,10 +346,16 @@ struct Round {
 }
 
 impl Labels {
-    /// Reads the log after `pos` and builds the requests of what was stored there.
-    async fn round(&mut self, state: &AppState, pos: LogPosition) -> StoreResult<Round> {
+    /// Reads the log after `pos` (and before row `before`, when given) and builds the
+    /// requests of what was stored there.
+    async fn round(
+        &mut self,
+        state: &AppState,
+        pos: LogPosition,
+        before: Option<i64>,
+    ) -> StoreResult<Round> {
         let mut c = state.db.conn().await?;
-        let entries = metric_log::read_after(&mut c, pos, ROUND_ROWS).await?;
+        let entries = metric_log::read_between(&mut c, pos, before, ROUND_ROWS).await?;
         let Some(last) = entries.last().map(|e| e.position()) else {
             return Ok(Round {
                 last: None,
@@ -285,8 +366,34 @@ impl Labels {
         keys.sort_unstable();
         keys.dedup();
         let points = metric_log::points_at(&mut c, &keys).await?;
-        // The agents, read each round (tags and host names change).
-        let mut seqs: Vec<i64> = keys.iter().map(|k| k.0).collect();
+        drop(c);
+        Ok(Round {
+            last: Some(last),
+            requests: self.requests(state, points).await?,
+        })
+    }
+
+    /// The requests of points handed over in memory: log rows `first_id..=last_id`.
+    async fn handed(&mut self, state: &AppState, c: &Committed) -> StoreResult<Round> {
+        Ok(Round {
+            last: Some(LogPosition {
+                txid: 0,
+                id: c.last_id,
+            }),
+            requests: self.requests(state, c.points.clone()).await?,
+        })
+    }
+
+    /// Labels points (the agents read each time: tags and host names change; series looked
+    /// up once) and cuts them into requests.
+    async fn requests(
+        &mut self,
+        state: &AppState,
+        mut points: Vec<StoredPoint>,
+    ) -> StoreResult<Vec<Request>> {
+        let mut c = state.db.conn().await?;
+        let mut seqs: Vec<i64> = points.iter().map(|p| p.0).collect();
+        seqs.sort_unstable();
         seqs.dedup();
         if self.agents.len() > 100_000 {
             self.agents.clear();
@@ -295,7 +402,6 @@ impl Labels {
             self.agents.insert(a.seq, (fingerprint(&a), a));
         }
         // Grouped by series, each series' samples in time order: one sort, no map of vectors.
-        let mut points = points;
         points.sort_unstable_by_key(|p| (p.1, p.2));
         points.dedup_by_key(|p| (p.1, p.2));
         let mut unknown: Vec<i64> = points
@@ -346,10 +452,7 @@ impl Labels {
         if request.samples() > 0 {
             requests.push(request);
         }
-        Ok(Round {
-            last: Some(last),
-            requests,
-        })
+        Ok(requests)
     }
 }
 
@@ -461,11 +564,91 @@ async fn advance(state: &AppState, label: &str, to: LogPosition, prune: bool) ->
     Ok(())
 }
 
+/// What was handed over in memory and not sent yet, in commit order.
+struct Inbox {
+    rx: Option<mpsc::Receiver<Arc<Committed>>>,
+    pending: VecDeque<Arc<Committed>>,
+    r: Arc<Receiver>,
+}
+
+impl Inbox {
+    /// Takes what the queue holds.
+    fn fill(&mut self) {
+        if let Some(rx) = &mut self.rx {
+            while let Ok(c) = rx.try_recv() {
+                self.pending.push_back(c);
+            }
+        }
+    }
+
+    fn pop(&mut self) -> Option<Arc<Committed>> {
+        let c = self.pending.pop_front()?;
+        self.r
+            .queue
+            .points
+            .fetch_sub(c.points.len(), Ordering::Relaxed);
+        Some(c)
+    }
+
+    /// Forgets what the log position already covers (read from the log, or sent by a
+    /// predecessor).
+    fn skip_through(&mut self, pos: LogPosition) {
+        while self.pending.front().is_some_and(|c| c.last_id <= pos.id) {
+            self.pop();
+        }
+    }
+
+    /// Forgets everything (this process stopped sending: the log is the truth).
+    fn clear(&mut self) {
+        self.fill();
+        while self.pop().is_some() {}
+    }
+
+    /// Waits up to `d` for a transaction to be handed over; whether one was.
+    async fn wait(&mut self, d: Duration) -> bool {
+        if !self.pending.is_empty() {
+            return true;
+        }
+        let Some(rx) = &mut self.rx else {
+            tokio::time::sleep(d).await;
+            return false;
+        };
+        match tokio::time::timeout(d, rx.recv()).await {
+            Ok(Some(c)) => {
+                self.pending.push_back(c);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The lag after sending through `pos`: the age of the oldest transaction waiting here,
+    /// if the next one follows on from `pos` (otherwise the log is read to know).
+    fn lag_ms(&self, pos: LogPosition) -> Option<i64> {
+        match self.pending.front() {
+            Some(c) if c.first_id == pos.id + 1 => Some((now_ms() - c.stored_at).max(0)),
+            _ => None,
+        }
+    }
+}
+
 /// The loop of one receiver, for as long as the hub serves.
+///
+/// On SQLite the ingest writer hands each committed transaction's points over in memory
+/// ([`RemoteWrite::handoff`]); when the next one follows on from the position (its first log
+/// row is the one after), it is sent without reading anything back. Otherwise — after a
+/// start, a lease change, a failed request or a full queue — the log is read up to the first
+/// transaction waiting in memory. On PostgreSQL (log ids are not in commit order, and
+/// another process may have stored the points) the log is always read.
 async fn forward(state: AppState, r: Arc<Receiver>) {
     let client = client();
     let lease = format!("remote_write:{}", r.label);
     let mut labels = Labels::default();
+    let mut inbox = Inbox {
+        rx: r.queue.rx.lock().ok().and_then(|mut q| q.take()),
+        pending: VecDeque::new(),
+        r: r.clone(),
+    };
     let mut pos: Option<LogPosition> = None;
     let mut saves = Saves {
         saved: None,
@@ -481,6 +664,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                 Ok(false) | Err(_) => {
                     // Another process sends; keep the lag figure true from the database.
                     r.figures.sending.store(false, Ordering::Relaxed);
+                    inbox.clear();
                     renewed = None;
                     pos = None;
                     if let Ok(lag) = lag_ms(&state, &r.label, None).await {
@@ -515,7 +699,27 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                 }
             }
         };
-        let round = match labels.round(&state, from).await {
+        inbox.fill();
+        inbox.skip_through(from);
+        let next = inbox.pending.front().map(|c| c.first_id);
+        let in_memory = from.txid == 0 && next == Some(from.id + 1);
+        let round = if in_memory {
+            match inbox.pop() {
+                Some(c) => labels.handed(&state, &c).await,
+                None => continue,
+            }
+        } else {
+            labels.round(&state, from, next).await
+        };
+        if let Ok(round) = &round {
+            let n: usize = round.requests.iter().map(Request::samples).sum();
+            let source = match in_memory {
+                true => &r.figures.from_memory,
+                false => &r.figures.from_log,
+            };
+            source.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        let round = match round {
             Ok(round) => round,
             Err(e) => {
                 tracing::warn!(url = %r.label, error = %e, "remote write: cannot read the metric log");
@@ -524,12 +728,27 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
             }
         };
         let Some(last) = round.last else {
-            // Caught up: what was accepted is recorded before waiting.
-            if saves.saved != Some(from) || saves.prune_due() {
+            if let Some(next) = next {
+                // The log holds nothing before the first transaction handed over (it committed
+                // after every row before it): carry on from there.
+                pos = Some(LogPosition {
+                    txid: 0,
+                    id: next - 1,
+                });
+                continue;
+            }
+            // Caught up. What was accepted is recorded at once when the last record is a
+            // second old; otherwise when nothing more comes for a moment (a save is a write
+            // beside the ingest writer's: at most one a second under load).
+            refresh_lag(&state, &r, from).await;
+            if saves.saved != Some(from) && saves.saved_at.elapsed() >= SAVE_EVERY
+                || saves.prune_due()
+            {
                 saves.save(&state, &r.label, from).await;
             }
-            refresh_lag(&state, &r, from).await;
-            tokio::time::sleep(IDLE).await;
+            if !inbox.wait(IDLE).await && saves.saved != Some(from) {
+                saves.save(&state, &r.label, from).await;
+            }
             continue;
         };
         let mut retry = None;
@@ -558,6 +777,11 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         if let Some(why) = retry {
             tracing::warn!(url = %r.label, error = %why, retry_in_secs = backoff.as_secs(), "remote write: sending failed; retrying");
             r.figures.fail(why);
+            // What was accepted before the failure is recorded: a restart during an outage
+            // does not send it again.
+            if saves.saved != Some(from) {
+                saves.save(&state, &r.label, from).await;
+            }
             refresh_lag(&state, &r, from).await;
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -568,7 +792,11 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         if saves.saved_at.elapsed() >= SAVE_EVERY {
             saves.save(&state, &r.label, last).await;
         }
-        refresh_lag(&state, &r, last).await;
+        inbox.fill();
+        match inbox.lag_ms(last) {
+            Some(lag) => r.figures.lag_ms.store(lag, Ordering::Relaxed),
+            None => refresh_lag(&state, &r, last).await,
+        }
     }
 }
 

@@ -47,29 +47,81 @@ impl LogEntry {
     }
 }
 
-/// Appends the keys of newly stored points, in the storing transaction.
+/// Appends the keys of newly stored points, in the storing transaction. On SQLite, answers
+/// the ids the rows took (`first..=last`: one writer, so they are consecutive and in commit
+/// order); on PostgreSQL nothing (ids there are not in commit order).
 pub(crate) async fn append(
     ex: &mut impl Exec,
     keys: &BTreeSet<(i64, i64)>,
     stored_at: i64,
-) -> StoreResult<()> {
+) -> StoreResult<Option<(i64, i64)>> {
     let keys: Vec<&(i64, i64)> = keys.iter().collect();
+    let mut ids: Option<(i64, i64)> = None;
+    let mut taken = 0i64;
+    const INSERT: &str = "INSERT INTO metric_log (agent_seq, ts, stored_at) ";
     for chunk in keys.chunks(4_000) {
-        on!(ex, c => {
-            let mut qb = sqlx::QueryBuilder::new("INSERT INTO metric_log (agent_seq, ts, stored_at) ");
-            qb.push_values(chunk, |mut b, (agent, ts)| {
-                b.push_bind(*agent).push_bind(*ts).push_bind(stored_at);
-            });
-            qb.build().execute(&mut *c).await?;
-        });
+        match ex.handle() {
+            Handle::Postgres(c) => {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(INSERT);
+                qb.push_values(chunk, |mut b, (agent, ts)| {
+                    b.push_bind(*agent).push_bind(*ts).push_bind(stored_at);
+                });
+                qb.build().execute(&mut *c).await?;
+            }
+            Handle::Sqlite(c) => {
+                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(INSERT);
+                qb.push_values(chunk, |mut b, (agent, ts)| {
+                    b.push_bind(*agent).push_bind(*ts).push_bind(stored_at);
+                });
+                qb.push(" RETURNING id");
+                let got: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *c).await?;
+                taken += got.len() as i64;
+                for id in got {
+                    ids = Some(match ids {
+                        None => (id, id),
+                        Some((lo, hi)) => (lo.min(id), hi.max(id)),
+                    });
+                }
+            }
+        }
     }
-    Ok(())
+    // Consecutive ids or nothing: a reader that cannot trust the range reads the log.
+    Ok(ids.filter(|(lo, hi)| hi - lo + 1 == taken))
 }
+
+/// Points one transaction stored, handed to forwarding after its commit so that it need not
+/// read them back (SQLite): they are the points of log rows `first_id..=last_id`.
+#[derive(Debug)]
+pub struct Committed {
+    /// The first log row of the transaction.
+    pub first_id: i64,
+    /// Its last log row.
+    pub last_id: i64,
+    /// When they were stored, unix milliseconds.
+    pub stored_at: i64,
+    /// The new points.
+    pub points: Vec<StoredPoint>,
+}
+
+/// Where the ingest writer hands what a transaction stored, after the commit. It must not
+/// block (a full queue drops: the log stays the truth and is read instead).
+pub type Handoff = std::sync::Arc<dyn Fn(std::sync::Arc<Committed>) + Send + Sync>;
 
 /// Up to `limit` committed rows after `after`, in log order.
 pub async fn read_after(
     ex: &mut impl Exec,
     after: LogPosition,
+    limit: i64,
+) -> StoreResult<Vec<LogEntry>> {
+    read_between(ex, after, None, limit).await
+}
+
+/// Like [`read_after`], stopping before row `before` (SQLite, where ids are the order: the
+/// rows ahead of points already handed over in memory).
+pub async fn read_between(
+    ex: &mut impl Exec,
+    after: LogPosition,
+    before: Option<i64>,
     limit: i64,
 ) -> StoreResult<Vec<LogEntry>> {
     Ok(match ex.handle() {
@@ -90,9 +142,10 @@ pub async fn read_after(
         Handle::Sqlite(c) => {
             sqlx::query_as(
                 "SELECT txid, id, agent_seq, ts, stored_at FROM metric_log \
-                 WHERE id > $1 ORDER BY id LIMIT $2",
+                 WHERE id > $1 AND id < $2 ORDER BY id LIMIT $3",
             )
             .bind(after.id)
+            .bind(before.unwrap_or(i64::MAX))
             .bind(limit)
             .fetch_all(&mut *c)
             .await?

@@ -212,21 +212,22 @@ pub async fn insert_samples(
 ) -> StoreResult<Inserted> {
     let mut rows = PointRows::default();
     let learned = resolve_series(ex, agent_id, samples, cache, &mut rows).await?;
-    let points = insert_points(ex, &rows, None).await?;
+    let (points, _) = insert_points(ex, &rows, None).await?;
     Ok(Inserted { points, learned })
 }
 
 /// Inserts points and folds the new ones into the rollups; returns how many were new. With
 /// `log_at` (forwarding is on: unix milliseconds of now), the new points' keys are appended
-/// to the metric log in the same transaction.
+/// to the metric log in the same transaction, and (SQLite) the new points are answered with
+/// their log rows, for handing to forwarding after the commit.
 pub async fn insert_points(
     ex: &mut impl Exec,
     rows: &PointRows,
     log_at: Option<i64>,
-) -> StoreResult<u64> {
+) -> StoreResult<(u64, Option<crate::store::metric_log::Committed>)> {
     let (agents, series, ts, values) = (&rows.agents, &rows.series, &rows.ts, &rows.values);
     if series.is_empty() {
-        return Ok(0);
+        return Ok((0, None));
     }
     // Insert, keeping only the points that were new (a repeated (series, ts) is kept once
     // and must not be counted twice in the rollups).
@@ -318,15 +319,27 @@ pub async fn insert_points(
         }
     };
     let inserted = new_points.len() as u64;
+    let mut logged = None;
     if let Some(at) = log_at {
         let keys: std::collections::BTreeSet<(i64, i64)> =
             new_points.iter().map(|(a, _, t, _)| (*a, *t)).collect();
-        crate::store::metric_log::append(ex, &keys, at).await?;
+        logged = crate::store::metric_log::append(ex, &keys, at)
+            .await?
+            .map(|ids| (ids, at));
     }
     for table in &ROLLUP_TABLES {
         upsert_rollup(ex, table, &rollup(&new_points, table.width)).await?;
     }
-    Ok(inserted)
+    let committed =
+        logged.map(
+            |((first_id, last_id), stored_at)| crate::store::metric_log::Committed {
+                first_id,
+                last_id,
+                stored_at,
+                points: new_points,
+            },
+        );
+    Ok((inserted, committed))
 }
 
 /// One minute in milliseconds.

@@ -278,13 +278,19 @@ async fn stored_samples_arrive_in_victoria_metrics_named_and_labelled(b: Backend
         !text.contains("s3cret") && !text.contains("scraper"),
         "{text}"
     );
-    let s = status_of(&app).await;
+    // The position is saved once the sender has had nothing to send for a moment (250 ms).
+    let s = eventually(10, "the position is saved", || async {
+        let s = status_of(&app).await;
+        s["receivers"][0]["position_updated_at"]
+            .is_string()
+            .then_some(s)
+    })
+    .await;
     assert_eq!(s["enabled"], true);
     assert_eq!(s["receivers"][0]["url"], vm.write_url());
     assert_eq!(s["receivers"][1]["url"], prom.write_url());
     assert_eq!(s["receivers"][0]["samples_sent"], 4);
     assert_eq!(s["receivers"][0]["sending"], true);
-    assert!(s["receivers"][0]["position_updated_at"].is_string(), "{s}");
     assert!(!s.to_string().contains("s3cret"));
     // Admins only (the receivers are the hub's); a viewer is refused.
     let (viewer, _) = app.user_with_role("viewer").await;
@@ -374,6 +380,24 @@ async fn a_receiver_down_for_a_while_gets_everything_when_back(b: Backend) {
             .as_u64()
             .is_some_and(|n| n > 0)
     );
+    // Where the sender took the samples from. On SQLite the writer hands each commit over in
+    // memory; the request that failed is read back from the log, and the commits queued
+    // behind it are sent from memory. On PostgreSQL the log is always read.
+    let text = metrics_text(&app).await;
+    let source = |from: &str| {
+        figure(
+            &text,
+            &format!(
+                "trusthub_remote_write_samples_source_total{{url=\"{}\",source=\"{from}\"}}",
+                vm.write_url()
+            ),
+        )
+    };
+    assert!(source("log").is_some_and(|n| n > 0.0), "{text}");
+    match b {
+        Backend::Sqlite => assert!(source("memory").is_some_and(|n| n > 0.0), "{text}"),
+        Backend::Postgres => assert_eq!(source("memory"), Some(0.0), "{text}"),
+    }
 }
 
 async fn a_hub_restarted_mid_stream_loses_nothing_and_resumes_from_its_position(b: Backend) {
