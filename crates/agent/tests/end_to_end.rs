@@ -306,7 +306,8 @@ async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and
     // Outage: the hub goes away; the agent keeps collecting into its spool.
     hub.stop().await;
     let outage_start = time::OffsetDateTime::now_utc();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // (Polled: on a loaded machine the agent's next push can come a few seconds late.)
+    wait_for(20, || spooled(&state.0) >= 2).await;
     assert!(
         spooled(&state.0) >= 2,
         "batches spooled while the hub is down"
@@ -316,6 +317,7 @@ async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and
     let before_restart = spooled(&state.0);
     let agent = Agent::start(&state.0, &[]);
     tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_for(20, || spooled(&state.0) > before_restart).await;
     let outage_end = time::OffsetDateTime::now_utc();
     assert!(
         spooled(&state.0) > before_restart,
@@ -775,6 +777,14 @@ async fn enrol_totp(f: &Fixture) -> Vec<u8> {
 }
 
 /// Waits until the current 30 s TOTP step has at least 8 s left.
+/// Polls `done` every 200 ms for up to `secs` seconds (the caller asserts afterwards).
+async fn wait_for(secs: u64, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while !done() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn fresh_totp_window() -> i64 {
     loop {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
