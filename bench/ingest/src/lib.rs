@@ -2,6 +2,26 @@
 
 /// A memory figure of a process, in MiB, from `/proc/<pid>/status` (`pid` `None`: this
 /// process): `field` is `VmRSS` (now) or `VmHWM` (peak).
+/// CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat`.
+pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces), from field 3 on.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
+    // utime and stime are fields 14 and 15, i.e. 11 and 12 after the name.
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// The CPU a process used between two readings of [`proc_cpu_secs`], per stored sample.
+pub fn cpu_line(who: &str, before: Option<f64>, pid: Option<u32>, samples: u64) -> Option<String> {
+    let used = pid.and_then(proc_cpu_secs)? - before?;
+    Some(format!(
+        "{who} CPU in the timed window (warm-up included): {used:.2} s, {:.2} µs per sample",
+        used * 1e6 / samples.max(1) as f64
+    ))
+}
+
 pub fn proc_mib(pid: Option<u32>, field: &str) -> Option<u64> {
     let path = match pid {
         Some(pid) => format!("/proc/{pid}/status"),

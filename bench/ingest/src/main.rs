@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-use trusthub_bench_ingest::proc_mib;
+use trusthub_bench_ingest::{cpu_line, proc_cpu_secs, proc_mib};
 use trusthub_core::agent::{MetricSample, sign_header};
 use trusthub_store::{Db, DbOptions};
 
@@ -275,6 +275,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     let watching = args
         .watch_lag
         .then(|| tokio::spawn(watch_lag(args.hub.trim_end_matches('/').to_owned())));
+    let cpu_before = args.hub_pid.and_then(proc_cpu_secs);
     let start = Instant::now();
     let warmup = Duration::from_secs(args.warmup_secs);
     let deadline = start + warmup + Duration::from_secs(args.duration_secs);
@@ -338,6 +339,12 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     for t in tasks {
         lat.extend(t.await.map_err(|e| e.to_string())?);
     }
+    let cpu = cpu_line(
+        "hub",
+        cpu_before,
+        args.hub_pid,
+        lat.len() as u64 * args.samples as u64,
+    );
     if let Some(slow) = args.slow_ms {
         print_slow_windows(&lat, slow);
     }
@@ -372,6 +379,9 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             "      after {} s of warm-up left out; over the whole run ({n} batches): p50 {p50:.1} ms, p99 {p99:.1} ms",
             args.warmup_secs
         );
+    }
+    if let Some(cpu) = cpu {
+        println!("{cpu}");
     }
     if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
         println!("hub peak RSS: {rss} MiB");
@@ -456,6 +466,7 @@ async fn vm_phase(args: &Args, vm: &str) -> Result<f64, String> {
         .collect::<Result<_, _>>()?;
     let clients = Arc::new(clients);
     let url = format!("{}/api/v1/import", vm.trim_end_matches('/'));
+    let cpu_before = args.hub_pid.and_then(proc_cpu_secs);
     let start = Instant::now();
     let deadline = start + Duration::from_secs(args.duration_secs);
     let seq = Arc::new(AtomicU64::new(0));
@@ -531,6 +542,14 @@ async fn vm_phase(args: &Args, vm: &str) -> Result<f64, String> {
         percentile(&lat, 0.99),
         errors.load(Ordering::Relaxed)
     );
+    if let Some(cpu) = cpu_line(
+        "vm",
+        cpu_before,
+        args.hub_pid,
+        lat.len() as u64 * args.samples as u64,
+    ) {
+        println!("{cpu}");
+    }
     if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
         println!("vm peak RSS: {rss} MiB");
     }
