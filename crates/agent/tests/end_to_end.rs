@@ -306,7 +306,9 @@ async fn agent_enrols_pushes_this_host_and_loses_nothing_across_a_hub_outage_and
     // Outage: the hub goes away; the agent keeps collecting into its spool.
     hub.stop().await;
     let outage_start = time::OffsetDateTime::now_utc();
-    // (Polled: on a loaded machine the agent's next push can come a few seconds late.)
+    // At least 3 s of outage (the window's samples are counted below), then polled: on a
+    // loaded machine the agent's next push can come a few seconds late.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     wait_for(20, || spooled(&state.0) >= 2).await;
     assert!(
         spooled(&state.0) >= 2,
