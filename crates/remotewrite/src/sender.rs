@@ -373,14 +373,17 @@ impl Labels {
         })
     }
 
-    /// The requests of points handed over in memory: log rows `first_id..=last_id`.
-    async fn handed(&mut self, state: &AppState, c: &Committed) -> StoreResult<Round> {
+    /// The requests of points handed over in memory: log rows `first_id..=last_id`. The
+    /// points are taken, not copied, when no other receiver's queue still holds them.
+    async fn handed(&mut self, state: &AppState, c: Arc<Committed>) -> StoreResult<Round> {
+        let last = Some(LogPosition {
+            txid: 0,
+            id: c.last_id,
+        });
+        let points = Arc::try_unwrap(c).map_or_else(|c| c.points.clone(), |c| c.points);
         Ok(Round {
-            last: Some(LogPosition {
-                txid: 0,
-                id: c.last_id,
-            }),
-            requests: self.requests(state, c.points.clone()).await?,
+            last,
+            requests: self.requests(state, points).await?,
         })
     }
 
@@ -705,7 +708,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         let in_memory = from.txid == 0 && next == Some(from.id + 1);
         let round = if in_memory {
             match inbox.pop() {
-                Some(c) => labels.handed(&state, &c).await,
+                Some(c) => labels.handed(&state, c).await,
                 None => continue,
             }
         } else {
