@@ -60,19 +60,27 @@ pub async fn points_of(
 ) -> ApiResult<Vec<Vec<(i64, f64)>>> {
     let Some(remote) = state.part::<MetricRanges>().0 else {
         let mut c = state.db.conn().await?;
-        let mut out = Vec::with_capacity(series.len());
-        for s in series {
-            out.push(
-                telemetry::points(
-                    &mut c,
-                    s,
-                    window.from_ms,
-                    window.to_ms,
-                    window.bucket_ms,
-                    limit,
-                )
-                .await?,
-            );
+        // All of the agent's series at once: its rows hold every series.
+        let mut out = vec![Vec::new(); series.len()];
+        let mut by_agent: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for (i, s) in series.iter().enumerate() {
+            by_agent.entry(s.agent_seq).or_default().push(i);
+        }
+        for (seq, at) in by_agent {
+            let ids: Vec<i64> = at.iter().map(|i| series[*i].id).collect();
+            let got = telemetry::points(
+                &mut c,
+                seq,
+                &ids,
+                window.from_ms,
+                window.to_ms,
+                window.bucket_ms,
+                limit,
+            )
+            .await?;
+            for (i, p) in at.into_iter().zip(got) {
+                out[i] = p;
+            }
         }
         return Ok(out);
     };

@@ -505,24 +505,35 @@ mod tests {
         sqlx::query("PRAGMA foreign_keys = OFF")
             .execute(&pool)
             .await?;
+        // Migration 0039: one row per agent and timestamp, its samples as JSON.
         let per_agent: Vec<(uuid::Uuid, i64, i64, f64)> = sqlx::query_as(
-            "SELECT a.id, p.series_id, COUNT(*), SUM(p.value) FROM metric_points p \
-             JOIN agents a ON a.seq = p.agent_seq GROUP BY a.id, p.series_id ORDER BY p.series_id",
+            "SELECT a.id, json_extract(p.points, '$[0][0]') AS series, COUNT(*), \
+             SUM(json_extract(p.points, '$[0][1]')) FROM metric_points p \
+             JOIN agents a ON a.seq = p.agent_seq GROUP BY a.id ORDER BY series",
         )
         .fetch_all(&pool)
         .await?;
         assert_eq!(per_agent, vec![(a, 1, 100, 150.0), (b, 2, 100, 250.0)]);
+        let one: String = sqlx::query_scalar(
+            "SELECT points FROM metric_points WHERE ts = 7 ORDER BY agent_seq LIMIT 1",
+        )
+        .fetch_one(&pool)
+        .await?;
+        assert_eq!(one, "[[1,1.5]]");
         for table in ["metric_rollup_1m", "metric_rollup_1h"] {
-            let rows: Vec<(uuid::Uuid, i64, i64, f64)> =
+            let rows: Vec<(uuid::Uuid, i64, String)> =
                 sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                    "SELECT a.id, r.series_id, r.count, r.sum FROM {table} r \
-                         JOIN agents a ON a.seq = r.agent_seq ORDER BY r.series_id"
+                    "SELECT a.id, r.bucket, r.stats FROM {table} r \
+                         JOIN agents a ON a.seq = r.agent_seq ORDER BY r.stats"
                 )))
                 .fetch_all(&pool)
                 .await?;
             assert_eq!(
                 rows,
-                vec![(a, 1, 100, 150.0), (b, 2, 100, 250.0)],
+                vec![
+                    (a, 0, "[[1,100,150,1.5,1.5]]".to_owned()),
+                    (b, 0, "[[2,100,250,2.5,2.5]]".to_owned())
+                ],
                 "{table}"
             );
         }

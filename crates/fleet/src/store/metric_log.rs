@@ -1,13 +1,14 @@
 //! The order in which metric points were stored (CONTRACT 26), for whoever forwards them:
 //! one `metric_log` row per (agent, timestamp) a transaction stored points at, written in
 //! the ingest transaction while forwarding is on. The points stay in `metric_points`; a
-//! reader takes log rows after its position and reads the points by that key prefix.
+//! reader takes log rows after its position and reads the points' rows by that key.
 //!
 //! On PostgreSQL a row's id is taken when it is inserted, not when its transaction commits,
 //! so a reader only takes rows of transactions older than every one still running
 //! (`pg_snapshot_xmin`), in (txid, id) order: a late commit is never skipped. SQLite has one
 //! writer; there txid is 0 and ids are in commit order.
 
+use crate::store::metric_rows;
 use sqlx::types::Json;
 use std::collections::{BTreeMap, BTreeSet};
 use trusthub_store::{Exec, Handle, StoreResult, on};
@@ -212,43 +213,12 @@ pub type StoredPoint = (i64, i64, i64, f64);
 /// The points stored at each (agent number, timestamp).
 pub async fn points_at(ex: &mut impl Exec, keys: &[(i64, i64)]) -> StoreResult<Vec<StoredPoint>> {
     let mut out = Vec::new();
-    if keys.is_empty() {
-        return Ok(out);
-    }
-    match ex.handle() {
-        Handle::Postgres(c) => {
-            let (agents, ts): (Vec<i64>, Vec<i64>) = keys.iter().copied().unzip();
-            out = sqlx::query_as(
-                "SELECT p.agent_seq, p.series_id, p.ts, p.value FROM metric_points p \
-                 JOIN UNNEST($1::BIGINT[], $2::BIGINT[]) AS k(a, t) ON p.agent_seq = k.a AND p.ts = k.t",
-            )
-            .bind(agents)
-            .bind(ts)
-            .fetch_all(&mut *c)
-            .await?;
-        }
-        Handle::Sqlite(c) => {
-            for chunk in keys.chunks(4_000) {
-                // The keys drive the join (CROSS JOIN keeps that order): each is one search of
-                // the primary key. `(agent_seq, ts) IN (VALUES ...)` would scan the table.
-                let mut qb = sqlx::QueryBuilder::new(
-                    "SELECT p.agent_seq, p.series_id, p.ts, p.value FROM (VALUES ",
-                );
-                let mut list = qb.separated(", ");
-                for (a, t) in chunk {
-                    list.push("(");
-                    list.push_bind_unseparated(*a);
-                    list.push_unseparated(", ");
-                    list.push_bind_unseparated(*t);
-                    list.push_unseparated(")");
-                }
-                qb.push(
-                    ") AS k CROSS JOIN metric_points p ON p.agent_seq = k.column1 AND p.ts = k.column2",
-                );
-                let rows: Vec<StoredPoint> = qb.build_query_as().fetch_all(&mut *c).await?;
-                out.extend(rows);
-            }
-        }
+    for (agent, ts, text) in metric_rows::read(ex, metric_rows::POINTS, keys, false).await? {
+        out.extend(
+            metric_rows::samples(&text)?
+                .into_iter()
+                .map(|(series, value)| (agent, series, ts, value)),
+        );
     }
     Ok(out)
 }

@@ -4,4 +4,5 @@
 pub mod actions;
 pub mod agents;
 pub mod metric_log;
+pub mod metric_rows;
 pub mod telemetry;

@@ -2,6 +2,7 @@
 //! snapshots (latest plus history) and process lists. Everything of one batch is written in
 //! the caller's transaction.
 
+use crate::store::metric_rows::{self, Sample, Stat};
 use sqlx::types::Json;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
@@ -68,23 +69,31 @@ pub struct SeriesCache(std::sync::Mutex<Known>);
 
 #[derive(Debug, Default)]
 struct Known {
-    series: HashMap<(Uuid, String, String), i64>,
-    agents: HashMap<Uuid, i64>,
+    agents: HashMap<Uuid, AgentKnown>,
+    series: usize,
+}
+
+#[derive(Debug, Default)]
+struct AgentKnown {
+    seq: Option<i64>,
+    /// By [`series_key`].
+    series: HashMap<String, i64>,
+}
+
+/// `name`, a byte no metric name has, then the canonical labels: one string per series, built
+/// into a reused buffer so that a known series costs no allocation.
+fn series_key(buf: &mut String, s: &MetricSample) {
+    buf.clear();
+    buf.push_str(&s.name);
+    buf.push('\u{1}');
+    if s.labels.is_empty() {
+        buf.push_str("{}");
+    } else {
+        buf.push_str(&labels_key(&s.labels));
+    }
 }
 
 impl SeriesCache {
-    fn series(&self, agent: Uuid, name: &str, labels: &str) -> Option<i64> {
-        let known = self.0.lock().ok()?;
-        known
-            .series
-            .get(&(agent, name.to_owned(), labels.to_owned()))
-            .copied()
-    }
-
-    fn agent_seq(&self, agent: Uuid) -> Option<i64> {
-        self.0.lock().ok()?.agents.get(&agent).copied()
-    }
-
     /// Remembers what resolving a batch looked up. Call it only after the transaction that
     /// may have created the series committed: an id from a rolled-back transaction would
     /// point nowhere.
@@ -93,15 +102,15 @@ impl SeriesCache {
             return;
         }
         if let Ok(mut known) = self.0.lock() {
-            if known.series.len() > 1_000_000 {
+            if known.series > 1_000_000 {
                 *known = Known::default();
             }
+            known.series += learned.series.len();
+            let entry = known.agents.entry(agent).or_default();
             if let Some(seq) = learned.agent_seq {
-                known.agents.insert(agent, seq);
+                entry.seq = Some(seq);
             }
-            for (name, labels, id) in learned.series {
-                known.series.insert((agent, name, labels), id);
-            }
+            entry.series.extend(learned.series);
         }
     }
 }
@@ -111,8 +120,8 @@ impl SeriesCache {
 pub struct Learned {
     /// The agent's number, when it was not known.
     pub agent_seq: Option<i64>,
-    /// Series: name, labels, id.
-    pub series: Vec<(String, String, i64)>,
+    /// Series: key (name and labels), id.
+    series: Vec<(String, i64)>,
 }
 
 /// What [`insert_samples`] did.
@@ -143,7 +152,8 @@ async fn series_id(
 }
 
 /// Resolves the series of each sample (from the cache, else the database, creating missing
-/// series) and returns the rows to insert plus the ids to learn after the commit.
+/// series) and returns the rows to insert plus the ids to learn after the commit. The cache
+/// is locked once per batch.
 pub async fn resolve_series(
     ex: &mut impl Exec,
     agent_id: Uuid,
@@ -155,7 +165,23 @@ pub async fn resolve_series(
     if samples.is_empty() {
         return Ok(learned);
     }
-    let seq = match cache.agent_seq(agent_id) {
+    let mut buf = String::with_capacity(64);
+    let mut ids: Vec<Option<i64>> = Vec::with_capacity(samples.len());
+    let seq = match cache.0.lock() {
+        Ok(known) => {
+            let agent = known.agents.get(&agent_id);
+            for s in samples {
+                series_key(&mut buf, s);
+                ids.push(agent.and_then(|a| a.series.get(buf.as_str()).copied()));
+            }
+            agent.and_then(|a| a.seq)
+        }
+        Err(_) => {
+            ids.resize(samples.len(), None);
+            None
+        }
+    };
+    let seq = match seq {
         Some(seq) => seq,
         None => {
             let seq: i64 = on!(ex, c => sqlx::query_scalar("SELECT seq FROM agents WHERE id = $1")
@@ -164,22 +190,23 @@ pub async fn resolve_series(
             seq
         }
     };
-    let mut ids: HashMap<(&str, String), i64> = HashMap::new();
-    for s in samples {
-        let key = (s.name.as_str(), labels_key(&s.labels));
-        let id = match ids.get(&key) {
-            Some(id) => *id,
+    // Series the cache does not know: each looked up (or created) once.
+    let mut looked_up: HashMap<String, i64> = HashMap::new();
+    for (s, known) in samples.iter().zip(ids) {
+        let id = match known {
+            Some(id) => id,
             None => {
-                let id = match cache.series(agent_id, key.0, &key.1) {
-                    Some(id) => id,
+                series_key(&mut buf, s);
+                match looked_up.get(buf.as_str()) {
+                    Some(id) => *id,
                     None => {
-                        let id = series_id(ex, agent_id, key.0, &key.1).await?;
-                        learned.series.push((key.0.to_owned(), key.1.clone(), id));
+                        let labels = &buf[s.name.len() + 1..];
+                        let id = series_id(ex, agent_id, &s.name, labels).await?;
+                        looked_up.insert(buf.clone(), id);
+                        learned.series.push((buf.clone(), id));
                         id
                     }
-                };
-                ids.insert(key, id);
-                id
+                }
             }
         };
         rows.agents.push(seq);
@@ -220,6 +247,10 @@ pub async fn insert_samples(
 /// `log_at` (forwarding is on: unix milliseconds of now), the new points' keys are appended
 /// to the metric log in the same transaction, and (SQLite) the new points are answered with
 /// their log rows, for handing to forwarding after the commit.
+///
+/// Points are stored one row per agent and timestamp (`metric_rows`). A row that exists
+/// already (a second batch at the same timestamp, or an agent re-sending what the hub has)
+/// takes the series it lacks; a series it has keeps its first value.
 pub async fn insert_points(
     ex: &mut impl Exec,
     rows: &PointRows,
@@ -229,106 +260,71 @@ pub async fn insert_points(
     if series.is_empty() {
         return Ok((0, None));
     }
-    // Insert, keeping only the points that were new (a repeated (series, ts) is kept once
-    // and must not be counted twice in the rollups).
-    let new_points: Vec<Point> = match ex.handle() {
-        Handle::Postgres(c) => {
-            sqlx::query_as(
-                "INSERT INTO metric_points (agent_seq, ts, series_id, value) \
-                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::DOUBLE PRECISION[]) \
-                 ON CONFLICT DO NOTHING RETURNING agent_seq, series_id, ts, value",
-            )
-            .bind(agents)
-            .bind(ts)
-            .bind(series)
-            .bind(values)
-            .fetch_all(&mut *c)
+    // The samples per (agent, timestamp), sorted by series, the first of a repeated one kept.
+    let mut at: BTreeMap<(i64, i64), Vec<Sample>> = BTreeMap::new();
+    for i in 0..series.len() {
+        at.entry((agents[i], ts[i]))
+            .or_default()
+            .push((series[i], values[i]));
+    }
+    for v in at.values_mut() {
+        v.sort_by_key(|s| s.0);
+        v.dedup_by_key(|s| s.0);
+    }
+    let texts: Vec<String> = at.values().map(|v| metric_rows::encode(v)).collect();
+    let fresh: Vec<(i64, i64, &str)> = at
+        .keys()
+        .zip(&texts)
+        .map(|(k, t)| (k.0, k.1, t.as_str()))
+        .collect();
+    let inserted: std::collections::HashSet<(i64, i64)> =
+        metric_rows::insert_new(ex, metric_rows::POINTS, &fresh)
             .await?
-        }
-        Handle::Sqlite(c) => {
-            // One multi-row VALUES list per 8,000 rows (4 variables a row; SQLite allows
-            // 32766). Compiling it anew each group costs less than either alternative measured
-            // (fixed-size statements padded to one shape, or one JSON array read with
-            // json_each: bench/RESULTS.md). RETURNING would hand every row back through sqlx's
-            // worker channel one message at a time; instead all rows are inserted and, only
-            // when fewer were new than sent (rare: a re-sent sample), rolled back to a
-            // savepoint, and the new ones found by reading the keys that exist.
-            sqlx::query("SAVEPOINT points").execute(&mut *c).await?;
-            let mut affected = 0;
-            for start in (0..series.len()).step_by(8_000) {
-                let chunk = start..(start + 8_000).min(series.len());
-                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                    "INSERT INTO metric_points (agent_seq, ts, series_id, value) ",
-                );
-                qb.push_values(chunk, |mut b, i| {
-                    b.push_bind(agents[i])
-                        .push_bind(ts[i])
-                        .push_bind(series[i])
-                        .push_bind(values[i]);
-                });
-                qb.push(" ON CONFLICT DO NOTHING");
-                affected += qb.build().execute(&mut *c).await?.rows_affected();
+            .into_iter()
+            .collect();
+    let mut new_points: Vec<Point> = Vec::with_capacity(series.len());
+    let taken: Vec<(i64, i64)> = at
+        .keys()
+        .filter(|k| !inserted.contains(k))
+        .copied()
+        .collect();
+    if !taken.is_empty() {
+        // Rare: rows at these keys exist. Each takes the series it lacks.
+        let mut merged = Vec::new();
+        for (agent, t, text) in metric_rows::read(ex, metric_rows::POINTS, &taken, true).await? {
+            let have = metric_rows::samples(&text)?;
+            let add: Vec<Sample> = at[&(agent, t)]
+                .iter()
+                .filter(|(s, _)| metric_rows::find(&have, *s, |h| h.0).is_none())
+                .copied()
+                .collect();
+            if add.is_empty() {
+                continue;
             }
-            let all = (0..series.len()).map(|i| (agents[i], series[i], ts[i], values[i]));
-            if affected as usize == series.len() {
-                sqlx::query("RELEASE points").execute(&mut *c).await?;
-                all.collect()
-            } else {
-                // Some points were stored already (an agent re-sending after losing its spool
-                // state). Undo, read which of the batch's keys exist with one range read per
-                // agent, and insert only the others: a repeated point costs a key lookup, not
-                // a statement of its own (it cost ten times a new batch).
-                sqlx::query("ROLLBACK TO points").execute(&mut *c).await?;
-                sqlx::query("RELEASE points").execute(&mut *c).await?;
-                let mut ranges: std::collections::BTreeMap<i64, (i64, i64)> = Default::default();
-                for i in 0..series.len() {
-                    let r = ranges.entry(agents[i]).or_insert((ts[i], ts[i]));
-                    r.0 = r.0.min(ts[i]);
-                    r.1 = r.1.max(ts[i]);
-                }
-                let mut stored: std::collections::HashSet<(i64, i64, i64)> = Default::default();
-                for (agent, (from, to)) in ranges {
-                    let keys: Vec<(i64, i64)> = sqlx::query_as(
-                        "SELECT ts, series_id FROM metric_points WHERE agent_seq = $1 AND ts BETWEEN $2 AND $3",
-                    )
-                    .bind(agent)
-                    .bind(from)
-                    .bind(to)
-                    .fetch_all(&mut *c)
-                    .await?;
-                    stored.extend(keys.into_iter().map(|(t, s)| (agent, t, s)));
-                }
-                // New points, each once (a batch may repeat itself too).
-                let mut rows: Vec<Point> = Vec::with_capacity(series.len());
-                for (agent, s, t, v) in all {
-                    if stored.insert((agent, t, s)) {
-                        rows.push((agent, s, t, v));
-                    }
-                }
-                for chunk in rows.chunks(8_000) {
-                    let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                        "INSERT INTO metric_points (agent_seq, ts, series_id, value) ",
-                    );
-                    qb.push_values(chunk, |mut b, (agent, s, t, v)| {
-                        b.push_bind(*agent).push_bind(*t).push_bind(*s).push_bind(*v);
-                    });
-                    qb.build().execute(&mut *c).await?;
-                }
-                rows
-            }
+            new_points.extend(add.iter().map(|(s, v)| (agent, *s, t, *v)));
+            let mut all = have;
+            all.extend(add);
+            all.sort_by_key(|s| s.0);
+            merged.push((agent, t, metric_rows::encode(&all)));
         }
-    };
+        metric_rows::write(ex, metric_rows::POINTS, &merged).await?;
+    }
+    for (key, samples) in &at {
+        if inserted.contains(key) {
+            new_points.extend(samples.iter().map(|(s, v)| (key.0, *s, key.1, *v)));
+        }
+    }
     let inserted = new_points.len() as u64;
     let mut logged = None;
-    if let Some(at) = log_at {
+    if let Some(when) = log_at {
         let keys: std::collections::BTreeSet<(i64, i64)> =
             new_points.iter().map(|(a, _, t, _)| (*a, *t)).collect();
-        logged = crate::store::metric_log::append(ex, &keys, at)
+        logged = crate::store::metric_log::append(ex, &keys, when)
             .await?
-            .map(|ids| (ids, at));
+            .map(|ids| (ids, when));
     }
-    for table in &ROLLUP_TABLES {
-        upsert_rollup(ex, table, &rollup(&new_points, table.width)).await?;
+    for table in ROLLUP_TABLES {
+        fold_rollup(ex, table, &new_points).await?;
     }
     let committed =
         logged.map(
@@ -350,124 +346,73 @@ pub const HOUR_MS: i64 = 3_600_000;
 /// A stored point: agent number, series, unix milliseconds, value.
 type Point = (i64, i64, i64, f64);
 
-/// count, sum, min and max of points per (agent number, bucket start, series).
-type Rollup = BTreeMap<(i64, i64, i64), (i64, f64, f64, f64)>;
-
-fn rollup(points: &[Point], width: i64) -> Rollup {
-    let mut out = Rollup::new();
+/// The stats of points per (agent number, bucket start), sorted by series.
+fn rollup(points: &[Point], width: i64) -> BTreeMap<(i64, i64), Vec<Stat>> {
+    let mut each: BTreeMap<(i64, i64, i64), Stat> = BTreeMap::new();
     for (agent, series, ts, v) in points {
-        let e = out
+        let e = each
             .entry((*agent, ts.div_euclid(width) * width, *series))
-            .or_insert((0, 0.0, *v, *v));
-        e.0 += 1;
-        e.1 += v;
-        e.2 = e.2.min(*v);
-        e.3 = e.3.max(*v);
+            .or_insert((*series, 0, 0.0, *v, *v));
+        e.1 += 1;
+        e.2 = metric_rows::finite(e.2 + v);
+        e.3 = e.3.min(*v);
+        e.4 = e.4.max(*v);
+    }
+    let mut out: BTreeMap<(i64, i64), Vec<Stat>> = BTreeMap::new();
+    for ((agent, bucket, _), stat) in each {
+        out.entry((agent, bucket)).or_default().push(stat);
     }
     out
 }
 
-/// A rollup table: its name and bucket width.
-struct RollupTable {
-    name: &'static str,
-    width: i64,
-}
-
-const ROLLUP_TABLES: [RollupTable; 2] = [
-    RollupTable {
-        name: "metric_rollup_1m",
-        width: MINUTE_MS,
-    },
-    RollupTable {
-        name: "metric_rollup_1h",
-        width: HOUR_MS,
-    },
+/// The rollup tables and their bucket widths.
+const ROLLUP_TABLES: [(metric_rows::Table, i64); 2] = [
+    (
+        metric_rows::Table {
+            name: "metric_rollup_1m",
+            key: "bucket",
+            column: "stats",
+        },
+        MINUTE_MS,
+    ),
+    (
+        metric_rows::Table {
+            name: "metric_rollup_1h",
+            key: "bucket",
+            column: "stats",
+        },
+        HOUR_MS,
+    ),
 ];
 
-impl RollupTable {
-    /// The `ON CONFLICT` end of an upsert: folds the new row into the stored one, with the
-    /// engine's two-argument minimum and maximum (`LEAST`/`GREATEST` or `MIN`/`MAX`).
-    fn on_conflict(&self, least: &str, greatest: &str) -> String {
-        let t = self.name;
-        format!(
-            " ON CONFLICT (agent_seq, bucket, series_id) DO UPDATE SET count = {t}.count + excluded.count, \
-             sum = {t}.sum + excluded.sum, min = {least}({t}.min, excluded.min), \
-             max = {greatest}({t}.max, excluded.max)"
-        )
-    }
-}
-
-async fn upsert_rollup(ex: &mut impl Exec, table: &RollupTable, rows: &Rollup) -> StoreResult<()> {
-    if rows.is_empty() {
+/// Folds new points into a rollup table: each (agent, bucket) row is read (locked, on
+/// PostgreSQL, where several processes may fold into it), folded and written back.
+async fn fold_rollup(
+    ex: &mut impl Exec,
+    (table, width): (metric_rows::Table, i64),
+    points: &[Point],
+) -> StoreResult<()> {
+    let add = rollup(points, width);
+    if add.is_empty() {
         return Ok(());
     }
-    match ex.handle() {
-        Handle::Postgres(c) => {
-            let n = rows.len();
-            let (mut agents, mut buckets, mut series, mut counts) = (
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-            );
-            let (mut sums, mut mins, mut maxs) = (
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-                Vec::with_capacity(n),
-            );
-            for ((agent, bucket, s), (count, sum, lo, hi)) in rows {
-                agents.push(*agent);
-                buckets.push(*bucket);
-                series.push(*s);
-                counts.push(*count);
-                sums.push(*sum);
-                mins.push(*lo);
-                maxs.push(*hi);
-            }
-            // One text per table, so sqlx prepares it once per connection.
-            let sql = format!(
-                "INSERT INTO {} (agent_seq, bucket, series_id, count, sum, min, max) \
-                 SELECT * FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::BIGINT[], $4::BIGINT[], \
-                 $5::DOUBLE PRECISION[], $6::DOUBLE PRECISION[], $7::DOUBLE PRECISION[]){}",
-                table.name,
-                table.on_conflict("LEAST", "GREATEST")
-            );
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(agents)
-                .bind(buckets)
-                .bind(series)
-                .bind(counts)
-                .bind(sums)
-                .bind(mins)
-                .bind(maxs)
-                .execute(&mut *c)
-                .await?;
-        }
-        Handle::Sqlite(c) => {
-            // One multi-row VALUES list: compiling it costs less than reading the rows out of
-            // one JSON array (measured, bench/RESULTS.md). 7 variables a row; SQLite allows
-            // 32766.
-            let conflict = table.on_conflict("MIN", "MAX");
-            let rows: Vec<_> = rows.iter().collect();
-            for chunk in rows.chunks(4000) {
-                let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new("INSERT INTO ");
-                qb.push(table.name);
-                qb.push(" (agent_seq, bucket, series_id, count, sum, min, max) ");
-                qb.push_values(chunk, |mut b, ((agent, k, s), (n, sum, lo, hi))| {
-                    b.push_bind(*agent)
-                        .push_bind(*k)
-                        .push_bind(*s)
-                        .push_bind(*n)
-                        .push_bind(*sum)
-                        .push_bind(*lo)
-                        .push_bind(*hi);
-                });
-                qb.push(&conflict);
-                qb.build().execute(&mut *c).await?;
-            }
-        }
+    let keys: Vec<(i64, i64)> = add.keys().copied().collect();
+    metric_rows::ensure(ex, table, &keys).await?;
+    let mut stored: HashMap<(i64, i64), Vec<Stat>> = HashMap::new();
+    for (agent, bucket, text) in metric_rows::read(ex, table, &keys, true).await? {
+        stored.insert((agent, bucket), metric_rows::stats(&text)?);
     }
-    Ok(())
+    let rows: Vec<(i64, i64, String)> = add
+        .into_iter()
+        .map(|((agent, bucket), new)| {
+            let all = match stored.get(&(agent, bucket)) {
+                Some(have) => metric_rows::fold(have, &new),
+                None => new,
+            };
+            (agent, bucket, metric_rows::encode(&all))
+        })
+        .collect();
+    metric_rows::write(ex, table, &rows).await
 }
 
 /// Deletes raw points older than `before_ms`, and minute rollups older than
@@ -590,14 +535,23 @@ pub async fn fleet_minutes(
     from_ms: i64,
     to_ms: i64,
 ) -> StoreResult<Vec<(Uuid, i64, f64)>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, i64, f64)>(
-        "SELECT a.id, r.bucket, r.sum / r.count FROM agents a \
+    let rows: Vec<(Uuid, i64, i64, String)> = on!(ex, c => sqlx::query_as(
+        "SELECT a.id, s.id, r.bucket, CAST(r.stats AS TEXT) FROM agents a \
          JOIN metric_series s ON s.agent_id = a.id AND s.name = $2 AND s.labels = '{}' \
-         JOIN metric_rollup_1m r ON r.agent_seq = a.seq AND r.series_id = s.id AND r.bucket >= $3 AND r.bucket < $4 \
+         JOIN metric_rollup_1m r ON r.agent_seq = a.seq AND r.bucket >= $3 AND r.bucket < $4 \
          WHERE a.tenant_id = $1 AND ($5 IS NULL OR a.id = $5) ORDER BY a.id, r.bucket")
-        .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).bind(agent).fetch_all(&mut *c).await?))
+        .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).bind(agent).fetch_all(&mut *c).await?);
+    let mut out = Vec::with_capacity(rows.len());
+    for (agent, series, bucket, text) in rows {
+        let stats = metric_rows::stats(&text)?;
+        if let Some(s) = metric_rows::find(&stats, series, |s| s.0)
+            && s.1 > 0
+        {
+            out.push((agent, bucket, s.2 / s.1 as f64));
+        }
+    }
+    Ok(out)
 }
-
 /// A metric series of an agent.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Series {
@@ -624,44 +578,103 @@ pub async fn series(
         .bind(tenant.0).bind(agent_id).bind(name).fetch_all(&mut *c).await?))
 }
 
-/// Points of a series in `[from_ms, to_ms)`, oldest first, at most `limit`: raw, or averaged
-/// per `bucket_ms` (the bucket's start as its timestamp). Buckets that are whole hours are
-/// served from the hour rollup, whole minutes from the minute rollup (so they outlive the
-/// raw retention), anything else from the raw points.
+/// Points of an agent's series (`series`: their ids) in `[from_ms, to_ms)`, oldest first, at
+/// most `limit` per series: raw, or averaged per `bucket_ms` (the bucket's start as its
+/// timestamp). Buckets that are whole hours are served from the hour rollup, whole minutes
+/// from the minute rollup (so they outlive the raw retention), anything else from the raw
+/// points. The agent's rows are read once for all the series, a page at a time, and reading
+/// stops once every series has its `limit` (or, raw, once more than `limit` points were found
+/// in all: callers refuse or cut such answers).
 pub async fn points(
     ex: &mut impl Exec,
-    series: &Series,
+    agent_seq: i64,
+    series: &[i64],
     from_ms: i64,
     to_ms: i64,
     bucket_ms: Option<i64>,
     limit: i64,
-) -> StoreResult<Vec<(i64, f64)>> {
-    let rollup_table = match bucket_ms {
-        Some(b) if b % HOUR_MS == 0 && from_ms % HOUR_MS == 0 => Some("metric_rollup_1h"),
-        Some(b) if b % MINUTE_MS == 0 && from_ms % MINUTE_MS == 0 => Some("metric_rollup_1m"),
+) -> StoreResult<Vec<Vec<(i64, f64)>>> {
+    const PAGE: i64 = 1_000;
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    let table = match bucket_ms {
+        Some(b) if b % HOUR_MS == 0 && from_ms % HOUR_MS == 0 => Some(ROLLUP_TABLES[1].0),
+        Some(b) if b % MINUTE_MS == 0 && from_ms % MINUTE_MS == 0 => Some(ROLLUP_TABLES[0].0),
         _ => None,
     };
-    Ok(match (bucket_ms, rollup_table) {
-        (None, _) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT ts, value FROM metric_points WHERE agent_seq = $1 AND series_id = $2 AND ts >= $3 AND ts < $4 \
-             ORDER BY ts LIMIT $5")
-            .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(limit).fetch_all(&mut *c).await?),
-        (Some(b), Some(table)) => {
-            let sql = format!(
-                "SELECT (bucket / $5) * $5 AS b, SUM(sum) / SUM(count) FROM {table} \
-                 WHERE agent_seq = $1 AND series_id = $2 AND bucket >= $3 AND bucket < $4 GROUP BY b ORDER BY b LIMIT $6"
-            );
-            on!(ex, c => sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql))
-                .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?)
+    let mut raw: Vec<Vec<(i64, f64)>> = vec![Vec::new(); series.len()];
+    // Per series: bucket start → (sum, count), in order.
+    let mut sums: Vec<BTreeMap<i64, (f64, i64)>> = vec![BTreeMap::new(); series.len()];
+    let mut found = 0usize;
+    let mut cursor = from_ms;
+    loop {
+        let page = metric_rows::range(
+            ex,
+            table.unwrap_or(metric_rows::POINTS),
+            agent_seq,
+            cursor,
+            to_ms,
+            PAGE,
+        )
+        .await?;
+        let done = (page.len() as i64) < PAGE;
+        for (key, text) in &page {
+            match (bucket_ms, table) {
+                (Some(b), Some(_)) => {
+                    let stats = metric_rows::stats(text)?;
+                    for (i, id) in series.iter().enumerate() {
+                        if let Some(s) = metric_rows::find(&stats, *id, |s| s.0) {
+                            let e = sums[i].entry(key / b * b).or_insert((0.0, 0));
+                            e.0 += s.2;
+                            e.1 += s.1;
+                        }
+                    }
+                }
+                (b, _) => {
+                    let samples = metric_rows::samples(text)?;
+                    for (i, id) in series.iter().enumerate() {
+                        if let Some(s) = metric_rows::find(&samples, *id, |s| s.0) {
+                            match b {
+                                None if raw[i].len() < cap => {
+                                    raw[i].push((*key, s.1));
+                                    found += 1;
+                                }
+                                None => {}
+                                Some(b) => {
+                                    let e = sums[i].entry(key / b * b).or_insert((0.0, 0));
+                                    e.0 += s.1;
+                                    e.1 += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
-        (Some(b), None) => on!(ex, c => sqlx::query_as::<_, (i64, f64)>(
-            "SELECT (ts / $5) * $5 AS bucket, AVG(value) FROM metric_points \
-             WHERE agent_seq = $1 AND series_id = $2 AND ts >= $3 AND ts < $4 \
-             GROUP BY bucket ORDER BY bucket LIMIT $6")
-            .bind(series.agent_seq).bind(series.id).bind(from_ms).bind(to_ms).bind(b).bind(limit).fetch_all(&mut *c).await?),
+        // A series is complete when it has `limit` points, or `limit` finished buckets (one
+        // more started: rows come in time order).
+        let complete = match bucket_ms {
+            None => found > cap || raw.iter().all(|r| r.len() >= cap),
+            Some(_) => sums.iter().all(|m| m.len() > cap),
+        };
+        match page.last() {
+            Some((key, _)) if !done && !complete => cursor = key + 1,
+            _ => break,
+        }
+    }
+    Ok(match bucket_ms {
+        None => raw,
+        Some(_) => sums
+            .into_iter()
+            .map(|m| {
+                m.into_iter()
+                    .take(cap)
+                    .filter(|(_, (_, n))| *n > 0)
+                    .map(|(k, (sum, n))| (k, sum / n as f64))
+                    .collect()
+            })
+            .collect(),
     })
 }
-
 /// Every agent with an inventory: `(tenant, agent, host name, latest snapshot id)`.
 pub async fn agents_with_inventory(
     ex: &mut impl Exec,
@@ -719,15 +732,52 @@ pub async fn window_sums(
     to_ms: i64,
     hourly: bool,
 ) -> StoreResult<Vec<SeriesWindow>> {
-    let sql = if hourly {
-        "SELECT s.agent_id, s.labels, SUM(p.sum) AS sum, CAST(SUM(p.count) AS BIGINT) AS count FROM metric_rollup_1h p \
-         JOIN agents g ON g.seq = p.agent_seq JOIN metric_series s ON s.agent_id = g.id AND s.id = p.series_id \
-         WHERE g.tenant_id = $1 AND s.name = $2 AND p.bucket >= $3 AND p.bucket < $4 GROUP BY s.id, s.agent_id, s.labels"
+    let list: Vec<(i64, i64, Uuid, String)> = on!(ex, c => sqlx::query_as(
+        "SELECT g.seq, s.id, s.agent_id, s.labels FROM metric_series s JOIN agents g ON g.id = s.agent_id \
+         WHERE g.tenant_id = $1 AND s.name = $2 ORDER BY g.seq, s.id")
+        .bind(tenant.0).bind(metric).fetch_all(&mut *c).await?);
+    let mut agents: Vec<i64> = list.iter().map(|l| l.0).collect();
+    agents.dedup();
+    let table = if hourly {
+        ROLLUP_TABLES[1].0
     } else {
-        "SELECT s.agent_id, s.labels, SUM(p.value) AS sum, COUNT(*) AS count FROM metric_points p \
-         JOIN agents g ON g.seq = p.agent_seq JOIN metric_series s ON s.agent_id = g.id AND s.id = p.series_id \
-         WHERE g.tenant_id = $1 AND s.name = $2 AND p.ts >= $3 AND p.ts < $4 GROUP BY s.id, s.agent_id, s.labels"
+        metric_rows::POINTS
     };
-    Ok(on!(ex, c => sqlx::query_as::<_, SeriesWindow>(sql)
-        .bind(tenant.0).bind(metric).bind(from_ms).bind(to_ms).fetch_all(&mut *c).await?))
+    // (sum, count) per series, in `list` order.
+    let mut acc: Vec<(f64, i64)> = vec![(0.0, 0); list.len()];
+    let of_agent = |seq: i64| {
+        let start = list.partition_point(|l| l.0 < seq);
+        start..list.partition_point(|l| l.0 <= seq)
+    };
+    for (seq, _, text) in metric_rows::range_of_agents(ex, table, &agents, from_ms, to_ms).await? {
+        let wanted = of_agent(seq);
+        if hourly {
+            let stats = metric_rows::stats(&text)?;
+            for i in wanted {
+                if let Some(s) = metric_rows::find(&stats, list[i].1, |s| s.0) {
+                    acc[i].0 += s.2;
+                    acc[i].1 += s.1;
+                }
+            }
+        } else {
+            let samples = metric_rows::samples(&text)?;
+            for i in wanted {
+                if let Some(s) = metric_rows::find(&samples, list[i].1, |s| s.0) {
+                    acc[i].0 += s.1;
+                    acc[i].1 += 1;
+                }
+            }
+        }
+    }
+    Ok(list
+        .into_iter()
+        .zip(acc)
+        .filter(|(_, (_, n))| *n > 0)
+        .map(|((_, _, agent_id, labels), (sum, count))| SeriesWindow {
+            agent_id,
+            labels,
+            sum,
+            count,
+        })
+        .collect())
 }

@@ -308,7 +308,7 @@ async fn a_signed_batch_is_stored_once_and_queryable(b: Backend) {
     );
     let r = send(&app, &host, body_bytes.as_bytes(), None, true).await;
     assert_eq!(body(r).await["duplicate"], true);
-    assert_eq!(count(&app, "metric_points").await, 3, "stored once");
+    assert_eq!(app.stored_points().await, 3, "stored once");
     let prom = app
         .get("//metrics", &Auth::None)
         .await
@@ -558,7 +558,7 @@ async fn compressed_batches_are_verified_over_the_bytes_as_sent(b: Backend) {
         "unsupported_media_type",
     )
     .await;
-    assert_eq!(count(&app, "metric_points").await, 2);
+    assert_eq!(app.stored_points().await, 2);
 }
 
 async fn ingest_is_limited_to_sixty_batches_a_minute_per_agent(b: Backend) {
@@ -746,7 +746,7 @@ async fn deleting_an_agent_stops_its_token(b: Backend) {
         "not_found",
     )
     .await;
-    assert_eq!(count(&app, "metric_points").await, 0);
+    assert_eq!(app.stored_points().await, 0);
     assert_eq!(count(&app, "inventory_snapshots").await, 0);
 }
 
@@ -953,16 +953,11 @@ async fn metric_ranges_raw_and_averaged_per_interval(b: Backend) {
         assert_eq!(hourly_points.len(), 2, "{hourly}");
     }
     assert_eq!(
-        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
-            .await,
+        app.rolled_up("metric_rollup_1m").await,
         6,
         "each sample counted once"
     );
-    assert_eq!(
-        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1h")
-            .await,
-        6
-    );
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 6);
     // Raw points expire; minute and hour rollups keep serving averaged queries.
     let mut tx = app.db.begin().await.expect("tx");
     trusthub_fleet::maintenance::purge_points(&mut tx, i64::MAX, 0)
@@ -1195,13 +1190,9 @@ async fn concurrent_batches_and_concurrent_duplicates_are_each_stored_once(b: Ba
         }
     }
     assert_eq!(fresh, 20, "each batch stored exactly once");
-    assert_eq!(count(&app, "metric_points").await, 100);
+    assert_eq!(app.stored_points().await, 100);
     assert_eq!(count(&app, "ingest_batches").await, 20);
-    assert_eq!(
-        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
-            .await,
-        100
-    );
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 100);
 }
 
 /// An agent that lost its spool state re-sends points the hub has, under new batch ids,
@@ -1240,10 +1231,9 @@ async fn points_re_sent_under_a_new_batch_id_are_kept_once_and_counted(b: Backen
         false,
         "a new batch id is a new batch"
     );
-    assert_eq!(count(&app, "metric_points").await, 150);
+    assert_eq!(app.stored_points().await, 150);
     assert_eq!(
-        app.count("SELECT CAST(SUM(count) AS BIGINT) FROM metric_rollup_1m")
-            .await,
+        app.rolled_up("metric_rollup_1m").await,
         150,
         "rollups count each point once"
     );

@@ -446,6 +446,29 @@ impl TestApp {
                 .expect("count"),
         }
     }
+
+    /// Samples stored (`metric_points` holds a JSON array of samples per agent and timestamp).
+    pub async fn stored_points(&self) -> i64 {
+        self.count(
+            "SELECT CAST(COALESCE(SUM(json_array_length(points)), 0) AS BIGINT) FROM metric_points",
+        )
+        .await
+    }
+
+    /// The samples a rollup table counts (its rows hold `[series, count, sum, min, max]`s).
+    pub async fn rolled_up(&self, table: &str) -> i64 {
+        let sql = match &self.db {
+            Db::Sqlite { .. } => format!(
+                "SELECT CAST(COALESCE(SUM(json_extract(e.value, '$[1]')), 0) AS BIGINT) \
+                 FROM {table} r, json_each(r.stats) e"
+            ),
+            Db::Postgres(_) => format!(
+                "SELECT CAST(COALESCE(SUM((e->>1)::BIGINT), 0) AS BIGINT) \
+                 FROM {table} r, json_array_elements(r.stats) e"
+            ),
+        };
+        self.count(&sql).await
+    }
 }
 
 impl Drop for TestApp {

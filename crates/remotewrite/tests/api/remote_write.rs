@@ -509,9 +509,9 @@ async fn postgres_late_commit(b: Backend) {
     let mut slow = pool.begin().await.expect("begin");
     let late = ms(at(base, 10));
     sqlx::query(
-        "INSERT INTO metric_points (agent_seq, ts, series_id, value) \
-         SELECT a.seq, $2, s.id, 42.0 FROM agents a JOIN metric_series s ON s.agent_id = a.id \
-         WHERE a.id = $1 AND s.name = 'rw.test'",
+        "INSERT INTO metric_points (agent_seq, ts, points) \
+         SELECT a.seq, $2, json_build_array(json_build_array(s.id, 42.0)) FROM agents a \
+         JOIN metric_series s ON s.agent_id = a.id WHERE a.id = $1 AND s.name = 'rw.test'",
     )
     .bind(Uuid::parse_str(&host.id).expect("id"))
     .bind(late)
