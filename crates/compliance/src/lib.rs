@@ -4,7 +4,7 @@
 //! CyberDay; touched honeypots, each host's DNA and silent agents.
 //!
 //! What it offers: [`on_report`] (the fleet's `SecurityReports` event) and
-//! [`service::pending_run`] (the fleet's `ComplianceRuns` lookup), both installed by the
+//! [`service::pending_runs`] (the fleet's `ComplianceRuns` lookup), both installed by the
 //! composition root; [`frameworks`] (the mappings and exports, pure); [`capability`].
 //!
 //! Architecture invariant: it reads other capabilities only through their `lib.rs` — fleet

@@ -111,15 +111,13 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
     Ok(())
 }
 
-/// The run `agent` owes now, if any (the fleet's `ComplianceRuns` lookup, answered with
-/// each batch).
-pub async fn pending_run(
-    state: &AppState,
-    tenant: TenantId,
-    agent: Uuid,
-) -> StoreResult<Option<Uuid>> {
-    let mut c = state.db.conn().await?;
-    store::pending_run(&mut c, tenant, agent).await
+/// The run each of these hosts owes now, if any (the fleet's `ComplianceRuns` lookup, read
+/// in each ingest group's transaction and answered with each batch).
+pub async fn pending_runs(
+    tx: &mut trusthub_store::Tx,
+    hosts: &[(TenantId, Uuid)],
+) -> StoreResult<Vec<(Uuid, Uuid)>> {
+    store::pending_runs(tx, hosts).await
 }
 
 /// A run accepted.

@@ -184,17 +184,33 @@ pub async fn insert_run(
     Ok(())
 }
 
-/// The oldest run a host still owes.
-pub async fn pending_run(
+/// The run each of these hosts owes now, if any: `(agent, run)`, the oldest run first.
+pub async fn pending_runs(
     ex: &mut impl Exec,
-    tenant: TenantId,
-    agent: Uuid,
-) -> StoreResult<Option<Uuid>> {
-    const SQL: &str = "SELECT h.run_id FROM compliance_run_hosts h JOIN compliance_runs r ON r.id = h.run_id \
-        WHERE h.agent_id = $1 AND r.tenant_id = $2 AND h.done_at IS NULL ORDER BY r.created_at LIMIT 1";
-    Ok(
-        on!(ex, c => sqlx::query_scalar(SQL).bind(agent).bind(tenant.0).fetch_optional(&mut *c).await?),
-    )
+    hosts: &[(TenantId, Uuid)],
+) -> StoreResult<Vec<(Uuid, Uuid)>> {
+    let mut out: Vec<(Uuid, Uuid)> = Vec::new();
+    for chunk in hosts.chunks(4_000) {
+        let rows: Vec<(Uuid, Uuid, Uuid)> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new(
+                "SELECT h.agent_id, h.run_id, r.tenant_id FROM compliance_run_hosts h \
+                 JOIN compliance_runs r ON r.id = h.run_id WHERE h.done_at IS NULL AND h.agent_id IN (",
+            );
+            let mut list = qb.separated(", ");
+            for (_, a) in chunk {
+                list.push_bind(*a);
+            }
+            qb.push(") ORDER BY h.agent_id, r.created_at");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        for (agent, run, tenant) in rows {
+            let own = chunk.iter().any(|(t, a)| *a == agent && t.0 == tenant);
+            if own && out.last().is_none_or(|(last, _)| *last != agent) {
+                out.push((agent, run));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A run with how many hosts answered.

@@ -26,6 +26,8 @@ pub const MAX_GROUP: usize = 64;
 /// One validated batch of one agent.
 #[derive(Debug)]
 pub struct Job {
+    /// The agent's tenant.
+    pub tenant: trusthub_store::TenantId,
     /// The agent.
     pub agent_id: Uuid,
     /// The batch.
@@ -107,7 +109,33 @@ pub type SecurityReportsFn = for<'a> fn(
     OffsetDateTime,
 ) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
 
-/// The typed events ingest raises in its transaction.
+/// The HTTP checks the apps capability has the group's agents run: `(agent, app, URL,
+/// interval)`, read in the group's transaction for all its agents at once.
+#[derive(Debug, Clone, Copy)]
+pub struct HttpChecks(pub HttpChecksFn);
+
+/// The signature of [`HttpChecks`].
+pub type HttpChecksFn =
+    for<'a> fn(
+        &'a mut trusthub_store::Tx,
+        &'a [Uuid],
+    )
+        -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid, String, i64)>>>;
+
+/// The compliance run each of the group's hosts owes now, if any: `(agent, run)`, read by the
+/// compliance capability in the group's transaction (after the group's own results).
+#[derive(Debug, Clone, Copy)]
+pub struct ComplianceRuns(pub ComplianceRunsFn);
+
+/// The signature of [`ComplianceRuns`].
+pub type ComplianceRunsFn =
+    for<'a> fn(
+        &'a mut trusthub_store::Tx,
+        &'a [(trusthub_store::TenantId, Uuid)],
+    ) -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid)>>>;
+
+/// The typed events ingest raises in its transaction, and what it asks other capabilities
+/// for its answers.
 #[derive(Debug, Clone, Copy)]
 pub struct Hooks {
     /// To the apps capability.
@@ -116,9 +144,26 @@ pub struct Hooks {
     pub config: ConfigReports,
     /// To the compliance capability.
     pub security: SecurityReports,
+    /// From the apps capability.
+    pub http_checks: HttpChecks,
+    /// From the compliance capability.
+    pub compliance_runs: ComplianceRuns,
 }
 
-type Reply = oneshot::Sender<StoreResult<bool>>;
+/// What the writer answers for one batch: whether it was new, and what the answer to the
+/// agent carries (read in the same transaction, so one statement each serves the whole group
+/// instead of two reads per request).
+#[derive(Debug, Clone, Default)]
+pub struct Accepted {
+    /// False: a duplicate.
+    pub fresh: bool,
+    /// The agent's HTTP checks: `(app, URL, interval)`.
+    pub http_checks: Vec<(Uuid, String, i64)>,
+    /// The compliance run the host owes, if any.
+    pub compliance_run: Option<Uuid>,
+}
+
+type Reply = oneshot::Sender<StoreResult<Accepted>>;
 
 /// What the apps capability does with an agent's reports about its apps (what runs, HTTP
 /// check results), in the batch's own transaction: a typed event from the fleet to apps.
@@ -183,8 +228,8 @@ impl Ingest {
         self.repeated.load(Ordering::Relaxed)
     }
 
-    /// Stores a batch; true when it was new.
-    pub async fn submit(&self, job: Job) -> StoreResult<bool> {
+    /// Stores a batch.
+    pub async fn submit(&self, job: Job) -> StoreResult<Accepted> {
         let gone = || trusthub_store::StoreError::Db(sqlx::Error::PoolClosed);
         let (reply, answer) = oneshot::channel();
         self.queue.send((job, reply)).await.map_err(|_| gone())?;
@@ -212,8 +257,8 @@ async fn writer(
         match commit_group(&db, &cache, apps, log.as_ref(), &jobs).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
-                for (reply, fresh) in replies.into_iter().zip(flags) {
-                    let _ = reply.send(Ok(fresh));
+                for (reply, accepted) in replies.into_iter().zip(flags) {
+                    let _ = reply.send(Ok(accepted));
                 }
             }
             Err(e) => {
@@ -224,7 +269,7 @@ async fn writer(
                             .await
                             .map(|(f, again)| {
                                 repeated.fetch_add(again, Ordering::Relaxed);
-                                f[0]
+                                f.into_iter().next().unwrap_or_default()
                             });
                     let _ = reply.send(one);
                 }
@@ -233,17 +278,17 @@ async fn writer(
     }
 }
 
-/// Commits a group of batches in one transaction; answers, per batch, whether it was new,
-/// and how many samples of the new batches repeated a stored point. With `log`, the stored
-/// points' keys go to the metric log in the same transaction, and the points to `log` after
-/// the commit (when the log's ids are in commit order: SQLite).
+/// Commits a group of batches in one transaction; answers, per batch, whether it was new
+/// and what its answer carries, and how many samples of the new batches repeated a stored
+/// point. With `log`, the stored points' keys go to the metric log in the same transaction,
+/// and the points to `log` after the commit (when the log's ids are in commit order: SQLite).
 pub async fn commit_group(
     db: &Db,
     cache: &SeriesCache,
     apps: Hooks,
     log: Option<&Handoff>,
     jobs: &[Job],
-) -> StoreResult<(Vec<bool>, u64)> {
+) -> StoreResult<(Vec<Accepted>, u64)> {
     let now = jobs
         .iter()
         .map(|j| j.now)
@@ -318,6 +363,29 @@ pub async fn commit_group(
         })
         .collect();
     agents::seen_many(&mut tx, &seen, now).await?;
+    // What the answers carry, for every agent of the group at once.
+    let mut hosts: Vec<(trusthub_store::TenantId, Uuid)> =
+        jobs.iter().map(|j| (j.tenant, j.agent_id)).collect();
+    hosts.sort_by_key(|h| h.1);
+    hosts.dedup_by_key(|h| h.1);
+    let ids: Vec<Uuid> = hosts.iter().map(|h| h.1).collect();
+    let mut checks: HashMap<Uuid, Vec<(Uuid, String, i64)>> = HashMap::new();
+    for (agent, app, url, interval) in (apps.http_checks.0)(&mut tx, &ids).await? {
+        checks.entry(agent).or_default().push((app, url, interval));
+    }
+    let runs: HashMap<Uuid, Uuid> = (apps.compliance_runs.0)(&mut tx, &hosts)
+        .await?
+        .into_iter()
+        .collect();
+    let flags = jobs
+        .iter()
+        .zip(flags)
+        .map(|(job, fresh)| Accepted {
+            fresh,
+            http_checks: checks.get(&job.agent_id).cloned().unwrap_or_default(),
+            compliance_run: runs.get(&job.agent_id).copied(),
+        })
+        .collect();
     tx.commit().await?;
     if let (Some(handoff), Some(committed)) = (log, committed) {
         handoff(Arc::new(committed));

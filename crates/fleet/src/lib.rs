@@ -47,31 +47,6 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(routes::actions::router())
 }
 
-/// The HTTP checks an agent runs for the apps capability: `(app, URL, interval)` (a part of
-/// the state the composition root installs).
-#[derive(Debug)]
-pub struct HttpChecks(pub HttpChecksFn);
-
-/// The signature of [`HttpChecks`].
-pub type HttpChecksFn =
-    for<'a> fn(
-        &'a AppState,
-        Uuid,
-    ) -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, String, i64)>>>;
-
-/// The compliance run a host owes now, if any (a part of the state the composition root
-/// installs; the compliance capability answers it).
-#[derive(Debug)]
-pub struct ComplianceRuns(pub ComplianceRunsFn);
-
-/// The signature of [`ComplianceRuns`].
-pub type ComplianceRunsFn =
-    for<'a> fn(
-        &'a AppState,
-        TenantId,
-        Uuid,
-    ) -> trusthub_platform::BoxFuture<'a, StoreResult<Option<Uuid>>>;
-
 /// The host name of each of `tenant`'s agents.
 pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashMap<Uuid, String>> {
     let mut c = state.db.conn().await?;

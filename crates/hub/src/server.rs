@@ -204,6 +204,12 @@ impl Server {
                 security: trusthub_fleet::ingest::SecurityReports(|tx, report, now| {
                     Box::pin(trusthub_compliance::on_report(tx, report, now))
                 }),
+                http_checks: trusthub_fleet::ingest::HttpChecks(|tx, agents| {
+                    Box::pin(crate::routes::apps::http_checks_of_agents(tx, agents))
+                }),
+                compliance_runs: trusthub_fleet::ingest::ComplianceRuns(|tx, hosts| {
+                    Box::pin(trusthub_compliance::service::pending_runs(tx, hosts))
+                }),
             },
             remote_write.handoff(),
         );
@@ -261,14 +267,6 @@ impl Server {
                             .flat_map(|c| c.names)
                             .collect(),
                     ))
-                    .insert(trusthub_fleet::ComplianceRuns(|state, tenant, agent| {
-                        Box::pin(trusthub_compliance::service::pending_run(
-                            state, tenant, agent,
-                        ))
-                    }))
-                    .insert(trusthub_fleet::HttpChecks(|state, agent| {
-                        Box::pin(crate::routes::apps::http_checks_of(state, agent))
-                    }))
                     .insert(crate::routes::apps::SloLines(|state, tenant| {
                         Box::pin(trusthub_slo::web::slo::app_lines(state, tenant))
                     }))

@@ -3,7 +3,7 @@
 //! and each app's availability timeline and maintenance windows.
 //!
 //! What it offers other capabilities:
-//! - [`routes::apps::on_agent_reports`], [`routes::apps::http_checks_of`],
+//! - [`routes::apps::on_agent_reports`], [`routes::apps::http_checks_of_agents`],
 //!   [`routes::apps::on_alert_resolved`]: its side of the fleet's and alerts' typed events;
 //! - [`routes::apps::SloLines`]: the lookup the SLO capability gives the apps page;
 //! - [`App`], [`app`], [`app_names`], [`timeline`]: apps, their timeline and maintenance

@@ -25,6 +25,8 @@ use trusthub_store::StoreResult;
 pub const MAX_SAMPLES_PER_REQUEST: usize = 10_000;
 /// Log rows read in one round at most.
 const ROUND_ROWS: i64 = 256;
+/// Most points of the transactions handed over in memory that one round takes together.
+const ROUND_POINTS: usize = 50_000;
 /// Longest wait between retries.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Longest wait for the ingest writer's next commit (then the log is looked at) when
@@ -375,12 +377,20 @@ impl Labels {
 
     /// The requests of points handed over in memory: log rows `first_id..=last_id`. The
     /// points are taken, not copied, when no other receiver's queue still holds them.
-    async fn handed(&mut self, state: &AppState, c: Arc<Committed>) -> StoreResult<Round> {
-        let last = Some(LogPosition {
+    /// A round of consecutive transactions handed over in memory (see [`Inbox::take`]).
+    async fn handed(&mut self, state: &AppState, taken: Vec<Arc<Committed>>) -> StoreResult<Round> {
+        let last = taken.last().map(|c| LogPosition {
             txid: 0,
             id: c.last_id,
         });
-        let points = Arc::try_unwrap(c).map_or_else(|c| c.points.clone(), |c| c.points);
+        let mut points = Vec::with_capacity(taken.iter().map(|c| c.points.len()).sum());
+        for c in taken {
+            match Arc::try_unwrap(c) {
+                Ok(c) if points.is_empty() => points = c.points,
+                Ok(c) => points.extend(c.points),
+                Err(c) => points.extend_from_slice(&c.points),
+            }
+        }
         Ok(Round {
             last,
             requests: self.requests(state, points).await?,
@@ -593,6 +603,26 @@ impl Inbox {
         Some(c)
     }
 
+    /// The transactions waiting here that follow on from the first without a gap, up to
+    /// [`ROUND_POINTS`] points (at least one): one round of labels and requests for several
+    /// commits when the sender is behind.
+    fn take(&mut self) -> Vec<Arc<Committed>> {
+        let mut taken: Vec<Arc<Committed>> = Vec::new();
+        let mut points = 0;
+        while let Some(next) = self.pending.front() {
+            let follows = taken.last().is_none_or(|t| next.first_id == t.last_id + 1);
+            if !follows || (!taken.is_empty() && points + next.points.len() > ROUND_POINTS) {
+                break;
+            }
+            points += next.points.len();
+            match self.pop() {
+                Some(c) => taken.push(c),
+                None => break,
+            }
+        }
+        taken
+    }
+
     /// Forgets what the log position already covers (read from the log, or sent by a
     /// predecessor).
     fn skip_through(&mut self, pos: LogPosition) {
@@ -707,10 +737,11 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         let next = inbox.pending.front().map(|c| c.first_id);
         let in_memory = from.txid == 0 && next == Some(from.id + 1);
         let round = if in_memory {
-            match inbox.pop() {
-                Some(c) => labels.handed(&state, c).await,
-                None => continue,
+            let taken = inbox.take();
+            if taken.is_empty() {
+                continue;
             }
+            labels.handed(&state, taken).await
         } else {
             labels.round(&state, from, next).await
         };

@@ -140,7 +140,11 @@ impl Db {
             };
             // Kept open for the life of the process (sqlx would otherwise reopen it after 10
             // idle minutes and every 30 minutes under load, dropping the page cache above).
+            // No ping before handing out a connection (sqlx's default): a file cannot hang up,
+            // and the ping is a round trip through the connection's worker thread on every
+            // acquire (three per ingest request; bench/RESULTS.md 2026-11-28).
             let write = SqlitePoolOptions::new()
+                .test_before_acquire(false)
                 .max_connections(1)
                 .acquire_timeout(opts.acquire_timeout)
                 .idle_timeout(None)
@@ -209,6 +213,7 @@ impl Db {
                 });
             }
             let read = SqlitePoolOptions::new()
+                .test_before_acquire(false)
                 .max_connections(opts.max_connections.max(1))
                 .acquire_timeout(opts.acquire_timeout)
                 .connect_with(base.read_only(true))

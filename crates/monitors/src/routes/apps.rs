@@ -1073,13 +1073,13 @@ pub async fn on_agent_reports(
     Ok(())
 }
 
-/// The HTTP checks `agent_id` runs (the fleet's `HttpChecks` lookup).
-pub async fn http_checks_of(
-    state: &AppState,
-    agent_id: Uuid,
-) -> trusthub_store::StoreResult<Vec<(Uuid, String, i64)>> {
-    let mut c = state.db.conn().await?;
-    crate::store::apps::http_checks_of(&mut c, agent_id).await
+/// The HTTP checks these agents run (the fleet's `HttpChecks` lookup, read in each ingest
+/// group's transaction).
+pub async fn http_checks_of_agents(
+    tx: &mut trusthub_store::Tx,
+    agents: &[Uuid],
+) -> trusthub_store::StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+    crate::store::apps::http_checks_of_agents(tx, agents).await
 }
 
 /// One SLO as the apps page lists it: app id, app name, state, its CSS class, budget left,

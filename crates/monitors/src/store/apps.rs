@@ -570,15 +570,28 @@ pub async fn save_check(ex: &mut impl Exec, u: &CheckUpdate<'_>) -> StoreResult<
     Ok(true)
 }
 
-/// The HTTP checks an agent should run: `(app id, endpoint, interval seconds)`.
-pub async fn http_checks_of(
+/// The HTTP checks each of these agents runs: `(agent, app, URL, interval)`, by agent and app.
+pub async fn http_checks_of_agents(
     ex: &mut impl Exec,
-    agent_id: Uuid,
-) -> StoreResult<Vec<(Uuid, String, i64)>> {
-    Ok(on!(ex, c => sqlx::query_as::<_, (Uuid, String, i64)>(
-        "SELECT id, endpoint, interval_seconds FROM apps WHERE agent_id = $1 AND app_type = 'http' \
-         AND endpoint IS NOT NULL AND interval_seconds IS NOT NULL ORDER BY id")
-        .bind(agent_id).fetch_all(&mut *c).await?))
+    agents: &[Uuid],
+) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+    let mut out = Vec::new();
+    for chunk in agents.chunks(4_000) {
+        let rows: Vec<(Uuid, Uuid, String, i64)> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new(
+                "SELECT agent_id, id, endpoint, interval_seconds FROM apps WHERE app_type = 'http' \
+                 AND endpoint IS NOT NULL AND interval_seconds IS NOT NULL AND agent_id IN (",
+            );
+            let mut list = qb.separated(", ");
+            for a in chunk {
+                list.push_bind(*a);
+            }
+            qb.push(") ORDER BY agent_id, id");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        out.extend(rows);
+    }
+    Ok(out)
 }
 
 /// An app's recent check results, newest first.

@@ -175,9 +175,10 @@ pub(crate) async fn ingest(
         .and_then(|h| h.get("allowed_actions"))
         .and_then(|a| serde_json::from_value(a.clone()).ok());
     let samples = batch.metrics.len();
-    let fresh = state
+    let accepted = state
         .part::<crate::ingest::Ingest>()
         .submit(crate::ingest::Job {
+            tenant: TenantId(agent.tenant_id),
             agent_id: agent.id,
             batch,
             inventory_at,
@@ -189,18 +190,17 @@ pub(crate) async fn ingest(
             now,
         })
         .await?;
+    let fresh = accepted.fresh;
     state.metrics.ingested(fresh, samples);
-    let http_checks = {
-        (state.part::<crate::HttpChecks>().0)(&state, agent.id)
-            .await?
-            .into_iter()
-            .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
-                app_id,
-                endpoint,
-                interval_seconds,
-            })
-            .collect()
-    };
+    let http_checks = accepted
+        .http_checks
+        .into_iter()
+        .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
+            app_id,
+            endpoint,
+            interval_seconds,
+        })
+        .collect();
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(IngestAccepted {
@@ -214,12 +214,7 @@ pub(crate) async fn ingest(
             http_checks,
             compliance_interval_secs: agent.compliance_interval_secs,
             honeypots: agent.honeypots.0.clone(),
-            compliance_run_id: (state.part::<crate::ComplianceRuns>().0)(
-                &state,
-                TenantId(agent.tenant_id),
-                agent.id,
-            )
-            .await?,
+            compliance_run_id: accepted.compliance_run,
         }),
     ))
 }
