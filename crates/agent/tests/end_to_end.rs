@@ -2429,10 +2429,24 @@ async fn a_console_fails_on_a_host_that_refuses_it_and_ends_when_idle() {
         v[0]["connected"] == true
     })
     .await;
-    // The reconnection may take a moment to be routable.
+    // The reconnection may take a moment to be routable. A refused start spent its code (the
+    // proof is checked first), so each attempt takes a step not used yet: enrolment's and the
+    // first start's are spent, and the next step boundary brings a fresh one.
+    let mut spent = vec![t / 30 - 1, t / 30, (t + 8) / 30];
     let mut started = None;
     for _ in 0..20 {
-        let r = console_start(&f, &id, code(30)).await;
+        let step = loop {
+            let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
+            if let Some(step) = [current + 1, current, current - 1]
+                .into_iter()
+                .find(|s| !spent.contains(s))
+            {
+                break step;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        };
+        spent.push(step);
+        let r = console_start(&f, &id, code(step * 30 - t)).await;
         if r.status() == 201 {
             started = Some(r.json::<Value>().await.expect("json"));
             break;
