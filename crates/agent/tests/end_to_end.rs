@@ -797,6 +797,22 @@ async fn fresh_totp_window() -> i64 {
     }
 }
 
+/// A TOTP step (unix time / 30) whose code the hub accepts now (the current one or either
+/// neighbour) and that is not in `spent`; when all three are spent, the next step boundary
+/// brings a fresh one.
+async fn unspent_totp_step(spent: &[i64]) -> i64 {
+    loop {
+        let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
+        if let Some(step) = [current + 1, current, current - 1]
+            .into_iter()
+            .find(|s| !spent.contains(s))
+        {
+            return step;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 async fn restart(
     f: &Fixture,
     app: &str,
@@ -1705,16 +1721,7 @@ async fn an_emergency_kills_a_process_and_the_host_refuses_what_its_allowlist_fo
     // When all three acceptable steps are spent (verify crossed a step boundary and the kill
     // ran into the next one), the next step boundary brings a fresh one.
     let spent = [enrolled / 30, (enrolled + 2) / 30, now / 30 + 1];
-    let step = loop {
-        let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
-        if let Some(step) = [current + 1, current, current - 1]
-            .into_iter()
-            .find(|s| !spent.contains(s))
-        {
-            break step;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
+    let step = unspent_totp_step(&spent).await;
     let r = send(
         json!({"action": "block_ip", "target": "203.0.113.7", "reason": "scanner"}),
         trusthub_core::totp::code_at(&secret, step * 30),
@@ -2435,16 +2442,7 @@ async fn a_console_fails_on_a_host_that_refuses_it_and_ends_when_idle() {
     let mut spent = vec![t / 30 - 1, t / 30, (t + 8) / 30];
     let mut started = None;
     for _ in 0..20 {
-        let step = loop {
-            let current = time::OffsetDateTime::now_utc().unix_timestamp() / 30;
-            if let Some(step) = [current + 1, current, current - 1]
-                .into_iter()
-                .find(|s| !spent.contains(s))
-            {
-                break step;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        };
+        let step = unspent_totp_step(&spent).await;
         spent.push(step);
         let r = console_start(&f, &id, code(step * 30 - t)).await;
         if r.status() == 201 {
