@@ -2,6 +2,10 @@
 //! `admin` administers its database directly, so it works while a hub runs; `login` and the
 //! everyday verbs (`agents`, `apps`, `alerts`, …) speak a hub's API from the terminal.
 
+/// The allocator of the whole process (hub, agent and CLI).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod evidence;
 mod remote;
 

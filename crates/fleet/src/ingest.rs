@@ -10,7 +10,7 @@
 
 use crate::store::agents;
 use crate::store::metric_log::Handoff;
-use crate::store::telemetry::{self, PointRows, SeriesCache};
+use crate::store::telemetry::{self, HeldRollups, PointRows, SeriesCache};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +30,12 @@ pub struct Job {
     pub tenant: trusthub_store::TenantId,
     /// The agent.
     pub agent_id: Uuid,
+    /// The hash of the token the batch came with.
+    pub token_hash: String,
+    /// The agent as the request was checked against (a snapshot, maybe from
+    /// [`AgentCache`]): the writer stores the batch only if the agent still stands so, with
+    /// that token, in the batch's transaction.
+    pub checked: Arc<Snapshot>,
     /// The batch.
     pub batch: Batch,
     /// The inventory's `collected_at`, when it carries one.
@@ -150,6 +156,50 @@ pub struct Hooks {
     pub compliance_runs: ComplianceRuns,
 }
 
+/// An agent as ingest checked a request against it, with its pinned key read.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The agent's row.
+    pub agent: agents::Agent,
+    /// Its pinned signing key, when it has one.
+    pub key: Option<ed25519_dalek::VerifyingKey>,
+}
+
+/// Agents by token hash as ingest last read them, so that a batch costs no read of the
+/// agent: the writer compares each batch's [`Snapshot`] with the agent's row in the batch's
+/// own transaction and refuses a batch whose agent changed since (token rotated, agent
+/// deleted, key pinned or dropped, settings changed; also by another hub process), and the
+/// request reads the agent again. Bounded: past [`AgentCache::MAX`] entries it starts over.
+#[derive(Debug, Default)]
+pub struct AgentCache(std::sync::Mutex<HashMap<String, Arc<Snapshot>>>);
+
+impl AgentCache {
+    /// Most agents held.
+    pub const MAX: usize = 100_000;
+
+    /// The snapshot held for a token hash.
+    pub fn get(&self, token_hash: &str) -> Option<Arc<Snapshot>> {
+        self.0.lock().ok()?.get(token_hash).cloned()
+    }
+
+    /// Holds a snapshot.
+    pub fn put(&self, token_hash: &str, snapshot: Arc<Snapshot>) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= Self::MAX {
+                map.clear();
+            }
+            map.insert(token_hash.to_owned(), snapshot);
+        }
+    }
+
+    /// Drops what is held for a token hash.
+    pub fn forget(&self, token_hash: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(token_hash);
+        }
+    }
+}
+
 /// What the writer answers for one batch: whether it was new, and what the answer to the
 /// agent carries (read in the same transaction, so one statement each serves the whole group
 /// instead of two reads per request).
@@ -163,7 +213,9 @@ pub struct Accepted {
     pub compliance_run: Option<Uuid>,
 }
 
-type Reply = oneshot::Sender<StoreResult<Accepted>>;
+/// `None`: the batch was not stored because its agent changed since the request was checked
+/// (see [`AgentCache`]).
+type Reply = oneshot::Sender<StoreResult<Option<Accepted>>>;
 
 /// What the apps capability does with an agent's reports about its apps (what runs, HTTP
 /// check results), in the batch's own transaction: a typed event from the fleet to apps.
@@ -184,6 +236,7 @@ pub type AppReportsFn = for<'a> fn(
 pub struct Ingest {
     queue: mpsc::Sender<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
+    agents: AgentCache,
 }
 
 impl Ingest {
@@ -219,6 +272,7 @@ impl Ingest {
         Ingest {
             queue: tx,
             repeated,
+            agents: AgentCache::default(),
         }
     }
 
@@ -228,8 +282,13 @@ impl Ingest {
         self.repeated.load(Ordering::Relaxed)
     }
 
-    /// Stores a batch.
-    pub async fn submit(&self, job: Job) -> StoreResult<Accepted> {
+    /// The agents ingest has read, by token hash.
+    pub fn agents(&self) -> &AgentCache {
+        &self.agents
+    }
+
+    /// Stores a batch; `None` when its agent changed since `job.checked` was read.
+    pub async fn submit(&self, job: Job) -> StoreResult<Option<Accepted>> {
         let gone = || trusthub_store::StoreError::Db(sqlx::Error::PoolClosed);
         let (reply, answer) = oneshot::channel();
         self.queue.send((job, reply)).await.map_err(|_| gone())?;
@@ -237,14 +296,32 @@ impl Ingest {
     }
 }
 
+/// The ingest writer's own state.
+struct Writer {
+    db: Db,
+    cache: Arc<SeriesCache>,
+    hooks: Hooks,
+    log: Option<Handoff>,
+    /// SQLite (one writer): the rollup rows written last.
+    held: Option<HeldRollups>,
+}
+
 async fn writer(
     db: Db,
     cache: Arc<SeriesCache>,
-    apps: Hooks,
+    hooks: Hooks,
     log: Option<Handoff>,
     mut rx: mpsc::Receiver<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
 ) {
+    let held = (db.backend() == trusthub_store::Backend::Sqlite).then(HeldRollups::default);
+    let mut w = Writer {
+        db,
+        cache,
+        hooks,
+        log,
+        held,
+    };
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -254,7 +331,7 @@ async fn writer(
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
-        match commit_group(&db, &cache, apps, log.as_ref(), &jobs).await {
+        match w.commit_group(&jobs).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
                 for (reply, accepted) in replies.into_iter().zip(flags) {
@@ -264,13 +341,18 @@ async fn writer(
             Err(e) => {
                 tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
                 for (job, reply) in jobs.into_iter().zip(replies) {
-                    let one =
-                        commit_group(&db, &cache, apps, log.as_ref(), std::slice::from_ref(&job))
-                            .await
-                            .map(|(f, again)| {
-                                repeated.fetch_add(again, Ordering::Relaxed);
-                                f.into_iter().next().unwrap_or_default()
-                            });
+                    let one = match w.commit_group(std::slice::from_ref(&job)).await {
+                        Ok((f, again)) => {
+                            repeated.fetch_add(again, Ordering::Relaxed);
+                            Ok(f.into_iter().next().flatten())
+                        }
+                        // A batch of an agent deleted since its request was checked fails on
+                        // its rows' references: not stored, the request checks again.
+                        Err(e) => match w.still_stands(&job).await {
+                            Ok(false) => Ok(None),
+                            _ => Err(e),
+                        },
+                    };
                     let _ = reply.send(one);
                 }
             }
@@ -278,120 +360,197 @@ async fn writer(
     }
 }
 
-/// Commits a group of batches in one transaction; answers, per batch, whether it was new
-/// and what its answer carries, and how many samples of the new batches repeated a stored
-/// point. With `log`, the stored points' keys go to the metric log in the same transaction,
-/// and the points to `log` after the commit (when the log's ids are in commit order: SQLite).
-pub async fn commit_group(
-    db: &Db,
-    cache: &SeriesCache,
-    apps: Hooks,
-    log: Option<&Handoff>,
-    jobs: &[Job],
-) -> StoreResult<(Vec<Accepted>, u64)> {
-    let now = jobs
-        .iter()
-        .map(|j| j.now)
-        .max()
-        .unwrap_or_else(OffsetDateTime::now_utc);
-    let keys: Vec<(Uuid, Uuid)> = jobs
-        .iter()
-        .map(|j| (j.agent_id, j.batch.batch_id))
-        .collect();
-    let mut unique = keys.clone();
-    unique.sort();
-    unique.dedup();
-    let mut tx = db.begin().await?;
-    let new = telemetry::claim_batches(&mut tx, &unique, now).await?;
-    let mut taken = HashSet::new();
-    let mut flags = Vec::with_capacity(jobs.len());
-    let mut rows = PointRows::default();
-    let mut learned = Vec::new();
-    let mut last_of_agent: HashMap<Uuid, &Job> = HashMap::new();
-    for (job, key) in jobs.iter().zip(&keys) {
-        // The same batch twice in one group: the first is the new one.
-        let fresh = new.contains(key) && taken.insert(*key);
-        if fresh {
-            let l = telemetry::resolve_series(
-                &mut tx,
-                job.agent_id,
-                &job.batch.metrics,
-                cache,
-                &mut rows,
-            )
-            .await?;
-            learned.push((job.agent_id, l));
-            if let (Some(inv), Some(at)) = (&job.batch.inventory, job.inventory_at) {
-                telemetry::insert_inventory(&mut tx, job.agent_id, at, inv, job.now).await?;
+/// One attempt at a group: committed, or not because the agents of some batches changed
+/// since their requests were checked (false for those).
+enum Attempt {
+    Committed(Vec<Option<Accepted>>, u64),
+    Changed(Vec<bool>),
+}
+
+impl Writer {
+    /// Commits a group of batches in one transaction; answers, per batch, whether it was new
+    /// and what its answer carries (`None`: not stored, its agent changed since the request
+    /// was checked), and how many samples of the new batches repeated a stored point. With
+    /// `log`, the stored points' keys go to the metric log in the same transaction, and the
+    /// points to `log` after the commit (when the log's ids are in commit order: SQLite).
+    ///
+    /// Whether each batch's agent still stands as its request was checked is answered by the
+    /// group's last statement (which records the agents seen); when one does not, the
+    /// transaction is rolled back and the group committed again without it (rare: after a
+    /// rotation, a deletion or a change of settings).
+    async fn commit_group(&mut self, jobs: &[Job]) -> StoreResult<(Vec<Option<Accepted>>, u64)> {
+        let mut take = vec![true; jobs.len()];
+        loop {
+            if !take.contains(&true) {
+                return Ok((vec![None; jobs.len()], 0));
             }
-            if let Some(p) = &job.batch.processes {
-                telemetry::set_processes(&mut tx, job.agent_id, p, job.now).await?;
-            }
-            if job.observed.is_some() || !job.checks.is_empty() {
-                (apps.apps.0)(
-                    &mut tx,
-                    job.agent_id,
-                    job.observed.as_ref(),
-                    &job.checks,
-                    job.now,
-                )
-                .await?;
-            }
-            if let Some(scan) = &job.config {
-                (apps.config.0)(&mut tx, scan, job.now).await?;
-            }
-            if let Some(report) = &job.security {
-                (apps.security.0)(&mut tx, report, job.now).await?;
+            match self.attempt(jobs, &take).await? {
+                Attempt::Committed(answers, again) => return Ok((answers, again)),
+                Attempt::Changed(valid) => {
+                    for (t, ok) in take.iter_mut().zip(valid) {
+                        *t = *t && ok;
+                    }
+                }
             }
         }
-        flags.push(fresh);
-        last_of_agent.insert(job.agent_id, job);
     }
-    let (stored, committed) = telemetry::insert_points(
-        &mut tx,
-        &rows,
-        log.is_some().then(|| telemetry::unix_ms(now)),
-    )
-    .await?;
-    let repeated = (rows.series.len() as u64).saturating_sub(stored);
-    let seen: Vec<agents::Seen<'_>> = last_of_agent
-        .into_iter()
-        .map(|(agent_id, job)| agents::Seen {
-            agent_id,
-            heartbeat: job.batch.heartbeat.as_ref(),
-            reported_actions: job.reported_actions.as_deref(),
-        })
-        .collect();
-    agents::seen_many(&mut tx, &seen, now).await?;
-    // What the answers carry, for every agent of the group at once.
-    let mut hosts: Vec<(trusthub_store::TenantId, Uuid)> =
-        jobs.iter().map(|j| (j.tenant, j.agent_id)).collect();
-    hosts.sort_by_key(|h| h.1);
-    hosts.dedup_by_key(|h| h.1);
-    let ids: Vec<Uuid> = hosts.iter().map(|h| h.1).collect();
-    let mut checks: HashMap<Uuid, Vec<(Uuid, String, i64)>> = HashMap::new();
-    for (agent, app, url, interval) in (apps.http_checks.0)(&mut tx, &ids).await? {
-        checks.entry(agent).or_default().push((app, url, interval));
+
+    /// Whether a batch's agent still stands as its request was checked.
+    async fn still_stands(&self, job: &Job) -> StoreResult<bool> {
+        let mut c = self.db.conn().await?;
+        Ok(agents::find_by_token(&mut c, &job.token_hash)
+            .await?
+            .is_some_and(|a| a.id == job.agent_id && a.same_settings(&job.checked.agent)))
     }
-    let runs: HashMap<Uuid, Uuid> = (apps.compliance_runs.0)(&mut tx, &hosts)
-        .await?
-        .into_iter()
-        .collect();
-    let flags = jobs
-        .iter()
-        .zip(flags)
-        .map(|(job, fresh)| Accepted {
-            fresh,
-            http_checks: checks.get(&job.agent_id).cloned().unwrap_or_default(),
-            compliance_run: runs.get(&job.agent_id).copied(),
-        })
-        .collect();
-    tx.commit().await?;
-    if let (Some(handoff), Some(committed)) = (log, committed) {
-        handoff(Arc::new(committed));
+
+    async fn attempt(&mut self, jobs: &[Job], take: &[bool]) -> StoreResult<Attempt> {
+        let (db, cache, apps, log) = (&self.db, &*self.cache, self.hooks, self.log.as_ref());
+        let now = jobs
+            .iter()
+            .map(|j| j.now)
+            .max()
+            .unwrap_or_else(OffsetDateTime::now_utc);
+        let mut tx = db.begin().await?;
+        if let Some(held) = self.held.as_mut() {
+            held.begin();
+        }
+        let keys: Vec<(Uuid, Uuid)> = jobs
+            .iter()
+            .map(|j| (j.agent_id, j.batch.batch_id))
+            .collect();
+        let mut unique: Vec<(Uuid, Uuid)> = keys
+            .iter()
+            .zip(take)
+            .filter(|(_, ok)| **ok)
+            .map(|(k, _)| *k)
+            .collect();
+        unique.sort();
+        unique.dedup();
+        let new = telemetry::claim_batches(&mut tx, &unique, now).await?;
+        let mut taken = HashSet::new();
+        let mut flags = Vec::with_capacity(jobs.len());
+        let mut rows = PointRows::default();
+        let mut learned = Vec::new();
+        let mut last_of_agent: HashMap<Uuid, &Job> = HashMap::new();
+        for ((job, key), ok) in jobs.iter().zip(&keys).zip(take) {
+            if !ok {
+                flags.push(false);
+                continue;
+            }
+            // The same batch twice in one group: the first is the new one.
+            let fresh = new.contains(key) && taken.insert(*key);
+            if fresh {
+                let l = telemetry::resolve_series(
+                    &mut tx,
+                    job.agent_id,
+                    &job.batch.metrics,
+                    cache,
+                    &mut rows,
+                )
+                .await?;
+                learned.push((job.agent_id, l));
+                if let (Some(inv), Some(at)) = (&job.batch.inventory, job.inventory_at) {
+                    telemetry::insert_inventory(&mut tx, job.agent_id, at, inv, job.now).await?;
+                }
+                if let Some(p) = &job.batch.processes {
+                    telemetry::set_processes(&mut tx, job.agent_id, p, job.now).await?;
+                }
+                if job.observed.is_some() || !job.checks.is_empty() {
+                    (apps.apps.0)(
+                        &mut tx,
+                        job.agent_id,
+                        job.observed.as_ref(),
+                        &job.checks,
+                        job.now,
+                    )
+                    .await?;
+                }
+                if let Some(scan) = &job.config {
+                    (apps.config.0)(&mut tx, scan, job.now).await?;
+                }
+                if let Some(report) = &job.security {
+                    (apps.security.0)(&mut tx, report, job.now).await?;
+                }
+            }
+            flags.push(fresh);
+            last_of_agent.insert(job.agent_id, job);
+        }
+        let (stored, committed) = telemetry::insert_points(
+            &mut tx,
+            &rows,
+            log.is_some().then(|| telemetry::unix_ms(now)),
+            self.held.as_mut(),
+        )
+        .await?;
+        let repeated = (rows.series.len() as u64).saturating_sub(stored);
+        let seen: Vec<agents::Seen<'_>> = last_of_agent
+            .into_iter()
+            .map(|(agent_id, job)| agents::Seen {
+                agent_id,
+                heartbeat: job.batch.heartbeat.as_ref(),
+                reported_actions: job.reported_actions.as_deref(),
+            })
+            .collect();
+        // The agents as they stand now: a batch whose agent changed since its request was checked
+        // is not stored (the request checks again).
+        let current: HashMap<Uuid, agents::Credentialed> = agents::seen_many(&mut tx, &seen, now)
+            .await?
+            .into_iter()
+            .map(|c| (c.agent.id, c))
+            .collect();
+        let still: Vec<bool> = jobs
+            .iter()
+            .zip(take)
+            .map(|(j, t)| {
+                !t || current.get(&j.agent_id).is_some_and(|c| {
+                    c.token_hash == j.token_hash && c.agent.same_settings(&j.checked.agent)
+                })
+            })
+            .collect();
+        if still.contains(&false) {
+            drop(tx);
+            return Ok(Attempt::Changed(still));
+        }
+        // What the answers carry, for every agent of the group at once.
+        let mut hosts: Vec<(trusthub_store::TenantId, Uuid)> = jobs
+            .iter()
+            .zip(take)
+            .filter(|(_, ok)| **ok)
+            .map(|(j, _)| (j.tenant, j.agent_id))
+            .collect();
+        hosts.sort_by_key(|h| h.1);
+        hosts.dedup_by_key(|h| h.1);
+        let ids: Vec<Uuid> = hosts.iter().map(|h| h.1).collect();
+        let mut checks: HashMap<Uuid, Vec<(Uuid, String, i64)>> = HashMap::new();
+        let mut runs: HashMap<Uuid, Uuid> = HashMap::new();
+        if !hosts.is_empty() {
+            for (agent, app, url, interval) in (apps.http_checks.0)(&mut tx, &ids).await? {
+                checks.entry(agent).or_default().push((app, url, interval));
+            }
+            runs.extend((apps.compliance_runs.0)(&mut tx, &hosts).await?);
+        }
+        let flags = jobs
+            .iter()
+            .zip(flags)
+            .zip(take)
+            .map(|((job, fresh), ok)| {
+                ok.then(|| Accepted {
+                    fresh,
+                    http_checks: checks.get(&job.agent_id).cloned().unwrap_or_default(),
+                    compliance_run: runs.get(&job.agent_id).copied(),
+                })
+            })
+            .collect();
+        tx.commit().await?;
+        if let Some(held) = self.held.as_mut() {
+            held.committed();
+        }
+        if let (Some(handoff), Some(committed)) = (log, committed) {
+            handoff(Arc::new(committed));
+        }
+        for (agent, l) in learned {
+            cache.learn(agent, l);
+        }
+        Ok(Attempt::Committed(flags, repeated))
     }
-    for (agent, l) in learned {
-        cache.learn(agent, l);
-    }
-    Ok((flags, repeated))
 }

@@ -76,7 +76,7 @@ pub async fn spend_enrollment_token(
 }
 
 /// An agent as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Agent {
     /// Id.
     pub id: Uuid,
@@ -122,6 +122,16 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// Whether `other` is this agent with the same settings: everything but what ingest
+    /// itself records (when it was last seen, its heartbeat and reported allowlist).
+    pub fn same_settings(&self, other: &Agent) -> bool {
+        let mut a = other.clone();
+        a.last_seen_at = self.last_seen_at;
+        a.last_heartbeat = self.last_heartbeat.clone();
+        a.reported_actions = self.reported_actions.clone();
+        a == *self
+    }
+
     /// The watched paths in force: governance's, or the default list.
     pub fn watched_paths(&self) -> Vec<String> {
         match &self.config_paths {
@@ -214,6 +224,16 @@ pub async fn find_by_token(ex: &mut impl Exec, token_hash: &str) -> StoreResult<
     Ok(
         on!(ex, c => sqlx::query_as::<_, Agent>(sqlx::AssertSqlSafe(sql)).bind(token_hash).fetch_optional(&mut *c).await?),
     )
+}
+
+/// An agent with the hash of its token.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Credentialed {
+    /// The agent.
+    #[sqlx(flatten)]
+    pub agent: Agent,
+    /// The hash of its current token.
+    pub token_hash: String,
 }
 
 /// One agent of the tenant.
@@ -320,14 +340,16 @@ pub struct Seen<'a> {
 }
 
 /// Records that data arrived from these agents (and their heartbeat facts, when there are
-/// some), in one statement.
+/// some), in one statement; answers the agents as they stand then, with their token hashes
+/// (an agent deleted meanwhile is not among them): in ingest's transaction, what each batch's
+/// credential is checked against.
 pub async fn seen_many(
     ex: &mut impl Exec,
     rows: &[Seen<'_>],
     now: OffsetDateTime,
-) -> StoreResult<()> {
+) -> StoreResult<Vec<Credentialed>> {
     if rows.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let hb: Vec<Option<String>> = rows
         .iter()
@@ -341,21 +363,30 @@ pub async fn seen_many(
         })
         .collect();
     let ids: Vec<Uuid> = rows.iter().map(|r| r.agent_id).collect();
-    match ex.handle() {
+    let returning: String = COLUMNS
+        .split(", ")
+        .chain(["token_hash"])
+        .map(|c| format!("agents.{}", c.trim()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(match ex.handle() {
         trusthub_store::Handle::Postgres(c) => {
-            sqlx::query(
+            let sql = format!(
                 "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE(v.hb::jsonb, agents.last_heartbeat), \
                  reported_actions = COALESCE(v.ra::jsonb, agents.reported_actions) \
-                 FROM UNNEST($2::uuid[], $3::text[], $4::text[]) AS v(id, hb, ra) WHERE agents.id = v.id",
-            )
-            .bind(now)
-            .bind(&ids)
-            .bind(&hb)
-            .bind(&ra)
-            .execute(&mut *c)
-            .await?;
+                 FROM UNNEST($2::uuid[], $3::text[], $4::text[]) AS v(id, hb, ra) WHERE agents.id = v.id \
+                 RETURNING {returning}"
+            );
+            sqlx::query_as::<_, Credentialed>(sqlx::AssertSqlSafe(sql))
+                .bind(now)
+                .bind(&ids)
+                .bind(&hb)
+                .bind(&ra)
+                .fetch_all(&mut *c)
+                .await?
         }
         trusthub_store::Handle::Sqlite(c) => {
+            let mut all = Vec::with_capacity(rows.len());
             for chunk in (0..rows.len()).collect::<Vec<_>>().chunks(500) {
                 let mut qb =
                     sqlx::QueryBuilder::<sqlx::Sqlite>::new("UPDATE agents SET last_seen_at = ");
@@ -369,12 +400,18 @@ pub async fn seen_many(
                         .push_bind(hb[*i].clone())
                         .push_bind(ra[*i].clone());
                 });
-                qb.push(") AS v WHERE agents.id = v.column1");
-                qb.build().execute(&mut *c).await?;
+                qb.push(format!(
+                    ") AS v WHERE agents.id = v.column1 RETURNING {returning}"
+                ));
+                all.extend(
+                    qb.build_query_as::<Credentialed>()
+                        .fetch_all(&mut *c)
+                        .await?,
+                );
             }
+            all
         }
-    }
-    Ok(())
+    })
 }
 
 /// An enrollment token as listed (never the token).

@@ -214,6 +214,7 @@ pub async fn resolve_series(
         rows.ts.push(unix_ms(s.ts));
         rows.values.push(s.value);
     }
+    rows.owners.insert(seq, agent_id);
     Ok(learned)
 }
 
@@ -228,6 +229,8 @@ pub struct PointRows {
     pub ts: Vec<i64>,
     /// Values.
     pub values: Vec<f64>,
+    /// The agent of each agent number.
+    pub owners: HashMap<i64, Uuid>,
 }
 
 /// Stores samples (a sample repeating a series' timestamp is kept once).
@@ -239,7 +242,7 @@ pub async fn insert_samples(
 ) -> StoreResult<Inserted> {
     let mut rows = PointRows::default();
     let learned = resolve_series(ex, agent_id, samples, cache, &mut rows).await?;
-    let (points, _) = insert_points(ex, &rows, None).await?;
+    let (points, _) = insert_points(ex, &rows, None, None).await?;
     Ok(Inserted { points, learned })
 }
 
@@ -251,10 +254,15 @@ pub async fn insert_samples(
 /// Points are stored one row per agent and timestamp (`metric_rows`). A row that exists
 /// already (a second batch at the same timestamp, or an agent re-sending what the hub has)
 /// takes the series it lacks; a series it has keeps its first value.
+///
+/// With `held` (SQLite's one writer), rollup rows it holds are folded into without reading
+/// them back, and the rollup rows written are added to `held.pending` (to be held once the
+/// transaction commits: [`HeldRollups::committed`]).
 pub async fn insert_points(
     ex: &mut impl Exec,
     rows: &PointRows,
     log_at: Option<i64>,
+    mut held: Option<&mut HeldRollups>,
 ) -> StoreResult<(u64, Option<crate::store::metric_log::Committed>)> {
     let (agents, series, ts, values) = (&rows.agents, &rows.series, &rows.ts, &rows.values);
     if series.is_empty() {
@@ -323,8 +331,15 @@ pub async fn insert_points(
             .await?
             .map(|ids| (ids, when));
     }
-    for table in ROLLUP_TABLES {
-        fold_rollup(ex, table, &new_points).await?;
+    for (i, table) in ROLLUP_TABLES.into_iter().enumerate() {
+        fold_rollup(
+            ex,
+            (i, table),
+            &new_points,
+            &rows.owners,
+            held.as_deref_mut(),
+        )
+        .await?;
     }
     let committed =
         logged.map(
@@ -348,21 +363,31 @@ type Point = (i64, i64, i64, f64);
 
 /// The stats of points per (agent number, bucket start), sorted by series.
 fn rollup(points: &[Point], width: i64) -> BTreeMap<(i64, i64), Vec<Stat>> {
-    let mut each: BTreeMap<(i64, i64, i64), Stat> = BTreeMap::new();
-    for (agent, series, ts, v) in points {
-        let e = each
-            .entry((*agent, ts.div_euclid(width) * width, *series))
-            .or_insert((*series, 0, 0.0, *v, *v));
-        e.1 += 1;
-        e.2 = metric_rows::finite(e.2 + v);
-        e.3 = e.3.min(*v);
-        e.4 = e.4.max(*v);
+    // Sorted by (agent, bucket, series), then folded in one pass.
+    let mut keyed: Vec<(i64, i64, i64, f64)> = points
+        .iter()
+        .map(|(agent, series, ts, v)| (*agent, ts.div_euclid(width) * width, *series, *v))
+        .collect();
+    keyed.sort_unstable_by_key(|p| (p.0, p.1, p.2));
+    let mut out: Vec<((i64, i64), Vec<Stat>)> = Vec::new();
+    for (agent, bucket, series, v) in keyed {
+        if out.last().is_none_or(|(key, _)| *key != (agent, bucket)) {
+            out.push(((agent, bucket), Vec::new()));
+        }
+        let Some((_, list)) = out.last_mut() else {
+            continue;
+        };
+        match list.last_mut() {
+            Some(e) if e.0 == series => {
+                e.1 += 1;
+                e.2 = metric_rows::finite(e.2 + v);
+                e.3 = e.3.min(v);
+                e.4 = e.4.max(v);
+            }
+            _ => list.push((series, 1, v, v, v)),
+        }
     }
-    let mut out: BTreeMap<(i64, i64), Vec<Stat>> = BTreeMap::new();
-    for ((agent, bucket, _), stat) in each {
-        out.entry((agent, bucket)).or_default().push(stat);
-    }
-    out
+    out.into_iter().collect()
 }
 
 /// The rollup tables and their bucket widths.
@@ -386,33 +411,114 @@ const ROLLUP_TABLES: [(metric_rows::Table, i64); 2] = [
 ];
 
 /// Folds new points into a rollup table: each (agent, bucket) row is read (locked, on
-/// PostgreSQL, where several processes may fold into it), folded and written back.
+/// PostgreSQL, where several processes may fold into it), folded and written back. A row
+/// `held` holds is not read.
 async fn fold_rollup(
     ex: &mut impl Exec,
-    (table, width): (metric_rows::Table, i64),
+    (index, (table, width)): (usize, (metric_rows::Table, i64)),
     points: &[Point],
+    owners: &HashMap<i64, Uuid>,
+    mut held: Option<&mut HeldRollups>,
 ) -> StoreResult<()> {
     let add = rollup(points, width);
     if add.is_empty() {
         return Ok(());
     }
-    let keys: Vec<(i64, i64)> = add.keys().copied().collect();
-    metric_rows::ensure(ex, table, &keys).await?;
     let mut stored: HashMap<(i64, i64), Vec<Stat>> = HashMap::new();
-    for (agent, bucket, text) in metric_rows::read(ex, table, &keys, true).await? {
+    let mut missing: Vec<(i64, i64)> = Vec::with_capacity(add.len());
+    for key in add.keys() {
+        match held
+            .as_deref()
+            .and_then(|h| h.get(index, *key, owners.get(&key.0)))
+        {
+            Some(stats) => {
+                stored.insert(*key, stats.to_vec());
+            }
+            None => missing.push(*key),
+        }
+    }
+    metric_rows::ensure(ex, table, &missing).await?;
+    for (agent, bucket, text) in metric_rows::read(ex, table, &missing, true).await? {
         stored.insert((agent, bucket), metric_rows::stats(&text)?);
     }
-    let rows: Vec<(i64, i64, String)> = add
-        .into_iter()
-        .map(|((agent, bucket), new)| {
-            let all = match stored.get(&(agent, bucket)) {
-                Some(have) => metric_rows::fold(have, &new),
-                None => new,
-            };
-            (agent, bucket, metric_rows::encode(&all))
-        })
-        .collect();
+    let mut rows: Vec<(i64, i64, String)> = Vec::with_capacity(add.len());
+    for ((agent, bucket), new) in add {
+        let all = match stored.get(&(agent, bucket)) {
+            Some(have) => metric_rows::fold(have, &new),
+            None => new,
+        };
+        rows.push((agent, bucket, metric_rows::encode(&all)));
+        if let (Some(h), Some(owner)) = (held.as_deref_mut(), owners.get(&agent)) {
+            h.pending.push(((index, agent, bucket), (*owner, all)));
+        }
+    }
     metric_rows::write(ex, table, &rows).await
+}
+
+/// Bumped whenever rollup rows are deleted other than with their agent ([`purge_points`]):
+/// what [`HeldRollups`] holds is then dropped.
+static ROLLUP_PURGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The rollup rows SQLite's one ingest writer wrote last, so that a commit folds its points
+/// into them without reading and parsing them back (on PostgreSQL other processes fold into
+/// the same rows, which are read and locked each time). Exact: a row is held only once its
+/// transaction committed, it is used only for the agent that wrote it (by id: a deleted
+/// agent's number can be handed out again), and a purge of rollups drops everything held.
+/// At most [`HeldRollups::MAX`] rows (the newest buckets are kept).
+#[derive(Debug, Default)]
+pub struct HeldRollups {
+    rows: HashMap<HeldKey, (Uuid, Vec<Stat>)>,
+    purges: u64,
+    /// Rows written by the open transaction, with their agents.
+    pending: Vec<(HeldKey, (Uuid, Vec<Stat>))>,
+}
+
+/// A held rollup row's key: the table (its index in `ROLLUP_TABLES`), agent number, bucket.
+type HeldKey = (usize, i64, i64);
+
+impl HeldRollups {
+    /// Most rows held (100 series each: about 4 KB a row).
+    pub const MAX: usize = 4_096;
+
+    /// Call at the start of a transaction, once it holds the write lock: drops what a purge
+    /// since made stale, and what an earlier transaction left pending.
+    pub fn begin(&mut self) {
+        self.pending.clear();
+        let purges = ROLLUP_PURGES.load(std::sync::atomic::Ordering::Acquire);
+        if purges != self.purges {
+            self.rows.clear();
+            self.purges = purges;
+        }
+    }
+
+    /// Call once the transaction committed: holds the rows it wrote.
+    pub fn committed(&mut self) {
+        for (key, row) in self.pending.drain(..) {
+            self.rows.insert(key, row);
+        }
+        if self.rows.len() > Self::MAX {
+            // Keep each table's newest bucket; past that, start over.
+            let mut newest: HashMap<usize, i64> = HashMap::new();
+            for (table, _, bucket) in self.rows.keys() {
+                let n = newest.entry(*table).or_insert(*bucket);
+                *n = (*n).max(*bucket);
+            }
+            self.rows.retain(|k, _| newest.get(&k.0) == Some(&k.2));
+            if self.rows.len() > Self::MAX {
+                self.rows.clear();
+            }
+        }
+    }
+
+    fn get(
+        &self,
+        table: usize,
+        (agent, bucket): (i64, i64),
+        owner: Option<&Uuid>,
+    ) -> Option<&[Stat]> {
+        let (held_for, stats) = self.rows.get(&(table, agent, bucket))?;
+        (Some(held_for) == owner).then_some(stats.as_slice())
+    }
 }
 
 /// Deletes raw points older than `before_ms`, and minute rollups older than
@@ -424,6 +530,8 @@ pub async fn purge_points(
 ) -> StoreResult<u64> {
     let raw = on!(ex, c => sqlx::query("DELETE FROM metric_points WHERE ts < $1").bind(before_ms).execute(&mut *c).await?.rows_affected());
     let minutes = on!(ex, c => sqlx::query("DELETE FROM metric_rollup_1m WHERE bucket < $1").bind(minute_before_ms).execute(&mut *c).await?.rows_affected());
+    // Before the commit: a writer that takes the write lock after it sees the purge.
+    ROLLUP_PURGES.fetch_add(1, std::sync::atomic::Ordering::Release);
     Ok(raw + minutes)
 }
 
@@ -780,4 +888,38 @@ pub async fn window_sums(
             count,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollup_folds_per_agent_bucket_and_series_in_series_order() {
+        let points = [
+            (2, 7, 61_000, 1.0),
+            (1, 9, 1_000, 4.0),
+            (1, 3, 2_000, -1.0),
+            (1, 9, 59_999, 2.0),
+            (1, 9, 60_000, 8.0),
+            (2, 7, 62_000, 5.0),
+            (1, 3, 1_000, f64::MAX),
+            (1, 3, 3_000, f64::MAX),
+        ];
+        let got = rollup(&points, MINUTE_MS);
+        let want: BTreeMap<(i64, i64), Vec<Stat>> = [
+            (
+                (1, 0),
+                vec![(3, 3, f64::MAX, -1.0, f64::MAX), (9, 2, 6.0, 2.0, 4.0)],
+            ),
+            ((1, 60_000), vec![(9, 1, 8.0, 8.0, 8.0)]),
+            ((2, 60_000), vec![(7, 2, 6.0, 1.0, 5.0)]),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(got, want);
+        let hours = rollup(&points, HOUR_MS);
+        assert_eq!(hours.len(), 2);
+        assert_eq!(hours[&(1, 0)][1], (9, 3, 14.0, 2.0, 8.0));
+    }
 }

@@ -27,6 +27,8 @@ crate::dual!(
     concurrent_batches_and_concurrent_duplicates_are_each_stored_once,
     points_re_sent_under_a_new_batch_id_are_kept_once_and_counted,
     enrollment_tokens_are_listed_without_secrets_and_revocable,
+    an_agent_changed_by_another_process_is_read_again_at_the_next_batch,
+    a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into,
 );
 
 pub(crate) fn key() -> SigningKey {
@@ -604,6 +606,19 @@ async fn ingest_is_limited_to_sixty_batches_a_minute_per_agent(b: Backend) {
 async fn rotating_the_token_and_the_signing_key(b: Backend) {
     let app = TestApp::spawn(b).await;
     let host = register(&app).await;
+    // Taken once before, so the hub has read the agent when its token rotates.
+    assert_eq!(
+        send(
+            &app,
+            &host,
+            batch(json!([])).to_string().as_bytes(),
+            None,
+            true
+        )
+        .await
+        .status(),
+        202
+    );
     let r = app
         .post(
             &format!("/agents/{}/rotate-token", host.id),
@@ -708,6 +723,132 @@ async fn rotating_the_token_and_the_signing_key(b: Backend) {
         .filter_map(|e| e["event_type"].as_str())
         .collect();
     assert!(kinds.contains(&"agent_token_rotated") && kinds.contains(&"agent_signing_key_cleared"));
+}
+
+/// Ingest keeps the agents it has read instead of reading one per batch; a change another hub
+/// process made in the database (here: made by SQL, so this process is not told) is still in
+/// force at the very next batch, which stores nothing when it no longer passes.
+async fn an_agent_changed_by_another_process_is_read_again_at_the_next_batch(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let at = |secs: i64| {
+        batch(json!([{"name": "cpu.percent", "ts": ts(OffsetDateTime::now_utc() - time::Duration::seconds(secs)), "value": secs}]))
+            .to_string()
+    };
+    let only_this = format!("WHERE machine_id = '{}'", host.machine_id);
+    let r = send(&app, &host, at(50).as_bytes(), None, true).await;
+    assert_eq!(body(r).await["ingest_interval_secs"], 60);
+    // Settings changed elsewhere: the next answer carries them.
+    app.execute(&format!(
+        "UPDATE agents SET ingest_interval_secs = 45 {only_this}"
+    ))
+    .await;
+    let r = send(&app, &host, at(40).as_bytes(), None, true).await;
+    assert_eq!(body(r).await["ingest_interval_secs"], 45);
+    assert_eq!(app.stored_points().await, 2);
+    // A new key pinned elsewhere: a batch the old key signed is refused and stores nothing.
+    let new_key = key();
+    app.execute(&format!(
+        "UPDATE agents SET signing_pubkey = '{}' {only_this}",
+        hexkey(&new_key)
+    ))
+    .await;
+    assert_problem(
+        send(&app, &host, at(30).as_bytes(), None, true).await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    assert_eq!(app.stored_points().await, 2);
+    let host = Host {
+        key: new_key,
+        ..host
+    };
+    assert_eq!(
+        send(&app, &host, at(20).as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
+    assert_eq!(app.stored_points().await, 3);
+    // The token rotated elsewhere: the old one is refused and stores nothing.
+    app.execute(&format!(
+        "UPDATE agents SET token_hash = 'rotated by another hub' {only_this}"
+    ))
+    .await;
+    assert_problem(
+        send(&app, &host, at(10).as_bytes(), None, true).await,
+        401,
+        "unauthenticated",
+    )
+    .await;
+    // A refusal is not remembered: the token back in force is taken again.
+    app.execute(&format!(
+        "UPDATE agents SET token_hash = '{}' {only_this}",
+        trusthub_core::secret::token_hash(&host.token)
+    ))
+    .await;
+    assert_eq!(
+        send(&app, &host, at(5).as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
+    assert_eq!(app.stored_points().await, 4);
+}
+
+/// The SQLite writer folds new points into the rollup rows it wrote last without reading
+/// them back; rows a purge deleted, or a deleted agent's (whose number the next agent gets),
+/// are never folded into again.
+async fn a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let minute = OffsetDateTime::from_unix_timestamp((now - 600) / 60 * 60).expect("t");
+    let at = |host: &Host, second: i64| {
+        let body = batch(json!([{"name": "cpu.percent", "ts": ts(minute + time::Duration::seconds(second)), "value": second}]))
+            .to_string();
+        let (app, token, key) = (&app, host.token.clone(), host.key.clone());
+        async move {
+            let r = app
+                .req(Method::POST, "/ingest", &Auth::Bearer(token))
+                .header("content-type", "application/json")
+                .header("x-service-signature", sign_header(&key, body.as_bytes()))
+                .body(body)
+                .send()
+                .await
+                .expect("ingest");
+            assert_eq!(r.status(), 202);
+        }
+    };
+    let first = register(&app).await;
+    for second in [1, 2, 3] {
+        at(&first, second).await;
+    }
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 3);
+    let mut tx = app.db.begin().await.expect("tx");
+    trusthub_fleet::maintenance::purge_points(&mut tx, i64::MAX, i64::MAX)
+        .await
+        .expect("purge");
+    tx.commit().await.expect("commit");
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 0);
+    at(&first, 4).await;
+    assert_eq!(
+        app.rolled_up("metric_rollup_1m").await,
+        1,
+        "only the new point"
+    );
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 4, "hours are kept");
+    // The agent deleted: the next one registered gets its number.
+    assert_eq!(
+        app.delete(&format!("/agents/{}", first.id), &app.owner)
+            .await
+            .status(),
+        204
+    );
+    let second = register(&app).await;
+    at(&second, 5).await;
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 1);
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 1);
 }
 
 async fn deleting_an_agent_stops_its_token(b: Backend) {

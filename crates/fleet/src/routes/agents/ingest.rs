@@ -47,20 +47,82 @@ pub struct IngestAccepted {
         (status = 429, body = Problem)))]
 pub(crate) async fn ingest(
     State(state): State<AppState>,
-    AgentAuth(agent): AgentAuth,
+    mut auth: IngestAuth,
     headers: HeaderMap,
     body: SignedBody,
 ) -> ApiResult<(StatusCode, axum::Json<IngestAccepted>)> {
-    check_agent_signature(&state, &agent, &headers, &body.raw).await?;
-    let now = now();
-    state
-        .limiter
-        .hit(
-            ratelimit::INGEST,
-            &agent.id.to_string(),
-            now.unix_timestamp(),
-        )
-        .await?;
+    let mut limited = false;
+    loop {
+        let snapshot = auth.agent.clone();
+        let agent = &snapshot.agent;
+        if auth.cached && signed_by(agent, snapshot.key.as_ref(), &headers, &body.raw).is_err() {
+            // The key may have changed since the agent was cached: decide on its row.
+            auth.reread(&state).await?;
+            continue;
+        }
+        check_agent_signature(&state, agent, snapshot.key.as_ref(), &headers, &body.raw).await?;
+        let now = now();
+        if !limited {
+            state
+                .limiter
+                .hit(
+                    ratelimit::INGEST,
+                    &agent.id.to_string(),
+                    now.unix_timestamp(),
+                )
+                .await?;
+            limited = true;
+        }
+        let job = job(&auth, &body, now)?;
+        let samples = job.batch.metrics.len();
+        let Some(accepted) = state.part::<crate::ingest::Ingest>().submit(job).await? else {
+            // The agent changed since it was read (token rotated, deleted, key or settings
+            // changed): nothing was stored; read it again and decide on what it is now.
+            if auth.cached {
+                auth.reread(&state).await?;
+                continue;
+            }
+            state
+                .part::<crate::ingest::Ingest>()
+                .agents()
+                .forget(&auth.token_hash);
+            return Err(ApiError::Unauthenticated(
+                "unknown, rotated or deleted agent token".into(),
+            ));
+        };
+        let fresh = accepted.fresh;
+        state.metrics.ingested(fresh, samples);
+        let http_checks = accepted
+            .http_checks
+            .into_iter()
+            .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
+                app_id,
+                endpoint,
+                interval_seconds,
+            })
+            .collect();
+        return Ok((
+            StatusCode::ACCEPTED,
+            axum::Json(IngestAccepted {
+                accepted: true,
+                duplicate: !fresh,
+                server_time: now,
+                ingest_interval_secs: agent.ingest_interval_secs,
+                inventory_interval_secs: agent.inventory_interval_secs,
+                config_paths: agent.watched_paths(),
+                config_scan_interval_secs: agent.config_scan_interval_secs,
+                http_checks,
+                compliance_interval_secs: agent.compliance_interval_secs,
+                honeypots: agent.honeypots.0.clone(),
+                compliance_run_id: accepted.compliance_run,
+            }),
+        ));
+    }
+}
+
+/// A batch read and checked into the writer's job (a 422 names every problem).
+fn job(auth: &IngestAuth, body: &SignedBody, now: OffsetDateTime) -> ApiResult<crate::ingest::Job> {
+    let agent = &auth.agent.agent;
     let mut batch: Batch = parse_json(&body.json)?;
     let skew = (batch.sent_at - now).whole_seconds().abs();
     if skew > wire::REPLAY_WINDOW_SECS {
@@ -134,7 +196,7 @@ pub(crate) async fn ingest(
             }
         }
     }
-    let security = security_report(&mut batch, &agent, &mut errors);
+    let security = security_report(&mut batch, agent, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -174,49 +236,20 @@ pub(crate) async fn ingest(
         .as_ref()
         .and_then(|h| h.get("allowed_actions"))
         .and_then(|a| serde_json::from_value(a.clone()).ok());
-    let samples = batch.metrics.len();
-    let accepted = state
-        .part::<crate::ingest::Ingest>()
-        .submit(crate::ingest::Job {
-            tenant: TenantId(agent.tenant_id),
-            agent_id: agent.id,
-            batch,
-            inventory_at,
-            reported_actions,
-            observed,
-            checks,
-            config,
-            security,
-            now,
-        })
-        .await?;
-    let fresh = accepted.fresh;
-    state.metrics.ingested(fresh, samples);
-    let http_checks = accepted
-        .http_checks
-        .into_iter()
-        .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
-            app_id,
-            endpoint,
-            interval_seconds,
-        })
-        .collect();
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(IngestAccepted {
-            accepted: true,
-            duplicate: !fresh,
-            server_time: now,
-            ingest_interval_secs: agent.ingest_interval_secs,
-            inventory_interval_secs: agent.inventory_interval_secs,
-            config_paths: agent.watched_paths(),
-            config_scan_interval_secs: agent.config_scan_interval_secs,
-            http_checks,
-            compliance_interval_secs: agent.compliance_interval_secs,
-            honeypots: agent.honeypots.0.clone(),
-            compliance_run_id: accepted.compliance_run,
-        }),
-    ))
+    Ok(crate::ingest::Job {
+        tenant: TenantId(agent.tenant_id),
+        agent_id: agent.id,
+        token_hash: auth.token_hash.clone(),
+        checked: auth.agent.clone(),
+        batch,
+        inventory_at,
+        reported_actions,
+        observed,
+        checks,
+        config,
+        security,
+        now,
+    })
 }
 
 /// The batch's compliance results, DNA and honeypot events, taken out of it and checked
@@ -351,7 +384,11 @@ pub(crate) async fn heartbeat(
     if id != agent.id {
         return Err(ApiError::NotFound("agent"));
     }
-    check_agent_signature(&state, &agent, &headers, &body.raw).await?;
+    let key = agent
+        .signing_pubkey
+        .as_deref()
+        .and_then(|k| wire::parse_public_key(k).ok());
+    check_agent_signature(&state, &agent, key.as_ref(), &headers, &body.raw).await?;
     let facts: Option<Value> = if body.json.iter().all(u8::is_ascii_whitespace) {
         None
     } else {

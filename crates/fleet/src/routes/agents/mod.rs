@@ -1,7 +1,7 @@
 //! Agents (CONTRACT 4; SPEC 4.2): enrollment, registration with a pinned signing key, signed
 //! idempotent ingest, the agent records and what they reported, and token/key rotation.
 
-use crate::agent_auth::AgentAuth;
+use crate::agent_auth::{AgentAuth, IngestAuth};
 use crate::auth::{Admin, Operator, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query, SignedBody, parse_json};

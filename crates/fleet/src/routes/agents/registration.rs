@@ -263,22 +263,20 @@ pub(crate) async fn register(
     ))
 }
 
-/// Checks the request signature when the agent's key is pinned (CONTRACT 4).
+/// Checks the request's `X-Service-Signature` against the agent's pinned key, when it has
+/// one (`key`, read from `agent`). A refusal opens the agent's `bad_ingest_signature`
+/// anomaly: the token may be in other hands.
 pub(super) async fn check_agent_signature(
     state: &AppState,
     agent: &Agent,
+    key: Option<&ed25519_dalek::VerifyingKey>,
     headers: &HeaderMap,
     raw: &[u8],
 ) -> ApiResult<()> {
-    let Some(pinned) = &agent.signing_pubkey else {
-        return Ok(());
-    };
-    let key = wire::parse_public_key(pinned)
-        .map_err(|_| ApiError::Internal("pinned key unreadable".into()))?;
     let signature = headers
         .get("x-service-signature")
         .and_then(|v| v.to_str().ok());
-    match wire::verify_signature(&key, signature, raw) {
+    match signed_by(agent, key, headers, raw) {
         Ok(()) => Ok(()),
         Err(e) => {
             // A pinned agent's token with a body its key did not sign: the token may be in
@@ -300,4 +298,22 @@ pub(super) async fn check_agent_signature(
             Err(ApiError::Unauthenticated(format!("signature refused: {e}")))
         }
     }
+}
+
+/// Whether the request is signed by the agent's pinned key (`key`, read from `agent`), or the
+/// agent has none pinned.
+pub(super) fn signed_by(
+    agent: &Agent,
+    key: Option<&ed25519_dalek::VerifyingKey>,
+    headers: &HeaderMap,
+    raw: &[u8],
+) -> Result<(), wire::SignatureError> {
+    if agent.signing_pubkey.is_none() {
+        return Ok(());
+    }
+    let key = key.ok_or(wire::SignatureError::BadKey)?;
+    let signature = headers
+        .get("x-service-signature")
+        .and_then(|v| v.to_str().ok());
+    wire::verify_signature(key, signature, raw)
 }
