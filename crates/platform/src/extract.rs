@@ -82,8 +82,8 @@ pub const MAX_DECOMPRESSED_BYTES: u64 = 64 * 1024 * 1024;
 pub struct SignedBody {
     /// The bytes as sent; signatures cover these.
     pub raw: Bytes,
-    /// The JSON bytes.
-    pub json: Vec<u8>,
+    /// The JSON bytes (the same buffer as `raw` when the body is not compressed).
+    pub json: Bytes,
 }
 
 impl<S: Send + Sync> FromRequest<S> for SignedBody {
@@ -114,7 +114,10 @@ impl<S: Send + Sync> FromRequest<S> for SignedBody {
                 ApiError::BadRequest(format!("cannot read the request body: {rej}"))
             }
         })?;
-        let json = decode_content(&encoding, &raw)?;
+        let json = match encoding.trim() {
+            "identity" | "" => raw.clone(),
+            other => Bytes::from(decode_content(other, &raw)?),
+        };
         Ok(SignedBody { raw, json })
     }
 }

@@ -341,8 +341,8 @@ pub struct Seen<'a> {
 
 /// Records that data arrived from these agents (and their heartbeat facts, when there are
 /// some), in one statement; answers the agents as they stand then, with their token hashes
-/// (an agent deleted meanwhile is not among them): in ingest's transaction, what each batch's
-/// credential is checked against.
+/// (an agent deleted meanwhile is not among them; their heartbeat and reported allowlist left
+/// out): in ingest's transaction, what each batch's credential is checked against.
 pub async fn seen_many(
     ex: &mut impl Exec,
     rows: &[Seen<'_>],
@@ -363,19 +363,27 @@ pub async fn seen_many(
         })
         .collect();
     let ids: Vec<Uuid> = rows.iter().map(|r| r.agent_id).collect();
-    let returning: String = COLUMNS
-        .split(", ")
-        .chain(["token_hash"])
-        .map(|c| format!("agents.{}", c.trim()))
-        .collect::<Vec<_>>()
-        .join(", ");
+    // What ingest compares (`Agent::same_settings`); the heartbeat and reported allowlist it
+    // just wrote are not read back.
+    let returning = |null_json: &str| -> String {
+        COLUMNS
+            .split(", ")
+            .chain(["token_hash"])
+            .map(|c| match c.trim() {
+                c @ ("last_heartbeat" | "reported_actions") => format!("{null_json} AS {c}"),
+                c => format!("agents.{c}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     Ok(match ex.handle() {
         trusthub_store::Handle::Postgres(c) => {
             let sql = format!(
                 "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE(v.hb::jsonb, agents.last_heartbeat), \
                  reported_actions = COALESCE(v.ra::jsonb, agents.reported_actions) \
                  FROM UNNEST($2::uuid[], $3::text[], $4::text[]) AS v(id, hb, ra) WHERE agents.id = v.id \
-                 RETURNING {returning}"
+                 RETURNING {}",
+                returning("CAST(NULL AS JSONB)")
             );
             sqlx::query_as::<_, Credentialed>(sqlx::AssertSqlSafe(sql))
                 .bind(now)
@@ -401,7 +409,8 @@ pub async fn seen_many(
                         .push_bind(ra[*i].clone());
                 });
                 qb.push(format!(
-                    ") AS v WHERE agents.id = v.column1 RETURNING {returning}"
+                    ") AS v WHERE agents.id = v.column1 RETURNING {}",
+                    returning("NULL")
                 ));
                 all.extend(
                     qb.build_query_as::<Credentialed>()

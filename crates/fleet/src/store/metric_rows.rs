@@ -191,7 +191,7 @@ pub async fn write(
 }
 
 /// Inserts rows; a stored row at the same key is kept, or with `replace` replaced. Answers the
-/// keys written.
+/// keys inserted (with `replace`: nothing).
 async fn insert(
     ex: &mut impl Exec,
     table: Table,
@@ -208,19 +208,28 @@ async fn insert(
     } else {
         "ON CONFLICT DO NOTHING".to_owned()
     };
+    // Replacing answers nothing: no rows to stream back from the connection's thread.
+    let returning = if replace {
+        String::new()
+    } else {
+        format!(" RETURNING agent_seq, {key}")
+    };
     match ex.handle() {
         Handle::Postgres(c) => {
             let sql = format!(
                 "INSERT INTO {name} (agent_seq, {key}, {column}) \
                  SELECT a, t, CAST(v AS JSON) FROM UNNEST($1::BIGINT[], $2::BIGINT[], $3::TEXT[]) AS u(a, t, v) \
-                 {conflict} RETURNING agent_seq, {key}"
+                 {conflict}{returning}"
             );
-            out = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            let query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(rows.iter().map(|r| r.0).collect::<Vec<_>>())
                 .bind(rows.iter().map(|r| r.1).collect::<Vec<_>>())
-                .bind(rows.iter().map(|r| r.2).collect::<Vec<_>>())
-                .fetch_all(&mut *c)
-                .await?;
+                .bind(rows.iter().map(|r| r.2).collect::<Vec<_>>());
+            if replace {
+                sqlx::Executor::execute(&mut *c, query).await?;
+            } else {
+                out = query.fetch_all(&mut *c).await?;
+            }
         }
         Handle::Sqlite(c) => {
             for chunk in rows.chunks(8_000) {
@@ -230,9 +239,13 @@ async fn insert(
                 qb.push_values(chunk, |mut b, (a, t, v)| {
                     b.push_bind(*a).push_bind(*t).push_bind(*v);
                 });
-                qb.push(format!(" {conflict} RETURNING agent_seq, {key}"));
-                let got: Vec<(i64, i64)> = qb.build_query_as().fetch_all(&mut *c).await?;
-                out.extend(got);
+                qb.push(format!(" {conflict}{returning}"));
+                if replace {
+                    qb.build().execute(&mut *c).await?;
+                } else {
+                    let got: Vec<(i64, i64)> = qb.build_query_as().fetch_all(&mut *c).await?;
+                    out.extend(got);
+                }
             }
         }
     }

@@ -55,12 +55,16 @@ pub(crate) async fn ingest(
     loop {
         let snapshot = auth.agent.clone();
         let agent = &snapshot.agent;
-        if auth.cached && signed_by(agent, snapshot.key.as_ref(), &headers, &body.raw).is_err() {
-            // The key may have changed since the agent was cached: decide on its row.
-            auth.reread(&state).await?;
-            continue;
+        if auth.cached {
+            if signed_by(agent, snapshot.key.as_ref(), &headers, &body.raw).is_err() {
+                // The key may have changed since the agent was cached: decide on its row.
+                auth.reread(&state).await?;
+                continue;
+            }
+        } else {
+            check_agent_signature(&state, agent, snapshot.key.as_ref(), &headers, &body.raw)
+                .await?;
         }
-        check_agent_signature(&state, agent, snapshot.key.as_ref(), &headers, &body.raw).await?;
         let now = now();
         if !limited {
             state
