@@ -771,10 +771,19 @@ async fn an_agent_changed_by_another_process_is_read_again_at_the_next_batch(b: 
         202
     );
     assert_eq!(app.stored_points().await, 3);
-    // The token rotated elsewhere: the old one is refused and stores nothing.
+    // The token rotated elsewhere: the old one is refused and stores nothing, also with a
+    // batch the hub would refuse anyway (401 first, not its problems).
     app.execute(&format!(
         "UPDATE agents SET token_hash = 'rotated by another hub' {only_this}"
     ))
+    .await;
+    let bad = batch(json!([{"name": "cpu.percent", "ts": ts(OffsetDateTime::now_utc()), "value": 1, "lables": {}}]))
+        .to_string();
+    assert_problem(
+        send(&app, &host, bad.as_bytes(), None, true).await,
+        401,
+        "unauthenticated",
+    )
     .await;
     assert_problem(
         send(&app, &host, at(10).as_bytes(), None, true).await,

@@ -77,7 +77,16 @@ pub(crate) async fn ingest(
                 .await?;
             limited = true;
         }
-        let job = job(&auth, &body, now)?;
+        let job = match job(&auth, &body, now) {
+            Ok(job) => job,
+            // Decided on the agent as it stands: a token rotated elsewhere answers 401, not
+            // the batch's problems.
+            Err(_) if auth.cached => {
+                auth.reread(&state).await?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let samples = job.batch.metrics.len();
         let Some(accepted) = state.part::<crate::ingest::Ingest>().submit(job).await? else {
             // The agent changed since it was read (token rotated, deleted, key or settings
