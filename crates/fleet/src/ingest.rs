@@ -55,6 +55,16 @@ pub struct Job {
     pub now: OffsetDateTime,
 }
 
+impl Job {
+    /// Whether `agent`, holding the token with this hash, is still the agent the request was
+    /// checked against.
+    fn stands(&self, agent: &agents::Agent, token_hash: &str) -> bool {
+        agent.id == self.agent_id
+            && token_hash == self.token_hash
+            && agent.same_settings(&self.checked.agent)
+    }
+}
+
 /// A configuration scan an agent reported (CONTRACT 20), with what the drift capability
 /// needs to know about the host.
 #[derive(Debug, Clone)]
@@ -395,12 +405,12 @@ impl Writer {
         }
     }
 
-    /// Whether a batch's agent still stands as its request was checked.
+    /// Whether a batch's agent still stands as its request was checked (read again).
     async fn still_stands(&self, job: &Job) -> StoreResult<bool> {
         let mut c = self.db.conn().await?;
         Ok(agents::find_by_token(&mut c, &job.token_hash)
             .await?
-            .is_some_and(|a| a.id == job.agent_id && a.same_settings(&job.checked.agent)))
+            .is_some_and(|a| job.stands(&a, &job.token_hash)))
     }
 
     async fn attempt(&mut self, jobs: &[Job], take: &[bool]) -> StoreResult<Attempt> {
@@ -502,9 +512,9 @@ impl Writer {
             .iter()
             .zip(take)
             .map(|(j, t)| {
-                !t || current.get(&j.agent_id).is_some_and(|c| {
-                    c.token_hash == j.token_hash && c.agent.same_settings(&j.checked.agent)
-                })
+                !t || current
+                    .get(&j.agent_id)
+                    .is_some_and(|c| j.stands(&c.agent, &c.token_hash))
             })
             .collect();
         if still.contains(&false) {

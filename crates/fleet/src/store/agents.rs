@@ -125,11 +125,46 @@ impl Agent {
     /// Whether `other` is this agent with the same settings: everything but what ingest
     /// itself records (when it was last seen, its heartbeat and reported allowlist).
     pub fn same_settings(&self, other: &Agent) -> bool {
-        let mut a = other.clone();
-        a.last_seen_at = self.last_seen_at;
-        a.last_heartbeat = self.last_heartbeat.clone();
-        a.reported_actions = self.reported_actions.clone();
-        a == *self
+        // Every field named: one added later is compared unless it is listed as ingest's own.
+        let Agent {
+            id,
+            tenant_id,
+            machine_id,
+            hostname,
+            os,
+            arch,
+            agent_version,
+            tags,
+            signing_pubkey,
+            created_at,
+            last_seen_at: _,
+            last_heartbeat: _,
+            ingest_interval_secs,
+            inventory_interval_secs,
+            allowed_actions,
+            reported_actions: _,
+            config_paths,
+            config_scan_interval_secs,
+            compliance_interval_secs,
+            honeypots,
+        } = self;
+        *id == other.id
+            && *tenant_id == other.tenant_id
+            && *machine_id == other.machine_id
+            && *hostname == other.hostname
+            && *os == other.os
+            && *arch == other.arch
+            && *agent_version == other.agent_version
+            && *tags == other.tags
+            && *signing_pubkey == other.signing_pubkey
+            && *created_at == other.created_at
+            && *ingest_interval_secs == other.ingest_interval_secs
+            && *inventory_interval_secs == other.inventory_interval_secs
+            && *allowed_actions == other.allowed_actions
+            && *config_paths == other.config_paths
+            && *config_scan_interval_secs == other.config_scan_interval_secs
+            && *compliance_interval_secs == other.compliance_interval_secs
+            && *honeypots == other.honeypots
     }
 
     /// The watched paths in force: governance's, or the default list.

@@ -418,39 +418,45 @@ async fn fold_rollup(
     (index, (table, width)): (usize, (metric_rows::Table, i64)),
     points: &[Point],
     owners: &HashMap<i64, Uuid>,
-    mut held: Option<&mut HeldRollups>,
+    held: Option<&mut HeldRollups>,
 ) -> StoreResult<()> {
     let add = rollup(points, width);
     if add.is_empty() {
         return Ok(());
     }
-    let mut stored: HashMap<(i64, i64), Vec<Stat>> = HashMap::new();
-    let mut missing: Vec<(i64, i64)> = Vec::with_capacity(add.len());
-    for key in add.keys() {
-        match held
-            .as_deref()
-            .and_then(|h| h.get(index, *key, owners.get(&key.0)))
-        {
-            Some(stats) => {
-                stored.insert(*key, stats.to_vec());
-            }
-            None => missing.push(*key),
-        }
-    }
+    // A held row is folded into where it is held (not copied); the others are read.
+    let missing: Vec<(i64, i64)> = add
+        .keys()
+        .filter(|k| {
+            held.as_deref()
+                .and_then(|h| h.get(index, **k, owners))
+                .is_none()
+        })
+        .copied()
+        .collect();
     metric_rows::ensure(ex, table, &missing).await?;
+    let mut stored: HashMap<(i64, i64), Vec<Stat>> = HashMap::new();
     for (agent, bucket, text) in metric_rows::read(ex, table, &missing, true).await? {
         stored.insert((agent, bucket), metric_rows::stats(&text)?);
     }
     let mut rows: Vec<(i64, i64, String)> = Vec::with_capacity(add.len());
+    let mut written = Vec::new();
     for ((agent, bucket), new) in add {
-        let all = match stored.get(&(agent, bucket)) {
+        let have = held
+            .as_deref()
+            .and_then(|h| h.get(index, (agent, bucket), owners))
+            .or_else(|| stored.get(&(agent, bucket)).map(Vec::as_slice));
+        let all = match have {
             Some(have) => metric_rows::fold(have, &new),
             None => new,
         };
         rows.push((agent, bucket, metric_rows::encode(&all)));
-        if let (Some(h), Some(owner)) = (held.as_deref_mut(), owners.get(&agent)) {
-            h.pending.push(((index, agent, bucket), (*owner, all)));
+        if let (true, Some(owner)) = (held.is_some(), owners.get(&agent)) {
+            written.push(((index, agent, bucket), (*owner, all)));
         }
+    }
+    if let Some(h) = held {
+        h.pending.extend(written);
     }
     metric_rows::write(ex, table, &rows).await
 }
@@ -510,14 +516,15 @@ impl HeldRollups {
         }
     }
 
+    /// The row held at a key, if the agent now at that number is the one that wrote it.
     fn get(
         &self,
         table: usize,
         (agent, bucket): (i64, i64),
-        owner: Option<&Uuid>,
+        owners: &HashMap<i64, Uuid>,
     ) -> Option<&[Stat]> {
         let (held_for, stats) = self.rows.get(&(table, agent, bucket))?;
-        (Some(held_for) == owner).then_some(stats.as_slice())
+        (Some(held_for) == owners.get(&agent)).then_some(stats.as_slice())
     }
 }
 

@@ -813,25 +813,14 @@ async fn a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into(b: Backend) {
     let app = TestApp::spawn(b).await;
     let now = OffsetDateTime::now_utc().unix_timestamp();
     let minute = OffsetDateTime::from_unix_timestamp((now - 600) / 60 * 60).expect("t");
-    let at = |host: &Host, second: i64| {
-        let body = batch(json!([{"name": "cpu.percent", "ts": ts(minute + time::Duration::seconds(second)), "value": second}]))
-            .to_string();
-        let (app, token, key) = (&app, host.token.clone(), host.key.clone());
-        async move {
-            let r = app
-                .req(Method::POST, "/ingest", &Auth::Bearer(token))
-                .header("content-type", "application/json")
-                .header("x-service-signature", sign_header(&key, body.as_bytes()))
-                .body(body)
-                .send()
-                .await
-                .expect("ingest");
-            assert_eq!(r.status(), 202);
-        }
+    let at = |second: i64| {
+        batch(json!([{"name": "cpu.percent", "ts": ts(minute + time::Duration::seconds(second)), "value": second}]))
+            .to_string()
     };
+    let taken = |r: Response| assert_eq!(r.status(), 202);
     let first = register(&app).await;
     for second in [1, 2, 3] {
-        at(&first, second).await;
+        taken(send(&app, &first, at(second).as_bytes(), None, true).await);
     }
     assert_eq!(app.rolled_up("metric_rollup_1m").await, 3);
     let mut tx = app.db.begin().await.expect("tx");
@@ -840,7 +829,7 @@ async fn a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into(b: Backend) {
         .expect("purge");
     tx.commit().await.expect("commit");
     assert_eq!(app.rolled_up("metric_rollup_1m").await, 0);
-    at(&first, 4).await;
+    taken(send(&app, &first, at(4).as_bytes(), None, true).await);
     assert_eq!(
         app.rolled_up("metric_rollup_1m").await,
         1,
@@ -855,7 +844,7 @@ async fn a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into(b: Backend) {
         204
     );
     let second = register(&app).await;
-    at(&second, 5).await;
+    taken(send(&app, &second, at(5).as_bytes(), None, true).await);
     assert_eq!(app.rolled_up("metric_rollup_1m").await, 1);
     assert_eq!(app.rolled_up("metric_rollup_1h").await, 1);
 }
