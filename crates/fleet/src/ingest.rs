@@ -332,7 +332,26 @@ async fn writer(
         log,
         held,
     };
-    while let Some(first) = rx.recv().await {
+    // What a crash left unfolded is folded before the first batch.
+    w.fold_unfolded().await;
+    loop {
+        // With points left unfolded, the writer folds them on its own after a while idle.
+        let next = match w.held.as_ref().and_then(HeldRollups::fold_in) {
+            Some(wait) => match tokio::time::timeout(wait, rx.recv()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    w.fold_unfolded().await;
+                    continue;
+                }
+            },
+            None => rx.recv().await,
+        };
+        let Some(first) = next else {
+            if w.held.as_ref().is_some_and(|h| h.fold_in().is_some()) {
+                w.fold_unfolded().await;
+            }
+            break;
+        };
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
             match rx.try_recv() {
@@ -341,7 +360,7 @@ async fn writer(
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
-        match w.commit_group(&jobs).await {
+        match w.commit_group(&jobs, &|| !rx.is_empty()).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
                 for (reply, accepted) in replies.into_iter().zip(flags) {
@@ -351,7 +370,10 @@ async fn writer(
             Err(e) => {
                 tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
                 for (job, reply) in jobs.into_iter().zip(replies) {
-                    let one = match w.commit_group(std::slice::from_ref(&job)).await {
+                    let one = match w
+                        .commit_group(std::slice::from_ref(&job), &|| !rx.is_empty())
+                        .await
+                    {
                         Ok((f, again)) => {
                             repeated.fetch_add(again, Ordering::Relaxed);
                             Ok(f.into_iter().next().flatten())
@@ -388,19 +410,47 @@ impl Writer {
     /// group's last statement (which records the agents seen); when one does not, the
     /// transaction is rolled back and the group committed again without it (rare: after a
     /// rotation, a deletion or a change of settings).
-    async fn commit_group(&mut self, jobs: &[Job]) -> StoreResult<(Vec<Option<Accepted>>, u64)> {
+    ///
+    /// `waiting` tells whether more batches wait: then (SQLite) the group's points may be
+    /// folded into the rollups by a later transaction ([`HeldRollups`]).
+    async fn commit_group(
+        &mut self,
+        jobs: &[Job],
+        waiting: &(dyn Fn() -> bool + Sync),
+    ) -> StoreResult<(Vec<Option<Accepted>>, u64)> {
         let mut take = vec![true; jobs.len()];
         loop {
             if !take.contains(&true) {
                 return Ok((vec![None; jobs.len()], 0));
             }
-            match self.attempt(jobs, &take).await? {
+            match self.attempt(jobs, &take, waiting).await? {
                 Attempt::Committed(answers, again) => return Ok((answers, again)),
                 Attempt::Changed(valid) => {
                     for (t, ok) in take.iter_mut().zip(valid) {
                         *t = *t && ok;
                     }
                 }
+            }
+        }
+    }
+
+    /// Folds what is left unfolded (SQLite), in a transaction of its own.
+    async fn fold_unfolded(&mut self) {
+        let (db, Some(held)) = (&self.db, self.held.as_mut()) else {
+            return;
+        };
+        let folded = async {
+            let mut tx = db.begin().await?;
+            held.begin();
+            held.fold_unfolded(&mut tx).await?;
+            tx.commit().await
+        }
+        .await;
+        match folded {
+            Ok(()) => held.committed(),
+            Err(e) => {
+                tracing::warn!(error = %e, "folding stored points into the rollups failed; trying again");
+                held.failed();
             }
         }
     }
@@ -413,7 +463,12 @@ impl Writer {
             .is_some_and(|a| job.stands(&a, &job.token_hash)))
     }
 
-    async fn attempt(&mut self, jobs: &[Job], take: &[bool]) -> StoreResult<Attempt> {
+    async fn attempt(
+        &mut self,
+        jobs: &[Job],
+        take: &[bool],
+        waiting: &(dyn Fn() -> bool + Sync),
+    ) -> StoreResult<Attempt> {
         let (db, cache, apps, log) = (&self.db, &*self.cache, self.hooks, self.log.as_ref());
         let now = jobs
             .iter()
@@ -490,6 +545,7 @@ impl Writer {
             &rows,
             log.is_some().then(|| telemetry::unix_ms(now)),
             self.held.as_mut(),
+            waiting(),
         )
         .await?;
         let repeated = (rows.series.len() as u64).saturating_sub(stored);

@@ -29,7 +29,13 @@ crate::dual!(
     enrollment_tokens_are_listed_without_secrets_and_revocable,
     an_agent_changed_by_another_process_is_read_again_at_the_next_batch,
     a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into,
+    rollups_folded_after_a_burst_count_every_point_once,
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn points_left_unfolded_by_a_crash_are_folded_once_at_the_next_start() {
+    points_left_unfolded_by_a_crash(Backend::Sqlite).await
+}
 
 pub(crate) fn key() -> SigningKey {
     SigningKey::from_bytes(&trusthub_core::secret::random_bytes::<32>().expect("random"))
@@ -847,6 +853,119 @@ async fn a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into(b: Backend) {
     taken(send(&app, &second, at(5).as_bytes(), None, true).await);
     assert_eq!(app.rolled_up("metric_rollup_1m").await, 1);
     assert_eq!(app.rolled_up("metric_rollup_1h").await, 1);
+}
+
+/// Waits until nothing stored is left unfolded (`metric_unfolded` empty; a few seconds at most).
+async fn settled(app: &TestApp) {
+    for _ in 0..100 {
+        if count(app, "metric_unfolded").await == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("points were left unfolded for more than 5 s");
+}
+
+/// Under load SQLite's writer stores a group's points at once and folds them into the rollups
+/// a little later, many groups in one pass (PostgreSQL folds in the ingest transaction): once
+/// the burst is over, every point is in its minute and its hour exactly once.
+async fn rollups_folded_after_a_burst_count_every_point_once(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let mut hosts = Vec::new();
+    for _ in 0..8 {
+        hosts.push(register(&app).await);
+    }
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    // A minute into the last whole hour: the burst's two minutes fall in one hour.
+    let hour = OffsetDateTime::from_unix_timestamp((now / 3_600 - 1) * 3_600).expect("t");
+    let start = hour + time::Duration::minutes(1);
+    let mut bodies = Vec::new();
+    for (h, host) in hosts.iter().enumerate() {
+        for i in 0..25i64 {
+            // Two minutes' worth per agent, ten series each, spread over them.
+            let at =
+                start + time::Duration::seconds(i * 5) + time::Duration::milliseconds(h as i64);
+            let metrics: Vec<Value> = (0..10)
+                .map(|j| json!({"name": format!("burst.m{j}"), "ts": ts(at), "value": i * 10 + j}))
+                .collect();
+            bodies.push((host, batch(json!(metrics)).to_string()));
+        }
+    }
+    let answers = futures_join(
+        bodies
+            .iter()
+            .map(|(h, body)| send(&app, h, body.as_bytes(), None, true))
+            .collect(),
+    )
+    .await;
+    assert!(answers.iter().all(|r| r.status() == 202));
+    settled(&app).await;
+    assert_eq!(app.stored_points().await, 2_000);
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 2_000);
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 2_000);
+    // Sums are exact too: each agent's series j sums i * 10 + j over the 25 batches.
+    let hourly = app
+        .get(
+            &format!(
+                "/agents/{}/metrics?name=burst.m3&from={}&to={}&interval=1h",
+                hosts[0].id,
+                ts(hour),
+                ts(hour + time::Duration::hours(1))
+            ),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(hourly.status(), 200);
+    let v = body(hourly).await;
+    let mean = (0..25).map(|i| (i * 10 + 3) as f64).sum::<f64>() / 25.0;
+    assert_eq!(v["series"][0]["points"], json!([[ts(hour), mean]]), "{v}");
+}
+
+/// SQLite: points a crashed hub stored but had not folded yet (named by `metric_unfolded`
+/// rows) are folded by the next start, each once, and the rows are gone; a key named twice,
+/// or one whose row went with its agent, changes nothing more.
+async fn points_left_unfolded_by_a_crash(b: Backend) {
+    let mut app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let minute = OffsetDateTime::from_unix_timestamp((now - 600) / 60 * 60).expect("t");
+    let one = batch(json!([{"name": "cpu.percent", "ts": ts(minute), "value": 10.0}]));
+    assert_eq!(
+        send(&app, &host, one.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 1);
+    // What a crash between storing and folding leaves: a stored row one second later, named
+    // twice, and a key with no row.
+    app.execute(
+        "INSERT INTO metric_unfolded (keys) SELECT '[[' || agent_seq || ',' || (ts + 1000) || '],[' || agent_seq || ',' || (ts + 9000) || ']]' FROM metric_points",
+    )
+    .await;
+    app.execute("INSERT INTO metric_unfolded (keys) SELECT keys FROM metric_unfolded")
+        .await;
+    app.execute("INSERT INTO metric_points (agent_seq, ts, points) SELECT agent_seq, ts + 1000, points FROM metric_points").await;
+    assert_eq!(app.stored_points().await, 2);
+    assert_eq!(count(&app, "metric_unfolded").await, 2);
+    app.restart(|_| {}).await;
+    settled(&app).await;
+    assert_eq!(
+        app.rolled_up("metric_rollup_1m").await,
+        2,
+        "the stored row once"
+    );
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 2);
+    let next = batch(
+        json!([{"name": "cpu.percent", "ts": ts(minute + time::Duration::seconds(2)), "value": 10.0}]),
+    );
+    assert_eq!(
+        send(&app, &host, next.to_string().as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 3);
 }
 
 async fn deleting_an_agent_stops_its_token(b: Backend) {

@@ -14,6 +14,8 @@ pub struct MetricsQuery {
     #[param(format = DateTime)]
     pub to: Option<String>,
     /// Bucket like `60s`, `5m`, `1h`, `1d`: points are averaged per bucket. Raw points when absent.
+    /// Whole minutes or hours are read from the rollups, which on the embedded SQLite store
+    /// may trail the raw points by about a second while ingest is under sustained load.
     #[param(pattern = r"^[1-9][0-9]{0,3}[smhd]$")]
     pub interval: Option<String>,
     /// Only this metric.
