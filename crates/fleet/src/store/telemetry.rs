@@ -485,8 +485,8 @@ static ROLLUP_PURGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 /// points' keys, and their stats are kept here. A transaction then folds everything unfolded
 /// at once, and deletes those rows, when the writer has nothing more waiting, when the oldest
 /// unfolded point is [`FOLD_WITHIN`] old, when [`MAX_UNFOLDED`] rows are waiting, or when a
-/// stored row took more series; the writer also folds on its own after `FOLD_WITHIN` idle.
-/// So rollups trail the raw points by at most about a second under sustained load, and not at
+/// stored row took more series; the writer also folds on its own when no batch comes before
+/// then. So rollups trail the raw points by at most about a second under sustained load, and not at
 /// all once it stops. Exact: the stats here are those of the committed `metric_unfolded` rows;
 /// after a restart, or a transaction that did not commit, they are read again from those rows
 /// and the points they name. A deleted agent's unfolded points go with it.
