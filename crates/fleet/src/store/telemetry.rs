@@ -693,16 +693,17 @@ impl HeldRollups {
     ) -> StoreResult<()> {
         self.folding = true;
         let had_rows = self.recover || !self.unfolded.is_empty();
-        let recovered = if self.recover {
-            self.unfolded.clear();
-            unfolded_points(ex).await?
+        // Taken, not copied: after a transaction that does not commit, what is unfolded is
+        // read again from `metric_unfolded` (see `begin` and `failed`).
+        let earlier = std::mem::take(&mut self.unfolded);
+        let (earlier, recovered) = if self.recover {
+            (HashMap::new(), unfolded_points(ex).await?)
         } else {
-            Vec::new()
+            (earlier, Vec::new())
         };
         // Earlier transactions' stats and recovered points count for the agent now at their
         // number, if it is theirs.
-        let mut seqs: Vec<i64> = self
-            .unfolded
+        let mut seqs: Vec<i64> = earlier
             .keys()
             .map(|k| k.1)
             .chain(recovered.iter().map(|p| p.0))
@@ -720,15 +721,19 @@ impl HeldRollups {
             .into_iter()
             .filter(|p| all_owners.contains_key(&p.0) && !own.contains(&(p.0, p.2)))
             .collect();
+        let mut earlier_of = vec![Vec::new(); ROLLUP_TABLES.len()];
+        for ((t, agent, bucket), (owner, stats)) in earlier {
+            if all_owners.get(&agent) == Some(&owner) {
+                earlier_of[t].push(((agent, bucket), stats));
+            }
+        }
         for (i, (table, width)) in ROLLUP_TABLES.into_iter().enumerate() {
             let mut add = rollup(points, width);
             for (key, stats) in rollup(&recovered, width) {
                 merge_stats(&mut add, key, stats);
             }
-            for ((t, agent, bucket), (owner, stats)) in &self.unfolded {
-                if *t == i && all_owners.get(agent) == Some(owner) {
-                    merge_stats(&mut add, (*agent, *bucket), stats.clone());
-                }
+            for (key, stats) in std::mem::take(&mut earlier_of[i]) {
+                merge_stats(&mut add, key, stats);
             }
             fold_rollup(ex, (i, table), add, &all_owners, Some(&mut *self)).await?;
         }
