@@ -24,6 +24,9 @@ echo "VictoriaMetrics $(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/nu
 cpu() { # CPU seconds (user + system) a process has used so far
   awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"
 }
+busy() { # CPU seconds the whole machine has been busy so far (every process, all cores)
+  awk '/^cpu /{printf "%.2f", ($2 + $3 + $4 + $7 + $8) / 100}' /proc/stat
+}
 
 hub() { # name, forwarding on|off, extra bench args...
   local name=$1 fwd=$2; shift 2
@@ -40,10 +43,10 @@ hub() { # name, forwarding on|off, extra bench args...
   local pid=$!
   for _ in $(seq 1 100); do curl -sf http://127.0.0.1:$HUB_PORT/api/v1/health >/dev/null && break; sleep 0.1; done
   echo "## hub, forwarding $fwd ($name)"
-  local vm0 hub0; vm0=$(cpu $vm); hub0=$(cpu $pid)
+  local vm0 hub0 all0; vm0=$(cpu $vm); hub0=$(cpu $pid); all0=$(busy)
   target/release/trusthub-bench-ingest --password 'bench password' --agents "$AGENTS" --concurrency "$CONC" \
     --duration-secs "$DUR" --hub-pid $pid --shape realistic "$@"
-  echo "CPU during the phase: hub $(awk "BEGIN{print $(cpu $pid) - $hub0}") s, VictoriaMetrics $(awk "BEGIN{print $(cpu $vm) - $vm0}") s"
+  echo "CPU during the phase: hub $(awk "BEGIN{print $(cpu $pid) - $hub0}") s, VictoriaMetrics $(awk "BEGIN{print $(cpu $vm) - $vm0}") s, whole machine $(awk "BEGIN{print $(busy) - $all0}") s of $(nproc) cores"
   kill -TERM $pid; wait $pid || true
   rm -rf "$dir" 2>/dev/null || true
   [ -n "$db" ] && psql "$PG_ADMIN" -qc "DROP DATABASE $db WITH (FORCE)" >/dev/null

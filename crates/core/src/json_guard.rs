@@ -34,44 +34,28 @@ pub enum GuardError {
 
 /// One open container.
 enum Frame<'a> {
-    /// An object: the keys seen, whether the next string is a key, the key being read.
+    /// An object: where its keys start in the key stack, a set of them once it has many,
+    /// whether the next string is a key, and the key being read (its place in the stack).
     Object {
-        keys: Keys<'a>,
+        start: usize,
+        set: Option<HashSet<Cow<'a, [u8]>>>,
         expect_key: bool,
-        current: Option<Cow<'a, [u8]>>,
+        current: Option<usize>,
     },
     /// An array and the index of the element being read.
     Array(u64),
 }
 
-/// The keys of one object: a list while it is short (no allocation per key), a set after.
-#[derive(Default)]
-struct Keys<'a> {
-    list: Vec<Cow<'a, [u8]>>,
-    set: Option<HashSet<Cow<'a, [u8]>>>,
-}
-
-impl<'a> Keys<'a> {
-    /// Adds `key`; false when it was there already.
-    fn insert(&mut self, key: Cow<'a, [u8]>) -> bool {
-        if let Some(set) = &mut self.set {
-            return set.insert(key);
-        }
-        if self.list.contains(&key) {
-            return false;
-        }
-        self.list.push(key);
-        if self.list.len() > 16 {
-            self.set = Some(self.list.drain(..).collect());
-        }
-        true
-    }
-}
+/// An object past this many keys looks keys up in a set rather than the list.
+const SHORT_OBJECT: usize = 16;
 
 /// Checks `text` against the depth limit, `max_values` (values of any kind, containers
 /// included) and duplicate keys. Text that is not JSON passes through (its parser refuses it).
+///
+/// No allocation per object: the keys of every open object share one stack.
 pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
     let mut stack: Vec<Frame> = Vec::new();
+    let mut keys: Vec<Cow<'_, [u8]>> = Vec::new();
     let mut values: u64 = 0;
     let mut i = 0;
     let n = text.len();
@@ -83,20 +67,21 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
                 let start = i + 1;
                 let mut j = start;
                 let mut escaped = false;
-                while j < n {
-                    match text[j] {
-                        b'\\' => {
-                            escaped = true;
-                            j += 2;
-                            continue;
-                        }
-                        b'"' => break,
-                        _ => j += 1,
+                while let Some(at) = memchr::memchr2(b'"', b'\\', &text[j..]) {
+                    j += at;
+                    if text[j] == b'"' {
+                        break;
+                    }
+                    escaped = true;
+                    j += 2;
+                    if j >= n {
+                        break;
                     }
                 }
-                let end = j.min(n);
+                let end = if j < n && text[j] == b'"' { j } else { n };
                 if let Some(Frame::Object {
-                    keys,
+                    start: first,
+                    set,
                     expect_key,
                     current,
                 }) = stack.last_mut()
@@ -112,13 +97,24 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
                     } else {
                         Cow::Borrowed(raw)
                     };
-                    if !keys.insert(key.clone()) {
-                        let path = path_of(&stack[..stack.len() - 1]);
+                    let fresh = match set {
+                        Some(set) => set.insert(key.clone()),
+                        None => !keys[*first..].contains(&key),
+                    };
+                    if !fresh {
+                        let path = path_of(&stack[..stack.len() - 1], &keys);
                         let key = String::from_utf8_lossy(&key).into_owned();
                         return Err(GuardError::DuplicateKey { path, key });
                     }
+                    if set.is_none() && keys.len() - *first >= SHORT_OBJECT {
+                        let mut all: HashSet<Cow<'_, [u8]>> =
+                            keys[*first..].iter().cloned().collect();
+                        all.insert(key.clone());
+                        *set = Some(all);
+                    }
                     *expect_key = false;
-                    *current = Some(key);
+                    *current = Some(keys.len());
+                    keys.push(key);
                 } else {
                     values += 1;
                 }
@@ -132,7 +128,8 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
                 }
                 stack.push(if b == b'{' {
                     Frame::Object {
-                        keys: Keys::default(),
+                        start: keys.len(),
+                        set: None,
                         expect_key: true,
                         current: None,
                     }
@@ -141,7 +138,9 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
                 });
             }
             b'}' | b']' => {
-                stack.pop();
+                if let Some(Frame::Object { start, .. }) = stack.pop() {
+                    keys.truncate(start);
+                }
             }
             b',' => match stack.last_mut() {
                 Some(Frame::Object {
@@ -178,13 +177,13 @@ pub fn check(text: &[u8], max_values: u64) -> Result<(), GuardError> {
 }
 
 /// `$`, `$.a`, `$.a[3]` for the open containers.
-fn path_of(stack: &[Frame<'_>]) -> String {
+fn path_of(stack: &[Frame<'_>], keys: &[Cow<'_, [u8]>]) -> String {
     let mut path = String::from("$");
     for frame in stack {
         // The key or index under which the next frame sits.
         match frame {
             Frame::Object { current, .. } => {
-                if let Some(k) = current {
+                if let Some(k) = current.and_then(|at| keys.get(at)) {
                     path.push('.');
                     path.push_str(&String::from_utf8_lossy(k));
                 }
@@ -208,6 +207,21 @@ mod tests {
         assert_eq!(check(text, MANY), Ok(()));
         assert_eq!(check(b"[]", MANY), Ok(()));
         assert_eq!(check(b"", MANY), Ok(()));
+        // Unterminated strings and escapes at the very end pass (the parser refuses them).
+        for text in [&b"\"\\"[..], b"[\"a\\\"", b"{\"a\\", b"\"", b"{\"k\": \"v"] {
+            assert_eq!(
+                check(text, MANY),
+                Ok(()),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        // A quote after an escaped backslash ends the string: the bracket after it counts.
+        let deep = format!("[\"a\\\\\"{}", "[".repeat(MAX_DEPTH));
+        assert_eq!(
+            check(deep.as_bytes(), MANY),
+            Err(GuardError::TooDeep(MAX_DEPTH))
+        );
     }
 
     #[test]

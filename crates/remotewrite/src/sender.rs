@@ -10,7 +10,8 @@
 
 use crate::store;
 use crate::wire::{Request, label_bytes, tag_label};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -43,6 +44,12 @@ const LEASE_RENEW: Duration = Duration::from_secs(5);
 const MAX_QUEUED_POINTS: usize = 1_000_000;
 /// Transactions handed over in memory and not sent yet, per receiver, at most.
 const MAX_QUEUED: usize = 256;
+/// Once caught up, a round waits for the transactions handed over in memory until they hold
+/// this many points ...
+const GATHER_POINTS: usize = MAX_SAMPLES_PER_REQUEST;
+/// ... or the oldest of them is this old: one request for many commits at a low rate, not a
+/// request (and a wake-up of the sender) per commit.
+const GATHER: Duration = Duration::from_millis(100);
 
 /// The receivers of this hub (empty: forwarding is off), a part of the state.
 #[derive(Debug, Default)]
@@ -79,6 +86,8 @@ struct Queue {
     rx: Mutex<Option<mpsc::Receiver<Arc<Committed>>>>,
     /// Points in the queue and not sent yet.
     points: AtomicUsize,
+    /// Transactions not queued because the queue was full (they are read from the log).
+    dropped: AtomicU64,
 }
 
 impl Queue {
@@ -88,6 +97,7 @@ impl Queue {
             tx,
             rx: Mutex::new(Some(rx)),
             points: AtomicUsize::new(0),
+            dropped: AtomicU64::new(0),
         }
     }
 
@@ -97,6 +107,7 @@ impl Queue {
             || self.tx.try_send(c.clone()).is_err()
         {
             self.points.fetch_sub(n, Ordering::Relaxed);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -322,17 +333,19 @@ fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-/// Labels of series and agents already looked up, and each series' encoded labels.
+/// Labels of series and agents already looked up, and each series' encoded labels (keyed by
+/// numbers: a multiplicative hash, not SipHash, as every forwarded sample takes lookups).
 #[derive(Default)]
 struct Labels {
-    series: HashMap<i64, Arc<SeriesLabels>>,
-    agents: HashMap<i64, (u64, AgentLabels)>,
-    encoded: HashMap<i64, (u64, Arc<Vec<u8>>)>,
+    series: FxHashMap<i64, SeriesLabels>,
+    agents: FxHashMap<i64, (u64, AgentLabels)>,
 }
 
 struct SeriesLabels {
     name: String,
     own: BTreeMap<String, String>,
+    /// The encoded labels, with the fingerprint of the agent labels they were made with.
+    encoded: Option<(u64, Arc<Vec<u8>>)>,
 }
 
 fn fingerprint(a: &AgentLabels) -> u64 {
@@ -417,23 +430,22 @@ impl Labels {
         // Grouped by series, each series' samples in time order: one sort, no map of vectors.
         points.sort_unstable_by_key(|p| (p.1, p.2));
         points.dedup_by_key(|p| (p.1, p.2));
-        let mut unknown: Vec<i64> = points
-            .iter()
-            .map(|p| p.1)
+        let unknown: Vec<i64> = points
+            .chunk_by(|x, y| x.1 == y.1)
+            .map(|g| g[0].1)
             .filter(|id| !self.series.contains_key(id))
             .collect();
-        unknown.dedup();
         if self.series.len() + unknown.len() > 2_000_000 {
             self.series.clear();
-            self.encoded.clear();
         }
         for s in metric_log::series_info(&mut c, &unknown).await? {
             self.series.insert(
                 s.id,
-                Arc::new(SeriesLabels {
+                SeriesLabels {
                     name: s.name,
                     own: s.labels,
-                }),
+                    encoded: None,
+                },
             );
         }
         drop(c);
@@ -442,16 +454,16 @@ impl Labels {
         let mut samples: Vec<(i64, f64)> = Vec::new();
         for group in points.chunk_by(|x, y| x.1 == y.1) {
             let (agent, series) = (group[0].0, group[0].1);
-            let (Some((fp, a)), Some(s)) = (self.agents.get(&agent), self.series.get(&series))
+            let (Some((fp, a)), Some(s)) = (self.agents.get(&agent), self.series.get_mut(&series))
             else {
                 // The agent was deleted after storing these: its data went with it.
                 continue;
             };
-            let labels = match self.encoded.get(&series) {
+            let labels = match &s.encoded {
                 Some((known, bytes)) if known == fp => bytes.clone(),
                 _ => {
                     let bytes = Arc::new(encode_labels(a, s));
-                    self.encoded.insert(series, (*fp, bytes.clone()));
+                    s.encoded = Some((*fp, bytes.clone()));
                     bytes
                 }
             };
@@ -637,6 +649,28 @@ impl Inbox {
         while self.pop().is_some() {}
     }
 
+    /// Waits for more to be handed over while what waits here holds fewer than
+    /// [`GATHER_POINTS`] points and the oldest of it was stored less than [`GATHER`] ago.
+    async fn gather(&mut self) {
+        let Some(rx) = &mut self.rx else {
+            return;
+        };
+        let mut points: usize = self.pending.iter().map(|c| c.points.len()).sum();
+        while let Some(oldest) = self.pending.front() {
+            let left = GATHER.as_millis() as i64 - (now_ms() - oldest.stored_at);
+            if points >= GATHER_POINTS || left <= 0 {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_millis(left as u64), rx.recv()).await {
+                Ok(Some(c)) => {
+                    points += c.points.len();
+                    self.pending.push_back(c);
+                }
+                _ => return,
+            }
+        }
+    }
+
     /// Waits up to `d` for a transaction to be handed over; whether one was.
     async fn wait(&mut self, d: Duration) -> bool {
         if !self.pending.is_empty() {
@@ -690,6 +724,11 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
     };
     let mut renewed: Option<Instant> = None;
     let mut backoff = Duration::from_secs(1);
+    // `Some(d)`: every transaction committed after `pos` was handed over in memory (it waits
+    // in the inbox) unless the queue's drop count has passed `d` — so with nothing waiting the
+    // receiver has everything, known without reading the log. Set when the log was read up to
+    // what waits in memory; kept while rounds take what waits in memory in order.
+    let mut complete: Option<u64> = None;
     loop {
         if renewed.is_none_or(|t| t.elapsed() >= LEASE_RENEW) {
             match take_lease(&state, &lease).await {
@@ -700,6 +739,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                     inbox.clear();
                     renewed = None;
                     pos = None;
+                    complete = None;
                     if let Ok(lag) = lag_ms(&state, &r.label, None).await {
                         r.figures.lag_ms.store(lag, Ordering::Relaxed);
                     }
@@ -736,7 +776,20 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         inbox.skip_through(from);
         let next = inbox.pending.front().map(|c| c.first_id);
         let in_memory = from.txid == 0 && next == Some(from.id + 1);
+        let dropped = r.queue.dropped.load(Ordering::Relaxed);
+        if next.is_none() && complete == Some(dropped) {
+            // Caught up, known from memory: nothing to read back, no lag.
+            r.figures.lag_ms.store(0, Ordering::Relaxed);
+            saves
+                .caught_up(&state, &r.label, from, &mut inbox, &mut complete)
+                .await;
+            continue;
+        }
         let round = if in_memory {
+            if let Some(lag) = inbox.lag_ms(from) {
+                r.figures.lag_ms.store(lag, Ordering::Relaxed);
+            }
+            inbox.gather().await;
             let taken = inbox.take();
             if taken.is_empty() {
                 continue;
@@ -756,6 +809,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         let round = match round {
             Ok(round) => round,
             Err(e) => {
+                complete = None;
                 tracing::warn!(url = %r.label, error = %e, "remote write: cannot read the metric log");
                 tokio::time::sleep(Duration::from_secs(5)).await;
                 continue;
@@ -769,22 +823,17 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
                     txid: 0,
                     id: next - 1,
                 });
+                complete = Some(dropped);
                 continue;
             }
-            // Caught up. What was accepted is recorded at once when the last record is a
-            // second old; otherwise when nothing more comes for a moment (a save is a write
-            // beside the ingest writer's: at most one a second under load).
             refresh_lag(&state, &r, from).await;
-            if saves.saved != Some(from) && saves.saved_at.elapsed() >= SAVE_EVERY
-                || saves.prune_due()
-            {
-                saves.save(&state, &r.label, from).await;
-            }
-            if !inbox.wait(IDLE).await && saves.saved != Some(from) {
-                saves.save(&state, &r.label, from).await;
-            }
+            complete = Some(dropped);
+            saves
+                .caught_up(&state, &r.label, from, &mut inbox, &mut complete)
+                .await;
             continue;
         };
+        complete = complete.filter(|_| in_memory);
         let mut retry = None;
         for request in round.requests {
             let n = request.samples() as u64;
@@ -811,6 +860,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         if let Some(why) = retry {
             tracing::warn!(url = %r.label, error = %why, retry_in_secs = backoff.as_secs(), "remote write: sending failed; retrying");
             r.figures.fail(why);
+            complete = None;
             // What was accepted before the failure is recorded: a restart during an outage
             // does not send it again.
             if saves.saved != Some(from) {
@@ -829,6 +879,11 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         inbox.fill();
         match inbox.lag_ms(last) {
             Some(lag) => r.figures.lag_ms.store(lag, Ordering::Relaxed),
+            None if inbox.pending.is_empty()
+                && complete == Some(r.queue.dropped.load(Ordering::Relaxed)) =>
+            {
+                r.figures.lag_ms.store(0, Ordering::Relaxed)
+            }
             None => refresh_lag(&state, &r, last).await,
         }
     }
@@ -844,6 +899,30 @@ struct Saves {
 impl Saves {
     fn prune_due(&self) -> bool {
         self.pruned.elapsed() >= Duration::from_secs(10)
+    }
+
+    /// Caught up through `to`: waits for the ingest writer's next commit. What was accepted is
+    /// recorded at once when the last record is a second old; otherwise when nothing more
+    /// comes for a moment (a save is a write beside the ingest writer's: at most one a second
+    /// under load). When nothing comes, the log is read next (`complete` is cleared): it holds
+    /// whatever was not handed over in memory.
+    async fn caught_up(
+        &mut self,
+        state: &AppState,
+        label: &str,
+        to: LogPosition,
+        inbox: &mut Inbox,
+        complete: &mut Option<u64>,
+    ) {
+        if self.saved != Some(to) && self.saved_at.elapsed() >= SAVE_EVERY || self.prune_due() {
+            self.save(state, label, to).await;
+        }
+        if !inbox.wait(IDLE).await {
+            *complete = None;
+            if self.saved != Some(to) {
+                self.save(state, label, to).await;
+            }
+        }
     }
 
     /// Writes the position (and prunes when due). A failure is logged: what was sent but
