@@ -53,6 +53,8 @@ pub struct Job {
     pub security: Option<SecurityReport>,
     /// The hub's clock at arrival.
     pub now: OffsetDateTime,
+    /// The series the cache knew when the batch was queued (set by [`Ingest::submit`]).
+    pub(crate) resolved: Option<telemetry::Resolved>,
 }
 
 impl Job {
@@ -245,6 +247,8 @@ pub type AppReportsFn = for<'a> fn(
 #[derive(Debug)]
 pub struct Ingest {
     queue: mpsc::Sender<(Job, Reply)>,
+    /// The writer's cache of series ids, read by requests before they queue a batch.
+    cache: Arc<SeriesCache>,
     repeated: Arc<AtomicU64>,
     agents: AgentCache,
 }
@@ -255,6 +259,7 @@ impl Ingest {
     /// it after the commit.
     pub fn new(db: Db, cache: Arc<SeriesCache>, apps: Hooks, log: Option<Handoff>) -> Ingest {
         let (tx, rx) = mpsc::channel(1024);
+        let cache_for_requests = cache.clone();
         let repeated = Arc::new(AtomicU64::new(0));
         let counter = repeated.clone();
         match db.backend() {
@@ -281,6 +286,7 @@ impl Ingest {
         }
         Ingest {
             queue: tx,
+            cache: cache_for_requests,
             repeated,
             agents: AgentCache::default(),
         }
@@ -298,7 +304,9 @@ impl Ingest {
     }
 
     /// Stores a batch; `None` when its agent changed since `job.checked` was read.
-    pub async fn submit(&self, job: Job) -> StoreResult<Option<Accepted>> {
+    pub async fn submit(&self, mut job: Job) -> StoreResult<Option<Accepted>> {
+        // The series are looked up here, on the request's thread, not by the writer.
+        job.resolved = Some(self.cache.resolve(job.agent_id, &job.batch.metrics));
         let gone = || trusthub_store::StoreError::Db(sqlx::Error::PoolClosed);
         let (reply, answer) = oneshot::channel();
         self.queue.send((job, reply)).await.map_err(|_| gone())?;
@@ -511,6 +519,7 @@ impl Writer {
                     &job.batch.metrics,
                     cache,
                     &mut rows,
+                    job.resolved.as_ref(),
                 )
                 .await?;
                 learned.push((job.agent_id, l));

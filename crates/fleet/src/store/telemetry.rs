@@ -5,6 +5,7 @@
 use crate::store::metric_rows::{self, Sample, Stat};
 use sqlx::types::Json;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use time::OffsetDateTime;
 use trusthub_core::agent::MetricSample;
 use trusthub_store::{Exec, Handle, StoreResult, TenantId, on};
@@ -93,7 +94,73 @@ fn series_key(buf: &mut String, s: &MetricSample) {
     }
 }
 
+/// The series ids (and the agent's number) the cache knew for a batch's samples when it was
+/// queued: looked up on the request's thread, so that the ingest writer — the one serial stage —
+/// need not build each sample's key again (see [`resolve_series`]).
+#[derive(Debug, Default)]
+pub struct Resolved {
+    seq: Option<i64>,
+    /// Per sample, in order.
+    ids: Vec<Option<i64>>,
+    /// When every series was known: the batch's point rows, encoded (timestamp, text), for
+    /// the writer to store as they are when no other batch of its group shares their key.
+    rows: Vec<(i64, Arc<str>)>,
+}
+
+/// The samples of one batch per timestamp, each sorted by series with the first of a
+/// repeated series kept: the rows it stores when no other batch shares their keys.
+fn batch_rows(samples: &[MetricSample], ids: &[i64]) -> BTreeMap<i64, Vec<Sample>> {
+    let mut at: BTreeMap<i64, Vec<Sample>> = BTreeMap::new();
+    for (s, id) in samples.iter().zip(ids) {
+        at.entry(unix_ms(s.ts)).or_default().push((*id, s.value));
+    }
+    for v in at.values_mut() {
+        v.sort_by_key(|s| s.0);
+        v.dedup_by_key(|s| s.0);
+    }
+    at
+}
+
 impl SeriesCache {
+    /// What the cache knows of `samples`' series. The keys are built before the lock is
+    /// taken (one buffer for all of them), so request threads hold it only for the lookups.
+    pub fn resolve(&self, agent: Uuid, samples: &[MetricSample]) -> Resolved {
+        let mut keys = String::new();
+        let mut ends = Vec::with_capacity(samples.len());
+        let mut buf = String::with_capacity(64);
+        for s in samples {
+            series_key(&mut buf, s);
+            keys.push_str(&buf);
+            ends.push(keys.len());
+        }
+        let Ok(known) = self.0.lock() else {
+            return Resolved::default();
+        };
+        let Some(a) = known.agents.get(&agent) else {
+            return Resolved::default();
+        };
+        let mut start = 0;
+        let ids: Vec<Option<i64>> = ends
+            .iter()
+            .map(|&end| {
+                let id = a.series.get(&keys[start..end]).copied();
+                start = end;
+                id
+            })
+            .collect();
+        let seq = a.seq;
+        drop(known);
+        let all: Option<Vec<i64>> = ids.iter().copied().collect();
+        let rows = match (seq, all) {
+            (Some(_), Some(all)) => batch_rows(samples, &all)
+                .into_iter()
+                .map(|(ts, v)| (ts, Arc::from(metric_rows::encode(&v))))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Resolved { seq, ids, rows }
+    }
+
     /// Remembers what resolving a batch looked up. Call it only after the transaction that
     /// may have created the series committed: an id from a rolled-back transaction would
     /// point nowhere.
@@ -154,33 +221,38 @@ async fn series_id(
 /// Resolves the series of each sample (from the cache, else the database, creating missing
 /// series) and returns the rows to insert plus the ids to learn after the commit. The cache
 /// is locked once per batch.
+///
+/// `known`: what [`SeriesCache::resolve`] found when the batch was queued; only what it did
+/// not know is looked up again (a group committed since may have learned it).
 pub async fn resolve_series(
     ex: &mut impl Exec,
     agent_id: Uuid,
     samples: &[MetricSample],
     cache: &SeriesCache,
     rows: &mut PointRows,
+    known: Option<&Resolved>,
 ) -> StoreResult<Learned> {
     let mut learned = Learned::default();
     if samples.is_empty() {
         return Ok(learned);
     }
     let mut buf = String::with_capacity(64);
-    let mut ids: Vec<Option<i64>> = Vec::with_capacity(samples.len());
-    let seq = match cache.0.lock() {
-        Ok(known) => {
-            let agent = known.agents.get(&agent_id);
-            for s in samples {
-                series_key(&mut buf, s);
-                ids.push(agent.and_then(|a| a.series.get(buf.as_str()).copied()));
-            }
-            agent.and_then(|a| a.seq)
-        }
-        Err(_) => {
-            ids.resize(samples.len(), None);
-            None
-        }
+    let (mut ids, mut seq) = match known {
+        Some(k) if k.ids.len() == samples.len() => (k.ids.clone(), k.seq),
+        _ => (vec![None; samples.len()], None),
     };
+    if (seq.is_none() || ids.contains(&None))
+        && let Ok(known) = cache.0.lock()
+        && let Some(agent) = known.agents.get(&agent_id)
+    {
+        for (s, id) in samples.iter().zip(ids.iter_mut()) {
+            if id.is_none() {
+                series_key(&mut buf, s);
+                *id = agent.series.get(buf.as_str()).copied();
+            }
+        }
+        seq = seq.or(agent.seq);
+    }
     let seq = match seq {
         Some(seq) => seq,
         None => {
@@ -215,6 +287,18 @@ pub async fn resolve_series(
         rows.values.push(s.value);
     }
     rows.owners.insert(seq, agent_id);
+    // The batch's rows encoded already serve only keys no other batch of the group shares.
+    let encoded = known.filter(|k| k.seq == Some(seq) && !k.rows.is_empty());
+    let mut stamps: Vec<i64> = samples.iter().map(|s| unix_ms(s.ts)).collect();
+    stamps.sort_unstable();
+    stamps.dedup();
+    for ts in stamps {
+        let text = encoded.and_then(|k| k.rows.iter().find(|r| r.0 == ts).map(|r| r.1.clone()));
+        rows.texts
+            .entry((seq, ts))
+            .and_modify(|t| *t = None)
+            .or_insert(text);
+    }
     Ok(learned)
 }
 
@@ -231,6 +315,9 @@ pub struct PointRows {
     pub values: Vec<f64>,
     /// The agent of each agent number.
     pub owners: HashMap<i64, Uuid>,
+    /// Per (agent number, timestamp): the row one batch encoded before it was queued, or
+    /// `None` when it did not, or when several batches of the group share the key.
+    texts: HashMap<(i64, i64), Option<Arc<str>>>,
 }
 
 /// Stores samples (a sample repeating a series' timestamp is kept once).
@@ -241,7 +328,7 @@ pub async fn insert_samples(
     cache: &SeriesCache,
 ) -> StoreResult<Inserted> {
     let mut rows = PointRows::default();
-    let learned = resolve_series(ex, agent_id, samples, cache, &mut rows).await?;
+    let learned = resolve_series(ex, agent_id, samples, cache, &mut rows, None).await?;
     let (points, _) = insert_points(ex, &rows, None, None, false).await?;
     Ok(Inserted { points, learned })
 }
@@ -280,11 +367,17 @@ pub async fn insert_points(
         v.sort_by_key(|s| s.0);
         v.dedup_by_key(|s| s.0);
     }
-    let texts: Vec<String> = at.values().map(|v| metric_rows::encode(v)).collect();
+    let texts: Vec<std::borrow::Cow<'_, str>> = at
+        .iter()
+        .map(|(k, v)| match rows.texts.get(k) {
+            Some(Some(t)) => std::borrow::Cow::Borrowed(&**t),
+            _ => std::borrow::Cow::Owned(metric_rows::encode(v)),
+        })
+        .collect();
     let fresh: Vec<(i64, i64, &str)> = at
         .keys()
         .zip(&texts)
-        .map(|(k, t)| (k.0, k.1, t.as_str()))
+        .map(|(k, t)| (k.0, k.1, t.as_ref()))
         .collect();
     let inserted: std::collections::HashSet<(i64, i64)> =
         metric_rows::insert_new(ex, metric_rows::POINTS, &fresh)
@@ -1162,6 +1255,65 @@ pub async fn window_sums(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_of_known_series_is_encoded_before_it_is_queued_as_the_writer_would() {
+        let sample = |name: &str, ms: i64, value: f64, cpu: &str| MetricSample {
+            name: name.into(),
+            ts: OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
+                .expect("a time in range"),
+            value,
+            labels: [("cpu".to_string(), cpu.to_string())].into_iter().collect(),
+        };
+        let samples = vec![
+            sample("cpu.percent", 2_000, 3.5, "1"),
+            sample("cpu.percent", 2_000, 1.25, "0"),
+            sample("cpu.percent", 1_000, 7.0, "0"),
+            // A repeated series at one timestamp: the first is kept.
+            sample("cpu.percent", 2_000, 99.0, "1"),
+        ];
+        let agent = Uuid::from_u128(7);
+        let cache = SeriesCache::default();
+        // Unknown agent or series: nothing resolved, nothing encoded.
+        let none = cache.resolve(agent, &samples);
+        assert!(none.ids.iter().all(Option::is_none) && none.rows.is_empty());
+        let mut buf = String::new();
+        let key = |buf: &mut String, s: &MetricSample| {
+            series_key(buf, s);
+            buf.clone()
+        };
+        cache.learn(
+            agent,
+            Learned {
+                agent_seq: Some(4),
+                series: vec![(key(&mut buf, &samples[0]), 11)],
+            },
+        );
+        let partial = cache.resolve(agent, &samples);
+        assert_eq!(partial.ids, vec![Some(11), None, None, Some(11)]);
+        assert!(
+            partial.rows.is_empty(),
+            "a batch with an unknown series is encoded by the writer"
+        );
+        cache.learn(
+            agent,
+            Learned {
+                agent_seq: None,
+                series: vec![(key(&mut buf, &samples[1]), 10)],
+            },
+        );
+        let all = cache.resolve(agent, &samples);
+        assert_eq!(all.seq, Some(4));
+        assert_eq!(all.ids, vec![Some(11), Some(10), Some(10), Some(11)]);
+        let rows: Vec<(i64, String)> = all.rows.iter().map(|(t, r)| (*t, r.to_string())).collect();
+        assert_eq!(
+            rows,
+            vec![
+                (1_000, metric_rows::encode(&[(10i64, 7.0f64)])),
+                (2_000, metric_rows::encode(&[(10i64, 1.25f64), (11, 3.5)])),
+            ]
+        );
+    }
 
     #[test]
     fn rollup_folds_per_agent_bucket_and_series_in_series_order() {

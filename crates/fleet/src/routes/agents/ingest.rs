@@ -262,6 +262,7 @@ fn job(auth: &IngestAuth, body: &SignedBody, now: OffsetDateTime) -> ApiResult<c
         config,
         security,
         now,
+        resolved: None,
     })
 }
 
