@@ -114,11 +114,15 @@ fn batch_rows(samples: &[MetricSample], ids: &[i64]) -> BTreeMap<i64, Vec<Sample
     for (s, id) in samples.iter().zip(ids) {
         at.entry(unix_ms(s.ts)).or_default().push((*id, s.value));
     }
-    for v in at.values_mut() {
-        v.sort_by_key(|s| s.0);
-        v.dedup_by_key(|s| s.0);
-    }
+    at.values_mut().for_each(row_order);
     at
+}
+
+/// A row's samples in the order it stores them: sorted by series (stable), the first of a
+/// repeated series kept.
+fn row_order(v: &mut Vec<Sample>) {
+    v.sort_by_key(|s| s.0);
+    v.dedup_by_key(|s| s.0);
 }
 
 impl SeriesCache {
@@ -264,8 +268,9 @@ pub async fn resolve_series(
     };
     // Series the cache does not know: each looked up (or created) once.
     let mut looked_up: HashMap<String, i64> = HashMap::new();
-    for (s, known) in samples.iter().zip(ids) {
-        let id = match known {
+    let first = rows.ts.len();
+    for (s, cached) in samples.iter().zip(ids) {
+        let id = match cached {
             Some(id) => id,
             None => {
                 series_key(&mut buf, s);
@@ -287,17 +292,22 @@ pub async fn resolve_series(
         rows.values.push(s.value);
     }
     rows.owners.insert(seq, agent_id);
-    // The batch's rows encoded already serve only keys no other batch of the group shares.
-    let encoded = known.filter(|k| k.seq == Some(seq) && !k.rows.is_empty());
-    let mut stamps: Vec<i64> = samples.iter().map(|s| unix_ms(s.ts)).collect();
-    stamps.sort_unstable();
-    stamps.dedup();
-    for ts in stamps {
-        let text = encoded.and_then(|k| k.rows.iter().find(|r| r.0 == ts).map(|r| r.1.clone()));
-        rows.texts
-            .entry((seq, ts))
-            .and_modify(|t| *t = None)
-            .or_insert(text);
+    // The batch's rows encoded already (one per timestamp it has) serve only keys no other
+    // batch of the group shares; a batch without them has the writer encode its keys.
+    match known.filter(|k| k.seq == Some(seq) && !k.rows.is_empty()) {
+        Some(k) => {
+            for (ts, text) in &k.rows {
+                rows.texts
+                    .entry((seq, *ts))
+                    .and_modify(|t| *t = None)
+                    .or_insert_with(|| Some(text.clone()));
+            }
+        }
+        None => {
+            for &ts in &rows.ts[first..] {
+                rows.texts.insert((seq, ts), None);
+            }
+        }
     }
     Ok(learned)
 }
@@ -363,10 +373,7 @@ pub async fn insert_points(
             .or_default()
             .push((series[i], values[i]));
     }
-    for v in at.values_mut() {
-        v.sort_by_key(|s| s.0);
-        v.dedup_by_key(|s| s.0);
-    }
+    at.values_mut().for_each(row_order);
     let texts: Vec<std::borrow::Cow<'_, str>> = at
         .iter()
         .map(|(k, v)| match rows.texts.get(k) {
