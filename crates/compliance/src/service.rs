@@ -112,12 +112,12 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
 }
 
 /// The run each of these hosts owes now, if any (the fleet's `ComplianceRuns` lookup, read
-/// in each ingest group's transaction and answered with each batch).
+/// on a reader after each ingest group's commit and answered with each batch).
 pub async fn pending_runs(
-    tx: &mut trusthub_store::Tx,
+    c: &mut trusthub_store::Conn,
     hosts: &[(TenantId, Uuid)],
 ) -> StoreResult<Vec<(Uuid, Uuid)>> {
-    store::pending_runs(tx, hosts).await
+    store::pending_runs(c, hosts).await
 }
 
 /// A run accepted.

@@ -28,7 +28,7 @@ impl FromRequestParts<AppState> for AgentAuth {
 /// token when it holds it (`cached`), else read. Ingest's writer stores a batch only if the
 /// agent still stands as `agent` with this token; when it does not, or a signature fails a
 /// cached key, the request reads the agent again with [`IngestAuth::reread`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct IngestAuth {
     /// The agent and its pinned key.
     pub agent: Arc<Snapshot>,
@@ -36,6 +36,8 @@ pub struct IngestAuth {
     pub token_hash: String,
     /// True: `agent` came from the cache and may be out of date.
     pub cached: bool,
+    /// The request counts as on its way to ingest's writer until its batch is queued.
+    pub arriving: Option<crate::ingest::Arriving>,
 }
 
 impl IngestAuth {
@@ -54,12 +56,15 @@ impl FromRequestParts<AppState> for IngestAuth {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token_hash = token_hash(agent_token(parts)?);
-        let cache = state.part::<Ingest>().agents();
+        let ingest = state.part::<Ingest>();
+        let arriving = Some(ingest.arriving());
+        let cache = ingest.agents();
         let auth = match cache.get(&token_hash) {
             Some(agent) => IngestAuth {
                 agent,
                 token_hash,
                 cached: true,
+                arriving,
             },
             None => {
                 let agent = snapshot(read(state, &token_hash).await?);
@@ -68,6 +73,7 @@ impl FromRequestParts<AppState> for IngestAuth {
                     agent,
                     token_hash,
                     cached: false,
+                    arriving,
                 }
             }
         };

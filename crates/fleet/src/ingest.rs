@@ -13,7 +13,7 @@ use crate::store::metric_log::Handoff;
 use crate::store::telemetry::{self, HeldRollups, PointRows, SeriesCache};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use trusthub_core::agent::Batch;
@@ -128,27 +128,28 @@ pub type SecurityReportsFn = for<'a> fn(
 ) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
 
 /// The HTTP checks the apps capability has the group's agents run: `(agent, app, URL,
-/// interval)`, read in the group's transaction for all its agents at once.
+/// interval)`, read for all its agents at once, on a reader after the group's commit.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpChecks(pub HttpChecksFn);
 
 /// The signature of [`HttpChecks`].
 pub type HttpChecksFn =
     for<'a> fn(
-        &'a mut trusthub_store::Tx,
+        &'a mut trusthub_store::Conn,
         &'a [Uuid],
     )
         -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid, String, i64)>>>;
 
 /// The compliance run each of the group's hosts owes now, if any: `(agent, run)`, read by the
-/// compliance capability in the group's transaction (after the group's own results).
+/// compliance capability on a reader after the group's commit (so after the group's own
+/// results).
 #[derive(Debug, Clone, Copy)]
 pub struct ComplianceRuns(pub ComplianceRunsFn);
 
 /// The signature of [`ComplianceRuns`].
 pub type ComplianceRunsFn =
     for<'a> fn(
-        &'a mut trusthub_store::Tx,
+        &'a mut trusthub_store::Conn,
         &'a [(trusthub_store::TenantId, Uuid)],
     ) -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid)>>>;
 
@@ -213,8 +214,8 @@ impl AgentCache {
 }
 
 /// What the writer answers for one batch: whether it was new, and what the answer to the
-/// agent carries (read in the same transaction, so one statement each serves the whole group
-/// instead of two reads per request).
+/// agent carries (read once per group after its commit, so one statement each serves the
+/// whole group instead of two reads per request).
 #[derive(Debug, Clone, Default)]
 pub struct Accepted {
     /// False: a duplicate.
@@ -251,6 +252,18 @@ pub struct Ingest {
     cache: Arc<SeriesCache>,
     repeated: Arc<AtomicU64>,
     agents: AgentCache,
+    /// Requests on their way to the writer (see [`Ingest::arriving`]).
+    arriving: Arc<AtomicUsize>,
+}
+
+/// A request counted as on its way to the writer, until dropped (see [`Ingest::arriving`]).
+#[derive(Debug)]
+pub struct Arriving(Arc<AtomicUsize>);
+
+impl Drop for Arriving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Ingest {
@@ -262,7 +275,19 @@ impl Ingest {
         let cache_for_requests = cache.clone();
         let repeated = Arc::new(AtomicU64::new(0));
         let counter = repeated.clone();
-        match db.backend() {
+        let arriving = Arc::new(AtomicUsize::new(0));
+        let on_the_way = arriving.clone();
+        let backend = db.backend();
+        let w = Writer {
+            held: (backend == trusthub_store::Backend::Sqlite).then(HeldRollups::default),
+            db,
+            cache,
+            hooks: apps,
+            log,
+            // Answers are read on the server's runtime, off the writer (see `Writer::answer`).
+            answers: tokio::runtime::Handle::current(),
+        };
+        match backend {
             // SQLite's writer is the one serial stage of ingest: on its own thread it is woken
             // at once after each statement instead of queueing behind request handling on the
             // shared runtime's workers (group commit 25 → 20 ms p50, bench/RESULTS.md).
@@ -273,7 +298,7 @@ impl Ingest {
                 let started = runtime.and_then(|rt| {
                     std::thread::Builder::new()
                         .name("ingest-writer".into())
-                        .spawn(move || rt.block_on(writer(db, cache, apps, log, rx, counter)))
+                        .spawn(move || rt.block_on(writer(w, rx, counter, on_the_way)))
                 });
                 if let Err(e) = started {
                     // The queue is closed with `rx`: every submit answers an error.
@@ -281,7 +306,7 @@ impl Ingest {
                 }
             }
             trusthub_store::Backend::Postgres => {
-                tokio::spawn(writer(db, cache, apps, log, rx, counter));
+                tokio::spawn(writer(w, rx, counter, on_the_way));
             }
         }
         Ingest {
@@ -289,7 +314,19 @@ impl Ingest {
             cache: cache_for_requests,
             repeated,
             agents: AgentCache::default(),
+            arriving,
         }
+    }
+
+    /// Counts a request as on its way to the writer (authenticated, its body being read and
+    /// checked) until the guard is dropped or handed to [`Ingest::submit`]. While any is,
+    /// the writer leaves a group's folding into the rollups to a later transaction, as it
+    /// does while batches wait in its queue: under concurrent load the rollups are folded
+    /// about once a second instead of after nearly every group, and a lone batch is still
+    /// folded in its own transaction.
+    pub fn arriving(&self) -> Arriving {
+        self.arriving.fetch_add(1, Ordering::Relaxed);
+        Arriving(self.arriving.clone())
     }
 
     /// Samples of new batches whose point was stored already (same series and timestamp),
@@ -298,17 +335,26 @@ impl Ingest {
         self.repeated.load(Ordering::Relaxed)
     }
 
+    /// Requests on their way to the writer now ([`Ingest::arriving`]).
+    pub fn arriving_now(&self) -> usize {
+        self.arriving.load(Ordering::Relaxed)
+    }
+
     /// The agents ingest has read, by token hash.
     pub fn agents(&self) -> &AgentCache {
         &self.agents
     }
 
-    /// Stores a batch; `None` when its agent changed since `job.checked` was read.
-    pub async fn submit(&self, mut job: Job) -> StoreResult<Option<Accepted>> {
+    /// Stores a batch; `None` when its agent changed since `job.checked` was read. The
+    /// request stops counting as arriving once its batch is queued.
+    pub async fn submit(&self, mut job: Job, arriving: Arriving) -> StoreResult<Option<Accepted>> {
         // The series are looked up here, on the request's thread, not by the writer.
         job.resolved = Some(self.cache.resolve(job.agent_id, &job.batch.metrics));
         let gone = || trusthub_store::StoreError::Db(sqlx::Error::PoolClosed);
         let (reply, answer) = oneshot::channel();
+        // Counted off before it is queued: the writer must not take the batch's own request
+        // for another on its way, and leave the batch's folding to a later transaction.
+        drop(arriving);
         self.queue.send((job, reply)).await.map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
@@ -322,24 +368,16 @@ struct Writer {
     log: Option<Handoff>,
     /// SQLite (one writer): the rollup rows written last.
     held: Option<HeldRollups>,
+    /// The server's runtime, where answers are read after each commit.
+    answers: tokio::runtime::Handle,
 }
 
 async fn writer(
-    db: Db,
-    cache: Arc<SeriesCache>,
-    hooks: Hooks,
-    log: Option<Handoff>,
+    mut w: Writer,
     mut rx: mpsc::Receiver<(Job, Reply)>,
     repeated: Arc<AtomicU64>,
+    arriving: Arc<AtomicUsize>,
 ) {
-    let held = (db.backend() == trusthub_store::Backend::Sqlite).then(HeldRollups::default);
-    let mut w = Writer {
-        db,
-        cache,
-        hooks,
-        log,
-        held,
-    };
     // What a crash left unfolded is folded before the first batch.
     w.fold_unfolded().await;
     loop {
@@ -368,49 +406,81 @@ async fn writer(
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = group.into_iter().unzip();
-        match w.commit_group(&jobs, &|| !rx.is_empty()).await {
+        // More batches wait, or are on their way.
+        let more = || !rx.is_empty() || arriving.load(Ordering::Relaxed) > 0;
+        match w.commit_group(&jobs, &more).await {
             Ok((flags, again)) => {
                 repeated.fetch_add(again, Ordering::Relaxed);
-                for (reply, accepted) in replies.into_iter().zip(flags) {
-                    let _ = reply.send(Ok(accepted));
-                }
+                w.answer(&jobs, flags, replies);
             }
             Err(e) => {
                 tracing::warn!(error = %e, batches = jobs.len(), "group commit failed; committing its batches one by one");
                 for (job, reply) in jobs.into_iter().zip(replies) {
-                    let one = match w
-                        .commit_group(std::slice::from_ref(&job), &|| !rx.is_empty())
-                        .await
-                    {
+                    let one = std::slice::from_ref(&job);
+                    match w.commit_group(one, &more).await {
                         Ok((f, again)) => {
                             repeated.fetch_add(again, Ordering::Relaxed);
-                            Ok(f.into_iter().next().flatten())
+                            w.answer(one, f, vec![reply]);
                         }
                         // A batch of an agent deleted since its request was checked fails on
                         // its rows' references: not stored, the request checks again.
-                        Err(e) => match w.still_stands(&job).await {
-                            Ok(false) => Ok(None),
-                            _ => Err(e),
-                        },
-                    };
-                    let _ = reply.send(one);
+                        Err(e) => {
+                            let _ = reply.send(match w.still_stands(&job).await {
+                                Ok(false) => Ok(None),
+                                _ => Err(e),
+                            });
+                        }
+                    }
                 }
             }
         }
     }
 }
 
+/// What the answers to a committed group carry, read on a reader for all its agents at once:
+/// each agent's HTTP checks, and the compliance run each host owes.
+async fn read_answers(
+    db: &Db,
+    hooks: Hooks,
+    hosts: &[(trusthub_store::TenantId, Uuid)],
+) -> StoreResult<Answers> {
+    let mut answers = Answers::default();
+    if hosts.is_empty() {
+        return Ok(answers);
+    }
+    let ids: Vec<Uuid> = hosts.iter().map(|h| h.1).collect();
+    let mut c = db.conn().await?;
+    for (agent, app, url, interval) in (hooks.http_checks.0)(&mut c, &ids).await? {
+        answers
+            .checks
+            .entry(agent)
+            .or_default()
+            .push((app, url, interval));
+    }
+    answers
+        .runs
+        .extend((hooks.compliance_runs.0)(&mut c, hosts).await?);
+    Ok(answers)
+}
+
+/// What [`read_answers`] read, by agent.
+#[derive(Debug, Default)]
+struct Answers {
+    checks: HashMap<Uuid, Vec<(Uuid, String, i64)>>,
+    runs: HashMap<Uuid, Uuid>,
+}
+
 /// One attempt at a group: committed, or not because the agents of some batches changed
 /// since their requests were checked (false for those).
 enum Attempt {
-    Committed(Vec<Option<Accepted>>, u64),
+    Committed(Vec<Option<bool>>, u64),
     Changed(Vec<bool>),
 }
 
 impl Writer {
     /// Commits a group of batches in one transaction; answers, per batch, whether it was new
-    /// and what its answer carries (`None`: not stored, its agent changed since the request
-    /// was checked), and how many samples of the new batches repeated a stored point. With
+    /// (`None`: not stored, its agent changed since the request was checked), and how many
+    /// samples of the new batches repeated a stored point. With
     /// `log`, the stored points' keys go to the metric log in the same transaction, and the
     /// points to `log` after the commit (when the log's ids are in commit order: SQLite).
     ///
@@ -419,13 +489,14 @@ impl Writer {
     /// transaction is rolled back and the group committed again without it (rare: after a
     /// rotation, a deletion or a change of settings).
     ///
-    /// `waiting` tells whether more batches wait: then (SQLite) the group's points may be
+    /// `waiting` tells whether more batches wait or are on their way
+    /// ([`Ingest::arriving`]): then (SQLite) the group's points may be
     /// folded into the rollups by a later transaction ([`HeldRollups`]).
     async fn commit_group(
         &mut self,
         jobs: &[Job],
         waiting: &(dyn Fn() -> bool + Sync),
-    ) -> StoreResult<(Vec<Option<Accepted>>, u64)> {
+    ) -> StoreResult<(Vec<Option<bool>>, u64)> {
         let mut take = vec![true; jobs.len()];
         loop {
             if !take.contains(&true) {
@@ -443,6 +514,42 @@ impl Writer {
     }
 
     /// Folds what is left unfolded (SQLite), in a transaction of its own.
+    /// Answers a committed group's requests once what the answers carry is read
+    /// ([`read_answers`]): on a reader, in a task of the server's runtime, so that the writer
+    /// goes on to the next group meanwhile. If that read fails, the requests of stored
+    /// batches get the error (their batches are stored: the agent's retry is a duplicate).
+    fn answer(&self, jobs: &[Job], flags: Vec<Option<bool>>, replies: Vec<Reply>) {
+        let mut hosts: Vec<(trusthub_store::TenantId, Uuid)> = jobs
+            .iter()
+            .zip(&flags)
+            .filter(|(_, f)| f.is_some())
+            .map(|(j, _)| (j.tenant, j.agent_id))
+            .collect();
+        hosts.sort_by_key(|h| h.1);
+        hosts.dedup_by_key(|h| h.1);
+        let agents: Vec<Uuid> = jobs.iter().map(|j| j.agent_id).collect();
+        let (db, hooks) = (self.db.clone(), self.hooks);
+        self.answers.spawn(async move {
+            let read = read_answers(&db, hooks, &hosts).await;
+            for ((reply, fresh), agent) in replies.into_iter().zip(flags).zip(agents) {
+                let one = match (&read, fresh) {
+                    (_, None) => Ok(None),
+                    (Ok(a), Some(fresh)) => Ok(Some(Accepted {
+                        fresh,
+                        http_checks: a.checks.get(&agent).cloned().unwrap_or_default(),
+                        compliance_run: a.runs.get(&agent).copied(),
+                    })),
+                    (Err(e), Some(_)) => {
+                        Err(trusthub_store::StoreError::Db(sqlx::Error::Protocol(
+                            format!("the batch is stored, but reading the answer failed: {e}"),
+                        )))
+                    }
+                };
+                let _ = reply.send(one);
+            }
+        });
+    }
+
     async fn fold_unfolded(&mut self) {
         let (db, Some(held)) = (&self.db, self.held.as_mut()) else {
             return;
@@ -586,35 +693,10 @@ impl Writer {
             drop(tx);
             return Ok(Attempt::Changed(still));
         }
-        // What the answers carry, for every agent of the group at once.
-        let mut hosts: Vec<(trusthub_store::TenantId, Uuid)> = jobs
-            .iter()
+        let flags = flags
+            .into_iter()
             .zip(take)
-            .filter(|(_, ok)| **ok)
-            .map(|(j, _)| (j.tenant, j.agent_id))
-            .collect();
-        hosts.sort_by_key(|h| h.1);
-        hosts.dedup_by_key(|h| h.1);
-        let ids: Vec<Uuid> = hosts.iter().map(|h| h.1).collect();
-        let mut checks: HashMap<Uuid, Vec<(Uuid, String, i64)>> = HashMap::new();
-        let mut runs: HashMap<Uuid, Uuid> = HashMap::new();
-        if !hosts.is_empty() {
-            for (agent, app, url, interval) in (apps.http_checks.0)(&mut tx, &ids).await? {
-                checks.entry(agent).or_default().push((app, url, interval));
-            }
-            runs.extend((apps.compliance_runs.0)(&mut tx, &hosts).await?);
-        }
-        let flags = jobs
-            .iter()
-            .zip(flags)
-            .zip(take)
-            .map(|((job, fresh), ok)| {
-                ok.then(|| Accepted {
-                    fresh,
-                    http_checks: checks.get(&job.agent_id).cloned().unwrap_or_default(),
-                    compliance_run: runs.get(&job.agent_id).copied(),
-                })
-            })
+            .map(|(fresh, ok)| ok.then_some(fresh))
             .collect();
         tx.commit().await?;
         if let Some(held) = self.held.as_mut() {

@@ -143,6 +143,7 @@ async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
             state.db.pool_stats(),
             backend,
             state.part::<crate::ingest::Ingest>().repeated_points(),
+            state.part::<crate::ingest::Ingest>().arriving_now(),
         ) + &state
             .part::<trusthub_remotewrite::RemoteWrite>()
             .exposition(),

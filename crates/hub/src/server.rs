@@ -204,11 +204,11 @@ impl Server {
                 security: trusthub_fleet::ingest::SecurityReports(|tx, report, now| {
                     Box::pin(trusthub_compliance::on_report(tx, report, now))
                 }),
-                http_checks: trusthub_fleet::ingest::HttpChecks(|tx, agents| {
-                    Box::pin(crate::routes::apps::http_checks_of_agents(tx, agents))
+                http_checks: trusthub_fleet::ingest::HttpChecks(|c, agents| {
+                    Box::pin(crate::routes::apps::http_checks_of_agents(c, agents))
                 }),
-                compliance_runs: trusthub_fleet::ingest::ComplianceRuns(|tx, hosts| {
-                    Box::pin(trusthub_compliance::service::pending_runs(tx, hosts))
+                compliance_runs: trusthub_fleet::ingest::ComplianceRuns(|c, hosts| {
+                    Box::pin(trusthub_compliance::service::pending_runs(c, hosts))
                 }),
             },
             remote_write.handoff(),

@@ -67,7 +67,13 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub fn render(&self, pool: PoolStats, backend: &str, repeated_points: u64) -> String {
+    pub fn render(
+        &self,
+        pool: PoolStats,
+        backend: &str,
+        repeated_points: u64,
+        ingest_arriving: usize,
+    ) -> String {
         let mut out = String::with_capacity(4096);
         out.push_str(
             "# HELP trusthub_http_requests_total HTTP requests answered, by route and status.\n",
@@ -129,11 +135,15 @@ impl Metrics {
              trusthub_ingest_samples_total {}\n\
              # HELP trusthub_ingest_points_repeated_total Samples of stored batches whose point (series and timestamp) was stored already; kept once.\n\
              # TYPE trusthub_ingest_points_repeated_total counter\n\
-             trusthub_ingest_points_repeated_total {}\n",
+             trusthub_ingest_points_repeated_total {}\n\
+             # HELP trusthub_ingest_requests_arriving Ingest requests authenticated whose batch is being read and checked, not yet queued for the writer.\n\
+             # TYPE trusthub_ingest_requests_arriving gauge\n\
+             trusthub_ingest_requests_arriving {}\n",
             self.batches_stored.load(Ordering::Relaxed),
             self.batches_duplicate.load(Ordering::Relaxed),
             self.samples_stored.load(Ordering::Relaxed),
-            repeated_points
+            repeated_points,
+            ingest_arriving
         );
         let _ = write!(
             out,
@@ -232,8 +242,10 @@ mod tests {
             },
             "sqlite",
             7,
+            2,
         );
         assert!(text.contains("trusthub_ingest_points_repeated_total 7"));
+        assert!(text.contains("trusthub_ingest_requests_arriving 2"));
         assert!(text.contains(
             "trusthub_http_requests_total{method=\"GET\",route=\"/api/v1/health\",status=\"200\"} 2"
         ));

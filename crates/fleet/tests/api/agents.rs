@@ -30,6 +30,7 @@ crate::dual!(
     an_agent_changed_by_another_process_is_read_again_at_the_next_batch,
     a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into,
     rollups_folded_after_a_burst_count_every_point_once,
+    a_request_on_its_way_defers_folding_to_its_own_transaction,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,12 +318,7 @@ async fn a_signed_batch_is_stored_once_and_queryable(b: Backend) {
     let r = send(&app, &host, body_bytes.as_bytes(), None, true).await;
     assert_eq!(body(r).await["duplicate"], true);
     assert_eq!(app.stored_points().await, 3, "stored once");
-    let prom = app
-        .get("//metrics", &Auth::None)
-        .await
-        .text()
-        .await
-        .expect("text");
+    let prom = exposition(&app).await;
     assert!(
         prom.contains("trusthub_ingest_batches_total{result=\"stored\"} 1"),
         "{prom}"
@@ -921,6 +917,94 @@ async fn rollups_folded_after_a_burst_count_every_point_once(b: Backend) {
     assert_eq!(v["series"][0]["points"], json!([[ts(hour), mean]]), "{v}");
 }
 
+/// The hub's Prometheus exposition (`//metrics`).
+async fn exposition(app: &TestApp) -> String {
+    app.get("//metrics", &Auth::None)
+        .await
+        .text()
+        .await
+        .expect("metrics")
+}
+
+/// The hub's gauge of ingest requests on their way to the writer.
+async fn arriving(app: &TestApp) -> i64 {
+    let text = exposition(app).await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("trusthub_ingest_requests_arriving "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("trusthub_ingest_requests_arriving")
+}
+
+/// SQLite folds a group's points into the rollups later while another request is on its way
+/// to the writer (its body still arriving), and in that request's own transaction once it
+/// comes: nothing is left unfolded at its 202, and every point is counted once. PostgreSQL
+/// folds in every ingest transaction.
+async fn a_request_on_its_way_defers_folding_to_its_own_transaction(b: Backend) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::spawn(b).await;
+    let (slow, quick) = (register(&app).await, register(&app).await);
+    let now = OffsetDateTime::now_utc();
+    let points = |n: i64| -> Value {
+        json!(
+            (0..n)
+                .map(|j| json!({"name": format!("way.m{j}"), "ts": ts(now), "value": j}))
+                .collect::<Vec<_>>()
+        )
+    };
+    // The slow agent's request: headers and half its body now, the rest later.
+    let slow_body = batch(points(3)).to_string();
+    let host = app.base.trim_start_matches("http://").to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&host)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /api/v1/ingest HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nX-Service-Signature: {}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        slow.token,
+        sign_header(&slow.key, slow_body.as_bytes()),
+        slow_body.len()
+    );
+    let (first, rest) = slow_body.as_bytes().split_at(slow_body.len() / 2);
+    conn.write_all(head.as_bytes()).await.expect("head");
+    conn.write_all(first).await.expect("first half");
+    let mut waited = 0;
+    while arriving(&app).await != 1 {
+        waited += 1;
+        assert!(waited < 500, "the slow request never counted as arriving");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // Another agent's batch meanwhile: stored, its folding left to a later transaction.
+    let quick_body = batch(points(2)).to_string();
+    assert_eq!(
+        send(&app, &quick, quick_body.as_bytes(), None, true)
+            .await
+            .status(),
+        202
+    );
+    assert_eq!(app.stored_points().await, 2);
+    let deferred = match b {
+        Backend::Sqlite => 1,
+        Backend::Postgres => 0,
+    };
+    assert_eq!(count(&app, "metric_unfolded").await, deferred);
+    assert_eq!(
+        app.rolled_up("metric_rollup_1m").await,
+        2 - 2 * deferred,
+        "folded only on PostgreSQL"
+    );
+    // The rest of the slow body: its own transaction folds everything.
+    conn.write_all(rest).await.expect("rest");
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).await.expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    assert_eq!(arriving(&app).await, 0);
+    assert_eq!(count(&app, "metric_unfolded").await, 0);
+    assert_eq!(app.stored_points().await, 5);
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 5);
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 5);
+}
+
 /// SQLite: points a crashed hub stored but had not folded yet (named by `metric_unfolded`
 /// rows) are folded by the next start, each once, and the rows are gone; a key named twice,
 /// or one whose row went with its agent, changes nothing more.
@@ -1495,12 +1579,7 @@ async fn points_re_sent_under_a_new_batch_id_are_kept_once_and_counted(b: Backen
         150,
         "rollups count each point once"
     );
-    let text = app
-        .get("//metrics", &Auth::None)
-        .await
-        .text()
-        .await
-        .expect("metrics");
+    let text = exposition(&app).await;
     assert!(
         text.contains("trusthub_ingest_points_repeated_total 101"),
         "{}",

@@ -1073,13 +1073,13 @@ pub async fn on_agent_reports(
     Ok(())
 }
 
-/// The HTTP checks these agents run (the fleet's `HttpChecks` lookup, read in each ingest
-/// group's transaction).
+/// The HTTP checks these agents run (the fleet's `HttpChecks` lookup, read on a reader after
+/// each ingest group's commit).
 pub async fn http_checks_of_agents(
-    tx: &mut trusthub_store::Tx,
+    c: &mut trusthub_store::Conn,
     agents: &[Uuid],
 ) -> trusthub_store::StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
-    crate::store::apps::http_checks_of_agents(tx, agents).await
+    crate::store::apps::http_checks_of_agents(c, agents).await
 }
 
 /// One SLO as the apps page lists it: app id, app name, state, its CSS class, budget left,

@@ -88,7 +88,9 @@ pub(crate) async fn ingest(
             Err(e) => return Err(e),
         };
         let samples = job.batch.metrics.len();
-        let Some(accepted) = state.part::<crate::ingest::Ingest>().submit(job).await? else {
+        let ingest = state.part::<crate::ingest::Ingest>();
+        let arriving = auth.arriving.take().unwrap_or_else(|| ingest.arriving());
+        let Some(accepted) = ingest.submit(job, arriving).await? else {
             // The agent changed since it was read (token rotated, deleted, key or settings
             // changed): nothing was stored; read it again and decide on what it is now.
             if auth.cached {
