@@ -364,13 +364,11 @@ pub async fn insert_points(
 ) -> StoreResult<(u64, Option<crate::store::metric_log::Committed>)> {
     let (agents, series, ts, values) = (&rows.agents, &rows.series, &rows.ts, &rows.values);
     if series.is_empty() {
-        // Nothing new (say, only duplicates): with nothing more waiting, the group still
-        // folds what earlier ones left, so that rollups are current once a burst is answered.
-        if let Some(held) = held
-            && !defer
-            && held.left_unfolded()
-        {
-            held.fold_unfolded(ex).await?;
+        // Nothing new (say, only duplicates): the group still folds what earlier ones left
+        // when nothing more comes or folding is due, so that rollups are current once a
+        // burst is answered (nothing to fold costs no statement).
+        if let Some(held) = held {
+            held.take(ex, &[], &rows.owners, defer).await?;
         }
         return Ok((0, None));
     }
@@ -588,9 +586,9 @@ static ROLLUP_PURGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 /// again), and a purge of rollups drops everything held. At most [`HeldRollups::MAX`] rows
 /// (the newest buckets are kept).
 ///
-/// **Deferred folding.** Under load (more batches waiting or on their way), a transaction stores its points
-/// and leaves their folding to a later one: it writes one `metric_unfolded` row naming the
-/// points' keys, and their stats are kept here. A transaction then folds everything unfolded
+/// **Deferred folding.** Under load (more batches waiting or on their way), a transaction
+/// stores its points and leaves their folding to a later one: it writes one
+/// `metric_unfolded` row naming the points' keys, and their stats are kept here. A transaction then folds everything unfolded
 /// at once, and deletes those rows, when nothing more waits or is on its way, when the oldest
 /// unfolded point is [`FOLD_WITHIN`] old, when [`MAX_UNFOLDED`] rows are waiting, or when a
 /// stored row took more series; the writer also folds on its own when no batch comes before
@@ -784,12 +782,6 @@ impl HeldRollups {
             }
         }
         Ok(())
-    }
-
-    /// Whether stored points may be left unfolded (or that is not known: after a restart or
-    /// a transaction that did not commit).
-    pub fn left_unfolded(&self) -> bool {
-        self.recover || !self.unfolded.is_empty()
     }
 
     /// Folds everything unfolded into the rollups (the writer, on its own).
