@@ -9,7 +9,7 @@
 //! sends; another takes over when it stops renewing.
 
 use crate::store;
-use crate::wire::{Request, label_bytes, tag_label};
+use crate::wire::{Body, Request, label_bytes, tag_label};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -333,19 +333,33 @@ fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-/// Labels of series and agents already looked up, and each series' encoded labels (keyed by
-/// numbers: a multiplicative hash, not SipHash, as every forwarded sample takes lookups).
+/// Labels of series and agents already looked up, each series' encoded labels (keyed by
+/// numbers: a multiplicative hash, not SipHash, as every forwarded sample takes lookups), and
+/// the request being written.
 #[derive(Default)]
 struct Labels {
     series: FxHashMap<i64, SeriesLabels>,
     agents: FxHashMap<i64, (u64, AgentLabels)>,
+    request: Request,
+    /// The points of a round handed over in memory.
+    points: Vec<StoredPoint>,
+    /// Buffers of bodies sent, for the next ones.
+    spare: Vec<Vec<u8>>,
 }
 
+/// Buffers of sent bodies kept for the next requests, at most.
+const SPARE_BODIES: usize = 8;
+
+/// A series' labels. Every forwarded sample reads one of these: the entry is small (what the
+/// labels are made of is boxed apart), and the encoded labels are read in place.
 struct SeriesLabels {
-    name: String,
-    own: BTreeMap<String, String>,
-    /// The encoded labels, with the fingerprint of the agent labels they were made with.
-    encoded: Option<(u64, Arc<Vec<u8>>)>,
+    /// The fingerprint of the agent labels `encoded` was made with.
+    fingerprint: u64,
+    /// The encoded labels ([`label_bytes`]); empty until first made (they always hold
+    /// `__name__`).
+    encoded: Box<[u8]>,
+    /// The metric's name and own labels.
+    made_of: Box<(String, BTreeMap<String, String>)>,
 }
 
 fn fingerprint(a: &AgentLabels) -> u64 {
@@ -357,7 +371,7 @@ fn fingerprint(a: &AgentLabels) -> u64 {
 /// One round: the log rows read, and the requests their points make.
 struct Round {
     last: Option<LogPosition>,
-    requests: Vec<Request>,
+    requests: Vec<Body>,
 }
 
 impl Labels {
@@ -380,33 +394,33 @@ impl Labels {
         let mut keys: Vec<(i64, i64)> = entries.iter().map(|e| (e.agent_seq, e.ts)).collect();
         keys.sort_unstable();
         keys.dedup();
-        let points = metric_log::points_at(&mut c, &keys).await?;
+        let mut points = metric_log::points_at(&mut c, &keys).await?;
         drop(c);
         Ok(Round {
             last: Some(last),
-            requests: self.requests(state, points).await?,
+            requests: self.requests(state, &mut points).await?,
         })
     }
 
-    /// The requests of points handed over in memory: log rows `first_id..=last_id`. The
-    /// points are taken, not copied, when no other receiver's queue still holds them.
-    /// A round of consecutive transactions handed over in memory (see [`Inbox::take`]).
+    /// The requests of points handed over in memory: a round of consecutive transactions
+    /// (see [`Inbox::take`]), each the points of its log rows `first_id..=last_id`.
     async fn handed(&mut self, state: &AppState, taken: Vec<Arc<Committed>>) -> StoreResult<Round> {
         let last = taken.last().map(|c| LogPosition {
             txid: 0,
             id: c.last_id,
         });
-        let mut points = Vec::with_capacity(taken.iter().map(|c| c.points.len()).sum());
-        for c in taken {
-            match Arc::try_unwrap(c) {
-                Ok(c) if points.is_empty() => points = c.points,
-                Ok(c) => points.extend(c.points),
-                Err(c) => points.extend_from_slice(&c.points),
-            }
+        // Copied into a buffer kept from round to round (a fresh one costs page faults).
+        let mut points = std::mem::take(&mut self.points);
+        points.clear();
+        for c in &taken {
+            points.extend_from_slice(&c.points);
         }
+        drop(taken);
+        let requests = self.requests(state, &mut points).await;
+        self.points = points;
         Ok(Round {
             last,
-            requests: self.requests(state, points).await?,
+            requests: requests?,
         })
     }
 
@@ -415,8 +429,8 @@ impl Labels {
     async fn requests(
         &mut self,
         state: &AppState,
-        mut points: Vec<StoredPoint>,
-    ) -> StoreResult<Vec<Request>> {
+        points: &mut Vec<StoredPoint>,
+    ) -> StoreResult<Vec<Body>> {
         let mut c = state.db.conn().await?;
         let mut seqs: Vec<i64> = points.iter().map(|p| p.0).collect();
         seqs.sort_unstable();
@@ -442,15 +456,15 @@ impl Labels {
             self.series.insert(
                 s.id,
                 SeriesLabels {
-                    name: s.name,
-                    own: s.labels,
-                    encoded: None,
+                    fingerprint: 0,
+                    encoded: Box::default(),
+                    made_of: Box::new((s.name, s.labels)),
                 },
             );
         }
         drop(c);
         let mut requests = Vec::new();
-        let mut request = Request::default();
+        let request = &mut self.request;
         let mut samples: Vec<(i64, f64)> = Vec::new();
         for group in points.chunk_by(|x, y| x.1 == y.1) {
             let (agent, series) = (group[0].0, group[0].1);
@@ -459,23 +473,19 @@ impl Labels {
                 // The agent was deleted after storing these: its data went with it.
                 continue;
             };
-            let labels = match &s.encoded {
-                Some((known, bytes)) if known == fp => bytes.clone(),
-                _ => {
-                    let bytes = Arc::new(encode_labels(a, s));
-                    s.encoded = Some((*fp, bytes.clone()));
-                    bytes
-                }
-            };
+            if s.encoded.is_empty() || s.fingerprint != *fp {
+                s.encoded = encode_labels(a, &s.made_of.0, &s.made_of.1).into_boxed_slice();
+                s.fingerprint = *fp;
+            }
             samples.clear();
             samples.extend(group.iter().map(|p| (p.2, p.3)));
-            request.push(&labels, &samples);
+            request.push(&s.encoded, &samples);
             if request.samples() >= MAX_SAMPLES_PER_REQUEST {
-                requests.push(std::mem::take(&mut request));
+                requests.push(request.finish_into(self.spare.pop().unwrap_or_default()));
             }
         }
         if request.samples() > 0 {
-            requests.push(request);
+            requests.push(request.finish_into(self.spare.pop().unwrap_or_default()));
         }
         Ok(requests)
     }
@@ -483,15 +493,15 @@ impl Labels {
 
 /// A series' labels: `tenant_id`, `agent_id`, `hostname` first (they win over a metric's
 /// own label of the same name), then its own labels, then its agent's tags.
-fn encode_labels(a: &AgentLabels, s: &SeriesLabels) -> Vec<u8> {
+fn encode_labels(a: &AgentLabels, name: &str, own: &BTreeMap<String, String>) -> Vec<u8> {
     let mut labels: Vec<(String, String)> = vec![
         ("tenant_id".into(), a.tenant_id.to_string()),
         ("agent_id".into(), a.id.to_string()),
         ("hostname".into(), a.hostname.clone()),
     ];
-    labels.extend(s.own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    labels.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
     labels.extend(a.tags.0.iter().map(|t| tag_label(t)));
-    label_bytes(&s.name, &labels)
+    label_bytes(name, &labels)
 }
 
 /// What a receiver made of a request.
@@ -501,8 +511,22 @@ enum Outcome {
     Refused(String),
 }
 
-async fn send(client: &reqwest::Client, r: &Receiver, body: Vec<u8>) -> Outcome {
-    let mut req = client.post(&r.label).body(body);
+/// A body's buffer, shared with the HTTP client while it sends it.
+struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Sends a body; what the receiver made of it, and the body's buffer when the client let go
+/// of it (to write the next body into).
+async fn send(client: &reqwest::Client, r: &Receiver, body: Vec<u8>) -> (Outcome, Option<Vec<u8>>) {
+    let body = Arc::new(body);
+    let mut req = client
+        .post(&r.label)
+        .body(axum::body::Bytes::from_owner(Shared(body.clone())));
     for (name, value) in crate::wire::HEADERS {
         req = req.header(name, value);
     }
@@ -511,23 +535,25 @@ async fn send(client: &reqwest::Client, r: &Receiver, body: Vec<u8>) -> Outcome 
         Auth::Bearer(t) => req.bearer_auth(t),
         Auth::Basic(u, p) => req.basic_auth(u, p.as_deref()),
     };
-    match req.send().await {
+    let outcome = match req.send().await {
         Ok(resp) => {
             let status = resp.status();
             if status.is_success() {
-                return Outcome::Accepted;
-            }
-            let text = resp.text().await.unwrap_or_default();
-            let text: String = text.trim().chars().take(300).collect();
-            let why = format!("HTTP {}: {text}", status.as_u16());
-            if status.is_server_error() || status.as_u16() == 429 {
-                Outcome::Retry(why)
+                Outcome::Accepted
             } else {
-                Outcome::Refused(why)
+                let text = resp.text().await.unwrap_or_default();
+                let text: String = text.trim().chars().take(300).collect();
+                let why = format!("HTTP {}: {text}", status.as_u16());
+                if status.is_server_error() || status.as_u16() == 429 {
+                    Outcome::Retry(why)
+                } else {
+                    Outcome::Refused(why)
+                }
             }
         }
         Err(e) => Outcome::Retry(format!("{e}")),
-    }
+    };
+    (outcome, Arc::try_unwrap(body).ok())
 }
 
 /// The HTTP client of outside metrics stores: rustls with the system's roots, the hub's
@@ -799,7 +825,7 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
             labels.round(&state, from, next).await
         };
         if let Ok(round) = &round {
-            let n: usize = round.requests.iter().map(Request::samples).sum();
+            let n: usize = round.requests.iter().map(|b| b.samples).sum();
             let source = match in_memory {
                 true => &r.figures.from_memory,
                 false => &r.figures.from_log,
@@ -836,8 +862,12 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         complete = complete.filter(|_| in_memory);
         let mut retry = None;
         for request in round.requests {
-            let n = request.samples() as u64;
-            match send(&client, &r, request.finish()).await {
+            let n = request.samples as u64;
+            let (outcome, buffer) = send(&client, &r, request.bytes).await;
+            if let Some(buffer) = buffer.filter(|_| labels.spare.len() < SPARE_BODIES) {
+                labels.spare.push(buffer);
+            }
+            match outcome {
                 Outcome::Accepted => {
                     r.figures.sent.fetch_add(n, Ordering::Relaxed);
                     r.figures.last_sent_at.store(now_ms(), Ordering::Relaxed);

@@ -84,11 +84,46 @@ pub fn label_bytes(name: &str, labels: &[(String, String)]) -> Vec<u8> {
     out
 }
 
-/// A `WriteRequest` being written: series appended one by one, then compressed.
-#[derive(Debug, Default)]
+/// `WriteRequest`s written one after another into the same buffers: series appended one by
+/// one, then the request compressed and the buffers kept for the next (a request is a few
+/// megabytes before compression; fresh buffers for each cost a page fault every 4 KiB).
 pub struct Request {
     raw: Vec<u8>,
     samples: usize,
+    compressed: Vec<u8>,
+    snappy: snap::raw::Encoder,
+}
+
+impl Default for Request {
+    fn default() -> Request {
+        Request {
+            raw: Vec::new(),
+            samples: 0,
+            compressed: Vec::new(),
+            snappy: snap::raw::Encoder::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("bytes", &self.raw.len())
+            .field("samples", &self.samples)
+            .finish()
+    }
+}
+
+/// Buffers larger than this are let go after a request rather than kept for the next.
+const KEEP_BYTES: usize = 16 << 20;
+
+/// A finished request: its body and how many samples it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Body {
+    /// The `WriteRequest`, snappy-compressed (block format).
+    pub bytes: Vec<u8>,
+    /// Its samples.
+    pub samples: usize,
 }
 
 impl Request {
@@ -117,16 +152,44 @@ impl Request {
         self.samples += samples.len();
     }
 
-    /// Samples appended so far.
+    /// Samples appended since the last [`Request::finish`].
     pub fn samples(&self) -> usize {
         self.samples
     }
 
-    /// The request body: the `WriteRequest`, snappy-compressed (block format).
-    pub fn finish(self) -> Vec<u8> {
-        snap::raw::Encoder::new()
-            .compress_vec(&self.raw)
-            .unwrap_or_default()
+    /// The request of what was appended (a `WriteRequest`, snappy-compressed), and a fresh
+    /// start for the next one in the same buffers.
+    pub fn finish(&mut self) -> Body {
+        self.finish_into(Vec::new())
+    }
+
+    /// Like [`Request::finish`], the body written into `into` (a buffer of an earlier body
+    /// that was sent: reused, it costs no page faults).
+    pub fn finish_into(&mut self, mut into: Vec<u8>) -> Body {
+        let need = snap::raw::max_compress_len(self.raw.len());
+        if self.compressed.len() < need {
+            self.compressed.resize(need, 0);
+        }
+        // Cannot fail: the input is far below snappy's 4 GiB limit and the output is sized
+        // for it (an empty body would be refused by the receiver, and counted).
+        let n = self
+            .snappy
+            .compress(&self.raw, &mut self.compressed)
+            .unwrap_or(0);
+        into.clear();
+        into.extend_from_slice(&self.compressed[..n]);
+        let body = Body {
+            bytes: into,
+            samples: self.samples,
+        };
+        self.raw.clear();
+        self.samples = 0;
+        if self.raw.capacity() > KEEP_BYTES {
+            // An unusually large request (long label sets): its buffers are not kept.
+            self.raw = Vec::new();
+            self.compressed = Vec::new();
+        }
+        body
     }
 }
 
@@ -150,7 +213,7 @@ pub fn encode(series: &[Series]) -> Vec<u8> {
         samples.sort_by_key(|x| x.0);
         request.push(&label_bytes(&s.name, &s.labels), &samples);
     }
-    request.finish()
+    request.finish().bytes
 }
 
 #[cfg(test)]
@@ -226,6 +289,37 @@ mod tests {
             [(-5, 0.0), (0, -1.0), (1_764_000_000_000, f64::MAX)]
         );
         assert_eq!(back.timeseries[0].labels[1].value, "b".repeat(300));
+    }
+
+    #[test]
+    fn requests_written_one_after_another_in_the_same_buffers_stand_alone() {
+        let mut request = Request::default();
+        let decode = |body: &Body| {
+            let raw = snap::raw::Decoder::new()
+                .decompress_vec(&body.bytes)
+                .expect("snappy");
+            WriteRequest::decode(raw.as_slice()).expect("protobuf")
+        };
+        request.push(&label_bytes("a", &[]), &[(1, 1.0), (2, 2.0)]);
+        request.push(&label_bytes("b", &[]), &[(1, 3.0)]);
+        let first = request.finish();
+        assert_eq!((first.samples, request.samples()), (3, 0));
+        request.push(&label_bytes("c", &[]), &[(5, 5.0)]);
+        let second = request.finish();
+        assert_eq!(second.samples, 1);
+        let names = |w: &WriteRequest| -> Vec<String> {
+            w.timeseries
+                .iter()
+                .map(|t| t.labels[0].value.clone())
+                .collect()
+        };
+        assert_eq!(names(&decode(&first)), ["a", "b"]);
+        assert_eq!(names(&decode(&second)), ["c"]);
+        assert_eq!(decode(&second).timeseries[0].samples[0].timestamp, 5);
+        // Nothing appended: an empty WriteRequest, which decodes.
+        let empty = request.finish();
+        assert_eq!(empty.samples, 0);
+        assert!(decode(&empty).timeseries.is_empty());
     }
 
     #[test]
