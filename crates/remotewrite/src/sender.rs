@@ -864,7 +864,9 @@ async fn forward(state: AppState, r: Arc<Receiver>) {
         for request in round.requests {
             let n = request.samples as u64;
             let (outcome, buffer) = send(&client, &r, request.bytes).await;
-            if let Some(buffer) = buffer.filter(|_| labels.spare.len() < SPARE_BODIES) {
+            if let Some(buffer) = buffer.filter(|b| {
+                labels.spare.len() < SPARE_BODIES && b.capacity() <= crate::wire::KEEP_BYTES
+            }) {
                 labels.spare.push(buffer);
             }
             match outcome {

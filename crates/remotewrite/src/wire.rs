@@ -115,7 +115,7 @@ impl std::fmt::Debug for Request {
 }
 
 /// Buffers larger than this are let go after a request rather than kept for the next.
-const KEEP_BYTES: usize = 16 << 20;
+pub const KEEP_BYTES: usize = 16 << 20;
 
 /// A finished request: its body and how many samples it carries.
 #[derive(Debug, Clone, PartialEq)]
