@@ -65,6 +65,8 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 const CHASE_PAUSE: Duration = Duration::from_millis(10);
 /// A chasing pass this short has caught up closely enough for the writer to finish.
 const CHASE_DONE: Duration = Duration::from_millis(20);
+/// Prepared statements SQLite's one writer keeps (sqlx's default is 100).
+const WRITER_STATEMENTS: usize = 1024;
 
 /// Once the background checkpoint has caught up closely with the end of a large WAL
 /// ([`DbOptions::wal_restart_frames`]), checkpoints what is left from the writer connection,
@@ -129,10 +131,16 @@ impl Db {
             // The one writer keeps the pages it touches (64 MiB instead of SQLite's 2 MiB
             // default, which sustained ingest thrashes) and its statement journals in memory.
             let checkpointed = Arc::new(AtomicBool::new(false));
+            //
+            // Its statements with one row of values per batch or agent of a group differ in
+            // text from group to group (1 to 64 rows): sqlx's default cache of 100 statements
+            // dropped and prepared them again at nearly every group (2.2 % of the hub's CPU
+            // under load, bench/RESULTS.md 2026-12-01); 1,024 keeps every size prepared.
             let write_opts = base
                 .clone()
                 .pragma("cache_size", "-65536")
-                .pragma("temp_store", "memory");
+                .pragma("temp_store", "memory")
+                .statement_cache_capacity(WRITER_STATEMENTS);
             let write_opts = if opts.background_checkpoint {
                 write_opts.pragma("wal_autocheckpoint", "0")
             } else {

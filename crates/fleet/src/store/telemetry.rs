@@ -68,9 +68,15 @@ fn labels_key(labels: &BTreeMap<String, String>) -> String {
 #[derive(Debug, Default)]
 pub struct SeriesCache(std::sync::Mutex<Known>);
 
+/// The cache's maps hash with foldhash, seeded per process: every ingest request looks up
+/// each of its samples' series (SipHash, the standard map's hash, made those lookups 5 % of
+/// the hub's CPU under load; bench/RESULTS.md 2026-12-01), and a per-process seed keeps an
+/// agent from choosing series names that collide.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 #[derive(Debug, Default)]
 struct Known {
-    agents: HashMap<Uuid, AgentKnown>,
+    agents: FastMap<Uuid, AgentKnown>,
     series: usize,
 }
 
@@ -78,7 +84,7 @@ struct Known {
 struct AgentKnown {
     seq: Option<i64>,
     /// By [`series_key`].
-    series: HashMap<String, i64>,
+    series: FastMap<String, i64>,
 }
 
 /// `name`, a byte no metric name has, then the canonical labels: one string per series, built
