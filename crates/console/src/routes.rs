@@ -157,7 +157,7 @@ async fn serve(state: AppState, id: Uuid, owner: Option<String>, mut socket: Web
         None => match state.part::<Live>().attach(id) {
             Some(out) => out,
             None => {
-                let _ = socket.send(Message::Close(None)).await;
+                close(socket).await;
                 return;
             }
         },
@@ -169,7 +169,7 @@ async fn serve(state: AppState, id: Uuid, owner: Option<String>, mut socket: Web
             if let Err(e) = bus::send(&state, owner, id, attach).await {
                 tracing::warn!(%id, error = %e, "cannot reach the console's hub");
                 state.part::<Browsers>().remove(id);
-                let _ = socket.send(Message::Close(None)).await;
+                close(socket).await;
                 return;
             }
             out
@@ -202,8 +202,30 @@ async fn serve(state: AppState, id: Uuid, owner: Option<String>, mut socket: Web
     if owner.is_some() {
         state.part::<Browsers>().remove(id);
     }
-    let _ = socket.send(Message::Close(None)).await;
+    close(socket).await;
 }
+
+/// Closes a console socket with the closing handshake (RFC 6455 §7.1.1): after its Close, the
+/// hub reads until the client's (at most [`CLOSE_WAIT`]) instead of dropping the connection at
+/// once. Dropped with a frame of the client still unread (a last keystroke crossing the
+/// session's end), the connection would be reset, and a reset can take the `exit` frame
+/// still waiting in the client's buffer with it: the client would not learn the exit code.
+async fn close(mut socket: WebSocket) {
+    if socket.send(Message::Close(None)).await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(CLOSE_WAIT, async {
+        while let Some(Ok(msg)) = socket.recv().await {
+            if matches!(msg, Message::Close(_)) {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// How long a closing console socket waits for the client's Close.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The session list's filters.
 #[derive(Debug, Deserialize, IntoParams)]
