@@ -128,10 +128,9 @@ impl Db {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(15))
                 .foreign_keys(true);
+            let checkpointed = Arc::new(AtomicBool::new(false));
             // The one writer keeps the pages it touches (64 MiB instead of SQLite's 2 MiB
             // default, which sustained ingest thrashes) and its statement journals in memory.
-            let checkpointed = Arc::new(AtomicBool::new(false));
-            //
             // Its statements with one row of values per batch or agent of a group differ in
             // text from group to group (1 to 64 rows): sqlx's default cache of 100 statements
             // dropped and prepared them again at nearly every group (2.2 % of the hub's CPU
