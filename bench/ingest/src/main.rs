@@ -327,8 +327,19 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
                     Ok(r) if r.status().as_u16() == 202 => {
                         lat.push((due - start, due.elapsed().as_micros() as u64))
                     }
-                    _ => {
-                        errors.fetch_add(1, Ordering::Relaxed);
+                    failed => {
+                        // The first few failures are shown: a figure with errors is explained.
+                        if errors.fetch_add(1, Ordering::Relaxed) < 3 {
+                            let why = match failed {
+                                Ok(r) => format!(
+                                    "HTTP {}: {}",
+                                    r.status(),
+                                    r.text().await.unwrap_or_default()
+                                ),
+                                Err(e) => format!("{e:?}"),
+                            };
+                            eprintln!("a batch failed: {why}");
+                        }
                     }
                 }
             }

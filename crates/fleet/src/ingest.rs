@@ -656,7 +656,7 @@ impl Writer {
             flags.push(fresh);
             last_of_agent.insert(job.agent_id, job);
         }
-        let (stored, committed) = telemetry::insert_points(
+        let (stored, mut committed) = telemetry::insert_points(
             &mut tx,
             &rows,
             log.is_some().then(|| telemetry::unix_ms(now)),
@@ -692,6 +692,22 @@ impl Writer {
         if still.contains(&false) {
             drop(tx);
             return Ok(Attempt::Changed(still));
+        }
+        if let Some(c) = committed.as_mut() {
+            c.agents = rows
+                .owners
+                .iter()
+                .filter_map(|(seq, id)| {
+                    let a = &current.get(id)?.agent;
+                    Some(crate::store::metric_log::AgentLabels {
+                        seq: *seq,
+                        id: a.id,
+                        tenant_id: a.tenant_id,
+                        hostname: a.hostname.clone(),
+                        tags: a.tags.clone(),
+                    })
+                })
+                .collect();
         }
         let flags = flags
             .into_iter()

@@ -396,10 +396,18 @@ impl Labels {
         keys.dedup();
         let mut points = metric_log::points_at(&mut c, &keys).await?;
         drop(c);
+        self.forget_if_many();
         Ok(Round {
             last: Some(last),
-            requests: self.requests(state, &mut points).await?,
+            requests: self.requests(state, &mut points, &[]).await?,
         })
+    }
+
+    /// Forgets the agents looked up when they are many (deleted ones stay otherwise).
+    fn forget_if_many(&mut self) {
+        if self.agents.len() > 100_000 {
+            self.agents.clear();
+        }
     }
 
     /// The requests of points handed over in memory: a round of consecutive transactions
@@ -412,11 +420,19 @@ impl Labels {
         // Copied into a buffer kept from round to round (a fresh one costs page faults).
         let mut points = std::mem::take(&mut self.points);
         points.clear();
+        let mut labelled: Vec<i64> = Vec::new();
+        self.forget_if_many();
         for c in &taken {
             points.extend_from_slice(&c.points);
+            // Labelled as their agents stood when the points were stored (later ones win).
+            for a in &c.agents {
+                labelled.push(a.seq);
+                self.agents.insert(a.seq, (fingerprint(a), a.clone()));
+            }
         }
         drop(taken);
-        let requests = self.requests(state, &mut points).await;
+        labelled.sort_unstable();
+        let requests = self.requests(state, &mut points, &labelled).await;
         self.points = points;
         Ok(Round {
             last,
@@ -424,22 +440,27 @@ impl Labels {
         })
     }
 
-    /// Labels points (the agents read each time: tags and host names change; series looked
-    /// up once) and cuts them into requests.
+    /// Labels points (the agents read each time, tags and host names change, but for those
+    /// in `labelled`, sorted: their labels came with the points; series looked up once) and
+    /// cuts them into requests.
     async fn requests(
         &mut self,
         state: &AppState,
         points: &mut Vec<StoredPoint>,
+        labelled: &[i64],
     ) -> StoreResult<Vec<Body>> {
         let mut c = state.db.conn().await?;
-        let mut seqs: Vec<i64> = points.iter().map(|p| p.0).collect();
+        let mut seqs: Vec<i64> = points
+            .iter()
+            .map(|p| p.0)
+            .filter(|s| labelled.binary_search(s).is_err())
+            .collect();
         seqs.sort_unstable();
         seqs.dedup();
-        if self.agents.len() > 100_000 {
-            self.agents.clear();
-        }
-        for a in metric_log::agent_labels(&mut c, &seqs).await? {
-            self.agents.insert(a.seq, (fingerprint(&a), a));
+        if !seqs.is_empty() {
+            for a in metric_log::agent_labels(&mut c, &seqs).await? {
+                self.agents.insert(a.seq, (fingerprint(&a), a));
+            }
         }
         // Grouped by series, each series' samples in time order: one sort, no map of vectors.
         points.sort_unstable_by_key(|p| (p.1, p.2));

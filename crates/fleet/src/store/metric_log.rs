@@ -74,13 +74,16 @@ pub(crate) async fn append(
                 qb.push_values(chunk, |mut b, (agent, ts)| {
                     b.push_bind(*agent).push_bind(*ts).push_bind(stored_at);
                 });
-                qb.push(" RETURNING id");
-                let got: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *c).await?;
-                taken += got.len() as i64;
-                for id in got {
+                // One statement's rows take consecutive ids (AUTOINCREMENT: each one above
+                // every id there ever was), the last of them `last_insert_rowid` — no row
+                // sent back per id.
+                let done = qb.build().execute(&mut *c).await?;
+                let (n, last) = (done.rows_affected() as i64, done.last_insert_rowid());
+                if n > 0 {
+                    taken += n;
                     ids = Some(match ids {
-                        None => (id, id),
-                        Some((lo, hi)) => (lo.min(id), hi.max(id)),
+                        None => (last - n + 1, last),
+                        Some((lo, _)) => (lo, last),
                     });
                 }
             }
@@ -102,6 +105,10 @@ pub struct Committed {
     pub stored_at: i64,
     /// The new points.
     pub points: Vec<StoredPoint>,
+    /// Who the agents of the points were as the transaction stored them (read there anyway,
+    /// to check each batch's agent still stands): forwarding labels the points with them
+    /// rather than reading the agents again.
+    pub agents: Vec<AgentLabels>,
 }
 
 /// Where the ingest writer hands what a transaction stored, after the commit. It must not
@@ -289,4 +296,70 @@ pub async fn agent_labels(ex: &mut impl Exec, seqs: &[i64]) -> StoreResult<Vec<A
         out.extend(rows);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trusthub_store::{Db, DbOptions};
+
+    /// On SQLite the ingest writer hands points over by the log ids `append` answers: they
+    /// must be the ids the rows took, whatever the number of statements, and keep growing
+    /// after everything was pruned.
+    #[tokio::test]
+    async fn sqlite_append_answers_the_ids_its_rows_took() {
+        let dir = std::env::temp_dir().join(format!("trusthub-metric-log-{}", Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let url = format!("sqlite://{}", dir.join("t.db").display());
+        let db = Db::connect(&url, &DbOptions::default()).await.expect("db");
+        db.migrate().await.expect("migrate");
+        let mut last_id = 0;
+        for n in [1i64, 3, 4_000, 4_001, 9_000] {
+            let keys: BTreeSet<(i64, i64)> = (0..n).map(|i| (i % 7, 1_000 + i)).collect();
+            let mut tx = db.begin().await.expect("begin");
+            let (first, last) = append(&mut tx, &keys, 5)
+                .await
+                .expect("append")
+                .expect("ids on SQLite");
+            tx.commit().await.expect("commit");
+            assert_eq!((first, last - first + 1), (last_id + 1, n), "{n} rows");
+            let mut c = db.conn().await.expect("conn");
+            let rows = read_after(
+                &mut c,
+                LogPosition {
+                    txid: 0,
+                    id: first - 1,
+                },
+                100_000,
+            )
+            .await
+            .expect("read");
+            let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+            assert_eq!(ids, (first..=last).collect::<Vec<_>>());
+            let got: Vec<(i64, i64)> = rows.iter().map(|r| (r.agent_seq, r.ts)).collect();
+            assert_eq!(got, keys.iter().copied().collect::<Vec<_>>());
+            last_id = last;
+        }
+        let mut tx = db.begin().await.expect("begin");
+        prune_through(
+            &mut tx,
+            LogPosition {
+                txid: 0,
+                id: last_id,
+            },
+        )
+        .await
+        .expect("prune");
+        let next = append(&mut tx, &BTreeSet::from([(1, 2)]), 5)
+            .await
+            .expect("append");
+        tx.commit().await.expect("commit");
+        assert_eq!(
+            next,
+            Some((last_id + 1, last_id + 1)),
+            "ids are never reused"
+        );
+        db.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -465,6 +465,7 @@ pub async fn insert_points(
                 last_id,
                 stored_at,
                 points: new_points,
+                agents: Vec::new(),
             },
         );
     Ok((inserted, committed))
