@@ -675,11 +675,12 @@ impl Writer {
             .collect();
         // The agents as they stand now: a batch whose agent changed since its request was checked
         // is not stored (the request checks again).
-        let current: HashMap<Uuid, agents::Credentialed> = agents::seen_many(&mut tx, &seen, now)
-            .await?
-            .into_iter()
-            .map(|c| (c.agent.id, c))
-            .collect();
+        let mut current: HashMap<Uuid, agents::Credentialed> =
+            agents::seen_many(&mut tx, &seen, now)
+                .await?
+                .into_iter()
+                .map(|c| (c.agent.id, c))
+                .collect();
         let still: Vec<bool> = jobs
             .iter()
             .zip(take)
@@ -694,17 +695,18 @@ impl Writer {
             return Ok(Attempt::Changed(still));
         }
         if let Some(c) = committed.as_mut() {
+            // Moved out: nothing reads the agents after this.
             c.agents = rows
                 .owners
                 .iter()
                 .filter_map(|(seq, id)| {
-                    let a = &current.get(id)?.agent;
+                    let a = current.remove(id)?.agent;
                     Some(crate::store::metric_log::AgentLabels {
                         seq: *seq,
                         id: a.id,
                         tenant_id: a.tenant_id,
-                        hostname: a.hostname.clone(),
-                        tags: a.tags.clone(),
+                        hostname: a.hostname,
+                        tags: a.tags,
                     })
                 })
                 .collect();

@@ -420,15 +420,17 @@ impl Labels {
         // Copied into a buffer kept from round to round (a fresh one costs page faults).
         let mut points = std::mem::take(&mut self.points);
         points.clear();
-        let mut labelled: Vec<i64> = Vec::new();
-        self.forget_if_many();
+        // Labelled as their agents stood when the points were stored (a later commit's win).
+        let mut latest: FxHashMap<i64, &AgentLabels> = FxHashMap::default();
         for c in &taken {
             points.extend_from_slice(&c.points);
-            // Labelled as their agents stood when the points were stored (later ones win).
-            for a in &c.agents {
-                labelled.push(a.seq);
-                self.agents.insert(a.seq, (fingerprint(a), a.clone()));
-            }
+            latest.extend(c.agents.iter().map(|a| (a.seq, a)));
+        }
+        self.forget_if_many();
+        let mut labelled: Vec<i64> = Vec::with_capacity(latest.len());
+        for (seq, a) in latest {
+            labelled.push(seq);
+            self.agents.insert(seq, (fingerprint(a), a.clone()));
         }
         drop(taken);
         labelled.sort_unstable();
@@ -450,13 +452,10 @@ impl Labels {
         labelled: &[i64],
     ) -> StoreResult<Vec<Body>> {
         let mut c = state.db.conn().await?;
-        let mut seqs: Vec<i64> = points
-            .iter()
-            .map(|p| p.0)
-            .filter(|s| labelled.binary_search(s).is_err())
-            .collect();
+        let mut seqs: Vec<i64> = points.iter().map(|p| p.0).collect();
         seqs.sort_unstable();
         seqs.dedup();
+        seqs.retain(|s| labelled.binary_search(s).is_err());
         if !seqs.is_empty() {
             for a in metric_log::agent_labels(&mut c, &seqs).await? {
                 self.agents.insert(a.seq, (fingerprint(&a), a));
