@@ -20,6 +20,7 @@ pub mod emergency;
 pub mod honeypot;
 pub mod inventory;
 pub mod mtls;
+pub mod owner;
 pub mod patch;
 pub mod sockets;
 pub mod spool;

@@ -691,3 +691,167 @@ fn composer_projects_upgrade_roll_back_a_broken_upgrade_and_change_nothing_on_fa
         "<?php\nreturn '1.0.1';\n"
     );
 }
+
+/// A real unprivileged user made for one test (`useradd`), removed when dropped.
+struct User {
+    name: String,
+    uid: u32,
+}
+
+impl User {
+    fn new(home: &Path) -> User {
+        let name = format!("thpo{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+        sh(Command::new("useradd")
+            .args([
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                "--home-dir",
+            ])
+            .arg(home)
+            .arg(&name));
+        std::fs::create_dir_all(home).expect("home");
+        sh(Command::new("chown").arg(&name).arg(home));
+        let uid = sh(Command::new("id").args(["-u", &name]))
+            .trim()
+            .parse()
+            .expect("uid");
+        User { name, uid }
+    }
+
+    fn owns(&self, path: &Path) {
+        sh(Command::new("chown")
+            .args(["-R", "-h", &format!("{0}:{0}", self.name)])
+            .arg(path));
+    }
+}
+
+impl Drop for User {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+    }
+}
+
+/// CONTRACT 30: a project owned by an unprivileged user has its interpreter and package
+/// manager run as that user, with that user's HOME and a clean environment; a program
+/// anyone else could change is refused before it runs; a real pip upgrade as the owner
+/// leaves what it installed owned by the owner.
+#[test]
+fn a_projects_own_tools_run_as_its_owner_never_as_root() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if sh(Command::new("id").arg("-u")).trim() != "0" {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs the agent's tests as root, as the agent runs"
+        );
+        eprintln!("skipped: dropping privileges needs the test to run as root");
+        return;
+    }
+    let work = scratch("owner");
+    let user = User::new(&work.0.join("home"));
+    let state = work.0.join("agent");
+
+    // A project whose `.venv/bin/python` its owner replaced: it records who ran it and how.
+    let fake = work.0.join("srv/fake");
+    std::fs::create_dir_all(fake.join(".venv/bin")).expect("venv");
+    std::fs::write(fake.join("requirements.txt"), "thb==1.0\n").expect("requirements");
+    let python = fake.join(".venv/bin/python");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\nid -u > ran-as\nid -G >> ran-as\nenv > ran-with\nexit 1\n",
+    )
+    .expect("python");
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    user.owns(&fake);
+    let (code, out) = patch_with(
+        &state,
+        "pip",
+        &fake,
+        &["thb=1.1"],
+        &[
+            ("TRUSTHUB_PROBE_SECRET", std::ffi::OsStr::new("hunter2")),
+            ("GOPROXY", std::ffi::OsStr::new("off")),
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not installed: pip install exited 1"), "{out}");
+    let ran = std::fs::read_to_string(fake.join("ran-as")).expect("the interpreter ran");
+    let gid = fake.metadata().expect("meta").gid();
+    assert_eq!(
+        ran,
+        format!("{}\n{gid}\n", user.uid),
+        "as the owner, with only the owner's group"
+    );
+    let env = std::fs::read_to_string(fake.join("ran-with")).expect("env");
+    assert!(
+        env.contains(&format!("HOME={}\n", work.0.join("home").display())),
+        "{env}"
+    );
+    assert!(env.contains(&format!("USER={}\n", user.name)), "{env}");
+    assert!(
+        !env.contains("TRUSTHUB_PROBE_SECRET"),
+        "the agent's environment does not cross: {env}"
+    );
+    assert!(
+        env.contains("GOPROXY=off\n"),
+        "a host's registry settings do: {env}"
+    );
+
+    // The same program writable by others: refused, never run.
+    std::fs::remove_file(fake.join("ran-as")).expect("rm");
+    std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o777)).expect("mode");
+    let (code, out) = patch(&state, "pip", &fake, &["thb=1.1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rolled back: refused to run")
+            && out.contains(&python.display().to_string())
+            && out.contains("writable by its group or by others"),
+        "{out}"
+    );
+    assert!(!fake.join("ran-as").exists(), "nothing ran");
+
+    // A real pip in the owner's virtualenv: the upgrade lands, and what it installed
+    // belongs to the owner.
+    let files = work.0.join("files");
+    std::fs::create_dir_all(&files).expect("files");
+    wheel(&files, "thb", "1.0", &[]);
+    wheel(&files, "thb", "1.1", &[]);
+    let simple = work.0.join("simple");
+    simple_index(&simple, &files);
+    let project = work.0.join("srv/api");
+    std::fs::create_dir_all(&project).expect("project");
+    sh(Command::new("/usr/bin/python3")
+        .args(["-m", "venv", ".venv"])
+        .current_dir(&project));
+    std::fs::write(
+        project.join(".venv/pip.conf"),
+        format!(
+            "[global]\nindex-url = file://{}\ndisable-pip-version-check = true\n",
+            simple.display()
+        ),
+    )
+    .expect("pip.conf");
+    std::fs::write(project.join("requirements.txt"), "thb==1.0\n").expect("requirements");
+    sh(Command::new(project.join(".venv/bin/python"))
+        .args(["-m", "pip", "install", "-q", "-r", "requirements.txt"])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .current_dir(&project));
+    user.owns(&project);
+    let (code, out) = patch(&state, "pip", &project, &["thb=1.1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("requirements.txt")).expect("read"),
+        "thb==1.1\n"
+    );
+    let site = project.join(".venv/lib/python3.11/site-packages");
+    let installed = std::fs::read_dir(&site)
+        .expect("site-packages")
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("thb-1.1"))
+        .expect("thb 1.1 installed");
+    assert_eq!(
+        installed.metadata().expect("meta").uid(),
+        user.uid,
+        "pip ran as the owner"
+    );
+}

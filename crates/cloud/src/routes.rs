@@ -19,7 +19,7 @@ use uuid::Uuid;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(list_accounts, create_account))
-        .routes(api_routes!(delete_account))
+        .routes(api_routes!(get_account, delete_account))
         .routes(api_routes!(discover))
         .routes(api_routes!(runs))
         .routes(api_routes!(resources))
@@ -46,7 +46,8 @@ pub(crate) async fn list_accounts(
 /// endpoint included, is 422 `credentials_rejected` with the provider's or the transport's
 /// message, and nothing is stored. Accepted credentials are sealed (AES-256-GCM with the hub
 /// key, `CLOUD_ENCRYPTION_KEY`) and never returned; a first discovery run starts at once.
-/// An `endpoint` must pass the hub's outbound address policy.
+/// An `endpoint` must pass the hub's outbound address policy and hold no userinfo (422
+/// naming `endpoint`: credentials belong in `credentials`).
 #[utoipa::path(post, path = "/cloud/accounts", tag = "cloud", request_body = NewAccount,
     responses((status = 201, body = AccountView), (status = 403, body = Problem),
         (status = 422, description = "Invalid fields, or `credentials_rejected`", body = Problem)))]
@@ -58,6 +59,20 @@ pub(crate) async fn create_account(
 ) -> ApiResult<(StatusCode, axum::Json<AccountView>)> {
     let a = service::create(&state, &meta, &by.0, req).await?;
     Ok((StatusCode::CREATED, axum::Json(a)))
+}
+
+/// One cloud account (never its credentials; an endpoint's userinfo shown `***`).
+#[utoipa::path(get, path = "/cloud/accounts/{id}", tag = "cloud",
+    params(("id" = Uuid, Path, description = "Account id")),
+    responses((status = 200, body = AccountView), (status = 404, body = Problem)))]
+pub(crate) async fn get_account(
+    State(state): State<AppState>,
+    by: Viewer,
+    Path(id): Path<Uuid>,
+) -> ApiResult<axum::Json<AccountView>> {
+    service::account_view(&state, by.0.tenant(), id)
+        .await
+        .map(axum::Json)
 }
 
 /// Delete a cloud account with its runs, resources and findings (admin).

@@ -53,7 +53,8 @@ pub struct NewAccount {
     #[schema(value_type = Vec<trusthub_platform::openapi::RegionName>, max_items = 50)]
     pub regions: Vec<String>,
     /// The API base URL when not the provider's own (the URL its official SDK takes);
-    /// required for Proxmox (`https://host:8006`).
+    /// required for Proxmox (`https://host:8006`). No userinfo (`user:secret@`): credentials
+    /// belong in `credentials`.
     #[serde(default)]
     #[schema(max_length = 2048)]
     pub endpoint: Option<String>,
@@ -93,7 +94,7 @@ impl From<Account> for AccountView {
             provider: a.provider,
             name: a.name,
             regions: a.regions.0,
-            endpoint: a.endpoint,
+            endpoint: a.endpoint.map(|e| trusthub_platform::outbound::redact(&e)),
             status: a.status,
             created_at: rfc3339(a.created_at),
             last_run_at: a.last_run_at.map(rfc3339),
@@ -120,6 +121,17 @@ fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError
             "endpoint",
             "a Proxmox account needs the cluster's URL (https://host:8006)".into(),
         );
+    }
+    // CONTRACT 30: a secret never rides in the URL, where answers and audit rows show it.
+    if let Some(e) = &req.endpoint {
+        if reqwest::Url::parse(e).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
+        {
+            bad(
+                "endpoint",
+                "must not hold a user or password (`user:secret@`): credentials belong in `credentials`"
+                    .into(),
+            );
+        }
     }
     let name = req.name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
@@ -246,7 +258,7 @@ pub async fn create(
         trusthub_core::audit::CLOUD_ACCOUNT_ADDED,
         format!("cloud_account:{}", account.id),
         json!({"provider": account.provider, "name": account.name, "regions": account.regions.0,
-            "endpoint": account.endpoint}),
+            "endpoint": account.endpoint.as_deref().map(trusthub_platform::outbound::redact)}),
     )
     .await?;
     tx.commit().await?;
@@ -263,6 +275,11 @@ pub async fn accounts(state: &AppState, tenant: TenantId) -> ApiResult<Vec<Accou
         .into_iter()
         .map(AccountView::from)
         .collect())
+}
+
+/// One of a tenant's accounts (another tenant's id: 404).
+pub async fn account_view(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<AccountView> {
+    account(state, tenant, id).await.map(AccountView::from)
 }
 
 async fn account(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<Account> {

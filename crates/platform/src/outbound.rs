@@ -311,6 +311,52 @@ pub fn to_call(
     }
 }
 
+/// Longest provider message an error shown to users carries.
+pub const PROVIDER_MESSAGE_MAX: usize = 200;
+
+/// What users are shown of an outbound call's error answer (CONTRACT 30): the status line
+/// and, when the body is the provider's JSON error shape (`error.message`, `message`,
+/// `error_description`, `error`), that message cut to [`PROVIDER_MESSAGE_MAX`] characters;
+/// never the raw body of any other answer (an internal service's page must not be echoed).
+pub fn provider_error(status: u16, body: &str) -> String {
+    let line = match reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(reason) => format!("HTTP {status} {reason}"),
+        None => format!("HTTP {status}"),
+    };
+    match provider_message(body) {
+        Some(m) => format!("{line}: {}", cut(&m, PROVIDER_MESSAGE_MAX)),
+        None => line,
+    }
+}
+
+/// The message of a JSON error body, if it has the shape of one.
+pub fn provider_message(body: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+    [
+        &v["error"]["message"],
+        &v["message"],
+        &v["error_description"],
+        &v["error"],
+    ]
+    .into_iter()
+    .find_map(|m| m.as_str())
+    .map(|m| m.trim().to_owned())
+    .filter(|m| !m.is_empty())
+}
+
+/// `s` cut to `max` characters, `…` marking a cut.
+pub fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// Shows a URL without the password of its userinfo: `https://***@host/path` (CONTRACT 18).
 pub fn redact(url: &str) -> String {
     match Url::parse(url) {
@@ -326,6 +372,27 @@ pub fn redact(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provider_errors_carry_the_status_line_and_only_a_json_message() {
+        assert_eq!(
+            provider_error(403, r#"{"error":{"message":"bad token"}}"#),
+            "HTTP 403 Forbidden: bad token"
+        );
+        assert_eq!(
+            provider_error(
+                500,
+                "<html>internal admin panel: db=10.0.0.5 password=x</html>"
+            ),
+            "HTTP 500 Internal Server Error"
+        );
+        let long = format!(r#"{{"message":"{}"}}"#, "x".repeat(500));
+        assert_eq!(
+            provider_error(400, &long).chars().count(),
+            "HTTP 400 Bad Request: ".len() + PROVIDER_MESSAGE_MAX
+        );
+        assert_eq!(provider_error(599, "{}"), "HTTP 599");
+    }
 
     #[test]
     fn special_use_addresses_in_every_spelling_are_refused() {

@@ -153,13 +153,8 @@ impl Store {
         let resp = req.send().await.map_err(|e| e.to_string())?;
         let status = resp.status();
         let text = resp.text().await.map_err(|e| e.to_string())?;
-        let answer: Answer = serde_json::from_str(&text).map_err(|_| {
-            format!(
-                "HTTP {}: {}",
-                status.as_u16(),
-                text.trim().chars().take(300).collect::<String>()
-            )
-        })?;
+        let answer: Answer = serde_json::from_str(&text)
+            .map_err(|_| trusthub_platform::outbound::provider_error(status.as_u16(), &text))?;
         if answer.status != "success" {
             return Err(answer
                 .error

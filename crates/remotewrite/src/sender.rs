@@ -562,8 +562,7 @@ async fn send(client: &reqwest::Client, r: &Receiver, body: Vec<u8>) -> (Outcome
                 Outcome::Accepted
             } else {
                 let text = resp.text().await.unwrap_or_default();
-                let text: String = text.trim().chars().take(300).collect();
-                let why = format!("HTTP {}: {text}", status.as_u16());
+                let why = trusthub_platform::outbound::provider_error(status.as_u16(), &text);
                 if status.is_server_error() || status.as_u16() == 429 {
                     Outcome::Retry(why)
                 } else {

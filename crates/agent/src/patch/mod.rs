@@ -11,6 +11,7 @@ pub mod deps;
 pub mod dnf;
 pub mod zypper;
 
+use crate::owner::Owner;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -110,11 +111,24 @@ pub async fn run_for(
     dir: Option<&Path>,
     limit: Duration,
 ) -> (i64, String, String) {
+    run_as(&Owner::root(), program, args, envs, dir, limit).await
+}
+
+/// [`run_for`] as `owner` (CONTRACT 30): a project's tools run as the project's owner with a
+/// clean environment; root runs keep the agent's environment.
+pub async fn run_as(
+    owner: &Owner,
+    program: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    dir: Option<&Path>,
+    limit: Duration,
+) -> (i64, String, String) {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
-        .envs(envs.iter().copied())
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true);
+    owner.apply(&mut cmd, envs);
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
@@ -133,14 +147,36 @@ pub async fn run_for(
     }
 }
 
-/// A transcript of the commands a patch ran, for the result's output.
+/// A transcript of the commands a patch ran, for the result's output. Its commands run as
+/// the project's owner once [`Log::as_owner`] says who that is, else as the agent.
 #[derive(Debug, Default)]
 pub struct Log {
     out: String,
     err: String,
+    owner: Option<Owner>,
 }
 
 impl Log {
+    /// From now on, the project's commands run as `owner`.
+    pub fn as_owner(&mut self, owner: Owner) {
+        self.owner = Some(owner);
+    }
+
+    /// Runs one of the agent's own commands (a snapshot's copy) as the agent, whoever owns
+    /// the project, and keeps its output like [`Log::run`].
+    pub async fn run_as_agent(
+        &mut self,
+        program: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        dir: Option<&Path>,
+    ) -> (i64, String) {
+        let owner = self.owner.take();
+        let (code, out, _) = self.run_full(program, args, envs, dir).await;
+        self.owner = owner;
+        (code, out)
+    }
+
     /// Runs a command and keeps its output under a `$ command` line.
     pub async fn run(
         &mut self,
@@ -161,7 +197,9 @@ impl Log {
         envs: &[(&str, &str)],
         dir: Option<&Path>,
     ) -> (i64, String, String) {
-        let (code, out, err) = run(program, args, envs, dir).await;
+        let root = Owner::root();
+        let owner = self.owner.as_ref().unwrap_or(&root);
+        let (code, out, err) = run_as(owner, program, args, envs, dir, COMMAND_TIMEOUT).await;
         self.out
             .push_str(&format!("$ {program} {}\n{out}", args.join(" ")));
         if !err.is_empty() {

@@ -69,12 +69,17 @@ async fn call(
         .await?;
     let status = r.status().as_u16();
     let text = r.text().await.map_err(|e| e.to_string())?;
-    let root = xml::parse(&text).map_err(|e| format!("HTTP {status}: {e}"))?;
+    let root =
+        xml::parse(&text).map_err(|_| trusthub_platform::outbound::provider_error(status, ""))?;
     if status >= 400 || root.name == "Response" && root.child("Errors").is_some() {
         let err = root.at(&["Errors", "Error"]);
         let code = err.map_or("", |e| e.text_at(&["Code"]));
         let message = err.map_or("", |e| e.text_at(&["Message"]));
-        return Err(format!("HTTP {status}: {code}: {message}"));
+        let line = trusthub_platform::outbound::provider_error(status, "");
+        return Err(trusthub_platform::outbound::cut(
+            &format!("{line}: {code}: {message}"),
+            line.len() + 2 + trusthub_platform::outbound::PROVIDER_MESSAGE_MAX,
+        ));
     }
     Ok(root)
 }

@@ -263,21 +263,10 @@ impl Http {
     }
 }
 
-/// The message of a provider's error answer: the JSON `message` or `error.message` where
-/// there is one, else the start of the body.
+/// The error shown for a provider's error answer: the status line and its JSON message
+/// (CONTRACT 30), never the raw body.
 pub fn error_message(status: u16, body: &str) -> String {
-    let v: Value = serde_json::from_str(body).unwrap_or_default();
-    let m = [
-        &v["error"]["message"],
-        &v["message"],
-        &v["error_description"],
-        &v["error"],
-    ]
-    .into_iter()
-    .find_map(|m| m.as_str())
-    .map(str::to_owned)
-    .unwrap_or_else(|| body.chars().take(300).collect());
-    format!("HTTP {status}: {m}")
+    trusthub_platform::outbound::provider_error(status, body)
 }
 
 /// A transport error with its causes (a refused connection says so).

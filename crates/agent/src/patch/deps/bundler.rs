@@ -97,7 +97,8 @@ pub(super) async fn install(
     let text = std::fs::read_to_string(&gemfile).map_err(|e| (1, format!("Gemfile: {e}")))?;
     let rewritten = rewrite_gemfile(&text, targets);
     if rewritten != text {
-        std::fs::write(&gemfile, rewritten).map_err(|e| (1, format!("Gemfile: {e}")))?;
+        crate::owner::write_no_follow(&gemfile, rewritten.as_bytes())
+            .map_err(|e| (1, format!("Gemfile: {e}")))?;
     }
     let mut args = vec!["update", "--conservative"];
     args.extend(targets.iter().map(|t| t.name.as_str()));

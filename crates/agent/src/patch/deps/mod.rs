@@ -4,7 +4,8 @@
 //! aside with `cp -a`; a failed install or a result that does not verify (a package not at
 //! its target, `npm ls` or `pip check` unhappy) puts the copies back, so the project is
 //! exactly as it was. Install scripts are not run (`npm --ignore-scripts`), as Dependabot
-//! does not run them.
+//! does not run them. Every tool runs as the project folder's owner ([`crate::owner`]);
+//! the snapshot's copies are the agent's own and run as root.
 
 mod bundler;
 mod composer;
@@ -78,7 +79,7 @@ impl Snapshot {
                         .map_err(|e| format!("{}: {e}", parent.display()))?;
                 }
                 let (code, _) = log
-                    .run(
+                    .run_as_agent(
                         "cp",
                         &[
                             "-a",
@@ -110,7 +111,7 @@ impl Snapshot {
             remove(&path)?;
             if *existed {
                 let (code, _) = log
-                    .run(
+                    .run_as_agent(
                         "cp",
                         &[
                             "-a",
@@ -195,6 +196,23 @@ pub async fn update(ecosystem: &str, project: &Path, targets: &[Target], dir: &P
         Ok(items) => items,
         Err(why) => return log.outcome(1, Some(format!("not installed: {why}"))),
     };
+    // CONTRACT 30: the project's tools run as its owner, and only programs nobody else
+    // could have changed run at all.
+    let owner = match crate::owner::Owner::of(project) {
+        Ok(o) => o,
+        Err(why) => return log.outcome(1, Some(format!("not installed: {why}"))),
+    };
+    let program = match ecosystem {
+        "npm" => "npm".to_owned(),
+        "pip" => pip::python(project),
+        "go" | "Go" => "go".to_owned(),
+        "composer" | "Packagist" => "composer".to_owned(),
+        _ => "bundle".to_owned(),
+    };
+    if let Err(why) = owner.check_executable(&program) {
+        return log.outcome(1, Some(format!("rolled back: refused to run {why}")));
+    }
+    log.as_owner(owner);
     let snap = match Snapshot::take(&mut log, project, dir, &items).await {
         Ok(s) => s,
         Err(why) => return log.outcome(1, Some(format!("not installed: {why}"))),

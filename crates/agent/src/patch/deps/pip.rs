@@ -84,7 +84,7 @@ const ENV: &[(&str, &str)] = &[
     ("PYTHONDONTWRITEBYTECODE", "1"),
 ];
 
-fn python(project: &Path) -> String {
+pub(super) fn python(project: &Path) -> String {
     venv(project)
         .map(|v| v.join("bin/python").display().to_string())
         .unwrap_or_default()
@@ -108,7 +108,7 @@ pub(super) async fn install(
     }
     let file = project.join("requirements.txt");
     let text = std::fs::read_to_string(&file).map_err(|e| (1, format!("requirements.txt: {e}")))?;
-    std::fs::write(&file, rewrite_requirements(&text, targets))
+    crate::owner::write_no_follow(&file, rewrite_requirements(&text, targets).as_bytes())
         .map_err(|e| (1, format!("requirements.txt: {e}")))?;
     Ok(())
 }
