@@ -546,11 +546,17 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
             json!({"provider": "hetzner", "name": "x", "credentials": {"token": "t"}, "endpoint": "ftp://x"}),
             "endpoint",
         ),
+        // CONTRACT 30: credentials never ride in the URL.
+        (
+            json!({"provider": "hetzner", "name": "x", "credentials": {"token": "t"}, "endpoint": "http://user:s3cr3t-in-url@127.0.0.1:9/v1"}),
+            "endpoint",
+        ),
     ];
     for (req, field) in bad {
         let r = app.post("/cloud/accounts", &app.owner, req.clone()).await;
         assert_eq!(r.status(), 422, "{req}");
         let p = body(r).await;
+        assert!(!p.to_string().contains("s3cr3t-in-url"), "{p}");
         assert!(
             p["errors"].to_string().contains(&format!("\"{field}\"")),
             "{req}: {p}"
@@ -597,6 +603,13 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
     assert_eq!(r.status(), 201);
     let id = body(r).await["id"].as_str().expect("id").to_owned();
     finished_run(&app, &id).await;
+    let one = body(app.get(&format!("/cloud/accounts/{id}"), &viewer).await).await;
+    assert_eq!(
+        (one["id"].as_str(), one["provider"].as_str()),
+        (Some(id.as_str()), Some("hetzner")),
+        "{one}"
+    );
+    assert!(one.get("credentials").is_none(), "{one}");
     let r = app
         .post(
             &format!("/cloud/accounts/{id}/discover"),
@@ -631,6 +644,12 @@ async fn accounts_are_validated_stored_sealed_and_kept_apart(b: Backend) {
     );
     assert_eq!(
         app.delete(&format!("/cloud/accounts/{id}"), &other)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.get(&format!("/cloud/accounts/{id}"), &other)
             .await
             .status(),
         404
