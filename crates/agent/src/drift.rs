@@ -23,10 +23,15 @@ pub struct PackageDb {
     pub rpm_dbpath: Option<PathBuf>,
 }
 
+/// Largest file a scan hashes by default (`--config-max-file-bytes`, CONTRACT 30).
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Scans the watched patterns: every literal path (as `missing` when absent) and every
-/// file or symlink a glob matches, sorted by path, at most [`MAX_REPORTED_FILES`].
-pub fn scan(patterns: &[String], db: &PackageDb) -> Vec<ConfigHash> {
-    scan_watching(patterns, db, None)
+/// file or symlink a glob matches, sorted by path, at most [`MAX_REPORTED_FILES`]. Regular
+/// files up to `max_file_bytes` are hashed; larger ones are `too_large`, FIFOs, sockets
+/// and devices `special`, and neither is read.
+pub fn scan(patterns: &[String], db: &PackageDb, max_file_bytes: u64) -> Vec<ConfigHash> {
+    scan_watching(patterns, db, None, max_file_bytes)
 }
 
 /// [`scan`], with `watcher` set to the scanned directories before the files are read (a
@@ -35,12 +40,16 @@ pub fn scan_watching(
     patterns: &[String],
     db: &PackageDb,
     watcher: Option<&Watcher>,
+    max_file_bytes: u64,
 ) -> Vec<ConfigHash> {
     let paths = expand(patterns);
     if let Some(w) = watcher {
         w.set(watched_dirs(patterns, &paths));
     }
-    let mut out: Vec<ConfigHash> = paths.iter().filter_map(|p| stat(p)).collect();
+    let mut out: Vec<ConfigHash> = paths
+        .iter()
+        .filter_map(|p| stat(p, max_file_bytes))
+        .collect();
     attach_packages(&mut out, db);
     out
 }
@@ -50,6 +59,10 @@ pub fn scan_watching(
 pub fn expand(patterns: &[String]) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
     for p in patterns {
+        // Governance refuses these; an agent skips them even so (CONTRACT 30).
+        if drift::forbidden_root(p).is_some() {
+            continue;
+        }
         if !drift::is_glob(p) {
             out.insert(PathBuf::from(p));
             continue;
@@ -93,9 +106,12 @@ fn walk(dir: &Path, depth: usize, pattern: &str, out: &mut BTreeSet<PathBuf>) {
             continue;
         };
         let Some(s) = path.to_str() else { continue };
+        if drift::forbidden_root(s).is_some() {
+            continue;
+        }
         if meta.is_dir() {
             walk(&path, depth - 1, pattern, out);
-        } else if (meta.is_file() || meta.file_type().is_symlink()) && drift::matches(pattern, s) {
+        } else if drift::matches(pattern, s) {
             out.insert(path);
         }
     }
@@ -105,30 +121,29 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// One path's hash and attributes (`None` for what is neither a file, a symlink nor absent:
-/// a directory or a socket named literally).
-pub fn stat(path: &Path) -> Option<ConfigHash> {
+/// One path's hash and attributes (`None` for a directory named literally). A regular file
+/// is opened without following a link and without blocking, checked to still be a regular
+/// file, and read to at most `max_file_bytes`; anything else is never read (CONTRACT 30).
+pub fn stat(path: &Path, max_file_bytes: u64) -> Option<ConfigHash> {
     let p = path.to_str()?.to_owned();
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(_) => {
-            return Some(ConfigHash {
-                path: p,
-                sha256: None,
-                size: None,
-                mode: None,
-                uid: None,
-                gid: None,
-                mtime: None,
-                kind: Kind::Missing,
-                link_target: None,
-                package: None,
-                package_version: None,
-                package_verified: None,
-            });
-        }
+    let unread = |kind: Kind, meta: Option<&std::fs::Metadata>| ConfigHash {
+        path: p.clone(),
+        sha256: None,
+        size: meta.map(|m| m.len()),
+        mode: meta.map(|m| format!("{:04o}", m.mode() & 0o7777)),
+        uid: meta.map(|m| m.uid()),
+        gid: meta.map(|m| m.gid()),
+        mtime: meta.and_then(|m| OffsetDateTime::from_unix_timestamp(m.mtime()).ok()),
+        kind,
+        link_target: None,
+        package: None,
+        package_version: None,
+        package_verified: None,
     };
-    let (kind, sha, target) = if meta.file_type().is_symlink() {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Some(unread(Kind::Missing, None));
+    };
+    let (kind, sha, target, meta) = if meta.file_type().is_symlink() {
         let target = std::fs::read_link(path)
             .ok()?
             .to_string_lossy()
@@ -137,21 +152,22 @@ pub fn stat(path: &Path) -> Option<ConfigHash> {
             Kind::Symlink,
             hex(&Sha256::digest(target.as_bytes())),
             Some(target),
+            meta,
         )
     } else if meta.is_file() {
-        let mut f = std::fs::File::open(path).ok()?;
-        let mut h = Sha256::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match f.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => h.update(&buf[..n]),
-                Err(_) => return None,
-            }
+        if meta.len() > max_file_bytes {
+            return Some(unread(Kind::TooLarge, Some(&meta)));
         }
-        (Kind::File, hex(&h.finalize()), None)
-    } else {
+        match hash_regular(path, max_file_bytes) {
+            Hashed::Done(sha, meta) => (Kind::File, sha, None, meta),
+            Hashed::TooLarge(meta) => return Some(unread(Kind::TooLarge, Some(&meta))),
+            Hashed::Special(meta) => return Some(unread(Kind::Special, Some(&meta))),
+            Hashed::Failed => return None,
+        }
+    } else if meta.is_dir() {
         return None;
+    } else {
+        return Some(unread(Kind::Special, Some(&meta)));
     };
     Some(ConfigHash {
         path: p,
@@ -167,6 +183,52 @@ pub fn stat(path: &Path) -> Option<ConfigHash> {
         package_version: None,
         package_verified: None,
     })
+}
+
+enum Hashed {
+    Done(String, std::fs::Metadata),
+    TooLarge(std::fs::Metadata),
+    Special(std::fs::Metadata),
+    Failed,
+}
+
+/// The SHA-256 of what is at `path` when it is, once opened, a regular file of at most
+/// `max` bytes (a file swapped for a FIFO or a link between the look and the open is never
+/// read; one that grows past `max` while read is `too_large`).
+fn hash_regular(path: &Path, max: u64) -> Hashed {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+    else {
+        return Hashed::Failed;
+    };
+    let Ok(meta) = f.metadata() else {
+        return Hashed::Failed;
+    };
+    if !meta.is_file() {
+        return Hashed::Special(meta);
+    }
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut read = 0u64;
+    let mut f = f.take(max + 1);
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                read += n as u64;
+                h.update(&buf[..n]);
+            }
+            Err(_) => return Hashed::Failed,
+        }
+    }
+    if read > max {
+        return Hashed::TooLarge(meta);
+    }
+    Hashed::Done(hex(&h.finalize()), meta)
 }
 
 fn run(cmd: &mut Command) -> Option<String> {
@@ -192,7 +254,7 @@ fn have(tool: &str) -> bool {
 pub fn attach_packages(files: &mut [ConfigHash], db: &PackageDb) {
     let present: Vec<&str> = files
         .iter()
-        .filter(|f| f.kind != Kind::Missing)
+        .filter(|f| matches!(f.kind, Kind::File | Kind::Symlink | Kind::TooLarge))
         .map(|f| f.path.as_str())
         .collect();
     if present.is_empty() {

@@ -113,6 +113,68 @@ pub struct Options {
         hide = true
     )]
     pub compliance_root: PathBuf,
+    /// Largest watched file a configuration scan hashes; a larger one is reported
+    /// `too_large` with its size and modification time (CONTRACT 30).
+    #[arg(
+        long,
+        env = "TRUSTHUB_AGENT_CONFIG_MAX_FILE_BYTES",
+        default_value_t = drift::DEFAULT_MAX_FILE_BYTES
+    )]
+    pub config_max_file_bytes: u64,
+}
+
+/// The configuration scan running beside the push loop, and what it found.
+#[derive(Default)]
+struct ConfigScans {
+    running: Arc<std::sync::atomic::AtomicBool>,
+    found: Arc<std::sync::Mutex<Option<(Vec<String>, Vec<trusthub_core::drift::ConfigHash>)>>>,
+    skipped: Arc<std::sync::atomic::AtomicU64>,
+    done: Arc<tokio::sync::Notify>,
+}
+
+impl ConfigScans {
+    /// Starts a scan on a blocking thread unless one is still running (then skips it and
+    /// counts the skip).
+    fn start(
+        &self,
+        patterns: Vec<String>,
+        db: drift::PackageDb,
+        watcher: drift::Watcher,
+        quiet: honeypot::Quiet,
+        max_file_bytes: u64,
+    ) {
+        use std::sync::atomic::Ordering;
+        if self.running.swap(true, Ordering::SeqCst) {
+            let n = self.skipped.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::warn!(
+                skipped = n,
+                "the last configuration scan is still running; this one is skipped"
+            );
+            return;
+        }
+        let (running, found, done) = (self.running.clone(), self.found.clone(), self.done.clone());
+        tokio::task::spawn_blocking(move || {
+            let files = {
+                let _quiet = quiet;
+                drift::scan_watching(&patterns, &db, Some(&watcher), max_file_bytes)
+            };
+            if let Ok(mut f) = found.lock() {
+                *f = Some((patterns, files));
+            }
+            running.store(false, Ordering::SeqCst);
+            done.notify_one();
+        });
+    }
+
+    /// The last finished scan's patterns and files, once.
+    fn take(&self) -> Option<(Vec<String>, Vec<trusthub_core::drift::ConfigHash>)> {
+        self.found.lock().ok().and_then(|mut f| f.take())
+    }
+
+    /// Scans skipped since the start.
+    fn skipped(&self) -> u64 {
+        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// Facts about this host for registration.
@@ -329,11 +391,20 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         dpkg_admindir: opts.dpkg_admindir.clone(),
         rpm_dbpath: opts.rpm_dbpath.clone(),
     };
+    // Configuration scans run beside this loop (CONTRACT 30): a scan never delays a push;
+    // its result goes with the first batch after it ends, and a scan still running when the
+    // next is due is skipped and counted (`config_scans_skipped` in the heartbeat).
+    let config_scan = ConfigScans::default();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             _ = tokio::time::sleep_until(next_collect.min(next_send).min(next_cert_check)) => {}
+            _ = config_scan.done.notified() => {
+                // A scan ended: its result goes with a batch now.
+                next_collect = next_collect.min(Instant::now());
+                continue;
+            }
             _ = config_wake.notified() => {
                 // A change in a watched directory: scan with the next batch, soon (a burst
                 // of writes is one scan).
@@ -383,22 +454,20 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             }
             if let Some((patterns, every)) = config.clone().filter(|_| now >= next_config_scan) {
                 next_config_scan = now + every;
-                let db = package_db.clone();
-                let w = watcher.clone();
-                let quiet = honeypots.quiet();
-                let scanned = tokio::task::spawn_blocking(move || {
-                    let _quiet = quiet;
-                    drift::scan_watching(&patterns, &db, Some(&w))
-                })
-                .await;
-                match scanned {
-                    Ok(files) => {
-                        tracing::debug!(files = files.len(), "configuration scanned");
-                        batch["config_hashes"] = json!(files);
-                    }
-                    Err(e) => tracing::warn!(error = %e, "configuration scan failed"),
-                }
+                config_scan.start(
+                    patterns,
+                    package_db.clone(),
+                    watcher.clone(),
+                    honeypots.quiet(),
+                    opts.config_max_file_bytes,
+                );
             }
+            if let Some((patterns, files)) = config_scan.take() {
+                tracing::debug!(files = files.len(), "configuration scanned");
+                batch["config_hashes"] = json!(files);
+                batch["config_patterns"] = json!(patterns);
+            }
+            batch["heartbeat"]["config_scans_skipped"] = json!(config_scan.skipped());
             let results = checks.take_results();
             if !results.is_empty() {
                 batch["app_checks"] = json!(results);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-use trusthub_agent::drift::{PackageDb, Watcher, scan};
+use trusthub_agent::drift::{DEFAULT_MAX_FILE_BYTES, PackageDb, Watcher, scan};
 use trusthub_core::drift::{self, ConfigHash, Kind};
 
 struct TempDir(PathBuf);
@@ -75,7 +75,7 @@ fn a_scan_reports_real_files_as_sha256sum_and_stat_see_them() {
         format!("{e}/cron.d/*"),
         format!("{e}/systemd/system/**"),
     ];
-    let files = scan(&patterns, &PackageDb::default());
+    let files = scan(&patterns, &PackageDb::default(), DEFAULT_MAX_FILE_BYTES);
     assert_eq!(files.len(), 5, "{files:?}");
     for f in &files {
         assert!(f.check().is_ok(), "{f:?}");
@@ -138,7 +138,7 @@ fn a_scan_reports_real_files_as_sha256sum_and_stat_see_them() {
         .arg(etc.join("sshd_config"))
         .status()
         .expect("chmod");
-    let again = scan(&patterns, &PackageDb::default());
+    let again = scan(&patterns, &PackageDb::default(), DEFAULT_MAX_FILE_BYTES);
     assert_eq!(
         drift::status(
             Some(&before),
@@ -177,7 +177,7 @@ fn the_dpkg_database_owns_verifies_and_explains_an_upgrade() {
         rpm_dbpath: None,
     };
     let patterns = vec![format!("{}/etc/thdrift/*", t.0.display())];
-    let base = scan(&patterns, &db);
+    let base = scan(&patterns, &db, DEFAULT_MAX_FILE_BYTES);
     let b = find(&base, &conf).clone();
     assert_eq!(b.package.as_deref(), Some("thdrift"));
     assert_eq!(b.package_version.as_deref(), Some("1.0-1"));
@@ -186,7 +186,7 @@ fn the_dpkg_database_owns_verifies_and_explains_an_upgrade() {
 
     // The upgrade changes the file; dpkg vouches for the new content: explained.
     rig.install(&v2);
-    let up = scan(&patterns, &db);
+    let up = scan(&patterns, &db, DEFAULT_MAX_FILE_BYTES);
     let u = find(&up, &conf);
     assert_eq!(u.package_version.as_deref(), Some("1.1-1"));
     assert_eq!(u.package_verified, Some(true));
@@ -204,7 +204,7 @@ fn the_dpkg_database_owns_verifies_and_explains_an_upgrade() {
 
     // Changed by hand afterwards: dpkg --verify no longer vouches for it; not explained.
     std::fs::write(&conf, "listen = 8080\nallow = 0.0.0.0/0\n").expect("edit");
-    let hand = scan(&patterns, &db);
+    let hand = scan(&patterns, &db, DEFAULT_MAX_FILE_BYTES);
     let h = find(&hand, &conf);
     assert_eq!(h.package_verified, Some(false));
     assert_eq!(drift::explain(&b, h), None);
@@ -287,20 +287,20 @@ fn the_rpm_database_owns_verifies_and_explains_an_upgrade() {
     // A file no package owns is asked about too (rpm answers on stdout for it).
     std::fs::write(t.0.join("etc/thrpm/local.conf"), "x\n").expect("w");
     let patterns = vec![format!("{}/etc/thrpm/*", t.0.display())];
-    let base = scan(&patterns, &db);
+    let base = scan(&patterns, &db, DEFAULT_MAX_FILE_BYTES);
     let b = find(&base, &conf).clone();
     assert_eq!(b.package.as_deref(), Some("thrpm"));
     assert_eq!(b.package_version.as_deref(), Some("1.0-1"));
     assert_eq!(b.package_verified, Some(true));
     assert_eq!(find(&base, &t.0.join("etc/thrpm/local.conf")).package, None);
     rpm(&dbpath, &["-U", "--nodeps", "--noscripts"], &v2);
-    let up = scan(&patterns, &db);
+    let up = scan(&patterns, &db, DEFAULT_MAX_FILE_BYTES);
     let u = find(&up, &conf);
     assert_eq!(u.package_version.as_deref(), Some("1.1-1"));
     assert_eq!(u.package_verified, Some(true));
     assert!(drift::explain(&b, u).is_some_and(|e| e.to_version == "1.1-1"));
     std::fs::write(&conf, "port = 1.1\nbind = 0.0.0.0\n").expect("edit");
-    let hand = scan(&patterns, &db);
+    let hand = scan(&patterns, &db, DEFAULT_MAX_FILE_BYTES);
     assert_eq!(
         find(&hand, &conf).package_verified,
         Some(false),
@@ -322,4 +322,69 @@ async fn inotify_wakes_a_scan_when_a_watched_directory_changes() {
     tokio::time::timeout(Duration::from_secs(10), wake.notified())
         .await
         .expect("inotify woke a scan");
+}
+
+/// CONTRACT 30: a scan hashes regular files only and only up to its cap. A 40 GiB sparse
+/// file is `too_large` with its size (never read), a FIFO named literally or matched by a
+/// glob is `special` (never opened, so the scan cannot block on it), and patterns under
+/// /proc are skipped even if governance ever held one.
+#[test]
+fn a_scan_never_reads_what_could_stall_it() {
+    let t = TempDir::new();
+    let etc = t.0.join("etc");
+    std::fs::create_dir_all(&etc).expect("dir");
+    let sparse = etc.join("huge.img");
+    let f = std::fs::File::create(&sparse).expect("create");
+    f.set_len(40 * 1024 * 1024 * 1024).expect("sparse 40 GiB");
+    drop(f);
+    let fifo = etc.join("pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    std::fs::write(etc.join("small.conf"), "a=1\n").expect("w");
+    std::fs::write(etc.join("big.conf"), "x".repeat(100)).expect("w");
+    let e = etc.display();
+    let patterns = vec![
+        format!("{e}/pipe"),
+        format!("{e}/*"),
+        "/proc/kmsg".to_owned(),
+    ];
+    let (tx, rx) = std::sync::mpsc::channel();
+    let scanning = patterns.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(scan(&scanning, &PackageDb::default(), 64));
+    });
+    let files = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the scan ends: nothing it met blocked it");
+    assert_eq!(files.len(), 4, "{files:?}");
+    assert!(files.iter().all(|f| !f.path.starts_with("/proc")));
+    for f in &files {
+        assert!(f.check().is_ok(), "{f:?}");
+    }
+    let huge = find(&files, &sparse);
+    assert_eq!(huge.kind, Kind::TooLarge);
+    assert_eq!(huge.size, Some(40 * 1024 * 1024 * 1024));
+    assert!(huge.sha256.is_none() && huge.mtime.is_some(), "{huge:?}");
+    let pipe = find(&files, &fifo);
+    assert_eq!(pipe.kind, Kind::Special);
+    assert!(pipe.sha256.is_none() && pipe.mode.is_some(), "{pipe:?}");
+    assert_eq!(find(&files, &etc.join("big.conf")).kind, Kind::TooLarge);
+    let small = find(&files, &etc.join("small.conf"));
+    assert_eq!(small.kind, Kind::File);
+    assert_eq!(
+        small.sha256.as_deref(),
+        tool("sha256sum", &[], &etc.join("small.conf"))
+            .split_whitespace()
+            .next()
+    );
+    // A file too large to hash drifts when its size or modification time moves.
+    let before = huge.clone();
+    Command::new("touch")
+        .args(["-d", "2001-01-01"])
+        .arg(&sparse)
+        .status()
+        .expect("touch");
+    let again = scan(&patterns, &PackageDb::default(), 64);
+    assert!(!find(&again, &sparse).same_as(&before));
+    assert!(find(&again, &fifo).same_as(pipe));
 }

@@ -512,6 +512,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         console_user: "root".into(),
         auth_log: None,
         compliance_root: "/".into(),
+        config_max_file_bytes: trusthub_agent::drift::DEFAULT_MAX_FILE_BYTES,
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",

@@ -125,6 +125,11 @@ pub struct Batch {
     /// last batch: every path the patterns name or match, content never included.
     #[serde(default)]
     pub config_hashes: Option<Vec<crate::drift::ConfigHash>>,
+    /// The patterns that scan ran with (CONTRACT 30), sent with `config_hashes`: a glob's
+    /// matches are baselined at the first scan that carries the glob. Absent (an older
+    /// agent): the patterns in force at the hub.
+    #[serde(default)]
+    pub config_patterns: Option<Vec<String>>,
     /// A run of the host compliance checks (CONTRACT 25), when one ran since the last batch.
     #[serde(default)]
     pub compliance: Option<crate::compliance::Report>,

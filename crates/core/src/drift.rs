@@ -43,6 +43,11 @@ pub enum Kind {
     Symlink,
     /// Nothing there (a literal watched path that does not exist).
     Missing,
+    /// A FIFO, socket or device (CONTRACT 30): reported with its attributes, never read.
+    Special,
+    /// A regular file over the agent's `--config-max-file-bytes` (CONTRACT 30): size and
+    /// modification time, no hash.
+    TooLarge,
 }
 
 impl Kind {
@@ -52,6 +57,8 @@ impl Kind {
             Kind::File => "file",
             Kind::Symlink => "symlink",
             Kind::Missing => "missing",
+            Kind::Special => "special",
+            Kind::TooLarge => "too_large",
         }
     }
 }
@@ -81,7 +88,8 @@ pub struct ConfigHash {
     /// Last modification.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub mtime: Option<OffsetDateTime>,
-    /// `file`, `symlink` or `missing`.
+    /// `file`, `symlink`, `missing`, `special` (a FIFO, socket or device, never read) or
+    /// `too_large` (over the agent's size cap: size and mtime, no hash).
     pub kind: Kind,
     /// Where a symlink points.
     #[serde(default)]
@@ -99,9 +107,11 @@ pub struct ConfigHash {
 
 impl ConfigHash {
     /// Whether two reports describe the same file: content, type, permissions and owner
-    /// (not the modification time, which a `touch` moves without changing anything).
+    /// (not the modification time, which a `touch` moves without changing anything, except
+    /// for a file too large to hash, where it stands in for the content).
     pub fn same_as(&self, other: &ConfigHash) -> bool {
         self.kind == other.kind
+            && (self.kind != Kind::TooLarge || self.mtime == other.mtime)
             && self.sha256 == other.sha256
             && self.size == other.size
             && self.mode == other.mode
@@ -131,10 +141,15 @@ impl ConfigHash {
                 self.path
             ));
         }
-        if self.kind == Kind::Missing && self.sha256.is_some() {
-            return Err(format!("{}: a missing file has no sha256", self.path));
+        let hashed = matches!(self.kind, Kind::File | Kind::Symlink);
+        if !hashed && self.sha256.is_some() {
+            return Err(format!(
+                "{}: a {} entry has no sha256",
+                self.path,
+                self.kind.as_str()
+            ));
         }
-        if self.kind != Kind::Missing && self.sha256.is_none() {
+        if hashed && self.sha256.is_none() {
             return Err(format!(
                 "{}: sha256 is required for a {}",
                 self.path,
@@ -157,23 +172,58 @@ impl ConfigHash {
     }
 }
 
-/// Checks governance's `config_paths`: absolute paths or globs, no `..`, at most 256.
-pub fn check_config_paths(paths: &[String]) -> Result<(), String> {
+/// Trees `config_paths` may not name (CONTRACT 30).
+pub const FORBIDDEN_ROOTS: [&str; 4] = ["/proc", "/sys", "/dev", "/run"];
+
+/// Checks governance's `config_paths`: absolute paths or globs, no `..`, nothing under
+/// [`FORBIDDEN_ROOTS`], at most 256. The error names the field (`config_paths[i]` for an
+/// entry) and says why.
+pub fn check_config_paths(paths: &[String]) -> Result<(), (String, String)> {
     if paths.len() > MAX_CONFIG_PATHS {
-        return Err(format!("at most {MAX_CONFIG_PATHS} paths"));
+        return Err((
+            "config_paths".into(),
+            format!("at most {MAX_CONFIG_PATHS} paths"),
+        ));
     }
-    for p in paths {
-        if !p.starts_with('/') {
-            return Err(format!("`{p}` is not an absolute path"));
-        }
-        if p.len() > MAX_PATH || p.contains('\0') || p.chars().any(char::is_control) {
-            return Err(format!("`{p}` is too long or holds control characters"));
-        }
-        if p.split('/').any(|s| s == ".." || s == ".") {
-            return Err(format!("`{p}` may not contain `.` or `..` segments"));
-        }
+    for (i, p) in paths.iter().enumerate() {
+        check_config_path(p).map_err(|m| (format!("config_paths[{i}]"), m))?;
     }
     Ok(())
+}
+
+fn check_config_path(p: &str) -> Result<(), String> {
+    if !p.starts_with('/') {
+        return Err(format!("`{p}` is not an absolute path"));
+    }
+    if p.len() > MAX_PATH || p.contains('\0') || p.chars().any(char::is_control) {
+        return Err(format!("`{p}` is too long or holds control characters"));
+    }
+    if p.split('/').any(|s| s == ".." || s == ".") {
+        return Err(format!("`{p}` may not contain `.` or `..` segments"));
+    }
+    // CONTRACT 30: kernel and runtime files are not configuration, and reading them can
+    // block (`/proc/kmsg`) or never end.
+    if let Some(root) = forbidden_root(p) {
+        return Err(format!(
+            "`{p}` is under {root}, which holds kernel and runtime files, not configuration"
+        ));
+    }
+    if p.split('/').nth(1).is_some_and(is_glob) {
+        return Err(format!(
+            "`{p}` globs its first folder, which would reach /proc, /sys, /dev and /run; name that folder"
+        ));
+    }
+    Ok(())
+}
+
+/// The tree of [`FORBIDDEN_ROOTS`] `path` is in, if any (the agent skips them too).
+pub fn forbidden_root(path: &str) -> Option<&'static str> {
+    FORBIDDEN_ROOTS.into_iter().find(|r| {
+        path == *r
+            || path
+                .strip_prefix(*r)
+                .is_some_and(|rest| rest.starts_with('/'))
+    })
 }
 
 /// Whether a pattern holds glob characters (`*`, `?`, `[`): a literal path is reported even

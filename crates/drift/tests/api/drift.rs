@@ -14,6 +14,7 @@ crate::dual!(
     scans_drift_explanations_rebases_and_tickets,
     governance_and_reports_are_validated_and_tenants_apart,
     an_operator_rebases_from_the_host_drift_tab,
+    a_glob_added_later_baselines_what_it_finds_at_its_first_scan,
 );
 
 pub(crate) fn file(path: &str, fill: char, package: Option<(&str, &str, bool)>) -> Value {
@@ -392,7 +393,30 @@ async fn governance_and_reports_are_validated_and_tenants_apart(b: Backend) {
         "validation_failed",
     )
     .await;
-    assert!(names_field(&p, "config_paths"), "{p}");
+    assert!(names_field(&p, "config_paths[0]"), "{p}");
+    // CONTRACT 30: kernel and runtime trees are refused, naming the entry; so is a glob of
+    // the first folder, which would reach them.
+    for (paths, field) in [
+        (json!(["/etc/hosts", "/proc/kmsg"]), "config_paths[1]"),
+        (json!(["/sys/kernel/notes"]), "config_paths[0]"),
+        (json!(["/etc/*", "/dev/zero"]), "config_paths[1]"),
+        (json!(["/run/**"]), "config_paths[0]"),
+        (json!(["/*/kmsg"]), "config_paths[0]"),
+    ] {
+        let p = assert_problem(
+            app.send_json(
+                reqwest::Method::PUT,
+                &url,
+                &app.owner,
+                put(paths.clone(), 600),
+            )
+            .await,
+            422,
+            "validation_failed",
+        )
+        .await;
+        assert!(names_field(&p, field), "{paths}: {p}");
+    }
     let p = assert_problem(
         app.send_json(
             reqwest::Method::PUT,
@@ -543,4 +567,120 @@ async fn an_operator_rebases_from_the_host_drift_tab(b: Backend) {
     assert_eq!(list[0]["status"], "ok");
     assert_eq!(list[0]["baseline"]["mode"], "0666");
     browser.assert_no_js_errors().await;
+}
+
+/// CONTRACT 30: a glob's matches are baselined at the first scan that carries the glob
+/// (`config_patterns`), not at the first scan after governance named it: a scan made with
+/// the old patterns arriving meanwhile does not make the glob known.
+async fn a_glob_added_later_baselines_what_it_finds_at_its_first_scan(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    watch(&app, &app.owner, &host, &["/etc/app.conf"]).await;
+    let with = |files: Value, patterns: &[&str]| {
+        json!({"batch_id": Uuid::new_v4(), "sent_at": ts(OffsetDateTime::now_utc()),
+            "config_hashes": files, "config_patterns": patterns})
+    };
+    let push = |b: Value| {
+        let app = &app;
+        let host = &host;
+        async move {
+            let r = send(app, host, b.to_string().as_bytes(), None, true).await;
+            assert_eq!(r.status(), 202);
+        }
+    };
+    push(with(
+        json!([file("/etc/app.conf", 'a', None)]),
+        &["/etc/app.conf"],
+    ))
+    .await;
+    // Governance adds a glob; a scan the agent made before it heard arrives first.
+    watch(&app, &app.owner, &host, &["/etc/app.conf", "/etc/app.d/*"]).await;
+    push(with(
+        json!([file("/etc/app.conf", 'a', None)]),
+        &["/etc/app.conf"],
+    ))
+    .await;
+    // The first scan with the glob: what it finds is the baseline, not `new`.
+    push(with(
+        json!([
+            file("/etc/app.conf", 'a', None),
+            file("/etc/app.d/old.conf", 'b', None)
+        ]),
+        &["/etc/app.conf", "/etc/app.d/*"],
+    ))
+    .await;
+    let list = body(
+        app.get(&format!("/agents/{}/config-hashes", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    let old = row(&list, "/etc/app.d/old.conf");
+    assert_eq!(old["status"], "ok", "{list}");
+    assert_eq!(old["baseline"]["sha256"], "b".repeat(64));
+    // A file appearing under the glob after that is new.
+    push(with(
+        json!([
+            file("/etc/app.conf", 'a', None),
+            file("/etc/app.d/old.conf", 'b', None),
+            file("/etc/app.d/later.conf", 'c', None)
+        ]),
+        &["/etc/app.conf", "/etc/app.d/*"],
+    ))
+    .await;
+    let list = body(
+        app.get(&format!("/agents/{}/config-hashes", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(
+        row(&list, "/etc/app.d/later.conf")["status"],
+        "new",
+        "{list}"
+    );
+    // Patterns without a scan, or too many, are refused naming the field.
+    let r = send(
+        &app,
+        &host,
+        json!({"batch_id": Uuid::new_v4(), "sent_at": ts(OffsetDateTime::now_utc()),
+            "config_patterns": ["/etc/app.conf"]})
+        .to_string()
+        .as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    let p = assert_problem(r, 422, "validation_failed").await;
+    assert!(names_field(&p, "config_patterns"), "{p}");
+    // Special and too-large entries are stored as the agent saw them.
+    let mut fifo = file("/etc/app.d/pipe", 'x', None);
+    fifo["kind"] = json!("special");
+    fifo["sha256"] = Value::Null;
+    let mut huge = file("/etc/app.d/huge.img", 'x', None);
+    huge["kind"] = json!("too_large");
+    huge["sha256"] = Value::Null;
+    huge["size"] = json!(42_949_672_960_u64);
+    push(with(
+        json!([
+            file("/etc/app.conf", 'a', None),
+            file("/etc/app.d/old.conf", 'b', None),
+            fifo,
+            huge
+        ]),
+        &["/etc/app.conf", "/etc/app.d/*"],
+    ))
+    .await;
+    let list = body(
+        app.get(&format!("/agents/{}/config-hashes", host.id), &app.owner)
+            .await,
+    )
+    .await;
+    assert_eq!(
+        row(&list, "/etc/app.d/pipe")["current"]["kind"],
+        "special",
+        "{list}"
+    );
+    assert_eq!(
+        row(&list, "/etc/app.d/huge.img")["current"]["size"],
+        42_949_672_960_u64
+    );
 }

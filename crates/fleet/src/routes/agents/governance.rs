@@ -181,12 +181,9 @@ pub async fn put_governance_by(
         });
     }
     if let Some(paths) = &req.config_paths
-        && let Err(m) = trusthub_core::drift::check_config_paths(paths)
+        && let Err((field, message)) = trusthub_core::drift::check_config_paths(paths)
     {
-        errors.push(FieldError {
-            field: "config_paths".into(),
-            message: m,
-        });
+        errors.push(FieldError { field, message });
     }
     let scan = req
         .config_scan_interval_secs

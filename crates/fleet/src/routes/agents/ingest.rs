@@ -211,6 +211,30 @@ fn job(auth: &IngestAuth, body: &SignedBody, now: OffsetDateTime) -> ApiResult<c
             }
         }
     }
+    // The patterns the agent scanned with: a glob is new to the hub at the first scan that
+    // carried it, whatever governance said meanwhile (CONTRACT 30).
+    let config_patterns = batch.config_patterns.take();
+    if let Some(list) = &config_patterns {
+        if config_hashes.is_none() {
+            errors.push(FieldError {
+                field: "config_patterns".into(),
+                message: "is sent only with config_hashes".into(),
+            });
+        } else if list.len() > trusthub_core::drift::MAX_CONFIG_PATHS
+            || list.iter().any(|p| {
+                !p.starts_with('/') || p.len() > trusthub_core::drift::MAX_PATH || p.contains('\0')
+            })
+        {
+            errors.push(FieldError {
+                field: "config_patterns".into(),
+                message: format!(
+                    "at most {} absolute patterns of at most {} bytes",
+                    trusthub_core::drift::MAX_CONFIG_PATHS,
+                    trusthub_core::drift::MAX_PATH
+                ),
+            });
+        }
+    }
     let security = security_report(&mut batch, agent, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
@@ -220,7 +244,7 @@ fn job(auth: &IngestAuth, body: &SignedBody, now: OffsetDateTime) -> ApiResult<c
         agent_id: agent.id,
         hostname: agent.hostname.clone(),
         tags: agent.tags.0.clone(),
-        patterns: agent.watched_paths(),
+        patterns: config_patterns.unwrap_or_else(|| agent.watched_paths()),
         hashes,
     });
     let inventory_at = inventory.as_ref().map(|i| {
