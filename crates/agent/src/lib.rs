@@ -96,7 +96,10 @@ pub struct Options {
     #[arg(long, env = "TRUSTHUB_AGENT_RPM_DBPATH", hide = true)]
     pub rpm_dbpath: Option<PathBuf>,
     /// Accept emergency console sessions (a recorded shell opened by an admin from the hub).
-    #[arg(long, env = "TRUSTHUB_AGENT_ALLOW_CONSOLE")]
+    #[arg(long, env = "TRUSTHUB_AGENT_ALLOW_CONSOLE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true")]
     pub allow_console: bool,
     /// The user whose login shell a console runs.
     #[arg(long, env = "TRUSTHUB_AGENT_CONSOLE_USER", default_value = "root")]

@@ -420,9 +420,29 @@ mod tests {
     #[test]
     fn config_paths_are_checked_naming_the_bad_one() {
         assert!(check_config_paths(&DEFAULT_CONFIG_PATHS.map(String::from)).is_ok());
-        for bad in ["etc/passwd", "/etc/../root", "/etc/./x", "/etc/\u{7}"] {
-            let e = check_config_paths(&[bad.to_owned()]).expect_err("refused");
+        for bad in [
+            "etc/passwd",
+            "/etc/../root",
+            "/etc/./x",
+            "/etc/\u{7}",
+            "/proc/kmsg",
+            "/sys",
+            "/dev/zero",
+            "/run/**",
+            "/*/kmsg",
+        ] {
+            let (field, e) =
+                check_config_paths(&["/etc/hosts".into(), bad.to_owned()]).expect_err("refused");
+            assert_eq!(field, "config_paths[1]");
             assert!(e.contains(bad), "{e}");
+        }
+        for fine in [
+            "/etc/runit/x",
+            "/devops/app.conf",
+            "/etc/*/x.conf",
+            "/procfile",
+        ] {
+            assert!(check_config_paths(&[fine.to_owned()]).is_ok(), "{fine}");
         }
     }
 

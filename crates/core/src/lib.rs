@@ -22,6 +22,7 @@ pub mod liveness;
 pub mod probe;
 pub mod redact;
 pub mod secret;
+pub mod secrets;
 pub mod severity;
 pub mod totp;
 pub mod validate;

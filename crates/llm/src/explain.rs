@@ -274,12 +274,14 @@ fn syslog_host(words: &[&str]) -> Option<usize> {
     (!host.ends_with(':')).then_some(*i)
 }
 
-/// A log line as it may leave the hub: the SDKs' redaction (e-mail and IP addresses, tokens,
+/// A log line as it may leave the hub: secrets first ([`trusthub_core::secrets`]: values of
+/// secret-named keys, `Authorization` values, URL userinfo, PEM blocks, JWTs, AWS keys, long
+/// hex and base64 runs), then the SDKs' redaction (e-mail and IP addresses, tokens,
 /// API keys, card numbers, IBANs, phone numbers) and user names where log lines name them
 /// (`for [invalid user] <name>`, `user=<name>`, `ruser=<name>`, `user <name>`,
 /// `for user <name>`, `by <name>(uid=…)`, `USER=<name>`), and the host name of a syslog line.
 pub fn redact_line(line: &str) -> String {
-    let text = trusthub_core::redact::redact(line).text;
+    let text = trusthub_core::redact::redact(&trusthub_core::secrets::secrets(line)).text;
     let words: Vec<&str> = text.split(' ').collect();
     // A name is replaced up to what follows it (`carol(uid=0)` keeps `(uid=0)`).
     let user = |w: &str| {

@@ -53,7 +53,10 @@ pub struct Settings {
     /// (localhost, 127.0.0.1, ::1, the listen address and the `--public-url` host; 90 days); the
     /// CA is written to `<data-dir>/hub-ca.pem` for browsers, curl and agents to trust. For a
     /// first try of mTLS without buying a certificate.
-    #[arg(long, env = "TRUSTHUB_TLS_SELF", conflicts_with_all = ["tls_cert", "tls_key"])]
+    #[arg(long, env = "TRUSTHUB_TLS_SELF", conflicts_with_all = ["tls_cert", "tls_key"],
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true")]
     pub tls_self: bool,
     /// Client certificates at the TLS front: `auto` requests one signed by the hub CA without
     /// requiring it (agents roll out certificates gradually); `off` requests none.
@@ -88,7 +91,7 @@ pub struct Settings {
     #[arg(long, env = "TRUSTHUB_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
     /// Rate limits of SPEC section 8; `off` turns them off (load tests only).
-    #[arg(long, env = "TRUSTHUB_RATE_LIMITS", default_value = "on")]
+    #[arg(long, env = "TRUSTHUB_RATE_LIMITS", default_value = "on", value_parser = parse_switch)]
     pub rate_limits: String,
     /// `smtp://host:port` (add `?tls=required` for STARTTLS) for invitation and reset mail.
     #[arg(long, env = "TRUSTHUB_SMTP_URL", hide_env_values = true)]
@@ -180,7 +183,10 @@ pub struct Settings {
     #[arg(long, env = "TRUSTHUB_CONSOLE_MAX_SECS", default_value_t = 3600)]
     pub console_max_secs: u64,
     /// Record what the operator types too (`"i"` events), not only what the host shows.
-    #[arg(long, env = "TRUSTHUB_CONSOLE_RECORD_INPUT")]
+    #[arg(long, env = "TRUSTHUB_CONSOLE_RECORD_INPUT",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true")]
     pub console_record_input: bool,
     /// Where console recordings are written (default `<data dir>/console`).
     #[arg(long, env = "TRUSTHUB_CONSOLE_RECORDING_DIR")]
@@ -313,9 +319,25 @@ pub struct Settings {
     /// The model `/ai/explain` asks for.
     #[arg(long, env = "TRUSTHUB_LLM_MODEL", default_value = "llama3.2")]
     pub llm_model: String,
+    /// `/ai/explain` calls per minute per user or token (429 with `Retry-After` past it).
+    #[arg(long, env = "TRUSTHUB_EXPLAIN_RATE", default_value_t = 20,
+        value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub explain_rate: u32,
     /// A bearer token for the LLM API, when it wants one.
     #[arg(long, env = "TRUSTHUB_LLM_API_KEY", hide_env_values = true)]
     pub llm_api_key: Option<String>,
+}
+
+/// A switch as every boolean setting takes it (CONTRACT 30): `1 0 true false yes no on off`
+/// (any case), answered as `on` or `off`.
+pub fn parse_switch(s: &str) -> Result<String, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok("on".into()),
+        "0" | "false" | "no" | "off" => Ok("off".into()),
+        other => Err(format!(
+            "`{other}` is not a switch: use one of 1 0 true false yes no on off"
+        )),
+    }
 }
 
 fn parse_llm_url(s: &str) -> Result<String, String> {
@@ -350,7 +372,7 @@ fn parse_schedule(s: &str) -> Result<Schedule, String> {
 impl Settings {
     /// Whether rate limits apply (off only when set to `off`).
     pub fn rate_limits_enabled(&self) -> bool {
-        self.rate_limits.trim() != "off"
+        self.rate_limits != "off"
     }
 
     /// Where evidence packs are kept.
@@ -442,6 +464,7 @@ impl Settings {
             client_cert_days: 365,
             llm_url: None,
             llm_model: "llama3.2".into(),
+            explain_rate: 20,
             llm_api_key: None,
             metrics_raw_retention_hours: 7 * 24,
             metrics_minute_retention_days: 30,
@@ -454,4 +477,43 @@ impl Settings {
 
 fn parse_allow_cidrs(s: &str) -> Result<String, String> {
     crate::outbound::parse_cidrs(s).map(|_| s.to_owned())
+}
+
+#[cfg(test)]
+mod switch_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// CONTRACT 30: every boolean setting takes `1 0 true false yes no on off`, as a flag's
+    /// value and as `TRUSTHUB_RATE_LIMITS`; anything else is refused by name.
+    #[test]
+    fn boolean_settings_take_every_usual_spelling() {
+        for (word, on) in [
+            ("1", true),
+            ("0", false),
+            ("true", true),
+            ("false", false),
+            ("yes", true),
+            ("no", false),
+            ("on", true),
+            ("off", false),
+            ("ON", true),
+        ] {
+            let s = Settings::try_parse_from([
+                "hub".to_owned(),
+                format!("--console-record-input={word}"),
+                format!("--rate-limits={word}"),
+            ])
+            .unwrap_or_else(|e| panic!("{word}: {e}"));
+            assert_eq!(s.console_record_input, on, "{word}");
+            assert_eq!(s.rate_limits_enabled(), on, "{word}");
+        }
+        assert!(Settings::try_parse_from(["hub", "--rate-limits=maybe"]).is_err());
+        assert!(Settings::try_parse_from(["hub", "--console-record-input=maybe"]).is_err());
+        assert!(
+            Settings::try_parse_from(["hub", "--console-record-input"])
+                .expect("a bare flag")
+                .console_record_input
+        );
+    }
 }

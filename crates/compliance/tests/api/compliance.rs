@@ -1060,3 +1060,61 @@ async fn the_compliance_security_and_explain_pages_work_in_a_browser() {
     browser.find("#explanation[lang=de]").await;
     browser.assert_no_js_errors().await;
 }
+
+/// CONTRACT 30: secrets in a line never reach the model (each kind the hostile review
+/// planted), and each user or token has its own budget of explanations a minute (429 with
+/// `Retry-After` past it; nothing more is sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explanations_send_no_secret_and_are_rate_limited_per_caller() {
+    let m = model("A configuration line.").await;
+    let url = m.url.clone();
+    let app = TestApp::spawn_with(Backend::Sqlite, |s| {
+        s.llm_url = Some(url);
+        s.rate_limits = "on".into();
+        s.explain_rate = 3;
+    })
+    .await;
+    let planted = [
+        ("password=Hunter2hunter2", "Hunter2hunter2"),
+        ("db_pass: Tr0ub4dor&3", "Tr0ub4dor&3"),
+        ("api_key=k9PqZx7Lm2Nw", "k9PqZx7Lm2Nw"),
+        (
+            "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ),
+        ("Authorization: Basic Ym9iOnMzY3IzdA==", "Ym9iOnMzY3IzdA=="),
+        (
+            "dsn postgres://bob:PgPa55word@db.internal:5432/app",
+            "PgPa55word",
+        ),
+    ];
+    let line = planted
+        .iter()
+        .map(|(p, _)| *p)
+        .collect::<Vec<_>>()
+        .join(" ; ");
+    let q = serde_urlencoded::to_string([("log", line.as_str())]).expect("q");
+    for _ in 0..3 {
+        let r = app.get(&format!("/ai/explain?{q}"), &app.owner).await;
+        assert_eq!(r.status(), 200);
+    }
+    let got = m.got.lock().expect("lock").clone();
+    assert_eq!(got.len(), 3);
+    let text = got[0].1.to_string();
+    for (_, secret) in planted {
+        assert!(!text.contains(secret), "{secret} reached the model: {text}");
+    }
+    assert!(!text.contains("bob"), "the URL's user too: {text}");
+    assert!(text.contains("[SECRET]"), "{text}");
+    // The fourth call in the minute is refused, and nothing goes out.
+    let r = app.get(&format!("/ai/explain?{q}"), &app.owner).await;
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().get("retry-after").is_some());
+    assert_eq!(m.got.lock().expect("lock").len(), 3);
+    // Another caller has a budget of its own.
+    let (viewer, _) = app.user_with_role("viewer").await;
+    assert_eq!(
+        app.get(&format!("/ai/explain?{q}"), &viewer).await.status(),
+        200
+    );
+}

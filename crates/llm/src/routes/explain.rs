@@ -3,7 +3,7 @@
 //! OpenAI-compatible chat-completions API), which receives the line only after redaction,
 //! or by the built-in rules.
 
-use crate::auth::Viewer;
+use crate::auth::{Principal, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::explain;
 use crate::extract::Query;
@@ -13,7 +13,6 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::Duration;
-use trusthub_store::TenantId;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
@@ -75,7 +74,7 @@ fn valid_lang(l: &str) -> bool {
 /// The service behind [`explain_line`], for the API and the dashboard alike.
 pub async fn explain_by(
     state: &AppState,
-    tenant: TenantId,
+    by: &Principal,
     log: &str,
     agent_id: Option<Uuid>,
     lang: Option<&str>,
@@ -91,6 +90,20 @@ pub async fn explain_by(
     if chars == 0 || chars > 4000 || log.trim().is_empty() {
         return Err(ApiError::invalid("log", "must be 1 to 4000 characters"));
     }
+    let tenant = by.tenant();
+    // CONTRACT 30: every user or token has its own budget of explanations a minute.
+    state
+        .limiter
+        .hit(
+            trusthub_platform::ratelimit::Limit {
+                name: "explain",
+                max: state.settings.explain_rate,
+                window_secs: 60,
+            },
+            &by.actor(),
+            trusthub_platform::state::now().unix_timestamp(),
+        )
+        .await?;
     let host = match agent_id {
         None => None,
         Some(id) => {
@@ -211,14 +224,20 @@ async fn ask_model(
 /// the host's OS and architecture as context and never its name; if the model fails, the
 /// built-in rules answer with a `note`. Without it, the built-in rules explain sshd
 /// failures, OOM kills, failed units, full disks, segfaults and TLS errors in `en` and `de`.
+/// Before any model call, secrets are replaced by `[SECRET]`: values of secret-named keys
+/// (`password`, `db_pass`, `api_key`, `token`, `auth`… as `k=v`, `k: v` or JSON),
+/// `Authorization` values, URL userinfo, PEM blocks, JWTs, AWS keys, and hex or base64 runs
+/// of 32+ characters. Each user or token may ask `TRUSTHUB_EXPLAIN_RATE` (20) times a
+/// minute; past that, 429 with `Retry-After`.
 #[utoipa::path(get, path = "/ai/explain", tag = "ai", params(ExplainQuery),
-    responses((status = 200, body = Explained), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Explained), (status = 404, body = Problem), (status = 422, body = Problem),
+        (status = 429, description = "Over `TRUSTHUB_EXPLAIN_RATE` calls a minute (`rate_limited`)", body = Problem)))]
 pub(crate) async fn explain_line(
     State(state): State<AppState>,
     by: Viewer,
     Query(q): Query<ExplainQuery>,
 ) -> ApiResult<axum::Json<Explained>> {
-    explain_by(&state, by.0.tenant(), &q.log, q.agent_id, q.lang.as_deref())
+    explain_by(&state, &by.0, &q.log, q.agent_id, q.lang.as_deref())
         .await
         .map(axum::Json)
 }
