@@ -2388,6 +2388,15 @@ async fn a_console_runs_a_real_shell_records_it_and_a_terminate_kills_its_backgr
     )
     .await;
     assert!(audit.to_string().contains(&session), "{audit}");
+    // CONTRACT 30: each download of a recording is audited.
+    let audit = get(
+        &f.client,
+        &f.base,
+        &f.cookie,
+        "/audit-log?event_type=console_recording_downloaded",
+    )
+    .await;
+    assert!(audit.to_string().contains(&session), "{audit}");
 }
 
 async fn wait_session(f: &Fixture, session: &str, what: &str) -> Value {

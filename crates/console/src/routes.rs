@@ -262,14 +262,16 @@ pub(crate) async fn list(
 
 /// A session's recording, asciicast v2 (`application/x-asciicast`): a header line, then
 /// `[t, "o" | "r" | "i", data]` events with `t` in seconds since the start. Its SHA-256 is on
-/// the session once it ended.
+/// the session once it ended. Admins only (a root shell's transcript), and every download
+/// is audited (`console_recording_downloaded`).
 #[utoipa::path(get, path = "/console/sessions/{id}/recording", tag = "console",
     params(("id" = Uuid, Path, description = "Session id")),
     responses((status = 200, description = "The asciicast v2 file", content_type = "application/x-asciicast", body = String),
-        (status = 404, body = Problem)))]
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub(crate) async fn recording(
     State(state): State<AppState>,
-    by: Viewer,
+    meta: Meta,
+    by: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<Response> {
     service::get(&state, by.0.tenant(), id).await?;
@@ -277,6 +279,16 @@ pub(crate) async fn recording(
     let bytes = tokio::fs::read(&path)
         .await
         .map_err(|_| ApiError::NotFound("recording"))?;
+    let mut tx = state.db.begin().await?;
+    meta.record(
+        &mut tx,
+        &by.0,
+        trusthub_core::audit::CONSOLE_RECORDING_DOWNLOADED,
+        format!("console_session:{id}"),
+        serde_json::json!({"bytes": bytes.len()}),
+    )
+    .await?;
+    tx.commit().await?;
     Ok((
         StatusCode::OK,
         [

@@ -143,6 +143,8 @@ pub const CONSOLE_SESSION_STARTED: &str = "console_session_started";
 pub const CONSOLE_SESSION_ENDED: &str = "console_session_ended";
 /// An admin terminated a console session.
 pub const CONSOLE_SESSION_TERMINATED_BY_ADMIN: &str = "console_session_terminated_by_admin";
+/// An admin downloaded a console session's recording (CONTRACT 30).
+pub const CONSOLE_RECORDING_DOWNLOADED: &str = "console_recording_downloaded";
 /// An admin added a cloud account (CONTRACT 23; never its credentials).
 pub const CLOUD_ACCOUNT_ADDED: &str = "cloud_account_added";
 /// An admin deleted a cloud account and what was discovered through it.

@@ -339,6 +339,9 @@ impl Honeypot {
 /// Most honeypots per agent.
 pub const MAX_HONEYPOTS: usize = 32;
 
+/// The lowest port a honeypot may listen on (CONTRACT 30).
+pub const HONEYPOT_MIN_PORT: u16 = 1024;
+
 /// Checks governance's honeypots: the message for the first bad one.
 pub fn check_honeypots(list: &[Honeypot]) -> Result<(), String> {
     if list.len() > MAX_HONEYPOTS {
@@ -365,7 +368,14 @@ pub fn check_honeypots(list: &[Honeypot]) -> Result<(), String> {
                             || matches!(c, b'_' | b'-' | b'.')
                     })
             }
-            "port" => h.target.parse::<u16>().is_ok_and(|p| p > 0) && !h.target.starts_with('0'),
+            // CONTRACT 30: unprivileged ports only; a privileged one would be a real
+            // service's (and the agent would bind it as root).
+            "port" => {
+                h.target
+                    .parse::<u16>()
+                    .is_ok_and(|p| p >= HONEYPOT_MIN_PORT)
+                    && !h.target.starts_with('0')
+            }
             other => {
                 return Err(format!(
                     "honeypots[{i}].kind `{other}` is not file, user or port"
@@ -379,7 +389,7 @@ pub fn check_honeypots(list: &[Honeypot]) -> Result<(), String> {
                 match h.kind.as_str() {
                     "file" => "an absolute path without . or .. segments",
                     "user" => "a user name (a-z, 0-9, _, -, . ; at most 32)",
-                    _ => "a TCP port 1 to 65535",
+                    _ => "a TCP port 1024 to 65535",
                 }
             ));
         }

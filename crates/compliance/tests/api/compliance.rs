@@ -407,6 +407,11 @@ async fn bad_reports_are_refused_and_store_nothing(b: Backend) {
             json!({"honeypots": [{"kind": "port", "target": "70000"}]}),
             "honeypots",
         ),
+        // CONTRACT 30: privileged ports are a real service's.
+        (
+            json!({"honeypots": [{"kind": "port", "target": "80"}]}),
+            "honeypots",
+        ),
         (
             json!({"honeypots": [{"kind": "user", "target": "x", "colour": "red"}]}),
             "honeypots[0].colour",
@@ -428,6 +433,53 @@ async fn bad_reports_are_refused_and_store_nothing(b: Backend) {
         assert!(names_field(&p, field), "{field}: {p}");
     }
     assert_eq!(app.count("SELECT COUNT(*) FROM agents WHERE honeypots <> '[]' OR compliance_interval_secs <> 43200").await, 0);
+    // Only admins set honeypots: an operator's change is 403, and an operator's PUT
+    // without `honeypots` keeps the admin's.
+    let url = format!("/agents/{}/governance", host.id);
+    let pots = json!([{"kind": "port", "target": "2323"}]);
+    let (operator, _) = app.user_with_role("operator").await;
+    let r = app
+        .send_json(
+            reqwest::Method::PUT,
+            &url,
+            &operator,
+            gov(json!({"honeypots": pots})),
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let r = app
+        .send_json(
+            reqwest::Method::PUT,
+            &url,
+            &app.owner,
+            gov(json!({"honeypots": pots})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .send_json(
+            reqwest::Method::PUT,
+            &url,
+            &operator,
+            gov(json!({"tags": ["web"]})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let g = body(app.get(&url, &operator).await).await;
+    assert_eq!(
+        (g["honeypots"].clone(), g["tags"].clone()),
+        (pots.clone(), json!(["web"])),
+        "{g}"
+    );
+    let r = app
+        .send_json(
+            reqwest::Method::PUT,
+            &url,
+            &operator,
+            gov(json!({"honeypots": []})),
+        )
+        .await;
+    assert_eq!(r.status(), 403, "an operator cannot disarm them either");
 }
 
 async fn honeypots_dna_and_silent_agents_make_the_security_view(b: Backend) {

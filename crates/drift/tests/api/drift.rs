@@ -295,7 +295,18 @@ async fn scans_drift_explanations_rebases_and_tickets(b: Backend) {
     )
     .await;
 
-    // An infrastructure service account's rebase raises no ticket after it.
+    // An infrastructure service account's rebase raises no ticket after it. Only admins
+    // make such tokens (CONTRACT 30).
+    assert_eq!(
+        app.post(
+            "/api-tokens",
+            &operator,
+            json!({"name": "ansible", "scope": "write", "service": "infrastructure"}),
+        )
+        .await
+        .status(),
+        403
+    );
     let r = app
         .post(
             "/api-tokens",

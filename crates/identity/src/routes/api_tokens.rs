@@ -155,6 +155,12 @@ pub async fn create_by(
             message: "must be infrastructure (or absent)".into(),
         });
     }
+    // CONTRACT 30: a service account's token silences drift tickets; only admins make one.
+    if req.service.is_some() && !p.has_role(trusthub_core::Role::Admin) {
+        return Err(ApiError::Forbidden(
+            "only admins create infrastructure (service account) tokens".into(),
+        ));
+    }
     if req.expires_at.is_some_and(|e| e <= now) {
         errors.push(FieldError {
             field: "expires_at".into(),

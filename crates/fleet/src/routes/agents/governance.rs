@@ -203,6 +203,7 @@ pub async fn put_governance_by(
             message: "must be between 300 and 604800".into(),
         });
     }
+    let asked_honeypots = req.honeypots.is_some();
     let honeypots = req.honeypots.unwrap_or_default();
     if let Err(m) = trusthub_core::compliance::check_honeypots(&honeypots) {
         errors.push(FieldError {
@@ -219,6 +220,21 @@ pub async fn put_governance_by(
             allowed.push(k);
         }
     }
+    let mut tx = state.db.begin().await?;
+    let current = agents::get(&mut tx, p.tenant(), id)
+        .await?
+        .ok_or(ApiError::NotFound("agent"))?;
+    // CONTRACT 30: only admins set honeypots; an operator's PUT without `honeypots` keeps
+    // them, and one that changes them is refused.
+    let honeypots = if p.has_role(trusthub_core::Role::Admin) {
+        honeypots
+    } else if !asked_honeypots {
+        current.honeypots.0.clone()
+    } else if honeypots != current.honeypots.0 {
+        return Err(ApiError::Forbidden("only admins set honeypots".into()));
+    } else {
+        honeypots
+    };
     let g = Governance {
         ingest_interval_secs: req.ingest_interval_secs,
         inventory_interval_secs: req.inventory_interval_secs,
@@ -232,7 +248,6 @@ pub async fn put_governance_by(
         compliance_interval_secs: compliance,
         honeypots,
     };
-    let mut tx = state.db.begin().await?;
     if !agents::set_governance(&mut tx, p.tenant(), id, &g).await? {
         return Err(ApiError::NotFound("agent"));
     }
