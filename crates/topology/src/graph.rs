@@ -41,23 +41,26 @@ pub struct Zone {
     pub parent: Option<Uuid>,
 }
 
-/// A node the root's failure reaches.
+/// A node the root's failure reaches: once, with the node it was reached from (CONTRACT
+/// 30: a size linear in the nodes; following `via` back gives one shortest path).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Impact {
     /// The node.
     pub id: Uuid,
     /// Edges between it and the root (1: it depends on the root directly).
-    pub distance: u32,
-    /// The edges of one shortest path, from this node toward the root.
-    pub path: Vec<Uuid>,
+    pub depth: u32,
+    /// The node it was reached from (one step nearer the root; the root at depth 1).
+    pub via: Uuid,
+    /// The edge from it to `via`.
+    pub edge: Uuid,
 }
 
 /// Everything that depends on `root` through `edges` (`(id, source, target)`, source
-/// depends on target), nearest first (ties in the order they were reached, which follows
-/// the edges' order): a breadth-first search over the edges reversed, each node reached
-/// once by one shortest path.
-pub fn blast_radius(root: Uuid, edges: &[(Uuid, Uuid, Uuid)]) -> Vec<Impact> {
-    Reverse::new(edges).walk(root)
+/// depends on target) up to `max_depth`, nearest first (ties in the order they were
+/// reached, which follows the edges' order): a breadth-first search over the edges
+/// reversed, each node reached once by one shortest path.
+pub fn blast_radius(root: Uuid, edges: &[(Uuid, Uuid, Uuid)], max_depth: u32) -> Vec<Impact> {
+    Reverse::new(edges).walk(root, max_depth)
 }
 
 /// A graph's edges reversed, ready to walk from any root: dense indices and one flat
@@ -110,8 +113,8 @@ impl Reverse {
         }
     }
 
-    /// Everything that depends on `root` (see [`blast_radius`]).
-    pub fn walk(&self, root: Uuid) -> Vec<Impact> {
+    /// Everything that depends on `root` up to `max_depth` (see [`blast_radius`]).
+    pub fn walk(&self, root: Uuid, max_depth: u32) -> Vec<Impact> {
         let Some(&r) = self.index.get(&root) else {
             return Vec::new();
         };
@@ -123,6 +126,9 @@ impl Reverse {
         let mut order = Vec::new();
         let mut queue = VecDeque::from([r]);
         while let Some(t) = queue.pop_front() {
+            if dist[t as usize] >= max_depth {
+                continue;
+            }
             let (a, b) = (
                 self.start[t as usize] as usize,
                 self.start[t as usize + 1] as usize,
@@ -139,17 +145,12 @@ impl Reverse {
         order
             .into_iter()
             .map(|s| {
-                let mut path = Vec::with_capacity(dist[s as usize] as usize);
-                let mut at = s;
-                while at != r {
-                    let (id, _, t) = self.edges[via[at as usize] as usize];
-                    path.push(id);
-                    at = t;
-                }
+                let (edge, _, t) = self.edges[via[s as usize] as usize];
                 Impact {
                     id: self.ids[s as usize],
-                    distance: dist[s as usize],
-                    path,
+                    depth: dist[s as usize],
+                    via: self.ids[t as usize],
+                    edge,
                 }
             })
             .collect()
@@ -336,44 +337,48 @@ mod tests {
                 })
                 .collect();
             let root = id(u128::from(rng.next() % n));
-            let got = blast_radius(root, &edges);
+            let got = blast_radius(root, &edges, u32::MAX);
             let want = reference(root, &edges);
             assert_eq!(got.len(), want.len(), "round {round}");
             let by_id: HashMap<Uuid, (Uuid, Uuid)> =
                 edges.iter().map(|e| (e.0, (e.1, e.2))).collect();
             let mut last = 0;
+            let depth_of: HashMap<Uuid, u32> = got.iter().map(|i| (i.id, i.depth)).collect();
             for i in &got {
-                assert_eq!(Some(&i.distance), want.get(&i.id), "round {round}");
-                assert!(i.distance >= last, "nearest first");
-                last = i.distance;
-                // The path walks from the node to the root along real edges.
-                assert_eq!(i.path.len() as u32, i.distance);
-                let mut at = i.id;
-                for e in &i.path {
-                    let (s, t) = by_id[e];
-                    assert_eq!(s, at, "round {round}");
-                    at = t;
-                }
-                assert_eq!(at, root);
+                assert_eq!(Some(&i.depth), want.get(&i.id), "round {round}");
+                assert!(i.depth >= last, "nearest first");
+                last = i.depth;
+                // `via` is one step nearer along a real edge; following it reaches the root.
+                assert_eq!(by_id[&i.edge], (i.id, i.via), "round {round}");
+                let via_depth = if i.via == root { 0 } else { depth_of[&i.via] };
+                assert_eq!(via_depth + 1, i.depth, "round {round}");
             }
+            // A depth limit keeps exactly the nodes within it.
+            let near = blast_radius(root, &edges, 2);
+            assert_eq!(
+                near.len(),
+                want.values().filter(|d| **d <= 2).count(),
+                "round {round}"
+            );
         }
     }
 
     #[test]
     fn a_root_without_edges_and_cycles_are_handled() {
-        assert!(blast_radius(id(1), &[]).is_empty());
+        assert!(blast_radius(id(1), &[], 32).is_empty());
         // a -> b -> c -> a: from c, b (1) then a (2); c itself is not impacted.
         let e = [
             (id(10), id(0), id(1)),
             (id(11), id(1), id(2)),
             (id(12), id(2), id(0)),
         ];
-        let r = blast_radius(id(2), &e);
+        let r = blast_radius(id(2), &e, 32);
         assert_eq!(
-            r.iter().map(|i| (i.id, i.distance)).collect::<Vec<_>>(),
-            vec![(id(1), 1), (id(0), 2)]
+            r.iter()
+                .map(|i| (i.id, i.depth, i.via, i.edge))
+                .collect::<Vec<_>>(),
+            vec![(id(1), 1, id(2), id(11)), (id(0), 2, id(1), id(10))]
         );
-        assert_eq!(r[1].path, vec![id(10), id(11)]);
     }
 
     #[test]

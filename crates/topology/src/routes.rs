@@ -487,20 +487,37 @@ pub(crate) async fn shared(
     Ok(resp)
 }
 
+/// How deep a blast radius goes.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct BlastQuery {
+    /// Most edges between the root and a node listed (1 to 1000; default 32).
+    #[param(minimum = 1, maximum = 1000)]
+    pub max_depth: Option<u32>,
+}
+
 /// What fails with a node, or with the host node of an agent: everything that depends on
-/// it through edges, nearest first (breadth-first over the edges reversed), each with one
-/// shortest path of edge ids from it toward the root; the apps on the root's and the
-/// impacted hosts, and their SLOs with the error budget left. An agent without a node is
-/// 404 (promote it from `/topology/detected`).
+/// it through edges up to `max_depth` (32), nearest first (breadth-first over the edges
+/// reversed), each listed once with its `depth` and `via`, the node one step nearer the
+/// root it was reached from (and that `edge`), so the answer grows with the nodes, never
+/// with a path per node; the apps on the root's and the impacted hosts, and their SLOs
+/// with the error budget left. An agent without a node is 404 (promote it from
+/// `/topology/detected`).
 #[utoipa::path(get, path = "/blast-radius/{id}", tag = "topology",
-    params(("id" = Uuid, Path, description = "Node id or agent id")),
-    responses((status = 200, body = BlastRadius), (status = 404, body = Problem)))]
+    params(("id" = Uuid, Path, description = "Node id or agent id"), BlastQuery),
+    responses((status = 200, body = BlastRadius), (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn blast_radius(
     State(state): State<AppState>,
     by: Viewer,
     Path(id): Path<Uuid>,
+    Query(q): Query<BlastQuery>,
 ) -> ApiResult<axum::Json<BlastRadius>> {
-    service::blast_radius(&state, by.0.tenant(), id)
+    let depth = q.max_depth.unwrap_or(service::DEFAULT_MAX_DEPTH);
+    if !(1..=1000).contains(&depth) {
+        return Err(ApiError::invalid("max_depth", "must be 1 to 1000"));
+    }
+    service::blast_radius(&state, by.0.tenant(), id, depth)
         .await
         .map(axum::Json)
 }

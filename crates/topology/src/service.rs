@@ -1497,10 +1497,13 @@ pub struct ImpactView {
     pub name: String,
     /// Kind.
     pub kind: String,
-    /// Edges between it and the root.
-    pub distance: u32,
-    /// The edges of one shortest path, from this node toward the root.
-    pub path: Vec<Uuid>,
+    /// Edges between it and the root (1: it depends on the root directly).
+    pub depth: u32,
+    /// The node it was reached from, one step nearer the root (following `via` gives one
+    /// shortest path; each node is listed once, so the answer grows with the nodes only).
+    pub via: Uuid,
+    /// The edge from it to `via`.
+    pub edge: Uuid,
 }
 
 /// An app on the root's host or an impacted one.
@@ -1528,7 +1531,7 @@ pub struct SloAtRisk {
 pub struct BlastRadius {
     /// The node.
     pub root: RootView,
-    /// The largest distance found (0: nothing depends on it).
+    /// The largest depth found (0: nothing depends on it).
     pub depth: u32,
     /// Everything that depends on it, nearest first.
     pub impacted: Vec<ImpactView>,
@@ -1585,8 +1588,16 @@ async fn walkable(state: &AppState, tenant: TenantId) -> ApiResult<std::sync::Ar
     Ok(w)
 }
 
-/// The blast radius of a node, or of the host node of an agent.
-pub async fn blast_radius(state: &AppState, tenant: TenantId, id: Uuid) -> ApiResult<BlastRadius> {
+/// How deep a blast radius walks unless asked otherwise.
+pub const DEFAULT_MAX_DEPTH: u32 = 32;
+
+/// The blast radius of a node, or of the host node of an agent, up to `max_depth` edges.
+pub async fn blast_radius(
+    state: &AppState,
+    tenant: TenantId,
+    id: Uuid,
+    max_depth: u32,
+) -> ApiResult<BlastRadius> {
     let g = walkable(state, tenant).await?;
     let root_id = match (g.nodes.contains_key(&id), g.by_agent.get(&id)) {
         (true, _) => id,
@@ -1605,7 +1616,7 @@ pub async fn blast_radius(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRe
         }
     };
     let (root_name, root_kind, root_agent) = g.nodes.get(&root_id).cloned().unwrap_or_default();
-    let impacts = g.reverse.walk(root_id);
+    let impacts = g.reverse.walk(root_id, max_depth);
     let by_id = &g.nodes;
     let impacted: Vec<ImpactView> = impacts
         .into_iter()
@@ -1615,8 +1626,9 @@ pub async fn blast_radius(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRe
                 id: i.id,
                 name: n.0.clone(),
                 kind: n.1.clone(),
-                distance: i.distance,
-                path: i.path,
+                depth: i.depth,
+                via: i.via,
+                edge: i.edge,
             })
         })
         .collect();
@@ -1659,7 +1671,7 @@ pub async fn blast_radius(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRe
             name: root_name,
             kind: root_kind,
         },
-        depth: impacted.iter().map(|i| i.distance).max().unwrap_or(0),
+        depth: impacted.iter().map(|i| i.depth).max().unwrap_or(0),
         impacted,
         apps,
         slos_at_risk,

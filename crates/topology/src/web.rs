@@ -383,7 +383,7 @@ pub async fn blast(
             slos: Vec::new(),
         };
         if let Some(id) = id {
-            let b = service::blast_radius(&state, t, id).await?;
+            let b = service::blast_radius(&state, t, id, service::DEFAULT_MAX_DEPTH).await?;
             let edges: HashMap<Uuid, service::EdgeView> = service::edges(&state, t)
                 .await?
                 .into_iter()
@@ -398,13 +398,18 @@ pub async fn blast(
                 .impacted
                 .iter()
                 .map(|i| {
-                    let mut via = vec![i.name.clone()];
-                    for e in &i.path {
-                        if let Some(e) = edges.get(e) {
-                            via.push(names.get(&e.target_id).cloned().unwrap_or_default());
-                        }
-                    }
-                    (i.name.clone(), i.kind.clone(), i.distance, via.join(" → "))
+                    // The step toward the root: this node → the one it depends on.
+                    let to = edges
+                        .get(&i.edge)
+                        .and_then(|e| names.get(&e.target_id).cloned())
+                        .or_else(|| names.get(&i.via).cloned())
+                        .unwrap_or_default();
+                    (
+                        i.name.clone(),
+                        i.kind.clone(),
+                        i.depth,
+                        format!("{} → {to}", i.name),
+                    )
                 })
                 .collect();
             page.apps = b

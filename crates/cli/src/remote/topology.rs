@@ -211,7 +211,8 @@ const IMPACTED: &[super::Column] = &[
     ("id", "/id"),
     ("name", "/name"),
     ("kind", "/kind"),
-    ("distance", "/distance"),
+    ("depth", "/depth"),
+    ("via", "/via"),
 ];
 
 fn opt_id(s: Option<String>) -> Result<Option<String>, Failure> {

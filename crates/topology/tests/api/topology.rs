@@ -334,15 +334,40 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
         let imp = br["impacted"].as_array().expect("list");
         assert_eq!(imp.len(), 2, "{br}");
         assert_eq!(
-            (imp[0]["id"].clone(), imp[0]["distance"].clone()),
-            (web_node.clone(), json!(1))
+            (
+                imp[0]["id"].clone(),
+                imp[0]["depth"].clone(),
+                imp[0]["via"].clone()
+            ),
+            (web_node.clone(), json!(1), db_node.clone())
         );
-        assert_eq!(imp[0]["path"], json!([p["edge"]["id"]]));
+        assert_eq!(imp[0]["edge"], p["edge"]["id"]);
         assert_eq!(
-            (imp[1]["id"].clone(), imp[1]["distance"].clone()),
-            (lb["id"].clone(), json!(2))
+            (
+                imp[1]["id"].clone(),
+                imp[1]["depth"].clone(),
+                imp[1]["via"].clone()
+            ),
+            (lb["id"].clone(), json!(2), web_node.clone())
         );
-        assert_eq!(imp[1]["path"], json!([lb_edge["id"], p["edge"]["id"]]));
+        assert_eq!(imp[1]["edge"], lb_edge["id"]);
+        assert!(
+            imp[0].get("path").is_none(),
+            "no path per node (CONTRACT 30)"
+        );
+        // A depth limit stops the walk.
+        let near = body(
+            app.get(&format!("/blast-radius/{root}?max_depth=1"), &app.owner)
+                .await,
+        )
+        .await;
+        assert_eq!(near["impacted"].as_array().map(Vec::len), Some(1), "{near}");
+        assert_eq!(
+            app.get(&format!("/blast-radius/{root}?max_depth=0"), &app.owner)
+                .await
+                .status(),
+            422
+        );
         assert_eq!(
             br["apps"],
             json!([{"id": shop["id"], "name": "shop", "agent_id": web.id}])
