@@ -126,11 +126,14 @@ pub struct Options {
     pub config_max_file_bytes: u64,
 }
 
+/// A finished scan: the patterns it ran with and what it saw.
+type Scanned = (Vec<String>, Vec<trusthub_core::drift::ConfigHash>);
+
 /// The configuration scan running beside the push loop, and what it found.
 #[derive(Default)]
 struct ConfigScans {
     running: Arc<std::sync::atomic::AtomicBool>,
-    found: Arc<std::sync::Mutex<Option<(Vec<String>, Vec<trusthub_core::drift::ConfigHash>)>>>,
+    found: Arc<std::sync::Mutex<Option<Scanned>>>,
     skipped: Arc<std::sync::atomic::AtomicU64>,
     done: Arc<tokio::sync::Notify>,
 }
@@ -170,7 +173,7 @@ impl ConfigScans {
     }
 
     /// The last finished scan's patterns and files, once.
-    fn take(&self) -> Option<(Vec<String>, Vec<trusthub_core::drift::ConfigHash>)> {
+    fn take(&self) -> Option<Scanned> {
         self.found.lock().ok().and_then(|mut f| f.take())
     }
 

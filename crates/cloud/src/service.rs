@@ -123,15 +123,14 @@ fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError
         );
     }
     // CONTRACT 30: a secret never rides in the URL, where answers and audit rows show it.
-    if let Some(e) = &req.endpoint {
-        if reqwest::Url::parse(e).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
-        {
-            bad(
-                "endpoint",
-                "must not hold a user or password (`user:secret@`): credentials belong in `credentials`"
-                    .into(),
-            );
-        }
+    if let Some(e) = &req.endpoint
+        && reqwest::Url::parse(e).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
+    {
+        bad(
+            "endpoint",
+            "must not hold a user or password (`user:secret@`): credentials belong in `credentials`"
+                .into(),
+        );
     }
     let name = req.name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {

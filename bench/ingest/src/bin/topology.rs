@@ -224,7 +224,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut impacted = Vec::new();
     for r in &roots {
         let t = Instant::now();
-        let got = graph::blast_radius(*r, &all);
+        let got = graph::blast_radius(*r, &all, 32);
         raw.push(t.elapsed().as_secs_f64() * 1000.0);
         impacted.push(got.len() as f64);
     }

@@ -68,7 +68,7 @@ pub async fn explain(
         let (answer, error) = if log.is_empty() {
             (None, None)
         } else {
-            match explain_by(&state, &p, &log, agent_id, Some(&lang)).await {
+            match explain_by(&state, p, &log, agent_id, Some(&lang)).await {
                 Ok(a) => (Some(a), None),
                 Err(ApiError::Validation(errors)) => (
                     None,
