@@ -175,6 +175,8 @@ pub struct Context {
     pub allowed: crate::allow::Allowlist,
     /// The agent's state dir (patch snapshots).
     pub state_dir: PathBuf,
+    /// What emergency targets are checked against besides the host (CONTRACT 30).
+    pub guard: crate::emergency::Guard,
 }
 
 /// Runs an accepted action: its answer.
@@ -186,7 +188,7 @@ pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
             (c, o, e, None)
         }
         "emergency" => {
-            let (c, o, e) = crate::emergency::run(&claims.args, &ctx.allowed).await;
+            let (c, o, e) = crate::emergency::run(&claims.args, &ctx.allowed, &ctx.guard).await;
             (c, o, e, None)
         }
         "install_package" => {

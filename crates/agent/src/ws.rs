@@ -170,6 +170,10 @@ impl Socket {
                                         let ctx = actions::Context {
                                             allowed: self.allowed.clone(),
                                             state_dir: self.state_dir.clone(),
+                                            guard: crate::emergency::Guard {
+                                                hub_url: Some(self.url.clone()),
+                                                console_user: Some(self.console_user.clone()),
+                                            },
                                         };
                                         let out = self.answers.0.clone();
                                         tokio::spawn(async move {

@@ -27,10 +27,14 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmergencyRequest {
-    /// `kill_process` (target: a pid), `stop_unit` (a systemd unit), `stop_container` (a
-    /// container name or id), `lock_user` (a login name, not root: password locked and the
-    /// account expired), `block_ip` (an IPv4 or IPv6 address, dropped with nftables, else
-    /// iptables).
+    /// `kill_process` (target: a pid above 2; the agent also refuses itself, its ancestors
+    /// and kernel threads), `stop_unit` (a systemd unit, never `trusthub-agent` or
+    /// `trusthub`), `stop_container` (a container name or id), `lock_user` (a login name, not
+    /// root: password locked and the account expired; the agent also refuses every UID 0
+    /// account and the console user), `block_ip` (one IPv4 or IPv6 address, never loopback,
+    /// unspecified, broadcast, multicast or link-local in any spelling, nor the hub's
+    /// address as the agent reaches it; dropped with nftables, else iptables). Refused targets
+    /// are 422 naming `target`, at the hub and again on the host (CONTRACT 30).
     #[schema(pattern = "^(kill_process|stop_unit|stop_container|lock_user|block_ip)$")]
     pub action: String,
     /// Always a string, checked for the action.

@@ -59,6 +59,40 @@ async fn emergencies_are_checked_before_the_code_and_refused_for_a_host_not_conn
             json!({"action": "lock_user", "target": "root", "reason": "x"}),
             "target",
         ),
+        // CONTRACT 30: targets that would cut the host off or silence the agent, in every
+        // spelling.
+        (
+            json!({"action": "block_ip", "target": "127.0.0.1", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "block_ip", "target": "::ffff:127.0.0.1", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "block_ip", "target": "0.0.0.0", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "block_ip", "target": "::", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "block_ip", "target": "255.255.255.255", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "block_ip", "target": "169.254.169.254", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "stop_unit", "target": "trusthub-agent.service", "reason": "x"}),
+            "target",
+        ),
+        (
+            json!({"action": "kill_process", "target": "2", "reason": "x"}),
+            "target",
+        ),
         (
             json!({"action": "stop_unit", "target": "--now", "reason": "x"}),
             "target",
