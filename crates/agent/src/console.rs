@@ -3,6 +3,12 @@
 //! runs with `--allow-console`. Output goes to the hub as `console_output` frames; input,
 //! resizes and kills come back as `console_input`, `console_resize` and `console_kill`.
 //! A kill ends every process of the console's terminal session, background jobs included.
+//!
+//! CONTRACT 30: a shell never outlives its session. Whenever a session ends — the hub's
+//! kill (terminate, idle, maximum duration), the `expires_at` of the `console_open` token
+//! (enforced here, whatever the hub does), the hub connection lost for more than 30 s, a
+//! reconnect (the hub ended its sessions with the connection) — every process of it gets
+//! SIGHUP, then SIGKILL 5 s later.
 
 use serde_json::json;
 use std::collections::HashMap;
@@ -22,6 +28,9 @@ struct Handle {
     master: File,
     sid: i32,
 }
+
+/// How long a session's processes have between SIGHUP and SIGKILL.
+pub const HANGUP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn winsize(cols: u16, rows: u16) -> rustix::termios::Winsize {
     rustix::termios::Winsize {
@@ -43,7 +52,8 @@ fn frame(kind: &str, session: &str, extra: serde_json::Value) -> String {
 
 impl Consoles {
     /// Opens a session: a PTY, the login shell of `user` as its session leader with the PTY
-    /// as controlling terminal; its output is sent on `out` until it exits.
+    /// as controlling terminal; its output is sent on `out` until it exits. At `expires_at`
+    /// (unix seconds) the session is ended here whatever the hub says.
     pub fn open(
         &self,
         session: &str,
@@ -51,6 +61,7 @@ impl Consoles {
         rows: u16,
         user: &str,
         out: mpsc::Sender<String>,
+        expires_at: Option<i64>,
     ) -> Result<String, String> {
         let shell = login_shell(user).ok_or_else(|| format!("no user `{user}` on this host"))?;
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
@@ -85,6 +96,22 @@ impl Consoles {
         let mut reader = master.try_clone().map_err(|e| e.to_string())?;
         if let Ok(mut m) = self.open.lock() {
             m.insert(session.to_owned(), Handle { master, sid });
+        }
+        if let Some(at) = expires_at {
+            let me = self.clone();
+            let session = session.to_owned();
+            let wait = at.saturating_sub(time::OffsetDateTime::now_utc().unix_timestamp());
+            let wait = std::time::Duration::from_secs(u64::try_from(wait).unwrap_or(0));
+            std::thread::Builder::new()
+                .name("console-clock".into())
+                .spawn(move || {
+                    std::thread::sleep(wait);
+                    if me.is_open(&session) {
+                        tracing::info!(%session, "the console reached its expires_at; ending it");
+                        me.end(&session);
+                    }
+                })
+                .map_err(|e| e.to_string())?;
         }
         let session = session.to_owned();
         let open = self.open.clone();
@@ -148,16 +175,65 @@ impl Consoles {
         }
     }
 
-    /// Kills every process of the session's terminal session.
-    pub fn kill(&self, session: &str) {
+    /// The terminal session id of an open session's shell.
+    pub fn sid(&self, session: &str) -> Option<i32> {
+        self.open
+            .lock()
+            .ok()
+            .and_then(|m| m.get(session).map(|h| h.sid))
+    }
+
+    /// Whether `session` is open here.
+    pub fn is_open(&self, session: &str) -> bool {
+        self.open.lock().is_ok_and(|m| m.contains_key(session))
+    }
+
+    /// The sessions open here.
+    pub fn sessions(&self) -> Vec<String> {
+        self.open
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Ends a session: SIGHUP to every process of its terminal session, SIGKILL to what is
+    /// left after [`HANGUP_GRACE`] (on a thread of its own; this returns at once).
+    pub fn end(&self, session: &str) {
         let sid = self
             .open
             .lock()
             .ok()
             .and_then(|m| m.get(session).map(|h| h.sid));
         if let Some(sid) = sid {
-            kill_session(sid);
+            signal_session(sid, rustix::process::Signal::HUP);
+            let _ = std::thread::Builder::new()
+                .name("console-end".into())
+                .spawn(move || {
+                    let deadline = std::time::Instant::now() + HANGUP_GRACE;
+                    while std::time::Instant::now() < deadline {
+                        if session_pids(sid).is_empty() {
+                            return;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                    }
+                    kill_session(sid);
+                });
         }
+    }
+
+    /// Ends every open session (the hub connection lost for too long, or a reconnect after
+    /// which the hub holds none of them): the ids ended.
+    pub fn end_all(&self) -> Vec<String> {
+        let ended = self.sessions();
+        for s in &ended {
+            self.end(s);
+        }
+        ended
+    }
+
+    /// Kills every process of the session's terminal session (SIGHUP, then SIGKILL).
+    pub fn kill(&self, session: &str) {
+        self.end(session);
     }
 
     /// Handles a frame from the hub about a console; false when it is not one.
@@ -190,8 +266,23 @@ pub fn login_shell(user: &str) -> Option<String> {
 
 /// SIGKILL to every process whose session id is `sid` (read from `/proc/<pid>/stat`).
 pub fn kill_session(sid: i32) {
+    signal_session(sid, rustix::process::Signal::KILL);
+}
+
+/// `signal` to every process of the session `sid`.
+pub fn signal_session(sid: i32, signal: rustix::process::Signal) {
+    for pid in session_pids(sid) {
+        if let Some(p) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(p, signal);
+        }
+    }
+}
+
+/// The live processes (zombies aside) of the session `sid`.
+pub fn session_pids(sid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return;
+        return out;
     };
     for e in dir.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
@@ -204,14 +295,12 @@ pub fn kill_session(sid: i32) {
         let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
             continue;
         };
-        let session = rest
-            .split_whitespace()
-            .nth(3)
-            .and_then(|s| s.parse::<i32>().ok());
-        if session == Some(sid)
-            && let Some(p) = rustix::process::Pid::from_raw(pid)
-        {
-            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+        let mut fields = rest.split_whitespace();
+        let zombie = fields.next() == Some("Z");
+        let session = fields.nth(2).and_then(|s| s.parse::<i32>().ok());
+        if session == Some(sid) && !zombie {
+            out.push(pid);
         }
     }
+    out
 }

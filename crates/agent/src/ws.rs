@@ -12,6 +12,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use uuid::Uuid;
 
+/// How long consoles outlive a lost hub connection (CONTRACT 30).
+pub const CONSOLE_GRACE: Duration = Duration::from_secs(30);
+
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
@@ -31,6 +34,8 @@ pub struct Socket {
     state_dir: std::path::PathBuf,
     /// Console sessions (CONTRACT 22) and the user their shells run as.
     consoles: crate::console::Consoles,
+    /// Connections made so far (a console's grace timer knows whether a new one came).
+    connections: Arc<std::sync::atomic::AtomicU64>,
     console_user: String,
     /// Console frames for the hub (output, exits).
     console_out: (
@@ -92,6 +97,7 @@ impl Socket {
             seen: SeenJtis::load(state_dir),
             state_dir: state_dir.to_owned(),
             consoles: crate::console::Consoles::default(),
+            connections: Arc::default(),
             console_user: console_user.to_owned(),
             console_out: tokio::sync::mpsc::channel(256),
             answers: tokio::sync::mpsc::channel(64),
@@ -141,6 +147,17 @@ impl Socket {
             .await
             .map_err(|e| e.to_string())?;
         tracing::info!("connected to the hub's action socket");
+        self.connections
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // CONTRACT 30: the hub ended every session of this agent when the last connection
+        // went; a shell still open here has nobody watching it. End them, and say so.
+        for session in self.consoles.end_all() {
+            tracing::warn!(%session, "a console left from the last connection is ended");
+            let frame = serde_json::json!({"type": "console_ended", "session_id": session, "reason": "reconnect"});
+            ws.send(Message::Text(frame.to_string().into()))
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         // Actions run beside the socket, which keeps answering pings while a patch takes
         // minutes; their answers come back through `answers`.
         loop {
@@ -222,6 +239,7 @@ impl Socket {
             rows,
             &self.console_user,
             self.console_out.0.clone(),
+            claims.args["expires_at"].as_i64(),
         ) {
             Ok(shell) => actions::Answer::Result {
                 jti: claims.jti.clone(),
@@ -242,7 +260,8 @@ impl Socket {
         }
     }
 
-    /// Holds the socket open forever, redialling with backoff and jitter.
+    /// Holds the socket open forever, redialling with backoff and jitter. Consoles still
+    /// open 30 s after the connection went are ended (CONTRACT 30).
     pub async fn run(mut self) {
         let mut backoff = Duration::from_secs(1);
         loop {
@@ -250,6 +269,22 @@ impl Socket {
             match self.session().await {
                 Ok(()) => tracing::info!("the hub closed the action socket; redialling"),
                 Err(e) => tracing::warn!(error = %e, "action socket lost; redialling"),
+            }
+            if !self.consoles.sessions().is_empty() {
+                let connections = self.connections.clone();
+                let (consoles, seen) = (
+                    self.consoles.clone(),
+                    connections.load(std::sync::atomic::Ordering::SeqCst),
+                );
+                tokio::spawn(async move {
+                    tokio::time::sleep(CONSOLE_GRACE).await;
+                    // Still the same lost connection (a new one ends them itself).
+                    if connections.load(std::sync::atomic::Ordering::SeqCst) == seen {
+                        for session in consoles.end_all() {
+                            tracing::warn!(%session, "the hub connection is lost for 30 s; the console is ended");
+                        }
+                    }
+                });
             }
             if started.elapsed() > Duration::from_secs(30) {
                 backoff = Duration::from_secs(1);

@@ -2225,6 +2225,90 @@ fn check_cast(cast: &str) -> Vec<Value> {
     events
 }
 
+/// CONTRACT 30: a console's shell does not outlive its session across a hub restart. The
+/// session fails at the hub (`agent_lost`); the agent, reconnecting, ends the shell it held
+/// with its background job; a `DELETE` of the failed session asks the host again (202).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_restart_leaves_no_console_shell_on_the_host() {
+    let state = TempDir::new();
+    let mut f = fixture().await;
+    let token = f.enrollment_token(json!([])).await;
+    let _agent = Agent::start(
+        &state.0,
+        &["--hub", &f.base, "--enroll", &token, "--allow-console"],
+    );
+    let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
+        v[0]["connected"] == true
+    })
+    .await;
+    let id = agents[0]["id"].as_str().expect("id").to_owned();
+    let t = fresh_totp_window().await;
+    let secret = enrol_totp(&f).await;
+    let r = console_start(&f, &id, trusthub_core::totp::code_at(&secret, t - 30)).await;
+    assert_eq!(r.status(), 201);
+    let s: Value = r.json().await.expect("json");
+    let session = s["session_id"].as_str().expect("session").to_owned();
+    let mut term = Term::open(&f, s["ws_url"].as_str().expect("ws_url")).await;
+    term.type_line("sleep 1000 & echo BG$((10000000+$!))").await;
+    let pid_of = |s: &str| -> Option<i32> {
+        let rest = s.rsplit_once("BG1")?.1;
+        let (digits, _) = rest.split_once("\r\n")?;
+        digits.parse::<i32>().ok()
+    };
+    assert_eq!(
+        term.until_fn("the background pid", |s| pid_of(s).is_some())
+            .await,
+        None
+    );
+    let bg = pid_of(&term.seen).expect("the background pid");
+    assert!(Path::new(&format!("/proc/{bg}")).exists());
+    drop(term);
+
+    let settings = f.settings.clone();
+    f.hub.stop().await;
+    let (hub, _) = start_hub(settings).await;
+    f.hub = hub;
+    wait_until(
+        &f,
+        &format!("/agents/{id}"),
+        30,
+        "the agent reconnected",
+        |v| v["connected"] == true,
+    )
+    .await;
+    // The agent ended the shell it held: the background job is gone within the grace.
+    for _ in 0..150 {
+        if !Path::new(&format!("/proc/{bg}")).exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !Path::new(&format!("/proc/{bg}")).exists(),
+        "the console's background job outlived the hub restart"
+    );
+    let row = wait_until(
+        &f,
+        &format!("/console/sessions?agent_id={id}"),
+        30,
+        "the session ended",
+        |v| v[0]["ended_at"].is_string(),
+    )
+    .await;
+    assert_eq!(row[0]["id"], session.as_str());
+    assert_eq!(row[0]["status"], "failed", "{row}");
+    let r = f
+        .client
+        .delete(format!("{}/api/v1/console/sessions/{session}", f.base))
+        .header("cookie", &f.cookie)
+        .send()
+        .await
+        .expect("terminate");
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["status"], "failed");
+}
+
 /// The emergency console with the real agent on a real PTY (CONTRACT 22): a typed command and
 /// its output, a resize `stty size` sees, a terminate that kills a background child, an exit
 /// code, the recording checked line by line and its hash; a host without `--allow-console`

@@ -304,16 +304,27 @@ pub(crate) async fn recording(
 }
 
 /// Terminate a session (admin): the host kills every process of the console's terminal
-/// session, background jobs included; the session ends `terminated`.
+/// session, background jobs included (SIGHUP, then SIGKILL 5 s later); the session ends
+/// `terminated`. On a `failed` session (its host was lost or the hub restarted) the host is
+/// asked to end any shell left of it: 202, the session unchanged. Hosts also end such
+/// shells themselves, at `expires_at`, 30 s after losing the hub, and when they reconnect.
 #[utoipa::path(delete, path = "/console/sessions/{id}", tag = "console",
     params(("id" = Uuid, Path, description = "Session id")),
-    responses((status = 200, body = SessionView), (status = 403, body = Problem), (status = 404, body = Problem),
+    responses((status = 200, body = SessionView),
+        (status = 202, description = "A failed session: the host is asked to end any shell left", body = SessionView),
+        (status = 403, body = Problem), (status = 404, body = Problem),
         (status = 409, description = "The session has ended already", body = Problem)))]
 pub(crate) async fn terminate(
     State(state): State<AppState>,
     _meta: Meta,
     by: Admin,
     Path(id): Path<Uuid>,
-) -> ApiResult<axum::Json<SessionView>> {
-    service::terminate(&state, &by.0, id).await.map(axum::Json)
+) -> ApiResult<(StatusCode, axum::Json<SessionView>)> {
+    let view = service::terminate(&state, &by.0, id).await?;
+    let code = if view.status == "failed" {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((code, axum::Json(view)))
 }

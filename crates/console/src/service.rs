@@ -170,7 +170,9 @@ pub async fn start(
             agent_id: agent,
             app_id: None,
             act: "console_open",
-            args: json!({"session_id": id, "cols": cols, "rows": rows}),
+            // The host ends the shell at `expires_at` itself (CONTRACT 30).
+            args: json!({"session_id": id, "cols": cols, "rows": rows,
+                "expires_at": (now + time::Duration::seconds(state.settings.console_max_secs as i64)).unix_timestamp()}),
             reason,
             subject: format!("agent:{agent}"),
             jti: Some(jti),
@@ -339,7 +341,19 @@ pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: 
     else {
         return;
     };
+    if v["type"] == "console_ended" {
+        tracing::info!(session = %id, %agent, reason = v["reason"].as_str().unwrap_or_default(),
+            "the host ended a console left from an earlier connection");
+    }
     let here = state.part::<Live>().of(id);
+    if here.is_none() && v["type"] == "console_ended" {
+        // The owner may be gone (a restarted hub): the row ends here, as a terminate from
+        // another process does, and a living owner closes its recording.
+        if let Err(e) = ended_on_host(state, agent, tenant, id).await {
+            tracing::warn!(error = %e, %id, "cannot end a console session the host ended");
+        }
+        return;
+    }
     if here.is_none() {
         route_to_owner(state, agent, tenant, id, v).await;
         return;
@@ -355,6 +369,12 @@ pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: 
                 failed_recording(state, id, e).await;
             }
         }
+        Some("console_ended") => {
+            // The host ended a shell it held when it reconnected (CONTRACT 30).
+            if let Err(e) = end(state, id, "failed", "agent_lost", None, None).await {
+                tracing::warn!(error = %e, %id, "cannot end a console session");
+            }
+        }
         Some("console_exit") => {
             let code = v["code"].as_i64();
             if let Err(e) = end(state, id, "ended", "exit", code, None).await {
@@ -363,6 +383,39 @@ pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: 
         }
         _ => {}
     }
+}
+
+/// A session the host ended at its reconnect, owned by no process here: its row ends
+/// `failed / agent_lost` unless it ended already.
+async fn ended_on_host(
+    state: &AppState,
+    agent: Uuid,
+    tenant: TenantId,
+    id: Uuid,
+) -> ApiResult<()> {
+    let open = {
+        let mut c = state.db.conn().await?;
+        store::open(&mut c, id).await?
+    };
+    let Some(s) = open else {
+        return Ok(());
+    };
+    if s.tenant_id != tenant.0 || s.agent_id != agent {
+        return Ok(());
+    }
+    let mut tx = state.db.begin().await?;
+    end_row(&mut tx, tenant, agent, id, "failed", "agent_lost", None, None, now()).await?;
+    tx.commit().await?;
+    if s.instance != state.instance {
+        let ended = Msg::Ended {
+            status: "failed".into(),
+            why: "agent_lost".into(),
+        };
+        if let Err(e) = bus::send(state, &s.instance, id, ended).await {
+            tracing::info!(error = %e, %id, "the console's hub process is gone");
+        }
+    }
+    Ok(())
 }
 
 /// Sends a host's frame for a session owned by another hub process to it.
@@ -522,6 +575,31 @@ pub async fn list(
 /// Terminates a session (admin): the host kills its processes; `terminated`.
 pub async fn terminate(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<SessionView> {
     let s = get(state, p.tenant(), id).await?;
+    if s.status == "failed" {
+        // CONTRACT 30: a failed session (its host lost, the hub restarted) may have left a
+        // shell on the host; the host is asked to end it (the caller answers 202).
+        let frame = json!({"type": "console_kill", "session_id": id}).to_string();
+        if let Err(e) = trusthub_fleet::routing::deliver(state, s.agent_id, frame).await {
+            tracing::info!(session = %id, error = %e, "no host to ask about a failed console");
+        }
+        let mut tx = state.db.begin().await?;
+        audit::append(
+            &mut tx,
+            p.tenant(),
+            &audit::NewEntry {
+                event_type: trusthub_core::audit::CONSOLE_SESSION_TERMINATED_BY_ADMIN,
+                actor: p.actor(),
+                subject: format!("agent:{}", s.agent_id),
+                details: json!({"session_id": id, "status": s.status, "host_cleanup": true}),
+                ip: None,
+                request_id: None,
+            },
+            now(),
+        )
+        .await?;
+        tx.commit().await?;
+        return Ok(SessionView::from(s));
+    }
     if s.ended_at.is_some() {
         return Err(ApiError::Conflict(format!(
             "the session already {}",
