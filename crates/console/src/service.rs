@@ -387,12 +387,7 @@ pub async fn on_agent_frame(state: &AppState, agent: Uuid, tenant: TenantId, v: 
 
 /// A session the host ended at its reconnect, owned by no process here: its row ends
 /// `failed / agent_lost` unless it ended already.
-async fn ended_on_host(
-    state: &AppState,
-    agent: Uuid,
-    tenant: TenantId,
-    id: Uuid,
-) -> ApiResult<()> {
+async fn ended_on_host(state: &AppState, agent: Uuid, tenant: TenantId, id: Uuid) -> ApiResult<()> {
     let open = {
         let mut c = state.db.conn().await?;
         store::open(&mut c, id).await?
@@ -404,7 +399,18 @@ async fn ended_on_host(
         return Ok(());
     }
     let mut tx = state.db.begin().await?;
-    end_row(&mut tx, tenant, agent, id, "failed", "agent_lost", None, None, now()).await?;
+    end_row(
+        &mut tx,
+        tenant,
+        agent,
+        id,
+        "failed",
+        "agent_lost",
+        None,
+        None,
+        now(),
+    )
+    .await?;
     tx.commit().await?;
     if s.instance != state.instance {
         let ended = Msg::Ended {

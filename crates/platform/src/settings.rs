@@ -176,6 +176,11 @@ pub struct Settings {
         default_value_t = 3600
     )]
     pub cloud_discover_interval_secs: u64,
+    /// Most topology nodes a tenant holds (50,000), and four times as many edges (422 past
+    /// it; CONTRACT 30).
+    #[arg(long, env = "TRUSTHUB_TOPOLOGY_MAX_NODES", default_value_t = 50_000,
+        value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub topology_max_nodes: u32,
     /// A console session without input this long ends (900).
     #[arg(long, env = "TRUSTHUB_CONSOLE_IDLE_SECS", default_value_t = 900)]
     pub console_idle_secs: u64,
@@ -425,6 +430,7 @@ impl Settings {
             rule_eval_interval_secs: 30,
             slo_eval_interval_secs: 60,
             cloud_discover_interval_secs: 3600,
+            topology_max_nodes: 50_000,
             console_idle_secs: 900,
             console_max_secs: 3600,
             console_record_input: false,

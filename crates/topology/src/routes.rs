@@ -1,9 +1,9 @@
 //! `/topology/*`, `/diagrams/*` and `/blast-radius/{id}` (CONTRACT 24; SPEC 4.7).
 
 use crate::service::{
-    self, BlastRadius, DetectedView, DiagramPut, DiagramView, EdgeView, NewEdge, NewNode, NewZone,
-    NodePatch, NodeView, Promoted, PublicDiagram, Scope, Shared, SnapshotSummary, SnapshotView,
-    TemplateView, ZoneView,
+    self, BlastRadius, DetectedView, DiagramPut, DiagramView, EdgeView, EdgesPage, NewEdge,
+    NewNode, NewZone, NodePatch, NodeView, NodesPage, Promoted, PublicDiagram, Scope, Shared,
+    SnapshotSummary, SnapshotView, TemplateView, ZoneView,
 };
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -46,14 +46,32 @@ fn created<T>(v: T) -> (StatusCode, axum::Json<T>) {
     (StatusCode::CREATED, axum::Json(v))
 }
 
-/// The tenant's topology nodes, by name.
-#[utoipa::path(get, path = "/topology/nodes", tag = "topology",
-    responses((status = 200, body = Vec<NodeView>)))]
+/// A page of a list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Items in this page (1 to 5000; default 500).
+    #[param(minimum = 1, maximum = 5000)]
+    pub limit: Option<i64>,
+    /// The previous page's `next_cursor`.
+    #[param(max_length = 2048)]
+    pub cursor: Option<String>,
+}
+
+/// The tenant's topology nodes, by name, a page at a time (`limit` 500, at most 5000;
+/// follow `next_cursor`). A tenant holds at most `TRUSTHUB_TOPOLOGY_MAX_NODES` (50,000)
+/// nodes and four times as many edges.
+#[utoipa::path(get, path = "/topology/nodes", tag = "topology", params(PageQuery),
+    responses((status = 200, body = NodesPage), (status = 422, body = Problem)))]
 pub(crate) async fn list_nodes(
     State(state): State<AppState>,
     by: Viewer,
-) -> ApiResult<axum::Json<Vec<NodeView>>> {
-    service::nodes(&state, by.0.tenant()).await.map(axum::Json)
+    Query(q): Query<PageQuery>,
+) -> ApiResult<axum::Json<NodesPage>> {
+    service::nodes_page(&state, by.0.tenant(), q.limit, q.cursor.as_deref())
+        .await
+        .map(axum::Json)
 }
 
 /// Add a node (operator). A name may contain any character but control characters and is
@@ -99,14 +117,18 @@ pub(crate) async fn delete_node(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The tenant's edges (`source` depends on `target`), oldest first.
-#[utoipa::path(get, path = "/topology/edges", tag = "topology",
-    responses((status = 200, body = Vec<EdgeView>)))]
+/// The tenant's edges (`source` depends on `target`), oldest first, a page at a time
+/// (`limit` 500, at most 5000; follow `next_cursor`).
+#[utoipa::path(get, path = "/topology/edges", tag = "topology", params(PageQuery),
+    responses((status = 200, body = EdgesPage), (status = 422, body = Problem)))]
 pub(crate) async fn list_edges(
     State(state): State<AppState>,
     by: Viewer,
-) -> ApiResult<axum::Json<Vec<EdgeView>>> {
-    service::edges(&state, by.0.tenant()).await.map(axum::Json)
+    Query(q): Query<PageQuery>,
+) -> ApiResult<axum::Json<EdgesPage>> {
+    service::edges_page(&state, by.0.tenant(), q.limit, q.cursor.as_deref())
+        .await
+        .map(axum::Json)
 }
 
 /// Add an edge (operator): `source_id` depends on `target_id`, both the tenant's nodes and

@@ -301,6 +301,126 @@ pub struct NewNode {
     pub attributes: Option<Value>,
 }
 
+/// A page of the node list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NodesPage {
+    /// This page, by name.
+    pub items: Vec<NodeView>,
+    /// Pass as `cursor` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// A page of the edge list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EdgesPage {
+    /// This page, oldest first.
+    pub items: Vec<EdgeView>,
+    /// Pass as `cursor` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// Default and largest page of the node and edge lists (CONTRACT 30).
+pub const PAGE_DEFAULT: i64 = 500;
+/// The largest page.
+pub const PAGE_MAX: i64 = 5_000;
+
+fn page_limit(limit: Option<i64>) -> ApiResult<i64> {
+    match limit.unwrap_or(PAGE_DEFAULT) {
+        l @ 1..=PAGE_MAX => Ok(l),
+        _ => Err(ApiError::invalid("limit", "must be 1 to 5000")),
+    }
+}
+
+fn bad_cursor() -> ApiError {
+    ApiError::invalid("cursor", "is not a cursor this list gave")
+}
+
+/// A page of the tenant's nodes, by name (`cursor`: the last page's `next_cursor`).
+pub async fn nodes_page(
+    state: &AppState,
+    tenant: TenantId,
+    limit: Option<i64>,
+    cursor: Option<&str>,
+) -> ApiResult<NodesPage> {
+    let limit = page_limit(limit)?;
+    let after: Option<(String, Uuid)> = match cursor {
+        None => None,
+        Some(c) => {
+            let raw = data_encoding::BASE64URL_NOPAD
+                .decode(c.as_bytes())
+                .map_err(|_| bad_cursor())?;
+            Some(serde_json::from_slice(&raw).map_err(|_| bad_cursor())?)
+        }
+    };
+    let mut c = state.db.conn().await?;
+    let rows = store::nodes_page(
+        &mut c,
+        tenant,
+        after.as_ref().map(|(n, i)| (n.as_str(), *i)),
+        limit + 1,
+    )
+    .await?;
+    let more = rows.len() as i64 > limit;
+    let items: Vec<NodeView> = rows.iter().take(limit as usize).map(node_view).collect();
+    let next_cursor = more
+        .then(|| items.last())
+        .flatten()
+        .and_then(|n| serde_json::to_vec(&(&n.name, n.id)).ok())
+        .map(|b| data_encoding::BASE64URL_NOPAD.encode(&b));
+    Ok(NodesPage { items, next_cursor })
+}
+
+/// A page of the tenant's edges, oldest first (`cursor`: the last page's `next_cursor`).
+pub async fn edges_page(
+    state: &AppState,
+    tenant: TenantId,
+    limit: Option<i64>,
+    cursor: Option<&str>,
+) -> ApiResult<EdgesPage> {
+    let limit = page_limit(limit)?;
+    let after = cursor
+        .map(|c| Uuid::parse_str(c).map_err(|_| bad_cursor()))
+        .transpose()?;
+    let mut c = state.db.conn().await?;
+    let rows = store::edges_page(&mut c, tenant, after, limit + 1).await?;
+    let more = rows.len() as i64 > limit;
+    let items: Vec<EdgeView> = rows.iter().take(limit as usize).map(edge_view).collect();
+    let next_cursor = more
+        .then(|| items.last())
+        .flatten()
+        .map(|e| e.id.to_string());
+    Ok(EdgesPage { items, next_cursor })
+}
+
+/// Refuses what would take a tenant past its caps (CONTRACT 30): `TRUSTHUB_TOPOLOGY_MAX_NODES`
+/// nodes and four times as many edges.
+async fn within_caps(
+    state: &AppState,
+    tx: &mut trusthub_store::Tx,
+    tenant: TenantId,
+    new_nodes: i64,
+    new_edges: i64,
+) -> ApiResult<()> {
+    let max = i64::from(state.settings.topology_max_nodes);
+    let (nodes, edges) = store::counts(&mut *tx, tenant).await?;
+    if new_nodes > 0 && nodes + new_nodes > max {
+        return Err(ApiError::invalid(
+            "name",
+            format!("the tenant holds {nodes} nodes; at most {max} (TRUSTHUB_TOPOLOGY_MAX_NODES)"),
+        ));
+    }
+    if new_edges > 0 && edges + new_edges > 4 * max {
+        return Err(ApiError::invalid(
+            "source_id",
+            format!(
+                "the tenant holds {edges} edges; at most {} (four times TRUSTHUB_TOPOLOGY_MAX_NODES)",
+                4 * max
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The tenant's nodes, by name.
 pub async fn nodes(state: &AppState, tenant: TenantId) -> ApiResult<Vec<NodeView>> {
     let mut c = state.db.conn().await?;
@@ -336,6 +456,7 @@ pub async fn create_node(state: &AppState, p: &Principal, req: NewNode) -> ApiRe
         n.agent_id,
         n.cloud_resource_id,
     )?;
+    within_caps(state, &mut tx, tenant, 1, 0).await?;
     store::insert_node(&mut tx, tenant, &n).await?;
     tx.commit().await?;
     Ok(node_view(&n))
@@ -479,6 +600,7 @@ pub async fn create_edge(state: &AppState, p: &Principal, req: NewEdge) -> ApiRe
         created_at: now(),
     };
     let mut tx = state.db.begin().await?;
+    within_caps(state, &mut tx, tenant, 0, 1).await?;
     insert_edge(&mut tx, tenant, &e).await?;
     tx.commit().await?;
     Ok(edge_view(&e))
@@ -821,6 +943,7 @@ pub async fn promote(
             )));
         }
         let node = new_node_of(n);
+        within_caps(state, &mut tx, tenant, 1, 0).await?;
         store::insert_node(&mut tx, tenant, &node).await?;
         Promoted {
             kind: "node".into(),
@@ -851,6 +974,7 @@ pub async fn promote(
             })
         };
         let (s, t) = (end(e.source)?, end(e.target)?);
+        within_caps(state, &mut tx, tenant, created.len() as i64, 1).await?;
         for n in &created {
             store::insert_node(&mut tx, tenant, n).await?;
         }

@@ -169,6 +169,49 @@ pub async fn nodes(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<Node
     )
 }
 
+/// A page of a tenant's nodes by name, after `(name, id)`.
+pub async fn nodes_page(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    after: Option<(&str, Uuid)>,
+    limit: i64,
+) -> StoreResult<Vec<Node>> {
+    let (name, id) = after.unwrap_or(("", Uuid::nil()));
+    let sql = format!(
+        "SELECT {NODE} FROM topology_nodes WHERE tenant_id = $1 AND ($2 = 0 OR name > $3 OR (name = $3 AND id > $4)) \
+         ORDER BY name, id LIMIT $5"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Node>(sqlx::AssertSqlSafe(sql)).bind(tenant.0).bind(i32::from(after.is_some()))
+            .bind(name).bind(id).bind(limit).fetch_all(&mut *c).await?),
+    )
+}
+
+/// A page of a tenant's edges, oldest first (ids are time-ordered), after `id`.
+pub async fn edges_page(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    after: Option<Uuid>,
+    limit: i64,
+) -> StoreResult<Vec<Edge>> {
+    let sql = format!(
+        "SELECT {EDGE} FROM topology_edges WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+    );
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, Edge>(sqlx::AssertSqlSafe(sql)).bind(tenant.0)
+            .bind(after.unwrap_or(Uuid::nil())).bind(limit).fetch_all(&mut *c).await?),
+    )
+}
+
+/// How many nodes and edges a tenant holds.
+pub async fn counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<(i64, i64)> {
+    let nodes: i64 = on!(ex, c => sqlx::query_scalar("SELECT COUNT(*) FROM topology_nodes WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_one(&mut *c).await?);
+    let edges: i64 = on!(ex, c => sqlx::query_scalar("SELECT COUNT(*) FROM topology_edges WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_one(&mut *c).await?);
+    Ok((nodes, edges))
+}
+
 /// Deletes a node with its edges.
 pub async fn delete_node(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
     touch(ex, tenant).await?;

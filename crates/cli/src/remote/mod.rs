@@ -326,6 +326,39 @@ async fn list(
     }
 }
 
+/// Every page of a paged list (`{items, next_cursor}`), as one array.
+async fn all_pages(client: &Client, path: &str) -> Result<Value, Failure> {
+    let mut items: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = client
+            .get(&with_query(
+                path,
+                &[
+                    ("limit", Some("5000".to_owned())),
+                    ("cursor", cursor.clone()),
+                ],
+            ))
+            .await?;
+        items.extend(page["items"].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return Ok(Value::Array(items)),
+        }
+    }
+}
+
+/// Prints every page of a paged list.
+async fn list_paged(
+    client: &Client,
+    path: &str,
+    columns: &[Column],
+    g: &Global,
+) -> Result<(), Failure> {
+    let all = all_pages(client, path).await?;
+    print(&all, columns, g.output)
+}
+
 /// `DELETE path`, then says what went.
 async fn delete(c: &Client, path: &str, done: String) -> Result<(), Failure> {
     c.send(c.request(Method::DELETE, path)).await?;

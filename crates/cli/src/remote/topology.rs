@@ -231,7 +231,7 @@ fn raw(text: &str) {
 pub async fn topology(cmd: TopologyCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
-        TopologyCmd::Nodes => list(&c, "/topology/nodes", NODES, g, false).await,
+        TopologyCmd::Nodes => super::list_paged(&c, "/topology/nodes", NODES, g).await,
         TopologyCmd::AddNode {
             name,
             kind,
@@ -254,7 +254,7 @@ pub async fn topology(cmd: TopologyCmd, g: &Global) -> Result<(), Failure> {
             )
             .await
         }
-        TopologyCmd::Edges => list(&c, "/topology/edges", EDGES, g, false).await,
+        TopologyCmd::Edges => super::list_paged(&c, "/topology/edges", EDGES, g).await,
         TopologyCmd::AddEdge {
             source,
             target,

@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 crate::dual!(
+    node_and_edge_lists_page_and_a_tenant_is_capped,
     detected_connections_are_promoted_and_blast_radius_follows_them,
     cloud_machines_without_an_agent_are_detected_and_joined_by_connections,
     nodes_edges_and_zones_are_validated_and_tenants_apart,
@@ -452,8 +453,7 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
         .await;
     assert_eq!(r.status(), 204);
     assert_eq!(
-        body(app.get("/topology/edges", &app.owner).await)
-            .await
+        body(app.get("/topology/edges", &app.owner).await).await["items"]
             .as_array()
             .map(Vec::len),
         Some(2),
@@ -484,7 +484,7 @@ async fn detected_connections_are_promoted_and_blast_radius_follows_them(b: Back
     let other = app.other_tenant().await;
     assert_eq!(
         body(app.get("/topology/nodes", &other).await).await,
-        json!([])
+        json!({"items": [], "next_cursor": null})
     );
     assert_eq!(
         body(app.get("/topology/detected", &other).await).await,
@@ -900,7 +900,7 @@ async fn nodes_edges_and_zones_are_validated_and_tenants_apart(b: Backend) {
     );
     assert_eq!(
         body(app.get("/topology/edges", &other).await).await,
-        json!([])
+        json!({"items": [], "next_cursor": null})
     );
 }
 
@@ -1493,4 +1493,109 @@ async fn the_topology_pages_draw_promote_show_blast_radius_and_share() {
     browser.find("#diagram svg").await;
     assert!(browser.text("#diagram").await.contains(HOSTILE[0]));
     browser.assert_no_js_errors().await;
+}
+
+/// CONTRACT 30: node and edge lists page (`limit`, `next_cursor`), every item once across
+/// the pages; a tenant holds at most `TRUSTHUB_TOPOLOGY_MAX_NODES` nodes and four times as
+/// many edges (422).
+async fn node_and_edge_lists_page_and_a_tenant_is_capped(b: Backend) {
+    let app = TestApp::spawn_with(b, |s| s.topology_max_nodes = 3).await;
+    let mut ids = Vec::new();
+    for name in ["c", "a", "b"] {
+        let r = app
+            .post(
+                "/topology/nodes",
+                &app.owner,
+                json!({"name": name, "kind": "service"}),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+        ids.push(body(r).await["id"].as_str().expect("id").to_owned());
+    }
+    let r = app
+        .post(
+            "/topology/nodes",
+            &app.owner,
+            json!({"name": "d", "kind": "service"}),
+        )
+        .await;
+    let p = assert_problem(r, 422, "validation_failed").await;
+    assert!(p.to_string().contains("TRUSTHUB_TOPOLOGY_MAX_NODES"), "{p}");
+    // Pages of two: a, b, then c; each once.
+    let first = body(app.get("/topology/nodes?limit=2", &app.owner).await).await;
+    let names: Vec<&str> = first["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    assert_eq!(names, ["a", "b"], "{first}");
+    let cursor = first["next_cursor"].as_str().expect("a next page");
+    let second = body(
+        app.get(
+            &format!("/topology/nodes?limit=2&cursor={cursor}"),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(second["items"][0]["name"], "c", "{second}");
+    assert_eq!(second["items"].as_array().map(Vec::len), Some(1));
+    assert!(second["next_cursor"].is_null());
+    for q in ["limit=0", "limit=5001", "cursor=nope", "limt=2"] {
+        let r = app.get(&format!("/topology/nodes?{q}"), &app.owner).await;
+        assert!(
+            r.status() == 400 || r.status() == 422,
+            "{q}: {}",
+            r.status()
+        );
+    }
+    // Edges: at most 4 × 3 = 12.
+    let mut edge_ids = Vec::new();
+    'outer: for s in &ids {
+        for t in &ids {
+            if s == t {
+                continue;
+            }
+            for port in [1, 2] {
+                if edge_ids.len() == 12 {
+                    break 'outer;
+                }
+                let r = app
+                    .post(
+                        "/topology/edges",
+                        &app.owner,
+                        json!({"source_id": s, "target_id": t, "protocol": "tcp", "port": port}),
+                    )
+                    .await;
+                assert_eq!(r.status(), 201);
+                edge_ids.push(body(r).await["id"].as_str().expect("id").to_owned());
+            }
+        }
+    }
+    let r = app
+        .post(
+            "/topology/edges",
+            &app.owner,
+            json!({"source_id": ids[0], "target_id": ids[1], "protocol": "udp", "port": 9}),
+        )
+        .await;
+    assert_problem(r, 422, "validation_failed").await;
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let q = match &cursor {
+            Some(c) => format!("/topology/edges?limit=5&cursor={c}"),
+            None => "/topology/edges?limit=5".to_owned(),
+        };
+        let page = body(app.get(&q, &app.owner).await).await;
+        for e in page["items"].as_array().expect("items") {
+            seen.push(e["id"].as_str().expect("id").to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, edge_ids, "every edge once, oldest first");
 }
