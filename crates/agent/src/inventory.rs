@@ -617,21 +617,62 @@ pub fn parse_lockfile(
             }
         }
         "Gemfile.lock" | "gems.locked" => {
+            // CONTRACT 30: a line Bundler does not write makes the file unreadable, said
+            // with its number, rather than read as fewer gems.
+            const SECTIONS: [&str; 9] = [
+                "GEM",
+                "GIT",
+                "PATH",
+                "PLUGIN SOURCE",
+                "PLATFORMS",
+                "DEPENDENCIES",
+                "RUBY VERSION",
+                "BUNDLED WITH",
+                "CHECKSUMS",
+            ];
             let mut in_specs = false;
-            for l in text.lines() {
+            let mut section = "";
+            for (i, l) in text.lines().enumerate() {
+                let bad = || {
+                    format!(
+                        "line {}: `{}` is not a Gemfile.lock line",
+                        i + 1,
+                        l.chars().take(80).collect::<String>()
+                    )
+                };
+                if l.trim().is_empty() {
+                    continue;
+                }
+                if !l.starts_with(' ') {
+                    section = SECTIONS
+                        .iter()
+                        .find(|s| **s == l.trim_end())
+                        .ok_or_else(bad)?;
+                    in_specs = false;
+                    continue;
+                }
                 if l.trim() == "specs:" {
                     in_specs = true;
                     continue;
                 }
-                if !l.starts_with(' ') {
+                if matches!(section, "GEM" | "GIT" | "PATH" | "PLUGIN SOURCE")
+                    && !l.starts_with("    ")
+                {
                     in_specs = false;
+                    // `  remote: …`, `  revision: …`: a key and its value.
+                    if !l.trim().contains(':') {
+                        return Err(bad());
+                    }
+                    continue;
                 }
                 // Gems are indented four spaces; their own dependencies six.
-                if in_specs
-                    && l.starts_with("    ")
-                    && !l.starts_with("     ")
-                    && let Some((n, rest)) = l.trim().split_once(" (")
-                {
+                if in_specs && l.starts_with("    ") && !l.starts_with("     ") {
+                    let Some((n, rest)) = l.trim().split_once(" (") else {
+                        return Err(bad());
+                    };
+                    if !rest.ends_with(')') || n.is_empty() || n.contains(' ') {
+                        return Err(bad());
+                    }
                     // `1.15.5-java`, `1.13.1-x86_64-linux`: the platform follows the version
                     // (RubyGems writes no `-` in versions themselves).
                     let version = rest.trim_end_matches(')');
@@ -644,15 +685,8 @@ pub fn parse_lockfile(
             }
         }
         "go.sum" => {
-            for l in text.lines() {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                if f.len() == 3 && !f[1].ends_with("/go.mod") {
-                    out.push((
-                        "Go",
-                        f[0].to_owned(),
-                        f[1].trim_start_matches('v').to_owned(),
-                    ));
-                }
+            for d in crate::deps::golang::go_sum(text)? {
+                out.push(("Go", d.name, d.version));
             }
         }
         other => return Err(format!("{other} is not read here")),

@@ -115,3 +115,67 @@ fn replacement(f: &[&str]) -> Option<(String, Option<String>, String, String)> {
         new.get(1).map(|v| (*v).to_owned()).unwrap_or_default(),
     ))
 }
+
+/// The `go` directive's language version of a `go.mod` (`go 1.16` → `(1, 16)`).
+pub fn go_version(text: &str) -> Option<(u32, u32)> {
+    text.lines().find_map(|l| {
+        let v = l.split("//").next()?.trim().strip_prefix("go ")?.trim();
+        let mut parts = v.split('.');
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    })
+}
+
+/// Reads a `go.sum` strictly: each line is `module version hash` (`version/go.mod` for a
+/// module's go.mod alone); any other line is refused with its number (CONTRACT 30). The
+/// modules whose content was hashed (the ones built), each at every version listed.
+pub fn go_sum(text: &str) -> Result<Vec<Dep>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let hash_ok = |h: &str| {
+            h.split_once(':')
+                .is_some_and(|(alg, rest)| alg.starts_with('h') && !rest.is_empty())
+        };
+        match f.as_slice() {
+            [module, version, hash]
+                if version.starts_with('v') && hash_ok(hash) && !module.is_empty() =>
+            {
+                if !version.ends_with("/go.mod") {
+                    out.push(Dep::new("Go", module, version.trim_start_matches('v')));
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "line {}: `{}` is not `module version hash`",
+                    i + 1,
+                    line.chars().take(80).collect::<String>()
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A `go.mod` of Go before 1.17 lists only direct requirements; the modules its build also
+/// uses are only in `go.sum`. Each module of `sum` that `required` lacks, at the highest
+/// version hashed (the one minimal version selection keeps), is added.
+pub fn with_go_sum(required: Vec<Dep>, sum: Vec<Dep>) -> Vec<Dep> {
+    let mut out = required;
+    let mut best: std::collections::BTreeMap<String, Dep> = std::collections::BTreeMap::new();
+    for d in sum {
+        if out.iter().any(|r| r.name == d.name) {
+            continue;
+        }
+        let newer = best.get(&d.name).is_none_or(|b| {
+            crate::patch::deps::at_least(&d.version, &b.version) && d.version != b.version
+        });
+        if newer {
+            best.insert(d.name.clone(), d);
+        }
+    }
+    out.extend(best.into_values());
+    out
+}

@@ -79,7 +79,23 @@ pub fn parse_lockfile(path: &Path, text: &str) -> Result<(&'static str, Vec<Dep>
         "pipfile-lock" => (format, python::pipfile_lock(text)?),
         "poetry-lock" | "pdm-lock" | "uv-lock" => (format, python::package_tables(text)?),
         "pylock" => (format, python::pylock(text)?),
-        "go-mod" => (format, golang::go_mod(text)?),
+        "go-mod" => {
+            let required = golang::go_mod(text)?;
+            // Before Go 1.17 (or without a `go` line) go.mod holds only direct requirements.
+            let sum = path.with_file_name("go.sum");
+            let deps = if golang::go_version(text).is_none_or(|v| v < (1, 17)) && sum.is_file() {
+                let text = std::fs::read_to_string(&sum)
+                    .map_err(|e| format!("go.sum beside a go.mod before Go 1.17: {e}"))?;
+                golang::with_go_sum(
+                    required,
+                    golang::go_sum(&text).map_err(|e| format!("go.sum: {e}"))?,
+                )
+            } else {
+                required
+            };
+            (format, deps)
+        }
+        "go-sum" => (format, golang::go_sum(text)?),
         _ => (
             format,
             crate::inventory::parse_lockfile(path, text)?
@@ -482,6 +498,28 @@ mod tests {
                 "line 2",
             ),
             ("Pipfile.lock", "{\"default\": {}}", "_meta"),
+            // CONTRACT 30: lines the format does not define, in every format.
+            (
+                "pnpm-lock.yaml",
+                "lockfileVersion: '9.0'\nthis is not yaml\npackages:\n",
+                "line 2",
+            ),
+            (
+                "Gemfile.lock",
+                "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack (2.2.3)\ngarbage here\n",
+                "line 5",
+            ),
+            (
+                "Gemfile.lock",
+                "GEM\n  remote: https://rubygems.org/\n  specs:\n    rack 2.2.3\n",
+                "line 4",
+            ),
+            (
+                "go.sum",
+                "golang.org/x/net v0.17.0 h1:abc=\nnot a go.sum line\n",
+                "line 2",
+            ),
+            ("go.sum", "golang.org/x/net 0.17.0 h1:abc=\n", "line 1"),
             ("uv.lock", "[[package]\nname =", "not valid TOML"),
             (
                 "pylock.toml",
@@ -492,6 +530,35 @@ mod tests {
             let e = parse_lockfile(Path::new(file), text).expect_err(file);
             assert!(e.contains(says), "{file}: {e}");
         }
+    }
+
+    /// CONTRACT 30: a module whose go.mod predates Go 1.17 lists only its direct
+    /// requirements; the modules its build also uses come from go.sum, each at the highest
+    /// version hashed. From 1.17 on, go.mod alone.
+    #[test]
+    fn a_go_mod_before_1_17_takes_its_transitive_modules_from_go_sum() {
+        let dir = std::env::temp_dir().join(format!("gosum116-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let sum = "github.com/a/direct v1.2.0 h1:x=\ngithub.com/a/direct v1.2.0/go.mod h1:y=\n\
+                   golang.org/x/text v0.3.0 h1:a=\ngolang.org/x/text v0.3.7 h1:b=\n\
+                   golang.org/x/text v0.3.7/go.mod h1:c=\ngolang.org/x/sys v0.1.0/go.mod h1:d=\n";
+        std::fs::write(dir.join("go.sum"), sum).expect("go.sum");
+        let old = "module example.com/app\n\ngo 1.16\n\nrequire github.com/a/direct v1.2.0\n";
+        let (_, deps) = parse_lockfile(&dir.join("go.mod"), old).expect("go.mod");
+        assert_eq!(
+            names(&deps),
+            ["github.com/a/direct@1.2.0", "golang.org/x/text@0.3.7"],
+            "the transitive module at its highest hashed version; a go.mod-only line is no build"
+        );
+        let new = old.replace("go 1.16", "go 1.21");
+        let (_, deps) = parse_lockfile(&dir.join("go.mod"), &new).expect("go.mod");
+        assert_eq!(names(&deps), ["github.com/a/direct@1.2.0"]);
+        std::fs::write(dir.join("go.sum"), "garbage\n").expect("go.sum");
+        assert!(
+            parse_lockfile(&dir.join("go.mod"), old).is_err_and(|e| e.contains("go.sum: line 1")),
+            "a corrupt go.sum makes the module unreadable, not smaller"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -151,6 +151,19 @@ pub fn pnpm_lock(text: &str) -> Result<Vec<Dep>, String> {
     let mut in_packages = false;
     for (i, line) in text.lines().enumerate() {
         if !line.starts_with(' ') && !line.trim().is_empty() {
+            // CONTRACT 30: a top-level line is a YAML key (`name:` or `name: value`), a
+            // document marker or a comment; anything else makes the file unreadable.
+            let key = line.split(':').next().unwrap_or_default();
+            let is_key = line.contains(':')
+                && key.starts_with(|c: char| c.is_ascii_alphabetic())
+                && key.chars().all(|c| c.is_ascii_alphanumeric());
+            if !is_key && line.trim_end() != "---" && !line.starts_with('#') {
+                return Err(format!(
+                    "line {}: `{}` is not a pnpm-lock.yaml entry",
+                    i + 1,
+                    line.chars().take(80).collect::<String>()
+                ));
+            }
             in_packages = line.trim_end() == "packages:";
             continue;
         }
