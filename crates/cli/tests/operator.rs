@@ -112,6 +112,16 @@ async fn every_verb_against(db_url: Option<&str>) {
 
     let me = json_of(&cli(&config, &["whoami", "-o", "json"], "", &[]));
     assert_eq!(me["user"]["email"], "admin@trusthub.local");
+    // The global flags go before the verb too (CONTRACT 30).
+    let me = json_of(&cli(
+        &config,
+        &["--context", "lab", "-o", "json", "whoami"],
+        "",
+        &[],
+    ));
+    assert_eq!(me["user"]["email"], "admin@trusthub.local");
+    let o = cli(&config, &["--context", "nosuch", "whoami"], "", &[]);
+    assert!(err(&o).contains("no context `nosuch`"), "{}", err(&o));
     assert_eq!(me["auth"], "session");
     assert_eq!(
         ok(&cli(&config, &["whoami"], "", &[])),
