@@ -309,7 +309,16 @@ fn mask(s: &str) -> String {
     format!("***{tail}")
 }
 
+/// A URL as answers show it (CONTRACT 30): its userinfo as `***`, never the user or the
+/// password.
+fn shown_url(u: &str) -> String {
+    trusthub_platform::outbound::redact(u)
+}
+
+/// A URL whose path is the secret (Slack, Discord): scheme and host only.
 fn mask_url(u: &str) -> String {
+    let u = shown_url(u);
+    let u = u.as_str();
     match u.find("://").map(|i| i + 3) {
         Some(start) => {
             let host_end = u[start..].find('/').map_or(u.len(), |i| start + i);
@@ -324,20 +333,20 @@ impl Config {
     pub fn shown(&self) -> Value {
         match self {
             Config::Url { url } => json!({"url": mask_url(url)}),
-            Config::Webhook { url, .. } => json!({"url": url, "secret": "***"}),
+            Config::Webhook { url, .. } => json!({"url": shown_url(url), "secret": "***"}),
             Config::Telegram {
                 bot_token,
                 chat_id,
                 api_url,
-            } => json!({"bot_token": mask(bot_token), "chat_id": chat_id, "api_url": api_url}),
+            } => json!({"bot_token": mask(bot_token), "chat_id": chat_id, "api_url": shown_url(api_url)}),
             Config::Ntfy { url, topic, token } => {
-                json!({"url": url, "topic": topic, "token": token.as_deref().map(mask)})
+                json!({"url": shown_url(url), "topic": topic, "token": token.as_deref().map(mask)})
             }
             Config::Email { to } => json!({"to": to}),
             Config::PagerDuty {
                 routing_key,
                 api_url,
-            } => json!({"routing_key": mask(routing_key), "api_url": api_url}),
+            } => json!({"routing_key": mask(routing_key), "api_url": shown_url(api_url)}),
         }
     }
 
@@ -666,5 +675,45 @@ fn teams(url: &str, f: &Facts, headline: &str, text_: &str, link: &str) -> Outgo
                 },
             }],
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CONTRACT 30: no answer shows a URL's user or password, whatever the kind.
+    #[test]
+    fn shown_configs_never_carry_userinfo() {
+        let configs = [
+            Config::Url {
+                url: "https://bob:hunter2@hooks.slack.com/services/T/B/X".into(),
+            },
+            Config::Webhook {
+                url: "https://bob:hunter2@hooks.example.com/x".into(),
+                secret: "whsec_x".into(),
+            },
+            Config::Ntfy {
+                url: "https://bob:hunter2@ntfy.lan".into(),
+                topic: "ops".into(),
+                token: None,
+            },
+            Config::Telegram {
+                bot_token: "123:abc".into(),
+                chat_id: "1".into(),
+                api_url: "https://bob:hunter2@tg.lan".into(),
+            },
+            Config::PagerDuty {
+                routing_key: "r".repeat(32),
+                api_url: "https://bob:hunter2@pd.lan".into(),
+            },
+        ];
+        for c in configs {
+            let shown = c.shown().to_string();
+            assert!(
+                !shown.contains("hunter2") && !shown.contains("bob"),
+                "{shown}"
+            );
+        }
     }
 }

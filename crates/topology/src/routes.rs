@@ -514,8 +514,9 @@ pub(crate) async fn shared(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct BlastQuery {
-    /// Most edges between the root and a node listed (1 to 1000; default 32).
-    #[param(minimum = 1, maximum = 1000)]
+    /// Most edges between the root and a node listed (1 to 1000000; default 32). The answer
+    /// lists each node once, so even a whole graph is as large as its nodes.
+    #[param(minimum = 1, maximum = 1000000)]
     pub max_depth: Option<u32>,
 }
 
@@ -536,8 +537,8 @@ pub(crate) async fn blast_radius(
     Query(q): Query<BlastQuery>,
 ) -> ApiResult<axum::Json<BlastRadius>> {
     let depth = q.max_depth.unwrap_or(service::DEFAULT_MAX_DEPTH);
-    if !(1..=1000).contains(&depth) {
-        return Err(ApiError::invalid("max_depth", "must be 1 to 1000"));
+    if !(1..=1_000_000).contains(&depth) {
+        return Err(ApiError::invalid("max_depth", "must be 1 to 1000000"));
     }
     service::blast_radius(&state, by.0.tenant(), id, depth)
         .await

@@ -33,6 +33,10 @@ struct Args {
     /// Requests per measure.
     #[arg(long, default_value_t = 50)]
     runs: usize,
+    /// Nodes of the dependency chain whose whole blast radius is asked for (each depends on
+    /// the next; the root is the last): the answer's size and time (CONTRACT 30).
+    #[arg(long, default_value_t = 10_000)]
+    chain: usize,
     /// Database (default: SQLite in a temporary data dir).
     #[arg(long)]
     database_url: Option<String>,
@@ -248,6 +252,67 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         pct(raw.clone(), 0.5),
         pct(raw, 0.99)
     );
+    // A chain: node i depends on node i + 1; everything fails with the last. Its whole
+    // blast radius lists every node once with `depth` and `via` (linear, not a path each).
+    if args.chain > 1 {
+        let now = trusthub_hub::state::now();
+        let mut tx = db.begin().await?;
+        let mut chain = Vec::with_capacity(args.chain);
+        for i in 0..args.chain {
+            let node = Node {
+                id: Uuid::now_v7(),
+                name: format!("chain-{i}"),
+                kind: "service".into(),
+                agent_id: None,
+                cloud_resource_id: None,
+                zone_id: None,
+                tags: Json(Vec::new()),
+                attributes: Json(json!({})),
+                created_at: now,
+                updated_at: now,
+            };
+            insert_node(&mut tx, tenant, &node).await?;
+            chain.push(node.id);
+        }
+        let mut links = Vec::with_capacity(args.chain);
+        for w in chain.windows(2) {
+            let e = Edge {
+                id: Uuid::now_v7(),
+                source_id: w[0],
+                target_id: w[1],
+                protocol: Some("tcp".into()),
+                port: Some(80),
+                label: None,
+                created_at: now,
+            };
+            insert_edge(&mut tx, tenant, &e).await?;
+            links.push((e.id, w[0], w[1]));
+        }
+        tx.commit().await?;
+        let root = chain[chain.len() - 1];
+        let mut raw = Vec::new();
+        for _ in 0..args.runs {
+            let t = Instant::now();
+            std::hint::black_box(graph::blast_radius(root, &links, u32::MAX));
+            raw.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        let (times, bytes) = timed_get(
+            &http,
+            &format!("{api}/blast-radius/{root}?max_depth=1000000"),
+            &cookie,
+            args.runs + 1,
+        )
+        .await?;
+        let warm = times[1..].to_vec();
+        println!(
+            "blast radius of a {}-node chain, whole depth ({bytes} bytes): API first {:.1} ms, then p50 {:.1} ms p99 {:.1} ms; in process p50 {:.2} ms",
+            args.chain,
+            times[0],
+            pct(warm.clone(), 0.5),
+            pct(warm, 0.99),
+            pct(raw, 0.5)
+        );
+    }
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), serving).await;
     let _ = std::fs::remove_dir_all(&dir);

@@ -230,7 +230,8 @@ impl Http {
                 .client
                 .execute(req)
                 .await
-                .map_err(|e| format!("{shown}: {}", transport(&e)))?;
+                // The URL is shown masked; the error's own copy of it is dropped.
+                .map_err(|e| format!("{shown}: {}", transport(&e.without_url())))?;
             let status = r.status().as_u16();
             attempt += 1;
             if (status == 429 || status == 503) && attempt < ATTEMPTS {

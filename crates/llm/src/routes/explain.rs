@@ -201,7 +201,8 @@ async fn ask_model(
     let resp = req
         .send()
         .await
-        .map_err(|e| format!("cannot reach it: {e}"))?;
+        // Without the URL: it may hold userinfo (CONTRACT 30).
+        .map_err(|e| format!("cannot reach it: {}", e.without_url()))?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("it answered {status}"));
@@ -209,7 +210,7 @@ async fn ask_model(
     let v: Value = resp
         .json()
         .await
-        .map_err(|e| format!("its answer is not JSON: {e}"))?;
+        .map_err(|e| format!("its answer is not JSON: {}", e.without_url()))?;
     v["choices"][0]["message"]["content"]
         .as_str()
         .map(str::trim)
