@@ -30,6 +30,22 @@ struct Inner {
     quiet: AtomicUsize,
     auth_log: Option<PathBuf>,
     auth_offset: Mutex<Option<u64>>,
+    /// Why a honeypot is not armed, by `(kind, target)` (CONTRACT 30).
+    failures: Mutex<BTreeMap<(String, String), String>>,
+}
+
+fn failed(inner: &Inner, kind: &str, target: &str, why: Option<String>) {
+    if let Ok(mut f) = inner.failures.lock() {
+        let key = (kind.to_owned(), target.to_owned());
+        match why {
+            Some(w) => {
+                f.insert(key, w.chars().take(500).collect());
+            }
+            None => {
+                f.remove(&key);
+            }
+        }
+    }
 }
 
 /// While held, file events are the agent's own reading and are dropped.
@@ -66,6 +82,7 @@ impl Honeypots {
                 quiet: AtomicUsize::new(0),
                 auth_log,
                 auth_offset: Mutex::new(None),
+                failures: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -139,10 +156,56 @@ impl Honeypots {
                 | inotify::WatchFlags::ATTRIB
                 | inotify::WatchFlags::DELETE_SELF
                 | inotify::WatchFlags::MOVE_SELF;
-            if let Ok(wd) = inotify::add_watch(fd, &p, flags) {
-                files.insert(p, wd);
+            let target = p.display().to_string();
+            match inotify::add_watch(fd, &p, flags) {
+                Ok(wd) => {
+                    failed(&self.inner, "file", &target, None);
+                    files.insert(p, wd);
+                }
+                Err(e) => failed(
+                    &self.inner,
+                    "file",
+                    &target,
+                    Some(format!("cannot watch {target}: {e}")),
+                ),
             }
         }
+    }
+
+    /// Whether each governed honeypot is armed, and why not (CONTRACT 30): a port this
+    /// agent cannot listen on (in use, say), a file it cannot watch, no auth log to read.
+    pub fn states(&self) -> Vec<trusthub_core::compliance::HoneypotState> {
+        let set = self.inner.set.lock().map(|s| s.clone()).unwrap_or_default();
+        let failures = self
+            .inner
+            .failures
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
+        let auth_log_readable = self
+            .inner
+            .auth_log
+            .as_ref()
+            .is_some_and(|p| std::fs::File::open(p).is_ok());
+        set.into_iter()
+            .map(|h| {
+                let why = match h.kind.as_str() {
+                    "user" if !auth_log_readable => Some(match &self.inner.auth_log {
+                        Some(p) => format!("the auth log {} cannot be read", p.display()),
+                        None => {
+                            "no auth log on this host (/var/log/auth.log or /var/log/secure)".into()
+                        }
+                    }),
+                    _ => failures.get(&(h.kind.clone(), h.target.clone())).cloned(),
+                };
+                trusthub_core::compliance::HoneypotState {
+                    kind: h.kind,
+                    target: h.target,
+                    armed: why.is_none(),
+                    why,
+                }
+            })
+            .collect()
     }
 
     /// While the returned guard lives, file events are the agent's own reading.
@@ -318,10 +381,17 @@ async fn listen(inner: Arc<Inner>, port: u16) {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!(port, error = %e, "cannot listen on a honeypot port");
+                failed(
+                    &inner,
+                    "port",
+                    &port.to_string(),
+                    Some(format!("cannot listen on port {port}: {e}")),
+                );
                 return;
             }
         },
     };
+    failed(&inner, "port", &port.to_string(), None);
     tracing::info!(port, "honeypot port listening");
     loop {
         match listener.accept().await {
@@ -377,6 +447,67 @@ mod tests {
         ] {
             assert!(!names_user(line, "oracle"), "{line}");
         }
+    }
+
+    /// CONTRACT 30: a honeypot the host cannot watch is reported not armed, with why — a
+    /// port another program holds, a file that is not there, no auth log — and armed once
+    /// it can.
+    #[tokio::test]
+    async fn honeypots_that_cannot_watch_say_why() {
+        let dir =
+            std::env::temp_dir().join(format!("honeypot-st-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let held = std::net::TcpListener::bind("[::]:0").expect("bind");
+        let port = held.local_addr().expect("addr").port();
+        let missing = dir.join("no-such-file");
+        let h = Honeypots::new(Some(dir.join("no-auth.log")));
+        h.set(&[
+            Honeypot::new("port", &port.to_string()),
+            Honeypot::new("file", &missing.display().to_string()),
+            Honeypot::new("user", "oracle"),
+        ]);
+        let mut states = Vec::new();
+        for _ in 0..50 {
+            states = h.states();
+            if states.iter().all(|s| !s.armed) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(states.len(), 3);
+        for s in &states {
+            assert!(!s.armed, "{s:?}");
+            assert!(s.problem().is_none(), "{s:?}");
+        }
+        assert!(
+            states[0]
+                .why
+                .as_deref()
+                .is_some_and(|w| w.contains(&format!("port {port}"))),
+            "{states:?}"
+        );
+        assert!(
+            states[1]
+                .why
+                .as_deref()
+                .is_some_and(|w| w.contains("cannot watch")),
+            "{states:?}"
+        );
+        assert!(
+            states[2]
+                .why
+                .as_deref()
+                .is_some_and(|w| w.contains("auth log")),
+            "{states:?}"
+        );
+        // The file appears and the log too: both armed at the next poll.
+        std::fs::write(&missing, "x").expect("write");
+        std::fs::write(dir.join("no-auth.log"), "").expect("write");
+        h.poll();
+        let states = h.states();
+        assert!(states[1].armed && states[2].armed, "{states:?}");
+        drop(held);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]

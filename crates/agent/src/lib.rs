@@ -401,6 +401,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     // its result goes with the first batch after it ends, and a scan still running when the
     // next is due is skipped and counted (`config_scans_skipped` in the heartbeat).
     let config_scan = ConfigScans::default();
+    let mut last_honeypot_states: Option<Vec<trusthub_core::compliance::HoneypotState>> = None;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -484,6 +485,12 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             let touched = honeypots.take();
             if !touched.is_empty() {
                 batch["honeypot_events"] = json!(touched);
+            }
+            // Whether each honeypot is armed, when that changed (CONTRACT 30).
+            let states = honeypots.states();
+            if last_honeypot_states.as_ref() != Some(&states) {
+                batch["honeypot_states"] = json!(states);
+                last_honeypot_states = Some(states);
             }
             let id = batch["batch_id"].as_str().unwrap_or_default().to_owned();
             match serde_json::to_vec(&batch) {

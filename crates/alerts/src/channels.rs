@@ -338,7 +338,9 @@ impl Config {
                 bot_token,
                 chat_id,
                 api_url,
-            } => json!({"bot_token": mask(bot_token), "chat_id": chat_id, "api_url": shown_url(api_url)}),
+            } => {
+                json!({"bot_token": mask(bot_token), "chat_id": chat_id, "api_url": shown_url(api_url)})
+            }
             Config::Ntfy { url, topic, token } => {
                 json!({"url": shown_url(url), "topic": topic, "token": token.as_deref().map(mask)})
             }

@@ -37,6 +37,9 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
             .unwrap_or(c.checked_at);
         store::put_results(&mut *tx, r.tenant, r.agent_id, c.run_id, at, &c.results).await?;
     }
+    if let Some(states) = &r.honeypot_states {
+        store::put_honeypot_states(&mut *tx, r.tenant, r.agent_id, states, now).await?;
+    }
     if !r.honeypot_events.is_empty() {
         let mut notifier = Notifier::default();
         for e in &r.honeypot_events {
@@ -462,6 +465,12 @@ pub struct HoneypotView {
     /// What happened then.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// `armed`, `not_armed` (the host cannot watch it: a port in use, a file it cannot
+    /// watch, no auth log; `why` says) or `unknown` (the host has not said yet).
+    pub state: String,
+    /// Why it is not armed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// A host's DNA.
@@ -518,6 +527,19 @@ pub async fn security(state: &AppState, tenant: TenantId) -> ApiResult<SecurityV
     let mut c = state.db.conn().await?;
     let agents = trusthub_fleet::agents(&mut c, tenant).await?;
     let events = store::latest_events(&mut c, tenant).await?;
+    let states: HashMap<(Uuid, String, String), (bool, Option<String>)> =
+        store::honeypot_states(&mut c, tenant)
+            .await?
+            .into_iter()
+            .map(|(a, k, t, armed, why)| ((a, k, t), (armed, why)))
+            .collect();
+    let state_of = |agent: Uuid, kind: &str, target: &str| -> (String, Option<String>) {
+        match states.get(&(agent, kind.to_owned(), target.to_owned())) {
+            Some((true, _)) => ("armed".into(), None),
+            Some((false, why)) => ("not_armed".into(), why.clone()),
+            None => ("unknown".into(), None),
+        }
+    };
     let mut latest: HashMap<(Uuid, &str, &str), &EventRow> = HashMap::new();
     for e in &events {
         latest.entry((e.agent_id, &e.kind, &e.target)).or_insert(e);
@@ -528,12 +550,15 @@ pub async fn security(state: &AppState, tenant: TenantId) -> ApiResult<SecurityV
         for Honeypot { kind, target } in &a.honeypots.0 {
             governed.insert((a.id, kind, target));
             let e = latest.get(&(a.id, kind.as_str(), target.as_str()));
+            let (state, why) = state_of(a.id, kind, target);
             honeypots.push(HoneypotView {
                 agent_id: a.id,
                 kind: kind.clone(),
                 target: target.clone(),
                 triggered_at: e.map(|e| e.triggered_at),
                 detail: e.map(|e| e.detail.clone()),
+                state,
+                why,
             });
         }
     }
@@ -551,6 +576,9 @@ pub async fn security(state: &AppState, tenant: TenantId) -> ApiResult<SecurityV
                 target: e.target.clone(),
                 triggered_at: Some(e.triggered_at),
                 detail: Some(e.detail.clone()),
+                // No longer governed: not watched.
+                state: "unknown".into(),
+                why: None,
             });
         }
     }

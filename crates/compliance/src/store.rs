@@ -269,6 +269,36 @@ pub async fn insert_event(
     Ok(())
 }
 
+/// Replaces an agent's reported honeypot states (CONTRACT 30).
+pub async fn put_honeypot_states(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agent: Uuid,
+    states: &[trusthub_core::compliance::HoneypotState],
+    now: OffsetDateTime,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("DELETE FROM honeypot_states WHERE tenant_id = $1 AND agent_id = $2")
+        .bind(tenant.0).bind(agent).execute(&mut *c).await?.rows_affected());
+    for s in states {
+        on!(ex, c => sqlx::query(
+            "INSERT INTO honeypot_states (tenant_id, agent_id, kind, target, armed, why, reported_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (agent_id, kind, target) DO NOTHING")
+            .bind(tenant.0).bind(agent).bind(&s.kind).bind(&s.target).bind(s.armed).bind(&s.why)
+            .bind(now).execute(&mut *c).await?.rows_affected());
+    }
+    Ok(())
+}
+
+/// Every reported honeypot state of the tenant: `(agent, kind, target, armed, why)`.
+pub async fn honeypot_states(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, String, String, bool, Option<String>)>> {
+    Ok(on!(ex, c => sqlx::query_as(
+        "SELECT agent_id, kind, target, armed, why FROM honeypot_states WHERE tenant_id = $1")
+        .bind(tenant.0).fetch_all(&mut *c).await?))
+}
+
 /// The latest touch of each honeypot of the tenant.
 pub async fn latest_events(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Vec<EventRow>> {
     const SQL: &str = "SELECT e.agent_id, e.kind, e.target, e.triggered_at, e.detail FROM honeypot_events e \

@@ -327,7 +327,16 @@ pub async fn export(
 struct SecurityPage<'a> {
     assets: &'a Assets,
     user: Option<UserBar>,
-    honeypots: Vec<(String, String, String, String, String, String, String)>,
+    honeypots: Vec<(
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+    )>,
     dna: Vec<(String, String, String, String, String, String, String)>,
     silent: Vec<(String, String, String, i64)>,
 }
@@ -359,6 +368,11 @@ pub async fn security(State(state): State<AppState>, user: WebUser) -> Response 
                             ("log", h.detail.clone().unwrap_or_default()),
                         ])
                         .unwrap_or_default(),
+                        match (h.state.as_str(), &h.why) {
+                            ("not_armed", Some(why)) => format!("not armed: {why}"),
+                            ("not_armed", None) => "not armed".into(),
+                            (s, _) => s.to_owned(),
+                        },
                     )
                 })
                 .collect(),

@@ -139,6 +139,10 @@ pub struct Batch {
     /// Honeypots touched since the last batch.
     #[serde(default)]
     pub honeypot_events: Vec<crate::compliance::HoneypotEvent>,
+    /// Whether each governed honeypot is armed (CONTRACT 30), sent when that changes: the
+    /// whole list, which replaces the last one.
+    #[serde(default)]
+    pub honeypot_states: Option<Vec<crate::compliance::HoneypotState>>,
 }
 
 /// One HTTP check of an `http` app, run by the agent.

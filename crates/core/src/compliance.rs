@@ -418,6 +418,38 @@ pub struct HoneypotEvent {
 /// Most honeypot events in one batch.
 pub const MAX_EVENTS: usize = 100;
 
+/// Whether a governed honeypot is armed on its host (CONTRACT 30): a port in use, a file
+/// that cannot be watched or an auth log that cannot be read is not, and says why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoneypotState {
+    /// `file`, `user` or `port`.
+    pub kind: String,
+    /// Which one.
+    pub target: String,
+    /// Whether it watches.
+    pub armed: bool,
+    /// Why not (at most 500 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl HoneypotState {
+    /// What is wrong with a reported state, if anything.
+    pub fn problem(&self) -> Option<String> {
+        if !["file", "user", "port"].contains(&self.kind.as_str()) {
+            return Some("kind must be file, user or port".into());
+        }
+        if self.target.is_empty() || self.target.chars().count() > 1024 {
+            return Some("target must be 1 to 1024 characters".into());
+        }
+        if self.why.as_ref().is_some_and(|w| w.chars().count() > 500) {
+            return Some("why is at most 500 characters".into());
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,6 +113,8 @@ pub struct SecurityReport {
     pub dna: Option<trusthub_core::compliance::Dna>,
     /// Honeypots touched.
     pub honeypot_events: Vec<trusthub_core::compliance::HoneypotEvent>,
+    /// Whether each governed honeypot is armed, when the agent said so again.
+    pub honeypot_states: Option<Vec<trusthub_core::compliance::HoneypotState>>,
 }
 
 /// What the compliance capability does with a [`SecurityReport`], in the batch's own

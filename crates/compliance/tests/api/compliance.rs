@@ -480,6 +480,38 @@ async fn bad_reports_are_refused_and_store_nothing(b: Backend) {
         )
         .await;
     assert_eq!(r.status(), 403, "an operator cannot disarm them either");
+    // CONTRACT 30: the host says whether each is armed; the security view shows it.
+    let sec = body(app.get("/security", &app.owner).await).await;
+    assert_eq!(sec["honeypots"][0]["state"], "unknown", "{sec}");
+    accepted(
+        &app,
+        &host,
+        json!({"honeypot_states": [{"kind": "port", "target": "2323", "armed": false,
+            "why": "cannot listen on port 2323: Address in use (os error 98)"}]}),
+    )
+    .await;
+    let sec = body(app.get("/security", &app.owner).await).await;
+    assert_eq!(sec["honeypots"][0]["state"], "not_armed", "{sec}");
+    assert!(
+        sec["honeypots"][0]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("in use")),
+        "{sec}"
+    );
+    accepted(
+        &app,
+        &host,
+        json!({"honeypot_states": [{"kind": "port", "target": "2323", "armed": true}]}),
+    )
+    .await;
+    let sec = body(app.get("/security", &app.owner).await).await;
+    assert_eq!(sec["honeypots"][0]["state"], "armed", "{sec}");
+    // A bad state is refused, naming it.
+    let b = json!({"batch_id": Uuid::new_v4(), "sent_at": ts(OffsetDateTime::now_utc()),
+        "honeypot_states": [{"kind": "door", "target": "x", "armed": true}]});
+    let r = send(&app, &host, b.to_string().as_bytes(), None, true).await;
+    let p = assert_problem(r, 422, "validation_failed").await;
+    assert!(names_field(&p, "honeypot_states[0]"), "{p}");
 }
 
 async fn honeypots_dna_and_silent_agents_make_the_security_view(b: Backend) {

@@ -302,7 +302,21 @@ fn security_report(
     let compliance = batch.compliance.take();
     let dna = batch.dna.take();
     let events = std::mem::take(&mut batch.honeypot_events);
+    let states = batch.honeypot_states.take();
     let mut problems: Vec<(String, String)> = Vec::new();
+    if let Some(list) = &states {
+        if list.len() > trusthub_core::compliance::MAX_HONEYPOTS {
+            problems.push((
+                "honeypot_states".into(),
+                format!("at most {}", trusthub_core::compliance::MAX_HONEYPOTS),
+            ));
+        }
+        for (i, s) in list.iter().enumerate() {
+            if let Some(m) = s.problem() {
+                problems.push((format!("honeypot_states[{i}]"), m));
+            }
+        }
+    }
     if let Some(c) = &compliance {
         problems.extend(
             c.problems()
@@ -345,7 +359,7 @@ fn security_report(
             .take(20)
             .map(|(field, message)| FieldError { field, message }),
     );
-    (compliance.is_some() || dna.is_some() || !events.is_empty()).then(|| {
+    (compliance.is_some() || dna.is_some() || !events.is_empty() || states.is_some()).then(|| {
         crate::ingest::SecurityReport {
             tenant: TenantId(agent.tenant_id),
             agent_id: agent.id,
@@ -353,6 +367,7 @@ fn security_report(
             compliance,
             dna,
             honeypot_events: events,
+            honeypot_states: states,
         }
     })
 }
