@@ -5,7 +5,9 @@
 //!
 //! inotify does not say who opened a file: the agent's own reading (its configuration,
 //! compliance and DNA scans) is not told apart by the kernel, so events that arrive while the
-//! agent itself reads the host ([`Honeypots::quiet`]) are dropped.
+//! agent itself reads the host ([`Honeypots::quiet`]: compliance and DNA runs) are dropped.
+//! A configuration scan drops only the events of the honeypot files it reads itself
+//! ([`Honeypots::quiet_for`]); every other honeypot keeps counting (CONTRACT 30).
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
@@ -32,6 +34,9 @@ struct Inner {
     auth_offset: Mutex<Option<u64>>,
     /// Why a honeypot is not armed, by `(kind, target)` (CONTRACT 30).
     failures: Mutex<BTreeMap<(String, String), String>>,
+    /// Files the agent itself is reading now (a configuration scan of a watched file that is
+    /// also a honeypot): their events are its own; every other honeypot still counts.
+    quiet_paths: Mutex<BTreeMap<PathBuf, usize>>,
 }
 
 fn failed(inner: &Inner, kind: &str, target: &str, why: Option<String>) {
@@ -60,6 +65,27 @@ impl Drop for Quiet {
     }
 }
 
+/// While held, events of these files only are the agent's own reading and are dropped.
+pub struct QuietPaths(Arc<Inner>, Vec<PathBuf>);
+
+impl Drop for QuietPaths {
+    fn drop(&mut self) {
+        // What the kernel queued meanwhile is read now: these files' events dropped, the
+        // others' kept.
+        drain_files(&self.0, false);
+        if let Ok(mut q) = self.0.quiet_paths.lock() {
+            for p in &self.1 {
+                if let Some(n) = q.get_mut(p) {
+                    *n -= 1;
+                    if *n == 0 {
+                        q.remove(p);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Most events kept between two batches (the oldest go first).
 const MAX_KEPT: usize = 100;
 
@@ -83,6 +109,7 @@ impl Honeypots {
                 auth_log,
                 auth_offset: Mutex::new(None),
                 failures: Mutex::new(BTreeMap::new()),
+                quiet_paths: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -206,6 +233,37 @@ impl Honeypots {
                 }
             })
             .collect()
+    }
+
+    /// The file honeypots among `patterns` (a literal path or a glob matching it): what a
+    /// configuration scan with those patterns reads.
+    pub fn files_matching(&self, patterns: &[String]) -> Vec<PathBuf> {
+        self.inner
+            .set
+            .lock()
+            .map(|s| {
+                s.iter()
+                    .filter(|h| h.kind == "file")
+                    .filter(|h| {
+                        patterns
+                            .iter()
+                            .any(|p| *p == h.target || trusthub_core::drift::matches(p, &h.target))
+                    })
+                    .map(|h| PathBuf::from(&h.target))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// While the returned guard lives, events of `paths` only are the agent's own reading
+    /// (CONTRACT 30: a configuration scan silences no other honeypot).
+    pub fn quiet_for(&self, paths: Vec<PathBuf>) -> QuietPaths {
+        if let Ok(mut q) = self.inner.quiet_paths.lock() {
+            for p in &paths {
+                *q.entry(p.clone()).or_default() += 1;
+            }
+        }
+        QuietPaths(self.inner.clone(), paths)
     }
 
     /// While the returned guard lives, file events are the agent's own reading.
@@ -335,7 +393,9 @@ fn drain_files(inner: &Inner, dropping: bool) {
         {
             gone.push(path.clone());
         }
+        let own = inner.quiet_paths.lock().is_ok_and(|q| q.contains_key(path));
         if dropping
+            || own
             || inner.quiet.load(Ordering::SeqCst) > 0
             || m.contains(inotify::ReadFlags::IGNORED)
         {
@@ -507,6 +567,40 @@ mod tests {
         let states = h.states();
         assert!(states[1].armed && states[2].armed, "{states:?}");
         drop(held);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// CONTRACT 30: while a configuration scan reads a watched file that is also a
+    /// honeypot, only that file's events are the agent's own: a touch of another honeypot
+    /// at the same time counts.
+    #[tokio::test]
+    async fn a_scan_silences_only_the_honeypots_it_reads() {
+        let dir =
+            std::env::temp_dir().join(format!("honeypot-q-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let scanned = dir.join("sshd_config");
+        let other = dir.join("backup-keys.txt");
+        std::fs::write(&scanned, "x").expect("write");
+        std::fs::write(&other, "y").expect("write");
+        let h = Honeypots::new(None);
+        h.set(&[
+            Honeypot::new("file", &scanned.display().to_string()),
+            Honeypot::new("file", &other.display().to_string()),
+        ]);
+        h.poll();
+        let patterns = vec![format!("{}/sshd_*", dir.display())];
+        assert_eq!(h.files_matching(&patterns), vec![scanned.clone()]);
+        {
+            let _own = h.quiet_for(h.files_matching(&patterns));
+            std::fs::read(&scanned).expect("the scan reads it");
+            std::fs::read(&other).expect("someone else reads this one");
+        }
+        let got = h.take();
+        assert!(!got.is_empty(), "the other honeypot's touch counts");
+        assert!(
+            got.iter().all(|e| e.target == other.display().to_string()),
+            "{got:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -146,7 +146,7 @@ impl ConfigScans {
         patterns: Vec<String>,
         db: drift::PackageDb,
         watcher: drift::Watcher,
-        quiet: honeypot::Quiet,
+        quiet: honeypot::QuietPaths,
         max_file_bytes: u64,
     ) {
         use std::sync::atomic::Ordering;
@@ -461,11 +461,12 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             }
             if let Some((patterns, every)) = config.clone().filter(|_| now >= next_config_scan) {
                 next_config_scan = now + every;
+                let own_reads = honeypots.quiet_for(honeypots.files_matching(&patterns));
                 config_scan.start(
                     patterns,
                     package_db.clone(),
                     watcher.clone(),
-                    honeypots.quiet(),
+                    own_reads,
                     opts.config_max_file_bytes,
                 );
             }
