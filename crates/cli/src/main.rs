@@ -802,52 +802,6 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::globals_after_the_verb;
-
-    fn moved(args: &[&str]) -> Vec<String> {
-        globals_after_the_verb(args.iter().map(Into::into).collect())
-            .into_iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
-
-    #[test]
-    fn global_flags_before_the_verb_move_after_it() {
-        assert_eq!(
-            moved(&["trusthub", "--context", "prod", "agents", "ls"]),
-            ["trusthub", "agents", "--context", "prod", "ls"]
-        );
-        assert_eq!(
-            moved(&[
-                "trusthub",
-                "--context=prod",
-                "-o",
-                "json",
-                "apps",
-                "get",
-                "x"
-            ]),
-            [
-                "trusthub",
-                "apps",
-                "--context=prod",
-                "-o",
-                "json",
-                "get",
-                "x"
-            ]
-        );
-        assert_eq!(
-            moved(&["trusthub", "agents", "ls", "--context", "prod"]),
-            ["trusthub", "agents", "ls", "--context", "prod"]
-        );
-        assert_eq!(moved(&["trusthub", "--version"]), ["trusthub", "--version"]);
-        assert_eq!(moved(&["trusthub", "--context"]), ["trusthub", "--context"]);
-    }
-}
-
 fn main() -> ExitCode {
     // Installed under the name `trusthub-agent` (the hub serves its own build to hosts that
     // install the agent, CONTRACT 27), this binary is the agent.
@@ -1024,5 +978,51 @@ async fn hub_main() -> ExitCode {
             eprintln!("trusthub: {}", f.message);
             ExitCode::from(f.code)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::globals_after_the_verb;
+
+    fn moved(args: &[&str]) -> Vec<String> {
+        globals_after_the_verb(args.iter().map(Into::into).collect())
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn global_flags_before_the_verb_move_after_it() {
+        assert_eq!(
+            moved(&["trusthub", "--context", "prod", "agents", "ls"]),
+            ["trusthub", "agents", "--context", "prod", "ls"]
+        );
+        assert_eq!(
+            moved(&[
+                "trusthub",
+                "--context=prod",
+                "-o",
+                "json",
+                "apps",
+                "get",
+                "x"
+            ]),
+            [
+                "trusthub",
+                "apps",
+                "--context=prod",
+                "-o",
+                "json",
+                "get",
+                "x"
+            ]
+        );
+        assert_eq!(
+            moved(&["trusthub", "agents", "ls", "--context", "prod"]),
+            ["trusthub", "agents", "ls", "--context", "prod"]
+        );
+        assert_eq!(moved(&["trusthub", "--version"]), ["trusthub", "--version"]);
+        assert_eq!(moved(&["trusthub", "--context"]), ["trusthub", "--context"]);
     }
 }

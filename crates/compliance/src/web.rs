@@ -322,21 +322,24 @@ pub async fn export(
     }
 }
 
+/// A honeypot row of the security page.
+struct HoneypotRow {
+    agent_id: String,
+    host: String,
+    kind: String,
+    target: String,
+    touched: String,
+    detail: String,
+    explain: String,
+    state: String,
+}
+
 #[derive(Template)]
 #[template(path = "security.html")]
 struct SecurityPage<'a> {
     assets: &'a Assets,
     user: Option<UserBar>,
-    honeypots: Vec<(
-        String,
-        String,
-        String,
-        String,
-        String,
-        String,
-        String,
-        String,
-    )>,
+    honeypots: Vec<HoneypotRow>,
     dna: Vec<(String, String, String, String, String, String, String)>,
     silent: Vec<(String, String, String, i64)>,
 }
@@ -355,25 +358,23 @@ pub async fn security(State(state): State<AppState>, user: WebUser) -> Response 
             honeypots: v
                 .honeypots
                 .iter()
-                .map(|h| {
-                    (
-                        h.agent_id.to_string(),
-                        name(&h.agent_id),
-                        h.kind.clone(),
-                        h.target.clone(),
-                        h.triggered_at.map(rfc3339).unwrap_or_default(),
-                        h.detail.clone().unwrap_or_default(),
-                        serde_urlencoded::to_string([
-                            ("agent_id", h.agent_id.to_string()),
-                            ("log", h.detail.clone().unwrap_or_default()),
-                        ])
-                        .unwrap_or_default(),
-                        match (h.state.as_str(), &h.why) {
-                            ("not_armed", Some(why)) => format!("not armed: {why}"),
-                            ("not_armed", None) => "not armed".into(),
-                            (s, _) => s.to_owned(),
-                        },
-                    )
+                .map(|h| HoneypotRow {
+                    agent_id: h.agent_id.to_string(),
+                    host: name(&h.agent_id),
+                    kind: h.kind.clone(),
+                    target: h.target.clone(),
+                    touched: h.triggered_at.map(rfc3339).unwrap_or_default(),
+                    detail: h.detail.clone().unwrap_or_default(),
+                    explain: serde_urlencoded::to_string([
+                        ("agent_id", h.agent_id.to_string()),
+                        ("log", h.detail.clone().unwrap_or_default()),
+                    ])
+                    .unwrap_or_default(),
+                    state: match (h.state.as_str(), &h.why) {
+                        ("not_armed", Some(why)) => format!("not armed: {why}"),
+                        ("not_armed", None) => "not armed".into(),
+                        (s, _) => s.to_owned(),
+                    },
                 })
                 .collect(),
             dna: v
