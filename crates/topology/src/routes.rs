@@ -54,20 +54,35 @@ pub struct PageQuery {
     /// Items in this page (1 to 5000; default 500).
     #[param(minimum = 1, maximum = 5000)]
     pub limit: Option<i64>,
-    /// The previous page's `next_cursor`.
-    #[param(max_length = 2048)]
+    /// The previous page's `next_cursor` (the last edge's id).
+    #[param(pattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
+    pub cursor: Option<String>,
+}
+
+/// A page of the node list: `cursor` is `<hex of a name>.<id>`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct NodePageQuery {
+    /// Items in this page (1 to 5000; default 500).
+    #[param(minimum = 1, maximum = 5000)]
+    pub limit: Option<i64>,
+    /// The previous page's `next_cursor` (the last node's name in hex, a dot, its id).
+    #[param(
+        pattern = "^([0-9a-f]{2}){0,800}\\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+    )]
     pub cursor: Option<String>,
 }
 
 /// The tenant's topology nodes, by name, a page at a time (`limit` 500, at most 5000;
 /// follow `next_cursor`). A tenant holds at most `TRUSTHUB_TOPOLOGY_MAX_NODES` (50,000)
 /// nodes and four times as many edges.
-#[utoipa::path(get, path = "/topology/nodes", tag = "topology", params(PageQuery),
+#[utoipa::path(get, path = "/topology/nodes", tag = "topology", params(NodePageQuery),
     responses((status = 200, body = NodesPage), (status = 422, body = Problem)))]
 pub(crate) async fn list_nodes(
     State(state): State<AppState>,
     by: Viewer,
-    Query(q): Query<PageQuery>,
+    Query(q): Query<NodePageQuery>,
 ) -> ApiResult<axum::Json<NodesPage>> {
     service::nodes_page(&state, by.0.tenant(), q.limit, q.cursor.as_deref())
         .await

@@ -343,13 +343,17 @@ pub async fn nodes_page(
     cursor: Option<&str>,
 ) -> ApiResult<NodesPage> {
     let limit = page_limit(limit)?;
+    // `<hex of the name>.<id>`: the position after which the page starts (any such text
+    // is a position, so the schema's pattern states the whole rule).
     let after: Option<(String, Uuid)> = match cursor {
         None => None,
         Some(c) => {
-            let raw = data_encoding::BASE64URL_NOPAD
-                .decode(c.as_bytes())
+            let (name, id) = c.rsplit_once('.').ok_or_else(bad_cursor)?;
+            let bytes = data_encoding::HEXLOWER_PERMISSIVE
+                .decode(name.as_bytes())
                 .map_err(|_| bad_cursor())?;
-            Some(serde_json::from_slice(&raw).map_err(|_| bad_cursor())?)
+            let id = Uuid::parse_str(id).map_err(|_| bad_cursor())?;
+            Some((String::from_utf8_lossy(&bytes).into_owned(), id))
         }
     };
     let mut c = state.db.conn().await?;
@@ -362,11 +366,13 @@ pub async fn nodes_page(
     .await?;
     let more = rows.len() as i64 > limit;
     let items: Vec<NodeView> = rows.iter().take(limit as usize).map(node_view).collect();
-    let next_cursor = more
-        .then(|| items.last())
-        .flatten()
-        .and_then(|n| serde_json::to_vec(&(&n.name, n.id)).ok())
-        .map(|b| data_encoding::BASE64URL_NOPAD.encode(&b));
+    let next_cursor = more.then(|| items.last()).flatten().map(|n| {
+        format!(
+            "{}.{}",
+            data_encoding::HEXLOWER.encode(n.name.as_bytes()),
+            n.id
+        )
+    });
     Ok(NodesPage { items, next_cursor })
 }
 
