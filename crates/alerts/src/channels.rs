@@ -397,14 +397,7 @@ pub enum Outgoing {
     },
 }
 
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+use trusthub_platform::outbound::cut;
 
 fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
