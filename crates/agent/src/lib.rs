@@ -160,10 +160,16 @@ impl ConfigScans {
         }
         let (running, found, done) = (self.running.clone(), self.found.clone(), self.done.clone());
         tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
             let files = {
                 let _quiet = quiet;
                 drift::scan_watching(&patterns, &db, Some(&watcher), max_file_bytes)
             };
+            tracing::info!(
+                files = files.len(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "configuration scan done"
+            );
             if let Ok(mut f) = found.lock() {
                 *f = Some((patterns, files));
             }

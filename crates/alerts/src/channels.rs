@@ -11,6 +11,8 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use trusthub_platform::openapi::Variant;
+use utoipa::ToSchema;
 
 /// The kinds of channel.
 pub const KINDS: [&str; 8] = [
@@ -80,46 +82,131 @@ pub enum Config {
     },
 }
 
-#[derive(Deserialize)]
+// The configs as clients send them; their schemas state the checks of [`parse`] (a value
+// is trimmed before it is checked, so the patterns allow surrounding spaces).
+
+/// Slack, Discord, Teams: `{url}`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UrlIn {
+    /// The incoming webhook (or Teams workflow) URL, http or https.
+    #[schema(min_length = 1, max_length = 2048)]
     url: String,
 }
 
-#[derive(Deserialize)]
+/// A signed webhook: `{url, secret?}`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct WebhookIn {
+    /// The URL deliveries are posted to, http or https.
+    #[schema(min_length = 1, max_length = 2048)]
     url: String,
+    /// The HMAC secret, 16 to 256 characters; absent: one is generated and shown once.
+    #[schema(
+        pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]{14,254}[^\s\x00-\x1f\x7f-\x9f]\s*$"
+    )]
     secret: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// Telegram: `{bot_token, chat_id, api_url?}`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct TelegramIn {
+    /// The bot's token from @BotFather (`123456:ABC…`).
+    #[schema(pattern = r"^\s*[0-9]+:[A-Za-z0-9_-]{10,}\s*$", max_length = 100)]
     bot_token: String,
+    /// A chat id (`-100…`) or `@channelname`.
+    #[schema(schema_with = chat_id_schema)]
     chat_id: Value,
+    /// The Bot API's base URL (default `https://api.telegram.org`).
+    #[schema(min_length = 1, max_length = 2048)]
     api_url: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// A chat id or a channel's name, as text.
+const CHAT_ID: &str = r"^\s*(-?[0-9]{1,20}|@[A-Za-z0-9_]{1,64})\s*$";
+
+fn chat_id_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    serde_json::from_value(json!({"oneOf": [
+        {"type": "integer", "format": "int64"},
+        {"type": "string", "pattern": CHAT_ID},
+    ]}))
+    .expect("a schema")
+}
+
+/// ntfy: `{url, topic, token?}`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct NtfyIn {
+    /// The server's base URL.
+    #[schema(min_length = 1, max_length = 2048)]
     url: String,
+    /// The topic: letters, digits, `_` and `-` (ntfy's rule), at most 64.
+    #[schema(pattern = r"^\s*[A-Za-z0-9_-]{1,64}\s*$")]
     topic: String,
+    /// An access token, at most 256 characters.
+    #[schema(
+        pattern = r"^\s*[^\s\x00-\x1f\x7f-\x9f]([^\x00-\x1f\x7f-\x9f]{0,254}[^\s\x00-\x1f\x7f-\x9f])?\s*$"
+    )]
     token: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// Mail: `{to}` through the hub's SMTP relay.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct EmailIn {
+    /// 1 to 20 addresses.
+    #[schema(schema_with = addresses_schema)]
     to: Vec<String>,
 }
 
-#[derive(Deserialize)]
+fn addresses_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    // `trusthub_core::validate::email`: one `@`, no spaces, control characters or `<>`, a
+    // dot inside the domain.
+    const C: &str = r"\s@<>\x00-\x1f\x7f-\x9f";
+    let address = format!(r"^\s*[^{C}]+@[^{C}.](?=[^{C}]*\.)[^{C}]*[^{C}.]\s*$");
+    serde_json::from_value(json!({"type": "array", "minItems": 1, "maxItems": 20,
+        "items": {"type": "string", "maxLength": 254, "pattern": address}}))
+    .expect("a schema")
+}
+
+/// PagerDuty Events API v2: `{routing_key, api_url?}`.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PagerDutyIn {
+    /// The 32-character integration key of an Events API v2 integration.
+    #[schema(pattern = r"^\s*[A-Za-z0-9]{32}\s*$")]
     routing_key: String,
+    /// The API's base URL (default `https://events.pagerduty.com`).
+    #[schema(min_length = 1, max_length = 2048)]
     api_url: Option<String>,
+}
+
+/// Any kind's config (a change: the channel's own kind decides which).
+pub fn any_config() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    let mut configs: Vec<Value> = shapes()
+        .into_iter()
+        .map(|v| v.properties["config"].clone())
+        .collect();
+    configs.push(json!({"type": "null"}));
+    serde_json::from_value(json!({"anyOf": configs})).expect("a schema")
+}
+
+/// The shapes of a new channel: each `kind` with its `config` (the rule [`parse`] keeps),
+/// for the document ([`trusthub_platform::openapi::one_of`]).
+pub fn shapes() -> Vec<Variant> {
+    use trusthub_platform::openapi::{schema_json, tag};
+    let shape = |kinds: &[&str], config: Value| {
+        Variant::new(json!({"kind": tag(kinds), "config": config}), &[])
+    };
+    vec![
+        shape(&["slack", "discord", "teams"], schema_json::<UrlIn>()),
+        shape(&["webhook"], schema_json::<WebhookIn>()),
+        shape(&["telegram"], schema_json::<TelegramIn>()),
+        shape(&["ntfy"], schema_json::<NtfyIn>()),
+        shape(&["email"], schema_json::<EmailIn>()),
+        shape(&["pagerduty"], schema_json::<PagerDutyIn>()),
+    ]
 }
 
 /// A field error: `(config.<field>, message)`.
@@ -207,10 +294,14 @@ pub fn parse(
                 Value::Number(n) if n.is_i64() => n.to_string(),
                 Value::String(s) => {
                     let s = text("chat_id", s, 100)?;
-                    let ok = s.starts_with('@')
-                        || s.trim_start_matches('-')
-                            .chars()
-                            .all(|c| c.is_ascii_digit());
+                    let digits = s.strip_prefix('-').unwrap_or(&s);
+                    let name = s.strip_prefix('@').unwrap_or_default();
+                    let ok = (!digits.is_empty()
+                        && digits.len() <= 20
+                        && digits.chars().all(|c| c.is_ascii_digit()))
+                        || (!name.is_empty()
+                            && name.len() <= 64
+                            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
                     if !ok {
                         return Err(refuse(
                             "chat_id",

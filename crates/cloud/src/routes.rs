@@ -17,7 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    let mut r = OpenApiRouter::new()
         .routes(api_routes!(list_accounts, create_account))
         .routes(api_routes!(get_account, delete_account))
         .routes(api_routes!(discover))
@@ -26,7 +26,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(resource))
         .routes(api_routes!(install))
         .routes(api_routes!(findings))
-        .routes(api_routes!(summary))
+        .routes(api_routes!(summary));
+    // The credentials' fields are the provider's own.
+    trusthub_platform::openapi::one_of(r.get_openapi_mut(), "NewAccount", service::shapes());
+    r
 }
 
 /// The tenant's cloud accounts (never their credentials).

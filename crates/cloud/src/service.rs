@@ -102,6 +102,41 @@ impl From<Account> for AccountView {
     }
 }
 
+/// The shapes of a new account: each `provider` with its own credential fields (the rule
+/// [`validate`] keeps; Proxmox also needs `endpoint`), for the document
+/// ([`trusthub_platform::openapi::one_of`]).
+pub fn shapes() -> Vec<trusthub_platform::openapi::Variant> {
+    use trusthub_platform::openapi::{Variant, tag};
+    providers::PROVIDERS
+        .iter()
+        .map(|p| {
+            let fields = providers::credential_fields(p);
+            let properties: serde_json::Map<String, Value> = fields
+                .iter()
+                .map(|(f, _)| {
+                    let text = json!({"type": "string", "minLength": 1, "maxLength": 16384,
+                        "pattern": r"\S"});
+                    ((*f).to_owned(), text)
+                })
+                .collect();
+            let required: Vec<&str> = fields.iter().filter(|(_, r)| *r).map(|(f, _)| *f).collect();
+            let credentials = json!({"type": "object", "properties": properties,
+                "required": required, "additionalProperties": false});
+            let needs: &'static [&'static str] = if *p == "proxmox" { &["endpoint"] } else { &[] };
+            // Required for Proxmox, so not null there.
+            let endpoint_type = if *p == "proxmox" {
+                json!("string")
+            } else {
+                json!(["string", "null"])
+            };
+            let shape = json!({"provider": tag(&[p]), "credentials": credentials,
+                "endpoint": {"type": endpoint_type, "maxLength": 2048,
+                    "pattern": trusthub_core::apps::HTTP_URL_NO_USERINFO_PATTERN}});
+            Variant::new(shape, needs)
+        })
+        .collect()
+}
+
 fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut bad = |field: &str, message: String| {
@@ -122,15 +157,18 @@ fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError
             "a Proxmox account needs the cluster's URL (https://host:8006)".into(),
         );
     }
-    // CONTRACT 30: a secret never rides in the URL, where answers and audit rows show it.
-    if let Some(e) = &req.endpoint
-        && reqwest::Url::parse(e).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
-    {
-        bad(
-            "endpoint",
-            "must not hold a user or password (`user:secret@`): credentials belong in `credentials`"
-                .into(),
-        );
+    if let Some(e) = &req.endpoint {
+        if let Err(m) = trusthub_core::apps::http_url(e) {
+            bad("endpoint", m);
+        } else if trusthub_core::apps::has_userinfo(e) {
+            // CONTRACT 30: a secret never rides in the URL, where answers and audit rows
+            // show it.
+            bad(
+                "endpoint",
+                "must not hold a user or password (`user:secret@`): credentials belong in `credentials`"
+                    .into(),
+            );
+        }
     }
     let name = req.name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {

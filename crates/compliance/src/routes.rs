@@ -22,6 +22,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(compliance_runs))
         .routes(api_routes!(compliance_history))
         .routes(api_routes!(export_compliance))
+        .routes(api_routes!(export_compliance_vanta))
         .routes(api_routes!(security_view))
 }
 
@@ -178,22 +179,43 @@ pub struct ExportQuery {
     /// One verdict.
     #[param(pattern = "^(pass|fail|not_applicable|error)$")]
     pub status: Option<String>,
-    /// `vanta` only: the id of the custom resource type made in the Vanta app (default
-    /// `trusthub-host-compliance`).
-    #[param(min_length = 1, max_length = 128)]
+    /// Vanta's only: sent here, 422 naming it (clearer than an unknown parameter).
+    #[param(ignore)]
+    pub resource_id: Option<String>,
+}
+
+/// The Vanta export's filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct VantaQuery {
+    /// One framework (default: all four).
+    #[param(pattern = "^(cis-debian|iso27001|soc2|nis2)$")]
+    pub framework: Option<String>,
+    /// One host.
+    pub agent_id: Option<Uuid>,
+    /// One verdict.
+    #[param(pattern = "^(pass|fail|not_applicable|error)$")]
+    pub status: Option<String>,
+    /// The id of the custom resource type made in the Vanta app (default
+    /// `trusthub-host-compliance`), 1 to 128 characters without control characters.
+    #[param(
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]+$"
+    )]
     pub resource_id: Option<String>,
 }
 
 /// The latest results for another tool (CONTRACT 25): `generic` is an OSCAL 1.1
 /// `assessment-results` document (hosts as inventory items, one observation per host and
 /// check, one finding per host, check and control: `satisfied` or `not-satisfied`; control
-/// ids as OSCAL tokens such as `cis-debian_5.1.20`); `vanta` is the body of Vanta's `PUT
-/// /v1/resources/custom_resource/sync_all`; `trustos` and `cyberday` are CSV
+/// ids as OSCAL tokens such as `cis-debian_5.1.20`); `trustos` and `cyberday` are CSV
 /// `framework,control_id,check_id,title,hostname,status,evidence,checked_at`, one row per
-/// control id. Sent as an attachment.
+/// control id; Vanta's is `GET /compliance/export/vanta`. Sent as an attachment.
 #[utoipa::path(get, path = "/compliance/export/{tool}", tag = "compliance",
-    params(("tool" = String, Path, description = "trustos, vanta, cyberday or generic", pattern = "^(trustos|vanta|cyberday|generic)$"), ExportQuery),
-    responses((status = 200, description = "The export: JSON for generic and vanta, CSV for trustos and cyberday",
+    params(("tool" = String, Path, description = "trustos, cyberday or generic", pattern = "^(trustos|cyberday|generic)$"), ExportQuery),
+    responses((status = 200, description = "The export: JSON for generic, CSV for trustos and cyberday",
             content((Object = "application/json"), (String = "text/csv"))),
         (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn export_compliance(
@@ -202,13 +224,33 @@ pub(crate) async fn export_compliance(
     Path(tool): Path<String>,
     Query(q): Query<ExportQuery>,
 ) -> ApiResult<Response> {
-    let resource_id = q.resource_id.clone();
     let f = Filter {
         framework: q.framework,
         agent_id: q.agent_id,
         status: q.status,
     };
-    let e = service::export(&state, by.0.tenant(), &tool, &f, resource_id.as_deref()).await?;
+    let e = service::export(&state, by.0.tenant(), &tool, &f, q.resource_id.as_deref()).await?;
+    Ok(attachment(e))
+}
+
+/// The latest results for Vanta (CONTRACT 25): the body of Vanta's `PUT
+/// /v1/resources/custom_resource/sync_all` for the custom resource type `resource_id`.
+/// Sent as an attachment.
+#[utoipa::path(get, path = "/compliance/export/vanta", tag = "compliance",
+    params(VantaQuery),
+    responses((status = 200, description = "The export (JSON)", content((Object = "application/json"))),
+        (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn export_compliance_vanta(
+    State(state): State<AppState>,
+    by: Viewer,
+    Query(q): Query<VantaQuery>,
+) -> ApiResult<Response> {
+    let f = Filter {
+        framework: q.framework,
+        agent_id: q.agent_id,
+        status: q.status,
+    };
+    let e = service::export(&state, by.0.tenant(), "vanta", &f, q.resource_id.as_deref()).await?;
     Ok(attachment(e))
 }
 

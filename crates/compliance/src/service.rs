@@ -357,7 +357,7 @@ pub async fn export(
         ));
     }
     if let Some(r) = resource_id
-        && (r.is_empty() || r.len() > 128 || r.chars().any(char::is_control))
+        && (r.is_empty() || r.chars().count() > 128 || r.chars().any(char::is_control))
     {
         return Err(ApiError::invalid(
             "resource_id",

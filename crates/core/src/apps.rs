@@ -158,6 +158,22 @@ fn container_name(s: &str) -> Result<(), String> {
     }
 }
 
+/// [`http_url`] as a JSON Schema pattern (the document states the rule the hub keeps).
+pub const HTTP_URL_PATTERN: &str = r"^https?://([^/?#\x00-\x20\x7f-\x9f]*@)?[^/?#@:\x00-\x20\x7f-\x9f][^/?#@\x00-\x20\x7f-\x9f]*([/?#][^\x00-\x20\x7f-\x9f]*)?$";
+
+/// [`http_url`] without userinfo (`user:secret@`), as a JSON Schema pattern: the form of a
+/// URL a credential never rides in (CONTRACT 30).
+pub const HTTP_URL_NO_USERINFO_PATTERN: &str = r"^https?://[^/?#@:\x00-\x20\x7f-\x9f][^/?#@\x00-\x20\x7f-\x9f]*([/?#][^\x00-\x20\x7f-\x9f]*)?$";
+
+/// Whether an http(s) URL names a user or a password (anything before an `@` in its
+/// authority, even empty).
+pub fn has_userinfo(s: &str) -> bool {
+    let rest = s.split_once("://").map_or(s, |(_, r)| r);
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|authority| authority.contains('@'))
+}
+
 /// Checks an `http`/`https` URL with a host.
 pub fn http_url(s: &str) -> Result<(), String> {
     let rest = s

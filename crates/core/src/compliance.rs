@@ -342,6 +342,22 @@ pub const MAX_HONEYPOTS: usize = 32;
 /// The lowest port a honeypot may listen on (CONTRACT 30).
 pub const HONEYPOT_MIN_PORT: u16 = 1024;
 
+/// A `file` honeypot's target as a JSON Schema pattern ([`check_honeypots`]): absolute, no
+/// `.` or `..` segment, no control character, not `/` itself.
+pub const HONEYPOT_FILE_PATTERN: &str = concat!(
+    r"^/(",
+    r"([^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.[^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.\.[^/\x00-\x1f\x7f-\x9f]+)",
+    r"(/([^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.[^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.\.[^/\x00-\x1f\x7f-\x9f]+)?)*",
+    r"|(/([^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.[^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.\.[^/\x00-\x1f\x7f-\x9f]+)?)+",
+    r")$"
+);
+
+/// A `user` honeypot's target as a JSON Schema pattern: a POSIX-style user name.
+pub const HONEYPOT_USER_PATTERN: &str = r"^[a-z_][a-z0-9_.-]{0,31}$";
+
+/// A `port` honeypot's target as a JSON Schema pattern: 1024 to 65535 in decimal.
+pub const HONEYPOT_PORT_PATTERN: &str = r"^(102[4-9]|10[3-9][0-9]|1[1-9][0-9]{2}|[2-9][0-9]{3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$";
+
 /// Checks governance's honeypots: the message for the first bad one.
 pub fn check_honeypots(list: &[Honeypot]) -> Result<(), String> {
     if list.len() > MAX_HONEYPOTS {
@@ -371,9 +387,10 @@ pub fn check_honeypots(list: &[Honeypot]) -> Result<(), String> {
             // CONTRACT 30: unprivileged ports only; a privileged one would be a real
             // service's (and the agent would bind it as root).
             "port" => {
-                h.target
-                    .parse::<u16>()
-                    .is_ok_and(|p| p >= HONEYPOT_MIN_PORT)
+                h.target.bytes().all(|b| b.is_ascii_digit())
+                    && h.target
+                        .parse::<u16>()
+                        .is_ok_and(|p| p >= HONEYPOT_MIN_PORT)
                     && !h.target.starts_with('0')
             }
             other => {

@@ -343,12 +343,113 @@ string_schema! {
     Label = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$", 100;
     /// A webhook event.
     EventName = r"^(alert\.created|alert\.resolved|drift\.ticket)$", 64;
-    /// A watched configuration path or glob: absolute, no `.` or `..` segment.
-    ConfigPath = r"^(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f-\x9f]*)+$", 4096;
+    /// A watched configuration path or glob: absolute, no `.` or `..` segment, nothing under
+    /// `/proc`, `/sys`, `/dev` or `/run`, no glob in the first folder (CONTRACT 30).
+    ConfigPath = r"^(?!/(proc|sys|dev|run)(/|$))(?!/[^/]*[*?\[])(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f-\x9f]*)+$", 4096;
     /// An event a notification channel renders (alerts only).
     AlertEventName = r"^(alert\.created|alert\.resolved)$", 64;
     /// A cloud region or location (`eu-central-1`, `fsn1`).
     RegionName = r"^[A-Za-z0-9_-]+$", 64;
     /// An action kind an EAT may carry.
     ActionName = r"^(restart_app|install_package|update_packages|console_open|emergency)$", 64;
+}
+
+// ------------------------------------------------------------ bodies shaped by a field
+
+/// One shape of a body whose other fields depend on one field's value ([`one_of`]).
+#[derive(Debug)]
+pub struct Variant {
+    /// Property schemas (JSON Schema) that replace or add to the body's own; a JSON `null`
+    /// takes the property out of this shape. A replacement without a description keeps
+    /// the body's.
+    pub properties: serde_json::Value,
+    /// Properties this shape requires besides the body's own required ones.
+    pub required: &'static [&'static str],
+}
+
+impl Variant {
+    /// A shape: `properties` (a JSON object) and what it requires.
+    pub fn new(properties: serde_json::Value, required: &'static [&'static str]) -> Variant {
+        Variant {
+            properties,
+            required,
+        }
+    }
+}
+
+/// The schema of `T` as JSON, to place in a [`Variant`] (a channel kind's `config`).
+pub fn schema_json<T: utoipa::PartialSchema>() -> serde_json::Value {
+    serde_json::to_value(T::schema()).unwrap_or_default()
+}
+
+/// `{"type": "string", "enum": values}`: a tag fixed to some values.
+pub fn tag(values: &[&str]) -> serde_json::Value {
+    serde_json::json!({"type": "string", "enum": values})
+}
+
+/// States a rule between fields (CONTRACT 30): the object schema `name` of `doc`'s
+/// components becomes a `oneOf` of one copy per shape, each with its own properties and
+/// requirements, so a client generated from the document builds only bodies the hub takes
+/// (a channel's `config` by its `kind`, an account's `credentials` by its `provider`). The
+/// shapes must exclude each other (a tag fixed to different values). Panics at start when
+/// `name` is not an object schema of the document: a wiring mistake, found by every test.
+pub fn one_of(doc: &mut utoipa::openapi::OpenApi, name: &str, variants: Vec<Variant>) {
+    use serde_json::{Map, Value};
+    let components = doc.components.get_or_insert_with(Default::default);
+    let base = components
+        .schemas
+        .get(name)
+        .map(|s| serde_json::to_value(s).unwrap_or_default())
+        .filter(|b| b.get("properties").is_some())
+        .unwrap_or_else(|| panic!("one_of: no object schema `{name}`"));
+    let shapes: Vec<Value> = variants
+        .into_iter()
+        .map(|v| {
+            let mut shape = base.clone();
+            if let Some(o) = shape.as_object_mut() {
+                o.remove("description");
+            }
+            let props = shape["properties"].as_object_mut().expect("properties");
+            for (field, schema) in v.properties.as_object().cloned().unwrap_or_default() {
+                match schema {
+                    Value::Null => {
+                        props.remove(&field);
+                    }
+                    Value::Object(mut s) => {
+                        if let Some(d) = props.get(&field).and_then(|p| p.get("description"))
+                            && !s.contains_key("description")
+                        {
+                            s.insert("description".into(), d.clone());
+                        }
+                        props.insert(field, Value::Object(s));
+                    }
+                    other => panic!("one_of: `{name}.{field}` is not a schema: {other}"),
+                }
+            }
+            let kept: Vec<String> = props.keys().cloned().collect();
+            let mut required: Vec<Value> = shape
+                .get("required")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| r.as_str().is_some_and(|r| kept.iter().any(|k| k == r)))
+                .collect();
+            for r in v.required {
+                if !required.iter().any(|x| x == r) {
+                    required.push(Value::from(*r));
+                }
+            }
+            shape["required"] = Value::Array(required);
+            shape
+        })
+        .collect();
+    let mut whole = Map::new();
+    if let Some(d) = base.get("description") {
+        whole.insert("description".into(), d.clone());
+    }
+    whole.insert("oneOf".into(), Value::Array(shapes));
+    let schema = serde_json::from_value(Value::Object(whole))
+        .unwrap_or_else(|e| panic!("one_of: `{name}` is not a schema: {e}"));
+    components.schemas.insert(name.to_owned(), schema);
 }

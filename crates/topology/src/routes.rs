@@ -19,7 +19,7 @@ use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    let mut r = OpenApiRouter::new()
         .routes(api_routes!(list_nodes, create_node))
         .routes(api_routes!(update_node, delete_node))
         .routes(api_routes!(list_edges, create_edge))
@@ -39,7 +39,28 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(share))
         .routes(api_routes!(unshare))
         .routes(api_routes!(shared))
-        .routes(api_routes!(blast_radius))
+        .routes(api_routes!(blast_radius));
+    // A scope's `id` names its zone or agent; the tenant scope takes none.
+    {
+        use serde_json::json;
+        use trusthub_platform::openapi::{Variant, one_of, tag};
+        one_of(
+            r.get_openapi_mut(),
+            "GenerateRequest",
+            vec![
+                Variant::new(
+                    json!({"scope": tag(&["tenant"]),
+                        "id": {"type": "null", "description": "The tenant scope takes no id."}}),
+                    &[],
+                ),
+                Variant::new(
+                    json!({"scope": tag(&["zone", "agent"]), "id": {"type": "string", "format": "uuid"}}),
+                    &["id"],
+                ),
+            ],
+        );
+    }
+    r
 }
 
 fn created<T>(v: T) -> (StatusCode, axum::Json<T>) {
@@ -326,8 +347,12 @@ pub struct GenerateRequest {
     pub scope: String,
     /// The zone or the agent (required for those scopes).
     pub id: Option<Uuid>,
-    /// The diagram's name (default: from the scope).
-    #[schema(min_length = 1, max_length = 200)]
+    /// The diagram's name (default: from the scope), 1 to 200 characters, not only spaces.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: Option<String>,
 }
 
@@ -340,6 +365,14 @@ pub(crate) async fn generate(
     by: Operator,
     Json(req): Json<GenerateRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<DiagramView>)> {
+    if let Some(n) = &req.name
+        && (n.trim().is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control))
+    {
+        return Err(ApiError::invalid(
+            "name",
+            "must be 1 to 200 characters, not only spaces, no control characters",
+        ));
+    }
     let scope = match (req.scope.as_str(), req.id) {
         ("tenant", None) => Scope::Tenant,
         ("tenant", Some(_)) => return Err(ApiError::invalid("id", "the tenant scope takes no id")),

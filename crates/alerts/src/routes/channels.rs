@@ -23,11 +23,18 @@ use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    let mut r = OpenApiRouter::new()
         .routes(api_routes!(create, list))
         .routes(api_routes!(get_channel, update, delete))
         .routes(api_routes!(test))
-        .routes(api_routes!(deliveries))
+        .routes(api_routes!(deliveries));
+    // A channel's `config` takes the fields of its `kind`.
+    trusthub_platform::openapi::one_of(
+        r.get_openapi_mut(),
+        "NewChannel",
+        crate::channels::shapes(),
+    );
+    r
 }
 
 /// A channel to create.
@@ -65,8 +72,9 @@ pub struct ChannelPatch {
     /// New label.
     #[schema(min_length = 1, max_length = 100)]
     pub name: Option<String>,
-    /// New config (whole).
-    #[schema(value_type = Option<Object>)]
+    /// New config (whole), with the fields of the channel's kind (as `config` of
+    /// `NewChannel`).
+    #[schema(schema_with = crate::channels::any_config)]
     pub config: Option<Value>,
     /// New events.
     #[schema(value_type = Option<Vec<crate::openapi::AlertEventName>>, min_items = 1)]

@@ -26,8 +26,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExplainQuery {
-    /// The log line, 1 to 4000 characters.
-    #[param(min_length = 1, max_length = 4000)]
+    /// The log line, 1 to 4000 characters, not only spaces.
+    #[param(min_length = 1, max_length = 4000, pattern = r"\S")]
     pub log: String,
     /// The host it comes from: its OS and architecture are given to the model as context
     /// (never its name).

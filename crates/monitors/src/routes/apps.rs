@@ -22,11 +22,18 @@ use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    let mut r = OpenApiRouter::new()
         .routes(api_routes!(list, create))
         .routes(api_routes!(get_app, update, delete))
         .routes(api_routes!(checks))
-        .routes(api_routes!(candidates))
+        .routes(api_routes!(candidates));
+    // Each kind takes its own fields.
+    trusthub_platform::openapi::one_of(
+        r.get_openapi_mut(),
+        "NewAppRequest",
+        super::apps_shapes::shapes(),
+    );
+    r
 }
 
 /// Shortest HTTP check interval.
@@ -43,8 +50,9 @@ pub struct NewAppRequest {
     /// The host that runs it, or that runs the http check; omit it for a check the hub runs.
     pub agent_id: Option<Uuid>,
     /// Label, 1 to 100 characters.
+    #[schema(value_type = trusthub_platform::openapi::Label)]
     pub name: String,
-    /// `systemd`, `docker`, `compose` or `process`.
+    /// `systemd`, `docker`, `compose` or `process` (for a check, `type`; this may repeat it).
     pub app_type: Option<String>,
     /// `http`, `tcp` or `tls`: a check (SPEC 4.1's SLO-style form; CONTRACT 27).
     #[serde(rename = "type")]
@@ -59,6 +67,7 @@ pub struct NewAppRequest {
     /// Free text, at most 2000 characters.
     pub notes: Option<String>,
     /// `running` (default) or `stopped`.
+    #[schema(pattern = "^(running|stopped)$")]
     pub expected_state: Option<String>,
     /// process: what a restart runs; absolute path first.
     pub restart_command: Option<String>,
@@ -313,21 +322,32 @@ pub(crate) async fn create_app(
         .map_err(|m| err(&mut errors, "name", m.into()))
         .unwrap_or_default();
     let kind = match (req.app_type.as_deref(), req.kind.as_deref()) {
-        (_, Some(t)) | (Some(t), None) => {
-            let k = AppKind::parse(t).filter(|k| req.kind.is_none() || k.is_check());
+        (a, Some(t)) => {
+            let k = AppKind::parse(t).filter(|k| k.is_check());
             if k.is_none() {
-                let (field, m) = if req.kind.is_some() {
-                    (
-                        "type",
-                        "must be http, tcp or tls; the other kinds go in `app_type`",
-                    )
+                err(
+                    &mut errors,
+                    "type",
+                    "must be http, tcp or tls; the other kinds go in `app_type`".into(),
+                );
+            } else if a.is_some_and(|a| a != t) {
+                err(
+                    &mut errors,
+                    "app_type",
+                    "must be left out or repeat `type` for a check".into(),
+                );
+            }
+            k
+        }
+        (Some(a), None) => {
+            let k = AppKind::parse(a).filter(|k| !k.is_check());
+            if k.is_none() {
+                let m = if AppKind::parse(a).is_some() {
+                    "http, tcp and tls are checks: send them as `type`, with `endpoint`"
                 } else {
-                    (
-                        "app_type",
-                        "must be systemd, docker, compose or process (or type: http, tcp, tls)",
-                    )
+                    "must be systemd, docker, compose or process (or type: http, tcp, tls)"
                 };
-                err(&mut errors, field, m.into());
+                err(&mut errors, "app_type", m.into());
             }
             k
         }
@@ -369,8 +389,14 @@ pub(crate) async fn create_app(
     let (mut expected_status, mut keyword) = (None, None);
     match kind {
         Some(k) if k.is_check() => {
-            let target = req.endpoint.as_deref().or(req.identifier.as_deref());
-            match target.map(str::trim) {
+            if req.identifier.is_some() {
+                err(
+                    &mut errors,
+                    "identifier",
+                    "checks name their target in `endpoint`".into(),
+                );
+            }
+            match req.endpoint.as_deref().map(str::trim) {
                 Some(e) => {
                     let checked = core_apps::identifier(k, e).and_then(|e| {
                         if k == AppKind::Http && !by_hub {

@@ -1,5 +1,6 @@
 //! The monitors' API under `/api/v1`.
 
 pub mod apps;
+mod apps_shapes;
 pub mod restart;
 pub mod rules;

@@ -19,9 +19,32 @@ use utoipa_axum::router::OpenApiRouter;
 pub const MAX_BATCH: usize = 1000;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    let mut r = OpenApiRouter::new()
         .routes(api_routes!(query))
-        .routes(api_routes!(querybatch))
+        .routes(api_routes!(querybatch));
+    // A package is named by a purl, or by a name and an ecosystem: one of the two.
+    {
+        use serde_json::json;
+        use trusthub_platform::openapi::{Variant, one_of};
+        let none = json!({"type": "null", "description": "Not with this form."});
+        one_of(
+            r.get_openapi_mut(),
+            "QueryPackage",
+            vec![
+                Variant::new(
+                    json!({"purl": {"type": "string", "maxLength": 1000, "pattern": r"\S"},
+                        "name": none, "ecosystem": none}),
+                    &["purl"],
+                ),
+                Variant::new(
+                    json!({"purl": none, "name": {"type": "string", "maxLength": 500, "pattern": r"\S"},
+                        "ecosystem": {"type": "string", "maxLength": 100, "pattern": r"\S"}}),
+                    &["name", "ecosystem"],
+                ),
+            ],
+        );
+    }
+    r
 }
 
 /// The package of a query: a purl, or a name and an ecosystem.
@@ -46,12 +69,19 @@ pub struct OsvQuery {
     /// The version to check; absent: every advisory naming the package.
     #[schema(max_length = 200)]
     pub version: Option<String>,
-    /// The package.
+    /// The package (required: commit queries are not served).
+    #[schema(value_type = QueryPackage, required = true)]
     pub package: Option<QueryPackage>,
-    /// Git commit queries are not served (the imported data is matched by version): 422.
+    /// Git commit queries are not served (the imported data is matched by version): null
+    /// or absent.
+    #[schema(schema_with = no_commit)]
     pub commit: Option<String>,
     /// Accepted for compatibility; every answer here is complete in one page.
     pub page_token: Option<String>,
+}
+
+fn no_commit() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    serde_json::from_value(serde_json::json!({"type": "null"})).expect("a schema")
 }
 
 /// The answer to one query: full OSV records (empty object when none).
@@ -113,6 +143,15 @@ fn read(q: &OsvQuery, prefix: &str) -> Result<(String, String, Option<String>), 
         .package
         .as_ref()
         .ok_or_else(|| bad("package", "required"))?;
+    for (field, value, max) in [
+        ("package.name", &p.name, 500),
+        ("package.ecosystem", &p.ecosystem, 100),
+        ("package.purl", &p.purl, 1000),
+    ] {
+        if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+            return Err(bad(field, &format!("at most {max} characters")));
+        }
+    }
     let (eco, name, purl_version) = match (&p.purl, &p.name, &p.ecosystem) {
         (Some(purl), None, None) => crate::rules::purl::parse(purl.trim()).ok_or_else(|| {
             bad(
@@ -140,6 +179,9 @@ fn read(q: &OsvQuery, prefix: &str) -> Result<(String, String, Option<String>), 
             return Err(bad("version", "the purl already has a version"));
         }
         (Some(v), None) => Some(v),
+        (None, Some(v)) if v.chars().count() > 200 => {
+            return Err(bad("version", "at most 200 characters"));
+        }
         (None, v) => v
             .as_ref()
             .map(|v| v.trim().to_owned())

@@ -55,14 +55,21 @@ pub struct NewSuppression {
     pub reason: String,
     /// When it stops applying: an RFC 3339 instant, or an ISO 8601 date meaning 00:00 UTC
     /// that day. In the future and at most one year ahead.
-    #[schema(
-        pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))?$"
-    )]
+    #[schema(schema_with = expiry_schema)]
     pub expires_at: String,
     /// One vulnerability (its id or an alias: `GHSA-…`, `CVE-…`); absent: every vulnerability
     /// of the package in the range.
     #[schema(min_length = 1, max_length = 100)]
     pub vuln_id: Option<String>,
+}
+
+/// An RFC 3339 instant or a date (the two forms [`expiry`] reads).
+fn expiry_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    serde_json::from_value(serde_json::json!({"anyOf": [
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "format": "date"},
+    ]}))
+    .expect("a schema")
 }
 
 /// A suppression.
@@ -162,7 +169,6 @@ pub(crate) fn ecosystem(e: &str) -> Result<String, String> {
 
 /// The instant `expires_at` names: RFC 3339, or a date (00:00 UTC).
 fn expiry(s: &str) -> Option<OffsetDateTime> {
-    let s = s.trim();
     if let Ok(t) = OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) {
         return Some(t.replace_nanosecond(0).unwrap_or(t));
     }

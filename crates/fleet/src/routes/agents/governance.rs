@@ -41,7 +41,7 @@ pub struct GovernanceIn {
     /// auth log), `port` (a TCP port the agent listens on that no one should connect to).
     /// A touch raises a critical alert. Absent or null: none.
     #[serde(default)]
-    #[schema(value_type = Option<Vec<HoneypotSchema>>, max_items = 32)]
+    #[schema(schema_with = honeypots_schema)]
     pub honeypots: Option<Vec<trusthub_core::compliance::Honeypot>>,
     /// Read-only (ignored).
     #[serde(default)]
@@ -54,16 +54,62 @@ pub struct GovernanceIn {
 }
 
 /// A honeypot (CONTRACT 25).
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(as = Honeypot)]
 #[allow(dead_code)]
 pub struct HoneypotSchema {
     /// `file`, `user` or `port`.
     #[schema(pattern = "^(file|user|port)$")]
     kind: String,
-    /// An absolute path, a user name or a TCP port (1 to 65535).
+    /// An absolute path, a user name or a TCP port (1024 to 65535), by `kind`.
     #[schema(min_length = 1, max_length = 1024)]
     target: String,
+}
+
+/// At most 32 honeypots, each once.
+fn honeypots_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    serde_json::from_value(serde_json::json!({
+        "type": ["array", "null"], "maxItems": trusthub_core::compliance::MAX_HONEYPOTS,
+        "uniqueItems": true, "items": {"$ref": "#/components/schemas/Honeypot"}}))
+    .expect("a schema")
+}
+
+/// The shapes of a honeypot: each `kind` with the form of its `target` (the rule
+/// `check_honeypots` keeps), for the document.
+pub(crate) fn honeypot_shapes() -> Vec<trusthub_platform::openapi::Variant> {
+    use serde_json::json;
+    use trusthub_core::compliance as c;
+    use trusthub_platform::openapi::{Variant, tag};
+    [
+        (
+            "file",
+            c::HONEYPOT_FILE_PATTERN,
+            1024,
+            "An absolute path without `.` or `..` segments.",
+        ),
+        (
+            "user",
+            c::HONEYPOT_USER_PATTERN,
+            32,
+            "A user name: a-z or `_`, then a-z, 0-9, `_`, `-`, `.`; at most 32.",
+        ),
+        (
+            "port",
+            c::HONEYPOT_PORT_PATTERN,
+            5,
+            "A TCP port 1024 to 65535, in decimal.",
+        ),
+    ]
+    .into_iter()
+    .map(|(kind, pattern, max, what)| {
+        Variant::new(
+            json!({"kind": tag(&[kind]), "target": {"type": "string", "minLength": 1,
+                "maxLength": max, "pattern": pattern, "description": what}}),
+            &[],
+        )
+    })
+    .collect()
 }
 
 /// The settings the hub governs for an agent.

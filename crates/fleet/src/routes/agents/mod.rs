@@ -70,7 +70,7 @@ const SLICES: [(&str, &str); 9] = [
 ];
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
+    let mut r = OpenApiRouter::new()
         .routes(api_routes!(create_enrollment_token, list_enrollment_tokens))
         .routes(api_routes!(revoke_enrollment_token))
         .routes(api_routes!(eat_public_key))
@@ -90,7 +90,14 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(ca_cert))
         .routes(api_routes!(ca_crl))
         .routes(api_routes!(client_certs_of))
-        .routes(api_routes!(revoke_client_cert))
+        .routes(api_routes!(revoke_client_cert));
+    // A honeypot's target is read by its kind.
+    trusthub_platform::openapi::one_of(
+        r.get_openapi_mut(),
+        "Honeypot",
+        governance::honeypot_shapes(),
+    );
+    r
 }
 
 #[cfg(test)]
