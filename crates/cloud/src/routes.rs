@@ -51,6 +51,8 @@ pub(crate) async fn list_accounts(
 /// key, `CLOUD_ENCRYPTION_KEY`) and never returned; a first discovery run starts at once.
 /// An `endpoint` must pass the hub's outbound address policy and hold no userinfo (422
 /// naming `endpoint`: credentials belong in `credentials`).
+///
+/// Beyond the schema: the provider checks the credentials live (made-up ones are 422 `credentials_rejected`), and `endpoint` must resolve to an address the outbound policy allows.
 #[utoipa::path(post, path = "/cloud/accounts", tag = "cloud", request_body = NewAccount,
     responses((status = 201, body = AccountView), (status = 403, body = Problem),
         (status = 422, description = "Invalid fields, or `credentials_rejected`", body = Problem)))]

@@ -78,6 +78,8 @@ pub struct RunRequest {
 /// Ask hosts to run the compliance checks now (admin; 10 accepted runs per hour per user).
 /// Each host runs them when its next batch is answered (within one push interval) and sends
 /// the results with the run's id.
+///
+/// Beyond the schema: a run needs hosts: your tenant must have agents, and an `agent_id` must be one of them.
 #[utoipa::path(post, path = "/compliance/run", tag = "compliance", request_body = RunRequest,
     responses((status = 202, body = RunAccepted), (status = 404, body = Problem), (status = 422, body = Problem),
         (status = 429, body = Problem)))]

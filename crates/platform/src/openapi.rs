@@ -341,6 +341,8 @@ string_schema! {
     GroupKey = r"^[A-Za-z0-9_.-]+$", 100;
     /// A printable label of up to 100 characters.
     Label = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$", 100;
+    /// A printable name of up to 200 characters, not only spaces.
+    Name200 = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$", 200;
     /// A webhook event.
     EventName = r"^(alert\.created|alert\.resolved|drift\.ticket)$", 64;
     /// A watched configuration path or glob: absolute, no `.` or `..` segment, nothing under

@@ -114,6 +114,8 @@ pub(crate) async fn list_nodes(
 /// shown exactly (the Mermaid export encodes what Mermaid would read otherwise). An agent or
 /// a cloud resource is linked to at most one node (409 otherwise); `agent_id`,
 /// `cloud_resource_id` and `zone_id` must be the tenant's (422).
+///
+/// Beyond the schema: `agent_id`, `cloud_resource_id` and `zone_id` must be the tenant's, each agent and resource in one node at most.
 #[utoipa::path(post, path = "/topology/nodes", tag = "topology", request_body = NewNode,
     responses((status = 201, body = NodeView), (status = 409, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn create_node(
@@ -126,6 +128,8 @@ pub(crate) async fn create_node(
 
 /// Change a node (operator): fields absent stay, `null` clears `agent_id`,
 /// `cloud_resource_id` or `zone_id`.
+///
+/// Beyond the schema: `agent_id`, `cloud_resource_id` and `zone_id` must be the tenant's, each agent and resource in one node at most.
 #[utoipa::path(patch, path = "/topology/nodes/{id}", tag = "topology",
     params(("id" = Uuid, Path, description = "Node id")), request_body = NodePatch,
     responses((status = 200, body = NodeView), (status = 404, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem)))]
@@ -169,6 +173,8 @@ pub(crate) async fn list_edges(
 
 /// Add an edge (operator): `source_id` depends on `target_id`, both the tenant's nodes and
 /// different (422); the same ends, protocol and port twice is 409.
+///
+/// Beyond the schema: both ends must be different nodes of your tenant.
 #[utoipa::path(post, path = "/topology/edges", tag = "topology", request_body = NewEdge,
     responses((status = 201, body = EdgeView), (status = 409, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn create_edge(
@@ -204,6 +210,8 @@ pub(crate) async fn list_zones(
 
 /// Add a zone (operator), optionally inside another (`parent_id`, the tenant's: 422
 /// otherwise). Zones are drawn as nested `subgraph`s.
+///
+/// Beyond the schema: `parent_id` must be a zone of your tenant.
 #[utoipa::path(post, path = "/topology/zones", tag = "topology", request_body = NewZone,
     responses((status = 201, body = ZoneView), (status = 422, body = Problem)))]
 pub(crate) async fn create_zone(
@@ -348,16 +356,14 @@ pub struct GenerateRequest {
     /// The zone or the agent (required for those scopes).
     pub id: Option<Uuid>,
     /// The diagram's name (default: from the scope), 1 to 200 characters, not only spaces.
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
-    )]
+    #[schema(value_type = Option<trusthub_platform::openapi::Name200>)]
     pub name: Option<String>,
 }
 
 /// Generate a diagram from the topology (operator): its Mermaid text is the export of the
 /// scope at this moment, editable afterwards. An agent without a node is 422.
+///
+/// Beyond the schema: the zone or agent must be your tenant's, and an agent's diagram needs the agent's node.
 #[utoipa::path(post, path = "/diagrams/generate", tag = "diagrams", request_body = GenerateRequest,
     responses((status = 201, body = DiagramView), (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn generate(
@@ -407,7 +413,7 @@ pub(crate) async fn templates(_by: Viewer) -> axum::Json<Vec<TemplateView>> {
 #[serde(deny_unknown_fields)]
 pub struct FromTemplate {
     /// The diagram's name (default: the template's).
-    #[schema(min_length = 1, max_length = 200)]
+    #[schema(value_type = Option<trusthub_platform::openapi::Name200>)]
     pub name: Option<String>,
 }
 

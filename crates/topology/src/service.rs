@@ -1454,14 +1454,14 @@ pub async fn from_template(
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiagramPut {
-    /// Name, 1 to 200 characters.
-    #[schema(min_length = 1, max_length = 200)]
+    /// Name, 1 to 200 characters, not only spaces.
+    #[schema(value_type = trusthub_platform::openapi::Name200)]
     pub name: String,
     /// `mermaid` (the only kind).
     #[schema(pattern = "^mermaid$")]
     pub kind: Option<String>,
-    /// Mermaid text, at most 512 KiB.
-    #[schema(min_length = 1, max_length = 524288)]
+    /// Mermaid text, at most 512 KiB, not only spaces, no NUL.
+    #[schema(min_length = 1, max_length = 524288, pattern = r"^[^\x00]*\S[^\x00]*$")]
     pub source: String,
 }
 

@@ -421,6 +421,8 @@ pub async fn deliveries_by(
 /// (`TRUSTHUB_PUBLIC_URL` + `/ui/alerts/<id>`); deliveries retry on
 /// `TRUSTHUB_WEBHOOK_RETRY_SCHEDULE` and are listed under `/deliveries`. The URLs a channel
 /// names follow the outbound address policy (CONTRACT 18), checked now and at each delivery.
+///
+/// Beyond the schema: the URLs `config` names must resolve to addresses the outbound policy allows (SSRF protection).
 #[utoipa::path(post, path = "/notification-channels", tag = "notification-channels", request_body = NewChannel,
     responses((status = 201, body = ChannelView), (status = 422, body = Problem)))]
 pub(crate) async fn create(
@@ -456,6 +458,8 @@ pub(crate) async fn get_channel(
 }
 
 /// Change a notification channel (admin; merge patch).
+///
+/// Beyond the schema: a new `config` takes the fields of the channel's own `kind`, and the URLs it names must resolve to addresses the outbound policy allows.
 #[utoipa::path(patch, path = "/notification-channels/{id}", tag = "notification-channels",
     params(("id" = Uuid, Path, description = "Channel id")), request_body = ChannelPatch,
     responses((status = 200, body = ChannelView), (status = 404, body = Problem), (status = 422, body = Problem)))]

@@ -259,6 +259,8 @@ pub(crate) fn subscription(
 /// limit, any 2xx is success; retries on `TRUSTHUB_WEBHOOK_RETRY_SCHEDULE` with the same
 /// delivery id, then `failed`, `webhook_delivery_failed` in the audit log and a cooldown of
 /// `TRUSTHUB_WEBHOOK_COOLDOWN_SECS`. Redirects are not followed.
+///
+/// Beyond the schema: the URL must resolve to an address the outbound policy allows (SSRF protection).
 #[utoipa::path(post, path = "/webhooks", tag = "webhooks", request_body = NewWebhookRequest,
     responses((status = 201, body = CreatedWebhook), (status = 422, body = Problem)))]
 pub(crate) async fn create(
@@ -375,6 +377,8 @@ pub(crate) async fn get_webhook(
 /// Change an endpoint (admin): only the fields sent change, checked like at creation; a
 /// changed endpoint leaves its cooldown. Deliveries already queued keep the URL they were
 /// queued for and are signed with the current secret.
+///
+/// Beyond the schema: the URL must resolve to an address the outbound policy allows (SSRF protection).
 #[utoipa::path(patch, path = "/webhooks/{id}", tag = "webhooks", params(("id" = Uuid, Path, description = "Webhook id")),
     request_body = WebhookPatch,
     responses((status = 200, body = WebhookView), (status = 404, body = Problem), (status = 422, body = Problem)))]

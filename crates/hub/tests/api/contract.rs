@@ -98,3 +98,45 @@ async fn schemathesis_finds_nothing_as_a_session_or_a_token() {
         }
     }
 }
+
+/// Every operation the Schemathesis config lets refuse schema-valid data names the rule no
+/// schema states in its own description ("Beyond the schema: ..."), so a client reading the
+/// document learns it too (CONTRACT 30).
+#[tokio::test]
+async fn every_exception_is_named_in_its_operation() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc: serde_json::Value = app
+        .get("/openapi.json", &Auth::None)
+        .await
+        .json()
+        .await
+        .expect("document");
+    let config = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/schemathesis/schemathesis.toml"),
+    )
+    .expect("config");
+    let mut seen = 0;
+    for line in config.lines() {
+        let Some(name) = line
+            .strip_prefix("include-name = \"")
+            .and_then(|l| l.strip_suffix('"'))
+        else {
+            continue;
+        };
+        let (method, path) = name.split_once(' ').expect("METHOD /path");
+        let op = &doc["paths"][path][method.to_lowercase()];
+        assert!(op.is_object(), "{name} is not in the document");
+        let text = format!(
+            "{} {}",
+            op["summary"].as_str().unwrap_or_default(),
+            op["description"].as_str().unwrap_or_default()
+        );
+        assert!(
+            text.contains("Beyond the schema: "),
+            "{name} refuses schema-valid data without saying why in its description"
+        );
+        seen += 1;
+    }
+    assert!(seen > 10, "the config lists its exceptions ({seen})");
+}

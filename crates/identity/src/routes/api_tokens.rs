@@ -215,6 +215,8 @@ pub async fn create_by(
 
 /// Create an API token for yourself. Needs a login session: a token cannot mint tokens.
 /// A `write` token acts with your role; a `read` token as a viewer at most.
+///
+/// Beyond the schema: `expires_at` must be in the future.
 #[utoipa::path(post, path = "/api-tokens", tag = "api-tokens", request_body = NewApiToken,
     responses((status = 201, body = CreatedApiToken), (status = 422, body = Problem)))]
 pub(crate) async fn create(

@@ -434,6 +434,8 @@ pub async fn reset_password_by(
 
 /// Set a new password with a reset token. Ends every session of the user and voids the
 /// user's other reset tokens.
+///
+/// Beyond the schema: the token must be one the hub issued, unexpired and unused.
 #[utoipa::path(post, path = "/auth/reset-password", tag = "auth", request_body = TokenPassword,
     responses((status = 204, description = "Password changed"), (status = 422, body = Problem)))]
 pub(crate) async fn reset_password(
@@ -488,6 +490,8 @@ pub async fn accept_invite_by(
 }
 
 /// Accept an invitation: creates the user with the invited role and logs them in.
+///
+/// Beyond the schema: the token must be one the hub issued, unexpired and unused.
 #[utoipa::path(post, path = "/auth/accept-invite", tag = "auth", request_body = TokenPassword,
     responses((status = 201, description = "User created and logged in", body = UserEnvelope),
         (status = 409, description = "The email became a user meanwhile", body = Problem),

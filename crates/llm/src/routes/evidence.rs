@@ -137,6 +137,8 @@ fn parse_time(field: &str, v: &str) -> Result<OffsetDateTime, crate::error::Fiel
 /// `pack_id`, byte-identical manifest); otherwise 201 with a new one. Each new pack is an
 /// `evidence_pack_created` entry in the transparency log and the audit log. Large periods
 /// are built on disk, page by page; two builds run at once per hub process, more wait.
+///
+/// Beyond the schema: `period_end` must be after `period_start`, and `app_id` an app of your tenant.
 #[utoipa::path(post, path = "/ai/evidence-packs", tag = "evidence", request_body = CreatePack,
     responses((status = 201, body = PackView, description = "A new pack"),
         (status = 200, body = PackView, description = "The existing pack over the same inputs and unchanged data"),

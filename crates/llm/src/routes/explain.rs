@@ -230,6 +230,8 @@ async fn ask_model(
 /// `Authorization` values, URL userinfo, PEM blocks, JWTs, AWS keys, and hex or base64 runs
 /// of 32+ characters. Each user or token may ask `TRUSTHUB_EXPLAIN_RATE` (20) times a
 /// minute; past that, 429 with `Retry-After`.
+///
+/// Beyond the schema: without a language model configured (`TRUSTHUB_LLM_URL`), `lang` must be `en` or `de`.
 #[utoipa::path(get, path = "/ai/explain", tag = "ai", params(ExplainQuery),
     responses((status = 200, body = Explained), (status = 404, body = Problem), (status = 422, body = Problem),
         (status = 429, description = "Over `TRUSTHUB_EXPLAIN_RATE` calls a minute (`rate_limited`)", body = Problem)))]

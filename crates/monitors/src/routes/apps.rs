@@ -293,6 +293,8 @@ fn opt_text(
 /// `retries + 1` failures in a row, and up again after `recoveries` successes. An agent
 /// tracks one app per kind and identifier, a tenant one hub check per kind and target (409
 /// otherwise).
+///
+/// Beyond the schema: `agent_id` must be an agent of your tenant; a check's `endpoint` must be in its kind's form (an http(s) URL, `tcp://host:port`, `tls://host:port`) and resolve to an address the outbound policy allows; a systemd unit needs a host that reports systemd.
 #[utoipa::path(post, path = "/apps", tag = "apps", request_body = NewAppRequest,
     responses((status = 201, body = AppView), (status = 409, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn create(

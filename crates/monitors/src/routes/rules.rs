@@ -254,6 +254,8 @@ async fn check_rule(state: &AppState, req: &NewRule) -> ApiResult<CheckedRule> {
 /// `webhook_url`, each new alert is also POSTed there (unsigned minimal body, retried,
 /// logged as `webhook_delivery` in the audit log). A metric no agent sends is accepted and
 /// shown with `metric_seen: false`.
+///
+/// Beyond the schema: `webhook_url` must resolve to an address the outbound policy allows (SSRF protection).
 #[utoipa::path(post, path = "/alert-rules", tag = "alerts", request_body = NewRule,
     responses((status = 201, body = RuleView), (status = 422, body = Problem)))]
 pub(crate) async fn create_rule(
@@ -432,6 +434,8 @@ pub async fn update_rule_by(
 /// Change an alert rule (operator): only the fields sent change, checked like at creation.
 /// The next evaluation uses the new settings; an open alert whose group no longer matches
 /// is resolved by it.
+///
+/// Beyond the schema: `webhook_url` must resolve to an address the outbound policy allows (SSRF protection).
 #[utoipa::path(patch, path = "/alert-rules/{id}", tag = "alerts", params(("id" = Uuid, Path, description = "Rule id")),
     request_body = RulePatch,
     responses((status = 200, body = RuleView), (status = 404, body = Problem), (status = 422, body = Problem)))]

@@ -659,6 +659,8 @@ pub(crate) async fn create_maintenance_by(
 /// Plan a maintenance window for the app (operator): its minutes are neither observed nor
 /// down in the SLO, and the app raises no liveness alert during it. Audit
 /// `maintenance_window_created`.
+///
+/// Beyond the schema: `ends_at` must be after `starts_at` and at most 30 days later.
 #[utoipa::path(post, path = "/apps/{id}/maintenance-windows", tag = "slo",
     params(("id" = Uuid, Path, description = "App id")), request_body = NewMaintenance,
     responses((status = 201, body = MaintenanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]

@@ -247,6 +247,8 @@ async fn answer(
 /// ecosystem's own version order and every range event kind — or, without a version, every
 /// record naming the package. Withdrawn records never match. Shapes as api.osv.dev's
 /// `POST /v1/query`; the whole answer comes in one page (no `next_page_token`).
+///
+/// Beyond the schema: `version` must be readable in the ecosystem's version syntax; a purl must be of a type served here (npm, pypi, gem, golang, composer, deb, apk, rpm), and a purl with a version takes no `version`.
 #[utoipa::path(post, path = "/osv/v1/query", tag = "cve", request_body = OsvQuery,
     responses((status = 200, body = QueryResponse), (status = 422, body = Problem)))]
 pub(crate) async fn query(
@@ -267,6 +269,8 @@ pub(crate) async fn query(
 /// Query many packages at once (viewer): up to 1000 queries, answered in their order with
 /// the id and `modified` of each matching record, as api.osv.dev's `POST /v1/querybatch`.
 /// A refused query refuses the batch (422 naming `queries[i]…`).
+///
+/// Beyond the schema: each query as `POST /osv/v1/query` says: `version` readable in the ecosystem's syntax, a purl of a type served here, no `version` beside a versioned purl.
 #[utoipa::path(post, path = "/osv/v1/querybatch", tag = "cve", request_body = BatchQuery,
     responses((status = 200, body = BatchResponse), (status = 422, body = Problem)))]
 pub(crate) async fn querybatch(

@@ -322,6 +322,8 @@ async fn count(
 /// `expires_at`, raises no alert and is never auto-patched; then it is `open` again by
 /// itself. Findings of later scans are matched too. When several suppressions match a
 /// finding, the one expiring last applies. Audit `cve_suppression_created`.
+///
+/// Beyond the schema: `version_range` must parse in the syntax of `ecosystem`, and `expires_at` must be in the future and at most a year ahead of the hub's clock.
 #[utoipa::path(post, path = "/cve-suppressions", tag = "cve", request_body = NewSuppression,
     responses((status = 201, body = SuppressionView), (status = 422, body = Problem)))]
 pub(crate) async fn create(

@@ -37,6 +37,8 @@ pub struct CreatedEnrollmentToken {
 /// Create an enrollment token (admin). It enrols any number of hosts until it expires
 /// (default 24 h), or one host with `single_use`; stored hashed. A spent single-use token
 /// is refused like an expired one (401).
+///
+/// Beyond the schema: `expires_at` must be in the future.
 #[utoipa::path(post, path = "/agents/enrollment-tokens", tag = "agents", request_body = NewEnrollmentToken,
     responses((status = 201, body = CreatedEnrollmentToken), (status = 422, body = Problem)))]
 pub(crate) async fn create_enrollment_token(

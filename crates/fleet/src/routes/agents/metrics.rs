@@ -64,6 +64,8 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
 /// `TRUSTHUB_METRICS_QUERY_URL` (CONTRACT 26) the points are read from that
 /// Prometheus-compatible store (averages through `avg_over_time`, raw samples through a
 /// range selector), in the same shape; 503 when it does not answer.
+///
+/// Beyond the schema: `from` must be before `to`.
 #[utoipa::path(get, path = "/agents/{id}/metrics", tag = "agents", params(("id" = Uuid, Path, description = "Agent id"), MetricsQuery),
     responses((status = 200, body = MetricsView), (status = 400, body = Problem), (status = 404, body = Problem), (status = 503, body = Problem)))]
 pub(crate) async fn metrics(

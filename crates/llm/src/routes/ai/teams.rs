@@ -160,6 +160,8 @@ pub async fn teams_by(state: &AppState, by: &Viewer, q: TeamsQuery) -> ApiResult
 
 /// Per team over `[from, to)` (by trace start): cost (priced calls; unpriced ones counted
 /// apart), p95 latency (nearest rank), top 3 models, refusal rate, trace count.
+///
+/// Beyond the schema: `from` must be before `to`.
 #[utoipa::path(get, path = "/ai/teams", tag = "ai", params(TeamsQuery),
     responses((status = 200, body = Vec<TeamView>), (status = 422, body = Problem)))]
 pub(crate) async fn teams(
@@ -308,6 +310,8 @@ pub async fn team_by(
 }
 
 /// One team over `[from, to)` with a daily series (same figures as `/ai/teams`).
+///
+/// Beyond the schema: `from` must be before `to`.
 #[utoipa::path(get, path = "/ai/teams/{team}", tag = "ai", params(("team" = String, Path, description = "Team"), TeamsQuery),
     responses((status = 200, body = TeamDetail), (status = 404, body = Problem)))]
 pub(crate) async fn team(

@@ -183,6 +183,8 @@ pub(super) fn may_send_traces(p: &crate::auth::Principal) -> ApiResult<()> {
 /// `duplicate_calls`, not stored twice, so retries are harmless and nothing is dropped
 /// uncounted. Blobs must
 /// hash to their `sha256` and are stored once per hash.
+///
+/// Beyond the schema: `app_id` must be an app of your tenant, `ended_at` not before `started_at`, and the token counts consistent with each other.
 #[utoipa::path(post, path = "/ai/traces", tag = "ai", request_body = TracesIn,
     responses((status = 202, body = TracesAccepted), (status = 403, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn ingest(
