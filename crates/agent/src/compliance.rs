@@ -89,7 +89,7 @@ impl Host {
     }
 
     fn read(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.path(rel)).ok()
+        crate::honeypot::read_own(self.path(rel)).ok()
     }
 
     /// An effective sshd setting (lower-case keyword), with OpenSSH's default.
@@ -140,7 +140,7 @@ fn read_sshd_config(
     if depth > 8 {
         return false;
     }
-    let Ok(text) = std::fs::read_to_string(file) else {
+    let Ok(text) = crate::honeypot::read_own(file) else {
         return false;
     };
     for line in text.lines() {
@@ -195,7 +195,7 @@ fn glob(root: &Path, pattern: &str) -> Vec<PathBuf> {
         };
     }
     let (pre, post) = name.split_once('*').unwrap_or((name, ""));
-    std::fs::read_dir(dir)
+    crate::honeypot::read_dir_own(dir)
         .map(|d| {
             d.filter_map(Result::ok)
                 .map(|e| e.path())
@@ -382,7 +382,7 @@ fn pwquality(h: &Host) -> (Status, String) {
     files.extend(more);
     let mut minlen: Option<(i64, String)> = None;
     for f in &files {
-        for l in std::fs::read_to_string(f).unwrap_or_default().lines() {
+        for l in crate::honeypot::read_own(f).unwrap_or_default().lines() {
             let l = l.trim();
             if let Some((k, v)) = l.split_once('=')
                 && !l.starts_with('#')
@@ -503,7 +503,7 @@ fn walk(h: &Host, mut f: impl FnMut(&str, &std::fs::Metadata)) -> bool {
     let mut seen = 0usize;
     let mut stack: Vec<(PathBuf, usize)> = SYSTEM_DIRS.iter().map(|d| (h.path(d), 0)).collect();
     while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(entries) = crate::honeypot::read_dir_own(&dir) else {
             continue;
         };
         for e in entries.filter_map(Result::ok) {
@@ -632,7 +632,7 @@ fn audit_rules(h: &Host) -> (Status, String) {
     files.push(h.path("/etc/audit/audit.rules"));
     let text: String = files
         .iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .filter_map(|f| crate::honeypot::read_own(f).ok())
         .collect::<Vec<_>>()
         .join("\n");
     let watched = |file: &str| {
@@ -712,7 +712,7 @@ fn unused_filesystems(h: &Host) -> (Status, String) {
         "/usr/lib/modprobe.d/*.conf",
     ] {
         for f in glob(&h.root, pattern) {
-            conf.push_str(&std::fs::read_to_string(f).unwrap_or_default());
+            conf.push_str(&crate::honeypot::read_own(f).unwrap_or_default());
             conf.push('\n');
         }
     }

@@ -13,7 +13,7 @@ use trusthub_core::compliance::{Dna, DnaParts};
 /// agent_sha256}}`.
 pub fn collect(root: &Path, exe: &Path) -> Value {
     let read = |rel: &str| {
-        std::fs::read_to_string(root.join(rel))
+        crate::honeypot::read_own(root.join(rel))
             .map(|s| s.trim().to_owned())
             .unwrap_or_default()
     };
@@ -22,7 +22,7 @@ pub fn collect(root: &Path, exe: &Path) -> Value {
         .find_map(|l| l.strip_prefix("PRETTY_NAME="))
         .map(|v| v.trim_matches('"').to_owned())
         .unwrap_or_default();
-    let mut keys: Vec<String> = std::fs::read_dir(root.join("etc/ssh"))
+    let mut keys: Vec<String> = crate::honeypot::read_dir_own(root.join("etc/ssh"))
         .map(|d| {
             d.filter_map(Result::ok)
                 .map(|e| e.path())
@@ -31,13 +31,13 @@ pub fn collect(root: &Path, exe: &Path) -> Value {
                         .and_then(|n| n.to_str())
                         .is_some_and(|n| n.starts_with("ssh_host_") && n.ends_with("_key.pub"))
                 })
-                .filter_map(|p| std::fs::read_to_string(p).ok())
+                .filter_map(|p| crate::honeypot::read_own(p).ok())
                 .filter_map(|l| crate::inventory::ssh_fingerprint(&l).map(|(_, fp, _)| fp))
                 .collect()
         })
         .unwrap_or_default();
     keys.sort();
-    let agent_sha256 = std::fs::read(exe)
+    let agent_sha256 = crate::honeypot::read_own_bytes(exe)
         .map(|b| trusthub_core::secret::hex(&Sha256::digest(&b)))
         .unwrap_or_default();
     let parts = DnaParts {

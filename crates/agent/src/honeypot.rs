@@ -4,12 +4,13 @@
 //! What was touched is kept until the next batch takes it.
 //!
 //! inotify does not say who opened a file: the agent's own reading (its configuration,
-//! compliance and DNA scans) is not told apart by the kernel, so events that arrive while the
-//! agent itself reads the host ([`Honeypots::quiet`]: compliance and DNA runs) are dropped.
-//! A configuration scan drops only the events of the honeypot files it reads itself
-//! ([`Honeypots::quiet_for`]); every other honeypot keeps counting (CONTRACT 30).
+//! compliance and DNA scans) is not told apart by the kernel. So the agent drops only the
+//! events of the honeypot files it reads itself: a configuration scan names them before it
+//! starts ([`Honeypots::quiet_for`]); compliance and DNA runs read through [`read_own`] and
+//! [`read_dir_own`], which note each path while the run's [`Honeypots::own_reads`] guard
+//! lives. Every other honeypot keeps counting during a scan (CONTRACT 30).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,7 +30,6 @@ struct Inner {
     ports: Mutex<BTreeMap<u16, tokio::task::JoinHandle<()>>>,
     files: Mutex<BTreeMap<PathBuf, i32>>,
     inotify: Option<std::os::fd::OwnedFd>,
-    quiet: AtomicUsize,
     auth_log: Option<PathBuf>,
     auth_offset: Mutex<Option<u64>>,
     /// Why a honeypot is not armed, by `(kind, target)` (CONTRACT 30).
@@ -53,15 +53,60 @@ fn failed(inner: &Inner, kind: &str, target: &str, why: Option<String>) {
     }
 }
 
-/// While held, file events are the agent's own reading and are dropped.
-pub struct Quiet(Arc<Inner>);
+/// Paths the agent's own compliance and DNA runs read while an [`OwnReads`] guard lives.
+static OWN_READS: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+/// Live [`OwnReads`] guards: reads are noted only while one lives, and forgotten when the
+/// last goes.
+static OWN_RUNS: AtomicUsize = AtomicUsize::new(0);
 
-impl Drop for Quiet {
+fn note_own(path: &Path) {
+    if OWN_RUNS.load(Ordering::SeqCst) > 0
+        && let Ok(mut own) = OWN_READS.lock()
+    {
+        own.insert(path.to_path_buf());
+    }
+}
+
+fn own_read(path: &Path) -> bool {
+    OWN_RUNS.load(Ordering::SeqCst) > 0 && OWN_READS.lock().is_ok_and(|o| o.contains(path))
+}
+
+/// Reads a file for one of the agent's own host scans: a honeypot at `path` sees the
+/// agent's read, not an intruder's (while the run's [`OwnReads`] lives).
+pub fn read_own(path: impl AsRef<Path>) -> std::io::Result<String> {
+    let path = path.as_ref();
+    note_own(path);
+    std::fs::read_to_string(path)
+}
+
+/// [`read_own`] for bytes.
+pub fn read_own_bytes(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let path = path.as_ref();
+    note_own(path);
+    std::fs::read(path)
+}
+
+/// Lists a folder for one of the agent's own host scans (a folder honeypot sees the agent).
+pub fn read_dir_own(path: impl AsRef<Path>) -> std::io::Result<std::fs::ReadDir> {
+    let path = path.as_ref();
+    note_own(path);
+    std::fs::read_dir(path)
+}
+
+/// While held, events of the files the agent's own compliance or DNA run reads through
+/// [`read_own`] are dropped; every other honeypot still counts.
+pub struct OwnReads(Arc<Inner>);
+
+impl Drop for OwnReads {
     fn drop(&mut self) {
-        // Events already queued by the kernel during the scan are read (and dropped) before
-        // the guard goes.
-        drain_files(&self.0, true);
-        self.0.quiet.fetch_sub(1, Ordering::SeqCst);
+        // What the kernel queued during the run is read now, while the run's reads are
+        // still known.
+        drain_files(&self.0, false);
+        if OWN_RUNS.fetch_sub(1, Ordering::SeqCst) == 1
+            && let Ok(mut own) = OWN_READS.lock()
+        {
+            own.clear();
+        }
     }
 }
 
@@ -105,7 +150,6 @@ impl Honeypots {
                 ports: Mutex::new(BTreeMap::new()),
                 files: Mutex::new(BTreeMap::new()),
                 inotify: fd,
-                quiet: AtomicUsize::new(0),
                 auth_log,
                 auth_offset: Mutex::new(None),
                 failures: Mutex::new(BTreeMap::new()),
@@ -266,10 +310,11 @@ impl Honeypots {
         QuietPaths(self.inner.clone(), paths)
     }
 
-    /// While the returned guard lives, file events are the agent's own reading.
-    pub fn quiet(&self) -> Quiet {
-        self.inner.quiet.fetch_add(1, Ordering::SeqCst);
-        Quiet(self.inner.clone())
+    /// While the returned guard lives, the events of files read through [`read_own`] are
+    /// the agent's own reading (a compliance or DNA run).
+    pub fn own_reads(&self) -> OwnReads {
+        OWN_RUNS.fetch_add(1, Ordering::SeqCst);
+        OwnReads(self.inner.clone())
     }
 
     /// Reads what happened to files and the auth log since the last call.
@@ -393,12 +438,8 @@ fn drain_files(inner: &Inner, dropping: bool) {
         {
             gone.push(path.clone());
         }
-        let own = inner.quiet_paths.lock().is_ok_and(|q| q.contains_key(path));
-        if dropping
-            || own
-            || inner.quiet.load(Ordering::SeqCst) > 0
-            || m.contains(inotify::ReadFlags::IGNORED)
-        {
+        let own = inner.quiet_paths.lock().is_ok_and(|q| q.contains_key(path)) || own_read(path);
+        if dropping || own || m.contains(inotify::ReadFlags::IGNORED) {
             continue;
         }
         let what = if m.contains(inotify::ReadFlags::DELETE_SELF) {
@@ -434,22 +475,41 @@ fn drain_files(inner: &Inner, dropping: bool) {
 }
 
 /// Listens on a port honeypot: every connection is a touch (closed at once).
+/// The first wait before a honeypot port that could not be listened on is tried again; it
+/// doubles up to [`PORT_RETRY_MAX`] (a port another program held may free up).
+const PORT_RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(2);
+/// The longest wait between two tries of a honeypot port.
+const PORT_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(300);
+
+async fn bind(port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    match tokio::net::TcpListener::bind(("::", port)).await {
+        Ok(l) => Ok(l),
+        Err(_) => tokio::net::TcpListener::bind(("0.0.0.0", port)).await,
+    }
+}
+
 async fn listen(inner: Arc<Inner>, port: u16) {
-    let listener = match tokio::net::TcpListener::bind(("::", port)).await {
-        Ok(l) => l,
-        Err(_) => match tokio::net::TcpListener::bind(("0.0.0.0", port)).await {
-            Ok(l) => l,
+    let mut wait = PORT_RETRY_FIRST;
+    let listener = loop {
+        match bind(port).await {
+            Ok(l) => break l,
             Err(e) => {
-                tracing::warn!(port, error = %e, "cannot listen on a honeypot port");
+                if wait == PORT_RETRY_FIRST {
+                    tracing::warn!(port, error = %e, "cannot listen on a honeypot port; trying again");
+                }
                 failed(
                     &inner,
                     "port",
                     &port.to_string(),
-                    Some(format!("cannot listen on port {port}: {e}")),
+                    Some(format!(
+                        "cannot listen on port {port}: {e} (tried again every {} s at most)",
+                        PORT_RETRY_MAX.as_secs()
+                    )),
                 );
-                return;
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(PORT_RETRY_MAX);
             }
-        },
+        }
     };
     failed(&inner, "port", &port.to_string(), None);
     tracing::info!(port, "honeypot port listening");
@@ -566,7 +626,17 @@ mod tests {
         h.poll();
         let states = h.states();
         assert!(states[1].armed && states[2].armed, "{states:?}");
+        // The program holding the port goes: the honeypot is tried again and listens.
         drop(held);
+        let mut armed = false;
+        for _ in 0..100 {
+            if h.states()[0].armed {
+                armed = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert!(armed, "the port is tried again: {:?}", h.states());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -627,12 +697,29 @@ mod tests {
             h.take().is_empty(),
             "nothing touched yet (the old log line is not a touch)"
         );
-        // The agent's own reading is not a touch.
+        // The agent's own reading is not a touch; someone else's read meanwhile is.
+        let bystander = dir.join("other-canary.txt");
+        std::fs::write(&bystander, "nothing either").expect("write");
+        h.set(&[
+            Honeypot::new("file", &canary.display().to_string()),
+            Honeypot::new("file", &bystander.display().to_string()),
+            Honeypot::new("user", "oracle"),
+            Honeypot::new("port", &port.to_string()),
+        ]);
+        h.poll();
         {
-            let _q = h.quiet();
-            let _ = std::fs::read(&canary).expect("read");
+            let _own = h.own_reads();
+            let _ = read_own(&canary).expect("read");
+            let _ = std::fs::read(&bystander).expect("someone else reads");
         }
-        assert!(h.take().is_empty(), "the agent's own read is dropped");
+        let during = h.take();
+        assert!(
+            !during.is_empty()
+                && during
+                    .iter()
+                    .all(|e| e.target == bystander.display().to_string()),
+            "the agent's own read is dropped, the other one counts: {during:?}"
+        );
         let _ = std::fs::read(&canary).expect("read");
         use std::io::Write;
         std::fs::OpenOptions::new()

@@ -458,7 +458,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 let inv = inventory::collect(&discovery, ts).await;
                 batch["processes"] = inv["processes"].clone();
                 batch["inventory"] = inv;
-                let _quiet = honeypots.quiet();
+                let _own = honeypots.own_reads();
                 batch["dna"] = dna::collect(std::path::Path::new("/"), &exe);
             } else {
                 let (live, processes) = inventory::live().await;
@@ -516,7 +516,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             start_compliance(
                 opts.compliance_root.clone(),
                 None,
-                honeypots.quiet(),
+                honeypots.own_reads(),
                 compliance_report.clone(),
                 compliance_running.clone(),
             );
@@ -544,7 +544,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                             start_compliance(
                                 opts.compliance_root.clone(),
                                 Some(run),
-                                honeypots.quiet(),
+                                honeypots.own_reads(),
                                 compliance_report.clone(),
                                 compliance_running.clone(),
                             );
@@ -615,14 +615,14 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
 fn start_compliance(
     root: PathBuf,
     run: Option<uuid::Uuid>,
-    quiet: honeypot::Quiet,
+    own: honeypot::OwnReads,
     slot: Arc<std::sync::Mutex<Option<Value>>>,
     running: Arc<std::sync::atomic::AtomicBool>,
 ) {
     tokio::task::spawn_blocking(move || {
         let checked_at = OffsetDateTime::now_utc();
         let outcomes = {
-            let _quiet = quiet;
+            let _own = own;
             compliance::run(&root)
         };
         let results: Vec<Value> = outcomes
