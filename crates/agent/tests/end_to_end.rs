@@ -2297,6 +2297,27 @@ async fn a_hub_restart_leaves_no_console_shell_on_the_host() {
     .await;
     assert_eq!(row[0]["id"], session.as_str());
     assert_eq!(row[0]["status"], "failed", "{row}");
+    // The sessions page offers an admin the same: "End on host" for the failed session.
+    let page = f
+        .client
+        .get(format!("{}/ui/console", f.base))
+        .header("cookie", &f.cookie)
+        .send()
+        .await
+        .expect("page")
+        .text()
+        .await
+        .expect("html");
+    let form = format!("action=\"/ui/console/{session}/terminate\"");
+    let at = page.find(&form).expect("a form for the failed session");
+    assert!(
+        page[at..]
+            .split("</form>")
+            .next()
+            .unwrap_or_default()
+            .contains("End on host"),
+        "{page}"
+    );
     let r = f
         .client
         .delete(format!("{}/api/v1/console/sessions/{session}", f.base))

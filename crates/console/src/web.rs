@@ -220,6 +220,9 @@ struct Row {
     status: String,
     end_reason: String,
     live: bool,
+    /// Ended without the host saying so (host lost, hub restarted): an admin may ask the
+    /// host to end what it left running.
+    failed: bool,
     exit: String,
     bytes: i64,
     sha: String,
@@ -261,6 +264,7 @@ async fn sessions_page(
                     started: s.started_at,
                     reason: s.reason,
                     live: s.ended_at.is_none(),
+                    failed: s.status == "failed",
                     status: s.status,
                     end_reason: s.end_reason.unwrap_or_default(),
                     exit: s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
@@ -305,11 +309,13 @@ pub async fn terminate(
         service::terminate(&state, &admin.0, id).await
     }
     .await;
-    match outcome(
-        result,
-        "Terminated: the host killed the session's processes.",
-        StatusCode::OK,
-    ) {
+    let message = match &result {
+        Ok(s) if s.status == "failed" => {
+            "Asked the host to end whatever the failed session left running (if it is connected; it also does so itself when it reconnects)."
+        }
+        _ => "Terminated: the host killed the session's processes.",
+    };
+    match outcome(result, message, StatusCode::OK) {
         Ok((flash, code)) => sessions_page(&state, &user, flash, code).await,
         Err(e) => e.into_response(),
     }
