@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configuration scans beside the push loop (issue 59, CONTRACT 30): a real agent watching
-# 10,000 files and a 40 GiB sparse file, pushing every 10 s and scanning every 10 s, against
+# 10,000 files — 9,999 small ones and a 40 GiB sparse one (a scan reports at most 10,000), pushing every 10 s and scanning every 10 s, against
 # a real hub (SQLite). Two runs: the default size cap (64 MiB: the sparse file is reported
 # `too_large`, never read) and no cap worth the name (the agent reads all 40 GiB of zeros on
 # every scan, the worst an operator could set). Reported: the gaps between the agent's
@@ -23,6 +23,8 @@ root = sys.argv[1]
 for d in range(100):
     os.makedirs(f"{root}/d{d:02}", exist_ok=True)
     for f in range(100):
+        if d == 99 and f == 99:
+            break
         with open(f"{root}/d{d:02}/f{f:03}.conf", "w") as fh:
             fh.write(f"key{d}_{f} = value\n" * 200)
 PY
@@ -68,8 +70,8 @@ text = open(log).read()
 done = [int(m) for m in re.findall(r"elapsed_ms=(\d+)", text)]
 skipped = len(re.findall(r"this one is skipped", text))
 hz = 100
-print(f"{label}: {len(ts)} pushes in {dur} s; gap between pushes max {max(gaps):.0f} s, "
-      f"over 10 s: {sum(g > 10 for g in gaps)} of {len(gaps)}; scans done {len(done)} "
+print(f"{label}: {len(ts)} pushes in {dur} s; gap between pushes max {max(gaps):.1f} s, "
+      f"delayed past one interval (gap > 20 s): {sum(g > 20 for g in gaps)} of {len(gaps)}; scans done {len(done)} "
       f"(median {sorted(done)[len(done)//2] if done else 0} ms, max {max(done) if done else 0} ms), "
       f"skipped {skipped}; agent CPU {(int(cpu1)-int(cpu0))/hz/float(dur)*100:.1f} % of a core")
 PY
