@@ -9,8 +9,8 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use trusthub_core::severity::Severity;
+use trusthub_fleet::actions::{ActionRequest, LogEntryView, Prepared, Requester, prepare};
 use trusthub_fleet::agent_ws::ActionResult;
-use trusthub_fleet::routes::actions::{ActionRequest, LogEntryView, Prepared, Requester, prepare};
 use trusthub_identity::auth::purpose::AgentAutoPatch;
 use trusthub_identity::auth::{Admin, TotpOffer, TotpProof, Viewer};
 use trusthub_platform::AppState;
@@ -460,7 +460,7 @@ pub(crate) async fn send(
     origin: &Origin<'_>,
     now: OffsetDateTime,
 ) -> ApiResult<Vec<store::Attempt>> {
-    if dispatch.is_empty() || !trusthub_fleet::routes::actions::reachable(state, agent).await? {
+    if dispatch.is_empty() || !trusthub_fleet::actions::reachable(state, agent).await? {
         if book.ran || !book.skipped.is_empty() {
             let mut tx = state.db.begin().await?;
             book.write(&mut tx, tenant, agent, now).await?;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use time::OffsetDateTime;
-use trusthub_fleet::routes::actions::Requester;
+use trusthub_fleet::actions::Requester;
 use trusthub_identity::auth::Principal;
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};

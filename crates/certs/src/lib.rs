@@ -17,6 +17,11 @@ pub mod web;
 
 pub use routes::anomalies::AgentRef;
 
+/// Integrity anomalies (SPEC 4.4) as other capabilities record them.
+pub mod anomalies {
+    pub use crate::routes::anomalies::{record, record_in};
+}
+
 use trusthub_alerts::alerting;
 use trusthub_identity::auth;
 use trusthub_platform::{error, extract, openapi, state};

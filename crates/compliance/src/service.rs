@@ -90,7 +90,7 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
             let changed = d.parts.changed_from(&h.parts.0);
             row.changed_at = Some(now);
             row.previous = Some(h.fingerprint_sha256.clone());
-            trusthub_certs::routes::anomalies::record_in(
+            trusthub_certs::anomalies::record_in(
                 tx,
                 trusthub_certs::AgentRef {
                     id: r.agent_id,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use trusthub_core::Role;
 use trusthub_identity::auth::Viewer;
-use trusthub_identity::web::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::error::ApiResult;
 use trusthub_platform::extract::Meta;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_identity::auth::purpose::ConsoleStart;
 use trusthub_identity::auth::{Admin, TotpProof, Viewer};
-use trusthub_identity::web::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;

@@ -31,6 +31,15 @@ pub mod routing;
 mod store;
 pub mod web;
 
+/// Signed actions to agents (SPEC 5), as other capabilities ask for them: prepare one for a
+/// host, dispatch it over the host's WebSocket, and read its log.
+pub mod actions {
+    pub use crate::routes::actions::{
+        ActionRequest, Dispatched, LogEntryView, Prepared, Requester, dispatch, dispatch_as,
+        prepare, reachable,
+    };
+}
+
 use trusthub_identity::auth;
 use trusthub_platform::{error, extract, openapi, ratelimit, state};
 

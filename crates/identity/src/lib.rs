@@ -4,8 +4,8 @@
 //! What it offers other capabilities:
 //! - [`auth`]: who is calling — the role extractors ([`auth::Viewer`] … [`auth::Owner`]),
 //!   [`auth::TotpProof`] for TOTP-gated actions and the one TOTP gate ([`auth::check_code`]);
-//! - [`web::WebUser`] and [`web::allowed`]: the signed-in dashboard user and the one place a
-//!   page checks a role;
+//! - [`WebUser`], [`UserBar`] and [`allowed`]: the signed-in dashboard user, the bar pages
+//!   show them in, and the one place a page checks a role;
 //! - [`api`] and [`web::pages`]: its API and dashboard pages, mounted by the composition root;
 //! - [`admin::bootstrap`]: the first owner on a fresh database.
 
@@ -16,6 +16,8 @@ pub mod routes;
 mod store;
 pub mod views;
 pub mod web;
+
+pub use web::{UserBar, WebUser, allowed};
 
 use trusthub_platform::{error, extract, openapi, ratelimit, state};
 

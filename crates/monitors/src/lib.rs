@@ -35,6 +35,8 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub use store::apps::{App, get as app, list as apps, state_counts};
 pub use store::timeline;
 
+pub use routes::apps::SloLine;
+
 /// The apps table below the services: what the liveness benchmark drives directly.
 pub mod raw {
     pub use crate::store::apps;

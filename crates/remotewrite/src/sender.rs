@@ -23,6 +23,9 @@ use trusthub_platform::AppState;
 use trusthub_store::StoreResult;
 
 /// Samples in one request at most.
+mod userinfo;
+pub(crate) use userinfo::{Credentials, split_userinfo};
+
 pub const MAX_SAMPLES_PER_REQUEST: usize = 10_000;
 /// Log rows read in one round at most.
 const ROUND_ROWS: i64 = 256;
@@ -252,67 +255,10 @@ impl RemoteWrite {
     }
 }
 
-/// Basic-auth user and password.
-pub(crate) type Credentials = (String, Option<String>);
-
-/// An `http`/`https` URL with a host, split into the URL without userinfo and the userinfo
-/// (user and password, percent-decoded); errors never show the userinfo.
-pub(crate) fn split_userinfo(raw: &str) -> Result<(String, Option<Credentials>), String> {
-    let mut url =
-        reqwest::Url::parse(raw).map_err(|e| format!("`{}` is not a URL: {e}", redact(raw)))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!(
-            "`{}` is not an http or https URL with a host",
-            redact(raw)
-        ));
-    }
-    let basic = (!url.username().is_empty() || url.password().is_some()).then(|| {
-        (
-            percent_decode(url.username()),
-            url.password().map(percent_decode),
-        )
-    });
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    Ok((url.to_string(), basic))
-}
-
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-/// A URL as logs and errors show it: without its userinfo.
-fn redact(raw: &str) -> String {
-    match reqwest::Url::parse(raw) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        Err(_) => "(unparsable)".into(),
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
-        {
-            out.push((h * 16 + l) as u8);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The task every hub process runs: one forwarding loop per receiver.
@@ -1002,38 +948,4 @@ async fn refresh_lag(state: &AppState, r: &Receiver, pos: LogPosition) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn receivers_take_basic_auth_from_userinfo_and_never_show_it() {
-        let rw = RemoteWrite::from_settings(
-            &[
-                "http://user:p%40ss@127.0.0.1:8428/api/v1/write".into(),
-                " https://vm.example/api/v1/write ".into(),
-            ],
-            Some("tok"),
-        )
-        .expect("valid");
-        assert_eq!(rw.receivers[0].label, "http://127.0.0.1:8428/api/v1/write");
-        assert_eq!(
-            rw.receivers[0].auth,
-            Auth::Basic("user".into(), Some("p@ss".into()))
-        );
-        assert_eq!(rw.receivers[1].auth, Auth::Bearer("tok".into()));
-        assert!(!rw.exposition().contains("p%40ss"));
-        let bad =
-            RemoteWrite::from_settings(&["ftp://u:secret@x/".into()], None).expect_err("not http");
-        assert!(!bad.contains("secret"), "{bad}");
-        assert!(RemoteWrite::from_settings(&["nope".into()], None).is_err());
-        assert!(
-            RemoteWrite::from_settings(&["http://a/w".into(), "http://u:p@a/w".into()], None)
-                .is_err()
-        );
-        assert!(
-            !RemoteWrite::from_settings(&[], None)
-                .expect("off")
-                .enabled()
-        );
-    }
-}
+mod tests;

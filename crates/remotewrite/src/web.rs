@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use trusthub_core::Role;
-use trusthub_identity::web::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::page::{ASSETS, Assets, html};
 

@@ -11,7 +11,7 @@ use axum::routing::get;
 use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_identity::auth::{Owner, Viewer};
-use trusthub_identity::web::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::chart::{Line, line_chart};
 use trusthub_platform::error::ApiResult;

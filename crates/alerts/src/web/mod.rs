@@ -5,7 +5,7 @@ pub mod hooks;
 pub mod notifications;
 pub mod webhooks;
 
-pub use trusthub_identity::web::{WebUser, allowed};
+pub use trusthub_identity::{WebUser, allowed};
 pub use trusthub_platform::page::*;
 pub use trusthub_platform::{chart, qr};
 

@@ -5,9 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
-use trusthub_fleet::routes::actions::{
-    ActionRequest, Dispatched, Requester, dispatch_as, reachable,
-};
+use trusthub_fleet::actions::{ActionRequest, Dispatched, Requester, dispatch_as, reachable};
 use trusthub_identity::auth::purpose::AgentEmergency;
 use trusthub_identity::auth::{Admin, TotpOffer, TotpProof};
 use trusthub_platform::AppState;

@@ -2,7 +2,7 @@
 
 pub mod anomalies;
 
-pub use trusthub_identity::web::{WebUser, allowed};
+pub use trusthub_identity::{WebUser, allowed};
 pub use trusthub_platform::page::*;
 pub use trusthub_platform::{chart, qr};
 

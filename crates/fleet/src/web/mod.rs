@@ -8,7 +8,7 @@ pub mod host;
 pub mod install;
 pub mod rows;
 
-pub use trusthub_identity::web::{WebUser, allowed};
+pub use trusthub_identity::{WebUser, allowed};
 pub use trusthub_platform::page::*;
 pub use trusthub_platform::{chart, qr};
 

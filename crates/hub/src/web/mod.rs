@@ -38,4 +38,4 @@ pub fn router(state: AppState) -> Router<AppState> {
         .with_state(state)
 }
 
-pub use trusthub_identity::web::WebUser;
+pub use trusthub_identity::WebUser;

@@ -308,3 +308,58 @@ async fn tls_front_serves_https_with_secure_cookies() {
     let _ = tx.send(());
     handle.await.expect("join").expect("clean stop");
 }
+
+/// One house (issue 60): a capability reaches another only through its `lib.rs`, never
+/// into its `routes` or `web` modules (the hub, the composition root, mounts them).
+#[test]
+fn no_capability_reaches_into_anothers_routes_or_web() {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut reaches = Vec::new();
+    for c in std::fs::read_dir(&crates).expect("crates").flatten() {
+        let name = c.file_name().to_string_lossy().into_owned();
+        let src = c.path().join("src");
+        if name == "hub" || !src.is_dir() {
+            continue;
+        }
+        let mut list = Vec::new();
+        files(&src, &mut list);
+        for f in list {
+            let text = std::fs::read_to_string(&f).expect("source");
+            for (n, line) in text.lines().enumerate() {
+                for module in ["routes", "web"] {
+                    let mut rest = line;
+                    while let Some(i) = rest.find("trusthub_") {
+                        let after = &rest[i + "trusthub_".len()..];
+                        let owner: String = after
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                            .collect();
+                        if owner != name
+                            && after[owner.len()..].starts_with(&format!("::{module}"))
+                            && !after[owner.len() + 2 + module.len()..]
+                                .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                        {
+                            reaches.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                        }
+                        rest = after;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        reaches.is_empty(),
+        "reaches into another crate's routes or web:\n{}",
+        reaches.join("\n")
+    );
+}

@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_identity::auth::Viewer;
-use trusthub_identity::web::{UserBar, WebUser};
+use trusthub_identity::{UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::page::{ASSETS, Assets, html};

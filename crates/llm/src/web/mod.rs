@@ -4,7 +4,7 @@ pub mod ai;
 pub mod evidence;
 pub mod explain;
 
-pub use trusthub_identity::web::{WebUser, allowed};
+pub use trusthub_identity::{WebUser, allowed};
 pub use trusthub_platform::page::*;
 pub use trusthub_platform::{chart, qr};
 

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 use trusthub_core::Role;
-use trusthub_fleet::routes::actions::{ActionRequest, Dispatched};
+use trusthub_fleet::actions::{ActionRequest, Dispatched};
 use trusthub_platform::api_routes;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -121,7 +121,7 @@ pub async fn restart_by(
             "an app without an agent has nothing to restart".into(),
         ));
     };
-    let dispatched = trusthub_fleet::routes::actions::dispatch(
+    let dispatched = trusthub_fleet::actions::dispatch(
         state,
         meta,
         &p,

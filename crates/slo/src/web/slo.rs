@@ -390,7 +390,7 @@ pub async fn unplan(
 pub async fn app_lines(
     state: &AppState,
     tenant: trusthub_store::TenantId,
-) -> trusthub_store::StoreResult<Vec<trusthub_monitors::routes::apps::SloLine>> {
+) -> trusthub_store::StoreResult<Vec<trusthub_monitors::SloLine>> {
     let mut c = state.db.conn().await?;
     let names = trusthub_monitors::app_names(&mut c, tenant).await?;
     Ok(crate::store::slo::summaries(&mut c, tenant, &names)

@@ -229,7 +229,7 @@ pub(crate) async fn register(
     }
     tx.commit().await?;
     if let Some((agent, previous)) = version_changed {
-        trusthub_certs::routes::anomalies::record(
+        trusthub_certs::anomalies::record(
             &state,
             enrollment.tenant_id,
             trusthub_certs::AgentRef {
@@ -281,7 +281,7 @@ pub(super) async fn check_agent_signature(
         Err(e) => {
             // A pinned agent's token with a body its key did not sign: the token may be in
             // other hands. One open anomaly per agent, however many batches follow.
-            trusthub_certs::routes::anomalies::record(
+            trusthub_certs::anomalies::record(
                 state,
                 agent.tenant_id,
                 trusthub_certs::AgentRef {

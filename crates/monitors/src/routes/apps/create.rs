@@ -1,0 +1,432 @@
+//! Tracking an app: the checks of `POST /apps` (every problem at once, each naming its field)
+//! and the insert, for the API and the dashboard alike.
+
+use super::*;
+
+pub(super) fn expected(v: Option<&str>, errors: &mut Vec<FieldError>) -> &'static str {
+    match v.unwrap_or("running") {
+        "running" => "running",
+        "stopped" => "stopped",
+        _ => {
+            errors.push(FieldError {
+                field: "expected_state".into(),
+                message: "must be `running` or `stopped`".into(),
+            });
+            "running"
+        }
+    }
+}
+
+fn opt_text(
+    field: &str,
+    v: Option<&str>,
+    max: usize,
+    errors: &mut Vec<FieldError>,
+) -> Option<String> {
+    let v = v.map(str::trim).filter(|s| !s.is_empty())?;
+    if v.chars().count() > max || v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        errors.push(FieldError {
+            field: field.into(),
+            message: format!("must be at most {max} characters without control characters"),
+        });
+    }
+    Some(v.to_owned())
+}
+
+/// Tracks an app for `p`'s tenant (the API and the dashboard), checked and audited.
+pub(crate) async fn create_app(
+    state: &AppState,
+    meta: &Meta,
+    p: &crate::auth::Principal,
+    req: NewAppRequest,
+) -> ApiResult<(StatusCode, axum::Json<AppView>)> {
+    let mut errors = Vec::new();
+    let err = |errors: &mut Vec<FieldError>, field: &str, m: String| {
+        errors.push(FieldError {
+            field: field.into(),
+            message: m,
+        })
+    };
+    let name = validate::name(&req.name)
+        .map_err(|m| err(&mut errors, "name", m.into()))
+        .unwrap_or_default();
+    let kind = match (req.app_type.as_deref(), req.kind.as_deref()) {
+        (a, Some(t)) => {
+            let k = AppKind::parse(t).filter(|k| k.is_check());
+            if k.is_none() {
+                err(
+                    &mut errors,
+                    "type",
+                    "must be http, tcp or tls; the other kinds go in `app_type`".into(),
+                );
+            } else if a.is_some_and(|a| a != t) {
+                err(
+                    &mut errors,
+                    "app_type",
+                    "must be left out or repeat `type` for a check".into(),
+                );
+            }
+            k
+        }
+        (Some(a), None) => {
+            let k = AppKind::parse(a).filter(|k| !k.is_check());
+            if k.is_none() {
+                let m = if AppKind::parse(a).is_some() {
+                    "http, tcp and tls are checks: send them as `type`, with `endpoint`"
+                } else {
+                    "must be systemd, docker, compose or process (or type: http, tcp, tls)"
+                };
+                err(&mut errors, "app_type", m.into());
+            }
+            k
+        }
+        (None, None) => {
+            err(
+                &mut errors,
+                "app_type",
+                "is required: systemd, docker, compose or process (or type: http, tcp, tls)".into(),
+            );
+            None
+        }
+    };
+    let by_hub = req.agent_id.is_none();
+    let expected_state = expected(req.expected_state.as_deref(), &mut errors);
+    let owner_email = match req
+        .owner_email
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(e) => validate::email(e)
+            .map_err(|m| err(&mut errors, "owner_email", m.into()))
+            .ok(),
+        None => None,
+    };
+    let runbook_url = opt_text("runbook_url", req.runbook_url.as_deref(), 2048, &mut errors);
+    if let Some(u) = &runbook_url
+        && let Err(m) = core_apps::http_url(u)
+    {
+        err(&mut errors, "runbook_url", m);
+    }
+    let notes = opt_text("notes", req.notes.as_deref(), 2000, &mut errors);
+    let mut identifier = String::new();
+    let mut endpoint = None;
+    let mut interval = None;
+    let mut restart_command = None;
+    let (mut retries, mut recoveries) = (probe::DEFAULT_RETRIES, probe::DEFAULT_RECOVERIES);
+    let (mut timeout, mut tls_min_days) = (None, None);
+    let (mut expected_status, mut keyword) = (None, None);
+    match kind {
+        Some(k) if k.is_check() => {
+            if req.identifier.is_some() {
+                err(
+                    &mut errors,
+                    "identifier",
+                    "checks name their target in `endpoint`".into(),
+                );
+            }
+            match req.endpoint.as_deref().map(str::trim) {
+                Some(e) => {
+                    let checked = core_apps::identifier(k, e).and_then(|e| {
+                        if k == AppKind::Http && !by_hub {
+                            crate::outbound::check_agent_endpoint(&e)?;
+                        }
+                        Ok(e)
+                    });
+                    match checked {
+                        Ok(e) => {
+                            identifier = e.clone();
+                            endpoint = Some(e);
+                        }
+                        Err(m) => err(&mut errors, "endpoint", m),
+                    }
+                }
+                None => err(
+                    &mut errors,
+                    "endpoint",
+                    format!("is required for type {}", k.as_str()),
+                ),
+            }
+            if !by_hub && k != AppKind::Http {
+                err(
+                    &mut errors,
+                    "agent_id",
+                    format!(
+                        "agents run http checks only; omit agent_id and the hub checks this {} target itself",
+                        k.as_str()
+                    ),
+                );
+            }
+            let (lo, hi) = if by_hub {
+                (probe::MIN_INTERVAL_SECS, probe::MAX_INTERVAL_SECS)
+            } else {
+                (MIN_HTTP_INTERVAL, MAX_HTTP_INTERVAL)
+            };
+            match req.interval_seconds {
+                Some(i) if (lo..=hi).contains(&i) => interval = Some(i),
+                Some(_) => err(
+                    &mut errors,
+                    "interval_seconds",
+                    format!("must be {lo} to {hi}"),
+                ),
+                None if by_hub => interval = Some(60),
+                None => err(
+                    &mut errors,
+                    "interval_seconds",
+                    "is required for an agent's http check".into(),
+                ),
+            }
+            let range = |errors: &mut Vec<FieldError>,
+                         field: &str,
+                         v: Option<i64>,
+                         lo: i64,
+                         hi: i64,
+                         default: i64| match v {
+                Some(v) if (lo..=hi).contains(&v) => v,
+                Some(_) => {
+                    errors.push(FieldError {
+                        field: field.into(),
+                        message: format!("must be {lo} to {hi}"),
+                    });
+                    default
+                }
+                None => default,
+            };
+            retries = range(
+                &mut errors,
+                "retries",
+                req.retries,
+                0,
+                10,
+                probe::DEFAULT_RETRIES,
+            );
+            recoveries = range(
+                &mut errors,
+                "recoveries",
+                req.recoveries,
+                1,
+                10,
+                probe::DEFAULT_RECOVERIES,
+            );
+            if by_hub {
+                timeout = Some(range(
+                    &mut errors,
+                    "timeout_seconds",
+                    req.timeout_seconds,
+                    1,
+                    60,
+                    probe::DEFAULT_TIMEOUT_SECS,
+                ));
+            } else if req.timeout_seconds.is_some() {
+                err(
+                    &mut errors,
+                    "timeout_seconds",
+                    "is set by the agent for its own checks; omit it".into(),
+                );
+            }
+            if k == AppKind::Tls {
+                tls_min_days = Some(range(
+                    &mut errors,
+                    "tls_min_days",
+                    req.tls_min_days,
+                    1,
+                    365,
+                    probe::DEFAULT_TLS_MIN_DAYS,
+                ));
+            } else if req.tls_min_days.is_some() {
+                err(
+                    &mut errors,
+                    "tls_min_days",
+                    "only tls checks have one".into(),
+                );
+            }
+            match (k, req.expected_status.as_deref().map(str::trim)) {
+                (AppKind::Http, Some(sv)) if by_hub => match probe::StatusSet::parse(sv) {
+                    Ok(set) => expected_status = Some(set.text()),
+                    Err(m) => err(&mut errors, "expected_status", m),
+                },
+                (_, Some(_)) => err(
+                    &mut errors,
+                    "expected_status",
+                    "only the hub's http checks take one".into(),
+                ),
+                _ => {}
+            }
+            match (k, req.keyword.as_deref()) {
+                (AppKind::Http, Some(kw)) if by_hub => {
+                    if kw.is_empty() || kw.chars().count() > 200 || kw.chars().any(char::is_control)
+                    {
+                        err(
+                            &mut errors,
+                            "keyword",
+                            "must be 1 to 200 characters without control characters".into(),
+                        );
+                    } else {
+                        keyword = Some(kw.to_owned());
+                    }
+                }
+                (_, Some(_)) => err(
+                    &mut errors,
+                    "keyword",
+                    "only the hub's http checks take one".into(),
+                ),
+                _ => {}
+            }
+        }
+        Some(k) => {
+            match req.identifier.as_deref() {
+                Some(i) => match core_apps::identifier(k, i) {
+                    Ok(i) => identifier = i,
+                    Err(m) => err(&mut errors, "identifier", m),
+                },
+                None => err(&mut errors, "identifier", "is required".into()),
+            }
+            if req.endpoint.is_some() || req.interval_seconds.is_some() {
+                err(
+                    &mut errors,
+                    "endpoint",
+                    "only checks (type http, tcp, tls) have an endpoint".into(),
+                );
+            }
+            for (field, set) in [
+                ("timeout_seconds", req.timeout_seconds.is_some()),
+                ("retries", req.retries.is_some()),
+                ("recoveries", req.recoveries.is_some()),
+                ("expected_status", req.expected_status.is_some()),
+                ("keyword", req.keyword.is_some()),
+                ("tls_min_days", req.tls_min_days.is_some()),
+            ] {
+                if set {
+                    err(
+                        &mut errors,
+                        field,
+                        "only checks (type http, tcp, tls) take it".into(),
+                    );
+                }
+            }
+            if by_hub {
+                err(
+                    &mut errors,
+                    "agent_id",
+                    format!("is required: an agent runs the {}", k.as_str()),
+                );
+            }
+        }
+        None => {}
+    }
+    match (kind, req.restart_command.as_deref().map(str::trim)) {
+        (Some(AppKind::Process), Some(cmd)) if !cmd.is_empty() => {
+            let program = cmd.split_whitespace().next().unwrap_or_default();
+            match core_apps::absolute_path(program) {
+                Ok(()) if cmd.len() <= 4096 => restart_command = Some(cmd.to_owned()),
+                Ok(()) => err(
+                    &mut errors,
+                    "restart_command",
+                    "must be at most 4096 characters".into(),
+                ),
+                Err(m) => err(&mut errors, "restart_command", format!("its program {m}")),
+            }
+        }
+        (_, Some(cmd)) if !cmd.is_empty() => {
+            err(
+                &mut errors,
+                "restart_command",
+                "only process apps have a restart command".into(),
+            );
+        }
+        _ => {}
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let Some(kind) = kind else {
+        return Err(ApiError::invalid("app_type", "is required"));
+    };
+    if by_hub && let Some(e) = &endpoint {
+        // The outbound policy (CONTRACT 18) at creation: the hub will call this target.
+        let url = match kind {
+            AppKind::Http => e.clone(),
+            _ => match probe::host_port(kind.as_str(), e) {
+                Ok((h, port)) if h.contains(':') => format!("http://[{h}]:{port}/"),
+                Ok((h, port)) => format!("http://{h}:{port}/"),
+                Err(m) => return Err(ApiError::invalid("endpoint", m)),
+            },
+        };
+        crate::outbound::Policy::of(&state.settings)
+            .check_url(&url)
+            .await
+            .map_err(|m| ApiError::invalid("endpoint", m))?;
+    }
+    let now = now();
+    let mut tx = state.db.begin().await?;
+    let agent = match req.agent_id {
+        None => None,
+        Some(id) => match trusthub_fleet::agent(&mut tx, p.tenant(), id).await? {
+            Some(a) => Some(a),
+            None => {
+                return Err(ApiError::invalid(
+                    "agent_id",
+                    "is not an agent of your tenant",
+                ));
+            }
+        },
+    };
+    if kind == AppKind::Systemd
+        && let Some(agent) = &agent
+        && let Some(inv) = trusthub_fleet::latest_inventory(&mut tx, p.tenant(), agent.id).await?
+        && inv.inventory.systemd().is_empty()
+    {
+        return Err(ApiError::invalid(
+            "app_type",
+            "this host reports no systemd units (no systemd, or the agent cannot read it); \
+             track the service as a `process` (its binary's path) or a container instead",
+        ));
+    }
+    let app = apps::insert(
+        &mut tx,
+        p.tenant(),
+        &NewApp {
+            agent_id: agent.as_ref().map(|a| a.id),
+            name: &name,
+            app_type: kind.as_str(),
+            identifier: &identifier,
+            owner_email: owner_email.as_deref(),
+            runbook_url: runbook_url.as_deref(),
+            notes: notes.as_deref(),
+            expected_state,
+            restart_command: restart_command.as_deref(),
+            endpoint: endpoint.as_deref(),
+            interval_seconds: interval,
+            timeout_seconds: timeout,
+            retries,
+            recoveries,
+            expected_status: expected_status.as_deref(),
+            keyword: keyword.as_deref(),
+            tls_min_days,
+        },
+        now,
+    )
+    .await?
+    .ok_or_else(|| match &agent {
+        Some(a) => ApiError::Conflict(format!(
+            "agent {} already tracks {} `{identifier}`",
+            a.id,
+            kind.as_str()
+        )),
+        None => ApiError::Conflict(format!(
+            "the hub already checks {} `{identifier}` for your tenant",
+            kind.as_str()
+        )),
+    })?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::APP_CREATED,
+        format!("app:{}", app.id),
+        json!({"agent_id": agent.as_ref().map(|a| a.id), "app_type": kind.as_str(), "identifier": identifier, "name": name}),
+    )
+    .await?;
+    tx.commit().await?;
+    let tags = agent.map(|a| a.tags.0).unwrap_or_default();
+    Ok((StatusCode::CREATED, axum::Json(AppView::new(app, tags))))
+}
