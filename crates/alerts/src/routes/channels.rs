@@ -405,10 +405,13 @@ pub async fn deliveries_by(
     id: Uuid,
     limit: i64,
 ) -> ApiResult<Vec<DeliveryView>> {
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 500"));
+    }
     let ch = load(state, admin, id).await?;
     let mut c = state.db.conn().await?;
     Ok(
-        webhooks::channel_deliveries(&mut c, admin.0.tenant(), ch.id, limit.clamp(1, 500))
+        webhooks::channel_deliveries(&mut c, admin.0.tenant(), ch.id, limit)
             .await?
             .into_iter()
             .map(DeliveryView::from)
