@@ -35,8 +35,8 @@ pub mod web;
 /// host, dispatch it over the host's WebSocket, and read its log.
 pub mod actions {
     pub use crate::routes::actions::{
-        ActionRequest, Dispatched, LogEntryView, Prepared, Requester, dispatch, dispatch_as,
-        prepare, reachable,
+        ActionRequest, Dispatched, EatKey, LogEntryView, Prepared, Requester, dispatch,
+        dispatch_as, prepare, reachable,
     };
 }
 
@@ -71,6 +71,9 @@ pub use store::agents::{Agent, get as agent, ingest_intervals, list as agents};
 pub use store::telemetry::{
     SeriesWindow, fleet_minutes, metric_known, metric_names, unix_ms, window_sums,
 };
+/// The agent binaries the hub serves for `install.sh`, and the hosts table the overview shows.
+pub use web::install::AgentDownload;
+pub use web::rows::{AgentRow, agent_rows};
 
 /// The raw write path of metric samples, below the ingest pipeline: what the ingest
 /// benchmark measures as its ceiling.

@@ -85,7 +85,7 @@ impl Server {
         .map_err(StartError::Config)?;
         let data_dir = settings.db.data_dir.clone();
         create_private_dir(&data_dir)?;
-        let agent_download = trusthub_fleet::web::install::AgentDownload::locate(&settings);
+        let agent_download = trusthub_fleet::AgentDownload::locate(&settings);
         let url = settings.db.url();
         let lock = match sqlite_path(&url) {
             Some(path) => Some(lock_sqlite(&path)?),
@@ -127,7 +127,7 @@ impl Server {
             )));
         }
         create_private_dir(&settings.evidence_dir())?;
-        let prices = crate::routes::ai::base_prices(settings.ai_prices_file.as_deref())
+        let prices = trusthub_llm::base_prices(settings.ai_prices_file.as_deref())
             .map_err(StartError::Config)?;
         let tls = match (&settings.tls_cert, &settings.tls_key) {
             (Some(cert), Some(key)) => {
@@ -194,7 +194,7 @@ impl Server {
             Default::default(),
             trusthub_fleet::ingest::Hooks {
                 apps: trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
-                    Box::pin(crate::routes::apps::on_agent_reports(
+                    Box::pin(trusthub_monitors::on_agent_reports(
                         tx, agent, observed, checks, now,
                     ))
                 }),
@@ -205,7 +205,7 @@ impl Server {
                     Box::pin(trusthub_compliance::on_report(tx, report, now))
                 }),
                 http_checks: trusthub_fleet::ingest::HttpChecks(|c, agents| {
-                    Box::pin(crate::routes::apps::http_checks_of_agents(c, agents))
+                    Box::pin(trusthub_monitors::http_checks_of_agents(c, agents))
                 }),
                 compliance_runs: trusthub_fleet::ingest::ComplianceRuns(|c, hosts| {
                     Box::pin(trusthub_compliance::service::pending_runs(c, hosts))
@@ -226,7 +226,7 @@ impl Server {
             parts: {
                 let mut parts = trusthub_platform::state::Parts::default();
                 parts
-                    .insert(crate::routes::actions::EatKey(eat_key))
+                    .insert(trusthub_fleet::actions::EatKey(eat_key))
                     .insert(crate::evidence::EvidenceKey(evidence_key))
                     .insert(ca)
                     .insert(trusthub_certs::check::CertSeen::default())
@@ -267,14 +267,14 @@ impl Server {
                             .flat_map(|c| c.names)
                             .collect(),
                     ))
-                    .insert(crate::routes::apps::SloLines(|state, tenant| {
-                        Box::pin(trusthub_slo::web::slo::app_lines(state, tenant))
+                    .insert(trusthub_monitors::SloLines(|state, tenant| {
+                        Box::pin(trusthub_slo::app_lines(state, tenant))
                     }))
                     .insert(trusthub_certs::HostNames(|state, tenant| {
                         Box::pin(trusthub_fleet::host_names(state, tenant))
                     }))
                     .insert(crate::alerting::ResolveHooks(vec![|tx, tenant, alert| {
-                        Box::pin(crate::routes::apps::on_alert_resolved(tx, tenant, alert))
+                        Box::pin(trusthub_monitors::on_alert_resolved(tx, tenant, alert))
                     }]));
                 parts
             },

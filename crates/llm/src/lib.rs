@@ -16,6 +16,9 @@ pub mod routes;
 mod store;
 pub mod web;
 
+/// The model prices the hub starts with (built in, or from `TRUSTHUB_AI_PRICES_FILE`).
+pub use routes::ai::base_prices;
+
 use trusthub_identity::auth;
 use trusthub_platform::{error, extract, openapi, state};
 

@@ -3,9 +3,9 @@
 //! and each app's availability timeline and maintenance windows.
 //!
 //! What it offers other capabilities:
-//! - [`routes::apps::on_agent_reports`], [`routes::apps::http_checks_of_agents`],
-//!   [`routes::apps::on_alert_resolved`]: its side of the fleet's and alerts' typed events;
-//! - [`routes::apps::SloLines`]: the lookup the SLO capability gives the apps page;
+//! - [`on_agent_reports`], [`http_checks_of_agents`], [`on_alert_resolved`]: its side of the
+//!   fleet's and alerts' typed events;
+//! - [`SloLines`]: the lookup the SLO capability gives the apps page;
 //! - [`App`], [`app`], [`app_names`], [`timeline`]: apps, their timeline and maintenance
 //!   windows, for SLOs and evidence packs; [`maintenance`] for the retention tick;
 //! - [`api`], [`web::pages`], [`jobs`]: what the composition root mounts and schedules.
@@ -35,7 +35,9 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub use store::apps::{App, get as app, list as apps, state_counts};
 pub use store::timeline;
 
-pub use routes::apps::SloLine;
+pub use routes::apps::{
+    SloLine, SloLines, http_checks_of_agents, on_agent_reports, on_alert_resolved,
+};
 
 /// The apps table below the services: what the liveness benchmark drives directly.
 pub mod raw {

@@ -38,6 +38,11 @@ pub fn capability() -> trusthub_platform::capability::Capability {
 /// overview).
 pub use store::slo::summary_counts;
 
+/// Every SLO's status now, and one SLO's daily history as CSV (what the benchmark drives).
+pub use routes::slo::{history_csv, statuses};
+/// The SLO lines of each app (the apps page's lookup, installed as monitors' `SloLines`).
+pub use web::slo::app_lines;
+
 /// Each SLO of the tenant (by app) with its last state (the Trust Score reads it).
 pub use store::slo::states as slo_states;
 

@@ -371,14 +371,6 @@ pub(crate) async fn generate(
     by: Operator,
     Json(req): Json<GenerateRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<DiagramView>)> {
-    if let Some(n) = &req.name
-        && (n.trim().is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control))
-    {
-        return Err(ApiError::invalid(
-            "name",
-            "must be 1 to 200 characters, not only spaces, no control characters",
-        ));
-    }
     let scope = match (req.scope.as_str(), req.id) {
         ("tenant", None) => Scope::Tenant,
         ("tenant", Some(_)) => return Err(ApiError::invalid("id", "the tenant scope takes no id")),

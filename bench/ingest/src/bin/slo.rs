@@ -136,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         raw.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(n, spans);
         let t = Instant::now();
-        let all = trusthub_hub::routes::slo::statuses(&state, tenant, now).await?;
+        let all = trusthub_slo::statuses(&state, tenant, now).await?;
         full.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(all.len(), apps.len());
     }
@@ -213,7 +213,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         raw.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(n > 300);
         let t = Instant::now();
-        let body = trusthub_hub::routes::slo::history_csv(&state, tenant, one, 365, now).await?;
+        let body = trusthub_slo::history_csv(&state, tenant, one, 365, now).await?;
         csv.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(body.split("\r\n").filter(|l| !l.is_empty()).count(), 366);
     }

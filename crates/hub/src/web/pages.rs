@@ -7,7 +7,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use trusthub_fleet::web::rows::{AgentRow, agent_rows};
+use trusthub_fleet::{AgentRow, agent_rows};
 
 pub use trusthub_platform::page::{UserBar, ago};
 use trusthub_store::audit;

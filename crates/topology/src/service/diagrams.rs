@@ -129,12 +129,12 @@ pub async fn generate(
             format!("Host {h}")
         }
     };
-    let title: String = name_
-        .map(str::to_owned)
-        .unwrap_or(default)
-        .chars()
-        .take(200)
-        .collect();
+    // A name given is checked as given (422 when too long); only the one made from the
+    // scope is cut to fit.
+    let title = match name_ {
+        Some(n) => n.to_owned(),
+        None => default.chars().take(200).collect(),
+    };
     insert_diagram(state, p, &title, text).await
 }
 

@@ -983,6 +983,13 @@ async fn diagrams_are_generated_shared_and_unshared(b: Backend) {
         (json!({"scope": "agent", "id": host.id}), 422, Some("id")),
         (json!({"scope": "zone", "id": Uuid::new_v4()}), 404, None),
         (json!({"scope": "agent", "id": Uuid::new_v4()}), 404, None),
+        // A name given is checked, never cut (CONTRACT 30: the schema's rule).
+        (
+            json!({"scope": "tenant", "name": "x".repeat(201)}),
+            422,
+            Some("name"),
+        ),
+        (json!({"scope": "tenant", "name": "   "}), 422, Some("name")),
     ] {
         let r = app
             .post("/diagrams/generate", &operator, body_.clone())
