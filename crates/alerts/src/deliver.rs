@@ -90,7 +90,7 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
             let secret = match &d.secret_sealed {
                 Some(sealed) => match state
                     .key
-                    .open(crate::routes::webhooks::SECRET_CONTEXT, sealed)
+                    .open(crate::service::webhooks::SECRET_CONTEXT, sealed)
                 {
                     Ok(s) => Some(String::from_utf8_lossy(&s).into_owned()),
                     Err(_) => None,

@@ -26,6 +26,9 @@ pub const ACTOR: &str = "system:auto_patch";
 pub mod kind {
     /// A flag or the minimum severity changed.
     pub const FLAG_SET: &str = "remediation.auto_flag_set";
+    /// An auto-update-all request, per host: the head of the chain its proposals link to
+    /// (`flag_set_seq`), as a flag change heads the worker's.
+    pub const UPDATE_ALL: &str = "remediation.auto_update_all";
     /// A package was proposed (an action sent).
     pub const PROPOSED: &str = "remediation.auto_proposed";
     /// The host applied it.
@@ -822,7 +825,7 @@ pub async fn attestations(
     for e in entries {
         match e.kind.as_str() {
             // A flag turned on, or an auto-update-all request on the host, heads a chain.
-            kind::FLAG_SET | crate::update_all::KIND if e.payload["turned_on"] == true => {
+            kind::FLAG_SET | kind::UPDATE_ALL if e.payload["turned_on"] == true => {
                 flags.insert(e.seq, chains.len());
                 chains.push(Chain {
                     flag_set: e.into(),

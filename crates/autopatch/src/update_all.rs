@@ -23,9 +23,8 @@ use uuid::Uuid;
 
 /// Most signed actions one request sends (SPEC 8).
 pub const MAX_ACTIONS: usize = 25;
-/// The transparency-log kind of a request, per host: the head of the chain its proposals
-/// link to (`flag_set_seq`), as a flag change heads the worker's.
-pub const KIND: &str = "remediation.auto_update_all";
+/// The transparency-log kind of a request (see [`crate::service::kind::UPDATE_ALL`]).
+pub const KIND: &str = crate::service::kind::UPDATE_ALL;
 
 /// What to update; absent fields mean all.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]

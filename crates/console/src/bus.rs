@@ -5,15 +5,16 @@
 //! they are for. A frame too large for one message is cut into several (a chunk of output
 //! becomes several `"o"` events; a paste several inputs).
 
-use crate::live::Live;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use tokio::sync::mpsc;
 use trusthub_platform::AppState;
 use trusthub_platform::notify;
-use trusthub_store::{StoreResult, TenantId};
+use trusthub_store::StoreResult;
 use uuid::Uuid;
 
 /// The `NOTIFY` channel.
@@ -96,7 +97,7 @@ impl Browsers {
         }
     }
 
-    fn send(&self, id: Uuid, frame: String, last: bool) {
+    pub(crate) fn send(&self, id: Uuid, frame: String, last: bool) {
         let Ok(mut m) = self.sockets.lock() else {
             return;
         };
@@ -168,8 +169,12 @@ async fn publish(state: &AppState, to: &str, session: Uuid, msg: Msg) -> StoreRe
     notify::publish(&state.db, CHANNEL, &payload).await
 }
 
-/// On PostgreSQL, handles the messages for this process until the task is aborted.
-pub async fn listen(state: AppState) {
+/// What handles a message for this process (the service's `on_bus`).
+pub type Handler =
+    for<'a> fn(&'a AppState, Uuid, Msg) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// On PostgreSQL, hands the messages for this process to `handle` until the task is aborted.
+pub async fn listen(state: AppState, handle: Handler) {
     notify::listen(state, CHANNEL, |state, payload| {
         Box::pin(async move {
             let Ok(e) = serde_json::from_str::<Envelope>(&payload) else {
@@ -181,45 +186,6 @@ pub async fn listen(state: AppState) {
         })
     })
     .await;
-}
-
-async fn handle(state: &AppState, id: Uuid, msg: Msg) {
-    match msg {
-        Msg::Agent {
-            agent,
-            tenant,
-            frame,
-        } => crate::service::on_agent_frame(state, agent, TenantId(tenant), &frame).await,
-        Msg::Opened { header } => crate::service::header(state, id, &header).await,
-        Msg::Refused => {
-            state.part::<Live>().finish(id, None);
-        }
-        Msg::Attach { at } => {
-            let Some(mut frames) = state.part::<Live>().attach(id) else {
-                return;
-            };
-            let state = state.clone();
-            // One task per browser, so its frames leave in order.
-            tokio::spawn(async move {
-                while let Some(f) = frames.recv().await {
-                    let frame: Value = serde_json::from_str(&f).unwrap_or_default();
-                    if let Err(e) = send(&state, &at, id, Msg::ToBrowser { frame }).await {
-                        tracing::warn!(%id, error = %e, "cannot forward console output");
-                    }
-                }
-            });
-        }
-        Msg::Browser { frame } => crate::service::browser_frame(state, id, &frame).await,
-        Msg::ToBrowser { frame } => {
-            let last = frame["type"] == "exit";
-            state.part::<Browsers>().send(id, frame.to_string(), last);
-        }
-        Msg::Ended { status, why } => {
-            if let Err(e) = crate::service::end(state, id, &status, &why, None, None).await {
-                tracing::warn!(%id, error = %e, "cannot close a console session");
-            }
-        }
-    }
 }
 
 #[cfg(test)]

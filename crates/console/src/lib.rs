@@ -30,5 +30,5 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("console", api, web::pages)
-        .task(|state| Box::pin(bus::listen(state)))
+        .task(|state| Box::pin(bus::listen(state, service::on_bus)))
 }

@@ -649,3 +649,53 @@ pub async fn terminate(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<S
     }
     Ok(SessionView::from(get(state, p.tenant(), id).await?))
 }
+/// Handles a message another hub process sent this one about a session it owns or serves
+/// (given to [`bus::listen`]).
+pub fn on_bus(
+    state: &AppState,
+    id: Uuid,
+    msg: Msg,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+    Box::pin(handle(state, id, msg))
+}
+
+async fn handle(state: &AppState, id: Uuid, msg: Msg) {
+    match msg {
+        Msg::Agent {
+            agent,
+            tenant,
+            frame,
+        } => on_agent_frame(state, agent, TenantId(tenant), &frame).await,
+        Msg::Opened { header: h } => header(state, id, &h).await,
+        Msg::Refused => {
+            state.part::<Live>().finish(id, None);
+        }
+        Msg::Attach { at } => {
+            let Some(mut frames) = state.part::<Live>().attach(id) else {
+                return;
+            };
+            let state = state.clone();
+            // One task per browser, so its frames leave in order.
+            tokio::spawn(async move {
+                while let Some(f) = frames.recv().await {
+                    let frame: Value = serde_json::from_str(&f).unwrap_or_default();
+                    if let Err(e) = bus::send(&state, &at, id, Msg::ToBrowser { frame }).await {
+                        tracing::warn!(%id, error = %e, "cannot forward console output");
+                    }
+                }
+            });
+        }
+        Msg::Browser { frame } => browser_frame(state, id, &frame).await,
+        Msg::ToBrowser { frame } => {
+            let last = frame["type"] == "exit";
+            state
+                .part::<bus::Browsers>()
+                .send(id, frame.to_string(), last);
+        }
+        Msg::Ended { status, why } => {
+            if let Err(e) = end(state, id, &status, &why, None, None).await {
+                tracing::warn!(%id, error = %e, "cannot close a console session");
+            }
+        }
+    }
+}

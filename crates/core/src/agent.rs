@@ -40,11 +40,7 @@ pub enum SignatureError {
 
 /// Parses a hex Ed25519 public key.
 pub fn parse_public_key(hex: &str) -> Result<VerifyingKey, SignatureError> {
-    let bytes = data_encoding::HEXLOWER_PERMISSIVE
-        .decode(hex.trim().as_bytes())
-        .map_err(|_| SignatureError::BadKey)?;
-    let arr: [u8; 32] = bytes.try_into().map_err(|_| SignatureError::BadKey)?;
-    VerifyingKey::from_bytes(&arr).map_err(|_| SignatureError::BadKey)
+    crate::keys::ed25519_public(hex).ok_or(SignatureError::BadKey)
 }
 
 /// Verifies `X-Service-Signature: ed25519=<base64>` over the exact body bytes

@@ -215,7 +215,7 @@ pub fn verify_log(
     if head_seq != last_seq || head_hash != last_hash {
         return Err(LogError::Head(head_seq));
     }
-    let key = crate::agent::parse_public_key(public_key_hex).map_err(|_| LogError::Malformed)?;
+    let key = crate::keys::ed25519_public(public_key_hex).ok_or(LogError::Malformed)?;
     let sig = data_encoding::BASE64
         .decode(signature_b64.as_bytes())
         .ok()

@@ -18,6 +18,7 @@ pub mod emergency;
 pub mod evidence;
 pub mod inventory;
 pub mod json_guard;
+pub mod keys;
 pub mod liveness;
 pub mod probe;
 pub mod redact;

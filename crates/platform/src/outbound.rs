@@ -173,13 +173,6 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// The policy of these settings (`TRUSTHUB_OUTBOUND_ALLOW_CIDRS`, checked at start).
-    pub fn of(settings: &crate::settings::Settings) -> Policy {
-        Policy {
-            allow: Arc::new(parse_cidrs(&settings.outbound_allow_cidrs).unwrap_or_default()),
-        }
-    }
-
     /// A policy allowing `allow` besides public addresses.
     pub fn allowing(allow: Vec<Cidr>) -> Policy {
         Policy {

@@ -485,6 +485,15 @@ fn parse_allow_cidrs(s: &str) -> Result<String, String> {
     crate::outbound::parse_cidrs(s).map(|_| s.to_owned())
 }
 
+impl crate::outbound::Policy {
+    /// The policy of these settings (`TRUSTHUB_OUTBOUND_ALLOW_CIDRS`, checked at start).
+    pub fn of(settings: &Settings) -> crate::outbound::Policy {
+        crate::outbound::Policy::allowing(
+            crate::outbound::parse_cidrs(&settings.outbound_allow_cidrs).unwrap_or_default(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod switch_tests {
     use super::*;

@@ -1,8 +1,8 @@
 //! `/trust-score/v12/tenant` (the score, its history) and `PATCH /tenant` (the badge switch).
 
-use crate::service::{self, HistoryPoint, ScoreView};
+use crate::service::{self, HistoryPoint, ScoreView, TenantSettings};
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use trusthub_identity::auth::{Owner, Viewer};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult, Problem};
@@ -10,7 +10,6 @@ use trusthub_platform::extract::{Json, Meta, Query};
 use trusthub_platform::openapi::api_routes;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use uuid::Uuid;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -69,17 +68,6 @@ pub(crate) async fn get_history(
 #[serde(deny_unknown_fields)]
 pub struct TenantPatch {
     /// Whether `/badge/{tenant_id}.svg` and `.json` answer (default true); off, they answer 404.
-    pub badge_public: bool,
-}
-
-/// The tenant's settings.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TenantSettings {
-    /// The tenant.
-    pub tenant_id: Uuid,
-    /// Its name.
-    pub name: String,
-    /// Whether the Trust Score badge is public.
     pub badge_public: bool,
 }
 

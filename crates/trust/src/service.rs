@@ -16,6 +16,17 @@ use uuid::Uuid;
 /// How often a history point is recorded at the least (and the badge refreshed).
 pub const REFRESH: Duration = Duration::minutes(30);
 
+/// The tenant's settings.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantSettings {
+    /// The tenant.
+    pub tenant_id: uuid::Uuid,
+    /// Its name.
+    pub name: String,
+    /// Whether the Trust Score badge is public.
+    pub badge_public: bool,
+}
+
 /// The score as the API answers it (CONTRACT 21).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ScoreView {
@@ -265,7 +276,7 @@ pub async fn set_badge_public(
     meta: &trusthub_platform::extract::Meta,
     p: &trusthub_identity::auth::Principal,
     on: bool,
-) -> ApiResult<crate::routes::TenantSettings> {
+) -> ApiResult<TenantSettings> {
     p.may_change()?;
     let mut tx = state.db.begin().await?;
     store::set_badge_public(&mut tx, p.tenant(), on).await?;
@@ -282,7 +293,7 @@ pub async fn set_badge_public(
         .map(|t| t.name)
         .unwrap_or_default();
     tx.commit().await?;
-    Ok(crate::routes::TenantSettings {
+    Ok(TenantSettings {
         tenant_id: p.tenant().0,
         name,
         badge_public: on,

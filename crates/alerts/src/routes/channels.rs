@@ -7,7 +7,7 @@ use crate::channels::{self, Config, KINDS};
 use crate::error::{ApiError, ApiResult, FieldError, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
-use crate::routes::webhooks::{AgentFilter, DeliveryQuery, DeliveryView};
+use crate::service::webhooks::{AgentFilter, DeliveryQuery, DeliveryView};
 use crate::state::{AppState, now};
 use crate::store::channels::Channel;
 use crate::store::webhooks::{self, NewDelivery};
@@ -184,7 +184,7 @@ async fn checked(
             });
         }
     }
-    let (events, min_severity, rank, tag) = crate::routes::webhooks::subscription(
+    let (events, min_severity, rank, tag) = crate::service::webhooks::subscription(
         &[
             crate::alerting::ALERT_CREATED,
             crate::alerting::ALERT_RESOLVED,

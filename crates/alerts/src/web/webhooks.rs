@@ -122,16 +122,18 @@ pub async fn create_webhook(
     if let Err(refused) = allowed(&user, Role::Admin, Some(&form.csrf)) {
         return refused.into_response();
     }
-    let req = crate::routes::webhooks::NewWebhookRequest {
+    let req = crate::service::webhooks::NewWebhookRequest {
         url: form.url.clone(),
         secret: None,
         events: None,
         min_severity: (!form.min_severity.is_empty()).then(|| form.min_severity.clone()),
-        agent_filter: (!form.tag.trim().is_empty()).then(|| crate::routes::webhooks::AgentFilter {
-            tag: form.tag.trim().to_owned(),
+        agent_filter: (!form.tag.trim().is_empty()).then(|| {
+            crate::service::webhooks::AgentFilter {
+                tag: form.tag.trim().to_owned(),
+            }
         }),
     };
-    match crate::routes::webhooks::create_webhook(&state, &meta, &user.principal, &req).await {
+    match crate::service::webhooks::create(&state, &meta, &user.principal, &req).await {
         Ok(created) => {
             webhooks_page(
                 &state,

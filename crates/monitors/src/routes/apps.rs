@@ -40,10 +40,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     r
 }
 
-/// Shortest HTTP check interval.
-pub const MIN_HTTP_INTERVAL: i64 = 10;
-/// Longest HTTP check interval.
-pub const MAX_HTTP_INTERVAL: i64 = 86_400;
+pub use super::apps_shapes::{MAX_HTTP_INTERVAL, MIN_HTTP_INTERVAL};
 
 /// An app to track. Either `app_type` (`systemd`, `docker`, `compose`, `process`) with
 /// `identifier` and `agent_id`, or a check — `type` `http`, `tcp` or `tls` with `endpoint` —

@@ -8,6 +8,11 @@ use serde_json::{Value, json};
 use trusthub_core::probe;
 use trusthub_platform::openapi::{Variant, tag};
 
+/// Shortest HTTP check interval.
+pub const MIN_HTTP_INTERVAL: i64 = 10;
+/// Longest HTTP check interval.
+pub const MAX_HTTP_INTERVAL: i64 = 86_400;
+
 /// A field this shape does not take: null or absent.
 fn none(why: &str) -> Value {
     json!({"type": "null", "description": why})
@@ -80,10 +85,7 @@ pub fn shapes() -> Vec<Variant> {
         let (lo, hi) = if by_hub {
             (probe::MIN_INTERVAL_SECS, probe::MAX_INTERVAL_SECS)
         } else {
-            (
-                super::apps::MIN_HTTP_INTERVAL,
-                super::apps::MAX_HTTP_INTERVAL,
-            )
+            (MIN_HTTP_INTERVAL, MAX_HTTP_INTERVAL)
         };
         let mut shape = json!({
             "type": tag(&[kind]),
