@@ -2,7 +2,9 @@
 //! agent's own binary runs this, and so does the `trusthub` binary when it is started under
 //! the name `trusthub-agent` (the hub serves its own build to hosts that install the agent).
 
-use crate::{Options, allow, state::StateDir};
+use crate::Options;
+use crate::actions::allow;
+use crate::link::state::StateDir;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -105,9 +107,9 @@ async fn shutdown_signal() {
 }
 
 /// `trusthub-agent dependencies`: every entry on stdout, a count per source on stderr.
-fn dependencies(d: &crate::deps::discover::Discovery) {
+fn dependencies(d: &crate::collect::deps::discover::Discovery) {
     use std::io::Write as _;
-    let found = crate::deps::discover::dependencies(d);
+    let found = crate::collect::deps::discover::dependencies(d);
     let mut per_source: std::collections::BTreeMap<String, (String, usize, Option<String>)> =
         Default::default();
     let mut out = std::io::stdout().lock();
@@ -178,7 +180,7 @@ fn status(state_dir: &std::path::Path) -> Result<(), String> {
             None => "none yet (made at the first start)".into(),
         },
     );
-    let certs = crate::mtls::Mtls::new(dir.path());
+    let certs = crate::link::mtls::Mtls::new(dir.path());
     line(
         "client certificate",
         match certs.current() {
@@ -208,7 +210,7 @@ fn status(state_dir: &std::path::Path) -> Result<(), String> {
     if let Some(h) = certs.current() {
         line("  fingerprint", h.fingerprint_sha256);
     }
-    let pending = crate::spool::Spool::new(dir.spool(), u64::MAX).pending();
+    let pending = crate::link::spool::Spool::new(dir.spool(), u64::MAX).pending();
     let bytes: u64 = pending
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
@@ -218,7 +220,7 @@ fn status(state_dir: &std::path::Path) -> Result<(), String> {
         "spooled batches",
         format!("{} ({} bytes)", pending.len(), bytes),
     );
-    let spool = crate::spool::Spool::new(dir.spool(), u64::MAX);
+    let spool = crate::link::spool::Spool::new(dir.spool(), u64::MAX);
     let rejected = spool.rejected();
     line(
         "rejected batches",
@@ -315,7 +317,7 @@ async fn patch(
         };
         list.push(serde_json::json!({"name": name, "version": version}));
     }
-    let allowed = match crate::allow::load_all(state_dir, None) {
+    let allowed = match crate::actions::allow::load_all(state_dir, None) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("trusthub-agent: {e}");
@@ -331,11 +333,11 @@ async fn patch(
         Some(p) => {
             let args =
                 serde_json::json!({"ecosystem": manager, "project_path": p, "packages": list});
-            crate::patch::update_packages(&args, &allowed, state_dir, &jti).await
+            crate::actions::patch::update_packages(&args, &allowed, state_dir, &jti).await
         }
         None => {
             let args = serde_json::json!({"manager": manager, "packages": list});
-            crate::patch::install_package(&args, &allowed, state_dir, &jti).await
+            crate::actions::patch::install_package(&args, &allowed, state_dir, &jti).await
         }
     };
     print!("{}", o.stdout);
@@ -353,7 +355,7 @@ async fn patch(
 
 /// `trusthub-agent emergency`: one emergency action run here, its output and exit code.
 async fn emergency(action: &str, target: &str, state_dir: &std::path::Path) -> ExitCode {
-    let allowed = match crate::allow::load_all(state_dir, None) {
+    let allowed = match crate::actions::allow::load_all(state_dir, None) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("trusthub-agent: {e}");
@@ -362,14 +364,18 @@ async fn emergency(action: &str, target: &str, state_dir: &std::path::Path) -> E
     };
     let args = serde_json::json!({"action": action, "target": target});
     // By hand on the host: the hub it is registered with, if any, is still never blocked.
-    let guard = crate::emergency::Guard {
-        hub_url: crate::state::StateDir::open(state_dir)
+    let guard = crate::actions::emergency::Guard {
+        hub_url: crate::link::state::StateDir::open(state_dir)
             .ok()
             .and_then(|d| d.registration().ok().flatten())
             .map(|r| r.hub),
         console_user: None,
     };
-    let (code, out, err) = crate::emergency::run(&args, &allowed, &guard).await;
+    let crate::host::command::CommandOutcome {
+        code,
+        stdout: out,
+        stderr: err,
+    } = crate::actions::emergency::run(&args, &allowed, &guard).await;
     print!("{out}");
     eprint!("{err}");
     match code {
@@ -414,7 +420,7 @@ async fn cli() -> ExitCode {
             no_process_discovery,
             no_system,
         }) => {
-            dependencies(&crate::deps::discover::Discovery {
+            dependencies(&crate::collect::deps::discover::Discovery {
                 project_paths,
                 binary_paths,
                 processes: !no_process_discovery,

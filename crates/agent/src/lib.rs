@@ -4,33 +4,29 @@
 //! only once the hub answered 202.
 //!
 //! The `trusthub-agent` binary and `trusthub up` both run [`run`].
+//!
+//! Four rooms, each only above the ones before it: [`host`] (running a command, the Docker
+//! Engine, procfs, a project's owner — below everything, it imports nothing of the agent);
+//! [`collect`] (what the agent reports: metrics, inventory, dependencies, drift, compliance,
+//! honeypots, DNA, checks); [`actions`] (what the hub asks for through signed tokens:
+//! restarts, patches, emergencies, console sessions — each within this host's allowlist);
+//! [`link`] (the hub: the signed client, the WebSocket, the client certificate, the spool,
+//! the state directory). [`run`] and [`cli`] sit on top. No module imports one that imports
+//! it back.
 
 pub mod actions;
-pub mod allow;
-pub mod checks;
 pub mod cli;
-pub mod client;
 pub mod collect;
-pub mod compliance;
-pub mod console;
-pub mod deps;
-pub mod dna;
-pub mod drift;
-pub mod emergency;
-pub mod honeypot;
-pub mod inventory;
-pub mod mtls;
-pub mod owner;
-pub mod patch;
-pub mod sockets;
-pub mod spool;
-pub mod state;
-pub mod ws;
+pub mod host;
+pub mod link;
 
-use client::{HubClient, PushOutcome};
+use actions::allow;
+use collect::{checks, compliance, deps, dna, drift, honeypot, inventory, metrics};
+use link::client::{HubClient, PushOutcome};
+use link::spool::Spool;
+use link::state::{Registration, StateDir};
+use link::{mtls, ws};
 use serde_json::{Value, json};
-use spool::Spool;
-use state::{Registration, StateDir};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -367,7 +363,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let action_socket = tokio::spawn(socket.run());
     let checks = checks::Checks::default();
     let checker = tokio::spawn(checks.clone().run());
-    let mut collector = collect::Collector::default();
+    let mut collector = metrics::Collector::default();
     // Prime the rate counters so the first batch already has CPU and I/O rates.
     collector.collect(OffsetDateTime::now_utc());
     let started = std::time::Instant::now();
@@ -660,7 +656,7 @@ async fn drain(
     reg: &Registration,
     key: &ed25519_dalek::SigningKey,
     spool: &Spool,
-) -> Result<Option<client::Ack>, Option<Duration>> {
+) -> Result<Option<link::client::Ack>, Option<Duration>> {
     let mut governed = None;
     for path in spool.pending() {
         let Ok(bytes) = std::fs::read(&path) else {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-use trusthub_agent::drift::{DEFAULT_MAX_FILE_BYTES, PackageDb, Watcher, scan};
+use trusthub_agent::collect::drift::{DEFAULT_MAX_FILE_BYTES, PackageDb, Watcher, scan};
 use trusthub_core::drift::{self, ConfigHash, Kind};
 
 struct TempDir(PathBuf);

@@ -5,7 +5,7 @@
 //! same way.
 
 use std::time::{Duration, Instant};
-use trusthub_agent::console::{Consoles, session_pids};
+use trusthub_agent::actions::console::{Consoles, session_pids};
 
 fn root() -> bool {
     std::fs::read_to_string("/proc/self/status")

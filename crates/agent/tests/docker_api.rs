@@ -304,7 +304,8 @@ fn the_local_engine_answers_docker_py_as_docker_does() {
 
 #[tokio::test]
 async fn the_agent_reads_containers_restarts_and_stops_them_through_the_engine_api() {
-    use trusthub_agent::inventory::{containers_at, docker_restart_at, docker_stop_at};
+    use trusthub_agent::host::command::CommandOutcome;
+    use trusthub_agent::host::docker::{containers_at, restart_at, stop_at};
     let e = engine();
     let v = containers_at(&e.socket).await;
     assert_eq!(
@@ -316,23 +317,27 @@ async fn the_agent_reads_containers_restarts_and_stops_them_through_the_engine_a
     assert_eq!(v[1]["compose_project"], Value::Null);
     // The emergency stop: 204 stopped, 304 already stopped, 404 unknown, no socket at all.
     assert_eq!(
-        docker_stop_at(&e.socket, "web").await,
-        (0, "stopped web\n".into(), String::new())
+        stop_at(&e.socket, "web").await,
+        CommandOutcome::ok("stopped web\n")
     );
     assert_eq!(
-        docker_stop_at(&e.socket, "web").await,
-        (0, "web was already stopped\n".into(), String::new())
+        stop_at(&e.socket, "web").await,
+        CommandOutcome::ok("web was already stopped\n")
     );
-    let (code, _, err) = docker_stop_at(&e.socket, "ghost").await;
+    let CommandOutcome {
+        code, stderr: err, ..
+    } = stop_at(&e.socket, "ghost").await;
     assert_eq!(code, 1);
     assert!(err.contains("Docker answered 404"), "{err}");
-    let (code, _, err) = docker_stop_at(&e.dir.join("absent.sock"), "web").await;
+    let CommandOutcome {
+        code, stderr: err, ..
+    } = stop_at(&e.dir.join("absent.sock"), "web").await;
     assert_eq!(code, 1);
     assert!(err.contains("Docker socket"), "{err}");
     // A restart brings it back, and the next read says so.
     assert_eq!(
-        docker_restart_at(&e.socket, &["web".to_owned()]).await,
-        (0, "restarted web\n".into(), String::new())
+        restart_at(&e.socket, &["web".to_owned()]).await,
+        CommandOutcome::ok("restarted web\n")
     );
     let v = containers_at(&e.socket).await;
     assert_eq!(v[2]["state"], "running");

@@ -4,7 +4,7 @@
 //! in /etc/login.defs (AUTH-9286), /tmp as its own mount (FILE-6310) and auditd (ACCT-9628).
 
 use std::path::Path;
-use trusthub_agent::compliance::{Status, run};
+use trusthub_agent::collect::compliance::{Status, run};
 
 fn lynis() -> Option<String> {
     let found = std::process::Command::new("lynis")

@@ -477,7 +477,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let hub_url = announce(&server, &data_dir);
     let agent_dir = data_dir.join("agent");
-    let registered = trusthub_agent::state::StateDir::open(&agent_dir)
+    let registered = trusthub_agent::link::state::StateDir::open(&agent_dir)
         .and_then(|d| d.registration())
         .map_err(|e| e.to_string())?
         .is_some();
@@ -514,7 +514,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         console_user: "root".into(),
         auth_log: None,
         compliance_root: "/".into(),
-        config_max_file_bytes: trusthub_agent::drift::DEFAULT_MAX_FILE_BYTES,
+        config_max_file_bytes: trusthub_agent::collect::drift::DEFAULT_MAX_FILE_BYTES,
     };
     println!(
         "  Agent:   watching this host, pushing every {} s",

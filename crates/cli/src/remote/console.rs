@@ -75,7 +75,7 @@ async fn dial(url: &str) -> Result<Box<dyn Io>, Failure> {
         return Ok(Box::new(tcp));
     }
     let ca = std::env::var_os("TRUSTHUB_CA_CERT").and_then(|p| std::fs::read(p).ok());
-    let config = trusthub_agent::mtls::rustls_config(ca.as_deref(), None)?;
+    let config = trusthub_agent::link::mtls::rustls_config(ca.as_deref(), None)?;
     let name =
         rustls_pki_types::ServerName::try_from(host).map_err(|e| Failure::error(e.to_string()))?;
     let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))

@@ -364,3 +364,218 @@ fn no_capability_reaches_into_anothers_routes_or_web() {
         reaches.join("\n")
     );
 }
+
+/// One house (issue 60): no two modules of a crate import each other, directly or through
+/// others. A module's imports are the paths it names (`crate::`, `super::`, `self::`, and a
+/// child it declares); a child naming its ancestors is how Rust modules share, not a circle.
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    use std::collections::{BTreeMap, BTreeSet};
+    type Module = Vec<String>;
+
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    fn ident(s: &str) -> usize {
+        s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(s.len())
+    }
+    /// The paths written at the start of `s` (after `crate::` and the like): `a::b`, or a
+    /// group `a::{b, c::{d, e}}` as several.
+    fn paths(s: &str) -> Vec<Vec<String>> {
+        let mut head = Vec::new();
+        let mut rest = s;
+        loop {
+            let n = ident(rest);
+            if n == 0 {
+                break;
+            }
+            head.push(rest[..n].to_owned());
+            rest = &rest[n..];
+            if let Some(r) = rest.strip_prefix("::") {
+                rest = r;
+            } else {
+                return vec![head];
+            }
+        }
+        let Some(group) = rest.strip_prefix('{') else {
+            return vec![head];
+        };
+        let (mut depth, mut start, mut out) = (0, 0, vec![head.clone()]);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    for item in [&group[start..i]] {
+                        for p in paths(item.trim_start()) {
+                            out.push(head.iter().cloned().chain(p).collect());
+                        }
+                    }
+                    return out;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    for p in paths(group[start..i].trim_start()) {
+                        out.push(head.iter().cloned().chain(p).collect());
+                    }
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut circles = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(&crates)
+        .expect("crates")
+        .flatten()
+        .map(|c| c.path())
+        .collect();
+    names.sort();
+    for krate in names {
+        let src = krate.join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let mut list = Vec::new();
+        files(&src, &mut list);
+        let mut modules: BTreeMap<Module, String> = BTreeMap::new();
+        for f in &list {
+            let rel = f.strip_prefix(&src).expect("under src").with_extension("");
+            let mut m: Module = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if m == ["lib"] || m == ["main"] || m.last().is_some_and(|l| l == "mod") {
+                m.pop();
+            }
+            let mut text = std::fs::read_to_string(f).expect("source");
+            if let Some(i) = text.find("#[cfg(test)]\nmod tests {") {
+                text.truncate(i);
+            }
+            let text: String = text
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n");
+            modules.entry(m).or_default().push_str(&text);
+        }
+        let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+        for (m, text) in &modules {
+            let mut targets = BTreeSet::new();
+            for base in ["crate::", "super::", "self::"] {
+                for (i, _) in text.match_indices(base) {
+                    if text[..i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                    {
+                        continue;
+                    }
+                    for p in paths(&text[i + base.len()..]) {
+                        let mut full: Module = match base {
+                            "crate::" => Vec::new(),
+                            "self::" => m.clone(),
+                            _ => m[..m.len().saturating_sub(1)].to_vec(),
+                        };
+                        let mut p = p.as_slice();
+                        while p.first().is_some_and(|s| s == "super") {
+                            full.pop();
+                            p = &p[1..];
+                        }
+                        full.extend(p.iter().cloned());
+                        let target = (0..=full.len())
+                            .rev()
+                            .map(|k| full[..k].to_vec())
+                            .find(|t| modules.contains_key(t))
+                            .unwrap_or_default();
+                        targets.insert(target);
+                    }
+                }
+            }
+            // A child it declares and names.
+            for line in text.lines() {
+                let l = line.trim_start();
+                let l = l
+                    .strip_prefix("pub(crate) ")
+                    .or_else(|| l.strip_prefix("pub "))
+                    .unwrap_or(l);
+                if let Some(child) = l.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                    let mut c = m.clone();
+                    c.push(child.trim().to_owned());
+                    let named = text
+                        .match_indices(&format!("{}::", child.trim()))
+                        .any(|(i, _)| {
+                            !text[..i]
+                                .chars()
+                                .next_back()
+                                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                        });
+                    if modules.contains_key(&c) && named {
+                        targets.insert(c);
+                    }
+                }
+            }
+            // Not itself, nor an ancestor.
+            targets.retain(|t| t != m && !(t.len() < m.len() && m.starts_with(t)));
+            edges.insert(m.clone(), targets);
+        }
+        // Which modules reach which (the graphs are small): a circle is two modules that
+        // reach each other.
+        let reach = |from: &Module| {
+            let mut seen = BTreeSet::new();
+            let mut todo = vec![from.clone()];
+            while let Some(m) = todo.pop() {
+                for t in edges.get(&m).into_iter().flatten() {
+                    if seen.insert(t.clone()) {
+                        todo.push(t.clone());
+                    }
+                }
+            }
+            seen
+        };
+        let mut done = BTreeSet::new();
+        for m in modules.keys() {
+            if done.contains(m) {
+                continue;
+            }
+            let from = reach(m);
+            if !from.contains(m) {
+                continue;
+            }
+            let circle: Vec<String> = from
+                .iter()
+                .filter(|o| reach(o).contains(m))
+                .inspect(|o| {
+                    done.insert((*o).clone());
+                })
+                .map(|o| {
+                    if o.is_empty() {
+                        "lib".into()
+                    } else {
+                        o.join("::")
+                    }
+                })
+                .collect();
+            circles.push(format!(
+                "{}: {}",
+                krate.file_name().expect("name").to_string_lossy(),
+                circle.join(", ")
+            ));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "modules that import each other:\n{}",
+        circles.join("\n")
+    );
+}
