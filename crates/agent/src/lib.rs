@@ -13,6 +13,10 @@
 //! [`link`] (the hub: the signed client, the WebSocket, the client certificate, the spool,
 //! the state directory). [`run`] and [`cli`] sit on top. No module imports one that imports
 //! it back.
+//!
+//! Invariant: it acts only on tokens signed by the hub key pinned at registration and within
+//! this host's allowlist; whatever it runs for a project runs as that project's owner; a batch
+//! leaves the spool only once the hub has it.
 
 pub mod actions;
 pub mod cli;

@@ -15,6 +15,10 @@
 //!   alerts show and webhooks route by), in the fleet's own transaction;
 //! - [`api`], [`web::pages`], [`deliver::deliverer`]: routes, pages and the deliverer the
 //!   composition root mounts and starts.
+//!
+//! Invariant: an alert and the deliveries it causes are written in one transaction (no alert
+//! without its deliveries, no delivery of an alert rolled back); a delivery keeps its id across
+//! attempts and is signed with the endpoint's current secret.
 
 pub mod alerting;
 pub mod channels;

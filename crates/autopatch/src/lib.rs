@@ -33,12 +33,20 @@ pub const JOB: &str = "auto_patch";
 
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("auto-patch", api, web::pages).job_after(
-        JOB,
-        |s| s.autopatch_warmup_secs.max(1),
-        |s| s.autopatch_cycle_secs.max(1),
-        |state, now| Box::pin(async move { service::cycle(&state, now).await.map(|_| ()) }),
-    )
+    trusthub_platform::capability::Capability::new("auto-patch", api, web::pages)
+        .job_after(
+            JOB,
+            |s| s.autopatch_warmup_secs.max(1),
+            |s| s.autopatch_cycle_secs.max(1),
+            |state, now| Box::pin(async move { service::cycle(&state, now).await.map(|_| ()) }),
+        )
+        .install(|cx| {
+            cx.parts
+                .entry::<trusthub_fleet::agent_ws::ActionHooks>()
+                .0
+                .extend(action_hooks());
+            Ok(())
+        })
 }
 
 /// The results this capability follows: its two action kinds.

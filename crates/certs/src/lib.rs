@@ -4,10 +4,14 @@
 //! What it offers other capabilities:
 //! - [`ca::HubCa`]: issuing and revoking (a part of the state the composition root loads);
 //! - [`check::cross_check`]: the verdict on a verified client certificate for an agent;
-//! - [`routes::anomalies::record`]: records an integrity anomaly about an agent and raises its
+//! - [`anomalies::record`]: records an integrity anomaly about an agent and raises its
 //!   alert (the fleet calls it on a bad signature or a changed agent version);
 //! - [`store::client_certs`]: the certificates of an agent, for the fleet's agent pages;
 //! - [`api`], [`web::pages`]: routes and pages the composition root mounts.
+//!
+//! Invariant: the CA key is sealed at rest; a certificate is issued only to an agent of the
+//! tenant for a request made on its host, and a revoked one is in the next CRL and refused at
+//! the front.
 
 pub mod ca;
 pub mod check;
@@ -50,7 +54,10 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("certificates", api, web::pages)
+    trusthub_platform::capability::Capability::new("certificates", api, web::pages).install(|cx| {
+        cx.parts.insert(check::CertSeen::default());
+        Ok(())
+    })
 }
 
 /// Client-certificate rows: issued, rotated, revoked, listed (the fleet's agent certificate

@@ -1,6 +1,9 @@
 //! `trusthub`: the operator binary. `serve` runs the hub; `up` runs it with a local agent;
 //! `admin` administers its database directly, so it works while a hub runs; `login` and the
 //! everyday verbs (`agents`, `apps`, `alerts`, …) speak a hub's API from the terminal.
+//!
+//! Invariant: the everyday verbs use only the public API a token may use (what they show, a
+//! script could fetch), and print secrets only where the API itself returns them once.
 
 /// The allocator of the whole process (hub, agent and CLI).
 #[global_allocator]

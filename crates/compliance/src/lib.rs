@@ -34,5 +34,14 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("compliance", api, web::pages)
+    trusthub_platform::capability::Capability::new("compliance", api, web::pages).install(|cx| {
+        let hooks = cx.parts.entry::<trusthub_fleet::ingest::Hooks>();
+        hooks.security = trusthub_fleet::ingest::SecurityReports(|tx, report, now| {
+            Box::pin(on_report(tx, report, now))
+        });
+        hooks.compliance_runs = trusthub_fleet::ingest::ComplianceRuns(|c, hosts| {
+            Box::pin(service::pending_runs(c, hosts))
+        });
+        Ok(())
+    })
 }

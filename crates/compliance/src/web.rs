@@ -12,8 +12,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use trusthub_core::Role;
+use trusthub_identity::auth::Admin;
 use trusthub_identity::auth::Viewer;
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::{Act, UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::ApiResult;
 use trusthub_platform::extract::Meta;
@@ -262,27 +263,25 @@ pub async fn compliance(
     page(&state, &user, &q, Flash::default(), StatusCode::OK).await
 }
 
+/// The run form: a framework and a host, either empty for all.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunForm {
+    #[serde(default)]
+    framework: String,
+    #[serde(default)]
+    agent_id: String,
+}
+
 /// `POST /ui/compliance/run` (admin, CSRF): one host (`agent_id`) or every host.
 pub async fn run(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Admin, RunForm>,
 ) -> Response {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&raw).unwrap_or_default();
-    let get = |k: &str| {
-        pairs
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    if let Err(e) = allowed(&user, Role::Admin, Some(&get("csrf"))) {
-        return e.into_response();
-    }
     let q = PageQuery {
-        framework: Some(get("framework")),
-        agent_id: Some(get("agent_id")),
+        framework: Some(form.framework.trim().to_owned()),
+        agent_id: Some(form.agent_id.trim().to_owned()),
         status: None,
     };
     let result = match q.filter() {

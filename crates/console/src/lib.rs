@@ -30,5 +30,22 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("console", api, web::pages)
+        .install(|cx| {
+            cx.parts
+                .insert(live::Live::default())
+                .insert(bus::Browsers::default())
+                .insert(trusthub_fleet::agent_ws::ConsoleFrames(
+                    |state, agent, tenant, frame| {
+                        Box::pin(service::on_agent_frame(state, agent, tenant, frame))
+                    },
+                ));
+            cx.parts
+                .entry::<trusthub_fleet::agent_ws::ActionHooks>()
+                .0
+                .push(("console_open", |state, tx, result, now| {
+                    Box::pin(service::on_open_result(state, tx, result, now))
+                }));
+            Ok(())
+        })
         .task(|state| Box::pin(bus::listen(state, service::on_bus)))
 }

@@ -15,6 +15,7 @@ pub mod csv;
 pub mod drift;
 pub mod eat;
 pub mod emergency;
+pub mod encode;
 pub mod evidence;
 pub mod inventory;
 pub mod json_guard;

@@ -89,15 +89,7 @@ pub fn otpauth_uri(issuer: &str, account: &str, secret: &[u8]) -> String {
 }
 
 fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'@') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::encode::with(s, crate::encode::LABEL)
 }
 
 /// Recovery codes made at once.

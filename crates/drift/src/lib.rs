@@ -31,5 +31,11 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("drift", api, web::pages)
+    trusthub_platform::capability::Capability::new("drift", api, web::pages).install(|cx| {
+        cx.parts.entry::<trusthub_fleet::ingest::Hooks>().config =
+            trusthub_fleet::ingest::ConfigReports(|tx, scan, now| {
+                Box::pin(on_config_scan(tx, scan, now))
+            });
+        Ok(())
+    })
 }

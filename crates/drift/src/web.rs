@@ -11,12 +11,12 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_core::drift::Status;
-use trusthub_identity::auth::Viewer;
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::auth::{Operator, Viewer};
+use trusthub_identity::{Act, UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, Flash, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, html, outcome};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -246,27 +246,19 @@ pub async fn host(
 pub async fn rebase(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Operator, FormPairs>,
 ) -> Response {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&raw).unwrap_or_default();
-    let get = |k: &str| {
-        pairs
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    if let Err(e) = allowed(&user, Role::Operator, Some(&get("csrf"))) {
-        return e.into_response();
-    }
-    let paths: Vec<String> = pairs
-        .iter()
-        .filter(|(n, _)| n == "path")
-        .map(|(_, v)| v.clone())
-        .collect();
-    let result = service::rebase(&state, &meta, &user.principal, id, &paths, &get("reason")).await;
+    let paths = form.all("path");
+    let result = service::rebase(
+        &state,
+        &meta,
+        &user.principal,
+        id,
+        &paths,
+        &form.get("reason"),
+    )
+    .await;
     let notice = match &result {
         Ok(r) => format!(
             "Rebased {} path(s): their current state is the new baseline.",

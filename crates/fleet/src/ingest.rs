@@ -156,7 +156,8 @@ pub type ComplianceRunsFn =
     ) -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid)>>>;
 
 /// The typed events ingest raises in its transaction, and what it asks other capabilities
-/// for its answers.
+/// for its answers: a part each capability sets its side of at start (`Parts::entry`);
+/// unset, an event goes nowhere and a question has no answer.
 #[derive(Debug, Clone, Copy)]
 pub struct Hooks {
     /// To the apps capability.
@@ -170,6 +171,23 @@ pub struct Hooks {
     /// From the compliance capability.
     pub compliance_runs: ComplianceRuns,
 }
+
+impl Default for Hooks {
+    fn default() -> Hooks {
+        Hooks {
+            apps: AppReports(|_, _, _, _, _| Box::pin(async { Ok(()) })),
+            config: ConfigReports(|_, _, _| Box::pin(async { Ok(()) })),
+            security: SecurityReports(|_, _, _| Box::pin(async { Ok(()) })),
+            http_checks: HttpChecks(|_, _| Box::pin(async { Ok(Vec::new()) })),
+            compliance_runs: ComplianceRuns(|_, _| Box::pin(async { Ok(Vec::new()) })),
+        }
+    }
+}
+
+/// Where committed metric points go on from ingest (the remote-write forwarder installs it);
+/// none by default.
+#[derive(Default)]
+pub struct Forward(pub Option<crate::store::metric_log::Handoff>);
 
 /// An agent as ingest checked a request against it, with its pinned key read.
 #[derive(Debug)]

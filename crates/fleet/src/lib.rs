@@ -4,7 +4,7 @@
 //!
 //! What it offers other capabilities:
 //! - [`agent_auth::AgentAuth`]: an agent's credential on the API;
-//! - [`routes::actions::dispatch`]: sends a signed action to an agent (app restarts, later
+//! - [`actions::dispatch`]: sends a signed action to an agent (app restarts, later
 //!   patches);
 //! - [`Agent`], [`agent`], [`agents`], [`latest_inventory`], [`inventories`],
 //!   [`inventory`], [`processes`]: hosts, their typed inventory and process list for the
@@ -19,6 +19,10 @@
 //!   to a host by; [`sockets`]: each host's listening sockets and connections (topology); [`install_command`]: a single-use enrollment token and its install line;
 //! - [`api`], [`web::pages`], [`connections::refresh_connections`], [`routing::listen`]: what
 //!   the composition root mounts and starts.
+//!
+//! Invariant: nothing an agent sends is stored unless it verifies with the key the agent
+//! registered; an action reaches an agent only as a token the hub signed, recorded in the
+//! transparency log before it leaves.
 
 pub mod admin;
 pub mod agent_auth;
@@ -91,7 +95,39 @@ pub mod metric_log {
     };
 }
 
-/// What the composition root runs at start and on its retention tick.
+async fn purge(
+    state: &AppState,
+    tx: &mut trusthub_store::Tx,
+    now: OffsetDateTime,
+) -> trusthub_store::StoreResult<()> {
+    let ms = unix_ms(now);
+    let mut raw_before = ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000;
+    if state.part::<ingest::Forward>().0.is_some() {
+        // Points a receiver has not accepted yet are kept past the raw retention.
+        if let Some(ts) = store::metric_log::oldest_ts(tx).await? {
+            raw_before = raw_before.min(ts);
+        }
+    } else {
+        // Forwarding is off here: log rows whose points the raw retention removes go with
+        // them (a process with forwarding on keeps what it has not sent; every hub process
+        // of one database should have the same receivers).
+        store::metric_log::forget_before(tx, raw_before).await?;
+    }
+    store::telemetry::purge_points(
+        tx,
+        raw_before,
+        ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
+    )
+    .await?;
+    store::telemetry::purge_batches(
+        tx,
+        now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
+    )
+    .await?;
+    Ok(())
+}
+
+/// What the composition root runs at start and at shutdown.
 pub mod maintenance {
     pub use crate::store::actions::{clear_all_connections, clear_instance};
     pub use crate::store::telemetry::{purge_batches, purge_points};
@@ -261,6 +297,29 @@ pub async fn processes(
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("fleet", api, web::pages)
+        .install(|cx| {
+            cx.parts
+                .insert(agent_ws::Connections::default())
+                .insert(AgentDownload::locate(cx.settings))
+                .insert(trusthub_certs::HostNames(|state, tenant| {
+                    Box::pin(host_names(state, tenant))
+                }));
+            cx.parts.entry::<agent_ws::ActionHooks>();
+            cx.parts.entry::<ingest::Hooks>();
+            Ok(())
+        })
+        // Raw points past `TRUSTHUB_METRICS_RAW_RETENTION_HOURS` (but not those a remote-write
+        // receiver has yet to accept), minute rollups past their retention, batch ids past
+        // the replay window.
+        .purge(|state, tx, now| Box::pin(purge(state, tx, now)))
+        // The ingest writer, once every capability set its side of the ingest events.
+        .install_last(|cx| {
+            let hooks = *cx.parts.entry::<ingest::Hooks>();
+            let forward = cx.parts.entry::<ingest::Forward>().0.clone();
+            let writer = ingest::Ingest::new(cx.db.clone(), Default::default(), hooks, forward);
+            cx.parts.insert(writer);
+            Ok(())
+        })
         .names(
             "enrollment_token",
             "enrollment token",

@@ -2,6 +2,10 @@
 //!
 //! `trusthub serve` (crate `trusthub`) builds a [`Server`] from [`Settings`] and runs it;
 //! tests do the same on port 0. See the project's ARCHITECTURE.md for the map.
+//!
+//! Invariant: it composes, it decides nothing a capability owns — every route, page, job and
+//! hook comes from a capability's `lib.rs` (never its `routes` or `web`), and every route is
+//! in the OpenAPI document with its errors and security (CONTRACT 13).
 
 pub use trusthub_alerts::alerting;
 pub use trusthub_certs::ca;

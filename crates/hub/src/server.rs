@@ -74,18 +74,8 @@ impl Server {
                 settings.listen
             ))
         })?;
-        let remote_write = trusthub_remotewrite::RemoteWrite::from_settings(
-            &settings.remote_write_urls,
-            settings.remote_write_bearer.as_deref(),
-        )
-        .map_err(StartError::Config)?;
-        let metrics_store = trusthub_remotewrite::MetricsStore::from_settings(
-            settings.metrics_query_url.as_deref(),
-        )
-        .map_err(StartError::Config)?;
         let data_dir = settings.db.data_dir.clone();
         create_private_dir(&data_dir)?;
-        let agent_download = trusthub_fleet::AgentDownload::locate(&settings);
         let url = settings.db.url();
         let lock = match sqlite_path(&url) {
             Some(path) => Some(lock_sqlite(&path)?),
@@ -121,14 +111,7 @@ impl Server {
                 "--client-cert-days must be 1 to 825".into(),
             ));
         }
-        if settings.evidence_retention_days < MIN_EVIDENCE_RETENTION_DAYS {
-            return Err(StartError::Config(format!(
-                "--evidence-retention-days must be at least {MIN_EVIDENCE_RETENTION_DAYS} (SPEC 8: packs are kept at least 12 months)"
-            )));
-        }
         create_private_dir(&settings.evidence_dir())?;
-        let prices = trusthub_llm::base_prices(settings.ai_prices_file.as_deref())
-            .map_err(StartError::Config)?;
         let tls = match (&settings.tls_cert, &settings.tls_key) {
             (Some(cert), Some(key)) => {
                 let client_ca = (settings.tls_client_ca == "auto").then(|| ca.cert_der());
@@ -189,30 +172,30 @@ impl Server {
             None => None,
         };
         let bound = listener.local_addr()?;
-        let ingest = crate::ingest::Ingest::new(
-            db.clone(),
-            Default::default(),
-            trusthub_fleet::ingest::Hooks {
-                apps: trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
-                    Box::pin(trusthub_monitors::on_agent_reports(
-                        tx, agent, observed, checks, now,
-                    ))
-                }),
-                config: trusthub_fleet::ingest::ConfigReports(|tx, scan, now| {
-                    Box::pin(trusthub_drift::on_config_scan(tx, scan, now))
-                }),
-                security: trusthub_fleet::ingest::SecurityReports(|tx, report, now| {
-                    Box::pin(trusthub_compliance::on_report(tx, report, now))
-                }),
-                http_checks: trusthub_fleet::ingest::HttpChecks(|c, agents| {
-                    Box::pin(trusthub_monitors::http_checks_of_agents(c, agents))
-                }),
-                compliance_runs: trusthub_fleet::ingest::ComplianceRuns(|c, hosts| {
-                    Box::pin(trusthub_compliance::service::pending_runs(c, hosts))
-                }),
-            },
-            remote_write.handoff(),
-        );
+        // The keys and the CA, then what every capability installs (its parts and its
+        // hooks into others' typed events), in the order of `capabilities()`.
+        let client_ca = ca.cert_der().to_vec();
+        let mut parts = trusthub_platform::state::Parts::default();
+        parts
+            .insert(trusthub_fleet::actions::EatKey(eat_key))
+            .insert(crate::evidence::EvidenceKey(evidence_key))
+            .insert(ca);
+        let capabilities = crate::capabilities();
+        for step in capabilities
+            .iter()
+            .flat_map(|c| &c.installs)
+            .chain(capabilities.iter().flat_map(|c| &c.installs_last))
+        {
+            step(&mut trusthub_platform::capability::Install {
+                settings: &settings,
+                db: &db,
+                parts: &mut parts,
+            })
+            .map_err(StartError::Config)?;
+        }
+        parts.insert(trusthub_platform::names::Namers(
+            capabilities.into_iter().flat_map(|c| c.names).collect(),
+        ));
         let state = AppState(Arc::new(App {
             limiter: RateLimiter::new(&db, settings.rate_limits_enabled()),
             public_url: settings.public_url(bound),
@@ -221,63 +204,9 @@ impl Server {
             mailer,
             metrics: Metrics::default(),
             settings,
-            client_ca: ca.cert_der().to_vec(),
+            client_ca,
             trusted_proxies,
-            parts: {
-                let mut parts = trusthub_platform::state::Parts::default();
-                parts
-                    .insert(trusthub_fleet::actions::EatKey(eat_key))
-                    .insert(crate::evidence::EvidenceKey(evidence_key))
-                    .insert(ca)
-                    .insert(trusthub_certs::check::CertSeen::default())
-                    .insert(crate::cve::CveIndex::default())
-                    .insert(prices)
-                    .insert(ingest)
-                    .insert(remote_write)
-                    .insert(trusthub_fleet::ranges::MetricRanges(
-                        metrics_store
-                            .enabled()
-                            .then_some(trusthub_remotewrite::query::ranges as _),
-                    ))
-                    .insert(metrics_store)
-                    .insert(crate::agent_ws::Connections::default())
-                    .insert(trusthub_fleet::agent_ws::ActionHooks({
-                        let mut hooks = trusthub_autopatch::action_hooks();
-                        hooks.push(("console_open", |state, tx, result, now| {
-                            Box::pin(trusthub_console::service::on_open_result(
-                                state, tx, result, now,
-                            ))
-                        }));
-                        hooks
-                    }))
-                    .insert(trusthub_fleet::agent_ws::ConsoleFrames(
-                        |state, agent, tenant, frame| {
-                            Box::pin(trusthub_console::service::on_agent_frame(
-                                state, agent, tenant, frame,
-                            ))
-                        },
-                    ))
-                    .insert(trusthub_console::live::Live::default())
-                    .insert(trusthub_topology::service::GraphCache::default())
-                    .insert(trusthub_console::bus::Browsers::default())
-                    .insert(agent_download)
-                    .insert(trusthub_platform::names::Namers(
-                        crate::capabilities()
-                            .into_iter()
-                            .flat_map(|c| c.names)
-                            .collect(),
-                    ))
-                    .insert(trusthub_monitors::SloLines(|state, tenant| {
-                        Box::pin(trusthub_slo::app_lines(state, tenant))
-                    }))
-                    .insert(trusthub_certs::HostNames(|state, tenant| {
-                        Box::pin(trusthub_fleet::host_names(state, tenant))
-                    }))
-                    .insert(crate::alerting::ResolveHooks(vec![|tx, tenant, alert| {
-                        Box::pin(trusthub_monitors::on_alert_resolved(tx, tenant, alert))
-                    }]));
-                parts
-            },
+            parts,
             instance: format!("{}:{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         }));
         let router = crate::router(state.clone(), extra);
@@ -399,42 +328,9 @@ async fn housekeeping(state: AppState) {
         let now = now();
         let result = async {
             let mut tx = state.db.begin().await?;
-            trusthub_identity::maintenance::purge_expired_sessions(&mut tx, now).await?;
-            trusthub_identity::maintenance::purge_totp_steps(
-                &mut tx,
-                now - time::Duration::minutes(10),
-            )
-            .await?;
-            let ms = trusthub_fleet::unix_ms(now);
-            let mut raw_before = ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000;
-            if state.part::<trusthub_remotewrite::RemoteWrite>().enabled() {
-                // Points a receiver has not accepted yet are kept past the raw retention.
-                if let Some(ts) = trusthub_fleet::metric_log::oldest_ts(&mut tx).await? {
-                    raw_before = raw_before.min(ts);
-                }
-            } else {
-                // Forwarding is off here: log rows whose points the raw retention removes
-                // go with them (a process with forwarding on keeps what it has not sent;
-                // every hub process of one database should have the same receivers).
-                trusthub_fleet::metric_log::forget_before(&mut tx, raw_before).await?;
+            for purge in crate::capabilities().iter().flat_map(|c| &c.purges) {
+                purge(&state, &mut tx, now).await?;
             }
-            trusthub_fleet::maintenance::purge_points(
-                &mut tx,
-                raw_before,
-                ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
-            )
-            .await?;
-            trusthub_fleet::maintenance::purge_batches(
-                &mut tx,
-                now - time::Duration::seconds(trusthub_core::agent::DEDUPE_WINDOW_SECS),
-            )
-            .await?;
-            crate::evidence::purge(&state, &mut tx, now).await?;
-            trusthub_monitors::maintenance::purge_checks(
-                &mut tx,
-                now - time::Duration::days(state.settings.app_check_retention_days.max(1)),
-            )
-            .await?;
             tx.commit().await?;
             Ok::<_, trusthub_store::StoreError>(())
         }
@@ -507,7 +403,7 @@ fn load_key(settings: &Settings, db: &Db) -> Result<SealingKey, StartError> {
 }
 
 /// The shortest evidence retention accepted (SPEC 8: at least 12 months on disk).
-pub const MIN_EVIDENCE_RETENTION_DAYS: i64 = 365;
+pub const MIN_EVIDENCE_RETENTION_DAYS: i64 = trusthub_llm::evidence::MIN_RETENTION_DAYS;
 
 /// One of the hub's Ed25519 signing keys, generated once per database and kept sealed with
 /// the hub key in `hub_meta` under `meta_key`; of several processes starting at once, the

@@ -250,6 +250,13 @@ pub fn check_role(p: &Principal, role: Role) -> Result<(), ApiError> {
     }
 }
 
+/// A role a caller acts in ([`Viewer`] … [`Owner`]): what a page's form extractor
+/// (`identity::Act`) names, as an API handler names its role extractor.
+pub trait Acting: Sized {
+    /// `p` in this role, or 403 when its role is lower.
+    fn of(p: &Principal) -> Result<Self, ApiError>;
+}
+
 macro_rules! role_extractor {
     ($(#[$doc:meta])* $name:ident, $role:expr) => {
         $(#[$doc])*
@@ -269,6 +276,12 @@ macro_rules! role_extractor {
             pub fn of(p: &Principal) -> Result<$name, ApiError> {
                 check_role(p, $role)?;
                 Ok($name(p.clone()))
+            }
+        }
+
+        impl Acting for $name {
+            fn of(p: &Principal) -> Result<$name, ApiError> {
+                $name::of(p)
             }
         }
     };

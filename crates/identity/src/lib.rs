@@ -8,6 +8,10 @@
 //!   show them in, and the one place a page checks a role;
 //! - [`api`] and [`web::pages`]: its API and dashboard pages, mounted by the composition root;
 //! - [`admin::bootstrap`]: the first owner on a fresh database.
+//!
+//! Invariant: a password, TOTP secret, session or API token is kept only hashed or sealed;
+//! every request acts as one principal of one tenant, and a role is checked in one place (the
+//! extractors, and [`allowed`] for pages).
 
 pub mod admin;
 pub mod auth;
@@ -17,7 +21,7 @@ mod store;
 pub mod views;
 pub mod web;
 
-pub use web::{UserBar, WebUser, allowed};
+pub use web::{Act, UserBar, WebUser, allowed};
 
 use trusthub_platform::{error, extract, openapi, ratelimit, state};
 
@@ -40,6 +44,14 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub fn capability() -> trusthub_platform::capability::Capability {
     use trusthub_platform::names::only;
     trusthub_platform::capability::Capability::new("identity", api, web::pages)
+        // Expired sessions, and TOTP steps past the 10 minutes a code can be replayed in.
+        .purge(|_, tx, now| {
+            Box::pin(async move {
+                store::sessions::purge_expired(tx, now).await?;
+                store::totp::purge_steps(tx, now - time::Duration::minutes(10)).await?;
+                Ok(())
+            })
+        })
         // Users are named by their email, without a link: the users page is the owner's.
         .names("user", "user", None, |state, tenant, ids| {
             Box::pin(async move {
@@ -85,12 +97,6 @@ fn token_names<'a>(
 }
 
 pub use store::tenants::{Tenant, find_by_name as tenant_by_name, get as tenant};
-
-/// What the composition root runs on its retention tick.
-pub mod maintenance {
-    pub use crate::store::sessions::purge_expired as purge_expired_sessions;
-    pub use crate::store::totp::purge_steps as purge_totp_steps;
-}
 
 /// The identity tables below the services: what benchmarks and tests set up directly.
 pub mod raw {

@@ -21,6 +21,9 @@ use trusthub_core::evidence::{self as ev, BlobRef, Manifest, Section, SpanLine, 
 use trusthub_core::secret::hex;
 use trusthub_store::{StoreResult, TenantId, Tx};
 
+/// The shortest evidence retention accepted (SPEC 8: at least 12 months on disk).
+pub const MIN_RETENTION_DAYS: i64 = 365;
+
 const DATE: &[time::format_description::BorrowedFormatItem<'static>] =
     time::macros::format_description!("[year]-[month]-[day]");
 

@@ -4,10 +4,13 @@
 //! What it offers:
 //! - [`api`] and [`web::pages`]: its API and dashboard pages, mounted by the composition root;
 //! - [`evidence::EvidenceKey`]: the signing key, a part of the state the root installs;
-//! - [`routes::ai::base_prices`]: the price table the root loads at start;
+//! - [`base_prices`]: the price table the root loads at start;
 //! - [`evidence::purge`]: the retention job's step for expired packs;
 //! - [`explain`]: the built-in explanations of common log lines (English, German) and the
 //!   redaction a line goes through before it may reach a language model.
+//!
+//! Invariant: an evidence pack is signed over its canonical bytes, so anyone can verify it
+//! offline; a log line passes redaction before it may reach a language model.
 
 pub mod evidence;
 pub mod explain;
@@ -36,4 +39,17 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("llm", api, web::pages)
+        // Evidence packs past their retention.
+        .purge(|state, tx, now| Box::pin(evidence::purge(state, tx, now)))
+        .install(|cx| {
+        let min = evidence::MIN_RETENTION_DAYS;
+        if cx.settings.evidence_retention_days < min {
+            return Err(format!(
+                "--evidence-retention-days must be at least {min} (SPEC 8: packs are kept at least 12 months)"
+            ));
+        }
+        cx.parts
+            .insert(base_prices(cx.settings.ai_prices_file.as_deref())?);
+        Ok(())
+    })
 }

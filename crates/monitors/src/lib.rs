@@ -7,8 +7,12 @@
 //!   fleet's and alerts' typed events;
 //! - [`SloLines`]: the lookup the SLO capability gives the apps page;
 //! - [`App`], [`app`], [`app_names`], [`timeline`]: apps, their timeline and maintenance
-//!   windows, for SLOs and evidence packs; [`maintenance`] for the retention tick;
+//!   windows, for SLOs and evidence packs;
 //! - [`api`], [`web::pages`], [`jobs`]: what the composition root mounts and schedules.
+//!
+//! Invariant: an app's liveness changes only through counted results (CONTRACT 27), each
+//! verdict a span of its timeline; a check the hub runs never calls an address the outbound
+//! policy refuses.
 
 pub mod checks;
 pub mod jobs;
@@ -44,11 +48,6 @@ pub mod raw {
     pub use crate::store::apps;
 }
 
-/// What the composition root runs on its retention tick.
-pub mod maintenance {
-    pub use crate::store::apps::purge_checks;
-}
-
 /// The name of each of `tenant`'s apps.
 pub async fn app_names(
     ex: &mut impl trusthub_store::Exec,
@@ -64,6 +63,28 @@ pub async fn app_names(
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("monitors", api, web::pages)
+        // Check results past `TRUSTHUB_APP_CHECK_RETENTION_DAYS`.
+        .purge(|state, tx, now| {
+            let days = state.settings.app_check_retention_days.max(1);
+            Box::pin(async move {
+                store::apps::purge_checks(tx, now - time::Duration::days(days)).await?;
+                Ok(())
+            })
+        })
+        .install(|cx| {
+            let hooks = cx.parts.entry::<trusthub_fleet::ingest::Hooks>();
+            hooks.apps = trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
+                Box::pin(on_agent_reports(tx, agent, observed, checks, now))
+            });
+            hooks.http_checks = trusthub_fleet::ingest::HttpChecks(|c, agents| {
+                Box::pin(http_checks_of_agents(c, agents))
+            });
+            cx.parts
+                .entry::<trusthub_alerts::alerting::ResolveHooks>()
+                .0
+                .push(|tx, tenant, alert| Box::pin(on_alert_resolved(tx, tenant, alert)));
+            Ok(())
+        })
         .names(
             "app",
             "app",

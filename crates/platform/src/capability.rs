@@ -1,7 +1,8 @@
 //! What a capability hands the composition root: its API routes, its dashboard pages, its
-//! cluster-wide periodic jobs and the tasks every hub process runs. The root keeps one list
-//! of capabilities and mounts, schedules and starts them all from it, so a new capability is
-//! its own crate, its migrations and one line in that list.
+//! cluster-wide periodic jobs, the tasks every hub process runs, and what it installs in the
+//! state at start (its parts, and its hooks into other capabilities' typed events). The root
+//! keeps one list of capabilities and mounts, schedules, installs and starts them all from
+//! it, so a new capability is its own crate, its migrations and one line in that list.
 
 use crate::scheduler::Tick;
 use crate::settings::Settings;
@@ -25,6 +26,29 @@ pub struct Job {
 /// A task every hub process runs for as long as it serves (a deliverer, a listener).
 pub type Task = fn(AppState) -> crate::BoxFuture<'static, ()>;
 
+/// What a capability is given at start to install its parts: the settings, the database and
+/// the parts installed so far (the keys and the CA first, by the server).
+pub struct Install<'a> {
+    /// The hub's settings.
+    pub settings: &'a Settings,
+    /// The database, migrated.
+    pub db: &'a trusthub_store::Db,
+    /// The state's parts.
+    pub parts: &'a mut crate::state::Parts,
+}
+
+/// A step of the hub's housekeeping (every 5 minutes, in every process, in one transaction
+/// with every capability's): an idempotent delete of what expired.
+pub type Purge = for<'a> fn(
+    &'a AppState,
+    &'a mut trusthub_store::Tx,
+    time::OffsetDateTime,
+) -> crate::BoxFuture<'a, trusthub_store::StoreResult<()>>;
+
+/// One step of a capability's start: adds parts or hooks; a refusal (a bad setting) stops
+/// the start with that message.
+pub type Installer = fn(&mut Install<'_>) -> Result<(), String>;
+
 /// One capability, as the composition root assembles it.
 #[derive(Debug, Clone)]
 pub struct Capability {
@@ -40,6 +64,13 @@ pub struct Capability {
     pub tasks: Vec<Task>,
     /// How its records are named in the audit log and events.
     pub names: Vec<crate::names::Namer>,
+    /// Its housekeeping steps.
+    pub purges: Vec<Purge>,
+    /// What it installs at start, in the order of the capability list.
+    pub installs: Vec<Installer>,
+    /// What it installs once every capability's `installs` ran (a part built from others'
+    /// hooks, such as the fleet's ingest writer).
+    pub installs_last: Vec<Installer>,
 }
 
 impl Capability {
@@ -56,7 +87,28 @@ impl Capability {
             jobs: Vec::new(),
             tasks: Vec::new(),
             names: Vec::new(),
+            purges: Vec::new(),
+            installs: Vec::new(),
+            installs_last: Vec::new(),
         }
+    }
+
+    /// Adds a housekeeping step ([`Purge`]).
+    pub fn purge(mut self, step: Purge) -> Self {
+        self.purges.push(step);
+        self
+    }
+
+    /// Adds a step to its start ([`Install`]).
+    pub fn install(mut self, step: Installer) -> Self {
+        self.installs.push(step);
+        self
+    }
+
+    /// Adds a step that runs once every capability's `install` steps ran.
+    pub fn install_last(mut self, step: Installer) -> Self {
+        self.installs_last.push(step);
+        self
     }
 
     /// Adds a periodic job.

@@ -398,17 +398,61 @@ pub fn outcome<T>(
     }
 }
 
+/// What a page handler answers: the page, or the error the error page shows (the pages'
+/// error layer renders a problem as HTML), so handlers use `?` as API handlers do.
+pub type PageResult = Result<Response, ApiError>;
+
+/// A page rendered from its template, or the problem it could not be rendered for.
+pub fn render(result: Result<String, askama::Error>, status: StatusCode) -> PageResult {
+    result
+        .map(|body| {
+            (
+                status,
+                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+                body,
+            )
+                .into_response()
+        })
+        .map_err(|e| ApiError::Internal(format!("template: {e}")))
+}
+
+/// Reads a form body (`application/x-www-form-urlencoded`) as `T`, as strictly as the API
+/// reads JSON: a body that is not a form is 400, and a field `T` does not take (with
+/// `#[serde(deny_unknown_fields)]`), a missing one or a value of the wrong kind is 422 naming
+/// the field — never read as empty.
+pub fn parse_form<T: serde::de::DeserializeOwned>(raw: &[u8]) -> Result<T, ApiError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(raw)
+        .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))?;
+    form_of(&pairs)
+}
+
+/// [`parse_form`] of pairs already read.
+pub fn form_of<T: serde::de::DeserializeOwned>(pairs: &[(String, String)]) -> Result<T, ApiError> {
+    let encoded = serde_urlencoded::to_string(pairs)
+        .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))?;
+    serde_urlencoded::from_str(&encoded).map_err(|e| {
+        let m = e.to_string();
+        // serde names the field between backticks: "unknown field `x`", "missing field `y`".
+        let field = m
+            .split('`')
+            .nth(1)
+            .filter(|_| m.contains("field"))
+            .unwrap_or("form")
+            .to_owned();
+        ApiError::invalid(field, m)
+    })
+}
+
 /// A form read as name/value pairs, for forms that repeat a name (a group of checkboxes),
-/// which `axum::Form` cannot collect.
-#[derive(Debug)]
+/// which a struct cannot collect.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
 pub struct FormPairs(Vec<(String, String)>);
 
 impl FormPairs {
     /// Reads an `application/x-www-form-urlencoded` body.
     pub fn parse(raw: &[u8]) -> Result<FormPairs, ApiError> {
-        serde_urlencoded::from_bytes(raw)
-            .map(FormPairs)
-            .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))
+        parse_form(raw)
     }
 
     /// The first value of `name`, trimmed (empty when absent).
@@ -432,15 +476,7 @@ impl FormPairs {
 
 /// An HTML page, or the problem it could not be rendered for.
 pub fn html(result: Result<String, askama::Error>, status: StatusCode) -> Response {
-    match result {
-        Ok(body) => (
-            status,
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            body,
-        )
-            .into_response(),
-        Err(e) => ApiError::Internal(format!("template: {e}")).into_response(),
-    }
+    render(result, status).unwrap_or_else(IntoResponse::into_response)
 }
 
 /// A form that carries only its CSRF token (sign out, delete, revoke).
@@ -450,6 +486,12 @@ pub struct CsrfForm {
     /// The token.
     pub csrf: String,
 }
+
+/// A form with no fields besides its CSRF token (delete, revoke, acknowledge), read by
+/// `identity::Act`: anything else in it is refused.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoFields {}
 
 /// How long ago `t` was, in words (`never` without one).
 pub fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {

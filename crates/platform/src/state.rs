@@ -74,6 +74,16 @@ impl Parts {
             .get(&TypeId::of::<T>())
             .and_then(|v| v.downcast_ref())
     }
+
+    /// The value of type `T`, installed with its default first when absent: how
+    /// capabilities add their hooks to another's typed event at start.
+    pub fn entry<T: Any + Send + Sync + Default>(&mut self) -> &mut T {
+        self.0
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()))
+            .downcast_mut()
+            .expect("a part is stored under its own type")
+    }
 }
 
 /// Cheap-to-clone handle on [`App`], the axum state.

@@ -34,5 +34,19 @@ pub fn api() -> utoipa_axum::router::OpenApiRouter<trusthub_platform::AppState> 
 /// forwarding task every hub process runs (each receiver sent to by the lease holder).
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("remotewrite", api, web::pages)
+        .install(|cx| {
+            let s = cx.settings;
+            let remote_write =
+                RemoteWrite::from_settings(&s.remote_write_urls, s.remote_write_bearer.as_deref())?;
+            let store = MetricsStore::from_settings(s.metrics_query_url.as_deref())?;
+            cx.parts.entry::<trusthub_fleet::ingest::Forward>().0 = remote_write.handoff();
+            cx.parts
+                .insert(trusthub_fleet::ranges::MetricRanges(
+                    store.enabled().then_some(query::ranges as _),
+                ))
+                .insert(remote_write)
+                .insert(store);
+            Ok(())
+        })
         .task(sender::task)
 }

@@ -3,9 +3,12 @@
 //! summaries the overview and apps page read.
 //!
 //! What it offers:
-//! - [`web::slo::app_lines`]: the SLO lines the apps page shows (its `SloLines` lookup);
+//! - [`app_lines`]: the SLO lines the apps page shows (its `SloLines` lookup);
 //! - [`store::slo::summary_counts`]: the overview's SLO figures;
 //! - [`api`], [`web::pages`], [`jobs`]: what the composition root mounts and schedules.
+//!
+//! Invariant: every figure of an objective is computed from the app's availability timeline
+//! alone, maintenance windows left out, so the page, the API and the export agree.
 
 pub mod jobs;
 pub mod objective;
@@ -27,11 +30,17 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("slo", api, web::pages).job(
-        jobs::slo::NAME,
-        jobs::slo::interval,
-        |state, now| Box::pin(async move { jobs::slo::tick(&state, now).await }),
-    )
+    trusthub_platform::capability::Capability::new("slo", api, web::pages)
+        .install(|cx| {
+            cx.parts
+                .insert(trusthub_monitors::SloLines(|state, tenant| {
+                    Box::pin(app_lines(state, tenant))
+                }));
+            Ok(())
+        })
+        .job(jobs::slo::NAME, jobs::slo::interval, |state, now| {
+            Box::pin(async move { jobs::slo::tick(&state, now).await })
+        })
 }
 
 /// The tenant's SLOs, and how many were burning or exhausted at their last evaluation (the

@@ -33,5 +33,8 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("topology", api, web::pages)
+    trusthub_platform::capability::Capability::new("topology", api, web::pages).install(|cx| {
+        cx.parts.insert(service::GraphCache::default());
+        Ok(())
+    })
 }

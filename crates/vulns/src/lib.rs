@@ -10,6 +10,10 @@
 //! - [`rules::version::Scheme`]: each ecosystem's version order;
 //! - [`api`], [`osv_api`], [`web::pages`], [`jobs`]: what the composition root mounts and
 //!   schedules.
+//!
+//! Invariant: a finding is a package whose version lies in an advisory's affected range in
+//! that ecosystem's own version order; a suppressed or acknowledged finding stays recorded,
+//! with who decided and why.
 
 pub mod cve;
 pub mod jobs;
@@ -43,6 +47,10 @@ pub fn osv_api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("vulnerabilities", api, web::pages)
+        .install(|cx| {
+            cx.parts.insert(cve::CveIndex::default());
+            Ok(())
+        })
         .job(
             jobs::cve_scan::NAME,
             jobs::cve_scan::interval,

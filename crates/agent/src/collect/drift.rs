@@ -118,7 +118,7 @@ fn walk(dir: &Path, depth: usize, pattern: &str, out: &mut BTreeSet<PathBuf>) {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    trusthub_core::secret::hex(bytes)
 }
 
 /// One path's hash and attributes (`None` for a directory named literally). A regular file

@@ -2,7 +2,7 @@
 //! attempts, redeliver. Through the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
-use super::{CsrfForm, UserBar, ago};
+use super::{UserBar, ago};
 use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -13,6 +13,8 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 use uuid::Uuid;
 
 /// One delivery.
@@ -130,18 +132,13 @@ pub async fn show(
 pub async fn update(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act {
+        by: admin,
+        user,
+        form,
+    }: Act<Admin, super::FormPairs>,
 ) -> Response {
-    let form = match super::FormPairs::parse(&raw) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
-    let admin = match user.act(Admin::of, Some(&form.get("csrf"))) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     let (tag, secret) = (form.get("tag"), form.get("secret"));
     let patch = WebhookPatch {
         url: Some(form.get("url")),
@@ -160,14 +157,11 @@ pub async fn update(
 pub async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act {
+        by: admin, user, ..
+    }: Act<Admin, NoFields>,
 ) -> Response {
-    let admin = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     match service::delete(&state, &meta, &admin, id).await {
         Ok(_) => Redirect::to("/ui/webhooks").into_response(),
         Err(e) => refused(&state, &user, id, e).await,
@@ -177,14 +171,11 @@ pub async fn delete(
 /// `POST /ui/webhooks/{id}/test` (admin): a signed `webhook.test` delivery, queued now.
 pub async fn test(
     State(state): State<AppState>,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act {
+        by: admin, user, ..
+    }: Act<Admin, NoFields>,
 ) -> Response {
-    let admin = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     match super::outcome(
         service::ping(&state, &admin, id).await,
         "A test delivery is queued; its result appears below.",
@@ -199,14 +190,11 @@ pub async fn test(
 pub async fn redeliver(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path((id, delivery)): axum::extract::Path<(Uuid, Uuid)>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act {
+        by: admin, user, ..
+    }: Act<Admin, NoFields>,
 ) -> Response {
-    let admin = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     match super::outcome(
         service::redeliver(&state, &meta, &admin, id, delivery).await,
         "Queued again, with the same delivery id.",

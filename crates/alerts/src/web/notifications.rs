@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 
 /// One channel row (secrets masked).
 #[derive(Debug)]
@@ -127,9 +129,8 @@ pub async fn notifications(State(state): State<AppState>, user: WebUser) -> Resp
 
 /// The new-channel form: the fields of every kind; those of the chosen kind are used.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ChannelForm {
-    #[serde(default)]
-    csrf: String,
     name: String,
     kind: String,
     #[serde(default)]
@@ -154,13 +155,12 @@ pub struct ChannelForm {
 pub async fn create(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<ChannelForm>,
+    Act {
+        by: admin,
+        user,
+        form: f,
+    }: Act<Admin, ChannelForm>,
 ) -> Response {
-    let admin = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     let t = |s: &str| s.trim().to_owned();
     let config = match f.kind.as_str() {
         "telegram" => json!({"bot_token": t(&f.bot_token), "chat_id": t(&f.chat_id)}),
@@ -195,14 +195,11 @@ pub async fn create(
 /// `POST /ui/notifications/{id}/test` (admin, CSRF token).
 pub async fn test(
     State(state): State<AppState>,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act {
+        by: admin, user, ..
+    }: Act<Admin, NoFields>,
 ) -> Response {
-    let admin = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     match channels::test_by(&state, &admin, id).await {
         Ok(_) => {
             let notice = "Test message queued; its outcome shows under Last delivery.".to_owned();
@@ -216,14 +213,9 @@ pub async fn test(
 pub async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by: admin, .. }: Act<Admin, NoFields>,
 ) -> Response {
-    let admin = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
     match channels::delete_by(&state, &meta, &admin, id).await {
         Ok(()) => Redirect::to("/ui/notifications").into_response(),
         Err(e) => e.into_response(),

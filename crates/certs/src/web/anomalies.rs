@@ -2,7 +2,7 @@
 //! for operators — through the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, html};
-use super::{CsrfForm, UserBar, ago};
+use super::{UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::Meta;
@@ -14,6 +14,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 
 /// One anomaly.
 #[derive(Debug)]
@@ -116,14 +118,9 @@ pub async fn list(
 pub async fn resolve(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    let by = match user.act(Operator::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match super::outcome(
         api::resolve_by(&state, &meta, &by, id).await,
         "Resolved; its alert is resolved too.",

@@ -177,14 +177,7 @@ pub(crate) fn with_query(path: &str, pairs: &[(&str, Option<String>)]) -> String
 
 /// Percent-encodes one path segment (an advisory id, a template id).
 pub(crate) fn encode(v: &str) -> String {
-    v.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    trusthub_core::encode::component(v)
 }
 
 /// Streams `GET path` into `out` (written beside, then renamed), with a progress bar on a

@@ -48,15 +48,7 @@ fn hex(b: &[u8]) -> String {
 
 /// RFC 3986 encoding of everything but the unreserved characters.
 pub fn uri_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    trusthub_core::encode::component(s)
 }
 
 /// The query string as signed (and as sent): encoded pairs sorted by name, then value.

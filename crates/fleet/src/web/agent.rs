@@ -3,7 +3,7 @@
 //! Data and changes come from the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
-use super::{CsrfForm, UserBar, ago};
+use super::{UserBar, ago};
 use crate::auth::{Admin, Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -16,6 +16,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::Value;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 use uuid::Uuid;
 
 /// The inventory tabs: path segment and title.
@@ -355,19 +357,10 @@ pub async fn settings(
 pub async fn governance(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { by, user, form }: Act<Operator, super::FormPairs>,
 ) -> Response {
-    let form = match super::FormPairs::parse(&raw) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
     let field = |name: &str| form.get(name);
-    let by = match user.act(Operator::of, Some(&field("csrf"))) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let mut errors = Vec::new();
     let mut number = |name: &str| match field(name).parse::<i64>() {
         Ok(n) => n,
@@ -445,14 +438,9 @@ pub async fn governance(
 pub async fn rotate_token(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Admin, NoFields>,
 ) -> Response {
-    let by = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match api::rotation::rotate_token_by(&state, &meta, &by, id).await {
         Ok(t) => {
             admin_page(
@@ -477,14 +465,9 @@ pub async fn rotate_token(
 pub async fn rotate_signing_key(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Admin, NoFields>,
 ) -> Response {
-    let by = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match api::rotation::rotate_signing_key_by(&state, &meta, &by, id).await {
         Ok(_) => {
             admin_page(
@@ -507,14 +490,9 @@ pub async fn rotate_signing_key(
 pub async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Admin, NoFields>,
 ) -> Response {
-    let by = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match api::records::delete_agent_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/agents").into_response(),
         Err(e) => refused(&state, &user, id, e).await,
@@ -544,9 +522,8 @@ mod tests {
 
 /// Why a certificate is revoked.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RevokeForm {
-    #[serde(default)]
-    csrf: String,
     reason: String,
 }
 
@@ -554,14 +531,9 @@ pub struct RevokeForm {
 pub async fn revoke_cert(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path((id, serial)): axum::extract::Path<(Uuid, String)>,
-    axum::Form(f): axum::Form<RevokeForm>,
+    Act { by, user, form: f }: Act<Admin, RevokeForm>,
 ) -> Response {
-    let by = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match super::outcome(
         api::certs::revoke_client_cert_by(
             &state,

@@ -130,6 +130,55 @@ impl FromRequestParts<AppState> for WebUser {
     }
 }
 
+/// A dashboard form, as a page handler takes it: the signed-in user, the form's CSRF token
+/// checked against the session, the user in role `R` (403 below it), and the rest of the
+/// form read strictly as `F` ([`parse_form`]: a malformed form is 400, a misspelt or missing
+/// field 422 naming it). The handler names the role in its signature, as API handlers do:
+/// `Act { by, user, form }: Act<Owner, RoleForm>`.
+#[derive(Debug)]
+pub struct Act<R, F> {
+    /// The user in the role the handler requires.
+    pub by: R,
+    /// The signed-in user (for the page the answer shows).
+    pub user: WebUser,
+    /// The form, without its `csrf` field.
+    pub form: F,
+}
+
+/// Largest form a page takes.
+const FORM_MAX_BYTES: usize = 1024 * 1024;
+
+impl<R, F> axum::extract::FromRequest<AppState> for Act<R, F>
+where
+    R: crate::auth::Acting + Send,
+    F: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let user = WebUser::from_request_parts(&mut parts, state).await?;
+        let raw = axum::body::to_bytes(body, FORM_MAX_BYTES)
+            .await
+            .map_err(|_| {
+                ApiError::TooLarge("the form is larger than 1 MiB".into()).into_response()
+            })?;
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&raw)
+            .map_err(|_| ApiError::BadRequest("the form cannot be read".into()).into_response())?;
+        let csrf = pairs
+            .iter()
+            .find(|(k, _)| k == "csrf")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_default();
+        let by = user
+            .act(R::of, Some(csrf))
+            .map_err(IntoResponse::into_response)?;
+        let rest: Vec<(String, String)> = pairs.into_iter().filter(|(k, _)| k != "csrf").collect();
+        let form = form_of(&rest).map_err(IntoResponse::into_response)?;
+        Ok(Act { by, user, form })
+    }
+}
+
 impl From<&WebUser> for UserBar {
     fn from(u: &WebUser) -> Self {
         UserBar {

@@ -4,6 +4,7 @@
 //! that made them.
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html, qr};
+use super::{Act, NoFields};
 use super::{UserBar, ago, allowed};
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult};
@@ -353,14 +354,9 @@ pub async fn create_token(
 pub async fn delete_token(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<super::CsrfForm>,
+    Act { by, user, .. }: Act<Viewer, NoFields>,
 ) -> Response {
-    let by = match user.act(Viewer::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match api_tokens::delete_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/settings").into_response(),
         Err(e) => refused(&state, &user, e).await,

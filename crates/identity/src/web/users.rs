@@ -3,7 +3,8 @@
 //! stays, removed users lose their sessions and tokens, everything audited).
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
-use super::{CsrfForm, UserBar, allowed};
+use super::{Act, NoFields};
+use super::{UserBar, allowed};
 use crate::auth::Owner;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -113,9 +114,8 @@ pub async fn list(State(state): State<AppState>, user: WebUser) -> Response {
 
 /// A role change.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RoleForm {
-    #[serde(default)]
-    csrf: String,
     role: String,
 }
 
@@ -123,14 +123,9 @@ pub struct RoleForm {
 pub async fn change_role(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<RoleForm>,
+    Act { by, user, form: f }: Act<Owner, RoleForm>,
 ) -> Response {
-    let by = match user.act(Owner::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let req = users::RoleChange { role: f.role };
     match users::change_role_by(&state, &meta, &by, id, req).await {
         Ok(u) => {
@@ -151,14 +146,9 @@ pub async fn change_role(
 pub async fn remove(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Owner, NoFields>,
 ) -> Response {
-    let by = match user.act(Owner::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match users::remove_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/users").into_response(),
         Err(e) => refused(&state, &user, e).await,
@@ -167,9 +157,8 @@ pub async fn remove(
 
 /// A new invitation.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InviteForm {
-    #[serde(default)]
-    csrf: String,
     email: String,
     role: String,
 }
@@ -179,13 +168,8 @@ pub struct InviteForm {
 pub async fn invite(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<InviteForm>,
+    Act { by, user, form: f }: Act<Owner, InviteForm>,
 ) -> Response {
-    let by = match user.act(Owner::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let req = invitations::NewInvitation {
         email: f.email,
         role: f.role,
@@ -215,14 +199,9 @@ pub async fn invite(
 pub async fn revoke_invite(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Owner, NoFields>,
 ) -> Response {
-    let by = match user.act(Owner::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     match invitations::revoke_by(&state, &meta, &by, id).await {
         Ok(_) => Redirect::to("/ui/users").into_response(),
         Err(e) => refused(&state, &user, e).await,

@@ -15,6 +15,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 
 /// A team's figures as shown.
 #[derive(Debug)]
@@ -67,14 +68,7 @@ fn row(t: TeamView) -> TeamRow {
 
 /// A path segment, percent-encoded.
 fn url_segment(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    trusthub_core::encode::component(s)
 }
 
 /// The period and order of the teams table.
@@ -295,9 +289,8 @@ pub async fn prices(State(state): State<AppState>, user: WebUser) -> Response {
 
 /// One price to set (shown again, as typed, when refused).
 #[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PriceForm {
-    #[serde(default)]
-    csrf: String,
     model: String,
     effective_from: String,
     input: String,
@@ -314,13 +307,8 @@ pub struct PriceForm {
 pub async fn set_price(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<PriceForm>,
+    Act { by, user, form: f }: Act<Admin, PriceForm>,
 ) -> Response {
-    let by = match user.act(Admin::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let mut errors = Vec::new();
     let mut amount = |name: &str, v: &str| -> u64 {
         match v.trim() {
@@ -334,10 +322,7 @@ pub async fn set_price(
             }),
         }
     };
-    let draft = PriceForm {
-        csrf: String::new(),
-        ..f.clone()
-    };
+    let draft = f.clone();
     let price = PriceView {
         input: amount("input", &f.input),
         output: amount("output", &f.output),

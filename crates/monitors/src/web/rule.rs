@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 use uuid::Uuid;
 
 #[derive(Template)]
@@ -89,9 +90,8 @@ pub async fn show(
 
 /// The edit form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EditForm {
-    #[serde(default)]
-    csrf: String,
     name: String,
     metric: String,
     operator: String,
@@ -107,14 +107,9 @@ pub struct EditForm {
 pub async fn update(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<EditForm>,
+    Act { by, user, form: f }: Act<Operator, EditForm>,
 ) -> Response {
-    let by = match user.act(Operator::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let refused = |e: ApiError| async {
         match form_error(e) {
             Ok((status, m)) => page(&state, &user, id, Flash::error(m), status).await,

@@ -2,7 +2,7 @@
 //! 30-day history, maintenance windows, and the forms — through the API's own functions.
 
 use super::{ASSETS, Assets, Flash, WebUser, chart, html};
-use super::{CsrfForm, UserBar, allowed};
+use super::{UserBar, allowed};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::routes::slo::{self as api, NewMaintenance, SloRequest, SloStatus};
@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 use uuid::Uuid;
 
 /// The status as the page shows it.
@@ -299,14 +301,9 @@ pub async fn save(
 pub async fn remove(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<crate::auth::Operator, NoFields>,
 ) -> Response {
-    let by = match user.act(crate::auth::Operator::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let result = api::delete_slo_by(&state, &meta, &by, id).await;
     after(&state, &user, id, result, "The SLO is removed.").await
 }
@@ -364,9 +361,8 @@ pub async fn plan(
 
 /// The delete form of a window (and the app to come back to).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WindowDelete {
-    #[serde(default)]
-    csrf: String,
     app: Uuid,
 }
 
@@ -374,14 +370,9 @@ pub struct WindowDelete {
 pub async fn unplan(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<WindowDelete>,
+    Act { by, user, form: f }: Act<crate::auth::Operator, WindowDelete>,
 ) -> Response {
-    let by = match user.act(crate::auth::Operator::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let result = api::delete_maintenance_by(&state, &meta, &by, id).await;
     after(&state, &user, f.app, result, "Deleted.").await
 }

@@ -30,15 +30,7 @@ pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
 
 /// The bucket path of an ecosystem folder (spaces and other bytes percent-encoded).
 fn folder(eco: &str) -> String {
-    eco.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':') {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    trusthub_core::encode::with(eco, trusthub_core::encode::FOLDER)
 }
 
 /// `(modified, id)` of a modified_id.csv, oldest first.

@@ -6,15 +6,7 @@
 
 /// Percent-encodes everything but the unreserved characters (RFC 3986).
 fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    trusthub_core::encode::component(s)
 }
 
 /// The purl of `name` at `version` (none: the package in general) in an OSV ecosystem;

@@ -3,7 +3,7 @@
 //! the API's own handlers.
 
 use super::{ASSETS, Assets, Flash, WebUser, html};
-use super::{CsrfForm, UserBar, ago};
+use super::{UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::Meta;
@@ -15,6 +15,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 
 /// One finding row.
 #[derive(Debug)]
@@ -226,9 +228,8 @@ pub async fn list(
 
 /// The acknowledge form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AckForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     reason: String,
 }
@@ -237,14 +238,9 @@ pub struct AckForm {
 pub async fn acknowledge(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<AckForm>,
+    Act { by, user, form: f }: Act<Operator, AckForm>,
 ) -> Response {
-    let by = match user.act(Operator::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let result = api::acknowledge_by(&state, &meta, &by, id, AckRequest { reason: f.reason }).await;
     respond(
         &state,
@@ -259,14 +255,9 @@ pub async fn acknowledge(
 pub async fn unacknowledge(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { by, user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    let by = match user.act(Operator::of, Some(&f.csrf)) {
-        Ok(by) => by,
-        Err(e) => return e.into_response(),
-    };
     let result = api::unacknowledge_by(&state, &meta, &by, id).await;
     respond(&state, &user, result, "Open again.").await
 }
