@@ -127,9 +127,8 @@ async fn purge(
     Ok(())
 }
 
-/// What the composition root runs at start and at shutdown.
+/// The retention deletes the housekeeping runs, for tests that age data by hand.
 pub mod maintenance {
-    pub use crate::store::actions::{clear_all_connections, clear_instance};
     pub use crate::store::telemetry::{purge_batches, purge_points};
 }
 
@@ -312,6 +311,30 @@ pub fn capability() -> trusthub_platform::capability::Capability {
         // receiver has yet to accept), minute rollups past their retention, batch ids past
         // the replay window.
         .purge(|state, tx, now| Box::pin(purge(state, tx, now)))
+        // One process per SQLite database: connection marks left by a crash are stale.
+        .on_start(|state| {
+            Box::pin(async move {
+                if state.db.backend() == trusthub_store::Backend::Sqlite
+                    && let Ok(mut tx) = state.db.begin().await
+                    && store::actions::clear_all_connections(&mut tx).await.is_ok()
+                {
+                    let _ = tx.commit().await;
+                }
+            })
+        })
+        // Agents see their sockets close; their connection marks go with this process.
+        .on_stop(|state| {
+            Box::pin(async move {
+                state.part::<agent_ws::Connections>().close_all();
+                if let Ok(mut tx) = state.db.begin().await
+                    && store::actions::clear_instance(&mut tx, &state.instance)
+                        .await
+                        .is_ok()
+                {
+                    let _ = tx.commit().await;
+                }
+            })
+        })
         // The ingest writer, once every capability set its side of the ingest events.
         .install_last(|cx| {
             let hooks = *cx.parts.entry::<ingest::Hooks>();

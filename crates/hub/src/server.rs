@@ -259,14 +259,8 @@ impl Server {
         } = self;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
-        if state.db.backend() == Backend::Sqlite
-            && let Ok(mut tx) = state.db.begin().await
-            && trusthub_fleet::maintenance::clear_all_connections(&mut tx)
-                .await
-                .is_ok()
-        {
-            // One process per SQLite database: marks left by a crash are stale.
-            let _ = tx.commit().await;
+        for start in crate::capabilities().iter().flat_map(|c| &c.on_start) {
+            start(state.clone()).await;
         }
         let workers = crate::workers::spawn(&state);
         let stopping = Arc::new(tokio::sync::Notify::new());
@@ -302,17 +296,11 @@ impl Server {
             }
         };
         housekeeping.abort();
-        state.part::<crate::agent_ws::Connections>().close_all();
         for w in workers {
             w.abort();
         }
-        // Agents see their sockets close; their connection marks go with this process.
-        if let Ok(mut tx) = state.db.begin().await
-            && trusthub_fleet::maintenance::clear_instance(&mut tx, &state.instance)
-                .await
-                .is_ok()
-        {
-            let _ = tx.commit().await;
+        for stop in crate::capabilities().iter().flat_map(|c| &c.on_stop) {
+            stop(state.clone()).await;
         }
         state.db.close().await;
         result

@@ -45,6 +45,10 @@ pub type Purge = for<'a> fn(
     time::OffsetDateTime,
 ) -> crate::BoxFuture<'a, trusthub_store::StoreResult<()>>;
 
+/// What a capability does as this process starts serving (before the first request) or
+/// stops (after the last one, before the database closes).
+pub type Moment = fn(AppState) -> crate::BoxFuture<'static, ()>;
+
 /// One step of a capability's start: adds parts or hooks; a refusal (a bad setting) stops
 /// the start with that message.
 pub type Installer = fn(&mut Install<'_>) -> Result<(), String>;
@@ -66,6 +70,10 @@ pub struct Capability {
     pub names: Vec<crate::names::Namer>,
     /// Its housekeeping steps.
     pub purges: Vec<Purge>,
+    /// What it does as the process starts serving.
+    pub on_start: Vec<Moment>,
+    /// What it does as the process stops.
+    pub on_stop: Vec<Moment>,
     /// What it installs at start, in the order of the capability list.
     pub installs: Vec<Installer>,
     /// What it installs once every capability's `installs` ran (a part built from others'
@@ -88,6 +96,8 @@ impl Capability {
             tasks: Vec::new(),
             names: Vec::new(),
             purges: Vec::new(),
+            on_start: Vec::new(),
+            on_stop: Vec::new(),
             installs: Vec::new(),
             installs_last: Vec::new(),
         }
@@ -96,6 +106,18 @@ impl Capability {
     /// Adds a housekeeping step ([`Purge`]).
     pub fn purge(mut self, step: Purge) -> Self {
         self.purges.push(step);
+        self
+    }
+
+    /// Adds what it does as the process starts serving.
+    pub fn on_start(mut self, step: Moment) -> Self {
+        self.on_start.push(step);
+        self
+    }
+
+    /// Adds what it does as the process stops.
+    pub fn on_stop(mut self, step: Moment) -> Self {
+        self.on_stop.push(step);
         self
     }
 

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// One invalid field of a 422.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema, PartialEq, Eq)]
 pub struct FieldError {
     /// The field, as a dotted path into the body (or the query parameter name).
     pub field: String,

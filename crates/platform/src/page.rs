@@ -191,7 +191,16 @@ pub async fn html_errors(req: Request, next: Next) -> Response {
     let (title, detail) = if is_problem {
         let problem: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         let text = |k: &str| problem[k].as_str().unwrap_or_default().to_owned();
-        (text("title"), text("detail"))
+        // A refused form says which of its fields, as the API's problem does.
+        let fields: Vec<crate::error::FieldError> =
+            serde_json::from_value(problem["errors"].clone()).unwrap_or_default();
+        match fields.is_empty() {
+            true => (text("title"), text("detail")),
+            false => (
+                text("title"),
+                format!("{}: {}", text("detail"), refusal(&fields)),
+            ),
+        }
     } else {
         (String::new(), String::from_utf8_lossy(&bytes).into_owned())
     };
@@ -504,5 +513,51 @@ pub fn ago(t: Option<OffsetDateTime>, now: OffsetDateTime) -> String {
         60..3600 => format!("{} min ago", s / 60),
         3600..86_400 => format!("{} h ago", s / 3600),
         _ => format!("{} d ago", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Invite {
+        email: String,
+        #[serde(default)]
+        days: Option<u32>,
+    }
+
+    fn field_of(e: ApiError) -> String {
+        match e {
+            ApiError::Validation(errors) => errors[0].field.clone(),
+            other => panic!("not a 422: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_form_is_read_strictly_each_refusal_naming_its_field() {
+        assert_eq!(
+            parse_form::<Invite>(b"email=a%40example.com&days=3").expect("form"),
+            Invite {
+                email: "a@example.com".into(),
+                days: Some(3)
+            }
+        );
+        let e = parse_form::<Invite>(b"emial=a%40example.com").expect_err("misspelt");
+        assert_eq!(field_of(e), "emial");
+        let e = parse_form::<Invite>(b"days=3").expect_err("missing");
+        assert_eq!(field_of(e), "email");
+        let e = parse_form::<Invite>(b"email=x&days=many").expect_err("not a number");
+        assert!(matches!(e, ApiError::Validation(_)), "{e:?}");
+        assert!(parse_form::<NoFields>(b"").is_ok());
+        assert_eq!(
+            field_of(parse_form::<NoFields>(b"x=1").expect_err("extra")),
+            "x"
+        );
+        let pairs =
+            parse_form::<FormPairs>(b"path=%2Fetc%2Fa&path=/etc/b&reason=r").expect("pairs");
+        assert_eq!(pairs.all("path"), ["/etc/a", "/etc/b"]);
+        assert_eq!(pairs.get("reason"), "r");
     }
 }

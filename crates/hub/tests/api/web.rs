@@ -7,6 +7,7 @@ use crate::harness::*;
 crate::dual!(
     dashboard_pages_need_a_session_and_carry_the_contract_17_headers,
     every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothing,
+    a_form_with_a_misspelt_or_missing_field_is_refused_naming_it,
 );
 
 fn no_redirects() -> reqwest::Client {
@@ -417,4 +418,65 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         body(app.get("/me", &app.owner).await).await["user"]["totp_enabled"],
         false
     );
+}
+
+/// Issue 60: a page's form is read as strictly as the API reads JSON — a field the form does
+/// not have, or one it needs and lacks, is 422 naming it (after the CSRF token and the role),
+/// never read as empty; the right form then works.
+async fn a_form_with_a_misspelt_or_missing_field_is_refused_naming_it(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let Auth::Cookie(cookie) = &app.owner else {
+        panic!("the owner signs in with a session");
+    };
+    let web = no_redirects();
+    let cookie = format!("trusthub_session={cookie}");
+    let page = web
+        .get(format!("{}/ui/users", app.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("users")
+        .text()
+        .await
+        .expect("html");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("csrf field")
+        .to_owned();
+    let post = |fields: String| {
+        web.post(format!("{}/ui/users/invitations", app.base))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(fields)
+            .send()
+    };
+    let invitations = "SELECT COUNT(*) FROM invitations";
+    for (fields, named) in [
+        (
+            form(&[
+                ("csrf", &csrf),
+                ("emial", "a@example.com"),
+                ("role", "viewer"),
+            ]),
+            "emial",
+        ),
+        (form(&[("csrf", &csrf), ("role", "viewer")]), "email"),
+    ] {
+        let r = post(fields).await.expect("post");
+        assert_eq!(r.status(), 422, "{named}");
+        let page = r.text().await.expect("html");
+        assert!(page.contains(named), "{named}: {page}");
+    }
+    assert_eq!(app.count(invitations).await, 0, "nothing was written");
+    let r = post(form(&[
+        ("csrf", &csrf),
+        ("email", "a@example.com"),
+        ("role", "viewer"),
+    ]))
+    .await
+    .expect("post");
+    assert_eq!(r.status(), 201);
+    assert_eq!(app.count(invitations).await, 1);
 }
