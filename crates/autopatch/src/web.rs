@@ -6,7 +6,7 @@ use crate::service::{self, SettingsPatch};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde::Deserialize;
 use trusthub_core::Role;
@@ -14,9 +14,10 @@ use trusthub_identity::auth::purpose::AgentAutoPatch;
 use trusthub_identity::auth::{Admin, TotpOffer, TotpProof, Viewer};
 use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
-use trusthub_platform::error::{ApiError, ApiResult};
+use trusthub_platform::error::ApiError;
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, Flash, ago, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, Flash, ago, outcome};
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -87,148 +88,140 @@ async fn page(
     agent: Uuid,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<Page> = async {
-        let p = &user.principal;
-        let viewer = Viewer::of(p)?;
-        let settings = service::get_settings(state, &viewer, agent).await?;
-        let now = trusthub_platform::state::now();
-        let (hostname, inventory) = {
-            let mut c = state.db.conn().await?;
-            let host = trusthub_fleet::agent(&mut c, p.tenant(), agent)
-                .await?
-                .ok_or(ApiError::NotFound("agent"))?;
-            (
-                host.hostname,
-                trusthub_fleet::latest_inventory(&mut c, p.tenant(), agent).await?,
-            )
-        };
-        let reboot = match inventory.and_then(|i| i.inventory.patching) {
-            Some(pt) if pt.reboot_required && pt.reboot_required_packages.is_empty() => {
-                "yes".into()
-            }
-            Some(pt) if pt.reboot_required => {
-                format!("yes, for {}", pt.reboot_required_packages.join(", "))
-            }
-            Some(_) => "no".into(),
-            None => "not reported".into(),
-        };
-        let names = trusthub_platform::names::resolve(
-            state,
-            p.tenant(),
-            settings
-                .enabled_by
-                .map(|u| format!("user:{u}"))
-                .iter()
-                .map(String::as_str),
+) -> PageResult {
+    let p = &user.principal;
+    let viewer = Viewer::of(p)?;
+    let settings = service::get_settings(state, &viewer, agent).await?;
+    let now = trusthub_platform::state::now();
+    let (hostname, inventory) = {
+        let mut c = state.db.conn().await?;
+        let host = trusthub_fleet::agent(&mut c, p.tenant(), agent)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?;
+        (
+            host.hostname,
+            trusthub_fleet::latest_inventory(&mut c, p.tenant(), agent).await?,
         )
-        .await;
-        let enabled = match (settings.enabled_by, settings.enabled_at) {
-            (Some(by), Some(at)) => format!(
-                "by {} {}",
-                names
-                    .get(&format!("user:{by}"))
-                    .map_or(by.to_string(), |n| n.name.clone()),
-                ago(Some(at), now)
-            ),
-            _ => "never".into(),
-        };
-        let rows = service::runs(state, &viewer, agent, 100)
-            .await?
-            .into_iter()
-            .map(|a| Row {
-                class: status_class(&a.status),
-                nonce: a.eat_nonce,
-                when: ago(Some(a.created_at), now),
-                packages: a
-                    .packages
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{} {} → {} ({})",
-                            c.name,
-                            c.from,
-                            c.to,
-                            c.vuln_ids.join(", ")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                status: a.status.replace('_', " "),
-                note: a.note.unwrap_or_default(),
-            })
-            .collect();
-        let chains = service::attestations(state, &viewer, Some(agent))
-            .await?
-            .into_iter()
-            .map(|c| {
-                let f = &c.flag_set;
-                let head = format!(
-                    "#{} {} — turned on: OS packages {}, dependencies {}, {} and above",
-                    f.seq,
-                    f.created_at,
-                    f.payload["os_packages"],
-                    f.payload["app_deps"],
-                    f.payload["min_severity"].as_str().unwrap_or_default()
-                );
-                let mut steps = Vec::new();
-                for a in c.attempts {
-                    let pp = &a.proposed.payload;
-                    steps.push(Step {
-                        when: format!("#{} {}", a.proposed.seq, a.proposed.created_at),
-                        what: format!(
-                            "proposed {} → {} ({}, {})",
-                            pp["package"].as_str().unwrap_or_default(),
-                            pp["target_version"].as_str().unwrap_or_default(),
-                            pp["cve_id"].as_str().unwrap_or_default(),
-                            pp["severity"].as_str().unwrap_or_default()
-                        ),
-                        class: "warning",
-                    });
-                    if let Some(r) = a.result {
-                        let applied = r.kind == service::kind::APPLIED;
-                        steps.push(Step {
-                            when: format!("#{} {}", r.seq, r.created_at),
-                            what: format!(
-                                "{} (exit code {}){}",
-                                if applied { "applied" } else { "rolled back" },
-                                r.payload["exit_code"],
-                                r.payload["note"]
-                                    .as_str()
-                                    .map(|n| format!(": {n}"))
-                                    .unwrap_or_default()
-                            ),
-                            class: if applied { "online" } else { "critical" },
-                        });
-                    }
-                }
-                (head, steps)
-            })
-            .collect();
-        Ok(Page {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Admin),
-            totp_enabled: p.user.totp_enabled,
-            agent_id: agent.to_string(),
-            hostname,
-            os_packages: settings.os_packages,
-            app_deps: settings.app_deps,
-            min_severity: settings.min_severity,
-            enabled,
-            last_run: ago(settings.last_run_at, now),
-            reboot,
-            rows,
-            chains,
-            flash,
-        })
-    }
+    };
+    let reboot = match inventory.and_then(|i| i.inventory.patching) {
+        Some(pt) if pt.reboot_required && pt.reboot_required_packages.is_empty() => "yes".into(),
+        Some(pt) if pt.reboot_required => {
+            format!("yes, for {}", pt.reboot_required_packages.join(", "))
+        }
+        Some(_) => "no".into(),
+        None => "not reported".into(),
+    };
+    let names = trusthub_platform::names::resolve(
+        state,
+        p.tenant(),
+        settings
+            .enabled_by
+            .map(|u| format!("user:{u}"))
+            .iter()
+            .map(String::as_str),
+    )
     .await;
-    match built {
-        Ok(p) => html(p.render(), code),
-        Err(e) => e.into_response(),
-    }
+    let enabled = match (settings.enabled_by, settings.enabled_at) {
+        (Some(by), Some(at)) => format!(
+            "by {} {}",
+            names
+                .get(&format!("user:{by}"))
+                .map_or(by.to_string(), |n| n.name.clone()),
+            ago(Some(at), now)
+        ),
+        _ => "never".into(),
+    };
+    let rows = service::runs(state, &viewer, agent, 100)
+        .await?
+        .into_iter()
+        .map(|a| Row {
+            class: status_class(&a.status),
+            nonce: a.eat_nonce,
+            when: ago(Some(a.created_at), now),
+            packages: a
+                .packages
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} {} → {} ({})",
+                        c.name,
+                        c.from,
+                        c.to,
+                        c.vuln_ids.join(", ")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+            status: a.status.replace('_', " "),
+            note: a.note.unwrap_or_default(),
+        })
+        .collect();
+    let chains = service::attestations(state, &viewer, Some(agent))
+        .await?
+        .into_iter()
+        .map(|c| {
+            let f = &c.flag_set;
+            let head = format!(
+                "#{} {} — turned on: OS packages {}, dependencies {}, {} and above",
+                f.seq,
+                f.created_at,
+                f.payload["os_packages"],
+                f.payload["app_deps"],
+                f.payload["min_severity"].as_str().unwrap_or_default()
+            );
+            let mut steps = Vec::new();
+            for a in c.attempts {
+                let pp = &a.proposed.payload;
+                steps.push(Step {
+                    when: format!("#{} {}", a.proposed.seq, a.proposed.created_at),
+                    what: format!(
+                        "proposed {} → {} ({}, {})",
+                        pp["package"].as_str().unwrap_or_default(),
+                        pp["target_version"].as_str().unwrap_or_default(),
+                        pp["cve_id"].as_str().unwrap_or_default(),
+                        pp["severity"].as_str().unwrap_or_default()
+                    ),
+                    class: "warning",
+                });
+                if let Some(r) = a.result {
+                    let applied = r.kind == service::kind::APPLIED;
+                    steps.push(Step {
+                        when: format!("#{} {}", r.seq, r.created_at),
+                        what: format!(
+                            "{} (exit code {}){}",
+                            if applied { "applied" } else { "rolled back" },
+                            r.payload["exit_code"],
+                            r.payload["note"]
+                                .as_str()
+                                .map(|n| format!(": {n}"))
+                                .unwrap_or_default()
+                        ),
+                        class: if applied { "online" } else { "critical" },
+                    });
+                }
+            }
+            (head, steps)
+        })
+        .collect();
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Admin),
+        totp_enabled: p.user.totp_enabled,
+        agent_id: agent.to_string(),
+        hostname,
+        os_packages: settings.os_packages,
+        app_deps: settings.app_deps,
+        min_severity: settings.min_severity,
+        enabled,
+        last_run: ago(settings.last_run_at, now),
+        reboot,
+        rows,
+        chains,
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/agents/{id}/auto-patch`.
@@ -236,7 +229,7 @@ pub async fn show(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -262,7 +255,7 @@ pub async fn save(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<SettingsForm>,
-) -> Response {
+) -> PageResult {
     let result = async {
         let admin = user.act(Admin::of, Some(&f.csrf))?;
         service::patch_settings(
@@ -280,10 +273,8 @@ pub async fn save(
         .await
     }
     .await;
-    match outcome(result, "Saved.", StatusCode::OK) {
-        Ok((flash, code)) => page(&state, &user, id, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, "Saved.", StatusCode::OK)?;
+    page(&state, &user, id, flash, code).await
 }
 
 /// The run-now form.
@@ -302,10 +293,8 @@ pub async fn run(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<RunForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Admin, Some(&f.csrf))?;
     let result = async {
         let proof =
             TotpProof::<AgentAutoPatch>::from_code(&state, &meta, user.principal.clone(), &f.code)
@@ -318,10 +307,8 @@ pub async fn run(
         Ok(sent) => format!("Ran: {} action(s) sent.", sent.len()),
         Err(_) => String::new(),
     };
-    match outcome(result, &notice, StatusCode::OK) {
-        Ok((flash, code)) => page(&state, &user, id, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, &notice, StatusCode::OK)?;
+    page(&state, &user, id, flash, code).await
 }
 
 #[derive(Template)]
@@ -347,7 +334,7 @@ async fn emergency_page(
     form: (String, String, String),
     flash: Flash,
     code: StatusCode,
-) -> Response {
+) -> PageResult {
     let p = &user.principal;
     let hostname = async {
         let mut c = state.db.conn().await?;
@@ -357,11 +344,8 @@ async fn emergency_page(
             .map(|a| a.hostname)
     }
     .await;
-    let hostname = match hostname {
-        Ok(h) => h,
-        Err(e) => return e.into_response(),
-    };
-    html(
+    let hostname = hostname?;
+    render(
         EmergencyPage {
             assets: &ASSETS,
             user: Some(UserBar::from(user)),
@@ -385,7 +369,7 @@ pub async fn emergency_form(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     emergency_page(
         &state,
         &user,
@@ -419,7 +403,7 @@ pub async fn emergency(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<EmergencyForm>,
-) -> Response {
+) -> PageResult {
     let result = async {
         let admin = user.act(Admin::of, Some(&f.csrf))?;
         crate::routes::emergency::emergency_by(
@@ -438,7 +422,9 @@ pub async fn emergency(
     }
     .await;
     match result {
-        Ok(d) => axum::response::Redirect::to(&format!("/ui/actions/{}", d.jti)).into_response(),
+        Ok(d) => {
+            Ok(axum::response::Redirect::to(&format!("/ui/actions/{}", d.jti)).into_response())
+        }
         Err(e) => match trusthub_platform::page::form_error(e) {
             Ok((status, m)) => {
                 emergency_page(
@@ -451,7 +437,7 @@ pub async fn emergency(
                 )
                 .await
             }
-            Err(e) => e.into_response(),
+            Err(e) => Err(e),
         },
     }
 }
@@ -496,7 +482,7 @@ async fn update_all_page(
     view: crate::update_all::UpdateAllView,
     flash: Flash,
     code: StatusCode,
-) -> Response {
+) -> PageResult {
     let p = &user.principal;
     let names = trusthub_fleet::host_names(state, p.tenant())
         .await
@@ -509,7 +495,7 @@ async fn update_all_page(
             ("cap", _) => "over the cap: next time".into(),
             (other, _) => other.to_owned(),
         };
-    html(
+    render(
         UpdateAllPage {
             assets: &ASSETS,
             user: Some(UserBar::from(user)),
@@ -554,7 +540,11 @@ async fn update_all_page(
 }
 
 /// `GET /ui/vulnerabilities/update-all`: the plan (a dry run), and the form that sends it.
-pub async fn update_all_plan(State(state): State<AppState>, meta: Meta, user: WebUser) -> Response {
+pub async fn update_all_plan(
+    State(state): State<AppState>,
+    meta: Meta,
+    user: WebUser,
+) -> PageResult {
     let result = async {
         let admin = user.act(Admin::of, None)?;
         let req = crate::update_all::UpdateAllRequest {
@@ -573,7 +563,7 @@ pub async fn update_all_plan(State(state): State<AppState>, meta: Meta, user: We
     .await;
     match result {
         Ok(view) => update_all_page(&state, &user, view, Flash::default(), StatusCode::OK).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -593,7 +583,7 @@ pub async fn update_all_send(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<UpdateAllForm>,
-) -> Response {
+) -> PageResult {
     let now = trusthub_platform::state::now();
     let result = async {
         let admin = user.act(Admin::of, Some(&f.csrf))?;
@@ -637,10 +627,10 @@ pub async fn update_all_send(
                 match crate::update_all::update_all(&state, &meta, &user.principal, &req, now).await
                 {
                     Ok(view) => update_all_page(&state, &user, view, Flash::error(m), status).await,
-                    Err(e) => e.into_response(),
+                    Err(e) => Err(e),
                 }
             }
-            Err(e) => e.into_response(),
+            Err(e) => Err(e),
         },
     }
 }

@@ -6,7 +6,6 @@ use crate::service::{self, AccountView, NewAccount, ResourceFilter, ResourceView
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -16,7 +15,8 @@ use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, outcome};
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -63,32 +63,26 @@ async fn overview_page(
     flash: Flash,
     install: Option<Shown>,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<OverviewPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let all = service::resources(state, p.tenant(), &ResourceFilter::default()).await?;
-        let vms: Vec<&ResourceView> = all.iter().filter(|r| r.kind == "vm").collect();
-        Ok(OverviewPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            admin: p.has_role(Role::Admin),
-            operator: p.has_role(Role::Operator),
-            summary: service::summary(state, p.tenant()).await?,
-            vms: vms.len() as u64,
-            vms_with: vms.iter().filter(|r| r.has_agent).count() as u64,
-            accounts: service::accounts(state, p.tenant()).await?,
-            uncovered: vms.into_iter().filter(|r| !r.has_agent).cloned().collect(),
-            install,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), code),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let all = service::resources(state, p.tenant(), &ResourceFilter::default()).await?;
+    let vms: Vec<&ResourceView> = all.iter().filter(|r| r.kind == "vm").collect();
+    let page = OverviewPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        admin: p.has_role(Role::Admin),
+        operator: p.has_role(Role::Operator),
+        summary: service::summary(state, p.tenant()).await?,
+        vms: vms.len() as u64,
+        vms_with: vms.iter().filter(|r| r.has_agent).count() as u64,
+        accounts: service::accounts(state, p.tenant()).await?,
+        uncovered: vms.into_iter().filter(|r| !r.has_agent).cloned().collect(),
+        install,
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// The overview after a form: its notice, or its refusal in words.
@@ -98,15 +92,13 @@ async fn after<T>(
     done: ApiResult<T>,
     notice: &str,
     status: StatusCode,
-) -> Response {
-    match outcome(done, notice, status) {
-        Ok((flash, code)) => overview_page(state, user, flash, None, code).await,
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let (flash, code) = outcome(done, notice, status)?;
+    overview_page(state, user, flash, None, code).await
 }
 
 /// `GET /ui/cloud`.
-pub async fn overview(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn overview(State(state): State<AppState>, user: WebUser) -> PageResult {
     overview_page(&state, &user, Flash::default(), None, StatusCode::OK).await
 }
 
@@ -140,14 +132,9 @@ pub async fn add_account(
     meta: Meta,
     user: WebUser,
     axum::extract::RawForm(raw): axum::extract::RawForm,
-) -> Response {
-    let form = match FormPairs::parse(&raw) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.get("csrf"))) {
-        return e.into_response();
-    }
+) -> PageResult {
+    let form = FormPairs::parse(&raw)?;
+    allowed(&user, Role::Admin, Some(&form.get("csrf")))?;
     let provider = form.get("provider");
     let mut credentials = Map::new();
     for (p, field, name) in FORM_CREDENTIALS {
@@ -194,10 +181,8 @@ pub async fn discover(
     user: WebUser,
     Path(id): Path<Uuid>,
     axum::Form(form): axum::Form<CsrfForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Operator, Some(&form.csrf))?;
     let done = service::discover(&state, user.principal.tenant(), id).await;
     after(
         &state,
@@ -216,10 +201,8 @@ pub async fn delete(
     user: WebUser,
     Path(id): Path<Uuid>,
     axum::Form(form): axum::Form<CsrfForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Admin, Some(&form.csrf))?;
     let done = service::delete(&state, &meta, &user.principal, id).await;
     after(
         &state,
@@ -239,10 +222,8 @@ pub async fn install(
     user: WebUser,
     Path(id): Path<Uuid>,
     axum::Form(form): axum::Form<CsrfForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Admin, Some(&form.csrf))?;
     let shown = async {
         let r = service::resource(&state, user.principal.tenant(), id).await?;
         let i = service::install(&state, &meta, &user.principal, id).await?;
@@ -256,7 +237,7 @@ pub async fn install(
     .await;
     match shown {
         Ok(s) => overview_page(&state, &user, Flash::default(), Some(s), StatusCode::OK).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -298,37 +279,30 @@ pub async fn resources(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<ResourceForm>,
-) -> Response {
-    let built: ApiResult<ResourcesPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let account_id = match q.account_id.as_str() {
-            "" => None,
-            s => Some(
-                Uuid::parse_str(s)
-                    .map_err(|_| ApiError::invalid("account_id", "must be a UUID"))?,
-            ),
-        };
-        let f = ResourceFilter {
-            account_id,
-            kind: Some(q.kind.clone()).filter(|k| !k.is_empty()),
-            has_agent: flag("has_agent", &q.has_agent)?,
-            is_public: flag("is_public", &q.is_public)?,
-            include_removed: false,
-        };
-        Ok(ResourcesPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            rows: service::resources(&state, p.tenant(), &f).await?,
-            accounts: service::accounts(&state, p.tenant()).await?,
-            q,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let account_id = match q.account_id.as_str() {
+        "" => None,
+        s => Some(
+            Uuid::parse_str(s).map_err(|_| ApiError::invalid("account_id", "must be a UUID"))?,
+        ),
+    };
+    let f = ResourceFilter {
+        account_id,
+        kind: Some(q.kind.clone()).filter(|k| !k.is_empty()),
+        has_agent: flag("has_agent", &q.has_agent)?,
+        is_public: flag("is_public", &q.is_public)?,
+        include_removed: false,
+    };
+    let page = ResourcesPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        rows: service::resources(&state, p.tenant(), &f).await?,
+        accounts: service::accounts(&state, p.tenant()).await?,
+        q,
+    };
+    render(page.render(), StatusCode::OK)
 }
 
 #[derive(Template)]
@@ -353,47 +327,41 @@ pub async fn findings(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<FindingForm>,
-) -> Response {
-    let built: ApiResult<FindingsPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let status = match q.status.as_str() {
-            "" | "open" => "open",
-            "resolved" => "resolved",
-            _ => return Err(ApiError::invalid("status", "must be open or resolved")),
-        };
-        let names: std::collections::HashMap<Uuid, String> = service::resources(
-            &state,
-            p.tenant(),
-            &ResourceFilter {
-                include_removed: true,
-                ..ResourceFilter::default()
-            },
-        )
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let status = match q.status.as_str() {
+        "" | "open" => "open",
+        "resolved" => "resolved",
+        _ => return Err(ApiError::invalid("status", "must be open or resolved")),
+    };
+    let names: std::collections::HashMap<Uuid, String> = service::resources(
+        &state,
+        p.tenant(),
+        &ResourceFilter {
+            include_removed: true,
+            ..ResourceFilter::default()
+        },
+    )
+    .await?
+    .into_iter()
+    .map(|r| (r.id, format!("{} ({})", r.name, r.provider_id)))
+    .collect();
+    let rows = service::findings(&state, p.tenant(), None, Some(status))
         .await?
         .into_iter()
-        .map(|r| (r.id, format!("{} ({})", r.name, r.provider_id)))
-        .collect();
-        let rows = service::findings(&state, p.tenant(), None, Some(status))
-            .await?
-            .into_iter()
-            .map(|f| {
-                let n = names.get(&f.resource_id).cloned().unwrap_or_default();
-                (f, n)
-            })
-            .collect();
-        Ok(FindingsPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            rows,
-            status: status.to_owned(),
+        .map(|f| {
+            let n = names.get(&f.resource_id).cloned().unwrap_or_default();
+            (f, n)
         })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+        .collect();
+    let page = FindingsPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        rows,
+        status: status.to_owned(),
+    };
+    render(page.render(), StatusCode::OK)
 }
 
 #[derive(Template)]
@@ -405,32 +373,26 @@ struct RunsPage<'a> {
 }
 
 /// `GET /ui/cloud/runs`.
-pub async fn runs(State(state): State<AppState>, user: WebUser) -> Response {
-    let built: ApiResult<RunsPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let names: std::collections::HashMap<Uuid, String> = service::accounts(&state, p.tenant())
-            .await?
-            .into_iter()
-            .map(|a| (a.id, format!("{} ({})", a.name, a.provider)))
-            .collect();
-        let rows = service::runs(&state, p.tenant(), None)
-            .await?
-            .into_iter()
-            .map(|r| {
-                let n = names.get(&r.account_id).cloned().unwrap_or_default();
-                (r, n)
-            })
-            .collect();
-        Ok(RunsPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            rows,
+pub async fn runs(State(state): State<AppState>, user: WebUser) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let names: std::collections::HashMap<Uuid, String> = service::accounts(&state, p.tenant())
+        .await?
+        .into_iter()
+        .map(|a| (a.id, format!("{} ({})", a.name, a.provider)))
+        .collect();
+    let rows = service::runs(&state, p.tenant(), None)
+        .await?
+        .into_iter()
+        .map(|r| {
+            let n = names.get(&r.account_id).cloned().unwrap_or_default();
+            (r, n)
         })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+        .collect();
+    let page = RunsPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        rows,
+    };
+    render(page.render(), StatusCode::OK)
 }

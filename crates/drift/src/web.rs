@@ -6,7 +6,6 @@ use crate::service::{self, Attributes, DriftView};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use trusthub_core::Role;
@@ -14,9 +13,10 @@ use trusthub_core::drift::Status;
 use trusthub_identity::auth::{Operator, Viewer};
 use trusthub_identity::{Act, UserBar, WebUser};
 use trusthub_platform::AppState;
-use trusthub_platform::error::{ApiError, ApiResult};
+use trusthub_platform::error::ApiError;
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, outcome};
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -122,46 +122,41 @@ pub async fn tenant(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<TenantQuery>,
-) -> Response {
-    let built: ApiResult<TenantPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let filter = match q.status.as_deref().filter(|s| !s.is_empty()) {
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let filter =
+        match q.status.as_deref().filter(|s| !s.is_empty()) {
             None => None,
             Some(s) => Some(Status::parse(s).ok_or_else(|| {
                 ApiError::invalid("status", "must be ok, drifted, missing or new")
             })?),
         };
-        let all = service::list(&state, p.tenant(), None, filter).await?;
-        let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
-        let hosts = all
+    let all = service::list(&state, p.tenant(), None, filter).await?;
+    let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
+    let hosts = all
+        .iter()
+        .map(|v| v.agent_id)
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let watched = all.len();
+    let page = TenantPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        rows: all
             .iter()
-            .map(|v| v.agent_id)
-            .collect::<std::collections::HashSet<_>>()
-            .len();
-        let watched = all.len();
-        Ok(TenantPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            rows: all
-                .iter()
-                .filter(|v| filter.is_some() || v.status != "ok")
-                .map(|v| row(v, names.get(&v.agent_id).map_or("", String::as_str)))
-                .collect(),
-            filter: filter.map(|s| s.as_str().to_owned()).unwrap_or_default(),
-            filters: ["drifted", "missing", "new", "ok"]
-                .into_iter()
-                .map(|s| (s, filter.is_some_and(|f| f.as_str() == s)))
-                .collect(),
-            watched,
-            hosts,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+            .filter(|v| filter.is_some() || v.status != "ok")
+            .map(|v| row(v, names.get(&v.agent_id).map_or("", String::as_str)))
+            .collect(),
+        filter: filter.map(|s| s.as_str().to_owned()).unwrap_or_default(),
+        filters: ["drifted", "missing", "new", "ok"]
+            .into_iter()
+            .map(|s| (s, filter.is_some_and(|f| f.as_str() == s)))
+            .collect(),
+        watched,
+        hosts,
+    };
+    render(page.render(), StatusCode::OK)
 }
 
 #[derive(Template)]
@@ -184,52 +179,46 @@ async fn host_page(
     id: Uuid,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<HostPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let agent = {
-            let mut c = state.db.conn().await?;
-            trusthub_fleet::agent(&mut c, p.tenant(), id)
-                .await?
-                .ok_or(ApiError::NotFound("agent"))?
-        };
-        let views = service::of_agent(state, p.tenant(), id).await?;
-        let mut rows: Vec<Row> = views.iter().map(|v| row(v, &agent.hostname)).collect();
-        // What needs a look first.
-        rows.sort_by_key(|r| (r.status == "ok", r.path.clone()));
-        Ok(HostPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_rebase: p.has_role(Role::Operator),
-            agent_id: id.to_string(),
-            hostname: agent.hostname,
-            rows,
-            rebases: service::rebases(state, p.tenant(), id)
-                .await?
-                .into_iter()
-                .map(|r| {
-                    (
-                        r.at,
-                        r.by.email.unwrap_or(r.by.kind),
-                        r.paths
-                            .iter()
-                            .map(|p| p.path.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        r.reason,
-                    )
-                })
-                .collect(),
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), code),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let agent = {
+        let mut c = state.db.conn().await?;
+        trusthub_fleet::agent(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?
+    };
+    let views = service::of_agent(state, p.tenant(), id).await?;
+    let mut rows: Vec<Row> = views.iter().map(|v| row(v, &agent.hostname)).collect();
+    // What needs a look first.
+    rows.sort_by_key(|r| (r.status == "ok", r.path.clone()));
+    let page = HostPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_rebase: p.has_role(Role::Operator),
+        agent_id: id.to_string(),
+        hostname: agent.hostname,
+        rows,
+        rebases: service::rebases(state, p.tenant(), id)
+            .await?
+            .into_iter()
+            .map(|r| {
+                (
+                    r.at,
+                    r.by.email.unwrap_or(r.by.kind),
+                    r.paths
+                        .iter()
+                        .map(|p| p.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    r.reason,
+                )
+            })
+            .collect(),
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/agents/{id}/drift`.
@@ -237,7 +226,7 @@ pub async fn host(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     host_page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -248,7 +237,7 @@ pub async fn rebase(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { user, form, .. }: Act<Operator, FormPairs>,
-) -> Response {
+) -> PageResult {
     let paths = form.all("path");
     let result = service::rebase(
         &state,
@@ -266,8 +255,6 @@ pub async fn rebase(
         ),
         Err(_) => String::new(),
     };
-    match outcome(result, &notice, StatusCode::OK) {
-        Ok((flash, code)) => host_page(&state, &user, id, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, &notice, StatusCode::OK)?;
+    host_page(&state, &user, id, flash, code).await
 }

@@ -18,6 +18,7 @@ use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
 use trusthub_platform::page::{ASSETS, Assets, DIAGRAM_CSP, Flash, FormPairs, html, outcome};
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -85,7 +86,7 @@ async fn topology_page(
     user: &WebUser,
     flash: Flash,
     code: StatusCode,
-) -> Response {
+) -> PageResult {
     let built: ApiResult<TopologyPage> = async {
         let p = &user.principal;
         Viewer::of(p)?;
@@ -199,13 +200,13 @@ async fn topology_page(
     }
     .await;
     match built {
-        Ok(page) => drawn(page.render(), code),
-        Err(e) => e.into_response(),
+        Ok(page) => Ok(drawn(page.render(), code)),
+        Err(e) => Err(e),
     }
 }
 
 /// `GET /ui/topology`.
-pub async fn topology(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn topology(State(state): State<AppState>, user: WebUser) -> PageResult {
     topology_page(&state, &user, Flash::default(), StatusCode::OK).await
 }
 
@@ -226,14 +227,9 @@ pub async fn topology_form(
     meta: Meta,
     user: WebUser,
     axum::extract::RawForm(raw): axum::extract::RawForm,
-) -> Response {
-    let f = match FormPairs::parse(&raw) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.get("csrf"))) {
-        return e.into_response();
-    }
+) -> PageResult {
+    let f = FormPairs::parse(&raw)?;
+    allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
     let p = &user.principal;
     let result: ApiResult<String> = async {
         let id = || {
@@ -330,10 +326,8 @@ pub async fn topology_form(
     }
     .await;
     let notice = result.as_ref().cloned().unwrap_or_default();
-    match outcome(result, &notice, StatusCode::OK) {
-        Ok((flash, code)) => topology_page(&state, &user, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, &notice, StatusCode::OK)?;
+    topology_page(&state, &user, flash, code).await
 }
 
 #[derive(Template)]
@@ -363,7 +357,7 @@ pub async fn blast(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<BlastQuery>,
-) -> Response {
+) -> PageResult {
     let built: ApiResult<BlastPage> = async {
         let p = &user.principal;
         Viewer::of(p)?;
@@ -444,8 +438,8 @@ pub async fn blast(
     }
     .await;
     match built {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
+        Ok(page) => render(page.render(), StatusCode::OK),
+        Err(e) => Err(e),
     }
 }
 
@@ -468,51 +462,45 @@ async fn diagrams_page(
     user: &WebUser,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<DiagramsPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let t = p.tenant();
-        Ok(DiagramsPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Operator),
-            diagrams: service::diagrams(state, t)
-                .await?
-                .into_iter()
-                .map(|d| {
-                    (
-                        d.id.to_string(),
-                        d.name,
-                        d.updated_at,
-                        d.share_token.is_some(),
-                    )
-                })
-                .collect(),
-            templates: service::templates(),
-            zones: service::zones(state, t)
-                .await?
-                .into_iter()
-                .map(|z| (z.id.to_string(), z.name))
-                .collect(),
-            hosts: service::nodes(state, t)
-                .await?
-                .into_iter()
-                .filter_map(|n| Some((n.agent_id?.to_string(), n.name)))
-                .collect(),
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), code),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let t = p.tenant();
+    let page = DiagramsPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Operator),
+        diagrams: service::diagrams(state, t)
+            .await?
+            .into_iter()
+            .map(|d| {
+                (
+                    d.id.to_string(),
+                    d.name,
+                    d.updated_at,
+                    d.share_token.is_some(),
+                )
+            })
+            .collect(),
+        templates: service::templates(),
+        zones: service::zones(state, t)
+            .await?
+            .into_iter()
+            .map(|z| (z.id.to_string(), z.name))
+            .collect(),
+        hosts: service::nodes(state, t)
+            .await?
+            .into_iter()
+            .filter_map(|n| Some((n.agent_id?.to_string(), n.name)))
+            .collect(),
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/diagrams`.
-pub async fn diagrams(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn diagrams(State(state): State<AppState>, user: WebUser) -> PageResult {
     diagrams_page(&state, &user, Flash::default(), StatusCode::OK).await
 }
 
@@ -522,14 +510,9 @@ pub async fn diagrams_form(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::RawForm(raw): axum::extract::RawForm,
-) -> Response {
-    let f = match FormPairs::parse(&raw) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.get("csrf"))) {
-        return e.into_response();
-    }
+) -> PageResult {
+    let f = FormPairs::parse(&raw)?;
+    allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
     let p = &user.principal;
     let made = async {
         match f.get("action").as_str() {
@@ -561,10 +544,12 @@ pub async fn diagrams_form(
     }
     .await;
     match made {
-        Ok(d) => axum::response::Redirect::to(&format!("/ui/diagrams/{}", d.id)).into_response(),
+        Ok(d) => {
+            Ok(axum::response::Redirect::to(&format!("/ui/diagrams/{}", d.id)).into_response())
+        }
         Err(e) => match outcome::<()>(Err(e), "", StatusCode::OK) {
             Ok((flash, code)) => diagrams_page(&state, &user, flash, code).await,
-            Err(e) => e.into_response(),
+            Err(e) => Err(e),
         },
     }
 }
@@ -589,7 +574,7 @@ async fn diagram_page(
     id: Uuid,
     flash: Flash,
     code: StatusCode,
-) -> Response {
+) -> PageResult {
     let built: ApiResult<DiagramPage> = async {
         let p = &user.principal;
         Viewer::of(p)?;
@@ -611,8 +596,8 @@ async fn diagram_page(
     }
     .await;
     match built {
-        Ok(page) => drawn(page.render(), code),
-        Err(e) => e.into_response(),
+        Ok(page) => Ok(drawn(page.render(), code)),
+        Err(e) => Err(e),
     }
 }
 
@@ -621,7 +606,7 @@ pub async fn diagram(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     diagram_page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -633,14 +618,9 @@ pub async fn diagram_form(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::extract::RawForm(raw): axum::extract::RawForm,
-) -> Response {
-    let f = match FormPairs::parse(&raw) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.get("csrf"))) {
-        return e.into_response();
-    }
+) -> PageResult {
+    let f = FormPairs::parse(&raw)?;
+    allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
     let p = &user.principal;
     let result: ApiResult<String> = match f.get("action").as_str() {
         "save" => service::update_diagram(
@@ -662,16 +642,14 @@ pub async fn diagram_form(
             .await
             .map(|()| "The public link no longer works.".into()),
         "delete" => match service::delete_diagram(&state, p, id).await {
-            Ok(()) => return axum::response::Redirect::to("/ui/diagrams").into_response(),
+            Ok(()) => return Ok(axum::response::Redirect::to("/ui/diagrams").into_response()),
             Err(e) => Err(e),
         },
         _ => Err(ApiError::invalid("action", "unknown action")),
     };
     let notice = result.as_ref().cloned().unwrap_or_default();
-    match outcome(result, &notice, StatusCode::OK) {
-        Ok((flash, code)) => diagram_page(&state, &user, id, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, &notice, StatusCode::OK)?;
+    diagram_page(&state, &user, id, flash, code).await
 }
 
 #[derive(Template)]

@@ -14,9 +14,9 @@ use trusthub_identity::auth::{Owner, Viewer};
 use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::chart::{Line, line_chart};
-use trusthub_platform::error::ApiResult;
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, Flash, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, Flash, outcome};
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The pages and the badge (merged at the root by the composition root).
@@ -66,80 +66,74 @@ fn link(subject: &str) -> String {
     }
 }
 
-async fn page(state: &AppState, user: &WebUser, flash: Flash, code: StatusCode) -> Response {
-    let built: ApiResult<Page> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let now = trusthub_platform::state::now();
-        let s = service::compute(state, p.tenant(), now).await?;
-        let history = service::history(state, p.tenant(), 30, now).await?;
-        let public = {
-            let mut c = state.db.conn().await?;
-            crate::store::badge_public(&mut c, p.tenant().0).await?
-        };
-        let from = (now - time::Duration::days(30)).unix_timestamp() * 1000;
-        let to = now.unix_timestamp() * 1000;
-        let line = Line {
-            label: "Trust Score".into(),
-            points: history
-                .iter()
-                .map(|h| (h.computed_at.unix_timestamp() * 1000, h.final_score))
-                .collect(),
-        };
-        let message = format!("{:.1}", s.final_score);
-        Ok(Page {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            is_owner: p.has_role(Role::Owner),
-            score: message.clone(),
-            band: s.band.clone(),
-            computed_at: trusthub_platform::state::rfc3339(s.computed_at),
-            inputs_sha256: s.inputs_sha256.clone(),
-            rows: s
-                .components
-                .iter()
-                .map(|c| Row {
-                    id: c.id.clone(),
-                    weight: format!("{:.1}", c.weight),
-                    score: c
-                        .score
-                        .map(|x| format!("{x:.1}"))
-                        .unwrap_or_else(|| "no inputs".into()),
-                    reasons: c
-                        .reasons
-                        .iter()
-                        .map(|r| {
-                            (
-                                format!("{:.0}", r.points),
-                                r.message.clone(),
-                                r.subject_ref.as_deref().map(link).unwrap_or_default(),
-                            )
-                        })
-                        .collect(),
-                })
-                .collect(),
-            chart: line_chart("Trust Score, last 30 days", &[line], from, to, Some(100.0)),
-            badge_url: format!("/badge/{}.svg", p.tenant().0),
-            badge_svg: crate::badge::svg(
-                "trust",
-                &message,
-                crate::score::colour(&s.band),
-                &format!("trust: {message} (tenant {})", p.tenant().0),
-            ),
-            badge_public: public,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), code),
-        Err(e) => e.into_response(),
-    }
+async fn page(state: &AppState, user: &WebUser, flash: Flash, code: StatusCode) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let now = trusthub_platform::state::now();
+    let s = service::compute(state, p.tenant(), now).await?;
+    let history = service::history(state, p.tenant(), 30, now).await?;
+    let public = {
+        let mut c = state.db.conn().await?;
+        crate::store::badge_public(&mut c, p.tenant().0).await?
+    };
+    let from = (now - time::Duration::days(30)).unix_timestamp() * 1000;
+    let to = now.unix_timestamp() * 1000;
+    let line = Line {
+        label: "Trust Score".into(),
+        points: history
+            .iter()
+            .map(|h| (h.computed_at.unix_timestamp() * 1000, h.final_score))
+            .collect(),
+    };
+    let message = format!("{:.1}", s.final_score);
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        is_owner: p.has_role(Role::Owner),
+        score: message.clone(),
+        band: s.band.clone(),
+        computed_at: trusthub_platform::state::rfc3339(s.computed_at),
+        inputs_sha256: s.inputs_sha256.clone(),
+        rows: s
+            .components
+            .iter()
+            .map(|c| Row {
+                id: c.id.clone(),
+                weight: format!("{:.1}", c.weight),
+                score: c
+                    .score
+                    .map(|x| format!("{x:.1}"))
+                    .unwrap_or_else(|| "no inputs".into()),
+                reasons: c
+                    .reasons
+                    .iter()
+                    .map(|r| {
+                        (
+                            format!("{:.0}", r.points),
+                            r.message.clone(),
+                            r.subject_ref.as_deref().map(link).unwrap_or_default(),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect(),
+        chart: line_chart("Trust Score, last 30 days", &[line], from, to, Some(100.0)),
+        badge_url: format!("/badge/{}.svg", p.tenant().0),
+        badge_svg: crate::badge::svg(
+            "trust",
+            &message,
+            crate::score::colour(&s.band),
+            &format!("trust: {message} (tenant {})", p.tenant().0),
+        ),
+        badge_public: public,
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/trust`.
-pub async fn show(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn show(State(state): State<AppState>, user: WebUser) -> PageResult {
     page(&state, &user, Flash::default(), StatusCode::OK).await
 }
 
@@ -158,10 +152,8 @@ pub async fn save(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<BadgeForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Owner, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Owner, Some(&f.csrf))?;
     let on = f.badge_public.is_some();
     let result = async {
         let owner = Owner::of(&user.principal)?;
@@ -173,10 +165,8 @@ pub async fn save(
     } else {
         "The badge is off: its address answers 404."
     };
-    match outcome(result, notice, StatusCode::OK) {
-        Ok((flash, code)) => page(&state, &user, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, notice, StatusCode::OK)?;
+    page(&state, &user, flash, code).await
 }
 
 /// `GET /badge/{tenant_id}.svg` and `.json` (public): the latest score as a shields.io flat

@@ -1,10 +1,10 @@
 //! One webhook endpoint (admin): edit, delete, send a test, the delivery log with status and
 //! attempts, redeliver. Through the API's own handlers.
 
-use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{ASSETS, Assets, Flash, WebUser, form_error};
 use super::{UserBar, ago};
 use crate::auth::Admin;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::extract::Meta;
 use crate::service::webhooks as service;
 use crate::service::webhooks::{AgentFilter, DeliveryQuery, WebhookPatch};
@@ -12,9 +12,10 @@ use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect};
 use trusthub_identity::Act;
 use trusthub_platform::page::NoFields;
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// One delivery.
@@ -53,69 +54,59 @@ async fn page(
     id: Uuid,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let admin = match user.act(Admin::of, None) {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
+) -> PageResult {
+    let admin = user.act(Admin::of, None)?;
+    let w = service::get(state, &admin, id).await?;
+    let list = service::deliveries(state, &admin, id, DeliveryQuery { limit: Some(100) }).await?;
+    let now = now();
+    let page = WebhookPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        id: w.id.to_string(),
+        severities: ["info", "warning", "critical"]
+            .into_iter()
+            .map(|s| (s, s == w.min_severity))
+            .collect(),
+        events: crate::alerting::EVENTS
+            .iter()
+            .map(|e| (*e, w.events.iter().any(|x| x == e)))
+            .collect(),
+        url: w.url,
+        hint: w.secret_hint,
+        tag: w.agent_filter.map(|f| f.tag).unwrap_or_default(),
+        deliveries: list
+            .into_iter()
+            .map(|d| DeliveryRow {
+                id: d.id.to_string(),
+                event: d.event,
+                status: d.status,
+                attempts: d.attempts,
+                last: ago(d.last_attempt_at, now),
+                next: match d.next_attempt_at {
+                    Some(t) if t > now => {
+                        format!("in {} s", (t - now).whole_seconds())
+                    }
+                    Some(_) => "due".into(),
+                    None => "—".into(),
+                },
+                code: d
+                    .last_status_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "—".into()),
+                error: d.last_error.unwrap_or_default(),
+                created: ago(Some(d.created_at), now),
+            })
+            .collect(),
+        flash,
     };
-    let built: ApiResult<WebhookPage> = async {
-        let w = service::get(state, &admin, id).await?;
-        let list =
-            service::deliveries(state, &admin, id, DeliveryQuery { limit: Some(100) }).await?;
-        let now = now();
-        Ok(WebhookPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            id: w.id.to_string(),
-            severities: ["info", "warning", "critical"]
-                .into_iter()
-                .map(|s| (s, s == w.min_severity))
-                .collect(),
-            events: crate::alerting::EVENTS
-                .iter()
-                .map(|e| (*e, w.events.iter().any(|x| x == e)))
-                .collect(),
-            url: w.url,
-            hint: w.secret_hint,
-            tag: w.agent_filter.map(|f| f.tag).unwrap_or_default(),
-            deliveries: list
-                .into_iter()
-                .map(|d| DeliveryRow {
-                    id: d.id.to_string(),
-                    event: d.event,
-                    status: d.status,
-                    attempts: d.attempts,
-                    last: ago(d.last_attempt_at, now),
-                    next: match d.next_attempt_at {
-                        Some(t) if t > now => {
-                            format!("in {} s", (t - now).whole_seconds())
-                        }
-                        Some(_) => "due".into(),
-                        None => "—".into(),
-                    },
-                    code: d
-                        .last_status_code
-                        .map(|c| c.to_string())
-                        .unwrap_or_else(|| "—".into()),
-                    error: d.last_error.unwrap_or_default(),
-                    created: ago(Some(d.created_at), now),
-                })
-                .collect(),
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+    render(page.render(), status)
 }
 
-async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> Response {
+async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> PageResult {
     match form_error(e) {
         Ok((status, m)) => page(state, user, id, Flash::error(m), status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -124,7 +115,7 @@ pub async fn show(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -138,7 +129,7 @@ pub async fn update(
         user,
         form,
     }: Act<Admin, super::FormPairs>,
-) -> Response {
+) -> PageResult {
     let (tag, secret) = (form.get("tag"), form.get("secret"));
     let patch = WebhookPatch {
         url: Some(form.get("url")),
@@ -161,9 +152,9 @@ pub async fn delete(
     Act {
         by: admin, user, ..
     }: Act<Admin, NoFields>,
-) -> Response {
+) -> PageResult {
     match service::delete(&state, &meta, &admin, id).await {
-        Ok(_) => Redirect::to("/ui/webhooks").into_response(),
+        Ok(_) => Ok(Redirect::to("/ui/webhooks").into_response()),
         Err(e) => refused(&state, &user, id, e).await,
     }
 }
@@ -175,14 +166,14 @@ pub async fn test(
     Act {
         by: admin, user, ..
     }: Act<Admin, NoFields>,
-) -> Response {
+) -> PageResult {
     match super::outcome(
         service::ping(&state, &admin, id).await,
         "A test delivery is queued; its result appears below.",
         StatusCode::ACCEPTED,
     ) {
         Ok((flash, status)) => page(&state, &user, id, flash, status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -194,13 +185,13 @@ pub async fn redeliver(
     Act {
         by: admin, user, ..
     }: Act<Admin, NoFields>,
-) -> Response {
+) -> PageResult {
     match super::outcome(
         service::redeliver(&state, &meta, &admin, id, delivery).await,
         "Queued again, with the same delivery id.",
         StatusCode::ACCEPTED,
     ) {
         Ok((flash, status)) => page(&state, &user, id, flash, status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }

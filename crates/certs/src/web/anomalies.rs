@@ -1,21 +1,20 @@
 //! Integrity anomalies (CONTRACT 14): the open ones (or all), with what was seen, and resolve
 //! for operators — through the API's own handlers.
 
-use super::{ASSETS, Assets, Flash, WebUser, html};
+use super::{ASSETS, Assets, Flash, WebUser};
 use super::{UserBar, ago};
 use crate::auth::{Operator, Viewer};
-use crate::error::ApiResult;
 use crate::extract::Meta;
 use crate::routes::anomalies::{self as api, AnomalyQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_identity::Act;
 use trusthub_platform::page::NoFields;
+use trusthub_platform::page::{PageResult, render};
 
 /// One anomaly.
 #[derive(Debug)]
@@ -56,52 +55,46 @@ async fn page(
     all: bool,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let built: ApiResult<Page> = async {
-        let p = &user.principal;
-        let list = api::list_by(
-            state,
-            &Viewer::of(p)?,
-            AnomalyQuery {
-                include_resolved: Some(if all { "1" } else { "0" }.into()),
-            },
-        )
-        .await?;
-        let hosts = (state.part::<crate::HostNames>().0)(state, p.tenant()).await?;
-        let now = now();
-        Ok(Page {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_resolve: p.has_role(Role::Operator),
-            all,
-            rows: list
-                .into_iter()
-                .map(|a| Row {
-                    id: a.id.to_string(),
-                    host: a
-                        .agent_id
-                        .and_then(|id| hosts.get(&id).cloned())
-                        .unwrap_or_else(|| "(deleted agent)".into()),
-                    agent: a.agent_id.map(|i| i.to_string()).unwrap_or_default(),
-                    kind: a.kind,
-                    detail: a.detail,
-                    evidence: a.evidence.to_string(),
-                    at: ago(Some(a.created_at), now),
-                    resolved: match a.resolved_at {
-                        Some(t) => format!("resolved {}", ago(Some(t), now)),
-                        None => String::new(),
-                    },
-                })
-                .collect(),
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    let list = api::list_by(
+        state,
+        &Viewer::of(p)?,
+        AnomalyQuery {
+            include_resolved: Some(if all { "1" } else { "0" }.into()),
+        },
+    )
+    .await?;
+    let hosts = (state.part::<crate::HostNames>().0)(state, p.tenant()).await?;
+    let now = now();
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_resolve: p.has_role(Role::Operator),
+        all,
+        rows: list
+            .into_iter()
+            .map(|a| Row {
+                id: a.id.to_string(),
+                host: a
+                    .agent_id
+                    .and_then(|id| hosts.get(&id).cloned())
+                    .unwrap_or_else(|| "(deleted agent)".into()),
+                agent: a.agent_id.map(|i| i.to_string()).unwrap_or_default(),
+                kind: a.kind,
+                detail: a.detail,
+                evidence: a.evidence.to_string(),
+                at: ago(Some(a.created_at), now),
+                resolved: match a.resolved_at {
+                    Some(t) => format!("resolved {}", ago(Some(t), now)),
+                    None => String::new(),
+                },
+            })
+            .collect(),
+        flash,
+    };
+    render(page.render(), status)
 }
 
 /// `GET /ui/anomalies`.
@@ -109,7 +102,7 @@ pub async fn list(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(w): axum::extract::Query<Which>,
-) -> Response {
+) -> PageResult {
     let all = w.all.as_deref() == Some("1");
     page(&state, &user, all, Flash::default(), StatusCode::OK).await
 }
@@ -120,13 +113,13 @@ pub async fn resolve(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Operator, NoFields>,
-) -> Response {
+) -> PageResult {
     match super::outcome(
         api::resolve_by(&state, &meta, &by, id).await,
         "Resolved; its alert is resolved too.",
         StatusCode::OK,
     ) {
         Ok((flash, status)) => page(&state, &user, false, flash, status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }

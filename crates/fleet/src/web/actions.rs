@@ -1,7 +1,7 @@
 //! Restarting an app (admin, with a TOTP code typed into the form), the action's result as it
 //! arrives (the page polls a fragment until the action is final), and the transparency log.
 
-use super::{ASSETS, Assets, WebUser, html};
+use super::{ASSETS, Assets, WebUser};
 use super::{UserBar, ago};
 use crate::auth::Viewer;
 use crate::error::ApiResult;
@@ -10,8 +10,8 @@ use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use trusthub_platform::page::{PageResult, render};
 
 /// What the page shows of an action.
 #[derive(Debug)]
@@ -76,9 +76,9 @@ pub async fn action(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(jti): axum::extract::Path<String>,
-) -> Response {
+) -> PageResult {
     match load(&state, &user, jti).await {
-        Ok(a) => html(
+        Ok(a) => render(
             ActionPage {
                 assets: &ASSETS,
                 user: Some(UserBar::from(&user)),
@@ -87,7 +87,7 @@ pub async fn action(
             .render(),
             StatusCode::OK,
         ),
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -96,10 +96,10 @@ pub async fn action_live(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(jti): axum::extract::Path<String>,
-) -> Response {
+) -> PageResult {
     match load(&state, &user, jti).await {
-        Ok(a) => html(ActionLive { a }.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
+        Ok(a) => render(ActionLive { a }.render(), StatusCode::OK),
+        Err(e) => Err(e),
     }
 }
 
@@ -147,49 +147,43 @@ pub async fn transparency(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<LogPage>,
-) -> Response {
-    let built: ApiResult<TransparencyPage> = async {
-        let p = &user.principal;
-        let head = api::transparency_head_by(&state, &Viewer::of(p)?).await?;
-        let upto = q.before.map_or(head.seq, |b| b.min(head.seq)).max(0);
-        let from = (upto - PAGE).max(0);
-        let list = api::transparency_log_by(
-            &state,
-            &Viewer::of(p)?,
-            LogQuery {
-                since_seq: Some(from),
-                limit: Some(PAGE.max(1)),
-            },
-        )
-        .await?;
-        let mut entries: Vec<EntryRow> = list
-            .into_iter()
-            .filter(|e| e.seq <= upto)
-            .map(|e| EntryRow {
-                seq: e.seq,
-                kind: e.kind,
-                subject: e.subject_ref,
-                payload: e.payload.to_string(),
-                hash: e.entry_hash,
-                at: e.created_at,
-            })
-            .collect();
-        entries.reverse();
-        Ok(TransparencyPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            seq: head.seq,
-            hash: head.entry_hash,
-            signature: head.signature,
-            public_key: head.public_key_hex,
-            older: (from > 0).then_some(from),
-            entries,
-            hub: state.public_url.clone(),
+) -> PageResult {
+    let p = &user.principal;
+    let head = api::transparency_head_by(&state, &Viewer::of(p)?).await?;
+    let upto = q.before.map_or(head.seq, |b| b.min(head.seq)).max(0);
+    let from = (upto - PAGE).max(0);
+    let list = api::transparency_log_by(
+        &state,
+        &Viewer::of(p)?,
+        LogQuery {
+            since_seq: Some(from),
+            limit: Some(PAGE.max(1)),
+        },
+    )
+    .await?;
+    let mut entries: Vec<EntryRow> = list
+        .into_iter()
+        .filter(|e| e.seq <= upto)
+        .map(|e| EntryRow {
+            seq: e.seq,
+            kind: e.kind,
+            subject: e.subject_ref,
+            payload: e.payload.to_string(),
+            hash: e.entry_hash,
+            at: e.created_at,
         })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+        .collect();
+    entries.reverse();
+    let page = TransparencyPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        seq: head.seq,
+        hash: head.entry_hash,
+        signature: head.signature,
+        public_key: head.public_key_hex,
+        older: (from > 0).then_some(from),
+        entries,
+        hub: state.public_url.clone(),
+    };
+    render(page.render(), StatusCode::OK)
 }

@@ -2,7 +2,7 @@
 //! its processes, its governance, and the admin's token and signing-key rotation and delete.
 //! Data and changes come from the API's own handlers.
 
-use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{ASSETS, Assets, Flash, WebUser, form_error};
 use super::{UserBar, ago};
 use crate::auth::{Admin, Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
@@ -12,12 +12,13 @@ use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 use serde_json::Value;
 use trusthub_core::Role;
 use trusthub_identity::Act;
 use trusthub_platform::page::NoFields;
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The inventory tabs: path segment and title.
@@ -155,7 +156,7 @@ pub async fn inventory(
     user: WebUser,
     axum::extract::Path((id, slice)): axum::extract::Path<(Uuid, String)>,
     axum::extract::Query(f): axum::extract::Query<Filter>,
-) -> Response {
+) -> PageResult {
     let built: ApiResult<DataPage> = async {
         let title = TABS
             .iter()
@@ -185,8 +186,8 @@ pub async fn inventory(
     }
     .await;
     match built {
-        Ok(p) => html(p.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
+        Ok(p) => render(p.render(), StatusCode::OK),
+        Err(e) => Err(e),
     }
 }
 
@@ -196,27 +197,21 @@ pub async fn processes(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::extract::Query(f): axum::extract::Query<Filter>,
-) -> Response {
-    let built: ApiResult<DataPage> = async {
-        let host = hostname(&state, &user, id).await?;
-        let v = api::inventory::processes_by(&state, &Viewer::of(&user.principal)?, id).await?;
-        Ok(DataPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            id: id.to_string(),
-            hostname: host,
-            tabs: tabs("processes"),
-            title: "Processes".into(),
-            note: format!("Received {}.", ago(v.received_at, now())),
-            table: table(&v.processes, &f.q),
-            filter: f.q,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let host = hostname(&state, &user, id).await?;
+    let v = api::inventory::processes_by(&state, &Viewer::of(&user.principal)?, id).await?;
+    let page = DataPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        id: id.to_string(),
+        hostname: host,
+        tabs: tabs("processes"),
+        title: "Processes".into(),
+        note: format!("Received {}.", ago(v.received_at, now())),
+        table: table(&v.processes, &f.q),
+        filter: f.q,
+    };
+    render(page.render(), StatusCode::OK)
 }
 
 // ---------------------------------------------------------------- governance and keys
@@ -263,83 +258,77 @@ async fn admin_page(
     id: Uuid,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let built: ApiResult<AdminPage> = async {
-        let p = &user.principal;
-        let agent = {
-            let mut c = state.db.conn().await?;
-            crate::store::agents::get(&mut c, p.tenant(), id)
-                .await?
-                .ok_or(ApiError::NotFound("agent"))?
-        };
-        let g = api::governance::get_governance_by(state, &Viewer::of(p)?, id).await?;
-        let certs = api::certs::client_certs_of_by(state, &Viewer::of(p)?, id).await?;
-        let now = now();
-        Ok(AdminPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Admin),
-            can_govern: p.has_role(Role::Operator),
-            config_paths: g.config_paths.join("\n"),
-            config_scan: g.config_scan_interval_secs,
-            compliance: g.compliance_interval_secs,
-            honeypots: g
-                .honeypots
-                .iter()
-                .map(|h| format!("{} {}", h.kind, h.target))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            id: id.to_string(),
-            hostname: agent.hostname,
-            pinned: agent.signing_pubkey.is_some(),
-            certs: certs
-                .into_iter()
-                .map(|c| CertRow {
-                    active: c.revoked_at.is_none() && c.not_after > now,
-                    state: match (&c.revoked_at, &c.revoke_reason) {
-                        (Some(_), Some(r)) => format!("revoked: {r}"),
-                        (Some(_), None) => "revoked".into(),
-                        (None, _) if c.not_after <= now => "expired".into(),
-                        (None, _) => "active".into(),
-                    },
-                    expires: c.not_after.date().to_string(),
-                    last_seen: ago(c.last_seen_at, now),
-                    fingerprint: c.fingerprint_sha256,
-                    serial: c.serial,
-                })
-                .collect(),
-            ingest: g.ingest_interval_secs,
-            inventory: g.inventory_interval_secs,
-            tags: g.tags.join(", "),
-            actions: ACTION_KINDS
-                .iter()
-                .map(|k| (*k, g.allowed_actions.iter().any(|a| a == k)))
-                .collect(),
-            host_actions: match g.host_allowed_actions {
-                Some(list) if list.is_empty() => "none".into(),
-                Some(list) => list.join(", "),
-                None => "not reported yet".into(),
-            },
-            effective: if g.effective_actions.is_empty() {
-                "none".into()
-            } else {
-                g.effective_actions.join(", ")
-            },
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    let agent = {
+        let mut c = state.db.conn().await?;
+        crate::store::agents::get(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?
+    };
+    let g = api::governance::get_governance_by(state, &Viewer::of(p)?, id).await?;
+    let certs = api::certs::client_certs_of_by(state, &Viewer::of(p)?, id).await?;
+    let now = now();
+    let page = AdminPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Admin),
+        can_govern: p.has_role(Role::Operator),
+        config_paths: g.config_paths.join("\n"),
+        config_scan: g.config_scan_interval_secs,
+        compliance: g.compliance_interval_secs,
+        honeypots: g
+            .honeypots
+            .iter()
+            .map(|h| format!("{} {}", h.kind, h.target))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        id: id.to_string(),
+        hostname: agent.hostname,
+        pinned: agent.signing_pubkey.is_some(),
+        certs: certs
+            .into_iter()
+            .map(|c| CertRow {
+                active: c.revoked_at.is_none() && c.not_after > now,
+                state: match (&c.revoked_at, &c.revoke_reason) {
+                    (Some(_), Some(r)) => format!("revoked: {r}"),
+                    (Some(_), None) => "revoked".into(),
+                    (None, _) if c.not_after <= now => "expired".into(),
+                    (None, _) => "active".into(),
+                },
+                expires: c.not_after.date().to_string(),
+                last_seen: ago(c.last_seen_at, now),
+                fingerprint: c.fingerprint_sha256,
+                serial: c.serial,
+            })
+            .collect(),
+        ingest: g.ingest_interval_secs,
+        inventory: g.inventory_interval_secs,
+        tags: g.tags.join(", "),
+        actions: ACTION_KINDS
+            .iter()
+            .map(|k| (*k, g.allowed_actions.iter().any(|a| a == k)))
+            .collect(),
+        host_actions: match g.host_allowed_actions {
+            Some(list) if list.is_empty() => "none".into(),
+            Some(list) => list.join(", "),
+            None => "not reported yet".into(),
+        },
+        effective: if g.effective_actions.is_empty() {
+            "none".into()
+        } else {
+            g.effective_actions.join(", ")
+        },
+        flash,
+    };
+    render(page.render(), status)
 }
 
-async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> Response {
+async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> PageResult {
     match form_error(e) {
         Ok((status, m)) => admin_page(state, user, id, Flash::error(m), status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -349,7 +338,7 @@ pub async fn settings(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     admin_page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -359,7 +348,7 @@ pub async fn governance(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, form }: Act<Operator, super::FormPairs>,
-) -> Response {
+) -> PageResult {
     let field = |name: &str| form.get(name);
     let mut errors = Vec::new();
     let mut number = |name: &str| match field(name).parse::<i64>() {
@@ -429,7 +418,7 @@ pub async fn governance(
         StatusCode::OK,
     ) {
         Ok((flash, status)) => admin_page(&state, &user, id, flash, status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -440,7 +429,7 @@ pub async fn rotate_token(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<Admin, NoFields>,
-) -> Response {
+) -> PageResult {
     match api::rotation::rotate_token_by(&state, &meta, &by, id).await {
         Ok(t) => {
             admin_page(
@@ -467,7 +456,7 @@ pub async fn rotate_signing_key(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<Admin, NoFields>,
-) -> Response {
+) -> PageResult {
     match api::rotation::rotate_signing_key_by(&state, &meta, &by, id).await {
         Ok(_) => {
             admin_page(
@@ -492,9 +481,9 @@ pub async fn delete(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<Admin, NoFields>,
-) -> Response {
+) -> PageResult {
     match api::records::delete_agent_by(&state, &meta, &by, id).await {
-        Ok(_) => Redirect::to("/ui/agents").into_response(),
+        Ok(_) => Ok(Redirect::to("/ui/agents").into_response()),
         Err(e) => refused(&state, &user, id, e).await,
     }
 }
@@ -533,7 +522,7 @@ pub async fn revoke_cert(
     meta: Meta,
     axum::extract::Path((id, serial)): axum::extract::Path<(Uuid, String)>,
     Act { by, user, form: f }: Act<Admin, RevokeForm>,
-) -> Response {
+) -> PageResult {
     match super::outcome(
         api::certs::revoke_client_cert_by(
             &state,
@@ -548,6 +537,6 @@ pub async fn revoke_cert(
         StatusCode::OK,
     ) {
         Ok((flash, status)) => admin_page(&state, &user, id, flash, status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }

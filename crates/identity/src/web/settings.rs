@@ -3,7 +3,7 @@
 //! audit records; secrets (TOTP secret, recovery codes, tokens) appear in the one answer
 //! that made them.
 
-use super::{ASSETS, Assets, Flash, WebUser, form_error, html, qr};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, qr};
 use super::{Act, NoFields};
 use super::{UserBar, ago, allowed};
 use crate::auth::{SessionUser, Viewer};
@@ -14,9 +14,10 @@ use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_platform::page::{PageResult, render};
 
 /// One API token (never the token).
 #[derive(Debug)]
@@ -53,7 +54,7 @@ struct SettingsPage<'a> {
     flash: Flash,
 }
 
-async fn page(state: &AppState, user: &WebUser, flash: Flash, status: StatusCode) -> Response {
+async fn page(state: &AppState, user: &WebUser, flash: Flash, status: StatusCode) -> PageResult {
     page_with(state, user, None, Vec::new(), flash, status).await
 }
 
@@ -64,75 +65,69 @@ async fn page_with(
     recovery_codes: Vec<String>,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let built: ApiResult<SettingsPage> = async {
-        let p = &user.principal;
+) -> PageResult {
+    let p = &user.principal;
+    let mut c = state.db.conn().await?;
+    // Read again: a form of this very request may just have turned TOTP on or off.
+    let me = crate::store::users::get(&mut c, p.tenant(), p.user.id)
+        .await?
+        .ok_or(ApiError::NotFound("user"))?;
+    drop(c);
+    let listed = api_tokens::list_by(state, &Viewer::of(p)?).await?;
+    let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
         let mut c = state.db.conn().await?;
-        // Read again: a form of this very request may just have turned TOTP on or off.
-        let me = crate::store::users::get(&mut c, p.tenant(), p.user.id)
+        crate::store::users::list(&mut c, p.tenant())
             .await?
-            .ok_or(ApiError::NotFound("user"))?;
-        drop(c);
-        let listed = api_tokens::list_by(state, &Viewer::of(p)?).await?;
-        let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
-            let mut c = state.db.conn().await?;
-            crate::store::users::list(&mut c, p.tenant())
-                .await?
-                .into_iter()
-                .map(|u| (u.id, u.email))
-                .collect()
-        } else {
-            std::collections::HashMap::new()
-        };
-        let now = now();
-        Ok(SettingsPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            email: me.email.clone(),
-            role: me.role.to_string(),
-            totp_enabled: me.totp_enabled,
-            enrolment,
-            recovery_codes,
-            tokens: listed
-                .into_iter()
-                .map(|t| TokenRow {
-                    id: t.id.to_string(),
-                    name: t.name,
-                    scope: t.scope.as_str().to_owned(),
-                    hint: t.token_hint,
-                    owner: emails
-                        .get(&t.user_id)
-                        .cloned()
-                        .unwrap_or_else(|| me.email.clone()),
-                    expires: t
-                        .expires_at
-                        .map(|e| e.date().to_string())
-                        .unwrap_or_else(|| "never".into()),
-                    last_used: ago(t.last_used_at, now),
-                })
-                .collect(),
-            scopes: vec!["read", "write", "ai_ingest"],
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+            .into_iter()
+            .map(|u| (u.id, u.email))
+            .collect()
+    } else {
+        std::collections::HashMap::new()
+    };
+    let now = now();
+    let page = SettingsPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        email: me.email.clone(),
+        role: me.role.to_string(),
+        totp_enabled: me.totp_enabled,
+        enrolment,
+        recovery_codes,
+        tokens: listed
+            .into_iter()
+            .map(|t| TokenRow {
+                id: t.id.to_string(),
+                name: t.name,
+                scope: t.scope.as_str().to_owned(),
+                hint: t.token_hint,
+                owner: emails
+                    .get(&t.user_id)
+                    .cloned()
+                    .unwrap_or_else(|| me.email.clone()),
+                expires: t
+                    .expires_at
+                    .map(|e| e.date().to_string())
+                    .unwrap_or_else(|| "never".into()),
+                last_used: ago(t.last_used_at, now),
+            })
+            .collect(),
+        scopes: vec!["read", "write", "ai_ingest"],
+        flash,
+    };
+    render(page.render(), status)
 }
 
 /// Shows the page again with what went wrong, or answers with the error itself.
-async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> Response {
+async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> PageResult {
     match form_error(e) {
         Ok((status, message)) => page(state, user, Flash::error(message), status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
 /// `GET /ui/settings`.
-pub async fn settings(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn settings(State(state): State<AppState>, user: WebUser) -> PageResult {
     page(&state, &user, Flash::default(), StatusCode::OK).await
 }
 
@@ -152,16 +147,14 @@ pub async fn change_password(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<PasswordForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Viewer, Some(&f.csrf))?;
     let req = me::PasswordChange {
         current_password: f.current_password,
         new_password: f.new_password,
     };
     match me::change_password_by(&state, &meta, &SessionUser(user.principal.clone()), req).await {
-        Ok(_) => Redirect::to("/login?changed=password").into_response(),
+        Ok(_) => Ok(Redirect::to("/login?changed=password").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
 }
@@ -171,10 +164,8 @@ pub async fn totp_setup(
     State(state): State<AppState>,
     user: WebUser,
     axum::Form(f): axum::Form<super::CsrfForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Viewer, Some(&f.csrf))?;
     match totp::setup_by(&state, &SessionUser(user.principal.clone())).await {
         Ok(s) => {
             let enrolment =
@@ -213,13 +204,11 @@ async fn with_code<Fut>(
     f: CodeForm,
     notice: &str,
     call: impl FnOnce(totp::CodeRequest) -> Fut,
-) -> Response
+) -> PageResult
 where
     Fut: std::future::Future<Output = ApiResult<Vec<String>>>,
 {
-    if let Err(e) = allowed(user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    allowed(user, Role::Viewer, Some(&f.csrf))?;
     let req = totp::CodeRequest {
         code: f.code.trim().to_owned(),
     };
@@ -245,7 +234,7 @@ pub async fn totp_verify(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<CodeForm>,
-) -> Response {
+) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
         totp::verify_by(&state, &meta, &p, req)
@@ -262,7 +251,7 @@ pub async fn totp_disable(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<CodeForm>,
-) -> Response {
+) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
         totp::disable_by(&state, &meta, &p, req)
@@ -278,7 +267,7 @@ pub async fn recovery_codes(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<CodeForm>,
-) -> Response {
+) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
         totp::recovery_codes_by(&state, &meta, &p, req)
@@ -307,10 +296,8 @@ pub async fn create_token(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<TokenForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Viewer, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Viewer, Some(&f.csrf))?;
     let expires_at = match f.expires.trim() {
         "" => None,
         d => {
@@ -356,9 +343,9 @@ pub async fn delete_token(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Viewer, NoFields>,
-) -> Response {
+) -> PageResult {
     match api_tokens::delete_by(&state, &meta, &by, id).await {
-        Ok(_) => Redirect::to("/ui/settings").into_response(),
+        Ok(_) => Ok(Redirect::to("/ui/settings").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
 }

@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{Act, NoFields};
 use super::{UserBar, allowed};
 use crate::auth::Owner;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::extract::Meta;
 use crate::routes::{auth, invitations, users};
 use crate::state::AppState;
@@ -16,6 +16,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_platform::page::{PageResult, render};
 
 /// One user.
 #[derive(Debug)]
@@ -56,59 +57,51 @@ async fn page(
     invite_link: Option<String>,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    if let Err(e) = allowed(user, Role::Owner, None) {
-        return e.into_response();
-    }
-    let built: ApiResult<UsersPage> = async {
-        let p = &user.principal;
-        let list = users::list_by(state, &Owner::of(p)?).await?;
-        let pending = invitations::list_by(state, &Owner::of(p)?).await?;
-        Ok(UsersPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            users: list
-                .into_iter()
-                .map(|u| UserRow {
-                    id: u.id.to_string(),
-                    me: u.id == p.user.id,
-                    email: u.email,
-                    role: u.role.to_string(),
-                    totp: u.totp_enabled,
-                    since: u.created_at.date().to_string(),
-                })
-                .collect(),
-            invites: pending
-                .into_iter()
-                .map(|i| InviteRow {
-                    id: i.id.to_string(),
-                    email: i.email,
-                    role: i.role.to_string(),
-                    expires: i.expires_at.date().to_string(),
-                })
-                .collect(),
-            roles: ["viewer", "operator", "admin", "owner"],
-            invite_link,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    allowed(user, Role::Owner, None)?;
+    let p = &user.principal;
+    let list = users::list_by(state, &Owner::of(p)?).await?;
+    let pending = invitations::list_by(state, &Owner::of(p)?).await?;
+    let page = UsersPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        users: list
+            .into_iter()
+            .map(|u| UserRow {
+                id: u.id.to_string(),
+                me: u.id == p.user.id,
+                email: u.email,
+                role: u.role.to_string(),
+                totp: u.totp_enabled,
+                since: u.created_at.date().to_string(),
+            })
+            .collect(),
+        invites: pending
+            .into_iter()
+            .map(|i| InviteRow {
+                id: i.id.to_string(),
+                email: i.email,
+                role: i.role.to_string(),
+                expires: i.expires_at.date().to_string(),
+            })
+            .collect(),
+        roles: ["viewer", "operator", "admin", "owner"],
+        invite_link,
+        flash,
+    };
+    render(page.render(), status)
 }
 
-async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> Response {
+async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> PageResult {
     match form_error(e) {
         Ok((status, m)) => page(state, user, None, Flash::error(m), status).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
 /// `GET /ui/users` (owner).
-pub async fn list(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn list(State(state): State<AppState>, user: WebUser) -> PageResult {
     page(&state, &user, None, Flash::default(), StatusCode::OK).await
 }
 
@@ -125,7 +118,7 @@ pub async fn change_role(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, form: f }: Act<Owner, RoleForm>,
-) -> Response {
+) -> PageResult {
     let req = users::RoleChange { role: f.role };
     match users::change_role_by(&state, &meta, &by, id, req).await {
         Ok(u) => {
@@ -148,9 +141,9 @@ pub async fn remove(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Owner, NoFields>,
-) -> Response {
+) -> PageResult {
     match users::remove_by(&state, &meta, &by, id).await {
-        Ok(_) => Redirect::to("/ui/users").into_response(),
+        Ok(_) => Ok(Redirect::to("/ui/users").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
 }
@@ -169,7 +162,7 @@ pub async fn invite(
     State(state): State<AppState>,
     meta: Meta,
     Act { by, user, form: f }: Act<Owner, InviteForm>,
-) -> Response {
+) -> PageResult {
     let req = invitations::NewInvitation {
         email: f.email,
         role: f.role,
@@ -201,9 +194,9 @@ pub async fn revoke_invite(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Owner, NoFields>,
-) -> Response {
+) -> PageResult {
     match invitations::revoke_by(&state, &meta, &by, id).await {
-        Ok(_) => Redirect::to("/ui/users").into_response(),
+        Ok(_) => Ok(Redirect::to("/ui/users").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
 }
@@ -287,7 +280,7 @@ pub async fn accept_invite(
     State(state): State<AppState>,
     meta: Meta,
     axum::Form(f): axum::Form<TokenPasswordForm>,
-) -> Response {
+) -> PageResult {
     let token = f.token.clone();
     let req = auth::TokenPassword {
         token: f.token,
@@ -299,9 +292,9 @@ pub async fn accept_invite(
             for c in answer.headers().get_all(header::SET_COOKIE) {
                 to.headers_mut().append(header::SET_COOKIE, c.clone());
             }
-            to
+            Ok(to)
         }
-        Err(e) => token_refused(true, token, e),
+        Err(e) => Ok(token_refused(true, token, e)),
     }
 }
 
@@ -310,14 +303,14 @@ pub async fn reset_password(
     State(state): State<AppState>,
     meta: Meta,
     axum::Form(f): axum::Form<TokenPasswordForm>,
-) -> Response {
+) -> PageResult {
     let token = f.token.clone();
     let req = auth::TokenPassword {
         token: f.token,
         password: f.password,
     };
     match auth::reset_password_by(&state, &meta, req).await {
-        Ok(_) => Redirect::to("/login?changed=password").into_response(),
-        Err(e) => token_refused(false, token, e),
+        Ok(_) => Ok(Redirect::to("/login?changed=password").into_response()),
+        Err(e) => Ok(token_refused(false, token, e)),
     }
 }

@@ -3,19 +3,19 @@
 //! add overrides). Figures come from the API's own handlers.
 
 use super::UserBar;
-use super::{ASSETS, Assets, Flash, WebUser, chart, form_error, html};
+use super::{ASSETS, Assets, Flash, WebUser, chart, form_error};
 use crate::auth::{Admin, Viewer};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::extract::Meta;
 use crate::routes::ai::{self as api, PriceView, PricesIn, TeamView, TeamsQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_identity::Act;
+use trusthub_platform::page::{PageResult, render};
 
 /// A team's figures as shown.
 #[derive(Debug)]
@@ -119,32 +119,26 @@ pub async fn teams(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(f): axum::extract::Query<TeamsForm>,
-) -> Response {
+) -> PageResult {
     let by_p95 = f.sort.as_deref() == Some("p95");
     let days = period(f.days);
-    let built: ApiResult<TeamsPage> = async {
-        let list = api::teams_by(
-            &state,
-            &Viewer::of(&user.principal)?,
-            query(days, Some(if by_p95 { "p95" } else { "cost" }.into())),
-        )
-        .await?;
-        let today = now().date();
-        Ok(TeamsPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            teams: list.into_iter().map(row).collect(),
-            by_p95,
-            days,
-            periods: PERIODS,
-            month: format!("{:04}-{:02}", today.year(), u8::from(today.month())),
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+    let list = api::teams_by(
+        &state,
+        &Viewer::of(&user.principal)?,
+        query(days, Some(if by_p95 { "p95" } else { "cost" }.into())),
+    )
+    .await?;
+    let today = now().date();
+    let page = TeamsPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        teams: list.into_iter().map(row).collect(),
+        by_p95,
+        days,
+        periods: PERIODS,
+        month: format!("{:04}-{:02}", today.year(), u8::from(today.month())),
+    };
+    render(page.render(), StatusCode::OK)
 }
 
 #[derive(Template)]
@@ -169,66 +163,60 @@ pub async fn team(
     user: WebUser,
     axum::extract::Path(name): axum::extract::Path<String>,
     axum::extract::Query(f): axum::extract::Query<TeamsForm>,
-) -> Response {
+) -> PageResult {
     let days = period(f.days);
-    let built: ApiResult<TeamPage> = async {
-        let q = query(days, None);
-        let to_ms = trusthub_fleet::unix_ms(now());
-        let from_ms = to_ms - days * 86_400_000;
-        let detail = api::team_by(&state, &Viewer::of(&user.principal)?, name, q).await?;
-        let mut cost = Vec::new();
-        let mut p95 = Vec::new();
-        let mut daily = Vec::new();
-        for d in detail.daily {
-            let at = time::Date::parse(
-                &d.date,
-                time::macros::format_description!("[year]-[month]-[day]"),
-            )
-            .map(|day| trusthub_fleet::unix_ms(day.midnight().assume_utc()) + 43_200_000)
-            .unwrap_or(from_ms);
-            if let Some(c) = d.figures.cost_micro_eur {
-                cost.push((at, c as f64 / 1e6));
-            }
-            if let Some(p) = d.figures.p95_latency_ms {
-                p95.push((at, p as f64));
-            }
-            daily.push((d.date, row(d.figures)));
+    let q = query(days, None);
+    let to_ms = trusthub_fleet::unix_ms(now());
+    let from_ms = to_ms - days * 86_400_000;
+    let detail = api::team_by(&state, &Viewer::of(&user.principal)?, name, q).await?;
+    let mut cost = Vec::new();
+    let mut p95 = Vec::new();
+    let mut daily = Vec::new();
+    for d in detail.daily {
+        let at = time::Date::parse(
+            &d.date,
+            time::macros::format_description!("[year]-[month]-[day]"),
+        )
+        .map(|day| trusthub_fleet::unix_ms(day.midnight().assume_utc()) + 43_200_000)
+        .unwrap_or(from_ms);
+        if let Some(c) = d.figures.cost_micro_eur {
+            cost.push((at, c as f64 / 1e6));
         }
-        daily.reverse();
-        let cost_lines = [chart::Line {
-            label: "cost, EUR (priced calls)".into(),
-            points: cost,
-        }];
-        let p95_lines = [chart::Line {
-            label: "p95 latency, ms".into(),
-            points: p95,
-        }];
-        let total = row(detail.total);
-        Ok(TeamPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            link: total.link.clone(),
-            cost_chart: chart::line_chart("Cost per day, EUR", &cost_lines, from_ms, to_ms, None),
-            cost_legend: chart::legend(&cost_lines),
-            latency_chart: chart::line_chart(
-                "p95 latency per day, ms",
-                &p95_lines,
-                from_ms,
-                to_ms,
-                None,
-            ),
-            latency_legend: chart::legend(&p95_lines),
-            total,
-            days,
-            periods: PERIODS,
-            daily,
-        })
+        if let Some(p) = d.figures.p95_latency_ms {
+            p95.push((at, p as f64));
+        }
+        daily.push((d.date, row(d.figures)));
     }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+    daily.reverse();
+    let cost_lines = [chart::Line {
+        label: "cost, EUR (priced calls)".into(),
+        points: cost,
+    }];
+    let p95_lines = [chart::Line {
+        label: "p95 latency, ms".into(),
+        points: p95,
+    }];
+    let total = row(detail.total);
+    let page = TeamPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        link: total.link.clone(),
+        cost_chart: chart::line_chart("Cost per day, EUR", &cost_lines, from_ms, to_ms, None),
+        cost_legend: chart::legend(&cost_lines),
+        latency_chart: chart::line_chart(
+            "p95 latency per day, ms",
+            &p95_lines,
+            from_ms,
+            to_ms,
+            None,
+        ),
+        latency_legend: chart::legend(&p95_lines),
+        total,
+        days,
+        periods: PERIODS,
+        daily,
+    };
+    render(page.render(), StatusCode::OK)
 }
 
 // ---------------------------------------------------------------- prices
@@ -251,14 +239,14 @@ async fn prices_page(
     draft: PriceForm,
     flash: Flash,
     status: StatusCode,
-) -> Response {
+) -> PageResult {
     match async {
         let by = Viewer::of(&user.principal)?;
         api::list_prices_by(state, &by).await
     }
     .await
     {
-        Ok(prices) => html(
+        Ok(prices) => render(
             PricesPage {
                 assets: &ASSETS,
                 user: Some(UserBar::from(user)),
@@ -271,12 +259,12 @@ async fn prices_page(
             .render(),
             status,
         ),
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
 /// `GET /ui/ai/prices`.
-pub async fn prices(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn prices(State(state): State<AppState>, user: WebUser) -> PageResult {
     prices_page(
         &state,
         &user,
@@ -308,7 +296,7 @@ pub async fn set_price(
     State(state): State<AppState>,
     meta: Meta,
     Act { by, user, form: f }: Act<Admin, PriceForm>,
-) -> Response {
+) -> PageResult {
     let mut errors = Vec::new();
     let mut amount = |name: &str, v: &str| -> u64 {
         match v.trim() {
@@ -360,7 +348,7 @@ pub async fn set_price(
         }
         Err(e) => match form_error(e) {
             Ok((status, m)) => prices_page(&state, &user, draft, Flash::error(m), status).await,
-            Err(e) => e.into_response(),
+            Err(e) => Err(e),
         },
     }
 }

@@ -1,19 +1,19 @@
 //! One alert rule: its settings, edited in place (operator) through the API's own handler.
 
 use super::UserBar;
-use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{ASSETS, Assets, Flash, WebUser, form_error};
 use crate::auth::{Operator, Viewer};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::extract::Meta;
 use crate::routes::rules::{self as api, RulePatch};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_identity::Act;
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 #[derive(Template)]
@@ -41,42 +41,36 @@ async fn page(
     id: Uuid,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let built: ApiResult<RulePage> = async {
-        let p = &user.principal;
-        let r = api::get_rule_by(state, &Viewer::of(p)?, id).await?;
-        let metrics = {
-            let mut c = state.db.conn().await?;
-            trusthub_fleet::metric_names(&mut c, p.tenant()).await?
-        };
-        Ok(RulePage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Operator),
-            id: r.id.to_string(),
-            operators: [">", ">=", "<", "<=", "==", "!="]
-                .into_iter()
-                .map(|o| (o, o == r.operator))
-                .collect(),
-            severities: ["info", "warning", "critical"]
-                .into_iter()
-                .map(|s| (s, s == r.severity))
-                .collect(),
-            per_agent: r.group_by.iter().any(|g| g == "agent_id"),
-            threshold: super::chart::short(r.threshold),
-            name: r.name,
-            metric: r.metric,
-            window: r.window,
-            metrics,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    let r = api::get_rule_by(state, &Viewer::of(p)?, id).await?;
+    let metrics = {
+        let mut c = state.db.conn().await?;
+        trusthub_fleet::metric_names(&mut c, p.tenant()).await?
+    };
+    let page = RulePage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Operator),
+        id: r.id.to_string(),
+        operators: [">", ">=", "<", "<=", "==", "!="]
+            .into_iter()
+            .map(|o| (o, o == r.operator))
+            .collect(),
+        severities: ["info", "warning", "critical"]
+            .into_iter()
+            .map(|s| (s, s == r.severity))
+            .collect(),
+        per_agent: r.group_by.iter().any(|g| g == "agent_id"),
+        threshold: super::chart::short(r.threshold),
+        name: r.name,
+        metric: r.metric,
+        window: r.window,
+        metrics,
+        flash,
+    };
+    render(page.render(), status)
 }
 
 /// `GET /ui/rules/{id}`.
@@ -84,7 +78,7 @@ pub async fn show(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -109,11 +103,11 @@ pub async fn update(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, form: f }: Act<Operator, EditForm>,
-) -> Response {
+) -> PageResult {
     let refused = |e: ApiError| async {
         match form_error(e) {
             Ok((status, m)) => page(&state, &user, id, Flash::error(m), status).await,
-            Err(e) => e.into_response(),
+            Err(e) => Err(e),
         }
     };
     let Ok(threshold) = f.threshold.trim().parse::<f64>() else {

@@ -1,7 +1,7 @@
 //! An app's SLO page (CONTRACT 16, 17): status, budget, the burn-rate chart of 7 days, the
 //! 30-day history, maintenance windows, and the forms — through the API's own functions.
 
-use super::{ASSETS, Assets, Flash, WebUser, chart, html};
+use super::{ASSETS, Assets, Flash, WebUser, chart};
 use super::{UserBar, allowed};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -10,12 +10,12 @@ use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use time::OffsetDateTime;
 use trusthub_core::Role;
 use trusthub_identity::Act;
 use trusthub_platform::page::NoFields;
+use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
 
 /// The status as the page shows it.
@@ -106,127 +106,121 @@ async fn page(
     app: Uuid,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<Page> = async {
-        let p = &user.principal;
-        let now = now();
-        let name = {
-            let mut c = state.db.conn().await?;
-            trusthub_monitors::app(&mut c, p.tenant(), app)
+) -> PageResult {
+    let p = &user.principal;
+    let now = now();
+    let name = {
+        let mut c = state.db.conn().await?;
+        trusthub_monitors::app(&mut c, p.tenant(), app)
+            .await?
+            .ok_or(ApiError::NotFound("app"))?
+            .name
+    };
+    let status = match api::status_of_app(state, p.tenant(), app, now).await {
+        Ok(s) => Some(s),
+        Err(ApiError::NotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    let (chart, days, form) = match &status {
+        Some(s) => {
+            let line = chart::Line {
+                label: "burn rate".into(),
+                points: s
+                    .burn_series
+                    .iter()
+                    .map(|b| (b.start.unix_timestamp() * 1000, b.burn_rate))
+                    .collect(),
+            };
+            let to = now.unix_timestamp() * 1000;
+            let svg = chart::line_chart(
+                "Burn rate, last 7 days",
+                &[line],
+                to - 7 * 86_400_000,
+                to,
+                None,
+            );
+            let days = api::history_days(state, p.tenant(), app, 30, now)
                 .await?
-                .ok_or(ApiError::NotFound("app"))?
-                .name
-        };
-        let status = match api::status_of_app(state, p.tenant(), app, now).await {
-            Ok(s) => Some(s),
-            Err(ApiError::NotFound(_)) => None,
-            Err(e) => return Err(e),
-        };
-        let (chart, days, form) = match &status {
-            Some(s) => {
-                let line = chart::Line {
-                    label: "burn rate".into(),
-                    points: s
-                        .burn_series
-                        .iter()
-                        .map(|b| (b.start.unix_timestamp() * 1000, b.burn_rate))
-                        .collect(),
-                };
-                let to = now.unix_timestamp() * 1000;
-                let svg = chart::line_chart(
-                    "Burn rate, last 7 days",
-                    &[line],
-                    to - 7 * 86_400_000,
-                    to,
-                    None,
-                );
-                let days = api::history_days(state, p.tenant(), app, 30, now)
-                    .await?
-                    .into_iter()
-                    .rev()
-                    .map(|d| {
-                        (
-                            OffsetDateTime::from_unix_timestamp(d.start)
-                                .map(|t| t.date().to_string())
-                                .unwrap_or_default(),
-                            format!("{:.0}", d.minutes_observed),
-                            format!("{:.1}", d.minutes_down),
-                            format!("{:.0}", d.minutes_maintenance),
-                            d.uptime_percent
-                                .map_or_else(|| "–".into(), |u| format!("{u:.3}")),
-                            format!("{:.1}", d.budget_remaining_minutes),
-                            format!("{:.2}", d.burn_rate),
-                        )
-                    })
-                    .collect();
-                (
-                    svg,
-                    days,
-                    (
-                        s.target.to_string(),
-                        s.window_days.to_string(),
-                        s.minimum_data.to_string(),
-                    ),
-                )
-            }
-            None => (
-                String::new(),
-                Vec::new(),
-                ("0.999".into(), "30".into(), "0.95".into()),
-            ),
-        };
-        let windows = {
-            let mut c = state.db.conn().await?;
-            let list = trusthub_monitors::timeline::maintenance(
-                &mut c,
-                p.tenant(),
-                app,
-                now - time::Duration::days(400),
-            )
-            .await?;
-            drop(c);
-            // Who made each window, by name (a deleted user stays an id).
-            let names = trusthub_platform::names::resolve(
-                state,
-                p.tenant(),
-                list.iter().map(|m| m.created_by.as_str()),
-            )
-            .await;
-            list.into_iter()
+                .into_iter()
                 .rev()
-                .map(|m| {
+                .map(|d| {
                     (
-                        m.id.to_string(),
-                        minute(m.starts_at),
-                        minute(m.ends_at),
-                        m.reason,
-                        names
-                            .get(&m.created_by)
-                            .map_or(m.created_by.clone(), |n| n.name.clone()),
+                        OffsetDateTime::from_unix_timestamp(d.start)
+                            .map(|t| t.date().to_string())
+                            .unwrap_or_default(),
+                        format!("{:.0}", d.minutes_observed),
+                        format!("{:.1}", d.minutes_down),
+                        format!("{:.0}", d.minutes_maintenance),
+                        d.uptime_percent
+                            .map_or_else(|| "–".into(), |u| format!("{u:.3}")),
+                        format!("{:.1}", d.budget_remaining_minutes),
+                        format!("{:.2}", d.burn_rate),
                     )
                 })
-                .collect()
-        };
-        Ok(Page {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Operator),
-            app_id: app.to_string(),
-            app_name: name,
-            status: status.as_ref().map(card),
-            chart,
-            days,
-            windows,
-            form,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), code),
-        Err(e) => e.into_response(),
-    }
+                .collect();
+            (
+                svg,
+                days,
+                (
+                    s.target.to_string(),
+                    s.window_days.to_string(),
+                    s.minimum_data.to_string(),
+                ),
+            )
+        }
+        None => (
+            String::new(),
+            Vec::new(),
+            ("0.999".into(), "30".into(), "0.95".into()),
+        ),
+    };
+    let windows = {
+        let mut c = state.db.conn().await?;
+        let list = trusthub_monitors::timeline::maintenance(
+            &mut c,
+            p.tenant(),
+            app,
+            now - time::Duration::days(400),
+        )
+        .await?;
+        drop(c);
+        // Who made each window, by name (a deleted user stays an id).
+        let names = trusthub_platform::names::resolve(
+            state,
+            p.tenant(),
+            list.iter().map(|m| m.created_by.as_str()),
+        )
+        .await;
+        list.into_iter()
+            .rev()
+            .map(|m| {
+                (
+                    m.id.to_string(),
+                    minute(m.starts_at),
+                    minute(m.ends_at),
+                    m.reason,
+                    names
+                        .get(&m.created_by)
+                        .map_or(m.created_by.clone(), |n| n.name.clone()),
+                )
+            })
+            .collect()
+    };
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Operator),
+        app_id: app.to_string(),
+        app_name: name,
+        status: status.as_ref().map(card),
+        chart,
+        days,
+        windows,
+        form,
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/apps/{id}/slo`.
@@ -234,7 +228,7 @@ pub async fn show(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
@@ -257,10 +251,10 @@ async fn after<T>(
     app: Uuid,
     result: ApiResult<T>,
     notice: &str,
-) -> Response {
+) -> PageResult {
     match super::outcome(result, notice, StatusCode::OK) {
         Ok((flash, code)) => page(state, user, app, flash, code).await,
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -271,10 +265,8 @@ pub async fn save(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<SloForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let number = |field: &str, v: &str| -> Result<f64, ApiError> {
         v.trim()
             .parse::<f64>()
@@ -303,7 +295,7 @@ pub async fn remove(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<crate::auth::Operator, NoFields>,
-) -> Response {
+) -> PageResult {
     let result = api::delete_slo_by(&state, &meta, &by, id).await;
     after(&state, &user, id, result, "The SLO is removed.").await
 }
@@ -343,10 +335,8 @@ pub async fn plan(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     axum::Form(f): axum::Form<WindowForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let result = async {
         let req = NewMaintenance {
             starts_at: local("starts_at", &f.starts_at)?,
@@ -372,7 +362,7 @@ pub async fn unplan(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, form: f }: Act<crate::auth::Operator, WindowDelete>,
-) -> Response {
+) -> PageResult {
     let result = api::delete_maintenance_by(&state, &meta, &by, id).await;
     after(&state, &user, f.app, result, "Deleted.").await
 }

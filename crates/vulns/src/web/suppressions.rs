@@ -1,19 +1,18 @@
 //! CVE suppressions (SPEC 2.5, CONTRACT 15): the list with delete, and the form (also posted
 //! from a finding's row) — through the API's own functions.
 
-use super::{ASSETS, Assets, Flash, WebUser, html};
+use super::{ASSETS, Assets, Flash, WebUser};
 use super::{CsrfForm, UserBar, ago, allowed};
 use crate::auth::Viewer;
-use crate::error::ApiResult;
 use crate::extract::Meta;
 use crate::routes::suppressions::{self as api, NewSuppression};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_platform::page::{PageResult, render};
 
 #[derive(Debug)]
 struct Row {
@@ -67,44 +66,38 @@ async fn page(
     form: SuppressForm,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let built: ApiResult<Page> = async {
-        let list = api::list_by(state, &Viewer::of(&user.principal)?).await?;
-        let now = now();
-        Ok(Page {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: user.principal.has_role(Role::Operator),
-            rows: list
-                .into_iter()
-                .map(|s| Row {
-                    id: s.id.to_string(),
-                    package: s.package_name,
-                    ecosystem: s.ecosystem,
-                    range: s.version_range,
-                    vuln: s.vuln_id.unwrap_or_default(),
-                    reason: s.reason,
-                    until: s.expires_at.date().to_string(),
-                    active: s.active,
-                    findings: s.findings,
-                    by: s.created_by,
-                    created: ago(Some(s.created_at), now),
-                })
-                .collect(),
-            form,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let list = api::list_by(state, &Viewer::of(&user.principal)?).await?;
+    let now = now();
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: user.principal.has_role(Role::Operator),
+        rows: list
+            .into_iter()
+            .map(|s| Row {
+                id: s.id.to_string(),
+                package: s.package_name,
+                ecosystem: s.ecosystem,
+                range: s.version_range,
+                vuln: s.vuln_id.unwrap_or_default(),
+                reason: s.reason,
+                until: s.expires_at.date().to_string(),
+                active: s.active,
+                findings: s.findings,
+                by: s.created_by,
+                created: ago(Some(s.created_at), now),
+            })
+            .collect(),
+        form,
+        flash,
+    };
+    render(page.render(), status)
 }
 
 /// `GET /ui/cve-suppressions`.
-pub async fn list(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn list(State(state): State<AppState>, user: WebUser) -> PageResult {
     let form = SuppressForm {
         expires_at: super::vulns::default_expiry(now()),
         ..Default::default()
@@ -118,10 +111,8 @@ pub async fn create(
     meta: Meta,
     user: WebUser,
     axum::Form(f): axum::Form<SuppressForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let req = NewSuppression {
         package_name: f.package_name.clone(),
         ecosystem: f.ecosystem.clone(),
@@ -148,7 +139,7 @@ pub async fn create(
             };
             page(&state, &user, form, flash, status).await
         }
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -159,10 +150,8 @@ pub async fn delete(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     axum::Form(f): axum::Form<CsrfForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Operator, Some(&f.csrf)) {
-        return e.into_response();
-    }
+) -> PageResult {
+    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let result = api::delete_by(&state, &meta, &user.principal, id).await;
     match super::outcome(
         result,
@@ -176,6 +165,6 @@ pub async fn delete(
             };
             page(&state, &user, form, flash, status).await
         }
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }

@@ -2,7 +2,7 @@
 //! back from the row (operators), and an advisory's page with the hosts it affects — through
 //! the API's own handlers.
 
-use super::{ASSETS, Assets, Flash, WebUser, html};
+use super::{ASSETS, Assets, Flash, WebUser};
 use super::{UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
@@ -12,11 +12,11 @@ use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
 use trusthub_identity::Act;
 use trusthub_platform::page::NoFields;
+use trusthub_platform::page::{PageResult, render};
 
 /// One finding row.
 #[derive(Debug)]
@@ -149,66 +149,60 @@ async fn page(
     f: &Filters,
     flash: Flash,
     status: StatusCode,
-) -> Response {
-    let built: ApiResult<Page> = async {
-        let p = &user.principal;
-        let agent_id = match f.agent_id.trim() {
-            "" => None,
-            a => Some(uuid::Uuid::parse_str(a).map_err(|_| {
-                crate::error::ApiError::BadRequest("agent_id is not an agent id".into())
-            })?),
-        };
-        let found = api::findings_by(
-            state,
-            &Viewer::of(p)?,
-            FindingsQuery {
-                severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
-                status: Some(f.status.clone()).filter(|s| !s.is_empty()),
-                agent_id,
-                package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
-                limit: Some(500),
-                ..Default::default()
-            },
-        )
-        .await?;
-        let now = now();
-        Ok(Page {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_ack: p.has_role(Role::Operator),
-            rows: found.items.into_iter().map(|f| row(f, now)).collect(),
-            severities: [
-                ("", "any"),
-                ("CRITICAL", "CRITICAL"),
-                ("HIGH", "HIGH"),
-                ("MEDIUM", "MEDIUM"),
-                ("LOW", "LOW"),
-            ]
-            .into_iter()
-            .map(|(v, l)| (v, l, f.severity == v))
-            .collect(),
-            statuses: [
-                ("open", "open"),
-                ("suppressed", "suppressed"),
-                ("acknowledged", "acknowledged"),
-                ("fixed", "fixed"),
-                ("all", "all"),
-            ]
-            .into_iter()
-            .map(|(v, l)| (v, l, f.status == v || (f.status.is_empty() && v == "all")))
-            .collect(),
-            flash,
-            agent_id: f.agent_id.trim().to_owned(),
-            package: f.package.trim().to_owned(),
-            default_expiry: default_expiry(now),
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), status),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    let agent_id = match f.agent_id.trim() {
+        "" => None,
+        a => Some(uuid::Uuid::parse_str(a).map_err(|_| {
+            crate::error::ApiError::BadRequest("agent_id is not an agent id".into())
+        })?),
+    };
+    let found = api::findings_by(
+        state,
+        &Viewer::of(p)?,
+        FindingsQuery {
+            severity: Some(f.severity.clone()).filter(|s| !s.is_empty()),
+            status: Some(f.status.clone()).filter(|s| !s.is_empty()),
+            agent_id,
+            package: Some(f.package.trim().to_owned()).filter(|s| !s.is_empty()),
+            limit: Some(500),
+            ..Default::default()
+        },
+    )
+    .await?;
+    let now = now();
+    let page = Page {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_ack: p.has_role(Role::Operator),
+        rows: found.items.into_iter().map(|f| row(f, now)).collect(),
+        severities: [
+            ("", "any"),
+            ("CRITICAL", "CRITICAL"),
+            ("HIGH", "HIGH"),
+            ("MEDIUM", "MEDIUM"),
+            ("LOW", "LOW"),
+        ]
+        .into_iter()
+        .map(|(v, l)| (v, l, f.severity == v))
+        .collect(),
+        statuses: [
+            ("open", "open"),
+            ("suppressed", "suppressed"),
+            ("acknowledged", "acknowledged"),
+            ("fixed", "fixed"),
+            ("all", "all"),
+        ]
+        .into_iter()
+        .map(|(v, l)| (v, l, f.status == v || (f.status.is_empty() && v == "all")))
+        .collect(),
+        flash,
+        agent_id: f.agent_id.trim().to_owned(),
+        package: f.package.trim().to_owned(),
+        default_expiry: default_expiry(now),
+    };
+    render(page.render(), status)
 }
 
 /// `GET /ui/vulnerabilities` (open findings by default).
@@ -216,7 +210,7 @@ pub async fn list(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(mut f): axum::extract::Query<Filters>,
-) -> Response {
+) -> PageResult {
     if f.status.is_empty() {
         f.status = "open".into();
     }
@@ -240,7 +234,7 @@ pub async fn acknowledge(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, form: f }: Act<Operator, AckForm>,
-) -> Response {
+) -> PageResult {
     let result = api::acknowledge_by(&state, &meta, &by, id, AckRequest { reason: f.reason }).await;
     respond(
         &state,
@@ -257,7 +251,7 @@ pub async fn unacknowledge(
     meta: Meta,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Operator, NoFields>,
-) -> Response {
+) -> PageResult {
     let result = api::unacknowledge_by(&state, &meta, &by, id).await;
     respond(&state, &user, result, "Open again.").await
 }
@@ -267,7 +261,7 @@ async fn respond<T>(
     user: &WebUser,
     result: ApiResult<T>,
     notice: &str,
-) -> Response {
+) -> PageResult {
     match super::outcome(result, notice, StatusCode::OK) {
         Ok((flash, status)) => {
             let all = Filters {
@@ -276,7 +270,7 @@ async fn respond<T>(
             };
             page(state, user, &all, flash, status).await
         }
-        Err(e) => e.into_response(),
+        Err(e) => Err(e),
     }
 }
 
@@ -306,16 +300,9 @@ pub async fn advisory(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<String>,
-) -> Response {
-    let a = match async {
-        let by = Viewer::of(&user.principal)?;
-        api::advisory_by(&state, &by, id).await
-    }
-    .await
-    {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
+) -> PageResult {
+    let by = Viewer::of(&user.principal)?;
+    let a = api::advisory_by(&state, &by, id).await?;
     let now = now();
     let page = AdvisoryPage {
         assets: &ASSETS,
@@ -345,7 +332,7 @@ pub async fn advisory(
         csrf: user.csrf.clone(),
         default_expiry: default_expiry(now),
     };
-    html(page.render(), StatusCode::OK)
+    render(page.render(), StatusCode::OK)
 }
 
 #[derive(Template)]
@@ -373,69 +360,63 @@ pub async fn host(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-) -> Response {
-    let built: ApiResult<HostPage> = async {
-        let p = &user.principal;
-        let hostname = {
-            let mut c = state.db.conn().await?;
-            trusthub_fleet::agent(&mut c, p.tenant(), id)
-                .await?
-                .ok_or(crate::error::ApiError::NotFound("agent"))?
-                .hostname
-        };
-        let coverage = api::coverage_by(&state, &Viewer::of(p)?).await?;
-        let cov = coverage.into_iter().find(|c| c.agent_id == id);
-        let found = api::findings_by(
-            &state,
-            &Viewer::of(p)?,
-            FindingsQuery {
-                agent_id: Some(id),
-                status: Some("unfixed".into()),
-                limit: Some(500),
-                ..Default::default()
-            },
-        )
-        .await?;
-        let now = now();
-        let mut counts = (0, 0, 0, 0);
-        let mut suppressed = 0;
-        for f in &found.items {
-            if f.status == "suppressed" {
-                suppressed += 1;
-                continue;
-            }
-            match f.severity.as_str() {
-                "CRITICAL" => counts.0 += 1,
-                "HIGH" => counts.1 += 1,
-                "MEDIUM" => counts.2 += 1,
-                _ => counts.3 += 1,
-            }
+) -> PageResult {
+    let p = &user.principal;
+    let hostname = {
+        let mut c = state.db.conn().await?;
+        trusthub_fleet::agent(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(crate::error::ApiError::NotFound("agent"))?
+            .hostname
+    };
+    let coverage = api::coverage_by(&state, &Viewer::of(p)?).await?;
+    let cov = coverage.into_iter().find(|c| c.agent_id == id);
+    let found = api::findings_by(
+        &state,
+        &Viewer::of(p)?,
+        FindingsQuery {
+            agent_id: Some(id),
+            status: Some("unfixed".into()),
+            limit: Some(500),
+            ..Default::default()
+        },
+    )
+    .await?;
+    let now = now();
+    let mut counts = (0, 0, 0, 0);
+    let mut suppressed = 0;
+    for f in &found.items {
+        if f.status == "suppressed" {
+            suppressed += 1;
+            continue;
         }
-        Ok(HostPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            agent: id.to_string(),
-            hostname,
-            scanned: cov
-                .as_ref()
-                .and_then(|c| c.scanned_at)
-                .map(|t| ago(Some(t), now))
-                .unwrap_or_default(),
-            packages: cov.as_ref().map_or(0, |c| c.packages),
-            sources: cov.as_ref().map(|c| c.sources.clone()).unwrap_or_default(),
-            not_covered: cov.map(|c| c.not_covered).unwrap_or_default(),
-            counts,
-            suppressed,
-            can_ack: p.has_role(Role::Operator),
-            csrf: user.csrf.clone(),
-            rows: found.items.into_iter().map(|f| row(f, now)).collect(),
-            default_expiry: default_expiry(now),
-            flash: Flash::default(),
-        })
+        match f.severity.as_str() {
+            "CRITICAL" => counts.0 += 1,
+            "HIGH" => counts.1 += 1,
+            "MEDIUM" => counts.2 += 1,
+            _ => counts.3 += 1,
+        }
     }
-    .await;
-    match built {
-        Ok(p) => html(p.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+    let page = HostPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        agent: id.to_string(),
+        hostname,
+        scanned: cov
+            .as_ref()
+            .and_then(|c| c.scanned_at)
+            .map(|t| ago(Some(t), now))
+            .unwrap_or_default(),
+        packages: cov.as_ref().map_or(0, |c| c.packages),
+        sources: cov.as_ref().map(|c| c.sources.clone()).unwrap_or_default(),
+        not_covered: cov.map(|c| c.not_covered).unwrap_or_default(),
+        counts,
+        suppressed,
+        can_ack: p.has_role(Role::Operator),
+        csrf: user.csrf.clone(),
+        rows: found.items.into_iter().map(|f| row(f, now)).collect(),
+        default_expiry: default_expiry(now),
+        flash: Flash::default(),
+    };
+    render(page.render(), StatusCode::OK)
 }
