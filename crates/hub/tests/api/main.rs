@@ -41,6 +41,8 @@ mod client_certs;
 mod cloud;
 #[path = "../../../compliance/tests/api/compliance.rs"]
 mod compliance;
+#[path = "../../../console/tests/api/console.rs"]
+mod console;
 mod contract;
 #[path = "../../../vulns/tests/api/cve.rs"]
 mod cve;
