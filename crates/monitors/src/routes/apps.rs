@@ -683,9 +683,24 @@ pub async fn http_checks_of_agents(
     crate::store::apps::http_checks_of_agents(c, agents).await
 }
 
-/// One SLO as the apps page lists it: app id, app name, state, its CSS class, budget left,
-/// budget, uptime.
-pub type SloLine = (String, String, String, &'static str, String, String, String);
+/// One SLO as the apps page lists it (given by the SLO capability through [`SloLines`]).
+#[derive(Debug, Clone)]
+pub struct SloLine {
+    /// The app's id.
+    pub app_id: String,
+    /// Its name.
+    pub app_name: String,
+    /// The objective's state in words (`met`, `burning`, `not evaluated`).
+    pub state: String,
+    /// The state's style class.
+    pub class: &'static str,
+    /// The error budget left, as the page shows it (`–` before the first evaluation).
+    pub budget_left: String,
+    /// The whole error budget, likewise.
+    pub budget: String,
+    /// The availability over the objective's window, percent.
+    pub uptime: String,
+}
 
 /// The SLOs of a tenant for the apps page, given by the SLO capability (a part of the state).
 #[derive(Debug)]

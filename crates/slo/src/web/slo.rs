@@ -366,6 +366,7 @@ pub async fn unplan(
     let result = api::delete_maintenance_by(&state, &meta, &by, id).await;
     after(&state, &user, f.app, result, "Deleted.").await
 }
+
 /// Each SLO of `tenant` as of its last evaluation, as the apps page lists them (the apps
 /// capability's `SloLines` lookup).
 pub async fn app_lines(
@@ -382,15 +383,15 @@ pub async fn app_lines(
             let num = |v: Option<f64>, digits: usize| {
                 v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
             };
-            (
-                s.app_id.to_string(),
-                s.app_name,
-                st.replace('_', " "),
-                class(&st),
-                num(s.last_budget_remaining, 1),
-                num(s.last_budget_total, 1),
-                num(s.last_uptime, 3),
-            )
+            trusthub_monitors::SloLine {
+                app_id: s.app_id.to_string(),
+                app_name: s.app_name,
+                state: st.replace('_', " "),
+                class: class(&st),
+                budget_left: num(s.last_budget_remaining, 1),
+                budget: num(s.last_budget_total, 1),
+                uptime: num(s.last_uptime, 3),
+            }
         })
         .collect())
 }
