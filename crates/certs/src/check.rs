@@ -70,7 +70,7 @@ pub async fn cross_check(
         Some(_) => None,
     };
     if let Some((kind, why)) = refusal {
-        crate::routes::anomalies::record(
+        crate::service::anomalies::record(
             state,
             agent.tenant_id,
             agent,

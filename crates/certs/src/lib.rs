@@ -16,14 +16,15 @@
 pub mod ca;
 pub mod check;
 pub mod routes;
+pub mod service;
 mod store;
 pub mod web;
 
-pub use routes::anomalies::AgentRef;
+pub use service::anomalies::AgentRef;
 
 /// Integrity anomalies (SPEC 4.4) as other capabilities record them.
 pub mod anomalies {
-    pub use crate::routes::anomalies::{record, record_in};
+    pub use crate::service::anomalies::{record, record_in};
 }
 
 use trusthub_alerts::alerting;

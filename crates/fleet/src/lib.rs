@@ -32,13 +32,14 @@ pub mod ingest;
 pub mod ranges;
 pub mod routes;
 pub mod routing;
+pub mod service;
 mod store;
 pub mod web;
 
 /// Signed actions to agents (SPEC 5), as other capabilities ask for them: prepare one for a
 /// host, dispatch it over the host's WebSocket, and read its log.
 pub mod actions {
-    pub use crate::routes::actions::{
+    pub use crate::service::actions::{
         ActionRequest, Dispatched, EatKey, LogEntryView, Prepared, Requester, dispatch,
         dispatch_as, prepare, reachable,
     };
@@ -70,14 +71,14 @@ pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashM
         .collect())
 }
 
+/// The agent binaries the hub serves for `install.sh`, and the hosts table the overview shows.
+pub use service::download::AgentDownload;
+pub use service::hosts::{AgentRow, agent_rows};
 pub use store::actions::{append_log, append_logs, log_of_subject};
 pub use store::agents::{Agent, get as agent, ingest_intervals, list as agents};
 pub use store::telemetry::{
     SeriesWindow, fleet_minutes, metric_known, metric_names, unix_ms, window_sums,
 };
-/// The agent binaries the hub serves for `install.sh`, and the hosts table the overview shows.
-pub use web::install::AgentDownload;
-pub use web::rows::{AgentRow, agent_rows};
 
 /// The raw write path of metric samples, below the ingest pipeline: what the ingest
 /// benchmark measures as its ceiling.

@@ -18,6 +18,7 @@ pub mod checks;
 pub mod jobs;
 pub mod probe;
 pub mod routes;
+pub mod service;
 mod store;
 pub mod web;
 
@@ -39,7 +40,7 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub use store::apps::{App, get as app, list as apps, state_counts};
 pub use store::timeline;
 
-pub use routes::apps::{
+pub use service::events::{
     SloLine, SloLines, http_checks_of_agents, on_agent_reports, on_alert_resolved,
 };
 

@@ -5,7 +5,7 @@ use super::{ASSETS, Assets, Flash, WebUser};
 use super::{UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::extract::Meta;
-use crate::routes::anomalies::{self as api, AnomalyQuery};
+use crate::service::anomalies::{self as api, AnomalyQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;

@@ -1,7 +1,7 @@
 //! The hosts page.
 
-use super::rows::{AgentRow, agent_rows};
 use super::*;
+use crate::service::hosts::{AgentRow, agent_rows};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::State;

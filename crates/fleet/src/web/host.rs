@@ -1,8 +1,8 @@
 //! One host's page: status, charts, facts.
 
-use super::rows::{AgentRow, agent_row, connected_agents};
 use super::*;
 use crate::error::{ApiError, ApiResult};
+use crate::service::hosts::{AgentRow, agent_row, connected_agents};
 use crate::state::{AppState, now};
 use crate::store::agents;
 use askama::Template;

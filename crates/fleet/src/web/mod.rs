@@ -6,7 +6,6 @@ pub mod agents;
 pub mod enroll;
 pub mod host;
 pub mod install;
-pub mod rows;
 
 pub use trusthub_identity::{WebUser, allowed};
 pub use trusthub_platform::page::*;

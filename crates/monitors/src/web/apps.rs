@@ -60,7 +60,7 @@ struct AppsPage<'a> {
     csrf: String,
     /// SLOs, least budget left first: `(app id, name, state, class, budget left, total,
     /// uptime)`.
-    slos: Vec<crate::routes::apps::SloLine>,
+    slos: Vec<crate::service::events::SloLine>,
 }
 
 /// Which host's discovery list to show.
@@ -160,7 +160,7 @@ async fn apps_page(
         drop(c);
         // Each SLO as of its last evaluation (every minute, and when it or a maintenance
         // window changes), not computed here for every SLO.
-        let slos = (state.part::<crate::routes::apps::SloLines>().0)(state, tenant).await?;
+        let slos = (state.part::<crate::service::events::SloLines>().0)(state, tenant).await?;
         let candidates = match agent {
             Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
                 .await?

@@ -185,7 +185,7 @@ pub struct EatPublicKey {
 #[utoipa::path(get, path = "/agents/eat-public-key", tag = "agents", responses((status = 200, body = EatPublicKey)))]
 pub(crate) async fn eat_public_key(State(state): State<AppState>) -> axum::Json<EatPublicKey> {
     let public = state
-        .part::<crate::routes::actions::EatKey>()
+        .part::<crate::service::actions::EatKey>()
         .0
         .verifying_key();
     axum::Json(EatPublicKey {

@@ -253,7 +253,7 @@ pub(crate) async fn register(
             agent_id: id,
             agent_token,
             hub_eat_public_key: hex(state
-                .part::<crate::routes::actions::EatKey>()
+                .part::<crate::service::actions::EatKey>()
                 .0
                 .verifying_key()
                 .as_bytes()),

@@ -1,11 +1,12 @@
 //! Agent rows as the hosts page and the overview show them.
 
-use super::{WebUser, ago};
 use crate::error::ApiResult;
 use crate::state::{AppState, now};
 use crate::store::agents;
 use time::OffsetDateTime;
 use trusthub_core::agent::{AgentStatus, status};
+use trusthub_identity::WebUser;
+use trusthub_platform::page::ago;
 
 /// One agent row of the overview.
 #[derive(Debug)]

@@ -1,0 +1,5 @@
+//! What the API's handlers, the dashboard's pages and other capabilities call.
+
+pub mod actions;
+pub mod download;
+pub mod hosts;
