@@ -17,6 +17,7 @@ pub mod admin;
 pub mod auth;
 pub mod passwords;
 pub mod routes;
+pub mod service;
 mod store;
 pub mod views;
 pub mod web;

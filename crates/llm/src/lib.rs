@@ -16,6 +16,7 @@ pub mod evidence;
 pub mod explain;
 pub mod otlp;
 pub mod routes;
+pub mod service;
 mod store;
 pub mod web;
 

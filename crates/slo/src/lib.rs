@@ -13,6 +13,7 @@
 pub mod jobs;
 pub mod objective;
 pub mod routes;
+pub mod service;
 mod store;
 pub mod web;
 
@@ -48,7 +49,7 @@ pub fn capability() -> trusthub_platform::capability::Capability {
 pub use store::slo::summary_counts;
 
 /// Every SLO's status now, and one SLO's daily history as CSV (what the benchmark drives).
-pub use routes::slo::{history_csv, statuses};
+pub use service::slo::{history_csv, statuses};
 /// The SLO lines of each app (the apps page's lookup, installed as monitors' `SloLines`).
 pub use web::slo::app_lines;
 

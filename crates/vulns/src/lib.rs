@@ -20,6 +20,7 @@ pub mod jobs;
 pub mod patching;
 pub mod routes;
 pub mod rules;
+pub mod service;
 mod store;
 pub mod web;
 

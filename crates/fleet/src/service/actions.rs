@@ -59,14 +59,14 @@ pub enum Requester<'a> {
 }
 
 impl Requester<'_> {
-    fn tenant(&self) -> TenantId {
+    pub(crate) fn tenant(&self) -> TenantId {
         match self {
             Requester::User(_, p) => p.tenant(),
             Requester::Hub(t, _) => *t,
         }
     }
 
-    fn by(&self) -> String {
+    pub(crate) fn by(&self) -> String {
         match self {
             Requester::User(_, p) => format!("user:{}", p.user.id),
             Requester::Hub(_, actor) => (*actor).to_owned(),

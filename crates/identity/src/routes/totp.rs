@@ -1,24 +1,18 @@
 //! TOTP enrolment and challenges (CONTRACT 3).
 
-use crate::auth::{SessionUser, TOTP_SEAL_CONTEXT, check_code};
+use crate::auth::{SessionUser, check_code};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
 use crate::ratelimit;
+pub use crate::service::totp::*;
 use crate::state::{AppState, now};
-use crate::store::users;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-use time::OffsetDateTime;
-use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, random_bytes, token_hash};
-use trusthub_core::{TotpPurpose, audit as ev, totp};
-use utoipa::ToSchema;
+use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, token_hash};
+use trusthub_core::{TotpPurpose, audit as ev};
 use utoipa_axum::router::OpenApiRouter;
-
-/// Lifetime of a challenge token (CONTRACT 3: 5 minutes).
-const CHALLENGE_TTL: time::Duration = time::Duration::minutes(5);
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -27,37 +21,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(disable))
         .routes(api_routes!(challenge))
         .routes(api_routes!(recovery_codes))
-}
-
-/// A new secret to load into an authenticator app.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TotpSetup {
-    /// The secret in base32.
-    pub secret_base32: String,
-    /// `otpauth://totp/...` for a QR code.
-    pub otpauth_uri: String,
-}
-
-/// The service behind [`setup`], for the API and the dashboard alike.
-pub async fn setup_by(state: &AppState, by: &SessionUser) -> ApiResult<TotpSetup> {
-    let p = by.0.clone();
-    if p.user.totp_enabled {
-        return Err(ApiError::Conflict(
-            "TOTP is already enabled; disable it first to enrol a new secret".into(),
-        ));
-    }
-    let secret = random_bytes::<20>().map_err(|e| ApiError::Internal(e.to_string()))?;
-    let sealed = state
-        .key
-        .seal(TOTP_SEAL_CONTEXT, &secret)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let mut tx = state.db.begin().await?;
-    users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), false).await?;
-    tx.commit().await?;
-    Ok(TotpSetup {
-        secret_base32: totp::secret_base32(&secret),
-        otpauth_uri: totp::otpauth_uri("Trusthub", &p.user.email, &secret),
-    })
 }
 
 /// Start TOTP enrolment: a new secret, stored sealed with the hub key, active only after
@@ -69,86 +32,6 @@ pub(crate) async fn setup(
     by: SessionUser,
 ) -> ApiResult<axum::Json<TotpSetup>> {
     setup_by(&state, &by).await.map(axum::Json)
-}
-
-/// A TOTP code.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CodeRequest {
-    /// Six digits.
-    pub code: String,
-}
-
-/// Whether TOTP is now on.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TotpStatus {
-    /// True after verify, false after disable.
-    pub totp_enabled: bool,
-    /// After verify: ten single-use recovery codes, shown this once (stored hashed). Each
-    /// logs in once in place of a TOTP code; keep them offline.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recovery_codes: Option<Vec<String>>,
-}
-
-/// New recovery codes.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RecoveryCodes {
-    /// Ten single-use codes, shown this once; the previous ones no longer work.
-    pub recovery_codes: Vec<String>,
-}
-
-/// Makes and stores (hashed) a new set of recovery codes for `user`, in `tx`.
-async fn new_recovery_codes(
-    tx: &mut trusthub_store::Tx,
-    user: uuid::Uuid,
-) -> ApiResult<Vec<String>> {
-    let mut codes = Vec::with_capacity(totp::RECOVERY_CODES);
-    for _ in 0..totp::RECOVERY_CODES {
-        let bytes = random_bytes::<10>().map_err(|e| ApiError::Internal(e.to_string()))?;
-        codes.push(totp::recovery_code(&bytes));
-    }
-    let hashes: Vec<String> = codes
-        .iter()
-        .filter_map(|c| totp::normalize_recovery_code(c))
-        .map(|c| trusthub_core::secret::token_hash(&c))
-        .collect();
-    crate::store::totp::replace_recovery_codes(tx, user, &hashes, now()).await?;
-    Ok(codes)
-}
-
-/// The service behind [`verify`], for the API and the dashboard alike.
-pub async fn verify_by(
-    state: &AppState,
-    meta: &Meta,
-    by: &SessionUser,
-    req: CodeRequest,
-) -> ApiResult<TotpStatus> {
-    let p = by.0.clone();
-    if p.user.totp_enabled {
-        return Err(ApiError::Conflict("TOTP is already enabled".into()));
-    }
-    let Some(sealed) = p.user.totp_secret_sealed.clone() else {
-        return Err(ApiError::Conflict("call /auth/totp/setup first".into()));
-    };
-    check_code(state, meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
-    let mut tx = state.db.begin().await?;
-    users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
-    let codes = new_recovery_codes(&mut tx, p.user.id).await?;
-    meta.record(&mut tx, &p, ev::TOTP_ENABLED, p.actor(), json!({}))
-        .await?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::TOTP_RECOVERY_CODES_CREATED,
-        p.actor(),
-        json!({"count": codes.len()}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(TotpStatus {
-        totp_enabled: true,
-        recovery_codes: Some(codes),
-    })
 }
 
 /// Finish enrolment with a code from the app; from now on login asks for a code.
@@ -164,44 +47,6 @@ pub(crate) async fn verify(
     verify_by(&state, &meta, &by, req).await.map(axum::Json)
 }
 
-/// Checks that `p` has TOTP on and `code` is a current, unused code of it (403 otherwise).
-async fn current_code(
-    state: &AppState,
-    meta: &Meta,
-    p: &crate::auth::Principal,
-    code: &str,
-) -> ApiResult<()> {
-    if !p.user.totp_enabled {
-        return Err(ApiError::Totp {
-            status: StatusCode::FORBIDDEN,
-            code: "totp_not_enrolled",
-            detail: "TOTP is not enabled".into(),
-        });
-    }
-    check_code(state, meta, &p.user, code, StatusCode::FORBIDDEN).await
-}
-
-/// The service behind [`disable`], for the API and the dashboard alike.
-pub async fn disable_by(
-    state: &AppState,
-    meta: &Meta,
-    by: &SessionUser,
-    req: CodeRequest,
-) -> ApiResult<TotpStatus> {
-    let p = by.0.clone();
-    current_code(state, meta, &p, &req.code).await?;
-    let mut tx = state.db.begin().await?;
-    users::set_totp(&mut tx, p.tenant(), p.user.id, None, false).await?;
-    crate::store::totp::replace_recovery_codes(&mut tx, p.user.id, &[], now()).await?;
-    meta.record(&mut tx, &p, ev::TOTP_DISABLED, p.actor(), json!({}))
-        .await?;
-    tx.commit().await?;
-    Ok(TotpStatus {
-        totp_enabled: false,
-        recovery_codes: None,
-    })
-}
-
 /// Turn TOTP off; needs a current code.
 #[utoipa::path(post, path = "/auth/totp/disable", tag = "totp", request_body = CodeRequest,
     responses((status = 200, body = TotpStatus), (status = 403, description = "`totp_invalid` or `totp_not_enrolled`", body = Problem), (status = 429, description = "`totp_locked` (five wrong codes within 15 minutes lock every TOTP-gated action for 15 minutes; `Retry-After`), or `rate_limited`", body = Problem)))]
@@ -212,31 +57,6 @@ pub(crate) async fn disable(
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<TotpStatus>> {
     disable_by(&state, &meta, &by, req).await.map(axum::Json)
-}
-
-/// The service behind [`recovery_codes`], for the API and the dashboard alike.
-pub async fn recovery_codes_by(
-    state: &AppState,
-    meta: &Meta,
-    by: &SessionUser,
-    req: CodeRequest,
-) -> ApiResult<RecoveryCodes> {
-    let p = by.0.clone();
-    current_code(state, meta, &p, &req.code).await?;
-    let mut tx = state.db.begin().await?;
-    let codes = new_recovery_codes(&mut tx, p.user.id).await?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::TOTP_RECOVERY_CODES_CREATED,
-        p.actor(),
-        json!({"count": codes.len()}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(RecoveryCodes {
-        recovery_codes: codes,
-    })
 }
 
 /// Make new recovery codes (needs a current TOTP code): ten single-use codes shown once;
@@ -252,31 +72,6 @@ pub(crate) async fn recovery_codes(
     recovery_codes_by(&state, &meta, &by, req)
         .await
         .map(axum::Json)
-}
-
-/// A code to trade for a purpose-bound token.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ChallengeRequest {
-    /// Six digits.
-    pub code: String,
-    /// `app_restart`, `console_start`, `agent_auto_patch`, `auto_update_all` or `agent_emergency`.
-    #[schema(
-        pattern = r"^(app_restart|console_start|agent_auto_patch|auto_update_all|agent_emergency)$"
-    )]
-    pub purpose: String,
-}
-
-/// A single-use token for one purpose.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ChallengeToken {
-    /// Send as `X-TOTP-Token`.
-    pub totp_token: String,
-    /// What it may be spent on.
-    pub purpose: String,
-    /// Five minutes from now.
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
 }
 
 /// Trade a TOTP code for a token that proves TOTP once, within 5 minutes, for one purpose

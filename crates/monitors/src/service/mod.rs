@@ -1,3 +1,5 @@
 //! What the API's handlers, the dashboard's pages and other capabilities call.
 
 pub mod events;
+pub mod restart;
+pub mod rules;

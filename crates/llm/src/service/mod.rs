@@ -1,0 +1,4 @@
+//! What the API's handlers, the dashboard's pages and other capabilities call.
+
+pub mod evidence;
+pub mod explain;
