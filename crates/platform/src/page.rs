@@ -430,26 +430,32 @@ pub fn render(result: Result<String, askama::Error>, status: StatusCode) -> Page
 /// `#[serde(deny_unknown_fields)]`), a missing one or a value of the wrong kind is 422 naming
 /// the field — never read as empty.
 pub fn parse_form<T: serde::de::DeserializeOwned>(raw: &[u8]) -> Result<T, ApiError> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(raw)
-        .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))?;
-    form_of(&pairs)
+    serde_urlencoded::from_bytes(raw).map_err(|e| {
+        match serde_urlencoded::from_bytes::<Vec<(String, String)>>(raw) {
+            Err(_) => ApiError::BadRequest("the form cannot be read".into()),
+            Ok(_) => field_error(e),
+        }
+    })
 }
 
-/// [`parse_form`] of pairs already read.
+/// [`parse_form`] of pairs already read (a form without its `csrf` field).
 pub fn form_of<T: serde::de::DeserializeOwned>(pairs: &[(String, String)]) -> Result<T, ApiError> {
     let encoded = serde_urlencoded::to_string(pairs)
         .map_err(|_| ApiError::BadRequest("the form cannot be read".into()))?;
-    serde_urlencoded::from_str(&encoded).map_err(|e| {
-        let m = e.to_string();
-        // serde names the field between backticks: "unknown field `x`", "missing field `y`".
-        let field = m
-            .split('`')
-            .nth(1)
-            .filter(|_| m.contains("field"))
-            .unwrap_or("form")
-            .to_owned();
-        ApiError::invalid(field, m)
-    })
+    serde_urlencoded::from_str(&encoded).map_err(field_error)
+}
+
+/// A form field `T` refused, as a 422 naming it.
+fn field_error(e: serde_urlencoded::de::Error) -> ApiError {
+    let m = e.to_string();
+    // serde names the field between backticks: "unknown field `x`", "missing field `y`".
+    let field = m
+        .split('`')
+        .nth(1)
+        .filter(|_| m.contains("field"))
+        .unwrap_or("form")
+        .to_owned();
+    ApiError::invalid(field, m)
 }
 
 /// A form read as name/value pairs, for forms that repeat a name (a group of checkboxes),

@@ -117,10 +117,6 @@ fn walk(dir: &Path, depth: usize, pattern: &str, out: &mut BTreeSet<PathBuf>) {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    trusthub_core::secret::hex(bytes)
-}
-
 /// One path's hash and attributes (`None` for a directory named literally). A regular file
 /// is opened without following a link and without blocking, checked to still be a regular
 /// file, and read to at most `max_file_bytes`; anything else is never read (CONTRACT 30).
@@ -150,7 +146,7 @@ pub fn stat(path: &Path, max_file_bytes: u64) -> Option<ConfigHash> {
             .into_owned();
         (
             Kind::Symlink,
-            hex(&Sha256::digest(target.as_bytes())),
+            trusthub_core::secret::hex(&Sha256::digest(target.as_bytes())),
             Some(target),
             meta,
         )
@@ -228,7 +224,7 @@ fn hash_regular(path: &Path, max: u64) -> Hashed {
     if read > max {
         return Hashed::TooLarge(meta);
     }
-    Hashed::Done(hex(&h.finalize()), meta)
+    Hashed::Done(trusthub_core::secret::hex(&h.finalize()), meta)
 }
 
 fn run(cmd: &mut Command) -> Option<String> {

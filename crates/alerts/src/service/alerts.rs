@@ -1,5 +1,6 @@
-//! The services behind `alerts/src/routes/alerts.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::alerts`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::alerting::{self, AlertView};
 use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult};

@@ -1,5 +1,6 @@
-//! The services behind `alerts/src/routes/channels.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::channels`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::{Admin, Viewer};
 use crate::channels::{self, Config, KINDS};
 use crate::error::{ApiError, ApiResult, FieldError};

@@ -413,10 +413,8 @@ fn no_module_imports_one_that_imports_it_back() {
             match c {
                 '{' => depth += 1,
                 '}' if depth == 0 => {
-                    for item in [&group[start..i]] {
-                        for p in paths(item.trim_start()) {
-                            out.push(head.iter().cloned().chain(p).collect());
-                        }
+                    for p in paths(group[start..i].trim_start()) {
+                        out.push(head.iter().cloned().chain(p).collect());
                     }
                     return out;
                 }

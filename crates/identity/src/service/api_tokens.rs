@@ -1,5 +1,6 @@
-//! The services behind `identity/src/routes/api_tokens.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::api_tokens`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::Meta;

@@ -1,5 +1,6 @@
-//! The services behind `identity/src/routes/audit_log.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::audit_log`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use time::OffsetDateTime;

@@ -1,5 +1,6 @@
-//! The services behind `identity/src/routes/auth.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::auth`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::{SESSION_COOKIE, check_code};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;

@@ -1,5 +1,6 @@
-//! The services behind `identity/src/routes/me.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::me`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::SessionUser;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;

@@ -1,5 +1,6 @@
-//! The services behind `identity/src/routes/totp.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::totp`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::{SessionUser, TOTP_SEAL_CONTEXT, check_code};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;

@@ -1,5 +1,6 @@
-//! The services behind `llm/src/routes/evidence.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::evidence`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::error::{ApiError, ApiResult};
 use crate::evidence::{self, Built};
 use crate::extract::Meta;

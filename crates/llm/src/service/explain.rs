@@ -1,5 +1,6 @@
-//! The services behind `llm/src/routes/explain.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::explain`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::explain;

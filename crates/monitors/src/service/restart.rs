@@ -1,5 +1,6 @@
-//! The services behind `monitors/src/routes/restart.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::restart`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::TotpProof;
 use crate::auth::purpose::AppRestart;
 use crate::error::{ApiError, ApiResult};

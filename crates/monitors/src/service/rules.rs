@@ -1,5 +1,6 @@
-//! The services behind `monitors/src/routes/rules.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::rules`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::Meta;

@@ -1,5 +1,6 @@
-//! The services behind `routes/slo.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::slo`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::Operator;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::Meta;

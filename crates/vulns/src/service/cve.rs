@@ -1,5 +1,6 @@
-//! The services behind `vulns/src/routes/cve.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::cve`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;

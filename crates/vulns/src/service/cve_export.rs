@@ -1,5 +1,6 @@
-//! The services behind `vulns/src/routes/cve_export.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::cve_export`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::store::cve::Finding;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};

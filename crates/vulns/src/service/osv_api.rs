@@ -1,5 +1,6 @@
-//! The services behind `vulns/src/routes/osv_api.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::osv_api`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::rules::osv::{Record, Verdict};
 use serde::{Deserialize, Serialize};

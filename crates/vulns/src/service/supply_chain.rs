@@ -1,5 +1,6 @@
-//! The services behind `vulns/src/routes/supply_chain.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::supply_chain`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, now};

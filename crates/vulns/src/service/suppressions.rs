@@ -1,5 +1,6 @@
-//! The services behind `vulns/src/routes/suppressions.rs`: what its handlers, the dashboard's
+//! The services behind [`crate::routes::suppressions`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
+
 use crate::auth::Viewer;
 use crate::cve::Suppressions;
 use crate::error::{ApiError, ApiResult, FieldError};
