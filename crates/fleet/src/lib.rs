@@ -191,11 +191,11 @@ pub async fn install_command(
     meta: &extract::Meta,
     p: &auth::Principal,
 ) -> error::ApiResult<(String, time::OffsetDateTime, String)> {
-    let created = routes::agents::enrollment::new_enrollment_token(
+    let created = service::agents::enrollment::new_enrollment_token(
         state,
         meta,
         p,
-        routes::agents::enrollment::NewEnrollmentToken {
+        service::agents::enrollment::NewEnrollmentToken {
             expires_at: None,
             tags: vec!["cloud".into()],
             single_use: true,

@@ -21,7 +21,7 @@ mod store;
 pub mod web;
 
 /// The model prices the hub starts with (built in, or from `TRUSTHUB_AI_PRICES_FILE`).
-pub use routes::ai::base_prices;
+pub use service::ai::base_prices;
 
 use trusthub_identity::auth;
 use trusthub_platform::{error, extract, openapi, state};

@@ -84,6 +84,44 @@ pub enum Answer {
     },
 }
 
+/// Why the agent refuses an action token before anything runs (CONTRACT 5): each is
+/// answered as `refused`, in these words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The signature, subject, expiry or shape is wrong.
+    Token(String),
+    /// The action kind is not on this host's allowlist.
+    NotAllowed(String),
+    /// The token's `jti` was accepted before.
+    Replay,
+    /// The `jti` cannot be remembered, so a restart could let the token run twice.
+    Unrecorded(String),
+    /// An action kind this agent does not run.
+    Unknown(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Token(e) => write!(f, "token refused: {e}"),
+            Refusal::NotAllowed(kind) => write!(f, "`{kind}` is not on this host's allowlist"),
+            Refusal::Replay => f.write_str("token already used (replay)"),
+            Refusal::Unrecorded(e) => write!(f, "cannot record the token: {e}"),
+            Refusal::Unknown(kind) => write!(f, "`{kind}` is not implemented by this agent"),
+        }
+    }
+}
+
+impl Refusal {
+    /// The answer that reports it for the token `jti`.
+    pub fn answer(&self, jti: &str) -> Answer {
+        Answer::Refused {
+            jti: jti.to_owned(),
+            reason: self.to_string(),
+        }
+    }
+}
+
 /// Checks a token; the claims, or the refusal to send back.
 #[allow(clippy::result_large_err)]
 pub fn check(
@@ -94,10 +132,6 @@ pub fn check(
     seen: &mut SeenJtis,
     now: i64,
 ) -> Result<Claims, Answer> {
-    let refuse = |jti: &str, reason: String| Answer::Refused {
-        jti: jti.to_owned(),
-        reason,
-    };
     // The jti of a token that fails verification is still reported, so the hub can close
     // the action; it is read without trusting anything else in it.
     let unverified_jti = token
@@ -108,18 +142,17 @@ pub fn check(
         .and_then(|v| v["jti"].as_str().map(str::to_owned))
         .unwrap_or_default();
     let claims = eat::verify(token, hub_key, agent_id, now)
-        .map_err(|e| refuse(&unverified_jti, format!("token refused: {e}")))?;
-    if !allowed.contains(&claims.act) {
-        return Err(refuse(
-            &claims.jti,
-            format!("`{}` is not on this host's allowlist", claims.act),
-        ));
-    }
-    match seen.remember(&claims.jti, claims.exp, now) {
-        Ok(true) => Ok(claims),
-        Ok(false) => Err(refuse(&claims.jti, "token already used (replay)".into())),
-        Err(e) => Err(refuse(&claims.jti, format!("cannot record the token: {e}"))),
-    }
+        .map_err(|e| Refusal::Token(e.to_string()).answer(&unverified_jti))?;
+    let refusal = if !allowed.contains(&claims.act) {
+        Refusal::NotAllowed(claims.act.clone())
+    } else {
+        match seen.remember(&claims.jti, claims.exp, now) {
+            Ok(true) => return Ok(claims),
+            Ok(false) => Refusal::Replay,
+            Err(e) => Refusal::Unrecorded(e),
+        }
+    };
+    Err(refusal.answer(&claims.jti))
 }
 
 async fn run(program: &str, args: &[&str]) -> CommandOutcome {
@@ -225,12 +258,7 @@ pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
             .await;
             (o.exit_code, o.stdout, o.stderr, o.note)
         }
-        other => {
-            return Answer::Refused {
-                jti: claims.jti,
-                reason: format!("`{other}` is not implemented by this agent"),
-            };
-        }
+        other => return Refusal::Unknown(other.to_owned()).answer(&claims.jti),
     };
     tracing::info!(jti = %claims.jti, exit_code, ?note, "action finished");
     Answer::Result {

@@ -2,14 +2,12 @@
 
 use crate::alerting::AlertView;
 use crate::auth::{Operator, Viewer};
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::error::{ApiResult, Problem};
 use crate::extract::{Meta, Path, Query};
 use crate::openapi::api_routes;
 pub use crate::service::alerts::*;
 use crate::state::AppState;
-use crate::store::alerts::{self, Filter};
 use axum::extract::State;
-use trusthub_core::alerting::Severity;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
@@ -25,35 +23,10 @@ pub fn router() -> OpenApiRouter<AppState> {
     responses((status = 200, body = Vec<AlertView>), (status = 422, body = Problem)))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Query(q): Query<AlertQuery>,
 ) -> ApiResult<axum::Json<Vec<AlertView>>> {
-    if let Some(s) = &q.severity
-        && Severity::parse(s).is_none()
-    {
-        return Err(ApiError::invalid(
-            "severity",
-            "must be info, warning or critical",
-        ));
-    }
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
-    let mut c = state.db.conn().await?;
-    let list = alerts::list(
-        &mut c,
-        p.tenant(),
-        &Filter {
-            severity: q.severity.as_deref(),
-            is_resolved: q.is_resolved,
-            tag: q.tag.as_deref(),
-            before: q.before,
-            limit,
-        },
-    )
-    .await?;
-    Ok(axum::Json(list.into_iter().map(AlertView::from).collect()))
+    list_by(&state, &by, q).await.map(axum::Json)
 }
 
 /// One alert.

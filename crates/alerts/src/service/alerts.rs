@@ -7,8 +7,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
 use crate::store::alerts;
+use crate::store::alerts::Filter;
 use serde::Deserialize;
 use serde_json::json;
+use trusthub_core::alerting::Severity;
 use trusthub_core::audit as ev;
 use utoipa::IntoParams;
 use uuid::Uuid;
@@ -76,4 +78,35 @@ pub(crate) async fn resolve_by(
     .await?;
     tx.commit().await?;
     Ok(view)
+}
+
+/// The service behind the `list` handler, for the API and the dashboard alike.
+pub async fn list_by(state: &AppState, by: &Viewer, q: AlertQuery) -> ApiResult<Vec<AlertView>> {
+    let p = &by.0;
+    if let Some(s) = &q.severity
+        && Severity::parse(s).is_none()
+    {
+        return Err(ApiError::invalid(
+            "severity",
+            "must be info, warning or critical",
+        ));
+    }
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 500"));
+    }
+    let mut c = state.db.conn().await?;
+    let list = alerts::list(
+        &mut c,
+        p.tenant(),
+        &Filter {
+            severity: q.severity.as_deref(),
+            is_resolved: q.is_resolved,
+            tag: q.tag.as_deref(),
+            before: q.before,
+            limit,
+        },
+    )
+    .await?;
+    Ok(list.into_iter().map(AlertView::from).collect())
 }

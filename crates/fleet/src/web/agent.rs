@@ -7,7 +7,7 @@ use super::{UserBar, ago};
 use crate::auth::{Admin, Operator, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
-use crate::routes::agents::{self as api, ACTION_KINDS, governance::GovernanceIn};
+use crate::service::agents::{self as api, ACTION_KINDS, governance::GovernanceIn};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;

@@ -86,12 +86,12 @@ pub async fn create_enrollment(
     if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
         return e.into_response();
     }
-    let req = crate::routes::agents::enrollment::NewEnrollmentToken {
+    let req = crate::service::agents::enrollment::NewEnrollmentToken {
         expires_at: None,
         tags: form.tags.split_whitespace().map(str::to_owned).collect(),
         single_use: false,
     };
-    match crate::routes::agents::enrollment::new_enrollment_token(
+    match crate::service::agents::enrollment::new_enrollment_token(
         &state,
         &meta,
         &user.principal,

@@ -1,17 +1,13 @@
 //! TOTP enrolment and challenges (CONTRACT 3).
 
-use crate::auth::{SessionUser, check_code};
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::auth::SessionUser;
+use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
-use crate::ratelimit;
 pub use crate::service::totp::*;
-use crate::state::{AppState, now};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::json;
-use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, token_hash};
-use trusthub_core::{TotpPurpose, audit as ev};
 use utoipa_axum::router::OpenApiRouter;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -84,58 +80,10 @@ pub(crate) async fn recovery_codes(
 pub(crate) async fn challenge(
     State(state): State<AppState>,
     meta: Meta,
-    SessionUser(p): SessionUser,
+    by: SessionUser,
     Json(req): Json<ChallengeRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<ChallengeToken>)> {
-    state
-        .limiter
-        .hit(
-            ratelimit::TOTP_CHALLENGE,
-            &meta.ip.to_string(),
-            now().unix_timestamp(),
-        )
-        .await?;
-    let purpose: TotpPurpose = req
-        .purpose
-        .parse()
-        .map_err(|_| ApiError::invalid("purpose", "must be one of app_restart, console_start, agent_auto_patch, auto_update_all, agent_emergency"))?;
-    if !p.user.totp_enabled {
-        return Err(ApiError::Totp {
-            status: StatusCode::FORBIDDEN,
-            code: "totp_not_enrolled",
-            detail: "TOTP is not enabled for this user".into(),
-        });
-    }
-    check_code(&state, &meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
-    let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let now = now();
-    let expires_at = now + CHALLENGE_TTL;
-    let mut tx = state.db.begin().await?;
-    crate::store::totp::insert_challenge(
-        &mut tx,
-        p.tenant(),
-        p.user.id,
-        &token_hash(&token),
-        purpose,
-        now,
-        expires_at,
-    )
-    .await?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::TOTP_CHALLENGE_ISSUED,
-        p.actor(),
-        json!({"purpose": purpose.as_str()}),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(ChallengeToken {
-            totp_token: token,
-            purpose: purpose.as_str().to_owned(),
-            expires_at,
-        }),
-    ))
+    challenge_by(&state, &meta, &by, req)
+        .await
+        .map(|(status, v)| (status, axum::Json(v)))
 }

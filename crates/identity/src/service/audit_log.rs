@@ -1,11 +1,16 @@
 //! The services behind [`crate::routes::audit_log`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
 
+use crate::auth::Admin;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use time::OffsetDateTime;
+use trusthub_platform::names;
 use trusthub_platform::names::Named;
-use trusthub_store::audit::Entry;
+use trusthub_store::audit;
+use trusthub_store::audit::{Entry, Filter};
 use utoipa::{IntoParams, ToSchema};
 
 /// Filters and paging.
@@ -70,4 +75,42 @@ impl AuditEntry {
             created_at: e.created_at,
         }
     }
+}
+
+/// The service behind the `list` handler, for the API and the dashboard alike.
+pub async fn list_by(state: &AppState, by: &Admin, q: AuditQuery) -> ApiResult<Vec<AuditEntry>> {
+    let p = &by.0;
+    let since = q
+        .since
+        .as_deref()
+        .map(|s| OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339))
+        .transpose()
+        .map_err(|_| ApiError::BadRequest("since must be an RFC 3339 timestamp".into()))?;
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::BadRequest(
+            "limit must be between 1 and 1000".into(),
+        ));
+    }
+    let filter = Filter {
+        event_type: q.event_type,
+        since: since.map(|s| s.to_offset(time::UtcOffset::UTC)),
+        before_id: q.before_id,
+        limit,
+    };
+    let rows = {
+        let mut c = state.db.conn().await?;
+        audit::list(&mut c, p.tenant(), &filter).await?
+    };
+    let names = names::resolve(
+        state,
+        p.tenant(),
+        rows.iter()
+            .flat_map(|e| [e.actor.as_str(), e.subject.as_str()]),
+    )
+    .await;
+    Ok(rows
+        .into_iter()
+        .map(|e| AuditEntry::named(e, &names))
+        .collect())
 }

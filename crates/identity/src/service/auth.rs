@@ -4,20 +4,16 @@
 use crate::auth::{SESSION_COOKIE, check_code};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
-use crate::passwords;
-use crate::ratelimit;
 use crate::state::{AppState, now};
-use crate::store::invitations;
-use crate::store::password_resets;
-use crate::store::sessions;
-use crate::store::users;
 use crate::store::users::User;
+use crate::store::{invitations, password_resets, sessions, users};
 use crate::views::{UserEnvelope, UserView};
+use crate::{passwords, ratelimit};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use trusthub_core::secret::{SESSION_PREFIX, new_token, token_hash};
+use trusthub_core::secret::{ONE_TIME_PREFIX, SESSION_PREFIX, new_token, token_hash};
 use trusthub_core::{audit as ev, validate};
 use trusthub_store::audit;
 use utoipa::ToSchema;
@@ -345,4 +341,68 @@ pub async fn accept_invite_by(
     .await?;
     tx.commit().await?;
     start_session(state, &user, meta, StatusCode::CREATED).await
+}
+
+/// The service behind the `forgot_password` handler, for the API and the dashboard alike.
+pub async fn forgot_password_by(
+    state: &AppState,
+    meta: &Meta,
+    req: ForgotPasswordRequest,
+) -> ApiResult<(StatusCode, Accepted)> {
+    state
+        .limiter
+        .hit(
+            ratelimit::FORGOT_PASSWORD,
+            &meta.ip.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
+    let email = validate::email(&req.email).map_err(|m| ApiError::invalid("email", m))?;
+    let user = {
+        let mut c = state.db.conn().await?;
+        users::find_by_email_any_tenant(&mut c, &email).await?
+    };
+    if let Some(user) = user {
+        let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let now = now();
+        let mut tx = state.db.begin().await?;
+        password_resets::insert(
+            &mut tx,
+            user.tenant_id,
+            user.id,
+            &token_hash(&token),
+            now,
+            now + RESET_TTL,
+        )
+        .await?;
+        audit::append(
+            &mut tx,
+            user.tenant_id,
+            &meta.audit(
+                ev::PASSWORD_RESET_REQUESTED,
+                "anonymous".into(),
+                audit::user_actor(user.id),
+                json!({"mailed": state.mailer.is_some()}),
+            ),
+            now,
+        )
+        .await?;
+        tx.commit().await?;
+        match &state.mailer {
+            Some(m) => m.send_later(
+                &user.email,
+                "Reset your Trusthub password",
+                format!(
+                    "Someone asked to reset the Trusthub password of {email}.\n\n\
+                     To choose a new password, open\n{base}/reset-password?token={token}\n\n\
+                     or POST {{\"token\": \"{token}\", \"password\": \"...\"}} to\n\
+                     {base}/api/v1/auth/reset-password\n\nToken: {token}\n\n\
+                     The token works once, for one hour. If you did not ask for this, ignore this mail.\n",
+                    base = state.public_url
+                ),
+            ),
+            None => tracing::warn!("password reset requested but TRUSTHUB_SMTP_URL is not set; no mail sent"),
+        }
+    }
+    Ok((StatusCode::ACCEPTED, Accepted { accepted: true }))
 }

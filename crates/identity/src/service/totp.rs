@@ -4,14 +4,15 @@
 use crate::auth::{SessionUser, TOTP_SEAL_CONTEXT, check_code};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
+use crate::ratelimit;
 use crate::state::{AppState, now};
 use crate::store::users;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
-use trusthub_core::secret::random_bytes;
-use trusthub_core::{audit as ev, totp};
+use trusthub_core::secret::{ONE_TIME_PREFIX, new_token, random_bytes, token_hash};
+use trusthub_core::{TotpPurpose, audit as ev, totp};
 use utoipa::ToSchema;
 
 /// Lifetime of a challenge token (CONTRACT 3: 5 minutes).
@@ -214,4 +215,65 @@ pub struct ChallengeToken {
     /// Five minutes from now.
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
+}
+
+/// The service behind the `challenge` handler, for the API and the dashboard alike.
+pub async fn challenge_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &SessionUser,
+    req: ChallengeRequest,
+) -> ApiResult<(StatusCode, ChallengeToken)> {
+    let p = &by.0;
+    state
+        .limiter
+        .hit(
+            ratelimit::TOTP_CHALLENGE,
+            &meta.ip.to_string(),
+            now().unix_timestamp(),
+        )
+        .await?;
+    let purpose: TotpPurpose = req
+        .purpose
+        .parse()
+        .map_err(|_| ApiError::invalid("purpose", "must be one of app_restart, console_start, agent_auto_patch, auto_update_all, agent_emergency"))?;
+    if !p.user.totp_enabled {
+        return Err(ApiError::Totp {
+            status: StatusCode::FORBIDDEN,
+            code: "totp_not_enrolled",
+            detail: "TOTP is not enabled for this user".into(),
+        });
+    }
+    check_code(state, meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
+    let token = new_token(ONE_TIME_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
+    let now = now();
+    let expires_at = now + CHALLENGE_TTL;
+    let mut tx = state.db.begin().await?;
+    crate::store::totp::insert_challenge(
+        &mut tx,
+        p.tenant(),
+        p.user.id,
+        &token_hash(&token),
+        purpose,
+        now,
+        expires_at,
+    )
+    .await?;
+    meta.record(
+        &mut tx,
+        p,
+        ev::TOTP_CHALLENGE_ISSUED,
+        p.actor(),
+        json!({"purpose": purpose.as_str()}),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((
+        StatusCode::CREATED,
+        ChallengeToken {
+            totp_token: token,
+            purpose: purpose.as_str().to_owned(),
+            expires_at,
+        },
+    ))
 }

@@ -3,16 +3,14 @@
 
 use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::evidence::{self};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 pub use crate::service::evidence::*;
 use crate::state::AppState;
 use crate::store::evidence::{self as store};
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -85,44 +83,10 @@ pub(crate) async fn get_pack(
         (status = 404, body = Problem)))]
 pub(crate) async fn download(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Path(id): Path<i64>,
 ) -> ApiResult<Response> {
-    let pack = {
-        let mut c = state.db.conn().await?;
-        store::get(&mut c, p.tenant(), id)
-            .await?
-            .ok_or(ApiError::NotFound("evidence pack"))?
-    };
-    let path = evidence::pack_path(&state, p.tenant(), pack.id);
-    let file = tokio::fs::File::open(&path).await.map_err(|e| {
-        tracing::error!(path = %path.display(), error = %e, "evidence pack file missing");
-        ApiError::NotFound("evidence pack file")
-    })?;
-    let stream = futures_util::stream::unfold(file, |mut f| async move {
-        use tokio::io::AsyncReadExt;
-        let mut buf = vec![0u8; 256 * 1024];
-        match f.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok::<_, std::io::Error>(buf), f))
-            }
-            Err(e) => Some((Err(e), f)),
-        }
-    });
-    Ok((
-        [
-            (header::CONTENT_TYPE, "application/gzip".to_owned()),
-            (header::CONTENT_LENGTH, pack.size_bytes.to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"pack-{}.tar.gz\"", pack.id),
-            ),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response())
+    download_by(&state, &by, id).await
 }
 
 /// The public key evidence packs are signed with, and its fingerprint (no authentication:

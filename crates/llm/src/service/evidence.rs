@@ -1,12 +1,16 @@
 //! The services behind [`crate::routes::evidence`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
 
+use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult};
 use crate::evidence::{self, Built};
 use crate::extract::Meta;
 use crate::state::AppState;
+use crate::store::evidence as store;
 use crate::store::evidence::{Pack, Scope};
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use trusthub_platform::state::rfc3339;
@@ -156,7 +160,7 @@ pub(crate) async fn create_pack(
     let (Ok(from), Ok(to), true) = (from, to, errors.is_empty()) else {
         return Err(ApiError::Validation(errors));
     };
-    let prices = crate::routes::ai::price_table(state, p.tenant()).await?;
+    let prices = crate::service::ai::price_table(state, p.tenant()).await?;
     let request = evidence::Request {
         scope: Scope {
             tenant: p.tenant(),
@@ -197,4 +201,44 @@ pub struct EvidenceKey {
     /// SHA-256 (hex) of the 32 key bytes: compare it with the one published to you out of
     /// band, then pin the key (`--expect-key`).
     pub fingerprint_sha256: String,
+}
+
+/// The service behind the `download` handler, for the API and the dashboard alike.
+pub async fn download_by(state: &AppState, by: &Viewer, id: i64) -> ApiResult<Response> {
+    let p = &by.0;
+    let pack = {
+        let mut c = state.db.conn().await?;
+        store::get(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("evidence pack"))?
+    };
+    let path = evidence::pack_path(state, p.tenant(), pack.id);
+    let file = tokio::fs::File::open(&path).await.map_err(|e| {
+        tracing::error!(path = %path.display(), error = %e, "evidence pack file missing");
+        ApiError::NotFound("evidence pack file")
+    })?;
+    let stream = futures_util::stream::unfold(file, |mut f| async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 256 * 1024];
+        match f.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok::<_, std::io::Error>(buf), f))
+            }
+            Err(e) => Some((Err(e), f)),
+        }
+    });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/gzip".to_owned()),
+            (header::CONTENT_LENGTH, pack.size_bytes.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"pack-{}.tar.gz\"", pack.id),
+            ),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
 }

@@ -7,7 +7,7 @@ use super::{ASSETS, Assets, Flash, WebUser, chart, form_error};
 use crate::auth::{Admin, Viewer};
 use crate::error::ApiError;
 use crate::extract::Meta;
-use crate::routes::ai::{self as api, PriceView, PricesIn, TeamView, TeamsQuery};
+use crate::service::ai::{self as api, PriceView, PricesIn, TeamView, TeamsQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;

@@ -8,10 +8,7 @@ use serde_json::{Value, json};
 use trusthub_core::probe;
 use trusthub_platform::openapi::{Variant, tag};
 
-/// Shortest HTTP check interval.
-pub const MIN_HTTP_INTERVAL: i64 = 10;
-/// Longest HTTP check interval.
-pub const MAX_HTTP_INTERVAL: i64 = 86_400;
+use crate::service::apps::{MAX_HTTP_INTERVAL, MIN_HTTP_INTERVAL};
 
 /// A field this shape does not take: null or absent.
 fn none(why: &str) -> Value {

@@ -1,5 +1,6 @@
 //! What the API's handlers, the dashboard's pages and other capabilities call.
 
+pub mod apps;
 pub mod events;
 pub mod restart;
 pub mod rules;

@@ -162,9 +162,8 @@ async fn apps_page(
         // window changes), not computed here for every SLO.
         let slos = (state.part::<crate::service::events::SloLines>().0)(state, tenant).await?;
         let candidates = match agent {
-            Some(id) => crate::routes::apps::candidates_of(state, &user.principal, id)
+            Some(id) => crate::service::apps::candidates_of(state, &user.principal, id)
                 .await?
-                .0
                 .into_iter()
                 .map(|c| CandidateRow {
                     app_type: c.app_type,
@@ -235,7 +234,7 @@ pub async fn track_app(
     if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
         return refused.into_response();
     }
-    let req = crate::routes::apps::NewAppRequest {
+    let req = crate::service::apps::NewAppRequest {
         agent_id: Some(form.agent_id),
         name: form.name,
         app_type: Some(form.app_type),
@@ -255,7 +254,7 @@ pub async fn track_app(
         keyword: None,
         tls_min_days: None,
     };
-    match crate::routes::apps::create_app(&state, &meta, &user.principal, req).await {
+    match crate::service::apps::create_app(&state, &meta, &user.principal, req).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
         Err(ApiError::Validation(errors)) => {
             apps_page(
@@ -316,7 +315,7 @@ pub async fn add_check(
         number("interval_seconds", &form.interval_seconds),
         number("failures", &form.failures),
     ) {
-        (Ok(interval_seconds), Ok(failures)) => crate::routes::apps::NewAppRequest {
+        (Ok(interval_seconds), Ok(failures)) => crate::service::apps::NewAppRequest {
             agent_id: None,
             name: form.name,
             app_type: None,
@@ -343,7 +342,7 @@ pub async fn add_check(
             };
         }
     };
-    match crate::routes::apps::create_app(&state, &meta, &user.principal, req).await {
+    match crate::service::apps::create_app(&state, &meta, &user.principal, req).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
         Err(e) => match form_error(e) {
             Ok((status, m)) => apps_page(&state, &user, &no_query(), Some(m), status).await,
@@ -379,10 +378,10 @@ pub async fn expect_app(
     if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
         return refused.into_response();
     }
-    let req = crate::routes::apps::AppPatch {
+    let req = crate::service::apps::AppPatch {
         expected_state: form.expected_state,
     };
-    match crate::routes::apps::set_expected_state(&state, &meta, &user.principal, id, req).await {
+    match crate::service::apps::set_expected_state(&state, &meta, &user.principal, id, req).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
         Err(e) => e.into_response(),
     }
@@ -399,7 +398,7 @@ pub async fn untrack_app(
     if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
         return refused.into_response();
     }
-    match crate::routes::apps::untrack(&state, &meta, &user.principal, id).await {
+    match crate::service::apps::untrack(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
         Err(e) => e.into_response(),
     }

@@ -3,15 +3,13 @@
 
 use crate::auth::{Admin, Operator, Viewer};
 use crate::cve::ImportReport;
-use crate::error::{ApiError, ApiResult, Problem};
+use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
 pub use crate::service::cve::*;
-use crate::state::{AppState, now};
+use crate::state::AppState;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
-use serde_json::json;
-use trusthub_core::audit as ev;
+use axum::http::HeaderMap;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
@@ -55,52 +53,13 @@ pub(crate) async fn sources(
 pub(crate) async fn import(
     State(state): State<AppState>,
     meta: Meta,
-    Admin(p): Admin,
+    by: Admin,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> ApiResult<axum::Json<ImportReport>> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    if !content_type.starts_with("application/zip") {
-        return Err(ApiError::UnsupportedMediaType(
-            "expected Content-Type application/zip (a zip of OSV JSON records)".into(),
-        ));
-    }
-    let now = now();
-    let tenant = p.tenant();
-    let limits = crate::archive::Limits::with_total(state.settings.import_max_bytes);
-    let outcome = match crate::archive::spool_body(body, MAX_UPLOAD_BYTES as u64).await {
-        Ok(file) => {
-            crate::cve::import_zip_file(&state.db, &tenant.0.to_string(), file, limits, now)
-                .await
-                .map_err(|e| (e.kind(), e.message(), ApiError::from(e)))
-        }
-        Err(e) => Err(("upload", e.to_string(), e)),
-    };
-    let (event, details) = match &outcome {
-        Ok(r) => (
-            ev::CVE_IMPORT,
-            json!({"files": r.files, "inserted": r.inserted, "updated": r.updated,
-                "unchanged": r.unchanged, "withdrawn": r.withdrawn, "skipped": r.skipped_count}),
-        ),
-        Err((kind, message, _)) => (
-            ev::CVE_IMPORT_FAILED,
-            json!({"reason": kind, "detail": message.chars().take(2000).collect::<String>()}),
-        ),
-    };
-    let mut tx = state.db.begin().await?;
-    trusthub_store::audit::append(
-        &mut tx,
-        tenant,
-        &meta.audit(event, p.actor(), "cve_sources".into(), details),
-        now,
-    )
-    .await?;
-    tx.commit().await?;
-    outcome.map(axum::Json).map_err(|(_, _, e)| e)
+    import_by(&state, &meta, &by, &headers, body)
+        .await
+        .map(axum::Json)
 }
 
 /// The tenant's vulnerability findings (viewer), worst first: what the scans of its hosts'

@@ -10,7 +10,6 @@ use crate::state::{AppState, now};
 use crate::store::cve::Filter;
 use axum::extract::State;
 use axum::response::Response;
-use std::collections::HashMap;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
@@ -30,45 +29,10 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 400, body = Problem)))]
 pub(crate) async fn sarif(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Query(q): Query<SarifQuery>,
 ) -> ApiResult<Response> {
-    let min_rank = match q.severity.as_deref() {
-        None => None,
-        Some(s) => match crate::rules::osv::Severity::parse(s) {
-            Some(v) if v.as_str() == s => Some(v.rank()),
-            _ => {
-                return Err(ApiError::invalid(
-                    "severity",
-                    "use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN",
-                ));
-            }
-        },
-    };
-    let mut c = state.db.conn().await?;
-    let filter = Filter {
-        min_rank,
-        agent_id: q.agent_id,
-        status: Some("open".into()),
-        ..Default::default()
-    };
-    let findings =
-        crate::store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now()).await?;
-    let hosts = super::cve::hostnames(&mut c, p.tenant()).await?;
-    let mut locks = HashMap::new();
-    let mut agents: Vec<Uuid> = findings
-        .iter()
-        .filter(|f| !f.seen.project_path.is_empty())
-        .map(|f| f.agent_id)
-        .collect();
-    agents.sort();
-    agents.dedup();
-    for agent in agents {
-        let inv = trusthub_fleet::latest_inventory(&mut c, p.tenant(), agent).await?;
-        locks.insert(agent, lockfiles(inv.as_ref().map(|r| &r.inventory)));
-    }
-    let log = sarif_log(&findings, &hosts, &locks, &state.public_url);
-    Ok(json_file(&log, "application/sarif+json"))
+    sarif_by(&state, &by, q).await
 }
 
 /// The host's CycloneDX 1.6 SBOM (viewer): every package of its latest inventory (OS

@@ -4,7 +4,7 @@
 //! api.osv.dev.
 
 use crate::auth::Viewer;
-use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::Json;
 use crate::openapi::api_routes;
 pub use crate::service::osv_api::*;
@@ -75,49 +75,8 @@ pub(crate) async fn query(
     responses((status = 200, body = BatchResponse), (status = 422, body = Problem)))]
 pub(crate) async fn querybatch(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Json(b): Json<BatchQuery>,
 ) -> ApiResult<axum::Json<BatchResponse>> {
-    if b.queries.len() > MAX_BATCH {
-        return Err(ApiError::invalid("queries", "at most 1000 queries"));
-    }
-    let mut read_all = Vec::new();
-    let mut errors = Vec::new();
-    for (i, q) in b.queries.iter().enumerate() {
-        match read(q, &format!("queries[{i}].")) {
-            Ok(x) => read_all.push(x),
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let mut c = state.db.conn().await?;
-    let scope = p.tenant().0.to_string();
-    let mut results = Vec::new();
-    for (i, (eco, name, version)) in read_all.iter().enumerate() {
-        let records = answer(&mut c, &scope, eco, name, version.as_deref())
-            .await
-            .map_err(|e| match e {
-                ApiError::Validation(v) => ApiError::Validation(
-                    v.into_iter()
-                        .map(|f| FieldError {
-                            field: format!("queries[{i}].{}", f.field),
-                            message: f.message,
-                        })
-                        .collect(),
-                ),
-                other => other,
-            })?;
-        results.push(BatchResult {
-            vulns: records
-                .into_iter()
-                .map(|(r, _)| BatchVuln {
-                    id: r.id,
-                    modified: r.modified,
-                })
-                .collect(),
-        });
-    }
-    Ok(axum::Json(BatchResponse { results }))
+    querybatch_by(&state, &by, b).await.map(axum::Json)
 }

@@ -1,10 +1,12 @@
 //! The services behind [`crate::routes::cve`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
 
-use crate::auth::{Operator, Viewer};
+use crate::auth::{Admin, Operator, Viewer};
+use crate::cve::ImportReport;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
+use axum::http::{HeaderMap, header};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -632,4 +634,57 @@ pub async fn sources_of(
         }
     }
     Ok(out)
+}
+
+/// The service behind the `import` handler, for the API and the dashboard alike.
+pub async fn import_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Admin,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> ApiResult<ImportReport> {
+    let p = &by.0;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if !content_type.starts_with("application/zip") {
+        return Err(ApiError::UnsupportedMediaType(
+            "expected Content-Type application/zip (a zip of OSV JSON records)".into(),
+        ));
+    }
+    let now = now();
+    let tenant = p.tenant();
+    let limits = crate::archive::Limits::with_total(state.settings.import_max_bytes);
+    let outcome = match crate::archive::spool_body(body, MAX_UPLOAD_BYTES as u64).await {
+        Ok(file) => {
+            crate::cve::import_zip_file(&state.db, &tenant.0.to_string(), file, limits, now)
+                .await
+                .map_err(|e| (e.kind(), e.message(), ApiError::from(e)))
+        }
+        Err(e) => Err(("upload", e.to_string(), e)),
+    };
+    let (event, details) = match &outcome {
+        Ok(r) => (
+            ev::CVE_IMPORT,
+            json!({"files": r.files, "inserted": r.inserted, "updated": r.updated,
+                "unchanged": r.unchanged, "withdrawn": r.withdrawn, "skipped": r.skipped_count}),
+        ),
+        Err((kind, message, _)) => (
+            ev::CVE_IMPORT_FAILED,
+            json!({"reason": kind, "detail": message.chars().take(2000).collect::<String>()}),
+        ),
+    };
+    let mut tx = state.db.begin().await?;
+    trusthub_store::audit::append(
+        &mut tx,
+        tenant,
+        &meta.audit(event, p.actor(), "cve_sources".into(), details),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    outcome.map_err(|(_, _, e)| e)
 }

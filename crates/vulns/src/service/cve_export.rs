@@ -1,7 +1,10 @@
 //! The services behind [`crate::routes::cve_export`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
 
-use crate::store::cve::Finding;
+use crate::auth::Viewer;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, now};
+use crate::store::cve::{Filter, Finding};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -319,4 +322,45 @@ pub(crate) fn cyclonedx(
         "components": out,
         "vulnerabilities": vulns,
     })
+}
+
+/// The service behind the `sarif` handler, for the API and the dashboard alike.
+pub async fn sarif_by(state: &AppState, by: &Viewer, q: SarifQuery) -> ApiResult<Response> {
+    let p = &by.0;
+    let min_rank = match q.severity.as_deref() {
+        None => None,
+        Some(s) => match crate::rules::osv::Severity::parse(s) {
+            Some(v) if v.as_str() == s => Some(v.rank()),
+            _ => {
+                return Err(ApiError::invalid(
+                    "severity",
+                    "use CRITICAL, HIGH, MEDIUM, LOW or UNKNOWN",
+                ));
+            }
+        },
+    };
+    let mut c = state.db.conn().await?;
+    let filter = Filter {
+        min_rank,
+        agent_id: q.agent_id,
+        status: Some("open".into()),
+        ..Default::default()
+    };
+    let findings =
+        crate::store::cve::list(&mut c, p.tenant(), &filter, None, i64::MAX, now()).await?;
+    let hosts = super::cve::hostnames(&mut c, p.tenant()).await?;
+    let mut locks = HashMap::new();
+    let mut agents: Vec<Uuid> = findings
+        .iter()
+        .filter(|f| !f.seen.project_path.is_empty())
+        .map(|f| f.agent_id)
+        .collect();
+    agents.sort();
+    agents.dedup();
+    for agent in agents {
+        let inv = trusthub_fleet::latest_inventory(&mut c, p.tenant(), agent).await?;
+        locks.insert(agent, lockfiles(inv.as_ref().map(|r| &r.inventory)));
+    }
+    let log = sarif_log(&findings, &hosts, &locks, &state.public_url);
+    Ok(json_file(&log, "application/sarif+json"))
 }

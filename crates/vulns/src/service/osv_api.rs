@@ -1,8 +1,10 @@
 //! The services behind [`crate::routes::osv_api`]: what its handlers, the dashboard's
 //! pages and other capabilities call.
 
+use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::rules::osv::{Record, Verdict};
+use crate::state::AppState;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -206,4 +208,55 @@ pub(crate) async fn answer(
         }
     }
     Ok(out)
+}
+
+/// The service behind the `querybatch` handler, for the API and the dashboard alike.
+pub async fn querybatch_by(
+    state: &AppState,
+    by: &Viewer,
+    b: BatchQuery,
+) -> ApiResult<BatchResponse> {
+    let p = &by.0;
+    if b.queries.len() > MAX_BATCH {
+        return Err(ApiError::invalid("queries", "at most 1000 queries"));
+    }
+    let mut read_all = Vec::new();
+    let mut errors = Vec::new();
+    for (i, q) in b.queries.iter().enumerate() {
+        match read(q, &format!("queries[{i}].")) {
+            Ok(x) => read_all.push(x),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut c = state.db.conn().await?;
+    let scope = p.tenant().0.to_string();
+    let mut results = Vec::new();
+    for (i, (eco, name, version)) in read_all.iter().enumerate() {
+        let records = answer(&mut c, &scope, eco, name, version.as_deref())
+            .await
+            .map_err(|e| match e {
+                ApiError::Validation(v) => ApiError::Validation(
+                    v.into_iter()
+                        .map(|f| FieldError {
+                            field: format!("queries[{i}].{}", f.field),
+                            message: f.message,
+                        })
+                        .collect(),
+                ),
+                other => other,
+            })?;
+        results.push(BatchResult {
+            vulns: records
+                .into_iter()
+                .map(|(r, _)| BatchVuln {
+                    id: r.id,
+                    modified: r.modified,
+                })
+                .collect(),
+        });
+    }
+    Ok(BatchResponse { results })
 }

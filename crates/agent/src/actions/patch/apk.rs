@@ -9,7 +9,7 @@
 //! This machine has no apk: the commands and the parsing of apk's output are tested with
 //! fixtures (see README), the rest is the flow the other managers share and test for real.
 
-use super::{Log, Outcome, Target};
+use super::{Log, Target};
 use crate::host::command::CommandOutcome;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -129,23 +129,29 @@ async fn states(log: &mut Log) -> Result<BTreeMap<String, String>, String> {
 }
 
 /// `install_package` with apk: see the module.
-pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
-    let mut log = Log::default();
-    let not_installed =
-        |log: Log, code: i64, why: String| log.outcome(code, Some(format!("not installed: {why}")));
-    let before = match states(&mut log).await {
-        Ok(s) => s,
-        Err(why) => return not_installed(log, 1, why),
-    };
-    for t in targets {
-        if !before.contains_key(&t.name) {
-            return not_installed(log, 1, format!("{} is not installed", t.name));
-        }
+/// apk: see the module.
+pub(super) struct Apk;
+
+impl super::PackageManager for Apk {
+    type Installed = String;
+    /// `/etc/apk/world` before the upgrade, when there is one.
+    type Snapshot = Option<Vec<u8>>;
+    const UPGRADE: &'static str = "apk upgrade";
+
+    async fn states(&self, log: &mut Log) -> Result<BTreeMap<String, String>, String> {
+        states(log).await
+    }
+
+    fn version(installed: &String) -> Option<String> {
+        Some(installed.clone())
+    }
+
+    async fn newest(&self, log: &mut Log, name: &str) -> Result<Option<String>, (i64, String)> {
         let CommandOutcome {
             code, stdout: out, ..
-        } = apk(&mut log, commands::policy(&t.name)).await;
+        } = apk(log, commands::policy(name)).await;
         if code != 0 {
-            return not_installed(log, code, format!("apk policy exited {code}"));
+            return Err((code, format!("apk policy exited {code}")));
         }
         let mut newest: Option<String> = None;
         for v in parse_policy(&out) {
@@ -157,83 +163,71 @@ pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
                 newest = Some(v);
             }
         }
-        match newest {
-            None => {
-                return not_installed(log, 1, format!("no version of {} is available", t.name));
-            }
-            Some(v) if !at_least(&v, &t.version).await => {
-                return not_installed(
-                    log,
-                    1,
-                    format!(
-                        "{}'s newest version {v} does not reach {}",
-                        t.name, t.version
-                    ),
-                );
-            }
-            Some(_) => {}
+        Ok(newest)
+    }
+
+    async fn at_least(&self, have: &str, want: &str) -> bool {
+        at_least(have, want).await
+    }
+
+    async fn snapshot(
+        &self,
+        _log: &mut Log,
+        _targets: &[Target],
+        _before: &BTreeMap<String, String>,
+        dir: &Path,
+    ) -> Result<Option<Vec<u8>>, (i64, String)> {
+        let world = std::fs::read(WORLD).ok();
+        if let Some(w) = &world
+            && let Err(e) = std::fs::write(dir.join("world"), w)
+        {
+            return Err((1, format!("cannot keep {WORLD}: {e}")));
         }
+        Ok(world)
     }
-    let world = std::fs::read(WORLD).ok();
-    if let Some(w) = &world
-        && let Err(e) = std::fs::write(dir.join("world"), w)
-    {
-        return not_installed(log, 1, format!("cannot keep {WORLD}: {e}"));
+
+    async fn install(&self, log: &mut Log, targets: &[Target]) -> (i64, Option<String>) {
+        let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
+        let CommandOutcome {
+            code,
+            stdout,
+            stderr,
+        } = apk(log, commands::upgrade(&names)).await;
+        let script = script_failed(&stdout)
+            .or_else(|| script_failed(&stderr))
+            .map(|line| format!("apk upgrade: {line}"));
+        (code, script)
     }
-    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-    let CommandOutcome {
-        code,
-        stdout: out,
-        stderr: err,
-    } = apk(&mut log, commands::upgrade(&names)).await;
-    let after = states(&mut log).await.unwrap_or_default();
-    let failed_script = script_failed(&out).or_else(|| script_failed(&err));
-    let why = if let Some(line) = failed_script {
-        format!("apk upgrade: {line}")
-    } else if code != 0 {
-        if after == before {
-            return not_installed(log, code, format!("apk upgrade exited {code}"));
+
+    /// Each changed package at its previous version again, what is new deleted, `world` back.
+    async fn restore(
+        &self,
+        log: &mut Log,
+        world: Option<Vec<u8>>,
+        before: &BTreeMap<String, String>,
+        after: &BTreeMap<String, String>,
+    ) -> Result<Option<&'static str>, String> {
+        let previous: Vec<(String, String)> = before
+            .iter()
+            .filter(|(n, v)| after.get(*n) != Some(v))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        if !previous.is_empty() {
+            apk(log, commands::add_exact(&previous)).await;
         }
-        format!("apk upgrade exited {code}")
-    } else {
-        let mut problem = None;
-        for t in targets {
-            match after.get(&t.name) {
-                Some(v) if at_least(v, &t.version).await => {}
-                Some(v) => {
-                    problem = Some(format!("{} is {v}, not {}", t.name, t.version));
-                    break;
-                }
-                None => {
-                    problem = Some(format!("{} is gone", t.name));
-                    break;
-                }
-            }
+        let fresh = super::fresh(before, after);
+        if !fresh.is_empty() {
+            apk(log, commands::del(&fresh)).await;
         }
-        match problem {
-            None => return log.outcome(0, None),
-            Some(p) if after == before => return not_installed(log, 1, p),
-            Some(p) => p,
+        if let Some(w) = world {
+            let _ = std::fs::write(WORLD, w);
         }
-    };
-    let exit = if code != 0 { code } else { 1 };
-    let previous: Vec<(String, String)> = before
-        .iter()
-        .filter(|(n, v)| after.get(*n) != Some(v))
-        .map(|(n, v)| (n.clone(), v.clone()))
-        .collect();
-    if !previous.is_empty() {
-        apk(&mut log, commands::add_exact(&previous)).await;
+        Ok(None)
     }
-    let fresh = super::fresh(&before, &after);
-    if !fresh.is_empty() {
-        apk(&mut log, commands::del(&fresh)).await;
+
+    fn show(installed: &String) -> String {
+        installed.clone()
     }
-    if let Some(w) = world {
-        let _ = std::fs::write(WORLD, w);
-    }
-    let restored = states(&mut log).await.unwrap_or_default();
-    super::rollback_verdict(log, exit, &why, &before, &restored, String::clone, None)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! when the result does not verify. apt and dpkg run as configured on the host; `APT_CONFIG`,
 //! `DPKG_ROOT` and `DPKG_ADMINDIR` are honoured as the tools themselves honour them.
 
-use super::{Log, Outcome, Target};
+use super::{Log, Target};
 use crate::host::command::CommandOutcome;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -160,152 +160,173 @@ async fn audit(log: &mut Log) -> String {
     out.trim().to_owned()
 }
 
-/// Upgrades `targets` (each to its candidate, which must reach the target) as one apt
-/// transaction, snapshot first, verified after, restored when it does not verify.
-pub async fn install(targets: &[Target], dir: &Path) -> Outcome {
-    let mut log = Log::default();
-    let not_installed = |log: Log, code: i64, why: String| {
-        log.outcome(
-            if code == 0 { 1 } else { code },
-            Some(format!("not installed: {why}")),
-        )
-    };
-    // Fresh lists, as unattended-upgrades has; a failure leaves the lists there were.
-    log.run("apt-get", &["update", "-q"], ENV, None).await;
-    let before = match states(&mut log).await {
-        Ok(s) => s,
-        Err(e) => return not_installed(log, 1, e),
-    };
-    for t in targets {
-        if before.get(&t.name).is_none_or(|(_, s)| s != "ii") {
-            return not_installed(log, 1, format!("{} is not installed", t.name));
-        }
+/// apt: see the module.
+pub(super) struct Apt;
+
+impl super::PackageManager for Apt {
+    type Installed = (String, String);
+    /// The installed `.deb` of everything the upgrade changes.
+    type Snapshot = Vec<PathBuf>;
+    const UPGRADE: &'static str = "apt-get";
+    const VERIFY_A_FAILED_UPGRADE: bool = true;
+
+    async fn states(&self, log: &mut Log) -> Result<States, String> {
+        states(log).await
+    }
+
+    fn version(installed: &(String, String)) -> Option<String> {
+        Some(installed.0.clone())
+    }
+
+    async fn newest(&self, log: &mut Log, name: &str) -> Result<Option<String>, (i64, String)> {
         let (_, policy) = log
-            .run("apt-cache", &["policy", "--", &t.name], ENV, None)
+            .run("apt-cache", &["policy", "--", name], ENV, None)
             .await;
-        match parse_candidate(&policy) {
-            Some(c) if compare(&c, "ge", &t.version).await => {}
-            Some(c) => {
-                return not_installed(
-                    log,
-                    100,
-                    format!(
-                        "{} {} is not available (the candidate is {c})",
-                        t.name, t.version
-                    ),
-                );
+        Ok(parse_candidate(&policy))
+    }
+
+    async fn at_least(&self, have: &str, want: &str) -> bool {
+        compare(have, "ge", want).await
+    }
+
+    /// Each target installed (`ii`) with a candidate that reaches it, after fresh lists, as
+    /// unattended-upgrades has them (a failed update leaves the lists there were).
+    async fn check(
+        &self,
+        log: &mut Log,
+        targets: &[Target],
+        before: &States,
+    ) -> Result<(), (i64, String)> {
+        log.run("apt-get", &["update", "-q"], ENV, None).await;
+        for t in targets {
+            if before.get(&t.name).is_none_or(|(_, s)| s != "ii") {
+                return Err((1, format!("{} is not installed", t.name)));
             }
-            None => {
-                return not_installed(
-                    log,
-                    100,
-                    format!("{} has no installation candidate", t.name),
-                );
-            }
-        }
-    }
-    let names: Vec<&str> = targets.iter().map(|t| t.name.as_str()).collect();
-    let mut args: Vec<&str> = vec!["-s", "-q", "install", "--only-upgrade"];
-    args.extend(KEEP_CONFIG);
-    args.push("--");
-    args.extend(&names);
-    let (code, simulation) = log.run("apt-get", &args, ENV, None).await;
-    if code != 0 {
-        return not_installed(log, code, "apt cannot resolve the upgrade".into());
-    }
-    let (changes, removed) = parse_simulation(&simulation);
-    if !removed.is_empty() {
-        return not_installed(
-            log,
-            1,
-            format!("the upgrade would remove {}", removed.join(", ")),
-        );
-    }
-    // The snapshot: the package states, and the installed .deb of everything that changes.
-    let _ = std::fs::write(
-        dir.join("status-before.txt"),
-        before
-            .iter()
-            .map(|(n, (v, s))| format!("{n}\t{v}\t{s}\n"))
-            .collect::<String>(),
-    );
-    let mut saved: Vec<PathBuf> = Vec::new();
-    for (name, old, _) in &changes {
-        if let Some(old) = old {
-            match save_deb(&mut log, dir, name, old).await {
-                Some(p) => saved.push(p),
-                None => {
-                    return not_installed(
-                        log,
-                        1,
+            match self.newest(log, &t.name).await? {
+                Some(c) if self.at_least(&c, &t.version).await => {}
+                Some(c) => {
+                    return Err((
+                        100,
                         format!(
-                            "no snapshot: the installed {name} {old} cannot be fetched again or found in apt's cache"
+                            "{} {} is not available (the candidate is {c})",
+                            t.name, t.version
                         ),
-                    );
+                    ));
+                }
+                None => {
+                    return Err((100, format!("{} has no installation candidate", t.name)));
                 }
             }
         }
+        Ok(())
     }
-    let mut args: Vec<&str> = vec!["-y", "-q", "install", "--only-upgrade"];
-    args.extend(KEEP_CONFIG);
-    args.push("--");
-    args.extend(&names);
-    let (code, _) = log.run("apt-get", &args, ENV, None).await;
-    // Verification: each target reached and installed, dpkg's database consistent.
-    let after = states(&mut log).await.unwrap_or_default();
-    let mut problems: Vec<String> = Vec::new();
-    if code != 0 {
-        problems.push(format!("apt-get exited {code}"));
-    }
-    for t in targets {
-        match after.get(&t.name) {
-            Some((v, s)) if s == "ii" && compare(v, "ge", &t.version).await => {}
-            Some((v, s)) if s != "ii" => problems.push(format!(
-                "{} {v} is left in dpkg state {s}, not installed",
-                t.name
-            )),
-            Some((v, _)) => problems.push(format!("{} is {v}, below {}", t.name, t.version)),
-            None => problems.push(format!("{} is gone", t.name)),
+
+    /// The upgrade simulated first (it must resolve and remove nothing), then the package
+    /// states and the installed `.deb` of everything it changes kept in `dir`.
+    async fn snapshot(
+        &self,
+        log: &mut Log,
+        targets: &[Target],
+        before: &States,
+        dir: &Path,
+    ) -> Result<Vec<PathBuf>, (i64, String)> {
+        let mut args: Vec<&str> = vec!["-s", "-q", "install", "--only-upgrade"];
+        args.extend(KEEP_CONFIG);
+        args.push("--");
+        args.extend(targets.iter().map(|t| t.name.as_str()));
+        let (code, simulation) = log.run("apt-get", &args, ENV, None).await;
+        if code != 0 {
+            return Err((code, "apt cannot resolve the upgrade".into()));
         }
+        let (changes, removed) = parse_simulation(&simulation);
+        if !removed.is_empty() {
+            return Err((
+                1,
+                format!("the upgrade would remove {}", removed.join(", ")),
+            ));
+        }
+        let _ = std::fs::write(
+            dir.join("status-before.txt"),
+            before
+                .iter()
+                .map(|(n, (v, s))| format!("{n}\t{v}\t{s}\n"))
+                .collect::<String>(),
+        );
+        let mut saved: Vec<PathBuf> = Vec::new();
+        for (name, old, _) in &changes {
+            if let Some(old) = old {
+                match save_deb(log, dir, name, old).await {
+                    Some(p) => saved.push(p),
+                    None => {
+                        return Err((
+                            1,
+                            format!(
+                                "no snapshot: the installed {name} {old} cannot be fetched again or found in apt's cache"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(saved)
     }
-    let audited = audit(&mut log).await;
-    if !audited.is_empty() {
-        problems.push("dpkg --audit reports broken packages".into());
+
+    async fn install(&self, log: &mut Log, targets: &[Target]) -> (i64, Option<String>) {
+        let mut args: Vec<&str> = vec!["-y", "-q", "install", "--only-upgrade"];
+        args.extend(KEEP_CONFIG);
+        args.push("--");
+        args.extend(targets.iter().map(|t| t.name.as_str()));
+        let (code, _) = log.run("apt-get", &args, ENV, None).await;
+        (code, None)
     }
-    if problems.is_empty() {
-        return log.outcome(0, None);
+
+    /// Every target reached and installed (each problem named), dpkg's database consistent.
+    async fn verify(&self, log: &mut Log, targets: &[Target], after: &States) -> Vec<String> {
+        let mut problems: Vec<String> = Vec::new();
+        for t in targets {
+            match after.get(&t.name) {
+                Some((v, s)) if s == "ii" && compare(v, "ge", &t.version).await => {}
+                Some((v, s)) if s != "ii" => problems.push(format!(
+                    "{} {v} is left in dpkg state {s}, not installed",
+                    t.name
+                )),
+                Some((v, _)) => problems.push(format!("{} is {v}, below {}", t.name, t.version)),
+                None => problems.push(format!("{} is gone", t.name)),
+            }
+        }
+        if !audit(log).await.is_empty() {
+            problems.push("dpkg --audit reports broken packages".into());
+        }
+        problems
     }
-    let why = problems.join("; ");
-    let exit = if code == 0 { 1 } else { code };
-    if after == before {
-        return not_installed(log, exit, why);
+
+    /// The saved `.deb` of what changed installed again, what the upgrade newly installed
+    /// purged; `dpkg --audit` asked after.
+    async fn restore(
+        &self,
+        log: &mut Log,
+        saved: Vec<PathBuf>,
+        before: &States,
+        after: &States,
+    ) -> Result<Option<&'static str>, String> {
+        if !saved.is_empty() {
+            let mut args: Vec<&str> = vec!["-i", "--force-downgrade"];
+            let paths: Vec<String> = saved.iter().map(|p| p.display().to_string()).collect();
+            args.extend(paths.iter().map(String::as_str));
+            log.run("dpkg", &args, ENV, None).await;
+        }
+        let fresh = super::fresh(before, after);
+        if !fresh.is_empty() {
+            let mut args = vec!["--purge"];
+            args.extend(&fresh);
+            log.run("dpkg", &args, ENV, None).await;
+        }
+        Ok((!audit(log).await.is_empty()).then_some("dpkg --audit"))
     }
-    // Restore: the saved .debs of what changed, and what the upgrade newly installed purged.
-    let changed: Vec<&PathBuf> = saved.iter().collect();
-    if !changed.is_empty() {
-        let mut args: Vec<&str> = vec!["-i", "--force-downgrade"];
-        let paths: Vec<String> = changed.iter().map(|p| p.display().to_string()).collect();
-        args.extend(paths.iter().map(String::as_str));
-        log.run("dpkg", &args, ENV, None).await;
+
+    fn show(installed: &(String, String)) -> String {
+        installed.0.clone()
     }
-    let fresh = super::fresh(&before, &after);
-    if !fresh.is_empty() {
-        let mut args = vec!["--purge"];
-        args.extend(&fresh);
-        log.run("dpkg", &args, ENV, None).await;
-    }
-    let restored = states(&mut log).await.unwrap_or_default();
-    let audited = audit(&mut log).await;
-    let audit = (!audited.is_empty()).then_some("dpkg --audit");
-    super::rollback_verdict(
-        log,
-        exit,
-        &why,
-        &before,
-        &restored,
-        |(v, _)| v.clone(),
-        audit,
-    )
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! `dnf history rollback <id>` and the package list compared with the snapshot. rpm is the
 //! oracle of its own version order (`rpm.vercmp`). dnf and rpm run as configured on the host.
 
-use super::{Log, Outcome, Target};
+use super::{Log, Target};
 use crate::host::command::CommandOutcome;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -84,20 +84,24 @@ pub(super) async fn at_least(have: &str, want: &str) -> bool {
     vercmp(have, &want).await.is_some_and(|c| c >= 0)
 }
 
-/// `install_package` with dnf: see the module.
-pub async fn install(targets: &[Target], _dir: &Path) -> Outcome {
-    let mut log = Log::default();
-    let not_installed =
-        |log: Log, code: i64, why: String| log.outcome(code, Some(format!("not installed: {why}")));
-    let before = match states(&mut log).await {
-        Ok(s) => s,
-        Err(why) => return not_installed(log, 1, why),
-    };
-    let mut names = Vec::new();
-    for t in targets {
-        if !before.contains_key(&t.name) {
-            return not_installed(log, 1, format!("{} is not installed", t.name));
-        }
+/// dnf: see the module.
+pub(super) struct Dnf;
+
+impl super::PackageManager for Dnf {
+    type Installed = Vec<String>;
+    /// dnf's newest history id before the upgrade (0: none).
+    type Snapshot = u64;
+    const UPGRADE: &'static str = "dnf upgrade";
+
+    async fn states(&self, log: &mut Log) -> Result<BTreeMap<String, Vec<String>>, String> {
+        states(log).await
+    }
+
+    fn version(installed: &Vec<String>) -> Option<String> {
+        installed.last().cloned()
+    }
+
+    async fn newest(&self, log: &mut Log, name: &str) -> Result<Option<String>, (i64, String)> {
         let (code, out) = log
             .run(
                 "dnf",
@@ -108,99 +112,73 @@ pub async fn install(targets: &[Target], _dir: &Path) -> Outcome {
                     "--latest-limit=1",
                     "--qf",
                     "%{epoch}:%{version}-%{release}\\n",
-                    &t.name,
+                    name,
                 ],
                 ENV,
                 None,
             )
             .await;
-        let candidate = out.lines().map(str::trim).find(|l| !l.is_empty());
-        match candidate {
-            _ if code != 0 => {
-                return not_installed(log, code, format!("dnf repoquery exited {code}"));
-            }
-            None => {
-                return not_installed(log, 1, format!("no version of {} is available", t.name));
-            }
-            Some(c) if !at_least(c, &t.version).await => {
-                let c = c.to_owned();
-                return not_installed(
-                    log,
-                    1,
-                    format!(
-                        "{}'s newest version {c} does not reach {}",
-                        t.name, t.version
-                    ),
-                );
-            }
-            Some(_) => names.push(t.name.as_str()),
+        if code != 0 {
+            return Err((code, format!("dnf repoquery exited {code}")));
         }
-    }
-    let (_, history) = log.run("dnf", &["history", "list"], ENV, None).await;
-    let snapshot = parse_history_id(&history);
-    // `--best`: the newest version or a failure, never a quiet partial upgrade.
-    let mut args = vec!["-y", "--best", "upgrade"];
-    args.extend(&names);
-    let CommandOutcome {
-        code,
-        stdout: _,
-        stderr: err,
-    } = log.run_full("dnf", &args, ENV, None).await;
-    let after = states(&mut log).await.unwrap_or_default();
-    let why = if code != 0 {
-        if after == before {
-            return not_installed(log, code, format!("dnf upgrade exited {code}"));
-        }
-        format!("dnf upgrade exited {code}")
-    } else if err.contains(SCRIPTLET_FAILED) {
-        let line = err
+        Ok(out
             .lines()
-            .find(|l| l.contains(SCRIPTLET_FAILED))
-            .unwrap_or_default();
-        format!("dnf upgrade: {}", line.trim())
-    } else {
-        let mut problem = None;
-        for t in targets {
-            let have = after.get(&t.name).and_then(|v| v.last()).cloned();
-            match have {
-                Some(v) if at_least(&v, &t.version).await => {}
-                Some(v) => {
-                    problem = Some(format!("{} is {v}, not {}", t.name, t.version));
-                    break;
-                }
-                None => {
-                    problem = Some(format!("{} is gone", t.name));
-                    break;
-                }
-            }
-        }
-        if problem.is_none() {
-            let (c, out) = log.run("dnf", &["-q", "check"], ENV, None).await;
-            if c != 0 || !out.trim().is_empty() {
-                problem = Some(format!("dnf check exited {c}"));
-            }
-        }
-        match problem {
-            None => return log.outcome(0, None),
-            // Nothing changed: there is nothing to roll back.
-            Some(p) if after == before => return not_installed(log, 1, p),
-            Some(p) => p,
-        }
-    };
-    let exit = if code != 0 { code } else { 1 };
-    if snapshot == 0 {
-        return log.outcome(
-            exit,
-            Some(format!(
-                "rollback failed: {why}; dnf has no history to roll back to"
-            )),
-        );
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned))
     }
-    let id = snapshot.to_string();
-    log.run("dnf", &["-y", "history", "rollback", &id], ENV, None)
-        .await;
-    let restored = states(&mut log).await.unwrap_or_default();
-    super::rollback_verdict(log, exit, &why, &before, &restored, |v| v.join(", "), None)
+
+    async fn at_least(&self, have: &str, want: &str) -> bool {
+        at_least(have, want).await
+    }
+
+    async fn snapshot(
+        &self,
+        log: &mut Log,
+        _targets: &[Target],
+        _before: &BTreeMap<String, Vec<String>>,
+        _dir: &Path,
+    ) -> Result<u64, (i64, String)> {
+        let (_, history) = log.run("dnf", &["history", "list"], ENV, None).await;
+        Ok(parse_history_id(&history))
+    }
+
+    async fn install(&self, log: &mut Log, targets: &[Target]) -> (i64, Option<String>) {
+        // `--best`: the newest version or a failure, never a quiet partial upgrade.
+        let mut args = vec!["-y", "--best", "upgrade"];
+        args.extend(targets.iter().map(|t| t.name.as_str()));
+        let CommandOutcome { code, stderr, .. } = log.run_full("dnf", &args, ENV, None).await;
+        let script = (code == 0)
+            .then(|| stderr.lines().find(|l| l.contains(SCRIPTLET_FAILED)))
+            .flatten()
+            .map(|line| format!("dnf upgrade: {}", line.trim()));
+        (code, script)
+    }
+
+    async fn check_database(&self, log: &mut Log) -> Option<String> {
+        let (c, out) = log.run("dnf", &["-q", "check"], ENV, None).await;
+        (c != 0 || !out.trim().is_empty()).then(|| format!("dnf check exited {c}"))
+    }
+
+    async fn restore(
+        &self,
+        log: &mut Log,
+        snapshot: u64,
+        _before: &BTreeMap<String, Vec<String>>,
+        _after: &BTreeMap<String, Vec<String>>,
+    ) -> Result<Option<&'static str>, String> {
+        if snapshot == 0 {
+            return Err("dnf has no history to roll back to".into());
+        }
+        let id = snapshot.to_string();
+        log.run("dnf", &["-y", "history", "rollback", &id], ENV, None)
+            .await;
+        Ok(None)
+    }
+
+    fn show(installed: &Vec<String>) -> String {
+        installed.join(", ")
+    }
 }
 
 #[cfg(test)]

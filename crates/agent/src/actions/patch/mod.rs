@@ -14,6 +14,7 @@ pub mod zypper;
 use crate::host::command::{COMMAND_TIMEOUT, CommandOutcome, on_path, run, run_as};
 use crate::host::owner::Owner;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// What a patch reports: the hub records it as the action's result.
@@ -30,12 +31,35 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn refused(code: i64, note: String) -> Outcome {
+    fn refused(code: i64, end: PatchEnd) -> Outcome {
+        let note = end.to_string();
         Outcome {
             exit_code: code,
             stdout: String::new(),
             stderr: note.clone(),
             note: Some(note),
+        }
+    }
+}
+
+/// How a patch that did not reach its targets ended; the result's note says it in these
+/// words, which the hub and the dashboard show as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchEnd {
+    /// Nothing changed: the patch was refused or failed before changing anything.
+    NotInstalled(String),
+    /// Something changed and the snapshot was put back.
+    RolledBack(String),
+    /// Something changed and could not be put back entirely: the host needs a look.
+    RollbackFailed(String),
+}
+
+impl std::fmt::Display for PatchEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PatchEnd::NotInstalled(why) => write!(f, "not installed: {why}"),
+            PatchEnd::RolledBack(why) => write!(f, "rolled back: {why}"),
+            PatchEnd::RollbackFailed(why) => write!(f, "rollback failed: {why}"),
         }
     }
 }
@@ -157,12 +181,12 @@ impl Log {
     }
 
     /// The outcome with this transcript.
-    pub fn outcome(self, exit_code: i64, note: Option<String>) -> Outcome {
+    pub fn outcome(self, exit_code: i64, end: Option<PatchEnd>) -> Outcome {
         Outcome {
             exit_code,
             stdout: self.out,
             stderr: self.err,
-            note,
+            note: end.as_ref().map(PatchEnd::to_string),
         }
     }
 }
@@ -193,7 +217,7 @@ pub fn rollback_verdict<V: PartialEq>(
     audit: Option<&str>,
 ) -> Outcome {
     if restored == before && audit.is_none() {
-        return log.outcome(exit, Some(format!("rolled back: {why}")));
+        return log.outcome(exit, Some(PatchEnd::RolledBack(why.to_owned())));
     }
     let differ: Vec<String> = before
         .iter()
@@ -208,8 +232,169 @@ pub fn rollback_verdict<V: PartialEq>(
     };
     log.outcome(
         exit,
-        Some(format!("rollback failed: {why}; still different: {still}")),
+        Some(PatchEnd::RollbackFailed(format!(
+            "{why}; still different: {still}"
+        ))),
     )
+}
+
+/// A distribution's package manager (CONTRACT 19): the steps of a patch, which [`patch_with`]
+/// runs in order: the package states, a check that every target can be reached, a snapshot,
+/// the upgrade, its verification, and a restore when it does not verify.
+pub(super) trait PackageManager {
+    /// What the package database holds for one name (a version, or several, and a status).
+    type Installed: PartialEq;
+    /// What a restore needs besides the states before the upgrade.
+    type Snapshot;
+    /// The upgrade command as notes name it (`dnf upgrade exited 1`).
+    const UPGRADE: &'static str;
+    /// Whether a failed upgrade is still verified (apt reports every problem at once).
+    const VERIFY_A_FAILED_UPGRADE: bool = false;
+
+    /// Every installed package by name.
+    async fn states(&self, log: &mut Log) -> Result<BTreeMap<String, Self::Installed>, String>;
+    /// The installed version a target is compared with, for notes and verification.
+    fn version(installed: &Self::Installed) -> Option<String>;
+    /// The newest version the repositories offer for `name`; `Err((exit, why))` when the
+    /// manager cannot say.
+    async fn newest(&self, log: &mut Log, name: &str) -> Result<Option<String>, (i64, String)>;
+    /// Whether `have` reaches `want`, in the manager's own version order.
+    async fn at_least(&self, have: &str, want: &str) -> bool;
+
+    /// Refuses, changing nothing, a target that is not installed or that the repositories
+    /// cannot bring to its version.
+    async fn check(
+        &self,
+        log: &mut Log,
+        targets: &[Target],
+        before: &BTreeMap<String, Self::Installed>,
+    ) -> Result<(), (i64, String)> {
+        for t in targets {
+            if !before.contains_key(&t.name) {
+                return Err((1, format!("{} is not installed", t.name)));
+            }
+            match self.newest(log, &t.name).await? {
+                None => return Err((1, format!("no version of {} is available", t.name))),
+                Some(v) if !self.at_least(&v, &t.version).await => {
+                    return Err((
+                        1,
+                        format!(
+                            "{}'s newest version {v} does not reach {}",
+                            t.name, t.version
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps what a restore needs (in `dir`); `Err((exit, why))` refuses, changing nothing.
+    async fn snapshot(
+        &self,
+        log: &mut Log,
+        targets: &[Target],
+        before: &BTreeMap<String, Self::Installed>,
+        dir: &Path,
+    ) -> Result<Self::Snapshot, (i64, String)>;
+
+    /// Runs the upgrade: its exit code, and a failed package script the code alone may not
+    /// tell.
+    async fn install(&self, log: &mut Log, targets: &[Target]) -> (i64, Option<String>);
+
+    /// What is wrong with the result: a target below its version or gone (the first one),
+    /// then the database's own check.
+    async fn verify(
+        &self,
+        log: &mut Log,
+        targets: &[Target],
+        after: &BTreeMap<String, Self::Installed>,
+    ) -> Vec<String> {
+        for t in targets {
+            match after.get(&t.name).and_then(Self::version) {
+                Some(v) if self.at_least(&v, &t.version).await => {}
+                Some(v) => return vec![format!("{} is {v}, not {}", t.name, t.version)],
+                None => return vec![format!("{} is gone", t.name)],
+            }
+        }
+        self.check_database(log).await.into_iter().collect()
+    }
+
+    /// The database's own consistency check after an upgrade (`dnf check`), if it has one.
+    async fn check_database(&self, _log: &mut Log) -> Option<String> {
+        None
+    }
+
+    /// Puts back what the upgrade changed; `Ok` with the name of a database check that
+    /// still complains, `Err(why)` when there is nothing to restore from.
+    async fn restore(
+        &self,
+        log: &mut Log,
+        snapshot: Self::Snapshot,
+        before: &BTreeMap<String, Self::Installed>,
+        after: &BTreeMap<String, Self::Installed>,
+    ) -> Result<Option<&'static str>, String>;
+
+    /// How a package that is still different after a restore is shown (`was …`).
+    fn show(installed: &Self::Installed) -> String;
+}
+
+/// A patch with `manager`: states, check, snapshot, upgrade, verification, and a restore
+/// when the result does not verify. A failed upgrade that changed nothing is reported as
+/// `not installed`.
+pub(super) async fn patch_with<M: PackageManager>(
+    manager: &M,
+    targets: &[Target],
+    dir: &Path,
+) -> Outcome {
+    let mut log = Log::default();
+    let not_installed =
+        |log: Log, code: i64, why: String| log.outcome(code, Some(PatchEnd::NotInstalled(why)));
+    let before = match manager.states(&mut log).await {
+        Ok(s) => s,
+        Err(why) => return not_installed(log, 1, why),
+    };
+    if let Err((code, why)) = manager.check(&mut log, targets, &before).await {
+        return not_installed(log, code, why);
+    }
+    let snapshot = match manager.snapshot(&mut log, targets, &before, dir).await {
+        Ok(s) => s,
+        Err((code, why)) => return not_installed(log, code, why),
+    };
+    let (code, script_failed) = manager.install(&mut log, targets).await;
+    let after = manager.states(&mut log).await.unwrap_or_default();
+    let exit = if code != 0 { code } else { 1 };
+    let exited = format!("{} exited {code}", M::UPGRADE);
+    let why = match script_failed {
+        Some(why) => why,
+        None if code != 0 && !M::VERIFY_A_FAILED_UPGRADE => {
+            if after == before {
+                return not_installed(log, code, exited);
+            }
+            exited
+        }
+        None => {
+            let mut problems = if code != 0 { vec![exited] } else { Vec::new() };
+            problems.extend(manager.verify(&mut log, targets, &after).await);
+            if problems.is_empty() {
+                return log.outcome(0, None);
+            }
+            let why = problems.join("; ");
+            // Nothing changed: there is nothing to roll back.
+            if after == before {
+                return not_installed(log, exit, why);
+            }
+            why
+        }
+    };
+    match manager.restore(&mut log, snapshot, &before, &after).await {
+        Err(e) => log.outcome(exit, Some(PatchEnd::RollbackFailed(format!("{why}; {e}")))),
+        Ok(audit) => {
+            let restored = manager.states(&mut log).await.unwrap_or_default();
+            rollback_verdict(log, exit, &why, &before, &restored, M::show, audit)
+        }
+    }
 }
 
 /// Where a patch keeps its snapshot: `<state dir>/patches/<jti>`.
@@ -239,26 +424,26 @@ pub async fn install_package(
     if !allowed.manager(manager) {
         return Outcome::refused(
             1,
-            format!("not installed: `{manager}` is not on this host's patch_managers"),
+            PatchEnd::NotInstalled(format!("`{manager}` is not on this host's patch_managers")),
         );
     }
     let targets = match targets(args) {
         Ok(t) => t,
-        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
     };
     let dir = match snapshot_dir(state_dir, jti) {
         Ok(d) => d,
-        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
     };
     let _turn = ONE_AT_A_TIME.lock().await;
     match manager {
-        "apt" => apt::install(&targets, &dir).await,
-        "dnf" => dnf::install(&targets, &dir).await,
-        "zypper" => zypper::install(&targets, &dir).await,
-        "apk" => apk::install(&targets, &dir).await,
+        "apt" => patch_with(&apt::Apt, &targets, &dir).await,
+        "dnf" => patch_with(&dnf::Dnf, &targets, &dir).await,
+        "zypper" => patch_with(&zypper::Zypper, &targets, &dir).await,
+        "apk" => patch_with(&apk::Apk, &targets, &dir).await,
         other => Outcome::refused(
             1,
-            format!("not installed: this agent cannot patch with `{other}` yet"),
+            PatchEnd::NotInstalled(format!("this agent cannot patch with `{other}` yet")),
         ),
     }
 }
@@ -282,48 +467,53 @@ pub async fn update_packages(
     if !allowed.manager(manager) {
         return Outcome::refused(
             1,
-            format!("not installed: `{ecosystem}` is not on this host's patch_managers"),
+            PatchEnd::NotInstalled(format!(
+                "`{ecosystem}` is not on this host's patch_managers"
+            )),
         );
     }
     let path = Path::new(args["project_path"].as_str().unwrap_or_default());
     if !allowed.project(path) {
         return Outcome::refused(
             1,
-            format!(
-                "not installed: `{}` is not under this host's project_paths",
+            PatchEnd::NotInstalled(format!(
+                "`{}` is not under this host's project_paths",
                 path.display()
-            ),
+            )),
         );
     }
     // The folder as the file system resolves it: a symbolic link cannot lead outside.
     let project = match std::fs::canonicalize(path) {
         Err(e) => {
-            return Outcome::refused(1, format!("not installed: `{}`: {e}", path.display()));
+            return Outcome::refused(
+                1,
+                PatchEnd::NotInstalled(format!("`{}`: {e}", path.display())),
+            );
         }
         Ok(p) if !allowed.project(&p) => {
             return Outcome::refused(
                 1,
-                format!(
-                    "not installed: `{}` leads outside this host's project_paths",
+                PatchEnd::NotInstalled(format!(
+                    "`{}` leads outside this host's project_paths",
                     p.display()
-                ),
+                )),
             );
         }
         Ok(p) if !p.is_dir() => {
             return Outcome::refused(
                 1,
-                format!("not installed: `{}` is not a folder", path.display()),
+                PatchEnd::NotInstalled(format!("`{}` is not a folder", path.display())),
             );
         }
         Ok(p) => p,
     };
     let targets = match targets(args) {
         Ok(t) => t,
-        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
     };
     let dir = match snapshot_dir(state_dir, jti) {
         Ok(d) => d,
-        Err(e) => return Outcome::refused(1, format!("not installed: {e}")),
+        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
     };
     let _turn = ONE_AT_A_TIME.lock().await;
     deps::update(ecosystem, &project, &targets, &dir).await

@@ -6,8 +6,9 @@
 //! newly installed, then compared with the snapshot. rpm is the oracle of its version order.
 
 use super::dnf::{at_least, states};
-use super::{Log, Outcome, Target};
+use super::{Log, Target};
 use crate::host::command::CommandOutcome;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 const ENV: &[(&str, &str)] = &[("LC_ALL", "C")];
@@ -36,7 +37,7 @@ pub fn scriptlet_failed(out: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn newest(log: &mut Log, name: &str) -> Result<Option<String>, String> {
+async fn newest(log: &mut Log, name: &str) -> Result<Option<String>, (i64, String)> {
     let mut args = QUIET.to_vec();
     args.extend(["--quiet", "search", "-s", "--match-exact", name]);
     let (code, out) = log.run("zypper", &args, ENV, None).await;
@@ -45,7 +46,7 @@ async fn newest(log: &mut Log, name: &str) -> Result<Option<String>, String> {
         return Ok(None);
     }
     if code != 0 {
-        return Err(format!("zypper search exited {code}"));
+        return Err((1, format!("zypper search exited {code}")));
     }
     let mut best: Option<String> = None;
     for v in parse_search(&out, name) {
@@ -60,111 +61,102 @@ async fn newest(log: &mut Log, name: &str) -> Result<Option<String>, String> {
     Ok(best)
 }
 
-/// `install_package` with zypper: see the module.
-pub async fn install(targets: &[Target], _dir: &Path) -> Outcome {
-    let mut log = Log::default();
-    let not_installed =
-        |log: Log, code: i64, why: String| log.outcome(code, Some(format!("not installed: {why}")));
-    let before = match states(&mut log).await {
-        Ok(s) => s,
-        Err(why) => return not_installed(log, 1, why),
-    };
-    for t in targets {
-        if !before.contains_key(&t.name) {
-            return not_installed(log, 1, format!("{} is not installed", t.name));
-        }
-        match newest(&mut log, &t.name).await {
-            Err(why) => return not_installed(log, 1, why),
-            Ok(None) => {
-                return not_installed(log, 1, format!("no version of {} is available", t.name));
-            }
-            Ok(Some(v)) if !at_least(&v, &t.version).await => {
-                return not_installed(
-                    log,
-                    1,
-                    format!(
-                        "{}'s newest version {v} does not reach {}",
-                        t.name, t.version
-                    ),
-                );
-            }
-            Ok(Some(_)) => {}
-        }
+/// zypper: see the module.
+pub(super) struct Zypper;
+
+impl super::PackageManager for Zypper {
+    type Installed = Vec<String>;
+    /// The `rpm -qa` list before the upgrade is all a restore needs.
+    type Snapshot = ();
+    const UPGRADE: &'static str = "zypper update";
+
+    async fn states(&self, log: &mut Log) -> Result<BTreeMap<String, Vec<String>>, String> {
+        states(log).await
     }
-    let mut args = QUIET.to_vec();
-    args.push("update");
-    args.extend(targets.iter().map(|t| t.name.as_str()));
-    let CommandOutcome {
-        code,
-        stdout: out,
-        stderr: err,
-    } = log.run_full("zypper", &args, ENV, None).await;
-    let after = states(&mut log).await.unwrap_or_default();
-    let scriptlet = scriptlet_failed(&out).or_else(|| scriptlet_failed(&err));
-    let why = if code == SCRIPT_FAILED || scriptlet.is_some() {
-        format!(
-            "zypper update: {}",
-            scriptlet.unwrap_or_else(|| "an rpm scriptlet failed".into())
-        )
-    } else if code != 0 {
-        if after == before {
-            return not_installed(log, code, format!("zypper update exited {code}"));
-        }
-        format!("zypper update exited {code}")
-    } else {
-        let mut problem = None;
-        for t in targets {
-            match after.get(&t.name).and_then(|v| v.last()) {
-                Some(v) if at_least(v, &t.version).await => {}
-                Some(v) => {
-                    problem = Some(format!("{} is {v}, not {}", t.name, t.version));
-                    break;
-                }
-                None => {
-                    problem = Some(format!("{} is gone", t.name));
-                    break;
-                }
-            }
-        }
-        if problem.is_none() {
+
+    fn version(installed: &Vec<String>) -> Option<String> {
+        installed.last().cloned()
+    }
+
+    async fn newest(&self, log: &mut Log, name: &str) -> Result<Option<String>, (i64, String)> {
+        newest(log, name).await
+    }
+
+    async fn at_least(&self, have: &str, want: &str) -> bool {
+        at_least(have, want).await
+    }
+
+    async fn snapshot(
+        &self,
+        _log: &mut Log,
+        _targets: &[Target],
+        _before: &BTreeMap<String, Vec<String>>,
+        _dir: &Path,
+    ) -> Result<(), (i64, String)> {
+        Ok(())
+    }
+
+    async fn install(&self, log: &mut Log, targets: &[Target]) -> (i64, Option<String>) {
+        let mut args = QUIET.to_vec();
+        args.push("update");
+        args.extend(targets.iter().map(|t| t.name.as_str()));
+        let CommandOutcome {
+            code,
+            stdout,
+            stderr,
+        } = log.run_full("zypper", &args, ENV, None).await;
+        let scriptlet = scriptlet_failed(&stdout).or_else(|| scriptlet_failed(&stderr));
+        let script = (code == SCRIPT_FAILED || scriptlet.is_some()).then(|| {
+            format!(
+                "zypper update: {}",
+                scriptlet.unwrap_or_else(|| "an rpm scriptlet failed".into())
+            )
+        });
+        (code, script)
+    }
+
+    async fn check_database(&self, log: &mut Log) -> Option<String> {
+        let mut args = QUIET.to_vec();
+        args.extend(["verify", "--dry-run"]);
+        let (c, _) = log.run("zypper", &args, ENV, None).await;
+        (c != 0).then(|| format!("zypper verify exited {c}"))
+    }
+
+    /// Each changed package at its previous version again, what is new removed.
+    async fn restore(
+        &self,
+        log: &mut Log,
+        _snapshot: (),
+        before: &BTreeMap<String, Vec<String>>,
+        after: &BTreeMap<String, Vec<String>>,
+    ) -> Result<Option<&'static str>, String> {
+        let previous: Vec<String> = before
+            .iter()
+            .filter(|(n, v)| after.get(*n) != Some(v))
+            .filter_map(|(n, v)| {
+                v.last()
+                    .map(|evr| format!("{n}={}", evr.trim_start_matches("0:")))
+            })
+            .collect();
+        if !previous.is_empty() {
             let mut args = QUIET.to_vec();
-            args.extend(["verify", "--dry-run"]);
-            let (c, _) = log.run("zypper", &args, ENV, None).await;
-            if c != 0 {
-                problem = Some(format!("zypper verify exited {c}"));
-            }
+            args.extend(["install", "--oldpackage", "--force"]);
+            args.extend(previous.iter().map(String::as_str));
+            log.run("zypper", &args, ENV, None).await;
         }
-        match problem {
-            None => return log.outcome(0, None),
-            Some(p) if after == before => return not_installed(log, 1, p),
-            Some(p) => p,
+        let fresh = super::fresh(before, after);
+        if !fresh.is_empty() {
+            let mut args = QUIET.to_vec();
+            args.push("remove");
+            args.extend(&fresh);
+            log.run("zypper", &args, ENV, None).await;
         }
-    };
-    let exit = if code != 0 { code } else { 1 };
-    // Back: each changed package at its previous version, what is new removed.
-    let previous: Vec<String> = before
-        .iter()
-        .filter(|(n, v)| after.get(*n) != Some(v))
-        .filter_map(|(n, v)| {
-            v.last()
-                .map(|evr| format!("{n}={}", evr.trim_start_matches("0:")))
-        })
-        .collect();
-    if !previous.is_empty() {
-        let mut args = QUIET.to_vec();
-        args.extend(["install", "--oldpackage", "--force"]);
-        args.extend(previous.iter().map(String::as_str));
-        log.run("zypper", &args, ENV, None).await;
+        Ok(None)
     }
-    let fresh = super::fresh(&before, &after);
-    if !fresh.is_empty() {
-        let mut args = QUIET.to_vec();
-        args.push("remove");
-        args.extend(&fresh);
-        log.run("zypper", &args, ENV, None).await;
+
+    fn show(installed: &Vec<String>) -> String {
+        installed.join(", ")
     }
-    let restored = states(&mut log).await.unwrap_or_default();
-    super::rollback_verdict(log, exit, &why, &before, &restored, |v| v.join(", "), None)
 }
 
 #[cfg(test)]

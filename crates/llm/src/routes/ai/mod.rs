@@ -1,33 +1,26 @@
 //! LLM traces (CONTRACT 9; SPEC 2.11): intake, and the per-team views and monthly CSV.
 
-use crate::auth::{Credential, TraceSender, Viewer};
-use crate::error::{ApiError, ApiResult, FieldError, Problem};
+use crate::auth::{TraceSender, Viewer};
+use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Query};
 use crate::openapi::api_routes;
-use crate::state::{AppState, now};
-use crate::store::ai::{self as store, NewCall, NewTrace};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use time::OffsetDateTime;
-use trusthub_core::ai::{self, Cost, Usage};
-use trusthub_core::{Role, TokenScope};
 
-use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
-use uuid::Uuid;
 
 pub mod otlp;
 pub mod prices;
 pub mod teams;
 pub mod traces;
 
-pub use otlp::*;
-pub use prices::*;
-pub use teams::*;
-pub use traces::*;
+pub use crate::service::ai::*;
+use otlp::*;
+use prices::*;
+use teams::*;
+use traces::*;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

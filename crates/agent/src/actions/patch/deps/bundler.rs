@@ -11,17 +11,76 @@ use std::path::Path;
 /// What the snapshot keeps.
 pub const ITEMS: [&str; 3] = ["Gemfile", "Gemfile.lock", "vendor/bundle"];
 
-pub(super) fn prepare(project: &Path) -> Result<Vec<&'static str>, String> {
-    if !project.join("Gemfile").is_file() || !project.join("Gemfile.lock").is_file() {
-        return Err(format!(
-            "{} has no Gemfile and Gemfile.lock",
-            project.display()
-        ));
+/// Bundler: `bundle update --conservative`, checked by `bundle check`.
+pub(super) struct Bundler;
+
+impl super::DependencyManager for Bundler {
+    fn program(&self, _project: &Path) -> String {
+        "bundle".to_owned()
     }
-    if !super::super::on_path("bundle") {
-        return Err("bundler is not installed on this host".into());
+
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
+        if !project.join("Gemfile").is_file() || !project.join("Gemfile.lock").is_file() {
+            return Err(format!(
+                "{} has no Gemfile and Gemfile.lock",
+                project.display()
+            ));
+        }
+        if !super::super::on_path("bundle") {
+            return Err("bundler is not installed on this host".into());
+        }
+        Ok(ITEMS.to_vec())
     }
-    Ok(ITEMS.to_vec())
+
+    async fn install(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), (i64, String)> {
+        let gemfile = project.join("Gemfile");
+        let text = std::fs::read_to_string(&gemfile).map_err(|e| (1, format!("Gemfile: {e}")))?;
+        let rewritten = rewrite_gemfile(&text, targets);
+        if rewritten != text {
+            crate::host::owner::write_no_follow(&gemfile, rewritten.as_bytes())
+                .map_err(|e| (1, format!("Gemfile: {e}")))?;
+        }
+        let mut args = vec!["update", "--conservative"];
+        args.extend(targets.iter().map(|t| t.name.as_str()));
+        let (code, _) = log.run("bundle", &args, ENV, Some(project)).await;
+        if code != 0 {
+            return Err((code, format!("bundle update exited {code}")));
+        }
+        Ok(())
+    }
+
+    async fn verify(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), String> {
+        let lock = std::fs::read_to_string(project.join("Gemfile.lock"))
+            .map_err(|e| format!("Gemfile.lock: {e}"))?;
+        let locked = crate::collect::deps::locks::read(&project.join("Gemfile.lock"), &lock)?;
+        for t in targets {
+            let have = locked
+                .iter()
+                .filter(|(_, n, _)| *n == t.name)
+                .map(|(_, _, v)| v.as_str())
+                .next();
+            match have {
+                Some(v) if at_least(v, &t.version) => {}
+                Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
+                None => return Err(format!("{} is not in Gemfile.lock", t.name)),
+            }
+        }
+        let (code, _) = log.run("bundle", &["check"], ENV, Some(project)).await;
+        if code != 0 {
+            return Err(format!("bundle check exited {code}"));
+        }
+        Ok(())
+    }
 }
 
 /// The Gemfile with each target's exact pin moved to its version; ranges and unpinned gems
@@ -87,54 +146,6 @@ pub fn rewrite_gemfile(text: &str, targets: &[Target]) -> String {
 }
 
 const ENV: &[(&str, &str)] = &[("BUNDLE_FROZEN", "false"), ("BUNDLE_DEPLOYMENT", "false")];
-
-pub(super) async fn install(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), (i64, String)> {
-    let gemfile = project.join("Gemfile");
-    let text = std::fs::read_to_string(&gemfile).map_err(|e| (1, format!("Gemfile: {e}")))?;
-    let rewritten = rewrite_gemfile(&text, targets);
-    if rewritten != text {
-        crate::host::owner::write_no_follow(&gemfile, rewritten.as_bytes())
-            .map_err(|e| (1, format!("Gemfile: {e}")))?;
-    }
-    let mut args = vec!["update", "--conservative"];
-    args.extend(targets.iter().map(|t| t.name.as_str()));
-    let (code, _) = log.run("bundle", &args, ENV, Some(project)).await;
-    if code != 0 {
-        return Err((code, format!("bundle update exited {code}")));
-    }
-    Ok(())
-}
-
-pub(super) async fn verify(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), String> {
-    let lock = std::fs::read_to_string(project.join("Gemfile.lock"))
-        .map_err(|e| format!("Gemfile.lock: {e}"))?;
-    let locked = crate::collect::deps::locks::read(&project.join("Gemfile.lock"), &lock)?;
-    for t in targets {
-        let have = locked
-            .iter()
-            .filter(|(_, n, _)| *n == t.name)
-            .map(|(_, _, v)| v.as_str())
-            .next();
-        match have {
-            Some(v) if at_least(v, &t.version) => {}
-            Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
-            None => return Err(format!("{} is not in Gemfile.lock", t.name)),
-        }
-    }
-    let (code, _) = log.run("bundle", &["check"], ENV, Some(project)).await;
-    if code != 0 {
-        return Err(format!("bundle check exited {code}"));
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

@@ -11,17 +11,131 @@ use std::path::Path;
 /// What the snapshot keeps.
 pub const ITEMS: [&str; 3] = ["composer.json", "composer.lock", "vendor"];
 
-pub(super) fn prepare(project: &Path) -> Result<Vec<&'static str>, String> {
-    if !project.join("composer.json").is_file() || !project.join("composer.lock").is_file() {
-        return Err(format!(
-            "{} has no composer.json and composer.lock",
-            project.display()
-        ));
+/// Composer: `composer require --no-update` then `composer update`, checked by `composer validate`.
+pub(super) struct Composer;
+
+impl super::DependencyManager for Composer {
+    fn program(&self, _project: &Path) -> String {
+        "composer".to_owned()
     }
-    if !super::super::on_path("composer") {
-        return Err("composer is not installed on this host".into());
+
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
+        if !project.join("composer.json").is_file() || !project.join("composer.lock").is_file() {
+            return Err(format!(
+                "{} has no composer.json and composer.lock",
+                project.display()
+            ));
+        }
+        if !super::super::on_path("composer") {
+            return Err("composer is not installed on this host".into());
+        }
+        Ok(ITEMS.to_vec())
     }
-    Ok(ITEMS.to_vec())
+
+    async fn install(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), (i64, String)> {
+        let manifest: serde_json::Value = std::fs::read_to_string(project.join("composer.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .ok_or((1, "composer.json is not valid JSON".to_owned()))?;
+        // Exact pins (`1.2.3`, `v1.2.3`, `=1.2.3`) in require or require-dev move with the target.
+        let mut pins: Vec<(String, bool)> = Vec::new();
+        for t in targets {
+            for (section, dev) in [("require", false), ("require-dev", true)] {
+                if let Some(c) = manifest[section][t.name.as_str()].as_str() {
+                    let c = c.trim().trim_start_matches('=').trim_start_matches('v');
+                    if c.starts_with(|ch: char| ch.is_ascii_digit())
+                        && c.chars()
+                            .all(|ch| ch.is_ascii_alphanumeric() || ".-".contains(ch))
+                    {
+                        pins.push((format!("{}:{}", t.name, t.version), dev));
+                    }
+                }
+            }
+        }
+        for dev in [false, true] {
+            let list: Vec<&str> = pins
+                .iter()
+                .filter(|(_, d)| *d == dev)
+                .map(|(p, _)| p.as_str())
+                .collect();
+            if list.is_empty() {
+                continue;
+            }
+            let mut args = vec!["require", "--no-update"];
+            if dev {
+                args.push("--dev");
+            }
+            args.extend(FLAGS);
+            args.extend(list);
+            let (code, _) = log.run("composer", &args, ENV, Some(project)).await;
+            if code != 0 {
+                return Err((code, format!("composer require exited {code}")));
+            }
+        }
+        let mut args = vec!["update"];
+        args.extend(FLAGS);
+        args.extend(targets.iter().map(|t| t.name.as_str()));
+        let (code, _) = log.run("composer", &args, ENV, Some(project)).await;
+        if code != 0 {
+            return Err((code, format!("composer update exited {code}")));
+        }
+        Ok(())
+    }
+
+    async fn verify(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), String> {
+        let lock = std::fs::read_to_string(project.join("composer.lock"))
+            .map_err(|e| format!("composer.lock: {e}"))?;
+        let locked = crate::collect::deps::locks::read(&project.join("composer.lock"), &lock)?;
+        let installed: serde_json::Value =
+            std::fs::read_to_string(project.join("vendor/composer/installed.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+        for t in targets {
+            let have = locked
+                .iter()
+                .find(|(_, n, _)| *n == t.name)
+                .map(|(_, _, v)| v.as_str());
+            match have {
+                Some(v) if at_least(v, &t.version) => {}
+                Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
+                None => return Err(format!("{} is not in composer.lock", t.name)),
+            }
+            let on_disk = installed["packages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == t.name.as_str())
+                .and_then(|p| p["version"].as_str());
+            match on_disk {
+                Some(v) if at_least(v, &t.version) => {}
+                Some(v) => return Err(format!("vendor holds {} {v}, not {}", t.name, t.version)),
+                None => return Err(format!("{} is not installed in vendor", t.name)),
+            }
+        }
+        let (code, _) = log
+            .run(
+                "composer",
+                &["validate", "--no-interaction"],
+                ENV,
+                Some(project),
+            )
+            .await;
+        if code != 0 {
+            return Err(format!("composer validate exited {code}"));
+        }
+        Ok(())
+    }
 }
 
 const FLAGS: [&str; 5] = [
@@ -32,106 +146,3 @@ const FLAGS: [&str; 5] = [
     "--no-audit",
 ];
 const ENV: &[(&str, &str)] = &[("COMPOSER_NO_INTERACTION", "1")];
-
-pub(super) async fn install(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), (i64, String)> {
-    let manifest: serde_json::Value = std::fs::read_to_string(project.join("composer.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or((1, "composer.json is not valid JSON".to_owned()))?;
-    // Exact pins (`1.2.3`, `v1.2.3`, `=1.2.3`) in require or require-dev move with the target.
-    let mut pins: Vec<(String, bool)> = Vec::new();
-    for t in targets {
-        for (section, dev) in [("require", false), ("require-dev", true)] {
-            if let Some(c) = manifest[section][t.name.as_str()].as_str() {
-                let c = c.trim().trim_start_matches('=').trim_start_matches('v');
-                if c.starts_with(|ch: char| ch.is_ascii_digit())
-                    && c.chars()
-                        .all(|ch| ch.is_ascii_alphanumeric() || ".-".contains(ch))
-                {
-                    pins.push((format!("{}:{}", t.name, t.version), dev));
-                }
-            }
-        }
-    }
-    for dev in [false, true] {
-        let list: Vec<&str> = pins
-            .iter()
-            .filter(|(_, d)| *d == dev)
-            .map(|(p, _)| p.as_str())
-            .collect();
-        if list.is_empty() {
-            continue;
-        }
-        let mut args = vec!["require", "--no-update"];
-        if dev {
-            args.push("--dev");
-        }
-        args.extend(FLAGS);
-        args.extend(list);
-        let (code, _) = log.run("composer", &args, ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("composer require exited {code}")));
-        }
-    }
-    let mut args = vec!["update"];
-    args.extend(FLAGS);
-    args.extend(targets.iter().map(|t| t.name.as_str()));
-    let (code, _) = log.run("composer", &args, ENV, Some(project)).await;
-    if code != 0 {
-        return Err((code, format!("composer update exited {code}")));
-    }
-    Ok(())
-}
-
-pub(super) async fn verify(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), String> {
-    let lock = std::fs::read_to_string(project.join("composer.lock"))
-        .map_err(|e| format!("composer.lock: {e}"))?;
-    let locked = crate::collect::deps::locks::read(&project.join("composer.lock"), &lock)?;
-    let installed: serde_json::Value =
-        std::fs::read_to_string(project.join("vendor/composer/installed.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
-    for t in targets {
-        let have = locked
-            .iter()
-            .find(|(_, n, _)| *n == t.name)
-            .map(|(_, _, v)| v.as_str());
-        match have {
-            Some(v) if at_least(v, &t.version) => {}
-            Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
-            None => return Err(format!("{} is not in composer.lock", t.name)),
-        }
-        let on_disk = installed["packages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["name"] == t.name.as_str())
-            .and_then(|p| p["version"].as_str());
-        match on_disk {
-            Some(v) if at_least(v, &t.version) => {}
-            Some(v) => return Err(format!("vendor holds {} {v}, not {}", t.name, t.version)),
-            None => return Err(format!("{} is not installed in vendor", t.name)),
-        }
-    }
-    let (code, _) = log
-        .run(
-            "composer",
-            &["validate", "--no-interaction"],
-            ENV,
-            Some(project),
-        )
-        .await;
-    if code != 0 {
-        return Err(format!("composer validate exited {code}"));
-    }
-    Ok(())
-}

@@ -10,14 +10,84 @@ use std::path::Path;
 /// What the snapshot keeps.
 pub const ITEMS: [&str; 3] = ["go.mod", "go.sum", "vendor"];
 
-pub(super) fn prepare(project: &Path) -> Result<Vec<&'static str>, String> {
-    if !project.join("go.mod").is_file() {
-        return Err(format!("{} has no go.mod", project.display()));
+/// Go modules: `go get` (and `go mod vendor` when vendored), checked by `go list`, `go mod verify` and `go build`.
+pub(super) struct Go;
+
+impl super::DependencyManager for Go {
+    fn program(&self, _project: &Path) -> String {
+        "go".to_owned()
     }
-    if !super::super::on_path("go") {
-        return Err("go is not installed on this host".into());
+
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
+        if !project.join("go.mod").is_file() {
+            return Err(format!("{} has no go.mod", project.display()));
+        }
+        if !super::super::on_path("go") {
+            return Err("go is not installed on this host".into());
+        }
+        Ok(ITEMS.to_vec())
     }
-    Ok(ITEMS.to_vec())
+
+    async fn install(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), (i64, String)> {
+        let specs: Vec<String> = targets
+            .iter()
+            .map(|t| format!("{}@{}", t.name, tag(&t.version)))
+            .collect();
+        let mut args = vec!["get"];
+        args.extend(specs.iter().map(String::as_str));
+        let (code, _) = log.run("go", &args, ENV, Some(project)).await;
+        if code != 0 {
+            return Err((code, format!("go get exited {code}")));
+        }
+        if project.join("vendor").is_dir() {
+            let (code, _) = log.run("go", &["mod", "vendor"], ENV, Some(project)).await;
+            if code != 0 {
+                return Err((code, format!("go mod vendor exited {code}")));
+            }
+        }
+        Ok(())
+    }
+
+    async fn verify(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), String> {
+        for t in targets {
+            let (code, out) = log
+                .run(
+                    "go",
+                    &["list", "-m", "-f", "{{.Version}}", &t.name],
+                    ENV,
+                    Some(project),
+                )
+                .await;
+            let have = out.trim();
+            if code != 0 || have.is_empty() {
+                return Err(format!("go list -m {} exited {code}", t.name));
+            }
+            if !at_least(have, &tag(&t.version)) {
+                return Err(format!("{} is {have}, not {}", t.name, tag(&t.version)));
+            }
+        }
+        let (code, _) = log.run("go", &["mod", "verify"], ENV, Some(project)).await;
+        if code != 0 {
+            return Err(format!("go mod verify exited {code}"));
+        }
+        let (code, _) = log.run("go", &["build", "./..."], ENV, Some(project)).await;
+        if code != 0 {
+            return Err(format!(
+                "go build ./... exited {code}: the project no longer builds"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Go versions carry their `v`; inventory reports them without it.
@@ -30,62 +100,3 @@ fn tag(v: &str) -> String {
 }
 
 const ENV: &[(&str, &str)] = &[("GOTOOLCHAIN", "local")];
-
-pub(super) async fn install(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), (i64, String)> {
-    let specs: Vec<String> = targets
-        .iter()
-        .map(|t| format!("{}@{}", t.name, tag(&t.version)))
-        .collect();
-    let mut args = vec!["get"];
-    args.extend(specs.iter().map(String::as_str));
-    let (code, _) = log.run("go", &args, ENV, Some(project)).await;
-    if code != 0 {
-        return Err((code, format!("go get exited {code}")));
-    }
-    if project.join("vendor").is_dir() {
-        let (code, _) = log.run("go", &["mod", "vendor"], ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("go mod vendor exited {code}")));
-        }
-    }
-    Ok(())
-}
-
-pub(super) async fn verify(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), String> {
-    for t in targets {
-        let (code, out) = log
-            .run(
-                "go",
-                &["list", "-m", "-f", "{{.Version}}", &t.name],
-                ENV,
-                Some(project),
-            )
-            .await;
-        let have = out.trim();
-        if code != 0 || have.is_empty() {
-            return Err(format!("go list -m {} exited {code}", t.name));
-        }
-        if !at_least(have, &tag(&t.version)) {
-            return Err(format!("{} is {have}, not {}", t.name, tag(&t.version)));
-        }
-    }
-    let (code, _) = log.run("go", &["mod", "verify"], ENV, Some(project)).await;
-    if code != 0 {
-        return Err(format!("go mod verify exited {code}"));
-    }
-    let (code, _) = log.run("go", &["build", "./..."], ENV, Some(project)).await;
-    if code != 0 {
-        return Err(format!(
-            "go build ./... exited {code}: the project no longer builds"
-        ));
-    }
-    Ok(())
-}

@@ -13,7 +13,7 @@ mod go;
 mod npm;
 mod pip;
 
-use super::{Log, Outcome, Target};
+use super::{Log, Outcome, PatchEnd, Target};
 use std::path::{Path, PathBuf};
 
 pub use npm::lock_versions as npm_lock_versions;
@@ -151,71 +151,86 @@ fn walk(path: &Path, out: &mut Vec<String>) {
     }
 }
 
+/// A project's dependency manager (CONTRACT 19): what a snapshot of the project keeps, the
+/// change made with the ecosystem's own tool, and the check that it holds. Taking the
+/// snapshot and restoring it are the same for every ecosystem ([`Snapshot`]).
+pub(super) trait DependencyManager {
+    /// The program it runs, as the project folder's owner.
+    fn program(&self, project: &Path) -> String;
+    /// What a snapshot keeps, once the project and the tool are there.
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String>;
+    /// Moves `targets` to their versions: `Err((exit code, why))` when the tool refuses.
+    async fn install(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), (i64, String)>;
+    /// Whether the result holds: every target at its version and the tree consistent.
+    async fn verify(&self, log: &mut Log, project: &Path, targets: &[Target])
+    -> Result<(), String>;
+}
+
 /// `update_packages` in `project` (already checked against the allowlist) for `ecosystem`.
 pub async fn update(ecosystem: &str, project: &Path, targets: &[Target], dir: &Path) -> Outcome {
+    match ecosystem {
+        "npm" => update_with(&npm::Npm, project, targets, dir).await,
+        "pip" => update_with(&pip::Pip, project, targets, dir).await,
+        "go" | "Go" => update_with(&go::Go, project, targets, dir).await,
+        "bundler" | "RubyGems" => update_with(&bundler::Bundler, project, targets, dir).await,
+        "composer" | "Packagist" => update_with(&composer::Composer, project, targets, dir).await,
+        other => Log::default().outcome(
+            1,
+            Some(PatchEnd::NotInstalled(format!(
+                "this agent cannot update `{other}` projects yet"
+            ))),
+        ),
+    }
+}
+
+/// Snapshot, install, verify; restore when the install or its check fails.
+async fn update_with<M: DependencyManager>(
+    manager: &M,
+    project: &Path,
+    targets: &[Target],
+    dir: &Path,
+) -> Outcome {
     let mut log = Log::default();
-    let prepared = match ecosystem {
-        "npm" => npm::prepare(project),
-        "pip" => pip::prepare(project),
-        "go" | "Go" => go::prepare(project),
-        "bundler" | "RubyGems" => bundler::prepare(project),
-        "composer" | "Packagist" => composer::prepare(project),
-        other => Err(format!("this agent cannot update `{other}` projects yet")),
-    };
-    let items: Vec<&str> = match prepared {
+    let items = match manager.prepare(project) {
         Ok(items) => items,
-        Err(why) => return log.outcome(1, Some(format!("not installed: {why}"))),
+        Err(why) => return log.outcome(1, Some(PatchEnd::NotInstalled(why))),
     };
     // CONTRACT 30: the project's tools run as its owner, and only programs nobody else
     // could have changed run at all.
     let owner = match crate::host::owner::Owner::of(project) {
         Ok(o) => o,
-        Err(why) => return log.outcome(1, Some(format!("not installed: {why}"))),
+        Err(why) => return log.outcome(1, Some(PatchEnd::NotInstalled(why))),
     };
-    let program = match ecosystem {
-        "npm" => "npm".to_owned(),
-        "pip" => pip::python(project),
-        "go" | "Go" => "go".to_owned(),
-        "composer" | "Packagist" => "composer".to_owned(),
-        _ => "bundle".to_owned(),
-    };
-    if let Err(why) = owner.check_executable(&program) {
-        return log.outcome(1, Some(format!("rolled back: refused to run {why}")));
+    if let Err(why) = owner.check_executable(&manager.program(project)) {
+        return log.outcome(
+            1,
+            Some(PatchEnd::RolledBack(format!("refused to run {why}"))),
+        );
     }
     log.as_owner(owner);
     let snap = match Snapshot::take(&mut log, project, dir, &items).await {
         Ok(s) => s,
-        Err(why) => return log.outcome(1, Some(format!("not installed: {why}"))),
+        Err(why) => return log.outcome(1, Some(PatchEnd::NotInstalled(why))),
     };
     let before = snap.listing();
-    let installed = match ecosystem {
-        "npm" => npm::install(&mut log, project, targets).await,
-        "pip" => pip::install(&mut log, project, targets).await,
-        "go" | "Go" => go::install(&mut log, project, targets).await,
-        "composer" | "Packagist" => composer::install(&mut log, project, targets).await,
-        _ => bundler::install(&mut log, project, targets).await,
-    };
-    let (exit, why, note) = match installed {
-        Err((code, why)) => (code, why, "not installed"),
-        Ok(()) => {
-            let verified = match ecosystem {
-                "npm" => npm::verify(&mut log, project, targets).await,
-                "pip" => pip::verify(&mut log, project, targets).await,
-                "go" | "Go" => go::verify(&mut log, project, targets).await,
-                "composer" | "Packagist" => composer::verify(&mut log, project, targets).await,
-                _ => bundler::verify(&mut log, project, targets).await,
-            };
-            match verified {
+    let (exit, why, end): (i64, String, fn(String) -> PatchEnd) =
+        match manager.install(&mut log, project, targets).await {
+            Err((code, why)) => (code, why, PatchEnd::NotInstalled),
+            Ok(()) => match manager.verify(&mut log, project, targets).await {
                 Ok(()) => {
                     snap.discard();
                     return log.outcome(0, None);
                 }
-                Err(why) => (1, why, "rolled back"),
-            }
-        }
-    };
+                Err(why) => (1, why, PatchEnd::RolledBack),
+            },
+        };
     if let Err(e) = snap.restore(&mut log).await {
-        return log.outcome(exit, Some(format!("rollback failed: {why}; {e}")));
+        return log.outcome(exit, Some(PatchEnd::RollbackFailed(format!("{why}; {e}"))));
     }
     let after = snap.listing();
     if after != before {
@@ -226,13 +241,13 @@ pub async fn update(ecosystem: &str, project: &Path, targets: &[Target], dir: &P
             .collect();
         return log.outcome(
             exit,
-            Some(format!(
-                "rollback failed: {why}; still different: {differ:?}"
-            )),
+            Some(PatchEnd::RollbackFailed(format!(
+                "{why}; still different: {differ:?}"
+            ))),
         );
     }
     snap.discard();
-    log.outcome(exit, Some(format!("{note}: {why}")))
+    log.outcome(exit, Some(end(why)))
 }
 
 #[cfg(test)]

@@ -28,119 +28,130 @@ pub fn lock_versions(lock: &str, name: &str) -> Result<Vec<(String, String)>, St
         .collect())
 }
 
-pub(super) fn prepare(project: &Path) -> Result<Vec<&'static str>, String> {
-    if !project.join("package.json").is_file() {
-        return Err(format!("{} has no package.json", project.display()));
+/// npm: `npm install` with the lockfile, checked by `npm ls --all`.
+pub(super) struct Npm;
+
+impl super::DependencyManager for Npm {
+    fn program(&self, _project: &Path) -> String {
+        "npm".to_owned()
     }
-    if !super::super::on_path("npm") {
-        return Err("npm is not installed on this host".into());
+
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
+        if !project.join("package.json").is_file() {
+            return Err(format!("{} has no package.json", project.display()));
+        }
+        if !super::super::on_path("npm") {
+            return Err("npm is not installed on this host".into());
+        }
+        Ok(ITEMS.to_vec())
     }
-    Ok(ITEMS.to_vec())
+
+    async fn install(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), (i64, String)> {
+        let manifest: serde_json::Value = std::fs::read_to_string(project.join("package.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .ok_or((1, "package.json is not valid JSON".to_owned()))?;
+        let spec = |name: &str| {
+            SECTIONS
+                .iter()
+                .find_map(|s| manifest[*s][name].as_str().map(str::to_owned))
+        };
+        // Direct dependencies keep their section and their style (an exact pin stays exact);
+        // a transitive one is forced with `overrides`, npm's own mechanism.
+        let (mut exact, mut ranged, mut overrides) = (Vec::new(), Vec::new(), Vec::new());
+        for t in targets {
+            let spec_of = format!("{}@{}", t.name, t.version);
+            match spec(&t.name) {
+                Some(s) if s.starts_with(|c: char| c.is_ascii_digit()) => exact.push(spec_of),
+                Some(_) => ranged.push(spec_of),
+                None => overrides.push(format!("overrides[{}]={}", t.name, t.version)),
+            }
+        }
+        const FLAGS: [&str; 4] = [
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--no-progress",
+        ];
+        let mut runs: Vec<Vec<String>> = Vec::new();
+        if !overrides.is_empty() {
+            let mut set = vec!["pkg".to_owned(), "set".to_owned()];
+            set.extend(overrides);
+            runs.push(set);
+            runs.push(
+                std::iter::once("install".to_owned())
+                    .chain(FLAGS.map(String::from))
+                    .collect(),
+            );
+        }
+        for (list, extra) in [(exact, Some("--save-exact")), (ranged, None)] {
+            if list.is_empty() {
+                continue;
+            }
+            let mut args: Vec<String> = vec!["install".into()];
+            args.extend(FLAGS.map(String::from));
+            args.extend(extra.map(String::from));
+            args.extend(list);
+            runs.push(args);
+        }
+        for args in runs {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, _) = log.run("npm", &args, ENV, Some(project)).await;
+            if code != 0 {
+                return Err((code, format!("npm {} exited {code}", args[0])));
+            }
+        }
+        Ok(())
+    }
+
+    async fn verify(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), String> {
+        let lock = std::fs::read_to_string(project.join("package-lock.json"))
+            .map_err(|e| format!("package-lock.json: {e}"))?;
+        for t in targets {
+            let found = lock_versions(&lock, &t.name)?;
+            if found.is_empty() {
+                return Err(format!("{} is not in package-lock.json", t.name));
+            }
+            if let Some((at, v)) = found.iter().find(|(_, v)| !at_least(v, &t.version)) {
+                return Err(format!("{} is {v} at {at}, not {}", t.name, t.version));
+            }
+            // What is on disk, not only what the lockfile says.
+            for (at, _) in &found {
+                let installed = std::fs::read_to_string(project.join(at).join("package.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .and_then(|m| m["version"].as_str().map(str::to_owned));
+                match installed {
+                    Some(v) if at_least(&v, &t.version) => {}
+                    Some(v) => return Err(format!("{at} holds {v}, not {}", t.version)),
+                    None => return Err(format!("{at} is not installed")),
+                }
+            }
+        }
+        let (code, _) = log.run("npm", &["ls", "--all"], ENV, Some(project)).await;
+        if code != 0 {
+            return Err(format!(
+                "npm ls exited {code}: the dependency tree is not consistent"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `package.json` dependency sections: a target named in one is a direct dependency.
 const SECTIONS: [&str; 3] = ["dependencies", "devDependencies", "optionalDependencies"];
 
-pub(super) async fn install(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), (i64, String)> {
-    let manifest: serde_json::Value = std::fs::read_to_string(project.join("package.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or((1, "package.json is not valid JSON".to_owned()))?;
-    let spec = |name: &str| {
-        SECTIONS
-            .iter()
-            .find_map(|s| manifest[*s][name].as_str().map(str::to_owned))
-    };
-    // Direct dependencies keep their section and their style (an exact pin stays exact);
-    // a transitive one is forced with `overrides`, npm's own mechanism.
-    let (mut exact, mut ranged, mut overrides) = (Vec::new(), Vec::new(), Vec::new());
-    for t in targets {
-        let spec_of = format!("{}@{}", t.name, t.version);
-        match spec(&t.name) {
-            Some(s) if s.starts_with(|c: char| c.is_ascii_digit()) => exact.push(spec_of),
-            Some(_) => ranged.push(spec_of),
-            None => overrides.push(format!("overrides[{}]={}", t.name, t.version)),
-        }
-    }
-    const FLAGS: [&str; 4] = [
-        "--no-audit",
-        "--no-fund",
-        "--ignore-scripts",
-        "--no-progress",
-    ];
-    let mut runs: Vec<Vec<String>> = Vec::new();
-    if !overrides.is_empty() {
-        let mut set = vec!["pkg".to_owned(), "set".to_owned()];
-        set.extend(overrides);
-        runs.push(set);
-        runs.push(
-            std::iter::once("install".to_owned())
-                .chain(FLAGS.map(String::from))
-                .collect(),
-        );
-    }
-    for (list, extra) in [(exact, Some("--save-exact")), (ranged, None)] {
-        if list.is_empty() {
-            continue;
-        }
-        let mut args: Vec<String> = vec!["install".into()];
-        args.extend(FLAGS.map(String::from));
-        args.extend(extra.map(String::from));
-        args.extend(list);
-        runs.push(args);
-    }
-    for args in runs {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, _) = log.run("npm", &args, ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("npm {} exited {code}", args[0])));
-        }
-    }
-    Ok(())
-}
-
 const ENV: &[(&str, &str)] = &[
     ("NO_UPDATE_NOTIFIER", "1"),
     ("npm_config_update_notifier", "false"),
 ];
-
-pub(super) async fn verify(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), String> {
-    let lock = std::fs::read_to_string(project.join("package-lock.json"))
-        .map_err(|e| format!("package-lock.json: {e}"))?;
-    for t in targets {
-        let found = lock_versions(&lock, &t.name)?;
-        if found.is_empty() {
-            return Err(format!("{} is not in package-lock.json", t.name));
-        }
-        if let Some((at, v)) = found.iter().find(|(_, v)| !at_least(v, &t.version)) {
-            return Err(format!("{} is {v} at {at}, not {}", t.name, t.version));
-        }
-        // What is on disk, not only what the lockfile says.
-        for (at, _) in &found {
-            let installed = std::fs::read_to_string(project.join(at).join("package.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|m| m["version"].as_str().map(str::to_owned));
-            match installed {
-                Some(v) if at_least(&v, &t.version) => {}
-                Some(v) => return Err(format!("{at} holds {v}, not {}", t.version)),
-                None => return Err(format!("{at} is not installed")),
-            }
-        }
-    }
-    let (code, _) = log.run("npm", &["ls", "--all"], ENV, Some(project)).await;
-    if code != 0 {
-        return Err(format!(
-            "npm ls exited {code}: the dependency tree is not consistent"
-        ));
-    }
-    Ok(())
-}

@@ -61,21 +61,101 @@ fn venv(project: &Path) -> Option<PathBuf> {
         .find(|v| v.join("bin/python").exists())
 }
 
-pub(super) fn prepare(project: &Path) -> Result<Vec<&'static str>, String> {
-    if !project.join("requirements.txt").is_file() {
-        return Err(format!(
-            "{} has no requirements.txt (poetry projects are not updated by this agent)",
-            project.display()
-        ));
+/// pip: `pip install` into the project's virtualenv, checked by `pip check`.
+pub(super) struct Pip;
+
+impl super::DependencyManager for Pip {
+    fn program(&self, project: &Path) -> String {
+        python(project)
     }
-    let env = venv(project).ok_or(format!(
-        "{} has no virtualenv at .venv or venv",
-        project.display()
-    ))?;
-    Ok(match env.file_name().and_then(|n| n.to_str()) {
-        Some(".venv") => vec![ITEMS[0], ".venv"],
-        _ => vec![ITEMS[0], "venv"],
-    })
+
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
+        if !project.join("requirements.txt").is_file() {
+            return Err(format!(
+                "{} has no requirements.txt (poetry projects are not updated by this agent)",
+                project.display()
+            ));
+        }
+        let env = venv(project).ok_or(format!(
+            "{} has no virtualenv at .venv or venv",
+            project.display()
+        ))?;
+        Ok(match env.file_name().and_then(|n| n.to_str()) {
+            Some(".venv") => vec![ITEMS[0], ".venv"],
+            _ => vec![ITEMS[0], "venv"],
+        })
+    }
+
+    async fn install(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), (i64, String)> {
+        let python = python(project);
+        let pins: Vec<String> = targets
+            .iter()
+            .map(|t| format!("{}=={}", t.name, t.version))
+            .collect();
+        let mut args = vec!["-m", "pip", "install"];
+        args.extend(pins.iter().map(String::as_str));
+        let (code, _) = log.run(&python, &args, ENV, Some(project)).await;
+        if code != 0 {
+            return Err((code, format!("pip install exited {code}")));
+        }
+        let file = project.join("requirements.txt");
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| (1, format!("requirements.txt: {e}")))?;
+        crate::host::owner::write_no_follow(&file, rewrite_requirements(&text, targets).as_bytes())
+            .map_err(|e| (1, format!("requirements.txt: {e}")))?;
+        Ok(())
+    }
+
+    async fn verify(
+        &self,
+        log: &mut Log,
+        project: &Path,
+        targets: &[Target],
+    ) -> Result<(), String> {
+        let python = python(project);
+        let (code, out) = log
+            .run(
+                &python,
+                &["-m", "pip", "list", "--format=json"],
+                ENV,
+                Some(project),
+            )
+            .await;
+        if code != 0 {
+            return Err(format!("pip list exited {code}"));
+        }
+        let list: Vec<serde_json::Value> =
+            serde_json::from_str(&out).map_err(|e| format!("pip list: {e}"))?;
+        for t in targets {
+            let have = list
+                .iter()
+                .find(|p| {
+                    p["name"]
+                        .as_str()
+                        .is_some_and(|n| pep503(n) == pep503(&t.name))
+                })
+                .and_then(|p| p["version"].as_str());
+            match have {
+                Some(v) if at_least(v, &t.version) => {}
+                Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
+                None => return Err(format!("{} is not installed", t.name)),
+            }
+        }
+        let (code, _) = log
+            .run(&python, &["-m", "pip", "check"], ENV, Some(project))
+            .await;
+        if code != 0 {
+            return Err(format!(
+                "pip check exited {code}: the environment has broken requirements"
+            ));
+        }
+        Ok(())
+    }
 }
 
 const ENV: &[(&str, &str)] = &[
@@ -88,72 +168,4 @@ pub(super) fn python(project: &Path) -> String {
     venv(project)
         .map(|v| v.join("bin/python").display().to_string())
         .unwrap_or_default()
-}
-
-pub(super) async fn install(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), (i64, String)> {
-    let python = python(project);
-    let pins: Vec<String> = targets
-        .iter()
-        .map(|t| format!("{}=={}", t.name, t.version))
-        .collect();
-    let mut args = vec!["-m", "pip", "install"];
-    args.extend(pins.iter().map(String::as_str));
-    let (code, _) = log.run(&python, &args, ENV, Some(project)).await;
-    if code != 0 {
-        return Err((code, format!("pip install exited {code}")));
-    }
-    let file = project.join("requirements.txt");
-    let text = std::fs::read_to_string(&file).map_err(|e| (1, format!("requirements.txt: {e}")))?;
-    crate::host::owner::write_no_follow(&file, rewrite_requirements(&text, targets).as_bytes())
-        .map_err(|e| (1, format!("requirements.txt: {e}")))?;
-    Ok(())
-}
-
-pub(super) async fn verify(
-    log: &mut Log,
-    project: &Path,
-    targets: &[Target],
-) -> Result<(), String> {
-    let python = python(project);
-    let (code, out) = log
-        .run(
-            &python,
-            &["-m", "pip", "list", "--format=json"],
-            ENV,
-            Some(project),
-        )
-        .await;
-    if code != 0 {
-        return Err(format!("pip list exited {code}"));
-    }
-    let list: Vec<serde_json::Value> =
-        serde_json::from_str(&out).map_err(|e| format!("pip list: {e}"))?;
-    for t in targets {
-        let have = list
-            .iter()
-            .find(|p| {
-                p["name"]
-                    .as_str()
-                    .is_some_and(|n| pep503(n) == pep503(&t.name))
-            })
-            .and_then(|p| p["version"].as_str());
-        match have {
-            Some(v) if at_least(v, &t.version) => {}
-            Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
-            None => return Err(format!("{} is not installed", t.name)),
-        }
-    }
-    let (code, _) = log
-        .run(&python, &["-m", "pip", "check"], ENV, Some(project))
-        .await;
-    if code != 0 {
-        return Err(format!(
-            "pip check exited {code}: the environment has broken requirements"
-        ));
-    }
-    Ok(())
 }
