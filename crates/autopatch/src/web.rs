@@ -10,9 +10,10 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 use trusthub_identity::auth::purpose::AgentAutoPatch;
 use trusthub_identity::auth::{Admin, TotpOffer, TotpProof, Viewer};
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::ApiError;
 use trusthub_platform::extract::Meta;
@@ -279,9 +280,8 @@ pub async fn save(
 
 /// The run-now form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     code: String,
 }
@@ -290,11 +290,9 @@ pub struct RunForm {
 pub async fn run(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<RunForm>,
+    Act { user, form: f, .. }: Act<Admin, RunForm>,
 ) -> PageResult {
-    allowed(&user, Role::Admin, Some(&f.csrf))?;
     let result = async {
         let proof =
             TotpProof::<AgentAutoPatch>::from_code(&state, &meta, user.principal.clone(), &f.code)

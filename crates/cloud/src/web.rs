@@ -10,11 +10,15 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_identity::auth::Admin;
+use trusthub_identity::auth::Operator;
 use trusthub_identity::auth::Viewer;
 use trusthub_identity::{UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
+use trusthub_platform::page::NoFields;
 use trusthub_platform::page::{ASSETS, Assets, Flash, FormPairs, outcome};
 use trusthub_platform::page::{PageResult, render};
 use uuid::Uuid;
@@ -170,19 +174,14 @@ pub async fn add_account(
 
 /// The CSRF token of a button form.
 #[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
+pub struct CsrfForm {}
 
 /// `POST /ui/cloud/accounts/{id}/discover` (operator, CSRF).
 pub async fn discover(
     State(state): State<AppState>,
-    user: WebUser,
     Path(id): Path<Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Operator, NoFields>,
 ) -> PageResult {
-    allowed(&user, Role::Operator, Some(&form.csrf))?;
     let done = service::discover(&state, user.principal.tenant(), id).await;
     after(
         &state,
@@ -198,11 +197,9 @@ pub async fn discover(
 pub async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     Path(id): Path<Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Admin, NoFields>,
 ) -> PageResult {
-    allowed(&user, Role::Admin, Some(&form.csrf))?;
     let done = service::delete(&state, &meta, &user.principal, id).await;
     after(
         &state,
@@ -219,11 +216,9 @@ pub async fn delete(
 pub async fn install(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     Path(id): Path<Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Admin, NoFields>,
 ) -> PageResult {
-    allowed(&user, Role::Admin, Some(&form.csrf))?;
     let shown = async {
         let r = service::resource(&state, user.principal.tenant(), id).await?;
         let i = service::install(&state, &meta, &user.principal, id).await?;

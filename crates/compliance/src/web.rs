@@ -7,7 +7,6 @@ use crate::service::{self, Filter};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -18,7 +17,7 @@ use trusthub_identity::{Act, UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::ApiResult;
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, Flash, html, outcome};
+use trusthub_platform::page::{ASSETS, Assets, Flash, PageResult, outcome, render};
 use trusthub_platform::state::rfc3339;
 use uuid::Uuid;
 
@@ -119,139 +118,133 @@ async fn page(
     q: &PageQuery,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<CompliancePage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let mut f = q.filter()?;
-        let framework = f
-            .framework
-            .clone()
-            .unwrap_or_else(|| "cis-debian".to_owned());
-        f.framework = Some(framework.clone());
-        let results = service::results(
-            state,
-            p.tenant(),
-            &Filter {
-                status: None,
-                ..f.clone()
-            },
-        )
-        .await?;
-        let names = trusthub_fleet::host_names(state, p.tenant()).await?;
-        let mut hosts: BTreeMap<(String, Uuid), HostRow> = BTreeMap::new();
-        for (r, _) in &results {
-            let h = hosts
-                .entry((r.hostname.clone(), r.agent_id))
-                .or_insert_with(|| HostRow {
-                    agent_id: r.agent_id.to_string(),
-                    hostname: r.hostname.clone(),
-                    passed: 0,
-                    failed: 0,
-                    not_applicable: 0,
-                    errors: 0,
-                    checked_at: String::new(),
-                });
-            match r.status.as_str() {
-                "pass" => h.passed += 1,
-                "fail" => h.failed += 1,
-                "not_applicable" => h.not_applicable += 1,
-                _ => h.errors += 1,
-            }
-            let at = rfc3339(r.checked_at);
-            if at > h.checked_at {
-                h.checked_at = at;
-            }
-        }
-        let mut rows: Vec<ResultRow> = results
-            .iter()
-            .filter(|(r, _)| f.status.as_deref().is_none_or(|s| s == r.status))
-            .map(|(r, _)| ResultRow {
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let mut f = q.filter()?;
+    let framework = f
+        .framework
+        .clone()
+        .unwrap_or_else(|| "cis-debian".to_owned());
+    f.framework = Some(framework.clone());
+    let results = service::results(
+        state,
+        p.tenant(),
+        &Filter {
+            status: None,
+            ..f.clone()
+        },
+    )
+    .await?;
+    let names = trusthub_fleet::host_names(state, p.tenant()).await?;
+    let mut hosts: BTreeMap<(String, Uuid), HostRow> = BTreeMap::new();
+    for (r, _) in &results {
+        let h = hosts
+            .entry((r.hostname.clone(), r.agent_id))
+            .or_insert_with(|| HostRow {
                 agent_id: r.agent_id.to_string(),
                 hostname: r.hostname.clone(),
-                check_id: r.check_id.clone(),
-                title: r.title.clone(),
-                controls: frameworks::controls(&r.check_id, &framework).join(", "),
-                status: r.status.clone(),
-                evidence: r.evidence.clone(),
-                remediation: r.remediation.clone(),
-                checked_at: rfc3339(r.checked_at),
-            })
-            .collect();
-        // Failures first, then by host and check.
-        rows.sort_by(|a, b| {
-            (a.status != "fail", &a.hostname, &a.check_id).cmp(&(
-                b.status != "fail",
-                &b.hostname,
-                &b.check_id,
-            ))
-        });
-        let history = service::history(state, p.tenant(), f.agent_id, 30)
-            .await?
-            .into_iter()
-            .rev()
-            .take(60)
-            .map(|h| HistoryRow {
-                at: rfc3339(h.checked_at),
-                hostname: names.get(&h.agent_id).cloned().unwrap_or_default(),
-                passed: h.passed,
-                failed: h.failed,
-                total: (h.passed + h.failed).max(1),
-            })
-            .collect();
-        let runs = service::runs(state, p.tenant())
-            .await?
-            .into_iter()
-            .take(10)
-            .map(|r| {
-                (
-                    rfc3339(r.created_at),
-                    r.agent_id
-                        .and_then(|a| names.get(&a).cloned())
-                        .unwrap_or_else(|| "every host".into()),
-                    r.done,
-                    r.hosts,
-                )
-            })
-            .collect();
-        let query = serde_urlencoded::to_string([
-            ("framework", framework.as_str()),
-            (
-                "agent_id",
-                &f.agent_id.map(|a| a.to_string()).unwrap_or_default(),
-            ),
-        ])
-        .unwrap_or_default();
-        Ok(CompliancePage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_run: p.has_role(Role::Admin),
-            framework_title: frameworks::framework_title(&framework),
-            frameworks: FRAMEWORKS
-                .into_iter()
-                .map(|x| (x, x == framework))
-                .collect(),
-            framework,
-            agent_id: f.agent_id.map(|a| a.to_string()).unwrap_or_default(),
-            statuses: trusthub_core::compliance::STATUSES
-                .into_iter()
-                .map(|s| (s, f.status.as_deref() == Some(s)))
-                .collect(),
-            status: f.status.clone().unwrap_or_default(),
-            query,
-            hosts: hosts.into_values().collect(),
-            rows,
-            history,
-            runs,
-            flash,
+                passed: 0,
+                failed: 0,
+                not_applicable: 0,
+                errors: 0,
+                checked_at: String::new(),
+            });
+        match r.status.as_str() {
+            "pass" => h.passed += 1,
+            "fail" => h.failed += 1,
+            "not_applicable" => h.not_applicable += 1,
+            _ => h.errors += 1,
+        }
+        let at = rfc3339(r.checked_at);
+        if at > h.checked_at {
+            h.checked_at = at;
+        }
+    }
+    let mut rows: Vec<ResultRow> = results
+        .iter()
+        .filter(|(r, _)| f.status.as_deref().is_none_or(|s| s == r.status))
+        .map(|(r, _)| ResultRow {
+            agent_id: r.agent_id.to_string(),
+            hostname: r.hostname.clone(),
+            check_id: r.check_id.clone(),
+            title: r.title.clone(),
+            controls: frameworks::controls(&r.check_id, &framework).join(", "),
+            status: r.status.clone(),
+            evidence: r.evidence.clone(),
+            remediation: r.remediation.clone(),
+            checked_at: rfc3339(r.checked_at),
         })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), code),
-        Err(e) => e.into_response(),
-    }
+        .collect();
+    // Failures first, then by host and check.
+    rows.sort_by(|a, b| {
+        (a.status != "fail", &a.hostname, &a.check_id).cmp(&(
+            b.status != "fail",
+            &b.hostname,
+            &b.check_id,
+        ))
+    });
+    let history = service::history(state, p.tenant(), f.agent_id, 30)
+        .await?
+        .into_iter()
+        .rev()
+        .take(60)
+        .map(|h| HistoryRow {
+            at: rfc3339(h.checked_at),
+            hostname: names.get(&h.agent_id).cloned().unwrap_or_default(),
+            passed: h.passed,
+            failed: h.failed,
+            total: (h.passed + h.failed).max(1),
+        })
+        .collect();
+    let runs = service::runs(state, p.tenant())
+        .await?
+        .into_iter()
+        .take(10)
+        .map(|r| {
+            (
+                rfc3339(r.created_at),
+                r.agent_id
+                    .and_then(|a| names.get(&a).cloned())
+                    .unwrap_or_else(|| "every host".into()),
+                r.done,
+                r.hosts,
+            )
+        })
+        .collect();
+    let query = serde_urlencoded::to_string([
+        ("framework", framework.as_str()),
+        (
+            "agent_id",
+            &f.agent_id.map(|a| a.to_string()).unwrap_or_default(),
+        ),
+    ])
+    .unwrap_or_default();
+    let page = CompliancePage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_run: p.has_role(Role::Admin),
+        framework_title: frameworks::framework_title(&framework),
+        frameworks: FRAMEWORKS
+            .into_iter()
+            .map(|x| (x, x == framework))
+            .collect(),
+        framework,
+        agent_id: f.agent_id.map(|a| a.to_string()).unwrap_or_default(),
+        statuses: trusthub_core::compliance::STATUSES
+            .into_iter()
+            .map(|s| (s, f.status.as_deref() == Some(s)))
+            .collect(),
+        status: f.status.clone().unwrap_or_default(),
+        query,
+        hosts: hosts.into_values().collect(),
+        rows,
+        history,
+        runs,
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/compliance[?framework=&agent_id=&status=]`.
@@ -259,7 +252,7 @@ pub async fn compliance(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<PageQuery>,
-) -> Response {
+) -> PageResult {
     page(&state, &user, &q, Flash::default(), StatusCode::OK).await
 }
 
@@ -278,7 +271,7 @@ pub async fn run(
     State(state): State<AppState>,
     meta: Meta,
     Act { user, form, .. }: Act<Admin, RunForm>,
-) -> Response {
+) -> PageResult {
     let q = PageQuery {
         framework: Some(form.framework.trim().to_owned()),
         agent_id: Some(form.agent_id.trim().to_owned()),
@@ -295,10 +288,8 @@ pub async fn run(
         ),
         Err(_) => String::new(),
     };
-    match outcome(result, &notice, StatusCode::OK) {
-        Ok((flash, code)) => page(&state, &user, &q, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, &notice, StatusCode::OK)?;
+    page(&state, &user, &q, flash, code).await
 }
 
 /// `GET /ui/compliance/export/{tool}[?framework=&agent_id=]`: the API's export as a download.
@@ -307,18 +298,12 @@ pub async fn export(
     user: WebUser,
     axum::extract::Path(tool): axum::extract::Path<String>,
     axum::extract::Query(q): axum::extract::Query<PageQuery>,
-) -> Response {
-    let built = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let f = q.filter()?;
-        service::export(&state, p.tenant(), &tool, &f, None).await
-    }
-    .await;
-    match built {
-        Ok(e) => crate::routes::attachment(e),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let f = q.filter()?;
+    let e = service::export(&state, p.tenant(), &tool, &f, None).await?;
+    Ok(crate::routes::attachment(e))
 }
 
 /// A honeypot row of the security page.
@@ -344,72 +329,66 @@ struct SecurityPage<'a> {
 }
 
 /// `GET /ui/security`.
-pub async fn security(State(state): State<AppState>, user: WebUser) -> Response {
-    let built: ApiResult<SecurityPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let v = service::security(&state, p.tenant()).await?;
-        let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
-        let name = |a: &Uuid| names.get(a).cloned().unwrap_or_default();
-        Ok(SecurityPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            honeypots: v
-                .honeypots
-                .iter()
-                .map(|h| HoneypotRow {
-                    agent_id: h.agent_id.to_string(),
-                    host: name(&h.agent_id),
-                    kind: h.kind.clone(),
-                    target: h.target.clone(),
-                    touched: h.triggered_at.map(rfc3339).unwrap_or_default(),
-                    detail: h.detail.clone().unwrap_or_default(),
-                    explain: serde_urlencoded::to_string([
-                        ("agent_id", h.agent_id.to_string()),
-                        ("log", h.detail.clone().unwrap_or_default()),
-                    ])
-                    .unwrap_or_default(),
-                    state: match (h.state.as_str(), &h.why) {
-                        ("not_armed", Some(why)) => format!("not armed: {why}"),
-                        ("not_armed", None) => "not armed".into(),
-                        (s, _) => s.to_owned(),
-                    },
-                })
-                .collect(),
-            dna: v
-                .dna
-                .iter()
-                .map(|d| {
-                    (
-                        d.agent_id.to_string(),
-                        name(&d.agent_id),
-                        d.fingerprint_sha256.clone(),
-                        d.changed_at.map(rfc3339).unwrap_or_default(),
-                        format!("{} · {}", d.parts.os, d.parts.kernel),
-                        d.parts.machine_id.clone(),
-                        d.parts.ssh_host_keys.join(" "),
-                    )
-                })
-                .collect(),
-            silent: v
-                .silent_agents
-                .iter()
-                .map(|s| {
-                    (
-                        s.agent_id.to_string(),
-                        s.hostname.clone(),
-                        s.last_seen_at
-                            .map(rfc3339)
-                            .unwrap_or_else(|| "never".into()),
-                        s.expected_every_secs,
-                    )
-                })
-                .collect(),
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), StatusCode::OK),
-        Err(e) => e.into_response(),
-    }
+pub async fn security(State(state): State<AppState>, user: WebUser) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let v = service::security(&state, p.tenant()).await?;
+    let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
+    let name = |a: &Uuid| names.get(a).cloned().unwrap_or_default();
+    let page = SecurityPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        honeypots: v
+            .honeypots
+            .iter()
+            .map(|h| HoneypotRow {
+                agent_id: h.agent_id.to_string(),
+                host: name(&h.agent_id),
+                kind: h.kind.clone(),
+                target: h.target.clone(),
+                touched: h.triggered_at.map(rfc3339).unwrap_or_default(),
+                detail: h.detail.clone().unwrap_or_default(),
+                explain: serde_urlencoded::to_string([
+                    ("agent_id", h.agent_id.to_string()),
+                    ("log", h.detail.clone().unwrap_or_default()),
+                ])
+                .unwrap_or_default(),
+                state: match (h.state.as_str(), &h.why) {
+                    ("not_armed", Some(why)) => format!("not armed: {why}"),
+                    ("not_armed", None) => "not armed".into(),
+                    (s, _) => s.to_owned(),
+                },
+            })
+            .collect(),
+        dna: v
+            .dna
+            .iter()
+            .map(|d| {
+                (
+                    d.agent_id.to_string(),
+                    name(&d.agent_id),
+                    d.fingerprint_sha256.clone(),
+                    d.changed_at.map(rfc3339).unwrap_or_default(),
+                    format!("{} · {}", d.parts.os, d.parts.kernel),
+                    d.parts.machine_id.clone(),
+                    d.parts.ssh_host_keys.join(" "),
+                )
+            })
+            .collect(),
+        silent: v
+            .silent_agents
+            .iter()
+            .map(|s| {
+                (
+                    s.agent_id.to_string(),
+                    s.hostname.clone(),
+                    s.last_seen_at
+                        .map(rfc3339)
+                        .unwrap_or_else(|| "never".into()),
+                    s.expected_every_secs,
+                )
+            })
+            .collect(),
+    };
+    render(page.render(), StatusCode::OK)
 }

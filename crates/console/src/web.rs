@@ -6,17 +6,20 @@ use crate::service;
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 use trusthub_identity::auth::purpose::ConsoleStart;
 use trusthub_identity::auth::{Admin, TotpProof, Viewer};
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser};
 use trusthub_platform::AppState;
-use trusthub_platform::error::{ApiError, ApiResult};
+use trusthub_platform::error::ApiError;
 use trusthub_platform::extract::Meta;
-use trusthub_platform::page::{ASSETS, Assets, CONSOLE_CSP, Flash, PLAYER_CSP, html, outcome};
+use trusthub_platform::page::NoFields;
+use trusthub_platform::page::{
+    ASSETS, Assets, CONSOLE_CSP, Flash, PLAYER_CSP, PageResult, outcome, render,
+};
 use uuid::Uuid;
 
 /// The pages (merged at the root by the composition root, which adds the page layers).
@@ -60,51 +63,43 @@ async fn console_page(
     started: Option<Started>,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<ConsolePage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let host = {
-            let mut c = state.db.conn().await?;
-            trusthub_fleet::agent(&mut c, p.tenant(), id)
-                .await?
-                .ok_or(ApiError::NotFound("agent"))?
-        };
-        Ok(ConsolePage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            agent_id: id.to_string(),
-            hostname: host.hostname,
-            can_start: p.has_role(Role::Admin),
-            totp_enabled: p.user.totp_enabled,
-            reason: form.0.to_owned(),
-            cols: form.1,
-            rows: form.2,
-            session_id: started
-                .as_ref()
-                .map(|s| s.session_id.to_string())
-                .unwrap_or_default(),
-            ws_url: started.map(|s| s.ws_url).unwrap_or_default(),
-            idle_minutes: state.settings.console_idle_secs / 60,
-            flash,
-        })
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let host = {
+        let mut c = state.db.conn().await?;
+        trusthub_fleet::agent(&mut c, p.tenant(), id)
+            .await?
+            .ok_or(ApiError::NotFound("agent"))?
+    };
+    let page = ConsolePage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        agent_id: id.to_string(),
+        hostname: host.hostname,
+        can_start: p.has_role(Role::Admin),
+        totp_enabled: p.user.totp_enabled,
+        reason: form.0.to_owned(),
+        cols: form.1,
+        rows: form.2,
+        session_id: started
+            .as_ref()
+            .map(|s| s.session_id.to_string())
+            .unwrap_or_default(),
+        ws_url: started.map(|s| s.ws_url).unwrap_or_default(),
+        idle_minutes: state.settings.console_idle_secs / 60,
+        flash,
+    };
+    let terminal = !page.ws_url.is_empty();
+    let mut resp = render(page.render(), code)?;
+    if terminal {
+        resp.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONSOLE_CSP),
+        );
     }
-    .await;
-    match built {
-        Ok(page) => {
-            let terminal = !page.ws_url.is_empty();
-            let mut resp = html(page.render(), code);
-            if terminal {
-                resp.headers_mut().insert(
-                    header::CONTENT_SECURITY_POLICY,
-                    HeaderValue::from_static(CONSOLE_CSP),
-                );
-            }
-            resp
-        }
-        Err(e) => e.into_response(),
-    }
+    Ok(resp)
 }
 
 /// `GET /ui/agents/{id}/console`: the start form.
@@ -112,7 +107,7 @@ pub async fn show(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
+) -> PageResult {
     console_page(
         &state,
         &user,
@@ -127,9 +122,8 @@ pub async fn show(
 
 /// The start form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpenForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     reason: String,
     #[serde(default)]
@@ -145,13 +139,9 @@ pub struct OpenForm {
 pub async fn open(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<OpenForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    Act { user, form: f, .. }: Act<Admin, OpenForm>,
+) -> PageResult {
     let cols = f.cols.trim().parse::<u16>().unwrap_or(0);
     let rows = f.rows.trim().parse::<u16>().unwrap_or(0);
     let result = async {
@@ -205,7 +195,7 @@ pub async fn open(
                 )
                 .await
             }
-            Err(e) => e.into_response(),
+            Err(e) => Err(e),
         },
     }
 }
@@ -244,66 +234,49 @@ async fn sessions_page(
     user: &WebUser,
     flash: Flash,
     code: StatusCode,
-) -> Response {
-    let built: ApiResult<SessionsPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let names = trusthub_fleet::host_names(state, p.tenant()).await?;
-        let list = service::list(state, p.tenant(), None, None).await?;
-        Ok(SessionsPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_terminate: p.has_role(Role::Admin),
-            rows: list
-                .into_iter()
-                .map(|s| Row {
-                    id: s.id.to_string(),
-                    agent_id: s.agent_id.to_string(),
-                    hostname: names.get(&s.agent_id).cloned().unwrap_or_default(),
-                    started: s.started_at,
-                    reason: s.reason,
-                    live: s.ended_at.is_none(),
-                    failed: s.status == "failed",
-                    status: s.status,
-                    end_reason: s.end_reason.unwrap_or_default(),
-                    exit: s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-                    bytes: s.recording_bytes,
-                    sha: s.recording_sha256.unwrap_or_default(),
-                })
-                .collect(),
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => html(page.render(), code),
-        Err(e) => e.into_response(),
-    }
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let names = trusthub_fleet::host_names(state, p.tenant()).await?;
+    let list = service::list(state, p.tenant(), None, None).await?;
+    let page = SessionsPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_terminate: p.has_role(Role::Admin),
+        rows: list
+            .into_iter()
+            .map(|s| Row {
+                id: s.id.to_string(),
+                agent_id: s.agent_id.to_string(),
+                hostname: names.get(&s.agent_id).cloned().unwrap_or_default(),
+                started: s.started_at,
+                reason: s.reason,
+                live: s.ended_at.is_none(),
+                failed: s.status == "failed",
+                status: s.status,
+                end_reason: s.end_reason.unwrap_or_default(),
+                exit: s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+                bytes: s.recording_bytes,
+                sha: s.recording_sha256.unwrap_or_default(),
+            })
+            .collect(),
+        flash,
+    };
+    render(page.render(), code)
 }
 
 /// `GET /ui/console`.
-pub async fn sessions(State(state): State<AppState>, user: WebUser) -> Response {
+pub async fn sessions(State(state): State<AppState>, user: WebUser) -> PageResult {
     sessions_page(&state, &user, Flash::default(), StatusCode::OK).await
-}
-
-/// The terminate form.
-#[derive(Debug, Deserialize)]
-pub struct TerminateForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 /// `POST /ui/console/{id}/terminate` (admin, CSRF).
 pub async fn terminate(
     State(state): State<AppState>,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<TerminateForm>,
-) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
+    Act { user, .. }: Act<Admin, NoFields>,
+) -> PageResult {
     let result = async {
         let admin = Admin::of(&user.principal)?;
         service::terminate(&state, &admin.0, id).await
@@ -315,10 +288,8 @@ pub async fn terminate(
         }
         _ => "Terminated: the host killed the session's processes.",
     };
-    match outcome(result, message, StatusCode::OK) {
-        Ok((flash, code)) => sessions_page(&state, &user, flash, code).await,
-        Err(e) => e.into_response(),
-    }
+    let (flash, code) = outcome(result, message, StatusCode::OK)?;
+    sessions_page(&state, &user, flash, code).await
 }
 
 #[derive(Template)]
@@ -339,38 +310,30 @@ pub async fn play(
     State(state): State<AppState>,
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-) -> Response {
-    let built: ApiResult<PlayPage> = async {
-        let p = &user.principal;
-        // A root shell's transcript: admins only, like the API that serves it.
-        if !p.has_role(Role::Admin) {
-            return Err(ApiError::Forbidden(
-                "console recordings are for admins".into(),
-            ));
-        }
-        let s = service::get(&state, p.tenant(), id).await?;
-        let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
-        Ok(PlayPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            id: id.to_string(),
-            hostname: names.get(&s.agent_id).cloned().unwrap_or_default(),
-            reason: s.reason,
-            started: trusthub_platform::state::rfc3339(s.started_at),
-            status: s.status,
-            sha: s.recording_sha256.unwrap_or_default(),
-        })
+) -> PageResult {
+    let p = &user.principal;
+    // A root shell's transcript: admins only, like the API that serves it.
+    if !p.has_role(Role::Admin) {
+        return Err(ApiError::Forbidden(
+            "console recordings are for admins".into(),
+        ));
     }
-    .await;
-    match built {
-        Ok(page) => {
-            let mut resp = html(page.render(), StatusCode::OK);
-            resp.headers_mut().insert(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(PLAYER_CSP),
-            );
-            resp
-        }
-        Err(e) => e.into_response(),
-    }
+    let s = service::get(&state, p.tenant(), id).await?;
+    let names = trusthub_fleet::host_names(&state, p.tenant()).await?;
+    let page = PlayPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        id: id.to_string(),
+        hostname: names.get(&s.agent_id).cloned().unwrap_or_default(),
+        reason: s.reason,
+        started: trusthub_platform::state::rfc3339(s.started_at),
+        status: s.status,
+        sha: s.recording_sha256.unwrap_or_default(),
+    };
+    let mut resp = render(page.render(), StatusCode::OK)?;
+    resp.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PLAYER_CSP),
+    );
+    Ok(resp)
 }

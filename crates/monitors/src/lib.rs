@@ -120,14 +120,14 @@ pub fn capability() -> trusthub_platform::capability::Capability {
             },
         )
         .job(
-            jobs::liveness::NAME,
+            jobs::liveness::JOB,
             jobs::liveness::interval,
             |state, now| Box::pin(async move { jobs::liveness::tick(&state, now).await }),
         )
-        .job(jobs::probes::NAME, jobs::probes::interval, |state, now| {
+        .job(jobs::probes::JOB, jobs::probes::interval, |state, now| {
             Box::pin(async move { jobs::probes::tick(&state, now).await })
         })
-        .job(jobs::rules::NAME, jobs::rules::interval, |state, now| {
+        .job(jobs::rules::JOB, jobs::rules::interval, |state, now| {
             Box::pin(async move { jobs::rules::tick(&state, now).await })
         })
 }

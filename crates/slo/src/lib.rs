@@ -39,7 +39,7 @@ pub fn capability() -> trusthub_platform::capability::Capability {
                 }));
             Ok(())
         })
-        .job(jobs::slo::NAME, jobs::slo::interval, |state, now| {
+        .job(jobs::slo::JOB, jobs::slo::interval, |state, now| {
             Box::pin(async move { jobs::slo::tick(&state, now).await })
         })
 }

@@ -87,122 +87,114 @@ async fn topology_page(
     flash: Flash,
     code: StatusCode,
 ) -> PageResult {
-    let built: ApiResult<TopologyPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let t = p.tenant();
-        let nodes = service::nodes(state, t).await?;
-        let edges = service::edges(state, t).await?;
-        let zones = service::zones(state, t).await?;
-        let zone_names: HashMap<Uuid, String> =
-            zones.iter().map(|z| (z.id, z.name.clone())).collect();
-        let node_names: HashMap<Uuid, String> =
-            nodes.iter().map(|n| (n.id, n.name.clone())).collect();
-        // One detection: every item names the nodes; the table lists those not held yet.
-        let all_detected = service::detected(state, t, false).await?;
-        let dnames: HashMap<Uuid, String> = all_detected
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let t = p.tenant();
+    let nodes = service::nodes(state, t).await?;
+    let edges = service::edges(state, t).await?;
+    let zones = service::zones(state, t).await?;
+    let zone_names: HashMap<Uuid, String> = zones.iter().map(|z| (z.id, z.name.clone())).collect();
+    let node_names: HashMap<Uuid, String> = nodes.iter().map(|n| (n.id, n.name.clone())).collect();
+    // One detection: every item names the nodes; the table lists those not held yet.
+    let all_detected = service::detected(state, t, false).await?;
+    let dnames: HashMap<Uuid, String> = all_detected
+        .iter()
+        .filter_map(|d| Some((d.id, d.name.clone()?)))
+        .collect();
+    let detected: Vec<&service::DetectedView> = all_detected
+        .iter()
+        .filter(|d| d.matched_id.is_none())
+        .collect();
+    let show = |id: Option<Uuid>| {
+        id.and_then(|i| dnames.get(&i).cloned())
+            .unwrap_or_else(|| "?".into())
+    };
+    let page = TopologyPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Operator),
+        mermaid: service::mermaid(state, t, Scope::Tenant).await?,
+        nodes: nodes
             .iter()
-            .filter_map(|d| Some((d.id, d.name.clone()?)))
-            .collect();
-        let detected: Vec<&service::DetectedView> = all_detected
+            .map(|n| NodeRow {
+                id: n.id.to_string(),
+                name: n.name.clone(),
+                kind: n.kind.clone(),
+                zone: n
+                    .zone_id
+                    .and_then(|z| zone_names.get(&z).cloned())
+                    .unwrap_or_default(),
+                agent_id: n.agent_id.map(|a| a.to_string()).unwrap_or_default(),
+                tags: n.tags.join(", "),
+            })
+            .collect(),
+        edges: edges
             .iter()
-            .filter(|d| d.matched_id.is_none())
-            .collect();
-        let show = |id: Option<Uuid>| {
-            id.and_then(|i| dnames.get(&i).cloned())
-                .unwrap_or_else(|| "?".into())
-        };
-        Ok(TopologyPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Operator),
-            mermaid: service::mermaid(state, t, Scope::Tenant).await?,
-            nodes: nodes
-                .iter()
-                .map(|n| NodeRow {
-                    id: n.id.to_string(),
-                    name: n.name.clone(),
-                    kind: n.kind.clone(),
-                    zone: n
-                        .zone_id
-                        .and_then(|z| zone_names.get(&z).cloned())
-                        .unwrap_or_default(),
-                    agent_id: n.agent_id.map(|a| a.to_string()).unwrap_or_default(),
-                    tags: n.tags.join(", "),
-                })
-                .collect(),
-            edges: edges
-                .iter()
-                .map(|e| EdgeRow {
-                    id: e.id.to_string(),
-                    source: node_names.get(&e.source_id).cloned().unwrap_or_default(),
-                    target: node_names.get(&e.target_id).cloned().unwrap_or_default(),
-                    what: e
-                        .label
-                        .clone()
-                        .or_else(|| {
-                            e.protocol.clone().map(|p| {
-                                format!("{p}/{}", e.port.map(|x| x.to_string()).unwrap_or_default())
-                            })
+            .map(|e| EdgeRow {
+                id: e.id.to_string(),
+                source: node_names.get(&e.source_id).cloned().unwrap_or_default(),
+                target: node_names.get(&e.target_id).cloned().unwrap_or_default(),
+                what: e
+                    .label
+                    .clone()
+                    .or_else(|| {
+                        e.protocol.clone().map(|p| {
+                            format!("{p}/{}", e.port.map(|x| x.to_string()).unwrap_or_default())
                         })
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect(),
+        zones: zones
+            .iter()
+            .map(|z| {
+                (
+                    z.id.to_string(),
+                    z.name.clone(),
+                    z.kind.clone(),
+                    z.parent_id
+                        .and_then(|p| zone_names.get(&p).cloned())
                         .unwrap_or_default(),
-                })
-                .collect(),
-            zones: zones
-                .iter()
-                .map(|z| {
-                    (
-                        z.id.to_string(),
-                        z.name.clone(),
-                        z.kind.clone(),
-                        z.parent_id
-                            .and_then(|p| zone_names.get(&p).cloned())
-                            .unwrap_or_default(),
-                    )
-                })
-                .collect(),
-            detected: detected
-                .iter()
-                .map(|d| DetectedRow {
-                    id: d.id.to_string(),
-                    kind: d.kind.clone(),
-                    what: match d.kind.as_str() {
-                        "node" => d.name.clone().unwrap_or_default(),
-                        _ => format!(
-                            "{} → {}: {}",
-                            show(d.source_ref),
-                            show(d.target_ref),
-                            d.label.clone().unwrap_or_default()
-                        ),
-                    },
-                    source: d.source.clone(),
-                })
-                .collect(),
-            snapshots: service::snapshots(state, t)
-                .await?
-                .into_iter()
-                .take(10)
-                .map(|s| {
-                    (
-                        s.id.to_string(),
-                        s.created_at,
-                        s.node_count,
-                        s.edge_count,
-                        s.sha256,
-                    )
-                })
-                .collect(),
-            node_kinds: &service::NODE_KINDS,
-            zone_kinds: &service::ZONE_KINDS,
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => Ok(drawn(page.render(), code)),
-        Err(e) => Err(e),
-    }
+                )
+            })
+            .collect(),
+        detected: detected
+            .iter()
+            .map(|d| DetectedRow {
+                id: d.id.to_string(),
+                kind: d.kind.clone(),
+                what: match d.kind.as_str() {
+                    "node" => d.name.clone().unwrap_or_default(),
+                    _ => format!(
+                        "{} → {}: {}",
+                        show(d.source_ref),
+                        show(d.target_ref),
+                        d.label.clone().unwrap_or_default()
+                    ),
+                },
+                source: d.source.clone(),
+            })
+            .collect(),
+        snapshots: service::snapshots(state, t)
+            .await?
+            .into_iter()
+            .take(10)
+            .map(|s| {
+                (
+                    s.id.to_string(),
+                    s.created_at,
+                    s.node_count,
+                    s.edge_count,
+                    s.sha256,
+                )
+            })
+            .collect(),
+        node_kinds: &service::NODE_KINDS,
+        zone_kinds: &service::ZONE_KINDS,
+        flash,
+    };
+    Ok(drawn(page.render(), code))
 }
 
 /// `GET /ui/topology`.
@@ -358,89 +350,83 @@ pub async fn blast(
     user: WebUser,
     axum::extract::Query(q): axum::extract::Query<BlastQuery>,
 ) -> PageResult {
-    let built: ApiResult<BlastPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let t = p.tenant();
-        let nodes = service::nodes(&state, t).await?;
-        let id = opt_uuid(q.id.as_deref().unwrap_or_default(), "id")?;
-        let names: HashMap<Uuid, String> = nodes.iter().map(|n| (n.id, n.name.clone())).collect();
-        let mut page = BlastPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            choices: Vec::new(),
-            chosen: false,
-            root: String::new(),
-            depth: 0,
-            impacted: Vec::new(),
-            apps: Vec::new(),
-            slos: Vec::new(),
-        };
-        if let Some(id) = id {
-            let b = service::blast_radius(&state, t, id, service::DEFAULT_MAX_DEPTH).await?;
-            let edges: HashMap<Uuid, service::EdgeView> = service::edges(&state, t)
-                .await?
-                .into_iter()
-                .map(|e| (e.id, e))
-                .collect();
-            let app_names: HashMap<Uuid, String> =
-                b.apps.iter().map(|a| (a.id, a.name.clone())).collect();
-            page.chosen = true;
-            page.root = b.root.name.clone();
-            page.depth = b.depth;
-            page.impacted = b
-                .impacted
-                .iter()
-                .map(|i| {
-                    // The step toward the root: this node → the one it depends on.
-                    let to = edges
-                        .get(&i.edge)
-                        .and_then(|e| names.get(&e.target_id).cloned())
-                        .or_else(|| names.get(&i.via).cloned())
-                        .unwrap_or_default();
-                    (
-                        i.name.clone(),
-                        i.kind.clone(),
-                        i.depth,
-                        format!("{} → {to}", i.name),
-                    )
-                })
-                .collect();
-            page.apps = b
-                .apps
-                .iter()
-                .map(|a| (a.id.to_string(), a.name.clone()))
-                .collect();
-            page.slos = b
-                .slos_at_risk
-                .iter()
-                .map(|s| {
-                    (
-                        app_names.get(&s.app_id).cloned().unwrap_or_default(),
-                        s.budget_remaining_minutes
-                            .map(|m| format!("{m:.1} min"))
-                            .unwrap_or_else(|| "not evaluated yet".into()),
-                    )
-                })
-                .collect();
-        }
-        page.choices = nodes
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let t = p.tenant();
+    let nodes = service::nodes(&state, t).await?;
+    let id = opt_uuid(q.id.as_deref().unwrap_or_default(), "id")?;
+    let names: HashMap<Uuid, String> = nodes.iter().map(|n| (n.id, n.name.clone())).collect();
+    let mut page = BlastPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        choices: Vec::new(),
+        chosen: false,
+        root: String::new(),
+        depth: 0,
+        impacted: Vec::new(),
+        apps: Vec::new(),
+        slos: Vec::new(),
+    };
+    if let Some(id) = id {
+        let b = service::blast_radius(&state, t, id, service::DEFAULT_MAX_DEPTH).await?;
+        let edges: HashMap<Uuid, service::EdgeView> = service::edges(&state, t)
+            .await?
+            .into_iter()
+            .map(|e| (e.id, e))
+            .collect();
+        let app_names: HashMap<Uuid, String> =
+            b.apps.iter().map(|a| (a.id, a.name.clone())).collect();
+        page.chosen = true;
+        page.root = b.root.name.clone();
+        page.depth = b.depth;
+        page.impacted = b
+            .impacted
             .iter()
-            .map(|n| {
+            .map(|i| {
+                // The step toward the root: this node → the one it depends on.
+                let to = edges
+                    .get(&i.edge)
+                    .and_then(|e| names.get(&e.target_id).cloned())
+                    .or_else(|| names.get(&i.via).cloned())
+                    .unwrap_or_default();
                 (
-                    n.id.to_string(),
-                    format!("{} ({})", n.name, n.kind),
-                    Some(n.id) == id || n.agent_id.is_some() && n.agent_id == id,
+                    i.name.clone(),
+                    i.kind.clone(),
+                    i.depth,
+                    format!("{} → {to}", i.name),
                 )
             })
             .collect();
-        Ok(page)
+        page.apps = b
+            .apps
+            .iter()
+            .map(|a| (a.id.to_string(), a.name.clone()))
+            .collect();
+        page.slos = b
+            .slos_at_risk
+            .iter()
+            .map(|s| {
+                (
+                    app_names.get(&s.app_id).cloned().unwrap_or_default(),
+                    s.budget_remaining_minutes
+                        .map(|m| format!("{m:.1} min"))
+                        .unwrap_or_else(|| "not evaluated yet".into()),
+                )
+            })
+            .collect();
     }
-    .await;
-    match built {
-        Ok(page) => render(page.render(), StatusCode::OK),
-        Err(e) => Err(e),
-    }
+    page.choices = nodes
+        .iter()
+        .map(|n| {
+            (
+                n.id.to_string(),
+                format!("{} ({})", n.name, n.kind),
+                Some(n.id) == id || n.agent_id.is_some() && n.agent_id == id,
+            )
+        })
+        .collect();
+    let page = page;
+    render(page.render(), StatusCode::OK)
 }
 
 #[derive(Template)]
@@ -575,30 +561,24 @@ async fn diagram_page(
     flash: Flash,
     code: StatusCode,
 ) -> PageResult {
-    let built: ApiResult<DiagramPage> = async {
-        let p = &user.principal;
-        Viewer::of(p)?;
-        let d = service::diagram(state, p.tenant(), id).await?;
-        Ok(DiagramPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(user)),
-            csrf: user.csrf.clone(),
-            can_edit: p.has_role(Role::Operator),
-            id: d.id.to_string(),
-            name: d.name,
-            source: d.source,
-            share_url: d
-                .share_token
-                .map(|t| service::share_url(state, &t))
-                .unwrap_or_default(),
-            flash,
-        })
-    }
-    .await;
-    match built {
-        Ok(page) => Ok(drawn(page.render(), code)),
-        Err(e) => Err(e),
-    }
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let d = service::diagram(state, p.tenant(), id).await?;
+    let page = DiagramPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        can_edit: p.has_role(Role::Operator),
+        id: d.id.to_string(),
+        name: d.name,
+        source: d.source,
+        share_url: d
+            .share_token
+            .map(|t| service::share_url(state, &t))
+            .unwrap_or_default(),
+        flash,
+    };
+    Ok(drawn(page.render(), code))
 }
 
 /// `GET /ui/diagrams/{id}`.

@@ -10,8 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 use trusthub_identity::auth::{Owner, Viewer};
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::chart::{Line, line_chart};
 use trusthub_platform::extract::Meta;
@@ -139,9 +140,8 @@ pub async fn show(State(state): State<AppState>, user: WebUser) -> PageResult {
 
 /// The badge switch.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BadgeForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     badge_public: Option<String>,
 }
@@ -150,10 +150,8 @@ pub struct BadgeForm {
 pub async fn save(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<BadgeForm>,
+    Act { user, form: f, .. }: Act<Owner, BadgeForm>,
 ) -> PageResult {
-    allowed(&user, Role::Owner, Some(&f.csrf))?;
     let on = f.badge_public.is_some();
     let result = async {
         let owner = Owner::of(&user.principal)?;

@@ -53,17 +53,17 @@ pub fn capability() -> trusthub_platform::capability::Capability {
             Ok(())
         })
         .job(
-            jobs::cve_scan::NAME,
+            jobs::cve_scan::JOB,
             jobs::cve_scan::interval,
             |state, now| Box::pin(async move { jobs::cve_scan::tick(&state, now).await }),
         )
         .job(
-            jobs::osv_pull::NAME,
+            jobs::osv_pull::JOB,
             jobs::osv_pull::interval,
             |state, now| Box::pin(async move { jobs::osv_pull::tick(&state, now).await }),
         )
         .job(
-            jobs::supply_chain::NAME,
+            jobs::supply_chain::JOB,
             jobs::supply_chain::interval,
             |state, now| Box::pin(async move { jobs::supply_chain::tick(&state, now).await }),
         )

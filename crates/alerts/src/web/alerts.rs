@@ -1,6 +1,7 @@
 //! The alerts page: open and resolved alerts, resolving one.
 
 use super::*;
+use crate::auth::Operator;
 use crate::error::ApiResult;
 use crate::extract::Meta;
 use crate::state::{AppState, now};
@@ -11,6 +12,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 
 /// One alert row.
 #[derive(Debug)]
@@ -192,13 +195,9 @@ pub async fn alert(
 pub async fn resolve_alert(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     match crate::routes::alerts::resolve_by(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/alerts").into_response(),
         Err(e) => e.into_response(),

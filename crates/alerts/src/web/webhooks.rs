@@ -1,6 +1,7 @@
 //! The webhooks page: endpoints and creating one.
 
 use super::*;
+use crate::auth::Admin;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
@@ -10,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 
 /// One endpoint row (never the secret).
 #[derive(Debug)]
@@ -101,9 +103,8 @@ pub async fn webhooks(State(state): State<AppState>, user: WebUser) -> Response 
 
 /// The new-webhook form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HookForm {
-    #[serde(default)]
-    csrf: String,
     url: String,
     #[serde(default)]
     min_severity: String,
@@ -116,12 +117,8 @@ pub struct HookForm {
 pub async fn create_webhook(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<HookForm>,
+    Act { user, form, .. }: Act<Admin, HookForm>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Admin, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     let req = crate::service::webhooks::NewWebhookRequest {
         url: form.url.clone(),
         secret: None,

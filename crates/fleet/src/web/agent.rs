@@ -157,38 +157,32 @@ pub async fn inventory(
     axum::extract::Path((id, slice)): axum::extract::Path<(Uuid, String)>,
     axum::extract::Query(f): axum::extract::Query<Filter>,
 ) -> PageResult {
-    let built: ApiResult<DataPage> = async {
-        let title = TABS
-            .iter()
-            .find(|(p, _)| *p == slice)
-            .map(|(_, n)| *n)
-            .ok_or(ApiError::NotFound("inventory slice"))?;
-        let host = hostname(&state, &user, id).await?;
-        let v = api::inventory::inventory_slice_by(
-            &state,
-            &Viewer::of(&user.principal)?,
-            id,
-            slice.clone(),
-        )
-        .await?;
-        let items = v.as_array().cloned().unwrap_or_default();
-        Ok(DataPage {
-            assets: &ASSETS,
-            user: Some(UserBar::from(&user)),
-            id: id.to_string(),
-            hostname: host,
-            tabs: tabs(&slice),
-            title: title.into(),
-            note: "From the newest inventory the agent sent.".into(),
-            table: table(&items, &f.q),
-            filter: f.q,
-        })
-    }
-    .await;
-    match built {
-        Ok(p) => render(p.render(), StatusCode::OK),
-        Err(e) => Err(e),
-    }
+    let title = TABS
+        .iter()
+        .find(|(p, _)| *p == slice)
+        .map(|(_, n)| *n)
+        .ok_or(ApiError::NotFound("inventory slice"))?;
+    let host = hostname(&state, &user, id).await?;
+    let v = api::inventory::inventory_slice_by(
+        &state,
+        &Viewer::of(&user.principal)?,
+        id,
+        slice.clone(),
+    )
+    .await?;
+    let items = v.as_array().cloned().unwrap_or_default();
+    let p = DataPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(&user)),
+        id: id.to_string(),
+        hostname: host,
+        tabs: tabs(&slice),
+        title: title.into(),
+        note: "From the newest inventory the agent sent.".into(),
+        table: table(&items, &f.q),
+        filter: f.q,
+    };
+    render(p.render(), StatusCode::OK)
 }
 
 /// `GET /ui/agents/{id}/processes`: the newest process list.

@@ -1,6 +1,7 @@
 //! The enrolment page: tokens and the install command.
 
 use super::*;
+use crate::auth::Admin;
 use crate::error::ApiError;
 use crate::extract::Meta;
 use crate::state::AppState;
@@ -10,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 
 /// A just-made token's install commands.
 #[derive(Debug)]
@@ -68,9 +70,8 @@ pub async fn enroll(State(state): State<AppState>, user: WebUser) -> Response {
 
 /// The enrolment form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EnrollForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     tags: String,
 }
@@ -80,12 +81,8 @@ pub struct EnrollForm {
 pub async fn create_enrollment(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<EnrollForm>,
+    Act { user, form, .. }: Act<Admin, EnrollForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&form.csrf)) {
-        return e.into_response();
-    }
     let req = crate::service::agents::enrollment::NewEnrollmentToken {
         expires_at: None,
         tags: form.tags.split_whitespace().map(str::to_owned).collect(),

@@ -54,7 +54,7 @@ pub(crate) async fn remove(
     by: Owner,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    remove_by(&state, &meta, &by, id)
+    delete_by(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }

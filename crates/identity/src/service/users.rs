@@ -73,7 +73,7 @@ pub async fn change_role_by(
 }
 
 /// The service behind [`remove`], for the API and the dashboard alike.
-pub async fn remove_by(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
+pub async fn delete_by(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
     let p = &by.0;
     let mut tx = state.db.begin().await?;
     let Some(user) = users::get(&mut tx, p.tenant(), id).await? else {

@@ -133,9 +133,8 @@ pub async fn settings(State(state): State<AppState>, user: WebUser) -> PageResul
 
 /// The password form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PasswordForm {
-    #[serde(default)]
-    csrf: String,
     current_password: String,
     new_password: String,
 }
@@ -145,10 +144,8 @@ pub struct PasswordForm {
 pub async fn change_password(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<PasswordForm>,
+    Act { user, form: f, .. }: Act<Viewer, PasswordForm>,
 ) -> PageResult {
-    allowed(&user, Role::Viewer, Some(&f.csrf))?;
     let req = me::PasswordChange {
         current_password: f.current_password,
         new_password: f.new_password,
@@ -280,9 +277,8 @@ pub async fn recovery_codes(
 
 /// The new-token form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TokenForm {
-    #[serde(default)]
-    csrf: String,
     name: String,
     scope: String,
     /// A date (`YYYY-MM-DD`, end of that day UTC) or empty for no expiry.
@@ -294,10 +290,8 @@ pub struct TokenForm {
 pub async fn create_token(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<TokenForm>,
+    Act { user, form: f, .. }: Act<Viewer, TokenForm>,
 ) -> PageResult {
-    allowed(&user, Role::Viewer, Some(&f.csrf))?;
     let expires_at = match f.expires.trim() {
         "" => None,
         d => {

@@ -142,7 +142,7 @@ pub async fn remove(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Owner, NoFields>,
 ) -> PageResult {
-    match users::remove_by(&state, &meta, &by, id).await {
+    match users::delete_by(&state, &meta, &by, id).await {
         Ok(_) => Ok(Redirect::to("/ui/users").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }

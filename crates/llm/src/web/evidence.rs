@@ -1,6 +1,7 @@
 //! The evidence packs page (SPEC 2.10): packs, the evidence key and how to verify.
 
-use super::{ASSETS, Assets, UserBar, WebUser, allowed, html, refusal};
+use super::{ASSETS, Assets, UserBar, WebUser, html, refusal};
+use crate::auth::Operator;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::AppState;
@@ -10,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 
 /// One pack.
 #[derive(Debug)]
@@ -94,9 +96,8 @@ pub async fn evidence(State(state): State<AppState>, user: WebUser) -> Response 
 
 /// A pack to create, by UTC days.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PackForm {
-    #[serde(default)]
-    csrf: String,
     from: String,
     to: String,
     #[serde(default)]
@@ -107,12 +108,8 @@ pub struct PackForm {
 pub async fn create_pack(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<PackForm>,
+    Act { user, form, .. }: Act<Operator, PackForm>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     let req = crate::routes::evidence::CreatePack {
         period_start: format!("{}T00:00:00Z", form.from.trim()),
         period_end: format!("{}T00:00:00Z", form.to.trim()),

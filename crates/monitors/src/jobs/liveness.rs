@@ -14,7 +14,7 @@ use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
 /// The lease and log name of this job.
-pub const NAME: &str = "liveness";
+pub const JOB: &str = "liveness";
 
 /// One scheduled run at `now`.
 pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {

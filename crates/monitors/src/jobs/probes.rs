@@ -12,7 +12,7 @@ use trusthub_platform::outbound::Policy;
 use trusthub_store::StoreResult;
 
 /// The lease and log name of this job.
-pub const NAME: &str = "probes";
+pub const JOB: &str = "probes";
 
 /// Most checks one tick starts.
 const BATCH: i64 = 256;

@@ -14,7 +14,7 @@ use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
 /// The lease and log name of this job.
-pub const NAME: &str = "alert_rules";
+pub const JOB: &str = "alert_rules";
 
 /// One scheduled run at `now`.
 pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {

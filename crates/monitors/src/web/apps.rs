@@ -1,6 +1,7 @@
 //! The apps page: tracked apps and URL monitors, their states, SLOs and candidates.
 
 use super::*;
+use crate::auth::Operator;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
@@ -11,6 +12,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 
 /// One tracked app.
 #[derive(Debug)]
@@ -215,9 +218,8 @@ pub async fn apps(
 
 /// A candidate to track.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TrackForm {
-    #[serde(default)]
-    csrf: String,
     agent_id: uuid::Uuid,
     app_type: String,
     identifier: String,
@@ -228,12 +230,8 @@ pub struct TrackForm {
 pub async fn track_app(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<TrackForm>,
+    Act { user, form, .. }: Act<Operator, TrackForm>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     let req = crate::service::apps::NewAppRequest {
         agent_id: Some(form.agent_id),
         name: form.name,
@@ -276,9 +274,8 @@ pub async fn track_app(
 
 /// A check the hub runs itself.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CheckForm {
-    #[serde(default)]
-    csrf: String,
     name: String,
     kind: String,
     endpoint: String,
@@ -296,12 +293,8 @@ pub struct CheckForm {
 pub async fn add_check(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<CheckForm>,
+    Act { user, form, .. }: Act<Operator, CheckForm>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     let number = |field: &str, v: &str| -> Result<Option<i64>, ApiError> {
         match v.trim() {
             "" => Ok(None),
@@ -361,9 +354,8 @@ fn no_query() -> AppsQuery {
 
 /// A new expected state.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExpectForm {
-    #[serde(default)]
-    csrf: String,
     expected_state: String,
 }
 
@@ -371,13 +363,9 @@ pub struct ExpectForm {
 pub async fn expect_app(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(form): axum::Form<ExpectForm>,
+    Act { user, form, .. }: Act<Operator, ExpectForm>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     let req = crate::service::apps::AppPatch {
         expected_state: form.expected_state,
     };
@@ -391,13 +379,9 @@ pub async fn expect_app(
 pub async fn untrack_app(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     match crate::service::apps::untrack(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
         Err(e) => e.into_response(),

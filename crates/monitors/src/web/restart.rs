@@ -2,6 +2,7 @@
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
 use super::{UserBar, allowed};
+use crate::auth::Admin;
 use crate::auth::{TotpProof, Viewer, purpose::AppRestart};
 use crate::extract::Meta;
 use crate::routes::restart::{self as api, RestartRequest};
@@ -13,6 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
 use uuid::Uuid;
 
 #[derive(Template)]
@@ -85,9 +87,8 @@ pub async fn restart_form(
 
 /// The restart form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RestartForm {
-    #[serde(default)]
-    csrf: String,
     reason: String,
     code: String,
 }
@@ -97,13 +98,9 @@ pub struct RestartForm {
 pub async fn restart(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<RestartForm>,
+    Act { user, form: f, .. }: Act<Admin, RestartForm>,
 ) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, Some(&f.csrf)) {
-        return e.into_response();
-    }
     let dispatched = async {
         // A restart that cannot work is refused before the code is spent.
         let app = api::restartable(&state, user.principal.tenant(), id).await?;

@@ -1,6 +1,7 @@
 //! The alert rules page.
 
 use super::*;
+use crate::auth::Operator;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
@@ -10,6 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 
 /// One rule.
 #[derive(Debug)]
@@ -97,9 +100,8 @@ pub async fn rules(State(state): State<AppState>, user: WebUser) -> Response {
 
 /// A new rule.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RuleForm {
-    #[serde(default)]
-    csrf: String,
     name: String,
     metric: String,
     operator: String,
@@ -114,12 +116,8 @@ pub struct RuleForm {
 pub async fn create_rule(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<RuleForm>,
+    Act { user, form, .. }: Act<Operator, RuleForm>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     let Ok(threshold) = form.threshold.trim().parse::<f64>() else {
         return rules_page(
             &state,
@@ -162,13 +160,9 @@ pub async fn create_rule(
 pub async fn delete_rule(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    if let Err(refused) = allowed(&user, Role::Operator, Some(&form.csrf)) {
-        return refused.into_response();
-    }
     match crate::routes::rules::delete_rule_by(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/rules").into_response(),
         Err(e) => e.into_response(),

@@ -13,7 +13,7 @@ use trusthub_core::alerting::Severity;
 use trusthub_store::{StoreResult, TenantId};
 
 /// The lease and log name of this job.
-pub const NAME: &str = "slo";
+pub const JOB: &str = "slo";
 
 /// Days of timeline kept (at least 400, as the history reads up to 365 days back plus a
 /// window).

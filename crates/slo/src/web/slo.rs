@@ -1,8 +1,9 @@
 //! An app's SLO page (CONTRACT 16, 17): status, budget, the burn-rate chart of 7 days, the
 //! 30-day history, maintenance windows, and the forms — through the API's own functions.
 
+use super::UserBar;
 use super::{ASSETS, Assets, Flash, WebUser, chart};
-use super::{UserBar, allowed};
+use crate::auth::Operator;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::routes::slo::{self as api, NewMaintenance, SloRequest, SloStatus};
@@ -234,9 +235,8 @@ pub async fn show(
 
 /// The SLO form.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SloForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     target: String,
     #[serde(default)]
@@ -262,11 +262,9 @@ async fn after<T>(
 pub async fn save(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<SloForm>,
+    Act { user, form: f, .. }: Act<Operator, SloForm>,
 ) -> PageResult {
-    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let number = |field: &str, v: &str| -> Result<f64, ApiError> {
         v.trim()
             .parse::<f64>()
@@ -302,9 +300,8 @@ pub async fn remove(
 
 /// The maintenance form (`datetime-local` values, read as UTC).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WindowForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     starts_at: String,
     #[serde(default)]
@@ -332,11 +329,9 @@ fn local(field: &str, v: &str) -> Result<OffsetDateTime, ApiError> {
 pub async fn plan(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<WindowForm>,
+    Act { user, form: f, .. }: Act<Operator, WindowForm>,
 ) -> PageResult {
-    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let result = async {
         let req = NewMaintenance {
             starts_at: local("starts_at", &f.starts_at)?,

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use trusthub_store::StoreResult;
 
 /// The lease and log name of this job.
-pub const NAME: &str = "cve_scan";
+pub const JOB: &str = "cve_scan";
 
 /// One scheduled run at `now`.
 pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {

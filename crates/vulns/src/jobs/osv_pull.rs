@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 use trusthub_store::StoreResult;
 
 /// The lease and log name of this job.
-pub const NAME: &str = "osv_pull";
+pub const JOB: &str = "osv_pull";
 
 /// Records fetched one by one per ecosystem and pull at most (the rest the next pull).
 pub const MAX_RECORDS_PER_PULL: usize = 20_000;

@@ -13,7 +13,7 @@ use trusthub_store::{StoreResult, TenantId};
 use uuid::Uuid;
 
 /// The lease and log name of this job.
-pub const NAME: &str = "supply_chain";
+pub const JOB: &str = "supply_chain";
 
 /// Seconds between passes (`TRUSTHUB_SUPPLY_CHAIN_CHECK_SECS`, 60).
 pub fn interval(s: &crate::settings::Settings) -> u64 {

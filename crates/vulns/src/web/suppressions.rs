@@ -2,7 +2,8 @@
 //! from a finding's row) — through the API's own functions.
 
 use super::{ASSETS, Assets, Flash, WebUser};
-use super::{CsrfForm, UserBar, ago, allowed};
+use super::{UserBar, ago};
+use crate::auth::Operator;
 use crate::auth::Viewer;
 use crate::extract::Meta;
 use crate::routes::suppressions::{self as api, NewSuppression};
@@ -12,6 +13,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use trusthub_core::Role;
+use trusthub_identity::Act;
+use trusthub_platform::page::NoFields;
 use trusthub_platform::page::{PageResult, render};
 
 #[derive(Debug)]
@@ -31,9 +34,8 @@ struct Row {
 
 /// The form, kept when it is refused.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SuppressForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     package_name: String,
     #[serde(default)]
@@ -109,10 +111,8 @@ pub async fn list(State(state): State<AppState>, user: WebUser) -> PageResult {
 pub async fn create(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<SuppressForm>,
+    Act { user, form: f, .. }: Act<Operator, SuppressForm>,
 ) -> PageResult {
-    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let req = NewSuppression {
         package_name: f.package_name.clone(),
         ecosystem: f.ecosystem.clone(),
@@ -147,11 +147,9 @@ pub async fn create(
 pub async fn delete(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
-    axum::Form(f): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<Operator, NoFields>,
 ) -> PageResult {
-    allowed(&user, Role::Operator, Some(&f.csrf))?;
     let result = api::delete_by(&state, &meta, &user.principal, id).await;
     match super::outcome(
         result,

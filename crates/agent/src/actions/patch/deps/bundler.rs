@@ -15,22 +15,10 @@ pub const ITEMS: [&str; 3] = ["Gemfile", "Gemfile.lock", "vendor/bundle"];
 pub(super) struct Bundler;
 
 impl super::DependencyManager for Bundler {
-    fn program(&self, _project: &Path) -> String {
-        "bundle".to_owned()
-    }
-
-    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
-        if !project.join("Gemfile").is_file() || !project.join("Gemfile.lock").is_file() {
-            return Err(format!(
-                "{} has no Gemfile and Gemfile.lock",
-                project.display()
-            ));
-        }
-        if !super::super::on_path("bundle") {
-            return Err("bundler is not installed on this host".into());
-        }
-        Ok(ITEMS.to_vec())
-    }
+    const PROGRAM: &'static str = "bundle";
+    const TOOL: &'static str = "bundler";
+    const MANIFESTS: &'static [&'static str] = &["Gemfile", "Gemfile.lock"];
+    const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(
         &self,

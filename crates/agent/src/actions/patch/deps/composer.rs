@@ -15,22 +15,10 @@ pub const ITEMS: [&str; 3] = ["composer.json", "composer.lock", "vendor"];
 pub(super) struct Composer;
 
 impl super::DependencyManager for Composer {
-    fn program(&self, _project: &Path) -> String {
-        "composer".to_owned()
-    }
-
-    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
-        if !project.join("composer.json").is_file() || !project.join("composer.lock").is_file() {
-            return Err(format!(
-                "{} has no composer.json and composer.lock",
-                project.display()
-            ));
-        }
-        if !super::super::on_path("composer") {
-            return Err("composer is not installed on this host".into());
-        }
-        Ok(ITEMS.to_vec())
-    }
+    const PROGRAM: &'static str = "composer";
+    const TOOL: &'static str = "composer";
+    const MANIFESTS: &'static [&'static str] = &["composer.json", "composer.lock"];
+    const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(
         &self,

@@ -14,19 +14,10 @@ pub const ITEMS: [&str; 3] = ["go.mod", "go.sum", "vendor"];
 pub(super) struct Go;
 
 impl super::DependencyManager for Go {
-    fn program(&self, _project: &Path) -> String {
-        "go".to_owned()
-    }
-
-    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
-        if !project.join("go.mod").is_file() {
-            return Err(format!("{} has no go.mod", project.display()));
-        }
-        if !super::super::on_path("go") {
-            return Err("go is not installed on this host".into());
-        }
-        Ok(ITEMS.to_vec())
-    }
+    const PROGRAM: &'static str = "go";
+    const TOOL: &'static str = "go";
+    const MANIFESTS: &'static [&'static str] = &["go.mod"];
+    const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(
         &self,

@@ -156,9 +156,33 @@ fn walk(path: &Path, out: &mut Vec<String>) {
 /// snapshot and restoring it are the same for every ecosystem ([`Snapshot`]).
 pub(super) trait DependencyManager {
     /// The program it runs, as the project folder's owner.
-    fn program(&self, project: &Path) -> String;
-    /// What a snapshot keeps, once the project and the tool are there.
-    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String>;
+    const PROGRAM: &'static str;
+    /// Its name in notes (`bundler is not installed on this host`).
+    const TOOL: &'static str;
+    /// The files a project it updates has.
+    const MANIFESTS: &'static [&'static str];
+    /// What a snapshot keeps: the manifests, the lockfile and the installed tree.
+    const ITEMS: &'static [&'static str];
+
+    /// The program it runs for `project`.
+    fn program(&self, _project: &Path) -> String {
+        Self::PROGRAM.to_owned()
+    }
+
+    /// What a snapshot keeps, once the project's manifests and the tool are there.
+    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
+        if Self::MANIFESTS.iter().any(|m| !project.join(m).is_file()) {
+            return Err(format!(
+                "{} has no {}",
+                project.display(),
+                Self::MANIFESTS.join(" and ")
+            ));
+        }
+        if !super::on_path(Self::PROGRAM) {
+            return Err(format!("{} is not installed on this host", Self::TOOL));
+        }
+        Ok(Self::ITEMS.to_vec())
+    }
     /// Moves `targets` to their versions: `Err((exit code, why))` when the tool refuses.
     async fn install(
         &self,

@@ -32,19 +32,10 @@ pub fn lock_versions(lock: &str, name: &str) -> Result<Vec<(String, String)>, St
 pub(super) struct Npm;
 
 impl super::DependencyManager for Npm {
-    fn program(&self, _project: &Path) -> String {
-        "npm".to_owned()
-    }
-
-    fn prepare(&self, project: &Path) -> Result<Vec<&'static str>, String> {
-        if !project.join("package.json").is_file() {
-            return Err(format!("{} has no package.json", project.display()));
-        }
-        if !super::super::on_path("npm") {
-            return Err("npm is not installed on this host".into());
-        }
-        Ok(ITEMS.to_vec())
-    }
+    const PROGRAM: &'static str = "npm";
+    const TOOL: &'static str = "npm";
+    const MANIFESTS: &'static [&'static str] = &["package.json"];
+    const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(
         &self,

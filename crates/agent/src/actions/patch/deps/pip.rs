@@ -65,6 +65,11 @@ fn venv(project: &Path) -> Option<PathBuf> {
 pub(super) struct Pip;
 
 impl super::DependencyManager for Pip {
+    const PROGRAM: &'static str = "python3";
+    const TOOL: &'static str = "pip";
+    const MANIFESTS: &'static [&'static str] = &["requirements.txt"];
+    const ITEMS: &'static [&'static str] = &ITEMS;
+
     fn program(&self, project: &Path) -> String {
         python(project)
     }
