@@ -48,12 +48,17 @@ pub fn quiet_settings(
     let mut s = trusthub_hub::Settings::with_data_dir(data_dir);
     s.listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     s.admin_password = Some("bench password".into());
-    s.liveness_interval_secs = 86_400;
-    s.rule_eval_interval_secs = 86_400;
-    s.slo_eval_interval_secs = 86_400;
-    s.cve_scan_check_secs = 86_400;
-    s.supply_chain_check_secs = 86_400;
-    s.osv_pull_check_secs = 86_400;
+    s.sections.edit(|m: &mut trusthub_hub::sections::Monitors| {
+        m.liveness_interval_secs = 86_400;
+        m.rule_eval_interval_secs = 86_400;
+    });
+    s.sections
+        .edit(|v: &mut trusthub_hub::sections::Slo| v.slo_eval_interval_secs = 86_400);
+    s.sections.edit(|v: &mut trusthub_hub::sections::Vulns| {
+        v.cve_scan_check_secs = 86_400;
+        v.supply_chain_check_secs = 86_400;
+        v.osv_pull_check_secs = 86_400;
+    });
     s.ca_key_bits = 2048;
     if database_url.is_some() {
         s.encryption_key =

@@ -145,7 +145,9 @@ async fn fixture_with(configure: impl FnOnce(&mut Settings)) -> Fixture {
     settings.admin_password = Some("agent test password".into());
     settings.rate_limits = "off".into();
     // No test reads the public npm registry.
-    settings.npm_registry = "http://127.0.0.1:9".into();
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Vulns| v.npm_registry = "http://127.0.0.1:9".into());
     settings.outbound_allow_cidrs = "127.0.0.0/8".into();
     configure(&mut settings);
     let (hub, addr) = start_hub(settings.clone()).await;
@@ -657,7 +659,11 @@ async fn wait_until(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_process_app_alerts_after_three_checks_and_resolves_when_it_is_back() {
     let state = TempDir::new();
-    let f = fixture_with(|s| s.liveness_interval_secs = 1).await;
+    let f = fixture_with(|s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Monitors| v.liveness_interval_secs = 1)
+    })
+    .await;
     // The app: a copy of sleep under its own absolute path, running for real.
     let bin = state.0.join("demo-app");
     std::fs::copy("/bin/sleep", &bin).expect("copy sleep");
@@ -1183,7 +1189,11 @@ fn osv_zip(dir: &Path, records: &[Value]) -> Vec<u8> {
 
 /// A hub scanning every second, with the lodash advisory (fixed in 4.17.21) imported.
 async fn hub_with_the_lodash_advisory(dir: &Path) -> Fixture {
-    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let f = fixture_with(|s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.cve_scan_check_secs = 1)
+    })
+    .await;
     let zip = osv_zip(
         dir,
         &[
@@ -1298,7 +1308,11 @@ async fn the_agent_reports_a_lockfile_whose_dependency_is_vulnerable_and_the_upg
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_app_killed_for_a_while_spends_its_slo_budget_in_the_status_and_the_csv() {
     let state = TempDir::new();
-    let f = fixture_with(|s| s.liveness_interval_secs = 1).await;
+    let f = fixture_with(|s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Monitors| v.liveness_interval_secs = 1)
+    })
+    .await;
     let bin = state.0.join("slo-app");
     std::fs::copy("/bin/sleep", &bin).expect("copy sleep");
     let start_app = || Command::new(&bin).arg("600").spawn().expect("app runs");
@@ -1407,10 +1421,14 @@ async fn auto_patch_upgrades_a_vulnerable_package_rolls_back_a_broken_one_and_at
     apt_get(&rig, &["update", "-q"]);
     apt_get(&rig, &["install", "-y", "-q", "demo=1.0-1", "broken=1.0"]);
     let f = fixture_with(|s| {
-        s.cve_scan_check_secs = 1;
-        s.autopatch_warmup_secs = 1;
-        s.autopatch_cycle_secs = 1;
-        s.autopatch_min_gap_secs = 1;
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.cve_scan_check_secs = 1);
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Autopatch| {
+                v.autopatch_warmup_secs = 1;
+                v.autopatch_cycle_secs = 1;
+                v.autopatch_min_gap_secs = 1;
+            });
     })
     .await;
     // Advisories for both, in this host's distribution release.
@@ -1818,7 +1836,11 @@ async fn auto_update_all_updates_a_live_agents_npm_project_and_attests_it() {
     };
     assert_eq!(lock_c(), "1.0.1");
 
-    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let f = fixture_with(|s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.cve_scan_check_secs = 1)
+    })
+    .await;
     let state = TempDir::new();
     let zip = osv_zip(
         &state.0,
@@ -2522,7 +2544,11 @@ async fn wait_session(f: &Fixture, session: &str, what: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_console_fails_on_a_host_that_refuses_it_and_ends_when_idle() {
     let state = TempDir::new();
-    let f = fixture_with(|s| s.console_idle_secs = 2).await;
+    let f = fixture_with(|s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Console| v.console_idle_secs = 2)
+    })
+    .await;
     let token = f.enrollment_token(json!([])).await;
     let agent = Agent::start(&state.0, &["--hub", &f.base, "--enroll", &token]);
     let agents = wait_until(&f, "/agents", 30, "the agent connected", |v| {
@@ -2606,7 +2632,11 @@ async fn a_console_whose_recording_cannot_be_written_fails() {
     let file = blocker.0.join("not-a-directory");
     std::fs::write(&file, "x").expect("file");
     let dir = file.join("console");
-    let f = fixture_with(move |s| s.console_recording_dir = Some(dir)).await;
+    let f = fixture_with(move |s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Console| v.console_recording_dir = Some(dir))
+    })
+    .await;
     let token = f.enrollment_token(json!([])).await;
     let _agent = Agent::start(
         &state.0,
@@ -3153,7 +3183,11 @@ async fn every_kind_of_source_is_read_and_each_finding_names_its_source() {
         .spawn()
         .expect("sleep");
 
-    let f = fixture_with(|s| s.cve_scan_check_secs = 1).await;
+    let f = fixture_with(|s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.cve_scan_check_secs = 1)
+    })
+    .await;
     let fixed = |eco: &str, name: &str, id: &str, fix: &str| {
         json!({"id": id, "modified": "2024-01-01T00:00:00Z", "summary": format!("{name} is vulnerable"),
             "affected": [{"package": {"ecosystem": eco, "name": name},

@@ -16,7 +16,9 @@ pub async fn deliverer(state: AppState) {
     let client = match crate::outbound::Policy::of(&state.settings)
         .client()
         .timeout(Duration::from_secs(
-            state.settings.webhook_timeout_secs.max(1),
+            crate::settings::of(&state.settings)
+                .webhook_timeout_secs
+                .max(1),
         ))
         .build()
     {
@@ -39,7 +41,10 @@ pub async fn deliverer(state: AppState) {
 /// Claims and sends the deliveries due now; answers how many were attempted or skipped.
 pub async fn deliver_due(state: &AppState, client: &reqwest::Client) -> StoreResult<usize> {
     let now = now();
-    let lease = now + time::Duration::seconds(state.settings.webhook_timeout_secs as i64 + 60);
+    let lease = now
+        + time::Duration::seconds(
+            crate::settings::of(&state.settings).webhook_timeout_secs as i64 + 60,
+        );
     if !webhooks::any_due(&mut state.db.conn().await?, now).await? {
         return Ok(0);
     }
@@ -124,7 +129,9 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
     } else {
         match hook::after_failure(
             attempt.clamp(0, u32::MAX.into()) as u32,
-            &state.settings.webhook_retry_schedule.0,
+            &crate::settings::of(&state.settings)
+                .webhook_retry_schedule
+                .0,
         ) {
             AfterFailure::RetryIn(wait) => (
                 status::RETRYING,
@@ -171,7 +178,7 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
         if let Some(w) = d.webhook_id {
             let until = hook::cooldown_until(
                 finished,
-                Duration::from_secs(state.settings.webhook_cooldown_secs),
+                Duration::from_secs(crate::settings::of(&state.settings).webhook_cooldown_secs),
             );
             webhooks::set_cooldown(&mut tx, w, until).await?;
         }

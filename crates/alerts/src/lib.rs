@@ -25,6 +25,7 @@ pub mod channels;
 pub mod deliver;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
@@ -66,6 +67,7 @@ pub async fn host_removed(
 pub fn capability() -> trusthub_platform::capability::Capability {
     use trusthub_platform::names::only;
     trusthub_platform::capability::Capability::new("alerts", api, web::pages)
+        .settings::<settings::Settings>()
         .task(|state| Box::pin(deliver::deliverer(state)))
         .names(
             "alert",

@@ -12,6 +12,7 @@
 pub mod routes;
 pub mod rules;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod update_all;
 pub mod web;
@@ -34,10 +35,11 @@ pub const JOB: &str = "auto_patch";
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("auto-patch", api, web::pages)
+        .settings::<settings::Settings>()
         .job_after(
             JOB,
-            |s| s.autopatch_warmup_secs.max(1),
-            |s| s.autopatch_cycle_secs.max(1),
+            |s| settings::of(s).autopatch_warmup_secs.max(1),
+            |s| settings::of(s).autopatch_cycle_secs.max(1),
             |state, now| Box::pin(async move { service::cycle(&state, now).await.map(|_| ()) }),
         )
         .install(|cx| {

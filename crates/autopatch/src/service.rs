@@ -338,7 +338,8 @@ pub async fn run_now(
 /// `TRUSTHUB_AUTOPATCH_MIN_GAP_SECS` old. Findings and past attempts are read for all of them
 /// at once, before any host is written. How many hosts ran.
 pub async fn cycle(state: &AppState, now: OffsetDateTime) -> StoreResult<usize> {
-    let gap = time::Duration::seconds(state.settings.autopatch_min_gap_secs as i64);
+    let gap =
+        time::Duration::seconds(crate::settings::of(&state.settings).autopatch_min_gap_secs as i64);
     let (due, mut findings, mut blocked) = {
         let mut c = state.db.conn().await?;
         let due: Vec<store::Settings> = store::enabled(&mut c)

@@ -15,7 +15,7 @@ mod remote;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-use trusthub_hub::{DbSettings, Server, Settings, admin};
+use trusthub_hub::{DbSettings, ServeSettings, Server, Settings, admin};
 use trusthub_store::{Db, DbOptions};
 
 #[derive(Debug, Parser)]
@@ -246,7 +246,7 @@ enum Command {
     /// Run the hub on its embedded default with an agent watching this host (one process).
     Up(Box<UpArgs>),
     /// Run the hub.
-    Serve(Box<Settings>),
+    Serve(Box<ServeSettings>),
     /// Administer the hub's database.
     #[command(subcommand)]
     Admin(AdminCommand),
@@ -334,7 +334,7 @@ enum TransparencyCommand {
 #[derive(Debug, clap::Args)]
 struct UpArgs {
     #[command(flatten)]
-    settings: Settings,
+    settings: ServeSettings,
     /// Seconds between the local agent's metric pushes.
     #[arg(long, env = "TRUSTHUB_AGENT_INTERVAL_SECS", default_value_t = 60)]
     agent_interval_secs: u64,
@@ -468,16 +468,15 @@ async fn serve(settings: Settings) -> Result<(), String> {
 
 /// `trusthub up`: the hub plus an agent for this host, enrolled on first start.
 async fn up(args: UpArgs) -> Result<(), String> {
-    let data_dir = args.settings.db.data_dir.clone();
+    let settings = args.settings.0;
+    let data_dir = settings.db.data_dir.clone();
     // The local agent trusts the hub's own CA with `--tls-self`, the given chain otherwise.
-    let ca_cert = if args.settings.tls_self {
+    let ca_cert = if settings.tls_self {
         Some(data_dir.join("hub-ca.pem"))
     } else {
-        args.settings.tls_cert.clone()
+        settings.tls_cert.clone()
     };
-    let server = Server::build(args.settings)
-        .await
-        .map_err(|e| e.to_string())?;
+    let server = Server::build(settings).await.map_err(|e| e.to_string())?;
     let hub_url = announce(&server, &data_dir);
     let agent_dir = data_dir.join("agent");
     let registered = trusthub_agent::link::state::StateDir::open(&agent_dir)
@@ -721,7 +720,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             save,
             expect_key,
         }) => transparency_verify(hub, token, log, head, save, expect_key).await,
-        Command::Serve(settings) => serve(*settings).await,
+        Command::Serve(settings) => serve(settings.0).await,
         Command::Up(args) => up(*args).await,
         Command::Cve {
             cmd:

@@ -14,6 +14,7 @@ pub mod providers;
 pub mod routes;
 pub mod rules;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
@@ -31,9 +32,11 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts it: the job looks every minute for the
 /// accounts whose last run is older than `TRUSTHUB_CLOUD_DISCOVER_INTERVAL_SECS`.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("cloud", api, web::pages).job(
-        JOB,
-        |s| s.cloud_discover_interval_secs.clamp(1, 60),
-        |state, now| Box::pin(async move { service::tick(&state, now).await }),
-    )
+    trusthub_platform::capability::Capability::new("cloud", api, web::pages)
+        .settings::<settings::Settings>()
+        .job(
+            JOB,
+            |s| settings::of(s).cloud_discover_interval_secs.clamp(1, 60),
+            |state, now| Box::pin(async move { service::tick(&state, now).await }),
+        )
 }

@@ -898,7 +898,9 @@ pub async fn summary(state: &AppState, tenant: TenantId) -> ApiResult<Summary> {
 
 /// The periodic job: every account whose last run is older than the interval runs now.
 pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
-    let every = time::Duration::seconds(state.settings.cloud_discover_interval_secs as i64);
+    let every = time::Duration::seconds(
+        crate::settings::of(&state.settings).cloud_discover_interval_secs as i64,
+    );
     let due: Vec<Account> = {
         let mut c = state.db.conn().await?;
         store::accounts(&mut c, None)

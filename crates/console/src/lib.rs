@@ -16,6 +16,7 @@ pub mod bus;
 pub mod live;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
@@ -30,6 +31,7 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("console", api, web::pages)
+        .settings::<settings::Settings>()
         .install(|cx| {
             cx.parts
                 .insert(live::Live::default())

@@ -84,8 +84,7 @@ impl From<Session> for SessionView {
 
 /// The recordings' folder.
 pub fn recording_dir(state: &AppState) -> std::path::PathBuf {
-    state
-        .settings
+    crate::settings::of(&state.settings)
         .console_recording_dir
         .clone()
         .unwrap_or_else(|| state.settings.db.data_dir.join("console"))
@@ -160,7 +159,7 @@ pub async fn start(
         tenant,
         agent,
         cast_path(&recording_dir(state), id),
-        state.settings.console_record_input,
+        crate::settings::of(&state.settings).console_record_input,
     );
     let sent = dispatch(
         state,
@@ -172,7 +171,7 @@ pub async fn start(
             act: "console_open",
             // The host ends the shell at `expires_at` itself (CONTRACT 30).
             args: json!({"session_id": id, "cols": cols, "rows": rows,
-                "expires_at": (now + time::Duration::seconds(state.settings.console_max_secs as i64)).unix_timestamp()}),
+                "expires_at": (now + time::Duration::seconds(crate::settings::of(&state.settings).console_max_secs as i64)).unix_timestamp()}),
             reason,
             subject: format!("agent:{agent}"),
             jti: Some(jti),
@@ -196,15 +195,21 @@ pub async fn start(
     Ok(Started {
         session_id: id,
         ws_url: format!("{ws}/api/v1/ws/console/{id}"),
-        expires_at: rfc3339(now + time::Duration::seconds(state.settings.console_max_secs as i64)),
+        expires_at: rfc3339(
+            now + time::Duration::seconds(
+                crate::settings::of(&state.settings).console_max_secs as i64,
+            ),
+        ),
     })
 }
 
 /// Ends the session at its idle or maximum duration.
 fn spawn_clock(state: AppState, id: Uuid) {
     tokio::spawn(async move {
-        let idle = state.settings.console_idle_secs.max(1);
-        let max = state.settings.console_max_secs.max(1);
+        let idle = crate::settings::of(&state.settings)
+            .console_idle_secs
+            .max(1);
+        let max = crate::settings::of(&state.settings).console_max_secs.max(1);
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
         loop {
             tick.tick().await;

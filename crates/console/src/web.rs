@@ -88,7 +88,7 @@ async fn console_page(
             .map(|s| s.session_id.to_string())
             .unwrap_or_default(),
         ws_url: started.map(|s| s.ws_url).unwrap_or_default(),
-        idle_minutes: state.settings.console_idle_secs / 60,
+        idle_minutes: crate::settings::of(&state.settings).console_idle_secs / 60,
         flash,
     };
     let terminal = !page.ws_url.is_empty();

@@ -33,6 +33,7 @@ pub mod ranges;
 pub mod routes;
 pub mod routing;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
@@ -102,7 +103,11 @@ async fn purge(
     now: OffsetDateTime,
 ) -> trusthub_store::StoreResult<()> {
     let ms = unix_ms(now);
-    let mut raw_before = ms - state.settings.metrics_raw_retention_hours.max(1) * 3_600_000;
+    let mut raw_before = ms
+        - crate::settings::of(&state.settings)
+            .metrics_raw_retention_hours
+            .max(1)
+            * 3_600_000;
     if state.part::<ingest::Forward>().0.is_some() {
         // Points a receiver has not accepted yet are kept past the raw retention.
         if let Some(ts) = store::metric_log::oldest_ts(tx).await? {
@@ -117,7 +122,10 @@ async fn purge(
     store::telemetry::purge_points(
         tx,
         raw_before,
-        ms - state.settings.metrics_minute_retention_days.max(1) * 86_400_000,
+        ms - crate::settings::of(&state.settings)
+            .metrics_minute_retention_days
+            .max(1)
+            * 86_400_000,
     )
     .await?;
     store::telemetry::purge_batches(
@@ -297,6 +305,7 @@ pub async fn processes(
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("fleet", api, web::pages)
+        .settings::<settings::Settings>()
         .install(|cx| {
             cx.parts
                 .insert(agent_ws::Connections::default())

@@ -25,6 +25,57 @@ pub mod workers;
 
 pub use server::{Server, StartError};
 pub use settings::{DbSettings, Settings};
+
+/// Each capability's own settings struct, for code that builds [`Settings`] itself (tests,
+/// benchmarks): `settings.sections.edit(|v: &mut sections::Vulns| v.osv_url = …)`. The
+/// command line reads them all ([`ServeSettings`]).
+pub mod sections {
+    pub use trusthub_alerts::settings::Settings as Alerts;
+    pub use trusthub_autopatch::settings::Settings as Autopatch;
+    pub use trusthub_cloud::settings::Settings as Cloud;
+    pub use trusthub_console::settings::Settings as Console;
+    pub use trusthub_fleet::settings::Settings as Fleet;
+    pub use trusthub_identity::settings::Settings as Identity;
+    pub use trusthub_llm::settings::Settings as Llm;
+    pub use trusthub_monitors::settings::Settings as Monitors;
+    pub use trusthub_remotewrite::settings::Settings as RemoteWrite;
+    pub use trusthub_slo::settings::Settings as Slo;
+    pub use trusthub_topology::settings::Settings as Topology;
+    pub use trusthub_vulns::settings::Settings as Vulns;
+}
+
+/// `trusthub serve`'s settings on the command line: the hub's own ([`Settings`]) and every
+/// capability's (`Capability::settings`), flags and environment variables in one list.
+#[derive(Debug, Clone)]
+pub struct ServeSettings(pub Settings);
+
+impl clap::FromArgMatches for ServeSettings {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut settings = Settings::from_arg_matches(matches)?;
+        for of in capabilities().iter().flat_map(|c| &c.settings) {
+            (of.read)(&mut settings.sections, matches)?;
+        }
+        Ok(ServeSettings(settings))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = ServeSettings::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ServeSettings {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        capabilities()
+            .iter()
+            .flat_map(|c| &c.settings)
+            .fold(Settings::augment_args(command), |cmd, of| (of.augment)(cmd))
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        ServeSettings::augment_args(command)
+    }
+}
 pub use state::AppState;
 
 use axum::Router;

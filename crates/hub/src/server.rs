@@ -66,6 +66,11 @@ impl Server {
         settings: Settings,
         extra: OpenApiRouter<AppState>,
     ) -> Result<Server, StartError> {
+        // Each capability's own settings: as read from the command line, else its defaults.
+        let mut settings = settings;
+        for of in crate::capabilities().iter().flat_map(|c| &c.settings) {
+            (of.or_defaults)(&mut settings.sections);
+        }
         // Bind before creating anything: a busy port must leave no data dir, no database and
         // no owner whose generated password nobody saw.
         let listener = TcpListener::bind(settings.listen).await.map_err(|e| {
@@ -111,7 +116,6 @@ impl Server {
                 "--client-cert-days must be 1 to 825".into(),
             ));
         }
-        create_private_dir(&settings.evidence_dir())?;
         let tls = match (&settings.tls_cert, &settings.tls_key) {
             (Some(cert), Some(key)) => {
                 let client_ca = (settings.tls_client_ca == "auto").then(|| ca.cert_der());

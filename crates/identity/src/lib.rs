@@ -18,6 +18,7 @@ pub mod auth;
 pub mod passwords;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod views;
 pub mod web;
@@ -45,6 +46,7 @@ pub fn api() -> OpenApiRouter<AppState> {
 pub fn capability() -> trusthub_platform::capability::Capability {
     use trusthub_platform::names::only;
     trusthub_platform::capability::Capability::new("identity", api, web::pages)
+        .settings::<settings::Settings>()
         // Expired sessions, and TOTP steps past the 10 minutes a code can be replayed in.
         .purge(|_, tx, now| {
             Box::pin(async move {

@@ -63,9 +63,8 @@ pub enum Built {
 
 /// The bundle file of a pack.
 pub fn pack_path(state: &AppState, tenant: TenantId, id: i64) -> PathBuf {
-    state
-        .settings
-        .evidence_dir()
+    crate::settings::of(&state.settings)
+        .evidence_dir(&state.settings.db.data_dir)
         .join(tenant.0.to_string())
         .join(format!("pack-{id}.tar.gz"))
 }
@@ -139,7 +138,7 @@ pub async fn build(
         .acquire()
         .await
         .map_err(|_| ApiError::Internal("evidence builds are closed".into()))?;
-    let root = state.settings.evidence_dir();
+    let root = crate::settings::of(&state.settings).evidence_dir(&state.settings.db.data_dir);
     let work = WorkDir(
         root.join("work")
             .join(uuid::Uuid::new_v4().simple().to_string()),
@@ -163,7 +162,8 @@ pub async fn build(
         }
     }
     let created_at = crate::state::now();
-    let expires_at = created_at + time::Duration::days(state.settings.evidence_retention_days);
+    let expires_at = created_at
+        + time::Duration::days(crate::settings::of(&state.settings).evidence_retention_days);
     let id = {
         let mut tx = state.db.begin().await?;
         let id = store::reserve(

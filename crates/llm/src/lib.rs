@@ -17,6 +17,7 @@ pub mod explain;
 pub mod otlp;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
@@ -40,17 +41,28 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("llm", api, web::pages)
+        .settings::<settings::Settings>()
         // Evidence packs past their retention.
         .purge(|state, tx, now| Box::pin(evidence::purge(state, tx, now)))
         .install(|cx| {
         let min = evidence::MIN_RETENTION_DAYS;
-        if cx.settings.evidence_retention_days < min {
+        if crate::settings::of(cx.settings).evidence_retention_days < min {
             return Err(format!(
                 "--evidence-retention-days must be at least {min} (SPEC 8: packs are kept at least 12 months)"
             ));
         }
+        // The packs' folder, only the hub's user may read (mode 700).
+        let dir = crate::settings::of(cx.settings).evidence_dir(&cx.settings.db.data_dir);
+        if !dir.exists() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| {
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                })
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         cx.parts
-            .insert(base_prices(cx.settings.ai_prices_file.as_deref())?);
+            .insert(base_prices(crate::settings::of(cx.settings).ai_prices_file.as_deref())?);
         Ok(())
     })
 }

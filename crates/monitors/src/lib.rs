@@ -19,12 +19,13 @@ pub mod jobs;
 pub mod probe;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
 use trusthub_alerts::alerting;
 use trusthub_identity::auth;
-use trusthub_platform::{error, extract, openapi, outbound, ratelimit, settings, state};
+use trusthub_platform::{error, extract, openapi, outbound, ratelimit, state};
 
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -64,9 +65,12 @@ pub async fn app_names(
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("monitors", api, web::pages)
+        .settings::<settings::Settings>()
         // Check results past `TRUSTHUB_APP_CHECK_RETENTION_DAYS`.
         .purge(|state, tx, now| {
-            let days = state.settings.app_check_retention_days.max(1);
+            let days = crate::settings::of(&state.settings)
+                .app_check_retention_days
+                .max(1);
             Box::pin(async move {
                 store::apps::purge_checks(tx, now - time::Duration::days(days)).await?;
                 Ok(())

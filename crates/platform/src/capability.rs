@@ -53,6 +53,17 @@ pub type Moment = fn(AppState) -> crate::BoxFuture<'static, ()>;
 /// the start with that message.
 pub type Installer = fn(&mut Install<'_>) -> Result<(), String>;
 
+/// How a capability's own settings struct joins `trusthub serve`'s command line.
+#[derive(Debug, Clone, Copy)]
+pub struct SettingsOf {
+    /// Adds its flags and environment variables.
+    pub augment: fn(clap::Command) -> clap::Command,
+    /// Reads it from the whole command line's matches.
+    pub read: fn(&mut crate::settings::Sections, &clap::ArgMatches) -> Result<(), clap::Error>,
+    /// Sets its defaults unless it was read.
+    pub or_defaults: fn(&mut crate::settings::Sections),
+}
+
 /// One capability, as the composition root assembles it.
 #[derive(Debug, Clone)]
 pub struct Capability {
@@ -79,6 +90,8 @@ pub struct Capability {
     /// What it installs once every capability's `installs` ran (a part built from others'
     /// hooks, such as the fleet's ingest writer).
     pub installs_last: Vec<Installer>,
+    /// Its own settings structs.
+    pub settings: Vec<SettingsOf>,
 }
 
 impl Capability {
@@ -100,7 +113,19 @@ impl Capability {
             on_stop: Vec::new(),
             installs: Vec::new(),
             installs_last: Vec::new(),
+            settings: Vec::new(),
         }
+    }
+
+    /// Adds its own settings struct `T` (a `clap::Args`): its flags and environment variables
+    /// are read with the rest of `trusthub serve`'s; [`Settings::of`] answers it.
+    pub fn settings<T: crate::settings::Section>(mut self) -> Self {
+        self.settings.push(SettingsOf {
+            augment: T::augment_args,
+            read: crate::settings::Sections::read::<T>,
+            or_defaults: crate::settings::Sections::or_defaults::<T>,
+        });
+        self
     }
 
     /// Adds a housekeeping step ([`Purge`]).

@@ -17,6 +17,7 @@ pub mod query;
 pub mod routes;
 pub mod sender;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 pub mod wire;
@@ -34,8 +35,9 @@ pub fn api() -> utoipa_axum::router::OpenApiRouter<trusthub_platform::AppState> 
 /// forwarding task every hub process runs (each receiver sent to by the lease holder).
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("remotewrite", api, web::pages)
+        .settings::<settings::Settings>()
         .install(|cx| {
-            let s = cx.settings;
+            let s = settings::of(cx.settings);
             let remote_write =
                 RemoteWrite::from_settings(&s.remote_write_urls, s.remote_write_bearer.as_deref())?;
             let store = MetricsStore::from_settings(s.metrics_query_url.as_deref())?;

@@ -14,12 +14,13 @@ pub mod jobs;
 pub mod objective;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
 use trusthub_alerts::alerting;
 use trusthub_identity::auth;
-use trusthub_platform::{error, extract, openapi, settings, state};
+use trusthub_platform::{error, extract, openapi, state};
 
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -32,6 +33,7 @@ pub fn api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("slo", api, web::pages)
+        .settings::<settings::Settings>()
         .install(|cx| {
             cx.parts
                 .insert(trusthub_monitors::SloLines(|state, tenant| {

@@ -14,6 +14,7 @@ pub mod detect;
 pub mod graph;
 pub mod routes;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
@@ -33,8 +34,10 @@ pub fn api() -> OpenApiRouter<AppState> {
 
 /// This capability, as the composition root mounts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
-    trusthub_platform::capability::Capability::new("topology", api, web::pages).install(|cx| {
-        cx.parts.insert(service::GraphCache::default());
-        Ok(())
-    })
+    trusthub_platform::capability::Capability::new("topology", api, web::pages)
+        .settings::<settings::Settings>()
+        .install(|cx| {
+            cx.parts.insert(service::GraphCache::default());
+            Ok(())
+        })
 }

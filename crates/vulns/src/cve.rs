@@ -659,7 +659,7 @@ pub async fn scan_agent(
         }
         same
     });
-    let min_rank = Severity::parse(&state.settings.cve_alert_min_severity)
+    let min_rank = Severity::parse(&crate::settings::of(&state.settings).cve_alert_min_severity)
         .unwrap_or(Severity::High)
         .rank();
     let mut tx = state.db.begin().await?;

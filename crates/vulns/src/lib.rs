@@ -21,12 +21,13 @@ pub mod patching;
 pub mod routes;
 pub mod rules;
 pub mod service;
+pub mod settings;
 mod store;
 pub mod web;
 
 use trusthub_alerts::alerting;
 use trusthub_identity::auth;
-use trusthub_platform::{archive, error, extract, openapi, outbound, settings, state};
+use trusthub_platform::{archive, error, extract, openapi, outbound, state};
 
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
@@ -48,6 +49,7 @@ pub fn osv_api() -> OpenApiRouter<AppState> {
 /// This capability, as the composition root mounts, schedules and starts it.
 pub fn capability() -> trusthub_platform::capability::Capability {
     trusthub_platform::capability::Capability::new("vulnerabilities", api, web::pages)
+        .settings::<settings::Settings>()
         .install(|cx| {
             cx.parts.insert(cve::CveIndex::default());
             Ok(())

@@ -42,7 +42,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let deps = args.findings - os;
     let inventory = findings_shape(&osv, os, deps, CVSS_CRITICAL, CVSS_CRITICAL)?;
     let mut settings = quiet_settings(dir.clone(), args.database_url.clone());
-    settings.autopatch_warmup_secs = 86_400;
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Autopatch| v.autopatch_warmup_secs = 86_400);
     settings.rate_limits = "off".into();
     let server = Server::build(settings).await?;
     let state = server.state().clone();

@@ -89,8 +89,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     settings.listen = "127.0.0.1:0".parse()?;
     settings.admin_password = Some("bench password".into());
     settings.rate_limits = "off".into();
-    settings.liveness_interval_secs = 86_400;
-    settings.rule_eval_interval_secs = 86_400;
+    settings
+        .sections
+        .edit(|m: &mut trusthub_hub::sections::Monitors| {
+            m.liveness_interval_secs = 86_400;
+            m.rule_eval_interval_secs = 86_400;
+        });
     settings.db.database_url = args.database_url.clone();
     if args.database_url.is_some() {
         settings.encryption_key =

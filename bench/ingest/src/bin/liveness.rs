@@ -41,8 +41,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut settings = Settings::with_data_dir(dir.clone());
     settings.listen = "127.0.0.1:0".parse()?;
     settings.admin_password = Some("bench password".into());
-    settings.liveness_interval_secs = 86_400;
-    settings.rule_eval_interval_secs = 86_400;
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Monitors| v.liveness_interval_secs = 86_400);
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Monitors| v.rule_eval_interval_secs = 86_400);
     settings.db.database_url = args.database_url.clone();
     if args.database_url.is_some() {
         settings.encryption_key =

@@ -167,8 +167,10 @@ async fn deliveries_are_signed_and_carry_the_alert(b: Backend) {
 
 async fn retries_keep_one_delivery_id_then_fail_and_cool_down(b: Backend) {
     let app = TestApp::spawn_with(b, |s| {
-        s.webhook_retry_schedule =
-            trusthub_hub::settings::Schedule(vec![Duration::from_secs(1); 3]);
+        s.sections.edit(|v: &mut trusthub_hub::sections::Alerts| {
+            v.webhook_retry_schedule =
+                trusthub_hub::settings::Schedule(vec![Duration::from_secs(1); 3]);
+        });
     })
     .await;
     let down = Receiver::start(&[500, 500, 502, 503]).await;

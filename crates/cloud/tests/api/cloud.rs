@@ -1743,7 +1743,11 @@ print(json.dumps(out))
 async fn accounts_are_discovered_again_on_their_interval(b: Backend) {
     let (servers, firewalls) = hetzner::fleet();
     let fake = hetzner::Hetzner::start(servers.clone(), firewalls).await;
-    let app = TestApp::spawn_with(b, |s| s.cloud_discover_interval_secs = 2).await;
+    let app = TestApp::spawn_with(b, |s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Cloud| v.cloud_discover_interval_secs = 2)
+    })
+    .await;
     let r = app
         .post(
             "/cloud/accounts",

@@ -900,9 +900,12 @@ async fn explanations_come_from_the_model_with_nothing_personal_or_from_the_rule
     let m = model("Jemand rät Passwörter.").await;
     let url = m.url.clone();
     let app = TestApp::spawn_with(Backend::Sqlite, |s| {
-        s.llm_url = Some(url);
-        s.llm_model = "qwen2.5:3b".into();
-        s.llm_api_key = Some("sk-local".into());
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Llm| v.llm_url = Some(url));
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Llm| v.llm_model = "qwen2.5:3b".into());
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Llm| v.llm_api_key = Some("sk-local".into()));
     })
     .await;
     let host = register(&app).await;
@@ -1043,7 +1046,9 @@ async fn explanations_come_from_the_model_with_nothing_personal_or_from_the_rule
 
     // A model that fails: the rules answer, with a note.
     let down = TestApp::spawn_with(Backend::Sqlite, |s| {
-        s.llm_url = Some("http://127.0.0.1:9/v1".into())
+        s.sections.edit(|v: &mut trusthub_hub::sections::Llm| {
+            v.llm_url = Some("http://127.0.0.1:9/v1".into())
+        })
     })
     .await;
     let r = body(
@@ -1153,9 +1158,11 @@ async fn explanations_send_no_secret_and_are_rate_limited_per_caller() {
     let m = model("A configuration line.").await;
     let url = m.url.clone();
     let app = TestApp::spawn_with(Backend::Sqlite, |s| {
-        s.llm_url = Some(url);
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Llm| v.llm_url = Some(url));
         s.rate_limits = "on".into();
-        s.explain_rate = 3;
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Llm| v.explain_rate = 3);
     })
     .await;
     let planted = [

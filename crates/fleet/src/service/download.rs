@@ -28,17 +28,20 @@ impl AgentDownload {
     /// agent when installed under the name `trusthub-agent`); else nothing to serve.
     pub fn locate(settings: &Settings) -> AgentDownload {
         let exe = std::env::current_exe().ok();
-        let path = settings.agent_binary.clone().or_else(|| {
-            let exe = exe?;
-            let sibling = exe.with_file_name("trusthub-agent");
-            if sibling.is_file() {
-                Some(sibling)
-            } else if exe.file_name().is_some_and(|n| n == "trusthub") {
-                Some(exe)
-            } else {
-                None
-            }
-        });
+        let path = crate::settings::of(settings)
+            .agent_binary
+            .clone()
+            .or_else(|| {
+                let exe = exe?;
+                let sibling = exe.with_file_name("trusthub-agent");
+                if sibling.is_file() {
+                    Some(sibling)
+                } else if exe.file_name().is_some_and(|n| n == "trusthub") {
+                    Some(exe)
+                } else {
+                    None
+                }
+            });
         AgentDownload {
             path,
             hashed: Mutex::new(None),

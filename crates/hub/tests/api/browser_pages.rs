@@ -963,7 +963,11 @@ async fn a_viewer_reads_the_maintainer_changes_of_the_hosts_npm_dependencies(b: 
         packument("lodash", &["jdalton"], "4.17.21", "jdalton", None),
     );
     let url = start_registry(reg.clone()).await;
-    let app = TestApp::spawn_with(b, |s| s.npm_registry = url.clone()).await;
+    let app = TestApp::spawn_with(b, |s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.npm_registry = url.clone())
+    })
+    .await;
     let Some(browser) = Browser::start(&format!("supply-{b:?}")).await else {
         return;
     };

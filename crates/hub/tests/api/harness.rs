@@ -166,15 +166,23 @@ impl TestApp {
         s.rate_limits = "off".into();
         s.shutdown_grace_secs = 2;
         // Tests drive liveness and rule ticks themselves (trusthub_hub::workers).
-        s.liveness_interval_secs = 3600;
-        s.probe_tick_secs = 3600;
-        s.rule_eval_interval_secs = 3600;
-        s.slo_eval_interval_secs = 3600;
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Monitors| v.liveness_interval_secs = 3600);
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Monitors| v.probe_tick_secs = 3600);
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Monitors| v.rule_eval_interval_secs = 3600);
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Slo| v.slo_eval_interval_secs = 3600);
         // Tests scan with chosen instants (`cve_scan::scan_due`).
-        s.cve_scan_check_secs = 3600;
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.cve_scan_check_secs = 3600);
         // Tests drive the maintainer tracking with chosen instants, against a local registry.
-        s.supply_chain_check_secs = 86_400;
-        s.npm_registry = "http://127.0.0.1:9".into();
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.supply_chain_check_secs = 86_400);
+        s.sections.edit(|v: &mut trusthub_hub::sections::Vulns| {
+            v.npm_registry = "http://127.0.0.1:9".into()
+        });
         // Receivers, registries and buckets of the tests listen on this machine (CONTRACT 18:
         // the hub calls no loopback address unless allowed).
         s.outbound_allow_cidrs = "127.0.0.0/8,::1/128".into();

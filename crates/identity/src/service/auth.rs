@@ -44,7 +44,9 @@ pub async fn start_session(
 ) -> ApiResult<Response> {
     let token = new_token(SESSION_PREFIX).map_err(|e| ApiError::Internal(e.to_string()))?;
     let now = now();
-    let ttl = state.settings.session_ttl_secs.max(60);
+    let ttl = crate::settings::of(&state.settings)
+        .session_ttl_secs
+        .max(60);
     let mut tx = state.db.begin().await?;
     sessions::insert(
         &mut tx,

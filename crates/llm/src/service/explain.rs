@@ -87,7 +87,7 @@ pub async fn explain_by(
         .hit(
             trusthub_platform::ratelimit::Limit {
                 name: "explain",
-                max: state.settings.explain_rate,
+                max: crate::settings::of(&state.settings).explain_rate,
                 window_secs: 60,
             },
             &by.actor(),
@@ -127,7 +127,7 @@ pub async fn explain_by(
             note,
         })
     };
-    let Some(url) = &state.settings.llm_url else {
+    let Some(url) = &crate::settings::of(&state.settings).llm_url else {
         return rules(None);
     };
     let context = host
@@ -145,7 +145,7 @@ pub async fn explain_by(
             explanation: text,
             lang: lang.to_owned(),
             source: "llm".into(),
-            model: Some(state.settings.llm_model.clone()),
+            model: Some(crate::settings::of(&state.settings).llm_model.clone()),
             rule: None,
             note: None,
         }),
@@ -173,7 +173,7 @@ pub(crate) async fn ask_model(
         .build()
         .map_err(|e| e.to_string())?;
     let body = json!({
-        "model": state.settings.llm_model,
+        "model": crate::settings::of(&state.settings).llm_model,
         "messages": [
             {"role": "system", "content": format!(
                 "You explain Linux server log lines to the operators of the server. Answer in the language `{lang}`, \
@@ -185,7 +185,7 @@ pub(crate) async fn ask_model(
         "stream": false,
     });
     let mut req = client.post(format!("{base}/chat/completions")).json(&body);
-    if let Some(key) = &state.settings.llm_api_key {
+    if let Some(key) = &crate::settings::of(&state.settings).llm_api_key {
         req = req.bearer_auth(key);
     }
     let resp = req

@@ -291,7 +291,11 @@ async fn an_operator_price_file_prices_models_for_every_tenant(b: Backend) {
     )
     .expect("write");
     let path = file.clone();
-    let app = TestApp::spawn_with(b, move |s| s.ai_prices_file = Some(path)).await;
+    let app = TestApp::spawn_with(b, move |s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Llm| v.ai_prices_file = Some(path))
+    })
+    .await;
     let (ingest, _) = app.token(&app.owner, "ai_ingest").await;
     let batch = json!({"traces": [trace("t", "ops", "2026-11-05T08:00:00Z", vec![call("k", "in-house-llm", 10, false)])]});
     assert_eq!(
@@ -329,7 +333,9 @@ async fn an_operator_price_file_prices_models_for_every_tenant(b: Backend) {
     )
     .expect("write");
     let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
-    settings.ai_prices_file = Some(file.clone());
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Llm| v.ai_prices_file = Some(file.clone()));
     let err = trusthub_hub::Server::build(settings)
         .await
         .expect_err("refused");
@@ -342,7 +348,9 @@ async fn an_operator_price_file_prices_models_for_every_tenant(b: Backend) {
     )
     .expect("write");
     let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
-    settings.ai_prices_file = Some(file);
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Llm| v.ai_prices_file = Some(file));
     let err = trusthub_hub::Server::build(settings)
         .await
         .expect_err("refused");

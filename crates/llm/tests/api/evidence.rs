@@ -578,7 +578,9 @@ async fn packs_are_removed_only_after_their_retention(b: Backend) {
     // A retention under a year is refused at start.
     let dir = TempDir::new();
     let (mut settings, _) = TestApp::settings(Backend::Sqlite, &dir).await;
-    settings.evidence_retention_days = 300;
+    settings
+        .sections
+        .edit(|v: &mut trusthub_hub::sections::Llm| v.evidence_retention_days = 300);
     assert!(trusthub_hub::Server::build(settings).await.is_err());
 }
 

@@ -22,8 +22,8 @@ pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
 }
 
 /// Seconds between ticks.
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.liveness_interval_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).liveness_interval_secs.max(1)
 }
 
 /// What a liveness tick did.
@@ -108,8 +108,13 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
     // A verdict covers the time since the app's previous check when that check was recent
     // enough (two intervals and a half minute); the first one, or one after a gap, starts a
     // span at this check (the time before it had no verdict).
-    let tolerance =
-        time::Duration::seconds(state.settings.liveness_interval_secs.max(1) as i64 * 2 + 30);
+    let tolerance = time::Duration::seconds(
+        crate::settings::of(&state.settings)
+            .liveness_interval_secs
+            .max(1) as i64
+            * 2
+            + 30,
+    );
     let mut timeline: Vec<(Uuid, Option<i64>, OffsetDateTime, bool)> = Vec::new();
     let live: HashMap<Uuid, (bool, ObservedMap)> = lives
         .into_iter()

@@ -18,8 +18,8 @@ pub const JOB: &str = "probes";
 const BATCH: i64 = 256;
 
 /// Seconds between ticks (`TRUSTHUB_PROBE_TICK_SECS`, 1: due checks start within a second).
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.probe_tick_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).probe_tick_secs.max(1)
 }
 
 /// One scheduled run at `now`.

@@ -22,8 +22,8 @@ pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
 }
 
 /// Seconds between ticks.
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.rule_eval_interval_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).rule_eval_interval_secs.max(1)
 }
 
 /// What an evaluation pass did.
@@ -64,7 +64,11 @@ pub async fn evaluate_rules(state: &AppState, now: OffsetDateTime) -> StoreResul
         let Some(op) = Op::parse(&rule.operator) else {
             continue;
         };
-        let hourly = rule.window_secs > state.settings.metrics_raw_retention_hours.max(1) * 3600;
+        let hourly = rule.window_secs
+            > trusthub_fleet::settings::of(&state.settings)
+                .metrics_raw_retention_hours
+                .max(1)
+                * 3600;
         let from_ms = to_ms - rule.window_secs * 1000;
         let sums = {
             let mut c = state.db.conn().await?;

@@ -69,7 +69,11 @@ async fn postgres_a_transaction_committing_late_is_not_skipped() {
 
 async fn forwarding_hub(b: Backend, urls: &[String]) -> TestApp {
     let urls = urls.to_vec();
-    TestApp::spawn_with(b, move |s| s.remote_write_urls = urls).await
+    TestApp::spawn_with(b, move |s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::RemoteWrite| v.remote_write_urls = urls)
+    })
+    .await
 }
 
 /// A batch of `n` series (`rw.test{i=...}`) at `at`, each with one sample `value + i`.
@@ -574,9 +578,12 @@ async fn ranges_and_charts_are_read_from_prometheus(b: Backend) {
 async fn ranges_read_from(b: Backend, store: &rw_rig::Receiver) -> (TestApp, Host) {
     let (write, query) = (store.write_url(), store.base.clone());
     let app = TestApp::spawn_with(b, move |s| {
-        s.remote_write_urls = vec![write];
-        s.metrics_query_url = Some(query);
-        s.metrics_raw_retention_hours = 1;
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::RemoteWrite| v.remote_write_urls = vec![write]);
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::RemoteWrite| v.metrics_query_url = Some(query));
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Fleet| v.metrics_raw_retention_hours = 1);
     })
     .await;
     let host = register(&app).await;

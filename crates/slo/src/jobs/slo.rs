@@ -20,8 +20,8 @@ pub const JOB: &str = "slo";
 pub const RETENTION_DAYS: i64 = 500;
 
 /// Seconds between evaluations (`TRUSTHUB_SLO_EVAL_INTERVAL_SECS`, 60).
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.slo_eval_interval_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).slo_eval_interval_secs.max(1)
 }
 
 /// One scheduled run at `now`.

@@ -134,7 +134,7 @@ pub(super) async fn within_caps(
     new_nodes: i64,
     new_edges: i64,
 ) -> ApiResult<()> {
-    let max = i64::from(state.settings.topology_max_nodes);
+    let max = i64::from(crate::settings::of(&state.settings).topology_max_nodes);
     let (nodes, edges) = store::counts(&mut *tx, tenant).await?;
     if new_nodes > 0 && nodes + new_nodes > max {
         return Err(ApiError::invalid(

@@ -1506,7 +1506,11 @@ async fn the_topology_pages_draw_promote_show_blast_radius_and_share() {
 /// the pages; a tenant holds at most `TRUSTHUB_TOPOLOGY_MAX_NODES` nodes and four times as
 /// many edges (422).
 async fn node_and_edge_lists_page_and_a_tenant_is_capped(b: Backend) {
-    let app = TestApp::spawn_with(b, |s| s.topology_max_nodes = 3).await;
+    let app = TestApp::spawn_with(b, |s| {
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Topology| v.topology_max_nodes = 3)
+    })
+    .await;
     let mut ids = Vec::new();
     for name in ["c", "a", "b"] {
         let r = app

@@ -16,8 +16,8 @@ pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
 }
 
 /// Seconds between checks for hosts that are due (`TRUSTHUB_CVE_SCAN_CHECK_SECS`, 30).
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.cve_scan_check_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).cve_scan_check_secs.max(1)
 }
 
 /// Scans every host that is due at `now`; how many were scanned.
@@ -31,7 +31,11 @@ pub async fn scan_due(state: &AppState, now: OffsetDateTime) -> StoreResult<usiz
         )
     };
     let current = crate::store::cve::generation_key(&generation);
-    let every = time::Duration::seconds(state.settings.cve_scan_interval_secs.max(1) as i64);
+    let every = time::Duration::seconds(
+        crate::settings::of(&state.settings)
+            .cve_scan_interval_secs
+            .max(1) as i64,
+    );
     let mut index = None;
     let mut scanned = 0;
     for (tenant, agent, hostname, inventory_id) in hosts {

@@ -19,8 +19,8 @@ pub const MAX_RECORDS_PER_PULL: usize = 20_000;
 const CSV_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Seconds between checks (`TRUSTHUB_OSV_PULL_CHECK_SECS`, 3600).
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.osv_pull_check_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).osv_pull_check_secs.max(1)
 }
 
 /// One scheduled run at `now`.
@@ -114,7 +114,8 @@ async fn fetch(http: &Http, url: &str, max: u64) -> Result<Vec<u8>, String> {
 
 /// Pulls every ecosystem that is due at `now`.
 pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pulled>> {
-    let Some(base) = state.settings.osv_url.as_deref() else {
+    let settings = crate::settings::of(&state.settings);
+    let Some(base) = settings.osv_url.as_deref() else {
         return Ok(Vec::new());
     };
     let base = base.trim_end_matches('/').to_owned();
@@ -126,7 +127,11 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
             .map(|p| (p.ecosystem.clone(), p))
             .collect()
     };
-    let every = time::Duration::seconds(state.settings.osv_pull_interval_secs.max(1) as i64);
+    let every = time::Duration::seconds(
+        crate::settings::of(&state.settings)
+            .osv_pull_interval_secs
+            .max(1) as i64,
+    );
     let policy = crate::outbound::Policy::of(&state.settings);
     let Ok(client) = policy
         .client()
@@ -138,8 +143,7 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
     let http = Http { client, policy };
     let limits = crate::archive::Limits::with_total(state.settings.import_max_bytes);
     let mut out = Vec::new();
-    for eco in state
-        .settings
+    for eco in crate::settings::of(&state.settings)
         .osv_ecosystems
         .split(',')
         .map(str::trim)

@@ -16,8 +16,8 @@ use uuid::Uuid;
 pub const JOB: &str = "supply_chain";
 
 /// Seconds between passes (`TRUSTHUB_SUPPLY_CHAIN_CHECK_SECS`, 60).
-pub fn interval(s: &crate::settings::Settings) -> u64 {
-    s.supply_chain_check_secs.max(1)
+pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
+    crate::settings::of(s).supply_chain_check_secs.max(1)
 }
 
 /// One scheduled run at `now`.
@@ -91,7 +91,11 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
             .map(|p| (p.name.clone(), p))
             .collect()
     };
-    let every = time::Duration::seconds(state.settings.supply_chain_interval_secs.max(1) as i64);
+    let every = time::Duration::seconds(
+        crate::settings::of(&state.settings)
+            .supply_chain_interval_secs
+            .max(1) as i64,
+    );
     let mut due: Vec<(Option<OffsetDateTime>, &String)> = deps
         .keys()
         .filter_map(|name| match known.get(name) {
@@ -107,12 +111,14 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
     due.sort();
     // At most a minute's worth of requests per pass (passes are at least the check interval
     // apart, so never more than the cap per minute).
-    let budget = (state.settings.npm_registry_requests_per_minute
-        * state.settings.supply_chain_check_secs.clamp(1, 60))
+    let budget = (crate::settings::of(&state.settings).npm_registry_requests_per_minute
+        * crate::settings::of(&state.settings)
+            .supply_chain_check_secs
+            .clamp(1, 60))
     .div_ceil(60)
     .max(1) as usize;
     let policy = crate::outbound::Policy::of(&state.settings);
-    if let Err(e) = policy.check_target(&state.settings.npm_registry) {
+    if let Err(e) = policy.check_target(&crate::settings::of(&state.settings).npm_registry) {
         tracing::warn!(error = %e, "TRUSTHUB_NPM_REGISTRY is refused by the outbound policy");
         return Ok(Report::default());
     }
@@ -127,7 +133,10 @@ pub async fn track(state: &AppState, now: OffsetDateTime) -> StoreResult<Report>
             return Ok(Report::default());
         }
     };
-    let base = state.settings.npm_registry.trim_end_matches('/').to_owned();
+    let base = crate::settings::of(&state.settings)
+        .npm_registry
+        .trim_end_matches('/')
+        .to_owned();
     let mut report = Report::default();
     for (_, name) in due.into_iter().take(budget) {
         let mut p = known.get(name).cloned().unwrap_or_else(|| Package {

@@ -76,7 +76,10 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
     };
     let now = now();
     let page = Page {
-        pull_url: state.settings.osv_url.clone().unwrap_or_default(),
+        pull_url: crate::settings::of(&state.settings)
+            .osv_url
+            .clone()
+            .unwrap_or_default(),
         pulls: pulls
             .into_iter()
             .map(|p| {

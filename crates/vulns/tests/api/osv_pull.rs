@@ -64,8 +64,10 @@ async fn the_osv_bucket_is_pulled_whole_once_then_by_modified_id(b: Backend) {
     }
     let url = start_bucket(bucket.clone()).await;
     let app = TestApp::spawn_with(b, |s| {
-        s.osv_url = Some(url.clone());
-        s.osv_ecosystems = "npm, PyPI".into();
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.osv_url = Some(url.clone()));
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.osv_ecosystems = "npm, PyPI".into());
     })
     .await;
     let pull = |at| trusthub_hub::workers::osv_pull::pull(&app.state, at);

@@ -137,8 +137,10 @@ async fn maintainer_changes_are_detected_politely_and_alerted_once_per_tenant(b:
     }
     let url = start_registry(reg.clone()).await;
     let app = TestApp::spawn_with(b, |s| {
-        s.npm_registry = url.clone();
-        s.npm_registry_requests_per_minute = 2;
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.npm_registry = url.clone());
+        s.sections
+            .edit(|v: &mut trusthub_hub::sections::Vulns| v.npm_registry_requests_per_minute = 2);
     })
     .await;
     let host = crate::agents::register(&app).await;
