@@ -90,6 +90,20 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::RulesCmd,
     },
+    /// Where alerts are sent: Slack, Discord, Teams, Telegram, ntfy, PagerDuty, e-mail, webhooks.
+    NotificationChannels {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::ChannelsCmd,
+    },
+    /// Your TOTP: set it up, turn it off, new recovery codes.
+    Totp {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::TotpCmd,
+    },
     /// Signed webhook endpoints.
     Webhooks {
         #[command(flatten)]
@@ -341,6 +355,15 @@ struct UpArgs {
     /// Directories where the local agent looks for lockfiles (repeatable).
     #[arg(long = "project-path")]
     project_paths: Vec<std::path::PathBuf>,
+    /// Let admins open a recorded console on this host from the hub (CONTRACT 22, 33).
+    #[arg(long, env = "TRUSTHUB_AGENT_ALLOW_CONSOLE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true,
+        default_value = "false", default_missing_value = "true")]
+    allow_console: bool,
+    /// The user whose login shell the local agent's consoles run.
+    #[arg(long, env = "TRUSTHUB_AGENT_CONSOLE_USER", default_value = "root")]
+    console_user: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -445,9 +468,7 @@ fn announce(server: &Server, data_dir: &std::path::Path) -> String {
     println!(
         "  API:     {scheme}://{addr}/api/v1  (OpenAPI: {scheme}://{addr}/api/v1/openapi.json)"
     );
-    println!(
-        "  Log in:  curl -c cookies -H 'content-type: application/json' -d '{{\"email\":\"...\",\"password\":\"...\"}}' {scheme}://{addr}/api/v1/auth/login"
-    );
+    println!("  Log in:  trusthub login {scheme}://{addr}  (asks the email and password)");
     let host = if addr.ip().is_unspecified() {
         std::net::SocketAddr::from(([127, 0, 0, 1], addr.port()))
     } else {
@@ -512,15 +533,20 @@ async fn up(args: UpArgs) -> Result<(), String> {
         cert_check_secs: 86_400,
         dpkg_admindir: None,
         rpm_dbpath: None,
-        allow_console: false,
-        console_user: "root".into(),
+        allow_console: args.allow_console,
+        console_user: args.console_user,
         auth_log: None,
         compliance_root: "/".into(),
         config_max_file_bytes: trusthub_agent::collect::drift::DEFAULT_MAX_FILE_BYTES,
     };
     println!(
-        "  Agent:   watching this host, pushing every {} s",
-        args.agent_interval_secs
+        "  Agent:   watching this host, pushing every {} s{}",
+        args.agent_interval_secs,
+        if opts.allow_console {
+            "; consoles allowed"
+        } else {
+            ""
+        }
     );
     let agent = tokio::spawn(trusthub_agent::run(opts, stopped(stop_rx)));
     shutdown_signal().await;
@@ -901,6 +927,8 @@ async fn hub_main() -> ExitCode {
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),
         Command::Rules { g, cmd } => Some(remote::rules(cmd, &g).await),
+        Command::NotificationChannels { g, cmd } => Some(remote::channels(cmd, &g).await),
+        Command::Totp { g, cmd } => Some(remote::totp(cmd, &g).await),
         Command::Webhooks { g, cmd } => Some(remote::webhooks(cmd, &g).await),
         Command::Slo { g, cmd } => Some(remote::slo(cmd, &g).await),
         Command::Cve {

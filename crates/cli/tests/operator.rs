@@ -185,6 +185,14 @@ async fn every_verb_against(db_url: Option<&str>) {
         yaml.contains(&format!("id: \"{agent_id}\"")) && yaml.contains("tags:\n- \"env:cli\""),
         "{yaml}"
     );
+    // Its hostname names it as well as its id (CONTRACT 33).
+    let by_name = json_of(&cli(
+        &config,
+        &["agents", "get", &host, "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(by_name["id"], agent_id.as_str(), "{by_name}");
     let csv = ok(&cli(&config, &["agents", "ls", "-o", "csv"], "", &[]));
     assert!(
         csv.starts_with("id,hostname,status,last seen,version,tags\r\n"),
@@ -458,6 +466,56 @@ async fn every_verb_against(db_url: Option<&str>) {
     let hook_id = hook["id"].as_str().expect("hook").to_owned();
     assert!(ok(&cli(&config, &["webhooks", "ls"], "", &[])).contains("hooks.example.com"));
     ok(&cli(&config, &["webhooks", "rm", &hook_id], "", &[]));
+    // Notification channels (CONTRACT 33): a signed webhook made without a secret gets one,
+    // shown this once; tested and deleted by its name.
+    let ch = json_of(&cli(
+        &config,
+        &[
+            "notification-channels",
+            "add",
+            "--name",
+            "oncall hook",
+            "--kind",
+            "webhook",
+            "--config",
+            r#"{"url": "http://127.0.0.1:9/hook"}"#,
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    let secret = ch["secret"]
+        .as_str()
+        .expect("the generated secret")
+        .to_owned();
+    assert!(secret.starts_with("whsec_"), "{ch}");
+    let table = ok(&cli(&config, &["notification-channels", "ls"], "", &[]));
+    assert!(
+        table.contains("oncall hook") && !table.contains(&secret),
+        "{table}"
+    );
+    ok(&cli(
+        &config,
+        &["notification-channels", "test", "oncall hook"],
+        "",
+        &[],
+    ));
+    ok(&cli(
+        &config,
+        &["notification-channels", "rm", "oncall hook"],
+        "",
+        &[],
+    ));
+    assert_eq!(
+        json_of(&cli(
+            &config,
+            &["notification-channels", "ls", "-o", "json"],
+            "",
+            &[]
+        )),
+        json!([])
+    );
 
     // Vulnerabilities: nothing found yet; the CI gate passes; a bad gate is a usage error;
     // an unknown advisory is not found.
@@ -775,12 +833,26 @@ async fn every_verb_against(db_url: Option<&str>) {
             .code(),
         Some(3)
     );
-    assert_eq!(
-        cli(&config, &["agents", "get", "not-an-id"], "", &[])
-            .status
-            .code(),
-        Some(3)
+    let o = cli(&config, &["agents", "get", "not-an-id"], "", &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        err(&o).contains("no agent is named `not-an-id`"),
+        "{}",
+        err(&o)
     );
+    // A name two hosts share is a usage error listing both (CONTRACT 33).
+    let a = register_host(&http, &hub.base, &session, "twin-a", "twin").await;
+    let b = register_host(&http, &hub.base, &session, "twin-b", "twin").await;
+    let o = cli(&config, &["agents", "get", "twin"], "", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains(&a.id) && err(&o).contains(&b.id) && err(&o).contains("2 agents"),
+        "{}",
+        err(&o)
+    );
+    for twin in [&a.id, &b.id] {
+        ok(&cli(&config, &["agents", "rm", twin], "", &[]));
+    }
     assert_eq!(cli(&config, &["agents"], "", &[]).status.code(), Some(2));
     assert_eq!(
         cli(&config, &["apps", "expect", &agent_id, "sideways"], "", &[])
@@ -1457,6 +1529,16 @@ async fn live_agent_verbs(db_url: Option<&str>) {
     assert_eq!(asked["hosts"], 1, "{asked}");
     let runs = json_of(&run(&["compliance", "runs", "-o", "json"]));
     assert_eq!(runs[0]["id"], asked["id"]);
+    // Tables name people and hosts, not ids (CONTRACT 33).
+    assert_eq!(
+        runs[0]["requested_by_name"], "admin@trusthub.local",
+        "{runs}"
+    );
+    let table = ok(&run(&["compliance", "runs"]));
+    assert!(
+        table.contains("admin@trusthub.local") && !table.contains("user:"),
+        "{table}"
+    );
     let csv = dir.0.join("cyberday.csv");
     ok(&run(&[
         "compliance",
@@ -1754,6 +1836,15 @@ fn topology_diagrams_and_blast_radius_verbs() {
     ]));
     let did = d["id"].as_str().expect("id").to_owned();
     assert_eq!(ok(&run(&["diagrams", "show", &did])), export);
+    // `ls` as every other group says it, `list` still understood (CONTRACT 33).
+    let listed = json_of(&run(&["diagrams", "ls", "-o", "json"]));
+    assert!(
+        listed
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["id"] == did.as_str())),
+        "{listed}"
+    );
+    assert_eq!(json_of(&run(&["diagrams", "list", "-o", "json"])), listed);
     let tpl = json_of(&run(&["diagrams", "templates", "-o", "json"]));
     let t = json_of(&run(&[
         "diagrams",
@@ -1805,4 +1896,183 @@ fn topology_diagrams_and_blast_radius_verbs() {
     );
     ok(&run(&["diagrams", "rm", &did]));
     drop(hub);
+}
+
+/// `trusthub up` in `dir` on `listen`, with `extra` flags: the process and the hub's
+/// address once it listens.
+fn start_up(dir: &Path, listen: &str, extra: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    let mut child = Command::new(BIN)
+        .current_dir(dir)
+        .args(["up", "--listen", listen, "--data-dir", "data"])
+        .args(extra)
+        .env_remove("TRUSTHUB_ADMIN_PASSWORD")
+        .env_remove("TRUSTHUB_DATABASE_URL")
+        .env_remove("TRUSTHUB_AGENT_ALLOW_CONSOLE")
+        .env("TRUSTHUB_CA_KEY_BITS", "2048")
+        .env("TRUSTHUB_AGENT_INTERVAL_SECS", "5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn trusthub up");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = String::new();
+    loop {
+        let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(120)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("trusthub up did not start: {seen}");
+        };
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(addr) = line.strip_prefix("Trusthub hub listening on ") {
+            let addr = addr.trim().to_owned();
+            // The first start says how to log in with the CLI (CONTRACT 33).
+            let login = rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .into_iter()
+                .chain(std::iter::from_fn(|| {
+                    rx.recv_timeout(std::time::Duration::from_secs(2)).ok()
+                }))
+                .take(4)
+                .find(|l| l.contains("Log in:"))
+                .unwrap_or_default();
+            assert!(login.contains(&format!("trusthub login {addr}")), "{login}");
+            std::thread::spawn(move || while rx.recv().is_ok() {});
+            return (child, addr);
+        }
+    }
+}
+
+/// The local agent of `up`, once connected: its id.
+fn up_agent(config: &Path) -> String {
+    let mut agents = Value::Null;
+    for _ in 0..150 {
+        agents = json_of(&cli(config, &["agents", "ls", "-o", "json"], "", &[]));
+        if agents[0]["connected"] == true {
+            return agents[0]["id"].as_str().expect("id").to_owned();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("the local agent did not connect: {agents}");
+}
+
+/// CONTRACT 33: `trusthub up` lets its agent open consoles only with `--allow-console`;
+/// without it `trusthub console` exits 1 saying why and how to allow it, with it the shell
+/// runs in the terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn up_opens_consoles_only_when_allowed_and_a_failed_console_says_why() {
+    let dir = TempDir::new();
+    let config = dir.0.join("config");
+    // One address for both starts, so the CLI's saved login stays good.
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .to_string();
+    let (mut up, base) = start_up(&dir.0, &listen, &[]);
+    let password = initial_password(&dir.0.join("data"));
+    ok(&cli(
+        &config,
+        &["login", &base],
+        &format!("admin@trusthub.local\n{password}\n"),
+        &[],
+    ));
+    // TOTP from the terminal (CONTRACT 33): set up, then turned on with the app's first code.
+    let setup = json_of(&cli(&config, &["totp", "setup", "-o", "json"], "", &[]));
+    let secret =
+        trusthub_core::totp::secret_from_base32(setup["secret_base32"].as_str().expect("secret"))
+            .expect("base32");
+    assert!(
+        setup["otpauth_uri"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("otpauth://totp/")),
+        "{setup}"
+    );
+    while unix_now() % 30 > 20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let on = cli(
+        &config,
+        &[
+            "totp",
+            "verify",
+            &trusthub_core::totp::code_at(&secret, unix_now()),
+        ],
+        "",
+        &[],
+    );
+    assert!(
+        text(&on).contains("TOTP is on"),
+        "{}{}",
+        text(&on),
+        err(&on)
+    );
+    assert_eq!(
+        text(&on)
+            .lines()
+            .filter(|l| l.len() >= 8 && !l.starts_with("TOTP"))
+            .count(),
+        10,
+        "{}",
+        text(&on)
+    );
+    let agent = up_agent(&config);
+    let step = unix_now() / 30;
+    while unix_now() / 30 < step + 1 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let code = trusthub_core::totp::code_at(&secret, unix_now());
+    let o = cli(
+        &config,
+        &[
+            "console",
+            &agent,
+            "--reason",
+            "not allowed",
+            "--totp",
+            &code,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", text(&o), err(&o));
+    assert!(
+        err(&o).contains("does not allow consoles")
+            && err(&o).contains("trusthub up --allow-console"),
+        "{}",
+        err(&o)
+    );
+    let _ = up.kill();
+    let _ = up.wait();
+
+    // The same hub and agent, started again with the console allowed.
+    let (mut up, again) = start_up(&dir.0, &listen, &["--allow-console"]);
+    assert_eq!(again, base);
+    let agent = up_agent(&config);
+    let step = unix_now() / 30;
+    while unix_now() / 30 < step + 1 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (status, screen) = on_a_terminal(
+        &config,
+        &format!(
+            "console {agent} --reason 'allowed now' --totp {}",
+            trusthub_core::totp::code_at(&secret, unix_now())
+        ),
+        &["echo up-$((6*7))", "exit 3"],
+    );
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains("up-42"), "{screen}");
+    assert!(
+        screen.contains("the session ended (exit code 3)"),
+        "{screen}"
+    );
+    let _ = up.kill();
+    let _ = up.wait();
 }

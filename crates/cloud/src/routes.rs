@@ -55,7 +55,7 @@ pub(crate) async fn list_accounts(
 /// Beyond the schema: the provider checks the credentials live (made-up ones are 422 `credentials_rejected`), and `endpoint` must resolve to an address the outbound policy allows.
 #[utoipa::path(post, path = "/cloud/accounts", tag = "cloud", request_body = NewAccount,
     responses((status = 201, body = AccountView), (status = 403, body = Problem),
-        (status = 422, description = "Invalid fields, or `credentials_rejected`", body = Problem)))]
+        (status = 422, description = "Invalid fields, `credentials_rejected` (the provider refused them) or `provider_unreachable` (the provider was not reached)", body = Problem)))]
 pub(crate) async fn create_account(
     State(state): State<AppState>,
     meta: Meta,

@@ -261,12 +261,23 @@ pub async fn create(
         regions: req.regions.clone(),
         endpoint: req.endpoint.clone(),
     };
-    providers::check(&client, &target)
-        .await
-        .map_err(|detail| ApiError::Refused {
-            code: "credentials_rejected",
-            detail: format!("{} refused the credentials: {detail}", req.provider),
-        })?;
+    providers::check(&client, &target).await.map_err(|detail| {
+        // Not reached is not refused (CONTRACT 33): the credentials were never asked about.
+        if detail.starts_with(providers::UNREACHABLE) {
+            ApiError::Refused {
+                code: "provider_unreachable",
+                detail: format!(
+                    "{detail} — the hub could not reach {}, so the credentials were not checked: check the endpoint, the CA and this hub's network",
+                    req.provider
+                ),
+            }
+        } else {
+            ApiError::Refused {
+                code: "credentials_rejected",
+                detail: format!("{} refused the credentials: {detail}", req.provider),
+            }
+        }
+    })?;
     let sealed = serde_json::to_vec(&Sealed {
         credentials: target.credentials,
         ca_pem,
@@ -836,8 +847,9 @@ pub struct Summary {
     pub without_agent: u64,
     /// With a public address.
     pub public: u64,
-    /// `with_agent` of the machines (`vm`), in percent (100 when there are none).
-    pub coverage_percent: f64,
+    /// `with_agent` of the machines (`vm`), in percent; null while there are no machines
+    /// (CONTRACT 33: nothing is not full coverage).
+    pub coverage_percent: Option<f64>,
     /// By provider.
     pub by_provider: BTreeMap<String, ProviderCounts>,
     /// Open findings by severity.
@@ -879,11 +891,7 @@ pub async fn summary(state: &AppState, tenant: TenantId) -> ApiResult<Summary> {
             _ => open.LOW += n,
         }
     }
-    let coverage = if vms == 0 {
-        100.0
-    } else {
-        (vms_with as f64 * 1000.0 / vms as f64).round() / 10.0
-    };
+    let coverage = (vms > 0).then(|| (vms_with as f64 * 1000.0 / vms as f64).round() / 10.0);
     Ok(Summary {
         accounts,
         resources: all.len() as u64,

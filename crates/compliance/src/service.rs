@@ -403,8 +403,10 @@ pub struct RunView {
     pub id: Uuid,
     /// The one host asked (null: all).
     pub agent_id: Option<Uuid>,
-    /// Who asked.
+    /// Who asked (`user:<id>`, `token:<id>` or `system:…`).
     pub requested_by: String,
+    /// Who asked, by name (the user's e-mail, the token's name), when known.
+    pub requested_by_name: Option<String>,
     /// When.
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -416,13 +418,22 @@ pub struct RunView {
 
 /// The tenant's 50 latest runs.
 pub async fn runs(state: &AppState, tenant: TenantId) -> ApiResult<Vec<RunView>> {
-    let mut c = state.db.conn().await?;
-    Ok(store::runs(&mut c, tenant, 50)
-        .await?
+    let rows = {
+        let mut c = state.db.conn().await?;
+        store::runs(&mut c, tenant, 50).await?
+    };
+    let names = trusthub_platform::names::resolve(
+        state,
+        tenant,
+        rows.iter().map(|r| r.requested_by.as_str()),
+    )
+    .await;
+    Ok(rows
         .into_iter()
         .map(|r| RunView {
             id: r.id,
             agent_id: r.agent_id,
+            requested_by_name: names.get(&r.requested_by).map(|n| n.name.clone()),
             requested_by: r.requested_by,
             created_at: r.created_at,
             hosts: r.hosts,

@@ -49,7 +49,11 @@ pub enum Msg {
         header: Value,
     },
     /// The host refused the shell (to the owner, which forgets the session).
-    Refused,
+    Refused {
+        /// Why the session failed (`console_disabled`, `agent_lost`).
+        #[serde(default)]
+        reason: String,
+    },
     /// A browser took the session on process `at` (to the owner).
     Attach {
         /// The process holding the browser's socket.

@@ -215,11 +215,22 @@ impl Live {
         ))
     }
 
-    /// The session ends here: the browser is told, the recording closed; its path.
-    pub fn finish(&self, id: Uuid, exit_code: Option<i64>) -> Option<PathBuf> {
+    /// The session ends here: the browser (or the CLI) is told how — the shell's exit code,
+    /// and the session's status and end reason when known — the recording closed; its path.
+    pub fn finish(
+        &self,
+        id: Uuid,
+        exit_code: Option<i64>,
+        end: Option<(&str, &str)>,
+    ) -> Option<PathBuf> {
         let e = self.sessions.lock().ok()?.remove(&id)?;
         if let Some(b) = &e.browser {
-            let _ = b.try_send(json!({"type": "exit", "code": exit_code}).to_string());
+            let mut frame = json!({"type": "exit", "code": exit_code});
+            if let Some((status, reason)) = end {
+                frame["status"] = json!(status);
+                frame["reason"] = json!(reason);
+            }
+            let _ = b.try_send(frame.to_string());
         }
         if let Some(mut f) = e.file {
             let _ = f.flush();

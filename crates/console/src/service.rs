@@ -184,7 +184,7 @@ pub async fn start(
         let mut tx = state.db.begin().await?;
         store::delete(&mut tx, id).await?;
         tx.commit().await?;
-        state.part::<Live>().finish(id, None);
+        state.part::<Live>().finish(id, None, None);
         return Err(e);
     }
     spawn_clock(state.clone(), id);
@@ -251,7 +251,9 @@ pub async fn end(
             tracing::warn!(error = %e, %id, "cannot send the console kill");
         }
     }
-    let path = state.part::<Live>().finish(id, exit_code);
+    let path = state
+        .part::<Live>()
+        .finish(id, exit_code, Some((status, why)));
     let mut tx = state.db.begin().await?;
     let ended = end_row(&mut tx, tenant, agent, id, status, why, exit_code, by, now).await?;
     if let Some(path) = path
@@ -521,9 +523,12 @@ pub async fn on_open_result(
         };
         store::end(&mut *tx, s.id, "failed", why, None, now()).await?;
         if here {
-            state.part::<Live>().finish(s.id, None);
+            state
+                .part::<Live>()
+                .finish(s.id, None, Some(("failed", why)));
         } else {
-            bus::send(state, &s.instance, s.id, Msg::Refused).await?;
+            let reason = why.to_owned();
+            bus::send(state, &s.instance, s.id, Msg::Refused { reason }).await?;
         }
         return Ok(());
     }
@@ -672,8 +677,10 @@ async fn handle(state: &AppState, id: Uuid, msg: Msg) {
             frame,
         } => on_agent_frame(state, agent, TenantId(tenant), &frame).await,
         Msg::Opened { header: h } => header(state, id, &h).await,
-        Msg::Refused => {
-            state.part::<Live>().finish(id, None);
+        Msg::Refused { reason } => {
+            state
+                .part::<Live>()
+                .finish(id, None, Some(("failed", &reason)));
         }
         Msg::Attach { at } => {
             let Some(mut frames) = state.part::<Live>().attach(id) else {

@@ -64,9 +64,7 @@ impl Principal {
             Credential::Token {
                 scope: TokenScope::Read,
                 ..
-            } => Err(ApiError::Forbidden(
-                "a read token reads; it never changes anything".into(),
-            )),
+            } => Err(ApiError::TokenReadOnly),
             _ => Ok(()),
         }
     }
@@ -234,6 +232,15 @@ impl FromRequestParts<AppState> for TraceSender {
 
 async fn require(parts: &mut Parts, state: &AppState, role: Role) -> Result<Principal, ApiError> {
     let p = resolve(parts, state).await?;
+    // A read token asked to change something is refused as what it is (CONTRACT 33), not
+    // as a role its user may well have.
+    let changes = !matches!(
+        parts.method,
+        axum::http::Method::GET | axum::http::Method::HEAD
+    );
+    if changes && role > Role::Viewer {
+        p.may_change()?;
+    }
     check_role(&p, role)?;
     Ok(p)
 }

@@ -12,6 +12,23 @@ document.addEventListener("click", function (e) {
   });
 });
 
+// The main menu: one group open at a time, closed by a click elsewhere or Escape.
+document.addEventListener("toggle", function (e) {
+  var d = e.target;
+  if (!d.matches || !d.matches("details.menu") || !d.open) return;
+  document.querySelectorAll("details.menu[open]").forEach(function (o) {
+    if (o !== d) o.open = false;
+  });
+}, true);
+document.addEventListener("click", function (e) {
+  if (e.target.closest("details.menu")) return;
+  document.querySelectorAll("details.menu[open]").forEach(function (o) { o.open = false; });
+});
+document.addEventListener("keydown", function (e) {
+  if (e.key !== "Escape") return;
+  document.querySelectorAll("details.menu[open]").forEach(function (o) { o.open = false; });
+});
+
 // Confirmations: a form with data-confirm asks before it is sent (untrack, expect stopped,
 // delete); without script the form is sent as it is.
 document.addEventListener("submit", function (e) {

@@ -102,6 +102,9 @@ pub enum ApiError {
     /// 403: authenticated but not allowed.
     #[error("{0}")]
     Forbidden(String),
+    /// 403 `token_read_only` (CONTRACT 33): a read-scope API token asked to change something.
+    #[error("this token can only read: changes need a session or a token of scope `write`")]
+    TokenReadOnly,
     /// 404: absent, or another tenant's.
     #[error("{0} not found")]
     NotFound(&'static str),
@@ -153,7 +156,7 @@ impl ApiError {
             ApiError::Validation(_) | ApiError::Refused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             ApiError::Totp { status, .. } => *status,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::TokenReadOnly => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge | ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -169,6 +172,7 @@ impl ApiError {
         match self {
             ApiError::Totp { code, .. } | ApiError::Refused { code, .. } => code,
             ApiError::TotpLocked(_) => "totp_locked",
+            ApiError::TokenReadOnly => "token_read_only",
             other => code_for_status(other.status()),
         }
     }

@@ -111,12 +111,14 @@ pub fn owners(procs: &[Proc]) -> HashMap<u64, (u32, String)> {
     out
 }
 
-/// A process's short name: its executable's file name, else its command's first word's.
+/// A process's short name: the name its program was started with (`redis-server`, a
+/// symlink to `redis-check-rdb`), else its executable's file name, else its command's first
+/// word's.
 fn name(p: &Proc) -> String {
-    let path = if p.exe.is_empty() {
-        p.cmdline.split_whitespace().next().unwrap_or_default()
-    } else {
-        p.exe.trim_end_matches(" (deleted)")
+    let path = match p.paths.first() {
+        Some(started) if !trusthub_core::apps::is_interpreter(&p.exe) => started.as_str(),
+        _ if p.exe.is_empty() => p.cmdline.split_whitespace().next().unwrap_or_default(),
+        _ => p.exe.trim_end_matches(" (deleted)"),
     };
     path.rsplit('/').next().unwrap_or_default().to_owned()
 }
@@ -196,6 +198,38 @@ pub fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CONTRACT 33: a program is named as it was started (`redis-server`, a symlink to
+    /// `redis-check-rdb`); an interpreter keeps its own name.
+    #[test]
+    fn a_process_is_named_as_it_was_started() {
+        let p = |exe: &str, cmdline: &str, paths: &[&str]| Proc {
+            pid: 7,
+            exe: exe.into(),
+            cmdline: cmdline.into(),
+            user: "redis".into(),
+            ppid: 1,
+            paths: paths.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        assert_eq!(
+            name(&p(
+                "/usr/bin/redis-check-rdb",
+                "redis-server *:6379",
+                &["/usr/bin/redis-server"]
+            )),
+            "redis-server"
+        );
+        assert_eq!(name(&p("/usr/sbin/nginx", "nginx: master", &[])), "nginx");
+        assert_eq!(
+            name(&p(
+                "/usr/bin/python3.11",
+                "python3 app.py",
+                &["/srv/app/app.py"]
+            )),
+            "python3.11"
+        );
+        assert_eq!(name(&p("", "/opt/tool --serve", &[])), "tool");
+    }
 
     #[test]
     fn tables_read_as_the_kernel_writes_them() {

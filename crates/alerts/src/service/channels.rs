@@ -91,6 +91,10 @@ pub struct ChannelView {
     /// Last changed.
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    /// The signing secret the hub generated for a `webhook` channel created without one:
+    /// in the creation's answer only, this once (CONTRACT 33).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
 }
 
 impl From<Channel> for ChannelView {
@@ -105,18 +109,21 @@ impl From<Channel> for ChannelView {
             agent_filter: c.agent_filter_tag.map(|tag| AgentFilter { tag }),
             created_at: c.created_at,
             updated_at: c.updated_at,
+            secret: None,
         }
     }
 }
 
-/// Checks a channel's settings (every bad field in one 422) and seals its config.
+/// Checks a channel's settings (every bad field in one 422) and seals its config; with it
+/// the signing secret generated for a webhook sent without one.
 pub(crate) async fn checked(
     state: &AppState,
     req: &NewChannel,
     tenant: Uuid,
     id: Uuid,
     now: OffsetDateTime,
-) -> ApiResult<Channel> {
+) -> ApiResult<(Channel, Option<String>)> {
+    let generated = std::cell::RefCell::new(None::<String>);
     let mut errors = Vec::new();
     let mut err = |field: &str, m: String| {
         errors.push(FieldError {
@@ -129,9 +136,11 @@ pub(crate) async fn checked(
         .unwrap_or_default();
     let config = if KINDS.contains(&req.kind.as_str()) {
         match channels::parse(&req.kind, &req.config, || {
-            trusthub_core::secret::random_bytes::<32>()
+            let secret = trusthub_core::secret::random_bytes::<32>()
                 .map(|b| format!("whsec_{}", data_encoding::BASE64.encode(&b)))
-                .unwrap_or_default()
+                .unwrap_or_default();
+            *generated.borrow_mut() = Some(secret.clone());
+            secret
         }) {
             Ok(c) => Some(c),
             Err((field, m)) => {
@@ -182,7 +191,7 @@ pub(crate) async fn checked(
         .key
         .seal(channels::SEAL_CONTEXT, &whole)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(Channel {
+    let channel = Channel {
         id,
         tenant_id: tenant,
         name,
@@ -195,7 +204,8 @@ pub(crate) async fn checked(
         agent_filter_tag: tag,
         created_at: now,
         updated_at: now,
-    })
+    };
+    Ok((channel, generated.into_inner()))
 }
 
 pub(crate) async fn load(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult<Channel> {
@@ -214,7 +224,7 @@ pub async fn create_by(
 ) -> ApiResult<ChannelView> {
     let p = &admin.0;
     let now = now();
-    let ch = checked(state, &req, p.tenant().0, Uuid::now_v7(), now).await?;
+    let (ch, generated) = checked(state, &req, p.tenant().0, Uuid::now_v7(), now).await?;
     let mut tx = state.db.begin().await?;
     crate::store::channels::insert(&mut tx, &ch).await?;
     meta.record(
@@ -226,7 +236,9 @@ pub async fn create_by(
     )
     .await?;
     tx.commit().await?;
-    Ok(ch.into())
+    let mut view = ChannelView::from(ch);
+    view.secret = generated;
+    Ok(view)
 }
 
 /// The tenant's channels.
@@ -279,7 +291,7 @@ pub async fn update_by(
         },
     };
     let now = now();
-    let mut ch = checked(state, &merged, p.tenant().0, id, now).await?;
+    let (mut ch, _) = checked(state, &merged, p.tenant().0, id, now).await?;
     ch.created_at = old.created_at;
     let mut tx = state.db.begin().await?;
     if !crate::store::channels::update(&mut tx, &ch).await? {

@@ -36,6 +36,8 @@ struct NotificationsPage<'a> {
     channels: Vec<ChannelRow>,
     notice: Option<String>,
     error: Option<String>,
+    /// A signing secret the hub generated, shown this once.
+    secret: Option<String>,
     can_edit: bool,
     csrf: String,
 }
@@ -65,6 +67,7 @@ async fn page(
     user: &WebUser,
     notice: Option<String>,
     error: Option<String>,
+    secret: Option<String>,
     status: StatusCode,
 ) -> Response {
     let viewer = match user.act(Viewer::of, None) {
@@ -114,6 +117,7 @@ async fn page(
             channels: rows,
             notice,
             error,
+            secret,
             can_edit,
             csrf: user.csrf.clone(),
         }
@@ -124,7 +128,7 @@ async fn page(
 
 /// `GET /ui/notifications`.
 pub async fn notifications(State(state): State<AppState>, user: WebUser) -> Response {
-    page(&state, &user, None, None, StatusCode::OK).await
+    page(&state, &user, None, None, None, StatusCode::OK).await
 }
 
 /// The new-channel form: the fields of every kind; those of the chosen kind are used.
@@ -183,10 +187,19 @@ pub async fn create(
     match channels::create_by(&state, &meta, &admin, req).await {
         Ok(c) => {
             let notice = format!("Channel “{}” added. Send a test to see it arrive.", c.name);
-            page(&state, &user, Some(notice), None, StatusCode::CREATED).await
+            let secret = c.secret.clone();
+            page(
+                &state,
+                &user,
+                Some(notice),
+                None,
+                secret,
+                StatusCode::CREATED,
+            )
+            .await
         }
         Err(e) => match form_error(e) {
-            Ok((status, m)) => page(&state, &user, None, Some(m), status).await,
+            Ok((status, m)) => page(&state, &user, None, Some(m), None, status).await,
             Err(e) => e.into_response(),
         },
     }
@@ -203,7 +216,7 @@ pub async fn test(
     match channels::test_by(&state, &admin, id).await {
         Ok(_) => {
             let notice = "Test message queued; its outcome shows under Last delivery.".to_owned();
-            page(&state, &user, Some(notice), None, StatusCode::OK).await
+            page(&state, &user, Some(notice), None, None, StatusCode::OK).await
         }
         Err(e) => e.into_response(),
     }

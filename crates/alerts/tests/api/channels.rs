@@ -466,6 +466,31 @@ async fn channels_are_checked_masked_scoped_and_tested(b: Backend) {
     )
     .await;
     assert_eq!(pd["config"]["routing_key"], "***BCDE");
+    // A signed webhook made without a secret gets one, shown in this answer only
+    // (CONTRACT 33), masked everywhere after.
+    let hook = channel(
+        &app,
+        json!({"name": "signed", "kind": "webhook", "config": {"url": format!("{base}/hook")}}),
+    )
+    .await;
+    let secret = hook["secret"]
+        .as_str()
+        .expect("the generated secret, shown once");
+    assert!(secret.starts_with("whsec_"), "{hook}");
+    let listed = body(app.get("/notification-channels", &app.owner).await).await;
+    assert!(!listed.to_string().contains(secret), "{listed}");
+    assert!(
+        listed
+            .as_array()
+            .is_some_and(|l| l.iter().all(|c| c.get("secret").is_none())),
+        "{listed}"
+    );
+    let given = channel(
+        &app,
+        json!({"name": "given", "kind": "webhook", "config": {"url": format!("{base}/hook"), "secret": "a secret of my own"}}),
+    )
+    .await;
+    assert!(given.get("secret").is_none(), "{given}");
     assert_eq!(
         app.count(
             "SELECT COUNT(*) FROM notification_channels WHERE CAST(config_shown AS TEXT) LIKE '%secretpart%'"

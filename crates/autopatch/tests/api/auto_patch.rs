@@ -500,6 +500,40 @@ async fn an_admin_turns_auto_patch_on_in_the_browser_with_a_totp_code_and_reads_
         page.contains("yes, for linux-image-6.1.0-26-amd64"),
         "the reboot state: {page}"
     );
+    // Every page of a host carries the same tab bar (CONTRACT 33), this one marked.
+    for tab in [
+        "vulnerabilities",
+        "drift",
+        "emergency",
+        "console",
+        "settings",
+        "processes",
+    ] {
+        assert!(
+            page.contains(&format!("href=\"/ui/agents/{}/{tab}\"", host.id)),
+            "{tab}: {page}"
+        );
+    }
+    assert!(
+        page.contains(&format!(
+            "href=\"/ui/agents/{}/auto-patch\" aria-current=\"page\"",
+            host.id
+        )),
+        "{page}"
+    );
+    browser
+        .click(&format!("a[href='/ui/agents/{}/vulnerabilities']", host.id))
+        .await;
+    let page = browser.wait_text("— vulnerabilities</h1>").await;
+    assert!(
+        page.contains(&format!("href=\"/ui/agents/{}/console\"", host.id))
+            && page.contains(&format!("href=\"/ui/agents/{}/auto-patch\"", host.id)),
+        "{page}"
+    );
+    browser
+        .click(&format!("a[href='/ui/agents/{}/auto-patch']", host.id))
+        .await;
+    browser.wait_text("Patching was never turned on").await;
     let form = "form#auto-patch-settings";
     // Without a code, turning on is refused and nothing changes.
     browser
@@ -536,7 +570,12 @@ async fn an_admin_turns_auto_patch_on_in_the_browser_with_a_totp_code_and_reads_
         .click(&format!("{form} input[name=os_packages]"))
         .await;
     browser.click(&format!("{form} button[type=submit]")).await;
-    browser.wait_text("Saved.").await;
+    let page = browser.wait_text("Saved.").await;
+    // Off says so, and who last turned it on (CONTRACT 33): never "Turned on" while off.
+    assert!(
+        page.contains("Off — last turned on") && !page.contains(">Turned on<"),
+        "{page}"
+    );
     let api = body(app.get(&settings_path(&host), &app.owner).await).await;
     assert_eq!(api["os_packages"], false);
     browser.assert_no_js_errors().await;

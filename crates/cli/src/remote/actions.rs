@@ -26,7 +26,7 @@ pub enum ActionsCmd {
 pub(crate) const ACTIONS: &[Column] = &[
     ("action", "/jti"),
     ("act", "/act"),
-    ("agent", "/agent_id"),
+    ("host", "/agent_id"),
     ("status", "/status"),
     ("exit", "/exit_code"),
     ("requested", "/created_at"),
@@ -82,7 +82,7 @@ pub async fn actions(cmd: ActionsCmd, g: &Global) -> Result<(), Failure> {
             limit,
             watch,
         } => {
-            let agent = agent.map(|a| id(&a)).transpose()?;
+            let agent = named_opt(&c, agent, AGENT).await?;
             let path = with_query(
                 "/actions",
                 &[("agent_id", agent), ("limit", Some(limit.to_string()))],

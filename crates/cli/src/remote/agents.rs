@@ -9,22 +9,22 @@ pub enum AgentsCmd {
     Ls(Watch),
     /// One agent.
     Get {
-        /// Agent id.
+        /// Agent id or hostname.
         id: String,
     },
     /// Delete an agent (admin): its data goes, its certificate is revoked.
     Rm {
-        /// Agent id.
+        /// Agent id or hostname.
         id: String,
     },
     /// Give an agent a new token (admin); the new token is shown once.
     RotateToken {
-        /// Agent id.
+        /// Agent id or hostname.
         id: String,
     },
     /// Stop something on a host now (admin; asks for a TOTP code) and wait for its answer.
     Emergency {
-        /// Agent id.
+        /// Agent id or hostname.
         id: String,
         /// kill_process, stop_unit, stop_container, lock_user or block_ip.
         #[arg(long, value_parser = ["kill_process", "stop_unit", "stop_container", "lock_user", "block_ip"])]
@@ -55,14 +55,15 @@ pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
     match cmd {
         AgentsCmd::Ls(w) => list(&c, "/agents", AGENTS, g, w.watch).await,
         AgentsCmd::Get { id: a } => print(
-            &c.get(&format!("/agents/{}", id(&a)?)).await?,
+            &c.get(&format!("/agents/{}", named(&c, &a, AGENT).await?))
+                .await?,
             AGENTS,
             g.output,
         ),
         AgentsCmd::Rm { id: a } => {
             delete(
                 &c,
-                &format!("/agents/{}", id(&a)?),
+                &format!("/agents/{}", named(&c, &a, AGENT).await?),
                 format!("deleted agent {a}"),
             )
             .await
@@ -74,7 +75,7 @@ pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
             reason,
             totp,
         } => {
-            let path = format!("/agents/{}/emergency", id(&a)?);
+            let path = format!("/agents/{}/emergency", named(&c, &a, AGENT).await?);
             let body = json!({"action": action, "target": target, "reason": reason});
             let v = with_totp(
                 &c,
@@ -91,7 +92,10 @@ pub async fn agents(cmd: AgentsCmd, g: &Global) -> Result<(), Failure> {
         }
         AgentsCmd::RotateToken { id: a } => {
             let v = c
-                .send(c.request(Method::POST, &format!("/agents/{}/rotate-token", id(&a)?)))
+                .send(c.request(
+                    Method::POST,
+                    &format!("/agents/{}/rotate-token", named(&c, &a, AGENT).await?),
+                ))
                 .await?;
             print(
                 &v,

@@ -9,7 +9,7 @@ pub enum AppsCmd {
     Ls(Watch),
     /// One app.
     Get {
-        /// App id.
+        /// App id or name.
         id: String,
     },
     /// Track an app on a host (--agent, --type systemd|docker|compose|process,
@@ -48,12 +48,12 @@ pub enum AppsCmd {
     },
     /// Stop tracking an app.
     Rm {
-        /// App id.
+        /// App id or name.
         id: String,
     },
     /// Change what is expected of an app.
     Expect {
-        /// App id.
+        /// App id or name.
         id: String,
         /// running or stopped.
         #[arg(value_parser = ["running", "stopped"])]
@@ -61,7 +61,7 @@ pub enum AppsCmd {
     },
     /// Restart an app on its host (admin; asks for a TOTP code).
     Restart {
-        /// App id.
+        /// App id or name.
         id: String,
         /// Why (kept in the audit log and the signed action).
         #[arg(long)]
@@ -89,9 +89,12 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
         AppsCmd::Ls(w) => list(&c, "/apps", APPS, g, w.watch).await,
-        AppsCmd::Get { id: a } => {
-            print(&c.get(&format!("/apps/{}", id(&a)?)).await?, APPS, g.output)
-        }
+        AppsCmd::Get { id: a } => print(
+            &c.get(&format!("/apps/{}", named(&c, &a, APP).await?))
+                .await?,
+            APPS,
+            g.output,
+        ),
         AppsCmd::Add {
             name,
             kind,
@@ -143,7 +146,7 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
         AppsCmd::Rm { id: a } => {
             delete(
                 &c,
-                &format!("/apps/{}", id(&a)?),
+                &format!("/apps/{}", named(&c, &a, APP).await?),
                 format!("stopped tracking {a}"),
             )
             .await
@@ -152,7 +155,7 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             let v = c
                 .json(
                     Method::PATCH,
-                    &format!("/apps/{}", id(&a)?),
+                    &format!("/apps/{}", named(&c, &a, APP).await?),
                     &json!({"expected_state": state}),
                 )
                 .await?;
@@ -164,7 +167,7 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             totp,
             no_wait,
         } => {
-            let path = format!("/apps/{}/restart", id(&a)?);
+            let path = format!("/apps/{}/restart", named(&c, &a, APP).await?);
             let body = json!({"reason": reason});
             let v = with_totp(&c, Method::POST, &path, Some(&body), totp, "app_restart").await?;
             if no_wait {

@@ -1,7 +1,7 @@
 //! `trusthub autopatch …` (CONTRACT 19, 28): a host's auto-patch settings, its attempts, a
 //! run now. TOTP is asked for when the hub needs it (turning patching on, a run).
 
-use super::{Global, Watch, client, id, list, print, with_totp};
+use super::{AGENT, Global, Watch, client, list, named, print, with_totp};
 use crate::remote::client::Failure;
 use reqwest::Method;
 use serde_json::json;
@@ -20,12 +20,12 @@ pub enum Switch {
 pub enum AutopatchCmd {
     /// A host's auto-patch settings.
     Get {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
     },
     /// Change a host's settings (admin); turning a flag on asks for a TOTP code.
     Set {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
         /// Patch OS packages (apt, dnf, apk, zypper).
         #[arg(long, value_enum)]
@@ -42,7 +42,7 @@ pub enum AutopatchCmd {
     },
     /// Run one cycle for a host now (admin; asks for a TOTP code).
     Run {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
         /// The TOTP code; asked for when not given.
         #[arg(long)]
@@ -50,7 +50,7 @@ pub enum AutopatchCmd {
     },
     /// A host's attempts, newest first, and what the host answered.
     Runs {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
         #[command(flatten)]
         watch: Watch,
@@ -81,8 +81,11 @@ pub async fn autopatch(cmd: AutopatchCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
         AutopatchCmd::Get { agent } => print(
-            &c.get(&format!("/agents/{}/auto-patch", id(&agent)?))
-                .await?,
+            &c.get(&format!(
+                "/agents/{}/auto-patch",
+                named(&c, &agent, AGENT).await?
+            ))
+            .await?,
             SETTINGS,
             g.output,
         ),
@@ -110,7 +113,7 @@ pub async fn autopatch(cmd: AutopatchCmd, g: &Global) -> Result<(), Failure> {
                         .into(),
                 });
             }
-            let path = format!("/agents/{}/auto-patch", id(&agent)?);
+            let path = format!("/agents/{}/auto-patch", named(&c, &agent, AGENT).await?);
             let v = with_totp(
                 &c,
                 Method::PATCH,
@@ -123,7 +126,7 @@ pub async fn autopatch(cmd: AutopatchCmd, g: &Global) -> Result<(), Failure> {
             print(&v, SETTINGS, g.output)
         }
         AutopatchCmd::Run { agent, totp } => {
-            let path = format!("/agents/{}/auto-patch/run", id(&agent)?);
+            let path = format!("/agents/{}/auto-patch/run", named(&c, &agent, AGENT).await?);
             let v = with_totp(&c, Method::POST, &path, None, totp, "agent_auto_patch").await?;
             if v.as_array().is_some_and(Vec::is_empty) {
                 eprintln!(
@@ -133,7 +136,10 @@ pub async fn autopatch(cmd: AutopatchCmd, g: &Global) -> Result<(), Failure> {
             print(&v, ATTEMPTS, g.output)
         }
         AutopatchCmd::Runs { agent, watch } => {
-            let path = format!("/agents/{}/auto-patch/runs", id(&agent)?);
+            let path = format!(
+                "/agents/{}/auto-patch/runs",
+                named(&c, &agent, AGENT).await?
+            );
             list(&c, &path, ATTEMPTS, g, watch.watch).await
         }
     }

@@ -1,7 +1,7 @@
 //! `trusthub certs …`: agents' client certificates (CONTRACT 14), the hub's CA and CRL, and
 //! the integrity anomalies the certificates catch.
 
-use super::{Global, client, id, print};
+use super::{AGENT, Global, client, id, named, print};
 use crate::remote::client::Failure;
 use reqwest::Method;
 use serde_json::json;
@@ -12,12 +12,12 @@ use std::io::Write as _;
 pub enum CertsCmd {
     /// An agent's client certificates, newest first.
     Ls {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
     },
     /// Revoke an agent's certificate (admin); it lands in the CRL at once.
     Revoke {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
         /// The certificate's serial (hex, from `certs ls`).
         serial: String,
@@ -81,8 +81,11 @@ pub async fn certs(cmd: CertsCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
         CertsCmd::Ls { agent } => print(
-            &c.get(&format!("/agents/{}/client-certs", id(&agent)?))
-                .await?,
+            &c.get(&format!(
+                "/agents/{}/client-certs",
+                named(&c, &agent, AGENT).await?
+            ))
+            .await?,
             CERTS,
             g.output,
         ),
@@ -96,7 +99,7 @@ pub async fn certs(cmd: CertsCmd, g: &Global) -> Result<(), Failure> {
                     Method::POST,
                     &format!(
                         "/agents/{}/client-certs/{}/revoke",
-                        id(&agent)?,
+                        named(&c, &agent, AGENT).await?,
                         serial(&s)?
                     ),
                     &json!({"reason": reason}),

@@ -10,7 +10,7 @@
 //! `--credential name=value`; a missing secret is asked for without echo, never taken from
 //! the command line by default.
 
-use super::{Global, Watch, client, delete, id, list, print, prompt};
+use super::{ACCOUNT, Global, Watch, client, delete, id, list, named, print, prompt};
 use crate::remote::client::Failure;
 use reqwest::Method;
 use serde_json::{Map, Value, json};
@@ -45,12 +45,12 @@ pub enum CloudCmd {
     },
     /// Delete an account with what was discovered through it (admin).
     Rm {
-        /// Account id.
+        /// Account id or name.
         account: String,
     },
     /// Run a discovery of an account now (operator).
     Discover {
-        /// Account id.
+        /// Account id or name.
         account: String,
         /// Wait for the run to finish and print it.
         #[arg(long)]
@@ -243,11 +243,11 @@ pub async fn cloud(cmd: CloudCmd, g: &Global) -> Result<(), Failure> {
             print(&v, ACCOUNTS, g.output)
         }
         CloudCmd::Rm { account } => {
-            let path = format!("/cloud/accounts/{}", id(&account)?);
+            let path = format!("/cloud/accounts/{}", named(&c, &account, ACCOUNT).await?);
             delete(&c, &path, format!("deleted account {account}")).await
         }
         CloudCmd::Discover { account, wait } => {
-            let account = id(&account)?;
+            let account = named(&c, &account, ACCOUNT).await?;
             let v = c
                 .json(
                     Method::POST,
@@ -283,7 +283,7 @@ pub async fn cloud(cmd: CloudCmd, g: &Global) -> Result<(), Failure> {
         }
         CloudCmd::Runs { account } => {
             let path = match account {
-                Some(a) => format!("/cloud/runs?account_id={}", id(&a)?),
+                Some(a) => format!("/cloud/runs?account_id={}", named(&c, &a, ACCOUNT).await?),
                 None => "/cloud/runs".into(),
             };
             list(&c, &path, RUNS, g, false).await
@@ -299,7 +299,7 @@ pub async fn cloud(cmd: CloudCmd, g: &Global) -> Result<(), Failure> {
         } => {
             let mut q = Vec::new();
             if let Some(a) = account {
-                q.push(format!("account_id={}", id(&a)?));
+                q.push(format!("account_id={}", named(&c, &a, ACCOUNT).await?));
             }
             if let Some(k) = kind {
                 q.push(format!("type={k}"));

@@ -2,7 +2,7 @@
 //! latest host check results per framework, runs, the exports for other tools; honeypots,
 //! host DNA and silent agents; a log line explained.
 
-use super::{Global, client, download, id, list, print, with_query};
+use super::{AGENT, Global, client, download, list, named_opt, print, with_query};
 use crate::remote::client::Failure;
 use reqwest::Method;
 use serde_json::json;
@@ -73,20 +73,20 @@ const RESULTS: &[super::Column] = &[
 const RUNS: &[super::Column] = &[
     ("id", "/id"),
     ("asked", "/created_at"),
-    ("agent", "/agent_id"),
+    ("host", "/agent_id"),
     ("answered", "/done"),
     ("hosts", "/hosts"),
-    ("by", "/requested_by"),
+    ("by", "/requested_by_name"),
 ];
 const HONEYPOTS: &[super::Column] = &[
-    ("agent", "/agent_id"),
+    ("host", "/agent_id"),
     ("kind", "/kind"),
     ("target", "/target"),
     ("touched", "/triggered_at"),
     ("detail", "/detail"),
 ];
 const DNA: &[super::Column] = &[
-    ("agent", "/agent_id"),
+    ("host", "/agent_id"),
     ("fingerprint", "/fingerprint_sha256"),
     ("changed", "/changed_at"),
     ("previous", "/previous"),
@@ -108,7 +108,6 @@ const EXPLAINED: &[super::Column] = &[
 /// `trusthub compliance …`.
 pub async fn compliance(cmd: ComplianceCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
-    let agent_id = |a: Option<String>| a.map(|a| id(&a)).transpose();
     match cmd {
         ComplianceCmd::Ls {
             framework,
@@ -119,7 +118,7 @@ pub async fn compliance(cmd: ComplianceCmd, g: &Global) -> Result<(), Failure> {
                 "/compliance",
                 &[
                     ("framework", framework),
-                    ("agent_id", agent_id(agent)?),
+                    ("agent_id", named_opt(&c, agent, AGENT).await?),
                     ("status", status),
                 ],
             );
@@ -130,7 +129,7 @@ pub async fn compliance(cmd: ComplianceCmd, g: &Global) -> Result<(), Failure> {
                 .json(
                     Method::POST,
                     "/compliance/run",
-                    &json!({"agent_id": agent_id(agent)?}),
+                    &json!({"agent_id": named_opt(&c, agent, AGENT).await?}),
                 )
                 .await?;
             eprintln!(
@@ -155,7 +154,7 @@ pub async fn compliance(cmd: ComplianceCmd, g: &Global) -> Result<(), Failure> {
                 &format!("/compliance/export/{tool}"),
                 &[
                     ("framework", framework),
-                    ("agent_id", agent_id(agent)?),
+                    ("agent_id", named_opt(&c, agent, AGENT).await?),
                     ("resource_id", resource_id),
                 ],
             );
@@ -170,9 +169,15 @@ pub async fn compliance(cmd: ComplianceCmd, g: &Global) -> Result<(), Failure> {
 pub async fn security(cmd: SecurityCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     let v = c.get("/security").await?;
+    let named = |mut rows: serde_json::Value| async {
+        if matches!(g.output, super::Format::Table) {
+            super::for_people(&c, &mut rows).await;
+        }
+        rows
+    };
     match cmd {
-        SecurityCmd::Honeypots => print(&v["honeypots"], HONEYPOTS, g.output),
-        SecurityCmd::Dna => print(&v["dna"], DNA, g.output),
+        SecurityCmd::Honeypots => print(&named(v["honeypots"].clone()).await, HONEYPOTS, g.output),
+        SecurityCmd::Dna => print(&named(v["dna"].clone()).await, DNA, g.output),
         SecurityCmd::Silent => print(&v["silent_agents"], SILENT, g.output),
     }
 }
@@ -189,7 +194,7 @@ pub async fn explain(
         "/ai/explain",
         &[
             ("log", Some(line.to_owned())),
-            ("agent_id", agent.map(|a| id(&a)).transpose()?),
+            ("agent_id", named_opt(&c, agent, AGENT).await?),
             ("lang", lang),
         ],
     );

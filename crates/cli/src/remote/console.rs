@@ -2,7 +2,7 @@
 //! opens, in the operator's terminal — raw mode, the window size sent on SIGWINCH, the
 //! shell's exit code said at the end.
 
-use super::{Global, client, id, with_totp};
+use super::{Global, client, with_totp};
 use crate::remote::client::Failure;
 use futures_util::{SinkExt, StreamExt};
 use reqwest::Method;
@@ -94,7 +94,8 @@ pub async fn console(
 ) -> Result<(), Failure> {
     let c = client(g)?;
     let (cols, rows) = size();
-    let path = format!("/agents/{}/console/start", id(&agent)?);
+    let agent_id = super::named(&c, &agent, super::AGENT).await?;
+    let path = format!("/agents/{agent_id}/console/start");
     let body = json!({"reason": reason, "cols": cols, "rows": rows});
     let started = with_totp(&c, Method::POST, &path, Some(&body), totp, "console_start").await?;
     let session = started["session_id"]
@@ -127,9 +128,30 @@ pub async fn console(
         );
     }
     let io = dial(&url).await?;
-    let (mut ws, _) = tokio_tungstenite::client_async(req, io)
-        .await
-        .map_err(|e| Failure::error(format!("the console socket: {e}")))?;
+    let (mut ws, _) = match tokio_tungstenite::client_async(req, io).await {
+        Ok(ws) => ws,
+        Err(e) => {
+            // The session may have failed before the socket opened (a host that does not
+            // allow consoles answers at once): say why, from the session's record.
+            let refused = match &e {
+                tokio_tungstenite::tungstenite::Error::Http(r) => r
+                    .body()
+                    .as_deref()
+                    .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+                    .and_then(|p| p["detail"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| e.to_string()),
+                _ => e.to_string(),
+            };
+            return Err(match ended(&c, &agent_id, &session).await {
+                Some((status, reason)) if status == "failed" => {
+                    Failure::error(failed(&session, &reason))
+                }
+                _ => Failure::error(format!(
+                    "console session {session}: the hub refused its socket: {refused}"
+                )),
+            });
+        }
+    };
     eprintln!("console session {session} (recorded); it ends when the shell exits\r");
     let raw = Raw::on();
     let mut winch = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
@@ -156,6 +178,7 @@ pub async fn console(
         .map_err(|e| Failure::error(e.to_string()))?;
     let mut stdin_open = true;
     let mut code: Option<i64> = None;
+    let mut end: Option<(String, String)> = None;
     loop {
         tokio::select! {
             msg = ws.next() => {
@@ -170,6 +193,9 @@ pub async fn console(
                     }
                     Some("exit") => {
                         code = v["code"].as_i64();
+                        if let (Some(s), Some(r)) = (v["status"].as_str(), v["reason"].as_str()) {
+                            end = Some((s.to_owned(), r.to_owned()));
+                        }
                         break;
                     }
                     _ => {}
@@ -195,9 +221,63 @@ pub async fn console(
         }
     }
     drop(raw);
-    match code {
-        Some(c) => eprintln!("\nthe session ended (exit code {c})"),
-        None => eprintln!("\nthe session ended"),
+    if end.is_none() && code.is_none() {
+        end = ended(&c, &agent_id, &session).await;
     }
-    Ok(())
+    match (code, end) {
+        (_, Some((status, reason))) if status == "failed" => {
+            Err(Failure::error(failed(&session, &reason)))
+        }
+        (Some(c), _) => {
+            eprintln!("\nthe session ended (exit code {c})");
+            Ok(())
+        }
+        (None, Some((status, reason))) => {
+            eprintln!("\nthe session {status}: {}", ended_because(&reason));
+            Ok(())
+        }
+        (None, None) => Err(Failure::error(format!(
+            "console session {session}: the connection to the hub closed before the shell ended"
+        ))),
+    }
+}
+
+/// The session's status and end reason, once it has ended.
+async fn ended(c: &client::Client, agent: &str, session: &str) -> Option<(String, String)> {
+    let list = c
+        .get(&format!(
+            "/console/sessions?agent_id={}",
+            trusthub_core::encode::component(agent)
+        ))
+        .await
+        .ok()?;
+    let s = list.as_array()?.iter().find(|s| s["id"] == session)?;
+    Some((
+        s["status"].as_str()?.to_owned(),
+        s["end_reason"].as_str().unwrap_or_default().to_owned(),
+    ))
+}
+
+/// Why a session failed, and what to do about it.
+fn failed(session: &str, reason: &str) -> String {
+    format!(
+        "console session {session} failed: {}",
+        ended_because(reason)
+    )
+}
+
+fn ended_because(reason: &str) -> String {
+    match reason {
+        "console_disabled" => "the host does not allow consoles: start its agent with \
+            --allow-console (or TRUSTHUB_AGENT_ALLOW_CONSOLE=1; with `trusthub up`, \
+            `trusthub up --allow-console`)"
+            .into(),
+        "agent_lost" => "the host's agent disconnected".into(),
+        "idle" => "no input for too long (TRUSTHUB_CONSOLE_IDLE_SECS)".into(),
+        "max" => "it reached its longest time (TRUSTHUB_CONSOLE_MAX_SECS)".into(),
+        "admin" => "an admin terminated it".into(),
+        "recording_failed" => "the hub could not write its recording".into(),
+        "exit" => "the shell exited".into(),
+        other => other.to_owned(),
+    }
 }

@@ -1,7 +1,7 @@
 //! `trusthub drift …` (CONTRACT 20, 28): watched configuration files that are not as in
 //! their baseline, and the rebase that adopts their current state with a reason.
 
-use super::{Global, Watch, client, id, list, print};
+use super::{AGENT, Global, Watch, client, list, named, print};
 use crate::remote::client::Failure;
 use reqwest::Method;
 use serde_json::json;
@@ -22,7 +22,7 @@ pub enum DriftCmd {
     },
     /// Adopt the current state of files as their new baseline (operator), with a reason.
     Rebase {
-        /// Agent id.
+        /// Agent id or hostname.
         agent: String,
         /// A watched, reported path (repeatable).
         #[arg(long = "path", required = true)]
@@ -34,7 +34,7 @@ pub enum DriftCmd {
 }
 
 const FILES: &[super::Column] = &[
-    ("agent", "/agent_id"),
+    ("host", "/agent_id"),
     ("path", "/path"),
     ("status", "/status"),
     ("explained by", "/explained_by/package"),
@@ -45,7 +45,7 @@ const FILES: &[super::Column] = &[
 ];
 const REBASED: &[super::Column] = &[
     ("rebase", "/rebase_id"),
-    ("agent", "/agent_id"),
+    ("host", "/agent_id"),
     ("path", "/paths/0/path"),
     ("paths", "/paths"),
     ("by", "/by/email"),
@@ -64,7 +64,7 @@ pub async fn drift(cmd: DriftCmd, g: &Global) -> Result<(), Failure> {
         } => {
             let mut query = Vec::new();
             if let Some(a) = agent {
-                query.push(format!("agent_id={}", id(&a)?));
+                query.push(format!("agent_id={}", named(&c, &a, AGENT).await?));
             }
             match status.as_deref() {
                 Some("all") => {}
@@ -86,7 +86,11 @@ pub async fn drift(cmd: DriftCmd, g: &Global) -> Result<(), Failure> {
                     .filter(|r| r["status"] != "ok")
                     .cloned()
                     .collect();
-                return print(&serde_json::Value::Array(keep), FILES, g.output);
+                let mut keep = serde_json::Value::Array(keep);
+                if matches!(g.output, super::Format::Table) {
+                    super::for_people(&c, &mut keep).await;
+                }
+                return print(&keep, FILES, g.output);
             }
             list(&c, &path, FILES, g, watch.watch).await
         }
@@ -95,7 +99,10 @@ pub async fn drift(cmd: DriftCmd, g: &Global) -> Result<(), Failure> {
             paths,
             reason,
         } => {
-            let path = format!("/agents/{}/config-hashes/rebase", id(&agent)?);
+            let path = format!(
+                "/agents/{}/config-hashes/rebase",
+                named(&c, &agent, AGENT).await?
+            );
             let v = c
                 .json(
                     Method::POST,

@@ -10,6 +10,7 @@ mod apps;
 mod audit;
 pub mod autopatch;
 pub mod certs;
+mod channels;
 pub mod client;
 pub mod cloud;
 pub mod compliance;
@@ -40,6 +41,7 @@ pub use agents::*;
 pub use alerts::*;
 pub use apps::*;
 pub use audit::*;
+pub use channels::*;
 pub use cve::*;
 pub use evidence_remote::*;
 pub use rules::*;
@@ -89,7 +91,10 @@ async fn list(
     watch: bool,
 ) -> Result<(), Failure> {
     loop {
-        let v = client.get(path).await?;
+        let mut v = client.get(path).await?;
+        if matches!(g.output, Format::Table) && columns.iter().any(|(_, p)| *p == "/agent_id") {
+            for_people(client, &mut v).await;
+        }
         if watch && output::colour_on() {
             print!("\x1b[2J\x1b[H");
         }
@@ -98,6 +103,29 @@ async fn list(
             return Ok(());
         }
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+/// A table names hosts (CONTRACT 33): each record's `agent_id` shown as its agent's
+/// hostname (the id stays when the agent is gone). JSON, YAML and CSV keep the API's values.
+pub(crate) async fn for_people(client: &Client, v: &mut Value) {
+    let Ok(agents) = client.get("/agents").await else {
+        return;
+    };
+    let names: std::collections::HashMap<&str, &str> = agents
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| Some((a["id"].as_str()?, a["hostname"].as_str()?)))
+        .collect();
+    let rows: Vec<&mut Value> = match v {
+        Value::Array(rows) => rows.iter_mut().collect(),
+        other => vec![other],
+    };
+    for row in rows {
+        if let Some(name) = row["agent_id"].as_str().and_then(|id| names.get(id)) {
+            row["agent_id"] = Value::String((*name).to_owned());
+        }
     }
 }
 
@@ -161,6 +189,101 @@ fn id(s: &str) -> Result<String, Failure> {
                 "`{s}` is not an id (ids look like 01a219be-c05f-7203-bcbb-1996cb1870ae)"
             ),
         })
+}
+
+/// What a name may stand for (CONTRACT 33): where such records are listed and which field
+/// names them.
+pub(crate) struct Kind {
+    /// In messages: `agent`.
+    pub what: &'static str,
+    /// The list to look in.
+    pub list: &'static str,
+    /// The field holding the name.
+    pub field: &'static str,
+}
+
+/// An agent, by its hostname.
+pub(crate) const AGENT: Kind = Kind {
+    what: "agent",
+    list: "/agents",
+    field: "hostname",
+};
+/// An app or check, by its name.
+pub(crate) const APP: Kind = Kind {
+    what: "app",
+    list: "/apps",
+    field: "name",
+};
+/// A cloud account, by its name.
+pub(crate) const ACCOUNT: Kind = Kind {
+    what: "cloud account",
+    list: "/cloud/accounts",
+    field: "name",
+};
+/// A topology node, by its name.
+pub(crate) const NODE: Kind = Kind {
+    what: "node",
+    list: "/topology/nodes",
+    field: "name",
+};
+/// A diagram, by its name.
+pub(crate) const DIAGRAM: Kind = Kind {
+    what: "diagram",
+    list: "/diagrams",
+    field: "name",
+};
+
+/// An id, or the id of the one record of `kind` named `s` (CONTRACT 33): a name no record
+/// has is not found (exit 3); a name several have is a usage error (exit 2) listing them.
+pub(crate) async fn named(c: &Client, s: &str, kind: Kind) -> Result<String, Failure> {
+    if let Ok(id) = id(s) {
+        return Ok(id);
+    }
+    let wanted = s.trim();
+    let all = c.get(kind.list).await?;
+    let found: Vec<&Value> = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r[kind.field].as_str().is_some_and(|n| n == wanted))
+        .collect();
+    match found.as_slice() {
+        [one] => one["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| Failure::error(format!("the {} has no id", kind.what))),
+        [] => Err(Failure {
+            code: 3,
+            message: format!(
+                "no {} is named `{wanted}` (give its name as listed, or its id)",
+                kind.what
+            ),
+        }),
+        many => Err(Failure {
+            code: 2,
+            message: format!(
+                "`{wanted}` names {} {}s; give the id of the one you mean:\n{}",
+                many.len(),
+                kind.what,
+                many.iter()
+                    .map(|r| format!("  {}", r["id"].as_str().unwrap_or_default()))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+        }),
+    }
+}
+
+/// [`named`] for an optional argument.
+pub(crate) async fn named_opt(
+    c: &Client,
+    s: Option<String>,
+    kind: Kind,
+) -> Result<Option<String>, Failure> {
+    match s {
+        Some(s) => Ok(Some(named(c, &s, kind).await?)),
+        None => Ok(None),
+    }
 }
 
 /// `path?k=v&…` with the pairs that have a value, form-encoded.

@@ -72,7 +72,7 @@ pub(crate) async fn with_totp(
         }
         c.send(r)
     };
-    match totp {
+    let answered = match totp {
         Some(code) => send(Some(&code)).await,
         None => match send(None).await {
             // The hub's totp_required problem names the header to send.
@@ -82,7 +82,16 @@ pub(crate) async fn with_totp(
             }
             other => other,
         },
-    }
+    };
+    // The hub names its API for setting TOTP up; here the verb says it (CONTRACT 33).
+    answered.map_err(|mut f| {
+        if f.message.contains("/auth/totp/setup") {
+            f.message = f
+                .message
+                .replace("with /auth/totp/setup", "with `trusthub totp setup`");
+        }
+        f
+    })
 }
 
 /// The context name a URL gets by default: its host (and port).

@@ -7,12 +7,12 @@ use super::*;
 pub enum SloCmd {
     /// An app's SLO: uptime, budget left, burn rates.
     Get {
-        /// App id.
+        /// App id or name.
         app: String,
     },
     /// Set (or replace) an app's SLO.
     Set {
-        /// App id.
+        /// App id or name.
         app: String,
         /// The target, e.g. 0.999.
         #[arg(long)]
@@ -23,7 +23,7 @@ pub enum SloCmd {
     },
     /// One CSV row per UTC day (RFC 4180).
     History {
-        /// App id.
+        /// App id or name.
         app: String,
         /// How many days back.
         #[arg(long, default_value_t = 30)]
@@ -43,7 +43,8 @@ pub async fn slo(cmd: SloCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
         SloCmd::Get { app } => print(
-            &c.get(&format!("/apps/{}/slo", id(&app)?)).await?,
+            &c.get(&format!("/apps/{}/slo", named(&c, &app, APP).await?))
+                .await?,
             SLO,
             g.output,
         ),
@@ -55,7 +56,7 @@ pub async fn slo(cmd: SloCmd, g: &Global) -> Result<(), Failure> {
             let v = c
                 .json(
                     Method::POST,
-                    &format!("/apps/{}/slo", id(&app)?),
+                    &format!("/apps/{}/slo", named(&c, &app, APP).await?),
                     &json!({"target": target, "window_days": window_days}),
                 )
                 .await?;
@@ -63,7 +64,10 @@ pub async fn slo(cmd: SloCmd, g: &Global) -> Result<(), Failure> {
         }
         SloCmd::History { app, days } => {
             let csv = c
-                .bytes(&format!("/apps/{}/slo/history?days={days}", id(&app)?))
+                .bytes(&format!(
+                    "/apps/{}/slo/history?days={days}",
+                    named(&c, &app, APP).await?
+                ))
                 .await?;
             std::io::stdout()
                 .write_all(&csv)

@@ -2,7 +2,7 @@
 //! 28): nodes, edges and zones, what agents detected and its promotion, snapshots, the
 //! Mermaid export; diagrams with their share links; what fails with a node or a host.
 
-use super::{Global, client, delete, id, list, print};
+use super::{DIAGRAM, Global, NODE, client, delete, id, list, named, print};
 use crate::remote::client::Failure;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ pub enum TopologyCmd {
     },
     /// Delete a node and its edges (operator).
     RmNode {
-        /// Node id.
+        /// Node id or name.
         node: String,
     },
     /// The edges (`source` depends on `target`).
@@ -102,8 +102,9 @@ pub enum TopologyCmd {
 /// `trusthub diagrams …`.
 #[derive(Debug, clap::Subcommand)]
 pub enum DiagramsCmd {
-    /// The diagrams.
-    List,
+    /// The diagrams (`list` works too).
+    #[command(alias = "list")]
+    Ls,
     /// Generate a diagram from the topology (operator).
     Generate {
         /// `tenant`, `zone` or `agent`.
@@ -128,12 +129,12 @@ pub enum DiagramsCmd {
     },
     /// A diagram's Mermaid text.
     Show {
-        /// Diagram id.
+        /// Diagram id or name.
         diagram: String,
     },
     /// Replace a diagram's text with a file's (`-`: standard input) (operator).
     Edit {
-        /// Diagram id.
+        /// Diagram id or name.
         diagram: String,
         /// The Mermaid file.
         #[arg(long)]
@@ -144,17 +145,17 @@ pub enum DiagramsCmd {
     },
     /// Delete a diagram and its share link (operator).
     Rm {
-        /// Diagram id.
+        /// Diagram id or name.
         diagram: String,
     },
     /// Share a diagram by a public link and print it (operator).
     Share {
-        /// Diagram id.
+        /// Diagram id or name.
         diagram: String,
     },
     /// End a diagram's public link (operator).
     Unshare {
-        /// Diagram id.
+        /// Diagram id or name.
         diagram: String,
     },
 }
@@ -249,7 +250,7 @@ pub async fn topology(cmd: TopologyCmd, g: &Global) -> Result<(), Failure> {
         TopologyCmd::RmNode { node } => {
             delete(
                 &c,
-                &format!("/topology/nodes/{}", id(&node)?),
+                &format!("/topology/nodes/{}", named(&c, &node, NODE).await?),
                 format!("deleted node {node} and its edges"),
             )
             .await
@@ -262,7 +263,7 @@ pub async fn topology(cmd: TopologyCmd, g: &Global) -> Result<(), Failure> {
             port,
             label,
         } => {
-            let body = json!({"source_id": id(&source)?, "target_id": id(&target)?, "protocol": protocol, "port": port, "label": label});
+            let body = json!({"source_id": named(&c, &source, NODE).await?, "target_id": named(&c, &target, NODE).await?, "protocol": protocol, "port": port, "label": label});
             print(
                 &c.json(Method::POST, "/topology/edges", &body).await?,
                 EDGES,
@@ -350,7 +351,7 @@ pub async fn topology(cmd: TopologyCmd, g: &Global) -> Result<(), Failure> {
 pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
     let c = client(g)?;
     match cmd {
-        DiagramsCmd::List => list(&c, "/diagrams", DIAGRAMS, g, false).await,
+        DiagramsCmd::Ls => list(&c, "/diagrams", DIAGRAMS, g, false).await,
         DiagramsCmd::Generate {
             scope,
             id: of,
@@ -377,7 +378,12 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
             )
         }
         DiagramsCmd::Show { diagram } => {
-            let v = c.get(&format!("/diagrams/{}", id(&diagram)?)).await?;
+            let v = c
+                .get(&format!(
+                    "/diagrams/{}",
+                    named(&c, &diagram, DIAGRAM).await?
+                ))
+                .await?;
             raw(v["source"].as_str().unwrap_or_default());
             Ok(())
         }
@@ -386,7 +392,7 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
             file,
             name,
         } => {
-            let path = format!("/diagrams/{}", id(&diagram)?);
+            let path = format!("/diagrams/{}", named(&c, &diagram, DIAGRAM).await?);
             let source = if file.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin())
                     .map_err(|e| Failure::error(format!("stdin: {e}")))?
@@ -409,7 +415,7 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
         DiagramsCmd::Rm { diagram } => {
             delete(
                 &c,
-                &format!("/diagrams/{}", id(&diagram)?),
+                &format!("/diagrams/{}", named(&c, &diagram, DIAGRAM).await?),
                 format!("deleted diagram {diagram}"),
             )
             .await
@@ -418,7 +424,7 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
             let v = c
                 .json(
                     Method::POST,
-                    &format!("/diagrams/{}/share", id(&diagram)?),
+                    &format!("/diagrams/{}/share", named(&c, &diagram, DIAGRAM).await?),
                     &json!({}),
                 )
                 .await?;
@@ -430,7 +436,7 @@ pub async fn diagrams(cmd: DiagramsCmd, g: &Global) -> Result<(), Failure> {
         DiagramsCmd::Unshare { diagram } => {
             c.json(
                 Method::POST,
-                &format!("/diagrams/{}/unshare", id(&diagram)?),
+                &format!("/diagrams/{}/unshare", named(&c, &diagram, DIAGRAM).await?),
                 &json!({}),
             )
             .await?;

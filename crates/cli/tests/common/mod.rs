@@ -219,12 +219,24 @@ pub struct TestAgent {
     pub key: ed25519_dalek::SigningKey,
 }
 
-/// Enrolls and registers a simulated agent (`machine_id`) with an admin session.
+/// Enrolls and registers a simulated agent (`machine_id`, its hostname the same) with an
+/// admin session.
 pub async fn register_agent(
     client: &reqwest::Client,
     base: &str,
     session: &str,
     machine_id: &str,
+) -> TestAgent {
+    register_host(client, base, session, machine_id, machine_id).await
+}
+
+/// [`register_agent`] with a hostname of its own.
+pub async fn register_host(
+    client: &reqwest::Client,
+    base: &str,
+    session: &str,
+    machine_id: &str,
+    hostname: &str,
 ) -> TestAgent {
     let enroll = post_json(
         client,
@@ -236,7 +248,7 @@ pub async fn register_agent(
     let key = ed25519_dalek::SigningKey::from_bytes(
         &trusthub_core::secret::random_bytes::<32>().expect("rand"),
     );
-    let reg_body = json!({"machine_id": machine_id, "hostname": machine_id, "os": "t", "arch": "t", "agent_version": "t", "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())}).to_string();
+    let reg_body = json!({"machine_id": machine_id, "hostname": hostname, "os": "t", "arch": "t", "agent_version": "t", "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())}).to_string();
     let reg: Value = client
         .post(format!("{base}/agents/register"))
         .bearer_auth(enroll["token"].as_str().expect("t"))

@@ -231,7 +231,7 @@ impl Http {
                 .execute(req)
                 .await
                 // The URL is shown masked; the error's own copy of it is dropped.
-                .map_err(|e| format!("{shown}: {}", transport(&e.without_url())))?;
+                .map_err(|e| format!("{UNREACHABLE}{shown}: {}", transport(&e.without_url())))?;
             let status = r.status().as_u16();
             attempt += 1;
             if (status == 429 || status == 503) && attempt < ATTEMPTS {
@@ -269,6 +269,11 @@ impl Http {
 pub fn error_message(status: u16, body: &str) -> String {
     trusthub_platform::outbound::provider_error(status, body)
 }
+
+/// How a transport failure's message begins: the provider was not reached at all (a name
+/// that does not resolve, a refused connection, a certificate not trusted), so nothing was
+/// said about the credentials.
+pub const UNREACHABLE: &str = "cannot reach ";
 
 /// A transport error with its causes (a refused connection says so).
 fn transport(e: &reqwest::Error) -> String {

@@ -167,11 +167,18 @@ async fn aws_accounts_are_checked_live_discovered_in_every_region_and_kept_curre
         body(app.get("/cloud/accounts", &app.owner).await).await,
         json!([])
     );
-    // An unreachable endpoint is refused the same way.
+    // An unreachable endpoint is refused as unreached, not as refused credentials.
     let mut down = creds(&m.secret_access_key);
     down["endpoint"] = json!("http://127.0.0.1:9");
     let r = app.post("/cloud/accounts", &app.owner, down).await;
-    assert_eq!(body(r).await["code"], "credentials_rejected");
+    let p = body(r).await;
+    assert_eq!(p["code"], "provider_unreachable", "{p}");
+    assert!(
+        p["detail"].as_str().is_some_and(
+            |d| d.starts_with("cannot reach") && !d.contains("refused the credentials")
+        ),
+        "{p}"
+    );
 
     // The host of one instance runs an agent: its private address is on its interface.
     let host = register(&app).await;
@@ -760,7 +767,14 @@ async fn an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_
         .await;
     browser.goto(&format!("{}/", app.base)).await;
     browser.click("a[href='/ui/cloud']").await;
-    browser.wait_text("No cloud account yet").await;
+    let page = browser.wait_text("No cloud account yet").await;
+    // Nothing is not full coverage (CONTRACT 33).
+    assert!(
+        page.contains("No machines seen yet") && !page.contains("0 of 0"),
+        "{page}"
+    );
+    let summary = body(app.get("/cloud/summary", &app.owner).await).await;
+    assert_eq!(summary["coverage_percent"], Value::Null, "{summary}");
     let add = |token: String| {
         let browser = &browser;
         let url = fake.url.clone();
@@ -858,13 +872,13 @@ async fn digitalocean_droplets_are_listed_over_https_with_the_accounts_ca(b: Bac
         }
         r
     };
-    // Without the CA the hub does not trust the API's certificate: refused, said why.
+    // Without the CA the hub does not trust the API's certificate: not reached, said why.
     let r = app
         .post("/cloud/accounts", &app.owner, req(&fake.token, false))
         .await;
     assert_eq!(r.status(), 422);
     let p = body(r).await;
-    assert_eq!(p["code"], "credentials_rejected");
+    assert_eq!(p["code"], "provider_unreachable");
     assert!(
         p["detail"]
             .as_str()

@@ -194,6 +194,44 @@ pub async fn processes(
 ) -> PageResult {
     let host = hostname(&state, &user, id).await?;
     let v = api::inventory::processes_by(&state, &Viewer::of(&user.principal)?, id).await?;
+    // A program is shown by the name it was started with (`redis-server`, a symlink), its
+    // binary beside it (`redis-check-rdb`) — CONTRACT 33.
+    let rows: Vec<Value> = v
+        .processes
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            let exe = p["exe"].as_str().unwrap_or_default().to_owned();
+            if let Some(started) = p["paths"][0].as_str().map(str::to_owned)
+                && !trusthub_core::apps::is_interpreter(&exe)
+                && let Some(o) = p.as_object_mut()
+            {
+                let rest: Vec<Value> = o
+                    .get("paths")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().skip(1).cloned().collect())
+                    .unwrap_or_default();
+                let mut shown = serde_json::Map::new();
+                for (k, v) in std::mem::take(o) {
+                    match k.as_str() {
+                        "exe" => {
+                            shown.insert("exe".into(), Value::String(started.clone()));
+                            shown.insert("binary".into(), Value::String(exe.clone()));
+                        }
+                        "paths" if rest.is_empty() => {}
+                        "paths" => {
+                            shown.insert("paths".into(), Value::Array(rest.clone()));
+                        }
+                        _ => {
+                            shown.insert(k, v);
+                        }
+                    }
+                }
+                *o = shown;
+            }
+            p
+        })
+        .collect();
     let page = DataPage {
         assets: &ASSETS,
         user: Some(UserBar::from(&user)),
@@ -202,7 +240,7 @@ pub async fn processes(
         tabs: tabs("processes"),
         title: "Processes".into(),
         note: format!("Received {}.", ago(v.received_at, now())),
-        table: table(&v.processes, &f.q),
+        table: table(&rows, &f.q),
         filter: f.q,
     };
     render(page.render(), StatusCode::OK)

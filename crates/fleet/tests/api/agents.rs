@@ -12,6 +12,7 @@ use trusthub_core::agent::sign_header;
 use uuid::Uuid;
 
 crate::dual!(
+    governance_takes_a_merge_patch_that_keeps_what_it_does_not_name,
     registration_pins_the_key_and_is_idempotent_per_machine,
     registration_needs_a_valid_enrollment_token_and_proof_of_the_key,
     a_signed_batch_is_stored_once_and_queryable,
@@ -1687,5 +1688,72 @@ async fn enrollment_tokens_are_listed_without_secrets_and_revocable(b: Backend) 
             .as_array()
             .map(Vec::len),
         Some(1)
+    );
+}
+
+/// CONTRACT 33: `PATCH /agents/{id}/governance` is a JSON merge patch: the fields sent
+/// replace theirs, the others stay, `null` restores a default; checked as `PUT` is, a
+/// misspelt field refused by name, a viewer refused, another tenant's agent 404.
+async fn governance_takes_a_merge_patch_that_keeps_what_it_does_not_name(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let path = format!("/agents/{}/governance", host.id);
+    let before = body(app.get(&path, &app.owner).await).await;
+    let r = app
+        .patch(
+            &path,
+            &app.owner,
+            json!({"tags": ["env:prod"], "config_paths": ["/etc/app/*.conf"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let g = body(r).await;
+    assert_eq!(g["tags"], json!(["env:prod"]));
+    assert_eq!(g["config_paths"], json!(["/etc/app/*.conf"]));
+    for kept in [
+        "ingest_interval_secs",
+        "inventory_interval_secs",
+        "allowed_actions",
+        "config_scan_interval_secs",
+        "compliance_interval_secs",
+        "honeypots",
+    ] {
+        assert_eq!(g[kept], before[kept], "{kept}");
+    }
+    // `null` puts the default list back; the tags stay.
+    let g = body(
+        app.patch(&path, &app.owner, json!({"config_paths": null}))
+            .await,
+    )
+    .await;
+    assert_eq!(g["config_paths"], before["config_paths"]);
+    assert_eq!(g["tags"], json!(["env:prod"]));
+    // The PUT checks, each field named; a misspelt field is refused, nothing changes.
+    let p = assert_problem(
+        app.patch(&path, &app.owner, json!({"ingest_interval_secs": 1}))
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "ingest_interval_secs");
+    let r = app.patch(&path, &app.owner, json!({"tag": ["x"]})).await;
+    assert_eq!(r.status(), 422);
+    assert!(body(r).await.to_string().contains("tag"));
+    assert_eq!(
+        body(app.get(&path, &app.owner).await).await["tags"],
+        json!(["env:prod"])
+    );
+    let (viewer, _) = app.user_with_role("viewer").await;
+    assert_eq!(
+        app.patch(&path, &viewer, json!({"tags": []}))
+            .await
+            .status(),
+        403
+    );
+    let other = app.other_tenant().await;
+    assert_eq!(
+        app.patch(&path, &other, json!({"tags": []})).await.status(),
+        404
     );
 }

@@ -27,6 +27,9 @@ pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/", get(pages::overview))
         .route("/ui/overview/live", get(pages::overview_live))
+        // Every page lives under /ui/ but the overview, which is the root: /ui is it too.
+        .route("/ui", get(|| async { Redirect::permanent("/") }))
+        .route("/ui/", get(|| async { Redirect::permanent("/") }))
         .route("/assets/{name}", get(asset))
         .route(
             "/favicon.ico",

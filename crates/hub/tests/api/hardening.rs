@@ -651,12 +651,29 @@ async fn a_read_token_changes_nothing_and_an_ai_ingest_token_reaches_only_the_in
     let (_, write_id) = app.token(&app.owner, "write").await;
     let (read, _) = app.token(&app.owner, "read").await;
     let read = Auth::Bearer(read);
-    assert_problem(
+    // Refused as what it is (CONTRACT 33), not as a role the user lacks.
+    let p = assert_problem(
         app.delete(&format!("/api-tokens/{write_id}"), &read).await,
         403,
-        "forbidden",
+        "token_read_only",
     )
     .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("this token can only read")),
+        "{p}"
+    );
+    let p = assert_problem(
+        app.post("/alert-rules", &read, json!({"name": "x"})).await,
+        403,
+        "token_read_only",
+    )
+    .await;
+    assert!(
+        !p["detail"].as_str().unwrap_or_default().contains("role"),
+        "{p}"
+    );
     assert_eq!(
         app.count("SELECT COUNT(*) FROM api_tokens").await,
         2,

@@ -8,6 +8,7 @@ crate::dual!(
     dashboard_pages_need_a_session_and_carry_the_contract_17_headers,
     every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothing,
     a_form_with_a_misspelt_or_missing_field_is_refused_naming_it,
+    the_sign_in_page_names_the_password_file_only_while_nobody_has_signed_in,
 );
 
 fn no_redirects() -> reqwest::Client {
@@ -69,6 +70,12 @@ async fn dashboard_pages_need_a_session_and_carry_the_contract_17_headers(b: Bac
         let to = r.headers()["location"].to_str().expect("loc").to_owned();
         assert!(to.starts_with("/login"), "{page}: {to}");
         assert_headers(&r);
+    }
+    // `/ui` is the overview, which lives at the root (CONTRACT 33).
+    for ui in ["/ui", "/ui/"] {
+        let r = web.get(at(ui)).send().await.expect("ui");
+        assert_eq!(r.status(), 308, "{ui}");
+        assert_eq!(r.headers()["location"], "/", "{ui}");
     }
     let r = web.get(at("/login")).send().await.expect("login page");
     assert_eq!(r.status(), 200);
@@ -479,4 +486,52 @@ async fn a_form_with_a_misspelt_or_missing_field_is_refused_naming_it(b: Backend
     .expect("post");
     assert_eq!(r.status(), 201);
     assert_eq!(app.count(invitations).await, 1);
+}
+
+/// CONTRACT 33: the sign-in page says where the first start's generated password is only
+/// while that file is there and nobody has signed in (the hub removes it at the next start
+/// after a sign-in), naming the file where it really is.
+async fn the_sign_in_page_names_the_password_file_only_while_nobody_has_signed_in(b: Backend) {
+    // A hub nobody has signed in to, with the first start's file.
+    let dir = TempDir::new();
+    let (settings, _pg) = TestApp::settings(b, &dir).await;
+    let file = settings.db.data_dir.join("initial-admin.txt");
+    let server = trusthub_hub::Server::build(settings)
+        .await
+        .expect("hub starts");
+    std::fs::write(&file, "email: admin@trusthub.local\npassword: x\n").expect("file");
+    let base = format!("http://{}", server.local_addr());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(server.run(async move {
+        let _ = rx.await;
+    }));
+    let page = no_redirects()
+        .get(format!("{base}/login"))
+        .send()
+        .await
+        .expect("login page")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        page.contains(&*file.to_string_lossy()) && page.contains("Nobody has signed in yet"),
+        "{page}"
+    );
+    let _ = tx.send(());
+    let _ = running.await;
+
+    // Someone has signed in (the harness's owner): the page says nothing of the file, even
+    // while it is still there.
+    let app = TestApp::spawn(b).await;
+    let file = app.state.settings.db.data_dir.join("initial-admin.txt");
+    std::fs::write(&file, "email: admin@trusthub.local\npassword: x\n").expect("file");
+    let page = no_redirects()
+        .get(format!("{}/login", app.base))
+        .send()
+        .await
+        .expect("login page")
+        .text()
+        .await
+        .expect("html");
+    assert!(!page.contains("initial-admin.txt"), "{page}");
 }

@@ -245,6 +245,27 @@ impl Browser {
     /// Clicks the element.
     pub async fn click(&self, css: &str) {
         let id = self.find(css).await;
+        // A link in a closed menu group is reached as a person reaches it: the group opened
+        // first (its summary clicked).
+        let closed = self
+            .cmd(
+                reqwest::Method::POST,
+                "/execute/sync",
+                Some(json!({"script": "var d = document.querySelector(arguments[0]); d = d && d.closest('details.menu'); return d && !d.open ? true : false;",
+                    "args": [css]})),
+            )
+            .await;
+        if closed == true {
+            let summary = self
+                .cmd(
+                    reqwest::Method::POST,
+                    "/execute/sync",
+                    Some(json!({"script": "document.querySelector(arguments[0]).closest('details.menu').querySelector('summary').click(); return true;",
+                        "args": [css]})),
+                )
+                .await;
+            assert_eq!(summary, true, "the menu group of {css} opens");
+        }
         self.cmd(
             reqwest::Method::POST,
             &format!("/element/{id}/click"),

@@ -24,6 +24,30 @@ struct LoginPage<'a> {
     /// The form's target, keeping where to go after signing in.
     action: String,
     notice: Option<&'static str>,
+    /// Where the first start's generated password is, while that file is there (the hub
+    /// removes it once someone has signed in); empty otherwise.
+    password_file: String,
+}
+
+/// The first start's password file, while it is there and nobody has signed in yet (the
+/// hub removes it at the next start after that); empty otherwise.
+async fn password_file(state: &AppState) -> String {
+    let file = state.settings.db.data_dir.join("initial-admin.txt");
+    if !file.is_file() {
+        return String::new();
+    }
+    let nobody_yet = match state.db.conn().await {
+        Ok(mut c) => matches!(
+            trusthub_store::meta::anyone_logged_in(&mut c).await,
+            Ok(false)
+        ),
+        Err(_) => false,
+    };
+    if nobody_yet {
+        file.display().to_string()
+    } else {
+        String::new()
+    }
 }
 
 /// Where to go after signing in: a local path only (no open redirect).
@@ -65,7 +89,7 @@ fn local(next: Option<&str>) -> &str {
 }
 
 /// `GET /login`.
-pub async fn login_form(Query(q): Query<Next>) -> Response {
+pub async fn login_form(State(state): State<AppState>, Query(q): Query<Next>) -> Response {
     let page = LoginPage {
         assets: &ASSETS,
         user: None,
@@ -77,6 +101,7 @@ pub async fn login_form(Query(q): Query<Next>) -> Response {
         notice: (q.changed.as_deref() == Some("password")).then_some(
             "Your password was changed and every session ended; sign in with the new one.",
         ),
+        password_file: password_file(&state).await,
     };
     html(page.render(), StatusCode::OK)
 }
@@ -164,6 +189,7 @@ pub async fn login(
         .into_response();
     }
     let code = form.totp_code.as_deref().filter(|c| !c.trim().is_empty());
+    let file_hint = password_file(&state).await;
     let page = |error: String, email: String, pending: String, status: StatusCode| {
         let page = LoginPage {
             assets: &ASSETS,
@@ -174,6 +200,7 @@ pub async fn login(
             pending,
             action: login_action(next.next.as_deref()),
             notice: None,
+            password_file: file_hint.clone(),
         };
         html(page.render(), status)
     };

@@ -77,7 +77,7 @@ async fn read_tokens_act_as_viewers_and_ai_ingest_tokens_open_no_user_endpoint(b
             json!({"email": "x@example.com", "role": "viewer"}),
         )
         .await;
-    assert_problem(inv, 403, "forbidden").await;
+    assert_problem(inv, 403, "token_read_only").await;
     let (ai, _) = app.token(&app.owner, "ai_ingest").await;
     let ai = Auth::Bearer(ai);
     assert_problem(app.get("/api-tokens", &ai).await, 403, "forbidden").await;

@@ -226,7 +226,7 @@ pub async fn update_diagram(
     req: DiagramPut,
 ) -> ApiResult<DiagramView> {
     if let Some(k) = &req.kind {
-        one_of("kind", k, &["mermaid"])?;
+        named("kind", k, &["mermaid"])?;
     }
     let name_ = name("name", &req.name)?;
     let text = source(&req.source)?;

@@ -32,7 +32,27 @@ pub use mermaid::*;
 pub use model::*;
 pub use snapshots::*;
 
-/// Node kinds.
+/// What a node is: read from a request's `kind` at the edge ([`NodeKind::parse`]), stored
+/// and answered by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A machine.
+    Host,
+    /// A program serving others.
+    Service,
+    /// A database.
+    Database,
+    /// A message queue.
+    Queue,
+    /// A network.
+    Network,
+    /// Something outside the tenant's hands.
+    External,
+    /// A cloud provider's resource.
+    CloudResource,
+}
+
+/// Node kinds' names, in [`NodeKind`] order.
 pub const NODE_KINDS: [&str; 7] = [
     "host",
     "service",
@@ -42,8 +62,64 @@ pub const NODE_KINDS: [&str; 7] = [
     "external",
     "cloud_resource",
 ];
-/// Zone kinds.
+
+impl NodeKind {
+    const ALL: [NodeKind; 7] = [
+        NodeKind::Host,
+        NodeKind::Service,
+        NodeKind::Database,
+        NodeKind::Queue,
+        NodeKind::Network,
+        NodeKind::External,
+        NodeKind::CloudResource,
+    ];
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        NODE_KINDS[self as usize]
+    }
+
+    /// The kind of a name; 422 naming `field` and the kinds otherwise.
+    pub fn parse(field: &str, s: &str) -> ApiResult<NodeKind> {
+        named(field, s, &NODE_KINDS).map(|i| NodeKind::ALL[i])
+    }
+}
+
+/// What a zone is: read at the edge ([`ZoneKind::parse`]), stored by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneKind {
+    /// A network segment.
+    Network,
+    /// A trust boundary.
+    Trust,
+    /// A provider's region.
+    Region,
+    /// A physical site.
+    Site,
+}
+
+/// Zone kinds' names, in [`ZoneKind`] order.
 pub const ZONE_KINDS: [&str; 4] = ["network", "trust", "region", "site"];
+
+impl ZoneKind {
+    const ALL: [ZoneKind; 4] = [
+        ZoneKind::Network,
+        ZoneKind::Trust,
+        ZoneKind::Region,
+        ZoneKind::Site,
+    ];
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        ZONE_KINDS[self as usize]
+    }
+
+    /// The kind of a name; 422 naming `field` and the kinds otherwise.
+    pub fn parse(field: &str, s: &str) -> ApiResult<ZoneKind> {
+        named(field, s, &ZONE_KINDS).map(|i| ZoneKind::ALL[i])
+    }
+}
+
 /// A diagram's text, at most (bytes).
 pub const MAX_SOURCE: usize = 512 * 1024;
 /// The context share tokens are sealed under.
@@ -165,15 +241,12 @@ fn name(field: &str, s: &str) -> ApiResult<String> {
     Ok(s.to_owned())
 }
 
-fn one_of(field: &str, s: &str, allowed: &[&str]) -> ApiResult<String> {
-    if allowed.contains(&s) {
-        Ok(s.to_owned())
-    } else {
-        Err(ApiError::invalid(
-            field,
-            format!("must be one of {}", allowed.join(", ")),
-        ))
-    }
+/// The position of `s` among `allowed`; 422 naming `field` and what it takes otherwise.
+fn named(field: &str, s: &str, allowed: &[&str]) -> ApiResult<usize> {
+    allowed
+        .iter()
+        .position(|a| *a == s)
+        .ok_or_else(|| ApiError::invalid(field, format!("must be one of {}", allowed.join(", "))))
 }
 
 fn tags(t: &[String]) -> ApiResult<Vec<String>> {

@@ -170,7 +170,7 @@ pub async fn create_node(state: &AppState, p: &Principal, req: NewNode) -> ApiRe
     let n = Node {
         id: Uuid::now_v7(),
         name: name("name", &req.name)?,
-        kind: one_of("kind", &req.kind, &NODE_KINDS)?,
+        kind: NodeKind::parse("kind", &req.kind)?.as_str().to_owned(),
         agent_id: req.agent_id,
         cloud_resource_id: req.cloud_resource_id,
         zone_id: req.zone_id,
@@ -240,7 +240,7 @@ pub async fn update_node(
         n.name = name("name", v)?;
     }
     if let Some(v) = &req.kind {
-        n.kind = one_of("kind", v, &NODE_KINDS)?;
+        n.kind = NodeKind::parse("kind", v)?.as_str().to_owned();
     }
     if let Some(v) = &req.tags {
         n.tags = sqlx::types::Json(tags(v)?);
@@ -401,7 +401,7 @@ pub async fn create_zone(state: &AppState, p: &Principal, req: NewZone) -> ApiRe
     let z = Zone {
         id: Uuid::now_v7(),
         name: name("name", &req.name)?,
-        kind: one_of("kind", &req.kind, &ZONE_KINDS)?,
+        kind: ZoneKind::parse("kind", &req.kind)?.as_str().to_owned(),
         parent_id: req.parent_id,
         created_at: now(),
     };

@@ -29,3 +29,20 @@ pub(crate) async fn put_governance(
         .await
         .map(axum::Json)
 }
+
+/// Change some of an agent's governed settings (operator): a JSON merge patch (RFC 7396) —
+/// the fields sent replace theirs, the others stay; `null` restores a default. Checked as
+/// `PUT` is.
+#[utoipa::path(patch, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
+    request_body = GovernancePatch, responses((status = 200, body = GovernanceView), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub(crate) async fn patch_governance(
+    State(state): State<AppState>,
+    meta: Meta,
+    by: Operator,
+    Path(id): Path<Uuid>,
+    Json(patch): Json<GovernancePatch>,
+) -> ApiResult<axum::Json<GovernanceView>> {
+    patch_governance_by(&state, &meta, &by, id, patch)
+        .await
+        .map(axum::Json)
+}

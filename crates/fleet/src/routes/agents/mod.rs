@@ -51,7 +51,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(inventory))
         .routes(api_routes!(inventory_slice))
         .routes(api_routes!(processes))
-        .routes(api_routes!(get_governance, put_governance))
+        .routes(api_routes!(
+            get_governance,
+            put_governance,
+            patch_governance
+        ))
         .routes(api_routes!(rotate_token))
         .routes(api_routes!(rotate_signing_key))
         .routes(api_routes!(issue_client_cert))

@@ -175,6 +175,89 @@ pub async fn get_governance_by(
     Ok(GovernanceView::of(&load(state, p.tenant(), id).await?))
 }
 
+/// Some of an agent's governed settings (a JSON merge patch, RFC 7396): what is sent
+/// replaces, what is absent stays; `null` puts `config_paths`, `config_scan_interval_secs`,
+/// `compliance_interval_secs` or `honeypots` back to their default. The same checks as
+/// `PUT`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GovernancePatch {
+    /// Push interval, 10 s to 1 day.
+    #[schema(minimum = 10, maximum = 86_400)]
+    pub ingest_interval_secs: Option<i64>,
+    /// Inventory interval, 1 min to 7 days.
+    #[schema(minimum = 60, maximum = 604_800)]
+    pub inventory_interval_secs: Option<i64>,
+    /// Tags (apps inherit them), at most 32.
+    #[schema(value_type = Option<Vec<crate::openapi::Tag>>, max_items = 32)]
+    pub tags: Option<Vec<String>>,
+    /// Action kinds the hub may push.
+    #[schema(value_type = Option<Vec<crate::openapi::ActionName>>)]
+    pub allowed_actions: Option<Vec<String>>,
+    /// Watched configuration files; `null`: the default list.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<crate::openapi::ConfigPath>>, max_items = 256)]
+    pub config_paths: Option<Option<Vec<String>>>,
+    /// Seconds between configuration scans; `null`: the default.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 10, maximum = 86_400)]
+    pub config_scan_interval_secs: Option<Option<i64>>,
+    /// Seconds between the agent's own compliance runs; `null`: the default.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>, minimum = 300, maximum = 604_800)]
+    pub compliance_interval_secs: Option<Option<i64>>,
+    /// Honeypots; `null`: none.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = honeypots_schema)]
+    pub honeypots: Option<Option<Vec<trusthub_core::compliance::Honeypot>>>,
+}
+
+/// A field that is present, `null` or not (absent fields stay `None` by `default`).
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
+/// The service behind `PATCH /agents/{id}/governance`: the agent's settings as they are,
+/// with what the patch sends, through the checks of [`put_governance_by`].
+pub async fn patch_governance_by(
+    state: &AppState,
+    meta: &Meta,
+    by: &Operator,
+    id: Uuid,
+    patch: GovernancePatch,
+) -> ApiResult<GovernanceView> {
+    let a = load(state, by.0.tenant(), id).await?;
+    let req = GovernanceIn {
+        ingest_interval_secs: patch.ingest_interval_secs.unwrap_or(a.ingest_interval_secs),
+        inventory_interval_secs: patch
+            .inventory_interval_secs
+            .unwrap_or(a.inventory_interval_secs),
+        tags: patch.tags.unwrap_or_else(|| a.tags.0.clone()),
+        allowed_actions: patch
+            .allowed_actions
+            .unwrap_or_else(|| a.allowed_actions.0.clone()),
+        config_paths: patch
+            .config_paths
+            .unwrap_or_else(|| a.config_paths.as_ref().map(|p| p.0.clone())),
+        config_scan_interval_secs: patch
+            .config_scan_interval_secs
+            .unwrap_or(Some(a.config_scan_interval_secs)),
+        compliance_interval_secs: patch
+            .compliance_interval_secs
+            .unwrap_or(Some(a.compliance_interval_secs)),
+        honeypots: patch
+            .honeypots
+            .unwrap_or_else(|| Some(a.honeypots.0.clone())),
+        host_allowed_actions: None,
+        effective_actions: None,
+    };
+    put_governance_by(state, meta, by, id, req).await
+}
+
 /// The service behind [`put_governance`], for the API and the dashboard alike.
 pub async fn put_governance_by(
     state: &AppState,
