@@ -43,11 +43,28 @@ fn start(
     name: &str,
     expires_in: Option<i64>,
 ) -> (i32, tokio::sync::mpsc::Receiver<String>) {
-    let (tx, rx) = tokio::sync::mpsc::channel(10_000);
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(10_000);
     let expires = expires_in.map(|s| time::OffsetDateTime::now_utc().unix_timestamp() + s);
+    let mut rx = rx;
     c.open(name, 80, 24, "root", tx, expires)
         .expect("the shell starts");
     let sid = session_of(c, name);
+    // The login shell has read its profile before anything is ended: a shell killed in the
+    // middle of it can leave the profile's tools half done (pyenv's rehash lock makes every
+    // later login shell wait forever).
+    c.input(name, "echo RDY$((40+2))\n");
+    let start = Instant::now();
+    let mut seen = String::new();
+    while !seen.contains("RDY42") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the shell answers: {seen}"
+        );
+        match rx.try_recv() {
+            Ok(frame) => seen.push_str(&frame),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
     // A background job that ignores SIGHUP, and one that does not.
     c.input(
         name,
