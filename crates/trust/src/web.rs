@@ -120,7 +120,12 @@ async fn page(state: &AppState, user: &WebUser, flash: Flash, code: StatusCode) 
             })
             .collect(),
         chart: line_chart("Trust Score, last 30 days", &[line], from, to, Some(100.0)),
-        badge_url: format!("/badge/{}.svg", p.tenant().0),
+        // Absolute, so the snippet works pasted anywhere (CONTRACT 33: the public URL).
+        badge_url: format!(
+            "{}/badge/{}.svg",
+            state.public_url.trim_end_matches('/'),
+            p.tenant().0
+        ),
         badge_svg: crate::badge::svg(
             "trust",
             &message,
