@@ -85,16 +85,34 @@ fn rows(records: &Value) -> Vec<&Value> {
     }
 }
 
-/// Aligned columns; the header in capitals; cells cut at 60 characters.
+/// Headers whose cells are printed whole, however long: what is copied and pasted or read
+/// as a whole (CONTRACT 33).
+const WHOLE: [&str; 9] = [
+    "share token",
+    "url",
+    "link",
+    "token",
+    "secret",
+    "explanation",
+    "command",
+    "uri",
+    "share url",
+];
+
+/// Aligned columns; the header in capitals; cells cut at 60 characters, except addresses,
+/// tokens, secrets, explanations and the last column, which are printed whole.
 pub fn table(rows: &[&Value], columns: &[Column], paint_on: bool) -> String {
+    let last = columns.len().saturating_sub(1);
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             columns
                 .iter()
-                .map(|(_, p)| {
+                .enumerate()
+                .map(|(i, (h, p))| {
                     let c = cell(r.pointer(p).unwrap_or(&Value::Null));
-                    if c.chars().count() > 60 {
+                    let whole = i == last || WHOLE.contains(h) || c.contains("://");
+                    if !whole && c.chars().count() > 60 {
                         format!("{}…", c.chars().take(59).collect::<String>())
                     } else {
                         c
@@ -267,6 +285,27 @@ mod tests {
             render(&v, COLS, Format::Csv),
             "id,name,tags\r\n1,web-1,env:prod a\r\n22,\"db, main\",\r\n"
         );
+    }
+
+    /// CONTRACT 33: a long note is cut in the middle of a table, but an address, a token
+    /// and the last column are printed whole.
+    #[test]
+    fn long_cells_are_cut_but_addresses_tokens_and_the_last_column_are_whole() {
+        let long = "x".repeat(80);
+        let url = format!("https://hub.example.com/api/v1/diagrams/share/thd_{long}");
+        let v = json!([{"note": long, "url": url, "token": format!("tht_{long}"), "end": long}]);
+        let cols: &[Column] = &[
+            ("note", "/note"),
+            ("share", "/url"),
+            ("token", "/token"),
+            ("end", "/end"),
+        ];
+        let out = render(&v, cols, Format::Table);
+        let row = out.lines().nth(1).expect("row");
+        assert!(row.starts_with(&format!("{}…", "x".repeat(59))), "{row}");
+        assert!(row.contains(&url), "{row}");
+        assert!(row.contains(&format!("tht_{long}")), "{row}");
+        assert!(row.ends_with(&long), "{row}");
     }
 
     #[test]
