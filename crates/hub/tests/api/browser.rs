@@ -70,6 +70,23 @@ async fn a_user_signs_in_and_sees_the_fleet_in_a_browser(b: Backend) {
     );
     browser.screenshot("overview").await;
     browser.assert_no_js_errors().await;
+    // The menu is grouped (CONTRACT 33): a group opens on a click, one at a time.
+    browser.click("details.menu:nth-of-type(1) > summary").await;
+    browser
+        .find("details.menu[open] a[href='/ui/agents']")
+        .await;
+    browser.screenshot("menu-monitor").await;
+    browser.click("details.menu:nth-of-type(2) > summary").await;
+    browser
+        .find("details.menu[open] a[href='/ui/vulnerabilities']")
+        .await;
+    let page = browser.source().await;
+    assert_eq!(
+        page.matches("<details class=\"menu\" open").count(),
+        1,
+        "one group open"
+    );
+    browser.screenshot("menu-security").await;
     browser.click("a[href='/ui/agents']").await;
     browser.find("table").await;
     browser.wait_text(hostname).await;

@@ -251,7 +251,7 @@ impl Browser {
             .cmd(
                 reqwest::Method::POST,
                 "/execute/sync",
-                Some(json!({"script": "var d = document.querySelector(arguments[0]); d = d && d.closest('details.menu'); return d && !d.open ? true : false;",
+                Some(json!({"script": "var e = document.querySelector(arguments[0]); var d = e && e.tagName !== 'SUMMARY' && e.closest('details.menu'); return d && !d.open ? true : false;",
                     "args": [css]})),
             )
             .await;
