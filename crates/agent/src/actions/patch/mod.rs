@@ -152,6 +152,22 @@ impl Log {
         (code, out)
     }
 
+    /// [`Log::run`] for a step that must succeed: its output, or `(exit code, "<what> exited
+    /// <code>")`.
+    pub async fn step(
+        &mut self,
+        what: &str,
+        program: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        dir: Option<&Path>,
+    ) -> Result<String, (i64, String)> {
+        match self.run(program, args, envs, dir).await {
+            (0, out) => Ok(out),
+            (code, _) => Err((code, format!("{what} exited {code}"))),
+        }
+    }
+
     /// [`Log::run`], answering the errors too.
     pub async fn run_full(
         &mut self,

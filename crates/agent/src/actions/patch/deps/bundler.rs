@@ -35,10 +35,8 @@ impl super::DependencyManager for Bundler {
         }
         let mut args = vec!["update", "--conservative"];
         args.extend(targets.iter().map(|t| t.name.as_str()));
-        let (code, _) = log.run("bundle", &args, ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("bundle update exited {code}")));
-        }
+        log.step("bundle update", "bundle", &args, ENV, Some(project))
+            .await?;
         Ok(())
     }
 
@@ -63,10 +61,9 @@ impl super::DependencyManager for Bundler {
                 None => return Err(format!("{} is not in Gemfile.lock", t.name)),
             }
         }
-        let (code, _) = log.run("bundle", &["check"], ENV, Some(project)).await;
-        if code != 0 {
-            return Err(format!("bundle check exited {code}"));
-        }
+        log.step("bundle check", "bundle", &["check"], ENV, Some(project))
+            .await
+            .map_err(|(_, e)| e)?;
         Ok(())
     }
 }

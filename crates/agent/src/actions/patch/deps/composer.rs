@@ -60,18 +60,14 @@ impl super::DependencyManager for Composer {
             }
             args.extend(FLAGS);
             args.extend(list);
-            let (code, _) = log.run("composer", &args, ENV, Some(project)).await;
-            if code != 0 {
-                return Err((code, format!("composer require exited {code}")));
-            }
+            log.step("composer require", "composer", &args, ENV, Some(project))
+                .await?;
         }
         let mut args = vec!["update"];
         args.extend(FLAGS);
         args.extend(targets.iter().map(|t| t.name.as_str()));
-        let (code, _) = log.run("composer", &args, ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("composer update exited {code}")));
-        }
+        log.step("composer update", "composer", &args, ENV, Some(project))
+            .await?;
         Ok(())
     }
 
@@ -111,17 +107,15 @@ impl super::DependencyManager for Composer {
                 None => return Err(format!("{} is not installed in vendor", t.name)),
             }
         }
-        let (code, _) = log
-            .run(
-                "composer",
-                &["validate", "--no-interaction"],
-                ENV,
-                Some(project),
-            )
-            .await;
-        if code != 0 {
-            return Err(format!("composer validate exited {code}"));
-        }
+        log.step(
+            "composer validate",
+            "composer",
+            &["validate", "--no-interaction"],
+            ENV,
+            Some(project),
+        )
+        .await
+        .map_err(|(_, e)| e)?;
         Ok(())
     }
 }

@@ -31,15 +31,16 @@ impl super::DependencyManager for Go {
             .collect();
         let mut args = vec!["get"];
         args.extend(specs.iter().map(String::as_str));
-        let (code, _) = log.run("go", &args, ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("go get exited {code}")));
-        }
+        log.step("go get", "go", &args, ENV, Some(project)).await?;
         if project.join("vendor").is_dir() {
-            let (code, _) = log.run("go", &["mod", "vendor"], ENV, Some(project)).await;
-            if code != 0 {
-                return Err((code, format!("go mod vendor exited {code}")));
-            }
+            log.step(
+                "go mod vendor",
+                "go",
+                &["mod", "vendor"],
+                ENV,
+                Some(project),
+            )
+            .await?;
         }
         Ok(())
     }
@@ -67,10 +68,15 @@ impl super::DependencyManager for Go {
                 return Err(format!("{} is {have}, not {}", t.name, tag(&t.version)));
             }
         }
-        let (code, _) = log.run("go", &["mod", "verify"], ENV, Some(project)).await;
-        if code != 0 {
-            return Err(format!("go mod verify exited {code}"));
-        }
+        log.step(
+            "go mod verify",
+            "go",
+            &["mod", "verify"],
+            ENV,
+            Some(project),
+        )
+        .await
+        .map_err(|(_, e)| e)?;
         let (code, _) = log.run("go", &["build", "./..."], ENV, Some(project)).await;
         if code != 0 {
             return Err(format!(

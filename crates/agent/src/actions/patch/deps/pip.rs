@@ -104,10 +104,8 @@ impl super::DependencyManager for Pip {
             .collect();
         let mut args = vec!["-m", "pip", "install"];
         args.extend(pins.iter().map(String::as_str));
-        let (code, _) = log.run(&python, &args, ENV, Some(project)).await;
-        if code != 0 {
-            return Err((code, format!("pip install exited {code}")));
-        }
+        log.step("pip install", &python, &args, ENV, Some(project))
+            .await?;
         let file = project.join("requirements.txt");
         let text =
             std::fs::read_to_string(&file).map_err(|e| (1, format!("requirements.txt: {e}")))?;
@@ -123,17 +121,16 @@ impl super::DependencyManager for Pip {
         targets: &[Target],
     ) -> Result<(), String> {
         let python = python(project);
-        let (code, out) = log
-            .run(
+        let out = log
+            .step(
+                "pip list",
                 &python,
                 &["-m", "pip", "list", "--format=json"],
                 ENV,
                 Some(project),
             )
-            .await;
-        if code != 0 {
-            return Err(format!("pip list exited {code}"));
-        }
+            .await
+            .map_err(|(_, e)| e)?;
         let list: Vec<serde_json::Value> =
             serde_json::from_str(&out).map_err(|e| format!("pip list: {e}"))?;
         for t in targets {
