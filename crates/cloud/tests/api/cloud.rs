@@ -770,11 +770,14 @@ async fn an_admin_adds_an_account_and_installs_an_agent_on_an_uncovered_machine_
     let page = browser.wait_text("No cloud account yet").await;
     // Nothing is not full coverage (CONTRACT 33).
     assert!(
-        page.contains("No machines seen yet") && !page.contains("0 of 0"),
+        page.contains("No machines seen yet")
+            && !page.contains("0 of 0")
+            && !page.contains("Every machine the accounts hold has an agent"),
         "{page}"
     );
     let summary = body(app.get("/cloud/summary", &app.owner).await).await;
     assert_eq!(summary["coverage_percent"], Value::Null, "{summary}");
+    browser.screenshot("cloud-empty").await;
     let add = |token: String| {
         let browser = &browser;
         let url = fake.url.clone();
