@@ -806,5 +806,24 @@ async fn an_admin_adds_a_slack_channel_tests_it_and_follows_an_alert_to_its_page
         .await;
     assert!(q.contains("Delete the channel ops"), "{q}");
     browser.wait_text("No channel yet").await;
+    // A signed webhook made here gets a secret from the hub, shown this once (CONTRACT 33).
+    browser
+        .type_into("#new-channel input[name=name]", "own receiver")
+        .await;
+    browser
+        .set_value("#new-channel select[name=kind]", "webhook")
+        .await;
+    browser
+        .type_into("#new-channel input[name=url]", &format!("{base}/hook"))
+        .await;
+    browser.click("#new-channel button").await;
+    let page = browser.wait_text("It is shown this once").await;
+    let secret = browser.text("#once-secret").await;
+    assert!(secret.starts_with("whsec_"), "{page}");
+    browser.screenshot("channel-secret").await;
+    browser
+        .goto(&format!("{}/ui/notifications", app.base))
+        .await;
+    assert!(!browser.source().await.contains(&secret), "shown once only");
     browser.assert_no_js_errors().await;
 }
