@@ -403,7 +403,9 @@ async fn an_agent_shows_its_inventory_and_processes_and_an_admin_governs_rotates
     });
     batch["processes"] = json!([
         {"pid": 1, "name": "systemd", "exe": "/usr/lib/systemd/systemd", "user": "root"},
-        {"pid": 812, "name": "nginx", "exe": "/usr/sbin/nginx", "user": "www-data"}
+        {"pid": 812, "name": "nginx", "exe": "/usr/sbin/nginx", "user": "www-data"},
+        {"pid": 900, "ppid": 1, "exe": "/usr/bin/redis-check-rdb", "cmdline": "redis-server 127.0.0.1:6379",
+         "user": "redis", "paths": ["/usr/bin/redis-server"]}
     ]);
     let r = crate::agents::send(&app, &host, batch.to_string().as_bytes(), None, true).await;
     assert_eq!(r.status(), 202, "{}", body(r).await);
@@ -444,7 +446,12 @@ async fn an_agent_shows_its_inventory_and_processes_and_an_admin_governs_rotates
     browser
         .click(&format!("a[href='/ui/agents/{}/processes']", host.id))
         .await;
-    browser.wait_text("/usr/sbin/nginx").await;
+    let page = browser.wait_text("/usr/sbin/nginx").await;
+    // A program is shown by the name it was started with, its binary beside it (CONTRACT 33).
+    let started = page.find("/usr/bin/redis-server").expect("started as");
+    let binary = page.find("/usr/bin/redis-check-rdb").expect("its binary");
+    assert!(started < binary, "the started-as name comes first: {page}");
+    browser.screenshot("processes").await;
 
     // Governance.
     browser
