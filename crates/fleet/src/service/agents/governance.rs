@@ -195,30 +195,21 @@ pub struct GovernancePatch {
     #[schema(value_type = Option<Vec<crate::openapi::ActionName>>)]
     pub allowed_actions: Option<Vec<String>>,
     /// Watched configuration files; `null`: the default list.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(value_type = Option<Vec<crate::openapi::ConfigPath>>, max_items = 256)]
     pub config_paths: Option<Option<Vec<String>>>,
     /// Seconds between configuration scans; `null`: the default.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(value_type = Option<i64>, minimum = 10, maximum = 86_400)]
     pub config_scan_interval_secs: Option<Option<i64>>,
     /// Seconds between the agent's own compliance runs; `null`: the default.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(value_type = Option<i64>, minimum = 300, maximum = 604_800)]
     pub compliance_interval_secs: Option<Option<i64>>,
     /// Honeypots; `null`: none.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(schema_with = honeypots_schema)]
     pub honeypots: Option<Option<Vec<trusthub_core::compliance::Honeypot>>>,
-}
-
-/// A field that is present, `null` or not (absent fields stay `None` by `default`).
-fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    T::deserialize(d).map(Some)
 }
 
 /// The service behind `PATCH /agents/{id}/governance`: the agent's settings as they are,

@@ -5,7 +5,6 @@
 //! Gemfile's sources) apply. The snapshot holds the Gemfile, its lock and `vendor/bundle`.
 
 use super::super::{Log, Target};
-use super::at_least;
 use std::path::Path;
 
 /// What the snapshot keeps.
@@ -46,21 +45,7 @@ impl super::DependencyManager for Bundler {
         project: &Path,
         targets: &[Target],
     ) -> Result<(), String> {
-        let lock = std::fs::read_to_string(project.join("Gemfile.lock"))
-            .map_err(|e| format!("Gemfile.lock: {e}"))?;
-        let locked = crate::collect::deps::locks::read(&project.join("Gemfile.lock"), &lock)?;
-        for t in targets {
-            let have = locked
-                .iter()
-                .filter(|(_, n, _)| *n == t.name)
-                .map(|(_, _, v)| v.as_str())
-                .next();
-            match have {
-                Some(v) if at_least(v, &t.version) => {}
-                Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
-                None => return Err(format!("{} is not in Gemfile.lock", t.name)),
-            }
-        }
+        super::locked_reach(project, "Gemfile.lock", targets)?;
         log.step("bundle check", "bundle", &["check"], ENV, Some(project))
             .await
             .map_err(|(_, e)| e)?;

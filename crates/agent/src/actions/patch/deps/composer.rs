@@ -77,24 +77,13 @@ impl super::DependencyManager for Composer {
         project: &Path,
         targets: &[Target],
     ) -> Result<(), String> {
-        let lock = std::fs::read_to_string(project.join("composer.lock"))
-            .map_err(|e| format!("composer.lock: {e}"))?;
-        let locked = crate::collect::deps::locks::read(&project.join("composer.lock"), &lock)?;
+        super::locked_reach(project, "composer.lock", targets)?;
         let installed: serde_json::Value =
             std::fs::read_to_string(project.join("vendor/composer/installed.json"))
                 .ok()
                 .and_then(|t| serde_json::from_str(&t).ok())
                 .unwrap_or_default();
         for t in targets {
-            let have = locked
-                .iter()
-                .find(|(_, n, _)| *n == t.name)
-                .map(|(_, _, v)| v.as_str());
-            match have {
-                Some(v) if at_least(v, &t.version) => {}
-                Some(v) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
-                None => return Err(format!("{} is not in composer.lock", t.name)),
-            }
             let on_disk = installed["packages"]
                 .as_array()
                 .into_iter()

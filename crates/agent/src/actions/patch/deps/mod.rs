@@ -195,6 +195,22 @@ pub(super) trait DependencyManager {
     -> Result<(), String>;
 }
 
+/// Whether the lockfile `file` of `project` holds each target at (or past) its version: the
+/// first target that it does not, in words.
+fn locked_reach(project: &Path, file: &str, targets: &[Target]) -> Result<(), String> {
+    let path = project.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
+    let locked = crate::collect::deps::locks::read(&path, &text)?;
+    for t in targets {
+        match locked.iter().find(|(_, n, _)| *n == t.name) {
+            Some((_, _, v)) if at_least(v, &t.version) => {}
+            Some((_, _, v)) => return Err(format!("{} is {v}, not {}", t.name, t.version)),
+            None => return Err(format!("{} is not in {file}", t.name)),
+        }
+    }
+    Ok(())
+}
+
 /// `update_packages` in `project` (already checked against the allowlist) for `ecosystem`.
 pub async fn update(ecosystem: &str, project: &Path, targets: &[Target], dir: &Path) -> Outcome {
     match ecosystem {
