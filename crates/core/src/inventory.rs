@@ -322,41 +322,37 @@ impl Inventory {
     pub fn parse(snapshot: &serde_json::Value) -> Result<Inventory, serde_json::Error> {
         Inventory::deserialize(snapshot)
     }
+}
 
+/// Each reported list, read as empty when the agent did not report it.
+macro_rules! lists {
+    ($($(#[$doc:meta])* $name:ident: $item:ty;)+) => {
+        impl Inventory {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> &[$item] {
+                    self.$name.as_deref().unwrap_or_default()
+                }
+            )+
+        }
+    };
+}
+
+lists! {
     /// The OS packages (empty when not reported).
-    pub fn packages(&self) -> &[Package] {
-        self.packages.as_deref().unwrap_or_default()
-    }
-
+    packages: Package;
     /// The application dependencies (empty when not reported).
-    pub fn app_dependencies(&self) -> &[AppDependency] {
-        self.app_dependencies.as_deref().unwrap_or_default()
-    }
-
+    app_dependencies: AppDependency;
     /// The processes (empty when not reported).
-    pub fn processes(&self) -> &[Process] {
-        self.processes.as_deref().unwrap_or_default()
-    }
-
+    processes: Process;
     /// The listening sockets (empty when not reported).
-    pub fn listening(&self) -> &[Listening] {
-        self.listening.as_deref().unwrap_or_default()
-    }
-
+    listening: Listening;
     /// The established connections (empty when not reported).
-    pub fn connections(&self) -> &[Connection] {
-        self.connections.as_deref().unwrap_or_default()
-    }
-
+    connections: Connection;
     /// The systemd units (empty when not reported).
-    pub fn systemd(&self) -> &[SystemdUnit] {
-        self.systemd.as_deref().unwrap_or_default()
-    }
-
+    systemd: SystemdUnit;
     /// The containers (empty when not reported).
-    pub fn containers(&self) -> &[Container] {
-        self.containers.as_deref().unwrap_or_default()
-    }
+    containers: Container;
 }
 
 #[cfg(test)]

@@ -481,6 +481,29 @@ pub mod purpose {
     );
 }
 
+/// Whether `p` can prove TOTP at all: signed in with a session (`tokens` says what of API
+/// tokens) and enrolled (`setup` says where to set it up).
+fn can_prove(p: &Principal, tokens: &str, setup: &str) -> Result<(), ApiError> {
+    let refusal = |code, detail| ApiError::Totp {
+        status: StatusCode::FORBIDDEN,
+        code,
+        detail,
+    };
+    if !matches!(p.credential, Credential::Session { .. }) {
+        return Err(refusal(
+            "totp_required",
+            format!("this operation needs TOTP, which only a login session can give{tokens}"),
+        ));
+    }
+    if !p.user.totp_enabled {
+        return Err(refusal(
+            "totp_not_enrolled",
+            format!("this operation needs TOTP; set it up {setup} first"),
+        ));
+    }
+    Ok(())
+}
+
 /// Proof, for purpose `P`, that a logged-in user with TOTP enrolled just gave a code:
 /// `X-TOTP-Code: <6 digits>` or `X-TOTP-Token: <token from /auth/totp/challenge>`.
 /// Refusals are 403 `totp_required`, `totp_invalid` or `totp_not_enrolled`.
@@ -501,20 +524,7 @@ impl<P: Purpose> TotpProof<P> {
         code: &str,
     ) -> Result<Self, ApiError> {
         let forbidden = StatusCode::FORBIDDEN;
-        if !matches!(p.credential, Credential::Session { .. }) {
-            return Err(ApiError::Totp {
-                status: forbidden,
-                code: "totp_required",
-                detail: "this operation needs TOTP, which only a login session can give".into(),
-            });
-        }
-        if !p.user.totp_enabled {
-            return Err(ApiError::Totp {
-                status: forbidden,
-                code: "totp_not_enrolled",
-                detail: "this operation needs TOTP; set it up in Settings first".into(),
-            });
-        }
+        can_prove(&p, "", "in Settings")?;
         check_code(state, meta, &p.user, code.trim(), forbidden).await?;
         Ok(TotpProof {
             principal: p,
@@ -590,20 +600,7 @@ impl<P: Purpose> TotpProof<P> {
         offer: &TotpOffer,
     ) -> Result<Self, ApiError> {
         let forbidden = StatusCode::FORBIDDEN;
-        if !matches!(p.credential, Credential::Session { .. }) {
-            return Err(ApiError::Totp {
-                status: forbidden,
-                code: "totp_required",
-                detail: "this operation needs TOTP, which only a login session can give; API tokens never can".into(),
-            });
-        }
-        if !p.user.totp_enabled {
-            return Err(ApiError::Totp {
-                status: forbidden,
-                code: "totp_not_enrolled",
-                detail: "this operation needs TOTP; set it up with /auth/totp/setup first".into(),
-            });
-        }
+        can_prove(&p, "; API tokens never can", "with /auth/totp/setup")?;
         if let Some(code) = &offer.code {
             check_code(state, meta, &p.user, code, forbidden).await?;
         } else if let Some(token) = &offer.token {

@@ -22,65 +22,36 @@ pub struct Limit {
 }
 
 /// `/auth/login`: 10 per minute per IP.
-pub const LOGIN: Limit = Limit {
-    name: "login",
-    max: 10,
-    window_secs: 60,
-};
+pub const LOGIN: Limit = Limit::per("login", 10, 60);
 /// `/auth/forgot-password`: 5 per hour per IP.
-pub const FORGOT_PASSWORD: Limit = Limit {
-    name: "forgot",
-    max: 5,
-    window_secs: 3600,
-};
+pub const FORGOT_PASSWORD: Limit = Limit::per("forgot", 5, 3600);
 /// `/auth/totp/challenge`: 10 per minute per IP.
-pub const TOTP_CHALLENGE: Limit = Limit {
-    name: "totp_challenge",
-    max: 10,
-    window_secs: 60,
-};
+pub const TOTP_CHALLENGE: Limit = Limit::per("totp_challenge", 10, 60);
 /// `POST /invitations`: 20 per hour per tenant.
-pub const INVITATIONS: Limit = Limit {
-    name: "invitations",
-    max: 20,
-    window_secs: 3600,
-};
+pub const INVITATIONS: Limit = Limit::per("invitations", 20, 3600);
 /// `/ingest`: 60 per minute per agent.
-pub const INGEST: Limit = Limit {
-    name: "ingest",
-    max: 60,
-    window_secs: 60,
-};
+pub const INGEST: Limit = Limit::per("ingest", 60, 60);
 /// `/agents/:id/rotate-token`: 10 per hour per user.
-pub const ROTATE_TOKEN: Limit = Limit {
-    name: "rotate_token",
-    max: 10,
-    window_secs: 3600,
-};
+pub const ROTATE_TOKEN: Limit = Limit::per("rotate_token", 10, 3600);
 /// `/agents/:id/rotate-signing-key`: 10 per hour per user.
-pub const ROTATE_SIGNING_KEY: Limit = Limit {
-    name: "rotate_signing_key",
-    max: 10,
-    window_secs: 3600,
-};
+pub const ROTATE_SIGNING_KEY: Limit = Limit::per("rotate_signing_key", 10, 3600);
 /// `/agents/:id/emergency`: 5 per hour per user; app restarts count against it too.
-pub const EMERGENCY: Limit = Limit {
-    name: "emergency",
-    max: 5,
-    window_secs: 3600,
-};
+pub const EMERGENCY: Limit = Limit::per("emergency", 5, 3600);
 /// `POST /compliance/run`: 10 per hour per user (accepted runs only).
-pub const COMPLIANCE_RUN: Limit = Limit {
-    name: "compliance_run",
-    max: 10,
-    window_secs: 3600,
-};
+pub const COMPLIANCE_RUN: Limit = Limit::per("compliance_run", 10, 3600);
 /// Every other user endpoint: 1000 per minute per IP.
-pub const GENERAL: Limit = Limit {
-    name: "general",
-    max: 1000,
-    window_secs: 60,
-};
+pub const GENERAL: Limit = Limit::per("general", 1000, 60);
+
+impl Limit {
+    /// `max` hits per window of `window_secs`, counted under `name`.
+    pub const fn per(name: &'static str, max: u32, window_secs: i64) -> Limit {
+        Limit {
+            name,
+            max,
+            window_secs,
+        }
+    }
+}
 
 enum Counter {
     Memory(Mutex<HashMap<String, (i64, u32)>>),

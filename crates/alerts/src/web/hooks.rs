@@ -104,10 +104,8 @@ async fn page(
 }
 
 async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> PageResult {
-    match form_error(e) {
-        Ok((status, m)) => page(state, user, id, Flash::error(m), status).await,
-        Err(e) => Err(e),
-    }
+    let (status, m) = form_error(e)?;
+    page(state, user, id, Flash::error(m), status).await
 }
 
 /// `GET /ui/webhooks/{id}` (admin).

@@ -358,10 +358,8 @@ async fn admin_page(
 }
 
 async fn refused(state: &AppState, user: &WebUser, id: Uuid, e: ApiError) -> PageResult {
-    match form_error(e) {
-        Ok((status, m)) => admin_page(state, user, id, Flash::error(m), status).await,
-        Err(e) => Err(e),
-    }
+    let (status, m) = form_error(e)?;
+    admin_page(state, user, id, Flash::error(m), status).await
 }
 
 /// `GET /ui/agents/{id}/settings`: governance (everyone reads, admins change), rotation and

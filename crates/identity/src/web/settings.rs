@@ -120,10 +120,8 @@ async fn page_with(
 
 /// Shows the page again with what went wrong, or answers with the error itself.
 async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> PageResult {
-    match form_error(e) {
-        Ok((status, message)) => page(state, user, Flash::error(message), status).await,
-        Err(e) => Err(e),
-    }
+    let (status, message) = form_error(e)?;
+    page(state, user, Flash::error(message), status).await
 }
 
 /// `GET /ui/settings`.

@@ -94,10 +94,8 @@ async fn page(
 }
 
 async fn refused(state: &AppState, user: &WebUser, e: ApiError) -> PageResult {
-    match form_error(e) {
-        Ok((status, m)) => page(state, user, None, Flash::error(m), status).await,
-        Err(e) => Err(e),
-    }
+    let (status, m) = form_error(e)?;
+    page(state, user, None, Flash::error(m), status).await
 }
 
 /// `GET /ui/users` (owner).

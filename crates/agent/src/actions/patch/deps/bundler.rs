@@ -5,7 +5,7 @@
 //! Gemfile's sources) apply. The snapshot holds the Gemfile, its lock and `vendor/bundle`.
 
 use super::super::{Log, Target};
-use std::path::Path;
+use super::Project;
 
 /// What the snapshot keeps.
 pub const ITEMS: [&str; 3] = ["Gemfile", "Gemfile.lock", "vendor/bundle"];
@@ -19,12 +19,11 @@ impl super::DependencyManager for Bundler {
     const MANIFESTS: &'static [&'static str] = &["Gemfile", "Gemfile.lock"];
     const ITEMS: &'static [&'static str] = &ITEMS;
 
-    async fn install(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), (i64, String)> {
+    async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         let gemfile = project.join("Gemfile");
         let text = std::fs::read_to_string(&gemfile).map_err(|e| (1, format!("Gemfile: {e}")))?;
         let rewritten = rewrite_gemfile(&text, targets);
@@ -39,12 +38,11 @@ impl super::DependencyManager for Bundler {
         Ok(())
     }
 
-    async fn verify(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), String> {
+    async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         super::locked_reach(project, "Gemfile.lock", targets)?;
         log.step("bundle check", "bundle", &["check"], ENV, Some(project))
             .await

@@ -4,9 +4,9 @@
 //! must show each at or past its target and `composer validate` must pass. Scripts and
 //! plugins are not run. Composer's own configuration (repositories, auth) applies.
 
-use super::super::{Log, Target};
+use super::super::Log;
+use super::Project;
 use super::at_least;
-use std::path::Path;
 
 /// What the snapshot keeps.
 pub const ITEMS: [&str; 3] = ["composer.json", "composer.lock", "vendor"];
@@ -20,16 +20,12 @@ impl super::DependencyManager for Composer {
     const MANIFESTS: &'static [&'static str] = &["composer.json", "composer.lock"];
     const ITEMS: &'static [&'static str] = &ITEMS;
 
-    async fn install(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), (i64, String)> {
-        let manifest: serde_json::Value = std::fs::read_to_string(project.join("composer.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .ok_or((1, "composer.json is not valid JSON".to_owned()))?;
+    async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
+        let manifest: serde_json::Value = super::read_manifest(project, "composer.json")?;
         // Exact pins (`1.2.3`, `v1.2.3`, `=1.2.3`) in require or require-dev move with the target.
         let mut pins: Vec<(String, bool)> = Vec::new();
         for t in targets {
@@ -71,12 +67,11 @@ impl super::DependencyManager for Composer {
         Ok(())
     }
 
-    async fn verify(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), String> {
+    async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         super::locked_reach(project, "composer.lock", targets)?;
         let installed: serde_json::Value =
             std::fs::read_to_string(project.join("vendor/composer/installed.json"))

@@ -3,9 +3,9 @@
 //! pass `go mod verify` and still build (`go build ./...`). Go's proxy and checksum settings
 //! (`GOPROXY`, `GOSUMDB`, `GOPRIVATE`…) are the host's own.
 
-use super::super::{Log, Target};
+use super::super::Log;
+use super::Project;
 use super::at_least;
-use std::path::Path;
 
 /// What the snapshot keeps.
 pub const ITEMS: [&str; 3] = ["go.mod", "go.sum", "vendor"];
@@ -19,12 +19,11 @@ impl super::DependencyManager for Go {
     const MANIFESTS: &'static [&'static str] = &["go.mod"];
     const ITEMS: &'static [&'static str] = &ITEMS;
 
-    async fn install(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), (i64, String)> {
+    async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         let specs: Vec<String> = targets
             .iter()
             .map(|t| format!("{}@{}", t.name, tag(&t.version)))
@@ -45,12 +44,11 @@ impl super::DependencyManager for Go {
         Ok(())
     }
 
-    async fn verify(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), String> {
+    async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         for t in targets {
             let (code, out) = log
                 .run(

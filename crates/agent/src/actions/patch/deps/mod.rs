@@ -184,15 +184,26 @@ pub(super) trait DependencyManager {
         Ok(Self::ITEMS.to_vec())
     }
     /// Moves `targets` to their versions: `Err((exit code, why))` when the tool refuses.
-    async fn install(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), (i64, String)>;
+    async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)>;
     /// Whether the result holds: every target at its version and the tree consistent.
-    async fn verify(&self, log: &mut Log, project: &Path, targets: &[Target])
-    -> Result<(), String>;
+    async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String>;
+}
+
+/// The project a manager works on and what it moves.
+#[derive(Clone, Copy)]
+pub(super) struct Project<'a> {
+    /// The project's folder.
+    pub dir: &'a Path,
+    /// The packages and their target versions.
+    pub targets: &'a [Target],
+}
+
+/// The JSON manifest `file` of `project`, or why the install cannot start.
+fn read_manifest(project: &Path, file: &str) -> Result<serde_json::Value, (i64, String)> {
+    std::fs::read_to_string(project.join(file))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or((1, format!("{file} is not valid JSON")))
 }
 
 /// Whether the lockfile `file` of `project` holds each target at (or past) its version: the
@@ -258,10 +269,14 @@ async fn update_with<M: DependencyManager>(
         Err(why) => return log.outcome(1, Some(PatchEnd::NotInstalled(why))),
     };
     let before = snap.listing();
+    let work = Project {
+        dir: project,
+        targets,
+    };
     let (exit, why, end): (i64, String, fn(String) -> PatchEnd) =
-        match manager.install(&mut log, project, targets).await {
+        match manager.install(&mut log, &work).await {
             Err((code, why)) => (code, why, PatchEnd::NotInstalled),
-            Ok(()) => match manager.verify(&mut log, project, targets).await {
+            Ok(()) => match manager.verify(&mut log, &work).await {
                 Ok(()) => {
                     snap.discard();
                     return log.outcome(0, None);

@@ -1,9 +1,9 @@
 //! npm: a direct dependency keeps its section and its style (an exact pin stays exact); a
 //! transitive one is forced with `overrides`; the result must pass `npm ls --all`.
 
-use super::super::{Log, Target};
+use super::super::Log;
+use super::Project;
 use super::at_least;
-use std::path::Path;
 
 pub const ITEMS: [&str; 4] = [
     "package.json",
@@ -37,16 +37,12 @@ impl super::DependencyManager for Npm {
     const MANIFESTS: &'static [&'static str] = &["package.json"];
     const ITEMS: &'static [&'static str] = &ITEMS;
 
-    async fn install(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), (i64, String)> {
-        let manifest: serde_json::Value = std::fs::read_to_string(project.join("package.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .ok_or((1, "package.json is not valid JSON".to_owned()))?;
+    async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
+        let manifest: serde_json::Value = super::read_manifest(project, "package.json")?;
         let spec = |name: &str| {
             SECTIONS
                 .iter()
@@ -100,12 +96,11 @@ impl super::DependencyManager for Npm {
         Ok(())
     }
 
-    async fn verify(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), String> {
+    async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         let lock = std::fs::read_to_string(project.join("package-lock.json"))
             .map_err(|e| format!("package-lock.json: {e}"))?;
         for t in targets {

@@ -2,6 +2,7 @@
 //! pins rewritten; the result must pass `pip check`.
 
 use super::super::{Log, Target};
+use super::Project;
 use super::at_least;
 use std::path::{Path, PathBuf};
 
@@ -91,12 +92,11 @@ impl super::DependencyManager for Pip {
         })
     }
 
-    async fn install(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), (i64, String)> {
+    async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         let python = python(project);
         let pins: Vec<String> = targets
             .iter()
@@ -114,12 +114,11 @@ impl super::DependencyManager for Pip {
         Ok(())
     }
 
-    async fn verify(
-        &self,
-        log: &mut Log,
-        project: &Path,
-        targets: &[Target],
-    ) -> Result<(), String> {
+    async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
+        let Project {
+            dir: project,
+            targets,
+        } = *p;
         let python = python(project);
         let out = log
             .step(
