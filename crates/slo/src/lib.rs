@@ -55,6 +55,10 @@ pub use service::slo::{history_csv, statuses};
 /// The SLO lines of each app (the apps page's lookup, installed as monitors' `SloLines`).
 pub use web::slo::app_lines;
 
+/// Each app's availability over the last days, as an SLO counts it (the Trust Score reads it
+/// for apps without an SLO).
+pub use service::slo::availability;
+
 /// Each SLO of the tenant (by app) with its last state (the Trust Score reads it).
 pub use store::slo::states as slo_states;
 

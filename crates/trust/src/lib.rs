@@ -1,13 +1,15 @@
-//! Trust Score v12 (CONTRACT 21; SPEC 1.8): a tenant's score from 0 to 100 as a pure,
+//! Trust Score (CONTRACT 21, 33; SPEC 1.8): a tenant's score from 0 to 100 as a pure,
 //! versioned function of facts every capability provides, each lost point with its reason,
-//! reproducible from its inputs (`inputs_sha256`); its history; and the public badge in
-//! shields.io's flat style.
+//! reproducible from its inputs (`inputs_sha256`); each version's history; and the public
+//! badge in shields.io's flat style, showing the newest version (v13, whose band is capped
+//! while a CRITICAL finding is open or an app is down).
 //!
-//! What it offers: [`score::v12`] (inputs to score), [`badge`] (the SVG and the shields.io
+//! What it offers: [`score::v12`] and [`score::v13`] (inputs to score), [`badge`] (the SVG and the shields.io
 //! endpoint JSON), [`service`] (the score of a tenant now), and [`capability`].
 //!
 //! Architecture invariant: it reads other capabilities only through their `lib.rs`
-//! (fleet, certs, vulns, slo, monitors, auto-patch, drift, identity).
+//! (fleet, certs, vulns, slo, monitors, auto-patch, drift, identity); v12 answers as it
+//! always did.
 
 pub mod badge;
 pub mod routes;

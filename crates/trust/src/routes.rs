@@ -1,6 +1,8 @@
-//! `/trust-score/v12/tenant` (the score, its history) and `PATCH /tenant` (the badge switch).
+//! `/trust-score/v12/tenant` and `/trust-score/v13/tenant` (each version's score and history)
+//! and `PATCH /tenant` (the badge switch).
 
-use crate::service::{self, HistoryPoint, ScoreView, TenantSettings};
+use crate::score::{NEWEST, VERSION};
+use crate::service::{self, CappedScoreView, HistoryPoint, ScoreView, TenantSettings};
 use axum::extract::State;
 use serde::Deserialize;
 use trusthub_identity::auth::{Owner, Viewer};
@@ -15,6 +17,8 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(api_routes!(get_score))
         .routes(api_routes!(get_history))
+        .routes(api_routes!(get_capped_score))
+        .routes(api_routes!(get_capped_history))
         .routes(api_routes!(patch_tenant))
 }
 
@@ -29,6 +33,23 @@ pub(crate) async fn get_score(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<ScoreView>> {
+    service::compute_v12(&state, by.0.tenant(), trusthub_platform::state::now())
+        .await
+        .map(axum::Json)
+}
+
+/// The tenant's Trust Score v13 (CONTRACT 33), the newest: v12's components and shape, apps
+/// and checks without an SLO counted in `slo` by their 30-day availability (below 99.9 % −5,
+/// below 99 % −10, below 95 % −25), and `caps`: the band is at most `orange` while an open
+/// CRITICAL finding exists or a monitored app or check is down, at most `red` while one has
+/// been down for over 24 hours. The badge and the Trust page show this version; v12 answers
+/// as it always did.
+#[utoipa::path(get, path = "/trust-score/v13/tenant", tag = "trust",
+    responses((status = 200, body = CappedScoreView)))]
+pub(crate) async fn get_capped_score(
+    State(state): State<AppState>,
+    by: Viewer,
+) -> ApiResult<axum::Json<CappedScoreView>> {
     service::compute(&state, by.0.tenant(), trusthub_platform::state::now())
         .await
         .map(axum::Json)
@@ -54,12 +75,35 @@ pub(crate) async fn get_history(
     by: Viewer,
     Query(q): Query<HistoryQuery>,
 ) -> ApiResult<axum::Json<Vec<HistoryPoint>>> {
+    history(&state, &by, VERSION, q).await
+}
+
+/// The v13 score's history, oldest first: one point per recomputation (every 30 minutes, and
+/// whenever its inputs changed).
+#[utoipa::path(get, path = "/trust-score/v13/tenant/history", tag = "trust",
+    params(HistoryQuery),
+    responses((status = 200, body = Vec<HistoryPoint>), (status = 422, body = Problem)))]
+pub(crate) async fn get_capped_history(
+    State(state): State<AppState>,
+    by: Viewer,
+    Query(q): Query<HistoryQuery>,
+) -> ApiResult<axum::Json<Vec<HistoryPoint>>> {
+    history(&state, &by, NEWEST, q).await
+}
+
+async fn history(
+    state: &AppState,
+    by: &Viewer,
+    version: &str,
+    q: HistoryQuery,
+) -> ApiResult<axum::Json<Vec<HistoryPoint>>> {
     let days = q.days.unwrap_or(30);
     if !(1..=365).contains(&days) {
         return Err(ApiError::invalid("days", "must be 1 to 365"));
     }
+    let now = trusthub_platform::state::now();
     Ok(axum::Json(
-        service::history(&state, by.0.tenant(), days, trusthub_platform::state::now()).await?,
+        service::history(state, by.0.tenant(), version, days, now).await?,
     ))
 }
 

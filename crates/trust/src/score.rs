@@ -10,12 +10,21 @@
 //! −5; an auto-patch attempt rolled back in the last 7 days −5; a drifted file not explained
 //! by a package update −10; an SLO burning −10, exhausted −25; an open integrity anomaly −20;
 //! an admin or owner without TOTP −25; an API token older than 90 days without expiry −10.
+//!
+//! v13 (CONTRACT 33) reads v12's inputs and the tenant's apps and checks: those without an
+//! SLO lose `slo` points by their 30-day availability (below 99.9 % −5, below 99 % −10,
+//! below 95 % −25), and caps hold the band down whatever the points: at most `orange` while
+//! an open CRITICAL finding exists or an app or check is down, at most `red` while one has
+//! been down for over 24 hours. v12 is unchanged.
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 /// The formula's version, in the path and in every answer.
 pub const VERSION: &str = "v12";
+
+/// The newest formula's version (the badge and the Trust page show it).
+pub const NEWEST: &str = "v13";
 
 /// What the formula reads, as the capabilities report it. Serialised canonically (RFC 8785)
 /// it is what `inputs_sha256` hashes.
@@ -165,6 +174,51 @@ pub struct Score {
     pub inputs_sha256: String,
     /// The components in their fixed order.
     pub components: Vec<Component>,
+    /// What holds the band down (v13 on; always empty in v12).
+    pub caps: Vec<Cap>,
+}
+
+/// A limit on the band, whatever the points say (v13): an open CRITICAL finding or a
+/// monitored app or check down holds it at `orange`, one down for over 24 hours at `red`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Cap {
+    /// `open_critical`, `down` or `down_over_24h`.
+    pub code: String,
+    /// The highest band it allows (`orange` or `red`).
+    pub band: String,
+    /// What a person reads.
+    pub message: String,
+    /// What caps it (`agent:<id>`, `app:<id>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject_ref: Option<String>,
+}
+
+/// v13's inputs: v12's, and the tenant's monitored apps and checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputsV13 {
+    /// What v12 reads.
+    pub base: Inputs,
+    /// The apps and checks.
+    pub apps: Vec<App>,
+}
+
+/// A monitored app or check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct App {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Whether it has an SLO (then the SLO's state counts, not its availability).
+    pub has_slo: bool,
+    /// Percent of the last 30 days it was up, two decimals; `None` without observed time.
+    pub availability_30d: Option<f64>,
+    /// Since when it is down (RFC 3339), `None` while it is not.
+    pub down_since: Option<String>,
+    /// Down for over 24 hours.
+    pub down_over_24h: bool,
 }
 
 /// The components and their weights (sum 100).
@@ -375,12 +429,103 @@ fn reasons(i: &Inputs) -> Vec<(&'static str, Option<Vec<Reason>>)> {
     ]
 }
 
+/// Points an app without an SLO loses for its 30-day availability (v13): below 99.9 % −5,
+/// below 99 % −10, below 95 % −25.
+fn availability_points(percent: f64) -> f64 {
+    if percent >= 99.9 {
+        0.0
+    } else if percent >= 99.0 {
+        -5.0
+    } else if percent >= 95.0 {
+        -10.0
+    } else {
+        -25.0
+    }
+}
+
+/// The v13 reasons of apps and checks without an SLO, and whether any has a figure.
+fn availability_reasons(apps: &[App]) -> (bool, Vec<Reason>) {
+    let counted: Vec<(&App, f64)> = apps
+        .iter()
+        .filter(|a| !a.has_slo)
+        .filter_map(|a| Some((a, a.availability_30d?)))
+        .collect();
+    let reasons = counted
+        .iter()
+        .filter(|(_, p)| availability_points(*p) < 0.0)
+        .map(|(a, p)| {
+            reason(
+                "low_availability",
+                availability_points(*p),
+                format!(
+                    "{} was up {p:.2} % of the last 30 days (it has no SLO)",
+                    a.name
+                ),
+                Some(format!("app:{}", a.id)),
+            )
+        })
+        .collect();
+    (!counted.is_empty(), reasons)
+}
+
+/// What holds the band down (v13).
+fn caps(i: &InputsV13) -> Vec<Cap> {
+    let cap = |code: &str, band: &str, message: String, subject: String| Cap {
+        code: code.to_owned(),
+        band: band.to_owned(),
+        message,
+        subject_ref: Some(subject),
+    };
+    let mut out = Vec::new();
+    for h in i.base.hosts.iter().filter(|h| h.findings[0] > 0) {
+        out.push(cap(
+            "open_critical",
+            "orange",
+            format!(
+                "{} on {}: at most orange until it is fixed, acknowledged or suppressed",
+                plural(
+                    u64::from(h.findings[0]),
+                    "open CRITICAL finding",
+                    "open CRITICAL findings"
+                ),
+                h.hostname
+            ),
+            format!("agent:{}", h.id),
+        ));
+    }
+    for a in &i.apps {
+        let Some(since) = &a.down_since else { continue };
+        let (code, band, message) = if a.down_over_24h {
+            let m = format!(
+                "{} has been down since {since}, over 24 hours: at most red until it is up",
+                a.name
+            );
+            ("down_over_24h", "red", m)
+        } else {
+            let m = format!(
+                "{} is down (since {since}): at most orange until it is up",
+                a.name
+            );
+            ("down", "orange", m)
+        };
+        out.push(cap(code, band, message, format!("app:{}", a.id)));
+    }
+    out
+}
+
+/// The lower of two bands.
+fn lower(a: &str, b: &str) -> &'static str {
+    const ORDER: [&str; 4] = ["red", "orange", "green", "darkgreen"];
+    let rank = |x: &str| ORDER.iter().position(|o| *o == x).unwrap_or(3);
+    ORDER[rank(a).min(rank(b))]
+}
+
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
 /// SHA-256 (hex) of the canonical JSON of `inputs`.
-pub fn inputs_sha256(inputs: &Inputs) -> String {
+pub fn inputs_sha256(inputs: &impl Serialize) -> String {
     let v = serde_json::to_value(inputs).unwrap_or(serde_json::Value::Null);
     let canonical = trusthub_core::canonical::canonical_json(&v);
     data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(canonical.as_bytes()))
@@ -388,7 +533,34 @@ pub fn inputs_sha256(inputs: &Inputs) -> String {
 
 /// The v12 score of `inputs`.
 pub fn v12(inputs: &Inputs) -> Score {
-    let parts = reasons(inputs);
+    weighed(VERSION, reasons(inputs), inputs_sha256(inputs))
+}
+
+/// The v13 score of `inputs`: v12's components, apps and checks without an SLO counted in
+/// `slo` by their 30-day availability, and the band capped (CONTRACT 33).
+pub fn v13(inputs: &InputsV13) -> Score {
+    let mut parts = reasons(&inputs.base);
+    let (any, availability) = availability_reasons(&inputs.apps);
+    if let Some((_, slo)) = parts.iter_mut().find(|(id, _)| *id == "slo")
+        && any
+    {
+        slo.get_or_insert_with(Vec::new).extend(availability);
+    }
+    let mut s = weighed(NEWEST, parts, inputs_sha256(inputs));
+    s.caps = caps(inputs);
+    s.band = s
+        .caps
+        .iter()
+        .fold(s.band.clone(), |b, c| lower(&b, &c.band).to_owned());
+    s
+}
+
+/// The weighted mean of the components' reasons.
+fn weighed(
+    version: &str,
+    parts: Vec<(&'static str, Option<Vec<Reason>>)>,
+    inputs_sha256: String,
+) -> Score {
     let present: f64 = parts
         .iter()
         .zip(WEIGHTS)
@@ -418,10 +590,11 @@ pub fn v12(inputs: &Inputs) -> Score {
     }
     let final_score = round1(total);
     Score {
-        version: VERSION.to_owned(),
+        version: version.to_owned(),
         final_score,
         band: band(final_score).to_owned(),
-        inputs_sha256: inputs_sha256(inputs),
+        inputs_sha256,
         components,
+        caps: Vec::new(),
     }
 }

@@ -30,7 +30,7 @@ pub struct TenantSettings {
 /// The score as the API answers it (CONTRACT 21).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ScoreView {
-    /// `v12`.
+    /// The formula's version (`v12`, `v13`).
     pub version: String,
     /// The tenant.
     pub tenant_id: Uuid,
@@ -49,6 +49,17 @@ pub struct ScoreView {
     /// `integrity` 10, `access` 5; a component without inputs is null with weight 0 and its
     /// weight spread over the others.
     pub components: Vec<score::Component>,
+}
+
+/// The v13 score as the API answers it (CONTRACT 33): v12's shape and what caps the band.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CappedScoreView {
+    /// The score; its `band` is already capped.
+    #[serde(flatten)]
+    pub score: ScoreView,
+    /// What holds the band down: an open CRITICAL finding or an app or check down (at most
+    /// `orange`), one down for over 24 hours (at most `red`); empty when nothing does.
+    pub caps: Vec<score::Cap>,
 }
 
 /// One history point.
@@ -171,18 +182,77 @@ pub async fn inputs(
     })
 }
 
-/// Computes the tenant's score at `now` and records a history point when the inputs changed
-/// or the last point is at least [`REFRESH`] old.
+/// What v13 reads for `tenant` at `now`: v12's inputs, and each app and check with its SLO,
+/// its 30-day availability and since when it is down.
+pub async fn inputs_v13(
+    state: &AppState,
+    tenant: TenantId,
+    now: OffsetDateTime,
+) -> StoreResult<score::InputsV13> {
+    let base = inputs(state, tenant, now).await?;
+    let mut c = state.db.conn().await?;
+    let with_slo: std::collections::HashSet<Uuid> = trusthub_slo::slo_states(&mut c, tenant)
+        .await?
+        .into_iter()
+        .map(|(app, _)| app)
+        .collect();
+    let availability = trusthub_slo::availability(&mut c, tenant, 30, now).await?;
+    let apps = trusthub_monitors::apps(&mut c, tenant, None)
+        .await?
+        .into_iter()
+        .map(|a| {
+            // Down: its liveness alert is open, since its observed state last changed.
+            let since = a
+                .alerting
+                .then(|| a.last_state_change.unwrap_or(a.created_at));
+            score::App {
+                id: a.id.to_string(),
+                has_slo: with_slo.contains(&a.id),
+                availability_30d: availability.get(&a.id).map(|p| (p * 100.0).round() / 100.0),
+                down_since: since.map(trusthub_platform::state::rfc3339),
+                down_over_24h: since.is_some_and(|t| now - t > Duration::hours(24)),
+                name: a.name,
+            }
+        })
+        .collect();
+    Ok(score::InputsV13 { base, apps })
+}
+
+/// The tenant's newest score (v13) at `now`, recorded as [`recorded`] says.
 pub async fn compute(
     state: &AppState,
     tenant: TenantId,
     now: OffsetDateTime,
+) -> ApiResult<CappedScoreView> {
+    let s = score::v13(&inputs_v13(state, tenant, now).await?);
+    let caps = s.caps.clone();
+    Ok(CappedScoreView {
+        score: recorded(state, tenant, now, s).await?,
+        caps,
+    })
+}
+
+/// The tenant's v12 score at `now`, recorded as [`recorded`] says.
+pub async fn compute_v12(
+    state: &AppState,
+    tenant: TenantId,
+    now: OffsetDateTime,
 ) -> ApiResult<ScoreView> {
-    let inputs = inputs(state, tenant, now).await?;
-    let s = score::v12(&inputs);
+    let s = score::v12(&inputs(state, tenant, now).await?);
+    recorded(state, tenant, now, s).await
+}
+
+/// `s` as the API answers it, with a history point of its version recorded when the inputs
+/// changed or the last point is at least [`REFRESH`] old.
+async fn recorded(
+    state: &AppState,
+    tenant: TenantId,
+    now: OffsetDateTime,
+    s: score::Score,
+) -> ApiResult<ScoreView> {
     // The writer's connection (SQLite's readers are read-only).
     let mut tx = state.db.begin().await?;
-    let last = store::last(&mut tx, tenant).await?;
+    let last = store::last(&mut tx, tenant, &s.version).await?;
     if last
         .as_ref()
         .is_none_or(|l| l.inputs_sha256 != s.inputs_sha256 || now - l.computed_at >= REFRESH)
@@ -190,6 +260,7 @@ pub async fn compute(
         store::record(
             &mut tx,
             tenant,
+            &s.version,
             &store::Point {
                 computed_at: now,
                 final_score: s.final_score,
@@ -211,22 +282,25 @@ pub async fn compute(
     })
 }
 
-/// The tenant's points of the last `days` days, oldest first.
+/// The tenant's points of `version` of the last `days` days, oldest first.
 pub async fn history(
     state: &AppState,
     tenant: TenantId,
+    version: &str,
     days: i64,
     now: OffsetDateTime,
 ) -> StoreResult<Vec<HistoryPoint>> {
     let mut c = state.db.conn().await?;
-    Ok(store::since(&mut c, tenant, now - Duration::days(days))
-        .await?
-        .into_iter()
-        .map(|p| HistoryPoint {
-            computed_at: p.computed_at,
-            final_score: p.final_score,
-        })
-        .collect())
+    Ok(
+        store::since(&mut c, tenant, version, now - Duration::days(days))
+            .await?
+            .into_iter()
+            .map(|p| HistoryPoint {
+                computed_at: p.computed_at,
+                final_score: p.final_score,
+            })
+            .collect(),
+    )
 }
 
 /// What the badge shows for a tenant: its latest point (computed first when it has none or
@@ -245,7 +319,7 @@ pub async fn badge_point(
         {
             return Ok(None);
         }
-        if let Some(p) = store::last(&mut c, TenantId(tenant)).await?
+        if let Some(p) = store::last(&mut c, TenantId(tenant), score::NEWEST).await?
             && now - p.computed_at < REFRESH
         {
             return Ok(Some(p));
@@ -253,17 +327,21 @@ pub async fn badge_point(
     }
     compute(state, TenantId(tenant), now).await?;
     let mut c = state.db.conn().await?;
-    Ok(store::last(&mut c, TenantId(tenant)).await?)
+    Ok(store::last(&mut c, TenantId(tenant), score::NEWEST).await?)
 }
 
-/// The job: every tenant's score, every 30 minutes (a history point each time).
+/// The job: every tenant's score, v12 and v13, every 30 minutes (a history point each time).
 pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
     let tenants = {
         let mut c = state.db.conn().await?;
         trusthub_identity::raw::tenants::list(&mut c).await?
     };
     for t in tenants {
-        if let Err(e) = compute(state, t.tenant_id(), now).await {
+        let (v12, v13) = (
+            compute_v12(state, t.tenant_id(), now).await.err(),
+            compute(state, t.tenant_id(), now).await.err(),
+        );
+        if let Some(e) = v12.or(v13) {
             tracing::warn!(tenant = %t.id, error = %e, "trust score not computed; the next tick tries again");
         }
     }

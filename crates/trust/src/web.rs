@@ -42,8 +42,10 @@ struct Page<'a> {
     user: Option<UserBar>,
     csrf: String,
     is_owner: bool,
+    version: String,
     score: String,
     band: String,
+    caps: Vec<(String, String, String)>,
     computed_at: String,
     inputs_sha256: String,
     rows: Vec<Row>,
@@ -58,7 +60,8 @@ struct Page<'a> {
 fn link(subject: &str) -> String {
     match subject.split_once(':') {
         Some(("agent", id)) => format!("/ui/agents/{id}"),
-        Some(("slo", id)) => format!("/ui/apps/{id}"),
+        Some(("slo", id)) => format!("/ui/apps/{id}/slo"),
+        Some(("app", id)) => format!("/ui/apps#app-{id}"),
         Some(("anomaly", _)) => "/ui/anomalies".into(),
         Some(("user", _)) => "/ui/users".into(),
         Some(("token", _)) => "/ui/settings".into(),
@@ -71,8 +74,9 @@ async fn page(state: &AppState, user: &WebUser, flash: Flash, code: StatusCode) 
     let p = &user.principal;
     Viewer::of(p)?;
     let now = trusthub_platform::state::now();
-    let s = service::compute(state, p.tenant(), now).await?;
-    let history = service::history(state, p.tenant(), 30, now).await?;
+    let service::CappedScoreView { score: s, caps } =
+        service::compute(state, p.tenant(), now).await?;
+    let history = service::history(state, p.tenant(), crate::score::NEWEST, 30, now).await?;
     let public = {
         let mut c = state.db.conn().await?;
         crate::store::badge_public(&mut c, p.tenant().0).await?
@@ -92,8 +96,16 @@ async fn page(state: &AppState, user: &WebUser, flash: Flash, code: StatusCode) 
         user: Some(UserBar::from(user)),
         csrf: user.csrf.clone(),
         is_owner: p.has_role(Role::Owner),
+        version: s.version.clone(),
         score: message.clone(),
         band: s.band.clone(),
+        caps: caps
+            .iter()
+            .map(|c| {
+                let href = c.subject_ref.as_deref().map(link).unwrap_or_default();
+                (c.band.clone(), c.message.clone(), href)
+            })
+            .collect(),
         computed_at: trusthub_platform::state::rfc3339(s.computed_at),
         inputs_sha256: s.inputs_sha256.clone(),
         rows: s

@@ -1,9 +1,11 @@
-//! Golden vectors of Trust Score v12 (CONTRACT 21): inputs → components → final score and
+//! Golden vectors of Trust Score v12 (CONTRACT 21) and v13 (CONTRACT 33): inputs → components → final score and
 //! band, worked out by hand from the formula in `score.rs`; `inputs_sha256` checked against
 //! Python's own SHA-256 of the canonical JSON (sorted keys, no spaces: RFC 8785 for these
 //! integers and strings); and the final score recomputed from the components it shows.
 
-use trusthub_trust::score::{Admin, Anomaly, Host, Inputs, RolledBack, Slo, Token, v12};
+use trusthub_trust::score::{
+    Admin, Anomaly, App, Host, Inputs, InputsV13, RolledBack, Slo, Token, v12, v13,
+};
 
 fn troubled() -> Inputs {
     Inputs {
@@ -72,7 +74,7 @@ fn troubled() -> Inputs {
     }
 }
 
-fn python_sha(inputs: &Inputs) -> String {
+fn python_sha(inputs: &impl serde::Serialize) -> String {
     let json = serde_json::to_string(inputs).expect("json");
     let out = std::process::Command::new("python3")
         .arg("-c")
@@ -260,4 +262,141 @@ fn bands_follow_the_contract_edges() {
     assert_eq!(band(70.0), "green");
     assert_eq!(band(85.0), "green");
     assert_eq!(band(85.1), "darkgreen");
+}
+
+fn admin_with_totp() -> Vec<Admin> {
+    vec![Admin {
+        id: "u1".into(),
+        email: "owner@example.com".into(),
+        totp: true,
+    }]
+}
+
+fn app(name: &str, availability: Option<f64>, down: Option<bool>) -> App {
+    App {
+        id: format!("app-{name}"),
+        name: name.into(),
+        has_slo: false,
+        availability_30d: availability,
+        down_since: down.map(|_| "2026-12-01T00:00:00Z".to_owned()),
+        down_over_24h: down.unwrap_or(false),
+    }
+}
+
+#[test]
+fn v13_holds_a_high_score_with_a_critical_finding_at_orange() {
+    let base = Inputs {
+        hosts: vec![Host {
+            id: "a1".into(),
+            hostname: "web-1".into(),
+            findings: [1, 0, 0, 0],
+            client_certificate: true,
+            reporting: true,
+            reboot_required: false,
+        }],
+        admins: admin_with_totp(),
+        ..Inputs::default()
+    };
+    // vulnerabilities 90 at 37.5 of 80 present; the rest 100: 33.75 + 62.5 = 96.25 → 96.3.
+    let old = v12(&base);
+    assert_eq!((old.final_score, old.band.as_str()), (96.3, "darkgreen"));
+    assert!(old.caps.is_empty());
+    let inputs = InputsV13 {
+        base,
+        apps: Vec::new(),
+    };
+    let s = v13(&inputs);
+    assert_eq!(s.version, "v13");
+    assert_eq!(s.final_score, 96.3, "the points are v12's");
+    assert_eq!(s.band, "orange");
+    assert_eq!(s.caps.len(), 1);
+    assert_eq!(s.caps[0].code, "open_critical");
+    assert_eq!(s.caps[0].band, "orange");
+    assert_eq!(s.caps[0].subject_ref.as_deref(), Some("agent:a1"));
+    assert!(
+        s.caps[0]
+            .message
+            .starts_with("1 open CRITICAL finding on web-1"),
+        "{}",
+        s.caps[0].message
+    );
+    assert_eq!(s.inputs_sha256, python_sha(&inputs));
+    assert_ne!(s.inputs_sha256, old.inputs_sha256);
+}
+
+#[test]
+fn v13_counts_availability_without_an_slo_and_caps_apps_down() {
+    let mut with_slo = app("api", Some(80.0), None);
+    with_slo.has_slo = true;
+    let inputs = InputsV13 {
+        base: Inputs {
+            admins: admin_with_totp(),
+            ..Inputs::default()
+        },
+        apps: vec![
+            app("shop", Some(99.5), None),
+            app("blog", Some(100.0), None),
+            with_slo,
+            app("db", Some(50.0), Some(true)),
+            app("cache", None, Some(false)),
+        ],
+    };
+    let s = v13(&inputs);
+    // slo: shop −5 (99 to 99.9 %), db −25 (below 95 %); api has an SLO (its state counts,
+    // and it has none here), blog lost nothing, cache has no figure: 70 at 66.6667, access
+    // 100 at 33.3333: 46.66669 + 33.3333 = 80.0, green by the points.
+    let slo = s.components.iter().find(|c| c.id == "slo").expect("slo");
+    assert_eq!(slo.score, Some(70.0));
+    let lost: Vec<(&str, f64, Option<&str>)> = slo
+        .reasons
+        .iter()
+        .map(|r| (r.code.as_str(), r.points, r.subject_ref.as_deref()))
+        .collect();
+    assert_eq!(
+        lost,
+        [
+            ("low_availability", -5.0, Some("app:app-shop")),
+            ("low_availability", -25.0, Some("app:app-db")),
+        ]
+    );
+    assert_eq!(slo.weight, 66.6667);
+    assert_eq!(s.final_score, 80.0);
+    assert_eq!(s.final_score, recomputed(&s));
+    // Capped: db down for over a day (red), cache down (orange): red.
+    let caps: Vec<(&str, &str)> = s
+        .caps
+        .iter()
+        .map(|c| (c.code.as_str(), c.band.as_str()))
+        .collect();
+    assert_eq!(caps, [("down_over_24h", "red"), ("down", "orange")]);
+    assert_eq!(s.band, "red");
+    assert!(
+        s.caps[0]
+            .message
+            .starts_with("db has been down since 2026-12-01T00:00:00Z, over 24 hours")
+    );
+    // v12 of the same tenant knows no apps: its slo component has no inputs.
+    let old = v12(&inputs.base);
+    assert_eq!(
+        old.components
+            .iter()
+            .find(|c| c.id == "slo")
+            .map(|c| c.score),
+        Some(None)
+    );
+}
+
+#[test]
+fn v13_without_apps_scores_as_v12_and_only_caps_the_band() {
+    let base = troubled();
+    let old = v12(&base);
+    let s = v13(&InputsV13 {
+        base,
+        apps: Vec::new(),
+    });
+    assert_eq!(s.components, old.components);
+    assert_eq!(s.final_score, old.final_score);
+    // web-1 has an open CRITICAL finding: at most orange.
+    assert!(["red", "orange"].contains(&s.band.as_str()), "{}", s.band);
+    assert_eq!(s.caps.len(), 1);
 }

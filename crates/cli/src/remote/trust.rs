@@ -1,5 +1,5 @@
-//! `trusthub trust …` (CONTRACT 21, 28): the tenant's Trust Score with its reasons, and a
-//! gate for scripts (`check --min N` exits 1 below N).
+//! `trusthub trust …` (CONTRACT 21, 28, 33): the tenant's newest Trust Score (v13) with its
+//! reasons and what caps its band, and a gate for scripts (`check --min N` exits 1 below N).
 
 use super::{Global, client, print};
 use crate::remote::client::Failure;
@@ -19,7 +19,7 @@ pub enum TrustCmd {
     },
 }
 
-const PATH: &str = "/trust-score/v12/tenant";
+const PATH: &str = "/trust-score/v13/tenant";
 
 /// One row per lost point (a component without any shows once, with its score).
 fn rows(v: &Value) -> Value {
@@ -65,6 +65,13 @@ pub async fn trust(cmd: TrustCmd, g: &Global) -> Result<(), Failure> {
                 return print(&v, &[], g.output);
             }
             eprintln!("{headline}");
+            for cap in v["caps"].as_array().into_iter().flatten() {
+                eprintln!(
+                    "capped at {}: {}",
+                    cap["band"].as_str().unwrap_or_default(),
+                    cap["message"].as_str().unwrap_or_default()
+                );
+            }
             print(&rows(&v), COLUMNS, g.output)
         }
         TrustCmd::Check { min } => {

@@ -312,6 +312,55 @@ pub async fn delete_slo_by(
     Ok(())
 }
 
+type Spans = std::collections::HashMap<Uuid, Vec<timeline::Span>>;
+type Windows = std::collections::HashMap<Uuid, Vec<(i64, i64)>>;
+
+/// Each app's timeline since `since` (sorted) and its maintenance windows.
+async fn timelines(
+    ex: &mut impl trusthub_store::Exec,
+    tenant: TenantId,
+    since: OffsetDateTime,
+) -> trusthub_store::StoreResult<(Spans, Windows)> {
+    let mut spans = Spans::default();
+    for s in timeline::spans_of_tenant(ex, tenant, since).await? {
+        spans.entry(s.app_id).or_default().push(s);
+    }
+    for v in spans.values_mut() {
+        v.sort_unstable_by_key(|s| (s.start_at, s.id));
+    }
+    let mut maint = Windows::default();
+    for m in timeline::maintenance_of_tenant(ex, tenant, since).await? {
+        maint
+            .entry(m.app_id)
+            .or_default()
+            .push((secs(m.starts_at), secs(m.ends_at)));
+    }
+    Ok((spans, maint))
+}
+
+/// Each app's availability over the `days` days before `now`, in percent of its observed
+/// time outside maintenance (as an SLO counts it); apps without observed time are absent.
+pub async fn availability(
+    ex: &mut impl trusthub_store::Exec,
+    tenant: TenantId,
+    days: i64,
+    now: OffsetDateTime,
+) -> trusthub_store::StoreResult<std::collections::HashMap<Uuid, f64>> {
+    let since = now - time::Duration::days(days);
+    let (spans, maint) = timelines(ex, tenant, since).await?;
+    Ok(spans
+        .iter()
+        .filter_map(|(app, list)| {
+            let windows = maint.get(app).map_or(&[][..], Vec::as_slice);
+            let t = core::tally(&core_spans(list), windows, secs(since), secs(now));
+            (t.observed_secs > 0).then(|| {
+                let up = (t.observed_secs - t.down_secs) as f64 / t.observed_secs as f64;
+                (*app, up * 100.0)
+            })
+        })
+        .collect())
+}
+
 /// Every SLO status of the tenant at `now`, least budget left first.
 pub async fn statuses(
     state: &AppState,
@@ -327,20 +376,7 @@ pub async fn statuses(
             .max()
             .unwrap_or(time::Duration::days(7));
     let names = trusthub_monitors::app_names(&mut c, tenant).await?;
-    let mut spans: std::collections::HashMap<Uuid, Vec<timeline::Span>> = Default::default();
-    for s in timeline::spans_of_tenant(&mut c, tenant, since).await? {
-        spans.entry(s.app_id).or_default().push(s);
-    }
-    for v in spans.values_mut() {
-        v.sort_unstable_by_key(|s| (s.start_at, s.id));
-    }
-    let mut maint: std::collections::HashMap<Uuid, Vec<(i64, i64)>> = Default::default();
-    for m in timeline::maintenance_of_tenant(&mut c, tenant, since).await? {
-        maint
-            .entry(m.app_id)
-            .or_default()
-            .push((secs(m.starts_at), secs(m.ends_at)));
-    }
+    let (spans, maint) = timelines(&mut c, tenant, since).await?;
     let mut out: Vec<SloStatus> = slos
         .iter()
         .map(|s| {

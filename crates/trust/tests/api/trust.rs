@@ -11,11 +11,14 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 crate::dual!(
+    v13_caps_the_band_while_an_app_is_down_and_v12_stays_as_it_was,
     the_score_follows_the_tenants_facts_and_the_badge_shows_it,
     the_owner_reads_the_score_page_and_turns_the_badge_off,
 );
 
 const SCORE: &str = "/trust-score/v12/tenant";
+
+const V13: &str = "/trust-score/v13/tenant";
 
 fn component<'a>(s: &'a Value, id: &str) -> &'a Value {
     s["components"]
@@ -266,7 +269,18 @@ async fn the_owner_reads_the_score_page_and_turns_the_badge_off(b: Backend) {
     let Some(browser) = crate::webdriver::Browser::start(&format!("trust-{b:?}")).await else {
         return;
     };
-    register(&app).await;
+    let host = register(&app).await;
+    // An app down: the page says what caps the band and links to it.
+    crate::apps::nginx(&app, &host, "failed").await;
+    crate::apps::create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "nginx", "app_type": "systemd", "identifier": "nginx"}),
+    )
+    .await;
+    for _ in 0..3 {
+        crate::apps::tick(&app).await;
+    }
     browser
         .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
         .await;
@@ -282,6 +296,10 @@ async fn the_owner_reads_the_score_page_and_turns_the_badge_off(b: Backend) {
         "{page}"
     );
     assert!(page.contains("no inputs"), "drift has none: {page}");
+    assert!(page.contains("One number for the tenant (v13)"), "{page}");
+    assert!(page.contains("The band is capped"), "{page}");
+    assert!(page.contains("nginx is down (since "), "{page}");
+    assert!(page.contains("href=\"/ui/apps#app-"), "{page}");
     // The embed snippet names the hub's address, so it works pasted anywhere (CONTRACT 33).
     assert!(
         page.contains(&format!("&lt;img src=\"{}/badge/", app.base)),
@@ -308,4 +326,82 @@ async fn the_owner_reads_the_score_page_and_turns_the_badge_off(b: Backend) {
         .expect("badge");
     assert_eq!(r.status(), 404);
     browser.assert_no_js_errors().await;
+}
+
+async fn v13_caps_the_band_while_an_app_is_down_and_v12_stays_as_it_was(b: Backend) {
+    use crate::apps::{create_app, nginx, tick};
+    let app = TestApp::spawn(b).await;
+    enrol(&app, &app.owner).await;
+    let host = register(&app).await;
+    nginx(&app, &host, "active").await;
+    let a = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "nginx", "app_type": "systemd", "identifier": "nginx"}),
+    )
+    .await;
+    let id = a["id"].as_str().expect("id").to_owned();
+    tick(&app).await;
+    // Up: nothing caps the band; the app, without an SLO, counts in `slo` by its availability.
+    let s = body(app.get(V13, &app.owner).await).await;
+    assert_eq!(s["version"], "v13", "{s}");
+    assert_eq!(s["caps"], json!([]), "{s}");
+    assert_eq!(component(&s, "slo")["reasons"], json!([]), "{s}");
+    let v12 = body(app.get(SCORE, &app.owner).await).await;
+    assert!(v12.get("caps").is_none(), "v12 keeps its shape: {v12}");
+    assert_eq!(component(&v12, "slo")["score"], Value::Null, "{v12}");
+
+    // Down (three mismatches raise the liveness alert): at most orange, naming the app.
+    nginx(&app, &host, "failed").await;
+    for _ in 0..3 {
+        tick(&app).await;
+    }
+    let s = body(app.get(V13, &app.owner).await).await;
+    let caps = s["caps"].as_array().expect("caps");
+    assert_eq!(caps.len(), 1, "{s}");
+    assert_eq!(caps[0]["code"], "down");
+    assert_eq!(caps[0]["band"], "orange");
+    assert_eq!(caps[0]["subject_ref"], format!("app:{id}"));
+    assert!(
+        caps[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("nginx is down (since ")),
+        "{s}"
+    );
+    let score = s["final_score"].as_f64().expect("score");
+    assert!(score > 70.0, "the points alone say green or better: {s}");
+    assert_eq!(s["band"], "orange", "{s}");
+    // v12 of the same facts: no cap, its band from the points.
+    let v12 = body(app.get(SCORE, &app.owner).await).await;
+    assert_ne!(v12["band"], "orange", "{v12}");
+    // Each version keeps its own history.
+    for path in [SCORE, V13] {
+        let h = body(app.get(&format!("{path}/history"), &app.owner).await).await;
+        assert!(h.as_array().is_some_and(|h| !h.is_empty()), "{path}: {h}");
+    }
+    assert_problem(
+        app.get(&format!("{V13}/history?days=400"), &app.owner)
+            .await,
+        422,
+        "validation_failed",
+    )
+    .await;
+    // The badge shows v13: its colour is the capped band's.
+    let tenant = s["tenant_id"].as_str().expect("tenant");
+    let j: Value = app
+        .client
+        .get(format!("{}/badge/{tenant}.json", app.base))
+        .send()
+        .await
+        .expect("json")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(j["color"], "fe7d37", "{j}");
+
+    // Back up: the cap goes.
+    nginx(&app, &host, "active").await;
+    tick(&app).await;
+    let s = body(app.get(V13, &app.owner).await).await;
+    assert_eq!(s["caps"], json!([]), "{s}");
 }
