@@ -13,15 +13,7 @@ use trusthub_store::{StoreResult, TenantId, audit};
 const CLAIM: i64 = 16;
 
 pub async fn deliverer(state: AppState) {
-    let client = match crate::outbound::Policy::of(&state.settings)
-        .client()
-        .timeout(Duration::from_secs(
-            crate::settings::of(&state.settings)
-                .webhook_timeout_secs
-                .max(1),
-        ))
-        .build()
-    {
+    let client = match client_of(&state, &crate::outbound::Policy::of(&state.settings)) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "cannot build the webhook HTTP client; deliveries stay queued");
@@ -36,6 +28,18 @@ pub async fn deliverer(state: AppState) {
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The client of deliveries under `policy`: no redirects, its resolver, the timeout.
+fn client_of(
+    state: &AppState,
+    policy: &crate::outbound::Policy,
+) -> reqwest::Result<reqwest::Client> {
+    let secs = crate::settings::of(&state.settings).webhook_timeout_secs;
+    policy
+        .client()
+        .timeout(Duration::from_secs(secs.max(1)))
+        .build()
 }
 
 /// Claims and sends the deliveries due now; answers how many were attempted or skipped.
@@ -71,6 +75,23 @@ pub async fn deliver_due(state: &AppState, client: &reqwest::Client) -> StoreRes
 
 async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> StoreResult<()> {
     let tenant = TenantId(d.tenant_id);
+    // The tenant's private networks (CONTRACT 33): a tenant whose owner narrowed them gets a
+    // client whose resolver knows it.
+    let policy =
+        crate::outbound::Policy::of_tenant(&state.settings, &mut state.db.conn().await?, tenant)
+            .await?;
+    let narrowed = match policy.is_narrowed() {
+        true => match client_of(state, &policy) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                // Never the operator's wider client: the claim's lease runs out and it is retried.
+                tracing::warn!(error = %e, "cannot build a tenant's delivery client");
+                return Ok(());
+            }
+        },
+        false => None,
+    };
+    let client = narrowed.as_ref().unwrap_or(client);
     let started = now();
     if hook::in_cooldown(d.cooldown_until, started) {
         let mut tx = state.db.begin().await?;
@@ -90,7 +111,7 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
         return tx.commit().await;
     }
     let outcome = match d.channel_id {
-        Some(channel) => send_channel(state, client, &d, channel).await,
+        Some(channel) => send_channel(state, client, &policy, &d, channel).await,
         None => {
             let secret = match &d.secret_sealed {
                 Some(sealed) => match state
@@ -105,11 +126,7 @@ async fn deliver_one(state: &AppState, client: &reqwest::Client, d: Due) -> Stor
             // Checked at every attempt: the operator's allowed ranges may have changed.
             let target =
                 crate::outbound::to_call(&state.key, &d.target_url, d.target_url_sealed.as_deref());
-            match target.and_then(|t| {
-                crate::outbound::Policy::of(&state.settings)
-                    .check_target(&t)
-                    .map(|()| t)
-            }) {
+            match target.and_then(|t| policy.check_target(&t).map(|()| t)) {
                 Err(e) => Err(e),
                 Ok(t) => send(client, &d, &t, secret.as_deref()).await,
             }
@@ -261,6 +278,7 @@ async fn send(
 async fn send_channel(
     state: &AppState,
     client: &reqwest::Client,
+    policy: &crate::outbound::Policy,
     d: &Due,
     channel: uuid::Uuid,
 ) -> Result<u16, String> {
@@ -286,7 +304,6 @@ async fn send_channel(
         Some(id) if d.event != "test" => format!("{base}/ui/alerts/{id}"),
         _ => format!("{base}/ui/alerts"),
     };
-    let policy = crate::outbound::Policy::of(&state.settings);
     match channels::render(&ch.kind, &config, &d.payload, &link)? {
         Outgoing::Post { url, headers, body } => {
             policy.check_target(&url)?;

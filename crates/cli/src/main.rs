@@ -215,6 +215,13 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::trust::TrustCmd,
     },
+    /// The tenant's settings: the public badge and its private networks.
+    Tenant {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::tenant::TenantCmd,
+    },
     /// Where the hub forwards metrics (Prometheus remote write): lag and counts.
     RemoteWrite {
         #[command(flatten)]
@@ -489,7 +496,13 @@ async fn serve(settings: Settings) -> Result<(), String> {
 
 /// `trusthub up`: the hub plus an agent for this host, enrolled on first start.
 async fn up(args: UpArgs) -> Result<(), String> {
-    let settings = args.settings.0;
+    let mut settings = args.settings.0;
+    // One owner runs this box: its checks, channels and webhooks reach the private networks
+    // unless the operator named other ranges (CONTRACT 33).
+    let private = settings.outbound_allow_cidrs.trim().is_empty();
+    if private {
+        settings.outbound_allow_cidrs = trusthub_hub::outbound::PRIVATE_RANGES.to_owned();
+    }
     let data_dir = settings.db.data_dir.clone();
     // The local agent trusts the hub's own CA with `--tls-self`, the given chain otherwise.
     let ca_cert = if settings.tls_self {
@@ -548,6 +561,12 @@ async fn up(args: UpArgs) -> Result<(), String> {
             ""
         }
     );
+    if private {
+        println!(
+            "  Network: checks, channels and webhooks may reach the private ranges ({})",
+            trusthub_hub::outbound::PRIVATE_RANGES.replace(',', ", ")
+        );
+    }
     let agent = tokio::spawn(trusthub_agent::run(opts, stopped(stop_rx)));
     shutdown_signal().await;
     let _ = stop_tx.send(true);
@@ -923,6 +942,7 @@ async fn hub_main() -> ExitCode {
             totp,
         } => Some(remote::console::console(agent, reason, totp, &g).await),
         Command::Trust { g, cmd } => Some(remote::trust::trust(cmd, &g).await),
+        Command::Tenant { g, cmd } => Some(remote::tenant::tenant(cmd, &g).await),
         Command::RemoteWrite { g, cmd } => Some(remote::remote_write::remote_write(cmd, &g).await),
         Command::Tokens { g, cmd } => Some(remote::tokens(cmd, &g).await),
         Command::Audit { g, cmd } => Some(remote::audit(cmd, &g).await),

@@ -537,7 +537,8 @@ async fn every_verb_against(db_url: Option<&str>) {
     assert!(ok(&o).contains("access"), "{}", text(&o));
     assert!(err(&o).contains("trust score"), "{}", err(&o));
     let score = json_of(&cli(&config, &["trust", "get", "-o", "json"], "", &[]));
-    assert_eq!(score["version"], "v12", "{score}");
+    assert_eq!(score["version"], "v13", "{score}");
+    assert!(score["caps"].is_array(), "{score}");
     ok(&cli(&config, &["trust", "check", "--min", "10"], "", &[]));
     let o = cli(&config, &["trust", "check", "--min", "99.9"], "", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", err(&o));
@@ -546,6 +547,56 @@ async fn every_verb_against(db_url: Option<&str>) {
         cli(&config, &["trust", "check", "--min", "200"], "", &[])
             .status
             .code(),
+        Some(2)
+    );
+    // The tenant's private networks, within the operator's (here 127.0.0.0/8).
+    let o = cli(&config, &["tenant", "get"], "", &[]);
+    assert!(ok(&o).contains("all the operator allows"), "{}", text(&o));
+    assert!(ok(&o).contains("127.0.0.0/8"), "{}", text(&o));
+    let o = cli(
+        &config,
+        &["tenant", "set", "--allowed-networks", "10.0.0.0/8"],
+        "",
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        err(&o).contains("is not within what the hub's operator allows"),
+        "{}",
+        err(&o)
+    );
+    let o = cli(
+        &config,
+        &[
+            "tenant",
+            "set",
+            "--allowed-networks",
+            "127.0.0.1/32, 127.0.0.2",
+        ],
+        "",
+        &[],
+    );
+    assert!(
+        ok(&o).contains("127.0.0.1/32, 127.0.0.2/32"),
+        "{}",
+        text(&o)
+    );
+    let t = json_of(&cli(
+        &config,
+        &[
+            "tenant",
+            "set",
+            "--allowed-networks",
+            "operator",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(t["allowed_networks"], serde_json::Value::Null, "{t}");
+    assert_eq!(
+        cli(&config, &["tenant", "set"], "", &[]).status.code(),
         Some(2)
     );
     // Forwarding is off on this hub: the status says so, and JSON shows no receiver.
@@ -1909,6 +1960,7 @@ fn start_up(dir: &Path, listen: &str, extra: &[&str]) -> (std::process::Child, S
         .env_remove("TRUSTHUB_ADMIN_PASSWORD")
         .env_remove("TRUSTHUB_DATABASE_URL")
         .env_remove("TRUSTHUB_AGENT_ALLOW_CONSOLE")
+        .env_remove("TRUSTHUB_OUTBOUND_ALLOW_CIDRS")
         .env("TRUSTHUB_CA_KEY_BITS", "2048")
         .env("TRUSTHUB_AGENT_INTERVAL_SECS", "5")
         .stdout(Stdio::piped())
@@ -1983,6 +2035,20 @@ async fn up_opens_consoles_only_when_allowed_and_a_failed_console_says_why() {
         &format!("admin@trusthub.local\n{password}\n"),
         &[],
     ));
+    // `up` lets checks, channels and webhooks reach the private ranges (CONTRACT 33).
+    let t = json_of(&cli(&config, &["tenant", "get", "-o", "json"], "", &[]));
+    assert_eq!(
+        t["operator_networks"],
+        serde_json::json!([
+            "10.0.0.0/8",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+            "100.64.0.0/10",
+            "fc00::/7"
+        ]),
+        "{t}"
+    );
+    assert_eq!(t["allowed_networks"], serde_json::Value::Null, "{t}");
     // TOTP from the terminal (CONTRACT 33): set up, then turned on with the app's first code.
     let setup = json_of(&cli(&config, &["totp", "setup", "-o", "json"], "", &[]));
     let secret =

@@ -105,6 +105,7 @@ fn start_up(dir: &Path) -> (Child, String) {
         .env_remove("TRUSTHUB_DATABASE_URL")
         .env_remove("CLOUD_ENCRYPTION_KEY")
         .env_remove("TRUSTHUB_PUBLIC_URL")
+        .env_remove("TRUSTHUB_OUTBOUND_ALLOW_CIDRS")
         // A smaller CA key than the default: the examples do not depend on its size.
         .env("TRUSTHUB_CA_KEY_BITS", "2048")
         // Scans follow an import within a second instead of 30 s.

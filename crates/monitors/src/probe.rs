@@ -65,7 +65,7 @@ pub async fn run(
     let kind = AppKind::parse(&app.app_type);
     let mut tls_expires_at = None;
     let outcome = match kind {
-        Some(AppKind::Http) => http(client, app, timeout).await,
+        Some(AppKind::Http) => http(policy, client, app, timeout).await,
         Some(AppKind::Tcp) => match connect(policy, "tcp", &app.identifier, timeout).await {
             Ok(_) => Outcome {
                 status: None,
@@ -98,8 +98,13 @@ pub async fn run(
     }
 }
 
-async fn http(client: &reqwest::Client, app: &App, timeout: Duration) -> Outcome {
+async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Duration) -> Outcome {
     let url = app.endpoint.as_deref().unwrap_or(&app.identifier);
+    // A literal address is judged here, at every probe (names by the client's resolver): the
+    // operator's ranges or the tenant's private networks may have changed since creation.
+    if let Err(e) = policy.check_target(url) {
+        return Outcome::fail(e);
+    }
     let secs = timeout.as_secs();
     let send = client.get(url).timeout(timeout).send();
     let resp = match tokio::time::timeout(timeout, send).await {

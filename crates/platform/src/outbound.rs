@@ -50,7 +50,18 @@ impl std::str::FromStr for Cidr {
     }
 }
 
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
 impl Cidr {
+    /// Whether `other` lies wholly inside this range.
+    pub fn covers(&self, other: &Cidr) -> bool {
+        other.prefix >= self.prefix && self.contains(other.addr)
+    }
+
     /// Whether `ip` is inside (an IPv4-mapped IPv6 address counts as its IPv4 address).
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
@@ -166,10 +177,16 @@ pub fn parse_http_url(url: &str) -> Result<Url, String> {
     Url::parse(url).map_err(|e| format!("is not a URL: {e}"))
 }
 
-/// The policy, with the operator's allowed ranges.
+/// The private ranges `trusthub up` allows when its operator named none (CONTRACT 33): RFC
+/// 1918, CGNAT and unique-local IPv6; never loopback, link-local or metadata addresses.
+pub const PRIVATE_RANGES: &str = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7";
+
+/// The policy, with the operator's allowed ranges and, for a tenant whose owner chose, the
+/// tenant's own within them (CONTRACT 33).
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     allow: Arc<Vec<Cidr>>,
+    tenant: Option<Arc<Vec<Cidr>>>,
 }
 
 impl Policy {
@@ -177,17 +194,46 @@ impl Policy {
     pub fn allowing(allow: Vec<Cidr>) -> Policy {
         Policy {
             allow: Arc::new(allow),
+            tenant: None,
         }
+    }
+
+    /// This policy narrowed to a tenant's own ranges (`None`: the tenant did not choose, so
+    /// every range the operator allows).
+    pub fn narrowed(mut self, tenant: Option<Vec<Cidr>>) -> Policy {
+        self.tenant = tenant.map(Arc::new);
+        self
+    }
+
+    /// The operator's ranges.
+    pub fn operator_ranges(&self) -> &[Cidr] {
+        &self.allow
+    }
+
+    /// Whether a tenant's choice narrows the operator's ranges.
+    pub fn is_narrowed(&self) -> bool {
+        self.tenant.is_some()
     }
 
     /// Whether a connection to `ip` is refused.
     pub fn refuses(&self, ip: IpAddr) -> bool {
-        special(ip) && !self.allow.iter().any(|c| c.contains(ip))
+        let operator = self.allow.iter().any(|c| c.contains(ip));
+        let tenant = self
+            .tenant
+            .as_ref()
+            .is_none_or(|t| t.iter().any(|c| c.contains(ip)));
+        special(ip) && !(operator && tenant)
     }
 
-    fn refusal(&self, what: &str) -> String {
+    fn refusal(&self, what: &str, ip: Option<IpAddr>) -> String {
+        let operator = ip.is_some_and(|ip| self.allow.iter().any(|c| c.contains(ip)));
+        if operator {
+            return format!(
+                "{what} an address outside this tenant's private networks; its owner adds the range in Settings (PATCH /api/v1/tenant {{\"allowed_networks\": [...]}})"
+            );
+        }
         format!(
-            "{what} a loopback, private, link-local or other special-use address, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS"
+            "{what} a loopback, private, link-local or other special-use address, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS (`trusthub up` allows the private ranges by default), then the tenant's owner may narrow it in Settings"
         )
     }
 
@@ -201,7 +247,7 @@ impl Policy {
         let parsed = parse_http_url(url)?;
         if let Some(ip) = literal_ip(&parsed) {
             return if self.refuses(ip) {
-                Err(self.refusal(&format!("is {ip},")))
+                Err(self.refusal(&format!("is {ip},"), Some(ip)))
             } else {
                 Ok(())
             };
@@ -222,7 +268,8 @@ impl Policy {
             Err(_) => Vec::new(),
         };
         if let Some(bad) = addrs.iter().find(|a| self.refuses(a.ip())) {
-            return Err(self.refusal(&format!("`{host}` resolves to {},", bad.ip())));
+            let what = format!("`{host}` resolves to {},", bad.ip());
+            return Err(self.refusal(&what, Some(bad.ip())));
         }
         Ok(())
     }
@@ -233,7 +280,9 @@ impl Policy {
         let shown = redact(url);
         let parsed = Url::parse(url).map_err(|e| format!("{shown}: not a URL: {e}"))?;
         match literal_ip(&parsed) {
-            Some(ip) if self.refuses(ip) => Err(self.refusal(&format!("{shown}: the target is"))),
+            Some(ip) if self.refuses(ip) => {
+                Err(self.refusal(&format!("{shown}: the target is"), Some(ip)))
+            }
             _ => Ok(()),
         }
     }
@@ -262,7 +311,8 @@ impl reqwest::dns::Resolve for Guarded {
                 .filter(|a| !policy.refuses(a.ip()))
                 .collect();
             if addrs.is_empty() {
-                return Err(policy.refusal(&format!("`{host}` resolves only to")).into());
+                let what = format!("`{host}` resolves only to");
+                return Err(policy.refusal(&what, None).into());
             }
             Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
         })
@@ -437,6 +487,51 @@ mod tests {
         assert!(parse_cidrs("10.0.0.0/33").is_err());
         assert!(parse_cidrs("nonsense").is_err());
         assert_eq!(parse_cidrs(" ").expect("empty"), vec![]);
+    }
+
+    #[test]
+    fn a_tenants_ranges_narrow_the_operators_and_say_who_can_widen_them() {
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        let operator = Policy::allowing(parse_cidrs("10.0.0.0/8,fd00::/8").expect("cidrs"));
+        assert!(!operator.refuses(ip("10.1.2.3")));
+        let tenant = operator
+            .clone()
+            .narrowed(Some(parse_cidrs("10.1.0.0/16").expect("cidrs")));
+        assert!(tenant.is_narrowed() && !operator.is_narrowed());
+        assert!(!tenant.refuses(ip("10.1.2.3")));
+        assert!(
+            tenant.refuses(ip("10.2.0.1")),
+            "inside the operator's, outside the tenant's"
+        );
+        assert!(tenant.refuses(ip("fd00::1")));
+        assert!(
+            !tenant.refuses(ip("93.184.216.34")),
+            "public addresses stay reachable"
+        );
+        // A tenant cannot widen: its range outside the operator's stays refused.
+        let wider = operator
+            .clone()
+            .narrowed(Some(parse_cidrs("192.168.0.0/16").expect("cidrs")));
+        assert!(wider.refuses(ip("192.168.1.1")));
+        // None chosen: nothing private besides public addresses.
+        let none = operator.clone().narrowed(Some(Vec::new()));
+        assert!(none.refuses(ip("10.1.2.3")));
+        // Who can widen: the owner inside the operator's ranges, the operator outside them.
+        let e = tenant
+            .check_target("http://10.2.0.1/")
+            .expect_err("refused");
+        assert!(e.contains("tenant's private networks"), "{e}");
+        let e = tenant
+            .check_target("http://192.168.1.1/")
+            .expect_err("refused");
+        assert!(e.contains("TRUSTHUB_OUTBOUND_ALLOW_CIDRS"), "{e}");
+        // Coverage is by range, not by first address.
+        let c = |s: &str| s.parse::<Cidr>().expect("cidr");
+        assert!(c("10.0.0.0/8").covers(&c("10.1.0.0/16")));
+        assert!(!c("10.1.0.0/16").covers(&c("10.0.0.0/8")));
+        assert!(!c("10.0.0.0/8").covers(&c("fd00::/8")));
+        assert_eq!(c(" 10.1.2.3 ").to_string(), "10.1.2.3/32");
+        assert!(parse_cidrs(PRIVATE_RANGES).is_ok_and(|r| r.len() == 5));
     }
 
     #[test]

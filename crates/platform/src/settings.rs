@@ -120,8 +120,9 @@ pub struct Settings {
     #[arg(long, env = "TRUSTHUB_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
     /// Address ranges the hub's own outbound calls may reach besides public addresses
-    /// (webhooks, alert-rule webhook URLs, TRUSTHUB_OSV_URL, the npm registry): comma-separated
-    /// CIDRs, e.g. `127.0.0.0/8` for a receiver on this machine.
+    /// (checks, channels, webhooks, alert-rule webhook URLs, TRUSTHUB_OSV_URL, the npm
+    /// registry): comma-separated CIDRs, e.g. `127.0.0.0/8` for a receiver on this machine.
+    /// `up` allows the private ranges when it is not set; each tenant's owner may narrow it.
     #[arg(long, env = "TRUSTHUB_OUTBOUND_ALLOW_CIDRS", default_value = "", value_parser = parse_allow_cidrs)]
     pub outbound_allow_cidrs: String,
     /// Size of the hub CA's RSA key, made at the first start (4096; 2048 to 8192). Only the
@@ -314,6 +315,19 @@ impl crate::outbound::Policy {
         crate::outbound::Policy::allowing(
             crate::outbound::parse_cidrs(&settings.outbound_allow_cidrs).unwrap_or_default(),
         )
+    }
+
+    /// The policy of `tenant`'s outbound calls (hub checks, channels, webhooks): the
+    /// operator's ranges, narrowed to the tenant's own when its owner chose them.
+    pub async fn of_tenant(
+        settings: &Settings,
+        ex: &mut impl trusthub_store::Exec,
+        tenant: trusthub_store::TenantId,
+    ) -> trusthub_store::StoreResult<crate::outbound::Policy> {
+        let chosen = trusthub_store::networks::get(ex, tenant)
+            .await?
+            .map(|c| crate::outbound::parse_cidrs(&c).unwrap_or_default());
+        Ok(crate::outbound::Policy::of(settings).narrowed(chosen))
     }
 }
 

@@ -13,6 +13,7 @@ mod prefetch;
 pub mod audit;
 pub mod leases;
 pub mod meta;
+pub mod networks;
 pub mod rate_limits;
 
 pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};

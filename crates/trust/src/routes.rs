@@ -2,7 +2,7 @@
 //! and `PATCH /tenant` (the badge switch).
 
 use crate::score::{NEWEST, VERSION};
-use crate::service::{self, CappedScoreView, HistoryPoint, ScoreView, TenantSettings};
+use crate::service::{self, CappedScoreView, HistoryPoint, ScoreView, TenantPatch, TenantSettings};
 use axum::extract::State;
 use serde::Deserialize;
 use trusthub_identity::auth::{Owner, Viewer};
@@ -10,7 +10,7 @@ use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult, Problem};
 use trusthub_platform::extract::{Json, Meta, Query};
 use trusthub_platform::openapi::api_routes;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -19,7 +19,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(api_routes!(get_history))
         .routes(api_routes!(get_capped_score))
         .routes(api_routes!(get_capped_history))
-        .routes(api_routes!(patch_tenant))
+        .routes(api_routes!(get_tenant, patch_tenant))
 }
 
 /// The tenant's Trust Score v12 (SPEC 1.8, CONTRACT 21), computed now from what every
@@ -107,15 +107,27 @@ async fn history(
     ))
 }
 
-/// Tenant settings the owner changes.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TenantPatch {
-    /// Whether `/badge/{tenant_id}.svg` and `.json` answer (default true); off, they answer 404.
-    pub badge_public: bool,
+/// The tenant's settings (viewer): whether the Trust Score badge is public, and the private
+/// networks its hub checks, channels and webhooks may reach with what the hub's operator
+/// allows.
+#[utoipa::path(get, path = "/tenant", tag = "trust",
+    responses((status = 200, body = TenantSettings)))]
+pub(crate) async fn get_tenant(
+    State(state): State<AppState>,
+    by: Viewer,
+) -> ApiResult<axum::Json<TenantSettings>> {
+    service::tenant_settings(&state, by.0.tenant())
+        .await
+        .map(axum::Json)
 }
 
-/// Change the tenant's settings (owner): the public Trust Score badge on or off. Audited.
+/// Change the tenant's settings (owner), as a merge patch: the public Trust Score badge on or
+/// off, and the private networks (CONTRACT 33) its hub checks, notification channels and
+/// webhooks may reach, each range within what the hub's operator allows
+/// (`TRUSTHUB_OUTBOUND_ALLOW_CIDRS`; `trusthub up` allows RFC 1918, CGNAT and unique-local
+/// ranges by default). A range outside the operator's is refused (422) naming them. Agent
+/// checks are not bound by these: they reach what their host reaches, metadata addresses
+/// excepted. Audited.
 #[utoipa::path(patch, path = "/tenant", tag = "trust",
     request_body = TenantPatch,
     responses((status = 200, body = TenantSettings), (status = 422, body = Problem)))]
@@ -125,7 +137,7 @@ pub(crate) async fn patch_tenant(
     by: Owner,
     Json(req): Json<TenantPatch>,
 ) -> ApiResult<axum::Json<TenantSettings>> {
-    service::set_badge_public(&state, &meta, &by.0, req.badge_public)
+    service::set_tenant(&state, &meta, &by.0, req)
         .await
         .map(axum::Json)
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use time::{Duration, OffsetDateTime};
 use trusthub_core::severity::Severity;
 use trusthub_platform::AppState;
-use trusthub_platform::error::ApiResult;
+use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_store::{StoreResult, TenantId};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -25,6 +25,27 @@ pub struct TenantSettings {
     pub name: String,
     /// Whether the Trust Score badge is public.
     pub badge_public: bool,
+    /// The private ranges the tenant's hub checks, channels and webhooks may reach (CONTRACT
+    /// 33), within `operator_networks`; `null` while the owner has not chosen: every range
+    /// the operator allows.
+    pub allowed_networks: Option<Vec<String>>,
+    /// What the hub's operator allows besides public addresses
+    /// (`TRUSTHUB_OUTBOUND_ALLOW_CIDRS`; `trusthub up` allows the private ranges by default).
+    pub operator_networks: Vec<String>,
+}
+
+/// A change of the tenant's settings (the owner); absent fields stay as they are.
+#[derive(Debug, Default, serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantPatch {
+    /// Whether `/badge/{tenant_id}.svg` and `.json` answer (default true); off, they answer 404.
+    pub badge_public: Option<bool>,
+    /// The private ranges (CIDRs, at most 64) the tenant's hub checks, channels and webhooks
+    /// may reach, each within what the hub's operator allows; `[]` for none, `null` for every
+    /// range the operator allows (the default).
+    #[serde(default, deserialize_with = "trusthub_platform::extract::present")]
+    #[schema(value_type = Option<Vec<String>>, max_items = 64)]
+    pub allowed_networks: Option<Option<Vec<String>>>,
 }
 
 /// The score as the API answers it (CONTRACT 21).
@@ -348,6 +369,122 @@ pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
     Ok(())
 }
 
+/// The tenant's settings.
+pub async fn tenant_settings(state: &AppState, tenant: TenantId) -> ApiResult<TenantSettings> {
+    let mut c = state.db.conn().await?;
+    let name = trusthub_identity::tenant(&mut c, tenant)
+        .await?
+        .map(|t| t.name)
+        .unwrap_or_default();
+    let policy = trusthub_platform::outbound::Policy::of(&state.settings);
+    let allowed = trusthub_store::networks::get(&mut c, tenant).await?;
+    Ok(TenantSettings {
+        tenant_id: tenant.0,
+        name,
+        badge_public: store::badge_public(&mut c, tenant.0).await?,
+        allowed_networks: allowed.map(|a| {
+            trusthub_platform::outbound::parse_cidrs(&a)
+                .unwrap_or_default()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        }),
+        operator_networks: policy
+            .operator_ranges()
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+    })
+}
+
+/// The tenant's ranges checked against the operator's: the text to keep, or what is wrong.
+fn checked_networks(
+    policy: &trusthub_platform::outbound::Policy,
+    networks: &[String],
+) -> ApiResult<String> {
+    use trusthub_platform::error::FieldError;
+    if networks.len() > 64 {
+        return Err(ApiError::invalid("allowed_networks", "at most 64 ranges"));
+    }
+    let operator = policy.operator_ranges();
+    let mut errors = Vec::new();
+    let mut kept = Vec::new();
+    for (i, n) in networks.iter().enumerate() {
+        let field = format!("allowed_networks[{i}]");
+        match n.parse::<trusthub_platform::outbound::Cidr>() {
+            Err(m) => errors.push(FieldError { field, message: m }),
+            Ok(c) if !operator.iter().any(|o| o.covers(&c)) => errors.push(FieldError {
+                field,
+                message: format!(
+                    "{c} is not within what the hub's operator allows ({}); the operator widens that with TRUSTHUB_OUTBOUND_ALLOW_CIDRS",
+                    if operator.is_empty() {
+                        "nothing besides public addresses".to_owned()
+                    } else {
+                        operator
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ),
+            }),
+            Ok(c) => kept.push(c.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    Ok(kept.join(","))
+}
+
+/// Changes the tenant's settings (the owner; audited): the public badge, the private
+/// networks.
+pub async fn set_tenant(
+    state: &AppState,
+    meta: &trusthub_platform::extract::Meta,
+    p: &trusthub_identity::auth::Principal,
+    patch: TenantPatch,
+) -> ApiResult<TenantSettings> {
+    p.may_change()?;
+    let networks = match &patch.allowed_networks {
+        Some(Some(list)) => Some(Some(checked_networks(
+            &trusthub_platform::outbound::Policy::of(&state.settings),
+            list,
+        )?)),
+        Some(None) => Some(None),
+        None => None,
+    };
+    let mut tx = state.db.begin().await?;
+    if let Some(on) = patch.badge_public {
+        store::set_badge_public(&mut tx, p.tenant(), on).await?;
+    }
+    if let Some(n) = &networks {
+        trusthub_store::networks::set(&mut tx, p.tenant(), n.as_deref()).await?;
+    }
+    let mut details = serde_json::Map::new();
+    if let Some(on) = patch.badge_public {
+        details.insert("badge_public".into(), on.into());
+    }
+    if let Some(n) = &networks {
+        details.insert(
+            "allowed_networks".into(),
+            n.as_ref().map_or(serde_json::Value::Null, |n| {
+                n.split(',').filter(|x| !x.is_empty()).collect()
+            }),
+        );
+    }
+    meta.record(
+        &mut tx,
+        p,
+        trusthub_core::audit::TENANT_SETTINGS_CHANGED,
+        format!("tenant:{}", p.tenant().0),
+        serde_json::Value::Object(details),
+    )
+    .await?;
+    tx.commit().await?;
+    tenant_settings(state, p.tenant()).await
+}
+
 /// Turns the public badge on or off (the owner; audited).
 pub async fn set_badge_public(
     state: &AppState,
@@ -355,25 +492,9 @@ pub async fn set_badge_public(
     p: &trusthub_identity::auth::Principal,
     on: bool,
 ) -> ApiResult<TenantSettings> {
-    p.may_change()?;
-    let mut tx = state.db.begin().await?;
-    store::set_badge_public(&mut tx, p.tenant(), on).await?;
-    meta.record(
-        &mut tx,
-        p,
-        trusthub_core::audit::TENANT_SETTINGS_CHANGED,
-        format!("tenant:{}", p.tenant().0),
-        serde_json::json!({"badge_public": on}),
-    )
-    .await?;
-    let name = trusthub_identity::tenant(&mut tx, p.tenant())
-        .await?
-        .map(|t| t.name)
-        .unwrap_or_default();
-    tx.commit().await?;
-    Ok(TenantSettings {
-        tenant_id: p.tenant().0,
-        name,
-        badge_public: on,
-    })
+    let patch = TenantPatch {
+        badge_public: Some(on),
+        allowed_networks: None,
+    };
+    set_tenant(state, meta, p, patch).await
 }

@@ -24,6 +24,7 @@ use uuid::Uuid;
 pub fn pages() -> axum::Router<AppState> {
     axum::Router::new()
         .route("/ui/trust", get(show).post(save))
+        .route("/ui/networks", get(networks).post(save_networks))
         .route("/badge/{file}", get(badge))
 }
 
@@ -247,4 +248,95 @@ pub async fn badge(
         h.insert(header::ETAG, v);
     }
     resp
+}
+
+#[derive(Template)]
+#[template(path = "networks.html")]
+struct NetworksPage<'a> {
+    assets: &'a Assets,
+    user: Option<UserBar>,
+    csrf: String,
+    is_owner: bool,
+    operator: Vec<String>,
+    allowed: Option<Vec<String>>,
+    /// The "only these ranges" choice is the one shown.
+    listed: bool,
+    draft: String,
+    flash: Flash,
+}
+
+async fn networks_page(
+    state: &AppState,
+    user: &WebUser,
+    draft: Option<String>,
+    flash: Flash,
+    code: StatusCode,
+) -> PageResult {
+    let p = &user.principal;
+    Viewer::of(p)?;
+    let t = service::tenant_settings(state, p.tenant()).await?;
+    let page = NetworksPage {
+        assets: &ASSETS,
+        user: Some(UserBar::from(user)),
+        csrf: user.csrf.clone(),
+        is_owner: p.has_role(Role::Owner),
+        listed: draft.is_some() || t.allowed_networks.is_some(),
+        draft: draft.unwrap_or_else(|| t.allowed_networks.clone().unwrap_or_default().join("\n")),
+        operator: t.operator_networks,
+        allowed: t.allowed_networks,
+        flash,
+    };
+    render(page.render(), code)
+}
+
+/// `GET /ui/networks`: what the operator allows and what this tenant reaches.
+pub async fn networks(State(state): State<AppState>, user: WebUser) -> PageResult {
+    networks_page(&state, &user, None, Flash::default(), StatusCode::OK).await
+}
+
+/// The private-networks form.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworksForm {
+    /// `operator` (everything the operator allows) or `list`.
+    mode: String,
+    #[serde(default)]
+    networks: String,
+}
+
+/// `POST /ui/networks` (owner, CSRF): the tenant's private networks.
+pub async fn save_networks(
+    State(state): State<AppState>,
+    meta: Meta,
+    Act { by, user, form: f }: Act<Owner, NetworksForm>,
+) -> PageResult {
+    let allowed = match f.mode.as_str() {
+        "operator" => None,
+        "list" => Some(
+            f.networks
+                .split([',', '\n', '\r', ' '])
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        ),
+        _ => {
+            let e = trusthub_platform::error::ApiError::invalid("mode", "must be operator or list");
+            let (code, m) = trusthub_platform::page::form_error(e)?;
+            return networks_page(&state, &user, None, Flash::error(m), code).await;
+        }
+    };
+    let patch = service::TenantPatch {
+        badge_public: None,
+        allowed_networks: Some(allowed),
+    };
+    let result = service::set_tenant(&state, &meta, &by.0, patch).await;
+    let kept = result.is_ok();
+    let (flash, code) = outcome(
+        result,
+        "Saved: the next checks and deliveries use it.",
+        StatusCode::OK,
+    )?;
+    let draft = (!kept).then_some(f.networks);
+    networks_page(&state, &user, draft, flash, code).await
 }

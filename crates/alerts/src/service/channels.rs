@@ -153,7 +153,12 @@ pub(crate) async fn checked(
         None
     };
     if let Some(c) = &config {
-        let policy = crate::outbound::Policy::of(&state.settings);
+        let policy = crate::outbound::Policy::of_tenant(
+            &state.settings,
+            &mut state.db.conn().await?,
+            trusthub_store::TenantId(tenant),
+        )
+        .await?;
         for u in c.urls() {
             if let Err(m) = policy.check_url(&u).await {
                 let field = match c {

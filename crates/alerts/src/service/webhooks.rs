@@ -146,7 +146,14 @@ pub(crate) struct Checked {
 }
 
 /// Checks an endpoint's settings; every bad field in one 422.
-pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResult<Checked> {
+pub(crate) async fn check(
+    state: &AppState,
+    tenant: trusthub_store::TenantId,
+    req: &NewWebhookRequest,
+) -> ApiResult<Checked> {
+    let policy =
+        crate::outbound::Policy::of_tenant(&state.settings, &mut state.db.conn().await?, tenant)
+            .await?;
     let mut errors = Vec::new();
     let mut err = |field: &str, m: String| {
         errors.push(FieldError {
@@ -155,10 +162,7 @@ pub(crate) async fn check(state: &AppState, req: &NewWebhookRequest) -> ApiResul
         })
     };
     let url = req.url.trim().to_owned();
-    if let Err(m) = crate::outbound::Policy::of(&state.settings)
-        .check_url(&url)
-        .await
-    {
+    if let Err(m) = policy.check_url(&url).await {
         err("url", m);
     }
     let secret = match req.secret.as_deref() {
@@ -321,7 +325,7 @@ pub async fn create(
         min_severity,
         rank,
         tag,
-    } = check(state, req).await?;
+    } = check(state, p.tenant(), req).await?;
     let secret = match secret {
         Some(s) => s,
         None => {
@@ -422,7 +426,7 @@ pub async fn update(
             None => w.agent_filter_tag.clone().map(|tag| AgentFilter { tag }),
         },
     };
-    let c = check(state, &merged).await?;
+    let c = check(state, p.tenant(), &merged).await?;
     let (sealed, hint) = match &c.secret {
         Some(secret) => (
             state

@@ -24,6 +24,7 @@ pub mod remote_write;
 mod rules;
 mod session;
 mod slo;
+pub mod tenant;
 mod tokens;
 pub mod topology;
 pub mod trust;

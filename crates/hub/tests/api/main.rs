@@ -59,6 +59,8 @@ mod invitations;
 mod meta;
 #[path = "../../../certs/tests/api/mtls.rs"]
 mod mtls;
+#[path = "../../../trust/tests/api/networks.rs"]
+mod networks;
 #[path = "../../../alerts/tests/api/official_clients.rs"]
 mod official_clients;
 #[path = "../../../vulns/tests/api/osv_api.rs"]

@@ -59,9 +59,38 @@ pub async fn probe_tick(state: &AppState, now: OffsetDateTime) -> StoreResult<Pr
             return Ok(report);
         }
     };
-    let probes = due
+    // Each tenant's private networks (CONTRACT 33): a tenant whose owner narrowed them gets
+    // its own policy and a client whose resolver knows it.
+    let mut tenants: std::collections::HashMap<uuid::Uuid, (Policy, Option<reqwest::Client>)> =
+        std::collections::HashMap::new();
+    {
+        let mut c = state.db.conn().await?;
+        for app in &due {
+            if tenants.contains_key(&app.tenant_id) {
+                continue;
+            }
+            let tenant = trusthub_store::TenantId(app.tenant_id);
+            let own = Policy::of_tenant(&state.settings, &mut c, tenant).await?;
+            let own_client = match own.is_narrowed() {
+                true => own.client().build().ok(),
+                false => None,
+            };
+            tenants.insert(app.tenant_id, (own, own_client));
+        }
+    }
+    // A narrowed tenant whose client could not be built is probed next tick.
+    let (probed_apps, probes): (Vec<&apps::App>, Vec<_>) = due
         .iter()
-        .map(|app| crate::probe::run(&policy, &client, app, now));
+        .filter_map(|app| {
+            let (policy, own) = tenants.get(&app.tenant_id)?;
+            let client = match (policy.is_narrowed(), own) {
+                (false, _) => &client,
+                (true, Some(c)) => c,
+                (true, None) => return None,
+            };
+            Some((app, crate::probe::run(policy, client, app, now)))
+        })
+        .unzip();
     let results = futures_util::future::join_all(probes).await;
     let quiet: HashSet<uuid::Uuid> = {
         let mut c = state.db.conn().await?;
@@ -72,7 +101,7 @@ pub async fn probe_tick(state: &AppState, now: OffsetDateTime) -> StoreResult<Pr
     };
     let mut tx = state.db.begin().await?;
     let mut notifier = Notifier::default();
-    for (app, probed) in due.iter().zip(results) {
+    for (app, probed) in probed_apps.into_iter().zip(results) {
         let every = time::Duration::seconds(app.interval_seconds.unwrap_or(60).max(1));
         report.probed += 1;
         report.failed += usize::from(!probed.result.ok);

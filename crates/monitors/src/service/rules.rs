@@ -157,7 +157,11 @@ pub(crate) struct CheckedRule {
 }
 
 /// Checks a rule; every bad field in one 422.
-pub(crate) async fn check_rule(state: &AppState, req: &NewRule) -> ApiResult<CheckedRule> {
+pub(crate) async fn check_rule(
+    state: &AppState,
+    tenant: trusthub_store::TenantId,
+    req: &NewRule,
+) -> ApiResult<CheckedRule> {
     let mut errors = Vec::new();
     let mut err = |field: &str, m: String| {
         errors.push(FieldError {
@@ -219,9 +223,11 @@ pub(crate) async fn check_rule(state: &AppState, req: &NewRule) -> ApiResult<Che
         .map(str::trim)
         .filter(|u| !u.is_empty());
     if let Some(u) = webhook_url
-        && let Err(m) = crate::outbound::Policy::of(&state.settings)
-            .check_url(u)
-            .await
+        && let Err(m) =
+            crate::outbound::Policy::of_tenant(&state.settings, &mut state.db.conn().await?, tenant)
+                .await?
+                .check_url(u)
+                .await
     {
         err("webhook_url", m);
     }
@@ -259,7 +265,7 @@ pub(crate) async fn create_rule_by(
     p: &crate::auth::Principal,
     req: &NewRule,
 ) -> ApiResult<RuleView> {
-    let c = check_rule(state, req).await?;
+    let c = check_rule(state, p.tenant(), req).await?;
     let hook = kept_url(state, c.webhook_url.as_deref())?;
     let now = now();
     let mut tx = state.db.begin().await?;
@@ -342,7 +348,7 @@ pub async fn update_rule_by(
                 .transpose()?,
         },
     };
-    let c = check_rule(state, &merged).await?;
+    let c = check_rule(state, p.tenant(), &merged).await?;
     let hook = kept_url(state, c.webhook_url.as_deref())?;
     let mut tx = state.db.begin().await?;
     let rule = rules::update(

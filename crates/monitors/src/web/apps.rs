@@ -286,10 +286,13 @@ pub struct CheckForm {
     failures: String,
     #[serde(default)]
     keyword: String,
+    /// Empty for the hub, else the id of the host whose agent runs it.
+    #[serde(default)]
+    run_from: String,
 }
 
-/// `POST /ui/apps/checks` (operator, CSRF token): a check the hub runs, made as through
-/// the API (`POST /apps` without `agent_id`).
+/// `POST /ui/apps/checks` (operator, CSRF token): a check the hub runs, or a host's agent
+/// (`run_from`), made as through the API (`POST /apps`, with `agent_id` for a host).
 pub async fn add_check(
     State(state): State<AppState>,
     meta: Meta,
@@ -304,12 +307,19 @@ pub async fn add_check(
                 .map_err(|_| ApiError::invalid(field, "must be a whole number")),
         }
     };
+    let run_from = match form.run_from.trim() {
+        "" => Ok(None),
+        id => uuid::Uuid::parse_str(id)
+            .map(Some)
+            .map_err(|_| ApiError::invalid("run_from", "must be the hub or one of your hosts")),
+    };
     let req = match (
         number("interval_seconds", &form.interval_seconds),
         number("failures", &form.failures),
+        run_from,
     ) {
-        (Ok(interval_seconds), Ok(failures)) => crate::service::apps::NewAppRequest {
-            agent_id: None,
+        (Ok(interval_seconds), Ok(failures), Ok(agent_id)) => crate::service::apps::NewAppRequest {
+            agent_id,
             name: form.name,
             app_type: None,
             kind: Some(form.kind),
@@ -328,7 +338,7 @@ pub async fn add_check(
             keyword: Some(form.keyword).filter(|k| !k.trim().is_empty()),
             tls_min_days: None,
         },
-        (Err(e), _) | (_, Err(e)) => {
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             return match form_error(e) {
                 Ok((status, m)) => apps_page(&state, &user, &no_query(), Some(m), status).await,
                 Err(e) => e.into_response(),

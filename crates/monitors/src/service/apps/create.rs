@@ -352,10 +352,18 @@ pub(crate) async fn create_app(
                 Err(m) => return Err(ApiError::invalid("endpoint", m)),
             },
         };
-        crate::outbound::Policy::of(&state.settings)
-            .check_url(&url)
-            .await
-            .map_err(|m| ApiError::invalid("endpoint", m))?;
+        let policy = crate::outbound::Policy::of_tenant(
+            &state.settings,
+            &mut state.db.conn().await?,
+            p.tenant(),
+        )
+        .await?;
+        policy.check_url(&url).await.map_err(|m| {
+            ApiError::invalid(
+                "endpoint",
+                format!("{m}; or run the check from a host (agent_id): its agent reaches the networks it is on"),
+            )
+        })?;
     }
     let now = now();
     let mut tx = state.db.begin().await?;

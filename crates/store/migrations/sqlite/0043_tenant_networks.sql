@@ -1,0 +1,7 @@
+-- Private networks (CONTRACT 33): the ranges a tenant's owner lets its hub checks, channels and
+-- webhooks reach, within the operator's TRUSTHUB_OUTBOUND_ALLOW_CIDRS. No row: all of the
+-- operator's ranges. `cidrs` is comma-separated ('' for none).
+CREATE TABLE tenant_networks (
+    tenant_id BLOB PRIMARY KEY REFERENCES tenants(id) ON DELETE CASCADE,
+    cidrs TEXT NOT NULL
+);
