@@ -319,6 +319,16 @@ fn pushing_client(
 }
 
 /// Runs until `shutdown` completes.
+/// Brings the next batch forward to `in_` from now, and its sending with it — except while
+/// backing off from an unreachable hub (the batch then waits in the spool).
+fn hurry(next_collect: &mut Instant, next_send: &mut Instant, backoff: Duration, in_: Duration) {
+    let soon = Instant::now() + in_;
+    *next_collect = (*next_collect).min(soon);
+    if backoff <= Duration::from_secs(1) {
+        *next_send = (*next_send).min(soon);
+    }
+}
+
 pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<(), String> {
     let dir = StateDir::open(&opts.state_dir).map_err(|e| e.to_string())?;
     let key = dir.signing_key().map_err(|e| e.to_string())?;
@@ -364,6 +374,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         ca.as_deref(),
         &opts.console_user,
     )?;
+    let push_now = socket.push_now.clone();
     let action_socket = tokio::spawn(socket.run());
     let checks = checks::Checks::default();
     let checker = tokio::spawn(checks.clone().run());
@@ -398,6 +409,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let mut asked_run: Option<uuid::Uuid> = None;
     let compliance_report: Arc<std::sync::Mutex<Option<Value>>> = Arc::default();
     let compliance_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let compliance_done = Arc::new(tokio::sync::Notify::new());
     let exe = std::env::current_exe().unwrap_or_default();
     let package_db = drift::PackageDb {
         dpkg_admindir: opts.dpkg_admindir.clone(),
@@ -414,8 +426,27 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             _ = &mut shutdown => break,
             _ = tokio::time::sleep_until(next_collect.min(next_send).min(next_cert_check)) => {}
             _ = config_scan.done.notified() => {
-                // A scan ended: its result goes with a batch now.
-                next_collect = next_collect.min(Instant::now());
+                // A scan ended: its result goes with a batch now (CONTRACT 33: drift within
+                // 5 s of the write).
+                hurry(&mut next_collect, &mut next_send, backoff, Duration::ZERO);
+                continue;
+            }
+            _ = checks.urgent.notified() => {
+                // A check failed (or came back): its result goes with a batch now, so the
+                // hub counts it at the check's own interval (CONTRACT 33). A burst of results
+                // is one batch.
+                hurry(&mut next_collect, &mut next_send, backoff, Duration::from_millis(500));
+                continue;
+            }
+            _ = compliance_done.notified() => {
+                // A run the hub asked for ended: its report goes now.
+                hurry(&mut next_collect, &mut next_send, backoff, Duration::ZERO);
+                continue;
+            }
+            _ = push_now.notified() => {
+                // The hub asked over the socket (a compliance run was requested): push now,
+                // and its answer says what to do.
+                hurry(&mut next_collect, &mut next_send, backoff, Duration::ZERO);
                 continue;
             }
             _ = config_wake.notified() => {
@@ -425,7 +456,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 if config.is_some() {
                     let soon = Instant::now() + Duration::from_secs(2);
                     next_config_scan = next_config_scan.min(soon);
-                    next_collect = next_collect.min(soon);
+                    hurry(&mut next_collect, &mut next_send, backoff, Duration::from_secs(2));
                 }
                 continue;
             }
@@ -519,6 +550,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 honeypots.own_reads(),
                 compliance_report.clone(),
                 compliance_running.clone(),
+                compliance_done.clone(),
             );
         }
         if Instant::now() >= next_send {
@@ -547,10 +579,10 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                                 honeypots.own_reads(),
                                 compliance_report.clone(),
                                 compliance_running.clone(),
+                                compliance_done.clone(),
                             );
-                            // The results go with a batch soon after the run ends.
-                            next_collect =
-                                next_collect.min(Instant::now() + Duration::from_secs(2));
+                            // The results go with a batch as the run ends (its report
+                            // wakes the loop through `compliance_done`).
                         }
                     }
                     if let Some(wanted) = ack.as_ref().and_then(|a| a.http_checks.clone()) {
@@ -618,6 +650,7 @@ fn start_compliance(
     own: honeypot::OwnReads,
     slot: Arc<std::sync::Mutex<Option<Value>>>,
     running: Arc<std::sync::atomic::AtomicBool>,
+    done: Arc<tokio::sync::Notify>,
 ) {
     tokio::task::spawn_blocking(move || {
         let checked_at = OffsetDateTime::now_utc();
@@ -646,6 +679,11 @@ fn start_compliance(
             *s = Some(report);
         }
         running.store(false, std::sync::atomic::Ordering::SeqCst);
+        // A run the hub asked for is pushed at once (CONTRACT 33); the agent's own runs go
+        // with the next batch.
+        if run.is_some() {
+            done.notify_one();
+        }
     });
 }
 

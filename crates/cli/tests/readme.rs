@@ -108,8 +108,6 @@ fn start_up(dir: &Path) -> (Child, String) {
         .env_remove("TRUSTHUB_OUTBOUND_ALLOW_CIDRS")
         // A smaller CA key than the default: the examples do not depend on its size.
         .env("TRUSTHUB_CA_KEY_BITS", "2048")
-        // Scans follow an import within a second instead of 30 s.
-        .env("TRUSTHUB_CVE_SCAN_CHECK_SECS", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -184,6 +184,10 @@ pub async fn run(
     )
     .await?;
     tx.commit().await?;
+    // Each host hears of it now, over its WebSocket (CONTRACT 33: answered within 10 s).
+    for host in &hosts {
+        trusthub_fleet::ask_to_push(state, *host);
+    }
     Ok(RunAccepted {
         run_id: id,
         agents: hosts,

@@ -163,7 +163,9 @@ pub struct AppCheck {
     pub error: Option<String>,
 }
 
-/// An HTTP check the hub asks an agent to run (in the answer to each batch).
+/// An HTTP check the hub asks an agent to run (in the answer to each batch), with every
+/// option a check the hub runs has (CONTRACT 33), judged by the same rules
+/// ([`crate::probe::judge_status`], [`crate::probe::judge_body`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpCheck {
     /// The app.
@@ -172,6 +174,15 @@ pub struct HttpCheck {
     pub endpoint: String,
     /// Seconds between checks.
     pub interval_seconds: i64,
+    /// Seconds a check may take (10 when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// Accepted statuses (`200-399` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_status: Option<String>,
+    /// Text the body must contain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyword: Option<String>,
 }
 
 /// Longest metric name.

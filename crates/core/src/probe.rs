@@ -68,6 +68,41 @@ pub fn count(prev: Counts, ok: bool, t: Thresholds) -> Counts {
     }
 }
 
+/// Most of a body an http check reads to look for its keyword.
+pub const MAX_BODY: usize = 1 << 20;
+
+/// Whether an http check's answer `status` is accepted (`expected` as saved, `200-399` when
+/// absent); refused, in the words both the hub and agents report.
+pub fn judge_status(status: u16, expected: Option<&str>) -> Result<(), String> {
+    let accepted = expected
+        .and_then(|s| StatusSet::parse(s).ok())
+        .unwrap_or_default();
+    if accepted.accepts(status) {
+        Ok(())
+    } else {
+        Err(format!("HTTP {status}, expected {}", accepted.text()))
+    }
+}
+
+/// Whether the body (its first [`MAX_BODY`] bytes) holds `keyword`.
+pub fn judge_body(body: &[u8], keyword: &str) -> Result<(), String> {
+    if String::from_utf8_lossy(&body[..body.len().min(MAX_BODY)]).contains(keyword) {
+        Ok(())
+    } else {
+        Err(format!("keyword `{keyword}` not found in the body"))
+    }
+}
+
+/// A request that got no answer, in the words both the hub and agents report: timed out
+/// after the check's timeout, or cannot connect with what the OS or TLS said.
+pub fn request_failure(timed_out: bool, reason: &str, timeout_secs: u64) -> String {
+    if timed_out {
+        format!("timed out after {timeout_secs} s")
+    } else {
+        format!("cannot connect: {reason}")
+    }
+}
+
 /// The statuses an http check accepts: `200-399` (the default), `200,204`, `200-299,301`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusSet(Vec<(u16, u16)>);

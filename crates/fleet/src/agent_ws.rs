@@ -2,7 +2,8 @@
 //! pings it every 15 s and drops it when no pong came for 45 s, pushes emergency action
 //! tokens down it and takes the results back up.
 //!
-//! Messages are JSON text frames. Hub to agent: `{type: "eat", token}`. Agent to hub:
+//! Messages are JSON text frames. Hub to agent: `{type: "eat", token}`, and `{type: "push"}`
+//! (push a batch now: its answer says what the hub wants). Agent to hub:
 //! `{type: "result", jti, exit_code, stdout, stderr, finished_at}` or `{type: "refused", jti,
 //! reason}`. Each result updates the action record, the audit log and the transparency log in
 //! one transaction.

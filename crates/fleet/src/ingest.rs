@@ -129,18 +129,19 @@ pub type SecurityReportsFn = for<'a> fn(
     OffsetDateTime,
 ) -> trusthub_platform::BoxFuture<'a, StoreResult<()>>;
 
-/// The HTTP checks the apps capability has the group's agents run: `(agent, app, URL,
-/// interval)`, read for all its agents at once, on a reader after the group's commit.
+/// The HTTP checks the apps capability has the group's agents run: `(agent, check)`, read for
+/// all its agents at once, on a reader after the group's commit.
 #[derive(Debug, Clone, Copy)]
 pub struct HttpChecks(pub HttpChecksFn);
 
 /// The signature of [`HttpChecks`].
-pub type HttpChecksFn =
-    for<'a> fn(
-        &'a mut trusthub_store::Conn,
-        &'a [Uuid],
-    )
-        -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid, String, i64)>>>;
+pub type HttpChecksFn = for<'a> fn(
+    &'a mut trusthub_store::Conn,
+    &'a [Uuid],
+) -> trusthub_platform::BoxFuture<
+    'a,
+    StoreResult<Vec<(Uuid, trusthub_core::agent::HttpCheck)>>,
+>;
 
 /// The compliance run each of the group's hosts owes now, if any: `(agent, run)`, read by the
 /// compliance capability on a reader after the group's commit (so after the group's own
@@ -240,8 +241,8 @@ impl AgentCache {
 pub struct Accepted {
     /// False: a duplicate.
     pub fresh: bool,
-    /// The agent's HTTP checks: `(app, URL, interval)`.
-    pub http_checks: Vec<(Uuid, String, i64)>,
+    /// The agent's HTTP checks.
+    pub http_checks: Vec<trusthub_core::agent::HttpCheck>,
     /// The compliance run the host owes, if any.
     pub compliance_run: Option<Uuid>,
 }
@@ -470,12 +471,8 @@ async fn read_answers(
     }
     let ids: Vec<Uuid> = hosts.iter().map(|h| h.1).collect();
     let mut c = db.conn().await?;
-    for (agent, app, url, interval) in (hooks.http_checks.0)(&mut c, &ids).await? {
-        answers
-            .checks
-            .entry(agent)
-            .or_default()
-            .push((app, url, interval));
+    for (agent, check) in (hooks.http_checks.0)(&mut c, &ids).await? {
+        answers.checks.entry(agent).or_default().push(check);
     }
     answers
         .runs
@@ -486,7 +483,7 @@ async fn read_answers(
 /// What [`read_answers`] read, by agent.
 #[derive(Debug, Default)]
 struct Answers {
-    checks: HashMap<Uuid, Vec<(Uuid, String, i64)>>,
+    checks: HashMap<Uuid, Vec<trusthub_core::agent::HttpCheck>>,
     runs: HashMap<Uuid, Uuid>,
 }
 

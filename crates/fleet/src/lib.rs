@@ -62,6 +62,15 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(routes::actions::router())
 }
 
+/// Asks `agent` to push a batch now, over its WebSocket when it holds one with this process
+/// (CONTRACT 33: a requested compliance run reaches the host at once, not at its next push);
+/// whether it was told. An agent connected elsewhere learns at its next push.
+pub fn ask_to_push(state: &AppState, agent: Uuid) -> bool {
+    state
+        .part::<agent_ws::Connections>()
+        .send(agent, serde_json::json!({"type": "push"}).to_string())
+}
+
 /// The host name of each of `tenant`'s agents.
 pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashMap<Uuid, String>> {
     let mut c = state.db.conn().await?;

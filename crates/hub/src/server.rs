@@ -183,7 +183,8 @@ impl Server {
         parts
             .insert(trusthub_fleet::actions::EatKey(eat_key))
             .insert(crate::evidence::EvidenceKey(evidence_key))
-            .insert(ca);
+            .insert(ca)
+            .insert(trusthub_platform::scheduler::Nudges::default());
         let capabilities = crate::capabilities();
         for step in capabilities
             .iter()

@@ -9,11 +9,8 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 use trusthub_core::apps::AppKind;
-use trusthub_core::probe::{self, StatusSet};
+use trusthub_core::probe;
 use trusthub_platform::outbound::Policy;
-
-/// Most of a body read to look for a keyword.
-const MAX_BODY: usize = 1 << 20;
 
 /// One probe's result, and a tls certificate's expiry when one was seen.
 pub struct Probed {
@@ -108,21 +105,18 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
     let secs = timeout.as_secs();
     let send = client.get(url).timeout(timeout).send();
     let resp = match tokio::time::timeout(timeout, send).await {
-        Err(_) => return Outcome::fail(format!("timed out after {secs} s")),
-        Ok(Err(e)) if e.is_timeout() => return Outcome::fail(format!("timed out after {secs} s")),
-        Ok(Err(e)) => return Outcome::fail(format!("cannot connect: {}", reqwest_reason(&e))),
+        Err(_) => return Outcome::fail(probe::request_failure(true, "", secs)),
+        Ok(Err(e)) => {
+            let reason = reqwest_reason(&e);
+            return Outcome::fail(probe::request_failure(e.is_timeout(), &reason, secs));
+        }
         Ok(Ok(r)) => r,
     };
     let status = resp.status().as_u16();
-    let accepted = app
-        .expected_status
-        .as_deref()
-        .and_then(|s| StatusSet::parse(s).ok())
-        .unwrap_or_default();
-    if !accepted.accepts(status) {
+    if let Err(e) = probe::judge_status(status, app.expected_status.as_deref()) {
         return Outcome {
             status: Some(status.into()),
-            error: Some(format!("HTTP {status}, expected {}", accepted.text())),
+            error: Some(e),
         };
     }
     if let Some(keyword) = app.keyword.as_deref().filter(|k| !k.is_empty()) {
@@ -132,7 +126,7 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
             match tokio::time::timeout(timeout, resp.chunk()).await {
                 Ok(Ok(Some(c))) => {
                     body.extend_from_slice(&c);
-                    if body.len() >= MAX_BODY {
+                    if body.len() >= probe::MAX_BODY {
                         break;
                     }
                 }
@@ -154,10 +148,10 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
                 }
             }
         }
-        if !String::from_utf8_lossy(&body).contains(keyword) {
+        if let Err(e) = probe::judge_body(&body, keyword) {
             return Outcome {
                 status: Some(status.into()),
-                error: Some(format!("keyword `{keyword}` not found in the body")),
+                error: Some(e),
             };
         }
     }

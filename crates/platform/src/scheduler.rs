@@ -3,6 +3,8 @@
 //! runs it, and another takes over when the holder stops renewing.
 
 use crate::state::{AppState, now};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use time::OffsetDateTime;
 use trusthub_store::{StoreResult, leases};
@@ -13,8 +15,31 @@ pub type Tick = fn(
     OffsetDateTime,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = StoreResult<()>> + Send>>;
 
-/// Runs `tick` every `every_secs`, the first time `first_secs` after now, while this process
-/// holds the lease `name`.
+/// The jobs an event may run at once, by name: [`nudge`] wakes a job's loop in this process
+/// (its lease still decides whether it ticks). The composition root installs one as a part.
+#[derive(Debug, Default)]
+pub struct Nudges(Mutex<HashMap<&'static str, Arc<tokio::sync::Notify>>>);
+
+impl Nudges {
+    fn of(&self, name: &'static str) -> Option<Arc<tokio::sync::Notify>> {
+        let mut m = self.0.lock().ok()?;
+        Some(m.entry(name).or_default().clone())
+    }
+}
+
+/// Runs the job `name` now rather than at its next interval (an advisory import wakes the
+/// vulnerability scan), unless `TRUSTHUB_JOB_NUDGES` is off.
+pub fn nudge(state: &AppState, name: &'static str) {
+    if state.settings.job_nudges != "on" {
+        return;
+    }
+    if let Some(n) = state.parts.get::<Nudges>().and_then(|n| n.of(name)) {
+        n.notify_one();
+    }
+}
+
+/// Runs `tick` every `every_secs`, the first time `first_secs` after now, and whenever the job
+/// is nudged ([`nudge`]), while this process holds the lease `name`.
 pub async fn periodic(
     state: AppState,
     name: &'static str,
@@ -26,8 +51,16 @@ pub async fn periodic(
     let first = Duration::from_secs(first_secs);
     let mut timer = tokio::time::interval_at(tokio::time::Instant::now() + first, every);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let nudged = state
+        .parts
+        .get::<Nudges>()
+        .and_then(|n| n.of(name))
+        .unwrap_or_default();
     loop {
-        timer.tick().await;
+        tokio::select! {
+            _ = timer.tick() => {}
+            _ = nudged.notified() => {}
+        }
         let now = now();
         let lease_until = now + time::Duration::seconds(every_secs as i64 * 3 + 5);
         let held = async {

@@ -90,6 +90,11 @@ pub struct Settings {
     /// `<data_dir>/initial-admin.txt` when absent.
     #[arg(long, env = "TRUSTHUB_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
+    /// Whether an event runs the job it concerns at once (an advisory import wakes the
+    /// vulnerability scan, CONTRACT 33); `off` leaves jobs to their intervals (tests that
+    /// drive jobs at chosen instants).
+    #[arg(long, env = "TRUSTHUB_JOB_NUDGES", default_value = "on", value_parser = parse_switch, hide = true)]
+    pub job_nudges: String,
     /// Rate limits of SPEC section 8; `off` turns them off (load tests only).
     #[arg(long, env = "TRUSTHUB_RATE_LIMITS", default_value = "on", value_parser = parse_switch)]
     pub rate_limits: String,
@@ -287,6 +292,7 @@ impl Settings {
             admin_email: "admin@trusthub.local".into(),
             admin_password: None,
             rate_limits: "on".into(),
+            job_nudges: "on".into(),
             smtp_url: None,
             smtp_from: "Trusthub <trusthub@trusthub.local>".into(),
             public_url: None,

@@ -12,7 +12,7 @@ pub struct Settings {
     #[arg(
         long,
         env = "TRUSTHUB_CVE_SCAN_CHECK_SECS",
-        default_value_t = 30,
+        default_value_t = 5,
         hide = true
     )]
     pub cve_scan_check_secs: u64,

@@ -95,13 +95,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut last = None;
     for _ in 0..args.runs {
         let t = Instant::now();
-        let s =
-            trusthub_trust::service::compute(&state, tenant, trusthub_hub::state::now()).await?;
+        let s = trusthub_trust::service::compute(&state, tenant, trusthub_hub::state::now())
+            .await?
+            .score;
         service.push(t.elapsed());
         let inputs =
-            trusthub_trust::service::inputs(&state, tenant, trusthub_hub::state::now()).await?;
+            trusthub_trust::service::inputs_v13(&state, tenant, trusthub_hub::state::now()).await?;
         let t = Instant::now();
-        let f = trusthub_trust::score::v12(&inputs);
+        let f = trusthub_trust::score::v13(&inputs);
         formula.push(t.elapsed());
         assert_eq!(f.final_score, s.final_score);
         last = Some(s);

@@ -1,24 +1,29 @@
 //! HTTP checks of the host's `http` apps: the hub names them in its answer to each batch
 //! (`http_checks`); the agent runs each at its interval from this host and sends the results
-//! in the next batch's `app_checks`. 2xx and 3xx within the timeout count as up; redirects
-//! are not followed.
+//! in the next batch's `app_checks`. Each is judged as the hub judges its own checks: the
+//! accepted statuses (`200-399` unless the check says), the keyword, the timeout, the same
+//! words for a failure; redirects are not followed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 use trusthub_core::agent::{AppCheck, HttpCheck};
+use trusthub_core::probe;
 use uuid::Uuid;
 
 /// Most results kept while the hub is unreachable (oldest dropped).
 const MAX_PENDING: usize = 1000;
-/// Longest a check may take.
-const TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a check may take, whatever the hub asks.
+const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The checks to run and the results not yet sent.
 #[derive(Debug, Clone, Default)]
 pub struct Checks {
     inner: Arc<Mutex<Inner>>,
+    /// Told when a result must reach the hub soon: a failure, or the first success after
+    /// one (so a dead URL alerts after its own failures, not after push intervals).
+    pub urgent: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Debug, Default)]
@@ -26,6 +31,8 @@ struct Inner {
     wanted: Vec<HttpCheck>,
     next: HashMap<Uuid, Instant>,
     results: Vec<AppCheck>,
+    /// Each check's last outcome.
+    last_ok: HashMap<Uuid, bool>,
 }
 
 impl Checks {
@@ -34,6 +41,7 @@ impl Checks {
         if let Ok(mut g) = self.inner.lock() {
             let ids: Vec<Uuid> = wanted.iter().map(|c| c.app_id).collect();
             g.next.retain(|id, _| ids.contains(id));
+            g.last_ok.retain(|id, _| ids.contains(id));
             g.wanted = wanted;
         }
     }
@@ -63,11 +71,20 @@ impl Checks {
     }
 
     fn push(&self, r: AppCheck) {
-        if let Ok(mut g) = self.inner.lock() {
-            if g.results.len() >= MAX_PENDING {
-                g.results.remove(0);
+        let urgent = match self.inner.lock() {
+            Ok(mut g) => {
+                let was = g.last_ok.insert(r.app_id, r.ok);
+                if g.results.len() >= MAX_PENDING {
+                    g.results.remove(0);
+                }
+                g.results.push(r);
+                let ok = g.results.last().is_some_and(|r| r.ok);
+                !ok || was == Some(false)
             }
-            g.results.push(r);
+            Err(_) => false,
+        };
+        if urgent {
+            self.urgent.notify_one();
         }
     }
 
@@ -125,64 +142,179 @@ impl reqwest::dns::Resolve for NoMetadata {
     }
 }
 
-/// One check.
+/// One check, judged as the hub judges its own (CONTRACT 33): the accepted statuses, the
+/// keyword in the body's first MiB, the timeout, and the same words for each failure.
 pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
     let checked_at = OffsetDateTime::now_utc();
     let started = Instant::now();
+    let result = |status_code: Option<u16>, error: Option<String>| AppCheck {
+        app_id: c.app_id,
+        checked_at,
+        ok: error.is_none(),
+        status_code,
+        latency_ms: Some(started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64),
+        error,
+    };
     // Never a link-local or cloud-metadata address, whatever the hub asked (CONTRACT 18):
     // a literal one here, a name that resolves to one in the client's resolver.
     let literal = reqwest::Url::parse(&c.endpoint)
         .ok()
         .and_then(|u| u.host_str().and_then(trusthub_core::apps::literal_host_ip));
-    let outcome = match literal {
-        Some(ip) if trusthub_core::apps::metadata_address(ip) => {
-            return AppCheck {
-                app_id: c.app_id,
-                checked_at,
-                ok: false,
-                status_code: None,
-                latency_ms: Some(0),
-                error: Some(format!(
-                    "{ip} is a link-local or cloud-metadata address; the agent does not check it"
-                )),
-            };
+    if let Some(ip) = literal.filter(|ip| trusthub_core::apps::metadata_address(*ip)) {
+        let why =
+            format!("{ip} is a link-local or cloud-metadata address; the agent does not check it");
+        return result(None, Some(why));
+    }
+    let timeout = Duration::from_secs(
+        c.timeout_seconds
+            .unwrap_or(probe::DEFAULT_TIMEOUT_SECS)
+            .clamp(1, 60) as u64,
+    );
+    let secs = timeout.as_secs();
+    let send = client.get(&c.endpoint).timeout(timeout).send();
+    let mut resp = match tokio::time::timeout(timeout, send).await {
+        Err(_) => return result(None, Some(probe::request_failure(true, "", secs))),
+        Ok(Err(e)) => {
+            let why = probe::request_failure(e.is_timeout(), &innermost(&e), secs);
+            return result(None, Some(why));
         }
-        _ => client.get(&c.endpoint).send().await,
+        Ok(Ok(r)) => r,
     };
-    let latency_ms = Some(started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64);
-    match outcome {
-        Ok(resp) => {
-            let code = resp.status().as_u16();
-            let ok = (200..400).contains(&code);
-            AppCheck {
-                app_id: c.app_id,
-                checked_at,
-                ok,
-                status_code: Some(code),
-                latency_ms,
-                error: (!ok).then(|| format!("HTTP {code}")),
+    let status = resp.status().as_u16();
+    if let Err(e) = probe::judge_status(status, c.expected_status.as_deref()) {
+        return result(Some(status), Some(e));
+    }
+    let Some(keyword) = c.keyword.as_deref().filter(|k| !k.is_empty()) else {
+        return result(Some(status), None);
+    };
+    // At most MAX_BODY bytes are held, whatever the server sends.
+    let mut body: Vec<u8> = Vec::new();
+    while body.len() < probe::MAX_BODY {
+        match tokio::time::timeout(timeout, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
+                let why = format!("the body could not be read: {}", innermost(&e));
+                return result(Some(status), Some(why));
+            }
+            Err(_) => {
+                let why = format!("the body did not arrive within {secs} s");
+                return result(Some(status), Some(why));
             }
         }
-        Err(e) => AppCheck {
-            app_id: c.app_id,
-            checked_at,
-            ok: false,
-            status_code: None,
-            latency_ms,
-            error: Some(if e.is_timeout() {
-                "timed out".to_owned()
-            } else if e.is_connect() {
-                "cannot connect".to_owned()
-            } else {
-                "request failed".to_owned()
-            }),
-        },
     }
+    result(Some(status), probe::judge_body(&body, keyword).err())
+}
+
+/// The innermost cause of a client error (what the OS or TLS said).
+fn innermost(e: &reqwest::Error) -> String {
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    let mut last = e.to_string();
+    while let Some(s) = source {
+        last = s.to_string();
+        source = s.source();
+    }
+    last
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers every connection with `answer` (or never, when it is empty).
+    async fn serve(answer: &'static str) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/health", l.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    let _ = s.read(&mut buf).await;
+                    if answer.is_empty() {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                    }
+                    let _ = s.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    fn wanted(endpoint: &str, expected: Option<&str>, keyword: Option<&str>) -> HttpCheck {
+        HttpCheck {
+            app_id: uuid::Uuid::new_v4(),
+            endpoint: endpoint.into(),
+            interval_seconds: 10,
+            timeout_seconds: Some(1),
+            expected_status: expected.map(str::to_owned),
+            keyword: keyword.map(str::to_owned),
+        }
+    }
+
+    #[tokio::test]
+    async fn checks_are_judged_and_worded_as_the_hubs_own() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::new();
+        let down = serve("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n").await;
+        let up = serve("HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\nall good").await;
+        let silent = serve("").await;
+        let r = check(&client, &wanted(&down, None, None)).await;
+        assert_eq!((r.ok, r.status_code), (false, Some(503)));
+        assert_eq!(r.error.as_deref(), Some("HTTP 503, expected 200-399"));
+        let r = check(&client, &wanted(&down, Some("503"), None)).await;
+        assert!(r.ok, "{r:?}");
+        let r = check(&client, &wanted(&up, None, Some("good"))).await;
+        assert!(r.ok, "{r:?}");
+        let r = check(&client, &wanted(&up, None, Some("healthy"))).await;
+        assert_eq!(
+            r.error.as_deref(),
+            Some("keyword `healthy` not found in the body")
+        );
+        let r = check(&client, &wanted(&silent, None, None)).await;
+        assert_eq!(r.error.as_deref(), Some("timed out after 1 s"));
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            format!("http://{}/", l.local_addr().expect("addr"))
+        };
+        let r = check(&client, &wanted(&closed, None, None)).await;
+        let e = r.error.unwrap_or_default();
+        assert!(
+            e.starts_with("cannot connect: ") && e.contains("refused"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_or_a_recovery_asks_for_a_push_now() {
+        let checks = Checks::default();
+        let id = uuid::Uuid::new_v4();
+        let result = |ok: bool| AppCheck {
+            app_id: id,
+            checked_at: OffsetDateTime::now_utc(),
+            ok,
+            status_code: None,
+            latency_ms: None,
+            error: None,
+        };
+        let urgent = checks.urgent.clone();
+        let told = || async {
+            tokio::time::timeout(Duration::from_millis(50), urgent.notified())
+                .await
+                .is_ok()
+        };
+        checks.push(result(true));
+        assert!(!told().await, "a success waits for the next push");
+        checks.push(result(false));
+        assert!(told().await, "a failure goes now");
+        checks.push(result(true));
+        assert!(told().await, "so does the recovery");
+        checks.push(result(true));
+        assert!(!told().await);
+        assert_eq!(checks.take_results().len(), 4);
+    }
 
     #[tokio::test]
     async fn metadata_addresses_are_never_checked_in_any_spelling() {
@@ -200,6 +332,9 @@ mod tests {
                     app_id: uuid::Uuid::new_v4(),
                     endpoint: endpoint.into(),
                     interval_seconds: 30,
+                    timeout_seconds: None,
+                    expected_status: None,
+                    keyword: None,
                 },
             )
             .await;

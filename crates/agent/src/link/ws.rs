@@ -42,6 +42,9 @@ pub struct Socket {
         tokio::sync::mpsc::Sender<String>,
         tokio::sync::mpsc::Receiver<String>,
     ),
+    /// Told when the hub asks for a push now (`{type: "push"}`: a compliance run was
+    /// requested, CONTRACT 33); the push loop holds the other end.
+    pub push_now: Arc<tokio::sync::Notify>,
     /// Answers of actions still running or not sent yet: they survive a redial.
     answers: (
         tokio::sync::mpsc::Sender<actions::Answer>,
@@ -100,6 +103,7 @@ impl Socket {
             connections: Arc::default(),
             console_user: console_user.to_owned(),
             console_out: tokio::sync::mpsc::channel(256),
+            push_now: Arc::default(),
             answers: tokio::sync::mpsc::channel(64),
         })
     }
@@ -172,6 +176,12 @@ impl Socket {
                             let v: serde_json::Value =
                                 serde_json::from_str(text.as_str()).unwrap_or_default();
                             if self.consoles.on_frame(&v) {
+                                continue;
+                            }
+                            if v["type"] == "push" {
+                                // Nothing but a nudge: the push itself is the usual signed
+                                // batch, and its answer says what the hub wants.
+                                self.push_now.notify_one();
                                 continue;
                             }
                             if v["type"] == "eat"

@@ -174,9 +174,11 @@ impl TestApp {
             .edit(|v: &mut trusthub_hub::sections::Monitors| v.rule_eval_interval_secs = 3600);
         s.sections
             .edit(|v: &mut trusthub_hub::sections::Slo| v.slo_eval_interval_secs = 3600);
-        // Tests scan with chosen instants (`cve_scan::scan_due`).
+        // Tests scan with chosen instants (`cve_scan::scan_due`): no job runs early either
+        // (an import would wake the scan, CONTRACT 33).
         s.sections
             .edit(|v: &mut trusthub_hub::sections::Vulns| v.cve_scan_check_secs = 3600);
+        s.job_nudges = "off".into();
         // Tests drive the maintainer tracking with chosen instants, against a local registry.
         s.sections
             .edit(|v: &mut trusthub_hub::sections::Vulns| v.supply_chain_check_secs = 86_400);

@@ -96,18 +96,17 @@ pub fn shapes() -> Vec<Variant> {
             "retries": int(0, 10),
             "recoveries": int(1, 10),
         });
+        // Hub and agent checks take the same options (CONTRACT 33).
+        shape["timeout_seconds"] = int(1, 60);
         if by_hub {
             shape["agent_id"] = none("The hub runs this check.");
-            shape["timeout_seconds"] = int(1, 60);
         } else {
-            shape["agent_id"] = json!({"type": "string", "format": "uuid"});
-            shape["interval_seconds"] = json!({"type": "integer", "format": "int64",
-                "minimum": lo, "maximum": hi});
-            shape["timeout_seconds"] = none("The agent sets its own checks' timeout.");
+            shape["agent_id"] = json!({"type": "string", "format": "uuid",
+                "description": "The host whose agent runs this check, judged as the hub judges its own."});
         }
-        if !(kind == "http" && by_hub) {
-            shape["expected_status"] = none("The hub's http checks only.");
-            shape["keyword"] = none("The hub's http checks only.");
+        if kind != "http" {
+            shape["expected_status"] = none("http checks only.");
+            shape["keyword"] = none("http checks only.");
         } else {
             shape["keyword"] = json!({"type": ["string", "null"], "minLength": 1,
                 "maxLength": 200, "pattern": r"^[^\x00-\x1f\x7f-\x9f]*$"});
@@ -120,7 +119,7 @@ pub fn shapes() -> Vec<Variant> {
         let required: &'static [&'static str] = if by_hub {
             &["type", "endpoint"]
         } else {
-            &["type", "endpoint", "agent_id", "interval_seconds"]
+            &["type", "endpoint", "agent_id"]
         };
         Variant::new(shape, required)
     };

@@ -71,7 +71,7 @@ pub async fn on_agent_reports(
 pub async fn http_checks_of_agents(
     c: &mut trusthub_store::Conn,
     agents: &[Uuid],
-) -> trusthub_store::StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+) -> trusthub_store::StoreResult<Vec<(Uuid, trusthub_core::agent::HttpCheck)>> {
     crate::store::apps::http_checks_of_agents(c, agents).await
 }
 

@@ -574,12 +574,22 @@ pub async fn save_check(ex: &mut impl Exec, u: &CheckUpdate<'_>) -> StoreResult<
 pub async fn http_checks_of_agents(
     ex: &mut impl Exec,
     agents: &[Uuid],
-) -> StoreResult<Vec<(Uuid, Uuid, String, i64)>> {
+) -> StoreResult<Vec<(Uuid, trusthub_core::agent::HttpCheck)>> {
+    type Row = (
+        Uuid,
+        Uuid,
+        String,
+        i64,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+    );
     let mut out = Vec::new();
     for chunk in agents.chunks(4_000) {
-        let rows: Vec<(Uuid, Uuid, String, i64)> = on!(ex, c => {
+        let rows: Vec<Row> = on!(ex, c => {
             let mut qb = sqlx::QueryBuilder::new(
-                "SELECT agent_id, id, endpoint, interval_seconds FROM apps WHERE app_type = 'http' \
+                "SELECT agent_id, id, endpoint, interval_seconds, timeout_seconds, expected_status, keyword \
+                 FROM apps WHERE app_type = 'http' \
                  AND endpoint IS NOT NULL AND interval_seconds IS NOT NULL AND agent_id IN (",
             );
             let mut list = qb.separated(", ");
@@ -589,7 +599,27 @@ pub async fn http_checks_of_agents(
             qb.push(") ORDER BY agent_id, id");
             qb.build_query_as().fetch_all(&mut *c).await?
         });
-        out.extend(rows);
+        out.extend(rows.into_iter().map(
+            |(
+                agent,
+                app_id,
+                endpoint,
+                interval_seconds,
+                timeout_seconds,
+                expected_status,
+                keyword,
+            )| {
+                let check = trusthub_core::agent::HttpCheck {
+                    app_id,
+                    endpoint,
+                    interval_seconds,
+                    timeout_seconds,
+                    expected_status,
+                    keyword,
+                };
+                (agent, check)
+            },
+        ));
     }
     Ok(out)
 }

@@ -476,15 +476,18 @@ async fn http_apps_are_checked_by_their_agent(b: Backend) {
     let a = create_app(
         &app,
         &app.owner,
-        json!({"agent_id": host.id, "name": "api", "type": "http", "endpoint": "http://127.0.0.1:9/health", "interval_seconds": 15}),
+        json!({"agent_id": host.id, "name": "api", "type": "http", "endpoint": "http://127.0.0.1:9/health", "interval_seconds": 15,
+               "keyword": "ok", "expected_status": "200-299", "timeout_seconds": 5}),
     )
     .await;
     let id = a["id"].as_str().expect("id").to_owned();
-    // The hub tells the agent what to check, and only that agent.
+    // The hub tells the agent what to check, with every option a hub check has (CONTRACT
+    // 33), and only that agent.
     let ack = report(&app, &host, json!([]), json!([]), json!([])).await;
     assert_eq!(
         ack["http_checks"],
-        json!([{"app_id": id, "endpoint": "http://127.0.0.1:9/health", "interval_seconds": 15}])
+        json!([{"app_id": id, "endpoint": "http://127.0.0.1:9/health", "interval_seconds": 15,
+                "timeout_seconds": 5, "expected_status": "200-299", "keyword": "ok"}])
     );
     let ack = report(&app, &other, json!([]), json!([]), json!([])).await;
     assert_eq!(ack["http_checks"], json!([]));

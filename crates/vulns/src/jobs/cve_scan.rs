@@ -15,7 +15,7 @@ pub async fn tick(state: &AppState, now: OffsetDateTime) -> StoreResult<()> {
     scan_due(state, now).await.map(|_| ())
 }
 
-/// Seconds between checks for hosts that are due (`TRUSTHUB_CVE_SCAN_CHECK_SECS`, 30).
+/// Seconds between checks for hosts that are due (`TRUSTHUB_CVE_SCAN_CHECK_SECS`, 5).
 pub fn interval(s: &trusthub_platform::settings::Settings) -> u64 {
     crate::settings::of(s).cve_scan_check_secs.max(1)
 }

@@ -245,6 +245,9 @@ pub async fn pull(state: &AppState, now: OffsetDateTime) -> StoreResult<Vec<Pull
         let mut tx = state.db.begin().await?;
         crate::store::osv::save_pull(&mut tx, &record).await?;
         tx.commit().await?;
+        if pulled.records > 0 {
+            trusthub_platform::scheduler::nudge(state, crate::jobs::cve_scan::JOB);
+        }
         out.push(pulled);
     }
     Ok(out)

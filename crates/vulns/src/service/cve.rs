@@ -686,5 +686,9 @@ pub async fn import_by(
     )
     .await?;
     tx.commit().await?;
+    if outcome.is_ok() {
+        // The hosts' findings follow at once, not at the scan's next check (CONTRACT 33).
+        trusthub_platform::scheduler::nudge(state, crate::jobs::cve_scan::JOB);
+    }
     outcome.map_err(|(_, _, e)| e)
 }

@@ -391,15 +391,7 @@ pub async fn ingest_by(
         };
         let fresh = accepted.fresh;
         state.metrics.ingested(fresh, samples);
-        let http_checks = accepted
-            .http_checks
-            .into_iter()
-            .map(|(app_id, endpoint, interval_seconds)| wire::HttpCheck {
-                app_id,
-                endpoint,
-                interval_seconds,
-            })
-            .collect();
+        let http_checks = accepted.http_checks;
         return Ok((
             StatusCode::ACCEPTED,
             (IngestAccepted {

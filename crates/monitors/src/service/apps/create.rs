@@ -208,22 +208,15 @@ pub(crate) async fn create_app(
                 10,
                 probe::DEFAULT_RECOVERIES,
             );
-            if by_hub {
-                timeout = Some(range(
-                    &mut errors,
-                    "timeout_seconds",
-                    req.timeout_seconds,
-                    1,
-                    60,
-                    probe::DEFAULT_TIMEOUT_SECS,
-                ));
-            } else if req.timeout_seconds.is_some() {
-                err(
-                    &mut errors,
-                    "timeout_seconds",
-                    "is set by the agent for its own checks; omit it".into(),
-                );
-            }
+            // Hub and agent checks take the same options (CONTRACT 33).
+            timeout = Some(range(
+                &mut errors,
+                "timeout_seconds",
+                req.timeout_seconds,
+                1,
+                60,
+                probe::DEFAULT_TIMEOUT_SECS,
+            ));
             if k == AppKind::Tls {
                 tls_min_days = Some(range(
                     &mut errors,
@@ -241,19 +234,19 @@ pub(crate) async fn create_app(
                 );
             }
             match (k, req.expected_status.as_deref().map(str::trim)) {
-                (AppKind::Http, Some(sv)) if by_hub => match probe::StatusSet::parse(sv) {
+                (AppKind::Http, Some(sv)) => match probe::StatusSet::parse(sv) {
                     Ok(set) => expected_status = Some(set.text()),
                     Err(m) => err(&mut errors, "expected_status", m),
                 },
                 (_, Some(_)) => err(
                     &mut errors,
                     "expected_status",
-                    "only the hub's http checks take one".into(),
+                    "only http checks take one".into(),
                 ),
                 _ => {}
             }
             match (k, req.keyword.as_deref()) {
-                (AppKind::Http, Some(kw)) if by_hub => {
+                (AppKind::Http, Some(kw)) => {
                     if kw.is_empty() || kw.chars().count() > 200 || kw.chars().any(char::is_control)
                     {
                         err(
@@ -265,11 +258,7 @@ pub(crate) async fn create_app(
                         keyword = Some(kw.to_owned());
                     }
                 }
-                (_, Some(_)) => err(
-                    &mut errors,
-                    "keyword",
-                    "only the hub's http checks take one".into(),
-                ),
+                (_, Some(_)) => err(&mut errors, "keyword", "only http checks take one".into()),
                 _ => {}
             }
         }
