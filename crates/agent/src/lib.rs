@@ -407,6 +407,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
         Duration::from_secs(trusthub_core::compliance::DEFAULT_INTERVAL_SECS as u64);
     let mut next_compliance = Instant::now() + Duration::from_secs(5);
     let mut asked_run: Option<uuid::Uuid> = None;
+    let mut waiting_run: Option<uuid::Uuid> = None;
     let compliance_report: Arc<std::sync::Mutex<Option<Value>>> = Arc::default();
     let compliance_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let compliance_done = Arc::new(tokio::sync::Notify::new());
@@ -439,7 +440,22 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 continue;
             }
             _ = compliance_done.notified() => {
-                // A run the hub asked for ended: its report goes now.
+                // A run ended: its report goes now, and a run the hub asked for meanwhile
+                // starts.
+                if let Some(run) = waiting_run.take()
+                    && !compliance_running.swap(true, std::sync::atomic::Ordering::SeqCst)
+                {
+                    tracing::info!(%run, "the hub asked for a compliance run");
+                    asked_run = Some(run);
+                    start_compliance(
+                        opts.compliance_root.clone(),
+                        Some(run),
+                        honeypots.own_reads(),
+                        compliance_report.clone(),
+                        compliance_running.clone(),
+                        compliance_done.clone(),
+                    );
+                }
                 hurry(&mut next_collect, &mut next_send, backoff, Duration::ZERO);
                 continue;
             }
@@ -569,7 +585,12 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                         }
                         if let Some(run) = a.compliance_run
                             && asked_run != Some(run)
-                            && !compliance_running.swap(true, std::sync::atomic::Ordering::SeqCst)
+                            && compliance_running.swap(true, std::sync::atomic::Ordering::SeqCst)
+                        {
+                            // A run is under way (the agent's own): this one starts as it ends.
+                            waiting_run = Some(run);
+                        } else if let Some(run) = a.compliance_run
+                            && asked_run != Some(run)
                         {
                             tracing::info!(%run, "the hub asked for a compliance run");
                             asked_run = Some(run);
@@ -679,11 +700,9 @@ fn start_compliance(
             *s = Some(report);
         }
         running.store(false, std::sync::atomic::Ordering::SeqCst);
-        // A run the hub asked for is pushed at once (CONTRACT 33); the agent's own runs go
-        // with the next batch.
-        if run.is_some() {
-            done.notify_one();
-        }
+        // Its report is pushed at once (CONTRACT 33 for a run the hub asked for), and a run
+        // asked for meanwhile starts.
+        done.notify_one();
     });
 }
 

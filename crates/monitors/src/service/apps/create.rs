@@ -424,6 +424,11 @@ pub(crate) async fn create_app(
     )
     .await?;
     tx.commit().await?;
+    // A host's check starts now, not at the agent's next push (CONTRACT 33): the answer to
+    // the push it is asked for names the check.
+    if let (Some(a), true) = (&agent, kind == AppKind::Http) {
+        trusthub_fleet::ask_to_push(state, a.id);
+    }
     let tags = agent.map(|a| a.tags.0).unwrap_or_default();
     Ok((StatusCode::CREATED, axum::Json(AppView::new(app, tags))))
 }
