@@ -21,7 +21,8 @@ pub enum AppsCmd {
         /// systemd, docker, compose, process; or http, tcp, tls for a check.
         #[arg(long = "type")]
         kind: String,
-        /// The host it runs on (an agent id); a check without it is run by the hub.
+        /// The host it runs on, or that runs the check (hostname or agent id); a check without
+        /// it is run by the hub.
         #[arg(long)]
         agent: Option<String>,
         /// The unit, container, `<project>::<service>` or binary path.
@@ -138,7 +139,7 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
                 }
             }
             if let Some(a) = agent {
-                body["agent_id"] = json!(a);
+                body["agent_id"] = json!(named(&c, &a, AGENT).await?);
             }
             let v = c.json(Method::POST, "/apps", &body).await?;
             print(&v, APPS, g.output)

@@ -721,7 +721,8 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
         .click("#add-check select[name=kind] option[value=tcp]")
         .await;
     browser.click("#add-check button").await;
-    browser.wait_text("does not call").await;
+    let page = browser.wait_text("does not call").await;
+    assert!(page.contains("or run the check from a host"), "{page}");
     assert_eq!(
         body(app.get("/apps", &app.owner).await)
             .await
@@ -729,6 +730,34 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
             .map(Vec::len),
         Some(1)
     );
+    // Run from a host (CONTRACT 33): its agent reaches that network, with the same options.
+    let host = crate::agents::register(&app).await;
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    browser
+        .type_into("#add-check input[name=name]", "intranet")
+        .await;
+    browser
+        .type_into("#add-check input[name=endpoint]", "http://10.9.9.9/health")
+        .await;
+    browser
+        .click(&format!(
+            "#add-check select[name=run_from] option[value='{}']",
+            host.id
+        ))
+        .await;
+    browser
+        .type_into("#add-check input[name=keyword]", "ok")
+        .await;
+    browser.click("#add-check button").await;
+    browser.wait_text("intranet").await;
+    let apps = body(app.get("/apps", &app.owner).await).await;
+    let intranet = apps
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "intranet"))
+        .expect("the check run from the host");
+    assert_eq!(intranet["agent_id"], host.id.as_str(), "{intranet}");
+    assert_eq!(intranet["keyword"], "ok", "{intranet}");
+    browser.screenshot("check-from-host").await;
     browser.assert_no_js_errors().await;
 }
 
