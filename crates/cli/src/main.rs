@@ -9,6 +9,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod config_file;
 mod evidence;
 mod global_flags;
 mod remote;
@@ -271,6 +272,9 @@ enum Command {
     /// Administer the hub's database.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// The hub's configuration file: check one, or show the effective settings.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// The transparency log.
     #[command(subcommand)]
     Transparency(TransparencyCommand),
@@ -371,6 +375,24 @@ struct UpArgs {
     /// The user whose login shell the local agent's consoles run.
     #[arg(long, env = "TRUSTHUB_AGENT_CONSOLE_USER", default_value = "root")]
     console_user: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Check a configuration file against `trusthub serve`'s settings: exits 1 listing every
+    /// error with its key and line.
+    Check {
+        /// The TOML file.
+        file: std::path::PathBuf,
+    },
+    /// The settings `trusthub serve` would run with: from the file (`--config` or
+    /// `TRUSTHUB_CONFIG`), the environment and the defaults, secrets masked, each with where
+    /// it came from.
+    Show {
+        /// The TOML file.
+        #[arg(long, env = "TRUSTHUB_CONFIG")]
+        config: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -892,6 +914,97 @@ fn man_pages(out: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The command line, with the configuration file's values (CONTRACT 31) as the defaults of
+/// `serve` or `up`: a file with errors stops here, each error with its key and line.
+fn parse_command_line(args: Vec<std::ffi::OsString>) -> Cli {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let mut root = Cli::command();
+    if let Some((verb, path)) = config_file::named(&args) {
+        let sub = root.find_subcommand(verb).cloned().unwrap_or_default();
+        match config_file::load(&path, &sub) {
+            Ok(loaded) => root = config_file::with_defaults(root, verb, &loaded),
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("trusthub: {e}");
+                }
+                std::process::exit(2);
+            }
+        }
+    }
+    let matches = root.get_matches_from(args);
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// `trusthub config check|show`.
+fn config_command(cmd: ConfigCommand) -> Result<(), remote::client::Failure> {
+    use clap::CommandFactory as _;
+    let root = Cli::command();
+    let serve = root.find_subcommand("serve").cloned().unwrap_or_default();
+    let failed = |errors: Vec<String>| remote::client::Failure {
+        code: 1,
+        message: errors.join("\n"),
+    };
+    match cmd {
+        ConfigCommand::Check { file } => {
+            let loaded = config_file::load(&file, &serve).map_err(failed)?;
+            let keys: Vec<&str> = loaded.values.iter().map(|v| v.key.as_str()).collect();
+            println!(
+                "{}: {} settings, all valid ({})",
+                loaded.path.display(),
+                keys.len(),
+                keys.join(", ")
+            );
+            Ok(())
+        }
+        ConfigCommand::Show { config } => {
+            let loaded = match &config {
+                Some(f) => config_file::load(f, &serve).map_err(failed)?,
+                None => config_file::Loaded::default(),
+            };
+            let root = config_file::with_defaults(root, "serve", &loaded);
+            let matches = root
+                .try_get_matches_from(["trusthub", "serve"])
+                .map_err(|e| failed(vec![e.to_string()]))?;
+            let Some(("serve", m)) = matches.subcommand() else {
+                return Err(failed(vec!["no serve settings".into()]));
+            };
+            let mut rows = Vec::new();
+            for arg in serve.get_arguments() {
+                let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
+                    continue;
+                };
+                if env == "TRUSTHUB_CONFIG" {
+                    continue;
+                }
+                let id = arg.get_id().as_str();
+                let value = m
+                    .get_raw(id)
+                    .map(|v| {
+                        v.map(|x| x.to_string_lossy().into_owned())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                    .unwrap_or_default();
+                let shown = if value.is_empty() {
+                    value
+                } else if arg.is_hide_env_values_set() {
+                    "********".to_owned()
+                } else {
+                    trusthub_hub::outbound::redact(&value)
+                };
+                let key = env.trim_start_matches("TRUSTHUB_").to_ascii_lowercase();
+                rows.push((key, shown, config_file::origin(m, id, &loaded)));
+            }
+            rows.sort();
+            let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+            for (key, value, from) in rows {
+                println!("{key:width$}  {from:7}  {value}");
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Whether the program name (`argv[0]`) is `trusthub-agent`.
 fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
     argv0
@@ -902,7 +1015,7 @@ fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
 }
 
 async fn hub_main() -> ExitCode {
-    let cli = Cli::parse_from(global_flags::globals_after_the_verb(
+    let cli = parse_command_line(global_flags::globals_after_the_verb(
         std::env::args_os().collect(),
     ));
     // The terminal verbs: their own exit codes (CONTRACT 28), no log lines.
@@ -971,6 +1084,7 @@ async fn hub_main() -> ExitCode {
             cmd: EvidenceCommand::Remote(cmd),
         } => Some(remote::evidence(cmd, &g).await),
         Command::Man { out } => Some(man_pages(&out).map_err(remote::client::Failure::error)),
+        Command::Config(cmd) => Some(config_command(cmd)),
         Command::Completion { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(

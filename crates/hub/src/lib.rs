@@ -143,6 +143,7 @@ pub fn router(state: AppState, extra: OpenApiRouter<AppState>) -> Router {
             }),
         )
         .route("/metrics", get(metrics))
+        .route("/ready", get(routes::health::ready))
         .merge(web::router(state.clone()))
         .fallback(not_found)
         .route_layer(axum::middleware::from_fn(middleware::label_route))

@@ -37,6 +37,11 @@ impl DbSettings {
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "trusthub serve", about = "Run the Trusthub hub")]
 pub struct Settings {
+    /// A TOML file of these settings (CONTRACT 31): keys are the variables' names without
+    /// `TRUSTHUB_`, lowercased (`listen`, `data_dir`, ...); the environment overrides it and
+    /// flags override both.
+    #[arg(long, env = "TRUSTHUB_CONFIG")]
+    pub config: Option<PathBuf>,
     /// Address to listen on.
     #[arg(long, env = "TRUSTHUB_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -280,6 +285,7 @@ impl Settings {
     /// Defaults with the given data dir, as if no flag and no environment were given.
     pub fn with_data_dir(data_dir: PathBuf) -> Settings {
         Settings {
+            config: None,
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             db: DbSettings {
                 data_dir,

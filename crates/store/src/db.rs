@@ -107,6 +107,22 @@ pub enum Db {
     Postgres(PgPool),
 }
 
+/// Where the schema stands ([`Db::schema`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schema {
+    /// The newest migration this binary has.
+    pub binary: i64,
+    /// The newest migration the database applied; `None` for an empty database.
+    pub database: Option<i64>,
+}
+
+impl Schema {
+    /// Every migration this binary has is applied.
+    pub fn current(&self) -> bool {
+        self.database == Some(self.binary)
+    }
+}
+
 /// Pool figures for `/metrics`.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolStats {
@@ -243,9 +259,39 @@ impl Db {
         }
     }
 
+    /// The migrations this binary has for this engine.
+    fn migrator(&self) -> sqlx::migrate::Migrator {
+        match self {
+            Db::Sqlite { .. } => sqlx::migrate!("./migrations/sqlite"),
+            Db::Postgres(_) => sqlx::migrate!("./migrations/postgres"),
+        }
+    }
+
+    /// Where the schema stands: the newest migration this binary has, and the newest the
+    /// database applied (`None` for an empty database).
+    pub async fn schema(&self) -> StoreResult<Schema> {
+        let binary = self.migrator().iter().map(|m| m.version).max().unwrap_or(0);
+        let mut c = self.conn().await?;
+        // No table yet (an empty database) reads as no migration applied.
+        let database = crate::on!(&mut c, c => sqlx::query_scalar::<_, Option<i64>>(
+            "SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+            .fetch_one(&mut *c).await.ok().flatten());
+        Ok(Schema { binary, database })
+    }
+
     /// Brings the schema up to date. Safe when several processes start at once: sqlx takes an
-    /// advisory lock on PostgreSQL, and SQLite has one writer.
+    /// advisory lock on PostgreSQL, and SQLite has one writer. A database written by a newer
+    /// Trusthub is refused, naming both versions.
     pub async fn migrate(&self) -> StoreResult<()> {
+        let s = self.schema().await?;
+        if let Some(database) = s.database
+            && database > s.binary
+        {
+            return Err(StoreError::NewerSchema {
+                database,
+                binary: s.binary,
+            });
+        }
         match self {
             Db::Sqlite { write, .. } => sqlx::migrate!("./migrations/sqlite").run(write).await?,
             Db::Postgres(pool) => sqlx::migrate!("./migrations/postgres").run(pool).await?,
@@ -453,6 +499,53 @@ mod tests {
             wal * 2 < written,
             "WAL grew to {wal} bytes for {written} written"
         );
+        Ok(())
+    }
+
+    /// A database is migrated forward, reports where its schema stands, and one written by
+    /// a newer Trusthub is refused, naming both versions (CONTRACT 31).
+    #[tokio::test]
+    async fn a_newer_schema_is_refused_naming_both_versions()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = std::env::temp_dir().join(format!("th-schema-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir)?;
+        let url = format!("sqlite://{}/s.db", dir.display());
+        let db = Db::connect(&url, &DbOptions::default()).await?;
+        let empty = db.schema().await?;
+        assert_eq!(empty.database, None);
+        assert!(!empty.current());
+        db.migrate().await?;
+        let s = db.schema().await?;
+        assert!(s.current(), "{s:?}");
+        assert!(s.binary >= 42, "{s:?}");
+        let newer = s.binary + 1;
+        let Db::Sqlite { write, .. } = &db else {
+            unreachable!("a sqlite: URL")
+        };
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, installed_on, success, checksum, execution_time) \
+             VALUES ($1, 'from the future', '2030-01-01T00:00:00Z', 1, x'00', 0)",
+        )
+        .bind(newer)
+        .execute(write)
+        .await?;
+        match db.migrate().await {
+            Err(StoreError::NewerSchema { database, binary }) => {
+                assert_eq!((database, binary), (newer, s.binary));
+            }
+            other => panic!("expected NewerSchema, got {other:?}"),
+        }
+        let text = StoreError::NewerSchema {
+            database: newer,
+            binary: s.binary,
+        }
+        .to_string();
+        assert!(
+            text.contains(&newer.to_string()) && text.contains(&s.binary.to_string()),
+            "{text}"
+        );
+        db.close().await;
+        std::fs::remove_dir_all(&dir)?;
         Ok(())
     }
 

@@ -12,6 +12,16 @@ pub enum StoreError {
     /// A value read from the database could not be understood.
     #[error("corrupt value in column {0}")]
     Corrupt(&'static str),
+    /// The database was written by a newer Trusthub than this one (CONTRACT 31).
+    #[error(
+        "this database is at schema version {database}, newer than this Trusthub knows (up to {binary}): run the newer release, or restore a backup made before the upgrade"
+    )]
+    NewerSchema {
+        /// The newest migration the database has applied.
+        database: i64,
+        /// The newest migration this binary has.
+        binary: i64,
+    },
     /// Migrations failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

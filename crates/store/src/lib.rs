@@ -16,7 +16,7 @@ pub mod meta;
 pub mod networks;
 pub mod rate_limits;
 
-pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Tx};
+pub use db::{Backend, Conn, Db, DbOptions, Exec, Handle, PoolStats, Schema, Tx};
 pub use error::{StoreError, StoreResult};
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! `GET /health` (SPEC 4.11).
+//! `GET /health` (SPEC 4.11) and `GET /ready` (CONTRACT 31).
 
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::openapi::api_routes;
@@ -9,7 +9,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(api_routes!(health))
+    OpenApiRouter::new()
+        .routes(api_routes!(health))
+        .routes(api_routes!(ready))
 }
 
 /// The hub is up and its database answers.
@@ -41,4 +43,35 @@ pub(crate) async fn health(State(state): State<AppState>) -> ApiResult<axum::Jso
         },
         version: env!("CARGO_PKG_VERSION").into(),
     }))
+}
+
+/// The hub can serve: its database answers and has every migration of this release.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// `ready`.
+    pub status: String,
+    /// The newest migration applied (the schema's version).
+    pub schema_version: i64,
+}
+
+/// Readiness, for load balancers and orchestrators (also at `/ready`, outside `/api/v1`):
+/// 200 when the database answers and every migration of this release is applied, 503
+/// otherwise — while another process migrates, or the database is unreachable. Needs no
+/// credentials; the driver's words stay in the log.
+#[utoipa::path(get, path = "/ready", tag = "meta",
+    responses((status = 200, body = Ready), (status = 503, description = "Not ready: the database is unreachable or its schema is not current", body = Problem)))]
+pub(crate) async fn ready(State(state): State<AppState>) -> ApiResult<axum::Json<Ready>> {
+    let schema = state.db.schema().await.map_err(|e| {
+        tracing::error!(error = %e, "ready: the database does not answer");
+        ApiError::Unavailable("the database does not answer".into())
+    })?;
+    match schema.database {
+        Some(v) if schema.current() => Ok(axum::Json(Ready {
+            status: "ready".into(),
+            schema_version: v,
+        })),
+        _ => Err(ApiError::Unavailable(
+            "the database schema is not current yet".into(),
+        )),
+    }
 }

@@ -938,8 +938,28 @@ async fn a_name_that_resolves_to_a_refused_address_at_delivery_fails_it(b: Backe
 /// saying only that the database does not answer (the words go to the log).
 async fn a_database_failure_is_503_without_driver_text(b: Backend) {
     let app = TestApp::spawn(b).await;
+    // Ready (CONTRACT 31): the database answers and has every migration of this release, at
+    // `/api/v1/ready` and at `/ready`, without credentials.
+    let schema = app.state.db.schema().await.expect("schema");
+    let r = body(app.get("/ready", &Auth::None).await).await;
+    assert_eq!(r["status"], "ready", "{r}");
+    assert_eq!(r["schema_version"], schema.binary, "{r}");
+    let root = app
+        .client
+        .get(format!("{}/ready", app.base))
+        .send()
+        .await
+        .expect("ready");
+    assert_eq!(root.status(), 200);
     app.state.db.close().await;
-    for path in ["/health", "/agents", "/cve/sources"] {
+    let r = app
+        .client
+        .get(format!("{}/ready", app.base))
+        .send()
+        .await
+        .expect("ready");
+    assert_eq!(r.status(), 503);
+    for path in ["/health", "/ready", "/agents", "/cve/sources"] {
         let p = assert_problem(app.get(path, &app.owner).await, 503, "unavailable").await;
         let detail = p["detail"]
             .as_str()
