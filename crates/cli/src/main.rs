@@ -392,6 +392,10 @@ enum ConfigCommand {
         /// The TOML file.
         #[arg(long, env = "TRUSTHUB_CONFIG")]
         config: Option<std::path::PathBuf>,
+        /// Print a configuration file instead: every setting commented out with its help and
+        /// its value (what the Debian package installs).
+        #[arg(long)]
+        template: bool,
     },
 }
 
@@ -956,7 +960,7 @@ fn config_command(cmd: ConfigCommand) -> Result<(), remote::client::Failure> {
             );
             Ok(())
         }
-        ConfigCommand::Show { config } => {
+        ConfigCommand::Show { config, template } => {
             let loaded = match &config {
                 Some(f) => config_file::load(f, &serve).map_err(failed)?,
                 None => config_file::Loaded::default(),
@@ -969,6 +973,12 @@ fn config_command(cmd: ConfigCommand) -> Result<(), remote::client::Failure> {
                 return Err(failed(vec!["no serve settings".into()]));
             };
             let mut rows = Vec::new();
+            let mut file = String::from(
+                "# Trusthub hub settings (CONTRACT 31): a key is a TRUSTHUB_ variable's name without\n\
+                 # the prefix, lowercased. The environment overrides this file and flags override both.\n\
+                 # Check a change with `trusthub config check <file>`; see what the hub runs with\n\
+                 # `trusthub config show --config <file>`.\n",
+            );
             for arg in serve.get_arguments() {
                 let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
                     continue;
@@ -993,7 +1003,20 @@ fn config_command(cmd: ConfigCommand) -> Result<(), remote::client::Failure> {
                     trusthub_hub::outbound::redact(&value)
                 };
                 let key = env.trim_start_matches("TRUSTHUB_").to_ascii_lowercase();
+                if template && !arg.is_hide_set() {
+                    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                    file.push('\n');
+                    for line in help.lines() {
+                        file.push_str(&format!("# {line}\n"));
+                    }
+                    let quoted = serde_json::Value::String(shown.clone()).to_string();
+                    file.push_str(&format!("# {key} = {quoted}\n"));
+                }
                 rows.push((key, shown, config_file::origin(m, id, &loaded)));
+            }
+            if template {
+                print!("{file}");
+                return Ok(());
             }
             rows.sort();
             let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
