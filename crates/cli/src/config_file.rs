@@ -141,6 +141,24 @@ pub fn load(path: &Path, cmd: &Command) -> Result<Loaded, Vec<String>> {
     }
 }
 
+/// The matches of a command line, with the configuration file's values as the defaults of
+/// `serve` or `up`: a file with errors stops here, each error with its key and line (exit 2).
+pub fn matches(mut root: Command, args: Vec<OsString>) -> clap::ArgMatches {
+    if let Some((verb, path)) = named(&args) {
+        let sub = root.find_subcommand(verb).cloned().unwrap_or_default();
+        match load(&path, &sub) {
+            Ok(loaded) => root = with_defaults(root, verb, &loaded),
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("trusthub: {e}");
+                }
+                std::process::exit(2);
+            }
+        }
+    }
+    root.get_matches_from(args)
+}
+
 /// The verbs that read a configuration file.
 pub const VERBS: [&str; 2] = ["serve", "up"];
 
@@ -190,6 +208,116 @@ pub fn origin(matches: &clap::ArgMatches, id: &str, loaded: &Loaded) -> &'static
             "file"
         }
         _ => "default",
+    }
+}
+
+/// `trusthub config …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum ConfigCommand {
+    /// Check a configuration file against `trusthub serve`'s settings: exits 1 listing every
+    /// error with its key and line.
+    Check {
+        /// The TOML file.
+        file: std::path::PathBuf,
+    },
+    /// The settings `trusthub serve` would run with: from the file (`--config` or
+    /// `TRUSTHUB_CONFIG`), the environment and the defaults, secrets masked, each with where
+    /// it came from.
+    Show {
+        /// The TOML file.
+        #[arg(long, env = "TRUSTHUB_CONFIG")]
+        config: Option<std::path::PathBuf>,
+        /// Print a configuration file instead: every setting commented out with its help and
+        /// its value (what the Debian package installs).
+        #[arg(long)]
+        template: bool,
+    },
+}
+
+/// `trusthub config check|show`.
+pub fn command(cmd: ConfigCommand, root: Command) -> Result<(), crate::remote::client::Failure> {
+    let serve = root.find_subcommand("serve").cloned().unwrap_or_default();
+    let failed = |errors: Vec<String>| crate::remote::client::Failure {
+        code: 1,
+        message: errors.join("\n"),
+    };
+    match cmd {
+        ConfigCommand::Check { file } => {
+            let loaded = load(&file, &serve).map_err(failed)?;
+            let keys: Vec<&str> = loaded.values.iter().map(|v| v.key.as_str()).collect();
+            println!(
+                "{}: {} settings, all valid ({})",
+                loaded.path.display(),
+                keys.len(),
+                keys.join(", ")
+            );
+            Ok(())
+        }
+        ConfigCommand::Show { config, template } => {
+            let loaded = match &config {
+                Some(f) => load(f, &serve).map_err(failed)?,
+                None => Loaded::default(),
+            };
+            let root = with_defaults(root, "serve", &loaded);
+            let matches = root
+                .try_get_matches_from(["trusthub", "serve"])
+                .map_err(|e| failed(vec![e.to_string()]))?;
+            let Some(("serve", m)) = matches.subcommand() else {
+                return Err(failed(vec!["no serve settings".into()]));
+            };
+            let mut rows = Vec::new();
+            let mut file = String::from(
+                "# Trusthub hub settings (CONTRACT 31): a key is a TRUSTHUB_ variable's name without\n\
+                 # the prefix, lowercased. The environment overrides this file and flags override both.\n\
+                 # Check a change with `trusthub config check <file>`; see what the hub runs with\n\
+                 # `trusthub config show --config <file>`.\n",
+            );
+            for arg in serve.get_arguments() {
+                let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
+                    continue;
+                };
+                if env == "TRUSTHUB_CONFIG" {
+                    continue;
+                }
+                let id = arg.get_id().as_str();
+                let value = m
+                    .get_raw(id)
+                    .map(|v| {
+                        v.map(|x| x.to_string_lossy().into_owned())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    })
+                    .unwrap_or_default();
+                let shown = if value.is_empty() {
+                    value
+                } else if arg.is_hide_env_values_set() {
+                    "********".to_owned()
+                } else {
+                    trusthub_hub::outbound::redact(&value)
+                };
+                let key = env.trim_start_matches("TRUSTHUB_").to_ascii_lowercase();
+                if template && !arg.is_hide_set() {
+                    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                    file.push('\n');
+                    for line in help.lines() {
+                        file.push_str(&format!("# {line}\n"));
+                    }
+                    let quoted = serde_json::Value::String(shown.clone()).to_string();
+                    file.push_str(&format!("# {key} = {quoted}\n"));
+                }
+                rows.push((key, shown, origin(m, id, &loaded)));
+            }
+            if template {
+                print!("{file}");
+                return Ok(());
+            }
+            rows.sort();
+            let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+            for (key, value, from) in rows {
+                println!("{key:width$}  {from:7}  {value}");
+            }
+            Ok(())
+        }
     }
 }
 

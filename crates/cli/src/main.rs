@@ -9,9 +9,11 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod backup;
 mod config_file;
 mod evidence;
 mod global_flags;
+mod man;
 mod remote;
 
 use clap::{Parser, Subcommand};
@@ -272,9 +274,13 @@ enum Command {
     /// Administer the hub's database.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Back up the hub's database while it runs (`--out`), or check an archive (`verify`).
+    Backup(Box<backup::BackupArgs>),
+    /// Restore a backup into an empty database of either engine.
+    Restore(Box<backup::RestoreArgs>),
     /// The hub's configuration file: check one, or show the effective settings.
     #[command(subcommand)]
-    Config(ConfigCommand),
+    Config(config_file::ConfigCommand),
     /// The transparency log.
     #[command(subcommand)]
     Transparency(TransparencyCommand),
@@ -375,28 +381,6 @@ struct UpArgs {
     /// The user whose login shell the local agent's consoles run.
     #[arg(long, env = "TRUSTHUB_AGENT_CONSOLE_USER", default_value = "root")]
     console_user: String,
-}
-
-#[derive(Debug, Subcommand)]
-enum ConfigCommand {
-    /// Check a configuration file against `trusthub serve`'s settings: exits 1 listing every
-    /// error with its key and line.
-    Check {
-        /// The TOML file.
-        file: std::path::PathBuf,
-    },
-    /// The settings `trusthub serve` would run with: from the file (`--config` or
-    /// `TRUSTHUB_CONFIG`), the environment and the defaults, secrets masked, each with where
-    /// it came from.
-    Show {
-        /// The TOML file.
-        #[arg(long, env = "TRUSTHUB_CONFIG")]
-        config: Option<std::path::PathBuf>,
-        /// Print a configuration file instead: every setting commented out with its help and
-        /// its value (what the Debian package installs).
-        #[arg(long)]
-        template: bool,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -792,6 +776,8 @@ async fn run(cli: Cli) -> Result<(), String> {
             expect_key,
         }) => transparency_verify(hub, token, log, head, save, expect_key).await,
         Command::Serve(settings) => serve(settings.0).await,
+        Command::Backup(args) => backup::backup(*args).await,
+        Command::Restore(args) => backup::restore(*args).await,
         Command::Up(args) => up(*args).await,
         Command::Cve {
             cmd:
@@ -894,140 +880,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// `trusthub man --out <dir>`: one page for the binary and one per subcommand (nested ones
-/// as `trusthub-agents-ls.1`), all from the clap definitions.
-fn man_pages(out: &std::path::Path) -> Result<(), String> {
-    use clap::CommandFactory as _;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    fn write(cmd: &clap::Command, name: &str, out: &std::path::Path) -> Result<usize, String> {
-        let page = clap_mangen::Man::new(cmd.clone()).title(name.to_owned());
-        let mut bytes = Vec::new();
-        page.render(&mut bytes).map_err(|e| e.to_string())?;
-        let path = out.join(format!("{name}.1"));
-        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut n = 1;
-        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-            n += write(sub, &format!("{name}-{}", sub.get_name()), out)?;
-        }
-        Ok(n)
-    }
-    let mut root = Cli::command();
-    root.build();
-    let n = write(&root, "trusthub", out)?;
-    eprintln!("wrote {n} man pages to {}", out.display());
-    Ok(())
-}
-
-/// The command line, with the configuration file's values (CONTRACT 31) as the defaults of
-/// `serve` or `up`: a file with errors stops here, each error with its key and line.
-fn parse_command_line(args: Vec<std::ffi::OsString>) -> Cli {
-    use clap::{CommandFactory as _, FromArgMatches as _};
-    let mut root = Cli::command();
-    if let Some((verb, path)) = config_file::named(&args) {
-        let sub = root.find_subcommand(verb).cloned().unwrap_or_default();
-        match config_file::load(&path, &sub) {
-            Ok(loaded) => root = config_file::with_defaults(root, verb, &loaded),
-            Err(errors) => {
-                for e in errors {
-                    eprintln!("trusthub: {e}");
-                }
-                std::process::exit(2);
-            }
-        }
-    }
-    let matches = root.get_matches_from(args);
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
-}
-
-/// `trusthub config check|show`.
-fn config_command(cmd: ConfigCommand) -> Result<(), remote::client::Failure> {
-    use clap::CommandFactory as _;
-    let root = Cli::command();
-    let serve = root.find_subcommand("serve").cloned().unwrap_or_default();
-    let failed = |errors: Vec<String>| remote::client::Failure {
-        code: 1,
-        message: errors.join("\n"),
-    };
-    match cmd {
-        ConfigCommand::Check { file } => {
-            let loaded = config_file::load(&file, &serve).map_err(failed)?;
-            let keys: Vec<&str> = loaded.values.iter().map(|v| v.key.as_str()).collect();
-            println!(
-                "{}: {} settings, all valid ({})",
-                loaded.path.display(),
-                keys.len(),
-                keys.join(", ")
-            );
-            Ok(())
-        }
-        ConfigCommand::Show { config, template } => {
-            let loaded = match &config {
-                Some(f) => config_file::load(f, &serve).map_err(failed)?,
-                None => config_file::Loaded::default(),
-            };
-            let root = config_file::with_defaults(root, "serve", &loaded);
-            let matches = root
-                .try_get_matches_from(["trusthub", "serve"])
-                .map_err(|e| failed(vec![e.to_string()]))?;
-            let Some(("serve", m)) = matches.subcommand() else {
-                return Err(failed(vec!["no serve settings".into()]));
-            };
-            let mut rows = Vec::new();
-            let mut file = String::from(
-                "# Trusthub hub settings (CONTRACT 31): a key is a TRUSTHUB_ variable's name without\n\
-                 # the prefix, lowercased. The environment overrides this file and flags override both.\n\
-                 # Check a change with `trusthub config check <file>`; see what the hub runs with\n\
-                 # `trusthub config show --config <file>`.\n",
-            );
-            for arg in serve.get_arguments() {
-                let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
-                    continue;
-                };
-                if env == "TRUSTHUB_CONFIG" {
-                    continue;
-                }
-                let id = arg.get_id().as_str();
-                let value = m
-                    .get_raw(id)
-                    .map(|v| {
-                        v.map(|x| x.to_string_lossy().into_owned())
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    })
-                    .unwrap_or_default();
-                let shown = if value.is_empty() {
-                    value
-                } else if arg.is_hide_env_values_set() {
-                    "********".to_owned()
-                } else {
-                    trusthub_hub::outbound::redact(&value)
-                };
-                let key = env.trim_start_matches("TRUSTHUB_").to_ascii_lowercase();
-                if template && !arg.is_hide_set() {
-                    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-                    file.push('\n');
-                    for line in help.lines() {
-                        file.push_str(&format!("# {line}\n"));
-                    }
-                    let quoted = serde_json::Value::String(shown.clone()).to_string();
-                    file.push_str(&format!("# {key} = {quoted}\n"));
-                }
-                rows.push((key, shown, config_file::origin(m, id, &loaded)));
-            }
-            if template {
-                print!("{file}");
-                return Ok(());
-            }
-            rows.sort();
-            let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-            for (key, value, from) in rows {
-                println!("{key:width$}  {from:7}  {value}");
-            }
-            Ok(())
-        }
-    }
-}
-
 /// Whether the program name (`argv[0]`) is `trusthub-agent`.
 fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
     argv0
@@ -1038,9 +890,12 @@ fn invoked_as_agent(argv0: Option<std::ffi::OsString>) -> bool {
 }
 
 async fn hub_main() -> ExitCode {
-    let cli = parse_command_line(global_flags::globals_after_the_verb(
-        std::env::args_os().collect(),
-    ));
+    let cli = {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let args = global_flags::globals_after_the_verb(std::env::args_os().collect());
+        let matches = config_file::matches(Cli::command(), args);
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    };
     // The terminal verbs: their own exit codes (CONTRACT 28), no log lines.
     let remote = match cli.command {
         Command::Login {
@@ -1106,8 +961,14 @@ async fn hub_main() -> ExitCode {
             g,
             cmd: EvidenceCommand::Remote(cmd),
         } => Some(remote::evidence(cmd, &g).await),
-        Command::Man { out } => Some(man_pages(&out).map_err(remote::client::Failure::error)),
-        Command::Config(cmd) => Some(config_command(cmd)),
+        Command::Man { out } => {
+            use clap::CommandFactory as _;
+            Some(man::pages(Cli::command(), &out).map_err(remote::client::Failure::error))
+        }
+        Command::Config(cmd) => {
+            use clap::CommandFactory as _;
+            Some(config_file::command(cmd, Cli::command()))
+        }
         Command::Completion { shell } => {
             use clap::CommandFactory as _;
             clap_complete::generate(

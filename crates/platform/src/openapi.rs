@@ -352,6 +352,9 @@ string_schema! {
     AlertEventName = r"^(alert\.created|alert\.resolved)$", 64;
     /// A cloud region or location (`eu-central-1`, `fsn1`).
     RegionName = r"^[A-Za-z0-9_-]+$", 64;
+    /// An IPv4 or IPv6 range in CIDR notation (`10.0.0.0/8`, `fd00::/8`; an address alone is
+    /// its own /32 or /128).
+    CidrRange = r"^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(/(3[0-2]|[12]?\d))?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(/(12[0-8]|1[01]\d|[1-9]?\d))?)$", 49;
     /// An action kind an EAT may carry.
     ActionName = r"^(restart_app|install_package|update_packages|console_open|emergency)$", 64;
 }

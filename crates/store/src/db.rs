@@ -299,6 +299,16 @@ impl Db {
         Ok(())
     }
 
+    /// Brings an empty or older schema to migration `version` exactly (a restore's first
+    /// step: the backup's rows go into the schema they were read from).
+    pub async fn migrate_to(&self, version: i64) -> StoreResult<()> {
+        match self {
+            Db::Sqlite { write, .. } => self.migrator().run_to(version, write).await?,
+            Db::Postgres(pool) => self.migrator().run_to(version, pool).await?,
+        }
+        Ok(())
+    }
+
     /// Which engine this is.
     pub fn backend(&self) -> Backend {
         match self {

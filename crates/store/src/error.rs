@@ -22,6 +22,9 @@ pub enum StoreError {
         /// The newest migration this binary has.
         binary: i64,
     },
+    /// A backup or a restore cannot go on (the message says why and what to do).
+    #[error("{0}")]
+    Backup(String),
     /// Migrations failed.
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

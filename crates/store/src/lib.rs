@@ -11,6 +11,7 @@ mod error;
 mod prefetch;
 
 pub mod audit;
+pub mod backup;
 pub mod leases;
 pub mod meta;
 pub mod networks;

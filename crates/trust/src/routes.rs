@@ -128,6 +128,9 @@ pub(crate) async fn get_tenant(
 /// ranges by default). A range outside the operator's is refused (422) naming them. Agent
 /// checks are not bound by these: they reach what their host reaches, metadata addresses
 /// excepted. Audited.
+///
+/// Beyond the schema: each range must lie within what the hub's operator allows (422 naming
+/// the operator's ranges otherwise).
 #[utoipa::path(patch, path = "/tenant", tag = "trust",
     request_body = TenantPatch,
     responses((status = 200, body = TenantSettings), (status = 422, body = Problem)))]

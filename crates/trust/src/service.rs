@@ -44,7 +44,7 @@ pub struct TenantPatch {
     /// may reach, each within what the hub's operator allows; `[]` for none, `null` for every
     /// range the operator allows (the default).
     #[serde(default, deserialize_with = "trusthub_platform::extract::present")]
-    #[schema(value_type = Option<Vec<String>>, max_items = 64)]
+    #[schema(value_type = Option<Vec<trusthub_platform::openapi::CidrRange>>, max_items = 64)]
     pub allowed_networks: Option<Option<Vec<String>>>,
 }
 
