@@ -11,6 +11,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod backup;
 mod config_file;
+mod database;
 mod evidence;
 mod global_flags;
 mod man;
@@ -19,7 +20,6 @@ mod remote;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use trusthub_hub::{DbSettings, ServeSettings, Server, Settings, admin};
-use trusthub_store::{Db, DbOptions};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -399,6 +399,8 @@ enum AdminCommand {
         #[command(flatten)]
         db: DbSettings,
     },
+    /// Bring the database's schema to this release (`--dry-run`: list what would run).
+    Migrate(database::MigrateArgs),
     /// Set a user's password; ends all their sessions. Prints a generated one when
     /// `--password` is not given.
     ResetPassword {
@@ -587,40 +589,6 @@ async fn up(args: UpArgs) -> Result<(), String> {
     agent_result
 }
 
-async fn open_db(db: &DbSettings) -> Result<Db, String> {
-    // An admin command never creates a database: run from the wrong directory, it would
-    // make an empty one and act on that.
-    if db.database_url.is_none() {
-        let file = db.data_dir.join("trusthub.db");
-        if !file.exists() {
-            return Err(format!(
-                "no hub database at {} — run from the directory that holds the hub's data/, \
-                 or pass --data-dir (TRUSTHUB_DATA_DIR) or --database-url",
-                std::path::absolute(&file).unwrap_or(file).display()
-            ));
-        }
-    }
-    let d = Db::connect(&db.url(), &DbOptions::default())
-        .await
-        .map_err(|e| format!("{}: {e}", redact_url(&db.url())))?;
-    d.migrate().await.map_err(|e| e.to_string())?;
-    Ok(d)
-}
-
-/// A database URL without its password, for messages.
-fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            match creds.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
 async fn fetch_json(
     client: &reqwest::Client,
     url: &str,
@@ -788,7 +756,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 },
             ..
         } => {
-            let db = open_db(&db).await?;
+            let db = database::open(&db).await?;
             let started = std::time::Instant::now();
             // All or nothing: a refusal stored nothing and says why, as the API does.
             let report = trusthub_hub::cve::import_path(
@@ -821,7 +789,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             owner_password,
             db,
         }) => {
-            let db = open_db(&db).await?;
+            let db = database::open(&db).await?;
             let (tenant, user) = admin::create_tenant(&db, &name, &owner_email, &owner_password)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -832,12 +800,13 @@ async fn run(cli: Cli) -> Result<(), String> {
             db.close().await;
             Ok(())
         }
+        Command::Admin(AdminCommand::Migrate(args)) => database::migrate(args).await,
         Command::Admin(AdminCommand::ResetPassword {
             email,
             password,
             db,
         }) => {
-            let db = open_db(&db).await?;
+            let db = database::open(&db).await?;
             let generated = password.is_none();
             let password = match password {
                 Some(p) => p,

@@ -162,4 +162,31 @@ fn a_file_is_checked_shown_with_origins_and_served() {
         dir.0.join("data/trusthub.db").exists(),
         "the file's data_dir is used"
     );
+
+    // `admin migrate --dry-run` lists what would run and changes nothing (CONTRACT 31).
+    let data = dir.0.join("data");
+    let data = data.to_str().expect("path");
+    let o = trusthub(&["admin", "migrate", "--dry-run", "--data-dir", data], &[]);
+    assert!(text(&o).contains("the schema is current"), "{}", text(&o));
+    let old = dir.0.join("old");
+    std::fs::create_dir_all(&old).expect("dir");
+    std::fs::write(old.join("trusthub.db"), b"").expect("empty database");
+    let old = old.to_str().expect("path");
+    for _ in 0..2 {
+        let o = trusthub(&["admin", "migrate", "--dry-run", "--data-dir", old], &[]);
+        assert!(o.status.success(), "{}", text(&o));
+        let t = text(&o);
+        assert!(
+            t.contains("0001 foundation") && t.contains("would run (version 0 to"),
+            "{t}"
+        );
+    }
+    let o = trusthub(&["admin", "migrate", "--data-dir", old], &[]);
+    assert!(
+        text(&o).contains("migrations ran: version 0 to"),
+        "{}",
+        text(&o)
+    );
+    let o = trusthub(&["admin", "migrate", "--dry-run", "--data-dir", old], &[]);
+    assert!(text(&o).contains("the schema is current"), "{}", text(&o));
 }

@@ -299,6 +299,18 @@ impl Db {
         Ok(())
     }
 
+    /// The migrations this binary has that the database has not applied, oldest first:
+    /// version and description.
+    pub async fn pending(&self) -> StoreResult<Vec<(i64, String)>> {
+        let applied = self.schema().await?.database.unwrap_or(0);
+        Ok(self
+            .migrator()
+            .iter()
+            .filter(|m| m.version > applied && !m.migration_type.is_down_migration())
+            .map(|m| (m.version, m.description.to_string()))
+            .collect())
+    }
+
     /// Brings an empty or older schema to migration `version` exactly (a restore's first
     /// step: the backup's rows go into the schema they were read from).
     pub async fn migrate_to(&self, version: i64) -> StoreResult<()> {
