@@ -411,6 +411,20 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
     let compliance_report: Arc<std::sync::Mutex<Option<Value>>> = Arc::default();
     let compliance_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let compliance_done = Arc::new(tokio::sync::Notify::new());
+    let start_run = {
+        let (root, report) = (opts.compliance_root.clone(), compliance_report.clone());
+        let (running, done) = (compliance_running.clone(), compliance_done.clone());
+        move |run: Option<uuid::Uuid>, own: honeypot::OwnReads| {
+            start_compliance(
+                root.clone(),
+                run,
+                own,
+                report.clone(),
+                running.clone(),
+                done.clone(),
+            );
+        }
+    };
     let exe = std::env::current_exe().unwrap_or_default();
     let package_db = drift::PackageDb {
         dpkg_admindir: opts.dpkg_admindir.clone(),
@@ -447,14 +461,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                 {
                     tracing::info!(%run, "the hub asked for a compliance run");
                     asked_run = Some(run);
-                    start_compliance(
-                        opts.compliance_root.clone(),
-                        Some(run),
-                        honeypots.own_reads(),
-                        compliance_report.clone(),
-                        compliance_running.clone(),
-                        compliance_done.clone(),
-                    );
+                    start_run(Some(run), honeypots.own_reads());
                 }
                 hurry(&mut next_collect, &mut next_send, backoff, Duration::ZERO);
                 continue;
@@ -560,14 +567,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
             && !compliance_running.swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             next_compliance = Instant::now() + compliance_every;
-            start_compliance(
-                opts.compliance_root.clone(),
-                None,
-                honeypots.own_reads(),
-                compliance_report.clone(),
-                compliance_running.clone(),
-                compliance_done.clone(),
-            );
+            start_run(None, honeypots.own_reads());
         }
         if Instant::now() >= next_send {
             match drain(&client, &reg, &key, &spool).await {
@@ -594,14 +594,7 @@ pub async fn run(opts: Options, shutdown: impl Future<Output = ()>) -> Result<()
                         {
                             tracing::info!(%run, "the hub asked for a compliance run");
                             asked_run = Some(run);
-                            start_compliance(
-                                opts.compliance_root.clone(),
-                                Some(run),
-                                honeypots.own_reads(),
-                                compliance_report.clone(),
-                                compliance_running.clone(),
-                                compliance_done.clone(),
-                            );
+                            start_run(Some(run), honeypots.own_reads());
                             // The results go with a batch as the run ends (its report
                             // wakes the loop through `compliance_done`).
                         }

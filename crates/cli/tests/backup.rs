@@ -10,26 +10,7 @@ mod common;
 use common::*;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn trusthub(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args);
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("TRUSTHUB_")) {
-        cmd.env_remove(k);
-    }
-    cmd.env_remove("CLOUD_ENCRYPTION_KEY");
-    cmd.envs(envs.iter().copied());
-    cmd.output().expect("run trusthub")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::process::Command;
 
 /// The TOTP step last used.
 static USED_STEP: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
@@ -190,7 +171,7 @@ async fn a_sqlite_hub_moves_to_postgres_and_back_by_backup_and_restore() {
     let archive = dir.0.join("hub.tar.gz");
     let data_arg = data.to_str().expect("path");
     let archive_arg = archive.to_str().expect("path");
-    let o = trusthub(
+    let o = trusthub_clean(
         &[
             "backup",
             "--data-dir",
@@ -201,8 +182,12 @@ async fn a_sqlite_hub_moves_to_postgres_and_back_by_backup_and_restore() {
         ],
         &[],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("(the hub key included)"), "{}", text(&o));
+    assert!(o.status.success(), "{}", printed(&o));
+    assert!(
+        printed(&o).contains("(the hub key included)"),
+        "{}",
+        printed(&o)
+    );
     let sent = pushing.await.expect("pushes");
     assert!(sent > 0, "the agent pushed during the backup");
     hub.terminate();
@@ -214,24 +199,24 @@ async fn a_sqlite_hub_moves_to_postgres_and_back_by_backup_and_restore() {
     );
 
     // Verified; a damaged copy is refused.
-    let o = trusthub(&["backup", "verify", archive_arg], &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("intact"), "{}", text(&o));
+    let o = trusthub_clean(&["backup", "verify", archive_arg], &[]);
+    assert!(o.status.success(), "{}", printed(&o));
+    assert!(printed(&o).contains("intact"), "{}", printed(&o));
     let damaged = dir.0.join("damaged.tar.gz");
     damage(&archive, &damaged);
-    let o = trusthub(&["backup", "verify", damaged.to_str().expect("path")], &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("damaged"), "{}", text(&o));
+    let o = trusthub_clean(&["backup", "verify", damaged.to_str().expect("path")], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", printed(&o));
+    assert!(printed(&o).contains("damaged"), "{}", printed(&o));
 
     let key = std::fs::read_to_string(data.join("encryption.key")).expect("key");
     // Into PostgreSQL: the same password, TOTP, token, webhook and agent, with the same key.
     if let Some((name, url)) = pg_database().await {
-        let o = trusthub(
+        let o = trusthub_clean(
             &["restore", "--from", archive_arg, "--database-url", &url],
             &[],
         );
-        assert!(o.status.success(), "{}", text(&o));
-        assert!(text(&o).contains("from sqlite"), "{}", text(&o));
+        assert!(o.status.success(), "{}", printed(&o));
+        assert!(printed(&o).contains("from sqlite"), "{}", printed(&o));
         let pg = Hub::start(
             &dir.0.join("pg-data"),
             &[
@@ -242,16 +227,16 @@ async fn a_sqlite_hub_moves_to_postgres_and_back_by_backup_and_restore() {
         serves_the_same(&pg, password, &secret, &token, webhook).await;
         drop(pg);
         // A second restore into it is refused: it is not empty.
-        let o = trusthub(
+        let o = trusthub_clean(
             &["restore", "--from", archive_arg, "--database-url", &url],
             &[],
         );
-        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-        assert!(text(&o).contains("not empty"), "{}", text(&o));
+        assert_eq!(o.status.code(), Some(1), "{}", printed(&o));
+        assert!(printed(&o).contains("not empty"), "{}", printed(&o));
 
         // And back: PostgreSQL's backup into a new SQLite data dir, the key written there.
         let again = dir.0.join("from-pg.tar.gz");
-        let o = trusthub(
+        let o = trusthub_clean(
             &[
                 "backup",
                 "--database-url",
@@ -262,9 +247,9 @@ async fn a_sqlite_hub_moves_to_postgres_and_back_by_backup_and_restore() {
             ],
             &[("CLOUD_ENCRYPTION_KEY", key.trim())],
         );
-        assert!(o.status.success(), "{}", text(&o));
+        assert!(o.status.success(), "{}", printed(&o));
         let back = dir.0.join("back");
-        let o = trusthub(
+        let o = trusthub_clean(
             &[
                 "restore",
                 "--from",
@@ -274,8 +259,8 @@ async fn a_sqlite_hub_moves_to_postgres_and_back_by_backup_and_restore() {
             ],
             &[],
         );
-        assert!(o.status.success(), "{}", text(&o));
-        assert!(text(&o).contains("from postgres"), "{}", text(&o));
+        assert!(o.status.success(), "{}", printed(&o));
+        assert!(printed(&o).contains("from postgres"), "{}", printed(&o));
         assert_eq!(
             std::fs::read_to_string(back.join("encryption.key"))
                 .map(|k| k.trim().to_owned())

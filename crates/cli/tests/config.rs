@@ -4,46 +4,14 @@
 //! --config` serves from the file, the environment and flags overriding it, and answers
 //! `/ready`.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_trusthub");
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch() -> TempDir {
-    let d = std::env::temp_dir().join(format!("th-config-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&d).expect("dir");
-    TempDir(d)
-}
-
-fn trusthub(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args);
-    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("TRUSTHUB_")) {
-        cmd.env_remove(k);
-    }
-    cmd.envs(env.iter().copied());
-    cmd.output().expect("run trusthub")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{BIN, TempDir, printed, trusthub_clean, wait_ready};
+use std::process::{Command, Stdio};
 
 #[test]
 fn a_file_is_checked_shown_with_origins_and_served() {
-    let dir = scratch();
+    let dir = TempDir::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("port")
@@ -59,9 +27,13 @@ fn a_file_is_checked_shown_with_origins_and_served() {
         ),
     )
     .expect("write");
-    let o = trusthub(&["config", "check", good.to_str().expect("path")], &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("7 settings, all valid"), "{}", text(&o));
+    let o = trusthub_clean(&["config", "check", good.to_str().expect("path")], &[]);
+    assert!(o.status.success(), "{}", printed(&o));
+    assert!(
+        printed(&o).contains("7 settings, all valid"),
+        "{}",
+        printed(&o)
+    );
 
     // Every error, each with its key and line; exit 1.
     let bad = dir.0.join("bad.toml");
@@ -70,9 +42,9 @@ fn a_file_is_checked_shown_with_origins_and_served() {
         "listen = \"nope\"\n\nlistn = \"127.0.0.1:1\"\nca_key_bits = \"many\"\n[tls]\ncert = \"x\"\n",
     )
     .expect("write");
-    let o = trusthub(&["config", "check", bad.to_str().expect("path")], &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let t = text(&o);
+    let o = trusthub_clean(&["config", "check", bad.to_str().expect("path")], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", printed(&o));
+    let t = printed(&o);
     for expected in [
         "bad.toml:1: `listen`: invalid value 'nope'",
         "bad.toml:3: `listn` is not a setting",
@@ -83,12 +55,12 @@ fn a_file_is_checked_shown_with_origins_and_served() {
     }
 
     // Where each value comes from; the environment over the file; secrets masked.
-    let o = trusthub(
+    let o = trusthub_clean(
         &["config", "show", "--config", good.to_str().expect("path")],
         &[("TRUSTHUB_PUBLIC_URL", "https://env.example.com")],
     );
-    assert!(o.status.success(), "{}", text(&o));
-    let t = text(&o);
+    assert!(o.status.success(), "{}", printed(&o));
+    let t = printed(&o);
     let row = |key: &str| {
         t.lines()
             .find(|l| l.split_whitespace().next() == Some(key))
@@ -120,12 +92,12 @@ fn a_file_is_checked_shown_with_origins_and_served() {
     );
 
     // A file with errors stops `serve` before it starts, with the same words.
-    let o = trusthub(&["serve", "--config", bad.to_str().expect("path")], &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = trusthub_clean(&["serve", "--config", bad.to_str().expect("path")], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", printed(&o));
     assert!(
-        text(&o).contains("`listn` is not a setting"),
+        printed(&o).contains("`listn` is not a setting"),
         "{}",
-        text(&o)
+        printed(&o)
     );
 
     // `serve --config` (here through TRUSTHUB_CONFIG) serves from the file and is ready.
@@ -138,23 +110,7 @@ fn a_file_is_checked_shown_with_origins_and_served() {
         .stderr(Stdio::null())
         .spawn()
         .expect("serve");
-    let get_ready = || -> Option<String> {
-        use std::io::{Read as _, Write as _};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .ok()?;
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).ok()?;
-        answer.starts_with("HTTP/1.1 200").then_some(answer)
-    };
-    let mut ready = String::new();
-    for _ in 0..300 {
-        if let Some(answer) = get_ready() {
-            ready = answer;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let ready = wait_ready(port);
     let _ = hub.kill();
     let _ = hub.wait();
     assert!(ready.contains("\"status\":\"ready\""), "{ready}");
@@ -166,27 +122,35 @@ fn a_file_is_checked_shown_with_origins_and_served() {
     // `admin migrate --dry-run` lists what would run and changes nothing (CONTRACT 31).
     let data = dir.0.join("data");
     let data = data.to_str().expect("path");
-    let o = trusthub(&["admin", "migrate", "--dry-run", "--data-dir", data], &[]);
-    assert!(text(&o).contains("the schema is current"), "{}", text(&o));
+    let o = trusthub_clean(&["admin", "migrate", "--dry-run", "--data-dir", data], &[]);
+    assert!(
+        printed(&o).contains("the schema is current"),
+        "{}",
+        printed(&o)
+    );
     let old = dir.0.join("old");
     std::fs::create_dir_all(&old).expect("dir");
     std::fs::write(old.join("trusthub.db"), b"").expect("empty database");
     let old = old.to_str().expect("path");
     for _ in 0..2 {
-        let o = trusthub(&["admin", "migrate", "--dry-run", "--data-dir", old], &[]);
-        assert!(o.status.success(), "{}", text(&o));
-        let t = text(&o);
+        let o = trusthub_clean(&["admin", "migrate", "--dry-run", "--data-dir", old], &[]);
+        assert!(o.status.success(), "{}", printed(&o));
+        let t = printed(&o);
         assert!(
             t.contains("0001 foundation") && t.contains("would run (version 0 to"),
             "{t}"
         );
     }
-    let o = trusthub(&["admin", "migrate", "--data-dir", old], &[]);
+    let o = trusthub_clean(&["admin", "migrate", "--data-dir", old], &[]);
     assert!(
-        text(&o).contains("migrations ran: version 0 to"),
+        printed(&o).contains("migrations ran: version 0 to"),
         "{}",
-        text(&o)
+        printed(&o)
     );
-    let o = trusthub(&["admin", "migrate", "--dry-run", "--data-dir", old], &[]);
-    assert!(text(&o).contains("the schema is current"), "{}", text(&o));
+    let o = trusthub_clean(&["admin", "migrate", "--dry-run", "--data-dir", old], &[]);
+    assert!(
+        printed(&o).contains("the schema is current"),
+        "{}",
+        printed(&o)
+    );
 }

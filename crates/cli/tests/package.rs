@@ -5,10 +5,11 @@
 //! `trusthub` user, with `--config /etc/trusthub/trusthub.toml` — and answers `/ready`. It
 //! changes this machine's packages, so it needs root (CI runs as root).
 
+mod common;
+
+use common::{BIN, wait_ready};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_trusthub");
 
 fn run(cmd: &mut Command) -> Output {
     let o = cmd.output().expect("run");
@@ -79,23 +80,7 @@ fn serve_as_the_unit_would(port: u16) -> String {
         .stderr(Stdio::null())
         .spawn()
         .expect("start the hub");
-    let get = || -> Option<String> {
-        use std::io::{Read as _, Write as _};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            .ok()?;
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).ok()?;
-        answer.starts_with("HTTP/1.1 200").then_some(answer)
-    };
-    let mut ready = String::new();
-    for _ in 0..600 {
-        if let Some(a) = get() {
-            ready = a;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    let ready = wait_ready(port);
     let _ = hub.kill();
     let _ = hub.wait();
     ready

@@ -93,6 +93,17 @@ pub fn judge_body(body: &[u8], keyword: &str) -> Result<(), String> {
     }
 }
 
+/// The innermost cause of an error (what the OS or TLS said under a client's wrapping).
+pub fn innermost(e: &dyn std::error::Error) -> String {
+    let mut last = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        last = s.to_string();
+        source = s.source();
+    }
+    last
+}
+
 /// A request that got no answer, in the words both the hub and agents report: timed out
 /// after the check's timeout, or cannot connect with what the OS or TLS said.
 pub fn request_failure(timed_out: bool, reason: &str, timeout_secs: u64) -> String {

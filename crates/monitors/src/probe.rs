@@ -107,7 +107,7 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
     let resp = match tokio::time::timeout(timeout, send).await {
         Err(_) => return Outcome::fail(probe::request_failure(true, "", secs)),
         Ok(Err(e)) => {
-            let reason = reqwest_reason(&e);
+            let reason = probe::innermost(&e);
             return Outcome::fail(probe::request_failure(e.is_timeout(), &reason, secs));
         }
         Ok(Ok(r)) => r,
@@ -136,7 +136,7 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
                         status: Some(status.into()),
                         error: Some(format!(
                             "the body could not be read: {}",
-                            reqwest_reason(&e)
+                            probe::innermost(&e)
                         )),
                     };
                 }
@@ -159,17 +159,6 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
         status: Some(status.into()),
         error: None,
     }
-}
-
-/// The innermost cause of a client error (what the OS or TLS said).
-fn reqwest_reason(e: &reqwest::Error) -> String {
-    let mut source: Option<&dyn std::error::Error> = Some(e);
-    let mut last = e.to_string();
-    while let Some(s) = source {
-        last = s.to_string();
-        source = s.source();
-    }
-    last
 }
 
 /// Resolves `target` through the policy and connects, within `timeout`.

@@ -175,7 +175,7 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
     let mut resp = match tokio::time::timeout(timeout, send).await {
         Err(_) => return result(None, Some(probe::request_failure(true, "", secs))),
         Ok(Err(e)) => {
-            let why = probe::request_failure(e.is_timeout(), &innermost(&e), secs);
+            let why = probe::request_failure(e.is_timeout(), &probe::innermost(&e), secs);
             return result(None, Some(why));
         }
         Ok(Ok(r)) => r,
@@ -194,7 +194,7 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
             Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
             Ok(Ok(None)) => break,
             Ok(Err(e)) => {
-                let why = format!("the body could not be read: {}", innermost(&e));
+                let why = format!("the body could not be read: {}", probe::innermost(&e));
                 return result(Some(status), Some(why));
             }
             Err(_) => {
@@ -204,17 +204,6 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
         }
     }
     result(Some(status), probe::judge_body(&body, keyword).err())
-}
-
-/// The innermost cause of a client error (what the OS or TLS said).
-fn innermost(e: &reqwest::Error) -> String {
-    let mut source: Option<&dyn std::error::Error> = Some(e);
-    let mut last = e.to_string();
-    while let Some(s) = source {
-        last = s.to_string();
-        source = s.source();
-    }
-    last
 }
 
 #[cfg(test)]

@@ -295,3 +295,47 @@ pub async fn send_batch(
     (r.status().as_u16() == 202).then_some(())?;
     r.json::<Value>().await.ok()
 }
+
+/// `GET /ready` of a hub on `port`, over a plain TCP connection: the answer when it is 200.
+pub fn ready_answer(port: u16) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    answer.starts_with("HTTP/1.1 200").then_some(answer)
+}
+
+/// Waits up to two minutes for `/ready` of a hub on `port`; its answer, or empty.
+pub fn wait_ready(port: u16) -> String {
+    for _ in 0..600 {
+        if let Some(a) = ready_answer(port) {
+            return a;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    String::new()
+}
+
+/// `trusthub <args>` with none of this process's `TRUSTHUB_` variables (nor
+/// `CLOUD_ENCRYPTION_KEY`), only `envs`.
+pub fn trusthub_clean(args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("TRUSTHUB_")) {
+        cmd.env_remove(k);
+    }
+    cmd.env_remove("CLOUD_ENCRYPTION_KEY");
+    cmd.envs(envs.iter().copied());
+    cmd.output().expect("run trusthub")
+}
+
+/// What a run printed, stdout then stderr.
+pub fn printed(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
