@@ -211,6 +211,50 @@ pub fn origin(matches: &clap::ArgMatches, id: &str, loaded: &Loaded) -> &'static
     }
 }
 
+/// The settings table README carries (CONTRACT 31: one source of truth), from `serve`'s
+/// definitions: every setting with a variable, hidden ones left out.
+pub fn markdown_table(serve: &Command) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut out = String::from(
+        "| key (file) | flag | environment | default | what it does |\n|---|---|---|---|---|\n",
+    );
+    for arg in serve.get_arguments() {
+        let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
+            continue;
+        };
+        if arg.is_hide_set() || env == "TRUSTHUB_CONFIG" {
+            continue;
+        }
+        let key = env.trim_start_matches("TRUSTHUB_").to_ascii_lowercase();
+        let flag = arg
+            .get_long()
+            .map(|l| format!("`--{l}`"))
+            .unwrap_or_default();
+        let default: Vec<String> = arg
+            .get_default_values()
+            .iter()
+            .map(|v| v.to_string_lossy().into_owned())
+            .filter(|v| !v.is_empty())
+            .collect();
+        let default = if default.is_empty() {
+            "unset".to_owned()
+        } else {
+            format!("`{}`", default.join(","))
+        };
+        let help = arg
+            .get_long_help()
+            .or_else(|| arg.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "| `{key}` | {flag} | `{env}` | {} | {} |\n",
+            cell(&default),
+            cell(&help)
+        ));
+    }
+    out
+}
+
 /// `trusthub config …`.
 #[derive(Debug, clap::Subcommand)]
 pub enum ConfigCommand {
@@ -231,6 +275,10 @@ pub enum ConfigCommand {
         /// its value (what the Debian package installs).
         #[arg(long)]
         template: bool,
+        /// Print README's settings table instead (every setting: key, flag, variable, default
+        /// and what it does), generated from the same definitions.
+        #[arg(long, conflicts_with = "template")]
+        markdown: bool,
     },
 }
 
@@ -253,7 +301,13 @@ pub fn command(cmd: ConfigCommand, root: Command) -> Result<(), crate::remote::c
             );
             Ok(())
         }
-        ConfigCommand::Show { config, template } => {
+        ConfigCommand::Show { markdown: true, .. } => {
+            print!("{}", markdown_table(&serve));
+            Ok(())
+        }
+        ConfigCommand::Show {
+            config, template, ..
+        } => {
             let loaded = match &config {
                 Some(f) => load(f, &serve).map_err(failed)?,
                 None => Loaded::default(),

@@ -154,3 +154,35 @@ fn a_file_is_checked_shown_with_origins_and_served() {
         printed(&o)
     );
 }
+
+/// README's settings table is the binary's own (`trusthub config show --markdown`): one
+/// source of truth for names, flags, variables and defaults (CONTRACT 31).
+#[test]
+fn the_readmes_settings_table_is_generated_from_the_definitions() {
+    let o = trusthub_clean(&["config", "show", "--markdown"], &[]);
+    assert!(o.status.success(), "{}", printed(&o));
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .expect("README.md");
+    let begin = readme
+        .find("<!-- settings-table: generated")
+        .and_then(|i| readme[i..].find('\n').map(|n| i + n + 1))
+        .expect("the table's opening marker");
+    let end = readme
+        .find("<!-- settings-table: end -->")
+        .expect("its end marker");
+    assert!(
+        readme[begin..end] == table,
+        "README's settings table differs from `trusthub config show --markdown`; paste its output \
+         between the markers"
+    );
+    for key in [
+        "`listen`",
+        "`TRUSTHUB_OUTBOUND_ALLOW_CIDRS`",
+        "`CLOUD_ENCRYPTION_KEY`",
+    ] {
+        assert!(table.contains(key), "{key}");
+    }
+}
