@@ -473,14 +473,17 @@ pub async fn set_tenant(
             }),
         );
     }
-    meta.record(
-        &mut tx,
-        p,
-        trusthub_core::audit::TENANT_SETTINGS_CHANGED,
-        format!("tenant:{}", p.tenant().0),
-        serde_json::Value::Object(details),
-    )
-    .await?;
+    // An empty patch changes nothing, so it records nothing either.
+    if !details.is_empty() {
+        meta.record(
+            &mut tx,
+            p,
+            trusthub_core::audit::TENANT_SETTINGS_CHANGED,
+            format!("tenant:{}", p.tenant().0),
+            serde_json::Value::Object(details),
+        )
+        .await?;
+    }
     tx.commit().await?;
     tenant_settings(state, p.tenant()).await
 }

@@ -183,6 +183,9 @@ async fn the_owner_narrows_private_networks_within_the_operators(b: Backend) {
         )
         .await;
     assert_eq!(r.status(), 201);
+    // An empty merge patch changes nothing and records nothing.
+    let t = body(app.patch("/tenant", &app.owner, json!({})).await).await;
+    assert_eq!(t["allowed_networks"], Value::Null);
     let audit = body(
         app.get("/audit-log?event_type=tenant_settings_changed", &app.owner)
             .await,
