@@ -159,7 +159,7 @@ impl ConfigScans {
             return;
         }
         let (running, found, done) = (self.running.clone(), self.found.clone(), self.done.clone());
-        tokio::task::spawn_blocking(move || {
+        crate::host::background::start("config scan", move || {
             let started = std::time::Instant::now();
             let files = {
                 let _quiet = quiet;
@@ -666,7 +666,7 @@ fn start_compliance(
     running: Arc<std::sync::atomic::AtomicBool>,
     done: Arc<tokio::sync::Notify>,
 ) {
-    tokio::task::spawn_blocking(move || {
+    crate::host::background::start("compliance", move || {
         let checked_at = OffsetDateTime::now_utc();
         let outcomes = {
             let _own = own;

@@ -688,6 +688,7 @@ impl Writer {
                 agent_id,
                 heartbeat: job.batch.heartbeat.as_ref(),
                 reported_actions: job.reported_actions.as_deref(),
+                cpu_percent: cpu_of(&job.batch.metrics),
             })
             .collect();
         // The agents as they stand now: a batch whose agent changed since its request was checked
@@ -745,4 +746,13 @@ impl Writer {
         }
         Ok(Attempt::Committed(flags, repeated))
     }
+}
+
+/// A batch's newest unlabelled `cpu.percent` (what the overview ranks agents by).
+fn cpu_of(metrics: &[trusthub_core::agent::MetricSample]) -> Option<f64> {
+    metrics
+        .iter()
+        .filter(|m| m.name == "cpu.percent" && m.labels.is_empty())
+        .max_by_key(|m| m.ts)
+        .map(|m| m.value)
 }

@@ -263,6 +263,7 @@ impl Server {
             ..
         } = self;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
+        open_files(state.settings.max_connections);
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         for start in crate::capabilities().iter().flat_map(|c| &c.on_start) {
             start(state.clone()).await;
@@ -314,6 +315,28 @@ impl Server {
 
 /// Periodic clean-up of expired rows. Every statement is an idempotent delete, so running
 /// it in each of several hub processes is harmless.
+/// Raises the open-file limit (soft to hard) and says what it holds: a fleet of N agents
+/// needs about 2 × N + 100 (README, the package's `LimitNOFILE`).
+fn open_files(max_connections: usize) {
+    match crate::conn::raise_open_files() {
+        Ok((before, after)) => {
+            if before != after {
+                tracing::info!(before, after, "raised the open-file limit");
+            }
+            let agents = after.saturating_sub(100) / 2;
+            if (agents as usize) < max_connections / 2 {
+                tracing::warn!(
+                    limit = after,
+                    "the open-file limit holds about {agents} agents (each holds about two \
+                     connections); raise the hard limit (LimitNOFILE= in the unit, ulimit -Hn) \
+                     for a larger fleet"
+                );
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open-file limit"),
+    }
+}
+
 async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(300));
     loop {

@@ -272,6 +272,24 @@ pub async fn body_deadline(
     next.run(req).await
 }
 
+/// Raises this process's soft limit of open files to its hard limit (what nginx's
+/// `worker_rlimit_nofile` and Go's runtime do at start): each agent holds about two
+/// connections (its WebSocket and its pushes' keep-alive), beyond the usual soft limit of
+/// 1,024 at about 500 agents. Returns the soft limit before and after.
+pub fn raise_open_files() -> io::Result<(u64, u64)> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    let before = limit.current.unwrap_or(u64::MAX);
+    if limit.current.is_some() && limit.current != limit.maximum {
+        limit.current = limit.maximum;
+        setrlimit(Resource::Nofile, limit)?;
+    }
+    Ok((
+        before,
+        getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,17 +27,19 @@ pub async fn collect(
     let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
     let procs = processes(&names);
     let (listening, connections) = crate::collect::sockets::report(&procs);
-    // Walks of project trees and reads of binaries: off the async threads.
+    // Walks of project trees and reads of binaries: off the async threads, niced.
     let deps = {
         let d = discovery.clone();
-        tokio::task::spawn_blocking(move || crate::collect::deps::discover::dependencies(&d))
-            .await
-            .map(Value::Array)
-            // Never "no dependencies": the hub shows the discovery as not covered.
-            .unwrap_or_else(|e| {
-                json!([{"source": "dependency discovery", "source_kind": "installed",
+        crate::host::background::run("dependency scan", move || {
+            crate::collect::deps::discover::dependencies(&d)
+        })
+        .await
+        .map(Value::Array)
+        // Never "no dependencies": the hub shows the discovery as not covered.
+        .unwrap_or_else(|e| {
+            json!([{"source": "dependency discovery", "source_kind": "installed",
                     "error": format!("the discovery stopped: {e}")}])
-            })
+        })
     };
     json!({
         "collected_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),

@@ -372,6 +372,8 @@ pub struct Seen<'a> {
     pub heartbeat: Option<&'a serde_json::Value>,
     /// Its reported allowlist, when the heartbeat had one.
     pub reported_actions: Option<&'a [String]>,
+    /// Its newest unlabelled `cpu.percent`, when the batch had one.
+    pub cpu_percent: Option<f64>,
 }
 
 /// Records that data arrived from these agents (and their heartbeat facts, when there are
@@ -398,6 +400,10 @@ pub async fn seen_many(
         })
         .collect();
     let ids: Vec<Uuid> = rows.iter().map(|r| r.agent_id).collect();
+    let cpu: Vec<Option<f64>> = rows
+        .iter()
+        .map(|r| r.cpu_percent.filter(|c| c.is_finite()))
+        .collect();
     // What ingest compares (`Agent::same_settings`); the heartbeat and reported allowlist it
     // just wrote are not read back.
     let returning = |null_json: &str| -> String {
@@ -415,8 +421,10 @@ pub async fn seen_many(
         trusthub_store::Handle::Postgres(c) => {
             let sql = format!(
                 "UPDATE agents SET last_seen_at = $1, last_heartbeat = COALESCE(v.hb::jsonb, agents.last_heartbeat), \
-                 reported_actions = COALESCE(v.ra::jsonb, agents.reported_actions) \
-                 FROM UNNEST($2::uuid[], $3::text[], $4::text[]) AS v(id, hb, ra) WHERE agents.id = v.id \
+                 reported_actions = COALESCE(v.ra::jsonb, agents.reported_actions), \
+                 cpu_percent = COALESCE(v.cpu, agents.cpu_percent) \
+                 FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::float8[]) AS v(id, hb, ra, cpu) \
+                 WHERE agents.id = v.id \
                  RETURNING {}",
                 returning("CAST(NULL AS JSONB)")
             );
@@ -425,6 +433,7 @@ pub async fn seen_many(
                 .bind(&ids)
                 .bind(&hb)
                 .bind(&ra)
+                .bind(&cpu)
                 .fetch_all(&mut *c)
                 .await?
         }
@@ -436,12 +445,14 @@ pub async fn seen_many(
                 qb.push_bind(now);
                 qb.push(
                     ", last_heartbeat = COALESCE(v.column2, agents.last_heartbeat), \
-                     reported_actions = COALESCE(v.column3, agents.reported_actions) FROM (",
+                     reported_actions = COALESCE(v.column3, agents.reported_actions), \
+                     cpu_percent = COALESCE(v.column4, agents.cpu_percent) FROM (",
                 );
                 qb.push_values(chunk, |mut b, i| {
                     b.push_bind(ids[*i])
                         .push_bind(hb[*i].clone())
-                        .push_bind(ra[*i].clone());
+                        .push_bind(ra[*i].clone())
+                        .push_bind(cpu[*i]);
                 });
                 qb.push(format!(
                     ") AS v WHERE agents.id = v.column1 RETURNING {}",
@@ -456,6 +467,17 @@ pub async fn seen_many(
             all
         }
     })
+}
+
+/// The newest unlabelled `cpu.percent` of each of a tenant's agents that sent one.
+pub async fn cpu_now(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<std::collections::HashMap<Uuid, f64>> {
+    let rows: Vec<(Uuid, f64)> = on!(ex, c => sqlx::query_as(
+        "SELECT id, cpu_percent FROM agents WHERE tenant_id = $1 AND cpu_percent IS NOT NULL")
+        .bind(tenant.0).fetch_all(&mut *c).await?);
+    Ok(rows.into_iter().collect())
 }
 
 /// An enrollment token as listed (never the token).

@@ -62,6 +62,28 @@ pub fn stats(text: &str) -> StoreResult<Vec<Stat>> {
     Ok(v)
 }
 
+/// The stats of one series in a rollup row's text, the others' numbers skipped unread (the
+/// overview draws one series out of rows that hold a hundred).
+pub fn stat_of(text: &str, series: i64) -> StoreResult<Option<Stat>> {
+    let corrupt = || StoreError::Corrupt("metric rollup stats");
+    let mut rest = text
+        .trim()
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .ok_or_else(corrupt)?;
+    // Each entry is a flat array of numbers: from one `[` to the next `]`.
+    while let Some(open) = rest.find('[') {
+        let close = open + rest[open..].find(']').ok_or_else(corrupt)?;
+        let entry = &rest[open..=close];
+        let id = entry[1..].split(',').next().unwrap_or_default().trim();
+        if id.parse::<i64>().map_err(|_| corrupt())? == series {
+            return serde_json::from_str(entry).map(Some).map_err(|_| corrupt());
+        }
+        rest = &rest[close + 1..];
+    }
+    Ok(None)
+}
+
 /// The value of `series` in sorted samples.
 pub fn find<T>(sorted: &[T], series: i64, id: impl Fn(&T) -> i64) -> Option<&T> {
     sorted
@@ -358,5 +380,31 @@ mod tests {
         assert_eq!(overflow[0].2, f64::MAX);
         assert!(stats(&encode(&overflow)).is_ok());
         assert!(samples("[[1,null]]").is_err());
+    }
+
+    #[test]
+    fn one_series_is_read_as_the_whole_row_reads_it() {
+        let row: Vec<Stat> = (0..100)
+            .map(|i| (i * 3 + 1, i, i as f64 * 0.1 + 0.2, -1e300, 5e-324))
+            .collect();
+        for text in [
+            encode(&row),
+            // As PostgreSQL or a hand may space it, and out of order.
+            encode(&row).replace(',', " , ").replace('[', "[ "),
+            "[[7,1,2.5,2.5,2.5],[3,2,1,0,1]]".to_owned(),
+        ] {
+            let all = stats(&text).expect("stats");
+            for series in [0, 1, 3, 7, 100, 298, 299] {
+                assert_eq!(
+                    stat_of(&text, series).expect("stat"),
+                    find(&all, series, |s| s.0).copied(),
+                    "{series} in {text:.40}"
+                );
+            }
+        }
+        assert_eq!(stat_of("[]", 1).expect("empty"), None);
+        for bad in ["", "[[1,2", "[[x,1,1,1,1]]", "[[1,1,null,1,1]]", "{}"] {
+            assert!(stat_of(bad, 1).is_err(), "{bad}");
+        }
     }
 }

@@ -9,6 +9,7 @@ crate::dual!(
     every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothing,
     a_form_with_a_misspelt_or_missing_field_is_refused_naming_it,
     the_sign_in_page_names_the_password_file_only_while_nobody_has_signed_in,
+    the_overview_ranks_agents_by_the_cpu_of_their_newest_batch_and_draws_it,
 );
 
 fn no_redirects() -> reqwest::Client {
@@ -534,4 +535,67 @@ async fn the_sign_in_page_names_the_password_file_only_while_nobody_has_signed_i
         .await
         .expect("html");
     assert!(!page.contains("initial-admin.txt"), "{page}");
+}
+
+/// Issue 63: the overview ranks the fleet by the CPU ingest keeps on each agent (its newest
+/// unlabelled `cpu.percent`), not by reading every agent's metric rows, and draws the shown
+/// agents' minutes of that one series out of rows holding others.
+async fn the_overview_ranks_agents_by_the_cpu_of_their_newest_batch_and_draws_it(b: Backend) {
+    use crate::agents::{batch, register, send, ts};
+    use serde_json::json;
+    let app = TestApp::spawn(b).await;
+    let quiet = register(&app).await;
+    let busy = register(&app).await;
+    let now = time::OffsetDateTime::now_utc();
+    for (host, older, newest) in [(&quiet, 90.0, 5.0), (&busy, 10.0, 70.0)] {
+        let mut samples = vec![
+            json!({"name": "cpu.percent", "ts": ts(now - time::Duration::minutes(2)), "value": older}),
+            json!({"name": "cpu.percent", "ts": ts(now), "value": newest}),
+            json!({"name": "cpu.percent", "ts": ts(now), "value": 99.0, "labels": {"cpu": "0"}}),
+        ];
+        // Rows holding other series too, as agents send them.
+        samples.extend(
+            (0..40).map(|i| json!({"name": format!("other.{i}"), "ts": ts(now), "value": i})),
+        );
+        let r = send(
+            &app,
+            host,
+            batch(json!(samples)).to_string().as_bytes(),
+            None,
+            true,
+        )
+        .await;
+        assert_eq!(r.status(), 202);
+    }
+    // A batch without CPU keeps what the agent's last one said.
+    let r = send(
+        &app,
+        &busy,
+        batch(json!([{"name": "mem.used_percent", "ts": ts(now), "value": 3}]))
+            .to_string()
+            .as_bytes(),
+        None,
+        true,
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM agents WHERE cpu_percent IN (5, 70)")
+            .await,
+        2
+    );
+    let r = app.get("//", &app.owner).await;
+    assert_eq!(r.status(), 200);
+    let page = r.text().await.expect("html");
+    let at = |h: &crate::agents::Host| {
+        page.find(&format!("/ui/agents/{}", h.id))
+            .unwrap_or_else(|| panic!("{} is listed: {page}", h.id))
+    };
+    assert!(
+        at(&busy) < at(&quiet),
+        "the busiest now comes first: {page}"
+    );
+    // Both drawn: 70 % now is y = 30 - 70 * 0.3 = 9.0 (the unlabelled series, not cpu 0's 99).
+    assert!(page.contains("70 %") && page.contains("5 %"), "{page}");
+    assert!(page.contains(",9.0"), "{page}");
 }

@@ -448,6 +448,7 @@ pub async fn heartbeat_by(
         agent_id: agent.id,
         heartbeat: facts.as_ref(),
         reported_actions: reported.as_deref(),
+        cpu_percent: None,
     };
     agents::seen_many(&mut tx, &[seen], now).await?;
     tx.commit().await?;

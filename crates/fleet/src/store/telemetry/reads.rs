@@ -21,8 +21,7 @@ pub async fn fleet_minutes(
         .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).bind(agent).fetch_all(&mut *c).await?);
     let mut out = Vec::with_capacity(rows.len());
     for (agent, series, bucket, text) in rows {
-        let stats = metric_rows::stats(&text)?;
-        if let Some(s) = metric_rows::find(&stats, series, |s| s.0)
+        if let Some(s) = metric_rows::stat_of(&text, series)?
             && s.1 > 0
         {
             out.push((agent, bucket, s.2 / s.1 as f64));
