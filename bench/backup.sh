@@ -15,6 +15,7 @@ KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 BIN=${BIN:-$PWD/target/release/trusthub}
 INGEST=${INGEST:-$PWD/target/release/trusthub-bench-ingest}
 work=$(mktemp -d)
+ulimit -n "$(ulimit -Hn)"   # the generator holds a connection per agent
 trap 'rm -rf "$work"' EXIT
 
 timed() { # label, command...: wall seconds and peak RSS

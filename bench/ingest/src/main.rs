@@ -87,9 +87,14 @@ struct Args {
     watch_lag: bool,
 }
 
-/// A client as one agent has: its own connection pool, the hub's CA, its certificate.
+/// A client as one agent has: its own connection pool, the hub's CA, its certificate. An
+/// agent keeps one connection; workers that send for the same agent at once may keep a few
+/// (at most 4 × concurrency / agents, at least 2): with 1,000 agents, keeping `concurrency`
+/// idle connections per agent held the hub at its connection cap (10,000) after ~25 s and
+/// stalled the run (issue 63).
 fn agent_client(args: &Args, identity: Option<&[u8]>) -> Result<reqwest::Client, String> {
-    let mut b = reqwest::Client::builder().pool_max_idle_per_host(args.concurrency);
+    let idle = (4 * args.concurrency).div_ceil(args.agents.max(1)).max(2);
+    let mut b = reqwest::Client::builder().pool_max_idle_per_host(idle);
     if let Some(path) = &args.ca_cert {
         let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         b = b.tls_certs_only([reqwest::Certificate::from_pem(&pem).map_err(|e| e.to_string())?]);

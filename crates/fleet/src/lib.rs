@@ -84,7 +84,7 @@ pub async fn host_names(state: &AppState, tenant: TenantId) -> StoreResult<HashM
 
 /// The agent binaries the hub serves for `install.sh`, and the hosts table the overview shows.
 pub use service::download::AgentDownload;
-pub use service::hosts::{AgentRow, agent_rows};
+pub use service::hosts::{AgentRow, CpuMinutes, agent_rows, cpu_minutes};
 pub use store::actions::{append_log, append_logs, log_of_subject};
 pub use store::agents::{Agent, cpu_now, get as agent, ingest_intervals, list as agents};
 pub use store::telemetry::{
@@ -319,6 +319,7 @@ pub fn capability() -> trusthub_platform::capability::Capability {
         .install(|cx| {
             cx.parts
                 .insert(agent_ws::Connections::default())
+                .insert(service::hosts::CpuMinutes::default())
                 .insert(AgentDownload::locate(cx.settings))
                 .insert(trusthub_certs::HostNames(|state, tenant| {
                     Box::pin(host_names(state, tenant))

@@ -52,9 +52,10 @@ const OVERVIEW_AGENTS: usize = 24;
 
 /// Keeps the agents that most need a look (offline, then silent, then the busiest by the CPU
 /// of their newest batch, which ingest keeps on the agent) and draws their last hour of CPU:
-/// one narrow read to rank, then one query per agent shown, each reading the one series out
-/// of its minute rollups (issue 63: ranking from five minutes of every agent's rollups cost
-/// the overview ~100 ms at 1,000 agents of 100 series).
+/// one narrow read to rank, then the minutes of each agent shown (the one series read out of
+/// its minute rollups, older minutes kept in memory: [`trusthub_fleet::CpuMinutes`]). Issue
+/// 63: ranking from five minutes of every agent's rollups cost the overview ~100 ms at 1,000
+/// agents of 100 series.
 async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> ApiResult<()> {
     let tenant = user.principal.tenant();
     let to = trusthub_fleet::unix_ms(now()) / 60_000 * 60_000 + 60_000;
@@ -64,6 +65,7 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
         .into_iter()
         .map(|(id, cpu)| (id.to_string(), cpu))
         .collect();
+    drop(c);
     let rank = |r: &AgentRow| match r.status {
         "offline" => 0,
         "silent" => 1,
@@ -81,9 +83,7 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
         let Ok(id) = r.id.parse::<uuid::Uuid>() else {
             continue;
         };
-        let minutes =
-            trusthub_fleet::fleet_minutes(&mut c, tenant, "cpu.percent", Some(id), from, to)
-                .await?;
+        let minutes = trusthub_fleet::cpu_minutes(state, tenant, id, from, to).await?;
         let point = |minute: i64, avg: f64| {
             let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
             let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
@@ -91,13 +91,13 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
         };
         r.spark = minutes
             .iter()
-            .map(|(_, minute, avg)| {
+            .map(|(minute, avg)| {
                 let (x, y) = point(*minute, *avg);
                 format!("{x},{y}")
             })
             .collect::<Vec<_>>()
             .join(" ");
-        if let Some((_, minute, avg)) = minutes.last() {
+        if let Some((minute, avg)) = minutes.last() {
             r.spark_end = Some(point(*minute, *avg));
             r.cpu_now = format!("{avg:.0} %");
         }
