@@ -1,5 +1,6 @@
 //! Connection limits (CONTRACT 18), the way nginx and Go's `net/http` keep them: at most
-//! `TRUSTHUB_MAX_CONNECTIONS` open at once (the next ones wait in the kernel's backlog), a
+//! `TRUSTHUB_MAX_CONNECTIONS` open at once (the next ones wait in the kernel's backlog, and
+//! keep-alive connections idle between requests are closed to make room, as nginx does), a
 //! request's headers within 10 s of its first byte (a new connection's within 10 s of
 //! opening), an idle keep-alive connection closed after 75 s, and a request body within 60 s
 //! ([`body_deadline`]). A slow client never holds more than its own connection; no worker
@@ -18,7 +19,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::futures::OwnedNotified;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
 /// Time for a request's headers, from its first byte (or from the connection's opening).
@@ -33,6 +35,8 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Guarded<L> {
     inner: L,
     permits: Arc<Semaphore>,
+    /// Wakes the keep-alive connections idle between requests when the cap is reached.
+    idle: Arc<Notify>,
 }
 
 impl<L> Guarded<L> {
@@ -41,6 +45,7 @@ impl<L> Guarded<L> {
         Guarded {
             inner,
             permits: Arc::new(Semaphore::new(max.max(1))),
+            idle: Arc::new(Notify::new()),
         }
     }
 }
@@ -54,14 +59,21 @@ where
     type Addr = L::Addr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        // At the cap, the next connection waits in the backlog until one closes.
-        let permit = match self.permits.clone().acquire_owned().await {
-            Ok(p) => p,
-            // The semaphore is never closed.
-            Err(_) => std::future::pending().await,
-        };
         let (io, addr) = self.inner.accept().await;
-        (Timed::new(io, permit), addr)
+        // At the cap, a new connection makes the keep-alive connections idle between requests
+        // close, and waits until one has (those after it wait in the backlog).
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                self.idle.notify_waiters();
+                match self.permits.clone().acquire_owned().await {
+                    Ok(p) => p,
+                    // The semaphore is never closed.
+                    Err(_) => std::future::pending().await,
+                }
+            }
+        };
+        (Timed::new(io, permit, self.idle.clone()), addr)
     }
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
@@ -88,11 +100,19 @@ pub struct Timed<T> {
     phase: Phase,
     deadline: Pin<Box<Sleep>>,
     armed: bool,
+    /// The listener's call to close idle keep-alive connections at the cap.
+    idle: Arc<Notify>,
+    /// Listening for that call: only while idle after an answer.
+    reclaim: Option<Pin<Box<OwnedNotified>>>,
+    /// Who last read: woken when an answer makes the connection idle, so that the idle
+    /// deadline and the call above are polled (the server may not read again on its own
+    /// until bytes come).
+    reader: Option<std::task::Waker>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl<T> Timed<T> {
-    fn new(io: T, permit: OwnedSemaphorePermit) -> Timed<T> {
+    fn new(io: T, permit: OwnedSemaphorePermit, idle: Arc<Notify>) -> Timed<T> {
         Timed {
             io,
             phase: Phase::Head {
@@ -101,6 +121,9 @@ impl<T> Timed<T> {
             },
             deadline: Box::pin(tokio::time::sleep(HEADER_TIMEOUT)),
             armed: true,
+            idle,
+            reclaim: None,
+            reader: None,
             _permit: permit,
         }
     }
@@ -123,6 +146,7 @@ impl<T> Timed<T> {
             }
             if !started {
                 self.arm(HEADER_TIMEOUT);
+                self.reclaim = None;
             }
             let mut m = matched;
             for &b in bytes {
@@ -154,6 +178,7 @@ impl<T> Timed<T> {
         if bytes.starts_with(b"HTTP/1.1 101 ") {
             self.phase = Phase::Upgraded;
             self.armed = false;
+            self.reclaim = None;
         } else if bytes.starts_with(b"HTTP/1.1 100 ") {
         } else {
             self.phase = Phase::Head {
@@ -161,6 +186,10 @@ impl<T> Timed<T> {
                 matched: 0,
             };
             self.arm(IDLE_TIMEOUT);
+            self.reclaim = Some(Box::pin(self.idle.clone().notified_owned()));
+            if let Some(reader) = &self.reader {
+                reader.wake_by_ref();
+            }
         }
     }
 }
@@ -172,6 +201,13 @@ impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
+        if !self
+            .reader
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            self.reader = Some(cx.waker().clone());
+        }
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 // Only a request's head is scanned; bodies and upgraded streams pass as they are.
@@ -182,6 +218,14 @@ impl<T: AsyncRead + Unpin> AsyncRead for Timed<T> {
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
+                if let Some(reclaim) = self.reclaim.as_mut()
+                    && reclaim.as_mut().poll(cx).is_ready()
+                {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "idle connection closed: the hub is at its connection cap",
+                    )));
+                }
                 if self.armed && self.deadline.as_mut().poll(cx).is_ready() {
                     let why = match self.phase {
                         Phase::Head { started: true, .. } => {
@@ -299,7 +343,53 @@ mod tests {
         let permit = Arc::new(Semaphore::new(1))
             .try_acquire_owned()
             .expect("permit");
-        Timed::new(io, permit)
+        Timed::new(io, permit, Arc::new(Notify::new()))
+    }
+
+    /// At the cap, a keep-alive connection idle between requests is closed at once to admit
+    /// the next one (nginx does the same); one in the middle of a request, a new one still
+    /// sending its head and an upgraded one are not.
+    #[tokio::test]
+    async fn at_the_cap_idle_keep_alive_connections_make_room() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        tokio::spawn(async move {
+            axum::serve(Guarded::new(listener, 2), app)
+                .await
+                .expect("serve")
+        });
+        let get = |mut c: tokio::net::TcpStream| async move {
+            c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .expect("w");
+            let mut buf = [0u8; 256];
+            let n = c.read(&mut buf).await.expect("answer");
+            assert!(buf[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &buf[..n]);
+            c
+        };
+        // Two connections at the cap: one answered and idle, one mid-head.
+        let mut idle = get(tokio::net::TcpStream::connect(addr).await.expect("c1")).await;
+        let mut busy = tokio::net::TcpStream::connect(addr).await.expect("c2");
+        busy.write_all(b"GET / HTTP/1.1\r\n").await.expect("w");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A third is served well before the 75 s idle timeout: the idle one made room.
+        let third = tokio::net::TcpStream::connect(addr).await.expect("c3");
+        tokio::time::timeout(Duration::from_secs(5), get(third))
+            .await
+            .expect("served at once");
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            idle.read(&mut buf).await.unwrap_or(0),
+            0,
+            "the idle one was closed"
+        );
+        // The one mid-request is still served.
+        busy.write_all(b"Host: x\r\n\r\n").await.expect("w");
+        let n = busy.read(&mut [0u8; 256]).await.expect("answer");
+        assert!(n > 0);
     }
 
     #[tokio::test(start_paused = true)]
