@@ -282,6 +282,8 @@ async fn main() -> Result<(), String> {
     if !r.status().is_success() {
         return Err(format!("alert rule: HTTP {}", r.status()));
     }
+    let rule: Value = r.json().await.map_err(e)?;
+    let rule = rule["id"].as_str().unwrap_or_default().to_owned();
     let checks = if args.check_url.is_some() {
         args.checks
     } else {
@@ -474,6 +476,26 @@ async fn main() -> Result<(), String> {
         let _ = t.await;
     }
     let _ = reader.await;
+    // The rule fires for the agents pushing cpu.percent 95 (one in ten).
+    let alerts: Value = http
+        .get(format!("{api}/alerts?is_resolved=false"))
+        .header("cookie", &owner)
+        .send()
+        .await
+        .map_err(e)?
+        .json()
+        .await
+        .map_err(e)?;
+    let firing = alerts.as_array().map_or(0, |a| {
+        a.iter().filter(|x| x["rule_id"] == rule.as_str()).count()
+    });
+    println!(
+        "rule alerts open: {firing} of {} agents pushing cpu.percent 95",
+        n.div_ceil(10)
+    );
+    if args.strict && firing != n.div_ceil(10) {
+        failures += 1;
+    }
     let rss = proc_mib(args.hub_pid, "VmRSS");
     println!(
         "soak done: {} samples pushed, {} sockets open at the end, {failures} failed pushes or reads, hub RSS at the end {} MiB (after 10 min {}), peak {} MiB",
