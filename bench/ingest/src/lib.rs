@@ -262,3 +262,40 @@ pub async fn timed_get(
     }
     Ok((times, size))
 }
+
+/// Registers a simulated agent with the enrollment token `enroll` as a real agent does (an
+/// Ed25519 key of its own, the body signed): its id, its token and its key.
+pub async fn register_agent(
+    http: &reqwest::Client,
+    api: &str,
+    enroll: &str,
+    hostname: &str,
+    tags: &[String],
+) -> Result<(String, String, ed25519_dalek::SigningKey), Box<dyn std::error::Error + Send + Sync>> {
+    let key = ed25519_dalek::SigningKey::from_bytes(&trusthub_core::secret::random_bytes::<32>()?);
+    let body = serde_json::json!({
+        "machine_id": format!("{hostname}-{}", uuid::Uuid::new_v4().simple()),
+        "hostname": hostname, "os": "Debian 12", "arch": "x86_64", "agent_version": "bench",
+        "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes()),
+        "tags": tags})
+    .to_string();
+    let r: serde_json::Value = http
+        .post(format!("{api}/agents/register"))
+        .bearer_auth(enroll)
+        .header("content-type", "application/json")
+        .header(
+            "x-service-signature",
+            trusthub_core::agent::sign_header(&key, body.as_bytes()),
+        )
+        .body(body)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let field = |f: &str| {
+        r[f].as_str()
+            .map(str::to_owned)
+            .ok_or("registration failed")
+    };
+    Ok((field("agent_id")?, field("agent_token")?, key))
+}

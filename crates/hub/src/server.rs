@@ -313,8 +313,6 @@ impl Server {
     }
 }
 
-/// Periodic clean-up of expired rows. Every statement is an idempotent delete, so running
-/// it in each of several hub processes is harmless.
 /// Raises the open-file limit (soft to hard) and says what it holds: a fleet of N agents
 /// needs about 2 × N + 100 (README, the package's `LimitNOFILE`).
 fn open_files(max_connections: usize) {
@@ -337,6 +335,8 @@ fn open_files(max_connections: usize) {
     }
 }
 
+/// Periodic clean-up of expired rows. Every statement is an idempotent delete, so running
+/// it in each of several hub processes is harmless.
 async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(300));
     loop {

@@ -63,15 +63,6 @@ struct Args {
     strict: bool,
 }
 
-fn cookie_of(r: &reqwest::Response) -> String {
-    r.headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// CPU seconds of every process named `name`.
 fn procs_cpu(name: &str) -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -162,16 +153,9 @@ async fn main() -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let e = |e: reqwest::Error| e.to_string();
-    let login = http
-        .post(format!("{api}/auth/login"))
-        .json(&json!({"email": "admin@trusthub.local", "password": args.password}))
-        .send()
+    let owner = trusthub_bench_ingest::owner_cookie(&http, &api, &args.password)
         .await
-        .map_err(e)?;
-    let owner = cookie_of(&login);
-    if owner.is_empty() {
-        return Err(format!("login: HTTP {}", login.status()));
-    }
+        .map_err(|e| format!("login: {e}"))?;
     let post = |path: &str, body: Value| {
         http.post(format!("{api}{path}"))
             .header("cookie", &owner)
@@ -196,31 +180,15 @@ async fn main() -> Result<(), String> {
     for i in 0..args.agents {
         let (http, api, enroll) = (http.clone(), api.clone(), enroll.clone());
         set.spawn(async move {
-            let key = ed25519_dalek::SigningKey::from_bytes(
-                &trusthub_core::secret::random_bytes::<32>().ok()?,
-            );
-            let body = json!({"machine_id": format!("soak-{i}-{}", uuid::Uuid::new_v4().simple()),
-                "hostname": format!("soak-{i:04}"), "os": "linux", "arch": "x86_64",
-                "agent_version": "soak",
-                "signing_pubkey": trusthub_core::secret::hex(key.verifying_key().as_bytes())})
-            .to_string();
-            let r: Value = http
-                .post(format!("{api}/agents/register"))
-                .bearer_auth(&enroll)
-                .header("content-type", "application/json")
-                .header("x-service-signature", sign_header(&key, body.as_bytes()))
-                .body(body)
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            Some((
-                r["agent_id"].as_str()?.to_owned(),
-                r["agent_token"].as_str()?.to_owned(),
-                key,
-            ))
+            trusthub_bench_ingest::register_agent(
+                &http,
+                &api,
+                &enroll,
+                &format!("soak-{i:04}"),
+                &[],
+            )
+            .await
+            .ok()
         });
         while set.len() >= 16 {
             if let Some(Ok(Some(r))) = set.join_next().await {

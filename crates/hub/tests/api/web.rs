@@ -600,7 +600,9 @@ async fn the_overview_ranks_agents_by_the_cpu_of_their_newest_batch_and_draws_it
     assert!(page.contains(",9.0"), "{page}");
     // Drawn again, the newest minutes are read again (older ones are kept in memory): a
     // second sample in the same minute moves its average to (70 + 40) / 2.
-    let r = send(&app, &busy, batch(json!([{"name": "cpu.percent", "ts": ts(now + time::Duration::milliseconds(1)), "value": 40.0}])).to_string().as_bytes(), None, true).await;
+    let later = ts(now + time::Duration::milliseconds(1));
+    let again = batch(json!([{"name": "cpu.percent", "ts": later, "value": 40.0}]));
+    let r = send(&app, &busy, again.to_string().as_bytes(), None, true).await;
     assert_eq!(r.status(), 202);
     let page = app.get("//", &app.owner).await.text().await.expect("html");
     assert!(page.contains("55 %"), "{page}");
