@@ -183,6 +183,9 @@ pub struct HttpCheck {
     /// Text the body must contain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keyword: Option<String>,
+    /// An assertion on a JSON body (CONTRACT 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json_query: Option<crate::json_query::JsonQuery>,
 }
 
 /// Longest metric name.

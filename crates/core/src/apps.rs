@@ -27,11 +27,19 @@ pub enum AppKind {
     /// A TLS endpoint (`tls://host:port`, `https://host[:port]`): handshake and certificate
     /// expiry.
     Tls,
+    /// A heartbeat (CONTRACT 32): the app calls its secret push URL within its interval and
+    /// grace; nothing is probed.
+    Push,
+    /// A DNS lookup (`dns://<name>?type=A&server=<ip[:port]>`) whose answer must hold the
+    /// expected values.
+    Dns,
+    /// An ICMP echo (`icmp://<host>`).
+    Ping,
 }
 
 impl AppKind {
     /// Every kind, in wire order.
-    pub const ALL: [AppKind; 7] = [
+    pub const ALL: [AppKind; 10] = [
         AppKind::Systemd,
         AppKind::Docker,
         AppKind::Compose,
@@ -39,12 +47,23 @@ impl AppKind {
         AppKind::Http,
         AppKind::Tcp,
         AppKind::Tls,
+        AppKind::Push,
+        AppKind::Dns,
+        AppKind::Ping,
     ];
 
     /// Kinds judged by checks at their own interval (CONTRACT 27) rather than by what an
     /// agent sees running.
     pub fn is_check(self) -> bool {
-        matches!(self, AppKind::Http | AppKind::Tcp | AppKind::Tls)
+        matches!(
+            self,
+            AppKind::Http
+                | AppKind::Tcp
+                | AppKind::Tls
+                | AppKind::Push
+                | AppKind::Dns
+                | AppKind::Ping
+        )
     }
 
     /// The wire value.
@@ -57,6 +76,9 @@ impl AppKind {
             AppKind::Http => "http",
             AppKind::Tcp => "tcp",
             AppKind::Tls => "tls",
+            AppKind::Push => "push",
+            AppKind::Dns => "dns",
+            AppKind::Ping => "ping",
         }
     }
 
@@ -144,6 +166,34 @@ pub fn identifier(kind: AppKind, raw: &str) -> Result<String, String> {
         AppKind::Tcp | AppKind::Tls => {
             crate::probe::host_port(kind.as_str(), s).map(|_| s.to_owned())
         }
+        AppKind::Dns => crate::dns::parse_target(s).map(|t| t.text()),
+        AppKind::Ping => icmp_host(s).map(|h| format!("icmp://{h}")),
+        AppKind::Push => Err("push monitors have no target: the app calls its push URL".into()),
+    }
+}
+
+/// The host of an `icmp://<host>` target (a name or an address, IPv6 in brackets or not).
+pub fn icmp_host(s: &str) -> Result<String, String> {
+    let host = s
+        .trim()
+        .strip_prefix("icmp://")
+        .ok_or("must be icmp://<host>")?
+        .trim_end_matches('/');
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(bare.to_owned());
+    }
+    let ok = !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        });
+    if ok {
+        Ok(host.to_ascii_lowercase())
+    } else {
+        Err(format!("`{host}` is not a host name or an IP address"))
     }
 }
 

@@ -93,6 +93,8 @@ pub const APP_CREATED: &str = "app_created";
 pub const APP_EXPECTED_STATE_CHANGED: &str = "app_expected_state_changed";
 /// An app was untracked.
 pub const APP_DELETED: &str = "app_deleted";
+/// A push monitor got a new push URL (the old one stopped answering).
+pub const APP_PUSH_URL_ROTATED: &str = "app_push_url_rotated";
 /// An alert was resolved by a user.
 pub const ALERT_RESOLVED: &str = "alert_resolved";
 /// An alert rule was created.

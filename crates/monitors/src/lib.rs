@@ -34,6 +34,7 @@ use utoipa_axum::router::OpenApiRouter;
 pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::apps::router())
+        .merge(routes::push::router())
         .merge(routes::restart::router())
         .merge(routes::rules::router())
 }

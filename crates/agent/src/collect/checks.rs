@@ -184,9 +184,10 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
     if let Err(e) = probe::judge_status(status, c.expected_status.as_deref()) {
         return result(Some(status), Some(e));
     }
-    let Some(keyword) = c.keyword.as_deref().filter(|k| !k.is_empty()) else {
+    let keyword = c.keyword.as_deref().filter(|k| !k.is_empty());
+    if keyword.is_none() && c.json_query.is_none() {
         return result(Some(status), None);
-    };
+    }
     // At most MAX_BODY bytes are held, whatever the server sends.
     let mut body: Vec<u8> = Vec::new();
     while body.len() < probe::MAX_BODY {
@@ -203,7 +204,14 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
             }
         }
     }
-    result(Some(status), probe::judge_body(&body, keyword).err())
+    let judged = keyword
+        .map_or(Ok(()), |k| probe::judge_body(&body, k))
+        .and_then(|()| {
+            c.json_query
+                .as_ref()
+                .map_or(Ok(()), |q| trusthub_core::json_query::judge(&body, q))
+        });
+    result(Some(status), judged.err())
 }
 
 #[cfg(test)]
@@ -240,6 +248,7 @@ mod tests {
             timeout_seconds: Some(1),
             expected_status: expected.map(str::to_owned),
             keyword: keyword.map(str::to_owned),
+            json_query: None,
         }
     }
 
@@ -264,6 +273,22 @@ mod tests {
         );
         let r = check(&client, &wanted(&silent, None, None)).await;
         assert_eq!(r.error.as_deref(), Some("timed out after 1 s"));
+        // A JSON assertion (CONTRACT 32), in the hub's words.
+        let json =
+            serve("HTTP/1.1 200 OK\r\ncontent-length: 26\r\n\r\n{\"db\":{\"ok\":true,\"lag\":7}}")
+                .await;
+        let query = |path: &str, op: &str, value: serde_json::Value| HttpCheck {
+            json_query: Some(trusthub_core::json_query::JsonQuery {
+                path: path.into(),
+                op: op.into(),
+                value,
+            }),
+            ..wanted(&json, None, None)
+        };
+        let r = check(&client, &query("$.db.ok", "==", serde_json::json!(true))).await;
+        assert!(r.ok, "{r:?}");
+        let r = check(&client, &query("$.db.lag", "<", serde_json::json!(5))).await;
+        assert_eq!(r.error.as_deref(), Some("`$.db.lag` is 7, expected < 5"));
         let closed = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             format!("http://{}/", l.local_addr().expect("addr"))
@@ -324,6 +349,7 @@ mod tests {
                     timeout_seconds: None,
                     expected_status: None,
                     keyword: None,
+                    json_query: None,
                 },
             )
             .await;

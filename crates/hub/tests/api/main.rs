@@ -33,6 +33,8 @@ mod browser;
 mod browser_pages;
 #[path = "../../../alerts/tests/api/channels.rs"]
 mod channels;
+#[path = "../../../monitors/tests/api/check_types.rs"]
+mod check_types;
 #[path = "../../../monitors/tests/api/checks.rs"]
 mod checks;
 #[path = "../../../certs/tests/api/client_certs.rs"]

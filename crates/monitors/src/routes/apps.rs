@@ -45,7 +45,7 @@ pub(crate) async fn list(
                     .agent_id
                     .and_then(|g| tags.get(&g).cloned())
                     .unwrap_or_default();
-                AppView::new(a, t)
+                AppView::new(a, t, &state.public_url)
             })
             .collect(),
     ))
@@ -54,14 +54,20 @@ pub(crate) async fn list(
 /// Track an app (operator). An agent's systemd unit, container, compose service or process
 /// is compared with `expected_state` (default `running`) at each liveness tick
 /// (`TRUSTHUB_LIVENESS_INTERVAL_SECS`, 60 s by default). A check (`type` `http`, `tcp`,
-/// `tls`) counts at its own interval (CONTRACT 27): without `agent_id` the hub probes it
-/// itself (the outbound address policy applies; first probe at once), with `agent_id` that
-/// agent runs it (http only); it is down — and alerts, with the probe's error — after
-/// `retries + 1` failures in a row, and up again after `recoveries` successes. An agent
-/// tracks one app per kind and identifier, a tenant one hub check per kind and target (409
-/// otherwise).
+/// `tls`, `dns`, `ping`, `push`) counts at its own interval (CONTRACT 27, 32): without
+/// `agent_id` the hub probes it itself (the outbound address policy applies; first probe at
+/// once), with `agent_id` that agent runs it (http only); it is down — and alerts, with the
+/// probe's error — after `retries + 1` failures in a row, and up again after `recoveries`
+/// successes. A `push` monitor probes nothing: the answer's `push_url` (whole only here;
+/// `POST /apps/{id}/push-url` makes a new one) is called by the job, and no call within
+/// `interval_seconds + grace_seconds` counts a failure (`retries` defaults to 0 for push). A
+/// `dns` check asks its server (or the hub's resolver) and needs every `expected` value in
+/// the answer; a `ping` check sends one ICMP echo (a datagram ICMP socket where
+/// `net.ipv4.ping_group_range` allows, else a raw one, which needs CAP_NET_RAW); an http
+/// check's `json_query` asserts on its JSON body. An agent tracks one app per kind and
+/// identifier, a tenant one hub check per kind and target (409 otherwise).
 ///
-/// Beyond the schema: `agent_id` must be an agent of your tenant; a check's `endpoint` must be in its kind's form (an http(s) URL, `tcp://host:port`, `tls://host:port`) and resolve to an address the outbound policy allows; a systemd unit needs a host that reports systemd.
+/// Beyond the schema: `agent_id` must be an agent of your tenant; a check's `endpoint` must be in its kind's form (an http(s) URL, `tcp://host:port`, `tls://host:port`, `dns://name?type=A&server=ip[:port]`, `icmp://host`) and resolve to an address the outbound policy allows; a dns check's `expected` values must be addresses for A and AAAA; a systemd unit needs a host that reports systemd.
 #[utoipa::path(post, path = "/apps", tag = "apps", request_body = NewAppRequest,
     responses((status = 201, body = AppView), (status = 409, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn create(

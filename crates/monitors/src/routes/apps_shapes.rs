@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use trusthub_core::probe;
 use trusthub_platform::openapi::{Variant, tag};
 
-use crate::service::apps::{MAX_HTTP_INTERVAL, MIN_HTTP_INTERVAL};
+use crate::service::apps::create::MAX_PUSH_SECS;
+use crate::service::apps::{JsonQueryBody, MAX_HTTP_INTERVAL, MIN_HTTP_INTERVAL};
 
 /// A field this shape does not take: null or absent.
 fn none(why: &str) -> Value {
@@ -39,8 +40,11 @@ const ABSOLUTE: &str = r"(/([^/.\x00-\x1f\x7f-\x9f][^/\x00-\x1f\x7f-\x9f]*|\.([^
 
 /// The check-only fields, absent for what an agent watches.
 fn no_check_fields(shape: &mut Value) {
-    let why = "Checks only (type http, tcp, tls).";
+    let why = "Checks only (a `type`).";
     for f in [
+        "grace_seconds",
+        "expected",
+        "json_query",
         "endpoint",
         "interval_seconds",
         "timeout_seconds",
@@ -79,7 +83,9 @@ pub fn shapes() -> Vec<Variant> {
     ));
     // Checks: `type` names the kind (`app_type`, when sent too, repeats it).
     let check = |kind: &str, by_hub: bool| {
-        let (lo, hi) = if by_hub {
+        let (lo, hi) = if kind == "push" {
+            (probe::MIN_INTERVAL_SECS, MAX_PUSH_SECS)
+        } else if by_hub {
             (probe::MIN_INTERVAL_SECS, probe::MAX_INTERVAL_SECS)
         } else {
             (MIN_HTTP_INTERVAL, MAX_HTTP_INTERVAL)
@@ -98,6 +104,29 @@ pub fn shapes() -> Vec<Variant> {
         });
         // Hub and agent checks take the same options (CONTRACT 33).
         shape["timeout_seconds"] = int(1, 60);
+        if kind == "push" {
+            shape["endpoint"] = none("Push monitors call nothing: the app calls `push_url`.");
+            shape["timeout_seconds"] = none("Push monitors call nothing.");
+            shape["grace_seconds"] = int(0, MAX_PUSH_SECS);
+        } else {
+            shape["grace_seconds"] = none("push monitors only.");
+        }
+        if kind == "dns" {
+            shape["expected"] = json!({"type": ["array", "null"], "minItems": 1, "maxItems": 20,
+                "items": {"type": "string", "minLength": 1, "maxLength": 255}});
+        } else {
+            shape["expected"] = none("dns checks only.");
+        }
+        if kind == "http" {
+            let mut q = trusthub_platform::openapi::schema_json::<JsonQueryBody>();
+            q["type"] = json!(["object", "null"]);
+            q["properties"]["value"] = json!({"type": ["string", "number", "boolean", "null"],
+                "maxLength": trusthub_core::json_query::MAX_VALUE,
+                "description": "A string, number, boolean or null (a number for `<` and `>`)."});
+            shape["json_query"] = q;
+        } else {
+            shape["json_query"] = none("http checks only.");
+        }
         if by_hub {
             shape["agent_id"] = none("The hub runs this check.");
         } else {
@@ -116,7 +145,9 @@ pub fn shapes() -> Vec<Variant> {
         } else {
             shape["tls_min_days"] = none("tls checks only.");
         }
-        let required: &'static [&'static str] = if by_hub {
+        let required: &'static [&'static str] = if kind == "push" {
+            &["type"]
+        } else if by_hub {
             &["type", "endpoint"]
         } else {
             &["type", "endpoint", "agent_id"]
@@ -128,6 +159,9 @@ pub fn shapes() -> Vec<Variant> {
         ("http", false),
         ("tcp", true),
         ("tls", true),
+        ("push", true),
+        ("dns", true),
+        ("ping", true),
     ] {
         out.push(check(kind, by_hub));
     }

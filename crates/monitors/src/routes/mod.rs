@@ -2,5 +2,6 @@
 
 pub mod apps;
 mod apps_shapes;
+pub mod push;
 pub mod restart;
 pub mod rules;

@@ -2,5 +2,6 @@
 
 pub mod apps;
 pub mod events;
+pub mod push;
 pub mod restart;
 pub mod rules;

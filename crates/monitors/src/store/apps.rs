@@ -80,13 +80,41 @@ pub struct App {
     pub next_check_at: Option<OffsetDateTime>,
     /// tls: when the certificate last seen expires.
     pub tls_expires_at: Option<OffsetDateTime>,
+    /// push: seconds past the interval before a missing ping counts.
+    pub grace_seconds: Option<i64>,
+    /// push: the first characters of the secret token (shown masked).
+    pub push_token_prefix: Option<String>,
+    /// push: when the app said its run started (`/start`), until its ping.
+    pub push_started_at: Option<OffsetDateTime>,
+    /// dns: the values the answer must hold (a JSON array).
+    pub expected_values: Option<String>,
+    /// http: the assertion on a JSON body (`{path, op, value}` as JSON).
+    pub json_query: Option<String>,
+}
+
+impl App {
+    /// dns: the expected values.
+    pub fn expected(&self) -> Vec<String> {
+        self.expected_values
+            .as_deref()
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// http: the JSON assertion.
+    pub fn query(&self) -> Option<trusthub_core::json_query::JsonQuery> {
+        self.json_query
+            .as_deref()
+            .and_then(|v| serde_json::from_str(v).ok())
+    }
 }
 
 const COLUMNS: &str = "id, tenant_id, agent_id, name, app_type, identifier, owner_email, runbook_url, notes, \
     expected_state, restart_command, endpoint, interval_seconds, consecutive_mismatch, consecutive_unknown, \
     observed_state, last_state_change, last_checked_at, alerting, last_check_at, last_check_ok, last_check_status, \
     last_check_latency_ms, last_check_error, created_at, timeout_seconds, retries, recoveries, expected_status, \
-    keyword, tls_min_days, consecutive_failures, consecutive_successes, next_check_at, tls_expires_at";
+    keyword, tls_min_days, consecutive_failures, consecutive_successes, next_check_at, tls_expires_at, grace_seconds, \
+    push_token_prefix, push_started_at, expected_values, json_query";
 
 /// An app to create.
 #[derive(Debug, Clone)]
@@ -125,6 +153,16 @@ pub struct NewApp<'a> {
     pub keyword: Option<&'a str>,
     /// tls: days before expiry that warn.
     pub tls_min_days: Option<i64>,
+    /// push: grace seconds.
+    pub grace_seconds: Option<i64>,
+    /// push: the token's hash and first characters.
+    pub push_token: Option<(&'a str, &'a str)>,
+    /// dns: expected values (a JSON array).
+    pub expected_values: Option<&'a str>,
+    /// http: the JSON assertion (JSON).
+    pub json_query: Option<&'a str>,
+    /// When the first check is due (hub checks; a push monitor's first deadline).
+    pub first_due: Option<OffsetDateTime>,
 }
 
 /// Creates an app; `None` when the agent (or, for hub checks, the tenant) already tracks the
@@ -139,18 +177,21 @@ pub async fn insert(
     let sql = format!(
         "INSERT INTO apps (id, tenant_id, agent_id, name, app_type, identifier, owner_email, runbook_url, notes, \
          expected_state, restart_command, endpoint, interval_seconds, created_at, timeout_seconds, retries, recoveries, \
-         expected_status, keyword, tls_min_days, next_check_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
-         ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
+         expected_status, keyword, tls_min_days, next_check_at, grace_seconds, push_token_hash, push_token_prefix, \
+         expected_values, json_query) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
+         $22, $23, $24, $25, $26) ON CONFLICT DO NOTHING RETURNING {COLUMNS}"
     );
-    let due = app.agent_id.is_none().then_some(now);
+    let due = app.first_due;
     Ok(
         on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
         .bind(id).bind(tenant.0).bind(app.agent_id).bind(app.name).bind(app.app_type).bind(app.identifier)
         .bind(app.owner_email).bind(app.runbook_url).bind(app.notes).bind(app.expected_state)
         .bind(app.restart_command).bind(app.endpoint).bind(app.interval_seconds).bind(now)
         .bind(app.timeout_seconds).bind(app.retries).bind(app.recoveries).bind(app.expected_status)
-        .bind(app.keyword).bind(app.tls_min_days).bind(due)
+        .bind(app.keyword).bind(app.tls_min_days).bind(due).bind(app.grace_seconds)
+        .bind(app.push_token.map(|t| t.0)).bind(app.push_token.map(|t| t.1)).bind(app.expected_values)
+        .bind(app.json_query)
         .fetch_optional(&mut *c).await?),
     )
 }
@@ -583,12 +624,13 @@ pub async fn http_checks_of_agents(
         Option<i64>,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let mut out = Vec::new();
     for chunk in agents.chunks(4_000) {
         let rows: Vec<Row> = on!(ex, c => {
             let mut qb = sqlx::QueryBuilder::new(
-                "SELECT agent_id, id, endpoint, interval_seconds, timeout_seconds, expected_status, keyword \
+                "SELECT agent_id, id, endpoint, interval_seconds, timeout_seconds, expected_status, keyword, json_query \
                  FROM apps WHERE app_type = 'http' \
                  AND endpoint IS NOT NULL AND interval_seconds IS NOT NULL AND agent_id IN (",
             );
@@ -608,6 +650,7 @@ pub async fn http_checks_of_agents(
                 timeout_seconds,
                 expected_status,
                 keyword,
+                json_query,
             )| {
                 let check = trusthub_core::agent::HttpCheck {
                     app_id,
@@ -616,6 +659,7 @@ pub async fn http_checks_of_agents(
                     timeout_seconds,
                     expected_status,
                     keyword,
+                    json_query: json_query.and_then(|q| serde_json::from_str(&q).ok()),
                 };
                 (agent, check)
             },
@@ -650,6 +694,42 @@ pub async fn purge_checks(ex: &mut impl Exec, before: OffsetDateTime) -> StoreRe
         on!(ex, c => sqlx::query("DELETE FROM app_checks WHERE checked_at < $1")
         .bind(before).execute(&mut *c).await?.rows_affected()),
     )
+}
+
+/// The push monitor whose token hashes to `hash` (any tenant: the token is the credential).
+pub async fn by_push_token(ex: &mut impl Exec, hash: &str) -> StoreResult<Option<App>> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM apps WHERE push_token_hash = $1 AND app_type = 'push'");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(hash).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// Notes (or clears) when a push monitor's run started.
+pub async fn set_push_started(
+    ex: &mut impl Exec,
+    id: Uuid,
+    at: Option<OffsetDateTime>,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query("UPDATE apps SET push_started_at = $2 WHERE id = $1")
+        .bind(id).bind(at).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// Gives a push monitor a new token (the old one stops working).
+pub async fn set_push_token(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    hash: &str,
+    prefix: &str,
+) -> StoreResult<bool> {
+    Ok(on!(ex, c => sqlx::query(
+        "UPDATE apps SET push_token_hash = $3, push_token_prefix = $4 \
+         WHERE tenant_id = $1 AND id = $2 AND app_type = 'push'")
+        .bind(tenant.0).bind(id).bind(hash).bind(prefix).execute(&mut *c).await?.rows_affected())
+        == 1)
 }
 
 /// Drops an app's red marker (its liveness alert was resolved by hand).

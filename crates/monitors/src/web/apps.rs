@@ -58,6 +58,8 @@ struct AppsPage<'a> {
     page: usize,
     pages: usize,
     error: Option<String>,
+    /// A push monitor just made: its name and whole URL, shown this once.
+    pushed: Option<(String, String)>,
     can_edit: bool,
     can_restart: bool,
     csrf: String,
@@ -84,6 +86,17 @@ async fn apps_page(
     user: &WebUser,
     q: &AppsQuery,
     error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    apps_page_with(state, user, q, error, None, status).await
+}
+
+async fn apps_page_with(
+    state: &AppState,
+    user: &WebUser,
+    q: &AppsQuery,
+    error: Option<String>,
+    pushed: Option<(String, String)>,
     status: StatusCode,
 ) -> Response {
     let page: ApiResult<AppsPage> = async {
@@ -132,6 +145,16 @@ async fn apps_page(
                         (None, _) => "not checked yet".into(),
                     };
                     let n = a.retries + 1;
+                    if kind == Some(trusthub_core::apps::AppKind::Push) {
+                        let last = match (a.last_check_at, a.last_check_ok) {
+                            (None, _) => "no ping yet".to_owned(),
+                            _ => last.replacen("last", "last ping", 1),
+                        };
+                        return format!(
+                            "a ping every {every} s (+{} s grace), down after {n} missed · {last}",
+                            a.grace_seconds.unwrap_or(0)
+                        );
+                    }
                     format!(
                         "every {every} s, down after {n} failure{} · {last}",
                         if n == 1 { "" } else { "s" }
@@ -153,7 +176,12 @@ async fn apps_page(
                 },
                 name: a.name,
                 app_type: a.app_type,
-                identifier: a.identifier,
+                identifier: match &a.push_token_prefix {
+                    Some(p) => {
+                        crate::service::apps::create::push_url(&state.public_url, &format!("{p}…"))
+                    }
+                    None => a.identifier,
+                },
                 expected: a.expected_state,
                 observed: a.observed_state.unwrap_or_else(|| "unknown".into()),
                 alerting: a.alerting,
@@ -193,6 +221,7 @@ async fn apps_page(
             pages,
             candidates,
             error,
+            pushed,
             can_edit: user.principal.has_role(Role::Operator),
             can_restart: user.principal.has_role(Role::Admin),
             csrf: user.csrf.clone(),
@@ -251,6 +280,9 @@ pub async fn track_app(
         expected_status: None,
         keyword: None,
         tls_min_days: None,
+        grace_seconds: None,
+        expected: None,
+        json_query: None,
     };
     match crate::service::apps::create_app(&state, &meta, &user.principal, req).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
@@ -286,6 +318,20 @@ pub struct CheckForm {
     failures: String,
     #[serde(default)]
     keyword: String,
+    /// push: seconds a ping may be late.
+    #[serde(default)]
+    grace_seconds: String,
+    /// dns: expected values, comma-separated.
+    #[serde(default)]
+    expected: String,
+    /// http: a JSON assertion's path, operator and value (the value read as JSON when it
+    /// is a number, a boolean or null, else as text).
+    #[serde(default)]
+    json_path: String,
+    #[serde(default)]
+    json_op: String,
+    #[serde(default)]
+    json_value: String,
     /// Empty for the hub, else the id of the host whose agent runs it.
     #[serde(default)]
     run_from: String,
@@ -313,32 +359,56 @@ pub async fn add_check(
             .map(Some)
             .map_err(|_| ApiError::invalid("run_from", "must be the hub or one of your hosts")),
     };
+    let push = form.kind == "push";
+    let json_query = (!form.json_path.trim().is_empty()).then(|| {
+        let v = form.json_value.trim();
+        crate::service::apps::JsonQueryBody {
+            path: form.json_path.clone(),
+            op: form.json_op.clone(),
+            value: serde_json::from_str::<serde_json::Value>(v)
+                .ok()
+                .filter(|j| !j.is_object() && !j.is_array() && !j.is_string())
+                .unwrap_or_else(|| serde_json::Value::String(v.to_owned())),
+        }
+    });
+    let expected: Vec<String> = form
+        .expected
+        .split(',')
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect();
     let req = match (
         number("interval_seconds", &form.interval_seconds),
         number("failures", &form.failures),
         run_from,
+        number("grace_seconds", &form.grace_seconds),
     ) {
-        (Ok(interval_seconds), Ok(failures), Ok(agent_id)) => crate::service::apps::NewAppRequest {
-            agent_id,
-            name: form.name,
-            app_type: None,
-            kind: Some(form.kind),
-            identifier: None,
-            owner_email: None,
-            runbook_url: None,
-            notes: None,
-            expected_state: None,
-            restart_command: None,
-            endpoint: Some(form.endpoint),
-            interval_seconds,
-            timeout_seconds: None,
-            retries: failures.map(|f| f - 1),
-            recoveries: None,
-            expected_status: None,
-            keyword: Some(form.keyword).filter(|k| !k.trim().is_empty()),
-            tls_min_days: None,
-        },
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+        (Ok(interval_seconds), Ok(failures), Ok(agent_id), Ok(grace_seconds)) => {
+            crate::service::apps::NewAppRequest {
+                agent_id,
+                name: form.name,
+                app_type: None,
+                kind: Some(form.kind),
+                identifier: None,
+                owner_email: None,
+                runbook_url: None,
+                notes: None,
+                expected_state: None,
+                restart_command: None,
+                endpoint: Some(form.endpoint).filter(|e| !(push && e.trim().is_empty())),
+                interval_seconds,
+                timeout_seconds: None,
+                retries: failures.map(|f| f - 1),
+                recoveries: None,
+                expected_status: None,
+                keyword: Some(form.keyword).filter(|k| !k.trim().is_empty()),
+                tls_min_days: None,
+                grace_seconds: grace_seconds.filter(|_| push),
+                expected: (!expected.is_empty()).then_some(expected),
+                json_query,
+            }
+        }
+        (Err(e), _, _, _) | (_, Err(e), _, _) | (_, _, Err(e), _) | (_, _, _, Err(e)) => {
             return match form_error(e) {
                 Ok((status, m)) => apps_page(&state, &user, &no_query(), Some(m), status).await,
                 Err(e) => e.into_response(),
@@ -346,6 +416,19 @@ pub async fn add_check(
         }
     };
     match crate::service::apps::create_app(&state, &meta, &user.principal, req).await {
+        // A push URL is whole only now: shown once, with how to call it.
+        Ok((_, axum::Json(view))) if view.push_url.is_some() => {
+            let pushed = (view.name, view.push_url.unwrap_or_default());
+            apps_page_with(
+                &state,
+                &user,
+                &no_query(),
+                None,
+                Some(pushed),
+                StatusCode::CREATED,
+            )
+            .await
+        }
         Ok(_) => Redirect::to("/ui/apps").into_response(),
         Err(e) => match form_error(e) {
             Ok((status, m)) => apps_page(&state, &user, &no_query(), Some(m), status).await,

@@ -57,7 +57,8 @@ pub(crate) async fn create_app(
                 err(
                     &mut errors,
                     "type",
-                    "must be http, tcp or tls; the other kinds go in `app_type`".into(),
+                    "must be http, tcp, tls, push, dns or ping; the other kinds go in `app_type`"
+                        .into(),
                 );
             } else if a.is_some_and(|a| a != t) {
                 err(
@@ -72,9 +73,9 @@ pub(crate) async fn create_app(
             let k = AppKind::parse(a).filter(|k| !k.is_check());
             if k.is_none() {
                 let m = if AppKind::parse(a).is_some() {
-                    "http, tcp and tls are checks: send them as `type`, with `endpoint`"
+                    "http, tcp, tls, push, dns and ping are checks: send them as `type`"
                 } else {
-                    "must be systemd, docker, compose or process (or type: http, tcp, tls)"
+                    "must be systemd, docker, compose or process (or type: http, tcp, tls, push, dns, ping)"
                 };
                 err(&mut errors, "app_type", m.into());
             }
@@ -84,7 +85,7 @@ pub(crate) async fn create_app(
             err(
                 &mut errors,
                 "app_type",
-                "is required: systemd, docker, compose or process (or type: http, tcp, tls)".into(),
+                "is required: systemd, docker, compose or process (or type: http, tcp, tls, push, dns, ping)".into(),
             );
             None
         }
@@ -116,6 +117,7 @@ pub(crate) async fn create_app(
     let (mut retries, mut recoveries) = (probe::DEFAULT_RETRIES, probe::DEFAULT_RECOVERIES);
     let (mut timeout, mut tls_min_days) = (None, None);
     let (mut expected_status, mut keyword) = (None, None);
+    let (mut grace, mut expected_values, mut json_query) = (None, None, None);
     match kind {
         Some(k) if k.is_check() => {
             if req.identifier.is_some() {
@@ -126,6 +128,13 @@ pub(crate) async fn create_app(
                 );
             }
             match req.endpoint.as_deref().map(str::trim) {
+                Some(_) if k == AppKind::Push => err(
+                    &mut errors,
+                    "endpoint",
+                    "push monitors have none: the app calls the push URL the hub answers with"
+                        .into(),
+                ),
+                None if k == AppKind::Push => {}
                 Some(e) => {
                     let checked = core_apps::identifier(k, e).and_then(|e| {
                         if k == AppKind::Http && !by_hub {
@@ -157,7 +166,9 @@ pub(crate) async fn create_app(
                     ),
                 );
             }
-            let (lo, hi) = if by_hub {
+            let (lo, hi) = if k == AppKind::Push {
+                (probe::MIN_INTERVAL_SECS, MAX_PUSH_SECS)
+            } else if by_hub {
                 (probe::MIN_INTERVAL_SECS, probe::MAX_INTERVAL_SECS)
             } else {
                 (MIN_HTTP_INTERVAL, MAX_HTTP_INTERVAL)
@@ -192,14 +203,13 @@ pub(crate) async fn create_app(
                 }
                 None => default,
             };
-            retries = range(
-                &mut errors,
-                "retries",
-                req.retries,
-                0,
-                10,
-                probe::DEFAULT_RETRIES,
-            );
+            // A push monitor's grace is its tolerance: down on the first late ping.
+            let default_retries = if k == AppKind::Push {
+                0
+            } else {
+                probe::DEFAULT_RETRIES
+            };
+            retries = range(&mut errors, "retries", req.retries, 0, 10, default_retries);
             recoveries = range(
                 &mut errors,
                 "recoveries",
@@ -209,14 +219,79 @@ pub(crate) async fn create_app(
                 probe::DEFAULT_RECOVERIES,
             );
             // Hub and agent checks take the same options (CONTRACT 33).
-            timeout = Some(range(
-                &mut errors,
-                "timeout_seconds",
-                req.timeout_seconds,
-                1,
-                60,
-                probe::DEFAULT_TIMEOUT_SECS,
-            ));
+            if k == AppKind::Push {
+                if req.timeout_seconds.is_some() {
+                    err(
+                        &mut errors,
+                        "timeout_seconds",
+                        "push monitors call nothing: `grace_seconds` is their tolerance".into(),
+                    );
+                }
+                grace = Some(range(
+                    &mut errors,
+                    "grace_seconds",
+                    req.grace_seconds,
+                    0,
+                    MAX_PUSH_SECS,
+                    DEFAULT_GRACE_SECS,
+                ));
+            } else {
+                timeout = Some(range(
+                    &mut errors,
+                    "timeout_seconds",
+                    req.timeout_seconds,
+                    1,
+                    60,
+                    probe::DEFAULT_TIMEOUT_SECS,
+                ));
+                if req.grace_seconds.is_some() {
+                    err(
+                        &mut errors,
+                        "grace_seconds",
+                        "only push monitors have one".into(),
+                    );
+                }
+            }
+            match (k, &req.expected) {
+                (AppKind::Dns, Some(values)) => {
+                    let rtype = core_apps::identifier(k, &identifier)
+                        .ok()
+                        .and_then(|t| trusthub_core::dns::parse_target(&t).ok())
+                        .map_or("A", |t| t.rtype);
+                    match dns_expected(rtype, values) {
+                        Ok(v) => expected_values = Some(v),
+                        Err(m) => err(&mut errors, "expected", m),
+                    }
+                }
+                (_, Some(_)) => err(
+                    &mut errors,
+                    "expected",
+                    "only dns checks take expected values".into(),
+                ),
+                _ => {}
+            }
+            match (k, &req.json_query) {
+                (AppKind::Http, Some(q)) => {
+                    let q = trusthub_core::json_query::JsonQuery {
+                        path: q.path.trim().to_owned(),
+                        op: q.op.trim().to_owned(),
+                        value: q.value.clone(),
+                    };
+                    let problems = trusthub_core::json_query::check(&q);
+                    if problems.is_empty() {
+                        json_query = Some(q);
+                    }
+                    for (field, m) in problems {
+                        err(&mut errors, &format!("json_query.{field}"), m);
+                    }
+                }
+                (_, Some(_)) => err(
+                    &mut errors,
+                    "json_query",
+                    "only http checks take one".into(),
+                ),
+                _ => {}
+            }
             if k == AppKind::Tls {
                 tls_min_days = Some(range(
                     &mut errors,
@@ -274,7 +349,7 @@ pub(crate) async fn create_app(
                 err(
                     &mut errors,
                     "endpoint",
-                    "only checks (type http, tcp, tls) have an endpoint".into(),
+                    "only checks (type http, tcp, tls, dns, ping) have an endpoint".into(),
                 );
             }
             for (field, set) in [
@@ -284,13 +359,12 @@ pub(crate) async fn create_app(
                 ("expected_status", req.expected_status.is_some()),
                 ("keyword", req.keyword.is_some()),
                 ("tls_min_days", req.tls_min_days.is_some()),
+                ("grace_seconds", req.grace_seconds.is_some()),
+                ("expected", req.expected.is_some()),
+                ("json_query", req.json_query.is_some()),
             ] {
                 if set {
-                    err(
-                        &mut errors,
-                        field,
-                        "only checks (type http, tcp, tls) take it".into(),
-                    );
+                    err(&mut errors, field, "only checks (a `type`) take it".into());
                 }
             }
             if by_hub {
@@ -331,16 +405,11 @@ pub(crate) async fn create_app(
     let Some(kind) = kind else {
         return Err(ApiError::invalid("app_type", "is required"));
     };
-    if by_hub && let Some(e) = &endpoint {
+    if by_hub
+        && let Some(e) = &endpoint
+        && let Some(url) = called_url(kind, e).map_err(|m| ApiError::invalid("endpoint", m))?
+    {
         // The outbound policy (CONTRACT 18) at creation: the hub will call this target.
-        let url = match kind {
-            AppKind::Http => e.clone(),
-            _ => match probe::host_port(kind.as_str(), e) {
-                Ok((h, port)) if h.contains(':') => format!("http://[{h}]:{port}/"),
-                Ok((h, port)) => format!("http://{h}:{port}/"),
-                Err(m) => return Err(ApiError::invalid("endpoint", m)),
-            },
-        };
         let policy = crate::outbound::Policy::of_tenant(
             &state.settings,
             &mut state.db.conn().await?,
@@ -355,6 +424,31 @@ pub(crate) async fn create_app(
         })?;
     }
     let now = now();
+    // A push monitor's secret (CONTRACT 32): shown once, kept hashed.
+    let push_token = match kind {
+        AppKind::Push => Some(
+            trusthub_core::secret::new_token(PUSH_TOKEN_PREFIX)
+                .map_err(|e| ApiError::Internal(e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let push_hash = push_token.as_deref().map(trusthub_core::secret::token_hash);
+    if let Some(h) = &push_hash {
+        identifier = format!("push:{}", &h[..16]);
+    }
+    let first_due = match (by_hub, kind) {
+        (true, AppKind::Push) => {
+            Some(now + time::Duration::seconds(interval.unwrap_or(60) + grace.unwrap_or(0)))
+        }
+        (true, _) => Some(now),
+        (false, _) => None,
+    };
+    let expected_json = expected_values
+        .as_ref()
+        .map(|v: &Vec<String>| serde_json::to_string(v).unwrap_or_default());
+    let query_json = json_query
+        .as_ref()
+        .map(|q| serde_json::to_string(q).unwrap_or_default());
     let mut tx = state.db.begin().await?;
     let agent = match req.agent_id {
         None => None,
@@ -400,6 +494,14 @@ pub(crate) async fn create_app(
             expected_status: expected_status.as_deref(),
             keyword: keyword.as_deref(),
             tls_min_days,
+            grace_seconds: grace,
+            push_token: push_hash
+                .as_deref()
+                .zip(push_token.as_deref())
+                .map(|(h, t)| (h, &t[..PUSH_TOKEN_PREFIX.len() + 4])),
+            expected_values: expected_json.as_deref(),
+            json_query: query_json.as_deref(),
+            first_due,
         },
         now,
     )
@@ -430,5 +532,76 @@ pub(crate) async fn create_app(
         trusthub_fleet::ask_to_push(state, a.id);
     }
     let tags = agent.map(|a| a.tags.0).unwrap_or_default();
-    Ok((StatusCode::CREATED, axum::Json(AppView::new(app, tags))))
+    let mut view = AppView::new(app, tags, &state.public_url);
+    if let Some(t) = push_token {
+        view.push_url = Some(push_url(&state.public_url, &t));
+    }
+    Ok((StatusCode::CREATED, axum::Json(view)))
+}
+
+/// Longest interval and grace of a push monitor: 31 days (a monthly job).
+pub const MAX_PUSH_SECS: i64 = 31 * 86_400;
+/// A push monitor's grace when none is given.
+pub const DEFAULT_GRACE_SECS: i64 = 60;
+/// What a push token starts with.
+pub const PUSH_TOKEN_PREFIX: &str = "thp_";
+
+/// A push monitor's URL for `token`.
+pub fn push_url(base: &str, token: &str) -> String {
+    format!("{base}/api/v1/push/{token}")
+}
+
+/// The URL the outbound policy judges for a hub check of `kind` at `endpoint`; `None` when
+/// the hub calls nothing the tenant names (a push monitor, a dns check on the host's own
+/// resolver).
+pub(crate) fn called_url(kind: AppKind, endpoint: &str) -> Result<Option<String>, String> {
+    let at = |h: &str, port: u16| {
+        if h.contains(':') {
+            format!("http://[{h}]:{port}/")
+        } else {
+            format!("http://{h}:{port}/")
+        }
+    };
+    Ok(match kind {
+        AppKind::Http => Some(endpoint.to_owned()),
+        AppKind::Tcp | AppKind::Tls => {
+            let (h, port) = probe::host_port(kind.as_str(), endpoint)?;
+            Some(at(&h, port))
+        }
+        AppKind::Dns => trusthub_core::dns::parse_target(endpoint)?
+            .server
+            .map(|s| at(&s.ip().to_string(), s.port())),
+        AppKind::Ping => Some(at(&core_apps::icmp_host(endpoint)?, 80)),
+        _ => None,
+    })
+}
+
+/// A dns check's expected values: 1 to 20, each 1 to 255 characters, addresses for A and
+/// AAAA.
+fn dns_expected(rtype: &str, values: &[String]) -> Result<Vec<String>, String> {
+    if values.is_empty() || values.len() > 20 {
+        return Err("must list 1 to 20 values".into());
+    }
+    let mut out = Vec::new();
+    for v in values {
+        let v = v.trim();
+        if v.is_empty() || v.chars().count() > 255 || v.chars().any(char::is_control) {
+            return Err("each value must be 1 to 255 characters without control characters".into());
+        }
+        match rtype {
+            "A" if v.parse::<std::net::Ipv4Addr>().is_err() => {
+                return Err(format!(
+                    "`{v}` is not an IPv4 address (the check asks for A records)"
+                ));
+            }
+            "AAAA" if v.parse::<std::net::Ipv6Addr>().is_err() => {
+                return Err(format!(
+                    "`{v}` is not an IPv6 address (the check asks for AAAA records)"
+                ));
+            }
+            _ => {}
+        }
+        out.push(v.to_owned());
+    }
+    Ok(out)
 }

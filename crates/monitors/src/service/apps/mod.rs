@@ -75,6 +75,30 @@ pub struct NewAppRequest {
     pub keyword: Option<String>,
     /// tls: days before the certificate's expiry that raise a warning, 1 to 365 (default 14).
     pub tls_min_days: Option<i64>,
+    /// push: seconds past `interval_seconds` a ping may be late before it counts as missed,
+    /// 0 to 2678400 (default 60).
+    pub grace_seconds: Option<i64>,
+    /// dns: values the answer must all hold (1 to 20): addresses for A and AAAA, names for
+    /// CNAME, `mail.example.com` or `10 mail.example.com` for MX, the text for TXT.
+    pub expected: Option<Vec<String>>,
+    /// http: an assertion on the JSON body.
+    pub json_query: Option<JsonQueryBody>,
+}
+
+/// An assertion on an http check's JSON body (CONTRACT 32): the value at `path` compared
+/// with `value` by `op`. Numbers compare by value (`"200"` equals `200`), `contains` looks
+/// in a string or an array.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JsonQueryBody {
+    /// JSONPath (a subset: `$`, `.name`, `['name']`, `[0]`, `[-1]`), e.g. `$.checks[0].status`.
+    #[schema(max_length = 500, pattern = r"^\s*\$")]
+    pub path: String,
+    /// `==`, `!=`, `<`, `>` or `contains`.
+    #[schema(pattern = r"^\s*(==|!=|<|>|contains)\s*$")]
+    pub op: String,
+    /// A string, number, boolean or null (a number for `<` and `>`).
+    pub value: serde_json::Value,
 }
 
 /// The latest HTTP check of an `http` app.
@@ -151,6 +175,16 @@ pub struct AppView {
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub tls_expires_at: Option<OffsetDateTime>,
+    /// push: the URL the app calls (GET or POST; `?status=down&msg=...` reports a failure,
+    /// `/start` before a run measures its duration). Whole only in the answer that creates
+    /// it (or a new one); masked after, as the token is kept hashed.
+    pub push_url: Option<String>,
+    /// push: seconds a ping may be late.
+    pub grace_seconds: Option<i64>,
+    /// dns: the values the answer must hold.
+    pub expected: Option<Vec<String>>,
+    /// http: the assertion on the JSON body.
+    pub json_query: Option<JsonQueryBody>,
     /// The hub's checks: when the next one runs.
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -163,7 +197,18 @@ pub struct AppView {
 }
 
 impl AppView {
-    pub(crate) fn new(a: App, tags: Vec<String>) -> AppView {
+    /// `a` as shown; `base` is the hub's public URL (a push URL's, masked).
+    pub(crate) fn new(a: App, tags: Vec<String>, base: &str) -> AppView {
+        let expected = a.expected_values.is_some().then(|| a.expected());
+        let json_query = a.query().map(|q| JsonQueryBody {
+            path: q.path,
+            op: q.op,
+            value: q.value,
+        });
+        let push_url = a
+            .push_token_prefix
+            .as_deref()
+            .map(|p| create::push_url(base, &format!("{p}…")));
         let last_check = a.last_check_at.map(|checked_at| LastCheck {
             checked_at,
             ok: a.last_check_ok.unwrap_or(false),
@@ -197,6 +242,10 @@ impl AppView {
             keyword: a.keyword,
             tls_min_days: a.tls_min_days,
             tls_expires_at: a.tls_expires_at,
+            push_url,
+            grace_seconds: a.grace_seconds,
+            expected,
+            json_query,
             next_check_at: a.next_check_at,
             tags,
             created_at: a.created_at,
@@ -228,7 +277,7 @@ pub(crate) async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRes
             .unwrap_or_default(),
         None => Vec::new(),
     };
-    Ok(AppView::new(app, tags))
+    Ok(AppView::new(app, tags, &state.public_url))
 }
 
 /// The service behind [`get_app`], for the API and the dashboard alike.

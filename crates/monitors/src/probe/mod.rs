@@ -1,4 +1,5 @@
-//! The hub's own probes (CONTRACT 27): an http request, a tcp connection, a tls handshake.
+//! The hub's own probes (CONTRACT 27, 32): an http request, a tcp connection, a tls
+//! handshake, a dns query, an ICMP echo; and a push monitor's missed deadline.
 //! Every one goes through the outbound policy (CONTRACT 18): the name is resolved and a
 //! refused address is never connected to. Errors are said as an operator reads them
 //! ("cannot connect: connection refused", "timed out after 10 s", "HTTP 503, expected
@@ -12,6 +13,9 @@ use trusthub_core::apps::AppKind;
 use trusthub_core::probe;
 use trusthub_platform::outbound::Policy;
 
+pub mod dns;
+pub mod ping;
+
 /// One probe's result, and a tls certificate's expiry when one was seen.
 pub struct Probed {
     /// The check result, at the instant the probe started.
@@ -21,29 +25,67 @@ pub struct Probed {
 }
 
 fn result(app: &App, at: OffsetDateTime, started: Instant, outcome: Outcome) -> CheckResult {
-    let latency = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let latency = match outcome.latency {
+        Some(l) => l,
+        None => Some(i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)),
+    };
     CheckResult {
         app_id: app.id,
         checked_at: at,
         ok: outcome.error.is_none(),
         status_code: outcome.status,
-        latency_ms: Some(latency),
+        latency_ms: latency,
         error: outcome.error.map(|e| e.chars().take(500).collect()),
     }
 }
 
+#[derive(Default)]
 struct Outcome {
     status: Option<i64>,
     error: Option<String>,
+    /// A latency other than the probe's duration (a round trip; none for a push).
+    latency: Option<Option<i64>>,
 }
 
 impl Outcome {
     fn fail(e: impl Into<String>) -> Outcome {
         Outcome {
-            status: None,
             error: Some(e.into()),
+            ..Outcome::default()
         }
     }
+
+    fn of(r: Result<(), String>) -> Outcome {
+        Outcome {
+            error: r.err(),
+            ..Outcome::default()
+        }
+    }
+}
+
+/// Why a push monitor whose deadline passed is failing.
+fn missed(app: &App, at: OffsetDateTime) -> String {
+    let every = app.interval_seconds.unwrap_or(60);
+    let grace = app.grace_seconds.unwrap_or(0);
+    let since = match (app.last_check_at, app.last_check_ok) {
+        (Some(t), Some(true)) => format!(
+            "the last ping came at {}",
+            trusthub_platform::state::rfc3339(t)
+        ),
+        (Some(t), _) => format!(
+            "the last result, at {}, was a failure",
+            trusthub_platform::state::rfc3339(t)
+        ),
+        (None, _) => format!(
+            "none came since it was made at {}",
+            trusthub_platform::state::rfc3339(app.created_at)
+        ),
+    };
+    let late = at - app.last_check_at.unwrap_or(app.created_at);
+    format!(
+        "no ping within {every} s + {grace} s grace: {since} ({} s ago)",
+        late.whole_seconds()
+    )
 }
 
 /// Probes `app` once, at `at` (the instant recorded; the probe itself runs now).
@@ -64,10 +106,7 @@ pub async fn run(
     let outcome = match kind {
         Some(AppKind::Http) => http(policy, client, app, timeout).await,
         Some(AppKind::Tcp) => match connect(policy, "tcp", &app.identifier, timeout).await {
-            Ok(_) => Outcome {
-                status: None,
-                error: None,
-            },
+            Ok(_) => Outcome::default(),
             Err(e) => Outcome::fail(e),
         },
         Some(AppKind::Tls) => match tls(policy, &app.identifier, timeout).await {
@@ -79,13 +118,27 @@ pub async fn run(
                         trusthub_platform::state::rfc3339(expires)
                     ))
                 } else {
-                    Outcome {
-                        status: None,
-                        error: None,
-                    }
+                    Outcome::default()
                 }
             }
             Err(e) => Outcome::fail(e),
+        },
+        Some(AppKind::Dns) => {
+            Outcome::of(dns::lookup(policy, &app.identifier, &app.expected(), timeout).await)
+        }
+        Some(AppKind::Ping) => {
+            let host = trusthub_core::apps::icmp_host(&app.identifier).unwrap_or_default();
+            match ping::echo(policy, &host, timeout).await {
+                Ok(rtt) => Outcome {
+                    latency: Some(Some(i64::try_from(rtt.as_millis()).unwrap_or(i64::MAX))),
+                    ..Outcome::default()
+                },
+                Err(e) => Outcome::fail(e),
+            }
+        }
+        Some(AppKind::Push) => Outcome {
+            latency: Some(None),
+            ..Outcome::fail(missed(app, at))
         },
         _ => Outcome::fail(format!("{} apps are not checked by the hub", app.app_type)),
     };
@@ -113,52 +166,42 @@ async fn http(policy: &Policy, client: &reqwest::Client, app: &App, timeout: Dur
         Ok(Ok(r)) => r,
     };
     let status = resp.status().as_u16();
+    let answered = |error: Option<String>| Outcome {
+        status: Some(status.into()),
+        error,
+        ..Outcome::default()
+    };
     if let Err(e) = probe::judge_status(status, app.expected_status.as_deref()) {
-        return Outcome {
-            status: Some(status.into()),
-            error: Some(e),
-        };
+        return answered(Some(e));
     }
-    if let Some(keyword) = app.keyword.as_deref().filter(|k| !k.is_empty()) {
-        let mut body: Vec<u8> = Vec::new();
-        let mut resp = resp;
-        loop {
-            match tokio::time::timeout(timeout, resp.chunk()).await {
-                Ok(Ok(Some(c))) => {
-                    body.extend_from_slice(&c);
-                    if body.len() >= probe::MAX_BODY {
-                        break;
-                    }
-                }
-                Ok(Ok(None)) => break,
-                Ok(Err(e)) => {
-                    return Outcome {
-                        status: Some(status.into()),
-                        error: Some(format!(
-                            "the body could not be read: {}",
-                            probe::innermost(&e)
-                        )),
-                    };
-                }
-                Err(_) => {
-                    return Outcome {
-                        status: Some(status.into()),
-                        error: Some(format!("the body did not arrive within {secs} s")),
-                    };
-                }
+    let keyword = app.keyword.as_deref().filter(|k| !k.is_empty());
+    let query = app.query();
+    if keyword.is_none() && query.is_none() {
+        return answered(None);
+    }
+    let mut body: Vec<u8> = Vec::new();
+    let mut resp = resp;
+    while body.len() < probe::MAX_BODY {
+        match tokio::time::timeout(timeout, resp.chunk()).await {
+            Ok(Ok(Some(c))) => body.extend_from_slice(&c),
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => {
+                let why = format!("the body could not be read: {}", probe::innermost(&e));
+                return answered(Some(why));
+            }
+            Err(_) => {
+                return answered(Some(format!("the body did not arrive within {secs} s")));
             }
         }
-        if let Err(e) = probe::judge_body(&body, keyword) {
-            return Outcome {
-                status: Some(status.into()),
-                error: Some(e),
-            };
-        }
     }
-    Outcome {
-        status: Some(status.into()),
-        error: None,
-    }
+    let judged = keyword
+        .map_or(Ok(()), |k| probe::judge_body(&body, k))
+        .and_then(|()| {
+            query
+                .as_ref()
+                .map_or(Ok(()), |q| trusthub_core::json_query::judge(&body, q))
+        });
+    answered(judged.err())
 }
 
 /// Resolves `target` through the policy and connects, within `timeout`.
