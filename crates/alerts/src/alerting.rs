@@ -35,8 +35,21 @@ pub const ALERT_RESOLVED: &str = "alert.resolved";
 pub const WEBHOOK_TEST: &str = "webhook.test";
 /// `drift.ticket` (CONTRACT 20): a file drifted within 7 days after a human rebase.
 pub const DRIFT_TICKET: &str = "drift.ticket";
-/// Events an endpoint may subscribe to (SPEC 6.1, CONTRACT 20).
-pub const EVENTS: [&str; 3] = [ALERT_CREATED, ALERT_RESOLVED, DRIFT_TICKET];
+/// `incident.created` (CONTRACT 32): an incident was opened on a status page.
+pub const INCIDENT_CREATED: &str = "incident.created";
+/// `incident.updated` (CONTRACT 32): an incident got an update.
+pub const INCIDENT_UPDATED: &str = "incident.updated";
+/// Events an endpoint may subscribe to (SPEC 6.1, CONTRACT 20, 32).
+pub const EVENTS: [&str; 5] = [
+    ALERT_CREATED,
+    ALERT_RESOLVED,
+    DRIFT_TICKET,
+    INCIDENT_CREATED,
+    INCIDENT_UPDATED,
+];
+/// What an endpoint subscribes to when it names no events: what it did before incidents
+/// existed (incident events are asked for by name).
+pub const DEFAULT_EVENTS: [&str; 3] = [ALERT_CREATED, ALERT_RESOLVED, DRIFT_TICKET];
 
 /// The agent of an alert.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -221,6 +234,59 @@ impl Notifier {
             now,
         )
         .await
+    }
+
+    /// Queues a notice that is not about an alert but that people read (`incident.created`,
+    /// `incident.updated`) for every webhook endpoint and notification channel of the tenant
+    /// subscribed to it whose `min_severity` `severity` reaches (tag filters need a host:
+    /// endpoints with one are skipped). Channels render it from the body's `incident`.
+    pub async fn enqueue_notice(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        event: &str,
+        body: &serde_json::Value,
+        severity: Severity,
+        now: OffsetDateTime,
+    ) -> StoreResult<usize> {
+        let rank = severity.rank();
+        let text = body.to_string();
+        let mut queued = self
+            .queue_webhooks(tx, tenant, event, &text, rank, Some(&[]), None, now)
+            .await?;
+        let channels = match self.channels.entry(tenant) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(crate::store::channels::list(tx, tenant).await?)
+            }
+        };
+        for c in channels.iter() {
+            let subscribed = c.events.0.iter().any(|e| e == event);
+            if !subscribed || rank < c.min_severity_rank || c.agent_filter_tag.is_some() {
+                continue;
+            }
+            let target = format!("{}: {}", c.kind, c.name);
+            webhooks::enqueue(
+                tx,
+                tenant,
+                Uuid::now_v7(),
+                &NewDelivery {
+                    webhook_id: None,
+                    rule_id: None,
+                    channel_id: Some(c.id),
+                    target_url: &target,
+                    target_url_sealed: None,
+                    event,
+                    alert_id: None,
+                    payload: &text,
+                    status: webhooks::status::PENDING,
+                },
+                now,
+            )
+            .await?;
+            queued += 1;
+        }
+        Ok(queued)
     }
 
     /// Queues `body` for every webhook endpoint of the tenant subscribed to `event`, whose

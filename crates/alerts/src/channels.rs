@@ -515,6 +515,28 @@ fn facts(body: &Value) -> Facts {
     let a = &body["alert"];
     let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
     let event = s(&body["event"]);
+    // An incident of a status page (CONTRACT 32) reads as an alert of its impact.
+    let i = &body["incident"];
+    if i.is_object() {
+        let severity = match i["impact"].as_str() {
+            Some("major" | "critical") => "critical",
+            Some("minor") => "warning",
+            _ => "info",
+        };
+        return Facts {
+            resolved: i["status"] == "resolved",
+            test: false,
+            event,
+            severity: severity.into(),
+            title: format!("Incident on {}: {}", s(&i["page"]["title"]), s(&i["title"])),
+            detail: format!("{}: {}", s(&i["status"]), s(&i["message"])),
+            host: Some(s(&i["page"]["title"])),
+            category: "incident".into(),
+            fingerprint: format!("incident:{}", s(&i["id"])),
+            created_at: s(&i["created_at"]),
+            resolution: i["message"].as_str().map(str::to_owned),
+        };
+    }
     Facts {
         resolved: event == crate::alerting::ALERT_RESOLVED,
         test: event == "test",

@@ -300,8 +300,14 @@ async fn send_channel(
         .ok()
         .and_then(|v| v["alert"]["id"].as_str().map(str::to_owned));
     let base = state.public_url.trim_end_matches('/');
-    let link = match alert {
-        Some(id) if d.event != "test" => format!("{base}/ui/alerts/{id}"),
+    // A notice names its own page (an incident's status page); an alert its page here.
+    let own_link = serde_json::from_str::<serde_json::Value>(&d.payload)
+        .ok()
+        .and_then(|v| v["link"].as_str().map(str::to_owned))
+        .filter(|l| l.starts_with(base));
+    let link = match (own_link, alert) {
+        (Some(l), _) => l,
+        (None, Some(id)) if d.event != "test" => format!("{base}/ui/alerts/{id}"),
         _ => format!("{base}/ui/alerts"),
     };
     match channels::render(&ch.kind, &config, &d.payload, &link)? {

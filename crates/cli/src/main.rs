@@ -79,6 +79,20 @@ enum Command {
         #[command(subcommand)]
         cmd: remote::AppsCmd,
     },
+    /// Public status pages (CONTRACT 32).
+    StatusPages {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::StatusPagesCmd,
+    },
+    /// Incidents on status pages.
+    Incidents {
+        #[command(flatten)]
+        g: remote::Global,
+        #[command(subcommand)]
+        cmd: remote::IncidentsCmd,
+    },
     /// Alerts.
     Alerts {
         #[command(flatten)]
@@ -878,6 +892,8 @@ async fn hub_main() -> ExitCode {
         Command::Context { g, cmd } => Some(remote::context(cmd, &g)),
         Command::Agents { g, cmd } => Some(remote::agents(cmd, &g).await),
         Command::Apps { g, cmd } => Some(remote::apps(cmd, &g).await),
+        Command::StatusPages { g, cmd } => Some(remote::status_pages(cmd, &g).await),
+        Command::Incidents { g, cmd } => Some(remote::incidents(cmd, &g).await),
         Command::Alerts { g, cmd } => Some(remote::alerts(cmd, &g).await),
         Command::Actions { g, cmd } => Some(remote::actions(cmd, &g).await),
         Command::Autopatch { g, cmd } => Some(remote::autopatch::autopatch(cmd, &g).await),

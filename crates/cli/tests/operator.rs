@@ -354,6 +354,224 @@ async fn every_verb_against(db_url: Option<&str>) {
         "{history}"
     );
     ok(&cli(&config, &["apps", "rm", &app_id], "", &[]));
+    // A push monitor (CONTRACT 32): its URL printed whole once; a ping keeps it up; a new
+    // URL replaces it; a JSON assertion and dns values travel as the API takes them.
+    let push = ok(&cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--name",
+            "nightly",
+            "--type",
+            "push",
+            "--interval",
+            "3600",
+            "--grace",
+            "600",
+        ],
+        "",
+        &[],
+    ));
+    let push_url = push
+        .split_whitespace()
+        .find(|w| w.contains("/api/v1/push/thp_"))
+        .unwrap_or_else(|| panic!("the push URL is printed: {push}"))
+        .to_owned();
+    let pinged = http.get(&push_url).send().await.expect("ping");
+    assert_eq!(pinged.status(), 200);
+    let listed = json_of(&cli(
+        &config,
+        &["apps", "get", "nightly", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_eq!(listed["observed_state"], "running", "{listed}");
+    assert!(
+        listed["push_url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with('…')),
+        "{listed}"
+    );
+    let fresh = json_of(&cli(
+        &config,
+        &["apps", "push-url", "nightly", "-o", "json"],
+        "",
+        &[],
+    ));
+    assert_ne!(fresh["push_url"].as_str(), Some(push_url.as_str()));
+    assert_eq!(http.get(&push_url).send().await.expect("old").status(), 404);
+    let query = json_of(&cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--name",
+            "api",
+            "--type",
+            "http",
+            "--endpoint",
+            "http://127.0.0.1:9/health",
+            "--json-query",
+            "$.status == ok",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(
+        query["json_query"],
+        json!({"path": "$.status", "op": "==", "value": "ok"})
+    );
+    let dns = json_of(&cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--name",
+            "mx",
+            "--type",
+            "dns",
+            "--endpoint",
+            "dns://example.test?type=MX&server=127.0.0.1:9",
+            "--expected",
+            "mx1.example.test",
+            "--expected",
+            "mx2.example.test",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(
+        dns["expected"],
+        json!(["mx1.example.test", "mx2.example.test"])
+    );
+    let bad = cli(
+        &config,
+        &[
+            "apps",
+            "add",
+            "--name",
+            "x",
+            "--type",
+            "push",
+            "--endpoint",
+            "http://a.test/",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", err(&bad));
+    assert!(err(&bad).contains("endpoint"), "{}", err(&bad));
+    // Status pages and incidents (CONTRACT 32): made of apps by name, told, resolved.
+    let page = json_of(&cli(
+        &config,
+        &[
+            "status-pages",
+            "add",
+            "--slug",
+            "acme",
+            "--title",
+            "Acme",
+            "--app",
+            "nightly",
+            "--app",
+            "api",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(
+        page["groups"][0]["app_ids"].as_array().map(Vec::len),
+        Some(2),
+        "{page}"
+    );
+    let pages = ok(&cli(&config, &["status-pages", "ls"], "", &[]));
+    assert!(pages.contains("/status/acme"), "{pages}");
+    let incident = json_of(&cli(
+        &config,
+        &[
+            "incidents",
+            "add",
+            "acme",
+            "--title",
+            "Slow exports",
+            "--message",
+            "Looking into it.",
+            "--impact",
+            "major",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    let incident_id = incident["id"].as_str().expect("id").to_owned();
+    let public: Value = http
+        .get(format!("{url}/status/acme.json"))
+        .send()
+        .await
+        .expect("public")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(public["incidents"][0]["title"], "Slow exports", "{public}");
+    let resolved = json_of(&cli(
+        &config,
+        &[
+            "incidents",
+            "update",
+            &incident_id,
+            "--status",
+            "resolved",
+            "--message",
+            "Fixed.",
+            "-o",
+            "json",
+        ],
+        "",
+        &[],
+    ));
+    assert_eq!(resolved["status"], "resolved");
+    let listed = ok(&cli(&config, &["incidents", "ls", "acme"], "", &[]));
+    assert!(
+        listed.contains("Slow exports") && listed.contains("resolved"),
+        "{listed}"
+    );
+    let bad = cli(
+        &config,
+        &[
+            "incidents",
+            "add",
+            "acme",
+            "--title",
+            "x",
+            "--message",
+            "y",
+            "--impact",
+            "huge",
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", err(&bad));
+    ok(&cli(&config, &["status-pages", "rm", "acme"], "", &[]));
+    assert_eq!(
+        http.get(format!("{url}/status/acme"))
+            .send()
+            .await
+            .expect("gone")
+            .status(),
+        404
+    );
+    for name in ["nightly", "api", "mx"] {
+        ok(&cli(&config, &["apps", "rm", name], "", &[]));
+    }
     assert_eq!(
         cli(&config, &["apps", "get", &app_id], "", &[])
             .status

@@ -93,6 +93,16 @@ pub const APP_CREATED: &str = "app_created";
 pub const APP_EXPECTED_STATE_CHANGED: &str = "app_expected_state_changed";
 /// An app was untracked.
 pub const APP_DELETED: &str = "app_deleted";
+/// A status page was made (CONTRACT 32).
+pub const STATUS_PAGE_CREATED: &str = "status_page_created";
+/// A status page was changed.
+pub const STATUS_PAGE_UPDATED: &str = "status_page_updated";
+/// A status page was deleted.
+pub const STATUS_PAGE_DELETED: &str = "status_page_deleted";
+/// An incident was opened on a status page.
+pub const INCIDENT_CREATED: &str = "incident_created";
+/// An incident got an update.
+pub const INCIDENT_UPDATED: &str = "incident_updated";
 /// A push monitor got a new push URL (the old one stopped answering).
 pub const APP_PUSH_URL_ROTATED: &str = "app_push_url_rotated";
 /// An alert was resolved by a user.

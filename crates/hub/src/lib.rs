@@ -107,6 +107,7 @@ pub fn capabilities() -> Vec<trusthub_platform::capability::Capability> {
         trusthub_drift::capability(),
         trusthub_cloud::capability(),
         trusthub_topology::capability(),
+        trusthub_status::capability(),
         trusthub_compliance::capability(),
         trusthub_trust::capability(),
         trusthub_console::capability(),

@@ -182,6 +182,12 @@ pub(crate) async fn checked(
         &[
             crate::alerting::ALERT_CREATED,
             crate::alerting::ALERT_RESOLVED,
+            crate::alerting::INCIDENT_CREATED,
+            crate::alerting::INCIDENT_UPDATED,
+        ],
+        &[
+            crate::alerting::ALERT_CREATED,
+            crate::alerting::ALERT_RESOLVED,
         ],
         req.events.as_deref(),
         req.min_severity.as_deref(),

@@ -177,6 +177,7 @@ pub(crate) async fn check(
     };
     let (events, min_severity, rank, tag) = subscription(
         &EVENTS,
+        &crate::alerting::DEFAULT_EVENTS,
         req.events.as_deref(),
         req.min_severity.as_deref(),
         req.agent_filter.as_ref(),
@@ -200,6 +201,7 @@ pub(crate) async fn check(
 /// `errors`: `(events, min_severity, its rank, tag)`.
 pub(crate) fn subscription(
     allowed: &[&str],
+    default: &[&str],
     events: Option<&[String]>,
     min_severity: Option<&str>,
     filter: Option<&AgentFilter>,
@@ -226,7 +228,7 @@ pub(crate) fn subscription(
                 }
             }
         }
-        None => chosen = allowed.iter().map(|e| (*e).to_owned()).collect(),
+        None => chosen = default.iter().map(|e| (*e).to_owned()).collect(),
     }
     let min_severity = min_severity.unwrap_or("warning").to_owned();
     let rank = match Severity::parse(&min_severity) {

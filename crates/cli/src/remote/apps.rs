@@ -13,12 +13,13 @@ pub enum AppsCmd {
         id: String,
     },
     /// Track an app on a host (--agent, --type systemd|docker|compose|process,
-    /// --identifier) or add a check the hub runs (--type http|tcp|tls, --endpoint).
+    /// --identifier) or add a check the hub runs (--type http|tcp|tls|dns|ping, --endpoint;
+    /// --type push for a heartbeat: its push URL is printed once).
     Add {
         /// Its name.
         #[arg(long)]
         name: String,
-        /// systemd, docker, compose, process; or http, tcp, tls for a check.
+        /// systemd, docker, compose, process; or http, tcp, tls, dns, ping, push for a check.
         #[arg(long = "type")]
         kind: String,
         /// The host it runs on, or that runs the check (hostname or agent id); a check without
@@ -28,10 +29,11 @@ pub enum AppsCmd {
         /// The unit, container, `<project>::<service>` or binary path.
         #[arg(long)]
         identifier: Option<String>,
-        /// A check's URL (`https://…`, `tcp://host:port`, `tls://host:port`).
+        /// A check's target (`https://…`, `tcp://host:port`, `tls://host:port`,
+        /// `dns://name?type=A&server=ip`, `icmp://host`).
         #[arg(long)]
         endpoint: Option<String>,
-        /// A check's interval in seconds (10 to 3600).
+        /// A check's interval in seconds (10 to 3600; a push monitor's up to 2678400).
         #[arg(long)]
         interval: Option<u32>,
         /// A check's failures in a row before it is down (default 2 + 1).
@@ -43,9 +45,24 @@ pub enum AppsCmd {
         /// An http check's body must contain this.
         #[arg(long)]
         keyword: Option<String>,
+        /// An http check's JSON body must pass this: `<path> <op> <value>`, e.g.
+        /// `'$.status == ok'`, `'$.db.lag_ms < 100'`, `'$.regions contains eu'`.
+        #[arg(long)]
+        json_query: Option<String>,
+        /// A dns check's answer must hold this value (repeat for more).
+        #[arg(long)]
+        expected: Vec<String>,
+        /// A push monitor's grace in seconds past its interval (default 60).
+        #[arg(long)]
+        grace: Option<u32>,
         /// What the host runs to restart it (default: by its type, e.g. `systemctl restart`).
         #[arg(long)]
         restart_command: Option<String>,
+    },
+    /// A new push URL for a push monitor (the old one stops answering); printed once.
+    PushUrl {
+        /// App id or name.
+        id: String,
     },
     /// Stop tracking an app.
     Rm {
@@ -106,9 +123,15 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             retries,
             timeout,
             keyword,
+            json_query,
+            expected,
+            grace,
             restart_command,
         } => {
-            let check = matches!(kind.as_str(), "http" | "tcp" | "tls");
+            let check = matches!(
+                kind.as_str(),
+                "http" | "tcp" | "tls" | "dns" | "ping" | "push"
+            );
             let mut body = json!({"name": name});
             if check {
                 if restart_command.is_some() {
@@ -118,7 +141,18 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
                     });
                 }
                 body["type"] = json!(kind);
-                body["endpoint"] = json!(endpoint.or(identifier));
+                if let Some(e) = endpoint.or(identifier) {
+                    body["endpoint"] = json!(e);
+                }
+                if let Some(q) = json_query {
+                    body["json_query"] = parse_query(&q)?;
+                }
+                if !expected.is_empty() {
+                    body["expected"] = json!(expected);
+                }
+                if let Some(g) = grace {
+                    body["grace_seconds"] = json!(g);
+                }
                 for (field, value) in [
                     ("interval_seconds", interval),
                     ("retries", retries),
@@ -142,7 +176,12 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
                 body["agent_id"] = json!(named(&c, &a, AGENT).await?);
             }
             let v = c.json(Method::POST, "/apps", &body).await?;
-            print(&v, APPS, g.output)
+            print_with_push_url(&v, g)
+        }
+        AppsCmd::PushUrl { id: a } => {
+            let path = format!("/apps/{}/push-url", named(&c, &a, APP).await?);
+            let v = c.json(Method::POST, &path, &json!({})).await?;
+            print_with_push_url(&v, g)
         }
         AppsCmd::Rm { id: a } => {
             delete(
@@ -178,5 +217,67 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             eprintln!("dispatched {jti}; waiting for the host's answer…");
             finished(&c, &jti, g).await
         }
+    }
+}
+
+/// An app, and a push monitor's whole URL (shown this once) as its own column.
+fn print_with_push_url(v: &Value, g: &Global) -> Result<(), Failure> {
+    if v["push_url"].is_string() {
+        let mut cols = APPS.to_vec();
+        cols.retain(|(name, _)| *name != "target");
+        cols.push(("push_url", "/push_url"));
+        print(v, &cols, g.output)
+    } else {
+        print(v, APPS, g.output)
+    }
+}
+
+/// `--json-query '<path> <op> <value>'`: the value is JSON when it reads as a number, a
+/// boolean, null or a quoted string, else the text as it is.
+fn parse_query(q: &str) -> Result<Value, Failure> {
+    let bad = || Failure {
+        code: 2,
+        message: format!(
+            "--json-query `{q}`: write `<path> <op> <value>`, e.g. '$.status == ok' (op: ==, !=, <, >, contains)"
+        ),
+    };
+    let q = q.trim();
+    let (path, rest) = q.split_once(char::is_whitespace).ok_or_else(bad)?;
+    let (op, value) = rest
+        .trim_start()
+        .split_once(char::is_whitespace)
+        .ok_or_else(bad)?;
+    let value = value.trim();
+    let value = match serde_json::from_str::<Value>(value) {
+        Ok(v) if !v.is_array() && !v.is_object() => v,
+        _ => json!(value),
+    };
+    Ok(json!({"path": path, "op": op, "value": value}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_queries_read_as_people_write_them() {
+        let q = |s: &str| parse_query(s).map_err(|f| f.message);
+        assert_eq!(
+            q("$.status == ok"),
+            Ok(json!({"path": "$.status", "op": "==", "value": "ok"}))
+        );
+        assert_eq!(
+            q("$.lag  <  100"),
+            Ok(json!({"path": "$.lag", "op": "<", "value": 100}))
+        );
+        assert_eq!(
+            q("$.up == true"),
+            Ok(json!({"path": "$.up", "op": "==", "value": true}))
+        );
+        assert_eq!(
+            q(r#"$.msg contains "all good""#),
+            Ok(json!({"path": "$.msg", "op": "contains", "value": "all good"}))
+        );
+        assert!(q("$.status").is_err());
     }
 }

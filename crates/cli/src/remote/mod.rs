@@ -24,6 +24,7 @@ pub mod remote_write;
 mod rules;
 mod session;
 mod slo;
+mod status;
 pub mod tenant;
 mod tokens;
 pub mod topology;
@@ -48,6 +49,7 @@ pub use evidence_remote::*;
 pub use rules::*;
 pub use session::*;
 pub use slo::*;
+pub use status::*;
 pub use tokens::*;
 pub use webhooks::*;
 

@@ -19,6 +19,7 @@ crate::dual!(
     an_evidence_pack_is_created_listed_and_downloaded,
     an_admin_makes_an_install_command_that_enrols_a_host,
     an_operator_creates_a_rule_on_a_metric_the_fleet_sends_and_deletes_it,
+    an_admin_makes_a_status_page_and_the_public_reads_it_on_a_phone_without_scripts,
 );
 
 async fn a_user_signs_in_and_sees_the_fleet_in_a_browser(b: Backend) {
@@ -758,6 +759,63 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
     assert_eq!(intranet["agent_id"], host.id.as_str(), "{intranet}");
     assert_eq!(intranet["keyword"], "ok", "{intranet}");
     browser.screenshot("check-from-host").await;
+    // A push monitor (CONTRACT 32): its URL shown this once, and it works when called.
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    browser
+        .type_into("#add-check input[name=name]", "nightly backup")
+        .await;
+    browser
+        .click("#add-check select[name=kind] option[value=push]")
+        .await;
+    browser
+        .set_value("#add-check input[name=interval_seconds]", "3600")
+        .await;
+    browser
+        .type_into("#add-check input[name=grace_seconds]", "600")
+        .await;
+    browser.click("#add-check button").await;
+    let shown = browser.wait_text("waits for its first ping").await;
+    let push_url = browser.text("#push-url code").await;
+    assert!(push_url.contains("/api/v1/push/thp_"), "{shown}");
+    browser.screenshot("push-url").await;
+    let r = app.client.get(push_url.trim()).send().await.expect("ping");
+    assert_eq!(r.status(), 200);
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    let page = browser.text("main").await;
+    assert!(
+        page.contains("a ping every 3600 s (+600 s grace)") && !page.contains(push_url.trim()),
+        "masked after: {page}"
+    );
+    // A JSON assertion from the form.
+    browser
+        .type_into("#add-check input[name=name]", "api")
+        .await;
+    browser
+        .type_into(
+            "#add-check input[name=endpoint]",
+            "http://127.0.0.1:9/status",
+        )
+        .await;
+    browser
+        .type_into("#add-check input[name=json_path]", "$.db.lag_ms")
+        .await;
+    browser
+        .click("#add-check select[name=json_op] option[value='<']")
+        .await;
+    browser
+        .type_into("#add-check input[name=json_value]", "100")
+        .await;
+    browser.click("#add-check button").await;
+    browser.wait_text("api").await;
+    let apps = body(app.get("/apps", &app.owner).await).await;
+    let api = apps
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["name"] == "api"))
+        .expect("the json check");
+    assert_eq!(
+        api["json_query"],
+        json!({"path": "$.db.lag_ms", "op": "<", "value": 100})
+    );
     browser.assert_no_js_errors().await;
 }
 
@@ -855,4 +913,108 @@ async fn an_admin_adds_a_slack_channel_tests_it_and_follows_an_alert_to_its_page
         .await;
     assert!(!browser.source().await.contains(&secret), "shown once only");
     browser.assert_no_js_errors().await;
+}
+
+async fn an_admin_makes_a_status_page_and_the_public_reads_it_on_a_phone_without_scripts(
+    b: Backend,
+) {
+    let app = TestApp::spawn(b).await;
+    let Some(browser) = Browser::start(&format!("status-page-{b:?}")).await else {
+        return;
+    };
+    // Checkout's port is dead, Search's answers.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let live = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let live_port = live.local_addr().expect("addr").port();
+    for (name, port) in [("Checkout", dead), ("Search", live_port)] {
+        let r = app
+            .post(
+                "/apps",
+                &app.owner,
+                json!({"name": name, "type": "tcp", "endpoint": format!("tcp://127.0.0.1:{port}"),
+                    "retries": 0}),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    trusthub_monitors::jobs::probes::probe_tick(&app.state, hub_now() + time::Duration::seconds(1))
+        .await
+        .expect("tick");
+    browser
+        .sign_in(&app.base, OWNER_EMAIL, OWNER_PASSWORD)
+        .await;
+    browser.click("a[href='/ui/status-pages']").await;
+    browser.wait_text("No status page yet").await;
+    browser
+        .type_into("#new-page input[name=title]", "Acme")
+        .await;
+    browser
+        .type_into("#new-page input[name=slug]", "acme")
+        .await;
+    for n in [1, 2] {
+        browser.click(&format!("#new-page #app-{n}")).await;
+    }
+    let ticked = browser
+        .eval("return Array.from(document.querySelectorAll('#new-page input[name=app_id]')).map(e => e.checked)")
+        .await;
+    assert_eq!(ticked, json!([true, true]), "both apps ticked");
+    browser.click("#new-page button").await;
+    browser.wait_text("Status page made").await;
+    browser
+        .click("#status-pages a[href^='/ui/status-pages/']")
+        .await;
+    browser
+        .type_into("#new-incident input[name=title]", "Checkout errors")
+        .await;
+    browser
+        .type_into(
+            "#new-incident input[name=message]",
+            "Payments fail for some cards.",
+        )
+        .await;
+    browser
+        .click("#new-incident select[name=impact] option[value=major]")
+        .await;
+    browser.click("#new-incident button").await;
+    browser.wait_text("Incident opened").await;
+    browser.screenshot("incident").await;
+    // An update from the page's form.
+    browser
+        .type_into(
+            ".update-incident input[name=message]",
+            "A fix is rolling out.",
+        )
+        .await;
+    browser
+        .click(".update-incident select[name=status] option[value=monitoring]")
+        .await;
+    browser.click(".update-incident button").await;
+    browser.wait_text("Update posted").await;
+    // The public page, signed out, at a phone's width: no script, nothing wider than it.
+    browser.goto(&format!("{}/status/acme", app.base)).await;
+    browser.resize(390, 844).await;
+    let page = browser.wait_text("Checkout errors").await;
+    assert!(
+        page.contains("Partial outage") && page.contains("A fix is rolling out."),
+        "{page}"
+    );
+    let scripts = browser.eval("return document.scripts.length").await;
+    assert_eq!(scripts, json!(0));
+    let fits = browser
+        .eval("return document.documentElement.scrollWidth <= window.innerWidth")
+        .await;
+    assert_eq!(
+        fits,
+        json!(true),
+        "readable on a phone without scrolling sideways"
+    );
+    browser.screenshot("public-phone").await;
+    browser.assert_no_js_errors().await;
+    drop(live);
 }

@@ -77,6 +77,8 @@ mod remote_write;
 mod rw_rig;
 #[path = "../../../slo/tests/api/slo.rs"]
 mod slo;
+#[path = "../../../status/tests/api/status_pages.rs"]
+mod status_pages;
 #[path = "../../../vulns/tests/api/supply_chain.rs"]
 mod supply_chain;
 #[path = "../../../vulns/tests/api/suppressions.rs"]

@@ -404,6 +404,16 @@ impl Browser {
     }
 
     /// Saves a PNG screenshot as `<name>.png`.
+    /// Resizes the window (a phone: 390 × 844).
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.cmd(
+            reqwest::Method::POST,
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )
+        .await;
+    }
+
     pub async fn screenshot(&self, name: &str) {
         let b64 = self.cmd(reqwest::Method::GET, "/screenshot", None).await;
         let png = data_encoding::BASE64
