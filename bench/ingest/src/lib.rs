@@ -299,3 +299,37 @@ pub async fn register_agent(
     };
     Ok((field("agent_id")?, field("agent_token")?, key))
 }
+
+/// An app `agent` watches (`app_type` `systemd`, `process`, ...), expected running, with the
+/// default counters: what the benchmarks insert below the services.
+pub fn watched_app<'a>(
+    agent: uuid::Uuid,
+    name: &'a str,
+    app_type: &'a str,
+    identifier: &'a str,
+) -> trusthub_monitors::raw::apps::NewApp<'a> {
+    trusthub_monitors::raw::apps::NewApp {
+        agent_id: Some(agent),
+        name,
+        app_type,
+        identifier,
+        owner_email: None,
+        runbook_url: None,
+        notes: None,
+        expected_state: "running",
+        restart_command: None,
+        endpoint: None,
+        interval_seconds: None,
+        timeout_seconds: None,
+        retries: 2,
+        recoveries: 1,
+        expected_status: None,
+        keyword: None,
+        tls_min_days: None,
+        grace_seconds: None,
+        push_token: None,
+        expected_values: None,
+        json_query: None,
+        first_due: None,
+    }
+}

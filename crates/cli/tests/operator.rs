@@ -491,6 +491,31 @@ async fn every_verb_against(db_url: Option<&str>) {
         Some(2),
         "{page}"
     );
+    let badge = json_of(&cli(
+        &config,
+        &["apps", "badge", "api", "on", "-o", "json"],
+        "",
+        &[],
+    ));
+    let badge_url = badge["badge_url"].as_str().expect("badge url").to_owned();
+    let drawn = http
+        .get(format!("{badge_url}?type=uptime"))
+        .send()
+        .await
+        .expect("badge");
+    assert_eq!(drawn.status(), 200);
+    assert!(
+        drawn
+            .text()
+            .await
+            .expect("svg")
+            .contains("<title>api 30d: ")
+    );
+    ok(&cli(&config, &["apps", "badge", "api", "off"], "", &[]));
+    assert_eq!(
+        http.get(&badge_url).send().await.expect("gone").status(),
+        404
+    );
     let pages = ok(&cli(&config, &["status-pages", "ls"], "", &[]));
     assert!(pages.contains("/status/acme"), "{pages}");
     let incident = json_of(&cli(

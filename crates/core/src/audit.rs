@@ -103,6 +103,8 @@ pub const STATUS_PAGE_DELETED: &str = "status_page_deleted";
 pub const INCIDENT_CREATED: &str = "incident_created";
 /// An incident got an update.
 pub const INCIDENT_UPDATED: &str = "incident_updated";
+/// An app's public badge was turned on or off.
+pub const APP_BADGE_CHANGED: &str = "app_badge_changed";
 /// A push monitor got a new push URL (the old one stopped answering).
 pub const APP_PUSH_URL_ROTATED: &str = "app_push_url_rotated";
 /// An alert was resolved by a user.

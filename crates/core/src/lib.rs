@@ -9,6 +9,7 @@ pub mod alerting;
 pub mod apps;
 pub mod audit;
 pub mod auth;
+pub mod badge;
 pub mod canonical;
 pub mod compliance;
 pub mod csv;

@@ -7,7 +7,8 @@
 //!   fleet's and alerts' typed events;
 //! - [`SloLines`]: the lookup the SLO capability gives the apps page;
 //! - [`App`], [`app`], [`app_names`], [`timeline`]: apps, their timeline and maintenance
-//!   windows, for SLOs and evidence packs;
+//!   windows, for SLOs, evidence packs and status pages; [`app_by_badge`], [`mean_latency`]
+//!   for the public app badges;
 //! - [`api`], [`web::pages`], [`jobs`]: what the composition root mounts and schedules.
 //!
 //! Invariant: an app's liveness changes only through counted results (CONTRACT 27), each
@@ -40,6 +41,10 @@ pub fn api() -> OpenApiRouter<AppState> {
 }
 
 pub use store::apps::{App, get as app, list as apps, state_counts};
+
+/// The app whose public badge token is `token` (CONTRACT 32), and an app's mean check
+/// latency since a time: what the public badge draws.
+pub use store::apps::{by_badge_token as app_by_badge, mean_latency};
 pub use store::timeline;
 
 pub use service::events::{

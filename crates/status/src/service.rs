@@ -244,6 +244,7 @@ pub async fn create(
     )
     .await?;
     tx.commit().await?;
+    state.part::<PublicCache>().clear();
     Ok(view(state, page))
 }
 
@@ -329,6 +330,7 @@ pub async fn update(
     )
     .await?;
     tx.commit().await?;
+    state.part::<PublicCache>().clear();
     Ok(view(state, page))
 }
 
@@ -552,6 +554,7 @@ pub async fn open(
     .await?;
     notify(state, &mut tx, &page, &i, &message, INCIDENT_CREATED).await?;
     tx.commit().await?;
+    state.part::<PublicCache>().clear();
     incident(state, p.tenant(), i.id).await
 }
 
@@ -617,6 +620,7 @@ pub async fn add_update(
     .await?;
     notify(state, &mut tx, &page, &i, &message, INCIDENT_UPDATED).await?;
     tx.commit().await?;
+    state.part::<PublicCache>().clear();
     incident(state, p.tenant(), i.id).await
 }
 
@@ -778,6 +782,49 @@ pub struct PublicPage {
     /// Slug (for links).
     #[serde(skip)]
     pub slug: String,
+}
+
+/// How long a public view is served from memory: a page read by many during an outage is
+/// computed once every few seconds, not once per reader.
+pub const PUBLIC_CACHE_SECS: u64 = 5;
+
+/// Public views computed in the last [`PUBLIC_CACHE_SECS`], by slug (a part of the state).
+/// A change of a page or of its incidents through this process forgets them at once.
+#[derive(Debug, Default)]
+pub struct PublicCache(
+    std::sync::Mutex<HashMap<String, (std::time::Instant, std::sync::Arc<PublicPage>)>>,
+);
+
+impl PublicCache {
+    /// Forgets every view.
+    pub fn clear(&self) {
+        if let Ok(mut m) = self.0.lock() {
+            m.clear();
+        }
+    }
+}
+
+/// The public view of the page at `slug`, from memory when computed in the last seconds.
+pub async fn public_cached(
+    state: &AppState,
+    slug: &str,
+) -> ApiResult<Option<std::sync::Arc<PublicPage>>> {
+    let cache = state.part::<PublicCache>();
+    let fresh = std::time::Duration::from_secs(PUBLIC_CACHE_SECS);
+    if let Ok(m) = cache.0.lock()
+        && let Some((at, page)) = m.get(slug)
+        && at.elapsed() < fresh
+    {
+        return Ok(Some(page.clone()));
+    }
+    let Some(page) = public(state, slug, now()).await?.map(std::sync::Arc::new) else {
+        return Ok(None);
+    };
+    if let Ok(mut m) = cache.0.lock() {
+        m.retain(|_, (at, _)| at.elapsed() < fresh);
+        m.insert(slug.to_owned(), (std::time::Instant::now(), page.clone()));
+    }
+    Ok(Some(page))
 }
 
 /// The public view of the page at `slug` (`None`: no such page).

@@ -23,6 +23,7 @@ pub fn pages() -> axum::Router<AppState> {
         .route("/ui/status-pages/{id}", get(show).post(show_form))
         .route("/status/{file}", get(public))
         .route("/status/{slug}/feed.atom", get(feed))
+        .route("/badge/app/{file}", get(crate::badge::app_badge))
 }
 
 /// Seconds a public answer may be cached.
@@ -92,14 +93,14 @@ pub async fn public(State(state): State<AppState>, Path(file): Path<String>) -> 
         Some(s) => (s.to_owned(), true),
         None => (file, false),
     };
-    let page = match service::public(&state, &slug, now()).await {
+    let page = match service::public_cached(&state, &slug).await {
         Ok(Some(p)) => p,
         Ok(None) => return not_found(),
         Err(e) => return e.into_response(),
     };
     let cache = [(header::CACHE_CONTROL, PUBLIC_MAX_AGE)];
     if json {
-        return (cache, axum::Json(&page)).into_response();
+        return (cache, axum::Json(&*page)).into_response();
     }
     let groups: Vec<GroupLine> = page
         .groups
@@ -162,7 +163,7 @@ pub async fn public(State(state): State<AppState>, Path(file): Path<String>) -> 
 /// `GET /status/<slug>/feed.atom` (public): Atom 1.0 of the page's incidents.
 pub async fn feed(State(state): State<AppState>, Path(slug): Path<String>) -> Response {
     let at = now();
-    let page = match service::public(&state, &slug, at).await {
+    let page = match service::public_cached(&state, &slug).await {
         Ok(Some(p)) => p,
         Ok(None) => return not_found(),
         Err(e) => return e.into_response(),

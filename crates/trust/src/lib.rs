@@ -11,7 +11,7 @@
 //! (fleet, certs, vulns, slo, monitors, auto-patch, drift, identity); v12 answers as it
 //! always did.
 
-pub mod badge;
+pub use trusthub_core::badge;
 pub mod routes;
 pub mod score;
 pub mod service;

@@ -203,25 +203,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             apps::insert(
                 &mut tx,
                 tenant,
-                &apps::NewApp {
-                    agent_id: Some(*id),
-                    name: &format!("app{i}"),
-                    app_type: "systemd",
-                    identifier: &unit,
-                    owner_email: None,
-                    runbook_url: None,
-                    notes: None,
-                    expected_state: "running",
-                    restart_command: None,
-                    endpoint: None,
-                    interval_seconds: None,
-                    timeout_seconds: None,
-                    retries: 2,
-                    recoveries: 1,
-                    expected_status: None,
-                    keyword: None,
-                    tls_min_days: None,
-                },
+                &trusthub_bench_ingest::watched_app(*id, &format!("app{i}"), "systemd", &unit),
                 trusthub_hub::state::now(),
             )
             .await?;

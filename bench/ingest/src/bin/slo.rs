@@ -55,25 +55,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let app = trusthub_monitors::raw::apps::insert(
                 &mut tx,
                 tenant,
-                &trusthub_monitors::raw::apps::NewApp {
-                    agent_id: Some(agent),
-                    name: &format!("app-{h}-{k}"),
-                    app_type: "systemd",
-                    identifier: &format!("svc-{k}.service"),
-                    owner_email: None,
-                    runbook_url: None,
-                    notes: None,
-                    expected_state: "running",
-                    restart_command: None,
-                    endpoint: None,
-                    interval_seconds: None,
-                    timeout_seconds: None,
-                    retries: 2,
-                    recoveries: 1,
-                    expected_status: None,
-                    keyword: None,
-                    tls_min_days: None,
-                },
+                &trusthub_bench_ingest::watched_app(
+                    agent,
+                    &format!("app-{h}-{k}"),
+                    "systemd",
+                    &format!("svc-{k}.service"),
+                ),
                 now,
             )
             .await?

@@ -59,6 +59,14 @@ pub enum AppsCmd {
         #[arg(long)]
         restart_command: Option<String>,
     },
+    /// Turn an app's public badge on (its URL printed) or off (the URL stops answering).
+    Badge {
+        /// App id or name.
+        id: String,
+        /// on or off.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
     /// A new push URL for a push monitor (the old one stops answering); printed once.
     PushUrl {
         /// App id or name.
@@ -177,6 +185,17 @@ pub async fn apps(cmd: AppsCmd, g: &Global) -> Result<(), Failure> {
             }
             let v = c.json(Method::POST, "/apps", &body).await?;
             print_with_push_url(&v, g)
+        }
+        AppsCmd::Badge { id: a, state } => {
+            let path = format!("/apps/{}", named(&c, &a, APP).await?);
+            let v = c
+                .json(Method::PATCH, &path, &json!({"badge": state == "on"}))
+                .await?;
+            print(
+                &v,
+                &[("name", "/name"), ("badge_url", "/badge_url")],
+                g.output,
+            )
         }
         AppsCmd::PushUrl { id: a } => {
             let path = format!("/apps/{}/push-url", named(&c, &a, APP).await?);

@@ -774,7 +774,7 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
         .type_into("#add-check input[name=grace_seconds]", "600")
         .await;
     browser.click("#add-check button").await;
-    let shown = browser.wait_text("waits for its first ping").await;
+    let shown = browser.wait_text("its push URL is shown this once").await;
     let push_url = browser.text("#push-url code").await;
     assert!(push_url.contains("/api/v1/push/thp_"), "{shown}");
     browser.screenshot("push-url").await;
@@ -786,6 +786,18 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
         page.contains("a ping every 3600 s (+600 s grace)") && !page.contains(push_url.trim()),
         "masked after: {page}"
     );
+    // A new URL from the page: shown once, the old one stops answering.
+    let question = browser.click_confirm(".new-push-url button", true).await;
+    assert!(
+        question.contains("The old one stops answering"),
+        "{question}"
+    );
+    browser.wait_text("its push URL is shown this once").await;
+    let fresh = browser.text("#push-url code").await;
+    assert_ne!(fresh.trim(), push_url.trim());
+    let r = app.client.get(push_url.trim()).send().await.expect("old");
+    assert_eq!(r.status(), 404);
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
     // A JSON assertion from the form.
     browser
         .type_into("#add-check input[name=name]", "api")
@@ -996,6 +1008,22 @@ async fn an_admin_makes_a_status_page_and_the_public_reads_it_on_a_phone_without
         .await;
     browser.click(".update-incident button").await;
     browser.wait_text("Update posted").await;
+    // A public badge from the apps page: drawn in place, its address shown.
+    browser.goto(&format!("{}/ui/apps", app.base)).await;
+    browser.click(".badge-switch button").await;
+    browser.find(".badge-line img").await;
+    let mut drawn = json!(false);
+    for _ in 0..50 {
+        drawn = browser
+            .eval("var i = document.querySelector('.badge-line img'); return i.complete && i.naturalWidth > 0")
+            .await;
+        if drawn == json!(true) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(drawn, json!(true), "the badge image loads");
+    browser.screenshot("badge").await;
     // The public page, signed out, at a phone's width: no script, nothing wider than it.
     browser.goto(&format!("{}/status/acme", app.base)).await;
     browser.resize(390, 844).await;

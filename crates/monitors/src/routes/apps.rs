@@ -90,8 +90,11 @@ pub(crate) async fn get_app(
     get_app_by(&state, &by, id).await.map(axum::Json)
 }
 
-/// Change what the app is expected to do (operator); the comparison continues with the new
-/// value, its mismatch counters start again.
+/// Change what the app is expected to do, or its public badge (operator). A new expected
+/// state: the comparison continues with it, its mismatch counters start again. `badge:
+/// true` gives the app a `badge_token` and its `badge_url` (public, shields.io's flat style:
+/// `?type=status` (the default), `uptime` or `latency`, `&days=1..90` (30)); `false` revokes
+/// it. Beyond the schema: at least one of the two fields.
 #[utoipa::path(patch, path = "/apps/{id}", tag = "apps", params(("id" = Uuid, Path, description = "App id")),
     request_body = AppPatch, responses((status = 200, body = AppView), (status = 404, body = Problem), (status = 422, body = Problem)))]
 pub(crate) async fn update(

@@ -90,6 +90,8 @@ pub struct App {
     pub expected_values: Option<String>,
     /// http: the assertion on a JSON body (`{path, op, value}` as JSON).
     pub json_query: Option<String>,
+    /// The public badge's token, while the badge is on.
+    pub badge_token: Option<String>,
 }
 
 impl App {
@@ -114,7 +116,7 @@ const COLUMNS: &str = "id, tenant_id, agent_id, name, app_type, identifier, owne
     observed_state, last_state_change, last_checked_at, alerting, last_check_at, last_check_ok, last_check_status, \
     last_check_latency_ms, last_check_error, created_at, timeout_seconds, retries, recoveries, expected_status, \
     keyword, tls_min_days, consecutive_failures, consecutive_successes, next_check_at, tls_expires_at, grace_seconds, \
-    push_token_prefix, push_started_at, expected_values, json_query";
+    push_token_prefix, push_started_at, expected_values, json_query, badge_token";
 
 /// An app to create.
 #[derive(Debug, Clone)]
@@ -730,6 +732,42 @@ pub async fn set_push_token(
          WHERE tenant_id = $1 AND id = $2 AND app_type = 'push'")
         .bind(tenant.0).bind(id).bind(hash).bind(prefix).execute(&mut *c).await?.rows_affected())
         == 1)
+}
+
+/// Turns an app's badge on with `token` (kept when it is on already) or off (`None`).
+pub async fn set_badge(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+    token: Option<&str>,
+) -> StoreResult<()> {
+    on!(ex, c => sqlx::query(
+        "UPDATE apps SET badge_token = CASE WHEN $3 IS NULL THEN NULL ELSE COALESCE(badge_token, $3) END \
+         WHERE tenant_id = $1 AND id = $2")
+        .bind(tenant.0).bind(id).bind(token).execute(&mut *c).await?.rows_affected());
+    Ok(())
+}
+
+/// The app whose badge token is `token` (any tenant: the token is the key).
+pub async fn by_badge_token(ex: &mut impl Exec, token: &str) -> StoreResult<Option<App>> {
+    let sql = format!("SELECT {COLUMNS} FROM apps WHERE badge_token = $1");
+    Ok(
+        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
+        .bind(token).fetch_optional(&mut *c).await?),
+    )
+}
+
+/// An app's mean check latency (ms) since `since`, and how many results it is of.
+pub async fn mean_latency(
+    ex: &mut impl Exec,
+    app_id: Uuid,
+    since: OffsetDateTime,
+) -> StoreResult<(Option<f64>, i64)> {
+    let (mean, n): (Option<f64>, i64) = on!(ex, c => sqlx::query_as(
+        "SELECT CAST(AVG(latency_ms) AS DOUBLE PRECISION), COUNT(latency_ms) FROM app_checks \
+         WHERE app_id = $1 AND checked_at >= $2 AND latency_ms IS NOT NULL")
+        .bind(app_id).bind(since).fetch_one(&mut *c).await?);
+    Ok((mean, n))
 }
 
 /// Drops an app's red marker (its liveness alert was resolved by hand).

@@ -32,6 +32,10 @@ struct AppRow {
     /// A restart can work here (an agent's process with a restart command, a unit, a
     /// container or a compose service).
     restartable: bool,
+    /// The public badge's address, while it is on.
+    badge: Option<String>,
+    /// A push monitor (its URL can be replaced).
+    push: bool,
 }
 
 /// One discovery candidate.
@@ -169,6 +173,11 @@ async fn apps_page_with(
             .map(|(a, check, restartable)| AppRow {
                 check,
                 restartable,
+                push: a.app_type == "push",
+                badge: a
+                    .badge_token
+                    .as_deref()
+                    .map(|t| format!("{}/badge/app/{t}.svg", state.public_url)),
                 id: a.id.to_string(),
                 host: match a.agent_id {
                     Some(g) => names.get(&g).cloned().unwrap_or_default(),
@@ -460,10 +469,59 @@ pub async fn expect_app(
     Act { user, form, .. }: Act<Operator, ExpectForm>,
 ) -> Response {
     let req = crate::service::apps::AppPatch {
-        expected_state: form.expected_state,
+        expected_state: Some(form.expected_state),
+        badge: None,
     };
     match crate::service::apps::set_expected_state(&state, &meta, &user.principal, id, req).await {
         Ok(_) => Redirect::to("/ui/apps").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The badge switch.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BadgeForm {
+    badge: String,
+}
+
+/// `POST /ui/apps/{id}/badge` (operator, CSRF token): the public badge on or off.
+pub async fn badge_app(
+    State(state): State<AppState>,
+    meta: Meta,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    Act { user, form, .. }: Act<Operator, BadgeForm>,
+) -> Response {
+    let req = crate::service::apps::AppPatch {
+        expected_state: None,
+        badge: Some(form.badge == "on"),
+    };
+    match crate::service::apps::set_expected_state(&state, &meta, &user.principal, id, req).await {
+        Ok(_) => Redirect::to(&format!("/ui/apps#app-{id}")).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /ui/apps/{id}/push-url` (operator, CSRF token): a new push URL, shown once.
+pub async fn new_push_url(
+    State(state): State<AppState>,
+    meta: Meta,
+    axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
+    Act { user, .. }: Act<Operator, NoFields>,
+) -> Response {
+    match crate::service::push::rotate(&state, &meta, &user.principal, id).await {
+        Ok(view) => {
+            let pushed = (view.name, view.push_url.unwrap_or_default());
+            apps_page_with(
+                &state,
+                &user,
+                &no_query(),
+                None,
+                Some(pushed),
+                StatusCode::OK,
+            )
+            .await
+        }
         Err(e) => e.into_response(),
     }
 }

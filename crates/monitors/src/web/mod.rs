@@ -20,6 +20,8 @@ pub fn pages() -> Router<AppState> {
         .route("/ui/apps/checks", post(apps::add_check))
         .route("/ui/apps/{id}/expected", post(apps::expect_app))
         .route("/ui/apps/{id}/untrack", post(apps::untrack_app))
+        .route("/ui/apps/{id}/badge", post(apps::badge_app))
+        .route("/ui/apps/{id}/push-url", post(apps::new_push_url))
         .route("/ui/rules", get(rules::rules).post(rules::create_rule))
         .route("/ui/rules/{id}", get(rule::show).post(rule::update))
         .route("/ui/rules/{id}/delete", post(rules::delete_rule))

@@ -71,6 +71,8 @@ pub(crate) async fn get_page(
 
 /// Change a status page (admin): only the fields sent. A new slug moves its public
 /// address (the old one answers 404).
+///
+/// Beyond the schema: a new `slug` must be free on the hub (409); each of `app_ids` must be an app of your tenant.
 #[utoipa::path(patch, path = "/status-pages/{id}", tag = "status pages",
     params(("id" = Uuid, Path, description = "Status page id")), request_body = StatusPagePatch,
     responses((status = 200, body = StatusPageView), (status = 404, body = Problem), (status = 409, body = Problem), (status = 422, body = Problem)))]

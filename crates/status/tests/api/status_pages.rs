@@ -10,6 +10,7 @@ use time::Duration;
 crate::dual!(
     a_status_page_tells_the_public_states_uptime_incidents_and_maintenance_and_nothing_internal,
     status_pages_and_incidents_are_checked_scoped_and_notify_subscribers,
+    an_app_badge_is_public_by_its_token_until_revoked,
 );
 
 async fn made(app: &TestApp, path: &str, auth: &Auth, b: Value) -> Value {
@@ -570,4 +571,107 @@ async fn status_pages_and_incidents_are_checked_scoped_and_notify_subscribers(b:
         404
     );
     assert_eq!(app.count("SELECT COUNT(*) FROM status_incidents").await, 0);
+}
+
+async fn an_app_badge_is_public_by_its_token_until_revoked(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let live = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = live.local_addr().expect("addr").port();
+    let a = made(
+        &app,
+        "/apps",
+        &app.owner,
+        json!({"name": "checkout", "type": "tcp",
+        "endpoint": format!("tcp://127.0.0.1:{port}")}),
+    )
+    .await;
+    let id = a["id"].as_str().expect("id").to_owned();
+    assert_eq!(a["badge_url"], Value::Null, "off until asked for");
+    trusthub_monitors::jobs::probes::probe_tick(&app.state, hub_now() + Duration::seconds(1))
+        .await
+        .expect("tick");
+    let other = app.other_tenant().await;
+    assert_eq!(
+        app.patch(&format!("/apps/{id}"), &other, json!({"badge": true}))
+            .await
+            .status(),
+        404
+    );
+    let r = app
+        .patch(&format!("/apps/{id}"), &app.owner, json!({}))
+        .await;
+    assert_problem(r, 422, "validation_failed").await;
+    let on = body(
+        app.patch(&format!("/apps/{id}"), &app.owner, json!({"badge": true}))
+            .await,
+    )
+    .await;
+    let url = on["badge_url"].as_str().expect("badge url").to_owned();
+    assert!(
+        url.starts_with(&format!("{}/badge/app/thb_", app.base)) && url.ends_with(".svg"),
+        "{url}"
+    );
+    assert_eq!(on["expected_state"], "running", "unchanged");
+    // On again keeps the token.
+    let again = body(
+        app.patch(&format!("/apps/{id}"), &app.owner, json!({"badge": true}))
+            .await,
+    )
+    .await;
+    assert_eq!(again["badge_url"], on["badge_url"]);
+    let get = |q: &'static str| {
+        let url = format!("{url}{q}");
+        let client = app.client.clone();
+        async move { client.get(url).send().await.expect("badge") }
+    };
+    let r = get("").await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "image/svg+xml");
+    assert_eq!(r.headers()["cache-control"], "max-age=60");
+    let svg = r.text().await.expect("svg");
+    assert!(
+        svg.contains("<title>checkout: up</title>") && svg.contains("#44cc11"),
+        "{svg}"
+    );
+    let svg = get("?type=uptime&days=7").await.text().await.expect("svg");
+    assert!(svg.contains("<title>checkout 7d: "), "{svg}");
+    let svg = get("?type=latency").await.text().await.expect("svg");
+    assert!(
+        svg.contains("<title>checkout 30d: ") && svg.contains(" ms</title>"),
+        "{svg}"
+    );
+    assert!(
+        !svg.contains("127.0.0.1") && !svg.contains(&id),
+        "nothing internal"
+    );
+    assert_eq!(get("?type=cpu").await.status(), 422);
+    assert_eq!(get("?days=91").await.status(), 422);
+    assert!(
+        get("?typ=status").await.status().is_client_error(),
+        "a misspelt parameter is refused"
+    );
+    let r = app
+        .client
+        .get(format!("{}/badge/app/thb_unknown.svg", app.base))
+        .send()
+        .await
+        .expect("404");
+    assert_eq!(r.status(), 404);
+    // Off: the URL stops answering; on again is a new one.
+    let off = body(
+        app.patch(&format!("/apps/{id}"), &app.owner, json!({"badge": false}))
+            .await,
+    )
+    .await;
+    assert_eq!(off["badge_url"], Value::Null);
+    assert_eq!(get("").await.status(), 404);
+    let fresh = body(
+        app.patch(&format!("/apps/{id}"), &app.owner, json!({"badge": true}))
+            .await,
+    )
+    .await;
+    assert_ne!(fresh["badge_url"], on["badge_url"]);
+    drop(live);
 }

@@ -9,3 +9,8 @@ ALTER TABLE apps ADD COLUMN push_started_at TEXT;
 ALTER TABLE apps ADD COLUMN expected_values TEXT;
 ALTER TABLE apps ADD COLUMN json_query TEXT;
 CREATE UNIQUE INDEX apps_push_token ON apps (push_token_hash) WHERE push_token_hash IS NOT NULL;
+-- App badges (CONTRACT 32): a random token the public badge URL carries, null when off. It
+-- is published on purpose (a README embeds it), so it is kept as it is, and revoked by
+-- turning the badge off.
+ALTER TABLE apps ADD COLUMN badge_token TEXT;
+CREATE UNIQUE INDEX apps_badge_token ON apps (badge_token) WHERE badge_token IS NOT NULL;

@@ -185,6 +185,10 @@ pub struct AppView {
     pub expected: Option<Vec<String>>,
     /// http: the assertion on the JSON body.
     pub json_query: Option<JsonQueryBody>,
+    /// The public badge's token while it is on (not a secret: the badge is published).
+    pub badge_token: Option<String>,
+    /// The public badge (`?type=status|uptime|latency&days=30`), while it is on.
+    pub badge_url: Option<String>,
     /// The hub's checks: when the next one runs.
     #[serde(with = "time::serde::rfc3339::option")]
     #[schema(value_type = Option<String>, format = DateTime)]
@@ -243,6 +247,11 @@ impl AppView {
             tls_min_days: a.tls_min_days,
             tls_expires_at: a.tls_expires_at,
             push_url,
+            badge_url: a
+                .badge_token
+                .as_deref()
+                .map(|t| format!("{base}/badge/app/{t}.svg")),
+            badge_token: a.badge_token,
             grace_seconds: a.grace_seconds,
             expected,
             json_query,
@@ -286,13 +295,16 @@ pub async fn get_app_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<Ap
     load(state, p.tenant(), id).await
 }
 
-/// A change of expected state.
-#[derive(Debug, Deserialize, ToSchema)]
+/// A change of an app: its expected state, its public badge, or both.
+#[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AppPatch {
     /// `running` or `stopped`.
     #[schema(pattern = r"^(running|stopped)$")]
-    pub expected_state: String,
+    pub expected_state: Option<String>,
+    /// `true` turns the public badge on (a random `badge_token`; kept while on), `false`
+    /// turns it off (its URL answers 404; on again gives a new token).
+    pub badge: Option<bool>,
 }
 
 /// Changes an app's expected state (the API and the dashboard), audited.
@@ -304,7 +316,16 @@ pub(crate) async fn set_expected_state(
     req: AppPatch,
 ) -> ApiResult<AppView> {
     let mut errors = Vec::new();
-    let expected_state = expected(Some(&req.expected_state), &mut errors);
+    let expected_state = req
+        .expected_state
+        .as_deref()
+        .map(|e| expected(Some(e), &mut errors));
+    if expected_state.is_none() && req.badge.is_none() {
+        errors.push(FieldError {
+            field: "expected_state".into(),
+            message: "send `expected_state`, `badge` or both".into(),
+        });
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -312,7 +333,29 @@ pub(crate) async fn set_expected_state(
     let Some(before) = apps::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("app"));
     };
-    if before.expected_state != expected_state {
+    if let Some(on) = req.badge
+        && on != before.badge_token.is_some()
+    {
+        let token = match on {
+            true => Some(
+                trusthub_core::secret::new_token("thb_")
+                    .map_err(|e| ApiError::Internal(e.to_string()))?,
+            ),
+            false => None,
+        };
+        apps::set_badge(&mut tx, p.tenant(), id, token.as_deref()).await?;
+        meta.record(
+            &mut tx,
+            p,
+            ev::APP_BADGE_CHANGED,
+            format!("app:{id}"),
+            json!({"badge": on}),
+        )
+        .await?;
+    }
+    if let Some(expected_state) = expected_state
+        && before.expected_state != expected_state
+    {
         apps::set_expected(&mut tx, p.tenant(), id, expected_state).await?;
         meta.record(
             &mut tx,

@@ -1,7 +1,7 @@
-//! The public badge (CONTRACT 21): shields.io's "flat" style — a grey label `trust` and the
-//! score on the band's colour — laid out as badge-maker lays it out (text widths from
-//! Verdana at 11 px, rounded down then up to an odd number, 5 px of padding each side), and
-//! the shields.io endpoint JSON. The `<title>` names the tenant.
+//! Public badges (CONTRACT 21, 32) in shields.io's "flat" style — a grey label (`trust`, an
+//! app's name) and a message on its colour — laid out as badge-maker lays it out (text
+//! widths from Verdana at 11 px, rounded down then up to an odd number, 5 px of padding each
+//! side), and the shields.io endpoint JSON.
 
 /// Advance widths of Verdana at 11 px for the printable ASCII characters (32..=126), in px:
 /// the font metrics badge-maker measures text with.
