@@ -11,6 +11,7 @@ crate::dual!(
     a_status_page_tells_the_public_states_uptime_incidents_and_maintenance_and_nothing_internal,
     status_pages_and_incidents_are_checked_scoped_and_notify_subscribers,
     an_app_badge_is_public_by_its_token_until_revoked,
+    packed_spans_are_the_typed_spans,
 );
 
 async fn made(app: &TestApp, path: &str, auth: &Auth, b: Value) -> Value {
@@ -674,4 +675,67 @@ async fn an_app_badge_is_public_by_its_token_until_revoked(b: Backend) {
     .await;
     assert_ne!(fresh["badge_url"], on["badge_url"]);
     drop(live);
+}
+
+/// The status page reads its apps' spans packed (one JSON array per app): the same spans,
+/// in the same order, as the typed read, on both engines.
+async fn packed_spans_are_the_typed_spans(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let a = made(
+            &app,
+            "/apps",
+            &app.owner,
+            json!({"name": format!("a{n}"), "type": "push"}),
+        )
+        .await;
+        ids.push(uuid::Uuid::parse_str(a["id"].as_str().expect("id")).expect("uuid"));
+    }
+    let t0 = hub_now() - Duration::days(3);
+    let mut tx = app.db.begin().await.expect("tx");
+    for (k, id) in ids.iter().enumerate().take(2) {
+        for d in 0..3 {
+            let start = t0 + Duration::days(d) + Duration::minutes(k as i64);
+            let mid = start + Duration::hours(20);
+            trusthub_monitors::timeline::append(&mut tx, *id, start, mid, false)
+                .await
+                .expect("span");
+            trusthub_monitors::timeline::append(
+                &mut tx,
+                *id,
+                mid,
+                start + Duration::days(1),
+                d == 1,
+            )
+            .await
+            .expect("span");
+        }
+    }
+    tx.commit().await.expect("commit");
+    let mut c = app.db.conn().await.expect("conn");
+    let since = t0 + Duration::hours(30);
+    let packed = trusthub_monitors::timeline::spans_of_apps(&mut c, &ids, since)
+        .await
+        .expect("packed");
+    assert_eq!(packed.len(), 2, "the app without spans is absent");
+    for id in &ids[..2] {
+        let typed: Vec<(i64, i64, bool)> = trusthub_monitors::timeline::spans(&mut c, *id, since)
+            .await
+            .expect("typed")
+            .into_iter()
+            .map(|s| {
+                (
+                    s.start_at.unix_timestamp(),
+                    s.end_at.unix_timestamp(),
+                    s.down,
+                )
+            })
+            .collect();
+        assert_eq!(packed[id], typed);
+        assert!(
+            typed.iter().any(|s| s.2) && typed.iter().any(|s| !s.2),
+            "{typed:?}"
+        );
+    }
 }
