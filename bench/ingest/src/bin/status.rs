@@ -58,6 +58,21 @@ fn line(what: &str, v: &[f64]) -> String {
     )
 }
 
+/// The public view computed `n` times, past the cache that serves it.
+async fn computed(state: &trusthub_hub::AppState, n: usize) -> Result<Vec<f64>, String> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let page = trusthub_status::service::public(state, "bench", trusthub_hub::state::now())
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("no page")?;
+        std::hint::black_box(page.groups.len());
+        out.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(out)
+}
+
 async fn reads(http: &reqwest::Client, url: &str, n: usize) -> Result<Vec<f64>, String> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
@@ -254,6 +269,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tokio::time::sleep(Duration::from_secs(10)).await;
     let t0 = Instant::now();
     let before = pushed.load(Ordering::Relaxed);
+    let busy_computed = computed(&state, args.reads.min(300)).await?;
     let busy_html = reads(&http, &html, args.reads).await?;
     let busy_json = reads(&http, &json_url, args.reads).await?;
     let rate = (pushed.load(Ordering::Relaxed) - before) as f64 / t0.elapsed().as_secs_f64();
@@ -264,6 +280,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         args.series,
         failed.load(Ordering::Relaxed)
     );
+    println!("{}", line("  busy: computed (no cache)", &busy_computed));
     println!("{}", line("  busy: HTML", &busy_html));
     println!("{}", line("  busy: JSON", &busy_json));
     stop.store(true, Ordering::Relaxed);

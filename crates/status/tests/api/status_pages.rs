@@ -554,7 +554,7 @@ async fn status_pages_and_incidents_are_checked_scoped_and_notify_subscribers(b:
             .await,
     )
     .await;
-    assert_eq!(listed[0]["resolved_at"].is_string(), true);
+    assert!(listed[0]["resolved_at"].is_string(), "{listed}");
     // Deleted: the address answers 404, the incidents go with it.
     assert_eq!(
         app.delete(&format!("/status-pages/{page_id}"), &app.owner)
