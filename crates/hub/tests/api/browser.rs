@@ -783,7 +783,8 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
     browser.goto(&format!("{}/ui/apps", app.base)).await;
     let page = browser.text("main").await;
     assert!(
-        page.contains("a ping every 3600 s (+600 s grace)") && !page.contains(push_url.trim()),
+        page.contains("a ping every 3600 s (+600 s grace), down after 1 missed")
+            && !page.contains(push_url.trim()),
         "masked after: {page}"
     );
     // A new URL from the page: shown once, the old one stops answering.
