@@ -78,12 +78,13 @@ fn headline(status: &str) -> &'static str {
     }
 }
 
+/// A day's bar class (short: a page draws 90 of them per app): up, partly down, down, none.
 fn bar_class(p: Option<f64>) -> &'static str {
     match p {
-        None => "none",
-        Some(p) if p >= 99.9 => "up",
-        Some(p) if p >= 95.0 => "partial",
-        Some(_) => "down",
+        None => "n",
+        Some(p) if p >= 99.9 => "u",
+        Some(p) if p >= 95.0 => "p",
+        Some(_) => "d",
     }
 }
 
@@ -122,8 +123,8 @@ pub async fn public(State(state): State<AppState>, Path(file): Path<String>) -> 
                         .map(|d| Bar {
                             class: bar_class(d.uptime_percent),
                             label: match d.uptime_percent {
-                                Some(p) => format!("{}: {p:.2} % up", d.date),
-                                None => format!("{}: no data", d.date),
+                                Some(p) => format!("{} {p:.2}%", d.date),
+                                None => format!("{} no data", d.date),
                             },
                         })
                         .collect(),

@@ -198,7 +198,7 @@ async fn a_status_page_tells_the_public_states_uptime_incidents_and_maintenance_
     );
     assert!(html.contains("name=\"viewport\""));
     assert!(html.contains("Partial outage") && html.contains("Database unreachable"));
-    assert_eq!(html.matches("class=\"bar-").count(), 3 * 90);
+    assert_eq!(html.matches("<i class=").count(), 3 * 90);
 
     // Atom, read by a real feed reader.
     let r = app
