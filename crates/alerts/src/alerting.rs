@@ -168,44 +168,9 @@ impl Notifier {
             .await?;
         // Notification channels (CONTRACT 27): the same event body, rendered for each
         // service when it is sent.
-        let channels = match self.channels.entry(tenant) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(crate::store::channels::list(tx, tenant).await?)
-            }
-        };
-        for c in channels.iter() {
-            let subscribed = c.events.0.iter().any(|e| e == event);
-            let tag_ok = c.agent_filter_tag.as_ref().is_none_or(|tag| {
-                alert
-                    .agent
-                    .as_ref()
-                    .is_some_and(|a| a.tags.iter().any(|t| t == tag))
-            });
-            if !subscribed || rank < c.min_severity_rank || !tag_ok {
-                continue;
-            }
-            let target = format!("{}: {}", c.kind, c.name);
-            webhooks::enqueue(
-                tx,
-                tenant,
-                Uuid::now_v7(),
-                &NewDelivery {
-                    webhook_id: None,
-                    rule_id: None,
-                    channel_id: Some(c.id),
-                    target_url: &target,
-                    target_url_sealed: None,
-                    event,
-                    alert_id: Some(alert.id),
-                    payload: &body,
-                    status: webhooks::status::PENDING,
-                },
-                now,
-            )
+        queued += self
+            .queue_channels(tx, tenant, event, &body, rank, tags, Some(alert.id), now)
             .await?;
-            queued += 1;
-        }
         Ok(queued)
     }
 
@@ -254,15 +219,42 @@ impl Notifier {
         let mut queued = self
             .queue_webhooks(tx, tenant, event, &text, rank, Some(&[]), None, now)
             .await?;
+        queued += self
+            .queue_channels(tx, tenant, event, &text, rank, Some(&[]), None, now)
+            .await?;
+        Ok(queued)
+    }
+
+    /// Queues `body` for every notification channel of the tenant subscribed to `event`,
+    /// whose `min_severity` `rank` reaches and whose `agent_filter.tag` the host's `tags`
+    /// carry (no host: only channels without a tag filter); each service renders it when it
+    /// is sent.
+    #[allow(clippy::too_many_arguments)]
+    async fn queue_channels(
+        &mut self,
+        tx: &mut Tx,
+        tenant: TenantId,
+        event: &str,
+        body: &str,
+        rank: i64,
+        tags: Option<&[String]>,
+        alert_id: Option<Uuid>,
+        now: OffsetDateTime,
+    ) -> StoreResult<usize> {
         let channels = match self.channels.entry(tenant) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 e.insert(crate::store::channels::list(tx, tenant).await?)
             }
         };
+        let mut queued = 0;
         for c in channels.iter() {
             let subscribed = c.events.0.iter().any(|e| e == event);
-            if !subscribed || rank < c.min_severity_rank || c.agent_filter_tag.is_some() {
+            let tag_ok = c
+                .agent_filter_tag
+                .as_ref()
+                .is_none_or(|tag| tags.is_some_and(|t| t.iter().any(|x| x == tag)));
+            if !subscribed || rank < c.min_severity_rank || !tag_ok {
                 continue;
             }
             let target = format!("{}: {}", c.kind, c.name);
@@ -277,8 +269,8 @@ impl Notifier {
                     target_url: &target,
                     target_url_sealed: None,
                     event,
-                    alert_id: None,
-                    payload: &text,
+                    alert_id,
+                    payload: body,
                     status: webhooks::status::PENDING,
                 },
                 now,

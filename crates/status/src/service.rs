@@ -494,6 +494,39 @@ async fn notify(
     Ok(())
 }
 
+/// The tail of opening or updating an incident, in `tx`: its update stored, audited, told
+/// to the subscribers, committed; the public views forgotten; the incident as it is now.
+#[allow(clippy::too_many_arguments)]
+async fn post_update(
+    state: &AppState,
+    meta: &crate::extract::Meta,
+    p: &trusthub_identity::auth::Principal,
+    mut tx: trusthub_store::Tx,
+    page: &Page,
+    i: &Incident,
+    message: String,
+    (action, event, detail): (&str, &str, serde_json::Value),
+) -> ApiResult<IncidentView> {
+    store::insert_update(
+        &mut tx,
+        &Update {
+            id: Uuid::now_v7(),
+            incident_id: i.id,
+            status: i.status.clone(),
+            message: message.clone(),
+            created_by: p.user.email.clone(),
+            created_at: i.updated_at,
+        },
+    )
+    .await?;
+    meta.record(&mut tx, p, action, format!("incident:{}", i.id), detail)
+        .await?;
+    notify(state, &mut tx, page, i, &message, event).await?;
+    tx.commit().await?;
+    state.part::<PublicCache>().clear();
+    incident(state, p.tenant(), i.id).await
+}
+
 /// Opens an incident on a page (operator): its first update, audited, and
 /// `incident.created` to those subscribed.
 pub async fn open(
@@ -532,30 +565,13 @@ pub async fn open(
         updated_at: at,
     };
     store::insert_incident(&mut tx, &i).await?;
-    store::insert_update(
-        &mut tx,
-        &Update {
-            id: Uuid::now_v7(),
-            incident_id: i.id,
-            status: i.status.clone(),
-            message: message.clone(),
-            created_by: p.user.email.clone(),
-            created_at: at,
-        },
-    )
-    .await?;
-    meta.record(
-        &mut tx,
-        p,
+    let detail = json!({"status_page": page.slug, "title": i.title, "impact": i.impact});
+    let audit = (
         trusthub_core::audit::INCIDENT_CREATED,
-        format!("incident:{}", i.id),
-        json!({"status_page": page.slug, "title": i.title, "impact": i.impact}),
-    )
-    .await?;
-    notify(state, &mut tx, &page, &i, &message, INCIDENT_CREATED).await?;
-    tx.commit().await?;
-    state.part::<PublicCache>().clear();
-    incident(state, p.tenant(), i.id).await
+        INCIDENT_CREATED,
+        detail,
+    );
+    post_update(state, meta, p, tx, &page, &i, message, audit).await
 }
 
 /// Adds an update to an incident (operator): its status (and impact) now, audited, and
@@ -598,30 +614,13 @@ pub async fn add_update(
     }
     i.updated_at = at;
     store::set_incident(&mut tx, &i).await?;
-    store::insert_update(
-        &mut tx,
-        &Update {
-            id: Uuid::now_v7(),
-            incident_id: i.id,
-            status: i.status.clone(),
-            message: message.clone(),
-            created_by: p.user.email.clone(),
-            created_at: at,
-        },
-    )
-    .await?;
-    meta.record(
-        &mut tx,
-        p,
+    let detail = json!({"status": i.status, "impact": i.impact});
+    let audit = (
         trusthub_core::audit::INCIDENT_UPDATED,
-        format!("incident:{}", i.id),
-        json!({"status": i.status, "impact": i.impact}),
-    )
-    .await?;
-    notify(state, &mut tx, &page, &i, &message, INCIDENT_UPDATED).await?;
-    tx.commit().await?;
-    state.part::<PublicCache>().clear();
-    incident(state, p.tenant(), i.id).await
+        INCIDENT_UPDATED,
+        detail,
+    );
+    post_update(state, meta, p, tx, &page, &i, message, audit).await
 }
 
 /// One incident of the tenant with its updates.

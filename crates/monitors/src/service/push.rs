@@ -10,6 +10,7 @@ use crate::state::AppState;
 use crate::store::apps::{self, CheckResult};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
+use trusthub_store::TenantId;
 use utoipa::{IntoParams, ToSchema};
 
 /// Longest message kept (the rest is cut).
@@ -128,9 +129,12 @@ pub async fn ping(
             None => "the job reported down".to_owned(),
         }),
     };
-    let quiet = crate::store::timeline::in_maintenance(&mut tx, now)
+    // This app's windows only (the probes job reads every open window once a tick; a ping
+    // asks about its own app).
+    let quiet = crate::store::timeline::maintenance(&mut tx, TenantId(app.tenant_id), app.id, at)
         .await?
-        .contains(&app.id);
+        .iter()
+        .any(|w| w.starts_at <= at);
     let mut notifier = Notifier::default();
     crate::checks::record(
         &mut tx,
