@@ -83,6 +83,7 @@ pub fn capability() -> trusthub_platform::capability::Capability {
             })
         })
         .install(|cx| {
+            cx.parts.insert(service::push::Pings::default());
             let hooks = cx.parts.entry::<trusthub_fleet::ingest::Hooks>();
             hooks.apps = trusthub_fleet::ingest::AppReports(|tx, agent, observed, checks, now| {
                 Box::pin(on_agent_reports(tx, agent, observed, checks, now))

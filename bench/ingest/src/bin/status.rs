@@ -48,6 +48,9 @@ struct Args {
     /// Database (default: SQLite in a temporary data dir).
     #[arg(long)]
     database_url: Option<String>,
+    /// Only the push monitors' part (no status page).
+    #[arg(long)]
+    push_only: bool,
 }
 
 fn line(what: &str, v: &[f64]) -> String {
@@ -129,6 +132,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .await
         .map_err(|e| e.to_string())?;
 
+    if !args.push_only {
+        status_page(&args, &state, &http, &base, &cookie, tenant, now).await?;
+    }
+    push_monitors(&args, &state, &http, &base, tenant, now).await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The status page's part: computed and served, idle and while agents push.
+async fn status_page(
+    args: &Args,
+    state: &trusthub_hub::AppState,
+    http: &reqwest::Client,
+    base: &str,
+    cookie: &str,
+    tenant: trusthub_store::TenantId,
+    now: time::OffsetDateTime,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let api = format!("{base}/api/v1");
+    let db = state.db.clone();
     // The page's apps with their history: up, and down 10 minutes a day.
     let setup = Instant::now();
     let mut ids = Vec::new();
@@ -170,7 +193,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         .collect();
     let r = http
         .post(format!("{api}/status-pages"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .json(&json!({"slug": "bench", "title": "Bench", "groups": groups}))
         .send()
         .await?;
@@ -203,17 +226,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     println!("{}", line("bare read of the page's spans (packed)", &bare));
     println!(
         "{}",
-        line("idle: HTML", &reads(&http, &html, args.reads).await?)
+        line("idle: HTML", &reads(http, &html, args.reads).await?)
     );
     println!(
         "{}",
-        line("idle: JSON", &reads(&http, &json_url, args.reads).await?)
+        line("idle: JSON", &reads(http, &json_url, args.reads).await?)
     );
 
     // Ingest meanwhile: agents registered for real, open loop every 10 s.
     let enroll: Value = http
         .post(format!("{api}/agents/enrollment-tokens"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .json(&json!({}))
         .send()
         .await?
@@ -229,7 +252,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut tasks = Vec::new();
     for i in 0..args.agents {
         let (id, token, key) =
-            register_agent(&http, &api, &enroll, &format!("bench-{i}"), &[]).await?;
+            register_agent(http, &api, &enroll, &format!("bench-{i}"), &[]).await?;
         let _ = id;
         let (http, api, stop, pushed, failed) = (
             http.clone(),
@@ -270,9 +293,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     tokio::time::sleep(Duration::from_secs(10)).await;
     let t0 = Instant::now();
     let before = pushed.load(Ordering::Relaxed);
-    let busy_computed = computed(&state, args.reads.min(300)).await?;
-    let busy_html = reads(&http, &html, args.reads).await?;
-    let busy_json = reads(&http, &json_url, args.reads).await?;
+    let busy_computed = computed(state, args.reads.min(300)).await?;
+    let busy_html = reads(http, &html, args.reads).await?;
+    let busy_json = reads(http, &json_url, args.reads).await?;
     let rate = (pushed.load(Ordering::Relaxed) - before) as f64 / t0.elapsed().as_secs_f64();
     println!(
         "ingesting {:.0} samples/s ({} agents x {} series / 10 s), {} failed pushes:",
@@ -289,7 +312,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let _ = t.await;
     }
 
-    // Push monitors pinged once a minute.
+    Ok(())
+}
+
+/// Push monitors pinged once a minute: the CPU above the same rate of `GET /health`.
+async fn push_monitors(
+    args: &Args,
+    state: &trusthub_hub::AppState,
+    http: &reqwest::Client,
+    base: &str,
+    tenant: trusthub_store::TenantId,
+    now: time::OffsetDateTime,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let db = state.db.clone();
+    let base = base.to_owned();
     let setup = Instant::now();
     let mut tokens = Vec::with_capacity(args.push);
     let mut tx = db.begin().await?;
@@ -401,6 +437,5 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         (busy - idle) * 100.0,
         (busy - health) * 100.0
     );
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -698,24 +698,88 @@ pub async fn purge_checks(ex: &mut impl Exec, before: OffsetDateTime) -> StoreRe
     )
 }
 
-/// The push monitor whose token hashes to `hash` (any tenant: the token is the credential).
-pub async fn by_push_token(ex: &mut impl Exec, hash: &str) -> StoreResult<Option<App>> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM apps WHERE push_token_hash = $1 AND app_type = 'push'");
-    Ok(
-        on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
-        .bind(hash).fetch_optional(&mut *c).await?),
-    )
+/// An app with its push token's hash.
+#[derive(sqlx::FromRow)]
+struct PushRow {
+    push_token_hash: String,
+    #[sqlx(flatten)]
+    app: App,
 }
 
-/// Notes (or clears) when a push monitor's run started.
-pub async fn set_push_started(
+/// The push monitors whose token hashes are among `hashes`, with their hash.
+pub async fn by_push_tokens(
     ex: &mut impl Exec,
-    id: Uuid,
-    at: Option<OffsetDateTime>,
+    hashes: &[&str],
+) -> StoreResult<Vec<(String, App)>> {
+    let mut out = Vec::new();
+    for chunk in hashes.chunks(500) {
+        let sql = format!(
+            "SELECT push_token_hash, {COLUMNS} FROM apps \
+             WHERE app_type = 'push' AND push_token_hash IN ("
+        );
+        let rows: Vec<PushRow> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new(sql.clone());
+            let mut list = qb.separated(", ");
+            for h in chunk {
+                list.push_bind(*h);
+            }
+            qb.push(")");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        out.extend(rows.into_iter().map(|r| (r.push_token_hash, r.app)));
+    }
+    Ok(out)
+}
+
+/// Stores many check results and the app rows as they stand after them, at once (a batch of
+/// pings): `results` go to the history (a result already stored for its app and instant is
+/// kept as it was), and each of `apps` gets its latest result, counters, verdict, red
+/// marker, next deadline and run start from the row given.
+pub async fn save_checks(
+    ex: &mut impl Exec,
+    results: &[CheckResult],
+    apps: &[&App],
 ) -> StoreResult<()> {
-    on!(ex, c => sqlx::query("UPDATE apps SET push_started_at = $2 WHERE id = $1")
-        .bind(id).bind(at).execute(&mut *c).await?.rows_affected());
+    for chunk in results.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO app_checks (app_id, checked_at, ok, status_code, latency_ms, error) \
+             VALUES {} ON CONFLICT DO NOTHING",
+            trusthub_store::values(chunk.len(), 6)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for r in chunk {
+                q = q.bind(r.app_id).bind(r.checked_at).bind(r.ok).bind(r.status_code)
+                    .bind(r.latency_ms).bind(r.error.as_deref());
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
+    for chunk in apps.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let sql = format!(
+            "WITH v(id, at, ok, status, latency, error, failures, successes, observed, changed, \
+             alerting, next_at, started) AS (VALUES {}) \
+             UPDATE apps SET last_check_at = v.at, last_check_ok = v.ok, last_check_status = v.status, \
+             last_check_latency_ms = v.latency, last_check_error = v.error, \
+             consecutive_failures = v.failures, consecutive_successes = v.successes, \
+             observed_state = v.observed, last_state_change = v.changed, alerting = v.alerting, \
+             last_checked_at = v.at, next_check_at = v.next_at, push_started_at = v.started \
+             FROM v WHERE apps.id = v.id",
+            trusthub_store::values(chunk.len(), 13)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for a in chunk {
+                q = q.bind(a.id).bind(a.last_check_at).bind(a.last_check_ok)
+                    .bind(a.last_check_status).bind(a.last_check_latency_ms)
+                    .bind(a.last_check_error.as_deref()).bind(a.consecutive_failures)
+                    .bind(a.consecutive_successes).bind(a.observed_state.as_deref())
+                    .bind(a.last_state_change).bind(a.alerting).bind(a.next_check_at)
+                    .bind(a.push_started_at);
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
     Ok(())
 }
 

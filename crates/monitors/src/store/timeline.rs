@@ -265,3 +265,87 @@ pub async fn maintenance_of_tenant(
     Ok(on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant.0).bind(since).fetch_all(&mut *c).await?))
 }
+
+/// The last span of each of `apps` that has one (the pings of a batch read them at once).
+pub async fn last_spans_of_apps(ex: &mut impl Exec, apps: &[Uuid]) -> StoreResult<Vec<Span>> {
+    let mut out = Vec::new();
+    for chunk in apps.chunks(500) {
+        let rows: Vec<Row> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new(
+                "SELECT id, app_id, start_s, end_s, down FROM app_timeline WHERE id IN \
+                 (SELECT MAX(id) FROM app_timeline WHERE app_id IN (",
+            );
+            let mut list = qb.separated(", ");
+            for a in chunk {
+                list.push_bind(*a);
+            }
+            qb.push(") GROUP BY app_id)");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        out.extend(spans_of(rows));
+    }
+    Ok(out)
+}
+
+/// Writes many spans at once: `ends` moves existing spans' ends (`(id, end)`), then `new`
+/// appends spans (`(app, start, end, down)`) in their order.
+pub async fn save_spans(
+    ex: &mut impl Exec,
+    ends: &[(i64, OffsetDateTime)],
+    new: &[(Uuid, OffsetDateTime, OffsetDateTime, bool)],
+) -> StoreResult<()> {
+    for chunk in ends.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let sql = format!(
+            "WITH v(id, end_s) AS (VALUES {}) UPDATE app_timeline SET end_s = v.end_s \
+             FROM v WHERE app_timeline.id = v.id",
+            trusthub_store::values(chunk.len(), 2)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for (id, end) in chunk {
+                q = q.bind(*id).bind(end.unix_timestamp());
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
+    for chunk in new.chunks(trusthub_store::ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO app_timeline (app_id, start_s, end_s, down) VALUES {}",
+            trusthub_store::values(chunk.len(), 4)
+        );
+        on!(ex, c => {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+            for (app, start, end, down) in chunk {
+                q = q.bind(*app).bind(start.unix_timestamp()).bind(end.unix_timestamp()).bind(*down);
+            }
+            q.execute(&mut *c).await?.rows_affected()
+        });
+    }
+    Ok(())
+}
+
+/// The windows of `apps` open at some time in `[from, to]`: `(app, start, end)`.
+pub async fn maintenance_of_apps(
+    ex: &mut impl Exec,
+    apps: &[Uuid],
+    from: OffsetDateTime,
+    to: OffsetDateTime,
+) -> StoreResult<Vec<(Uuid, OffsetDateTime, OffsetDateTime)>> {
+    let mut out = Vec::new();
+    for chunk in apps.chunks(500) {
+        let rows: Vec<(Uuid, OffsetDateTime, OffsetDateTime)> = on!(ex, c => {
+            let mut qb = sqlx::QueryBuilder::new(
+                "SELECT app_id, starts_at, ends_at FROM maintenance_windows WHERE starts_at <= ",
+            );
+            qb.push_bind(to).push(" AND ends_at > ").push_bind(from).push(" AND app_id IN (");
+            let mut list = qb.separated(", ");
+            for a in chunk {
+                list.push_bind(*a);
+            }
+            qb.push(")");
+            qb.build_query_as().fetch_all(&mut *c).await?
+        });
+        out.extend(rows);
+    }
+    Ok(out)
+}

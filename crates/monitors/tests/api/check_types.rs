@@ -10,6 +10,7 @@ use trusthub_monitors::jobs::probes::{ProbeReport, probe_tick};
 
 crate::dual!(
     a_push_monitor_is_up_while_pinged_and_down_when_late_or_told,
+    pings_counted_together_agree_with_pings_counted_one_at_a_time,
     dns_checks_ask_a_real_server_and_tell_nxdomain_from_silence,
     ping_and_json_query_checks_judge_real_answers,
     the_new_types_are_validated_field_by_field,
@@ -211,6 +212,163 @@ async fn a_push_monitor_is_up_while_pinged_and_down_when_late_or_told(b: Backend
         "up"
     );
     assert!(open_alerts(&app).await.is_empty());
+}
+
+/// What a monitor's pings left: its results, its timeline, its row, its alerts.
+async fn trail(app: &TestApp, id: &str) -> Value {
+    let checks = body(app.get(&format!("/apps/{id}/checks"), &app.owner).await).await;
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("app_id");
+        }
+        v
+    };
+    let checks: Vec<Value> = checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(strip)
+        .collect();
+    let uuid: uuid::Uuid = id.parse().expect("uuid");
+    let mut c = app.state.db.conn().await.expect("conn");
+    let spans: Vec<(i64, i64, bool)> =
+        trusthub_monitors::timeline::spans(&mut c, uuid, hub_now() - Duration::days(1))
+            .await
+            .expect("spans")
+            .into_iter()
+            .map(|s| {
+                (
+                    s.start_at.unix_timestamp(),
+                    s.end_at.unix_timestamp(),
+                    s.down,
+                )
+            })
+            .collect();
+    let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
+    let alerts: Vec<(Value, String)> = body(app.get("/alerts", &app.owner).await)
+        .await
+        .as_array()
+        .expect("alerts")
+        .iter()
+        .filter(|a| a["app_id"].as_str() == Some(id))
+        .map(|a| {
+            let detail = a["detail"].as_str().unwrap_or_default();
+            let ident = v["identifier"].as_str().unwrap_or("-");
+            (a["is_resolved"].clone(), detail.replace(ident, "<push>"))
+        })
+        .collect();
+    json!({
+        "checks": checks,
+        "spans": spans,
+        "state": [v["observed_state"], v["alerting"], v["last_check"], v["next_check_at"],
+                  v["consecutive_failures"], v["consecutive_successes"]],
+        "alerts": alerts,
+    })
+}
+
+/// The pings of a batch are counted in memory and written together: the same script of
+/// pings, one monitor's sent one at a time (a batch each) and another's all at once (one
+/// batch), leaves the same results, timeline, verdict and alerts.
+async fn pings_counted_together_agree_with_pings_counted_one_at_a_time(b: Backend) {
+    use trusthub_monitors::service::push::{PushQuery, ping};
+    let app = TestApp::spawn(b).await;
+    let mut tokens = Vec::new();
+    let mut ids = Vec::new();
+    for name in ["alone", "together"] {
+        let m = monitor(
+            &app,
+            json!({"name": name, "type": "push", "interval_seconds": 60, "grace_seconds": 30}),
+        )
+        .await;
+        ids.push(m["id"].as_str().expect("id").to_owned());
+        let url = m["push_url"].as_str().expect("url");
+        tokens.push(url.rsplit('/').next().expect("token").to_owned());
+    }
+    let t0 = hub_now() + Duration::minutes(5);
+    let q = |status: Option<&str>, msg: Option<&str>, ms: Option<i64>| PushQuery {
+        status: status.map(str::to_owned),
+        msg: msg.map(str::to_owned),
+        ping: ms,
+    };
+    // (seconds after t0, start?, query): repeats in one second, a failure that alerts, a
+    // recovery that resolves it, a timed run, a gap longer than the timeline tolerates.
+    let script = || {
+        vec![
+            (0, false, q(None, None, None)),
+            (0, false, q(None, None, None)),
+            (0, false, q(Some("up"), Some("done"), None)),
+            (2, false, q(Some("down"), Some("disk full"), None)),
+            (3, false, q(Some("down"), None, None)),
+            (3, false, q(Some("down"), None, None)),
+            (4, false, q(None, None, Some(1500))),
+            (5, true, q(None, None, None)),
+            (9, false, q(None, None, None)),
+            (400, false, q(None, None, None)),
+            (401, false, q(Some("down"), None, None)),
+        ]
+    };
+    let mut alone = Vec::new();
+    for (s, start, q) in script() {
+        let r = ping(&app.state, &tokens[0], q, start, t0 + Duration::seconds(s)).await;
+        alone.push(
+            r.map(|a| (a.recorded, a.next_deadline))
+                .map_err(|e| e.to_string()),
+        );
+    }
+    let together: Vec<_> =
+        futures_util::future::join_all(script().into_iter().map(|(s, start, q)| {
+            ping(&app.state, &tokens[1], q, start, t0 + Duration::seconds(s))
+        }))
+        .await
+        .into_iter()
+        .map(|r| {
+            r.map(|a| (a.recorded, a.next_deadline))
+                .map_err(|e| e.to_string())
+        })
+        .collect();
+    assert_eq!(alone, together, "the answers");
+    let (a, t) = (trail(&app, &ids[0]).await, trail(&app, &ids[1]).await);
+    assert_eq!(a, t, "what the pings left");
+    // And what they left is what the script says.
+    assert_eq!(a["checks"].as_array().map(Vec::len), Some(8), "{a}");
+    assert_eq!(
+        a["spans"],
+        json!([
+            [t0.unix_timestamp(), t0.unix_timestamp() + 1, false],
+            [t0.unix_timestamp() + 1, t0.unix_timestamp() + 3, true],
+            [t0.unix_timestamp() + 3, t0.unix_timestamp() + 9, false],
+            [t0.unix_timestamp() + 400, t0.unix_timestamp() + 400, false],
+            [t0.unix_timestamp() + 400, t0.unix_timestamp() + 401, true]
+        ]),
+        "{a}"
+    );
+    assert_eq!(a["alerts"].as_array().map(Vec::len), Some(2), "{a}");
+    assert_eq!(a["state"][0], "stopped", "{a}");
+    // An unknown token among known ones answers 404 alone.
+    let r = futures_util::future::join_all([
+        ping(
+            &app.state,
+            "thp_unknown",
+            Default::default(),
+            false,
+            t0 + Duration::seconds(500),
+        ),
+        ping(
+            &app.state,
+            &tokens[0],
+            Default::default(),
+            false,
+            t0 + Duration::seconds(500),
+        ),
+    ])
+    .await;
+    assert!(
+        matches!(r[0], Err(trusthub_platform::error::ApiError::NotFound(_))),
+        "{:?}",
+        r[0]
+    );
+    assert_eq!(r[1].as_ref().map(|a| a.recorded.as_str()).ok(), Some("up"));
 }
 
 /// dnsmasq on a loopback port with the records the test asks for; names under `.test` it

@@ -2,15 +2,18 @@
 //! run ends: `status=up` (the default) keeps it up until `interval + grace` from now,
 //! `status=down&msg=...` counts a failure with the message in the alert; `/start` notes
 //! when a run began so its ping carries the run's duration as `latency_ms` (`ping=<ms>`
-//! gives one directly). Counted like every check ([`crate::checks::record`]).
+//! gives one directly). Counted like every check ([`crate::checks::record`]), a batch of
+//! pings at a time ([`batch`]).
 
-use crate::alerting::Notifier;
+mod batch;
+
+pub use batch::Pings;
+
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::apps::{self, CheckResult};
+use crate::store::apps;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use trusthub_store::TenantId;
 use utoipa::{IntoParams, ToSchema};
 
 /// Longest message kept (the rest is cut).
@@ -64,28 +67,6 @@ pub async fn ping(
             "must be 0 to 86400000 (milliseconds)",
         ));
     }
-    let hash = trusthub_core::secret::token_hash(token);
-    let mut tx = state.db.begin().await?;
-    let app = apps::by_push_token(&mut tx, &hash)
-        .await?
-        .ok_or(ApiError::NotFound("push monitor"))?;
-    let every = time::Duration::seconds(
-        app.interval_seconds.unwrap_or(60) + app.grace_seconds.unwrap_or(0),
-    );
-    let next_deadline = now + every;
-    if start {
-        apps::set_push_started(&mut tx, app.id, Some(now)).await?;
-        tx.commit().await?;
-        return Ok(PushAnswer {
-            recorded: "started".into(),
-            next_deadline: app.next_check_at.unwrap_or(next_deadline),
-        });
-    }
-    let latency_ms = q.ping.or_else(|| {
-        app.push_started_at
-            .filter(|s| *s <= now)
-            .map(|s| i64::try_from((now - s).whole_milliseconds()).unwrap_or(i64::MAX))
-    });
     let msg: Option<String> = q
         .msg
         .as_deref()
@@ -96,65 +77,15 @@ pub async fn ping(
                 .collect()
         })
         .filter(|m: &String| !m.trim().is_empty());
-    // Results are kept to the second: a ping in the second of the previous result is the
-    // same heartbeat when it says the same, else it is counted a second later (at most a
-    // minute ahead: past that, the pinger is told to slow down).
-    let mut at = now;
-    if let Some(last) = app.last_check_at.filter(|l| *l >= now) {
-        if app.last_check_ok == Some(up) && msg.is_none() && latency_ms.is_none() {
-            tx.commit().await?;
-            return Ok(PushAnswer {
-                recorded: if up { "up" } else { "down" }.into(),
-                next_deadline: app.next_check_at.unwrap_or(next_deadline),
-            });
-        }
-        at = last + time::Duration::seconds(1);
-        if at > now + time::Duration::seconds(60) {
-            return Err(ApiError::RateLimited(crate::error::RateInfo {
-                limit: 60,
-                remaining: 0,
-                reset_secs: 60,
-            }));
-        }
-    }
-    let next_deadline = at + every;
-    let result = CheckResult {
-        app_id: app.id,
-        checked_at: at,
-        ok: up,
-        status_code: None,
-        latency_ms,
-        error: (!up).then(|| match msg {
-            Some(m) => format!("the job reported down: {m}"),
-            None => "the job reported down".to_owned(),
-        }),
-    };
-    // This app's windows only (the probes job reads every open window once a tick; a ping
-    // asks about its own app).
-    let quiet = crate::store::timeline::maintenance(&mut tx, TenantId(app.tenant_id), app.id, at)
-        .await?
-        .iter()
-        .any(|w| w.starts_at <= at);
-    let mut notifier = Notifier::default();
-    crate::checks::record(
-        &mut tx,
-        &mut notifier,
-        &app,
-        &result,
-        Some(next_deadline),
-        None,
-        quiet,
+    let ping = batch::Ping {
+        hash: trusthub_core::secret::token_hash(token),
+        up,
+        msg,
+        ping_ms: q.ping,
+        start,
         now,
-    )
-    .await?;
-    if app.push_started_at.is_some() {
-        apps::set_push_started(&mut tx, app.id, None).await?;
-    }
-    tx.commit().await?;
-    Ok(PushAnswer {
-        recorded: if up { "up" } else { "down" }.into(),
-        next_deadline,
-    })
+    };
+    batch::submit(state, ping).await
 }
 
 /// Gives a push monitor of `p`'s tenant a new URL (the old one stops answering), audited;
