@@ -13,6 +13,20 @@ pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
     Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
+/// CPU seconds of every process named `name`.
+pub fn procs_cpu(name: &str) -> f64 {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0.0;
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+        })
+        .filter_map(proc_cpu_secs)
+        .sum()
+}
+
 /// The CPU a process used between two readings of [`proc_cpu_secs`], per stored sample.
 pub fn cpu_line(who: &str, before: Option<f64>, pid: Option<u32>, samples: u64) -> Option<String> {
     let used = pid.and_then(proc_cpu_secs)? - before?;

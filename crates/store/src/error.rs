@@ -44,5 +44,20 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+impl StoreError {
+    /// The database gave up on the transaction for another's sake — a deadlock or a
+    /// serialization failure on PostgreSQL, a busy database on SQLite — so the same
+    /// transaction tried again may well succeed.
+    pub fn is_transient(&self) -> bool {
+        let StoreError::Db(sqlx::Error::Database(db)) = self else {
+            return false;
+        };
+        matches!(
+            db.code().as_deref(),
+            Some("40P01" | "40001" | "5" | "6" | "517" | "262")
+        )
+    }
+}
+
 /// Result of store functions.
 pub type StoreResult<T> = Result<T, StoreError>;

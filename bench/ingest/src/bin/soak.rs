@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use trusthub_bench_ingest::{pct, proc_cpu_secs, proc_mib};
+use trusthub_bench_ingest::{pct, proc_cpu_secs, proc_mib, procs_cpu};
 use trusthub_core::agent::sign_header;
 
 #[derive(Debug, Parser)]
@@ -61,20 +61,6 @@ struct Args {
     /// Exit non-zero when a push or a read failed (the CI's correctness run).
     #[arg(long)]
     strict: bool,
-}
-
-/// CPU seconds of every process named `name`.
-fn procs_cpu(name: &str) -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0.0;
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
-        })
-        .filter_map(proc_cpu_secs)
-        .sum()
 }
 
 /// Pushes and reads of one window.

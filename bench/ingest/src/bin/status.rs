@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use trusthub_bench_ingest::{
-    insert_host, owner_cookie, owner_tenant, pct, proc_cpu_secs, quiet_settings, register_agent,
+    insert_host, owner_cookie, owner_tenant, pct, proc_cpu_secs, procs_cpu, quiet_settings,
+    register_agent,
 };
 use trusthub_hub::Server;
 
@@ -135,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if !args.push_only {
         status_page(&args, &state, &http, &base, &cookie, tenant, now).await?;
     }
-    push_monitors(&args, &state, &http, &base, tenant, now).await?;
+    push_monitors(&args, &state, &http, &base, tenant).await?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -322,10 +323,10 @@ async fn push_monitors(
     http: &reqwest::Client,
     base: &str,
     tenant: trusthub_store::TenantId,
-    now: time::OffsetDateTime,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let db = state.db.clone();
     let base = base.to_owned();
+    let now = trusthub_hub::state::now();
     let setup = Instant::now();
     let mut tokens = Vec::with_capacity(args.push);
     let mut tx = db.begin().await?;
@@ -357,7 +358,9 @@ async fn push_monitors(
                 push_token: Some((&hash, &token[..8])),
                 expected_values: None,
                 json_query: None,
-                first_due: Some(now + time::Duration::seconds(120)),
+                // Past the idle and ceiling phases and each one's first ping (late
+                // pings would be counted as failures, not what is measured).
+                first_due: Some(now + time::Duration::seconds(400)),
             },
             now,
         )
@@ -372,15 +375,22 @@ async fn push_monitors(
         setup.elapsed().as_secs_f64()
     );
     let pid = std::process::id();
+    // On PostgreSQL its server's processes too (this machine's server serves nothing else
+    // meanwhile).
+    let server = || procs_cpu("postgres");
+    let on_pg = args.database_url.is_some();
     let idle_secs = 20.0;
     let c0 = proc_cpu_secs(pid).unwrap_or(0.0);
+    let s0 = server();
     tokio::time::sleep(Duration::from_secs_f64(idle_secs)).await;
     let idle = (proc_cpu_secs(pid).unwrap_or(0.0) - c0) / idle_secs;
+    let server_idle = (server() - s0) / idle_secs;
     // The ceiling in the same run: the same client at the same rate against the hub's
     // cheapest route (`GET /api/v1/health`), so what HTTP and the client cost is apart.
     let health_secs = 60.0;
     let rate = args.push as f64 / 60.0;
     let c_h = proc_cpu_secs(pid).unwrap_or(0.0);
+    let s_h = server();
     let t_h = Instant::now();
     let mut probes = Vec::new();
     for k in 0..(rate * health_secs) as usize {
@@ -395,6 +405,7 @@ async fn push_monitors(
         let _ = p.await;
     }
     let health = (proc_cpu_secs(pid).unwrap_or(0.0) - c_h) / t_h.elapsed().as_secs_f64();
+    let server_health = (server() - s_h) / t_h.elapsed().as_secs_f64();
     println!(
         "ceiling: {rate:.0} GET /health a second: CPU {:.1} % of a core ({:.1} % above idle)",
         health * 100.0,
@@ -403,6 +414,7 @@ async fn push_monitors(
     let ok = Arc::new(AtomicU64::new(0));
     let bad = Arc::new(AtomicU64::new(0));
     let c1 = proc_cpu_secs(pid).unwrap_or(0.0);
+    let s1 = server();
     let t1 = Instant::now();
     let end = t1 + Duration::from_secs(args.push_secs);
     let mut pingers = Vec::new();
@@ -414,8 +426,23 @@ async fn push_monitors(
             while due < end {
                 tokio::time::sleep_until(due.into()).await;
                 match http.get(format!("{base}/api/v1/push/{token}")).send().await {
-                    Ok(r) if r.status() == 200 => ok.fetch_add(1, Ordering::Relaxed),
-                    _ => bad.fetch_add(1, Ordering::Relaxed),
+                    Ok(r) if r.status() == 200 => {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(r) => {
+                        if bad.fetch_add(1, Ordering::Relaxed) < 3 {
+                            let status = r.status();
+                            eprintln!(
+                                "ping failed: {status} {}",
+                                r.text().await.unwrap_or_default()
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        if bad.fetch_add(1, Ordering::Relaxed) < 3 {
+                            eprintln!("ping failed: {e}");
+                        }
+                    }
                 };
                 due += Duration::from_secs(60);
             }
@@ -426,6 +453,7 @@ async fn push_monitors(
     }
     let wall = t1.elapsed().as_secs_f64();
     let busy = (proc_cpu_secs(pid).unwrap_or(0.0) - c1) / wall;
+    let server_busy = (server() - s1) / wall;
     println!(
         "pings: {} ok, {} failed, {:.0}/s over {:.0} s; CPU {:.1} % of a core (idle {:.1} %): {:.1} % for the pings, client included; {:.1} % above the /health ceiling (what counting the pings costs the hub)",
         ok.load(Ordering::Relaxed),
@@ -437,5 +465,15 @@ async fn push_monitors(
         (busy - idle) * 100.0,
         (busy - health) * 100.0
     );
+    if on_pg {
+        println!(
+            "PostgreSQL server: idle {:.1} %, /health {:.1} %, pings {:.1} % of a core: {:.1} % for the pings; hub and server together {:.1} % above the ceiling",
+            server_idle * 100.0,
+            server_health * 100.0,
+            server_busy * 100.0,
+            (server_busy - server_health) * 100.0,
+            (busy + server_busy - health - server_health) * 100.0
+        );
+    }
     Ok(())
 }

@@ -42,7 +42,7 @@ ping_route!(
     get,
     "/push/{token}",
     false,
-    "A push monitor's ping (public: the token is the credential). `status=down&msg=...` counts a failure with the message; otherwise the monitor is up until `interval_seconds + grace_seconds` from now. An unknown token answers 404."
+    "A push monitor's ping (public: the token is the credential). `status=down&msg=...` counts a failure with the message; otherwise the monitor is up until `interval_seconds + grace_seconds` from now. Pings are counted in batches: the answer comes once the ping is stored, within about 200 ms. An unknown token answers 404."
 );
 ping_route!(
     ping_post,

@@ -17,6 +17,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::sync::oneshot;
+use trusthub_store::StoreResult;
 use uuid::Uuid;
 
 /// How long the first ping of a batch waits for others.
@@ -41,9 +42,14 @@ pub(crate) struct Ping {
 
 type Reply = oneshot::Sender<ApiResult<PushAnswer>>;
 
-/// The pings waiting for their batch (a part of the hub's state).
+/// The pings waiting for their batch, and the lock that lets one batch at a time be counted
+/// (a part of the hub's state).
 #[derive(Debug, Default)]
-pub struct Pings(Mutex<Vec<(Ping, Reply)>>);
+pub struct Pings(Mutex<Vec<(Ping, Reply)>>, tokio::sync::Mutex<()>);
+
+/// Times a batch is tried when the database gives it up for another transaction (a
+/// deadlock with the probes job recording a late ping, say).
+const TRIES: usize = 3;
 
 /// Counts `ping` with the others of its batch; answers once the batch is stored.
 pub(crate) async fn submit(state: &AppState, ping: Ping) -> ApiResult<PushAnswer> {
@@ -71,6 +77,8 @@ pub(crate) async fn submit(state: &AppState, ping: Ping) -> ApiResult<PushAnswer
 }
 
 async fn flush(state: &AppState) {
+    // While one batch is counted the next gathers (bigger, and never beside it).
+    let _one = state.part::<Pings>().1.lock().await;
     let batch = std::mem::take(
         &mut *state
             .part::<Pings>()
@@ -79,7 +87,14 @@ async fn flush(state: &AppState) {
             .unwrap_or_else(PoisonError::into_inner),
     );
     let (pings, replies): (Vec<Ping>, Vec<Reply>) = batch.into_iter().unzip();
-    match count(state, &pings).await {
+    let mut counted = count(state, &pings).await;
+    for _ in 1..TRIES {
+        match &counted {
+            Err(e) if e.is_transient() => counted = count(state, &pings).await,
+            _ => break,
+        }
+    }
+    match counted {
         Ok(answers) => {
             for (reply, answer) in replies.into_iter().zip(answers) {
                 let _ = reply.send(answer);
@@ -115,7 +130,7 @@ struct Writes {
 }
 
 /// Counts a batch in one transaction: each ping's answer, in order.
-async fn count(state: &AppState, pings: &[Ping]) -> ApiResult<Vec<ApiResult<PushAnswer>>> {
+async fn count(state: &AppState, pings: &[Ping]) -> StoreResult<Vec<ApiResult<PushAnswer>>> {
     let mut tx = state.db.begin().await?;
     let mut hashes: Vec<&str> = pings.iter().map(|p| p.hash.as_str()).collect();
     hashes.sort_unstable();
@@ -204,7 +219,7 @@ async fn one(
     writes: &mut Writes,
     p: &Ping,
     windows: &[(Uuid, OffsetDateTime, OffsetDateTime)],
-) -> ApiResult<ApiResult<PushAnswer>> {
+) -> StoreResult<ApiResult<PushAnswer>> {
     let now = p.now;
     let every = time::Duration::seconds(
         app.interval_seconds.unwrap_or(60) + app.grace_seconds.unwrap_or(0),
