@@ -714,6 +714,84 @@ async fn a_killed_process_app_alerts_after_three_checks_and_resolves_when_it_is_
     .await;
     assert_eq!(h["last_check"]["status_code"], 200);
 
+    // dns and ping checks from the host (CONTRACT 32): a real DNS server on loopback
+    // (dnsmasq, installed by .ci/run) and an ICMP echo to loopback, run by the agent.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("a free port")
+        .port();
+    let mut dnsmasq = Command::new("/usr/sbin/dnsmasq")
+        .args([
+            "--keep-in-foreground",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--bind-interfaces",
+            "--listen-address=127.0.0.1",
+            "--user=root",
+            "--pid-file=",
+            &format!("--port={port}"),
+            "--local=/test/",
+            "--host-record=web.test,192.0.2.20",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("dnsmasq runs (dnsmasq-base, installed by .ci/run)");
+    let mut checks = Vec::new();
+    for (name, kind, endpoint, expected) in [
+        (
+            "web dns",
+            "dns",
+            format!("dns://web.test?type=A&server=127.0.0.1:{port}"),
+            json!(["192.0.2.20"]),
+        ),
+        (
+            "gone dns",
+            "dns",
+            format!("dns://gone.test?type=A&server=127.0.0.1:{port}"),
+            json!(null),
+        ),
+        (
+            "loopback",
+            "ping",
+            "icmp://127.0.0.1".to_owned(),
+            json!(null),
+        ),
+    ] {
+        let mut b = json!({"agent_id": agent_id, "name": name, "type": kind,
+            "endpoint": endpoint, "interval_seconds": 10, "retries": 0});
+        if !expected.is_null() {
+            b["expected"] = expected;
+        }
+        let made = post(&f.client, &f.base, &f.cookie, "/apps", b).await;
+        checks.push(format!("/apps/{}", made["id"].as_str().expect("id")));
+    }
+    let web = wait_until(&f, &checks[0], 30, "the dns check up", |v| {
+        v["observed_state"] == "running"
+    })
+    .await;
+    assert_eq!(web["last_check"]["ok"], true, "{web}");
+    let gone = wait_until(&f, &checks[1], 30, "the missing name down", |v| {
+        v["observed_state"] == "stopped"
+    })
+    .await;
+    let why = gone["last_check"]["error"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("`gone.test` does not exist (NXDOMAIN from 127.0.0.1"),
+        "{gone}"
+    );
+    let ping = wait_until(&f, &checks[2], 30, "the ping check up", |v| {
+        v["observed_state"] == "running"
+    })
+    .await;
+    assert!(
+        ping["last_check"]["latency_ms"].as_i64().is_some(),
+        "{ping}"
+    );
+    let _ = dnsmasq.kill();
+    let _ = dnsmasq.wait();
+
     proc_.kill().expect("kill the app");
     proc_.wait().expect("reap");
     let mut alert = Value::Null;

@@ -163,9 +163,11 @@ pub struct AppCheck {
     pub error: Option<String>,
 }
 
-/// An HTTP check the hub asks an agent to run (in the answer to each batch), with every
-/// option a check the hub runs has (CONTRACT 33), judged by the same rules
-/// ([`crate::probe::judge_status`], [`crate::probe::judge_body`]).
+/// A check the hub asks an agent to run (in the answer to each batch), with every option a
+/// check the hub runs has (CONTRACT 33), judged by the same rules
+/// ([`crate::probe::judge_status`], [`crate::probe::judge_body`], [`crate::dns::matches`]).
+/// The endpoint's scheme says which: `http(s)://`, `dns://name?type=&server=` (CONTRACT 32)
+/// or `icmp://host`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpCheck {
     /// The app.
@@ -186,6 +188,9 @@ pub struct HttpCheck {
     /// An assertion on a JSON body (CONTRACT 32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_query: Option<crate::json_query::JsonQuery>,
+    /// dns: the values the answer must hold (CONTRACT 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Vec<String>>,
 }
 
 /// Longest metric name.

@@ -1,8 +1,10 @@
-//! HTTP checks of the host's `http` apps: the hub names them in its answer to each batch
-//! (`http_checks`); the agent runs each at its interval from this host and sends the results
-//! in the next batch's `app_checks`. Each is judged as the hub judges its own checks: the
-//! accepted statuses (`200-399` unless the check says), the keyword, the timeout, the same
-//! words for a failure; redirects are not followed.
+//! Checks run from this host — http, dns and ping (CONTRACT 32): the hub names them in its
+//! answer to each batch (`http_checks`); the agent runs each at its interval and sends the
+//! results in the next batch's `app_checks`. Each is judged as the hub judges its own checks:
+//! the accepted statuses (`200-399` unless the check says), the keyword, the JSON assertion,
+//! a dns answer's expected values, the timeout, the same words for a failure; redirects are
+//! not followed. The dns and ping probes are the hub's own (`trusthub_probe`); this host's
+//! guard refuses link-local and cloud-metadata addresses (CONTRACT 18).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -142,8 +144,19 @@ impl reqwest::dns::Resolve for NoMetadata {
     }
 }
 
+/// Why this host's checks do not call `ip`: link-local and cloud-metadata addresses.
+fn guard(ip: std::net::IpAddr) -> Result<(), String> {
+    match trusthub_core::apps::metadata_address(ip) {
+        false => Ok(()),
+        true => Err(format!(
+            "{ip} is a link-local or cloud-metadata address, which the agent does not check"
+        )),
+    }
+}
+
 /// One check, judged as the hub judges its own (CONTRACT 33): the accepted statuses, the
-/// keyword in the body's first MiB, the timeout, and the same words for each failure.
+/// keyword in the body's first MiB, the timeout, and the same words for each failure; a
+/// `dns://` or `icmp://` endpoint is a dns or ping check.
 pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
     let checked_at = OffsetDateTime::now_utc();
     let started = Instant::now();
@@ -155,6 +168,29 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
         latency_ms: Some(started.elapsed().as_millis().min(u128::from(u64::MAX)) as u64),
         error,
     };
+    let timeout = Duration::from_secs(
+        c.timeout_seconds
+            .unwrap_or(probe::DEFAULT_TIMEOUT_SECS)
+            .clamp(1, 60) as u64,
+    );
+    if c.endpoint.starts_with("dns://") {
+        let expected = c.expected.clone().unwrap_or_default();
+        let asked = trusthub_probe::dns::lookup(&guard, &c.endpoint, &expected, timeout).await;
+        return result(None, asked.err());
+    }
+    if c.endpoint.starts_with("icmp://") {
+        let host = match trusthub_core::apps::icmp_host(&c.endpoint) {
+            Ok(h) => h,
+            Err(e) => return result(None, Some(e)),
+        };
+        return match trusthub_probe::ping::echo(&guard, &host, timeout).await {
+            Ok(rtt) => AppCheck {
+                latency_ms: Some(rtt.as_millis().min(u128::from(u64::MAX)) as u64),
+                ..result(None, None)
+            },
+            Err(e) => result(None, Some(e)),
+        };
+    }
     // Never a link-local or cloud-metadata address, whatever the hub asked (CONTRACT 18):
     // a literal one here, a name that resolves to one in the client's resolver.
     let literal = reqwest::Url::parse(&c.endpoint)
@@ -165,11 +201,6 @@ pub async fn check(client: &reqwest::Client, c: &HttpCheck) -> AppCheck {
             format!("{ip} is a link-local or cloud-metadata address; the agent does not check it");
         return result(None, Some(why));
     }
-    let timeout = Duration::from_secs(
-        c.timeout_seconds
-            .unwrap_or(probe::DEFAULT_TIMEOUT_SECS)
-            .clamp(1, 60) as u64,
-    );
     let secs = timeout.as_secs();
     let send = client.get(&c.endpoint).timeout(timeout).send();
     let mut resp = match tokio::time::timeout(timeout, send).await {
@@ -249,6 +280,7 @@ mod tests {
             expected_status: expected.map(str::to_owned),
             keyword: keyword.map(str::to_owned),
             json_query: None,
+            expected: None,
         }
     }
 
@@ -350,6 +382,7 @@ mod tests {
                     expected_status: None,
                     keyword: None,
                     json_query: None,
+                    expected: None,
                 },
             )
             .await;

@@ -13,8 +13,17 @@ use trusthub_core::apps::AppKind;
 use trusthub_core::probe;
 use trusthub_platform::outbound::Policy;
 
-pub mod dns;
-pub mod ping;
+use trusthub_probe::{dns, ping};
+
+/// The outbound policy as the shared probes' guard: why the hub does not call `ip`.
+fn guard(policy: &Policy) -> impl Fn(std::net::IpAddr) -> Result<(), String> + Send + Sync + '_ {
+    move |ip| match policy.refuses(ip) {
+        false => Ok(()),
+        true => Err(format!(
+            "{ip} is a loopback, private or special-use address, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS"
+        )),
+    }
+}
 
 /// One probe's result, and a tls certificate's expiry when one was seen.
 pub struct Probed {
@@ -124,11 +133,12 @@ pub async fn run(
             Err(e) => Outcome::fail(e),
         },
         Some(AppKind::Dns) => {
-            Outcome::of(dns::lookup(policy, &app.identifier, &app.expected(), timeout).await)
+            let guard = guard(policy);
+            Outcome::of(dns::lookup(&guard, &app.identifier, &app.expected(), timeout).await)
         }
         Some(AppKind::Ping) => {
             let host = trusthub_core::apps::icmp_host(&app.identifier).unwrap_or_default();
-            match ping::echo(policy, &host, timeout).await {
+            match ping::echo(&guard(policy), &host, timeout).await {
                 Ok(rtt) => Outcome {
                     latency: Some(Some(i64::try_from(rtt.as_millis()).unwrap_or(i64::MAX))),
                     ..Outcome::default()

@@ -56,7 +56,7 @@ pub(crate) async fn list(
 /// (`TRUSTHUB_LIVENESS_INTERVAL_SECS`, 60 s by default). A check (`type` `http`, `tcp`,
 /// `tls`, `dns`, `ping`, `push`) counts at its own interval (CONTRACT 27, 32): without
 /// `agent_id` the hub probes it itself (the outbound address policy applies; first probe at
-/// once), with `agent_id` that agent runs it (http only); it is down — and alerts, with the
+/// once), with `agent_id` that agent runs it (http, dns and ping: from its own networks, never a link-local or cloud-metadata address); it is down — and alerts, with the
 /// probe's error — after `retries + 1` failures in a row, and up again after `recoveries`
 /// successes. A `push` monitor probes nothing: the answer's `push_url` (whole only here;
 /// `POST /apps/{id}/push-url` makes a new one) is called by the job, and no call within

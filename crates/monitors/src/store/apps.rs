@@ -540,7 +540,7 @@ pub use trusthub_core::apps::CheckResult;
 /// The checks an agent runs (its results for anything else are ignored).
 pub async fn checks_of_agent(ex: &mut impl Exec, agent_id: Uuid) -> StoreResult<Vec<App>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM apps WHERE agent_id = $1 AND app_type IN ('http', 'tcp', 'tls')"
+        "SELECT {COLUMNS} FROM apps WHERE agent_id = $1 AND app_type IN ('http', 'dns', 'ping')"
     );
     Ok(
         on!(ex, c => sqlx::query_as::<_, App>(sqlx::AssertSqlSafe(sql))
@@ -613,27 +613,29 @@ pub async fn save_check(ex: &mut impl Exec, u: &CheckUpdate<'_>) -> StoreResult<
     Ok(true)
 }
 
-/// The HTTP checks each of these agents runs: `(agent, app, URL, interval)`, by agent and app.
+/// The checks each of these agents runs (http, dns, ping: CONTRACT 32), by agent and app.
 pub async fn http_checks_of_agents(
     ex: &mut impl Exec,
     agents: &[Uuid],
 ) -> StoreResult<Vec<(Uuid, trusthub_core::agent::HttpCheck)>> {
-    type Row = (
-        Uuid,
-        Uuid,
-        String,
-        i64,
-        Option<i64>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        agent_id: Uuid,
+        id: Uuid,
+        endpoint: String,
+        interval_seconds: i64,
+        timeout_seconds: Option<i64>,
+        expected_status: Option<String>,
+        keyword: Option<String>,
+        json_query: Option<String>,
+        expected_values: Option<String>,
+    }
     let mut out = Vec::new();
     for chunk in agents.chunks(4_000) {
         let rows: Vec<Row> = on!(ex, c => {
             let mut qb = sqlx::QueryBuilder::new(
-                "SELECT agent_id, id, endpoint, interval_seconds, timeout_seconds, expected_status, keyword, json_query \
-                 FROM apps WHERE app_type = 'http' \
+                "SELECT agent_id, id, endpoint, interval_seconds, timeout_seconds, expected_status, \
+                 keyword, json_query, expected_values FROM apps WHERE app_type IN ('http', 'dns', 'ping') \
                  AND endpoint IS NOT NULL AND interval_seconds IS NOT NULL AND agent_id IN (",
             );
             let mut list = qb.separated(", ");
@@ -643,29 +645,21 @@ pub async fn http_checks_of_agents(
             qb.push(") ORDER BY agent_id, id");
             qb.build_query_as().fetch_all(&mut *c).await?
         });
-        out.extend(rows.into_iter().map(
-            |(
-                agent,
-                app_id,
-                endpoint,
-                interval_seconds,
-                timeout_seconds,
-                expected_status,
-                keyword,
-                json_query,
-            )| {
-                let check = trusthub_core::agent::HttpCheck {
-                    app_id,
-                    endpoint,
-                    interval_seconds,
-                    timeout_seconds,
-                    expected_status,
-                    keyword,
-                    json_query: json_query.and_then(|q| serde_json::from_str(&q).ok()),
-                };
-                (agent, check)
-            },
-        ));
+        out.extend(rows.into_iter().map(|r| {
+            let check = trusthub_core::agent::HttpCheck {
+                app_id: r.id,
+                endpoint: r.endpoint,
+                interval_seconds: r.interval_seconds,
+                timeout_seconds: r.timeout_seconds,
+                expected_status: r.expected_status,
+                keyword: r.keyword,
+                json_query: r.json_query.and_then(|q| serde_json::from_str(&q).ok()),
+                expected: r
+                    .expected_values
+                    .and_then(|v| serde_json::from_str(&v).ok()),
+            };
+            (r.agent_id, check)
+        }));
     }
     Ok(out)
 }

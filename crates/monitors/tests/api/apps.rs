@@ -14,6 +14,7 @@ crate::dual!(
     liveness_raises_one_warning_on_the_third_mismatch_and_resolves_itself,
     unknowns_count_only_after_four_and_stale_reports_observe_nothing,
     http_apps_are_checked_by_their_agent,
+    dns_and_ping_checks_are_run_by_their_agent_too,
     discovery_lists_what_the_agent_runs,
     apps_and_alerts_of_another_tenant_are_404,
     periodic_work_is_leased_to_one_process,
@@ -466,6 +467,81 @@ async fn unknowns_count_only_after_four_and_stale_reports_observe_nothing(b: Bac
     assert_eq!(
         body(app.get(&ppath, &app.owner).await).await["observed_state"],
         "unknown"
+    );
+}
+
+/// An agent runs dns and ping checks too (CONTRACT 32), from its own networks: the hub
+/// sends them with their expected values; the hub-only types and a metadata address are
+/// refused when made, and an agent's results for them count.
+async fn dns_and_ping_checks_are_run_by_their_agent_too(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    let dns = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "inner dns", "type": "dns", "interval_seconds": 30,
+               "endpoint": "dns://db.internal?type=A&server=10.0.0.2", "expected": ["10.0.0.7"]}),
+    )
+    .await;
+    let ping = create_app(
+        &app,
+        &app.owner,
+        json!({"agent_id": host.id, "name": "router", "type": "ping", "interval_seconds": 30,
+               "endpoint": "icmp://192.168.1.1"}),
+    )
+    .await;
+    let ack = report(&app, &host, json!([]), json!([]), json!([])).await;
+    let mut sent = ack["http_checks"].as_array().cloned().unwrap_or_default();
+    sent.sort_by_key(|c| c["endpoint"].as_str().map(str::to_owned));
+    assert_eq!(
+        json!(sent),
+        json!([
+            {"app_id": dns["id"], "endpoint": "dns://db.internal?type=A&server=10.0.0.2:53",
+             "interval_seconds": 30, "timeout_seconds": 10, "expected": ["10.0.0.7"]},
+            {"app_id": ping["id"], "endpoint": "icmp://192.168.1.1", "interval_seconds": 30,
+             "timeout_seconds": 10},
+        ])
+    );
+    for (req, field) in [
+        (
+            json!({"agent_id": host.id, "name": "t", "type": "tcp", "endpoint": "tcp://10.0.0.2:5432", "interval_seconds": 30}),
+            "agent_id",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "d", "type": "dns", "interval_seconds": 30,
+                   "endpoint": "dns://a.internal?server=169.254.169.254"}),
+            "endpoint",
+        ),
+        (
+            json!({"agent_id": host.id, "name": "p", "type": "ping", "interval_seconds": 30,
+                   "endpoint": "icmp://169.254.169.254"}),
+            "endpoint",
+        ),
+    ] {
+        let r = app.post("/apps", &app.owner, req.clone()).await;
+        let p = assert_problem(r, 422, "validation_failed").await;
+        assert!(names_field(&p, field), "{req}: {p}");
+    }
+    let mut bt = batch(json!([]));
+    bt["app_checks"] = json!([{"app_id": ping["id"], "checked_at": ts(OffsetDateTime::now_utc()),
+        "ok": true, "latency_ms": 2}]);
+    let r = send(&app, &host, bt.to_string().as_bytes(), None, true).await;
+    assert_eq!(r.status(), 202);
+    let v = body(
+        app.get(
+            &format!("/apps/{}", ping["id"].as_str().unwrap_or_default()),
+            &app.owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (
+            v["observed_state"].as_str(),
+            v["last_check"]["latency_ms"].as_i64()
+        ),
+        (Some("running"), Some(2)),
+        "{v}"
     );
 }
 

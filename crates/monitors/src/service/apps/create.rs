@@ -137,8 +137,8 @@ pub(crate) async fn create_app(
                 None if k == AppKind::Push => {}
                 Some(e) => {
                     let checked = core_apps::identifier(k, e).and_then(|e| {
-                        if k == AppKind::Http && !by_hub {
-                            crate::outbound::check_agent_endpoint(&e)?;
+                        if !by_hub {
+                            agent_target(k, &e)?;
                         }
                         Ok(e)
                     });
@@ -156,12 +156,12 @@ pub(crate) async fn create_app(
                     format!("is required for type {}", k.as_str()),
                 ),
             }
-            if !by_hub && k != AppKind::Http {
+            if !by_hub && !AGENT_CHECKS.contains(&k) {
                 err(
                     &mut errors,
                     "agent_id",
                     format!(
-                        "agents run http checks only; omit agent_id and the hub checks this {} target itself",
+                        "agents run http, dns and ping checks; omit agent_id and the hub checks this {} target itself",
                         k.as_str()
                     ),
                 );
@@ -184,7 +184,7 @@ pub(crate) async fn create_app(
                 None => err(
                     &mut errors,
                     "interval_seconds",
-                    "is required for an agent's http check".into(),
+                    "is required for an agent's check".into(),
                 ),
             }
             let range = |errors: &mut Vec<FieldError>,
@@ -604,4 +604,26 @@ fn dns_expected(rtype: &str, values: &[String]) -> Result<Vec<String>, String> {
         out.push(v.to_owned());
     }
     Ok(out)
+}
+
+/// The checks an agent runs from its host (CONTRACT 32): the rest are the hub's own.
+pub const AGENT_CHECKS: [AppKind; 3] = [AppKind::Http, AppKind::Dns, AppKind::Ping];
+
+/// An agent's check target as the agent will call it: never a link-local or cloud-metadata
+/// address written literally (a name resolving to one fails at the agent).
+fn agent_target(kind: AppKind, endpoint: &str) -> Result<(), String> {
+    let literal = match kind {
+        AppKind::Http => return crate::outbound::check_agent_endpoint(endpoint),
+        AppKind::Dns => trusthub_core::dns::parse_target(endpoint)?
+            .server
+            .map(|s| s.ip()),
+        AppKind::Ping => trusthub_core::apps::literal_host_ip(&core_apps::icmp_host(endpoint)?),
+        _ => None,
+    };
+    match literal {
+        Some(ip) if trusthub_core::apps::metadata_address(ip) => Err(format!(
+            "is {ip}, a link-local or cloud-metadata address, which agents never check"
+        )),
+        _ => Ok(()),
+    }
 }

@@ -28,7 +28,7 @@ pub const MAX_HTTP_INTERVAL: i64 = 86_400;
 
 /// An app to track. Either `app_type` (`systemd`, `docker`, `compose`, `process`) with
 /// `identifier` and `agent_id`, or a check — `type` `http`, `tcp` or `tls` with `endpoint` —
-/// run by the hub itself when `agent_id` is omitted, or by that agent (http only).
+/// run by the hub itself when `agent_id` is omitted, or by that agent (http, dns and ping).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAppRequest {

@@ -1,5 +1,5 @@
 //! A dns check (CONTRACT 32): one query over UDP (again over TCP when the answer is cut) to
-//! the target's server — judged by the outbound policy — or to the host's resolver; the
+//! the target's server — if the caller's guard allows it — or to the host's resolver; the
 //! answer must hold records of the asked type and every expected value. NXDOMAIN, an
 //! error code and silence are told apart.
 
@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use trusthub_core::dns::{self, Answer, Target};
-use trusthub_platform::outbound::Policy;
 
 /// The first `nameserver` of `/etc/resolv.conf`: the host's resolver.
 fn system_server() -> Result<SocketAddr, String> {
@@ -72,20 +71,17 @@ async fn over_tcp(server: SocketAddr, q: &[u8], t: &Target, id: u16) -> Result<A
 /// Asks `endpoint`'s question; `Ok` when the answer holds records and every `expected`
 /// value.
 pub async fn lookup(
-    policy: &Policy,
+    guard: crate::Guard<'_>,
     endpoint: &str,
     expected: &[String],
     timeout: Duration,
 ) -> Result<(), String> {
     let t = dns::parse_target(endpoint)?;
     let server = match t.server {
-        Some(s) if policy.refuses(s.ip()) => {
-            return Err(format!(
-                "the server {} is a loopback, private or special-use address, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS",
-                s.ip()
-            ));
+        Some(s) => {
+            guard(s.ip()).map_err(|why| format!("the server {why}"))?;
+            s
         }
-        Some(s) => s,
         None => system_server()?,
     };
     let id = u16::from_be_bytes(trusthub_core::secret::random_bytes::<2>().unwrap_or([0x5a, 0xa5]));

@@ -1,12 +1,12 @@
-//! A ping check (CONTRACT 32): one ICMP echo to the target's first address the outbound
-//! policy allows, up when the reply comes within the timeout; the round trip is its
+//! A ping check (CONTRACT 32): one ICMP echo to the target's first address the caller's
+//! guard allows, up when the reply comes within the timeout; the round trip is its
 //! latency. The socket is an unprivileged ICMP datagram socket where the kernel allows it
-//! (`net.ipv4.ping_group_range` holds the hub's group), else a raw socket (CAP_NET_RAW).
+//! (`net.ipv4.ping_group_range` holds the process's group), else a raw socket
+//! (CAP_NET_RAW).
 
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
-use trusthub_platform::outbound::Policy;
 
 /// How the echo was sent: which socket the kernel gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub fn open(ip: IpAddr) -> Result<(Socket, Via), String> {
             Ok(s) => (s, Via::Raw),
             Err(e) => {
                 return Err(format!(
-                    "cannot open an ICMP socket ({e}): allow the hub's group in net.ipv4.ping_group_range, or give it CAP_NET_RAW"
+                    "cannot open an ICMP socket ({e}): allow this process's group in net.ipv4.ping_group_range, or give it CAP_NET_RAW"
                 ));
             }
         },
@@ -77,7 +77,11 @@ fn is_reply(packet: &[u8], v6: bool, via: Via, token: &[u8; 16]) -> bool {
 }
 
 /// Pings `host` once; the round trip.
-pub async fn echo(policy: &Policy, host: &str, timeout: Duration) -> Result<Duration, String> {
+pub async fn echo(
+    guard: crate::Guard<'_>,
+    host: &str,
+    timeout: Duration,
+) -> Result<Duration, String> {
     let secs = timeout.as_secs();
     let addrs: Vec<SocketAddr> =
         match tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0))).await {
@@ -85,9 +89,13 @@ pub async fn echo(policy: &Policy, host: &str, timeout: Duration) -> Result<Dura
             Ok(Err(e)) => return Err(format!("`{host}` does not resolve: {e}")),
             Ok(Ok(a)) => a.collect(),
         };
-    let Some(target) = addrs.iter().copied().find(|a| !policy.refuses(a.ip())) else {
+    let Some(target) = addrs.iter().copied().find(|a| guard(a.ip()).is_ok()) else {
+        let why = match addrs.first() {
+            Some(a) => guard(a.ip()).err().unwrap_or_default(),
+            None => "nothing".into(),
+        };
         return Err(format!(
-            "`{host}` resolves only to loopback, private or special-use addresses, which the hub does not call; allow a range with TRUSTHUB_OUTBOUND_ALLOW_CIDRS"
+            "`{host}` resolves only to addresses not called: {why}"
         ));
     };
     let ip = target.ip();
