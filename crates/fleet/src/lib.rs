@@ -194,10 +194,13 @@ pub async fn patching_states(
     tenant: TenantId,
 ) -> StoreResult<HashMap<Uuid, trusthub_core::inventory::Patching>> {
     let mut out = HashMap::new();
-    for (agent, snapshot) in store::telemetry::latest_snapshots(ex, tenant).await? {
-        if let Some(p) = read_inventory(&snapshot.0)?.patching {
-            out.insert(agent, p);
-        }
+    for (agent, patching) in store::telemetry::latest_patching(ex, tenant).await? {
+        let Some(text) = patching.filter(|t| t != "null") else {
+            continue;
+        };
+        let p = serde_json::from_str(&text)
+            .map_err(|_| StoreError::Corrupt("inventory_snapshots.snapshot (patching)"))?;
+        out.insert(agent, p);
     }
     Ok(out)
 }

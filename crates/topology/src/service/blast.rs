@@ -95,18 +95,14 @@ pub(super) async fn walkable(
     }
     // Read as of the stamp: a write between the two reads makes a newer stamp, so the next
     // request reads again.
-    let nodes = store::nodes(&mut c, tenant).await?;
-    let ends = store::edge_ends(&mut c, tenant).await?;
+    let (nodes, ends) = store::walkable_graph(&mut c, tenant).await?;
     drop(c);
     let w = std::sync::Arc::new(Walkable {
         stamp,
-        by_agent: nodes
-            .iter()
-            .filter_map(|n| Some((n.agent_id?, n.id)))
-            .collect(),
+        by_agent: nodes.iter().filter_map(|n| Some((n.3?, n.0))).collect(),
         nodes: nodes
             .into_iter()
-            .map(|n| (n.id, (n.name, n.kind, n.agent_id)))
+            .map(|(id, name, kind, agent)| (id, (name, kind, agent)))
             .collect(),
         reverse: graph::Reverse::new(&ends),
     });

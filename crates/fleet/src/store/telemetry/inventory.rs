@@ -87,6 +87,32 @@ pub async fn latest_snapshots(
         .bind(tenant.0).fetch_all(&mut *c).await?))
 }
 
+/// The `patching` part of each of a tenant's agents' latest inventory, as JSON text (`None`
+/// where it has none): the database picks it out, so the snapshots are not decoded whole.
+pub async fn latest_patching(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+) -> StoreResult<Vec<(Uuid, Option<String>)>> {
+    const LATEST: &str = "FROM inventory_snapshots s JOIN agents a ON a.id = s.agent_id \
+         WHERE a.tenant_id = $1 AND s.id = (SELECT MAX(i.id) FROM inventory_snapshots i WHERE i.agent_id = s.agent_id)";
+    Ok(match ex.handle() {
+        Handle::Sqlite(c) => {
+            let sql = format!("SELECT s.agent_id, json_extract(s.snapshot, '$.patching') {LATEST}");
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(tenant.0)
+                .fetch_all(&mut *c)
+                .await?
+        }
+        Handle::Postgres(c) => {
+            let sql = format!("SELECT s.agent_id, (s.snapshot->'patching')::text {LATEST}");
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(tenant.0)
+                .fetch_all(&mut *c)
+                .await?
+        }
+    })
+}
+
 /// The process list of a tenant's agent.
 pub async fn processes(
     ex: &mut impl Exec,
