@@ -104,7 +104,7 @@ pub async fn inputs(
     let agents = trusthub_fleet::agents(&mut c, tenant).await?;
     let certs = trusthub_certs::client_certs::active_by_agent(&mut c, tenant, now).await?;
     let ids: Vec<Uuid> = agents.iter().map(|a| a.id).collect();
-    let mut findings = trusthub_vulns::patching::unfixed_findings_of(&mut c, &ids, now).await?;
+    let mut findings = trusthub_vulns::patching::open_counts_of(&mut c, tenant, &ids, now).await?;
     let patching = trusthub_fleet::patching_states(&mut c, tenant).await?;
     let ranks = [
         Severity::Critical.rank(),
@@ -115,12 +115,9 @@ pub async fn inputs(
     let mut hosts = Vec::new();
     for a in &agents {
         let mut counts = [0u32; 4];
-        for f in findings.remove(&a.id).unwrap_or_default() {
-            if f.tenant != tenant || f.acknowledged || f.suppression.is_some() {
-                continue;
-            }
-            if let Some(k) = ranks.iter().position(|r| *r == f.severity_rank) {
-                counts[k] += 1;
+        for (rank, n) in findings.remove(&a.id).unwrap_or_default() {
+            if let Some(k) = ranks.iter().position(|r| *r == rank) {
+                counts[k] += n;
             }
         }
         let reboot_required = patching.get(&a.id).is_some_and(|p| p.reboot_required);

@@ -71,6 +71,27 @@ pub async fn unfixed_findings_of(
     Ok(out)
 }
 
+/// How many open findings (not fixed, acknowledged or suppressed) each of `tenant`'s
+/// `agents` has, by severity rank: counted by the database, for the Trust Score.
+pub async fn open_counts_of(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agents: &[Uuid],
+    now: OffsetDateTime,
+) -> StoreResult<std::collections::HashMap<Uuid, Vec<(i64, u32)>>> {
+    let mut out: std::collections::HashMap<Uuid, Vec<(i64, u32)>> = Default::default();
+    for chunk in agents.chunks(500) {
+        for (agent, rank, n) in
+            crate::store::cve::open_counts_of_agents(&mut *ex, tenant, chunk, now).await?
+        {
+            out.entry(agent)
+                .or_default()
+                .push((rank, u32::try_from(n).unwrap_or(u32::MAX)));
+        }
+    }
+    Ok(out)
+}
+
 impl From<crate::store::cve::Finding> for HostFinding {
     fn from(f: crate::store::cve::Finding) -> Self {
         HostFinding {

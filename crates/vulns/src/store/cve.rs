@@ -477,6 +477,36 @@ pub async fn unfixed_of_agents(
     }))
 }
 
+/// How many open findings (not fixed, not acknowledged, not under a suppression in force at
+/// `now`) each of `tenant`'s `agents` has per severity rank: `(agent, rank, count)`.
+pub async fn open_counts_of_agents(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    agents: &[Uuid],
+    now: OffsetDateTime,
+) -> StoreResult<Vec<(Uuid, i64, i64)>> {
+    if agents.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list: Vec<String> = (0..agents.len()).map(|i| format!("${}", i + 3)).collect();
+    let sql = format!(
+        "SELECT f.agent_id, f.severity_rank, COUNT(*) FROM cve_findings f \
+         LEFT JOIN cve_suppressions s ON s.id = f.suppression_id AND s.expires_at > $1 \
+         WHERE f.fixed_at IS NULL AND f.acknowledged_at IS NULL AND s.id IS NULL \
+         AND f.tenant_id = $2 AND f.agent_id IN ({}) GROUP BY f.agent_id, f.severity_rank",
+        list.join(", ")
+    );
+    Ok(on!(ex, c => {
+        let mut q = sqlx::query_as::<_, (Uuid, i64, i64)>(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(now)
+            .bind(tenant.0);
+        for a in agents {
+            q = q.bind(*a);
+        }
+        q.fetch_all(&mut *c).await?
+    }))
+}
+
 // ---- suppressions -----------------------------------------------------------------------------
 
 /// A suppression row.

@@ -104,6 +104,28 @@ async fn suppressions_are_checked_applied_expire_by_themselves_and_are_audited(b
     let items = findings(&app, "").await;
     let l = by_package(&items, "lodash");
     assert_eq!(l["status"], "suppressed", "{l}");
+    // The Trust Score counts open findings only (counted by the database): the suppressed
+    // lodash one is not, then neither is an acknowledged one.
+    let tenant = body(app.get("/trust-score/v12/tenant", &app.owner).await).await["tenant_id"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .map(trusthub_store::TenantId)
+        .expect("tenant");
+    let counts = |app: &TestApp| {
+        let state = app.state.clone();
+        async move {
+            let i =
+                trusthub_trust::service::inputs(&state, tenant, time::OffsetDateTime::now_utc())
+                    .await
+                    .expect("inputs");
+            i.hosts.iter().map(|h| h.findings).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        counts(&app).await,
+        [[1, 0, 1, 0]],
+        "openssl critical, jinja2 medium"
+    );
     assert_eq!(l["suppression_id"], lodash["id"]);
     assert_eq!(
         l["suppression_reason"],
@@ -363,6 +385,26 @@ async fn suppressions_are_checked_applied_expire_by_themselves_and_are_audited(b
     };
     assert_eq!(n(&created), 4, "{created}");
     assert_eq!(n(&deleted), 2, "{deleted}");
+    // An acknowledged finding is not open for the Trust Score either (lodash's suppression
+    // ended above: its finding is open again).
+    assert_eq!(counts(&app).await, [[1, 1, 1, 0]], "every finding open");
+    let jinja = by_package(&findings(&app, "").await, "Jinja2")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let r = app
+        .post(
+            &format!("/cve-findings/{jinja}/acknowledge"),
+            &app.owner,
+            json!({"reason": "templates are ours"}),
+        )
+        .await;
+    assert!(r.status().is_success(), "{}", r.status());
+    assert_eq!(
+        counts(&app).await,
+        [[1, 1, 0, 0]],
+        "the acknowledged one is not open"
+    );
 }
 
 /// Runs `python3 -c script arg`; its stdout, or the failure with stderr.
