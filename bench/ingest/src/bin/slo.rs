@@ -61,7 +61,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     "systemd",
                     &format!("svc-{k}.service"),
                 ),
-                now,
+                // Tracked for longer than the history read below (days before an app was
+                // tracked are not shown).
+                now - Duration::days(400),
             )
             .await?
             .ok_or("app")?;

@@ -15,6 +15,7 @@ crate::dual!(
     unknowns_count_only_after_four_and_stale_reports_observe_nothing,
     http_apps_are_checked_by_their_agent,
     dns_and_ping_checks_are_run_by_their_agent_too,
+    the_apps_page_lists_apps_off_first_by_host_and_name_200_a_page,
     discovery_lists_what_the_agent_runs,
     apps_and_alerts_of_another_tenant_are_404,
     periodic_work_is_leased_to_one_process,
@@ -467,6 +468,51 @@ async fn unknowns_count_only_after_four_and_stale_reports_observe_nothing(b: Bac
     assert_eq!(
         body(app.get(&ppath, &app.owner).await).await["observed_state"],
         "unknown"
+    );
+}
+
+/// The apps page (CONTRACT 33): apps off their expected state first, then by host and name,
+/// 200 a page; `show=off` lists only those off.
+async fn the_apps_page_lists_apps_off_first_by_host_and_name_200_a_page(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let mut first = None;
+    for k in 0..201 {
+        let m = create_app(
+            &app,
+            &app.owner,
+            json!({"name": format!("job {k:03}"), "type": "push", "interval_seconds": 3600}),
+        )
+        .await;
+        if k == 0 {
+            first = m["push_url"].as_str().map(str::to_owned);
+        }
+    }
+    // One is up (a ping): it sorts after the 200 not yet seen.
+    let url = first.expect("push url");
+    assert_eq!(
+        app.client.get(&url).send().await.expect("ping").status(),
+        200
+    );
+    let page = |q: &'static str| {
+        let app = &app;
+        async move {
+            let r = app.get(&format!("//ui/apps{q}"), &app.owner).await;
+            assert_eq!(r.status(), 200, "{q}");
+            r.text().await.expect("html")
+        }
+    };
+    let one = page("").await;
+    assert!(one.contains("job 001") && one.contains("job 200"), "page 1");
+    assert!(!one.contains("job 000"), "the app that is up is on page 2");
+    let two = page("?page=2").await;
+    assert!(
+        two.contains("job 000") && !two.contains("job 001"),
+        "page 2"
+    );
+    let off = page("?show=off").await;
+    assert!(
+        off.contains("job 200") && !off.contains("job 000"),
+        "only those off"
     );
 }
 
