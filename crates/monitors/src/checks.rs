@@ -45,6 +45,28 @@ pub fn tls_fingerprint(app: &App) -> String {
     format!("tls_expiry:{}", app.id)
 }
 
+/// A warning about `app` (its liveness, its certificate), as every monitor alert is raised.
+pub(crate) fn warning<'a>(
+    app: &App,
+    category: &'a str,
+    title: &'a str,
+    detail: &'a str,
+    fingerprint: &'a str,
+) -> trusthub_alerts::NewAlert<'a> {
+    trusthub_alerts::NewAlert {
+        severity: Severity::Warning.as_str(),
+        severity_rank: Severity::Warning.rank(),
+        category,
+        title,
+        detail: Some(detail),
+        source: source::LIVENESS,
+        fingerprint,
+        agent_id: app.agent_id,
+        app_id: Some(app.id),
+        rule_id: None,
+    }
+}
+
 /// What a failed check said, for people: the probe's error, else the status.
 fn why(r: &CheckResult) -> String {
     match (&r.error, r.status_code) {
@@ -190,23 +212,7 @@ pub async fn record(
                 trusthub_platform::state::rfc3339(expires)
             );
             notifier
-                .raise(
-                    tx,
-                    tenant,
-                    &trusthub_alerts::NewAlert {
-                        severity: Severity::Warning.as_str(),
-                        severity_rank: Severity::Warning.rank(),
-                        category: "tls",
-                        title: &title,
-                        detail: Some(&detail),
-                        source: source::LIVENESS,
-                        fingerprint: &fp,
-                        agent_id: app.agent_id,
-                        app_id: Some(app.id),
-                        rule_id: None,
-                    },
-                    now,
-                )
+                .raise(tx, tenant, &warning(app, "tls", &title, &detail, &fp), now)
                 .await?;
         } else if left >= min
             && let Some(open) = trusthub_alerts::open_by_fingerprint(tx, tenant, &fp).await?
@@ -259,25 +265,8 @@ pub(crate) async fn alert(
             if v.after.failures == 1 { "" } else { "s" },
             app.interval_seconds.unwrap_or(60),
         );
-        let raised = notifier
-            .raise(
-                tx,
-                tenant,
-                &trusthub_alerts::NewAlert {
-                    severity: Severity::Warning.as_str(),
-                    severity_rank: Severity::Warning.rank(),
-                    category: "liveness",
-                    title: &title,
-                    detail: Some(&detail),
-                    source: source::LIVENESS,
-                    fingerprint: &fingerprint,
-                    agent_id: app.agent_id,
-                    app_id: Some(app.id),
-                    rule_id: None,
-                },
-                now,
-            )
-            .await?;
+        let alert = warning(app, "liveness", &title, &detail, &fingerprint);
+        let raised = notifier.raise(tx, tenant, &alert, now).await?;
         raised_now = raised.is_some();
     }
     if v.resolve

@@ -7,7 +7,7 @@ use crate::store::apps::{self, LivenessRow, LivenessUpdate};
 use std::collections::HashMap;
 use time::OffsetDateTime;
 use trusthub_alerts as alerts;
-use trusthub_core::alerting::{self as rules_core, Severity, source};
+use trusthub_core::alerting::{self as rules_core};
 use trusthub_core::apps::{AppKind, ObservedMap, observe};
 use trusthub_core::liveness::{self, Expected, Observed, State};
 use trusthub_store::{StoreResult, TenantId};
@@ -245,25 +245,8 @@ pub async fn liveness_tick(state: &AppState, now: OffsetDateTime) -> StoreResult
             app.identifier,
             observed_name(observed)
         );
-        let raised = notifier
-            .raise(
-                &mut tx,
-                tenant,
-                &alerts::NewAlert {
-                    severity: Severity::Warning.as_str(),
-                    severity_rank: Severity::Warning.rank(),
-                    category: "liveness",
-                    title: &title,
-                    detail: Some(&detail),
-                    source: source::LIVENESS,
-                    fingerprint: &fingerprint,
-                    agent_id: app.agent_id,
-                    app_id: Some(app.id),
-                    rule_id: None,
-                },
-                now,
-            )
-            .await?;
+        let alert = crate::checks::warning(app, "liveness", &title, &detail, &fingerprint);
+        let raised = notifier.raise(&mut tx, tenant, &alert, now).await?;
         report.raised += usize::from(raised.is_some());
     }
     for (id, observed) in resolve {

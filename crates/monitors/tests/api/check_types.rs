@@ -232,19 +232,12 @@ async fn trail(app: &TestApp, id: &str) -> Value {
         .collect();
     let uuid: uuid::Uuid = id.parse().expect("uuid");
     let mut c = app.state.db.conn().await.expect("conn");
-    let spans: Vec<(i64, i64, bool)> =
-        trusthub_monitors::timeline::spans(&mut c, uuid, hub_now() - Duration::days(1))
+    let spans =
+        trusthub_monitors::timeline::spans_of_apps(&mut c, &[uuid], hub_now() - Duration::days(1))
             .await
             .expect("spans")
-            .into_iter()
-            .map(|s| {
-                (
-                    s.start_at.unix_timestamp(),
-                    s.end_at.unix_timestamp(),
-                    s.down,
-                )
-            })
-            .collect();
+            .remove(&uuid)
+            .unwrap_or_default();
     let v = body(app.get(&format!("/apps/{id}"), &app.owner).await).await;
     let alerts: Vec<(Value, String)> = body(app.get("/alerts", &app.owner).await)
         .await

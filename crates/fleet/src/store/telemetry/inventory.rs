@@ -76,14 +76,17 @@ pub async fn latest_inventory(
         .bind(tenant.0).bind(agent_id).fetch_optional(&mut *c).await?))
 }
 
+/// Each of a tenant's agents' latest inventory snapshot, as `s` (`$1`: the tenant).
+const LATEST: &str = "FROM inventory_snapshots s JOIN agents a ON a.id = s.agent_id \
+     WHERE a.tenant_id = $1 AND s.id = (SELECT MAX(i.id) FROM inventory_snapshots i WHERE i.agent_id = s.agent_id)";
+
 /// The latest snapshot of each of a tenant's agents, in one query: `(agent, snapshot)`.
 pub async fn latest_snapshots(
     ex: &mut impl Exec,
     tenant: TenantId,
 ) -> StoreResult<Vec<(Uuid, Json<serde_json::Value>)>> {
     Ok(on!(ex, c => sqlx::query_as(
-        "SELECT s.agent_id, s.snapshot FROM inventory_snapshots s JOIN agents a ON a.id = s.agent_id \
-         WHERE a.tenant_id = $1 AND s.id = (SELECT MAX(i.id) FROM inventory_snapshots i WHERE i.agent_id = s.agent_id)")
+        sqlx::AssertSqlSafe(format!("SELECT s.agent_id, s.snapshot {LATEST}")))
         .bind(tenant.0).fetch_all(&mut *c).await?))
 }
 
@@ -93,8 +96,6 @@ pub async fn latest_patching(
     ex: &mut impl Exec,
     tenant: TenantId,
 ) -> StoreResult<Vec<(Uuid, Option<String>)>> {
-    const LATEST: &str = "FROM inventory_snapshots s JOIN agents a ON a.id = s.agent_id \
-         WHERE a.tenant_id = $1 AND s.id = (SELECT MAX(i.id) FROM inventory_snapshots i WHERE i.agent_id = s.agent_id)";
     Ok(match ex.handle() {
         Handle::Sqlite(c) => {
             let sql = format!("SELECT s.agent_id, json_extract(s.snapshot, '$.patching') {LATEST}");

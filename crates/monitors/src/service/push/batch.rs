@@ -45,7 +45,10 @@ type Reply = oneshot::Sender<ApiResult<PushAnswer>>;
 /// The pings waiting for their batch, and the lock that lets one batch at a time be counted
 /// (a part of the hub's state).
 #[derive(Debug, Default)]
-pub struct Pings(Mutex<Vec<(Ping, Reply)>>, tokio::sync::Mutex<()>);
+pub struct Pings {
+    waiting: Mutex<Vec<(Ping, Reply)>>,
+    counting: tokio::sync::Mutex<()>,
+}
 
 /// Times a batch is tried when the database gives it up for another transaction (a
 /// deadlock with the probes job recording a late ping, say).
@@ -57,7 +60,7 @@ pub(crate) async fn submit(state: &AppState, ping: Ping) -> ApiResult<PushAnswer
     let first = {
         let mut waiting = state
             .part::<Pings>()
-            .0
+            .waiting
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         waiting.push((ping, reply));
@@ -78,11 +81,11 @@ pub(crate) async fn submit(state: &AppState, ping: Ping) -> ApiResult<PushAnswer
 
 async fn flush(state: &AppState) {
     // While one batch is counted the next gathers (bigger, and never beside it).
-    let _one = state.part::<Pings>().1.lock().await;
+    let _one = state.part::<Pings>().counting.lock().await;
     let batch = std::mem::take(
         &mut *state
             .part::<Pings>()
-            .0
+            .waiting
             .lock()
             .unwrap_or_else(PoisonError::into_inner),
     );
