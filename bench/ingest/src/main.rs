@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-use trusthub_bench_ingest::{cpu_line, proc_cpu_secs, proc_mib};
+use trusthub_bench_ingest::{cpu_line, proc_cpu_secs, proc_mib, procs_cpu};
 use trusthub_core::agent::{MetricSample, sign_header};
 use trusthub_store::{Db, DbOptions};
 
@@ -70,6 +70,21 @@ struct Args {
     /// Database URL for the raw-ceiling phase (an empty database of the same engine).
     #[arg(long)]
     raw_db: Option<String>,
+    /// A PostgreSQL database for the plain ceiling (issue 63): the same samples as rows of a
+    /// four-column table keyed by (agent, series, ts), each push one 100-row `INSERT ...
+    /// SELECT FROM unnest(...)` in a transaction of its own, from `--unnest-connections`
+    /// connections, as fast as they go. No hub, no rollups, no series names.
+    #[arg(long)]
+    unnest_db: Option<String>,
+    #[arg(long, default_value_t = 8)]
+    unnest_connections: usize,
+    /// More hubs on the same database (the cluster case): agent `i` pushes to hub
+    /// `i % (1 + n)`, the first being `--hub` (where agents register).
+    #[arg(long)]
+    also_hub: Vec<String>,
+    /// Pids of the `--also-hub` processes (their CPU is counted with `--hub-pid`'s).
+    #[arg(long)]
+    also_hub_pid: Vec<u32>,
     /// A PEM CA to trust for an `https://` hub (`<data-dir>/hub-ca.pem` of `--tls-self`).
     #[arg(long)]
     ca_cert: Option<std::path::PathBuf>,
@@ -277,6 +292,23 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
         agents.push((key, token, client));
     }
     let agents = Arc::new(agents);
+    let apis: Arc<Vec<String>> = Arc::new(
+        std::iter::once(api.clone())
+            .chain(
+                args.also_hub
+                    .iter()
+                    .map(|h| format!("{}/api/v1", h.trim_end_matches('/'))),
+            )
+            .collect(),
+    );
+    let hub_pids: Vec<u32> = args
+        .hub_pid
+        .into_iter()
+        .chain(args.also_hub_pid.iter().copied())
+        .collect();
+    let hubs_cpu = |pids: &[u32]| pids.iter().filter_map(|p| proc_cpu_secs(*p)).sum::<f64>();
+    let hubs_before = hubs_cpu(&hub_pids);
+    let postgres_before = procs_cpu("postgres");
     let watching = args
         .watch_lag
         .then(|| tokio::spawn(watch_lag(args.hub.trim_end_matches('/').to_owned())));
@@ -288,7 +320,8 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     let errors = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for w in 0..args.concurrency {
-        let (api, agents, seq, errors) = (api.clone(), agents.clone(), seq.clone(), errors.clone());
+        let (apis, agents, seq, errors) =
+            (apis.clone(), agents.clone(), seq.clone(), errors.clone());
         let n = args.samples;
         let (shape, repeat) = (Shape::parse(&args.shape)?, args.repeat);
         let pace = args
@@ -321,7 +354,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
                     None => Instant::now(),
                 };
                 let r = http
-                    .post(format!("{api}/ingest"))
+                    .post(format!("{}/ingest", apis[agent % apis.len()]))
                     .bearer_auth(token)
                     .header("content-type", "application/json")
                     .header("x-service-signature", signature)
@@ -398,6 +431,22 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     }
     if let Some(cpu) = cpu {
         println!("{cpu}");
+    }
+    let samples_done = (lat.len() as u64 * args.samples as u64).max(1) as f64;
+    if hub_pids.len() > 1 {
+        let used = hubs_cpu(&hub_pids) - hubs_before;
+        println!(
+            "{} hubs' CPU in the timed window: {used:.2} s, {:.2} µs per sample",
+            hub_pids.len(),
+            used * 1e6 / samples_done
+        );
+    }
+    let server = procs_cpu("postgres") - postgres_before;
+    if server > 0.0 {
+        println!(
+            "PostgreSQL server CPU in the timed window: {server:.2} s, {:.2} µs per sample",
+            server * 1e6 / samples_done
+        );
     }
     if let Some(rss) = args.hub_pid.and_then(|pid| proc_mib(Some(pid), "VmHWM")) {
         println!("hub peak RSS: {rss} MiB");
@@ -692,6 +741,75 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
     Ok(rate)
 }
 
+/// The plain PostgreSQL ceiling: the same samples as four-column rows, one 100-row `unnest`
+/// insert per push in its own transaction, from a few connections as fast as they go.
+async fn unnest_phase(args: &Args, url: &str) -> Result<f64, String> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(args.unnest_connections as u32)
+        .connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    for q in [
+        "DROP TABLE IF EXISTS bench_samples",
+        "CREATE TABLE bench_samples (agent integer NOT NULL, series integer NOT NULL, \
+         ts bigint NOT NULL, value double precision NOT NULL, PRIMARY KEY (agent, series, ts))",
+    ] {
+        sqlx::query(q)
+            .execute(&pool)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let postgres_before = procs_cpu("postgres");
+    let deadline = Instant::now() + Duration::from_secs(args.duration_secs);
+    let seq = Arc::new(AtomicU64::new(0));
+    let (agents, n) = (args.agents.max(1) as u64, args.samples);
+    let mut tasks = Vec::new();
+    for _ in 0..args.unnest_connections {
+        let (pool, seq) = (pool.clone(), seq.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                let s = seq.fetch_add(1, Ordering::Relaxed);
+                // Push `s` is agent `s % agents`'s, at a time of its own.
+                let agent = vec![(s % agents) as i32; n];
+                let series: Vec<i32> = (0..n as i32).collect();
+                let ts = vec![1_700_000_000_000 + (s / agents) as i64 * 10_000; n];
+                let value: Vec<f64> = (0..n).map(|i| (s as f64) + i as f64 / 7.0).collect();
+                let ok = sqlx::query(
+                    "INSERT INTO bench_samples (agent, series, ts, value) \
+                     SELECT * FROM unnest($1::integer[], $2::integer[], $3::bigint[], $4::float8[])",
+                )
+                .bind(agent)
+                .bind(series)
+                .bind(ts)
+                .bind(value)
+                .execute(&pool)
+                .await;
+                if ok.is_ok() {
+                    done += 1;
+                }
+            }
+            done
+        }));
+    }
+    let started = Instant::now();
+    let mut batches = 0;
+    for t in tasks {
+        batches += t.await.map_err(|e| e.to_string())?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let rate = batches as f64 * n as f64 / secs;
+    let server = procs_cpu("postgres") - postgres_before;
+    println!(
+        "unnest: {batches} pushes in {secs:.1} s = {rate:.0} rows/s ({} connections, one {n}-row unnest insert per transaction; server CPU {:.2} µs per row)",
+        args.unnest_connections,
+        server * 1e6 / (batches as f64 * n as f64).max(1.0)
+    );
+    let _ = sqlx::query("DROP TABLE bench_samples").execute(&pool).await;
+    pool.close().await;
+    Ok(rate)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let args = Args::parse();
@@ -716,6 +834,10 @@ async fn main() -> Result<(), String> {
     if let Some(url) = &args.raw_db {
         let raw = raw_phase(&args, url).await?;
         println!("ratio hub/raw: {:.2}", hub / raw.max(1.0));
+    }
+    if let Some(url) = &args.unnest_db {
+        let plain = unnest_phase(&args, url).await?;
+        println!("ratio hub/unnest: {:.2}", hub / plain.max(1.0));
     }
     Ok(())
 }

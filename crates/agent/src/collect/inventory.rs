@@ -44,7 +44,7 @@ pub async fn collect(
     json!({
         "collected_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
         "os": os(),
-        "systemd": systemd().await,
+        "systemd": systemd(Files::Fresh).await,
         "containers": containers().await,
         "processes": processes_json(&procs),
         "packages": packages().await,
@@ -193,7 +193,7 @@ pub async fn live() -> (Value, Value) {
     let users = passwd();
     let names: HashMap<u32, String> = users.iter().map(|u| (u.uid, u.name.clone())).collect();
     let procs = processes(&names);
-    let (systemd, containers) = tokio::join!(systemd(), containers());
+    let (systemd, containers) = tokio::join!(systemd(Files::Kept), containers());
     (
         json!({"systemd": systemd, "containers": containers}),
         processes_json(&procs),
@@ -246,7 +246,33 @@ async fn run(cmd: &str, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-async fn systemd() -> Value {
+/// Whether systemd is this host's init (what `sd_booted()` checks): without it, `systemctl`
+/// answers nothing, and starting it every push cost more CPU than the rest of the push.
+fn systemd_booted() -> bool {
+    Path::new("/run/systemd/system").is_dir()
+}
+
+/// Whether [`systemd`] reads the unit files' states again or may reuse the last ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Files {
+    /// Read them (the inventory).
+    Fresh,
+    /// The last ones when younger than [`UNIT_FILES_KEPT`] (the push's live state: which
+    /// services run changes between pushes; whether one is enabled rarely does).
+    Kept,
+}
+
+/// How long a push reuses the unit files' states.
+const UNIT_FILES_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The unit files' states last read, and when.
+static UNIT_FILES: std::sync::Mutex<Option<(std::time::Instant, String)>> =
+    std::sync::Mutex::new(None);
+
+async fn systemd(files: Files) -> Value {
+    if !systemd_booted() {
+        return json!([]);
+    }
     let Some(units) = run(
         "systemctl",
         &[
@@ -262,17 +288,35 @@ async fn systemd() -> Value {
     else {
         return json!([]);
     };
-    let files = run(
-        "systemctl",
-        &[
-            "list-unit-files",
-            "--type=service",
-            "--no-legend",
-            "--no-pager",
-        ],
-    )
-    .await
-    .unwrap_or_default();
+    let kept = (files == Files::Kept)
+        .then(|| {
+            UNIT_FILES.lock().ok().and_then(|k| {
+                k.as_ref()
+                    .filter(|(at, _)| at.elapsed() < UNIT_FILES_KEPT)
+                    .map(|(_, text)| text.clone())
+            })
+        })
+        .flatten();
+    let files = match kept {
+        Some(text) => text,
+        None => {
+            let text = run(
+                "systemctl",
+                &[
+                    "list-unit-files",
+                    "--type=service",
+                    "--no-legend",
+                    "--no-pager",
+                ],
+            )
+            .await
+            .unwrap_or_default();
+            if let Ok(mut k) = UNIT_FILES.lock() {
+                *k = Some((std::time::Instant::now(), text.clone()));
+            }
+            text
+        }
+    };
     parse_systemd(&units, &files)
 }
 

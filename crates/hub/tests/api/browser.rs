@@ -750,8 +750,7 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
         .type_into("#add-check input[name=keyword]", "ok")
         .await;
     browser.click("#add-check button").await;
-    browser.wait_text("intranet").await;
-    let apps = body(app.get("/apps", &app.owner).await).await;
+    let apps = app_named(&app, "intranet").await;
     let intranet = apps
         .as_array()
         .and_then(|a| a.iter().find(|x| x["name"] == "intranet"))
@@ -819,8 +818,8 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
         .type_into("#add-check input[name=json_value]", "100")
         .await;
     browser.click("#add-check button").await;
-    browser.wait_text("api").await;
-    let apps = body(app.get("/apps", &app.owner).await).await;
+    // Not `wait_text("api")`: the page's source holds "api" before the form is sent.
+    let apps = app_named(&app, "api").await;
     let api = apps
         .as_array()
         .and_then(|a| a.iter().find(|x| x["name"] == "api"))
@@ -830,6 +829,22 @@ async fn an_operator_adds_a_check_the_hub_runs_and_sees_why_it_is_down(b: Backen
         json!({"path": "$.db.lag_ms", "op": "<", "value": 100})
     );
     browser.assert_no_js_errors().await;
+}
+
+/// The apps once one is named `name` (the form's redirect has been followed).
+async fn app_named(app: &TestApp, name: &str) -> Value {
+    let mut apps = Value::Null;
+    for _ in 0..100 {
+        apps = body(app.get("/apps", &app.owner).await).await;
+        if apps
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["name"] == name))
+        {
+            return apps;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no app named {name:?} in {apps}");
 }
 
 async fn an_admin_adds_a_slack_channel_tests_it_and_follows_an_alert_to_its_page(b: Backend) {
