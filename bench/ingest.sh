@@ -6,10 +6,11 @@
 # default: every batch one sample of each of 100 series, as an agent pushes) or flattering (10
 # series x 10 samples); REPEAT=1 re-sends the same points under new batch ids. HUB_BIN=path runs
 # another build of the hub (a before/after comparison in one session). ONLY=postgres skips SQLite;
-# HUBS=2 runs two hubs on the PostgreSQL database (the cluster case), half the agents on each.
+# HUBS=2 runs two hubs on the PostgreSQL database (the cluster case), half the agents on each;
+# NO_BUILD=1 uses the binaries in target/release as they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
+[ -n "${NO_BUILD:-}" ] || cargo build --release -p trusthub -p trusthub-bench-ingest >/dev/null
 DUR=${DUR:-20}; CONC=${CONC:-64}; AGENTS=${AGENTS:-128}; SHAPE=${SHAPE:-realistic}
 PG_ADMIN=${PG_ADMIN:-postgres://postgres@127.0.0.1:5432/postgres}
 KEY=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f

@@ -13,6 +13,22 @@ pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
     Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
+/// The machine's busy and total CPU seconds so far (`/proc/stat`'s first line: busy is all
+/// but idle and iowait), for how much of the machine a run used.
+pub fn machine_cpu() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<f64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: f64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3)? + ticks.get(4)?;
+    Some(((total - idle) / 100.0, total / 100.0))
+}
+
 /// CPU seconds of every process named `name`.
 pub fn procs_cpu(name: &str) -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {

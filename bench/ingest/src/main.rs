@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use time::OffsetDateTime;
-use trusthub_bench_ingest::{cpu_line, proc_cpu_secs, proc_mib, procs_cpu};
+use trusthub_bench_ingest::{cpu_line, machine_cpu, proc_cpu_secs, proc_mib, procs_cpu};
 use trusthub_core::agent::{MetricSample, sign_header};
 use trusthub_store::{Db, DbOptions};
 
@@ -309,6 +309,7 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
     let hubs_cpu = |pids: &[u32]| pids.iter().filter_map(|p| proc_cpu_secs(*p)).sum::<f64>();
     let hubs_before = hubs_cpu(&hub_pids);
     let postgres_before = procs_cpu("postgres");
+    let (machine_before, me_before) = (machine_cpu(), proc_cpu_secs(std::process::id()));
     let watching = args
         .watch_lag
         .then(|| tokio::spawn(watch_lag(args.hub.trim_end_matches('/').to_owned())));
@@ -439,6 +440,21 @@ async fn hub_phase(args: &Args) -> Result<f64, String> {
             "{} hubs' CPU in the timed window: {used:.2} s, {:.2} µs per sample",
             hub_pids.len(),
             used * 1e6 / samples_done
+        );
+    }
+    if let (Some(me), Some(now)) = (me_before, proc_cpu_secs(std::process::id())) {
+        println!(
+            "load generator CPU (this process): {:.2} s, {:.2} µs per sample",
+            now - me,
+            (now - me) * 1e6 / samples_done
+        );
+    }
+    if let (Some((busy0, all0)), Some((busy1, all1))) = (machine_before, machine_cpu()) {
+        println!(
+            "the machine was {:.0} % busy in the timed window ({:.1} of {:.1} core-seconds)",
+            100.0 * (busy1 - busy0) / (all1 - all0).max(1e-9),
+            busy1 - busy0,
+            all1 - all0
         );
     }
     let server = procs_cpu("postgres") - postgres_before;

@@ -4,7 +4,8 @@
 //! CyberDay; touched honeypots, each host's DNA and silent agents.
 //!
 //! What it offers: [`on_report`] (the fleet's `SecurityReports` event) and
-//! [`service::pending_runs`] (the fleet's `ComplianceRuns` lookup), both installed by the
+//! [`service::pending_runs`] (the fleet's `ComplianceRuns` lookup, answered from the hosts
+//! owing a run as this hub last read them, [`service::OpenRuns`]), both installed by the
 //! composition root; [`frameworks`] (the mappings and exports, pure); [`capability`].
 //!
 //! Architecture invariant: it reads other capabilities only through their `lib.rs` — fleet
@@ -22,9 +23,10 @@ pub use service::on_report;
 use trusthub_platform::AppState;
 use utoipa_axum::router::OpenApiRouter;
 
-/// The compliance tables below the services (the benchmark fills a large fleet directly).
+/// The compliance tables below the services (the benchmark fills a large fleet directly; a
+/// test writes a run as another hub of a cluster would).
 pub mod raw {
-    pub use crate::store::put_results;
+    pub use crate::store::{insert_run, put_results};
 }
 
 /// The API routes, relative to `/api/v1`.
@@ -39,9 +41,12 @@ pub fn capability() -> trusthub_platform::capability::Capability {
         hooks.security = trusthub_fleet::ingest::SecurityReports(|tx, report, now| {
             Box::pin(on_report(tx, report, now))
         });
-        hooks.compliance_runs = trusthub_fleet::ingest::ComplianceRuns(|c, hosts| {
-            Box::pin(service::pending_runs(c, hosts))
-        });
+        let open = std::sync::Arc::new(service::OpenRuns::default());
+        hooks.compliance_runs = trusthub_fleet::ingest::ComplianceRuns {
+            read: |kept, c, hosts| Box::pin(service::pending_runs(kept, c, hosts)),
+            kept: open.clone(),
+        };
+        cx.parts.insert(open);
         Ok(())
     })
 }

@@ -114,13 +114,107 @@ pub async fn on_report(tx: &mut Tx, r: &SecurityReport, now: OffsetDateTime) -> 
     Ok(())
 }
 
-/// The run each of these hosts owes now, if any (the fleet's `ComplianceRuns` lookup, read
-/// on a reader after each ingest group's commit and answered with each batch).
+/// How long a hub answers ingest from the hosts owing a run as it last read them. A run asked
+/// on this hub is seen at once ([`OpenRuns::forget`]); one asked on another hub of a cluster
+/// within this long (its hosts' next pushes are further apart).
+pub const OPEN_RUNS_KEPT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The hosts owing a compliance run, as this hub last read them: every ingest group's answer
+/// comes from here (issue 63: it was a read per group), re-read when older than
+/// [`OPEN_RUNS_KEPT`] or forgotten. A host whose batch carried a report is read afresh (its
+/// report may have answered its run).
+#[derive(Debug, Default)]
+pub struct OpenRuns(std::sync::Mutex<Kept>);
+
+#[derive(Debug, Default)]
+struct Kept {
+    read_at: Option<std::time::Instant>,
+    /// Bumped by every `forget`: a read that began before one is not kept.
+    generation: u64,
+    /// Agent → (tenant, the oldest run it owes).
+    runs: HashMap<Uuid, (Uuid, Uuid)>,
+}
+
+impl OpenRuns {
+    /// Reads afresh at the next group (a run was asked on this hub).
+    pub fn forget(&self) {
+        if let Ok(mut k) = self.0.lock() {
+            k.generation += 1;
+            k.read_at = None;
+        }
+    }
+
+    /// The runs owed, when what is kept is fresh enough; else the generation to read at.
+    fn fresh(&self, hosts: &[(TenantId, Uuid, bool)]) -> Result<Vec<(Uuid, Uuid)>, u64> {
+        let k = self.0.lock().map_err(|_| 0u64)?;
+        if k.read_at.is_none_or(|at| at.elapsed() >= OPEN_RUNS_KEPT) {
+            return Err(k.generation);
+        }
+        Ok(owed(&k.runs, hosts))
+    }
+}
+
+/// Of `hosts`, those owing a run in `runs` (of their own tenant).
+fn owed(runs: &HashMap<Uuid, (Uuid, Uuid)>, hosts: &[(TenantId, Uuid, bool)]) -> Vec<(Uuid, Uuid)> {
+    hosts
+        .iter()
+        .filter_map(|(t, a, _)| match runs.get(a) {
+            Some((tenant, run)) if *tenant == t.0 => Some((*a, *run)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The run each of these hosts owes now, if any (the fleet's `ComplianceRuns` lookup, called
+/// after each ingest group's commit and answered with each batch), from `kept` (an
+/// [`OpenRuns`]); hosts that reported in the group are read afresh.
 pub async fn pending_runs(
+    kept: &(dyn std::any::Any + Send + Sync),
     c: &mut trusthub_store::Conn,
-    hosts: &[(TenantId, Uuid)],
+    hosts: &[(TenantId, Uuid, bool)],
 ) -> StoreResult<Vec<(Uuid, Uuid)>> {
-    store::pending_runs(c, hosts).await
+    let Some(open) = kept.downcast_ref::<OpenRuns>() else {
+        let all: Vec<(TenantId, Uuid)> = hosts.iter().map(|h| (h.0, h.1)).collect();
+        return store::pending_runs(c, &all).await;
+    };
+    let reported: Vec<(TenantId, Uuid)> =
+        hosts.iter().filter(|h| h.2).map(|h| (h.0, h.1)).collect();
+    let mut out = match open.fresh(hosts) {
+        Ok(kept) => kept,
+        Err(generation) => {
+            let read: HashMap<Uuid, (Uuid, Uuid)> = store::open_runs(c)
+                .await?
+                .into_iter()
+                .map(|(agent, run, tenant)| (agent, (tenant, run)))
+                .collect();
+            let out = owed(&read, hosts);
+            if let Ok(mut k) = open.0.lock()
+                && k.generation == generation
+            {
+                k.runs = read;
+                k.read_at = Some(std::time::Instant::now());
+            }
+            out
+        }
+    };
+    if !reported.is_empty() {
+        // What they owe now, read after their reports were stored; kept for the next groups.
+        let now: HashMap<Uuid, Uuid> = store::pending_runs(c, &reported)
+            .await?
+            .into_iter()
+            .collect();
+        out.retain(|(a, _)| !reported.iter().any(|r| r.1 == *a));
+        if let Ok(mut k) = open.0.lock() {
+            for (t, a) in &reported {
+                match now.get(a) {
+                    Some(run) => k.runs.insert(*a, (t.0, *run)),
+                    None => k.runs.remove(a),
+                };
+            }
+        }
+        out.extend(now);
+    }
+    Ok(out)
 }
 
 /// A run accepted.
@@ -184,6 +278,8 @@ pub async fn run(
     )
     .await?;
     tx.commit().await?;
+    // The next ingest answers read the hosts owing a run afresh.
+    state.part::<std::sync::Arc<OpenRuns>>().forget();
     // Each host hears of it now, over its WebSocket (CONTRACT 33: answered within 10 s).
     for host in &hosts {
         trusthub_fleet::ask_to_push(state, *host);

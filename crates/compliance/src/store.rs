@@ -213,6 +213,23 @@ pub async fn pending_runs(
     Ok(out)
 }
 
+/// Every host owing a run, with the oldest run it owes and that run's tenant: `(agent, run,
+/// tenant)`, one row per host (through the index of open rows only).
+pub async fn open_runs(ex: &mut impl Exec) -> StoreResult<Vec<(Uuid, Uuid, Uuid)>> {
+    let rows: Vec<(Uuid, Uuid, Uuid)> = on!(ex, c => sqlx::query_as(
+        "SELECT h.agent_id, h.run_id, r.tenant_id FROM compliance_run_hosts h \
+         JOIN compliance_runs r ON r.id = h.run_id WHERE h.done_at IS NULL \
+         ORDER BY h.agent_id, r.created_at")
+        .fetch_all(&mut *c).await?);
+    let mut out: Vec<(Uuid, Uuid, Uuid)> = Vec::with_capacity(rows.len());
+    for row in rows {
+        if out.last().is_none_or(|last| last.0 != row.0) {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
 /// A run with how many hosts answered.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RunRow {

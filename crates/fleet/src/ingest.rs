@@ -143,23 +143,37 @@ pub type HttpChecksFn = for<'a> fn(
     StoreResult<Vec<(Uuid, trusthub_core::agent::HttpCheck)>>,
 >;
 
-/// The compliance run each of the group's hosts owes now, if any: `(agent, run)`, read by the
-/// compliance capability on a reader after the group's commit (so after the group's own
-/// results).
-#[derive(Debug, Clone, Copy)]
-pub struct ComplianceRuns(pub ComplianceRunsFn);
+/// The compliance run each of the group's hosts owes now, if any: `(agent, run)`, answered by
+/// the compliance capability after the group's commit (so after the group's own results).
+/// `read` is handed `kept`, the capability's own state (what it keeps between groups), and
+/// each host with whether its batch in this group carried a security report (which may have
+/// answered a run).
+#[derive(Clone)]
+pub struct ComplianceRuns {
+    /// The lookup.
+    pub read: ComplianceRunsFn,
+    /// What `read` keeps between calls.
+    pub kept: Arc<dyn std::any::Any + Send + Sync>,
+}
 
-/// The signature of [`ComplianceRuns`].
+impl std::fmt::Debug for ComplianceRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ComplianceRuns")
+    }
+}
+
+/// The signature of [`ComplianceRuns`]' lookup.
 pub type ComplianceRunsFn =
     for<'a> fn(
+        &'a (dyn std::any::Any + Send + Sync),
         &'a mut trusthub_store::Conn,
-        &'a [(trusthub_store::TenantId, Uuid)],
+        &'a [(trusthub_store::TenantId, Uuid, bool)],
     ) -> trusthub_platform::BoxFuture<'a, StoreResult<Vec<(Uuid, Uuid)>>>;
 
 /// The typed events ingest raises in its transaction, and what it asks other capabilities
 /// for its answers: a part each capability sets its side of at start (`Parts::entry`);
 /// unset, an event goes nowhere and a question has no answer.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Hooks {
     /// To the apps capability.
     pub apps: AppReports,
@@ -180,7 +194,10 @@ impl Default for Hooks {
             config: ConfigReports(|_, _, _| Box::pin(async { Ok(()) })),
             security: SecurityReports(|_, _, _| Box::pin(async { Ok(()) })),
             http_checks: HttpChecks(|_, _| Box::pin(async { Ok(Vec::new()) })),
-            compliance_runs: ComplianceRuns(|_, _| Box::pin(async { Ok(Vec::new()) })),
+            compliance_runs: ComplianceRuns {
+                read: |_, _, _| Box::pin(async { Ok(Vec::new()) }),
+                kept: Arc::new(()),
+            },
         }
     }
 }
@@ -462,8 +479,8 @@ async fn writer(
 /// each agent's HTTP checks, and the compliance run each host owes.
 async fn read_answers(
     db: &Db,
-    hooks: Hooks,
-    hosts: &[(trusthub_store::TenantId, Uuid)],
+    hooks: &Hooks,
+    hosts: &[(trusthub_store::TenantId, Uuid, bool)],
 ) -> StoreResult<Answers> {
     let mut answers = Answers::default();
     if hosts.is_empty() {
@@ -474,9 +491,10 @@ async fn read_answers(
     for (agent, check) in (hooks.http_checks.0)(&mut c, &ids).await? {
         answers.checks.entry(agent).or_default().push(check);
     }
+    let runs = &hooks.compliance_runs;
     answers
         .runs
-        .extend((hooks.compliance_runs.0)(&mut c, hosts).await?);
+        .extend((runs.read)(&*runs.kept, &mut c, hosts).await?);
     Ok(answers)
 }
 
@@ -536,18 +554,19 @@ impl Writer {
     /// goes on to the next group meanwhile. If that read fails, the requests of stored
     /// batches get the error (their batches are stored: the agent's retry is a duplicate).
     fn answer(&self, jobs: &[Job], flags: Vec<Option<bool>>, replies: Vec<Reply>) {
-        let mut hosts: Vec<(trusthub_store::TenantId, Uuid)> = jobs
+        let mut hosts: Vec<(trusthub_store::TenantId, Uuid, bool)> = jobs
             .iter()
             .zip(&flags)
             .filter(|(_, f)| f.is_some())
-            .map(|(j, _)| (j.tenant, j.agent_id))
+            .map(|(j, _)| (j.tenant, j.agent_id, j.security.is_some()))
             .collect();
-        hosts.sort_by_key(|h| h.1);
+        // One entry per host, reporting if any of its batches did.
+        hosts.sort_by_key(|h| (h.1, !h.2));
         hosts.dedup_by_key(|h| h.1);
         let agents: Vec<Uuid> = jobs.iter().map(|j| j.agent_id).collect();
-        let (db, hooks) = (self.db.clone(), self.hooks);
+        let (db, hooks) = (self.db.clone(), self.hooks.clone());
         self.answers.spawn(async move {
-            let read = read_answers(&db, hooks, &hosts).await;
+            let read = read_answers(&db, &hooks, &hosts).await;
             for ((reply, fresh), agent) in replies.into_iter().zip(flags).zip(agents) {
                 let one = match (&read, fresh) {
                     (_, None) => Ok(None),
@@ -601,7 +620,7 @@ impl Writer {
         take: &[bool],
         waiting: &(dyn Fn() -> bool + Sync),
     ) -> StoreResult<Attempt> {
-        let (db, cache, apps, log) = (&self.db, &*self.cache, self.hooks, self.log.as_ref());
+        let (db, cache, apps, log) = (&self.db, &*self.cache, &self.hooks, self.log.as_ref());
         let now = jobs
             .iter()
             .map(|j| j.now)

@@ -361,7 +361,7 @@ pub fn capability() -> trusthub_platform::capability::Capability {
         })
         // The ingest writer, once every capability set its side of the ingest events.
         .install_last(|cx| {
-            let hooks = *cx.parts.entry::<ingest::Hooks>();
+            let hooks = cx.parts.entry::<ingest::Hooks>().clone();
             let forward = cx.parts.entry::<ingest::Forward>().0.clone();
             let writer = ingest::Ingest::new(cx.db.clone(), Default::default(), hooks, forward);
             cx.parts.insert(writer);

@@ -48,7 +48,8 @@ pub use store::apps::{by_badge_token as app_by_badge, mean_latency};
 pub use store::timeline;
 
 pub use service::events::{
-    SloLine, SloLines, http_checks_of_agents, on_agent_reports, on_alert_resolved,
+    SLO_LINES_SHOWN, SloLine, SloLines, SloList, http_checks_of_agents, on_agent_reports,
+    on_alert_resolved,
 };
 
 /// The apps table below the services: what the liveness benchmark drives directly.

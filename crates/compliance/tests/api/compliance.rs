@@ -20,6 +20,7 @@ crate::dual!(
     honeypots_dna_and_silent_agents_make_the_security_view,
     exports_carry_every_control,
     runs_are_rate_limited_counting_accepted_ones,
+    a_run_another_hub_asked_for_reaches_the_host_within_seconds,
 );
 
 async fn runs_are_rate_limited_counting_accepted_ones(b: Backend) {
@@ -1207,5 +1208,58 @@ async fn explanations_send_no_secret_and_are_rate_limited_per_caller() {
     assert_eq!(
         app.get(&format!("/ai/explain?{q}"), &viewer).await.status(),
         200
+    );
+}
+
+/// Ingest answers from the hosts owing a run as this hub last read them (issue 63), re-read
+/// every few seconds: a run another hub of the cluster asked for (written to the tables as
+/// that hub would, so this one is not told) reaches its host within `OPEN_RUNS_KEPT`, and a
+/// report answering it ends it at once.
+async fn a_run_another_hub_asked_for_reaches_the_host_within_seconds(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = register(&app).await;
+    assert!(accepted(&app, &host, json!({})).await["compliance_run_id"].is_null());
+    let me = body(app.get("/me", &app.owner).await).await;
+    let tenant: uuid::Uuid = me["tenant_id"]
+        .as_str()
+        .or_else(|| me["user"]["tenant_id"].as_str())
+        .expect("tenant")
+        .parse()
+        .expect("uuid");
+    let host_id: uuid::Uuid = host.id.parse().expect("uuid");
+    let run = uuid::Uuid::now_v7();
+    let mut tx = app.db.begin().await.expect("tx");
+    trusthub_compliance::raw::insert_run(
+        &mut tx,
+        trusthub_store::TenantId(tenant),
+        run,
+        Some(host_id),
+        "user:elsewhere",
+        &[host_id],
+        OffsetDateTime::now_utc(),
+    )
+    .await
+    .expect("run");
+    tx.commit().await.expect("commit");
+    let asked = std::time::Instant::now();
+    let limit = trusthub_compliance::service::OPEN_RUNS_KEPT + std::time::Duration::from_secs(3);
+    loop {
+        let ack = accepted(&app, &host, json!({})).await;
+        if ack["compliance_run_id"] == run.to_string().as_str() {
+            break;
+        }
+        assert!(asked.elapsed() < limit, "not asked within {limit:?}: {ack}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let ack = accepted(
+        &app,
+        &host,
+        json!({"compliance": report(Some(&run.to_string()), OffsetDateTime::now_utc(), 1)}),
+    )
+    .await;
+    assert!(ack["compliance_run_id"].is_null(), "answered: {ack}");
+    assert!(
+        accepted(&app, &host, json!({})).await["compliance_run_id"].is_null(),
+        "and not asked again"
     );
 }

@@ -94,6 +94,19 @@ pub struct SloLine {
     pub uptime: String,
 }
 
+/// The SLOs the apps page shows: the least budget left first, at most [`SLO_LINES_SHOWN`].
+#[derive(Debug, Clone, Default)]
+pub struct SloList {
+    /// The first lines.
+    pub lines: Vec<SloLine>,
+    /// How many SLOs the tenant has.
+    pub total: usize,
+}
+
+/// How many SLO lines the apps page shows: the ones nearest their limit; every SLO is on its
+/// app's SLO page (at 10,000 apps the whole list was 2.5 MB of the page).
+pub const SLO_LINES_SHOWN: usize = 20;
+
 /// The SLOs of a tenant for the apps page, given by the SLO capability (a part of the state).
 #[derive(Debug)]
 pub struct SloLines(pub SloLinesFn);
@@ -103,4 +116,4 @@ pub type SloLinesFn =
     for<'a> fn(
         &'a AppState,
         trusthub_store::TenantId,
-    ) -> trusthub_platform::BoxFuture<'a, trusthub_store::StoreResult<Vec<SloLine>>>;
+    ) -> trusthub_platform::BoxFuture<'a, trusthub_store::StoreResult<SloList>>;

@@ -70,6 +70,8 @@ struct AppsPage<'a> {
     /// SLOs, least budget left first: `(app id, name, state, class, budget left, total,
     /// uptime)`.
     slos: Vec<crate::service::events::SloLine>,
+    /// How many SLOs the tenant has (`slos` holds the first ones).
+    slo_total: usize,
 }
 
 /// Which host's discovery list to show.
@@ -201,6 +203,8 @@ async fn apps_page_with(
         // Each SLO as of its last evaluation (every minute, and when it or a maintenance
         // window changes), not computed here for every SLO.
         let slos = (state.part::<crate::service::events::SloLines>().0)(state, tenant).await?;
+        let slo_total = slos.total;
+        let slos = slos.lines;
         let candidates = match agent {
             Some(id) => crate::service::apps::candidates_of(state, &user.principal, id)
                 .await?
@@ -235,6 +239,7 @@ async fn apps_page_with(
             can_restart: user.principal.has_role(Role::Admin),
             csrf: user.csrf.clone(),
             slos,
+            slo_total,
         })
     }
     .await;

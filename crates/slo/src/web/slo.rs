@@ -362,17 +362,19 @@ pub async fn unplan(
     after(&state, &user, f.app, result, "Deleted.").await
 }
 
-/// Each SLO of `tenant` as of its last evaluation, as the apps page lists them (the apps
-/// capability's `SloLines` lookup).
+/// The SLOs of `tenant` nearest their limit as of their last evaluation, as the apps page
+/// lists them, and how many there are (the apps capability's `SloLines` lookup).
 pub async fn app_lines(
     state: &AppState,
     tenant: trusthub_store::TenantId,
-) -> trusthub_store::StoreResult<Vec<trusthub_monitors::SloLine>> {
+) -> trusthub_store::StoreResult<trusthub_monitors::SloList> {
     let mut c = state.db.conn().await?;
     let names = trusthub_monitors::app_names(&mut c, tenant).await?;
-    Ok(crate::store::slo::summaries(&mut c, tenant, &names)
-        .await?
+    let all = crate::store::slo::summaries(&mut c, tenant, &names).await?;
+    let total = all.len();
+    let lines = all
         .into_iter()
+        .take(trusthub_monitors::SLO_LINES_SHOWN)
         .map(|s| {
             let st = s.last_state.unwrap_or_else(|| "not_evaluated".into());
             let num = |v: Option<f64>, digits: usize| {
@@ -388,5 +390,6 @@ pub async fn app_lines(
                 uptime: num(s.last_uptime, 3),
             }
         })
-        .collect())
+        .collect();
+    Ok(trusthub_monitors::SloList { lines, total })
 }

@@ -13,6 +13,7 @@ use uuid::Uuid;
 crate::dual!(
     liveness_writes_the_timeline_and_an_slo_reports_budget_history_and_maintenance,
     burn_alerts_fire_per_condition_and_clear,
+    the_apps_page_shows_the_20_slos_nearest_their_limit_and_counts_the_rest,
 );
 
 /// Writes spans (start, end, down) of an app's timeline.
@@ -461,4 +462,65 @@ async fn burn_alerts_fire_per_condition_and_clear(b: Backend) {
         .collect();
     assert_eq!(steady.len(), 1, "{steady:?}");
     assert_eq!(steady[0].0, "warning");
+}
+
+/// The apps page lists the SLOs nearest their limit, not every one (10,000 lines were 2.5 MB
+/// of the page): 20 of them, least budget left first, and how many there are.
+async fn the_apps_page_shows_the_20_slos_nearest_their_limit_and_counts_the_rest(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let host = crate::agents::register(&app).await;
+    let mut ids = Vec::new();
+    for i in 0..22 {
+        let created = create_app(
+            &app,
+            &app.owner,
+            json!({"agent_id": host.id, "name": format!("svc-{i:02}"), "app_type": "systemd",
+                   "identifier": format!("svc{i}.service")}),
+        )
+        .await;
+        let id = created["id"].as_str().expect("id").to_owned();
+        let r = app
+            .post(&format!("/apps/{id}/slo"), &app.owner, json!({}))
+            .await;
+        assert_eq!(r.status(), 201);
+        ids.push(id);
+    }
+    // svc-21 has spent budget: down for an hour of its one-day window, so it comes first.
+    let r = app
+        .post(
+            &format!("/apps/{}/slo", ids[21]),
+            &app.owner,
+            json!({"window_days": 1, "minimum_data": 0.5}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let now = hub_now();
+    spans(
+        &app,
+        &ids[21],
+        &[
+            (now - Duration::days(2), now - Duration::hours(3), false),
+            (now - Duration::hours(3), now - Duration::hours(2), true),
+            (now - Duration::hours(2), now, false),
+        ],
+    )
+    .await;
+    trusthub_slo::jobs::slo::tick(&app.state, now)
+        .await
+        .expect("slo tick");
+    let r = app.get("//ui/apps", &app.owner).await;
+    assert_eq!(r.status(), 200);
+    let page = r.text().await.expect("html");
+    // The SLO table's rows link the app's name; the apps table's say "SLO".
+    let shown: Vec<&str> = page
+        .match_indices("/slo\">svc-")
+        .map(|(at, _)| &page[at + 6..at + 12])
+        .collect();
+    assert_eq!(shown.len(), 20, "{shown:?}");
+    assert_eq!(shown[0], "svc-21", "least budget left first: {shown:?}");
+    assert_eq!(shown[1], "svc-00", "then by name: {shown:?}");
+    assert!(
+        page.contains("The 20 nearest their limit of 22 SLOs"),
+        "the rest counted"
+    );
 }
