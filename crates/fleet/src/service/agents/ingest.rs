@@ -32,7 +32,8 @@ pub struct IngestAccepted {
     #[schema(value_type = Vec<Object>)]
     pub honeypots: Vec<trusthub_core::compliance::Honeypot>,
     /// A compliance run the hub asks for now (`POST /compliance/run`): the agent runs its
-    /// checks and sends the results with this id.
+    /// checks and sends the results with this id. A run asked on another hub process of a
+    /// cluster is named here within 5 s of the request.
     pub compliance_run_id: Option<Uuid>,
 }
 
