@@ -26,6 +26,8 @@ pub struct Checks {
     /// Told when a result must reach the hub soon: a failure, or the first success after
     /// one (so a dead URL alerts after its own failures, not after push intervals).
     pub urgent: Arc<tokio::sync::Notify>,
+    /// Told when the list changes (the runner sleeps until the next check is due).
+    changed: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Debug, Default)]
@@ -44,7 +46,10 @@ impl Checks {
             let ids: Vec<Uuid> = wanted.iter().map(|c| c.app_id).collect();
             g.next.retain(|id, _| ids.contains(id));
             g.last_ok.retain(|id, _| ids.contains(id));
-            g.wanted = wanted;
+            if g.wanted != wanted {
+                g.wanted = wanted;
+                self.changed.notify_one();
+            }
         }
     }
 
@@ -56,20 +61,25 @@ impl Checks {
             .unwrap_or_default()
     }
 
-    fn due(&self, now: Instant) -> Vec<HttpCheck> {
+    /// The checks due at `now` (each then scheduled an interval on), and when the next one
+    /// falls due (`None`: no checks).
+    fn due(&self, now: Instant) -> (Vec<HttpCheck>, Option<Instant>) {
         let Ok(mut g) = self.inner.lock() else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
         let mut out = Vec::new();
+        let mut soonest: Option<Instant> = None;
         for c in g.wanted.clone() {
-            let next = g.next.get(&c.app_id).copied();
-            if next.is_none_or(|n| n <= now) {
+            let mut next = g.next.get(&c.app_id).copied().unwrap_or(now);
+            if next <= now {
                 let every = Duration::from_secs(c.interval_seconds.max(1) as u64);
-                g.next.insert(c.app_id, now + every);
+                next = now + every;
+                g.next.insert(c.app_id, next);
                 out.push(c);
             }
+            soonest = Some(soonest.map_or(next, |s| s.min(next)));
         }
-        out
+        (out, soonest)
     }
 
     fn push(&self, r: AppCheck) {
@@ -90,7 +100,7 @@ impl Checks {
         }
     }
 
-    /// Runs due checks every second, forever.
+    /// Runs each check when it falls due, forever.
     pub async fn run(self) {
         let client = match reqwest::Client::builder()
             .timeout(TIMEOUT)
@@ -110,12 +120,19 @@ impl Checks {
             }
         };
         loop {
-            for c in self.due(Instant::now()) {
+            let (due, next) = self.due(Instant::now());
+            for c in due {
                 let me = self.clone();
                 let client = client.clone();
                 tokio::spawn(async move { me.push(check(&client, &c).await) });
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            // Asleep until the next check is due or the list changes: a host without checks
+            // is not woken every second (issue 63, the agent's idle cost).
+            let until = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => {}
+                _ = self.changed.notified() => {}
+            }
         }
     }
 }

@@ -464,8 +464,8 @@ impl Watcher {
     /// Starts the watching thread; `wake` is notified (coalesced) after changes.
     pub fn start(wake: Arc<tokio::sync::Notify>) -> Watcher {
         use rustix::fs::inotify;
-        let fd = match inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
-        {
+        // Blocking: the watching thread sleeps in `read` until something changes.
+        let fd = match inotify::init(inotify::CreateFlags::CLOEXEC) {
             Ok(fd) => fd,
             Err(e) => {
                 tracing::info!(error = %e, "no inotify here; configuration scans follow the schedule only");
@@ -523,18 +523,18 @@ impl Watcher {
     }
 }
 
+/// Waits in `read` for the next change (no wake-up while nothing changes: it polled 4 times
+/// a second before, most of the agent's idle CPU — issue 63), tells `wake`, and lets a burst
+/// of writes gather for 250 ms; the events read are only a signal (the scan reads the files).
 fn watch_loop(inner: &Inner, wake: &tokio::sync::Notify) {
     use rustix::fs::inotify;
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
     loop {
-        let mut changed = false;
-        let mut reader = inotify::Reader::new(&inner.fd, &mut buf);
-        while reader.next().is_ok() {
-            changed = true;
-        }
-        if changed {
+        if inotify::Reader::new(&inner.fd, &mut buf).next().is_ok() {
             wake.notify_one();
         }
+        // After an event, the next ones of its burst; after an error (none expected), no
+        // busy loop.
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
 }
