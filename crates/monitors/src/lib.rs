@@ -62,11 +62,7 @@ pub async fn app_names(
     ex: &mut impl trusthub_store::Exec,
     tenant: trusthub_store::TenantId,
 ) -> trusthub_store::StoreResult<std::collections::HashMap<uuid::Uuid, String>> {
-    Ok(store::apps::list(ex, tenant, None)
-        .await?
-        .into_iter()
-        .map(|a| (a.id, a.name))
-        .collect())
+    store::apps::names(ex, tenant).await
 }
 
 /// This capability, as the composition root mounts, schedules and starts it.

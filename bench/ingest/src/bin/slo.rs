@@ -170,6 +170,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
+    // The apps page's parts, in process: where its time goes.
+    {
+        let mut parts: Vec<(&str, Vec<f64>)> = vec![("SLO lines", vec![]), ("app names", vec![])];
+        for _ in 0..11 {
+            let t = Instant::now();
+            let _ = trusthub_slo::app_lines(&state, tenant).await?;
+            parts[0].1.push(t.elapsed().as_secs_f64() * 1000.0);
+            let t = Instant::now();
+            let mut c = db.conn().await?;
+            let _ = trusthub_monitors::app_names(&mut c, tenant).await?;
+            parts[1].1.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        for (name, lat) in parts {
+            println!("  of the apps page, {name}: median {:.1} ms", median(lat));
+        }
+    }
+
     // One app with 365 days of history, an outage a day.
     let one = apps[0];
     let mut tx = db.begin().await?;
