@@ -23,7 +23,9 @@ use utoipa_axum::router::OpenApiRouter;
 
 /// The topology tables below the services (the benchmark fills a large graph directly).
 pub mod raw {
-    pub use crate::store::{Edge, Node, Zone, insert_edge, insert_node, insert_zone};
+    pub use crate::store::{
+        Edge, Node, Zone, insert_edge, insert_node, insert_zone, walkable_graph,
+    };
     pub use sqlx::types::Json;
 }
 
