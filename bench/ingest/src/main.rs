@@ -743,18 +743,24 @@ async fn raw_phase(args: &Args, url: &str) -> Result<f64, String> {
             done
         }));
     }
-    let started = Instant::now();
-    let mut batches = 0;
-    for t in tasks {
-        batches += t.await.map_err(|e| e.to_string())?;
-    }
-    let secs = started.elapsed().as_secs_f64();
+    let (batches, secs) = joined(tasks).await?;
     let rate = batches as f64 * args.samples as f64 / secs;
     println!(
         "raw:  {batches} batches in {secs:.1} s = {rate:.0} samples/s (same rows, one transaction per batch, no hub)"
     );
     db.close().await;
     Ok(rate)
+}
+
+/// Waits for writers that each count the batches they stored until their deadline: the
+/// batches in all, and the seconds they took (from now, just after they were started).
+async fn joined(tasks: Vec<tokio::task::JoinHandle<u64>>) -> Result<(u64, f64), String> {
+    let started = Instant::now();
+    let mut batches = 0;
+    for t in tasks {
+        batches += t.await.map_err(|e| e.to_string())?;
+    }
+    Ok((batches, started.elapsed().as_secs_f64()))
 }
 
 /// The plain PostgreSQL ceiling: the same samples as four-column rows, one 100-row `unnest`
@@ -808,12 +814,7 @@ async fn unnest_phase(args: &Args, url: &str) -> Result<f64, String> {
             done
         }));
     }
-    let started = Instant::now();
-    let mut batches = 0;
-    for t in tasks {
-        batches += t.await.map_err(|e| e.to_string())?;
-    }
-    let secs = started.elapsed().as_secs_f64();
+    let (batches, secs) = joined(tasks).await?;
     let rate = batches as f64 * n as f64 / secs;
     let server = procs_cpu("postgres") - postgres_before;
     println!(

@@ -269,6 +269,33 @@ const UNIT_FILES_KEPT: std::time::Duration = std::time::Duration::from_secs(600)
 static UNIT_FILES: std::sync::Mutex<Option<(std::time::Instant, String)>> =
     std::sync::Mutex::new(None);
 
+/// `systemctl list-unit-files` for services: the last answer while [`Files::Kept`] allows,
+/// else asked again (and kept).
+async fn unit_files(files: Files) -> String {
+    if files == Files::Kept
+        && let Ok(k) = UNIT_FILES.lock()
+        && let Some((at, text)) = k.as_ref()
+        && at.elapsed() < UNIT_FILES_KEPT
+    {
+        return text.clone();
+    }
+    let text = run(
+        "systemctl",
+        &[
+            "list-unit-files",
+            "--type=service",
+            "--no-legend",
+            "--no-pager",
+        ],
+    )
+    .await
+    .unwrap_or_default();
+    if let Ok(mut k) = UNIT_FILES.lock() {
+        *k = Some((std::time::Instant::now(), text.clone()));
+    }
+    text
+}
+
 async fn systemd(files: Files) -> Value {
     if !systemd_booted() {
         return json!([]);
@@ -288,35 +315,7 @@ async fn systemd(files: Files) -> Value {
     else {
         return json!([]);
     };
-    let kept = (files == Files::Kept)
-        .then(|| {
-            UNIT_FILES.lock().ok().and_then(|k| {
-                k.as_ref()
-                    .filter(|(at, _)| at.elapsed() < UNIT_FILES_KEPT)
-                    .map(|(_, text)| text.clone())
-            })
-        })
-        .flatten();
-    let files = match kept {
-        Some(text) => text,
-        None => {
-            let text = run(
-                "systemctl",
-                &[
-                    "list-unit-files",
-                    "--type=service",
-                    "--no-legend",
-                    "--no-pager",
-                ],
-            )
-            .await
-            .unwrap_or_default();
-            if let Ok(mut k) = UNIT_FILES.lock() {
-                *k = Some((std::time::Instant::now(), text.clone()));
-            }
-            text
-        }
-    };
+    let files = unit_files(files).await;
     parse_systemd(&units, &files)
 }
 
