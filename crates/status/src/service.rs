@@ -228,8 +228,27 @@ pub async fn create(
         created_at: at,
         updated_at: at,
     };
+    save(state, meta, p, page, true).await
+}
+
+/// Stores a page made (`new`) or changed (a slug another page has is 409), audited; the
+/// public views are forgotten.
+async fn save(
+    state: &AppState,
+    meta: &crate::extract::Meta,
+    p: &trusthub_identity::auth::Principal,
+    page: Page,
+    new: bool,
+) -> ApiResult<StatusPageView> {
     let mut tx = state.db.begin().await?;
-    if !store::insert_page(&mut tx, &page).await? {
+    let (stored, action) = if new {
+        let stored = store::insert_page(&mut tx, &page).await?;
+        (stored, trusthub_core::audit::STATUS_PAGE_CREATED)
+    } else {
+        let stored = store::update_page(&mut tx, &page).await?;
+        (stored, trusthub_core::audit::STATUS_PAGE_UPDATED)
+    };
+    if !stored {
         return Err(ApiError::Conflict(format!(
             "the slug `{}` is taken",
             page.slug
@@ -238,7 +257,7 @@ pub async fn create(
     meta.record(
         &mut tx,
         p,
-        trusthub_core::audit::STATUS_PAGE_CREATED,
+        action,
         format!("status_page:{}", page.id),
         json!({"slug": page.slug, "title": page.title}),
     )
@@ -314,24 +333,7 @@ pub async fn update(
         return Err(ApiError::Validation(errors));
     }
     page.updated_at = now();
-    let mut tx = state.db.begin().await?;
-    if !store::update_page(&mut tx, &page).await? {
-        return Err(ApiError::Conflict(format!(
-            "the slug `{}` is taken",
-            page.slug
-        )));
-    }
-    meta.record(
-        &mut tx,
-        p,
-        trusthub_core::audit::STATUS_PAGE_UPDATED,
-        format!("status_page:{id}"),
-        json!({"slug": page.slug, "title": page.title}),
-    )
-    .await?;
-    tx.commit().await?;
-    state.part::<PublicCache>().clear();
-    Ok(view(state, page))
+    save(state, meta, p, page, false).await
 }
 
 /// Deletes a page and its incidents (admin), audited.

@@ -84,12 +84,29 @@ pub struct Diagram {
     pub share_sealed: Option<Vec<u8>>,
 }
 
-/// Marks the tenant's graph changed (every write of a node or an edge calls it).
-pub async fn touch(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<()> {
+/// A write's place in the order of a tenant's graph: the stamp it found and the one it left.
+/// Writes to one tenant's graph take their turn on its stamp row, so each one's `was` is the
+/// `now` of the write before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Touched {
+    /// The stamp before this write (nil before the first).
+    pub was: Uuid,
+    /// The stamp this write left.
+    pub now: Uuid,
+}
+
+/// Marks the tenant's graph changed (every write of a node or an edge calls it, inside its
+/// transaction): takes the stamp row's lock first, so the stamp read under it is the last
+/// committed one.
+pub async fn touch(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<Touched> {
+    on!(ex, c => sqlx::query("UPDATE topology_stamps SET stamp = stamp WHERE tenant_id = $1")
+        .bind(tenant.0).execute(&mut *c).await?.rows_affected());
+    let was = stamp(ex, tenant).await?;
+    let now = Uuid::now_v7();
     on!(ex, c => sqlx::query(
         "INSERT INTO topology_stamps (tenant_id, stamp) VALUES ($1, $2) ON CONFLICT (tenant_id) DO UPDATE SET stamp = $2")
-        .bind(tenant.0).bind(Uuid::now_v7()).execute(&mut *c).await?.rows_affected());
-    Ok(())
+        .bind(tenant.0).bind(now).execute(&mut *c).await?.rows_affected());
+    Ok(Touched { was, now })
 }
 
 /// The stamp of the tenant's graph as it is now (nil before the first write).
@@ -138,27 +155,27 @@ pub async fn delete_zone(
 }
 
 /// Stores a node.
-pub async fn insert_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<()> {
-    touch(ex, tenant).await?;
+pub async fn insert_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<Touched> {
+    let t = touch(ex, tenant).await?;
     on!(ex, c => sqlx::query(
         "INSERT INTO topology_nodes (id, tenant_id, name, kind, agent_id, cloud_resource_id, zone_id, tags, attributes, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)")
         .bind(n.id).bind(tenant.0).bind(&n.name).bind(&n.kind).bind(n.agent_id).bind(n.cloud_resource_id)
         .bind(n.zone_id).bind(&n.tags).bind(&n.attributes).bind(n.created_at).bind(n.updated_at)
         .execute(&mut *c).await?.rows_affected());
-    Ok(())
+    Ok(t)
 }
 
 /// Rewrites a node's fields.
-pub async fn update_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<()> {
-    touch(ex, tenant).await?;
+pub async fn update_node(ex: &mut impl Exec, tenant: TenantId, n: &Node) -> StoreResult<Touched> {
+    let t = touch(ex, tenant).await?;
     on!(ex, c => sqlx::query(
         "UPDATE topology_nodes SET name = $3, kind = $4, agent_id = $5, cloud_resource_id = $6, zone_id = $7, tags = $8, \
          attributes = $9, updated_at = $10 WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.0).bind(n.id).bind(&n.name).bind(&n.kind).bind(n.agent_id).bind(n.cloud_resource_id)
         .bind(n.zone_id).bind(&n.tags).bind(&n.attributes).bind(n.updated_at)
         .execute(&mut *c).await?.rows_affected());
-    Ok(())
+    Ok(t)
 }
 
 /// A tenant's nodes, by name.
@@ -212,24 +229,28 @@ pub async fn counts(ex: &mut impl Exec, tenant: TenantId) -> StoreResult<(i64, i
     Ok((nodes, edges))
 }
 
-/// Deletes a node with its edges.
-pub async fn delete_node(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
-    touch(ex, tenant).await?;
+/// Deletes a node with its edges (none: no such node).
+pub async fn delete_node(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<Option<Touched>> {
+    let t = touch(ex, tenant).await?;
     on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND (source_id = $2 OR target_id = $2)")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
     let n = on!(ex, c => sqlx::query("DELETE FROM topology_nodes WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
-    Ok(n == 1)
+    Ok((n == 1).then_some(t))
 }
 
 /// Stores an edge.
-pub async fn insert_edge(ex: &mut impl Exec, tenant: TenantId, e: &Edge) -> StoreResult<()> {
-    touch(ex, tenant).await?;
+pub async fn insert_edge(ex: &mut impl Exec, tenant: TenantId, e: &Edge) -> StoreResult<Touched> {
+    let t = touch(ex, tenant).await?;
     on!(ex, c => sqlx::query(
         "INSERT INTO topology_edges (id, tenant_id, source_id, target_id, protocol, port, label, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
         .bind(e.id).bind(tenant.0).bind(e.source_id).bind(e.target_id).bind(&e.protocol).bind(e.port).bind(&e.label)
         .bind(e.created_at).execute(&mut *c).await?.rows_affected());
-    Ok(())
+    Ok(t)
 }
 
 /// A tenant's edges, oldest first.
@@ -350,12 +371,16 @@ pub async fn same_edge(
         .fetch_optional(&mut *c).await?))
 }
 
-/// Deletes an edge.
-pub async fn delete_edge(ex: &mut impl Exec, tenant: TenantId, id: Uuid) -> StoreResult<bool> {
-    touch(ex, tenant).await?;
+/// Deletes an edge (none: no such edge).
+pub async fn delete_edge(
+    ex: &mut impl Exec,
+    tenant: TenantId,
+    id: Uuid,
+) -> StoreResult<Option<Touched>> {
+    let t = touch(ex, tenant).await?;
     let n = on!(ex, c => sqlx::query("DELETE FROM topology_edges WHERE tenant_id = $1 AND id = $2")
         .bind(tenant.0).bind(id).execute(&mut *c).await?.rows_affected());
-    Ok(n == 1)
+    Ok((n == 1).then_some(t))
 }
 
 /// A snapshot as stored.

@@ -221,42 +221,22 @@ pub struct Context {
 /// Runs an accepted action: its answer.
 pub async fn execute(claims: Claims, ctx: &Context) -> Answer {
     tracing::info!(jti = %claims.jti, act = %claims.act, "running an action");
-    let (exit_code, stdout, stderr, note) = match claims.act.as_str() {
-        "restart_app" => {
-            let CommandOutcome {
-                code: c,
-                stdout: o,
-                stderr: e,
-            } = restart(&claims.args).await;
-            (c, o, e, None)
-        }
-        "emergency" => {
-            let CommandOutcome {
-                code: c,
-                stdout: o,
-                stderr: e,
-            } = crate::actions::emergency::run(&claims.args, &ctx.allowed, &ctx.guard).await;
-            (c, o, e, None)
-        }
+    let (args, jti) = (&claims.args, claims.jti.as_str());
+    let crate::actions::patch::Outcome {
+        exit_code,
+        stdout,
+        stderr,
+        note,
+    } = match claims.act.as_str() {
+        "restart_app" => restart(args).await.into(),
+        "emergency" => crate::actions::emergency::run(args, &ctx.allowed, &ctx.guard)
+            .await
+            .into(),
         "install_package" => {
-            let o = crate::actions::patch::install_package(
-                &claims.args,
-                &ctx.allowed,
-                &ctx.state_dir,
-                &claims.jti,
-            )
-            .await;
-            (o.exit_code, o.stdout, o.stderr, o.note)
+            crate::actions::patch::install_package(args, &ctx.allowed, &ctx.state_dir, jti).await
         }
         "update_packages" => {
-            let o = crate::actions::patch::update_packages(
-                &claims.args,
-                &ctx.allowed,
-                &ctx.state_dir,
-                &claims.jti,
-            )
-            .await;
-            (o.exit_code, o.stdout, o.stderr, o.note)
+            crate::actions::patch::update_packages(args, &ctx.allowed, &ctx.state_dir, jti).await
         }
         other => return Refusal::Unknown(other.to_owned()).answer(&claims.jti),
     };

@@ -67,20 +67,128 @@ pub struct BlastRadius {
 }
 
 /// The graph blast radius walks, as of a stamp of the tenant's graph.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Walkable {
     stamp: Uuid,
     /// id → (name, kind, agent).
     nodes: HashMap<Uuid, (String, String, Option<Uuid>)>,
     /// agent → its node.
     by_agent: HashMap<Uuid, Uuid>,
+    /// `(id, source, target)`, oldest first, as the store reads them.
+    ends: Vec<(Uuid, Uuid, Uuid)>,
     reverse: graph::Reverse,
+}
+
+impl Walkable {
+    fn new(
+        stamp: Uuid,
+        nodes: Vec<(Uuid, String, String, Option<Uuid>)>,
+        ends: Vec<(Uuid, Uuid, Uuid)>,
+    ) -> Walkable {
+        Walkable {
+            stamp,
+            by_agent: nodes.iter().filter_map(|n| Some((n.3?, n.0))).collect(),
+            nodes: nodes
+                .into_iter()
+                .map(|(id, name, kind, agent)| (id, (name, kind, agent)))
+                .collect(),
+            reverse: graph::Reverse::new(&ends),
+            ends,
+        }
+    }
+
+    /// Makes the change; a change this graph already holds leaves it as it is (a graph read
+    /// after its stamp may hold writes the stamp does not name yet).
+    fn apply(&mut self, change: Change) {
+        let edges_before = self.ends.len();
+        match change {
+            Change::Node {
+                id,
+                name,
+                kind,
+                agent,
+            } => {
+                if let Some((_, _, Some(a))) = self.nodes.get(&id) {
+                    self.by_agent.remove(a);
+                }
+                if let Some(a) = agent {
+                    self.by_agent.insert(a, id);
+                }
+                self.nodes.insert(id, (name, kind, agent));
+            }
+            Change::NodeGone(id) => {
+                if let Some((_, _, Some(a))) = self.nodes.remove(&id) {
+                    self.by_agent.remove(&a);
+                }
+                self.ends.retain(|e| e.1 != id && e.2 != id);
+            }
+            Change::Edge(e) => {
+                if !self.ends.iter().any(|k| k.0 == e.0) {
+                    self.ends.push(e);
+                }
+            }
+            Change::EdgeGone(id) => self.ends.retain(|e| e.0 != id),
+        }
+        if self.ends.len() != edges_before {
+            self.reverse = graph::Reverse::new(&self.ends);
+        }
+    }
+}
+
+/// A committed write to a tenant's walkable graph, as the kept graph takes it.
+#[derive(Debug, Clone)]
+pub(super) enum Change {
+    /// A node added or changed.
+    Node {
+        id: Uuid,
+        name: String,
+        kind: String,
+        agent: Option<Uuid>,
+    },
+    /// A node deleted, with its edges.
+    NodeGone(Uuid),
+    /// An edge `(id, source, target)` added.
+    Edge((Uuid, Uuid, Uuid)),
+    /// An edge deleted.
+    EdgeGone(Uuid),
+}
+
+impl Change {
+    pub(super) fn node(n: &Node) -> Change {
+        Change::Node {
+            id: n.id,
+            name: n.name.clone(),
+            kind: n.kind.clone(),
+            agent: n.agent_id,
+        }
+    }
 }
 
 /// Each tenant's walkable graph, kept until its stamp changes (a write of a node or an edge
 /// in any hub process makes a new stamp): a blast radius reads one row, not the whole graph.
+/// A write in this process hands its change over after it commits ([`GraphCache::apply`]),
+/// so the first blast radius after an everyday change reads no more than the others.
 #[derive(Debug, Default)]
 pub struct GraphCache(std::sync::Mutex<HashMap<Uuid, std::sync::Arc<Walkable>>>);
+
+impl GraphCache {
+    /// Takes a committed write's change into the tenant's kept graph when that graph is the
+    /// one the write found (`t.was`), and labels it with the stamp the write left; otherwise
+    /// (another write came between, here or in another hub) the next blast radius reads the
+    /// graph again. The first write of a tenant is not taken: two first writes both find nil.
+    pub(super) fn apply(&self, tenant: TenantId, t: store::Touched, change: Change) {
+        let Ok(mut m) = self.0.lock() else { return };
+        let Some(kept) = m.get_mut(&tenant.0) else {
+            return;
+        };
+        if t.was.is_nil() || kept.stamp != t.was {
+            return;
+        }
+        let w = std::sync::Arc::make_mut(kept);
+        w.apply(change);
+        w.stamp = t.now;
+    }
+}
 
 pub(super) async fn walkable(
     state: &AppState,
@@ -97,15 +205,7 @@ pub(super) async fn walkable(
     // request reads again.
     let (nodes, ends) = store::walkable_graph(&mut c, tenant).await?;
     drop(c);
-    let w = std::sync::Arc::new(Walkable {
-        stamp,
-        by_agent: nodes.iter().filter_map(|n| Some((n.3?, n.0))).collect(),
-        nodes: nodes
-            .into_iter()
-            .map(|(id, name, kind, agent)| (id, (name, kind, agent)))
-            .collect(),
-        reverse: graph::Reverse::new(&ends),
-    });
+    let w = std::sync::Arc::new(Walkable::new(stamp, nodes, ends));
     if let Ok(mut m) = cache.0.lock() {
         m.insert(tenant.0, w.clone());
     }
@@ -200,4 +300,147 @@ pub async fn blast_radius(
         apps,
         slos_at_risk,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u128) -> Uuid {
+        Uuid::from_u128(n)
+    }
+
+    fn node(n: u128, agent: Option<u128>) -> (Uuid, String, String, Option<Uuid>) {
+        (id(n), format!("n{n}"), "service".into(), agent.map(id))
+    }
+
+    /// Everything a blast radius reads from the graph, for every node and agent.
+    fn seen(w: &Walkable) -> Vec<String> {
+        let mut nodes: Vec<_> = w.nodes.iter().collect();
+        nodes.sort();
+        let mut agents: Vec<_> = w.by_agent.iter().collect();
+        agents.sort();
+        let mut out = vec![format!("{nodes:?}"), format!("{agents:?}")];
+        for (n, _) in nodes {
+            out.push(format!("{:?}", w.reverse.walk(*n, DEFAULT_MAX_DEPTH)));
+        }
+        out
+    }
+
+    #[test]
+    fn changes_taken_into_a_kept_graph_give_what_reading_it_again_gives() {
+        // A chain 1 <- 2 <- 3 and 4 beside it; host 1 on agent 100.
+        let nodes = vec![
+            node(1, Some(100)),
+            node(2, None),
+            node(3, None),
+            node(4, None),
+        ];
+        let ends = vec![(id(10), id(2), id(1)), (id(11), id(3), id(2))];
+        let mut kept = Walkable::new(id(0), nodes, ends);
+        let changes = [
+            Change::Edge((id(12), id(4), id(1))),
+            Change::Node {
+                id: id(5),
+                name: "n5".into(),
+                kind: "database".into(),
+                agent: Some(id(101)),
+            },
+            Change::Edge((id(13), id(5), id(3))),
+            Change::Node {
+                id: id(2),
+                name: "renamed".into(),
+                kind: "queue".into(),
+                agent: Some(id(102)),
+            },
+            Change::EdgeGone(id(10)),
+            Change::Edge((id(14), id(2), id(4))),
+            Change::NodeGone(id(4)),
+            Change::Node {
+                id: id(1),
+                name: "n1".into(),
+                kind: "host".into(),
+                agent: None,
+            },
+        ];
+        for c in changes.iter().cloned() {
+            kept.apply(c);
+        }
+        let read = Walkable::new(
+            id(0),
+            vec![
+                (id(1), "n1".into(), "host".into(), None),
+                (id(2), "renamed".into(), "queue".into(), Some(id(102))),
+                node(3, None),
+                (id(5), "n5".into(), "database".into(), Some(id(101))),
+            ],
+            vec![(id(11), id(3), id(2)), (id(13), id(5), id(3))],
+        );
+        assert_eq!(kept.ends, read.ends);
+        assert_eq!(seen(&kept), seen(&read));
+        assert_eq!(kept.reverse.walk(id(2), 32).len(), 2, "3 and 5 depend on 2");
+
+        // A graph read after some of these writes takes them again unchanged.
+        let before = seen(&kept);
+        for c in changes {
+            kept.apply(c);
+        }
+        assert_eq!(seen(&kept), before);
+    }
+
+    #[test]
+    fn a_kept_graph_takes_a_change_only_from_the_write_that_found_it() {
+        let tenant = TenantId(id(7));
+        let cache = GraphCache::default();
+        let kept = Walkable::new(id(20), vec![node(1, None), node(2, None)], vec![]);
+        cache
+            .0
+            .lock()
+            .expect("unpoisoned")
+            .insert(tenant.0, std::sync::Arc::new(kept));
+        let edge = || Change::Edge((id(10), id(2), id(1)));
+        let now = |t: &GraphCache| {
+            let m = t.0.lock().expect("unpoisoned");
+            (m[&tenant.0].stamp, m[&tenant.0].ends.len())
+        };
+        // Another write came between: the kept graph stays as it was (read again next time).
+        cache.apply(
+            tenant,
+            store::Touched {
+                was: id(19),
+                now: id(21),
+            },
+            edge(),
+        );
+        assert_eq!(now(&cache), (id(20), 0));
+        // The first write of a tenant is never taken.
+        cache.apply(
+            tenant,
+            store::Touched {
+                was: Uuid::nil(),
+                now: id(21),
+            },
+            edge(),
+        );
+        assert_eq!(now(&cache), (id(20), 0));
+        cache.apply(
+            tenant,
+            store::Touched {
+                was: id(20),
+                now: id(21),
+            },
+            edge(),
+        );
+        assert_eq!(now(&cache), (id(21), 1));
+        // Another tenant's write does not touch it.
+        cache.apply(
+            TenantId(id(8)),
+            store::Touched {
+                was: id(21),
+                now: id(22),
+            },
+            edge(),
+        );
+        assert_eq!(now(&cache), (id(21), 1));
+    }
 }

@@ -190,8 +190,11 @@ pub async fn create_node(state: &AppState, p: &Principal, req: NewNode) -> ApiRe
         n.cloud_resource_id,
     )?;
     within_caps(state, &mut tx, tenant, 1, 0).await?;
-    store::insert_node(&mut tx, tenant, &n).await?;
+    let t = store::insert_node(&mut tx, tenant, &n).await?;
     tx.commit().await?;
+    state
+        .part::<GraphCache>()
+        .apply(tenant, t, Change::node(&n));
     Ok(node_view(&n))
 }
 
@@ -262,18 +265,24 @@ pub async fn update_node(
     }
     check_unique(&all, Some(id), n.agent_id, n.cloud_resource_id)?;
     n.updated_at = now();
-    store::update_node(&mut tx, tenant, &n).await?;
+    let t = store::update_node(&mut tx, tenant, &n).await?;
     tx.commit().await?;
+    state
+        .part::<GraphCache>()
+        .apply(tenant, t, Change::node(&n));
     Ok(node_view(&n))
 }
 
 /// Deletes a node and its edges (operator).
 pub async fn delete_node(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    if !store::delete_node(&mut tx, p.tenant(), id).await? {
+    let Some(t) = store::delete_node(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("node"));
-    }
+    };
     tx.commit().await?;
+    state
+        .part::<GraphCache>()
+        .apply(p.tenant(), t, Change::NodeGone(id));
     Ok(())
 }
 
@@ -334,8 +343,12 @@ pub async fn create_edge(state: &AppState, p: &Principal, req: NewEdge) -> ApiRe
     };
     let mut tx = state.db.begin().await?;
     within_caps(state, &mut tx, tenant, 0, 1).await?;
-    insert_edge(&mut tx, tenant, &e).await?;
+    let t = insert_edge(&mut tx, tenant, &e).await?;
     tx.commit().await?;
+    let ends = (e.id, e.source_id, e.target_id);
+    state
+        .part::<GraphCache>()
+        .apply(tenant, t, Change::Edge(ends));
     Ok(edge_view(&e))
 }
 
@@ -343,7 +356,7 @@ pub(super) async fn insert_edge(
     tx: &mut trusthub_store::Tx,
     tenant: TenantId,
     e: &Edge,
-) -> ApiResult<()> {
+) -> ApiResult<store::Touched> {
     let exist = store::nodes_exist(&mut *tx, tenant, [e.source_id, e.target_id]).await?;
     for (field, ok) in [("source_id", exist[0]), ("target_id", exist[1])] {
         if !ok {
@@ -355,17 +368,19 @@ pub(super) async fn insert_edge(
             "edge {d} is already this dependency"
         )));
     }
-    store::insert_edge(&mut *tx, tenant, e).await?;
-    Ok(())
+    Ok(store::insert_edge(&mut *tx, tenant, e).await?)
 }
 
 /// Deletes an edge (operator).
 pub async fn delete_edge(state: &AppState, p: &Principal, id: Uuid) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    if !store::delete_edge(&mut tx, p.tenant(), id).await? {
+    let Some(t) = store::delete_edge(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("edge"));
-    }
+    };
     tx.commit().await?;
+    state
+        .part::<GraphCache>()
+        .apply(p.tenant(), t, Change::EdgeGone(id));
     Ok(())
 }
 

@@ -18,6 +18,7 @@ crate::dual!(
     cloud_machines_without_an_agent_are_detected_and_joined_by_connections,
     nodes_edges_and_zones_are_validated_and_tenants_apart,
     diagrams_are_generated_shared_and_unshared,
+    the_kept_graph_follows_changes_made_here_and_by_another_hub,
 );
 
 /// Names that would break a naive Mermaid writer.
@@ -31,6 +32,89 @@ pub(crate) const HOSTILE: [&str; 8] = [
     "ünïcødé \u{2028} line sep",
     "click n1 call evil()",
 ];
+
+/// The names a blast radius reaches, with their depths.
+async fn reached(app: &TestApp, root: &Value) -> Vec<(String, u64)> {
+    let r = app
+        .get(
+            &format!("/blast-radius/{}", root["id"].as_str().expect("id")),
+            &app.owner,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let b = body(r).await;
+    let mut out: Vec<(String, u64)> = b["impacted"]
+        .as_array()
+        .expect("impacted")
+        .iter()
+        .map(|i| {
+            (
+                i["name"].as_str().expect("name").to_owned(),
+                i["depth"].as_u64().expect("depth"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Blast radius keeps the tenant's graph between requests and takes each change this hub
+/// commits into it; a change another hub of the cluster makes (its rows and a new stamp,
+/// written here as SQL) is read afresh.
+async fn the_kept_graph_follows_changes_made_here_and_by_another_hub(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let o = &app.owner;
+    let node = |name: &str, kind: &str| json!({"name": name, "kind": kind});
+    let a = made(&app, o, "/topology/nodes", node("a", "database")).await;
+    let b_ = made(&app, o, "/topology/nodes", node("b", "service")).await;
+    let c = made(&app, o, "/topology/nodes", node("c", "service")).await;
+    let edge = |s: &Value, t: &Value| json!({"source_id": s["id"], "target_id": t["id"]});
+    let ab = made(&app, o, "/topology/edges", edge(&b_, &a)).await;
+    assert_eq!(reached(&app, &a).await, [("b".to_owned(), 1)]);
+
+    made(&app, o, "/topology/edges", edge(&c, &b_)).await;
+    assert_eq!(
+        reached(&app, &a).await,
+        [("b".to_owned(), 1), ("c".to_owned(), 2)]
+    );
+    let path = format!("/topology/nodes/{}", c["id"].as_str().expect("id"));
+    assert_eq!(
+        app.patch(&path, o, json!({"name": "c2"})).await.status(),
+        200
+    );
+    assert_eq!(
+        reached(&app, &a).await,
+        [("b".to_owned(), 1), ("c2".to_owned(), 2)]
+    );
+
+    // Another hub deletes c2's edge.
+    app.execute("DELETE FROM topology_edges WHERE source_id = (SELECT id FROM topology_nodes WHERE name = 'c2')")
+        .await;
+    app.execute(
+        "UPDATE topology_stamps SET stamp = (SELECT id FROM topology_nodes WHERE name = 'c2')",
+    )
+    .await;
+    assert_eq!(reached(&app, &a).await, [("b".to_owned(), 1)]);
+
+    // Here again: an edge, then deletions.
+    made(&app, o, "/topology/edges", edge(&c, &a)).await;
+    assert_eq!(
+        reached(&app, &a).await,
+        [("b".to_owned(), 1), ("c2".to_owned(), 1)]
+    );
+    let ab_path = format!("/topology/edges/{}", ab["id"].as_str().expect("id"));
+    assert_eq!(app.delete(&ab_path, o).await.status(), 204);
+    assert_eq!(reached(&app, &a).await, [("c2".to_owned(), 1)]);
+    assert_eq!(app.delete(&path, o).await.status(), 204);
+    assert_eq!(reached(&app, &a).await, []);
+    let gone = app
+        .get(
+            &format!("/blast-radius/{}", c["id"].as_str().expect("id")),
+            o,
+        )
+        .await;
+    assert_eq!(gone.status(), 404);
+}
 
 /// Sends an inventory for `host`: its addresses, listening sockets and connections.
 pub(crate) async fn inventory(

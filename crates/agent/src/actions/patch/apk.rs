@@ -153,17 +153,7 @@ impl super::PackageManager for Apk {
         if code != 0 {
             return Err((code, format!("apk policy exited {code}")));
         }
-        let mut newest: Option<String> = None;
-        for v in parse_policy(&out) {
-            let newer = match &newest {
-                None => true,
-                Some(n) => !at_least(n, &v).await,
-            };
-            if newer {
-                newest = Some(v);
-            }
-        }
-        Ok(newest)
+        Ok(super::newest(parse_policy(&out), at_least).await)
     }
 
     async fn at_least(&self, have: &str, want: &str) -> bool {

@@ -42,6 +42,18 @@ impl Outcome {
     }
 }
 
+/// A command's outcome as an action's result (no note: it says for itself how it ended).
+impl From<CommandOutcome> for Outcome {
+    fn from(c: CommandOutcome) -> Outcome {
+        Outcome {
+            exit_code: c.code,
+            stdout: c.stdout,
+            stderr: c.stderr,
+            note: None,
+        }
+    }
+}
+
 /// How a patch that did not reach its targets ended; the result's note says it in these
 /// words, which the hub and the dashboard show as they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -427,6 +439,35 @@ pub fn snapshot_dir(state_dir: &Path, jti: &str) -> Result<PathBuf, String> {
 /// snapshot is only true while nothing else changes the packages.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The newest of `versions` by a manager's own order (`at_least(have, want)`), the first of
+/// equals.
+async fn newest(
+    versions: Vec<String>,
+    at_least: impl AsyncFn(&str, &str) -> bool,
+) -> Option<String> {
+    let mut best: Option<String> = None;
+    for v in versions {
+        let newer = match &best {
+            None => true,
+            Some(b) => !at_least(b, &v).await,
+        };
+        if newer {
+            best = Some(v);
+        }
+    }
+    best
+}
+
+/// An action refused before anything changed: `not installed: <why>`.
+fn not_installed(why: String) -> Outcome {
+    Outcome::refused(1, PatchEnd::NotInstalled(why))
+}
+
+/// What every patch reads before it starts: its targets and its snapshot's folder.
+fn prepared(args: &Value, state_dir: &Path, jti: &str) -> Result<(Vec<Target>, PathBuf), String> {
+    Ok((targets(args)?, snapshot_dir(state_dir, jti)?))
+}
+
 /// `install_package` (CONTRACT 19): `args.manager` with `args.packages`; managers this host
 /// does not allow (`patch_managers` in actions.toml) are refused. Patches run one after
 /// another.
@@ -438,18 +479,11 @@ pub async fn install_package(
 ) -> Outcome {
     let manager = args["manager"].as_str().unwrap_or_default();
     if !allowed.manager(manager) {
-        return Outcome::refused(
-            1,
-            PatchEnd::NotInstalled(format!("`{manager}` is not on this host's patch_managers")),
-        );
+        return not_installed(format!("`{manager}` is not on this host's patch_managers"));
     }
-    let targets = match targets(args) {
-        Ok(t) => t,
-        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
-    };
-    let dir = match snapshot_dir(state_dir, jti) {
-        Ok(d) => d,
-        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
+    let (targets, dir) = match prepared(args, state_dir, jti) {
+        Ok(p) => p,
+        Err(e) => return not_installed(e),
     };
     let _turn = ONE_AT_A_TIME.lock().await;
     match manager {
@@ -457,11 +491,46 @@ pub async fn install_package(
         "dnf" => patch_with(&dnf::Dnf, &targets, &dir).await,
         "zypper" => patch_with(&zypper::Zypper, &targets, &dir).await,
         "apk" => patch_with(&apk::Apk, &targets, &dir).await,
-        other => Outcome::refused(
-            1,
-            PatchEnd::NotInstalled(format!("this agent cannot patch with `{other}` yet")),
-        ),
+        other => not_installed(format!("this agent cannot patch with `{other}` yet")),
     }
+}
+
+/// The project folder `args.project_path` names, as the file system resolves it (a symbolic
+/// link cannot lead outside), when this host lets `ecosystem` patch there.
+fn allowed_project(
+    args: &Value,
+    allowed: &crate::actions::allow::Allowlist,
+    ecosystem: &str,
+) -> Result<PathBuf, String> {
+    // The allowlist names managers by their program: bundler and go for RubyGems and Go.
+    let manager = match ecosystem {
+        "RubyGems" => "bundler",
+        "Go" => "go",
+        other => other,
+    };
+    if !allowed.manager(manager) {
+        return Err(format!(
+            "`{ecosystem}` is not on this host's patch_managers"
+        ));
+    }
+    let path = Path::new(args["project_path"].as_str().unwrap_or_default());
+    if !allowed.project(path) {
+        return Err(format!(
+            "`{}` is not under this host's project_paths",
+            path.display()
+        ));
+    }
+    let p = std::fs::canonicalize(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    if !allowed.project(&p) {
+        return Err(format!(
+            "`{}` leads outside this host's project_paths",
+            p.display()
+        ));
+    }
+    if !p.is_dir() {
+        return Err(format!("`{}` is not a folder", path.display()));
+    }
+    Ok(p)
 }
 
 /// `update_packages` (CONTRACT 19): `args.ecosystem` in `args.project_path` with
@@ -474,62 +543,11 @@ pub async fn update_packages(
     jti: &str,
 ) -> Outcome {
     let ecosystem = args["ecosystem"].as_str().unwrap_or_default();
-    // The allowlist names managers by their program: bundler and go for RubyGems and Go.
-    let manager = match ecosystem {
-        "RubyGems" => "bundler",
-        "Go" => "go",
-        other => other,
-    };
-    if !allowed.manager(manager) {
-        return Outcome::refused(
-            1,
-            PatchEnd::NotInstalled(format!(
-                "`{ecosystem}` is not on this host's patch_managers"
-            )),
-        );
-    }
-    let path = Path::new(args["project_path"].as_str().unwrap_or_default());
-    if !allowed.project(path) {
-        return Outcome::refused(
-            1,
-            PatchEnd::NotInstalled(format!(
-                "`{}` is not under this host's project_paths",
-                path.display()
-            )),
-        );
-    }
-    // The folder as the file system resolves it: a symbolic link cannot lead outside.
-    let project = match std::fs::canonicalize(path) {
-        Err(e) => {
-            return Outcome::refused(
-                1,
-                PatchEnd::NotInstalled(format!("`{}`: {e}", path.display())),
-            );
-        }
-        Ok(p) if !allowed.project(&p) => {
-            return Outcome::refused(
-                1,
-                PatchEnd::NotInstalled(format!(
-                    "`{}` leads outside this host's project_paths",
-                    p.display()
-                )),
-            );
-        }
-        Ok(p) if !p.is_dir() => {
-            return Outcome::refused(
-                1,
-                PatchEnd::NotInstalled(format!("`{}` is not a folder", path.display())),
-            );
-        }
-        Ok(p) => p,
-    };
-    let targets = match targets(args) {
-        Ok(t) => t,
-        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
-    };
-    let dir = match snapshot_dir(state_dir, jti) {
-        Ok(d) => d,
-        Err(e) => return Outcome::refused(1, PatchEnd::NotInstalled(e)),
+    let started = allowed_project(args, allowed, ecosystem)
+        .and_then(|project| Ok((project, prepared(args, state_dir, jti)?)));
+    let (project, (targets, dir)) = match started {
+        Ok(s) => s,
+        Err(e) => return not_installed(e),
     };
     let _turn = ONE_AT_A_TIME.lock().await;
     deps::update(ecosystem, &project, &targets, &dir).await

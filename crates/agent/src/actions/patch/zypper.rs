@@ -48,17 +48,7 @@ async fn newest(log: &mut Log, name: &str) -> Result<Option<String>, (i64, Strin
     if code != 0 {
         return Err((1, format!("zypper search exited {code}")));
     }
-    let mut best: Option<String> = None;
-    for v in parse_search(&out, name) {
-        let newer = match &best {
-            None => true,
-            Some(b) => !at_least(b, &v).await,
-        };
-        if newer {
-            best = Some(v);
-        }
-    }
-    Ok(best)
+    Ok(super::newest(parse_search(&out, name), at_least).await)
 }
 
 /// zypper: see the module.

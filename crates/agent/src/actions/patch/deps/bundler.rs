@@ -20,10 +20,7 @@ impl super::DependencyManager for Bundler {
     const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let gemfile = project.join("Gemfile");
         let text = std::fs::read_to_string(&gemfile).map_err(|e| (1, format!("Gemfile: {e}")))?;
         let rewritten = rewrite_gemfile(&text, targets);
@@ -39,10 +36,7 @@ impl super::DependencyManager for Bundler {
     }
 
     async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         super::locked_reach(project, "Gemfile.lock", targets)?;
         log.step("bundle check", "bundle", &["check"], ENV, Some(project))
             .await

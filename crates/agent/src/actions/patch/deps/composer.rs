@@ -21,10 +21,7 @@ impl super::DependencyManager for Composer {
     const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let manifest: serde_json::Value = super::read_manifest(project, "composer.json")?;
         // Exact pins (`1.2.3`, `v1.2.3`, `=1.2.3`) in require or require-dev move with the target.
         let mut pins: Vec<(String, bool)> = Vec::new();
@@ -68,10 +65,7 @@ impl super::DependencyManager for Composer {
     }
 
     async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         super::locked_reach(project, "composer.lock", targets)?;
         let installed: serde_json::Value =
             std::fs::read_to_string(project.join("vendor/composer/installed.json"))

@@ -20,10 +20,7 @@ impl super::DependencyManager for Go {
     const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let specs: Vec<String> = targets
             .iter()
             .map(|t| format!("{}@{}", t.name, tag(&t.version)))
@@ -45,10 +42,7 @@ impl super::DependencyManager for Go {
     }
 
     async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         for t in targets {
             let (code, out) = log
                 .run(

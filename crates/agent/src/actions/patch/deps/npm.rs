@@ -38,10 +38,7 @@ impl super::DependencyManager for Npm {
     const ITEMS: &'static [&'static str] = &ITEMS;
 
     async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let manifest: serde_json::Value = super::read_manifest(project, "package.json")?;
         let spec = |name: &str| {
             SECTIONS
@@ -97,10 +94,7 @@ impl super::DependencyManager for Npm {
     }
 
     async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let lock = std::fs::read_to_string(project.join("package-lock.json"))
             .map_err(|e| format!("package-lock.json: {e}"))?;
         for t in targets {

@@ -93,10 +93,7 @@ impl super::DependencyManager for Pip {
     }
 
     async fn install(&self, log: &mut Log, p: &Project<'_>) -> Result<(), (i64, String)> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let python = python(project);
         let pins: Vec<String> = targets
             .iter()
@@ -115,10 +112,7 @@ impl super::DependencyManager for Pip {
     }
 
     async fn verify(&self, log: &mut Log, p: &Project<'_>) -> Result<(), String> {
-        let Project {
-            dir: project,
-            targets,
-        } = *p;
+        let (project, targets) = (p.dir, p.targets);
         let python = python(project);
         let out = log
             .step(
