@@ -6,7 +6,8 @@
 #[group(id = "fleet-settings")]
 pub struct Settings {
     /// Hours raw metric points are kept; averaged queries over whole minutes and hours are
-    /// served from rollups after that.
+    /// served from rollups after that (expired rows are deleted every minute, a minute's worth
+    /// at a time).
     #[arg(long, env = "TRUSTHUB_METRICS_RAW_RETENTION_HOURS", default_value_t = 7 * 24)]
     pub metrics_raw_retention_hours: i64,
     /// Days per-minute rollups are kept (per-hour rollups are kept for good).

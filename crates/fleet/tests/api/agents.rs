@@ -30,6 +30,7 @@ crate::dual!(
     enrollment_tokens_are_listed_without_secrets_and_revocable,
     an_agent_changed_by_another_process_is_read_again_at_the_next_batch,
     a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into,
+    a_purge_deletes_every_agents_older_rows_and_keeps_the_rest,
     rollups_folded_after_a_burst_count_every_point_once,
     a_request_on_its_way_defers_folding_to_its_own_transaction,
 );
@@ -850,6 +851,36 @@ async fn a_purge_or_a_deleted_agent_leaves_nothing_to_fold_into(b: Backend) {
     taken(send(&app, &second, at(5).as_bytes(), None, true).await);
     assert_eq!(app.rolled_up("metric_rollup_1m").await, 1);
     assert_eq!(app.rolled_up("metric_rollup_1h").await, 1);
+}
+
+/// The retention purge deletes every agent's points and minute rollups older than its times
+/// (found through each agent's key, never by reading the whole table) and keeps the rest.
+async fn a_purge_deletes_every_agents_older_rows_and_keeps_the_rest(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let old = OffsetDateTime::from_unix_timestamp((now - 1_200) / 60 * 60).expect("t");
+    let new = old + time::Duration::minutes(10);
+    for _ in 0..2 {
+        let host = register(&app).await;
+        for at in [old, new] {
+            let body = batch(json!([{"name": "cpu.percent", "ts": ts(at), "value": 1}]));
+            let r = send(&app, &host, body.to_string().as_bytes(), None, true).await;
+            assert_eq!(r.status(), 202);
+        }
+    }
+    settled(&app).await;
+    assert_eq!(app.stored_points().await, 4);
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 4);
+    let cut = new.unix_timestamp() * 1_000;
+    let mut tx = app.db.begin().await.expect("tx");
+    let gone = trusthub_fleet::maintenance::purge_points(&mut tx, cut, cut)
+        .await
+        .expect("purge");
+    tx.commit().await.expect("commit");
+    assert_eq!(gone, 4, "two points and two minutes");
+    assert_eq!(app.stored_points().await, 2);
+    assert_eq!(app.rolled_up("metric_rollup_1m").await, 2);
+    assert_eq!(app.rolled_up("metric_rollup_1h").await, 4, "hours are kept");
 }
 
 /// Waits until nothing stored is left unfolded (`metric_unfolded` empty; a few seconds at most).
