@@ -46,6 +46,33 @@ macro_rules! on {
     };
 }
 
+/// Deletes the rows of `table` whose `time` is before `before`, found through an index that
+/// starts with `key` and goes on with `time`, one key at a time for each value `keys` (a
+/// `SELECT` of one column) gives: the table is never scanned, so a purge that finds little
+/// costs little however much the table holds. (Asked for by time alone, SQLite and PostgreSQL
+/// both read the whole table, and SQLite holds its one writer while it does.) Rows must not
+/// outlive their key (a foreign key that cascades).
+pub async fn purge_by_key(
+    ex: &mut impl Exec,
+    table: &str,
+    key: &str,
+    keys: &str,
+    time: &str,
+    before: i64,
+) -> StoreResult<u64> {
+    let sql = match ex.handle() {
+        Handle::Sqlite(_) => {
+            format!("DELETE FROM {table} WHERE {key} IN ({keys}) AND {time} < $1")
+        }
+        Handle::Postgres(_) => {
+            format!("DELETE FROM {table} WHERE {key} = ANY(ARRAY({keys})) AND {time} < $1")
+        }
+    };
+    Ok(
+        on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql)).bind(before).execute(&mut *c).await?.rows_affected()),
+    )
+}
+
 /// The `VALUES` list of a multi-row insert: `rows` tuples of `cols` numbered placeholders,
 /// `($1, $2), ($3, $4)` — the same text on both engines.
 pub fn values(rows: usize, cols: usize) -> String {

@@ -162,12 +162,19 @@ pub async fn spans_of_apps(
     Ok(out)
 }
 
-/// Deletes spans that ended before `before` (retention).
+/// Deletes spans that ended before `before` (retention), through each app's key (spans go
+/// with their app).
 pub async fn purge(ex: &mut impl Exec, before: OffsetDateTime) -> StoreResult<u64> {
-    Ok(
-        on!(ex, c => sqlx::query("DELETE FROM app_timeline WHERE end_s < $1")
-        .bind(before.unix_timestamp()).execute(&mut *c).await?.rows_affected()),
+    let apps = "SELECT id FROM apps";
+    trusthub_store::purge_by_key(
+        ex,
+        "app_timeline",
+        "app_id",
+        apps,
+        "end_s",
+        before.unix_timestamp(),
     )
+    .await
 }
 
 /// A maintenance window.

@@ -19,6 +19,7 @@ crate::dual!(
     discovery_lists_what_the_agent_runs,
     apps_and_alerts_of_another_tenant_are_404,
     periodic_work_is_leased_to_one_process,
+    the_timeline_purge_deletes_every_apps_old_spans_and_keeps_the_rest,
 );
 
 /// Sends a batch carrying the live state of the host.
@@ -990,4 +991,37 @@ async fn a_host_without_systemd_offers_its_services_and_refuses_systemd_apps(b: 
     tick(&app).await;
     let apps = body(app.get("/apps", &app.owner).await).await;
     assert_eq!(apps[0]["observed_state"], "running", "{apps}");
+}
+
+/// The timeline's retention purge deletes every app's spans that ended before its time
+/// (found through each app's key, never by reading the whole table) and keeps the rest.
+async fn the_timeline_purge_deletes_every_apps_old_spans_and_keeps_the_rest(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    for (name, port) in [("one", 9), ("two", 19)] {
+        let req =
+            json!({"name": name, "type": "tcp", "endpoint": format!("tcp://127.0.0.1:{port}")});
+        assert_eq!(app.post("/apps", &app.owner, req).await.status(), 201);
+        for (start, end) in [(100, 200), (200, 1_000)] {
+            app.execute(&format!(
+                "INSERT INTO app_timeline (app_id, start_s, end_s, down) \
+                 SELECT id, {start}, {end}, 1 = 0 FROM apps WHERE name = '{name}'"
+            ))
+            .await;
+        }
+    }
+    let spans = "SELECT COUNT(*) FROM app_timeline WHERE end_s <= 1000";
+    assert_eq!(app.count(spans).await, 4);
+    let mut tx = app.db.begin().await.expect("tx");
+    let before = OffsetDateTime::from_unix_timestamp(500).expect("t");
+    let gone = trusthub_monitors::timeline::purge(&mut tx, before)
+        .await
+        .expect("purge");
+    tx.commit().await.expect("commit");
+    assert_eq!(gone, 2);
+    assert_eq!(app.count(spans).await, 2);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM app_timeline WHERE end_s = 1000")
+            .await,
+        2
+    );
 }

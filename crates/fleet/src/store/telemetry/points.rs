@@ -1,6 +1,7 @@
 //! Metric points: a batch's samples written as rows, and their purge.
 
 use super::*;
+use trusthub_store::purge_by_key;
 
 /// Points to insert, column by column.
 #[derive(Debug, Default)]
@@ -162,28 +163,19 @@ pub async fn purge_points(
     before_ms: i64,
     minute_before_ms: i64,
 ) -> StoreResult<u64> {
-    let raw = purge_older(ex, "metric_points", "ts", before_ms).await?;
-    let minutes = purge_older(ex, "metric_rollup_1m", "bucket", minute_before_ms).await?;
+    // Through each agent's key: rows go with their agent (ON DELETE CASCADE).
+    let agents = "SELECT seq FROM agents";
+    let raw = purge_by_key(ex, "metric_points", "agent_seq", agents, "ts", before_ms).await?;
+    let minutes = purge_by_key(
+        ex,
+        "metric_rollup_1m",
+        "agent_seq",
+        agents,
+        "bucket",
+        minute_before_ms,
+    )
+    .await?;
     // Before the commit: a writer that takes the write lock after it sees the purge.
     ROLLUP_PURGES.fetch_add(1, std::sync::atomic::Ordering::Release);
     Ok(raw + minutes)
-}
-
-/// Deletes the rows of `table` (keyed by `(agent_seq, time)`) whose `time` is before
-/// `before`, found through the key one agent at a time: the table is never scanned, so a
-/// purge that finds little costs little however much the table holds. (Asked for by time
-/// alone, SQLite and PostgreSQL both read the whole table, and SQLite holds its one writer
-/// while it does.)
-async fn purge_older(ex: &mut impl Exec, table: &str, time: &str, before: i64) -> StoreResult<u64> {
-    let sql = match ex.handle() {
-        Handle::Sqlite(_) => format!(
-            "DELETE FROM {table} WHERE agent_seq IN (SELECT seq FROM agents) AND {time} < $1"
-        ),
-        Handle::Postgres(_) => format!(
-            "DELETE FROM {table} WHERE agent_seq = ANY(ARRAY(SELECT seq FROM agents)) AND {time} < $1"
-        ),
-    };
-    Ok(
-        on!(ex, c => sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(before).execute(&mut *c).await?.rows_affected()),
-    )
 }
