@@ -264,6 +264,15 @@ impl Server {
         } = self;
         let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
         open_files(state.settings.max_connections);
+        match state.db.autovacuum().await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                "PostgreSQL's autovacuum is off: the rows the hub updates in place (metric \
+                 rollups, agents) leave dead versions that grow the database without bound, \
+                 and the planner has no statistics; turn it on, or run VACUUM ANALYZE often"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot read PostgreSQL's autovacuum setting"),
+        }
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         for start in crate::capabilities().iter().flat_map(|c| &c.on_start) {
             start(state.clone()).await;

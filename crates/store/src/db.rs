@@ -329,6 +329,22 @@ impl Db {
         }
     }
 
+    /// Whether the PostgreSQL server cleans up after updates by itself (`autovacuum`); always
+    /// true on SQLite, which reuses the pages rows leave. The hub updates some rows in place
+    /// (rollups, agents), which without it grow the database without bound and leave the
+    /// planner without statistics.
+    pub async fn autovacuum(&self) -> StoreResult<bool> {
+        Ok(match self {
+            Db::Sqlite { .. } => true,
+            Db::Postgres(pool) => {
+                let on: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
+                    .fetch_one(pool)
+                    .await?;
+                on != "off"
+            }
+        })
+    }
+
     /// A connection for reads.
     pub async fn conn(&self) -> StoreResult<Conn> {
         Ok(match self {

@@ -22,6 +22,7 @@ crate::dual!(
     passwords_in_outbound_urls_are_sealed_and_never_shown,
     a_name_that_resolves_to_a_refused_address_at_delivery_fails_it,
     a_database_failure_is_503_without_driver_text,
+    the_hub_reads_whether_the_database_cleans_up_after_updates,
 );
 
 /// Slowloris: headers dripped byte by byte are cut; a connection cap holds the rest back.
@@ -975,4 +976,22 @@ async fn a_database_failure_is_503_without_driver_text(b: Backend) {
             assert!(!detail.contains(word), "{path}: {p}");
         }
     }
+}
+
+/// At start the hub warns when PostgreSQL's autovacuum is off (rows it updates in place would
+/// grow the database without bound): what it reads is the server's own setting; SQLite reuses
+/// freed pages by itself.
+async fn the_hub_reads_whether_the_database_cleans_up_after_updates(b: Backend) {
+    let app = TestApp::spawn(b).await;
+    let expected = match b {
+        Backend::Sqlite => true,
+        Backend::Postgres => {
+            app.count(
+                "SELECT CASE WHEN current_setting('autovacuum') = 'off' THEN 0 ELSE 1 END::BIGINT",
+            )
+            .await
+                == 1
+        }
+    };
+    assert_eq!(app.db.autovacuum().await.expect("read"), expected);
 }
