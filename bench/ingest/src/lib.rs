@@ -1,16 +1,22 @@
 //! What the load generators share.
 
-/// A memory figure of a process, in MiB, from `/proc/<pid>/status` (`pid` `None`: this
-/// process): `field` is `VmRSS` (now) or `VmHWM` (peak).
 /// CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat`.
 pub fn proc_cpu_secs(pid: u32) -> Option<f64> {
+    stat_ticks(pid, &[11, 12])
+}
+
+/// The sum of `/proc/<pid>/stat` fields, counted after the command name (utime and stime,
+/// fields 14 and 15, are 11 and 12; cutime and cstime 13 and 14), in seconds.
+fn stat_ticks(pid: u32, at: &[usize]) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces), from field 3 on.
+    // The command name may hold spaces: count from its closing parenthesis.
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i)?.parse::<f64>().ok();
-    // utime and stime are fields 14 and 15, i.e. 11 and 12 after the name.
-    Some((ticks(11)? + ticks(12)?) / 100.0)
+    let mut sum = 0.0;
+    for &i in at {
+        sum += fields.get(i)?.parse::<f64>().ok()?;
+    }
+    Some(sum / 100.0)
 }
 
 /// The machine's busy and total CPU seconds so far (`/proc/stat`'s first line: busy is all
@@ -29,7 +35,9 @@ pub fn machine_cpu() -> Option<(f64, f64)> {
     Some(((total - idle) / 100.0, total / 100.0))
 }
 
-/// CPU seconds of every process named `name`.
+/// CPU seconds of every process named `name`, with what their children that have ended used
+/// (a PostgreSQL backend that closes moves its time into the postmaster's, so the sum never
+/// goes back).
 pub fn procs_cpu(name: &str) -> f64 {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0.0;
@@ -39,7 +47,7 @@ pub fn procs_cpu(name: &str) -> f64 {
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
         })
-        .filter_map(proc_cpu_secs)
+        .filter_map(|pid| stat_ticks(pid, &[11, 12, 13, 14]))
         .sum()
 }
 
@@ -52,6 +60,8 @@ pub fn cpu_line(who: &str, before: Option<f64>, pid: Option<u32>, samples: u64) 
     ))
 }
 
+/// A memory figure of a process, in MiB, from `/proc/<pid>/status` (`pid` `None`: this
+/// process): `field` is `VmRSS` (now) or `VmHWM` (peak).
 pub fn proc_mib(pid: Option<u32>, field: &str) -> Option<u64> {
     let path = match pid {
         Some(pid) => format!("/proc/{pid}/status"),
