@@ -37,8 +37,9 @@ pub struct Install<'a> {
     pub parts: &'a mut crate::state::Parts,
 }
 
-/// A step of the hub's housekeeping (every 5 minutes, in every process, in one transaction
-/// with every capability's): an idempotent delete of what expired.
+/// A step of the hub's housekeeping (every minute, in every process, in one transaction
+/// with every capability's): an idempotent delete of what expired, found through an index
+/// (on SQLite the one writer waits for the whole housekeeping).
 pub type Purge = for<'a> fn(
     &'a AppState,
     &'a mut trusthub_store::Tx,
