@@ -190,6 +190,20 @@ impl GraphCache {
     }
 }
 
+/// Commits a write of the tenant's graph, then hands its change to the kept graph (after the
+/// commit: a change is never seen before it is stored).
+pub(super) async fn commit(
+    state: &AppState,
+    tx: trusthub_store::Tx,
+    tenant: TenantId,
+    t: store::Touched,
+    change: Change,
+) -> ApiResult<()> {
+    tx.commit().await?;
+    state.part::<GraphCache>().apply(tenant, t, change);
+    Ok(())
+}
+
 pub(super) async fn walkable(
     state: &AppState,
     tenant: TenantId,
@@ -403,44 +417,19 @@ mod tests {
             let m = t.0.lock().expect("unpoisoned");
             (m[&tenant.0].stamp, m[&tenant.0].ends.len())
         };
+        let take = |tenant: TenantId, was: Uuid, now: Uuid| {
+            cache.apply(tenant, store::Touched { was, now }, edge())
+        };
         // Another write came between: the kept graph stays as it was (read again next time).
-        cache.apply(
-            tenant,
-            store::Touched {
-                was: id(19),
-                now: id(21),
-            },
-            edge(),
-        );
+        take(tenant, id(19), id(21));
         assert_eq!(now(&cache), (id(20), 0));
         // The first write of a tenant is never taken.
-        cache.apply(
-            tenant,
-            store::Touched {
-                was: Uuid::nil(),
-                now: id(21),
-            },
-            edge(),
-        );
+        take(tenant, Uuid::nil(), id(21));
         assert_eq!(now(&cache), (id(20), 0));
-        cache.apply(
-            tenant,
-            store::Touched {
-                was: id(20),
-                now: id(21),
-            },
-            edge(),
-        );
+        take(tenant, id(20), id(21));
         assert_eq!(now(&cache), (id(21), 1));
         // Another tenant's write does not touch it.
-        cache.apply(
-            TenantId(id(8)),
-            store::Touched {
-                was: id(21),
-                now: id(22),
-            },
-            edge(),
-        );
+        take(TenantId(id(8)), id(21), id(22));
         assert_eq!(now(&cache), (id(21), 1));
     }
 }

@@ -191,10 +191,7 @@ pub async fn create_node(state: &AppState, p: &Principal, req: NewNode) -> ApiRe
     )?;
     within_caps(state, &mut tx, tenant, 1, 0).await?;
     let t = store::insert_node(&mut tx, tenant, &n).await?;
-    tx.commit().await?;
-    state
-        .part::<GraphCache>()
-        .apply(tenant, t, Change::node(&n));
+    commit(state, tx, tenant, t, Change::node(&n)).await?;
     Ok(node_view(&n))
 }
 
@@ -266,10 +263,7 @@ pub async fn update_node(
     check_unique(&all, Some(id), n.agent_id, n.cloud_resource_id)?;
     n.updated_at = now();
     let t = store::update_node(&mut tx, tenant, &n).await?;
-    tx.commit().await?;
-    state
-        .part::<GraphCache>()
-        .apply(tenant, t, Change::node(&n));
+    commit(state, tx, tenant, t, Change::node(&n)).await?;
     Ok(node_view(&n))
 }
 
@@ -279,11 +273,7 @@ pub async fn delete_node(state: &AppState, p: &Principal, id: Uuid) -> ApiResult
     let Some(t) = store::delete_node(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("node"));
     };
-    tx.commit().await?;
-    state
-        .part::<GraphCache>()
-        .apply(p.tenant(), t, Change::NodeGone(id));
-    Ok(())
+    commit(state, tx, p.tenant(), t, Change::NodeGone(id)).await
 }
 
 // ----------------------------------------------------------------------------- edges
@@ -344,11 +334,8 @@ pub async fn create_edge(state: &AppState, p: &Principal, req: NewEdge) -> ApiRe
     let mut tx = state.db.begin().await?;
     within_caps(state, &mut tx, tenant, 0, 1).await?;
     let t = insert_edge(&mut tx, tenant, &e).await?;
-    tx.commit().await?;
     let ends = (e.id, e.source_id, e.target_id);
-    state
-        .part::<GraphCache>()
-        .apply(tenant, t, Change::Edge(ends));
+    commit(state, tx, tenant, t, Change::Edge(ends)).await?;
     Ok(edge_view(&e))
 }
 
@@ -377,11 +364,7 @@ pub async fn delete_edge(state: &AppState, p: &Principal, id: Uuid) -> ApiResult
     let Some(t) = store::delete_edge(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("edge"));
     };
-    tx.commit().await?;
-    state
-        .part::<GraphCache>()
-        .apply(p.tenant(), t, Change::EdgeGone(id));
-    Ok(())
+    commit(state, tx, p.tenant(), t, Change::EdgeGone(id)).await
 }
 
 // ----------------------------------------------------------------------------- zones
