@@ -148,6 +148,28 @@ pub struct Notifier {
     channels: HashMap<TenantId, Vec<crate::store::channels::Channel>>,
 }
 
+/// One event on its way out: what every endpoint and channel of the tenant is matched against.
+struct Outgoing<'a> {
+    tenant: TenantId,
+    event: &'a str,
+    body: &'a str,
+    /// The severity's rank, for `min_severity`.
+    rank: i64,
+    /// The host's tags, for `agent_filter.tag` (`None`: no host, so no tag filter passes).
+    tags: Option<&'a [String]>,
+    alert_id: Option<Uuid>,
+    now: OffsetDateTime,
+}
+
+impl Outgoing<'_> {
+    /// Whether a receiver subscribed to `events`, from `min_rank` up, for hosts tagged
+    /// `tag` (if any) takes this event.
+    fn wanted_by(&self, events: &[String], min_rank: i64, tag: Option<&str>) -> bool {
+        let tag_ok = tag.is_none_or(|tag| self.tags.is_some_and(|t| t.iter().any(|x| x == tag)));
+        events.iter().any(|e| e == self.event) && self.rank >= min_rank && tag_ok
+    }
+}
+
 impl Notifier {
     /// Queues `event` about `alert` for every endpoint of the tenant that subscribes to it,
     /// whose `min_severity` the alert reaches and whose `agent_filter.tag` its agent carries.
@@ -160,18 +182,19 @@ impl Notifier {
         alert: &AlertView,
         now: OffsetDateTime,
     ) -> StoreResult<usize> {
-        let rank = Severity::parse(&alert.severity).map_or(0, Severity::rank);
         let body = event_body(event, alert, tenant, now);
-        let tags = alert.agent.as_ref().map(|a| a.tags.as_slice());
-        let mut queued = self
-            .queue_webhooks(tx, tenant, event, &body, rank, tags, Some(alert.id), now)
-            .await?;
+        let out = Outgoing {
+            tenant,
+            event,
+            body: &body,
+            rank: Severity::parse(&alert.severity).map_or(0, Severity::rank),
+            tags: alert.agent.as_ref().map(|a| a.tags.as_slice()),
+            alert_id: Some(alert.id),
+            now,
+        };
         // Notification channels (CONTRACT 27): the same event body, rendered for each
         // service when it is sent.
-        queued += self
-            .queue_channels(tx, tenant, event, &body, rank, tags, Some(alert.id), now)
-            .await?;
-        Ok(queued)
+        Ok(self.queue_webhooks(tx, &out).await? + self.queue_channels(tx, &out).await?)
     }
 
     /// Queues an event that is not about an alert (`drift.ticket`) for every webhook
@@ -187,18 +210,17 @@ impl Notifier {
         host_tags: &[String],
         now: OffsetDateTime,
     ) -> StoreResult<usize> {
-        let rank = Severity::Warning.rank();
-        self.queue_webhooks(
-            tx,
+        let body = body.to_string();
+        let out = Outgoing {
             tenant,
             event,
-            &body.to_string(),
-            rank,
-            Some(host_tags),
-            None,
+            body: &body,
+            rank: Severity::Warning.rank(),
+            tags: Some(host_tags),
+            alert_id: None,
             now,
-        )
-        .await
+        };
+        self.queue_webhooks(tx, &out).await
     }
 
     /// Queues a notice that is not about an alert but that people read (`incident.created`,
@@ -214,68 +236,52 @@ impl Notifier {
         severity: Severity,
         now: OffsetDateTime,
     ) -> StoreResult<usize> {
-        let rank = severity.rank();
-        let text = body.to_string();
-        let mut queued = self
-            .queue_webhooks(tx, tenant, event, &text, rank, Some(&[]), None, now)
-            .await?;
-        queued += self
-            .queue_channels(tx, tenant, event, &text, rank, Some(&[]), None, now)
-            .await?;
-        Ok(queued)
+        let body = body.to_string();
+        let out = Outgoing {
+            tenant,
+            event,
+            body: &body,
+            rank: severity.rank(),
+            tags: Some(&[]),
+            alert_id: None,
+            now,
+        };
+        Ok(self.queue_webhooks(tx, &out).await? + self.queue_channels(tx, &out).await?)
     }
 
     /// Queues `body` for every notification channel of the tenant subscribed to `event`,
     /// whose `min_severity` `rank` reaches and whose `agent_filter.tag` the host's `tags`
     /// carry (no host: only channels without a tag filter); each service renders it when it
     /// is sent.
-    #[allow(clippy::too_many_arguments)]
-    async fn queue_channels(
-        &mut self,
-        tx: &mut Tx,
-        tenant: TenantId,
-        event: &str,
-        body: &str,
-        rank: i64,
-        tags: Option<&[String]>,
-        alert_id: Option<Uuid>,
-        now: OffsetDateTime,
-    ) -> StoreResult<usize> {
-        let channels = match self.channels.entry(tenant) {
+    async fn queue_channels(&mut self, tx: &mut Tx, out: &Outgoing<'_>) -> StoreResult<usize> {
+        let channels = match self.channels.entry(out.tenant) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(crate::store::channels::list(tx, tenant).await?)
+                e.insert(crate::store::channels::list(tx, out.tenant).await?)
             }
         };
         let mut queued = 0;
         for c in channels.iter() {
-            let subscribed = c.events.0.iter().any(|e| e == event);
-            let tag_ok = c
-                .agent_filter_tag
-                .as_ref()
-                .is_none_or(|tag| tags.is_some_and(|t| t.iter().any(|x| x == tag)));
-            if !subscribed || rank < c.min_severity_rank || !tag_ok {
+            if !out.wanted_by(
+                &c.events.0,
+                c.min_severity_rank,
+                c.agent_filter_tag.as_deref(),
+            ) {
                 continue;
             }
             let target = format!("{}: {}", c.kind, c.name);
-            webhooks::enqueue(
-                tx,
-                tenant,
-                Uuid::now_v7(),
-                &NewDelivery {
-                    webhook_id: None,
-                    rule_id: None,
-                    channel_id: Some(c.id),
-                    target_url: &target,
-                    target_url_sealed: None,
-                    event,
-                    alert_id,
-                    payload: body,
-                    status: webhooks::status::PENDING,
-                },
-                now,
-            )
-            .await?;
+            let delivery = NewDelivery {
+                webhook_id: None,
+                rule_id: None,
+                channel_id: Some(c.id),
+                target_url: &target,
+                target_url_sealed: None,
+                event: out.event,
+                alert_id: out.alert_id,
+                payload: out.body,
+                status: webhooks::status::PENDING,
+            };
+            webhooks::enqueue(tx, out.tenant, Uuid::now_v7(), &delivery, out.now).await?;
             queued += 1;
         }
         Ok(queued)
@@ -284,52 +290,34 @@ impl Notifier {
     /// Queues `body` for every webhook endpoint of the tenant subscribed to `event`, whose
     /// `min_severity` `rank` reaches and whose `agent_filter.tag` the host's `tags` carry;
     /// during an endpoint's cooldown the delivery is recorded as skipped.
-    #[allow(clippy::too_many_arguments)]
-    async fn queue_webhooks(
-        &mut self,
-        tx: &mut Tx,
-        tenant: TenantId,
-        event: &str,
-        body: &str,
-        rank: i64,
-        tags: Option<&[String]>,
-        alert_id: Option<Uuid>,
-        now: OffsetDateTime,
-    ) -> StoreResult<usize> {
-        let hooks = match self.hooks.entry(tenant) {
+    async fn queue_webhooks(&mut self, tx: &mut Tx, out: &Outgoing<'_>) -> StoreResult<usize> {
+        let hooks = match self.hooks.entry(out.tenant) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(webhooks::list(tx, tenant).await?)
+                e.insert(webhooks::list(tx, out.tenant).await?)
             }
         };
         let mut queued = 0;
         for w in hooks.iter() {
-            let subscribed = w.events.0.iter().any(|e| e == event);
-            let tag_ok = w
-                .agent_filter_tag
-                .as_ref()
-                .is_none_or(|tag| tags.is_some_and(|t| t.iter().any(|x| x == tag)));
-            if !subscribed || rank < w.min_severity_rank || !tag_ok {
+            if !out.wanted_by(
+                &w.events.0,
+                w.min_severity_rank,
+                w.agent_filter_tag.as_deref(),
+            ) {
                 continue;
             }
-            webhooks::enqueue(
-                tx,
-                tenant,
-                Uuid::now_v7(),
-                &NewDelivery {
-                    webhook_id: Some(w.id),
-                    rule_id: None,
-                    channel_id: None,
-                    target_url: &w.url,
-                    target_url_sealed: w.url_sealed.as_deref(),
-                    event,
-                    alert_id,
-                    payload: body,
-                    status: webhooks::initial_status(w.cooldown_until, now),
-                },
-                now,
-            )
-            .await?;
+            let delivery = NewDelivery {
+                webhook_id: Some(w.id),
+                rule_id: None,
+                channel_id: None,
+                target_url: &w.url,
+                target_url_sealed: w.url_sealed.as_deref(),
+                event: out.event,
+                alert_id: out.alert_id,
+                payload: out.body,
+                status: webhooks::initial_status(w.cooldown_until, out.now),
+            };
+            webhooks::enqueue(tx, out.tenant, Uuid::now_v7(), &delivery, out.now).await?;
             queued += 1;
         }
         Ok(queued)

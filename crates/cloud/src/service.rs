@@ -139,12 +139,7 @@ pub fn shapes() -> Vec<trusthub_platform::openapi::Variant> {
 
 fn validate(req: &NewAccount) -> Result<BTreeMap<String, String>, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let mut bad = |field: &str, message: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message,
-        })
-    };
+    let mut bad = |field: &str, message: String| errors.push(FieldError::new(field, message));
     if !providers::PROVIDERS.contains(&req.provider.as_str()) {
         bad(
             "provider",

@@ -26,6 +26,7 @@ pub mod keys;
 pub mod liveness;
 pub mod probe;
 pub mod redact;
+pub mod rng;
 pub mod secret;
 pub mod secrets;
 pub mod severity;

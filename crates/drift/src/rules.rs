@@ -206,6 +206,23 @@ mod tests {
         }
     }
 
+    /// `evaluate` for the tests' one agent, at the epoch.
+    fn scan(
+        held: &[FileRow],
+        known: &HashSet<String>,
+        patterns: &[String],
+        files: &[ConfigHash],
+    ) -> Changes {
+        evaluate(
+            Uuid::nil(),
+            held,
+            known,
+            patterns,
+            files,
+            OffsetDateTime::UNIX_EPOCH,
+        )
+    }
+
     fn apply(held: &mut Vec<FileRow>, c: Changes) {
         held.retain(|r| !c.deletes.contains(&r.path));
         for u in c.updates {
@@ -218,18 +235,14 @@ mod tests {
 
     #[test]
     fn first_scan_is_the_baseline_and_later_files_under_a_glob_are_new() {
-        let agent = Uuid::nil();
-        let now = OffsetDateTime::UNIX_EPOCH;
         let patterns = vec!["/etc/a".to_owned(), "/etc/d/*".to_owned()];
         let mut held = Vec::new();
         let mut known = HashSet::new();
-        let c = evaluate(
-            agent,
+        let c = scan(
             &held,
             &known,
             &patterns,
             &[h("/etc/a", 'a'), h("/etc/d/x", 'b')],
-            now,
         );
         assert_eq!(c.inserts.len(), 2);
         assert!(c.raise.is_empty());
@@ -237,23 +250,19 @@ mod tests {
         known.extend(c.first_patterns.clone());
         apply(&mut held, c);
         // Unchanged: nothing written.
-        let c = evaluate(
-            agent,
+        let c = scan(
             &held,
             &known,
             &patterns,
             &[h("/etc/a", 'a'), h("/etc/d/x", 'b')],
-            now,
         );
         assert!(c.inserts.is_empty() && c.updates.is_empty() && c.deletes.is_empty());
         // Changed, a new file under the glob, and one gone.
-        let c = evaluate(
-            agent,
+        let c = scan(
             &held,
             &known,
             &patterns,
             &[h("/etc/a", 'z'), h("/etc/d/y", 'c')],
-            now,
         );
         assert_eq!(c.inserts[0].status, Status::New);
         assert!(c.inserts[0].baseline.is_none());
@@ -265,13 +274,11 @@ mod tests {
         assert_eq!(status("/etc/a"), Some(Status::Drifted));
         assert_eq!(status("/etc/d/x"), Some(Status::Missing));
         // Back as it was: resolved; the new file gone again: forgotten.
-        let c = evaluate(
-            agent,
+        let c = scan(
             &held,
             &known,
             &patterns,
             &[h("/etc/a", 'a'), h("/etc/d/x", 'b')],
-            now,
         );
         assert_eq!(c.deletes, ["/etc/d/y"]);
         let mut resolved = c.resolve.clone();
@@ -281,39 +288,23 @@ mod tests {
 
     #[test]
     fn a_package_update_explains_and_raises_nothing_until_the_version_is_known() {
-        let agent = Uuid::nil();
-        let now = OffsetDateTime::UNIX_EPOCH;
         let patterns = vec!["/etc/app.conf".to_owned()];
         let known: HashSet<String> = patterns.iter().cloned().collect();
         let mut v1 = h("/etc/app.conf", 'a');
         v1.package = Some("app".into());
         v1.package_version = Some("1.0".into());
         v1.package_verified = Some(true);
-        let c = evaluate(
-            agent,
-            &[],
-            &known,
-            &patterns,
-            std::slice::from_ref(&v1),
-            now,
-        );
+        let c = scan(&[], &known, &patterns, std::slice::from_ref(&v1));
         let held = c.inserts;
         let mut pending = h("/etc/app.conf", 'b');
         pending.package = Some("app".into());
-        let c = evaluate(agent, &held, &known, &patterns, &[pending], now);
+        let c = scan(&held, &known, &patterns, &[pending]);
         assert!(c.raise.is_empty(), "no alert before the version is known");
         let mut v2 = h("/etc/app.conf", 'b');
         v2.package = Some("app".into());
         v2.package_version = Some("2.0".into());
         v2.package_verified = Some(true);
-        let c = evaluate(
-            agent,
-            &held,
-            &known,
-            &patterns,
-            std::slice::from_ref(&v2),
-            now,
-        );
+        let c = scan(&held, &known, &patterns, std::slice::from_ref(&v2));
         assert!(c.raise.is_empty());
         assert_eq!(
             c.updates[0].explained.as_ref().expect("explained")["from_version"],
@@ -322,7 +313,7 @@ mod tests {
         let mut hand = v2;
         hand.sha256 = Some("c".repeat(64));
         hand.package_verified = Some(false);
-        let c = evaluate(agent, &held, &known, &patterns, &[hand], now);
+        let c = scan(&held, &known, &patterns, &[hand]);
         assert_eq!(c.raise, ["/etc/app.conf"]);
         assert!(c.updates[0].explained.is_none());
     }

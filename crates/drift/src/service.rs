@@ -13,7 +13,7 @@ use trusthub_core::drift::{ConfigHash, Status};
 use trusthub_fleet::ingest::ConfigScan;
 use trusthub_identity::auth::{Credential, Principal};
 use trusthub_platform::AppState;
-use trusthub_platform::error::{ApiError, ApiResult, FieldError};
+use trusthub_platform::error::{ApiError, ApiResult, FieldError, all_valid};
 use trusthub_platform::extract::Meta;
 use trusthub_platform::state::rfc3339;
 use trusthub_store::{StoreResult, TenantId, Tx};
@@ -462,16 +462,13 @@ pub async fn rebase(
     let reason = reason.trim();
     let mut errors = Vec::new();
     if reason.is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-        errors.push(FieldError {
-            field: "reason".into(),
-            message: "must be 1 to 500 printable characters".into(),
-        });
+        errors.push(FieldError::new(
+            "reason",
+            "must be 1 to 500 printable characters",
+        ));
     }
     if paths.is_empty() || paths.len() > 1000 {
-        errors.push(FieldError {
-            field: "paths".into(),
-            message: "must name 1 to 1000 paths".into(),
-        });
+        errors.push(FieldError::new("paths", "must name 1 to 1000 paths"));
     }
     let host = host(state, tenant, agent).await?;
     let now = trusthub_platform::state::now();
@@ -490,18 +487,16 @@ pub async fn rebase(
                     chosen.push(r);
                 }
             }
-            _ => errors.push(FieldError {
-                field: format!("paths[{i}]"),
-                message: format!(
+            _ => errors.push(FieldError::new(
+                format!("paths[{i}]"),
+                format!(
                     "{path} is not {} on this host",
                     if is_watched { "reported" } else { "watched" }
                 ),
-            }),
+            )),
         }
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let (by, infrastructure) = by_of(p);
     let mut adopted = Vec::new();
     let mut notifier = Notifier::default();

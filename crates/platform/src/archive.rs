@@ -494,19 +494,7 @@ mod tests {
         assert!(matches!(read(z, total), Err(ArchiveError::TooLarge(_))));
     }
 
-    /// A small deterministic generator (xorshift), so a failure replays.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
-    }
+    use trusthub_core::rng::Xorshift as Rng;
 
     /// Generated hostile archives (nesting, decompression ratio, damaged bytes, deep JSON,
     /// many values, duplicate keys): the reader never panics, answers each with the class

@@ -22,6 +22,26 @@ pub struct FieldError {
     pub message: String,
 }
 
+impl FieldError {
+    /// `field` is wrong, for the reason `message`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `Ok` when no field was found invalid; else the 422 naming every one of them, so a request
+/// is refused with all its mistakes at once.
+pub fn all_valid(errors: Vec<FieldError>) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
 /// An RFC 9457 problem document as Trusthub sends it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Problem {
@@ -138,10 +158,7 @@ pub enum ApiError {
 impl ApiError {
     /// A 422 for one field.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ApiError::Validation(vec![FieldError {
-            field: field.into(),
-            message: message.into(),
-        }])
+        ApiError::Validation(vec![FieldError::new(field, message)])
     }
 
     /// A 401 with the standard wording.

@@ -281,10 +281,7 @@ fn field_errors<T: DeserializeOwned>(mut value: serde_json::Value) -> Result<T, 
         };
         let field = if field.is_empty() { ".".into() } else { field };
         if !errors.iter().any(|f| f.field == field) {
-            errors.push(FieldError {
-                field: field.clone(),
-                message: for_people(&message),
-            });
+            errors.push(FieldError::new(field.clone(), for_people(&message)));
         }
         if errors.len() >= MAX_FIELD_ERRORS || target.is_empty() {
             return Err(errors);

@@ -472,23 +472,17 @@ mod tests {
         assert!(close(h[0].budget_remaining_minutes, 43.2));
     }
 
-    /// A small deterministic generator for the property tests.
-    struct Rng(u64);
+    /// The shared generator, in these tests' `i64` arithmetic.
+    struct Rng(trusthub_core::rng::Xorshift);
     impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
         fn below(&mut self, n: u64) -> i64 {
-            (self.next() % n) as i64
+            self.0.below(n) as i64
         }
     }
 
     #[test]
     fn laws_hold_on_random_timelines() {
-        let mut r = Rng(0x510);
+        let mut r = Rng(trusthub_core::rng::Xorshift(0x510));
         for _ in 0..300 {
             let mut spans = Vec::new();
             let mut t = NOW - 40 * DAY + r.below(DAY as u64);

@@ -1,7 +1,7 @@
 //! The status services, for the API and the dashboard alike: pages (admin), incidents and
 //! their updates (operator), and the public view of a page.
 
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::rules;
 use crate::state::{AppState, now, rfc3339};
 use crate::store::{self, Group, Incident, Page, Update};
@@ -121,10 +121,7 @@ fn view(state: &AppState, p: Page) -> StatusPageView {
 }
 
 fn field(errors: &mut Vec<FieldError>, f: impl Into<String>, m: impl Into<String>) {
-    errors.push(FieldError {
-        field: f.into(),
-        message: m.into(),
-    });
+    errors.push(FieldError::new(f, m));
 }
 
 /// Checks groups against the tenant's apps.
@@ -213,9 +210,7 @@ pub async fn create(
     let apps = app_names(state, p.tenant()).await?;
     let groups = groups(&req.groups, &apps, &mut errors);
     let show_uptime_days = days(req.show_uptime_days, &mut errors);
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let at = now();
     let page = Page {
         id: Uuid::now_v7(),
@@ -329,9 +324,7 @@ pub async fn update(
     if req.show_uptime_days.is_some() {
         page.show_uptime_days = days(req.show_uptime_days, &mut errors);
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     page.updated_at = now();
     save(state, meta, p, page, false).await
 }
@@ -551,9 +544,7 @@ pub async fn open(
     let page = store::page(&mut tx, p.tenant(), page_id)
         .await?
         .ok_or(ApiError::NotFound("status page"))?;
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let at = now();
     let i = Incident {
         id: Uuid::now_v7(),
@@ -598,9 +589,7 @@ pub async fn add_update(
     let mut i = store::incident(&mut tx, p.tenant(), id)
         .await?
         .ok_or(ApiError::NotFound("incident"))?;
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let page = store::page(&mut tx, p.tenant(), i.page_id)
         .await?
         .ok_or(ApiError::NotFound("incident"))?;

@@ -310,33 +310,24 @@ mod tests {
         d
     }
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
+    use trusthub_core::rng::Xorshift as Rng;
 
     #[test]
     fn blast_radius_matches_the_reference_on_generated_graphs() {
         let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         for round in 0..300 {
-            let n = 1 + rng.next() % 60;
-            let m = rng.next() % (n * 3 + 1);
+            let n = 1 + rng.below(60);
+            let m = rng.below(n * 3 + 1);
             let edges: Vec<(Uuid, Uuid, Uuid)> = (0..m)
                 .map(|e| {
                     (
                         id(100_000 + u128::from(e)),
-                        id(u128::from(rng.next() % n)),
-                        id(u128::from(rng.next() % n)),
+                        id(u128::from(rng.below(n))),
+                        id(u128::from(rng.below(n))),
                     )
                 })
                 .collect();
-            let root = id(u128::from(rng.next() % n));
+            let root = id(u128::from(rng.below(n)));
             let got = blast_radius(root, &edges, u32::MAX);
             let want = reference(root, &edges);
             assert_eq!(got.len(), want.len(), "round {round}");

@@ -8,7 +8,7 @@ use serde::Serialize;
 use time::{Duration, OffsetDateTime};
 use trusthub_core::severity::Severity;
 use trusthub_platform::AppState;
-use trusthub_platform::error::{ApiError, ApiResult};
+use trusthub_platform::error::{ApiError, ApiResult, all_valid};
 use trusthub_store::{StoreResult, TenantId};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -409,10 +409,8 @@ fn checked_networks(
     for (i, n) in networks.iter().enumerate() {
         let field = format!("allowed_networks[{i}]");
         match n.parse::<trusthub_platform::outbound::Cidr>() {
-            Err(m) => errors.push(FieldError { field, message: m }),
-            Ok(c) if !operator.iter().any(|o| o.covers(&c)) => errors.push(FieldError {
-                field,
-                message: format!(
+            Err(m) => errors.push(FieldError::new(field, m)),
+            Ok(c) if !operator.iter().any(|o| o.covers(&c)) => errors.push(FieldError::new(field, format!(
                     "{c} is not within what the hub's operator allows ({}); the operator widens that with TRUSTHUB_OUTBOUND_ALLOW_CIDRS",
                     if operator.is_empty() {
                         "nothing besides public addresses".to_owned()
@@ -423,14 +421,11 @@ fn checked_networks(
                             .collect::<Vec<_>>()
                             .join(", ")
                     }
-                ),
-            }),
+                ))),
             Ok(c) => kept.push(c.to_string()),
         }
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     Ok(kept.join(","))
 }
 

@@ -298,10 +298,8 @@ impl From<ImportError> for crate::error::ApiError {
         match e {
             ImportError::Archive(ArchiveError::TooLarge(m)) => ApiError::TooLarge(m),
             ImportError::Archive(ArchiveError::Nested(entry)) => {
-                ApiError::Validation(vec![FieldError {
-                    message: ArchiveError::Nested(entry.clone()).to_string(),
-                    field: entry,
-                }])
+                let message = ArchiveError::Nested(entry.clone()).to_string();
+                ApiError::Validation(vec![FieldError::new(entry, message)])
             }
             ImportError::Archive(ArchiveError::Malformed(m) | ArchiveError::Io(m)) => {
                 ApiError::BadRequest(m)
@@ -309,7 +307,7 @@ impl From<ImportError> for crate::error::ApiError {
             ImportError::Records { errors, .. } => ApiError::Validation(
                 errors
                     .into_iter()
-                    .map(|(field, message)| FieldError { field, message })
+                    .map(|(field, message)| FieldError::new(field, message))
                     .collect(),
             ),
             ImportError::Store(s) => s.into(),

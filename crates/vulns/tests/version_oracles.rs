@@ -12,23 +12,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use trusthub_vulns::rules::version::Scheme;
 
-/// A small deterministic generator (xorshift), so the generated versions are the same in
-/// every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-    fn num(&mut self, max: u64) -> String {
-        (self.next() % (max + 1)).to_string()
-    }
-}
+use trusthub_core::rng::Xorshift as Rng;
 
 /// Runs `program args` with one `a\tb` line per pair on stdin; one answer line per pair.
 fn oracle(program: &str, args: &[&str], pairs: &[(String, String)]) -> Vec<String> {
@@ -200,15 +184,15 @@ fn dpkg_agrees_with_dpkg_compare_versions() {
     ]);
     let mut r = Rng(0x5eed_d9c6);
     for _ in 0..30 {
-        let epoch = if r.next().is_multiple_of(4) {
-            format!("{}:", r.num(2))
+        let epoch = if r.next_u64().is_multiple_of(4) {
+            format!("{}:", r.below(3))
         } else {
             String::new()
         };
         let up = format!(
             "{}.{}{}",
-            r.num(3),
-            r.num(12),
+            r.below(4),
+            r.below(13),
             r.pick(&["", "~rc1", "+dfsg", "a", ".1", "~beta2", "+git1"])
         );
         let rev = r.pick(&["", "-1", "-2", "-1+deb12u1", "-1~bpo1", "-0ubuntu1", "-10"]);
@@ -291,8 +275,8 @@ fn pep_440_agrees_with_python_packaging() {
         v.push(format!(
             "{}{}.{}{}{}{}",
             r.pick(&["", "", "", "1!"]),
-            r.num(3),
-            r.num(10),
+            r.below(4),
+            r.below(11),
             r.pick(&["", "a1", "b2", "rc1", ".rc2", "-alpha3", ""]),
             r.pick(&["", ".post1", "-2", "", ".post0"]),
             r.pick(&["", ".dev0", ".dev3", "", "+local.7"]),
@@ -360,9 +344,9 @@ fn npm_agrees_with_node_semver() {
     for _ in 0..30 {
         v.push(format!(
             "{}.{}.{}{}{}",
-            r.num(2),
-            r.num(11),
-            r.num(3),
+            r.below(3),
+            r.below(12),
+            r.below(4),
             r.pick(&[
                 "", "-alpha", "-alpha.1", "-beta.2", "-rc.10", "-0", "-1.a", ""
             ]),
@@ -431,8 +415,8 @@ fn rubygems_agrees_with_gem_version() {
     for _ in 0..30 {
         v.push(format!(
             "{}.{}{}{}",
-            r.num(3),
-            r.num(10),
+            r.below(4),
+            r.below(11),
             r.pick(&["", ".0", ".1", ".10"]),
             r.pick(&["", ".pre", ".rc1", ".beta.2", "-alpha", ".a", ""]),
         ));
@@ -494,10 +478,10 @@ fn rpm_agrees_with_rpm() {
         v.push(format!(
             "{}{}.{}{}-{}{}",
             r.pick(&["", "", "1:", "0:"]),
-            r.num(3),
-            r.num(12),
+            r.below(4),
+            r.below(13),
             r.pick(&["", "~rc1", "^git2", "a", ".1", ""]),
-            r.num(20),
+            r.below(21),
             r.pick(&[".el9", ".el9_2", ".el8", ".fc40", ""]),
         ));
     }
@@ -563,9 +547,9 @@ fn go_agrees_with_x_mod_semver() {
     for _ in 0..30 {
         v.push(format!(
             "v{}.{}.{}{}{}",
-            r.num(2),
-            r.num(11),
-            r.num(3),
+            r.below(3),
+            r.below(12),
+            r.below(4),
             r.pick(&[
                 "",
                 "-alpha",
@@ -1027,8 +1011,8 @@ fn composer_agrees_with_composer_semver() {
         v.push(format!(
             "{}{}.{}{}{}",
             r.pick(&["", "", "v"]),
-            r.num(3),
-            r.num(12),
+            r.below(4),
+            r.below(13),
             r.pick(&["", ".0", ".3", ".0.1"]),
             r.pick(&[
                 "",

@@ -42,15 +42,7 @@ struct Args {
     database_url: Option<String>,
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use trusthub_core::rng::Xorshift as Rng;
 
 /// A layered map of `n` nodes and `m` edges: node i depends on nodes after it.
 fn edges_of(ids: &[Uuid], m: usize, rng: &mut Rng) -> Vec<(Uuid, Uuid, Uuid)> {
@@ -58,14 +50,14 @@ fn edges_of(ids: &[Uuid], m: usize, rng: &mut Rng) -> Vec<(Uuid, Uuid, Uuid)> {
     let mut out = Vec::with_capacity(m);
     let mut seen = std::collections::HashSet::new();
     while out.len() < m {
-        let s = rng.next() % (n - 1);
+        let s = rng.below(n - 1);
         // Mostly near (the next tier), sometimes far (a shared database).
-        let span = if rng.next().is_multiple_of(4) {
+        let span = if rng.next_u64().is_multiple_of(4) {
             n - s - 1
         } else {
             (n / 20).min(n - s - 1).max(1)
         };
-        let t = s + 1 + rng.next() % span;
+        let t = s + 1 + rng.below(span);
         if seen.insert((s, t)) {
             out.push((Uuid::now_v7(), ids[s as usize], ids[t as usize]));
         }

@@ -316,97 +316,31 @@ mod tests {
         let allowed = vec!["restart_app".to_owned()];
         let mut seen = SeenJtis::load(&dir);
         let good = eat::sign(&hub, &claims(me, "restart_app", "a", now)).expect("sign");
-        let refused = |r: Result<Claims, Answer>| match r {
+        let key = hub.verifying_key();
+        // The reason `token` is refused, checked for `agent` at `at`.
+        let refusal = |token: &str, agent: Uuid, seen: &mut SeenJtis, at: i64| match check(
+            token, &key, agent, &allowed, seen, at,
+        ) {
             Err(Answer::Refused { reason, .. }) => reason,
             other => panic!("expected a refusal, got {other:?}"),
         };
         // Wrong key, tampered payload, expired, another agent's, disallowed kind.
         let forged = eat::sign(&other, &claims(me, "restart_app", "b", now)).expect("sign");
-        assert!(
-            refused(check(
-                &forged,
-                &hub.verifying_key(),
-                me,
-                &allowed,
-                &mut seen,
-                now
-            ))
-            .contains("token refused")
-        );
+        assert!(refusal(&forged, me, &mut seen, now).contains("token refused"));
         let mut parts: Vec<String> = good.split('.').map(str::to_owned).collect();
         let mut c = claims(me, "restart_app", "a", now);
         c.args = json!({"identifier": "/bin/evil"});
         parts[1] = data_encoding::BASE64URL_NOPAD.encode(&serde_json::to_vec(&c).expect("json"));
-        assert!(
-            refused(check(
-                &parts.join("."),
-                &hub.verifying_key(),
-                me,
-                &allowed,
-                &mut seen,
-                now
-            ))
-            .contains("token refused")
-        );
-        assert!(
-            refused(check(
-                &good,
-                &hub.verifying_key(),
-                me,
-                &allowed,
-                &mut seen,
-                now + 301
-            ))
-            .contains("token refused")
-        );
-        assert!(
-            refused(check(
-                &good,
-                &hub.verifying_key(),
-                Uuid::new_v4(),
-                &allowed,
-                &mut seen,
-                now
-            ))
-            .contains("token refused")
-        );
+        assert!(refusal(&parts.join("."), me, &mut seen, now).contains("token refused"));
+        assert!(refusal(&good, me, &mut seen, now + 301).contains("token refused"));
+        assert!(refusal(&good, Uuid::new_v4(), &mut seen, now).contains("token refused"));
         let console = eat::sign(&hub, &claims(me, "console_open", "c", now)).expect("sign");
-        assert!(
-            refused(check(
-                &console,
-                &hub.verifying_key(),
-                me,
-                &allowed,
-                &mut seen,
-                now
-            ))
-            .contains("allowlist")
-        );
+        assert!(refusal(&console, me, &mut seen, now).contains("allowlist"));
         // Accepted once; replayed, refused — also after the agent restarts.
-        assert!(check(&good, &hub.verifying_key(), me, &allowed, &mut seen, now).is_ok());
-        assert!(
-            refused(check(
-                &good,
-                &hub.verifying_key(),
-                me,
-                &allowed,
-                &mut seen,
-                now
-            ))
-            .contains("replay")
-        );
+        assert!(check(&good, &key, me, &allowed, &mut seen, now).is_ok());
+        assert!(refusal(&good, me, &mut seen, now).contains("replay"));
         let mut reloaded = SeenJtis::load(&dir);
-        assert!(
-            refused(check(
-                &good,
-                &hub.verifying_key(),
-                me,
-                &allowed,
-                &mut reloaded,
-                now + 1
-            ))
-            .contains("replay")
-        );
+        assert!(refusal(&good, me, &mut reloaded, now + 1).contains("replay"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -125,12 +125,7 @@ pub(crate) async fn checked(
 ) -> ApiResult<(Channel, Option<String>)> {
     let generated = std::cell::RefCell::new(None::<String>);
     let mut errors = Vec::new();
-    let mut err = |field: &str, m: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message: m,
-        })
-    };
+    let mut err = |field: &str, m: String| errors.push(FieldError::new(field, m));
     let name = trusthub_core::validate::name(&req.name)
         .map_err(|m| err("name", m.into()))
         .unwrap_or_default();
@@ -165,17 +160,14 @@ pub(crate) async fn checked(
                     Config::Telegram { .. } | Config::PagerDuty { .. } => "config.api_url",
                     _ => "config.url",
                 };
-                errors.push(FieldError {
-                    field: field.into(),
-                    message: m,
-                });
+                errors.push(FieldError::new(field, m));
             }
         }
         if matches!(c, Config::Email { .. }) && state.mailer.is_none() {
-            errors.push(FieldError {
-                field: "kind".into(),
-                message: "e-mail needs the hub's SMTP relay: set TRUSTHUB_SMTP_URL".into(),
-            });
+            errors.push(FieldError::new(
+                "kind",
+                "e-mail needs the hub's SMTP relay: set TRUSTHUB_SMTP_URL",
+            ));
         }
     }
     let (events, min_severity, rank, tag) = crate::service::webhooks::subscription(

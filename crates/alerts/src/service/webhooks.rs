@@ -4,7 +4,7 @@
 
 use crate::alerting::{EVENTS, WEBHOOK_TEST};
 use crate::auth::Admin;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
 use crate::store::webhooks::{self, Delivery, NewDelivery, NewWebhook, Webhook};
@@ -155,12 +155,7 @@ pub(crate) async fn check(
         crate::outbound::Policy::of_tenant(&state.settings, &mut state.db.conn().await?, tenant)
             .await?;
     let mut errors = Vec::new();
-    let mut err = |field: &str, m: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message: m,
-        })
-    };
+    let mut err = |field: &str, m: String| errors.push(FieldError::new(field, m));
     let url = req.url.trim().to_owned();
     if let Err(m) = policy.check_url(&url).await {
         err("url", m);
@@ -183,9 +178,7 @@ pub(crate) async fn check(
         req.agent_filter.as_ref(),
         &mut errors,
     );
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     Ok(Checked {
         url,
         secret,
@@ -207,12 +200,7 @@ pub(crate) fn subscription(
     filter: Option<&AgentFilter>,
     errors: &mut Vec<FieldError>,
 ) -> (Vec<String>, String, i64, Option<String>) {
-    let mut err = |field: &str, m: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message: m,
-        })
-    };
+    let mut err = |field: &str, m: String| errors.push(FieldError::new(field, m));
     let mut chosen: Vec<String> = Vec::new();
     match events {
         Some([]) => err("events", "must name at least one event".into()),

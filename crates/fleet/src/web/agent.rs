@@ -384,10 +384,10 @@ pub async fn governance(
     let mut number = |name: &str| match field(name).parse::<i64>() {
         Ok(n) => n,
         Err(_) => {
-            errors.push(crate::error::FieldError {
-                field: name.into(),
-                message: "must be a whole number of seconds".into(),
-            });
+            errors.push(crate::error::FieldError::new(
+                name,
+                "must be a whole number of seconds",
+            ));
             0
         }
     };
@@ -407,10 +407,10 @@ pub async fn governance(
                 kind,
                 target.trim(),
             )),
-            None => errors.push(crate::error::FieldError {
-                field: "honeypots".into(),
-                message: format!("line {}: write `<file|user|port> <target>`", i + 1),
-            }),
+            None => errors.push(crate::error::FieldError::new(
+                "honeypots",
+                format!("line {}: write `<file|user|port> <target>`", i + 1),
+            )),
         }
     }
     if !errors.is_empty() {

@@ -119,32 +119,22 @@ pub async fn create_by(
     let now = now();
     let mut errors = Vec::new();
     let name = validate::name(&req.name)
-        .map_err(|m| {
-            errors.push(FieldError {
-                field: "name".into(),
-                message: m.into(),
-            })
-        })
+        .map_err(|m| errors.push(FieldError::new("name", m)))
         .ok();
     let scope = req
         .scope
         .parse::<TokenScope>()
-        .map_err(|_| {
-            errors.push(FieldError {
-                field: "scope".into(),
-                message: "must be read, write or ai_ingest".into(),
-            })
-        })
+        .map_err(|_| errors.push(FieldError::new("scope", "must be read, write or ai_ingest")))
         .ok();
     if req
         .service
         .as_deref()
         .is_some_and(|s| s != "infrastructure")
     {
-        errors.push(FieldError {
-            field: "service".into(),
-            message: "must be infrastructure (or absent)".into(),
-        });
+        errors.push(FieldError::new(
+            "service",
+            "must be infrastructure (or absent)",
+        ));
     }
     // CONTRACT 30: a service account's token silences drift tickets; only admins make one.
     if req.service.is_some() && !p.has_role(trusthub_core::Role::Admin) {
@@ -153,10 +143,7 @@ pub async fn create_by(
         ));
     }
     if req.expires_at.is_some_and(|e| e <= now) {
-        errors.push(FieldError {
-            field: "expires_at".into(),
-            message: "must be in the future".into(),
-        });
+        errors.push(FieldError::new("expires_at", "must be in the future"));
     }
     let (Some(name), Some(scope), true) = (name, scope, errors.is_empty()) else {
         return Err(ApiError::Validation(errors));

@@ -173,10 +173,7 @@ pub async fn create_by(
 }
 
 pub(crate) fn field(name: &str, message: &str) -> crate::error::FieldError {
-    crate::error::FieldError {
-        field: name.into(),
-        message: message.into(),
-    }
+    crate::error::FieldError::new(name, message)
 }
 
 /// The service behind [`list`], for the API and the dashboard alike.

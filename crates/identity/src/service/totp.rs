@@ -75,10 +75,11 @@ pub struct RecoveryCodes {
     pub recovery_codes: Vec<String>,
 }
 
-/// Makes and stores (hashed) a new set of recovery codes for `user`, in `tx`.
+/// Makes and stores (hashed) a new set of recovery codes for `p`, in `tx`, and audits it.
 pub(crate) async fn new_recovery_codes(
     tx: &mut trusthub_store::Tx,
-    user: uuid::Uuid,
+    meta: &Meta,
+    p: &crate::auth::Principal,
 ) -> ApiResult<Vec<String>> {
     let mut codes = Vec::with_capacity(totp::RECOVERY_CODES);
     for _ in 0..totp::RECOVERY_CODES {
@@ -90,7 +91,10 @@ pub(crate) async fn new_recovery_codes(
         .filter_map(|c| totp::normalize_recovery_code(c))
         .map(|c| trusthub_core::secret::token_hash(&c))
         .collect();
-    crate::store::totp::replace_recovery_codes(tx, user, &hashes, now()).await?;
+    crate::store::totp::replace_recovery_codes(tx, p.user.id, &hashes, now()).await?;
+    let detail = json!({"count": codes.len()});
+    meta.record(tx, p, ev::TOTP_RECOVERY_CODES_CREATED, p.actor(), detail)
+        .await?;
     Ok(codes)
 }
 
@@ -111,17 +115,9 @@ pub async fn verify_by(
     check_code(state, meta, &p.user, &req.code, StatusCode::FORBIDDEN).await?;
     let mut tx = state.db.begin().await?;
     users::set_totp(&mut tx, p.tenant(), p.user.id, Some(&sealed), true).await?;
-    let codes = new_recovery_codes(&mut tx, p.user.id).await?;
     meta.record(&mut tx, &p, ev::TOTP_ENABLED, p.actor(), json!({}))
         .await?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::TOTP_RECOVERY_CODES_CREATED,
-        p.actor(),
-        json!({"count": codes.len()}),
-    )
-    .await?;
+    let codes = new_recovery_codes(&mut tx, meta, &p).await?;
     tx.commit().await?;
     Ok(TotpStatus {
         totp_enabled: true,
@@ -177,15 +173,7 @@ pub async fn recovery_codes_by(
     let p = by.0.clone();
     current_code(state, meta, &p, &req.code).await?;
     let mut tx = state.db.begin().await?;
-    let codes = new_recovery_codes(&mut tx, p.user.id).await?;
-    meta.record(
-        &mut tx,
-        &p,
-        ev::TOTP_RECOVERY_CODES_CREATED,
-        p.actor(),
-        json!({"count": codes.len()}),
-    )
-    .await?;
+    let codes = new_recovery_codes(&mut tx, meta, &p).await?;
     tx.commit().await?;
     Ok(RecoveryCodes {
         recovery_codes: codes,

@@ -109,10 +109,7 @@ impl From<Pack> for PackView {
 }
 
 pub(crate) fn parse_time(field: &str, v: &str) -> Result<OffsetDateTime, crate::error::FieldError> {
-    let bad = |m: &str| crate::error::FieldError {
-        field: field.into(),
-        message: m.into(),
-    };
+    let bad = |m: &str| crate::error::FieldError::new(field, m);
     let t = OffsetDateTime::parse(v, &time::format_description::well_known::Rfc3339)
         .map_err(|_| bad("must be an RFC 3339 time"))?;
     if t.nanosecond() != 0 {
@@ -134,15 +131,15 @@ pub(crate) async fn create_pack(
     let to = parse_time("period_end", &req.period_end).map_err(|e| errors.push(e));
     if let (Ok(f), Ok(t)) = (from, to) {
         if f >= t {
-            errors.push(crate::error::FieldError {
-                field: "period_end".into(),
-                message: "must be after period_start".into(),
-            });
+            errors.push(crate::error::FieldError::new(
+                "period_end",
+                "must be after period_start",
+            ));
         } else if t - f > time::Duration::days(MAX_PERIOD_DAYS) {
-            errors.push(crate::error::FieldError {
-                field: "period_end".into(),
-                message: format!("a pack covers at most {MAX_PERIOD_DAYS} days"),
-            });
+            errors.push(crate::error::FieldError::new(
+                "period_end",
+                format!("a pack covers at most {MAX_PERIOD_DAYS} days"),
+            ));
         }
     }
     if let Some(app) = req.app_id {
@@ -151,10 +148,10 @@ pub(crate) async fn create_pack(
             .await?
             .is_none()
         {
-            errors.push(crate::error::FieldError {
-                field: "app_id".into(),
-                message: "is not an app of your tenant".into(),
-            });
+            errors.push(crate::error::FieldError::new(
+                "app_id",
+                "is not an app of your tenant",
+            ));
         }
     }
     let (Ok(from), Ok(to), true) = (from, to, errors.is_empty()) else {

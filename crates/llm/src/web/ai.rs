@@ -302,10 +302,10 @@ pub async fn set_price(
         match v.trim() {
             "" => 0,
             v => v.parse().unwrap_or_else(|_| {
-                errors.push(crate::error::FieldError {
-                    field: name.into(),
-                    message: "must be a whole number of micro-EUR per 1,000 tokens".into(),
-                });
+                errors.push(crate::error::FieldError::new(
+                    name,
+                    "must be a whole number of micro-EUR per 1,000 tokens",
+                ));
                 0
             }),
         }

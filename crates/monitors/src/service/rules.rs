@@ -2,7 +2,7 @@
 //! pages and other capabilities call.
 
 use crate::auth::{Operator, Viewer};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
 use crate::store::rules::{self, Rule, RuleSpec};
@@ -163,12 +163,7 @@ pub(crate) async fn check_rule(
     req: &NewRule,
 ) -> ApiResult<CheckedRule> {
     let mut errors = Vec::new();
-    let mut err = |field: &str, m: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message: m,
-        })
-    };
+    let mut err = |field: &str, m: String| errors.push(FieldError::new(field, m));
     let name = validate::name(&req.name)
         .map_err(|m| err("name", m.into()))
         .unwrap_or_default();
@@ -231,9 +226,7 @@ pub(crate) async fn check_rule(
     {
         err("webhook_url", m);
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     Ok(CheckedRule {
         name,
         metric,

@@ -2,7 +2,7 @@
 //! pages and other capabilities call.
 
 use crate::auth::Operator;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::extract::Meta;
 use crate::objective::{self as core, Objective, Span, Verdict};
 use crate::state::{AppState, now};
@@ -224,24 +224,21 @@ pub(crate) fn check(req: &SloRequest) -> Result<(f64, i64, f64), ApiError> {
     let mut errors = Vec::new();
     let target = req.target.unwrap_or(0.999);
     if !(target > 0.0 && target < 1.0) {
-        errors.push(FieldError {
-            field: "target".into(),
-            message: "a fraction between 0 and 1, both excluded (0.999 for 99.9 %)".into(),
-        });
+        errors.push(FieldError::new(
+            "target",
+            "a fraction between 0 and 1, both excluded (0.999 for 99.9 %)",
+        ));
     }
     let window_days = req.window_days.unwrap_or(30);
     if !(1..=90).contains(&window_days) {
-        errors.push(FieldError {
-            field: "window_days".into(),
-            message: "between 1 and 90".into(),
-        });
+        errors.push(FieldError::new("window_days", "between 1 and 90"));
     }
     let minimum_data = req.minimum_data.unwrap_or(0.95);
     if !(0.0..=1.0).contains(&minimum_data) {
-        errors.push(FieldError {
-            field: "minimum_data".into(),
-            message: "a fraction between 0 and 1".into(),
-        });
+        errors.push(FieldError::new(
+            "minimum_data",
+            "a fraction between 0 and 1",
+        ));
     }
     if errors.is_empty() {
         Ok((target, window_days, minimum_data))
@@ -530,25 +527,14 @@ pub(crate) async fn create_maintenance_by(
     let mut errors = Vec::new();
     let reason = req.reason.trim();
     if reason.is_empty() || reason.chars().count() > 500 {
-        errors.push(FieldError {
-            field: "reason".into(),
-            message: "1 to 500 characters".into(),
-        });
+        errors.push(FieldError::new("reason", "1 to 500 characters"));
     }
     if req.ends_at <= req.starts_at {
-        errors.push(FieldError {
-            field: "ends_at".into(),
-            message: "must be after starts_at".into(),
-        });
+        errors.push(FieldError::new("ends_at", "must be after starts_at"));
     } else if req.ends_at - req.starts_at > time::Duration::days(30) {
-        errors.push(FieldError {
-            field: "ends_at".into(),
-            message: "a window lasts at most 30 days".into(),
-        });
+        errors.push(FieldError::new("ends_at", "a window lasts at most 30 days"));
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let now = now();
     let trunc = |t: OffsetDateTime| t.replace_nanosecond(0).unwrap_or(t);
     let m = Maintenance {

@@ -299,10 +299,7 @@ pub async fn findings_by(
         return Err(ApiError::Validation(
             errors
                 .into_iter()
-                .map(|(field, message)| crate::error::FieldError {
-                    field: field.into(),
-                    message: message.into(),
-                })
+                .map(|(field, message)| crate::error::FieldError::new(field, message))
                 .collect(),
         ));
     }

@@ -2,7 +2,7 @@
 //! pages and other capabilities call.
 
 use crate::auth::Viewer;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::rules::osv::{Record, Verdict};
 use crate::state::AppState;
 use serde::{Deserialize, Serialize};
@@ -97,10 +97,7 @@ pub(crate) fn read(
     q: &OsvQuery,
     prefix: &str,
 ) -> Result<(String, String, Option<String>), FieldError> {
-    let bad = |field: &str, message: &str| FieldError {
-        field: format!("{prefix}{field}"),
-        message: message.into(),
-    };
+    let bad = |field: &str, message: &str| FieldError::new(format!("{prefix}{field}"), message);
     if q.commit.is_some() {
         return Err(bad(
             "commit",
@@ -228,9 +225,7 @@ pub async fn querybatch_by(
             Err(e) => errors.push(e),
         }
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let mut c = state.db.conn().await?;
     let scope = p.tenant().0.to_string();
     let mut results = Vec::new();
@@ -240,10 +235,7 @@ pub async fn querybatch_by(
             .map_err(|e| match e {
                 ApiError::Validation(v) => ApiError::Validation(
                     v.into_iter()
-                        .map(|f| FieldError {
-                            field: format!("queries[{i}].{}", f.field),
-                            message: f.message,
-                        })
+                        .map(|f| FieldError::new(format!("queries[{i}].{}", f.field), f.message))
                         .collect(),
                 ),
                 other => other,

@@ -171,12 +171,7 @@ pub(crate) fn check(
     now: OffsetDateTime,
 ) -> Result<(String, String, OffsetDateTime), ApiError> {
     let mut errors = Vec::new();
-    let mut err = |field: &str, message: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message,
-        })
-    };
+    let mut err = |field: &str, message: String| errors.push(FieldError::new(field, message));
     let name = req.package_name.trim();
     if name.is_empty() || name.chars().count() > 214 {
         err("package_name", "1 to 214 characters".into());

@@ -143,11 +143,9 @@ impl Log {
         dir: Option<&Path>,
     ) -> (i64, String) {
         let owner = self.owner.take();
-        let CommandOutcome {
-            code, stdout: out, ..
-        } = self.run_full(program, args, envs, dir).await;
+        let answer = self.run(program, args, envs, dir).await;
         self.owner = owner;
-        (code, out)
+        answer
     }
 
     /// Runs a command and keeps its output under a `$ command` line.

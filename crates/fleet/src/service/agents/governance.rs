@@ -260,69 +260,59 @@ pub async fn put_governance_by(
     let p = &by.0;
     let mut errors = Vec::new();
     if !(10..=86_400).contains(&req.ingest_interval_secs) {
-        errors.push(FieldError {
-            field: "ingest_interval_secs".into(),
-            message: "must be between 10 and 86400".into(),
-        });
+        errors.push(FieldError::new(
+            "ingest_interval_secs",
+            "must be between 10 and 86400",
+        ));
     }
     if !(60..=7 * 86_400).contains(&req.inventory_interval_secs) {
-        errors.push(FieldError {
-            field: "inventory_interval_secs".into(),
-            message: "must be between 60 and 604800".into(),
-        });
+        errors.push(FieldError::new(
+            "inventory_interval_secs",
+            "must be between 60 and 604800",
+        ));
     }
     let tags = trusthub_core::validate::tags(&req.tags)
-        .map_err(|m| {
-            errors.push(FieldError {
-                field: "tags".into(),
-                message: m,
-            })
-        })
+        .map_err(|m| errors.push(FieldError::new("tags", m)))
         .unwrap_or_default();
     if let Some(bad) = req
         .allowed_actions
         .iter()
         .find(|k| !ACTION_KINDS.contains(&k.as_str()))
     {
-        errors.push(FieldError {
-            field: "allowed_actions".into(),
-            message: format!("unknown action kind `{bad}`"),
-        });
+        errors.push(FieldError::new(
+            "allowed_actions",
+            format!("unknown action kind `{bad}`"),
+        ));
     }
     if let Some(paths) = &req.config_paths
         && let Err((field, message)) = trusthub_core::drift::check_config_paths(paths)
     {
-        errors.push(FieldError { field, message });
+        errors.push(FieldError::new(field, message));
     }
     let scan = req
         .config_scan_interval_secs
         .unwrap_or(trusthub_core::drift::DEFAULT_SCAN_INTERVAL_SECS);
     if !(10..=86_400).contains(&scan) {
-        errors.push(FieldError {
-            field: "config_scan_interval_secs".into(),
-            message: "must be between 10 and 86400".into(),
-        });
+        errors.push(FieldError::new(
+            "config_scan_interval_secs",
+            "must be between 10 and 86400",
+        ));
     }
     let compliance = req
         .compliance_interval_secs
         .unwrap_or(trusthub_core::compliance::DEFAULT_INTERVAL_SECS);
     if !(300..=604_800).contains(&compliance) {
-        errors.push(FieldError {
-            field: "compliance_interval_secs".into(),
-            message: "must be between 300 and 604800".into(),
-        });
+        errors.push(FieldError::new(
+            "compliance_interval_secs",
+            "must be between 300 and 604800",
+        ));
     }
     let asked_honeypots = req.honeypots.is_some();
     let honeypots = req.honeypots.unwrap_or_default();
     if let Err(m) = trusthub_core::compliance::check_honeypots(&honeypots) {
-        errors.push(FieldError {
-            field: "honeypots".into(),
-            message: m,
-        });
+        errors.push(FieldError::new("honeypots", m));
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let mut allowed: Vec<String> = Vec::new();
     for k in req.allowed_actions {
         if !allowed.contains(&k) {

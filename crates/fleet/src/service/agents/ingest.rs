@@ -57,10 +57,9 @@ pub(crate) fn job(
         .iter()
         .enumerate()
         .filter_map(|(i, s)| {
-            wire::check_sample(s).err().map(|m| FieldError {
-                field: format!("metrics[{i}]"),
-                message: m,
-            })
+            wire::check_sample(s)
+                .err()
+                .map(|m| FieldError::new(format!("metrics[{i}]"), m))
         })
         .take(20)
         .collect();
@@ -91,26 +90,23 @@ pub(crate) fn job(
     let config_hashes = batch.config_hashes.take();
     if let Some(list) = &config_hashes {
         if list.len() > trusthub_core::drift::MAX_REPORTED_FILES {
-            errors.push(FieldError {
-                field: "config_hashes".into(),
-                message: format!(
+            errors.push(FieldError::new(
+                "config_hashes",
+                format!(
                     "at most {} entries",
                     trusthub_core::drift::MAX_REPORTED_FILES
                 ),
-            });
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for (i, h) in list.iter().enumerate() {
             if let Err(m) = h.check() {
-                errors.push(FieldError {
-                    field: format!("config_hashes[{i}]"),
-                    message: m,
-                });
+                errors.push(FieldError::new(format!("config_hashes[{i}]"), m));
             } else if !seen.insert(h.path.as_str()) {
-                errors.push(FieldError {
-                    field: format!("config_hashes[{i}]"),
-                    message: format!("{} is reported twice", h.path),
-                });
+                errors.push(FieldError::new(
+                    format!("config_hashes[{i}]"),
+                    format!("{} is reported twice", h.path),
+                ));
             }
             if errors.len() >= 20 {
                 break;
@@ -122,29 +118,27 @@ pub(crate) fn job(
     let config_patterns = batch.config_patterns.take();
     if let Some(list) = &config_patterns {
         if config_hashes.is_none() {
-            errors.push(FieldError {
-                field: "config_patterns".into(),
-                message: "is sent only with config_hashes".into(),
-            });
+            errors.push(FieldError::new(
+                "config_patterns",
+                "is sent only with config_hashes",
+            ));
         } else if list.len() > trusthub_core::drift::MAX_CONFIG_PATHS
             || list.iter().any(|p| {
                 !p.starts_with('/') || p.len() > trusthub_core::drift::MAX_PATH || p.contains('\0')
             })
         {
-            errors.push(FieldError {
-                field: "config_patterns".into(),
-                message: format!(
+            errors.push(FieldError::new(
+                "config_patterns",
+                format!(
                     "at most {} absolute patterns of at most {} bytes",
                     trusthub_core::drift::MAX_CONFIG_PATHS,
                     trusthub_core::drift::MAX_PATH
                 ),
-            });
+            ));
         }
     }
     let security = security_report(&mut batch, agent, &mut errors);
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let config = config_hashes.map(|hashes| crate::ingest::ConfigScan {
         tenant: TenantId(agent.tenant_id),
         agent_id: agent.id,
@@ -263,7 +257,7 @@ pub(crate) fn security_report(
         problems
             .into_iter()
             .take(20)
-            .map(|(field, message)| FieldError { field, message }),
+            .map(|(field, message)| FieldError::new(field, message)),
     );
     (compliance.is_some() || dna.is_some() || !events.is_empty() || states.is_some()).then(|| {
         crate::ingest::SecurityReport {
@@ -289,10 +283,7 @@ pub(crate) fn document<'a>(
     if v.is_object() || v.is_array() {
         return Some(v);
     }
-    errors.push(FieldError {
-        field: at.into(),
-        message: format!("{at} must be a JSON object"),
-    });
+    errors.push(FieldError::new(at, format!("{at} must be a JSON object")));
     None
 }
 

@@ -3,7 +3,7 @@
 
 use crate::agent_auth::{AgentAuth, IngestAuth};
 use crate::auth::{Admin, Operator, Viewer};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::extract::{Meta, SignedBody, parse_json};
 use crate::ratelimit;
 use crate::state::{AppState, now};

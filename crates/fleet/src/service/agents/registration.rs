@@ -40,10 +40,8 @@ pub struct Registered {
 
 pub(crate) fn short(field: &str, v: &str, max: usize) -> Option<FieldError> {
     let t = v.trim();
-    (t.is_empty() || t.len() > max || t.chars().any(char::is_control)).then(|| FieldError {
-        field: field.into(),
-        message: format!("must be 1-{max} printable characters"),
-    })
+    (t.is_empty() || t.len() > max || t.chars().any(char::is_control))
+        .then(|| FieldError::new(field, format!("must be 1-{max} printable characters")))
 }
 
 /// Checks the request's `X-Service-Signature` against the agent's pinned key, when it has
@@ -133,18 +131,10 @@ pub async fn register_by(
     .into_iter()
     .flatten()
     .collect();
-    let key = wire::parse_public_key(&req.signing_pubkey).map_err(|e| {
-        errors.push(FieldError {
-            field: "signing_pubkey".into(),
-            message: e.to_string(),
-        })
-    });
-    let extra_tags = trusthub_core::validate::tags(&req.tags).map_err(|m| {
-        errors.push(FieldError {
-            field: "tags".into(),
-            message: m,
-        })
-    });
+    let key = wire::parse_public_key(&req.signing_pubkey)
+        .map_err(|e| errors.push(FieldError::new("signing_pubkey", e.to_string())));
+    let extra_tags = trusthub_core::validate::tags(&req.tags)
+        .map_err(|m| errors.push(FieldError::new("tags", m)));
     let (Ok(key), Ok(extra_tags), true) = (key, extra_tags, errors.is_empty()) else {
         return Err(ApiError::Validation(errors));
     };

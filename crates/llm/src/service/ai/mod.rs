@@ -1,7 +1,7 @@
 //! The LLM traces' services (CONTRACT 9; SPEC 2.11): intake, and the per-team views and monthly CSV.
 
 use crate::auth::{Credential, TraceSender, Viewer};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::state::{AppState, now};
 use crate::store::ai::{self as store, NewCall, NewTrace};
 use axum::http::{StatusCode, header};

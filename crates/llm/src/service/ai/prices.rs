@@ -66,32 +66,29 @@ pub fn base_prices(file: Option<&std::path::Path>) -> Result<ai::PriceTable, Str
 pub(crate) fn check_prices(prices: &[PriceView]) -> Vec<FieldError> {
     let mut errors = Vec::new();
     if prices.is_empty() || prices.len() > 500 {
-        errors.push(FieldError {
-            field: "prices".into(),
-            message: "must hold 1 to 500 prices".into(),
-        });
+        errors.push(FieldError::new("prices", "must hold 1 to 500 prices"));
     }
     for (i, x) in prices.iter().enumerate() {
         if !label(&x.model, 200) {
-            errors.push(FieldError {
-                field: format!("prices[{i}].model"),
-                message: "must be 1-200 characters".into(),
-            });
+            errors.push(FieldError::new(
+                format!("prices[{i}].model"),
+                "must be 1-200 characters",
+            ));
         }
         if time::Date::parse(&x.effective_from, DATE).is_err() {
-            errors.push(FieldError {
-                field: format!("prices[{i}].effective_from"),
-                message: "must be YYYY-MM-DD".into(),
-            });
+            errors.push(FieldError::new(
+                format!("prices[{i}].effective_from"),
+                "must be YYYY-MM-DD",
+            ));
         }
         if [x.input, x.output, x.cache_read, x.cache_write, x.reasoning]
             .iter()
             .any(|v| *v > 1_000_000_000)
         {
-            errors.push(FieldError {
-                field: format!("prices[{i}]"),
-                message: "prices must be at most 1e9 micro-EUR per 1,000 tokens".into(),
-            });
+            errors.push(FieldError::new(
+                format!("prices[{i}]"),
+                "prices must be at most 1e9 micro-EUR per 1,000 tokens",
+            ));
         }
     }
     errors
@@ -191,9 +188,7 @@ pub async fn put_prices_by(
 ) -> ApiResult<Vec<PriceView>> {
     let p = &by.0;
     let errors = check_prices(&req.prices);
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let mut tx = state.db.begin().await?;
     for x in &req.prices {
         let as_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);

@@ -190,10 +190,7 @@ pub async fn ingest_by(
     let mut errors = Vec::new();
     let mut err = |field: String, m: &str| {
         if errors.len() < 50 {
-            errors.push(FieldError {
-                field,
-                message: m.into(),
-            })
+            errors.push(FieldError::new(field, m))
         }
     };
     if req.traces.is_empty() || req.traces.len() > MAX_TRACES {
@@ -286,9 +283,7 @@ pub async fn ingest_by(
             }
         }
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let now = now();
     let mut out = TracesAccepted {
         accepted_traces: 0,

@@ -8,10 +8,10 @@ pub(super) fn expected(v: Option<&str>, errors: &mut Vec<FieldError>) -> &'stati
         "running" => "running",
         "stopped" => "stopped",
         _ => {
-            errors.push(FieldError {
-                field: "expected_state".into(),
-                message: "must be `running` or `stopped`".into(),
-            });
+            errors.push(FieldError::new(
+                "expected_state",
+                "must be `running` or `stopped`",
+            ));
             "running"
         }
     }
@@ -25,10 +25,10 @@ fn opt_text(
 ) -> Option<String> {
     let v = v.map(str::trim).filter(|s| !s.is_empty())?;
     if v.chars().count() > max || v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        errors.push(FieldError {
-            field: field.into(),
-            message: format!("must be at most {max} characters without control characters"),
-        });
+        errors.push(FieldError::new(
+            field,
+            format!("must be at most {max} characters without control characters"),
+        ));
     }
     Some(v.to_owned())
 }
@@ -42,10 +42,7 @@ pub(crate) async fn create_app(
 ) -> ApiResult<(StatusCode, axum::Json<AppView>)> {
     let mut errors = Vec::new();
     let err = |errors: &mut Vec<FieldError>, field: &str, m: String| {
-        errors.push(FieldError {
-            field: field.into(),
-            message: m,
-        })
+        errors.push(FieldError::new(field, m))
     };
     let name = validate::name(&req.name)
         .map_err(|m| err(&mut errors, "name", m.into()))
@@ -195,10 +192,7 @@ pub(crate) async fn create_app(
                          default: i64| match v {
                 Some(v) if (lo..=hi).contains(&v) => v,
                 Some(_) => {
-                    errors.push(FieldError {
-                        field: field.into(),
-                        message: format!("must be {lo} to {hi}"),
-                    });
+                    errors.push(FieldError::new(field, format!("must be {lo} to {hi}")));
                     default
                 }
                 None => default,
@@ -399,9 +393,7 @@ pub(crate) async fn create_app(
         }
         _ => {}
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let Some(kind) = kind else {
         return Err(ApiError::invalid("app_type", "is required"));
     };

@@ -2,7 +2,7 @@
 //! untrack, and the discovery list of what an agent runs.
 
 use crate::auth::Viewer;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, FieldError, all_valid};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
 use crate::store::apps::{self, App, NewApp};
@@ -321,14 +321,12 @@ pub(crate) async fn set_expected_state(
         .as_deref()
         .map(|e| expected(Some(e), &mut errors));
     if expected_state.is_none() && req.badge.is_none() {
-        errors.push(FieldError {
-            field: "expected_state".into(),
-            message: "send `expected_state`, `badge` or both".into(),
-        });
+        errors.push(FieldError::new(
+            "expected_state",
+            "send `expected_state`, `badge` or both",
+        ));
     }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    all_valid(errors)?;
     let mut tx = state.db.begin().await?;
     let Some(before) = apps::get(&mut tx, p.tenant(), id).await? else {
         return Err(ApiError::NotFound("app"));
