@@ -26,6 +26,8 @@ pub struct AgentRow {
     pub spark_end: Option<(String, String)>,
     /// The newest minute's CPU, as text (`12 %`).
     pub cpu_now: String,
+    /// The newest batch's CPU, as ingest keeps it (the overview ranks by it).
+    pub cpu: Option<f64>,
 }
 
 /// The word and mark of a status.
@@ -38,7 +40,7 @@ pub fn status_words(s: AgentStatus) -> (&'static str, &'static str) {
 }
 
 /// The row of `a`.
-pub fn agent_row(a: agents::Agent, now: OffsetDateTime, connected: bool) -> AgentRow {
+pub fn agent_row(a: agents::Brief, now: OffsetDateTime, connected: bool) -> AgentRow {
     let (word, mark) = status_words(status(a.last_seen_at, a.ingest_interval_secs, now));
     AgentRow {
         id: a.id.to_string(),
@@ -53,6 +55,7 @@ pub fn agent_row(a: agents::Agent, now: OffsetDateTime, connected: bool) -> Agen
         spark: String::new(),
         spark_end: None,
         cpu_now: String::new(),
+        cpu: a.cpu_percent,
     }
 }
 
@@ -71,7 +74,7 @@ pub async fn agent_rows(state: &AppState, user: &WebUser) -> ApiResult<Vec<Agent
     let now = now();
     let mut c = state.db.conn().await?;
     let connected = connected_agents(&mut c, user, now).await?;
-    Ok(agents::list(&mut c, user.principal.tenant())
+    Ok(agents::briefs(&mut c, user.principal.tenant())
         .await?
         .into_iter()
         .map(|a| {
@@ -105,61 +108,65 @@ impl CpuMinutes {
     const MAX: usize = 10_000;
 }
 
-/// The minute averages of `agent`'s unlabelled `cpu.percent` in `[from_ms, to_ms)` (whole
-/// minutes; `to_ms` the end of the current minute), oldest first.
+/// The minute averages of each of `agents`' unlabelled `cpu.percent` in `[from_ms, to_ms)`
+/// (whole minutes; `to_ms` the end of the current minute), oldest first, in `agents`' order;
+/// read on one connection.
 pub async fn cpu_minutes(
     state: &AppState,
     tenant: trusthub_store::TenantId,
-    agent: uuid::Uuid,
+    agents: &[uuid::Uuid],
     from_ms: i64,
     to_ms: i64,
-) -> ApiResult<Vec<(i64, f64)>> {
+) -> ApiResult<Vec<Vec<(i64, f64)>>> {
     let cache = state.part::<CpuMinutes>();
-    let key = (tenant.0, agent);
     let recent = to_ms - 2 * crate::store::telemetry::MINUTE_MS;
-    let since = {
-        let held = cache
+    let mut c = state.db.conn().await?;
+    let mut out = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let key = (tenant.0, *agent);
+        let since = {
+            let held = cache
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match held.get(&key) {
+                Some(d) if d.read_at.elapsed() < CpuMinutes::FRESH => recent.max(from_ms),
+                _ => from_ms,
+            }
+        };
+        let read = crate::store::telemetry::fleet_minutes(
+            &mut c,
+            tenant,
+            "cpu.percent",
+            Some(*agent),
+            since,
+            to_ms,
+        )
+        .await?;
+        let mut held = cache
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match held.get(&key) {
-            Some(d) if d.read_at.elapsed() < CpuMinutes::FRESH => recent.max(from_ms),
-            _ => from_ms,
-        }
-    };
-    let mut c = state.db.conn().await?;
-    let read = crate::store::telemetry::fleet_minutes(
-        &mut c,
-        tenant,
-        "cpu.percent",
-        Some(agent),
-        since,
-        to_ms,
-    )
-    .await?;
-    drop(c);
-    let mut held = cache
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if held.len() >= CpuMinutes::MAX {
-        held.retain(|_, d| d.read_at.elapsed() < CpuMinutes::FRESH);
         if held.len() >= CpuMinutes::MAX {
-            held.clear();
+            held.retain(|_, d| d.read_at.elapsed() < CpuMinutes::FRESH);
+            if held.len() >= CpuMinutes::MAX {
+                held.clear();
+            }
         }
+        let drawn = held.entry(key).or_insert_with(|| Drawn {
+            minutes: Default::default(),
+            read_at: std::time::Instant::now(),
+        });
+        if since == from_ms {
+            drawn.minutes.clear();
+            drawn.read_at = std::time::Instant::now();
+        }
+        let _ = drawn.minutes.split_off(&since);
+        drawn
+            .minutes
+            .extend(read.into_iter().map(|(_, minute, avg)| (minute, avg)));
+        drawn.minutes = drawn.minutes.split_off(&from_ms);
+        out.push(drawn.minutes.iter().map(|(m, v)| (*m, *v)).collect());
     }
-    let drawn = held.entry(key).or_insert_with(|| Drawn {
-        minutes: Default::default(),
-        read_at: std::time::Instant::now(),
-    });
-    if since == from_ms {
-        drawn.minutes.clear();
-        drawn.read_at = std::time::Instant::now();
-    }
-    let _ = drawn.minutes.split_off(&since);
-    drawn
-        .minutes
-        .extend(read.into_iter().map(|(_, minute, avg)| (minute, avg)));
-    drawn.minutes = drawn.minutes.split_off(&from_ms);
-    Ok(drawn.minutes.iter().map(|(m, v)| (*m, *v)).collect())
+    Ok(out)
 }

@@ -72,7 +72,7 @@ async fn agent_page<'a>(
             .await?
             .ok_or(ApiError::NotFound("agent"))?;
         let on = connected_agents(&mut c, user, now).await?.contains(&id);
-        agent_row(a, now, on)
+        agent_row(a.into(), now, on)
     };
     let (name, span, bucket) = RANGES
         .iter()

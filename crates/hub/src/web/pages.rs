@@ -51,21 +51,14 @@ struct Event {
 const OVERVIEW_AGENTS: usize = 24;
 
 /// Keeps the agents that most need a look (offline, then silent, then the busiest by the CPU
-/// of their newest batch, which ingest keeps on the agent) and draws their last hour of CPU:
-/// one narrow read to rank, then the minutes of each agent shown (the one series read out of
-/// its minute rollups, older minutes kept in memory: [`trusthub_fleet::CpuMinutes`]). Issue
+/// of their newest batch, which ingest keeps on the agent and [`agent_rows`] reads) and draws
+/// their last hour of CPU: the one series of each agent shown, read out of its minute rollups
+/// on one connection, older minutes kept in memory ([`trusthub_fleet::CpuMinutes`]). Issue
 /// 63: ranking from five minutes of every agent's rollups cost the overview ~100 ms at 1,000
 /// agents of 100 series.
 async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> ApiResult<()> {
     let tenant = user.principal.tenant();
     let to = trusthub_fleet::unix_ms(now()) / 60_000 * 60_000 + 60_000;
-    let mut c = state.db.conn().await?;
-    let latest: std::collections::HashMap<String, f64> = trusthub_fleet::cpu_now(&mut c, tenant)
-        .await?
-        .into_iter()
-        .map(|(id, cpu)| (id.to_string(), cpu))
-        .collect();
-    drop(c);
     let rank = |r: &AgentRow| match r.status {
         "offline" => 0,
         "silent" => 1,
@@ -73,21 +66,24 @@ async fn glance(state: &AppState, user: &WebUser, rows: &mut Vec<AgentRow>) -> A
     };
     rows.sort_by(|a, b| {
         rank(a).cmp(&rank(b)).then_with(|| {
-            let cpu = |r: &AgentRow| latest.get(&r.id).copied().unwrap_or(-1.0);
+            let cpu = |r: &AgentRow| r.cpu.unwrap_or(-1.0);
             cpu(b).total_cmp(&cpu(a))
         })
     });
     rows.truncate(OVERVIEW_AGENTS);
     let from = to - 3_600_000;
+    let ids: Vec<uuid::Uuid> = rows.iter().filter_map(|r| r.id.parse().ok()).collect();
+    let drawn = trusthub_fleet::cpu_minutes(state, tenant, &ids, from, to).await?;
+    let drawn: std::collections::HashMap<uuid::Uuid, Vec<(i64, f64)>> =
+        ids.into_iter().zip(drawn).collect();
+    let point = |minute: i64, avg: f64| {
+        let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
+        let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
+        (format!("{x:.1}"), format!("{y:.1}"))
+    };
     for r in rows.iter_mut() {
-        let Ok(id) = r.id.parse::<uuid::Uuid>() else {
+        let Some(minutes) = r.id.parse().ok().and_then(|id| drawn.get(&id)) else {
             continue;
-        };
-        let minutes = trusthub_fleet::cpu_minutes(state, tenant, id, from, to).await?;
-        let point = |minute: i64, avg: f64| {
-            let x = (minute - from) as f64 / 3_600_000.0 * 100.0;
-            let y = 30.0 - avg.clamp(0.0, 100.0) * 0.3;
-            (format!("{x:.1}"), format!("{y:.1}"))
         };
         r.spark = minutes
             .iter()
@@ -117,10 +113,20 @@ fn short_ref(r: &str) -> String {
 
 async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     let tenant = user.principal.tenant();
+    let started = std::time::Instant::now();
+    let mut lap = started;
+    // Each part's time, logged at debug under `trusthub::overview` (the slowest page at
+    // every size, issue 63): `RUST_LOG=info,trusthub::overview=debug`.
+    let mut took = move || {
+        let ms = lap.elapsed().as_secs_f64() * 1000.0;
+        lap = std::time::Instant::now();
+        ms
+    };
     let mut l = Live {
         agents: agent_rows(state, user).await?,
         ..Live::default()
     };
+    let rows_ms = took();
     l.agents_total = l.agents.len();
     for a in &l.agents {
         match a.status {
@@ -130,6 +136,7 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
         }
     }
     glance(state, user, &mut l.agents).await?;
+    let glance_ms = took();
     l.more_agents = l.agents_total - l.agents.len();
     let mut c = state.db.conn().await?;
     for (severity, n) in trusthub_alerts::open_counts(&mut c, tenant).await? {
@@ -151,6 +158,7 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
     let (total, alarm) = trusthub_slo::summary_counts(&mut c, tenant).await?;
     l.slos_total = usize::try_from(total).unwrap_or(0);
     l.slos_alarm = usize::try_from(alarm).unwrap_or(0);
+    let counts_ms = took();
     let now = now();
     let events = audit::list(
         &mut c,
@@ -188,6 +196,16 @@ async fn live(state: &AppState, user: &WebUser) -> ApiResult<Live> {
             }
         })
         .collect();
+    tracing::debug!(
+        target: "trusthub::overview",
+        rows_ms,
+        glance_ms,
+        counts_ms,
+        events_ms = took(),
+        total_ms = started.elapsed().as_secs_f64() * 1000.0,
+        agents = l.agents_total,
+        "overview read"
+    );
     Ok(l)
 }
 

@@ -13,11 +13,20 @@ pub async fn fleet_minutes(
     from_ms: i64,
     to_ms: i64,
 ) -> StoreResult<Vec<(Uuid, i64, f64)>> {
-    let rows: Vec<(Uuid, i64, i64, String)> = on!(ex, c => sqlx::query_as(
+    // One agent is found by its key: `($5 IS NULL OR a.id = $5)` would have SQLite walk all
+    // the tenant's agents for each (0.5 ms at 1,000 agents, 24 times per overview).
+    let which = if agent.is_some() {
+        "a.id = $5"
+    } else {
+        "$5 IS NULL"
+    };
+    let sql = format!(
         "SELECT a.id, s.id, r.bucket, CAST(r.stats AS TEXT) FROM agents a \
-         JOIN metric_series s ON s.agent_id = a.id AND s.name = $2 AND s.labels = '{}' \
+         JOIN metric_series s ON s.agent_id = a.id AND s.name = $2 AND s.labels = '{{}}' \
          JOIN metric_rollup_1m r ON r.agent_seq = a.seq AND r.bucket >= $3 AND r.bucket < $4 \
-         WHERE a.tenant_id = $1 AND ($5 IS NULL OR a.id = $5) ORDER BY a.id, r.bucket")
+         WHERE a.tenant_id = $1 AND {which} ORDER BY a.id, r.bucket"
+    );
+    let rows: Vec<(Uuid, i64, i64, String)> = on!(ex, c => sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant.0).bind(name).bind(from_ms).bind(to_ms).bind(agent).fetch_all(&mut *c).await?);
     let mut out = Vec::with_capacity(rows.len());
     for (agent, series, bucket, text) in rows {
