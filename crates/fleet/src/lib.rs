@@ -9,7 +9,7 @@
 //! - [`Agent`], [`agent`], [`agents`], [`latest_inventory`], [`inventories`],
 //!   [`inventory`], [`processes`]: hosts, their typed inventory and process list for the
 //!   capabilities built on them (apps, vulnerabilities); [`agent_rows`] (each agent as a
-//!   row shows it, with its newest CPU kept by ingest), [`fleet_minutes`], [`window_sums`],
+//!   row shows it, with its newest CPU kept by ingest), [`cpu_minutes`], [`window_sums`],
 //!   [`metric_names`], [`metric_known`] and [`unix_ms`]: metric reads for the overview and the
 //!   alert rules; [`append_log`] writes the transparency log, [`log_of_subject`] reads one
 //!   subject's entries; [`agent_ws::ActionHooks`]: how a capability follows the results of
@@ -87,9 +87,7 @@ pub use service::download::AgentDownload;
 pub use service::hosts::{AgentRow, CpuMinutes, agent_rows, cpu_minutes};
 pub use store::actions::{append_log, append_logs, log_of_subject};
 pub use store::agents::{Agent, get as agent, ingest_intervals, list as agents};
-pub use store::telemetry::{
-    SeriesWindow, fleet_minutes, metric_known, metric_names, unix_ms, window_sums,
-};
+pub use store::telemetry::{SeriesWindow, metric_known, metric_names, unix_ms, window_sums};
 
 /// The raw write path of metric samples, below the ingest pipeline: what the ingest
 /// benchmark measures as its ceiling.

@@ -134,11 +134,11 @@ pub async fn cpu_minutes(
                 _ => from_ms,
             }
         };
-        let read = crate::store::telemetry::fleet_minutes(
+        let read = crate::store::telemetry::agent_minutes(
             &mut c,
             tenant,
             "cpu.percent",
-            Some(*agent),
+            *agent,
             since,
             to_ms,
         )
@@ -162,9 +162,7 @@ pub async fn cpu_minutes(
             drawn.read_at = std::time::Instant::now();
         }
         let _ = drawn.minutes.split_off(&since);
-        drawn
-            .minutes
-            .extend(read.into_iter().map(|(_, minute, avg)| (minute, avg)));
+        drawn.minutes.extend(read);
         drawn.minutes = drawn.minutes.split_off(&from_ms);
         out.push(drawn.minutes.iter().map(|(m, v)| (*m, *v)).collect());
     }
