@@ -234,16 +234,15 @@ pub async fn show(
     page(&state, &user, id, Flash::default(), StatusCode::OK).await
 }
 
-/// The settings form; `code` is needed only when turning a flag on.
+/// The settings form (its CSRF token checked by [`Act`]): a flag is on when its checkbox is
+/// sent; `code` is needed only when turning a flag on.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SettingsForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     os_packages: Option<String>,
     #[serde(default)]
     app_deps: Option<String>,
-    #[serde(default)]
     min_severity: String,
     #[serde(default)]
     code: String,
@@ -253,26 +252,21 @@ pub struct SettingsForm {
 pub async fn save(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<SettingsForm>,
+    Act { by, user, form: f }: Act<Admin, SettingsForm>,
 ) -> PageResult {
-    let result = async {
-        let admin = user.act(Admin::of, Some(&f.csrf))?;
-        service::patch_settings(
-            &state,
-            &meta,
-            &admin,
-            &TotpOffer::code(&f.code),
-            id,
-            SettingsPatch {
-                os_packages: Some(f.os_packages.is_some()),
-                app_deps: Some(f.app_deps.is_some()),
-                min_severity: Some(f.min_severity.clone()),
-            },
-        )
-        .await
-    }
+    let result = service::patch_settings(
+        &state,
+        &meta,
+        &by,
+        &TotpOffer::code(&f.code),
+        id,
+        SettingsPatch {
+            os_packages: Some(f.os_packages.is_some()),
+            app_deps: Some(f.app_deps.is_some()),
+            min_severity: Some(f.min_severity),
+        },
+    )
     .await;
     let (flash, code) = outcome(result, "Saved.", StatusCode::OK)?;
     page(&state, &user, id, flash, code).await
@@ -379,18 +373,13 @@ pub async fn emergency_form(
     .await
 }
 
-/// The emergency form.
+/// The emergency form (its CSRF token checked by [`Act`]).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EmergencyForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
     action: String,
-    #[serde(default)]
     target: String,
-    #[serde(default)]
     reason: String,
-    #[serde(default)]
     code: String,
 }
 
@@ -398,26 +387,21 @@ pub struct EmergencyForm {
 pub async fn emergency(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::Form(f): axum::Form<EmergencyForm>,
+    Act { by, user, form: f }: Act<Admin, EmergencyForm>,
 ) -> PageResult {
-    let result = async {
-        let admin = user.act(Admin::of, Some(&f.csrf))?;
-        crate::routes::emergency::emergency_by(
-            &state,
-            &meta,
-            &admin,
-            &TotpOffer::code(&f.code),
-            id,
-            crate::routes::emergency::EmergencyRequest {
-                action: f.action.clone(),
-                target: f.target.clone(),
-                reason: f.reason.clone(),
-            },
-        )
-        .await
-    }
+    let result = crate::routes::emergency::emergency_by(
+        &state,
+        &meta,
+        &by,
+        &TotpOffer::code(&f.code),
+        id,
+        crate::routes::emergency::EmergencyRequest {
+            action: f.action.clone(),
+            target: f.target.clone(),
+            reason: f.reason.clone(),
+        },
+    )
     .await;
     match result {
         Ok(d) => {
@@ -565,12 +549,10 @@ pub async fn update_all_plan(
     }
 }
 
-/// The send form.
+/// The send form (its CSRF token checked by [`Act`]).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateAllForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
     code: String,
 }
 
@@ -579,12 +561,10 @@ pub struct UpdateAllForm {
 pub async fn update_all_send(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<UpdateAllForm>,
+    Act { by: admin, user, form: f }: Act<Admin, UpdateAllForm>,
 ) -> PageResult {
     let now = trusthub_platform::state::now();
     let result = async {
-        let admin = user.act(Admin::of, Some(&f.csrf))?;
         admin.0.may_change()?;
         TotpProof::<trusthub_identity::auth::purpose::AutoUpdateAll>::from_code(
             &state,

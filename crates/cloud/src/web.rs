@@ -14,7 +14,7 @@ use trusthub_identity::Act;
 use trusthub_identity::auth::Admin;
 use trusthub_identity::auth::Operator;
 use trusthub_identity::auth::Viewer;
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::{UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
@@ -134,11 +134,13 @@ const FORM_CREDENTIALS: [(&str, &str, &str); 20] = [
 pub async fn add_account(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Admin, FormPairs>,
 ) -> PageResult {
-    let form = FormPairs::parse(&raw)?;
-    allowed(&user, Role::Admin, Some(&form.get("csrf")))?;
+    let names: Vec<&str> = ["provider", "name", "regions", "endpoint", "ca_pem"]
+        .into_iter()
+        .chain(FORM_CREDENTIALS.iter().map(|(_, field, _)| *field))
+        .collect();
+    let form = form.only(&names)?;
     let provider = form.get("provider");
     let mut credentials = Map::new();
     for (p, field, name) in FORM_CREDENTIALS {
@@ -171,10 +173,6 @@ pub async fn add_account(
     )
     .await
 }
-
-/// The CSRF token of a button form.
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {}
 
 /// `POST /ui/cloud/accounts/{id}/discover` (operator, CSRF).
 pub async fn discover(

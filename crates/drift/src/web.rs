@@ -238,6 +238,7 @@ pub async fn rebase(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { user, form, .. }: Act<Operator, FormPairs>,
 ) -> PageResult {
+    let form = form.only(&["path", "reason"])?;
     let paths = form.all("path");
     let result = service::rebase(
         &state,

@@ -487,19 +487,32 @@ impl FormPairs {
             .map(|(_, v)| v.clone())
             .collect()
     }
+
+    /// The form, if every name in it is one of `fields` (the names the form takes); else a
+    /// 422 naming the first other one, as a struct with `#[serde(deny_unknown_fields)]`
+    /// refuses it. A field the form needs and lacks reads as empty, which the service
+    /// behind the form refuses naming it.
+    pub fn only(self, fields: &[&str]) -> Result<FormPairs, ApiError> {
+        match self.0.iter().find(|(k, _)| !fields.contains(&k.as_str())) {
+            Some((k, _)) => {
+                let expected = fields
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Err(ApiError::invalid(
+                    k.clone(),
+                    format!("unknown field `{k}`, expected one of {expected}"),
+                ))
+            }
+            None => Ok(self),
+        }
+    }
 }
 
 /// An HTML page, or the problem it could not be rendered for.
 pub fn html(result: Result<String, askama::Error>, status: StatusCode) -> Response {
     render(result, status).unwrap_or_else(IntoResponse::into_response)
-}
-
-/// A form that carries only its CSRF token (sign out, delete, revoke).
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    /// The token.
-    pub csrf: String,
 }
 
 /// A form with no fields besides its CSRF token (delete, revoke, acknowledge), read by
@@ -565,5 +578,10 @@ mod tests {
             parse_form::<FormPairs>(b"path=%2Fetc%2Fa&path=/etc/b&reason=r").expect("pairs");
         assert_eq!(pairs.all("path"), ["/etc/a", "/etc/b"]);
         assert_eq!(pairs.get("reason"), "r");
+        let pairs = pairs.only(&["path", "reason"]).expect("the form's own names");
+        assert_eq!(
+            field_of(pairs.only(&["paths", "reason"]).expect_err("misspelt")),
+            "path"
+        );
     }
 }

@@ -39,7 +39,7 @@ struct Page<'a> {
 
 /// `GET /ui/remote-write`.
 pub async fn show(State(state): State<AppState>, user: WebUser) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, None) {
+    if let Err(e) = allowed(&user, Role::Admin) {
         return e.into_response();
     }
     match service::status(&state).await {

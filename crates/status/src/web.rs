@@ -8,7 +8,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use trusthub_core::Role;
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::auth::{Admin, Operator};
+use trusthub_identity::{Act, UserBar, WebUser, allowed};
 use trusthub_platform::AppState;
 use trusthub_platform::error::ApiError;
 use trusthub_platform::extract::Meta;
@@ -278,11 +279,16 @@ fn uuids(values: Vec<String>, field: &str) -> Result<Vec<Uuid>, ApiError> {
 pub async fn list_form(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Admin, FormPairs>,
 ) -> PageResult {
-    let f = FormPairs::parse(&raw)?;
-    allowed(&user, Role::Admin, Some(&f.get("csrf")))?;
+    let f = form.only(&[
+        "slug",
+        "title",
+        "description",
+        "group",
+        "app_id",
+        "show_uptime_days",
+    ])?;
     let made = async {
         let days = match f.get("show_uptime_days").as_str() {
             "" => None,
@@ -418,15 +424,13 @@ pub async fn show(
 pub async fn show_form(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     Path(id): Path<Uuid>,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Operator, FormPairs>,
 ) -> PageResult {
-    let f = FormPairs::parse(&raw)?;
     let p = &user.principal;
-    match f.get("action").as_str() {
+    match form.get("action").as_str() {
         "incident" => {
-            allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
+            let f = form.only(&["action", "title", "status", "impact", "message"])?;
             let req = NewIncident {
                 title: f.get("title"),
                 status: f.get("status"),
@@ -442,7 +446,7 @@ pub async fn show_form(
             show_page(&state, &user, id, flash, code).await
         }
         "update" => {
-            allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
+            let f = form.only(&["action", "incident_id", "status", "message", "impact"])?;
             let incident = Uuid::parse_str(&f.get("incident_id")).map_err(|_| {
                 ApiError::invalid("incident_id", "must be an incident of this page")
             })?;
@@ -456,7 +460,8 @@ pub async fn show_form(
             show_page(&state, &user, id, flash, code).await
         }
         "delete" => {
-            allowed(&user, Role::Admin, Some(&f.get("csrf")))?;
+            form.only(&["action"])?;
+            allowed(&user, Role::Admin)?;
             service::delete(&state, &meta, p, id).await?;
             list_page(
                 &state,

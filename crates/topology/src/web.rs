@@ -12,8 +12,8 @@ use axum::routing::get;
 use serde::Deserialize;
 use std::collections::HashMap;
 use trusthub_core::Role;
-use trusthub_identity::auth::Viewer;
-use trusthub_identity::{UserBar, WebUser, allowed};
+use trusthub_identity::auth::{Operator, Viewer};
+use trusthub_identity::{Act, UserBar, WebUser};
 use trusthub_platform::AppState;
 use trusthub_platform::error::{ApiError, ApiResult};
 use trusthub_platform::extract::Meta;
@@ -217,11 +217,23 @@ fn opt_uuid(s: &str, field: &str) -> ApiResult<Option<Uuid>> {
 pub async fn topology_form(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Operator, FormPairs>,
 ) -> PageResult {
-    let f = FormPairs::parse(&raw)?;
-    allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
+    let action = form.get("action");
+    let f = form.only(match action.as_str() {
+        "promote" | "delete_node" | "delete_edge" => &["action", "id"],
+        "add_node" => &["action", "name", "kind", "agent_id", "zone_id", "tags"],
+        "add_edge" => &[
+            "action",
+            "source_id",
+            "target_id",
+            "protocol",
+            "port",
+            "label",
+        ],
+        "add_zone" => &["action", "name", "kind", "parent_id"],
+        _ => &["action"],
+    })?;
     let p = &user.principal;
     let result: ApiResult<String> = async {
         let id = || {
@@ -494,11 +506,14 @@ pub async fn diagrams(State(state): State<AppState>, user: WebUser) -> PageResul
 /// (template); the new diagram opens.
 pub async fn diagrams_form(
     State(state): State<AppState>,
-    user: WebUser,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Operator, FormPairs>,
 ) -> PageResult {
-    let f = FormPairs::parse(&raw)?;
-    allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
+    let action = form.get("action");
+    let f = form.only(match action.as_str() {
+        "generate" => &["action", "scope", "zone_id", "agent_id", "name"],
+        "template" => &["action", "template"],
+        _ => &["action"],
+    })?;
     let p = &user.principal;
     let made = async {
         match f.get("action").as_str() {
@@ -595,12 +610,14 @@ pub async fn diagram(
 pub async fn diagram_form(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
     axum::extract::Path(id): axum::extract::Path<Uuid>,
-    axum::extract::RawForm(raw): axum::extract::RawForm,
+    Act { user, form, .. }: Act<Operator, FormPairs>,
 ) -> PageResult {
-    let f = FormPairs::parse(&raw)?;
-    allowed(&user, Role::Operator, Some(&f.get("csrf")))?;
+    let action = form.get("action");
+    let f = form.only(match action.as_str() {
+        "save" => &["action", "name", "source"],
+        _ => &["action"],
+    })?;
     let p = &user.principal;
     let result: ApiResult<String> = match f.get("action").as_str() {
         "save" => service::update_diagram(

@@ -128,6 +128,7 @@ pub async fn update(
         form,
     }: Act<Admin, super::FormPairs>,
 ) -> PageResult {
+    let form = form.only(&["url", "secret", "events", "min_severity", "tag"])?;
     let (tag, secret) = (form.get("tag"), form.get("secret"));
     let patch = WebhookPatch {
         url: Some(form.get("url")),

@@ -50,7 +50,7 @@ async fn webhooks_page(
     error: Option<String>,
     status: StatusCode,
 ) -> Response {
-    if let Err(refused) = allowed(user, Role::Admin, None) {
+    if let Err(refused) = allowed(user, Role::Admin) {
         return refused.into_response();
     }
     let listed: ApiResult<Vec<crate::store::webhooks::Webhook>> = async {

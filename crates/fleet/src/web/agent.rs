@@ -379,6 +379,16 @@ pub async fn governance(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, form }: Act<Operator, super::FormPairs>,
 ) -> PageResult {
+    let form = form.only(&[
+        "ingest_interval_secs",
+        "inventory_interval_secs",
+        "config_scan_interval_secs",
+        "compliance_interval_secs",
+        "honeypots",
+        "tags",
+        "actions",
+        "config_paths",
+    ])?;
     let field = |name: &str| form.get(name);
     let mut errors = Vec::new();
     let mut number = |name: &str| match field(name).parse::<i64>() {

@@ -62,7 +62,7 @@ fn enroll_page(
 
 /// `GET /ui/enroll` (admin).
 pub async fn enroll(State(state): State<AppState>, user: WebUser) -> Response {
-    if let Err(e) = allowed(&user, Role::Admin, None) {
+    if let Err(e) = allowed(&user, Role::Admin) {
         return e.into_response();
     }
     enroll_page(&state, &user, None, None, StatusCode::OK)

@@ -358,6 +358,16 @@ async fn every_state_changing_form_refuses_a_wrong_csrf_token_and_changes_nothin
         format!("/ui/agents/{}/client-certs/00/revoke", host.id),
         "/ui/ai/prices".into(),
         format!("/ui/anomalies/{none}/resolve"),
+        format!("/ui/agents/{}/auto-patch", host.id),
+        format!("/ui/agents/{}/auto-patch/run", host.id),
+        format!("/ui/agents/{}/emergency", host.id),
+        "/ui/vulnerabilities/update-all".into(),
+        format!("/ui/agents/{}/drift/rebase", host.id),
+        "/ui/status-pages".into(),
+        format!("/ui/status-pages/{none}"),
+        "/ui/topology".into(),
+        "/ui/diagrams".into(),
+        format!("/ui/diagrams/{none}"),
         "/logout".into(),
     ];
     let fields = form(&[
@@ -487,6 +497,91 @@ async fn a_form_with_a_misspelt_or_missing_field_is_refused_naming_it(b: Backend
     .expect("post");
     assert_eq!(r.status(), 201);
     assert_eq!(app.count(invitations).await, 1);
+
+    // Every other form reads the same way: a TOTP code's, auto-patch's and the emergency
+    // menu's (read by `Act`), forms of repeated names (topology's, a status page's: only
+    // their own names), and the forms that need no session (sign-in, a reset token's).
+    let host = crate::agents::register(&app).await;
+    let audit = app.audit_count().await;
+    let zones = "SELECT COUNT(*) FROM topology_zones";
+    let csrf = csrf.as_str();
+    let session_forms = [
+        (
+            "/ui/settings/totp/verify".to_owned(),
+            form(&[("csrf", csrf), ("cod", "123456")]),
+            "cod",
+        ),
+        (
+            format!("/ui/agents/{}/auto-patch", host.id),
+            form(&[("csrf", csrf), ("min_severty", "high")]),
+            "min_severty",
+        ),
+        (
+            format!("/ui/agents/{}/emergency", host.id),
+            form(&[
+                ("csrf", csrf),
+                ("action", "block_ip"),
+                ("target", "203.0.113.7"),
+                ("reason", "r"),
+            ]),
+            "code",
+        ),
+        (
+            "/ui/topology".into(),
+            form(&[
+                ("csrf", csrf),
+                ("action", "add_zone"),
+                ("nmae", "z"),
+                ("kind", "vpc"),
+            ]),
+            "nmae",
+        ),
+        (
+            "/ui/status-pages".into(),
+            form(&[("csrf", csrf), ("slgu", "x"), ("title", "t")]),
+            "slgu",
+        ),
+    ];
+    for (path, fields, named) in session_forms {
+        let r = web
+            .post(format!("{}{path}", app.base))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(fields)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(r.status(), 422, "{path}");
+        let page = r.text().await.expect("html");
+        assert!(page.contains(&format!("{named}: ")), "{path}: {page}");
+    }
+    for (path, fields, named) in [
+        (
+            "/login",
+            form(&[("emial", OWNER_EMAIL), ("password", OWNER_PASSWORD)]),
+            "emial",
+        ),
+        (
+            "/reset-password",
+            form(&[("tokn", "x"), ("password", "a fine password")]),
+            "tokn",
+        ),
+    ] {
+        let r = web
+            .post(format!("{}{path}", app.base))
+            .header("origin", app.base.clone())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(fields)
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(r.status(), 422, "{path}");
+        assert!(r.headers().get("set-cookie").is_none(), "{path}: no session");
+        let page = r.text().await.expect("html");
+        assert!(page.contains(&format!("{named}: ")), "{path}: {page}");
+    }
+    assert_eq!(app.audit_count().await, audit, "nothing was written");
+    assert_eq!(app.count(zones).await, 0);
 }
 
 /// CONTRACT 33: the sign-in page says where the first start's generated password is only

@@ -78,7 +78,7 @@ pub async fn audit_log(
     user: WebUser,
     Query(f): Query<AuditFilter>,
 ) -> Response {
-    if let Err(e) = allowed(&user, trusthub_core::Role::Admin, None) {
+    if let Err(e) = allowed(&user, trusthub_core::Role::Admin) {
         return e.into_response();
     }
     let since = match f.since.trim() {

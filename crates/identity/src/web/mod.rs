@@ -69,7 +69,8 @@ pub struct WebUser {
 
 impl WebUser {
     /// The form's CSRF token checked (when given), then this user as the typed role a
-    /// service takes (`user.act(Admin::of, Some(&form.csrf))`).
+    /// service takes (`user.act(Admin::of, None)` on a page without a form; [`Act`] for
+    /// forms).
     pub fn act<R>(
         &self,
         of: fn(&Principal) -> Result<R, ApiError>,
@@ -191,11 +192,8 @@ impl From<&WebUser> for UserBar {
     }
 }
 
-/// Whether `user` may do what needs `role`; with `csrf`, a form's token is checked first.
+/// Whether `user` may do what needs `role` (a form's CSRF token is [`Act`]'s to check).
 /// The server's refusal behind every hidden control.
-pub fn allowed(user: &WebUser, role: Role, csrf: Option<&str>) -> Result<(), ApiError> {
-    if let Some(csrf) = csrf {
-        user.check_csrf(csrf)?;
-    }
+pub fn allowed(user: &WebUser, role: Role) -> Result<(), ApiError> {
     crate::auth::check_role(&user.principal, role)
 }

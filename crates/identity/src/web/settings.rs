@@ -5,7 +5,7 @@
 
 use super::{ASSETS, Assets, Flash, WebUser, form_error, qr};
 use super::{Act, NoFields};
-use super::{UserBar, ago, allowed};
+use super::{UserBar, ago};
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
@@ -157,10 +157,8 @@ pub async fn change_password(
 /// `POST /ui/settings/totp/setup`: a new secret, shown as a QR code and as text.
 pub async fn totp_setup(
     State(state): State<AppState>,
-    user: WebUser,
-    axum::Form(f): axum::Form<super::CsrfForm>,
+    Act { user, .. }: Act<Viewer, NoFields>,
 ) -> PageResult {
-    allowed(&user, Role::Viewer, Some(&f.csrf))?;
     match totp::setup_by(&state, &SessionUser(user.principal.clone())).await {
         Ok(s) => {
             let enrolment =
@@ -182,17 +180,15 @@ pub async fn totp_setup(
     }
 }
 
-/// A form carrying a TOTP code.
+/// A form carrying a TOTP code (its CSRF token checked by [`Act`]).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CodeForm {
-    #[serde(default)]
-    csrf: String,
     code: String,
 }
 
-/// The TOTP forms: checks the CSRF token, hands the code to `call` (the identity service,
-/// which checks it), then shows the page with the recovery codes `call` made (if any) and `notice`,
-/// or the refusal.
+/// The TOTP forms: hands the code to `call` (the identity service, which checks it), then
+/// shows the page with the recovery codes `call` made (if any) and `notice`, or the refusal.
 async fn with_code<Fut>(
     state: &AppState,
     user: &WebUser,
@@ -203,7 +199,6 @@ async fn with_code<Fut>(
 where
     Fut: std::future::Future<Output = ApiResult<Vec<String>>>,
 {
-    allowed(user, Role::Viewer, Some(&f.csrf))?;
     let req = totp::CodeRequest {
         code: f.code.trim().to_owned(),
     };
@@ -227,8 +222,7 @@ where
 pub async fn totp_verify(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<CodeForm>,
+    Act { user, form: f, .. }: Act<Viewer, CodeForm>,
 ) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
@@ -244,8 +238,7 @@ pub async fn totp_verify(
 pub async fn totp_disable(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<CodeForm>,
+    Act { user, form: f, .. }: Act<Viewer, CodeForm>,
 ) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
@@ -260,8 +253,7 @@ pub async fn totp_disable(
 pub async fn recovery_codes(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(f): axum::Form<CodeForm>,
+    Act { user, form: f, .. }: Act<Viewer, CodeForm>,
 ) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {

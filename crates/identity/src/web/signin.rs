@@ -106,8 +106,9 @@ pub async fn login_form(State(state): State<AppState>, Query(q): Query<Next>) ->
     html(page.render(), StatusCode::OK)
 }
 
-/// The sign-in form.
+/// The sign-in form (either step), read strictly ([`parse_form`]).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoginForm {
     email: String,
     #[serde(default)]
@@ -179,7 +180,7 @@ pub async fn login(
     meta: Meta,
     headers: axum::http::HeaderMap,
     Query(next): Query<Next>,
-    axum::Form(form): axum::Form<LoginForm>,
+    body: axum::body::Bytes,
 ) -> Response {
     // Login CSRF: a sign-in posted from another site is refused, and starts no session.
     if !crate::auth::posted_from_here(&headers) {
@@ -188,6 +189,10 @@ pub async fn login(
         )
         .into_response();
     }
+    let form: LoginForm = match parse_form(&body) {
+        Ok(form) => form,
+        Err(e) => return e.into_response(),
+    };
     let code = form.totp_code.as_deref().filter(|c| !c.trim().is_empty());
     let file_hint = password_file(&state).await;
     let page = |error: String, email: String, pending: String, status: StatusCode| {
@@ -299,12 +304,8 @@ pub async fn login(
 pub async fn logout(
     State(state): State<AppState>,
     meta: Meta,
-    user: WebUser,
-    axum::Form(form): axum::Form<CsrfForm>,
+    Act { user, .. }: Act<crate::auth::Viewer, NoFields>,
 ) -> Response {
-    if let Err(refused) = user.check_csrf(&form.csrf) {
-        return refused.into_response();
-    }
     let p = &user.principal;
     let crate::auth::Credential::Session { session_id } = p.credential else {
         return Redirect::to("/login").into_response();

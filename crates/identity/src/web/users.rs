@@ -2,7 +2,7 @@
 //! mail links to. Changes go through the API's own handlers (same rules: the last owner
 //! stays, removed users lose their sessions and tokens, everything audited).
 
-use super::{ASSETS, Assets, Flash, WebUser, form_error, html};
+use super::{ASSETS, Assets, Flash, WebUser, form_error, html, parse_form};
 use super::{Act, NoFields};
 use super::{UserBar, allowed};
 use crate::auth::Owner;
@@ -58,7 +58,7 @@ async fn page(
     flash: Flash,
     status: StatusCode,
 ) -> PageResult {
-    allowed(user, Role::Owner, None)?;
+    allowed(user, Role::Owner)?;
     let p = &user.principal;
     let list = users::list_by(state, &Owner::of(p)?).await?;
     let pending = invitations::list_by(state, &Owner::of(p)?).await?;
@@ -221,8 +221,9 @@ pub struct TokenQuery {
     token: String,
 }
 
-/// The token and the password chosen.
+/// The token and the password chosen (no session: read strictly by [`parse_form`]).
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TokenPasswordForm {
     token: String,
     password: String,
@@ -277,8 +278,9 @@ fn token_refused(invite: bool, token: String, e: ApiError) -> Response {
 pub async fn accept_invite(
     State(state): State<AppState>,
     meta: Meta,
-    axum::Form(f): axum::Form<TokenPasswordForm>,
+    body: axum::body::Bytes,
 ) -> PageResult {
+    let f: TokenPasswordForm = parse_form(&body)?;
     let token = f.token.clone();
     let req = auth::TokenPassword {
         token: f.token,
@@ -300,8 +302,9 @@ pub async fn accept_invite(
 pub async fn reset_password(
     State(state): State<AppState>,
     meta: Meta,
-    axum::Form(f): axum::Form<TokenPasswordForm>,
+    body: axum::body::Bytes,
 ) -> PageResult {
+    let f: TokenPasswordForm = parse_form(&body)?;
     let token = f.token.clone();
     let req = auth::TokenPassword {
         token: f.token,

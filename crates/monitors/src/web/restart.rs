@@ -39,7 +39,7 @@ async fn restart_page(
     flash: Flash,
     status: StatusCode,
 ) -> Response {
-    if let Err(e) = allowed(user, Role::Admin, None) {
+    if let Err(e) = allowed(user, Role::Admin) {
         return e.into_response();
     }
     let p = &user.principal;
