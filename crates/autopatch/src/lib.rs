@@ -9,6 +9,7 @@
 //! fleet's [`trusthub_fleet::agent_ws::ActionHooks`] ([`action_hooks`]); it never reads
 //! another capability's tables.
 
+pub mod emergency;
 pub mod routes;
 pub mod rules;
 pub mod service;

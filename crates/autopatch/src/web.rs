@@ -390,13 +390,13 @@ pub async fn emergency(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, form: f }: Act<Admin, EmergencyForm>,
 ) -> PageResult {
-    let result = crate::routes::emergency::emergency_by(
+    let result = crate::emergency::emergency(
         &state,
         &meta,
         &by,
         &TotpOffer::code(&f.code),
         id,
-        crate::routes::emergency::EmergencyRequest {
+        crate::emergency::EmergencyRequest {
             action: f.action.clone(),
             target: f.target.clone(),
             reason: f.reason.clone(),
@@ -561,7 +561,11 @@ pub struct UpdateAllForm {
 pub async fn update_all_send(
     State(state): State<AppState>,
     meta: Meta,
-    Act { by: admin, user, form: f }: Act<Admin, UpdateAllForm>,
+    Act {
+        by: admin,
+        user,
+        form: f,
+    }: Act<Admin, UpdateAllForm>,
 ) -> PageResult {
     let now = trusthub_platform::state::now();
     let result = async {

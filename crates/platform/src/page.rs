@@ -578,7 +578,9 @@ mod tests {
             parse_form::<FormPairs>(b"path=%2Fetc%2Fa&path=/etc/b&reason=r").expect("pairs");
         assert_eq!(pairs.all("path"), ["/etc/a", "/etc/b"]);
         assert_eq!(pairs.get("reason"), "r");
-        let pairs = pairs.only(&["path", "reason"]).expect("the form's own names");
+        let pairs = pairs
+            .only(&["path", "reason"])
+            .expect("the form's own names");
         assert_eq!(
             field_of(pairs.only(&["paths", "reason"]).expect_err("misspelt")),
             "path"

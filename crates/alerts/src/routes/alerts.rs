@@ -5,7 +5,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Meta, Path, Query};
 use crate::openapi::api_routes;
-pub use crate::service::alerts::*;
+use crate::service::alerts::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,7 +26,7 @@ pub(crate) async fn list(
     by: Viewer,
     Query(q): Query<AlertQuery>,
 ) -> ApiResult<axum::Json<Vec<AlertView>>> {
-    list_by(&state, &by, q).await.map(axum::Json)
+    service::list(&state, &by, q).await.map(axum::Json)
 }
 
 /// One alert.
@@ -37,7 +37,7 @@ pub(crate) async fn get_alert(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AlertView>> {
-    get_alert_by(&state, &by, id).await.map(axum::Json)
+    service::get_alert(&state, &by, id).await.map(axum::Json)
 }
 
 /// Resolve an alert (operator); `alert.resolved` goes to matching webhooks. Resolving a
@@ -51,5 +51,7 @@ pub(crate) async fn resolve(
     Operator(p): Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AlertView>> {
-    resolve_by(&state, &meta, &p, id).await.map(axum::Json)
+    service::resolve(&state, &meta, &p, id)
+        .await
+        .map(axum::Json)
 }

@@ -6,7 +6,7 @@ use crate::auth::{Admin, Viewer};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
-pub use crate::service::channels::*;
+use crate::service::channels::{self as service, *};
 use crate::service::webhooks::{DeliveryQuery, DeliveryView};
 use crate::state::AppState;
 use axum::extract::State;
@@ -44,7 +44,7 @@ pub(crate) async fn create(
     admin: Admin,
     Json(req): Json<NewChannel>,
 ) -> ApiResult<(StatusCode, axum::Json<ChannelView>)> {
-    let v = create_by(&state, &meta, &admin, req).await?;
+    let v = service::create(&state, &meta, &admin, req).await?;
     Ok((StatusCode::CREATED, axum::Json(v)))
 }
 
@@ -55,7 +55,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<ChannelView>>> {
-    list_by(&state, &by).await.map(axum::Json)
+    service::list(&state, &by).await.map(axum::Json)
 }
 
 /// One notification channel (admin).
@@ -83,7 +83,7 @@ pub(crate) async fn update(
     Path(id): Path<Uuid>,
     Json(patch): Json<ChannelPatch>,
 ) -> ApiResult<axum::Json<ChannelView>> {
-    update_by(&state, &meta, &admin, id, patch)
+    service::update(&state, &meta, &admin, id, patch)
         .await
         .map(axum::Json)
 }
@@ -98,7 +98,7 @@ pub(crate) async fn delete(
     admin: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_by(&state, &meta, &admin, id).await?;
+    service::delete(&state, &meta, &admin, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -111,7 +111,7 @@ pub(crate) async fn test(
     admin: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<(StatusCode, axum::Json<DeliveryView>)> {
-    let d = test_by(&state, &admin, id).await?;
+    let d = service::test(&state, &admin, id).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(d)))
 }
 
@@ -125,7 +125,7 @@ pub(crate) async fn deliveries(
     Path(id): Path<Uuid>,
     Query(q): Query<DeliveryQuery>,
 ) -> ApiResult<axum::Json<Vec<DeliveryView>>> {
-    deliveries_by(&state, &admin, id, q.limit.unwrap_or(100))
+    service::deliveries(&state, &admin, id, q.limit.unwrap_or(100))
         .await
         .map(axum::Json)
 }

@@ -34,8 +34,8 @@ pub struct AlertQuery {
     pub before: Option<Uuid>,
 }
 
-/// The service behind [`get_alert`], for the API and the dashboard alike.
-pub async fn get_alert_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AlertView> {
+/// The service behind the `get_alert` handler, for the API and the dashboard alike.
+pub async fn get_alert(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AlertView> {
     let mut c = state.db.conn().await?;
     let a = alerts::get(&mut c, by.0.tenant(), id)
         .await?
@@ -46,7 +46,7 @@ pub async fn get_alert_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<
 /// Resolves alert `id` of `p`'s tenant as `p` (the API and the dashboard): audited, the
 /// app's red marker cleared, `alert.resolved` queued for matching webhooks. A resolved
 /// alert is answered unchanged.
-pub(crate) async fn resolve_by(
+pub(crate) async fn resolve(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,
@@ -81,7 +81,7 @@ pub(crate) async fn resolve_by(
 }
 
 /// The service behind the `list` handler, for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Viewer, q: AlertQuery) -> ApiResult<Vec<AlertView>> {
+pub async fn list(state: &AppState, by: &Viewer, q: AlertQuery) -> ApiResult<Vec<AlertView>> {
     let p = &by.0;
     if let Some(s) = &q.severity
         && Severity::parse(s).is_none()

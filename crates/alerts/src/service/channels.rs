@@ -219,7 +219,7 @@ pub(crate) async fn load(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult
 }
 
 /// Creates a channel for the admin's tenant; audited.
-pub async fn create_by(
+pub async fn create(
     state: &AppState,
     meta: &Meta,
     admin: &Admin,
@@ -245,7 +245,7 @@ pub async fn create_by(
 }
 
 /// The tenant's channels.
-pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<ChannelView>> {
+pub async fn list(state: &AppState, by: &Viewer) -> ApiResult<Vec<ChannelView>> {
     let mut c = state.db.conn().await?;
     Ok(crate::store::channels::list(&mut c, by.0.tenant())
         .await?
@@ -255,7 +255,7 @@ pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<ChannelView
 }
 
 /// Changes a channel: only the fields sent, checked like at creation; audited.
-pub async fn update_by(
+pub async fn update(
     state: &AppState,
     meta: &Meta,
     admin: &Admin,
@@ -325,7 +325,7 @@ pub(crate) fn unsealed_input(c: &Config) -> Value {
 }
 
 /// Deletes a channel and its deliveries; audited.
-pub async fn delete_by(state: &AppState, meta: &Meta, admin: &Admin, id: Uuid) -> ApiResult<()> {
+pub async fn delete(state: &AppState, meta: &Meta, admin: &Admin, id: Uuid) -> ApiResult<()> {
     let p = &admin.0;
     let mut tx = state.db.begin().await?;
     let Some(ch) = crate::store::channels::get(&mut tx, p.tenant(), id).await? else {
@@ -346,7 +346,7 @@ pub async fn delete_by(state: &AppState, meta: &Meta, admin: &Admin, id: Uuid) -
 
 /// Queues a test message to the channel (an `alert.created`-shaped body about no real
 /// alert, event `test`); the answer is the delivery, which the deliverer sends at once.
-pub async fn test_by(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult<DeliveryView> {
+pub async fn test(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult<DeliveryView> {
     let p = &admin.0;
     let ch = load(state, admin, id).await?;
     let now = now();
@@ -394,7 +394,7 @@ pub async fn test_by(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult<Del
 }
 
 /// A channel's deliveries, newest first.
-pub async fn deliveries_by(
+pub async fn deliveries(
     state: &AppState,
     admin: &Admin,
     id: Uuid,

@@ -168,7 +168,7 @@ pub async fn alert(
         Err(e) => return e.into_response(),
     };
     let now = now();
-    match crate::routes::alerts::get_alert_by(&state, &viewer, id).await {
+    match crate::service::alerts::get_alert(&state, &viewer, id).await {
         Ok(a) => html(
             AlertPage {
                 assets: &ASSETS,
@@ -198,7 +198,7 @@ pub async fn resolve_alert(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    match crate::routes::alerts::resolve_by(&state, &meta, &user.principal, id).await {
+    match crate::service::alerts::resolve(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/alerts").into_response(),
         Err(e) => e.into_response(),
     }

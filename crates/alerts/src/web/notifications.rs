@@ -5,7 +5,7 @@
 use super::*;
 use crate::auth::{Admin, Viewer};
 use crate::extract::Meta;
-use crate::routes::channels::{self, NewChannel};
+use crate::service::channels::{self, NewChannel};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -75,7 +75,7 @@ async fn page(
         Err(e) => return e.into_response(),
     };
     let can_edit = user.principal.has_role(Role::Admin);
-    let listed = channels::list_by(state, &viewer).await;
+    let listed = channels::list(state, &viewer).await;
     let admin = Admin::of(&user.principal).ok();
     let now = now();
     let mut rows = Vec::new();
@@ -83,7 +83,7 @@ async fn page(
         Ok(list) => {
             for c in list {
                 let last = match &admin {
-                    Some(a) => match channels::deliveries_by(state, a, c.id, 1).await {
+                    Some(a) => match channels::deliveries(state, a, c.id, 1).await {
                         Ok(d) => d
                             .first()
                             .map(|d| {
@@ -184,7 +184,7 @@ pub async fn create(
         min_severity: Some(f.min_severity).filter(|s| !s.is_empty()),
         agent_filter: None,
     };
-    match channels::create_by(&state, &meta, &admin, req).await {
+    match channels::create(&state, &meta, &admin, req).await {
         Ok(c) => {
             let notice = format!("Channel “{}” added. Send a test to see it arrive.", c.name);
             let secret = c.secret.clone();
@@ -213,7 +213,7 @@ pub async fn test(
         by: admin, user, ..
     }: Act<Admin, NoFields>,
 ) -> Response {
-    match channels::test_by(&state, &admin, id).await {
+    match channels::test(&state, &admin, id).await {
         Ok(_) => {
             let notice = "Test message queued; its outcome shows under Last delivery.".to_owned();
             page(&state, &user, Some(notice), None, None, StatusCode::OK).await
@@ -229,7 +229,7 @@ pub async fn delete(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by: admin, .. }: Act<Admin, NoFields>,
 ) -> Response {
-    match channels::delete_by(&state, &meta, &admin, id).await {
+    match channels::delete(&state, &meta, &admin, id).await {
         Ok(()) => Redirect::to("/ui/notifications").into_response(),
         Err(e) => e.into_response(),
     }

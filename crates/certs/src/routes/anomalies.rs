@@ -7,7 +7,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Meta, Path, Query};
 use crate::openapi::api_routes;
-use crate::service::anomalies::{AnomalyQuery, AnomalyView, list_by, resolve_by};
+use crate::service::anomalies::{self as service, AnomalyQuery, AnomalyView};
 use crate::state::AppState;
 use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
@@ -27,7 +27,7 @@ pub(crate) async fn list(
     by: Viewer,
     Query(q): Query<AnomalyQuery>,
 ) -> ApiResult<axum::Json<Vec<AnomalyView>>> {
-    list_by(&state, &by, q).await.map(axum::Json)
+    service::list(&state, &by, q).await.map(axum::Json)
 }
 
 /// Resolve an anomaly (operator): it leaves the open list, its alert is resolved too.
@@ -41,5 +41,7 @@ pub(crate) async fn resolve(
     by: Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AnomalyView>> {
-    resolve_by(&state, &meta, &by, id).await.map(axum::Json)
+    service::resolve(&state, &meta, &by, id)
+        .await
+        .map(axum::Json)
 }

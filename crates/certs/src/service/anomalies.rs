@@ -157,11 +157,7 @@ pub struct AnomalyQuery {
 }
 
 /// The service behind `list`, for the API and the dashboard alike.
-pub async fn list_by(
-    state: &AppState,
-    by: &Viewer,
-    q: AnomalyQuery,
-) -> ApiResult<Vec<AnomalyView>> {
+pub async fn list(state: &AppState, by: &Viewer, q: AnomalyQuery) -> ApiResult<Vec<AnomalyView>> {
     let p = &by.0;
     let include = match q.include_resolved.as_deref() {
         None | Some("0") => false,
@@ -177,7 +173,7 @@ pub async fn list_by(
 }
 
 /// The service behind `resolve`, for the API and the dashboard alike.
-pub async fn resolve_by(
+pub async fn resolve(
     state: &AppState,
     meta: &Meta,
     by: &Operator,

@@ -57,7 +57,7 @@ async fn page(
     status: StatusCode,
 ) -> PageResult {
     let p = &user.principal;
-    let list = api::list_by(
+    let list = api::list(
         state,
         &Viewer::of(p)?,
         AnomalyQuery {
@@ -115,7 +115,7 @@ pub async fn resolve(
     Act { by, user, .. }: Act<Operator, NoFields>,
 ) -> PageResult {
     match super::outcome(
-        api::resolve_by(&state, &meta, &by, id).await,
+        api::resolve(&state, &meta, &by, id).await,
         "Resolved; its alert is resolved too.",
         StatusCode::OK,
     ) {

@@ -6,16 +6,15 @@ use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Path, Query};
 use crate::openapi::api_routes;
-use crate::service::actions::LogEntryView;
-use crate::state::{AppState, now};
-use crate::store::actions::{self, Action};
+use crate::service::actions::{self as service, ActionView, LogEntryView, LogHead, LogQuery};
+use crate::state::AppState;
+use crate::store::actions;
 use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::response::Response;
-use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
+use serde::Deserialize;
 use trusthub_store::TenantId;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
@@ -55,80 +54,6 @@ pub(crate) async fn agent_socket(
         .on_upgrade(move |socket| crate::agent_ws::serve(state, id, tenant, socket)))
 }
 
-/// An action record (CONTRACT 5).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ActionView {
-    /// The token's nonce.
-    pub jti: String,
-    /// `restart_app`, ...
-    pub act: String,
-    /// Agent.
-    pub agent_id: Uuid,
-    /// App, for restarts.
-    pub app_id: Option<Uuid>,
-    /// `dispatched`, `succeeded`, `failed` (non-zero exit, or refused by the agent) or
-    /// `expired` (no result before the token's `exp`).
-    pub status: String,
-    /// Exit code.
-    pub exit_code: Option<i64>,
-    /// Output (at most 64 KiB).
-    pub stdout: Option<String>,
-    /// Errors (at most 64 KiB).
-    pub stderr: Option<String>,
-    /// Why the agent refused it.
-    pub refused_reason: Option<String>,
-    /// `user:<id>`.
-    pub requested_by: String,
-    /// Why.
-    pub reason: String,
-    /// Requested.
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    /// The token's expiry.
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
-    /// Result time.
-    #[serde(with = "time::serde::rfc3339::option")]
-    #[schema(value_type = Option<String>, format = DateTime)]
-    pub finished_at: Option<OffsetDateTime>,
-}
-
-impl From<Action> for ActionView {
-    fn from(a: Action) -> Self {
-        let expired = a.status == actions::status::DISPATCHED && a.expires_at <= now();
-        ActionView {
-            jti: a.jti,
-            act: a.act,
-            agent_id: a.agent_id,
-            app_id: a.app_id,
-            status: if expired {
-                actions::status::EXPIRED.into()
-            } else {
-                a.status
-            },
-            exit_code: a.exit_code,
-            stdout: a.stdout,
-            stderr: a.stderr,
-            refused_reason: a.refused_reason,
-            requested_by: a.requested_by,
-            reason: a.reason,
-            created_at: a.created_at,
-            expires_at: a.expires_at,
-            finished_at: a.finished_at,
-        }
-    }
-}
-
-/// The service behind [`get_action`], for the API and the dashboard alike.
-pub async fn get_action_by(state: &AppState, by: &Viewer, jti: String) -> ApiResult<ActionView> {
-    let p = &by.0;
-    let mut c = state.db.conn().await?;
-    let a = actions::get(&mut c, p.tenant(), &jti)
-        .await?
-        .ok_or(ApiError::NotFound("action"))?;
-    Ok(a.into())
-}
-
 /// One action.
 #[utoipa::path(get, path = "/actions/{jti}", tag = "actions", params(("jti" = String, Path, description = "The token's jti")),
     responses((status = 200, body = ActionView), (status = 404, body = Problem)))]
@@ -137,7 +62,7 @@ pub(crate) async fn get_action(
     by: Viewer,
     Path(jti): Path<String>,
 ) -> ApiResult<axum::Json<ActionView>> {
-    get_action_by(&state, &by, jti).await.map(axum::Json)
+    service::get_action(&state, &by, jti).await.map(axum::Json)
 }
 
 /// Action filters.
@@ -174,39 +99,6 @@ pub(crate) async fn list_actions(
     ))
 }
 
-/// Paging of the log.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct LogQuery {
-    /// Entries after this seq (default 0: from the start).
-    pub since_seq: Option<i64>,
-    /// Page size, 1 to 1000 (default 1000).
-    #[param(minimum = 1, maximum = 1000)]
-    pub limit: Option<i64>,
-}
-
-/// The service behind [`transparency_log`], for the API and the dashboard alike.
-pub async fn transparency_log_by(
-    state: &AppState,
-    by: &Viewer,
-    q: LogQuery,
-) -> ApiResult<Vec<LogEntryView>> {
-    let p = &by.0;
-    let limit = q.limit.unwrap_or(1000);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
-    }
-    let mut c = state.db.conn().await?;
-    Ok(
-        actions::log_since(&mut c, p.tenant(), q.since_seq.unwrap_or(0).max(0), limit)
-            .await?
-            .into_iter()
-            .map(LogEntryView::from)
-            .collect(),
-    )
-}
-
 /// The tenant's transparency log, oldest first (append-only in the schema).
 #[utoipa::path(get, path = "/transparency-log", tag = "actions", params(LogQuery),
     responses((status = 200, body = Vec<LogEntryView>)))]
@@ -215,50 +107,9 @@ pub(crate) async fn transparency_log(
     by: Viewer,
     Query(q): Query<LogQuery>,
 ) -> ApiResult<axum::Json<Vec<LogEntryView>>> {
-    transparency_log_by(&state, &by, q).await.map(axum::Json)
-}
-
-/// The signed head of the log.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct LogHead {
-    /// The newest seq (0 when empty).
-    pub seq: i64,
-    /// Its entry hash (64 zeros when empty).
-    pub entry_hash: String,
-    /// Base64 Ed25519 signature over the bytes of `entry_hash` as hex text.
-    pub signature: String,
-    /// The hub's Ed25519 public key (the one agents pin for EATs), hex.
-    pub public_key_hex: String,
-}
-
-/// The service behind [`transparency_head`], for the API and the dashboard alike.
-pub async fn transparency_head_by(state: &AppState, by: &Viewer) -> ApiResult<LogHead> {
-    let p = &by.0;
-    use ed25519_dalek::Signer;
-    let mut c = state.db.conn().await?;
-    let (seq, hash) = match actions::log_head(&mut c, p.tenant()).await? {
-        Some(e) => (e.seq, e.entry_hash),
-        None => (0, trusthub_core::canonical::GENESIS_HASH.to_owned()),
-    };
-    let signature = data_encoding::BASE64.encode(
-        &state
-            .part::<crate::service::actions::EatKey>()
-            .0
-            .sign(hash.as_bytes())
-            .to_bytes(),
-    );
-    Ok(LogHead {
-        seq,
-        entry_hash: hash,
-        signature,
-        public_key_hex: trusthub_core::secret::hex(
-            state
-                .part::<crate::service::actions::EatKey>()
-                .0
-                .verifying_key()
-                .as_bytes(),
-        ),
-    })
+    service::transparency_log(&state, &by, q)
+        .await
+        .map(axum::Json)
 }
 
 /// The signed tree head (CONTRACT 5a), signed with the hub's Ed25519 key.
@@ -267,5 +118,7 @@ pub(crate) async fn transparency_head(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<LogHead>> {
-    transparency_head_by(&state, &by).await.map(axum::Json)
+    service::transparency_head(&state, &by)
+        .await
+        .map(axum::Json)
 }

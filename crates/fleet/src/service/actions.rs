@@ -2,17 +2,18 @@
 //! hub's EAT key, preparing an action for a host, recording it in the transparency log and
 //! dispatching it over the host's WebSocket.
 
+use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
 use crate::state::{AppState, now};
-use crate::store::actions;
-use serde::Serialize;
+use crate::store::actions::{self, Action};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
 use trusthub_core::canonical::LogEntry;
 use trusthub_core::eat::{self, Claims};
 use trusthub_store::TenantId;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 /// The hub's Ed25519 key for emergency action tokens (CONTRACT 5); agents pin its public
@@ -295,4 +296,145 @@ impl From<LogEntry> for LogEntryView {
             created_at: e.created_at,
         }
     }
+}
+
+/// An action record (CONTRACT 5).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionView {
+    /// The token's nonce.
+    pub jti: String,
+    /// `restart_app`, ...
+    pub act: String,
+    /// Agent.
+    pub agent_id: Uuid,
+    /// App, for restarts.
+    pub app_id: Option<Uuid>,
+    /// `dispatched`, `succeeded`, `failed` (non-zero exit, or refused by the agent) or
+    /// `expired` (no result before the token's `exp`).
+    pub status: String,
+    /// Exit code.
+    pub exit_code: Option<i64>,
+    /// Output (at most 64 KiB).
+    pub stdout: Option<String>,
+    /// Errors (at most 64 KiB).
+    pub stderr: Option<String>,
+    /// Why the agent refused it.
+    pub refused_reason: Option<String>,
+    /// `user:<id>`.
+    pub requested_by: String,
+    /// Why.
+    pub reason: String,
+    /// Requested.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// The token's expiry.
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// Result time.
+    #[serde(with = "time::serde::rfc3339::option")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<OffsetDateTime>,
+}
+
+impl From<Action> for ActionView {
+    fn from(a: Action) -> Self {
+        let expired = a.status == actions::status::DISPATCHED && a.expires_at <= now();
+        ActionView {
+            jti: a.jti,
+            act: a.act,
+            agent_id: a.agent_id,
+            app_id: a.app_id,
+            status: if expired {
+                actions::status::EXPIRED.into()
+            } else {
+                a.status
+            },
+            exit_code: a.exit_code,
+            stdout: a.stdout,
+            stderr: a.stderr,
+            refused_reason: a.refused_reason,
+            requested_by: a.requested_by,
+            reason: a.reason,
+            created_at: a.created_at,
+            expires_at: a.expires_at,
+            finished_at: a.finished_at,
+        }
+    }
+}
+
+/// One action of the tenant (viewer), for `GET /actions/{jti}` and the dashboard.
+pub async fn get_action(state: &AppState, by: &Viewer, jti: String) -> ApiResult<ActionView> {
+    let p = &by.0;
+    let mut c = state.db.conn().await?;
+    let a = actions::get(&mut c, p.tenant(), &jti)
+        .await?
+        .ok_or(ApiError::NotFound("action"))?;
+    Ok(a.into())
+}
+
+/// Paging of the log.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct LogQuery {
+    /// Entries after this seq (default 0: from the start).
+    pub since_seq: Option<i64>,
+    /// Page size, 1 to 1000 (default 1000).
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<i64>,
+}
+
+/// The tenant's transparency log from `q.since_seq` (viewer), oldest first.
+pub async fn transparency_log(
+    state: &AppState,
+    by: &Viewer,
+    q: LogQuery,
+) -> ApiResult<Vec<LogEntryView>> {
+    let p = &by.0;
+    let limit = q.limit.unwrap_or(1000);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
+    }
+    let mut c = state.db.conn().await?;
+    Ok(
+        actions::log_since(&mut c, p.tenant(), q.since_seq.unwrap_or(0).max(0), limit)
+            .await?
+            .into_iter()
+            .map(LogEntryView::from)
+            .collect(),
+    )
+}
+
+/// The signed head of the log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogHead {
+    /// The newest seq (0 when empty).
+    pub seq: i64,
+    /// Its entry hash (64 zeros when empty).
+    pub entry_hash: String,
+    /// Base64 Ed25519 signature over the bytes of `entry_hash` as hex text.
+    pub signature: String,
+    /// The hub's Ed25519 public key (the one agents pin for EATs), hex.
+    pub public_key_hex: String,
+}
+
+/// The signed head of the tenant's transparency log (viewer).
+pub async fn transparency_head(state: &AppState, by: &Viewer) -> ApiResult<LogHead> {
+    let p = &by.0;
+    use ed25519_dalek::Signer;
+    let mut c = state.db.conn().await?;
+    let (seq, hash) = match actions::log_head(&mut c, p.tenant()).await? {
+        Some(e) => (e.seq, e.entry_hash),
+        None => (0, trusthub_core::canonical::GENESIS_HASH.to_owned()),
+    };
+    let signature =
+        data_encoding::BASE64.encode(&state.part::<EatKey>().0.sign(hash.as_bytes()).to_bytes());
+    Ok(LogHead {
+        seq,
+        entry_hash: hash,
+        signature,
+        public_key_hex: trusthub_core::secret::hex(
+            state.part::<EatKey>().0.verifying_key().as_bytes(),
+        ),
+    })
 }

@@ -5,7 +5,7 @@ use super::{ASSETS, Assets, WebUser};
 use super::{UserBar, ago};
 use crate::auth::Viewer;
 use crate::error::ApiResult;
-use crate::routes::actions::{self as api, ActionView, LogQuery};
+use crate::service::actions::{self as api, ActionView, LogQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -67,7 +67,7 @@ struct ActionLive {
 }
 
 async fn load(state: &AppState, user: &WebUser, jti: String) -> ApiResult<ActionFacts> {
-    let a = api::get_action_by(state, &Viewer::of(&user.principal)?, jti).await?;
+    let a = api::get_action(state, &Viewer::of(&user.principal)?, jti).await?;
     Ok(a.into())
 }
 
@@ -149,10 +149,10 @@ pub async fn transparency(
     axum::extract::Query(q): axum::extract::Query<LogPage>,
 ) -> PageResult {
     let p = &user.principal;
-    let head = api::transparency_head_by(&state, &Viewer::of(p)?).await?;
+    let head = api::transparency_head(&state, &Viewer::of(p)?).await?;
     let upto = q.before.map_or(head.seq, |b| b.min(head.seq)).max(0);
     let from = (upto - PAGE).max(0);
-    let list = api::transparency_log_by(
+    let list = api::transparency_log(
         &state,
         &Viewer::of(p)?,
         LogQuery {

@@ -163,13 +163,9 @@ pub async fn inventory(
         .map(|(_, n)| *n)
         .ok_or(ApiError::NotFound("inventory slice"))?;
     let host = hostname(&state, &user, id).await?;
-    let v = api::inventory::inventory_slice_by(
-        &state,
-        &Viewer::of(&user.principal)?,
-        id,
-        slice.clone(),
-    )
-    .await?;
+    let v =
+        api::inventory::inventory_slice(&state, &Viewer::of(&user.principal)?, id, slice.clone())
+            .await?;
     let items = v.as_array().cloned().unwrap_or_default();
     let p = DataPage {
         assets: &ASSETS,
@@ -193,7 +189,7 @@ pub async fn processes(
     axum::extract::Query(f): axum::extract::Query<Filter>,
 ) -> PageResult {
     let host = hostname(&state, &user, id).await?;
-    let v = api::inventory::processes_by(&state, &Viewer::of(&user.principal)?, id).await?;
+    let v = api::inventory::processes(&state, &Viewer::of(&user.principal)?, id).await?;
     // A program is shown by the name it was started with (`redis-server`, a symlink), its
     // binary beside it (`redis-check-rdb`) — CONTRACT 33.
     let rows: Vec<Value> = v
@@ -298,8 +294,8 @@ async fn admin_page(
             .await?
             .ok_or(ApiError::NotFound("agent"))?
     };
-    let g = api::governance::get_governance_by(state, &Viewer::of(p)?, id).await?;
-    let certs = api::certs::client_certs_of_by(state, &Viewer::of(p)?, id).await?;
+    let g = api::governance::get_governance(state, &Viewer::of(p)?, id).await?;
+    let certs = api::certs::client_certs_of(state, &Viewer::of(p)?, id).await?;
     let now = now();
     let page = AdminPage {
         assets: &ASSETS,
@@ -453,7 +449,7 @@ pub async fn governance(
         effective_actions: None,
     };
     match super::outcome(
-        api::governance::put_governance_by(&state, &meta, &by, id, req).await,
+        api::governance::put_governance(&state, &meta, &by, id, req).await,
         "Saved; the agent picks it up at its next heartbeat.",
         StatusCode::OK,
     ) {
@@ -470,7 +466,7 @@ pub async fn rotate_token(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<Admin, NoFields>,
 ) -> PageResult {
-    match api::rotation::rotate_token_by(&state, &meta, &by, id).await {
+    match api::rotation::rotate_token(&state, &meta, &by, id).await {
         Ok(t) => {
             admin_page(
                 &state,
@@ -497,7 +493,7 @@ pub async fn rotate_signing_key(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<Admin, NoFields>,
 ) -> PageResult {
-    match api::rotation::rotate_signing_key_by(&state, &meta, &by, id).await {
+    match api::rotation::rotate_signing_key(&state, &meta, &by, id).await {
         Ok(_) => {
             admin_page(
                 &state,
@@ -522,7 +518,7 @@ pub async fn delete(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<Admin, NoFields>,
 ) -> PageResult {
-    match api::records::delete_agent_by(&state, &meta, &by, id).await {
+    match api::records::delete_agent(&state, &meta, &by, id).await {
         Ok(_) => Ok(Redirect::to("/ui/agents").into_response()),
         Err(e) => refused(&state, &user, id, e).await,
     }
@@ -564,7 +560,7 @@ pub async fn revoke_cert(
     Act { by, user, form: f }: Act<Admin, RevokeForm>,
 ) -> PageResult {
     match super::outcome(
-        api::certs::revoke_client_cert_by(
+        api::certs::revoke_client_cert(
             &state,
             &meta,
             &by,

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use crate::openapi::api_routes;
-pub use crate::service::api_tokens::*;
+use crate::service::api_tokens::{self as service, *};
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
@@ -30,7 +30,7 @@ pub(crate) async fn create(
     by: SessionUser,
     Json(req): Json<NewApiToken>,
 ) -> ApiResult<(StatusCode, axum::Json<CreatedApiToken>)> {
-    let t = create_by(&state, &meta, &by, req).await?;
+    let t = service::create(&state, &meta, &by, req).await?;
     Ok((StatusCode::CREATED, axum::Json(t)))
 }
 
@@ -40,7 +40,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<ApiTokenView>>> {
-    list_by(&state, &by).await.map(axum::Json)
+    service::list(&state, &by).await.map(axum::Json)
 }
 
 /// Delete an API token; it stops working at once. Your own, or any of the tenant's for
@@ -53,7 +53,7 @@ pub(crate) async fn delete(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_by(&state, &meta, &by, id)
+    service::delete(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }

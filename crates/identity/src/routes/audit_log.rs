@@ -4,7 +4,7 @@ use crate::auth::Admin;
 use crate::error::{ApiResult, Problem};
 use crate::extract::Query;
 use crate::openapi::api_routes;
-pub use crate::service::audit_log::*;
+use crate::service::audit_log::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
@@ -21,5 +21,5 @@ pub(crate) async fn list(
     by: Admin,
     Query(q): Query<AuditQuery>,
 ) -> ApiResult<axum::Json<Vec<AuditEntry>>> {
-    list_by(&state, &by, q).await.map(axum::Json)
+    service::list(&state, &by, q).await.map(axum::Json)
 }

@@ -4,7 +4,7 @@ use crate::auth::{Credential, SessionUser};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
-pub use crate::service::auth::*;
+use crate::service::auth::{self as service, *};
 use crate::state::AppState;
 use crate::store::sessions;
 use crate::views::UserEnvelope;
@@ -85,7 +85,7 @@ pub(crate) async fn forgot_password(
     meta: Meta,
     Json(req): Json<ForgotPasswordRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<Accepted>)> {
-    forgot_password_by(&state, &meta, req)
+    service::forgot_password(&state, &meta, req)
         .await
         .map(|(status, v)| (status, axum::Json(v)))
 }
@@ -101,7 +101,7 @@ pub(crate) async fn reset_password(
     meta: Meta,
     Json(req): Json<TokenPassword>,
 ) -> ApiResult<StatusCode> {
-    reset_password_by(&state, &meta, req).await
+    service::reset_password(&state, &meta, req).await
 }
 
 /// Accept an invitation: creates the user with the invited role and logs them in.
@@ -116,5 +116,5 @@ pub(crate) async fn accept_invite(
     meta: Meta,
     Json(req): Json<TokenPassword>,
 ) -> ApiResult<Response> {
-    accept_invite_by(&state, &meta, req).await
+    service::accept_invite(&state, &meta, req).await
 }

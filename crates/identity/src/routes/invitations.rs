@@ -4,7 +4,7 @@ use crate::auth::Owner;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
-pub use crate::service::invitations::*;
+use crate::service::invitations::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -28,7 +28,7 @@ pub(crate) async fn create(
     by: Owner,
     Json(req): Json<NewInvitation>,
 ) -> ApiResult<(StatusCode, axum::Json<CreatedInvitation>)> {
-    create_by(&state, &meta, &by, req)
+    service::create(&state, &meta, &by, req)
         .await
         .map(|v| (StatusCode::CREATED, axum::Json(v)))
 }
@@ -40,7 +40,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     by: Owner,
 ) -> ApiResult<axum::Json<Vec<InvitationView>>> {
-    list_by(&state, &by).await.map(axum::Json)
+    service::list(&state, &by).await.map(axum::Json)
 }
 
 /// Revoke a pending invitation (owner).
@@ -52,7 +52,7 @@ pub(crate) async fn revoke(
     by: Owner,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    revoke_by(&state, &meta, &by, id)
+    service::revoke(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }

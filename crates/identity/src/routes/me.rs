@@ -4,7 +4,7 @@ use crate::auth::{Authenticated, Credential, SessionUser};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
-pub use crate::service::me::*;
+use crate::service::me::{self as service, *};
 use crate::state::AppState;
 use crate::store::tenants;
 use crate::views::UserView;
@@ -54,5 +54,5 @@ pub(crate) async fn change_password(
     by: SessionUser,
     Json(req): Json<PasswordChange>,
 ) -> ApiResult<StatusCode> {
-    change_password_by(&state, &meta, &by, req).await
+    service::change_password(&state, &meta, &by, req).await
 }

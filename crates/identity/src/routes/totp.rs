@@ -4,7 +4,7 @@ use crate::auth::SessionUser;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta};
 use crate::openapi::api_routes;
-pub use crate::service::totp::*;
+use crate::service::totp::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -27,7 +27,7 @@ pub(crate) async fn setup(
     State(state): State<AppState>,
     by: SessionUser,
 ) -> ApiResult<axum::Json<TotpSetup>> {
-    setup_by(&state, &by).await.map(axum::Json)
+    service::setup(&state, &by).await.map(axum::Json)
 }
 
 /// Finish enrolment with a code from the app; from now on login asks for a code.
@@ -40,7 +40,9 @@ pub(crate) async fn verify(
     by: SessionUser,
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<TotpStatus>> {
-    verify_by(&state, &meta, &by, req).await.map(axum::Json)
+    service::verify(&state, &meta, &by, req)
+        .await
+        .map(axum::Json)
 }
 
 /// Turn TOTP off; needs a current code.
@@ -52,7 +54,9 @@ pub(crate) async fn disable(
     by: SessionUser,
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<TotpStatus>> {
-    disable_by(&state, &meta, &by, req).await.map(axum::Json)
+    service::disable(&state, &meta, &by, req)
+        .await
+        .map(axum::Json)
 }
 
 /// Make new recovery codes (needs a current TOTP code): ten single-use codes shown once;
@@ -65,7 +69,7 @@ pub(crate) async fn recovery_codes(
     by: SessionUser,
     Json(req): Json<CodeRequest>,
 ) -> ApiResult<axum::Json<RecoveryCodes>> {
-    recovery_codes_by(&state, &meta, &by, req)
+    service::recovery_codes(&state, &meta, &by, req)
         .await
         .map(axum::Json)
 }
@@ -83,7 +87,7 @@ pub(crate) async fn challenge(
     by: SessionUser,
     Json(req): Json<ChallengeRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<ChallengeToken>)> {
-    challenge_by(&state, &meta, &by, req)
+    service::challenge(&state, &meta, &by, req)
         .await
         .map(|(status, v)| (status, axum::Json(v)))
 }

@@ -4,7 +4,7 @@ use crate::auth::Owner;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
-pub use crate::service::users::*;
+use crate::service::users::{self as service, *};
 use crate::state::AppState;
 use crate::views::UserView;
 use axum::extract::State;
@@ -24,7 +24,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     by: Owner,
 ) -> ApiResult<axum::Json<Vec<UserView>>> {
-    list_by(&state, &by).await.map(axum::Json)
+    service::list(&state, &by).await.map(axum::Json)
 }
 
 /// Change a user's role (owner). The tenant always keeps at least one owner (409).
@@ -38,7 +38,7 @@ pub(crate) async fn change_role(
     Path(id): Path<Uuid>,
     Json(req): Json<RoleChange>,
 ) -> ApiResult<axum::Json<UserView>> {
-    change_role_by(&state, &meta, &by, id, req)
+    service::change_role(&state, &meta, &by, id, req)
         .await
         .map(axum::Json)
 }
@@ -54,7 +54,7 @@ pub(crate) async fn remove(
     by: Owner,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_by(&state, &meta, &by, id)
+    service::delete(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }

@@ -108,8 +108,8 @@ pub struct CreatedApiToken {
     pub service: Option<String>,
 }
 
-/// The service behind [`create`], for the API and the dashboard alike.
-pub async fn create_by(
+/// The service behind the `create` handler, for the API and the dashboard alike.
+pub async fn create(
     state: &AppState,
     meta: &Meta,
     by: &SessionUser,
@@ -191,8 +191,8 @@ pub async fn create_by(
     })
 }
 
-/// The service behind [`list`], for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<ApiTokenView>> {
+/// The service behind the `list` handler, for the API and the dashboard alike.
+pub async fn list(state: &AppState, by: &Viewer) -> ApiResult<Vec<ApiTokenView>> {
     let p = &by.0;
     let only = (!p.has_role(Role::Admin)).then_some(p.user.id);
     let mut c = state.db.conn().await?;
@@ -200,8 +200,8 @@ pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<ApiTokenVie
     Ok(list.into_iter().map(ApiTokenView::from).collect())
 }
 
-/// The service behind [`delete`], for the API and the dashboard alike.
-pub async fn delete_by(state: &AppState, meta: &Meta, by: &Viewer, id: Uuid) -> ApiResult<()> {
+/// The service behind the `delete` handler, for the API and the dashboard alike.
+pub async fn delete(state: &AppState, meta: &Meta, by: &Viewer, id: Uuid) -> ApiResult<()> {
     let p = &by.0;
     p.may_change()?;
     let only = (!p.has_role(Role::Admin)).then_some(p.user.id);

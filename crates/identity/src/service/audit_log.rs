@@ -78,7 +78,7 @@ impl AuditEntry {
 }
 
 /// The service behind the `list` handler, for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Admin, q: AuditQuery) -> ApiResult<Vec<AuditEntry>> {
+pub async fn list(state: &AppState, by: &Admin, q: AuditQuery) -> ApiResult<Vec<AuditEntry>> {
     let p = &by.0;
     let since = q
         .since

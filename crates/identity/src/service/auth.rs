@@ -264,9 +264,9 @@ pub struct TokenPassword {
     pub password: String,
 }
 
-/// The service behind [`reset_password`], for the API and the dashboard alike (the token
+/// The service behind the `reset_password` handler, for the API and the dashboard alike (the token
 /// is the caller's credential).
-pub async fn reset_password_by(
+pub async fn reset_password(
     state: &AppState,
     meta: &Meta,
     req: TokenPassword,
@@ -302,9 +302,9 @@ pub async fn reset_password_by(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The service behind [`accept_invite`], for the API and the dashboard alike (the token
+/// The service behind the `accept_invite` handler, for the API and the dashboard alike (the token
 /// is the caller's credential): the answer carries the new session's cookie.
-pub async fn accept_invite_by(
+pub async fn accept_invite(
     state: &AppState,
     meta: &Meta,
     req: TokenPassword,
@@ -346,7 +346,7 @@ pub async fn accept_invite_by(
 }
 
 /// The service behind the `forgot_password` handler, for the API and the dashboard alike.
-pub async fn forgot_password_by(
+pub async fn forgot_password(
     state: &AppState,
     meta: &Meta,
     req: ForgotPasswordRequest,

@@ -85,8 +85,8 @@ impl From<Invitation> for InvitationView {
     }
 }
 
-/// The service behind [`create`], for the API and the dashboard alike.
-pub async fn create_by(
+/// The service behind the `create` handler, for the API and the dashboard alike.
+pub async fn create(
     state: &AppState,
     meta: &Meta,
     by: &Owner,
@@ -176,16 +176,16 @@ pub(crate) fn field(name: &str, message: &str) -> crate::error::FieldError {
     crate::error::FieldError::new(name, message)
 }
 
-/// The service behind [`list`], for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Owner) -> ApiResult<Vec<InvitationView>> {
+/// The service behind the `list` handler, for the API and the dashboard alike.
+pub async fn list(state: &AppState, by: &Owner) -> ApiResult<Vec<InvitationView>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     let list = invitations::list_pending(&mut c, p.tenant()).await?;
     Ok(list.into_iter().map(InvitationView::from).collect())
 }
 
-/// The service behind [`revoke`], for the API and the dashboard alike.
-pub async fn revoke_by(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
+/// The service behind the `revoke` handler, for the API and the dashboard alike.
+pub async fn revoke(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
     let p = &by.0;
     let mut tx = state.db.begin().await?;
     if !invitations::delete_pending(&mut tx, p.tenant(), id).await? {

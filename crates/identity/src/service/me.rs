@@ -53,8 +53,8 @@ pub struct PasswordChange {
     pub new_password: String,
 }
 
-/// The service behind [`change_password`], for the API and the dashboard alike.
-pub async fn change_password_by(
+/// The service behind the `change_password` handler, for the API and the dashboard alike.
+pub async fn change_password(
     state: &AppState,
     meta: &Meta,
     by: &SessionUser,

@@ -27,8 +27,8 @@ pub struct TotpSetup {
     pub otpauth_uri: String,
 }
 
-/// The service behind [`setup`], for the API and the dashboard alike.
-pub async fn setup_by(state: &AppState, by: &SessionUser) -> ApiResult<TotpSetup> {
+/// The service behind the `setup` handler, for the API and the dashboard alike.
+pub async fn setup(state: &AppState, by: &SessionUser) -> ApiResult<TotpSetup> {
     let p = by.0.clone();
     if p.user.totp_enabled {
         return Err(ApiError::Conflict(
@@ -98,8 +98,8 @@ pub(crate) async fn new_recovery_codes(
     Ok(codes)
 }
 
-/// The service behind [`verify`], for the API and the dashboard alike.
-pub async fn verify_by(
+/// The service behind the `verify` handler, for the API and the dashboard alike.
+pub async fn verify(
     state: &AppState,
     meta: &Meta,
     by: &SessionUser,
@@ -142,8 +142,8 @@ pub(crate) async fn current_code(
     check_code(state, meta, &p.user, code, StatusCode::FORBIDDEN).await
 }
 
-/// The service behind [`disable`], for the API and the dashboard alike.
-pub async fn disable_by(
+/// The service behind the `disable` handler, for the API and the dashboard alike.
+pub async fn disable(
     state: &AppState,
     meta: &Meta,
     by: &SessionUser,
@@ -163,8 +163,8 @@ pub async fn disable_by(
     })
 }
 
-/// The service behind [`recovery_codes`], for the API and the dashboard alike.
-pub async fn recovery_codes_by(
+/// The service behind the `recovery_codes` handler, for the API and the dashboard alike.
+pub async fn recovery_codes(
     state: &AppState,
     meta: &Meta,
     by: &SessionUser,
@@ -206,7 +206,7 @@ pub struct ChallengeToken {
 }
 
 /// The service behind the `challenge` handler, for the API and the dashboard alike.
-pub async fn challenge_by(
+pub async fn challenge(
     state: &AppState,
     meta: &Meta,
     by: &SessionUser,

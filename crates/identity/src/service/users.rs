@@ -15,8 +15,8 @@ use trusthub_store::audit;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// The service behind [`list`], for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Owner) -> ApiResult<Vec<UserView>> {
+/// The service behind the `list` handler, for the API and the dashboard alike.
+pub async fn list(state: &AppState, by: &Owner) -> ApiResult<Vec<UserView>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     let list = users::list(&mut c, p.tenant()).await?;
@@ -32,8 +32,8 @@ pub struct RoleChange {
     pub role: String,
 }
 
-/// The service behind [`change_role`], for the API and the dashboard alike.
-pub async fn change_role_by(
+/// The service behind the `change_role` handler, for the API and the dashboard alike.
+pub async fn change_role(
     state: &AppState,
     meta: &Meta,
     by: &Owner,
@@ -72,8 +72,8 @@ pub async fn change_role_by(
     Ok(UserView::from(&user))
 }
 
-/// The service behind [`remove`], for the API and the dashboard alike.
-pub async fn delete_by(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
+/// The service behind the `remove` handler, for the API and the dashboard alike.
+pub async fn delete(state: &AppState, meta: &Meta, by: &Owner, id: Uuid) -> ApiResult<()> {
     let p = &by.0;
     let mut tx = state.db.begin().await?;
     let Some(user) = users::get(&mut tx, p.tenant(), id).await? else {

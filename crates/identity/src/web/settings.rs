@@ -9,7 +9,7 @@ use super::{UserBar, ago};
 use crate::auth::{SessionUser, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
-use crate::routes::{api_tokens, me, totp};
+use crate::service::{api_tokens, me, totp};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -73,7 +73,7 @@ async fn page_with(
         .await?
         .ok_or(ApiError::NotFound("user"))?;
     drop(c);
-    let listed = api_tokens::list_by(state, &Viewer::of(p)?).await?;
+    let listed = api_tokens::list(state, &Viewer::of(p)?).await?;
     let emails: std::collections::HashMap<uuid::Uuid, String> = if p.has_role(Role::Admin) {
         let mut c = state.db.conn().await?;
         crate::store::users::list(&mut c, p.tenant())
@@ -148,7 +148,7 @@ pub async fn change_password(
         current_password: f.current_password,
         new_password: f.new_password,
     };
-    match me::change_password_by(&state, &meta, &SessionUser(user.principal.clone()), req).await {
+    match me::change_password(&state, &meta, &SessionUser(user.principal.clone()), req).await {
         Ok(_) => Ok(Redirect::to("/login?changed=password").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
@@ -159,7 +159,7 @@ pub async fn totp_setup(
     State(state): State<AppState>,
     Act { user, .. }: Act<Viewer, NoFields>,
 ) -> PageResult {
-    match totp::setup_by(&state, &SessionUser(user.principal.clone())).await {
+    match totp::setup(&state, &SessionUser(user.principal.clone())).await {
         Ok(s) => {
             let enrolment =
                 qr::svg(&s.otpauth_uri, "QR code of the TOTP secret").map(|qr| Enrolment {
@@ -226,7 +226,7 @@ pub async fn totp_verify(
 ) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
-        totp::verify_by(&state, &meta, &p, req)
+        totp::verify(&state, &meta, &p, req)
             .await
             .map(|s| s.recovery_codes.unwrap_or_default())
     };
@@ -242,7 +242,7 @@ pub async fn totp_disable(
 ) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
-        totp::disable_by(&state, &meta, &p, req)
+        totp::disable(&state, &meta, &p, req)
             .await
             .map(|_| Vec::new())
     };
@@ -257,7 +257,7 @@ pub async fn recovery_codes(
 ) -> PageResult {
     let p = SessionUser(user.principal.clone());
     let call = |req| async {
-        totp::recovery_codes_by(&state, &meta, &p, req)
+        totp::recovery_codes(&state, &meta, &p, req)
             .await
             .map(|r| r.recovery_codes)
     };
@@ -304,7 +304,7 @@ pub async fn create_token(
         expires_at,
         service: None,
     };
-    match api_tokens::create_by(&state, &meta, &SessionUser(user.principal.clone()), req).await {
+    match api_tokens::create(&state, &meta, &SessionUser(user.principal.clone()), req).await {
         Ok(t) => {
             page(
                 &state,
@@ -328,7 +328,7 @@ pub async fn delete_token(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Viewer, NoFields>,
 ) -> PageResult {
-    match api_tokens::delete_by(&state, &meta, &by, id).await {
+    match api_tokens::delete(&state, &meta, &by, id).await {
         Ok(_) => Ok(Redirect::to("/ui/settings").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }

@@ -211,7 +211,7 @@ pub async fn login(
     };
     // The first step (email and password), or the code step's sealed proof of it.
     let checked = match form.pending.as_deref().filter(|p| !p.is_empty()) {
-        Some(pending) => match crate::routes::auth::login_rate_limit(&state, &meta).await {
+        Some(pending) => match crate::service::auth::login_rate_limit(&state, &meta).await {
             Err(e) => Err(e),
             Ok(()) => match open_pending(&state, pending).await {
                 Ok(Some(user)) => Ok(user),
@@ -236,7 +236,7 @@ pub async fn login(
             );
         }
         None => {
-            crate::routes::auth::check_password(&state, &meta, &form.email, form.password.clone())
+            crate::service::auth::check_password(&state, &meta, &form.email, form.password.clone())
                 .await
         }
     };
@@ -260,7 +260,7 @@ pub async fn login(
         }
         Err(e) => return e.into_response(),
     };
-    match crate::routes::auth::second_factor(&state, &meta, &user, code).await {
+    match crate::service::auth::second_factor(&state, &meta, &user, code).await {
         Ok(()) => {}
         // The password was right: the code step asks for the code only, the password kept
         // sealed in the page instead of typed again.
@@ -286,7 +286,7 @@ pub async fn login(
         }
         Err(e) => return e.into_response(),
     }
-    match crate::routes::auth::start_session(&state, &user, &meta, StatusCode::OK).await {
+    match crate::service::auth::start_session(&state, &user, &meta, StatusCode::OK).await {
         Ok(resp) => {
             let mut redirect = Redirect::to(local(next.next.as_deref())).into_response();
             if let Some(cookie) = resp.headers().get(header::SET_COOKIE) {

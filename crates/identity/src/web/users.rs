@@ -8,7 +8,7 @@ use super::{UserBar, allowed};
 use crate::auth::Owner;
 use crate::error::ApiError;
 use crate::extract::Meta;
-use crate::routes::{auth, invitations, users};
+use crate::service::{auth, invitations, users};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::{Query, State};
@@ -60,8 +60,8 @@ async fn page(
 ) -> PageResult {
     allowed(user, Role::Owner)?;
     let p = &user.principal;
-    let list = users::list_by(state, &Owner::of(p)?).await?;
-    let pending = invitations::list_by(state, &Owner::of(p)?).await?;
+    let list = users::list(state, &Owner::of(p)?).await?;
+    let pending = invitations::list(state, &Owner::of(p)?).await?;
     let page = UsersPage {
         assets: &ASSETS,
         user: Some(UserBar::from(user)),
@@ -118,7 +118,7 @@ pub async fn change_role(
     Act { by, user, form: f }: Act<Owner, RoleForm>,
 ) -> PageResult {
     let req = users::RoleChange { role: f.role };
-    match users::change_role_by(&state, &meta, &by, id, req).await {
+    match users::change_role(&state, &meta, &by, id, req).await {
         Ok(u) => {
             page(
                 &state,
@@ -140,7 +140,7 @@ pub async fn remove(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Owner, NoFields>,
 ) -> PageResult {
-    match users::delete_by(&state, &meta, &by, id).await {
+    match users::delete(&state, &meta, &by, id).await {
         Ok(_) => Ok(Redirect::to("/ui/users").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
@@ -165,7 +165,7 @@ pub async fn invite(
         email: f.email,
         role: f.role,
     };
-    match invitations::create_by(&state, &meta, &by, req).await {
+    match invitations::create(&state, &meta, &by, req).await {
         Ok(i) => {
             let link = format!("{}/invite?token={}", state.public_url, i.token);
             page(
@@ -193,7 +193,7 @@ pub async fn revoke_invite(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Owner, NoFields>,
 ) -> PageResult {
-    match invitations::revoke_by(&state, &meta, &by, id).await {
+    match invitations::revoke(&state, &meta, &by, id).await {
         Ok(_) => Ok(Redirect::to("/ui/users").into_response()),
         Err(e) => refused(&state, &user, e).await,
     }
@@ -286,7 +286,7 @@ pub async fn accept_invite(
         token: f.token,
         password: f.password,
     };
-    match auth::accept_invite_by(&state, &meta, req).await {
+    match auth::accept_invite(&state, &meta, req).await {
         Ok(answer) => {
             let mut to = Redirect::to("/").into_response();
             for c in answer.headers().get_all(header::SET_COOKIE) {
@@ -310,7 +310,7 @@ pub async fn reset_password(
         token: f.token,
         password: f.password,
     };
-    match auth::reset_password_by(&state, &meta, req).await {
+    match auth::reset_password(&state, &meta, req).await {
         Ok(_) => Ok(Redirect::to("/login?changed=password").into_response()),
         Err(e) => Ok(token_refused(false, token, e)),
     }

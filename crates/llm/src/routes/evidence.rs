@@ -5,7 +5,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
-pub use crate::service::evidence::*;
+use crate::service::evidence::{self as service, *};
 use crate::state::AppState;
 use crate::store::evidence::{self as store};
 use axum::extract::State;
@@ -86,7 +86,7 @@ pub(crate) async fn download(
     by: Viewer,
     Path(id): Path<i64>,
 ) -> ApiResult<Response> {
-    download_by(&state, &by, id).await
+    service::download(&state, &by, id).await
 }
 
 /// The public key evidence packs are signed with, and its fingerprint (no authentication:

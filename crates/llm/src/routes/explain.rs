@@ -7,7 +7,7 @@ use crate::auth::Viewer;
 use crate::error::{ApiResult, Problem};
 use crate::extract::Query;
 use crate::openapi::api_routes;
-pub use crate::service::explain::*;
+use crate::service::explain::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
@@ -37,7 +37,7 @@ pub(crate) async fn explain_line(
     by: Viewer,
     Query(q): Query<ExplainQuery>,
 ) -> ApiResult<axum::Json<Explained>> {
-    explain_by(&state, &by.0, &q.log, q.agent_id, q.lang.as_deref())
+    service::explain(&state, &by.0, &q.log, q.agent_id, q.lang.as_deref())
         .await
         .map(axum::Json)
 }

@@ -201,7 +201,7 @@ pub struct EvidenceKey {
 }
 
 /// The service behind the `download` handler, for the API and the dashboard alike.
-pub async fn download_by(state: &AppState, by: &Viewer, id: i64) -> ApiResult<Response> {
+pub async fn download(state: &AppState, by: &Viewer, id: i64) -> ApiResult<Response> {
     let p = &by.0;
     let pack = {
         let mut c = state.db.conn().await?;

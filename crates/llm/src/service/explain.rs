@@ -61,8 +61,8 @@ pub(crate) fn valid_lang(l: &str) -> bool {
         })
 }
 
-/// The service behind [`explain_line`], for the API and the dashboard alike.
-pub async fn explain_by(
+/// The service behind the `explain_line` handler, for the API and the dashboard alike.
+pub async fn explain(
     state: &AppState,
     by: &Principal,
     log: &str,

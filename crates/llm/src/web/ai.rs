@@ -122,7 +122,7 @@ pub async fn teams(
 ) -> PageResult {
     let by_p95 = f.sort.as_deref() == Some("p95");
     let days = period(f.days);
-    let list = api::teams_by(
+    let list = api::teams(
         &state,
         &Viewer::of(&user.principal)?,
         query(days, Some(if by_p95 { "p95" } else { "cost" }.into())),
@@ -168,7 +168,7 @@ pub async fn team(
     let q = query(days, None);
     let to_ms = trusthub_fleet::unix_ms(now());
     let from_ms = to_ms - days * 86_400_000;
-    let detail = api::team_by(&state, &Viewer::of(&user.principal)?, name, q).await?;
+    let detail = api::team(&state, &Viewer::of(&user.principal)?, name, q).await?;
     let mut cost = Vec::new();
     let mut p95 = Vec::new();
     let mut daily = Vec::new();
@@ -242,7 +242,7 @@ async fn prices_page(
 ) -> PageResult {
     match async {
         let by = Viewer::of(&user.principal)?;
-        api::list_prices_by(state, &by).await
+        api::list_prices(state, &by).await
     }
     .await
     {
@@ -322,7 +322,7 @@ pub async fn set_price(
         source: String::new(),
     };
     let result = if errors.is_empty() {
-        api::put_prices_by(
+        api::put_prices(
             &state,
             &meta,
             &by,

@@ -63,7 +63,7 @@ async fn evidence_page(
                 packs: packs
                     .into_iter()
                     .map(|p| {
-                        let view = crate::routes::evidence::PackView::from(p);
+                        let view = crate::service::evidence::PackView::from(p);
                         PackRow {
                             period: format!("{} – {}", view.period_start, view.period_end),
                             traces: view.trace_count,
@@ -110,13 +110,13 @@ pub async fn create_pack(
     meta: Meta,
     Act { user, form, .. }: Act<Operator, PackForm>,
 ) -> Response {
-    let req = crate::routes::evidence::CreatePack {
+    let req = crate::service::evidence::CreatePack {
         period_start: format!("{}T00:00:00Z", form.from.trim()),
         period_end: format!("{}T00:00:00Z", form.to.trim()),
         app_id: None,
         include_blobs: form.include_blobs.is_some(),
     };
-    match crate::routes::evidence::create_pack(&state, &meta, &user.principal, req).await {
+    match crate::service::evidence::create_pack(&state, &meta, &user.principal, req).await {
         Ok((status, pack)) => {
             let what = if status == StatusCode::CREATED {
                 "created"

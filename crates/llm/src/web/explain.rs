@@ -1,7 +1,7 @@
 //! The "explain" page: a log line (from the explain buttons beside alerts, honeypot touches
 //! and console output, or pasted) explained through the same service as `/ai/explain`.
 
-use crate::routes::explain::{Explained, explain_by};
+use crate::service::explain::{self as service, Explained};
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -66,7 +66,7 @@ pub async fn explain(
     let (answer, error) = if log.is_empty() {
         (None, None)
     } else {
-        match explain_by(&state, p, &log, agent_id, Some(&lang)).await {
+        match service::explain(&state, p, &log, agent_id, Some(&lang)).await {
             Ok(a) => (Some(a), None),
             Err(ApiError::Validation(errors)) => (
                 None,

@@ -5,7 +5,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
-pub use crate::service::apps::*;
+use crate::service::apps::{self as service, *};
 use crate::state::AppState;
 use crate::store::apps::{self};
 use axum::extract::State;
@@ -87,7 +87,7 @@ pub(crate) async fn get_app(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AppView>> {
-    get_app_by(&state, &by, id).await.map(axum::Json)
+    service::get_app(&state, &by, id).await.map(axum::Json)
 }
 
 /// Change what the app is expected to do, or its public badge (operator). A new expected
@@ -129,7 +129,7 @@ pub(crate) async fn checks(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<Vec<LastCheck>>> {
-    checks_by(&state, &by, id).await.map(axum::Json)
+    service::checks(&state, &by, id).await.map(axum::Json)
 }
 
 /// Discovery (SPEC 4.1 rule 2): what runs on the host, to fill `app_type`, `identifier` and

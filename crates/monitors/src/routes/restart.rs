@@ -5,7 +5,7 @@ use crate::auth::TotpProof;
 use crate::auth::purpose::AppRestart;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta};
-pub use crate::service::restart::*;
+use crate::service::restart::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -36,6 +36,6 @@ pub(crate) async fn restart(
     proof: TotpProof<AppRestart>,
     Json(req): Json<RestartRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<Dispatched>)> {
-    let d = restart_by(&state, &meta, &proof, app, req).await?;
+    let d = service::restart(&state, &meta, &proof, app, req).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(d)))
 }

@@ -5,7 +5,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
-pub use crate::service::rules::*;
+use crate::service::rules::{self as service, *};
 use crate::state::AppState;
 use crate::store::rules::{self};
 use axum::extract::State;
@@ -36,7 +36,7 @@ pub(crate) async fn create_rule(
     Operator(p): Operator,
     Json(req): Json<NewRule>,
 ) -> ApiResult<(StatusCode, axum::Json<RuleView>)> {
-    let view = create_rule_by(&state, &meta, &p, &req).await?;
+    let view = service::create_rule(&state, &meta, &p, &req).await?;
     Ok((StatusCode::CREATED, axum::Json(view)))
 }
 
@@ -63,7 +63,7 @@ pub(crate) async fn get_rule(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<RuleView>> {
-    get_rule_by(&state, &by, id).await.map(axum::Json)
+    service::get_rule(&state, &by, id).await.map(axum::Json)
 }
 
 /// Change an alert rule (operator): only the fields sent change, checked like at creation.
@@ -81,7 +81,7 @@ pub(crate) async fn update_rule(
     Path(id): Path<Uuid>,
     Json(patch): Json<RulePatch>,
 ) -> ApiResult<axum::Json<RuleView>> {
-    update_rule_by(&state, &meta, &by, id, patch)
+    service::update_rule(&state, &meta, &by, id, patch)
         .await
         .map(axum::Json)
 }
@@ -95,5 +95,5 @@ pub(crate) async fn delete_rule(
     Operator(p): Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_rule_by(&state, &meta, &p, id).await
+    service::delete_rule(&state, &meta, &p, id).await
 }

@@ -77,9 +77,9 @@ pub struct RestartRequest {
     pub reason: String,
 }
 
-/// The service behind [`restart`], for the API and the dashboard alike: `app` is what
+/// The service behind the `restart` handler, for the API and the dashboard alike: `app` is what
 /// [`restartable`] answered for the caller's tenant, `proof` the caller's spent TOTP code.
-pub async fn restart_by(
+pub async fn restart(
     state: &AppState,
     meta: &Meta,
     proof: &TotpProof<AppRestart>,

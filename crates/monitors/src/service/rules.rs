@@ -252,7 +252,7 @@ pub(crate) fn kept_url(
 }
 
 /// Creates a rule for `p`'s tenant (the API and the dashboard), checked and audited.
-pub(crate) async fn create_rule_by(
+pub(crate) async fn create_rule(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,
@@ -295,7 +295,7 @@ pub(crate) async fn create_rule_by(
 }
 
 /// The service behind `get_rule`, for the API and the dashboard alike.
-pub async fn get_rule_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<RuleView> {
+pub async fn get_rule(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<RuleView> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     let r = rules::get(&mut c, p.tenant(), id)
@@ -306,7 +306,7 @@ pub async fn get_rule_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<R
 }
 
 /// The service behind `update_rule`, for the API and the dashboard alike.
-pub async fn update_rule_by(
+pub async fn update_rule(
     state: &AppState,
     meta: &Meta,
     by: &Operator,
@@ -378,7 +378,7 @@ pub async fn update_rule_by(
 }
 
 /// Deletes a rule of `p`'s tenant (the API and the dashboard), audited.
-pub(crate) async fn delete_rule_by(
+pub(crate) async fn delete_rule(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,

@@ -5,8 +5,8 @@ use super::{UserBar, allowed};
 use crate::auth::Admin;
 use crate::auth::{TotpProof, Viewer, purpose::AppRestart};
 use crate::extract::Meta;
-use crate::routes::restart::{self as api, RestartRequest};
 use crate::service::apps;
+use crate::service::restart::{self as api, RestartRequest};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::State;
@@ -45,7 +45,7 @@ async fn restart_page(
     let p = &user.principal;
     match async {
         let by = Viewer::of(p)?;
-        apps::get_app_by(state, &by, id).await
+        apps::get_app(state, &by, id).await
     }
     .await
     {
@@ -107,7 +107,7 @@ pub async fn restart(
         let proof =
             TotpProof::<AppRestart>::from_code(&state, &meta, user.principal.clone(), &f.code)
                 .await?;
-        api::restart_by(
+        api::restart(
             &state,
             &meta,
             &proof,

@@ -5,7 +5,7 @@ use super::{ASSETS, Assets, Flash, WebUser, form_error};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiError;
 use crate::extract::Meta;
-use crate::routes::rules::{self as api, RulePatch};
+use crate::service::rules::{self as api, RulePatch};
 use crate::state::AppState;
 use askama::Template;
 use axum::extract::State;
@@ -43,7 +43,7 @@ async fn page(
     status: StatusCode,
 ) -> PageResult {
     let p = &user.principal;
-    let r = api::get_rule_by(state, &Viewer::of(p)?, id).await?;
+    let r = api::get_rule(state, &Viewer::of(p)?, id).await?;
     let metrics = {
         let mut c = state.db.conn().await?;
         trusthub_fleet::metric_names(&mut c, p.tenant()).await?
@@ -127,7 +127,7 @@ pub async fn update(
         }),
         webhook_url: None,
     };
-    match api::update_rule_by(&state, &meta, &by, id, patch).await {
+    match api::update_rule(&state, &meta, &by, id, patch).await {
         Ok(_) => page(&state, &user, id, Flash::notice("Saved."), StatusCode::OK).await,
         Err(e) => refused(e).await,
     }

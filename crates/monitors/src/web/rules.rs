@@ -127,7 +127,7 @@ pub async fn create_rule(
         )
         .await;
     };
-    let req = crate::routes::rules::NewRule {
+    let req = crate::service::rules::NewRule {
         name: form.name,
         metric: form.metric,
         operator: form.operator,
@@ -141,7 +141,7 @@ pub async fn create_rule(
         },
         webhook_url: None,
     };
-    match crate::routes::rules::create_rule_by(&state, &meta, &user.principal, &req).await {
+    match crate::service::rules::create_rule(&state, &meta, &user.principal, &req).await {
         Ok(_) => Redirect::to("/ui/rules").into_response(),
         Err(ApiError::Validation(errors)) => {
             rules_page(
@@ -163,7 +163,7 @@ pub async fn delete_rule(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { user, .. }: Act<Operator, NoFields>,
 ) -> Response {
-    match crate::routes::rules::delete_rule_by(&state, &meta, &user.principal, id).await {
+    match crate::service::rules::delete_rule(&state, &meta, &user.principal, id).await {
         Ok(_) => Redirect::to("/ui/rules").into_response(),
         Err(e) => e.into_response(),
     }

@@ -53,7 +53,7 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
     let mut notifier = crate::alerting::Notifier::default();
     for s in &slos {
         let tenant = TenantId(s.tenant_id);
-        let since = now - crate::routes::slo::lookback(s);
+        let since = now - crate::service::slo::lookback(s);
         let (spans, maint, name) = {
             let mut c = state.db.conn().await?;
             let spans = trusthub_monitors::timeline::spans(&mut c, s.app_id, since).await?;
@@ -65,13 +65,13 @@ pub async fn evaluate(state: &AppState, now: OffsetDateTime) -> StoreResult<Repo
                 .unwrap_or_default();
             (spans, maint, name)
         };
-        let spans = crate::routes::slo::core_spans(&spans);
+        let spans = crate::service::slo::core_spans(&spans);
         let maint: Vec<(i64, i64)> = maint
             .iter()
             .map(|m| (m.starts_at.unix_timestamp(), m.ends_at.unix_timestamp()))
             .collect();
         let status = core::status(
-            &crate::routes::slo::objective(s),
+            &crate::service::slo::objective(s),
             &spans,
             &maint,
             now.unix_timestamp(),

@@ -5,7 +5,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
-pub use crate::service::slo::*;
+use crate::service::slo::{self as service, *};
 use crate::state::{AppState, now};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -37,7 +37,7 @@ pub(crate) async fn put_slo(
     Path(id): Path<Uuid>,
     Json(req): Json<SloRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<SloStatus>)> {
-    let (replaced, s) = put_by(&state, &meta, &p, id, &req).await?;
+    let (replaced, s) = service::put(&state, &meta, &p, id, &req).await?;
     Ok((
         if replaced {
             StatusCode::OK
@@ -70,7 +70,7 @@ pub(crate) async fn delete_slo(
     by: Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_slo_by(&state, &meta, &by, id)
+    service::delete_slo(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }
@@ -134,7 +134,7 @@ pub(crate) async fn create_maintenance(
     Path(id): Path<Uuid>,
     Json(req): Json<NewMaintenance>,
 ) -> ApiResult<(StatusCode, axum::Json<MaintenanceView>)> {
-    let m = create_maintenance_by(&state, &meta, &p, id, &req).await?;
+    let m = service::create_maintenance(&state, &meta, &p, id, &req).await?;
     Ok((StatusCode::CREATED, axum::Json(m)))
 }
 
@@ -174,7 +174,7 @@ pub(crate) async fn delete_maintenance(
     by: Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_maintenance_by(&state, &meta, &by, id)
+    service::delete_maintenance(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }

@@ -248,7 +248,7 @@ pub(crate) fn check(req: &SloRequest) -> Result<(f64, i64, f64), ApiError> {
 }
 
 /// Sets the app's SLO for `p`'s tenant (the API and the dashboard); whether it replaced one.
-pub(crate) async fn put_by(
+pub(crate) async fn put(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,
@@ -292,12 +292,7 @@ pub(crate) async fn put_by(
 }
 
 /// The service behind `delete_slo`, for the API and the dashboard alike.
-pub async fn delete_slo_by(
-    state: &AppState,
-    meta: &Meta,
-    by: &Operator,
-    id: Uuid,
-) -> ApiResult<()> {
+pub async fn delete_slo(state: &AppState, meta: &Meta, by: &Operator, id: Uuid) -> ApiResult<()> {
     let p = &by.0;
     let mut tx = state.db.begin().await?;
     if !store::delete(&mut tx, p.tenant(), id).await? {
@@ -517,7 +512,7 @@ impl From<Maintenance> for MaintenanceView {
 }
 
 /// Creates a maintenance window (the API and the dashboard), audited.
-pub(crate) async fn create_maintenance_by(
+pub(crate) async fn create_maintenance(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,
@@ -569,7 +564,7 @@ pub(crate) async fn create_maintenance_by(
 }
 
 /// The service behind `delete_maintenance`, for the API and the dashboard alike.
-pub async fn delete_maintenance_by(
+pub async fn delete_maintenance(
     state: &AppState,
     meta: &Meta,
     by: &Operator,

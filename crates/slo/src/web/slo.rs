@@ -6,7 +6,7 @@ use super::{ASSETS, Assets, Flash, WebUser, chart};
 use crate::auth::Operator;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::Meta;
-use crate::routes::slo::{self as api, NewMaintenance, SloRequest, SloStatus};
+use crate::service::slo::{self as api, NewMaintenance, SloRequest, SloStatus};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -281,7 +281,7 @@ pub async fn save(
             ),
             minimum_data: Some(number("minimum_data", &f.minimum_data)?),
         };
-        api::put_by(&state, &meta, &user.principal, id, &req).await
+        api::put(&state, &meta, &user.principal, id, &req).await
     }
     .await;
     after(&state, &user, id, result, "Saved.").await
@@ -294,7 +294,7 @@ pub async fn remove(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, .. }: Act<crate::auth::Operator, NoFields>,
 ) -> PageResult {
-    let result = api::delete_slo_by(&state, &meta, &by, id).await;
+    let result = api::delete_slo(&state, &meta, &by, id).await;
     after(&state, &user, id, result, "The SLO is removed.").await
 }
 
@@ -338,7 +338,7 @@ pub async fn plan(
             ends_at: local("ends_at", &f.ends_at)?,
             reason: f.reason.clone(),
         };
-        api::create_maintenance_by(&state, &meta, &user.principal, id, &req).await
+        api::create_maintenance(&state, &meta, &user.principal, id, &req).await
     }
     .await;
     after(&state, &user, id, result, "Planned.").await
@@ -358,7 +358,7 @@ pub async fn unplan(
     axum::extract::Path(id): axum::extract::Path<Uuid>,
     Act { by, user, form: f }: Act<crate::auth::Operator, WindowDelete>,
 ) -> PageResult {
-    let result = api::delete_maintenance_by(&state, &meta, &by, id).await;
+    let result = api::delete_maintenance(&state, &meta, &by, id).await;
     after(&state, &user, f.app, result, "Deleted.").await
 }
 

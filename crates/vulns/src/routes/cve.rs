@@ -6,7 +6,7 @@ use crate::cve::ImportReport;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{Json, Meta, Path, Query};
 use crate::openapi::api_routes;
-pub use crate::service::cve::*;
+use crate::service::cve::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -29,7 +29,7 @@ pub(crate) async fn sources(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<Source>>> {
-    sources_by(&state, &by).await.map(axum::Json)
+    service::sources(&state, &by).await.map(axum::Json)
 }
 
 /// Upload OSV records for this tenant (admin): a zip of OSV JSON files, in the OSV bucket's
@@ -57,7 +57,7 @@ pub(crate) async fn import(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> ApiResult<axum::Json<ImportReport>> {
-    import_by(&state, &meta, &by, &headers, body)
+    service::import(&state, &meta, &by, &headers, body)
         .await
         .map(axum::Json)
 }
@@ -72,7 +72,7 @@ pub(crate) async fn findings(
     by: Viewer,
     Query(q): Query<FindingsQuery>,
 ) -> ApiResult<axum::Json<FindingsPage>> {
-    findings_by(&state, &by, q).await.map(axum::Json)
+    service::findings(&state, &by, q).await.map(axum::Json)
 }
 
 /// Acknowledge a finding (operator): it stays listed as `acknowledged` and is never
@@ -87,7 +87,7 @@ pub(crate) async fn acknowledge(
     Path(id): Path<Uuid>,
     Json(req): Json<AckRequest>,
 ) -> ApiResult<axum::Json<FindingView>> {
-    acknowledge_by(&state, &meta, &by, id, req)
+    service::acknowledge(&state, &meta, &by, id, req)
         .await
         .map(axum::Json)
 }
@@ -103,7 +103,7 @@ pub(crate) async fn unacknowledge(
     by: Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<FindingView>> {
-    unacknowledge_by(&state, &meta, &by, id)
+    service::unacknowledge(&state, &meta, &by, id)
         .await
         .map(axum::Json)
 }
@@ -118,7 +118,9 @@ pub(crate) async fn advisory(
     by: Viewer,
     Path(vuln_id): Path<String>,
 ) -> ApiResult<axum::Json<AdvisoryView>> {
-    advisory_by(&state, &by, vuln_id).await.map(axum::Json)
+    service::advisory(&state, &by, vuln_id)
+        .await
+        .map(axum::Json)
 }
 
 /// Every source of every host's packages (viewer) and what the host's last vulnerability

@@ -5,7 +5,7 @@ use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Path, Query};
 use crate::openapi::api_routes;
-pub use crate::service::cve_export::*;
+use crate::service::cve_export::{self as service, *};
 use crate::state::{AppState, now};
 use crate::store::cve::Filter;
 use axum::extract::State;
@@ -32,7 +32,7 @@ pub(crate) async fn sarif(
     by: Viewer,
     Query(q): Query<SarifQuery>,
 ) -> ApiResult<Response> {
-    sarif_by(&state, &by, q).await
+    service::sarif(&state, &by, q).await
 }
 
 /// The host's CycloneDX 1.6 SBOM (viewer): every package of its latest inventory (OS

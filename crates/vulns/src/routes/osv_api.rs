@@ -7,7 +7,7 @@ use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::Json;
 use crate::openapi::api_routes;
-pub use crate::service::osv_api::*;
+use crate::service::osv_api::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use serde_json::Value;
@@ -78,5 +78,5 @@ pub(crate) async fn querybatch(
     by: Viewer,
     Json(b): Json<BatchQuery>,
 ) -> ApiResult<axum::Json<BatchResponse>> {
-    querybatch_by(&state, &by, b).await.map(axum::Json)
+    service::querybatch(&state, &by, b).await.map(axum::Json)
 }

@@ -5,7 +5,7 @@ use crate::auth::Viewer;
 use crate::error::{ApiResult, Problem};
 use crate::extract::Query;
 use crate::openapi::api_routes;
-pub use crate::service::supply_chain::*;
+use crate::service::supply_chain::{self as service, *};
 use crate::state::AppState;
 use axum::extract::State;
 use utoipa_axum::router::OpenApiRouter;
@@ -26,5 +26,7 @@ pub(crate) async fn maintainer_changes(
     by: Viewer,
     Query(q): Query<ChangesQuery>,
 ) -> ApiResult<axum::Json<Vec<MaintainerChange>>> {
-    maintainer_changes_by(&state, &by, q).await.map(axum::Json)
+    service::maintainer_changes(&state, &by, q)
+        .await
+        .map(axum::Json)
 }

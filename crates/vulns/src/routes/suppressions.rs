@@ -6,7 +6,7 @@ use crate::auth::{Operator, Viewer};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Json, Meta, Path};
 use crate::openapi::api_routes;
-pub use crate::service::suppressions::*;
+use crate::service::suppressions::{self as service, *};
 use crate::state::{AppState, now};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -35,7 +35,7 @@ pub(crate) async fn create(
     Operator(p): Operator,
     Json(req): Json<NewSuppression>,
 ) -> ApiResult<(StatusCode, axum::Json<SuppressionView>)> {
-    let v = create_by(&state, &meta, &p, &req).await?;
+    let v = service::create(&state, &meta, &p, &req).await?;
     Ok((StatusCode::CREATED, axum::Json(v)))
 }
 
@@ -47,7 +47,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<SuppressionView>>> {
-    list_by(&state, &by).await.map(axum::Json)
+    service::list(&state, &by).await.map(axum::Json)
 }
 
 /// One suppression (viewer).
@@ -79,7 +79,7 @@ pub(crate) async fn delete(
     Operator(p): Operator,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_by(&state, &meta, &p, id).await
+    service::delete(&state, &meta, &p, id).await
 }
 
 /// OpenVEX 0.2.0 (viewer): each suppression in force as `not_affected` statements, one per

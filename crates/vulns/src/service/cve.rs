@@ -34,7 +34,7 @@ pub struct Source {
 }
 
 /// The service behind `sources`, for the API and the dashboard alike.
-pub async fn sources_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<Source>> {
+pub async fn sources(state: &AppState, by: &Viewer) -> ApiResult<Vec<Source>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     let rows = crate::store::osv::sources(&mut c, &p.tenant().0.to_string()).await?;
@@ -250,11 +250,7 @@ pub struct FindingsPage {
 }
 
 /// The service behind `findings`, for the API and the dashboard alike.
-pub async fn findings_by(
-    state: &AppState,
-    by: &Viewer,
-    q: FindingsQuery,
-) -> ApiResult<FindingsPage> {
+pub async fn findings(state: &AppState, by: &Viewer, q: FindingsQuery) -> ApiResult<FindingsPage> {
     let p = &by.0;
     let mut errors = Vec::new();
     let min_rank = match q.severity.as_deref() {
@@ -343,7 +339,7 @@ pub struct AckRequest {
 }
 
 /// The service behind `acknowledge`, for the API and the dashboard alike.
-pub async fn acknowledge_by(
+pub async fn acknowledge(
     state: &AppState,
     meta: &Meta,
     by: &Operator,
@@ -359,7 +355,7 @@ pub async fn acknowledge_by(
 }
 
 /// The service behind `unacknowledge`, for the API and the dashboard alike.
-pub async fn unacknowledge_by(
+pub async fn unacknowledge(
     state: &AppState,
     meta: &Meta,
     by: &Operator,
@@ -452,11 +448,7 @@ pub struct AdvisoryView {
 }
 
 /// The service behind `advisory`, for the API and the dashboard alike.
-pub async fn advisory_by(
-    state: &AppState,
-    by: &Viewer,
-    vuln_id: String,
-) -> ApiResult<AdvisoryView> {
+pub async fn advisory(state: &AppState, by: &Viewer, vuln_id: String) -> ApiResult<AdvisoryView> {
     let p = &by.0;
     let scope = p.tenant().0.to_string();
     let mut c = state.db.conn().await?;
@@ -500,7 +492,7 @@ pub struct CoverageView {
 
 /// The service behind `coverage`, for the API and the dashboard alike: every host of the
 /// tenant with what its last scan could check.
-pub async fn coverage_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<CoverageView>> {
+pub async fn coverage(state: &AppState, by: &Viewer) -> ApiResult<Vec<CoverageView>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     let mut scans: std::collections::HashMap<Uuid, (OffsetDateTime, i64, String, String)> =
@@ -598,7 +590,7 @@ pub async fn sources_of(
     {
         return Err(ApiError::invalid("status", "use covered or not_covered"));
     }
-    let hosts = coverage_by(state, by).await?;
+    let hosts = coverage(state, by).await?;
     if let Some(id) = q.agent_id
         && !hosts.iter().any(|h| h.agent_id == id)
     {
@@ -634,7 +626,7 @@ pub async fn sources_of(
 }
 
 /// The service behind the `import` handler, for the API and the dashboard alike.
-pub async fn import_by(
+pub async fn import(
     state: &AppState,
     meta: &Meta,
     by: &Admin,

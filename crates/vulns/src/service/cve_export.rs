@@ -325,7 +325,7 @@ pub(crate) fn cyclonedx(
 }
 
 /// The service behind the `sarif` handler, for the API and the dashboard alike.
-pub async fn sarif_by(state: &AppState, by: &Viewer, q: SarifQuery) -> ApiResult<Response> {
+pub async fn sarif(state: &AppState, by: &Viewer, q: SarifQuery) -> ApiResult<Response> {
     let p = &by.0;
     let min_rank = match q.severity.as_deref() {
         None => None,

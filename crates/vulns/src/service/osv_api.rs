@@ -208,11 +208,7 @@ pub(crate) async fn answer(
 }
 
 /// The service behind the `querybatch` handler, for the API and the dashboard alike.
-pub async fn querybatch_by(
-    state: &AppState,
-    by: &Viewer,
-    b: BatchQuery,
-) -> ApiResult<BatchResponse> {
+pub async fn querybatch(state: &AppState, by: &Viewer, b: BatchQuery) -> ApiResult<BatchResponse> {
     let p = &by.0;
     if b.queries.len() > MAX_BATCH {
         return Err(ApiError::invalid("queries", "at most 1000 queries"));

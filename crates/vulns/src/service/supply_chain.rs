@@ -63,7 +63,7 @@ pub struct MaintainerChange {
 }
 
 /// The service behind `maintainer_changes`, for the API and the dashboard alike.
-pub async fn maintainer_changes_by(
+pub async fn maintainer_changes(
     state: &AppState,
     by: &Viewer,
     q: ChangesQuery,

@@ -247,7 +247,7 @@ pub(crate) fn check(
 
 /// Creates a suppression for `p`'s tenant (the API and the dashboard), applies it to the
 /// tenant's findings, audited.
-pub(crate) async fn create_by(
+pub(crate) async fn create(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,
@@ -302,7 +302,7 @@ pub(crate) async fn count(
 }
 
 /// The service behind `list`, for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<SuppressionView>> {
+pub async fn list(state: &AppState, by: &Viewer) -> ApiResult<Vec<SuppressionView>> {
     let p = &by.0;
     let now = now();
     let mut c = state.db.conn().await?;
@@ -312,7 +312,7 @@ pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<Suppression
 
 /// Deletes a suppression of `p`'s tenant (the API and the dashboard): its findings are
 /// matched again against the others. Audited.
-pub(crate) async fn delete_by(
+pub(crate) async fn delete(
     state: &AppState,
     meta: &Meta,
     p: &crate::auth::Principal,

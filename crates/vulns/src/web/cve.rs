@@ -4,7 +4,7 @@
 use super::{ASSETS, Assets, WebUser, html};
 use super::{UserBar, ago};
 use crate::auth::Viewer;
-use crate::routes::cve as api;
+use crate::service::cve as api;
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -50,7 +50,7 @@ struct Page<'a> {
 pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
     let list = match async {
         let by = Viewer::of(&user.principal)?;
-        api::sources_by(&state, &by).await
+        api::sources(&state, &by).await
     }
     .await
     {
@@ -59,7 +59,7 @@ pub async fn sources(State(state): State<AppState>, user: WebUser) -> Response {
     };
     let coverage = match async {
         let by = Viewer::of(&user.principal)?;
-        api::coverage_by(&state, &by).await
+        api::coverage(&state, &by).await
     }
     .await
     {

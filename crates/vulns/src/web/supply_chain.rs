@@ -4,7 +4,7 @@
 use super::{ASSETS, Assets, WebUser, html};
 use super::{UserBar, ago};
 use crate::auth::Viewer;
-use crate::routes::supply_chain::{self as api, ChangesQuery};
+use crate::service::supply_chain::{self as api, ChangesQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -50,7 +50,7 @@ pub async fn changes(
     let days = q.days.unwrap_or(7);
     let list = match async {
         let by = Viewer::of(&user.principal)?;
-        api::maintainer_changes_by(&state, &by, ChangesQuery { days: Some(days) }).await
+        api::maintainer_changes(&state, &by, ChangesQuery { days: Some(days) }).await
     }
     .await
     {

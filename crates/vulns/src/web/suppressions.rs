@@ -6,7 +6,7 @@ use super::{UserBar, ago};
 use crate::auth::Operator;
 use crate::auth::Viewer;
 use crate::extract::Meta;
-use crate::routes::suppressions::{self as api, NewSuppression};
+use crate::service::suppressions::{self as api, NewSuppression};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -69,7 +69,7 @@ async fn page(
     flash: Flash,
     status: StatusCode,
 ) -> PageResult {
-    let list = api::list_by(state, &Viewer::of(&user.principal)?).await?;
+    let list = api::list(state, &Viewer::of(&user.principal)?).await?;
     let now = now();
     let page = Page {
         assets: &ASSETS,
@@ -121,7 +121,7 @@ pub async fn create(
         expires_at: f.expires_at.clone(),
         vuln_id: Some(f.vuln_id.trim().to_owned()).filter(|v| !v.is_empty()),
     };
-    let result = api::create_by(&state, &meta, &user.principal, &req).await;
+    let result = api::create(&state, &meta, &user.principal, &req).await;
     let ok = result.is_ok();
     match super::outcome(
         result,
@@ -150,7 +150,7 @@ pub async fn delete(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { user, .. }: Act<Operator, NoFields>,
 ) -> PageResult {
-    let result = api::delete_by(&state, &meta, &user.principal, id).await;
+    let result = api::delete(&state, &meta, &user.principal, id).await;
     match super::outcome(
         result,
         "Deleted: its findings are open again.",

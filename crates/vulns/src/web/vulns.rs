@@ -7,7 +7,7 @@ use super::{UserBar, ago};
 use crate::auth::{Operator, Viewer};
 use crate::error::ApiResult;
 use crate::extract::Meta;
-use crate::routes::cve::{self as api, AckRequest, FindingView, FindingsQuery};
+use crate::service::cve::{self as api, AckRequest, FindingView, FindingsQuery};
 use crate::state::{AppState, now};
 use askama::Template;
 use axum::extract::State;
@@ -157,7 +157,7 @@ async fn page(
             crate::error::ApiError::BadRequest("agent_id is not an agent id".into())
         })?),
     };
-    let found = api::findings_by(
+    let found = api::findings(
         state,
         &Viewer::of(p)?,
         FindingsQuery {
@@ -235,7 +235,7 @@ pub async fn acknowledge(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, form: f }: Act<Operator, AckForm>,
 ) -> PageResult {
-    let result = api::acknowledge_by(&state, &meta, &by, id, AckRequest { reason: f.reason }).await;
+    let result = api::acknowledge(&state, &meta, &by, id, AckRequest { reason: f.reason }).await;
     respond(
         &state,
         &user,
@@ -252,7 +252,7 @@ pub async fn unacknowledge(
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
     Act { by, user, .. }: Act<Operator, NoFields>,
 ) -> PageResult {
-    let result = api::unacknowledge_by(&state, &meta, &by, id).await;
+    let result = api::unacknowledge(&state, &meta, &by, id).await;
     respond(&state, &user, result, "Open again.").await
 }
 
@@ -302,7 +302,7 @@ pub async fn advisory(
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> PageResult {
     let by = Viewer::of(&user.principal)?;
-    let a = api::advisory_by(&state, &by, id).await?;
+    let a = api::advisory(&state, &by, id).await?;
     let now = now();
     let page = AdvisoryPage {
         assets: &ASSETS,
@@ -369,9 +369,9 @@ pub async fn host(
             .ok_or(crate::error::ApiError::NotFound("agent"))?
             .hostname
     };
-    let coverage = api::coverage_by(&state, &Viewer::of(p)?).await?;
+    let coverage = api::coverage(&state, &Viewer::of(p)?).await?;
     let cov = coverage.into_iter().find(|c| c.agent_id == id);
-    let found = api::findings_by(
+    let found = api::findings(
         &state,
         &Viewer::of(p)?,
         FindingsQuery {

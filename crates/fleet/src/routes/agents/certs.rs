@@ -2,7 +2,7 @@
 //! issuance to an agent (CSR, or a key made on the hub), the certificate list and revocation.
 
 use super::*;
-pub use crate::service::agents::certs::*;
+use crate::service::agents::certs::{self as service, *};
 use trusthub_certs::client_certs::{self};
 
 /// Issue the calling agent a client certificate (agent token). The agent's previous active
@@ -16,7 +16,7 @@ pub(crate) async fn issue_client_cert(
     AgentAuth(agent): AgentAuth,
     Json(req): Json<IssueRequest>,
 ) -> ApiResult<(StatusCode, axum::Json<IssuedCert>)> {
-    issue_client_cert_by(&state, &meta, &AgentAuth(agent), req)
+    service::issue_client_cert(&state, &meta, &AgentAuth(agent), req)
         .await
         .map(|(status, v)| (status, axum::Json(v)))
 }
@@ -71,7 +71,9 @@ pub(crate) async fn client_certs_of(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<Vec<ClientCertView>>> {
-    client_certs_of_by(&state, &by, id).await.map(axum::Json)
+    service::client_certs_of(&state, &by, id)
+        .await
+        .map(axum::Json)
 }
 
 /// Revoke a certificate (admin): it is in the CRL from now on and refused even where TLS still
@@ -87,7 +89,7 @@ pub(crate) async fn revoke_client_cert(
     Path((id, serial)): Path<(Uuid, String)>,
     Json(req): Json<RevokeRequest>,
 ) -> ApiResult<axum::Json<ClientCertView>> {
-    revoke_client_cert_by(&state, &meta, &by, id, serial, req)
+    service::revoke_client_cert(&state, &meta, &by, id, serial, req)
         .await
         .map(axum::Json)
 }

@@ -1,7 +1,7 @@
 //! Enrolment tokens and the EAT public key.
 
 use super::*;
-pub use crate::service::agents::enrollment::*;
+use crate::service::agents::enrollment::*;
 
 /// Create an enrollment token (admin). It enrols any number of hosts until it expires
 /// (default 24 h), or one host with `single_use`; stored hashed. A spent single-use token

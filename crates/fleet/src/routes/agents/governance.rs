@@ -1,7 +1,7 @@
 //! The settings the hub governs for an agent.
 
 use super::*;
-pub use crate::service::agents::governance::*;
+use crate::service::agents::governance::{self as service, *};
 
 /// An agent's governed settings.
 #[utoipa::path(get, path = "/agents/{id}/governance", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
@@ -11,7 +11,9 @@ pub(crate) async fn get_governance(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<GovernanceView>> {
-    get_governance_by(&state, &by, id).await.map(axum::Json)
+    service::get_governance(&state, &by, id)
+        .await
+        .map(axum::Json)
 }
 
 /// Replace an agent's governed settings (operator): intervals, tags, the action kinds the
@@ -25,7 +27,7 @@ pub(crate) async fn put_governance(
     Path(id): Path<Uuid>,
     Json(req): Json<GovernanceIn>,
 ) -> ApiResult<axum::Json<GovernanceView>> {
-    put_governance_by(&state, &meta, &by, id, req)
+    service::put_governance(&state, &meta, &by, id, req)
         .await
         .map(axum::Json)
 }
@@ -42,7 +44,7 @@ pub(crate) async fn patch_governance(
     Path(id): Path<Uuid>,
     Json(patch): Json<GovernancePatch>,
 ) -> ApiResult<axum::Json<GovernanceView>> {
-    patch_governance_by(&state, &meta, &by, id, patch)
+    service::patch_governance(&state, &meta, &by, id, patch)
         .await
         .map(axum::Json)
 }

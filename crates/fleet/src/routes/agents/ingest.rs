@@ -1,7 +1,7 @@
 //! Signed batches and heartbeats from agents (CONTRACT 4).
 
 use super::*;
-pub use crate::service::agents::ingest::*;
+use crate::service::agents::ingest::{self as service, *};
 
 /// Push a batch (CONTRACT 4): `Authorization: Bearer <agent token>`, `X-Service-Signature`
 /// over the exact body bytes as sent (required once the key is pinned; gzip and zstd bodies
@@ -18,7 +18,7 @@ pub(crate) async fn ingest(
     headers: HeaderMap,
     body: SignedBody,
 ) -> ApiResult<(StatusCode, axum::Json<IngestAccepted>)> {
-    ingest_by(&state, auth, &headers, &body)
+    service::ingest(&state, auth, &headers, &body)
         .await
         .map(|(status, v)| (status, axum::Json(v)))
 }
@@ -35,7 +35,7 @@ pub(crate) async fn heartbeat(
     headers: HeaderMap,
     body: SignedBody,
 ) -> ApiResult<axum::Json<HeartbeatAck>> {
-    heartbeat_by(&state, &AgentAuth(agent), id, &headers, &body)
+    service::heartbeat(&state, &AgentAuth(agent), id, &headers, &body)
         .await
         .map(axum::Json)
 }

@@ -1,7 +1,7 @@
 //! The inventory snapshot, its slices, and the live process list.
 
 use super::*;
-pub use crate::service::agents::inventory::*;
+use crate::service::agents::inventory::{self as service, *};
 
 /// The latest inventory snapshot of an agent, as it sent it (CONTRACT 4).
 #[utoipa::path(get, path = "/agents/{id}/inventory", tag = "agents", params(("id" = Uuid, Path, description = "Agent id")),
@@ -25,7 +25,7 @@ pub(crate) async fn inventory_slice(
     by: Viewer,
     Path((id, slice)): Path<(Uuid, String)>,
 ) -> ApiResult<axum::Json<Value>> {
-    inventory_slice_by(&state, &by, id, slice)
+    service::inventory_slice(&state, &by, id, slice)
         .await
         .map(axum::Json)
 }
@@ -38,5 +38,5 @@ pub(crate) async fn processes(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<ProcessesView>> {
-    processes_by(&state, &by, id).await.map(axum::Json)
+    service::processes(&state, &by, id).await.map(axum::Json)
 }

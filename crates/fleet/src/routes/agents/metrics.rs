@@ -1,7 +1,7 @@
 //! Metric ranges of an agent, raw or averaged per bucket (rollups).
 
 use super::*;
-pub use crate::service::agents::metrics::*;
+use crate::service::agents::metrics::{self as service, *};
 
 /// Metric series of an agent over a range (CONTRACT 4), raw or averaged per `interval` (a
 /// bucket is labelled with its start and holds [start, start + interval)). With
@@ -18,5 +18,5 @@ pub(crate) async fn metrics(
     Path(id): Path<Uuid>,
     Query(q): Query<MetricsQuery>,
 ) -> ApiResult<axum::Json<MetricsView>> {
-    metrics_by(&state, &by, id, q).await.map(axum::Json)
+    service::metrics(&state, &by, id, q).await.map(axum::Json)
 }

@@ -26,7 +26,6 @@ pub mod records;
 pub mod registration;
 pub mod rotation;
 
-pub use crate::service::agents::*;
 use certs::*;
 use enrollment::*;
 use governance::*;
@@ -67,7 +66,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     trusthub_platform::openapi::one_of(
         r.get_openapi_mut(),
         "Honeypot",
-        governance::honeypot_shapes(),
+        crate::service::agents::governance::honeypot_shapes(),
     );
     r
 }

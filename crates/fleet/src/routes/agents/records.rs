@@ -1,7 +1,7 @@
 //! The agent records: list, one, delete.
 
 use super::*;
-pub use crate::service::agents::records::*;
+use crate::service::agents::records::{self as service, *};
 
 /// The tenant's agents.
 #[utoipa::path(get, path = "/agents", tag = "agents", responses((status = 200, body = Vec<AgentView>)))]
@@ -9,7 +9,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<AgentView>>> {
-    list_by(&state, &by).await.map(axum::Json)
+    service::list(&state, &by).await.map(axum::Json)
 }
 
 /// One agent.
@@ -20,7 +20,7 @@ pub(crate) async fn get_agent(
     by: Viewer,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<AgentView>> {
-    get_agent_by(&state, &by, id).await.map(axum::Json)
+    service::get_agent(&state, &by, id).await.map(axum::Json)
 }
 
 /// Remove an agent (admin) with everything it reported; its token stops working at once.
@@ -32,7 +32,7 @@ pub(crate) async fn delete_agent(
     by: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<StatusCode> {
-    delete_agent_by(&state, &meta, &by, id)
+    service::delete_agent(&state, &meta, &by, id)
         .await
         .map(|()| StatusCode::NO_CONTENT)
 }

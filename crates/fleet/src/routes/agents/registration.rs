@@ -1,7 +1,7 @@
 //! Agent registration (first contact and re-enrolment) and agent signatures.
 
 use super::*;
-pub use crate::service::agents::registration::*;
+use crate::service::agents::registration::{self as service, *};
 
 /// Register a host (CONTRACT 4). `Authorization: Bearer <enrollment token>` and
 /// `X-Service-Signature: ed25519=<base64>` over the exact body, made with the key of
@@ -19,7 +19,7 @@ pub(crate) async fn register(
     headers: HeaderMap,
     body: SignedBody,
 ) -> ApiResult<(StatusCode, axum::Json<Registered>)> {
-    register_by(&state, &meta, &headers, &body)
+    service::register(&state, &meta, &headers, &body)
         .await
         .map(|(status, v)| (status, axum::Json(v)))
 }

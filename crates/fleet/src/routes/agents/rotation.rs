@@ -1,7 +1,7 @@
 //! Token and signing-key rotation.
 
 use super::*;
-pub use crate::service::agents::rotation::*;
+use crate::service::agents::rotation::{self as service, *};
 
 /// Rotate an agent's token (admin; 10 per hour per user; audit `agent_token_rotated`). The
 /// old token stops working at once; hand the new one to the host (or let the agent
@@ -14,7 +14,7 @@ pub(crate) async fn rotate_token(
     by: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<RotatedToken>> {
-    rotate_token_by(&state, &meta, &by, id)
+    service::rotate_token(&state, &meta, &by, id)
         .await
         .map(axum::Json)
 }
@@ -29,7 +29,7 @@ pub(crate) async fn rotate_signing_key(
     by: Admin,
     Path(id): Path<Uuid>,
 ) -> ApiResult<axum::Json<SigningKeyState>> {
-    rotate_signing_key_by(&state, &meta, &by, id)
+    service::rotate_signing_key(&state, &meta, &by, id)
         .await
         .map(axum::Json)
 }

@@ -81,8 +81,8 @@ impl From<ClientCert> for ClientCertView {
     }
 }
 
-/// The service behind [`client_certs_of`], for the API and the dashboard alike.
-pub async fn client_certs_of_by(
+/// The service behind the `client_certs_of` handler, for the API and the dashboard alike.
+pub async fn client_certs_of(
     state: &AppState,
     by: &Viewer,
     id: Uuid,
@@ -108,8 +108,8 @@ pub struct RevokeRequest {
     pub reason: String,
 }
 
-/// The service behind [`revoke_client_cert`], for the API and the dashboard alike.
-pub async fn revoke_client_cert_by(
+/// The service behind the `revoke_client_cert` handler, for the API and the dashboard alike.
+pub async fn revoke_client_cert(
     state: &AppState,
     meta: &Meta,
     by: &Admin,
@@ -150,7 +150,7 @@ pub async fn revoke_client_cert_by(
 }
 
 /// The service behind the `issue_client_cert` handler, for the API and the dashboard alike.
-pub async fn issue_client_cert_by(
+pub async fn issue_client_cert(
     state: &AppState,
     meta: &Meta,
     AgentAuth(agent): &AgentAuth,

@@ -165,12 +165,8 @@ impl GovernanceView {
     }
 }
 
-/// The service behind [`get_governance`], for the API and the dashboard alike.
-pub async fn get_governance_by(
-    state: &AppState,
-    by: &Viewer,
-    id: Uuid,
-) -> ApiResult<GovernanceView> {
+/// The service behind the `get_governance` handler, for the API and the dashboard alike.
+pub async fn get_governance(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<GovernanceView> {
     let p = &by.0;
     Ok(GovernanceView::of(&load(state, p.tenant(), id).await?))
 }
@@ -213,8 +209,8 @@ pub struct GovernancePatch {
 }
 
 /// The service behind `PATCH /agents/{id}/governance`: the agent's settings as they are,
-/// with what the patch sends, through the checks of [`put_governance_by`].
-pub async fn patch_governance_by(
+/// with what the patch sends, through the checks of [`put_governance`].
+pub async fn patch_governance(
     state: &AppState,
     meta: &Meta,
     by: &Operator,
@@ -246,11 +242,11 @@ pub async fn patch_governance_by(
         host_allowed_actions: None,
         effective_actions: None,
     };
-    put_governance_by(state, meta, by, id, req).await
+    put_governance(state, meta, by, id, req).await
 }
 
-/// The service behind [`put_governance`], for the API and the dashboard alike.
-pub async fn put_governance_by(
+/// The service behind the `put_governance` handler, for the API and the dashboard alike.
+pub async fn put_governance(
     state: &AppState,
     meta: &Meta,
     by: &Operator,

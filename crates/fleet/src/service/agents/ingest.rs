@@ -322,7 +322,7 @@ pub struct HeartbeatAck {
 }
 
 /// The service behind the `ingest` handler, for the API and the dashboard alike.
-pub async fn ingest_by(
+pub async fn ingest(
     state: &AppState,
     mut auth: IngestAuth,
     headers: &HeaderMap,
@@ -404,7 +404,7 @@ pub async fn ingest_by(
 }
 
 /// The service behind the `heartbeat` handler, for the API and the dashboard alike.
-pub async fn heartbeat_by(
+pub async fn heartbeat(
     state: &AppState,
     AgentAuth(agent): &AgentAuth,
     id: Uuid,

@@ -15,8 +15,8 @@ pub(crate) async fn latest_inventory(
         .ok_or(ApiError::NotFound("inventory (none received yet)"))
 }
 
-/// The service behind [`inventory_slice`], for the API and the dashboard alike.
-pub async fn inventory_slice_by(
+/// The service behind the `inventory_slice` handler, for the API and the dashboard alike.
+pub async fn inventory_slice(
     state: &AppState,
     by: &Viewer,
     id: Uuid,
@@ -48,8 +48,8 @@ pub struct ProcessesView {
     pub processes: Vec<Value>,
 }
 
-/// The service behind [`processes`], for the API and the dashboard alike.
-pub async fn processes_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<ProcessesView> {
+/// The service behind the `processes` handler, for the API and the dashboard alike.
+pub async fn processes(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<ProcessesView> {
     let p = &by.0;
     load(state, p.tenant(), id).await?;
     let mut c = state.db.conn().await?;

@@ -60,7 +60,7 @@ pub fn parse_duration_ms(s: &str) -> Option<i64> {
 }
 
 /// The service behind the `metrics` handler, for the API and the dashboard alike.
-pub async fn metrics_by(
+pub async fn metrics(
     state: &AppState,
     by: &Viewer,
     id: Uuid,

@@ -91,8 +91,8 @@ pub(crate) async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRes
         .ok_or(ApiError::NotFound("agent"))
 }
 
-/// The service behind [`delete_agent`], for the API and the dashboard alike.
-pub async fn delete_agent_by(state: &AppState, meta: &Meta, by: &Admin, id: Uuid) -> ApiResult<()> {
+/// The service behind the `delete_agent` handler, for the API and the dashboard alike.
+pub async fn delete_agent(state: &AppState, meta: &Meta, by: &Admin, id: Uuid) -> ApiResult<()> {
     let p = &by.0;
     let mut tx = state.db.begin().await?;
     let Some(agent) = agents::get(&mut tx, p.tenant(), id).await? else {
@@ -121,7 +121,7 @@ pub async fn delete_agent_by(state: &AppState, meta: &Meta, by: &Admin, id: Uuid
 }
 
 /// The service behind the `list` handler, for the API and the dashboard alike.
-pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<AgentView>> {
+pub async fn list(state: &AppState, by: &Viewer) -> ApiResult<Vec<AgentView>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     let now = now();
@@ -139,7 +139,7 @@ pub async fn list_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<AgentView>>
 }
 
 /// The service behind the `get_agent` handler, for the API and the dashboard alike.
-pub async fn get_agent_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AgentView> {
+pub async fn get_agent(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AgentView> {
     let p = &by.0;
     let now = now();
     let (connected, certs) = {

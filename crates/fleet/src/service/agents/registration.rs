@@ -100,7 +100,7 @@ pub(crate) fn signed_by(
 }
 
 /// The service behind the `register` handler, for the API and the dashboard alike.
-pub async fn register_by(
+pub async fn register(
     state: &AppState,
     meta: &Meta,
     headers: &HeaderMap,

@@ -11,8 +11,8 @@ pub struct RotatedToken {
     pub agent_token: String,
 }
 
-/// The service behind [`rotate_token`], for the API and the dashboard alike.
-pub async fn rotate_token_by(
+/// The service behind the `rotate_token` handler, for the API and the dashboard alike.
+pub async fn rotate_token(
     state: &AppState,
     meta: &Meta,
     by: &Admin,
@@ -56,8 +56,8 @@ pub struct SigningKeyState {
     pub signing_key_pinned: bool,
 }
 
-/// The service behind [`rotate_signing_key`], for the API and the dashboard alike.
-pub async fn rotate_signing_key_by(
+/// The service behind the `rotate_signing_key` handler, for the API and the dashboard alike.
+pub async fn rotate_signing_key(
     state: &AppState,
     meta: &Meta,
     by: &Admin,

@@ -16,7 +16,6 @@ pub mod prices;
 pub mod teams;
 pub mod traces;
 
-pub use crate::service::ai::*;
 use otlp::*;
 use prices::*;
 use teams::*;

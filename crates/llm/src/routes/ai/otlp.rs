@@ -1,7 +1,7 @@
 //! OTLP/HTTP trace intake (OpenTelemetry GenAI conventions).
 
 use super::*;
-pub use crate::service::ai::otlp::*;
+use crate::service::ai::otlp as service;
 
 /// OTLP/HTTP trace export (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=<hub>/api/v1/otlp/v1/traces`,
 /// `OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <token>`): `application/x-protobuf` or
@@ -28,5 +28,5 @@ pub(crate) async fn otlp_traces(
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> ApiResult<axum::response::Response> {
-    otlp_traces_by(&state, &by, &headers, &body).await
+    service::otlp_traces(&state, &by, &headers, &body).await
 }

@@ -3,7 +3,7 @@
 use super::*;
 use crate::auth::Admin;
 use crate::extract::Meta;
-pub use crate::service::ai::prices::*;
+use crate::service::ai::prices::{self as service, *};
 
 /// The prices in force for your tenant: the shipped table (dated) with your overrides.
 #[utoipa::path(get, path = "/ai/prices", tag = "ai", responses((status = 200, body = Vec<PriceView>)))]
@@ -11,7 +11,7 @@ pub(crate) async fn list_prices(
     State(state): State<AppState>,
     by: Viewer,
 ) -> ApiResult<axum::Json<Vec<PriceView>>> {
-    list_prices_by(&state, &by).await.map(axum::Json)
+    service::list_prices(&state, &by).await.map(axum::Json)
 }
 
 /// Override prices (admin): costs are computed at query time, so past calls are re-priced
@@ -24,5 +24,7 @@ pub(crate) async fn put_prices(
     by: Admin,
     Json(req): Json<PricesIn>,
 ) -> ApiResult<axum::Json<Vec<PriceView>>> {
-    put_prices_by(&state, &meta, &by, req).await.map(axum::Json)
+    service::put_prices(&state, &meta, &by, req)
+        .await
+        .map(axum::Json)
 }

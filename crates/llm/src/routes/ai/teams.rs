@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::extract::Path;
-pub use crate::service::ai::teams::*;
+use crate::service::ai::teams::{self as service, *};
 
 /// Per team over `[from, to)` (by trace start): cost (priced calls; unpriced ones counted
 /// apart), p95 latency (nearest rank), top 3 models, refusal rate, trace count.
@@ -15,7 +15,7 @@ pub(crate) async fn teams(
     by: Viewer,
     Query(q): Query<TeamsQuery>,
 ) -> ApiResult<axum::Json<Vec<TeamView>>> {
-    teams_by(&state, &by, q).await.map(axum::Json)
+    service::teams(&state, &by, q).await.map(axum::Json)
 }
 
 /// The month's per-team figures as RFC 4180 CSV (CRLF line ends, quoted where needed):
@@ -28,7 +28,7 @@ pub(crate) async fn export_csv(
     by: Viewer,
     Query(q): Query<MonthQuery>,
 ) -> ApiResult<impl IntoResponse> {
-    let (file, body) = export_csv_by(&state, &by, q).await?;
+    let (file, body) = service::export_csv(&state, &by, q).await?;
     Ok((
         [
             (
@@ -55,5 +55,5 @@ pub(crate) async fn team(
     Path(name): Path<String>,
     Query(q): Query<TeamsQuery>,
 ) -> ApiResult<axum::Json<TeamDetail>> {
-    team_by(&state, &by, name, q).await.map(axum::Json)
+    service::team(&state, &by, name, q).await.map(axum::Json)
 }

@@ -1,7 +1,7 @@
 //! LLM trace intake over our API (CONTRACT 9, CONTRACT 13).
 
 use super::*;
-pub use crate::service::ai::traces::*;
+use crate::service::ai::traces::{self as service, *};
 
 /// Send LLM traces: an API token with scope `ai_ingest` (or `write`), or a session of an
 /// operator or above. Validation is all-or-nothing (422 names every bad field, nothing is
@@ -18,7 +18,7 @@ pub(crate) async fn ingest(
     by: TraceSender,
     Json(req): Json<TracesIn>,
 ) -> ApiResult<(StatusCode, axum::Json<TracesAccepted>)> {
-    ingest_by(&state, &by, req)
+    service::ingest(&state, &by, req)
         .await
         .map(|(status, v)| (status, axum::Json(v)))
 }

@@ -3,7 +3,7 @@
 use super::*;
 
 /// The service behind the `otlp_traces` handler, for the API and the dashboard alike.
-pub async fn otlp_traces_by(
+pub async fn otlp_traces(
     state: &AppState,
     by: &TraceSender,
     headers: &axum::http::HeaderMap,

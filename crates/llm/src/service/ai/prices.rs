@@ -132,8 +132,8 @@ pub struct PriceView {
     pub source: String,
 }
 
-/// The service behind [`list_prices`], for the API and the dashboard alike.
-pub async fn list_prices_by(state: &AppState, by: &Viewer) -> ApiResult<Vec<PriceView>> {
+/// The service behind the `list_prices` handler, for the API and the dashboard alike.
+pub async fn list_prices(state: &AppState, by: &Viewer) -> ApiResult<Vec<PriceView>> {
     let p = &by.0;
     let table = price_table(state, p.tenant()).await?;
     let defaults = ai::default_prices();
@@ -179,8 +179,8 @@ pub struct PricesIn {
     pub prices: Vec<PriceView>,
 }
 
-/// The service behind [`put_prices`], for the API and the dashboard alike.
-pub async fn put_prices_by(
+/// The service behind the `put_prices` handler, for the API and the dashboard alike.
+pub async fn put_prices(
     state: &AppState,
     meta: &Meta,
     by: &Admin,
@@ -217,5 +217,5 @@ pub async fn put_prices_by(
     )
     .await?;
     tx.commit().await?;
-    list_prices_by(state, &Viewer(p.clone())).await
+    list_prices(state, &Viewer(p.clone())).await
 }

@@ -128,8 +128,8 @@ pub(crate) fn parse_time(field: &str, v: Option<&str>) -> ApiResult<Option<Offse
     .transpose()
 }
 
-/// The service behind [`teams`], for the API and the dashboard alike.
-pub async fn teams_by(state: &AppState, by: &Viewer, q: TeamsQuery) -> ApiResult<Vec<TeamView>> {
+/// The service behind the `teams` handler, for the API and the dashboard alike.
+pub async fn teams(state: &AppState, by: &Viewer, q: TeamsQuery) -> ApiResult<Vec<TeamView>> {
     let p = &by.0;
     let (from, to) = q.period()?;
     let by_p95 = match q.sort.as_deref().unwrap_or("cost") {
@@ -187,8 +187,8 @@ pub struct TeamDetail {
     pub daily: Vec<TeamDay>,
 }
 
-/// The service behind [`team`], for the API and the dashboard alike.
-pub async fn team_by(
+/// The service behind the `team` handler, for the API and the dashboard alike.
+pub async fn team(
     state: &AppState,
     by: &Viewer,
     name: String,
@@ -232,7 +232,7 @@ pub async fn team_by(
 }
 
 /// The month's per-team CSV behind the `export_csv` handler: (file name, body).
-pub async fn export_csv_by(
+pub async fn export_csv(
     state: &AppState,
     by: &Viewer,
     q: MonthQuery,

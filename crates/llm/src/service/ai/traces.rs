@@ -180,7 +180,7 @@ pub(crate) fn may_send_traces(p: &crate::auth::Principal) -> ApiResult<()> {
 }
 
 /// The service behind the `ingest` handler, for the API and the dashboard alike.
-pub async fn ingest_by(
+pub async fn ingest(
     state: &AppState,
     by: &TraceSender,
     req: TracesIn,

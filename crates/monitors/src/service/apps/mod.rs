@@ -289,8 +289,8 @@ pub(crate) async fn load(state: &AppState, tenant: TenantId, id: Uuid) -> ApiRes
     Ok(AppView::new(app, tags, &state.public_url))
 }
 
-/// The service behind [`get_app`], for the API and the dashboard alike.
-pub async fn get_app_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AppView> {
+/// The service behind the `get_app` handler, for the API and the dashboard alike.
+pub async fn get_app(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<AppView> {
     let p = &by.0;
     load(state, p.tenant(), id).await
 }
@@ -565,7 +565,7 @@ pub(crate) fn process_candidates(
 }
 
 /// The service behind the `checks` handler, for the API and the dashboard alike.
-pub async fn checks_by(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<Vec<LastCheck>> {
+pub async fn checks(state: &AppState, by: &Viewer, id: Uuid) -> ApiResult<Vec<LastCheck>> {
     let p = &by.0;
     let mut c = state.db.conn().await?;
     apps::get(&mut c, p.tenant(), id)
