@@ -528,7 +528,7 @@ pub async fn update_all_plan(
     user: WebUser,
 ) -> PageResult {
     let result = async {
-        let admin = user.act(Admin::of, None)?;
+        let admin = Admin::of(&user.principal)?;
         let req = crate::update_all::UpdateAllRequest {
             dry_run: true,
             ..Default::default()

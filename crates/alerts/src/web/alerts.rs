@@ -163,7 +163,7 @@ pub async fn alert(
     user: WebUser,
     axum::extract::Path(id): axum::extract::Path<uuid::Uuid>,
 ) -> Response {
-    let viewer = match user.act(crate::auth::Viewer::of, None) {
+    let viewer = match crate::auth::Viewer::of(&user.principal) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };

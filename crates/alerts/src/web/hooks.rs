@@ -55,7 +55,7 @@ async fn page(
     flash: Flash,
     status: StatusCode,
 ) -> PageResult {
-    let admin = user.act(Admin::of, None)?;
+    let admin = Admin::of(&user.principal)?;
     let w = service::get(state, &admin, id).await?;
     let list = service::deliveries(state, &admin, id, DeliveryQuery { limit: Some(100) }).await?;
     let now = now();

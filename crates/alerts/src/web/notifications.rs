@@ -70,7 +70,7 @@ async fn page(
     secret: Option<String>,
     status: StatusCode,
 ) -> Response {
-    let viewer = match user.act(Viewer::of, None) {
+    let viewer = match Viewer::of(&user.principal) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };

@@ -6,15 +6,14 @@ use crate::auth::Viewer;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Path, Query};
 use crate::openapi::api_routes;
-use crate::service::actions::{self as service, ActionView, LogEntryView, LogHead, LogQuery};
+use crate::service::actions::{
+    self as service, ActionQuery, ActionView, LogEntryView, LogHead, LogQuery,
+};
 use crate::state::AppState;
-use crate::store::actions;
 use axum::extract::State;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::response::Response;
-use serde::Deserialize;
 use trusthub_store::TenantId;
-use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
@@ -65,38 +64,15 @@ pub(crate) async fn get_action(
     service::get_action(&state, &by, jti).await.map(axum::Json)
 }
 
-/// Action filters.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ActionQuery {
-    /// Only this agent's.
-    pub agent_id: Option<Uuid>,
-    /// Page size, 1 to 500 (default 100).
-    #[param(minimum = 1, maximum = 500)]
-    pub limit: Option<i64>,
-}
-
 /// The tenant's actions, newest first.
 #[utoipa::path(get, path = "/actions", tag = "actions", params(ActionQuery),
     responses((status = 200, body = Vec<ActionView>)))]
 pub(crate) async fn list_actions(
     State(state): State<AppState>,
-    Viewer(p): Viewer,
+    by: Viewer,
     Query(q): Query<ActionQuery>,
 ) -> ApiResult<axum::Json<Vec<ActionView>>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
-    let mut c = state.db.conn().await?;
-    Ok(axum::Json(
-        actions::list(&mut c, p.tenant(), q.agent_id, limit)
-            .await?
-            .into_iter()
-            .map(ActionView::from)
-            .collect(),
-    ))
+    service::list_actions(&state, &by, q).await.map(axum::Json)
 }
 
 /// The tenant's transparency log, oldest first (append-only in the schema).

@@ -372,6 +372,36 @@ pub async fn get_action(state: &AppState, by: &Viewer, jti: String) -> ApiResult
     Ok(a.into())
 }
 
+/// Action filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ActionQuery {
+    /// Only this agent's.
+    pub agent_id: Option<Uuid>,
+    /// Page size, 1 to 500 (default 100).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+}
+
+/// The tenant's actions (viewer), newest first: `q.limit` 1 to 500 (default 100).
+pub async fn list_actions(
+    state: &AppState,
+    by: &Viewer,
+    q: ActionQuery,
+) -> ApiResult<Vec<ActionView>> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be 1 to 500"));
+    }
+    let mut c = state.db.conn().await?;
+    Ok(actions::list(&mut c, by.0.tenant(), q.agent_id, limit)
+        .await?
+        .into_iter()
+        .map(ActionView::from)
+        .collect())
+}
+
 /// Paging of the log.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

@@ -68,20 +68,6 @@ pub struct WebUser {
 }
 
 impl WebUser {
-    /// The form's CSRF token checked (when given), then this user as the typed role a
-    /// service takes (`user.act(Admin::of, None)` on a page without a form; [`Act`] for
-    /// forms).
-    pub fn act<R>(
-        &self,
-        of: fn(&Principal) -> Result<R, ApiError>,
-        csrf: Option<&str>,
-    ) -> Result<R, ApiError> {
-        if let Some(csrf) = csrf {
-            self.check_csrf(csrf)?;
-        }
-        of(&self.principal)
-    }
-
     /// Refuses a form whose CSRF token is not this session's.
     pub fn check_csrf(&self, sent: &str) -> Result<(), ApiError> {
         if sent.len() == self.csrf.len()
@@ -172,7 +158,8 @@ where
             .map(|(_, v)| v.as_str())
             .unwrap_or_default();
         let by = user
-            .act(R::of, Some(csrf))
+            .check_csrf(csrf)
+            .and_then(|()| R::of(&user.principal))
             .map_err(IntoResponse::into_response)?;
         let rest: Vec<(String, String)> = pairs.into_iter().filter(|(k, _)| k != "csrf").collect();
         let form = form_of(&rest).map_err(IntoResponse::into_response)?;
