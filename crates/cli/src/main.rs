@@ -846,6 +846,7 @@ async fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    no_transparent_huge_pages();
     // Installed under the name `trusthub-agent` (the hub serves its own build to hosts that
     // install the agent, CONTRACT 27), this binary is the agent.
     if invoked_as_agent(std::env::args_os().next()) {
@@ -860,6 +861,16 @@ fn main() -> ExitCode {
             eprintln!("trusthub: cannot start: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, inherited
+/// by what it runs; no kernel setting changes) unless `MIMALLOC_ALLOW_THP` is set: with them,
+/// mimalloc's arenas kept partly used 2 MiB pages resident, about 11 % more memory under a
+/// 1,000-agent soak (bench/RESULTS.md, "thirty-first session"), as Redis's guide warns.
+fn no_transparent_huge_pages() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        let _ = rustix::thread::disable_transparent_huge_pages(true);
     }
 }
 

@@ -158,6 +158,46 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     assert!(log.iter().all(|l| !l.contains('\u{1b}')), "{log:?}");
 }
 
+/// The hub turns transparent huge pages off for itself (its own `prctl` flag, which the
+/// kernel shows as `THP_enabled` in the process's status), unless `MIMALLOC_ALLOW_THP` is set.
+#[test]
+fn the_hub_turns_transparent_huge_pages_off_for_itself_unless_told_otherwise() {
+    fn thp_enabled(hub: &Hub) -> Option<String> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", hub.pid())).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("THP_enabled:"))
+            .map(|v| v.trim().to_owned())
+    }
+    let ours = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    // Off already for these tests (the flag is inherited from whatever started them): then
+    // no hub they start can have them on.
+    let inherited_off = ours
+        .lines()
+        .any(|l| l.replace(char::is_whitespace, "") == "THP_enabled:0");
+    let dir = TempDir::new();
+    let mut hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password")]);
+    let Some(off) = thp_enabled(&hub) else {
+        // A kernel without transparent huge pages shows no such line: nothing to turn off.
+        assert!(hub.terminate().success());
+        return;
+    };
+    assert_eq!(off, "0", "the hub's own flag");
+    assert!(hub.terminate().success());
+    let dir = TempDir::new();
+    let mut hub = Hub::start(
+        &dir.0,
+        &[
+            ("TRUSTHUB_ADMIN_PASSWORD", "a fine password"),
+            ("MIMALLOC_ALLOW_THP", "1"),
+        ],
+    );
+    if !inherited_off {
+        assert_eq!(thp_enabled(&hub).as_deref(), Some("1"), "left to mimalloc");
+    }
+    assert!(hub.terminate().success());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_commands_work_next_to_a_running_sqlite_hub() {
     let dir = TempDir::new();

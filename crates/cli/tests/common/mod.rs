@@ -48,6 +48,7 @@ impl Hub {
             .env_remove("TRUSTHUB_ADMIN_PASSWORD")
             .env_remove("TRUSTHUB_DATABASE_URL")
             .env_remove("CLOUD_ENCRYPTION_KEY")
+            .env_remove("MIMALLOC_ALLOW_THP")
             // The webhook receivers of these tests listen on this machine.
             .env("TRUSTHUB_OUTBOUND_ALLOW_CIDRS", "127.0.0.0/8")
             .envs(envs.iter().copied())
