@@ -866,7 +866,7 @@ fn main() -> ExitCode {
 
 /// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, inherited
 /// by what it runs; no kernel setting changes) unless `MIMALLOC_ALLOW_THP` is set: with them,
-/// mimalloc's arenas kept partly used 2 MiB pages resident, about 11 % more memory under a
+/// mimalloc's arenas kept partly used 2 MiB pages resident, 11–14 % more memory under a
 /// 1,000-agent soak (bench/RESULTS.md, "thirty-first session"), as Redis's guide warns.
 fn no_transparent_huge_pages() {
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
