@@ -16,6 +16,7 @@ mod evidence;
 mod global_flags;
 mod man;
 mod remote;
+mod signals;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -450,27 +451,6 @@ fn init_logging() {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
-}
-
 fn announce(server: &Server, data_dir: &std::path::Path) -> String {
     let addr = server.local_addr();
     let scheme = if server.state().settings.tls_enabled() {
@@ -512,12 +492,10 @@ fn announce(server: &Server, data_dir: &std::path::Path) -> String {
 
 async fn serve(settings: Settings) -> Result<(), String> {
     let data_dir = settings.db.data_dir.clone();
+    let stop = signals::shutdown();
     let server = Server::build(settings).await.map_err(|e| e.to_string())?;
     announce(&server, &data_dir);
-    server
-        .run(shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())
+    server.run(stop).await.map_err(|e| e.to_string())
 }
 
 /// `trusthub up`: the hub plus an agent for this host, enrolled on first start.
@@ -536,6 +514,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
     } else {
         settings.tls_cert.clone()
     };
+    let stop = signals::shutdown();
     let server = Server::build(settings).await.map_err(|e| e.to_string())?;
     let hub_url = announce(&server, &data_dir);
     let agent_dir = data_dir.join("agent");
@@ -594,7 +573,7 @@ async fn up(args: UpArgs) -> Result<(), String> {
         );
     }
     let agent = tokio::spawn(trusthub_agent::run(opts, stopped(stop_rx)));
-    shutdown_signal().await;
+    stop.await;
     let _ = stop_tx.send(true);
     let agent_result = agent.await.map_err(|e| e.to_string())?;
     hub.await

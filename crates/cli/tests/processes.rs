@@ -158,6 +158,19 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     assert!(log.iter().all(|l| !l.contains('\u{1b}')), "{log:?}");
 }
 
+/// A SIGTERM while the hub is still starting (here while the first start makes its CA, which
+/// takes seconds) is a graceful stop once it serves, not the signal's default kill.
+#[test]
+fn sigterm_during_start_up_is_a_graceful_stop() {
+    let dir = TempDir::new();
+    let mut hub = Hub::start(&dir.0, &[("TRUSTHUB_ADMIN_PASSWORD", "a fine password")]);
+    let status = hub.terminate();
+    // The process has ended: its log is whole once the reader reaches the pipe's end.
+    let log: Vec<String> = hub.stderr.iter().collect();
+    assert!(status.success(), "{status:?}: {log:?}");
+    assert!(log.iter().any(|l| l.contains("shutting down")), "{log:?}");
+}
+
 /// The hub turns transparent huge pages off for itself (its own `prctl` flag, which the
 /// kernel shows as `THP_enabled` in the process's status), unless `MIMALLOC_ALLOW_THP` is set.
 #[test]
@@ -183,7 +196,9 @@ fn the_hub_turns_transparent_huge_pages_off_for_itself_unless_told_otherwise() {
         return;
     };
     assert_eq!(off, "0", "the hub's own flag");
-    assert!(hub.terminate().success());
+    let status = hub.terminate();
+    let log: Vec<String> = hub.stderr.try_iter().collect();
+    assert!(status.success(), "{status:?}: {log:?}");
     let dir = TempDir::new();
     let mut hub = Hub::start(
         &dir.0,
