@@ -161,6 +161,15 @@ impl ApiError {
         ApiError::Validation(vec![FieldError::new(field, message)])
     }
 
+    /// A list's page size: `limit`, or `default` when not given; outside 1 to `max` it is a
+    /// 422 naming `limit`.
+    pub fn page_limit(limit: Option<i64>, default: i64, max: i64) -> Result<i64, Self> {
+        match limit.unwrap_or(default) {
+            l if (1..=max).contains(&l) => Ok(l),
+            _ => Err(ApiError::invalid("limit", format!("must be 1 to {max}"))),
+        }
+    }
+
     /// A 401 with the standard wording.
     pub fn unauthenticated() -> Self {
         ApiError::Unauthenticated("missing or invalid credentials".into())
@@ -292,3 +301,27 @@ fn is_unavailable(e: &sqlx::Error) -> bool {
 
 /// Result of handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page size is taken from 1 to its maximum, the default when none is given; anything
+    /// else is a 422 that names `limit` and the range.
+    #[test]
+    fn page_limit_takes_one_to_the_maximum() {
+        assert_eq!(ApiError::page_limit(None, 100, 500).ok(), Some(100));
+        assert_eq!(ApiError::page_limit(Some(1), 100, 500).ok(), Some(1));
+        assert_eq!(ApiError::page_limit(Some(500), 100, 500).ok(), Some(500));
+        for bad in [0, -1, 501] {
+            match ApiError::page_limit(Some(bad), 100, 500) {
+                Err(ApiError::Validation(errors)) => {
+                    assert_eq!(errors.len(), 1);
+                    assert_eq!(errors[0].field, "limit");
+                    assert_eq!(errors[0].message, "must be 1 to 500");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+}

@@ -125,7 +125,7 @@ pub(crate) async fn deliveries(
     Path(id): Path<Uuid>,
     Query(q): Query<DeliveryQuery>,
 ) -> ApiResult<axum::Json<Vec<DeliveryView>>> {
-    service::deliveries(&state, &admin, id, q.limit.unwrap_or(100))
+    service::deliveries(&state, &admin, id, q.limit)
         .await
         .map(axum::Json)
 }

@@ -91,10 +91,7 @@ pub async fn list(state: &AppState, by: &Viewer, q: AlertQuery) -> ApiResult<Vec
             "must be info, warning or critical",
         ));
     }
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
+    let limit = ApiError::page_limit(q.limit, 100, 500)?;
     let mut c = state.db.conn().await?;
     let list = alerts::list(
         &mut c,

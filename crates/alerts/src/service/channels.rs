@@ -393,16 +393,14 @@ pub async fn test(state: &AppState, admin: &Admin, id: Uuid) -> ApiResult<Delive
     Ok(d.into())
 }
 
-/// A channel's deliveries, newest first.
+/// A channel's deliveries, newest first: `limit` 1 to 500 (default 100).
 pub async fn deliveries(
     state: &AppState,
     admin: &Admin,
     id: Uuid,
-    limit: i64,
+    limit: Option<i64>,
 ) -> ApiResult<Vec<DeliveryView>> {
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
+    let limit = ApiError::page_limit(limit, 100, 500)?;
     let ch = load(state, admin, id).await?;
     let mut c = state.db.conn().await?;
     Ok(

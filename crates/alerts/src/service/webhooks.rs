@@ -487,10 +487,7 @@ pub async fn deliveries(
     q: DeliveryQuery,
 ) -> ApiResult<Vec<DeliveryView>> {
     let p = &admin.0;
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
+    let limit = ApiError::page_limit(q.limit, 100, 500)?;
     load(state, p, id).await?;
     let mut c = state.db.conn().await?;
     Ok(webhooks::deliveries(&mut c, p.tenant(), id, limit)

@@ -83,7 +83,7 @@ async fn page(
         Ok(list) => {
             for c in list {
                 let last = match &admin {
-                    Some(a) => match channels::deliveries(state, a, c.id, 1).await {
+                    Some(a) => match channels::deliveries(state, a, c.id, Some(1)).await {
                         Ok(d) => d
                             .first()
                             .map(|d| {

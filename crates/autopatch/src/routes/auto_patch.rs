@@ -79,10 +79,7 @@ pub(crate) async fn list_runs(
     Path(id): Path<Uuid>,
     Query(q): Query<RunsQuery>,
 ) -> ApiResult<axum::Json<Vec<AttemptView>>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
+    let limit = ApiError::page_limit(q.limit, 100, 500)?;
     service::runs(&state, &by, id, limit).await.map(axum::Json)
 }
 

@@ -390,10 +390,7 @@ pub async fn list_actions(
     by: &Viewer,
     q: ActionQuery,
 ) -> ApiResult<Vec<ActionView>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
+    let limit = ApiError::page_limit(q.limit, 100, 500)?;
     let mut c = state.db.conn().await?;
     Ok(actions::list(&mut c, by.0.tenant(), q.agent_id, limit)
         .await?
@@ -421,10 +418,7 @@ pub async fn transparency_log(
     q: LogQuery,
 ) -> ApiResult<Vec<LogEntryView>> {
     let p = &by.0;
-    let limit = q.limit.unwrap_or(1000);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 1000"));
-    }
+    let limit = ApiError::page_limit(q.limit, 1000, 1000)?;
     let mut c = state.db.conn().await?;
     Ok(
         actions::log_since(&mut c, p.tenant(), q.since_seq.unwrap_or(0).max(0), limit)

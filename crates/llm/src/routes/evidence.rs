@@ -50,10 +50,7 @@ pub(crate) async fn list(
     Viewer(p): Viewer,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<axum::Json<Vec<PackView>>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::invalid("limit", "must be 1 to 500"));
-    }
+    let limit = ApiError::page_limit(q.limit, 100, 500)?;
     let mut c = state.db.conn().await?;
     let packs = store::list(&mut c, p.tenant(), q.before.unwrap_or(i64::MAX), limit).await?;
     Ok(axum::Json(packs.into_iter().map(PackView::from).collect()))

@@ -52,10 +52,7 @@ pub const PAGE_DEFAULT: i64 = 500;
 pub const PAGE_MAX: i64 = 5_000;
 
 pub(super) fn page_limit(limit: Option<i64>) -> ApiResult<i64> {
-    match limit.unwrap_or(PAGE_DEFAULT) {
-        l @ 1..=PAGE_MAX => Ok(l),
-        _ => Err(ApiError::invalid("limit", "must be 1 to 5000")),
-    }
+    ApiError::page_limit(limit, PAGE_DEFAULT, PAGE_MAX)
 }
 
 pub(super) fn bad_cursor() -> ApiError {
